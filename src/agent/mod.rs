@@ -1,0 +1,10 @@
+//! Agents: the unified event type, one parser per output format, how each kind is
+//! launched and resumed, and the built-in scripted agent.
+
+pub mod claude_stream;
+pub mod event;
+pub mod launch;
+pub mod sim;
+pub mod text;
+
+pub use event::{AgentEvent, LineParser};

@@ -1,0 +1,22 @@
+//! Configuration errors: each names the file, the line and column, the key, and what
+//! is allowed.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("no ralph.toml found (looked for {}); run `ralph init` to write one, or pass -c FILE", list(.searched))]
+    NotFound { searched: Vec<PathBuf> },
+    #[error("cannot read {}: {source}", .path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    /// A problem at a place in the file.
+    #[error("{}:{line}:{column}: {message}", .path.display())]
+    At { path: PathBuf, line: usize, column: usize, message: String },
+    /// A problem with no better place than the file itself.
+    #[error("{}: {message}", .path.display())]
+    File { path: PathBuf, message: String },
+}
+
+fn list(paths: &[PathBuf]) -> String {
+    paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" and ")
+}

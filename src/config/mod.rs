@@ -1,0 +1,88 @@
+//! Finding, reading and validating `ralph.toml`.
+//!
+//! `load` turns a file into a [`Loaded`] configuration or a [`ConfigError`] that names
+//! the file, line and column, the key, and what is allowed. Everything that can be
+//! checked without running anything is checked here, so a bad config exits 2 before
+//! any agent starts.
+
+mod error;
+mod locate;
+mod types;
+mod validate;
+
+use std::path::{Path, PathBuf};
+
+pub use error::ConfigError;
+pub use types::*;
+
+/// The file names searched for, in order, when `-c` is not given.
+pub const SEARCH_PATHS: [&str; 2] = ["ralph.toml", ".agent/ralph.toml"];
+
+/// How one iteration of a phase proves it is done.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum DoneSignal {
+    /// The agent's final message ends with `<promise>DONE</promise>` (or the goal tag).
+    Tag,
+    /// The agent exited 0.
+    Exit0,
+    /// The file exists and changed during the attempt (path relative to the project).
+    File(PathBuf),
+}
+
+/// A phase after validation: its chain resolved to agent names, its rules explicit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Phase {
+    pub name: String,
+    pub chain_name: String,
+    /// Agent names, in fallover order; never empty.
+    pub chain: Vec<String>,
+    /// Iterations to run, or the cap when `until_complete`; at least 1.
+    pub iterations: u32,
+    pub until_complete: bool,
+    pub done: DoneSignal,
+    /// Template override, relative to the project directory.
+    pub prompt: Option<PathBuf>,
+}
+
+/// A configuration that passed every check.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The file it came from.
+    pub path: PathBuf,
+    pub config: Config,
+    /// Phases in run order.
+    pub phases: Vec<Phase>,
+    /// sha256 of the file's bytes, hex.
+    pub checksum: String,
+}
+
+/// Finds the config file: `explicit` if given, else the first of [`SEARCH_PATHS`]
+/// under `dir` that exists.
+pub fn find(dir: &Path, explicit: Option<&Path>) -> Result<PathBuf, ConfigError> {
+    if let Some(path) = explicit {
+        let path = if path.is_absolute() { path.to_path_buf() } else { dir.join(path) };
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(ConfigError::NotFound { searched: vec![path] })
+        };
+    }
+    let candidates: Vec<PathBuf> = SEARCH_PATHS.iter().map(|p| dir.join(p)).collect();
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .ok_or(ConfigError::NotFound { searched: candidates })
+}
+
+/// Reads and validates the config at `path`.
+pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
+    let source = std::fs::read_to_string(path)
+        .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+    parse(path, &source)
+}
+
+/// Parses and validates `source`; `path` is used in messages.
+pub fn parse(path: &Path, source: &str) -> Result<Loaded, ConfigError> {
+    validate::parse(path, source)
+}

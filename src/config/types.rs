@@ -1,0 +1,365 @@
+//! The shape of `ralph.toml`: plain serde types with their defaults.
+//!
+//! Key names follow design.md §3 and never change. Every table denies unknown keys so
+//! a typo is an error (with a suggestion) instead of a silently ignored setting.
+//! Semantic checks (unknown agents, zero caps, per-kind keys) live in `validate`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub general: General,
+    #[serde(default)]
+    pub retry: Retry,
+    #[serde(default)]
+    pub timeouts: Timeouts,
+    #[serde(default)]
+    pub offline: Offline,
+    #[serde(default)]
+    pub agents: BTreeMap<String, AgentConfig>,
+    #[serde(default)]
+    pub chains: BTreeMap<String, Vec<String>>,
+    #[serde(default)]
+    pub phases: BTreeMap<String, PhaseConfig>,
+}
+
+/// `[general]`
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct General {
+    /// The goal file, relative to the project directory.
+    pub prompt: PathBuf,
+    /// Passes through a phase's chain before the phase fails.
+    pub max_cycles: u32,
+    /// Total active run time over all resumes; unset means no limit.
+    #[serde(with = "humantime_serde")]
+    pub max_runtime: Option<Duration>,
+    /// Total cost over all resumes; unset means no limit.
+    pub max_cost_usd: Option<f64>,
+    pub workflow: Workflow,
+}
+
+impl Default for General {
+    fn default() -> Self {
+        Self {
+            prompt: PathBuf::from("PROMPT.md"),
+            max_cycles: 3,
+            max_runtime: None,
+            max_cost_usd: None,
+            workflow: Workflow::default(),
+        }
+    }
+}
+
+/// `[general.workflow]`
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Workflow {
+    pub checkpoint_enabled: bool,
+    /// Phase names in the order they run. Empty means "the order of the
+    /// `[phases.*]` tables in the file".
+    pub phases: Vec<String>,
+}
+
+impl Default for Workflow {
+    fn default() -> Self {
+        Self { checkpoint_enabled: true, phases: Vec::new() }
+    }
+}
+
+/// `[retry]`
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Retry {
+    /// `agent`-category failures per agent per iteration before fallover.
+    pub agent_attempts: u32,
+    /// `ambiguous` failures per iteration before the run fails.
+    pub ambiguous_attempts: u32,
+    #[serde(with = "humantime_serde")]
+    pub backoff_base: Duration,
+    #[serde(with = "humantime_serde")]
+    pub backoff_max: Duration,
+    pub tool_registry_resets: u32,
+    pub mcp_restarts: u32,
+    pub on_rate_limit: OnRateLimit,
+    #[serde(with = "humantime_serde")]
+    pub max_rate_limit_wait: Duration,
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Self {
+            agent_attempts: 3,
+            ambiguous_attempts: 5,
+            backoff_base: Duration::from_secs(5),
+            backoff_max: Duration::from_secs(600),
+            tool_registry_resets: 3,
+            mcp_restarts: 3,
+            on_rate_limit: OnRateLimit::Wait,
+            max_rate_limit_wait: Duration::from_secs(6 * 3600),
+        }
+    }
+}
+
+/// What to do when a provider reports a rate or usage limit.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum OnRateLimit {
+    Wait,
+    Fallover,
+}
+
+/// `[timeouts]`
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Timeouts {
+    /// No event from the agent and no tool running.
+    #[serde(with = "humantime_serde")]
+    pub stall: Duration,
+    /// One tool call, started and not finished.
+    #[serde(with = "humantime_serde")]
+    pub tool: Duration,
+    /// One whole attempt.
+    #[serde(with = "humantime_serde")]
+    pub attempt: Duration,
+    /// Between SIGINT, SIGTERM and SIGKILL when ending an agent.
+    #[serde(with = "humantime_serde")]
+    pub grace: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            stall: Duration::from_secs(300),
+            tool: Duration::from_secs(1800),
+            attempt: Duration::from_secs(7200),
+            grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// `[offline]`
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Offline {
+    /// `host:port` endpoints; unset means the configured agents' providers.
+    pub probe: Option<Vec<String>>,
+    #[serde(with = "humantime_serde")]
+    pub interval: Duration,
+    #[serde(with = "humantime_serde")]
+    pub timeout: Duration,
+}
+
+impl Default for Offline {
+    fn default() -> Self {
+        Self { probe: None, interval: Duration::from_secs(10), timeout: Duration::from_secs(3) }
+    }
+}
+
+/// The kinds of agent ralph knows how to drive.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentKind {
+    Claude,
+    Codex,
+    Opencode,
+    Gemini,
+    Command,
+    Sim,
+}
+
+impl AgentKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentKind::Claude => "claude",
+            AgentKind::Codex => "codex",
+            AgentKind::Opencode => "opencode",
+            AgentKind::Gemini => "gemini",
+            AgentKind::Command => "command",
+            AgentKind::Sim => "sim",
+        }
+    }
+}
+
+/// How a `kind = "command"` agent's stdout is read.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutputFormat {
+    /// Plain text; the final message is the end of stdout.
+    #[default]
+    Text,
+    /// Claude Code's headless `--output-format stream-json`.
+    ClaudeStreamJson,
+}
+
+/// `[agents.NAME]`. One flat table for every kind; `validate` rejects keys that do
+/// not belong to the agent's kind.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    pub kind: AgentKind,
+    /// Passed on every launch and every resume (CLI agents).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Overrides the binary found on PATH (CLI agents).
+    #[serde(default)]
+    pub binary: Option<PathBuf>,
+    /// argv template with `{prompt}` (kind = "command").
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    /// argv template with `{session}` and `{prompt}` (kind = "command").
+    #[serde(default)]
+    pub resume: Option<Vec<String>>,
+    /// Output format (kind = "command").
+    #[serde(default)]
+    pub output: Option<OutputFormat>,
+    /// Extra arguments appended to every launch (CLI agents).
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Extra environment variables set for the agent.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Credential-like variables to pass through in addition to the kind's allowlist.
+    #[serde(default)]
+    pub pass_env: Vec<String>,
+    /// Per-launch scripts (kind = "sim"); launch N uses entry N, the last repeats.
+    #[serde(default)]
+    pub script: Vec<SimScript>,
+}
+
+/// `[phases.NAME]`
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseConfig {
+    /// The agent chain, a key of `[chains]`.
+    pub chain: String,
+    /// Iterations to run (or, with `until = "complete"`, the cap). Default 1.
+    #[serde(default)]
+    pub iterations: Option<u32>,
+    #[serde(default)]
+    pub until: Option<Until>,
+    /// The done signal of one iteration: "tag", "exit0", "file:PATH".
+    #[serde(default)]
+    pub done: Option<String>,
+    /// A template file overriding the built-in prompt for this phase.
+    #[serde(default)]
+    pub prompt: Option<PathBuf>,
+}
+
+/// The repeat rule of a phase.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Until {
+    /// Repeat until the goal signal, at most `iterations` times.
+    Complete,
+}
+
+/// One launch's script for the built-in scripted agent.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SimScript {
+    pub steps: Vec<SimStep>,
+}
+
+/// One step of the scripted agent. Written in TOML as a one-key inline table,
+/// e.g. `{ say = "hello" }` or `{ write = { path = "PLAN.md", content = "..." } }`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum SimStep {
+    /// An assistant text message.
+    Say(String),
+    /// A thinking block.
+    Think(String),
+    /// A tool call and its result.
+    Tool(SimTool),
+    /// Write a file in the workspace, reported as a `Write` tool call.
+    Write(SimWrite),
+    /// Sleep (humantime), emitting nothing.
+    #[serde(with = "humantime_serde")]
+    Sleep(Duration),
+    /// Stop emitting and never exit on its own.
+    Hang(bool),
+    /// Die by a signal: "SIGSEGV" (default), "SIGABRT", "SIGKILL".
+    Crash(String),
+    /// Exit at once with this code (no result event).
+    Exit(i32),
+    /// An error result like Claude Code's (`is_error: true`), then exit 1.
+    Error(String),
+    /// A line on stderr.
+    Stderr(String),
+    /// A `rate_limit_event` whose reset is this far ahead (humantime).
+    #[serde(with = "humantime_serde")]
+    RateLimit(Duration),
+    /// A tool call printed as text instead of made.
+    ToolText(String),
+    /// The same tool call (name and input) made this many times in a row.
+    RepeatTool(SimRepeat),
+    /// Ignore these signals from now on ("SIGINT", "SIGTERM", "SIGHUP").
+    Ignore(Vec<String>),
+    /// Leave a process behind in the agent's process group; its pid goes to the file.
+    Grandchild(SimGrandchild),
+    /// Write the agent's own pid to this file (relative to the workspace).
+    Pidfile(PathBuf),
+    /// Report usage and cost in the final result.
+    Usage(SimUsage),
+    /// Final message ending with `<promise>DONE</promise>`.
+    Done(String),
+    /// Final message ending with `<promise>COMPLETE</promise>`.
+    Goal(String),
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SimTool {
+    pub name: String,
+    #[serde(default)]
+    pub input: serde_json::Value,
+    #[serde(default)]
+    pub result: String,
+    /// How long the tool "runs" before its result (humantime).
+    #[serde(default, with = "humantime_serde")]
+    pub duration: Option<Duration>,
+    /// Start the call and never finish it.
+    #[serde(default)]
+    pub hang: bool,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SimWrite {
+    pub path: PathBuf,
+    #[serde(default)]
+    pub content: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SimRepeat {
+    pub name: String,
+    #[serde(default)]
+    pub input: serde_json::Value,
+    pub times: u32,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SimGrandchild {
+    pub pidfile: PathBuf,
+    #[serde(with = "humantime_serde")]
+    pub lives: Duration,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SimUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: f64,
+}

@@ -1,0 +1,16 @@
+//! The process exit codes of ralph, in one place (design.md §2).
+
+/// The workflow finished: every phase reached its done signal.
+pub const DONE: i32 = 0;
+/// The run failed: a budget or cap was exhausted, or an agent failure ended it.
+pub const FAILED: i32 = 1;
+/// A usage or configuration error, found before anything ran.
+pub const USAGE: i32 = 2;
+/// Blocked: a human must act (credentials, billing, a missing binary).
+pub const BLOCKED: i32 = 3;
+/// Stopped by the user's Ctrl+C (SIGINT); the checkpoint is `paused`.
+pub const INTERRUPTED: i32 = 130;
+/// Stopped by SIGHUP (a closed terminal); the checkpoint is `interrupted`.
+pub const HANGUP: i32 = 129;
+/// Stopped by SIGTERM (shutdown, service manager); the checkpoint is `interrupted`.
+pub const TERMINATED: i32 = 143;

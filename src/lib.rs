@@ -1,0 +1,25 @@
+//! ralph runs coding agents unattended through a configured workflow of phases and
+//! agent fallover chains, and makes sure the work finishes when things break.
+//!
+//! The crate is split into a pure decision core and a thin I/O shell:
+//!
+//! * pure: [`config`] (types and validation), [`workflow`] (phases, repeat rules,
+//!   done signals, prompts), [`recovery`] (classification and policy),
+//!   [`signal`] (the interrupt state machine), [`agent`] parsers.
+//! * shell: [`process`] (process groups, graceful termination), [`state`]
+//!   (checkpoint, journal, lock), [`run`] (the dispatcher loop), [`report`]
+//!   (what the user sees), [`commands`] (the subcommands).
+
+pub mod agent;
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod error;
+pub mod exit;
+pub mod process;
+pub mod recovery;
+pub mod report;
+pub mod run;
+pub mod signal;
+pub mod state;
+pub mod workflow;

@@ -1,0 +1,7 @@
+//! State on disk under `.agent/`: atomic files, the checkpoint, the journal, the lock.
+
+pub mod atomic;
+pub mod checkpoint;
+pub mod journal;
+pub mod lock;
+pub mod store;
