@@ -14,3 +14,20 @@ pub const INTERRUPTED: i32 = 130;
 pub const HANGUP: i32 = 129;
 /// Stopped by SIGTERM (shutdown, service manager); the checkpoint is `interrupted`.
 pub const TERMINATED: i32 = 143;
+
+use crate::error::RalphError;
+
+/// The exit code for an error that stopped ralph outside a run's own outcome.
+pub fn for_error(error: &RalphError) -> i32 {
+    match error {
+        RalphError::Config(_)
+        | RalphError::Prompt { .. }
+        | RalphError::Locked(_)
+        | RalphError::CheckpointCorrupt { .. }
+        | RalphError::ResumeChoiceNeeded { .. }
+        | RalphError::NothingToResume(_)
+        | RalphError::ResumeMismatch(_)
+        | RalphError::Usage(_) => USAGE,
+        RalphError::Io { .. } => FAILED,
+    }
+}

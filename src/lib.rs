@@ -22,4 +22,5 @@ pub mod report;
 pub mod run;
 pub mod signal;
 pub mod state;
+pub mod supervise;
 pub mod workflow;

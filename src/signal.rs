@@ -1,1 +1,171 @@
-//! signal
+//! The two-stage interrupt, as a state machine that needs no real signals.
+//!
+//! The first SIGINT asks for an orderly stop that the user chose (the run is saved as
+//! `paused`); SIGTERM and SIGHUP ask for the same orderly stop on behalf of the
+//! machine (saved as `interrupted`, so a watchdog may resume it). A second SIGINT
+//! while stopping means "now": the agent's group is killed and ralph exits at once.
+//! [`Signals`] is the I/O half: it turns the process's signal streams into
+//! [`Incoming`] values.
+
+use tokio::signal::unix::{Signal, SignalKind, signal};
+
+/// A signal ralph reacts to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Incoming {
+    Interrupt,
+    Terminate,
+    Hangup,
+}
+
+/// Why an orderly stop was asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopCause {
+    /// Ctrl+C: the user's decision; the run stays paused until `--resume`.
+    User,
+    /// SIGTERM: a shutdown or a service manager.
+    Terminate,
+    /// SIGHUP: the terminal went away.
+    Hangup,
+}
+
+impl StopCause {
+    pub fn signal_name(self) -> &'static str {
+        match self {
+            StopCause::User => "SIGINT",
+            StopCause::Terminate => "SIGTERM",
+            StopCause::Hangup => "SIGHUP",
+        }
+    }
+
+    /// The exit code for a run stopped this way.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            StopCause::User => crate::exit::INTERRUPTED,
+            StopCause::Terminate => crate::exit::TERMINATED,
+            StopCause::Hangup => crate::exit::HANGUP,
+        }
+    }
+}
+
+/// What the shell must do about a signal.
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InterruptAction {
+    /// Start nothing new, end the agent with grace, save, exit.
+    Stop(StopCause),
+    /// Kill the agent's group and exit immediately.
+    ForceExit,
+    /// Already stopping; nothing more to do.
+    Ignore,
+}
+
+/// Remembers whether an orderly stop is already under way.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct InterruptState {
+    stopping: Option<StopCause>,
+}
+
+impl InterruptState {
+    pub fn on_signal(&mut self, incoming: Incoming) -> InterruptAction {
+        match (self.stopping, incoming) {
+            (None, Incoming::Interrupt) => self.begin(StopCause::User),
+            (None, Incoming::Terminate) => self.begin(StopCause::Terminate),
+            (None, Incoming::Hangup) => self.begin(StopCause::Hangup),
+            // Only the user's second Ctrl+C hurries the stop: a service manager
+            // repeats SIGTERM and a dying terminal may send SIGHUP more than once,
+            // and neither means "skip the cleanup".
+            (Some(_), Incoming::Interrupt) => InterruptAction::ForceExit,
+            (Some(_), Incoming::Terminate | Incoming::Hangup) => InterruptAction::Ignore,
+        }
+    }
+
+    fn begin(&mut self, cause: StopCause) -> InterruptAction {
+        self.stopping = Some(cause);
+        InterruptAction::Stop(cause)
+    }
+
+    /// The stop under way, if any.
+    pub fn stopping(&self) -> Option<StopCause> {
+        self.stopping
+    }
+}
+
+/// The process's SIGINT, SIGTERM and SIGHUP streams, plus the state machine.
+pub struct Signals {
+    int: Signal,
+    term: Signal,
+    hup: Signal,
+    pub state: InterruptState,
+}
+
+impl Signals {
+    /// Installs the handlers. From here on these signals no longer kill ralph.
+    pub fn install() -> std::io::Result<Self> {
+        Ok(Self {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+            hup: signal(SignalKind::hangup())?,
+            state: InterruptState::default(),
+        })
+    }
+
+    /// Waits for the next signal and returns what to do about it.
+    pub async fn next(&mut self) -> InterruptAction {
+        let incoming = tokio::select! {
+            _ = self.int.recv() => Incoming::Interrupt,
+            _ = self.term.recv() => Incoming::Terminate,
+            _ = self.hup.recv() => Incoming::Hangup,
+        };
+        self.state.on_signal(incoming)
+    }
+
+    /// The stop under way, if any.
+    pub fn stopping(&self) -> Option<StopCause> {
+        self.state.stopping()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_ctrl_c_is_the_users_orderly_stop() {
+        let mut s = InterruptState::default();
+        assert_eq!(s.on_signal(Incoming::Interrupt), InterruptAction::Stop(StopCause::User));
+        assert_eq!(s.stopping(), Some(StopCause::User));
+    }
+
+    #[test]
+    fn second_ctrl_c_forces_exit() {
+        let mut s = InterruptState::default();
+        let _ = s.on_signal(Incoming::Interrupt);
+        assert_eq!(s.on_signal(Incoming::Interrupt), InterruptAction::ForceExit);
+    }
+
+    #[test]
+    fn sigterm_and_sighup_stop_in_order_and_are_not_a_pause() {
+        let mut s = InterruptState::default();
+        assert_eq!(s.on_signal(Incoming::Terminate), InterruptAction::Stop(StopCause::Terminate));
+        assert_eq!(s.on_signal(Incoming::Terminate), InterruptAction::Ignore);
+        assert_eq!(s.on_signal(Incoming::Hangup), InterruptAction::Ignore);
+        let mut h = InterruptState::default();
+        assert_eq!(h.on_signal(Incoming::Hangup), InterruptAction::Stop(StopCause::Hangup));
+    }
+
+    #[test]
+    fn ctrl_c_during_a_sigterm_stop_hurries_it() {
+        let mut s = InterruptState::default();
+        let _ = s.on_signal(Incoming::Terminate);
+        assert_eq!(s.on_signal(Incoming::Interrupt), InterruptAction::ForceExit);
+        assert_eq!(s.stopping(), Some(StopCause::Terminate));
+    }
+
+    #[test]
+    fn exit_codes_follow_the_signal() {
+        assert_eq!(StopCause::User.exit_code(), 130);
+        assert_eq!(StopCause::Terminate.exit_code(), 143);
+        assert_eq!(StopCause::Hangup.exit_code(), 129);
+    }
+}

@@ -1,0 +1,141 @@
+//! How each agent kind is launched and resumed: the argv, the extra environment, and
+//! the parser for its output.
+
+use std::path::{Path, PathBuf};
+
+use crate::config::{AgentConfig, AgentKind, OutputFormat};
+use crate::process::{Launch, env};
+
+use super::claude_stream::ClaudeStreamParser;
+use super::event::LineParser;
+use super::text::TextParser;
+
+/// A launch ready to spawn.
+pub struct Prepared {
+    pub launch: Launch,
+    pub parser: Box<dyn LineParser>,
+    /// The final message is the end of stdout rather than a result event.
+    pub text_output: bool,
+}
+
+/// Why an agent cannot be launched; all of these need a human.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("agent {agent}: the {binary} binary was not found on PATH; install it or set [agents.{agent}] binary")]
+    BinaryMissing { agent: String, binary: String },
+    #[error("agent {agent}: kind = \"{kind}\" is not supported by this build")]
+    Unsupported { agent: String, kind: &'static str },
+    #[error("agent {agent}: {message}")]
+    Invalid { agent: String, message: String },
+    #[error("cannot find ralph's own executable for the scripted agent: {0}")]
+    SelfExe(std::io::Error),
+}
+
+/// What one attempt asks of the agent.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub agent: &'a str,
+    pub prompt: &'a str,
+    /// Resume this session instead of starting a fresh one.
+    pub resume: Option<&'a str>,
+    /// 1-based launch number of this agent in the run.
+    pub launch: u32,
+    pub cwd: &'a Path,
+}
+
+pub fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchError> {
+    let (argv, extra, parser, text_output): (Vec<String>, Vec<(String, String)>, Box<dyn LineParser>, bool) =
+        match cfg.kind {
+            AgentKind::Sim => (sim_argv(cfg, &req)?, Vec::new(), Box::new(ClaudeStreamParser::default()), false),
+            AgentKind::Command => {
+                let text = cfg.output.unwrap_or_default() == OutputFormat::Text;
+                let parser: Box<dyn LineParser> =
+                    if text { Box::new(TextParser) } else { Box::new(ClaudeStreamParser::default()) };
+                (command_argv(cfg, &req)?, Vec::new(), parser, text)
+            }
+            AgentKind::Claude => {
+                (claude_argv(cfg, &req)?, claude_env(), Box::new(ClaudeStreamParser::default()), false)
+            }
+            kind @ (AgentKind::Codex | AgentKind::Opencode | AgentKind::Gemini) => {
+                return Err(LaunchError::Unsupported { agent: req.agent.to_string(), kind: kind.as_str() });
+            }
+        };
+    let extra = extra.into_iter().chain(cfg.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let env = env::scrubbed(std::env::vars(), cfg.kind, &cfg.pass_env, extra);
+    Ok(Prepared { launch: Launch { argv, cwd: req.cwd.to_path_buf(), env }, parser, text_output })
+}
+
+fn sim_argv(cfg: &AgentConfig, req: &Request<'_>) -> Result<Vec<String>, LaunchError> {
+    let exe = std::env::current_exe().map_err(LaunchError::SelfExe)?;
+    let index = usize::try_from(req.launch.saturating_sub(1)).unwrap_or(usize::MAX);
+    let script = cfg.script.get(index).or(cfg.script.last()).ok_or_else(|| LaunchError::Invalid {
+        agent: req.agent.to_string(),
+        message: "the scripted agent has no script".to_string(),
+    })?;
+    let steps = serde_json::to_string(&script.steps)
+        .map_err(|e| LaunchError::Invalid { agent: req.agent.to_string(), message: e.to_string() })?;
+    let mut argv = vec![
+        exe.display().to_string(),
+        "__sim".to_string(),
+        "--agent".to_string(),
+        req.agent.to_string(),
+        "--launch".to_string(),
+        req.launch.to_string(),
+        "--steps".to_string(),
+        steps,
+    ];
+    if let Some(session) = req.resume {
+        argv.extend(["--resume".to_string(), session.to_string()]);
+    }
+    argv.extend(["--".to_string(), req.prompt.to_string()]);
+    Ok(argv)
+}
+
+fn command_argv(cfg: &AgentConfig, req: &Request<'_>) -> Result<Vec<String>, LaunchError> {
+    let template = match (req.resume, &cfg.resume) {
+        (Some(_), Some(resume)) => resume,
+        _ => cfg.command.as_ref().ok_or_else(|| LaunchError::Invalid {
+            agent: req.agent.to_string(),
+            message: "kind = \"command\" needs `command`".to_string(),
+        })?,
+    };
+    let session = req.resume.unwrap_or("");
+    Ok(template.iter().map(|arg| arg.replace("{prompt}", req.prompt).replace("{session}", session)).collect())
+}
+
+fn claude_argv(cfg: &AgentConfig, req: &Request<'_>) -> Result<Vec<String>, LaunchError> {
+    let binary = find_binary(cfg, "claude", req.agent)?;
+    let mut argv = vec![
+        binary.display().to_string(),
+        "-p".to_string(),
+        req.prompt.to_string(),
+        "--output-format".to_string(),
+        "stream-json".to_string(),
+        "--verbose".to_string(),
+        // Works as root, unlike --dangerously-skip-permissions.
+        "--permission-mode".to_string(),
+        "acceptEdits".to_string(),
+    ];
+    if let Some(model) = &cfg.model {
+        argv.extend(["--model".to_string(), model.clone()]);
+    }
+    if let Some(session) = req.resume {
+        argv.extend(["--resume".to_string(), session.to_string()]);
+    }
+    argv.extend(cfg.args.iter().cloned());
+    Ok(argv)
+}
+
+fn claude_env() -> Vec<(String, String)> {
+    [("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"), ("DISABLE_AUTOUPDATER", "1"), ("DISABLE_TELEMETRY", "1")]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The configured binary, or the default name found on PATH.
+pub fn find_binary(cfg: &AgentConfig, default: &str, agent: &str) -> Result<PathBuf, LaunchError> {
+    let name = cfg.binary.clone().unwrap_or_else(|| PathBuf::from(default));
+    which::which(&name)
+        .map_err(|_| LaunchError::BinaryMissing { agent: agent.to_string(), binary: name.display().to_string() })
+}

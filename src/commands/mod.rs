@@ -1,1 +1,8 @@
-//! commands
+//! The subcommands other than `run`: each takes parsed arguments and returns an exit
+//! code or an error.
+
+pub mod demo;
+pub mod init;
+pub mod inspect;
+pub mod sim;
+pub mod status;

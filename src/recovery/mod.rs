@@ -1,1 +1,42 @@
-//! recovery
+//! Recovery: what kind of failure an attempt was ([`classify`]) and what to do next
+//! ([`policy`]). Both are pure functions; the dispatcher executes their decisions.
+
+pub mod classify;
+pub mod policy;
+
+use serde::{Deserialize, Serialize};
+
+/// The four failure categories of design.md §4.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    /// Network, provider overload, rate limits: no budget, retry with backoff.
+    Environmental,
+    /// The agent misbehaved: counts against its budget; resume, then fall over.
+    Agent,
+    /// A human must fix something: stop at once (exit 3).
+    UserConfig,
+    /// Cannot tell: retried, flagged, bounded by its own cap.
+    Ambiguous,
+}
+
+impl Category {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Environmental => "environmental",
+            Category::Agent => "agent",
+            Category::UserConfig => "user_config",
+            Category::Ambiguous => "ambiguous",
+        }
+    }
+}
+
+/// A classified failure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Classification {
+    pub category: Category,
+    /// The name of the rule that matched; it appears in the journal and summary.
+    pub rule: String,
+    /// A short human reason ("the agent crashed (SIGSEGV)").
+    pub reason: String,
+}

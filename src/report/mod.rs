@@ -1,1 +1,10 @@
-//! report
+//! What the user sees: a live progress line on a terminal, timestamped plain lines
+//! otherwise, nothing but errors with `-q`; the end-of-run summary; and ralph's own
+//! log file ([`log`]).
+
+pub mod log;
+mod progress;
+mod summary;
+
+pub use progress::{AttemptLine, Reporter};
+pub use summary::Summary;

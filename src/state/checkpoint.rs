@@ -1,0 +1,116 @@
+//! The checkpoint: everything needed to resume a run without loss, versioned and
+//! bounded in size (history goes to the journal). Written atomically after every
+//! transition by the dispatcher.
+
+use serde::{Deserialize, Serialize};
+
+use crate::recovery::Classification;
+use crate::signal::StopCause;
+use crate::workflow::Progress;
+
+/// Bumped when the format changes incompatibly.
+pub const VERSION: u32 = 1;
+
+/// The run's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// An attempt is running or about to (also what a crashed run leaves behind).
+    Running,
+    /// The user stopped the run (Ctrl+C); it waits for `--resume`.
+    Paused,
+    /// Waiting for a rate-limit reset or a backoff to end.
+    Waiting,
+    /// Stopped by SIGTERM or SIGHUP; a watchdog may resume it.
+    Interrupted,
+    Completed,
+    /// A cap or budget ran out.
+    Failed,
+    /// A human must act.
+    Blocked,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Paused => "paused",
+            Status::Waiting => "waiting",
+            Status::Interrupted => "interrupted",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Blocked => "blocked",
+        }
+    }
+
+    /// Whether a run in this status can be continued with `--resume`.
+    pub fn unfinished(self) -> bool {
+        !matches!(self, Status::Completed)
+    }
+}
+
+/// The attempt under way when the checkpoint was written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InFlight {
+    pub agent: String,
+    /// The run-wide attempt number.
+    pub attempt: u32,
+    /// The session the attempt resumed or reported, if known yet.
+    pub session: Option<String>,
+    pub started_at: String,
+}
+
+/// The last failure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastError {
+    #[serde(flatten)]
+    pub classification: Classification,
+    pub agent: String,
+    /// The end of the agent's output, redacted.
+    pub text_tail: String,
+    pub at: String,
+}
+
+/// Cost and tokens so far, over all resumes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    pub cost_usd: f64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.cost_usd += other.cost_usd;
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+    }
+}
+
+/// `.agent/checkpoint.json`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    pub version: u32,
+    pub run_id: String,
+    pub status: Status,
+    /// True when ralph itself wrote the final state (stop, finish); false while
+    /// running, so a crash leaves `clean_stop: false` behind.
+    pub clean_stop: bool,
+    /// The signal that stopped the run (`Paused` or `Interrupted`).
+    pub stop_cause: Option<StopCause>,
+    /// Why the run failed or is blocked.
+    pub stop_reason: Option<String>,
+    pub progress: Progress,
+    pub in_flight: Option<InFlight>,
+    pub last_error: Option<LastError>,
+    /// Unix seconds until which the run waits for a rate-limit reset.
+    pub rate_limit_until: Option<i64>,
+    pub usage: Usage,
+    /// Active run time over all resumes, seconds.
+    pub elapsed_secs: f64,
+    pub config_path: String,
+    pub config_checksum: String,
+    pub prompt_checksum: String,
+    pub started_at: String,
+    pub updated_at: String,
+}

@@ -1,1 +1,8 @@
-//! workflow
+//! The workflow model, pure: where a run stands ([`Progress`]), how an attempt's
+//! output proves an iteration done ([`done`]), and the prompts ([`prompt`]).
+
+pub mod done;
+pub mod progress;
+pub mod prompt;
+
+pub use progress::{Position, Progress};

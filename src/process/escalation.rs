@@ -1,0 +1,74 @@
+//! How an agent is ended: SIGINT, then SIGTERM, then SIGKILL, each after a grace
+//! period. Pure: the shell sends the signals and runs the timers.
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+/// Where an escalation stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Escalation {
+    sent: Signal,
+    grace: Duration,
+}
+
+/// The next thing to do.
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Send this signal to the group, then wait up to `wait` for the exit.
+    Send { signal: Signal, wait: Option<Duration> },
+}
+
+impl Escalation {
+    /// Begins with SIGINT, the signal a terminal would have sent.
+    pub fn start(grace: Duration) -> (Self, Step) {
+        let e = Self { sent: Signal::SIGINT, grace };
+        (e, Step::Send { signal: Signal::SIGINT, wait: Some(grace) })
+    }
+
+    /// Begins with SIGKILL (the user's second Ctrl+C).
+    pub fn kill_now(grace: Duration) -> (Self, Step) {
+        (Self { sent: Signal::SIGKILL, grace }, Step::Send { signal: Signal::SIGKILL, wait: None })
+    }
+
+    /// The grace period ran out and the agent is still there.
+    pub fn grace_elapsed(&mut self) -> Step {
+        let (signal, wait) = match self.sent {
+            Signal::SIGINT => (Signal::SIGTERM, Some(self.grace)),
+            // After SIGKILL there is nothing stronger: wait for the exit unbounded
+            // (the kernel delivers it), but keep re-sending in case a new process
+            // joined the group meanwhile.
+            _ => (Signal::SIGKILL, Some(self.grace)),
+        };
+        self.sent = signal;
+        Step::Send { signal, wait }
+    }
+
+    pub fn last_signal(&self) -> Signal {
+        self.sent
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escalates_int_term_kill() {
+        let g = Duration::from_secs(10);
+        let (mut e, first) = Escalation::start(g);
+        assert_eq!(first, Step::Send { signal: Signal::SIGINT, wait: Some(g) });
+        assert_eq!(e.grace_elapsed(), Step::Send { signal: Signal::SIGTERM, wait: Some(g) });
+        assert_eq!(e.grace_elapsed(), Step::Send { signal: Signal::SIGKILL, wait: Some(g) });
+        assert_eq!(e.grace_elapsed(), Step::Send { signal: Signal::SIGKILL, wait: Some(g) });
+        assert_eq!(e.last_signal(), Signal::SIGKILL);
+    }
+
+    #[test]
+    fn kill_now_sends_sigkill_and_does_not_wait() {
+        let (e, step) = Escalation::kill_now(Duration::from_secs(1));
+        assert_eq!(step, Step::Send { signal: Signal::SIGKILL, wait: None });
+        assert_eq!(e.last_signal(), Signal::SIGKILL);
+    }
+}

@@ -1,0 +1,353 @@
+//! The recovery policy: given where the run stands and how an attempt ended, what
+//! happens next. Pure: it changes [`Progress`] and returns a [`Next`] for the
+//! dispatcher to carry out, so every rule is testable without processes or clocks.
+
+use std::time::Duration;
+
+use crate::config::{Phase, Retry};
+use crate::workflow::Progress;
+use crate::workflow::done::Completion;
+
+use super::{Category, Classification};
+
+/// A cap that ended the run. Each has a stable message prefix users can match on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cap {
+    MaxCycles,
+    AmbiguousAttempts,
+    Iterations,
+    Runtime,
+    Cost,
+}
+
+impl Cap {
+    /// The stable phrase that names the cap in messages.
+    pub fn phrase(self) -> &'static str {
+        match self {
+            Cap::MaxCycles => "max_cycles exhausted",
+            Cap::AmbiguousAttempts => "ambiguous-attempt exhausted",
+            Cap::Iterations => "iteration cap exhausted",
+            Cap::Runtime => "max_runtime exhausted",
+            Cap::Cost => "max_cost_usd exhausted",
+        }
+    }
+}
+
+/// Why a run stops before finishing.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stop {
+    /// A budget or cap ran out (exit 1).
+    Failed { cap: Cap, message: String },
+    /// A human must act (exit 3).
+    Blocked { message: String },
+}
+
+/// What the dispatcher does next.
+#[must_use]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Next {
+    /// The iteration is done; the next one of the same phase follows.
+    NextIteration,
+    /// The phase is done; the next phase follows.
+    NextPhase { finished: String },
+    /// Every phase is done.
+    Finished,
+    /// Try the same agent again after `delay` (resuming its session if one is set).
+    Retry { delay: Duration },
+    /// The agent's budget is spent: the next agent of the chain takes over.
+    Fallover { from: String, to: String, new_cycle: bool },
+    Stop(Stop),
+}
+
+/// How a retry of an agent failure continues: in the same session when one is
+/// known, otherwise with a fresh session. (The one place this is decided.)
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecoveryAction {
+    Resume,
+    Fresh,
+}
+
+pub fn recovery_action(has_session: bool) -> RecoveryAction {
+    if has_session { RecoveryAction::Resume } else { RecoveryAction::Fresh }
+}
+
+/// The limits the policy enforces.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits<'a> {
+    pub retry: &'a Retry,
+    pub max_cycles: u32,
+}
+
+/// The attempt reached its done signal.
+pub fn on_success(progress: &mut Progress, phases: &[Phase], completion: Completion) -> Next {
+    let Some(phase) = phases.get(progress.position.phase) else {
+        return Next::Finished;
+    };
+    let counters = &mut progress.counters;
+    counters.iterations_done += 1;
+    counters.agent_failures = 0;
+    counters.ambiguous_failures = 0;
+    counters.retry_streak = 0;
+    progress.resume_session = None;
+    progress.recovery_note = None;
+    // Progress was made, so the chain gets its full allowance of cycles again.
+    progress.position.cycle = 1;
+
+    let goal = completion == Completion::Goal;
+    let last_iteration = progress.position.iteration >= phase.iterations;
+    let phase_done = if phase.until_complete { goal } else { last_iteration };
+    if !phase_done {
+        if last_iteration {
+            return Next::Stop(Stop::Failed {
+                cap: Cap::Iterations,
+                message: format!(
+                    "{}: phase {} ran {} iterations without the goal signal",
+                    Cap::Iterations.phrase(),
+                    phase.name,
+                    phase.iterations
+                ),
+            });
+        }
+        progress.position.iteration += 1;
+        return Next::NextIteration;
+    }
+    let finished = phase.name.clone();
+    let next = progress.position.phase + 1;
+    match phases.get(next) {
+        None => Next::Finished,
+        Some(next_phase) => {
+            let pos = &mut progress.position;
+            pos.phase = next;
+            pos.phase_name = next_phase.name.clone();
+            pos.iteration = 1;
+            // The primary agent gets its chance again in every phase.
+            pos.agent_index = 0;
+            pos.cycle = 1;
+            Next::NextPhase { finished }
+        }
+    }
+}
+
+/// The attempt failed; `session` is the session id it reported, if any.
+pub fn on_failure(
+    progress: &mut Progress,
+    phases: &[Phase],
+    limits: Limits<'_>,
+    failure: &Classification,
+    session: Option<String>,
+) -> Next {
+    *progress.counters.failures.entry(failure.category).or_insert(0) += 1;
+    progress.recovery_note = Some(failure.reason.clone());
+    match failure.category {
+        Category::UserConfig => Next::Stop(Stop::Blocked { message: failure.reason.clone() }),
+        Category::Environmental => {
+            progress.counters.retry_streak += 1;
+            progress.resume_session = session;
+            Next::Retry { delay: backoff(limits.retry, progress.counters.retry_streak, 0.5) }
+        }
+        Category::Ambiguous => {
+            progress.counters.ambiguous_failures += 1;
+            progress.counters.retry_streak += 1;
+            if progress.counters.ambiguous_failures >= limits.retry.ambiguous_attempts {
+                return Next::Stop(Stop::Failed {
+                    cap: Cap::AmbiguousAttempts,
+                    message: format!(
+                        "{}: {} unexplained failures in phase {} iteration {} (last: {})",
+                        Cap::AmbiguousAttempts.phrase(),
+                        progress.counters.ambiguous_failures,
+                        progress.position.phase_name,
+                        progress.position.iteration,
+                        failure.reason
+                    ),
+                });
+            }
+            progress.resume_session = session;
+            Next::Retry { delay: backoff(limits.retry, progress.counters.retry_streak, 0.5) }
+        }
+        Category::Agent => on_agent_failure(progress, phases, limits, session),
+    }
+}
+
+fn on_agent_failure(
+    progress: &mut Progress,
+    phases: &[Phase],
+    limits: Limits<'_>,
+    session: Option<String>,
+) -> Next {
+    progress.counters.agent_failures += 1;
+    progress.counters.retry_streak = 0;
+    if progress.counters.agent_failures < limits.retry.agent_attempts {
+        progress.resume_session = match recovery_action(session.is_some()) {
+            RecoveryAction::Resume => session,
+            RecoveryAction::Fresh => None,
+        };
+        // Agent failures are budgeted, so they are retried at once.
+        return Next::Retry { delay: Duration::ZERO };
+    }
+    let Some(phase) = phases.get(progress.position.phase) else {
+        return Next::Finished;
+    };
+    let pos = &mut progress.position;
+    let from = phase.chain.get(pos.agent_index).cloned().unwrap_or_default();
+    let mut next_index = pos.agent_index + 1;
+    let mut new_cycle = false;
+    if next_index >= phase.chain.len() {
+        if pos.cycle >= limits.max_cycles {
+            return Next::Stop(Stop::Failed {
+                cap: Cap::MaxCycles,
+                message: format!(
+                    "{}: phase {} went through its chain [{}] {} times without finishing iteration {}",
+                    Cap::MaxCycles.phrase(),
+                    phase.name,
+                    phase.chain.join(", "),
+                    pos.cycle,
+                    pos.iteration
+                ),
+            });
+        }
+        next_index = 0;
+        pos.cycle += 1;
+        new_cycle = true;
+    }
+    pos.agent_index = next_index;
+    progress.counters.agent_failures = 0;
+    progress.counters.fallovers += 1;
+    progress.resume_session = None;
+    let to = phase.chain.get(next_index).cloned().unwrap_or_default();
+    Next::Fallover { from, to, new_cycle }
+}
+
+/// Exponential backoff with jitter: `base · 2^(streak−1)`, capped at `max`, then
+/// scaled into [50 %, 100 %] by `jitter` ∈ [0, 1) so that many runs hitting one
+/// outage do not retry in lockstep.
+pub fn backoff(retry: &Retry, streak: u32, jitter: f64) -> Duration {
+    let exp = streak.saturating_sub(1).min(30);
+    let raw = retry.backoff_base.saturating_mul(1u32 << exp);
+    let capped = raw.min(retry.backoff_max);
+    capped.mul_f64(0.5 + 0.5 * jitter.clamp(0.0, 1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DoneSignal;
+
+    fn phase(name: &str, chain: &[&str], iterations: u32, until_complete: bool) -> Phase {
+        Phase {
+            name: name.into(),
+            chain_name: "main".into(),
+            chain: chain.iter().map(|s| s.to_string()).collect(),
+            iterations,
+            until_complete,
+            done: DoneSignal::Tag,
+            prompt: None,
+        }
+    }
+
+    fn agent_failure() -> Classification {
+        Classification { category: Category::Agent, rule: "crashed".into(), reason: "crashed".into() }
+    }
+
+    fn limits(retry: &Retry) -> Limits<'_> {
+        Limits { retry, max_cycles: 2 }
+    }
+
+    #[test]
+    fn iterations_then_next_phase_then_finished() {
+        let phases = [phase("plan", &["a"], 2, false), phase("dev", &["a", "b"], 1, false)];
+        let mut p = Progress::new("plan");
+        assert_eq!(on_success(&mut p, &phases, Completion::Done), Next::NextIteration);
+        assert_eq!(p.position.iteration, 2);
+        assert_eq!(on_success(&mut p, &phases, Completion::Done), Next::NextPhase { finished: "plan".into() });
+        assert_eq!((p.position.phase, p.position.iteration), (1, 1));
+        assert_eq!(on_success(&mut p, &phases, Completion::Done), Next::Finished);
+        assert_eq!(p.counters.iterations_done, 3);
+    }
+
+    #[test]
+    fn until_complete_stops_at_goal_or_fails_at_cap() {
+        let phases = [phase("dev", &["a"], 2, true)];
+        let mut p = Progress::new("dev");
+        assert_eq!(on_success(&mut p, &phases, Completion::Done), Next::NextIteration);
+        assert_eq!(on_success(&mut p.clone(), &phases, Completion::Goal), Next::Finished);
+        match on_success(&mut p, &phases, Completion::Done) {
+            Next::Stop(Stop::Failed { cap: Cap::Iterations, message }) => {
+                assert!(message.starts_with("iteration cap exhausted"))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn agent_failures_resume_then_fall_over_then_exhaust_cycles() {
+        let retry = Retry { agent_attempts: 2, ..Retry::default() };
+        let phases = [phase("dev", &["a", "b"], 1, false)];
+        let mut p = Progress::new("dev");
+        let f = agent_failure();
+        assert_eq!(on_failure(&mut p, &phases, limits(&retry), &f, Some("s1".into())), Next::Retry { delay: Duration::ZERO });
+        assert_eq!(p.resume_session.as_deref(), Some("s1"));
+        assert_eq!(
+            on_failure(&mut p, &phases, limits(&retry), &f, None),
+            Next::Fallover { from: "a".into(), to: "b".into(), new_cycle: false }
+        );
+        assert_eq!(p.resume_session, None);
+        let _ = on_failure(&mut p, &phases, limits(&retry), &f, None);
+        assert_eq!(
+            on_failure(&mut p, &phases, limits(&retry), &f, None),
+            Next::Fallover { from: "b".into(), to: "a".into(), new_cycle: true }
+        );
+        assert_eq!(p.position.cycle, 2);
+        let _ = on_failure(&mut p, &phases, limits(&retry), &f, None);
+        let _ = on_failure(&mut p, &phases, limits(&retry), &f, None);
+        let _ = on_failure(&mut p, &phases, limits(&retry), &f, None);
+        match on_failure(&mut p, &phases, limits(&retry), &f, None) {
+            Next::Stop(Stop::Failed { cap: Cap::MaxCycles, message }) => assert!(message.starts_with("max_cycles exhausted")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn recovery_action_resumes_only_with_a_session() {
+        assert_eq!(recovery_action(true), RecoveryAction::Resume);
+        assert_eq!(recovery_action(false), RecoveryAction::Fresh);
+    }
+
+    #[test]
+    fn environmental_failures_cost_no_budget() {
+        let retry = Retry { agent_attempts: 1, ..Retry::default() };
+        let phases = [phase("dev", &["a"], 1, false)];
+        let mut p = Progress::new("dev");
+        let env = Classification { category: Category::Environmental, rule: "provider_overloaded".into(), reason: "529".into() };
+        for _ in 0..10 {
+            assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &env, None), Next::Retry { .. }));
+        }
+        assert_eq!(p.counters.agent_failures, 0);
+        assert_eq!(p.position.agent_index, 0);
+    }
+
+    #[test]
+    fn user_config_blocks_and_ambiguous_is_capped() {
+        let retry = Retry { ambiguous_attempts: 2, ..Retry::default() };
+        let phases = [phase("dev", &["a"], 1, false)];
+        let mut p = Progress::new("dev");
+        let uc = Classification { category: Category::UserConfig, rule: "auth_failed".into(), reason: "401".into() };
+        assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &uc, None), Next::Stop(Stop::Blocked { .. })));
+        let amb = Classification { category: Category::Ambiguous, rule: "unexplained".into(), reason: "?".into() };
+        assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &amb, None), Next::Retry { .. }));
+        assert!(matches!(
+            on_failure(&mut p, &phases, limits(&retry), &amb, None),
+            Next::Stop(Stop::Failed { cap: Cap::AmbiguousAttempts, .. })
+        ));
+    }
+
+    #[test]
+    fn backoff_grows_exponentially_and_is_capped() {
+        let retry = Retry { backoff_base: Duration::from_secs(5), backoff_max: Duration::from_secs(60), ..Retry::default() };
+        let full: Vec<u64> = (1..=6).map(|n| backoff(&retry, n, 1.0).as_secs()).collect();
+        assert_eq!(full, [5, 10, 20, 40, 60, 60]);
+        assert_eq!(backoff(&retry, 1, 0.0), Duration::from_millis(2500));
+        assert_eq!(backoff(&retry, u32::MAX, 1.0), Duration::from_secs(60));
+    }
+}

@@ -1,0 +1,76 @@
+//! The end-of-run summary: what was done, what failed and why, what it cost, and
+//! what to do next.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::time::Duration;
+
+use crate::recovery::Category;
+use crate::recovery::policy::Cap;
+use crate::run::RunEnd;
+use crate::signal::StopCause;
+use crate::state::checkpoint::{Checkpoint, Usage};
+
+/// Counts of this process's part of the run, plus the run's totals.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    pub phases: u32,
+    pub iterations: u32,
+    pub attempts: u32,
+    pub fallovers: u32,
+    pub failures: BTreeMap<Category, u32>,
+    pub cap: Option<Cap>,
+    pub elapsed: Duration,
+    pub usage: Usage,
+}
+
+impl Summary {
+    pub fn render(&self, end: &RunEnd, cp: &Checkpoint) -> String {
+        let mut s = String::new();
+        let headline = match end {
+            RunEnd::Completed => "ralph: done — every phase finished".to_string(),
+            RunEnd::Failed(why) => format!("ralph: failed — {why}"),
+            RunEnd::Blocked(why) => format!("ralph: blocked — {why}"),
+            RunEnd::Stopped(StopCause::User) => "ralph: paused by you".to_string(),
+            RunEnd::Stopped(cause) => format!("ralph: interrupted by {}", cause.signal_name()),
+            RunEnd::ForceExit => "ralph: stopped at once".to_string(),
+        };
+        let _ = writeln!(s, "{headline}");
+        let c = &cp.progress.counters;
+        let _ = writeln!(
+            s,
+            "  this session: {} phase(s) finished, {} iteration(s), {} attempt(s), {} fallover(s)",
+            self.phases, self.iterations, self.attempts, self.fallovers
+        );
+        let _ = writeln!(s, "  whole run: {} iteration(s), {} attempt(s), active {}", c.iterations_done, c.attempts, fmt_duration(self.elapsed));
+        if !self.failures.is_empty() {
+            let list: Vec<String> = self.failures.iter().map(|(k, v)| format!("{} {v}", k.as_str())).collect();
+            let _ = writeln!(s, "  failures: {}", list.join(", "));
+        }
+        if let Some(cap) = self.cap {
+            let _ = writeln!(s, "  stopped by: {}", cap.phrase());
+        }
+        if self.usage.cost_usd > 0.0 || self.usage.input_tokens > 0 {
+            let _ = writeln!(
+                s,
+                "  usage: ${:.4}, {} input / {} output tokens",
+                self.usage.cost_usd, self.usage.input_tokens, self.usage.output_tokens
+            );
+        }
+        let next = match end {
+            RunEnd::Completed => None,
+            RunEnd::Stopped(_) | RunEnd::ForceExit => Some("ralph --resume continues where it stopped"),
+            RunEnd::Failed(_) | RunEnd::Blocked(_) => {
+                Some("fix the cause, then ralph --resume continues this iteration with a fresh budget")
+            }
+        };
+        if let Some(next) = next {
+            let _ = writeln!(s, "  next: {next}");
+        }
+        s.trim_end().to_string()
+    }
+}
+
+fn fmt_duration(d: Duration) -> String {
+    humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
+}

@@ -1,0 +1,310 @@
+//! One attempt: spawn the agent, read its output as events, keep its clock, and end
+//! it (with grace) when it stalls, overruns, or the user stops the run. The child's
+//! exit and its output are awaited in one `select!`, never polled.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, BufWriter};
+use tokio::time::{Instant, sleep_until};
+
+use crate::agent::launch::Prepared;
+use crate::agent::AgentEvent;
+use crate::config::Timeouts;
+use crate::process::{Escalation, Step, signal_group, spawn};
+use crate::recovery::classify::{EndedBy, Exit};
+use crate::signal::{InterruptAction, Signals, StopCause};
+use crate::state::checkpoint::Usage;
+use crate::state::redact::redact;
+use crate::supervise::Watch;
+
+/// Structured events kept for the classifier.
+const EVENTS_KEPT: usize = 64;
+/// Bytes of text kept for the classifier and the final message of text agents.
+const TAIL_BYTES: usize = 8 * 1024;
+
+/// How the attempt ended.
+#[derive(Debug)]
+pub enum End {
+    /// The agent process is gone (by itself, or ended by ralph's clock).
+    Exited { exit: Exit, ended_by: EndedBy },
+    /// The run is stopping (Ctrl+C, SIGTERM, SIGHUP); the agent was ended with grace.
+    Stopped(StopCause),
+    /// The user's second Ctrl+C: the group was killed, exit now.
+    ForceExit,
+    /// The agent could not be started.
+    SpawnFailed(std::io::Error),
+}
+
+/// Everything the attempt left behind.
+#[derive(Debug)]
+pub struct Outcome {
+    pub end: End,
+    /// The last session id the agent reported.
+    pub session: Option<String>,
+    /// The agent's own final message.
+    pub final_message: Option<String>,
+    pub result_is_error: bool,
+    /// The last structured (non-text) events.
+    pub events: Vec<AgentEvent>,
+    /// The end of stderr and of unparsed stdout, redacted.
+    pub text_tail: String,
+    pub usage: Usage,
+    pub duration: Duration,
+}
+
+/// What the dispatcher wants to hear while the attempt runs.
+pub trait Observer {
+    /// The agent reported a (new) session id; worth a checkpoint.
+    fn session(&mut self, id: &str);
+    /// Any output arrived.
+    fn event(&mut self, event: Option<&AgentEvent>);
+}
+
+/// Runs one attempt to its end.
+pub async fn run(
+    prepared: Prepared,
+    timeouts: &Timeouts,
+    signals: &mut Signals,
+    observer: &mut dyn Observer,
+    log_path: &Path,
+) -> Outcome {
+    let started = Instant::now();
+    let mut state = Collected::new(prepared.text_output);
+    let mut child = match spawn(&prepared.launch) {
+        Ok(child) => child,
+        Err(e) => return state.finish(End::SpawnFailed(e), started),
+    };
+    let (Some(pgid), Some(stdout), Some(stderr)) = (child.id(), child.stdout.take(), child.stderr.take()) else {
+        let err = std::io::Error::other("the agent's pipes were not set up");
+        return state.finish(End::SpawnFailed(err), started);
+    };
+    let mut log = match tokio::fs::File::create(log_path).await {
+        Ok(f) => Some(BufWriter::new(f)),
+        Err(e) => {
+            tracing::warn!("cannot write the attempt log {}: {e}", log_path.display());
+            None
+        }
+    };
+    let mut parser = prepared.parser;
+    let mut out = BufReader::new(stdout).lines();
+    let mut err = BufReader::new(stderr).lines();
+    let (mut out_open, mut err_open) = (true, true);
+    let mut watch = Watch::new(timeouts, started);
+    let mut exit: Option<Exit> = None;
+    let mut ended_by = EndedBy::Agent;
+    let mut stopping: Option<StopCause> = None;
+    let mut escalation: Option<(Escalation, Option<Instant>)> = None;
+    // After the agent exits, its pipes may be held open by something it left behind;
+    // the group is killed then, and the rest of the output gets this long to drain.
+    let mut drain_deadline: Option<Instant> = None;
+
+    loop {
+        if exit.is_some() && !out_open && !err_open {
+            break;
+        }
+        let (watch_at, watch_reason) = watch.deadline();
+        let escalate_at = escalation.as_ref().and_then(|(_, at)| *at);
+        tokio::select! {
+            line = out.next_line(), if out_open => match line {
+                Ok(Some(line)) => {
+                    write_log(&mut log, &line, false).await;
+                    let events = parser.parse_line(&line);
+                    if events.is_empty() {
+                        watch.on_event(None, Instant::now());
+                        observer.event(None);
+                    }
+                    for event in events {
+                        watch.on_event(Some(&event), Instant::now());
+                        observer.event(Some(&event));
+                        if let Some(id) = state.absorb(event) {
+                            observer.session(&id);
+                        }
+                    }
+                    if prepared.text_output {
+                        state.push_text(&line);
+                    }
+                }
+                _ => out_open = false,
+            },
+            line = err.next_line(), if err_open => match line {
+                Ok(Some(line)) => {
+                    write_log(&mut log, &line, true).await;
+                    watch.on_event(None, Instant::now());
+                    observer.event(None);
+                    state.push_text(&line);
+                }
+                _ => err_open = false,
+            },
+            status = child.wait(), if exit.is_none() => {
+                exit = Some(match status {
+                    Ok(s) => exit_of(s),
+                    Err(_) => Exit::Code(-1),
+                });
+                // Nothing the agent started may outlive its attempt.
+                let _ = signal_group(pgid, Signal::SIGKILL);
+                drain_deadline = Some(Instant::now() + Duration::from_secs(2));
+            },
+            _ = sleep_until(watch_at), if exit.is_none() && escalation.is_none() => {
+                ended_by = watch_reason;
+                tracing::info!("ending the attempt: {watch_reason:?}");
+                escalation = Some(begin(Escalation::start(timeouts.grace), pgid));
+            },
+            _ = sleep_until(escalate_at.unwrap_or_else(Instant::now)), if exit.is_none() && escalate_at.is_some() => {
+                if let Some((esc, at)) = escalation.as_mut() {
+                    let step = esc.grace_elapsed();
+                    *at = send(step, pgid);
+                }
+            },
+            _ = sleep_until(drain_deadline.unwrap_or_else(Instant::now)), if drain_deadline.is_some() => {
+                out_open = false;
+                err_open = false;
+            },
+            action = signals.next() => match action {
+                InterruptAction::Stop(cause) => {
+                    stopping = Some(cause);
+                    if escalation.is_none() && exit.is_none() {
+                        escalation = Some(begin(Escalation::start(timeouts.grace), pgid));
+                    }
+                }
+                InterruptAction::ForceExit => {
+                    let _ = signal_group(pgid, Signal::SIGKILL);
+                    return state.finish(End::ForceExit, started);
+                }
+                InterruptAction::Ignore => {}
+            },
+        }
+    }
+    if let Some(mut log) = log {
+        let _ = log.flush().await;
+    }
+    let exit = exit.unwrap_or(Exit::Code(-1));
+    let end = match stopping {
+        Some(cause) => End::Stopped(cause),
+        None => End::Exited { exit, ended_by },
+    };
+    state.finish(end, started)
+}
+
+fn begin((esc, step): (Escalation, Step), pgid: u32) -> (Escalation, Option<Instant>) {
+    (esc, send(step, pgid))
+}
+
+/// Sends the step's signal; returns when to escalate next.
+fn send(step: Step, pgid: u32) -> Option<Instant> {
+    let Step::Send { signal, wait } = step;
+    tracing::info!("sending {signal} to the agent's process group {pgid}");
+    if let Err(e) = signal_group(pgid, signal) {
+        tracing::warn!("cannot signal process group {pgid}: {e}");
+    }
+    wait.map(|w| Instant::now() + w)
+}
+
+fn exit_of(status: std::process::ExitStatus) -> Exit {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => Exit::Code(code),
+        (None, Some(sig)) => Exit::Signal(sig),
+        (None, None) => Exit::Code(-1),
+    }
+}
+
+async fn write_log(log: &mut Option<BufWriter<tokio::fs::File>>, line: &str, stderr: bool) {
+    let Some(w) = log.as_mut() else { return };
+    let line = redact(line);
+    let prefix = if stderr { "[stderr] " } else { "" };
+    let ok = w.write_all(prefix.as_bytes()).await.is_ok()
+        && w.write_all(line.as_bytes()).await.is_ok()
+        && w.write_all(b"\n").await.is_ok();
+    if !ok {
+        *log = None;
+    }
+}
+
+/// What the attempt gathered from the agent's output.
+struct Collected {
+    text_output: bool,
+    session: Option<String>,
+    last_text: Option<String>,
+    result: Option<(String, bool)>,
+    events: VecDeque<AgentEvent>,
+    tail: String,
+    usage: Usage,
+}
+
+impl Collected {
+    fn new(text_output: bool) -> Self {
+        Self {
+            text_output,
+            session: None,
+            last_text: None,
+            result: None,
+            events: VecDeque::new(),
+            tail: String::new(),
+            usage: Usage::default(),
+        }
+    }
+
+    /// Takes in one event; returns a session id when it is new.
+    fn absorb(&mut self, event: AgentEvent) -> Option<String> {
+        let mut new_session = None;
+        match &event {
+            AgentEvent::Session { id } if self.session.as_deref() != Some(id) => {
+                self.session = Some(id.clone());
+                new_session = Some(id.clone());
+            }
+            AgentEvent::Text { text } => {
+                if !self.text_output {
+                    self.last_text = Some(text.clone());
+                }
+                return None;
+            }
+            AgentEvent::Result { text, is_error, .. } => self.result = Some((text.clone(), *is_error)),
+            AgentEvent::Usage { input_tokens, output_tokens, cost_usd } => {
+                self.usage.input_tokens += input_tokens;
+                self.usage.output_tokens += output_tokens;
+                self.usage.cost_usd += cost_usd.unwrap_or(0.0);
+            }
+            AgentEvent::Error { message } => self.push_text(message),
+            _ => {}
+        }
+        if self.events.len() == EVENTS_KEPT {
+            self.events.pop_front();
+        }
+        self.events.push_back(event);
+        new_session
+    }
+
+    fn push_text(&mut self, line: &str) {
+        self.tail.push_str(line);
+        self.tail.push('\n');
+        if self.tail.len() > TAIL_BYTES * 2 {
+            let mut cut = self.tail.len() - TAIL_BYTES;
+            while !self.tail.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.tail.drain(..cut);
+        }
+    }
+
+    fn finish(self, end: End, started: Instant) -> Outcome {
+        let (final_message, result_is_error) = match self.result {
+            Some((text, is_error)) if !text.is_empty() || self.last_text.is_none() => (Some(text), is_error),
+            Some((_, is_error)) => (self.last_text, is_error),
+            None if self.text_output => (Some(self.tail.clone()), false),
+            None => (self.last_text, false),
+        };
+        Outcome {
+            end,
+            session: self.session,
+            final_message,
+            result_is_error,
+            events: self.events.into(),
+            text_tail: redact(&self.tail),
+            usage: self.usage,
+            duration: started.elapsed(),
+        }
+    }
+}

@@ -1,0 +1,498 @@
+//! The dispatcher: one loop that owns the run state. It asks the pure core what to
+//! do (done signals, classification, policy), carries it out (attempts, waits), and
+//! writes the checkpoint after every transition and the journal for every event.
+
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::time::Instant;
+
+use crate::agent::AgentEvent;
+use crate::agent::launch::{self, Request};
+use crate::config::DoneSignal;
+use crate::error::RalphError;
+use crate::recovery::classify::{self, EndedBy, Exit};
+use crate::recovery::policy::{self, Cap, Limits, Next, Stop};
+use crate::recovery::{Category, Classification};
+use crate::report::{AttemptLine, Summary};
+use crate::signal::{InterruptAction, Signals, StopCause};
+use crate::state::checkpoint::{InFlight, LastError, Status};
+use crate::state::store;
+use crate::workflow::done::{self, Completion, Evidence};
+use crate::workflow::prompt;
+
+use super::RunEnd;
+use super::attempt::{self, End, Observer, Outcome};
+use super::setup::{Ready, now};
+
+pub struct Dispatcher {
+    r: Ready,
+    /// When this process started dispatching (for the runtime cap).
+    started: Instant,
+    /// Active time of earlier sessions of this run.
+    elapsed_before: f64,
+    summary: Summary,
+}
+
+impl Dispatcher {
+    pub fn new(ready: Ready) -> Self {
+        let elapsed_before = ready.checkpoint.elapsed_secs;
+        Self { r: ready, started: Instant::now(), elapsed_before, summary: Summary::default() }
+    }
+
+    pub async fn run(mut self) -> Result<RunEnd, RalphError> {
+        let mut signals = Signals::install().map_err(|e| RalphError::io("cannot install signal handlers", e))?;
+        let kind = if self.r.resumed { "run_resumed" } else { "run_started" };
+        self.journal(kind, json!({"run_id": self.r.checkpoint.run_id, "pid": std::process::id()}));
+        self.save()?;
+        let end = self.dispatch(&mut signals).await;
+        let end = match end {
+            Ok(end) => end,
+            Err(e) => {
+                // ralph's own failure: what is on disk stays the last valid state.
+                self.journal("run_error", json!({"error": e.to_string()}));
+                return Err(e);
+            }
+        };
+        if end != RunEnd::ForceExit {
+            self.finish(&end)?;
+        }
+        Ok(end)
+    }
+
+    async fn dispatch(&mut self, signals: &mut Signals) -> Result<RunEnd, RalphError> {
+        loop {
+            if let Some(stop) = self.cap_reached() {
+                return self.stop(stop);
+            }
+            let outcome = self.attempt(signals).await?;
+            let agent = self.current_agent();
+            self.add_usage(&outcome);
+            match outcome.end {
+                End::ForceExit => return Ok(RunEnd::ForceExit),
+                End::Stopped(cause) => return self.stopped(cause, outcome.session),
+                End::SpawnFailed(ref e) => {
+                    let message = format!("agent {agent}: cannot start it: {e}");
+                    return self.stop(Stop::Blocked { message });
+                }
+                End::Exited { exit, ended_by } => {
+                    if let Some(end) = self.after_attempt(&outcome, exit, ended_by, signals).await? {
+                        return Ok(end);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Starts and runs one attempt of the current position.
+    async fn attempt(&mut self, signals: &mut Signals) -> Result<Outcome, RalphError> {
+        let agent = self.current_agent();
+        let phase = self.phase().clone();
+        let cp = &mut self.r.checkpoint;
+        cp.progress.counters.attempts += 1;
+        let launch_no = {
+            let n = cp.progress.launches.entry(agent.clone()).or_insert(0);
+            *n += 1;
+            *n
+        };
+        let attempt_no = cp.progress.counters.attempts;
+        let resume = cp.progress.resume_session.clone();
+        let prompt = self.prompt(resume.is_some());
+        let agent_cfg = self.r.loaded.config.agents.get(&agent).cloned().ok_or_else(|| {
+            RalphError::ResumeMismatch(format!("agent {agent} is no longer configured; run `ralph --no-resume`"))
+        })?;
+        let prepared = launch::prepare(
+            &agent_cfg,
+            Request { agent: &agent, prompt: &prompt, resume: resume.as_deref(), launch: launch_no, cwd: &self.r.dir },
+        );
+        let cp = &mut self.r.checkpoint;
+        cp.status = Status::Running;
+        cp.in_flight = Some(InFlight { agent: agent.clone(), attempt: attempt_no, session: resume.clone(), started_at: now() });
+        let pos = cp.progress.position.clone();
+        self.save()?;
+        self.journal(
+            "attempt_started",
+            json!({"attempt": attempt_no, "phase": pos.phase_name, "iteration": pos.iteration, "agent": agent,
+                   "cycle": pos.cycle, "resume_session": resume}),
+        );
+        let line = AttemptLine {
+            phase: pos.phase_name.clone(),
+            phase_number: pos.phase + 1,
+            phase_count: self.r.loaded.phases.len(),
+            iteration: pos.iteration,
+            iterations: phase.iterations,
+            agent: agent.clone(),
+            attempt: attempt_no,
+            resumed_session: resume.clone(),
+        };
+        self.r.reporter.attempt_started(&line);
+        self.summary.attempts += 1;
+        let prepared = match prepared {
+            Ok(p) => p,
+            Err(e) => {
+                return Ok(Outcome {
+                    end: End::SpawnFailed(std::io::Error::new(std::io::ErrorKind::NotFound, e.to_string())),
+                    session: None,
+                    final_message: None,
+                    result_is_error: false,
+                    events: Vec::new(),
+                    text_tail: String::new(),
+                    usage: Default::default(),
+                    duration: Duration::ZERO,
+                });
+            }
+        };
+        let artifact = artifact_stamp(&self.r.dir, &phase.done);
+        let log_path = self.r.logs_dir.join(format!("attempt-{attempt_no:04}-{}-{agent}.log", pos.phase_name));
+        let timeouts = self.r.loaded.config.timeouts.clone();
+        let mut outcome = attempt::run(prepared, &timeouts, signals, self, &log_path).await;
+        self.r.reporter.attempt_finished();
+        if artifact_stamp(&self.r.dir, &phase.done) != artifact && artifact.is_some_or_created(&self.r.dir, &phase.done) {
+            outcome.artifact_changed = true;
+        }
+        Ok(outcome)
+    }
+
+    /// Evaluates a finished attempt and carries out the policy's decision.
+    async fn after_attempt(
+        &mut self,
+        outcome: &Outcome,
+        exit: Exit,
+        ended_by: EndedBy,
+        signals: &mut Signals,
+    ) -> Result<Option<RunEnd>, RalphError> {
+        let agent = self.current_agent();
+        let phase = self.phase().clone();
+        if let Some(session) = &outcome.session {
+            self.r.checkpoint.progress.sessions.insert(agent.clone(), session.clone());
+        }
+        self.r.checkpoint.in_flight = None;
+        let completion = if ended_by == EndedBy::Agent {
+            done::evaluate(
+                &phase.done,
+                &Evidence {
+                    exited_cleanly: exit == Exit::Code(0),
+                    final_message: outcome.final_message.as_deref(),
+                    result_is_error: outcome.result_is_error,
+                    artifact_changed: outcome.artifact_changed,
+                },
+            )
+        } else {
+            Completion::NotDone("ended by ralph")
+        };
+        let attempt_no = self.r.checkpoint.progress.counters.attempts;
+        let next = match completion {
+            Completion::Done | Completion::Goal => {
+                self.journal(
+                    "attempt_succeeded",
+                    json!({"attempt": attempt_no, "agent": agent, "goal": completion == Completion::Goal,
+                           "duration_ms": outcome.duration.as_millis() as u64, "session": outcome.session}),
+                );
+                self.save_artifact(&phase.name, &phase.done, outcome);
+                self.r.reporter.line(&format!(
+                    "{} iteration {} done{}",
+                    phase.name,
+                    self.r.checkpoint.progress.position.iteration,
+                    if completion == Completion::Goal { " (goal reached)" } else { "" }
+                ));
+                self.summary.iterations += 1;
+                policy::on_success(&mut self.r.checkpoint.progress, &self.r.loaded.phases, completion)
+            }
+            Completion::NotDone(missing) => {
+                let report = classify::Report {
+                    kind: self.r.loaded.config.agents.get(&agent).map_or(crate::config::AgentKind::Command, |a| a.kind),
+                    exit,
+                    ended_by,
+                    events: &outcome.events,
+                    text_tail: &outcome.text_tail,
+                    missing_done: missing,
+                };
+                let failure = classify::classify(&report);
+                self.record_failure(&agent, &failure, outcome);
+                let limits = Limits { retry: &self.r.loaded.config.retry, max_cycles: self.r.loaded.config.general.max_cycles };
+                policy::on_failure(&mut self.r.checkpoint.progress, &self.r.loaded.phases, limits, &failure, outcome.session.clone())
+            }
+        };
+        self.carry_out(next, signals).await
+    }
+
+    async fn carry_out(&mut self, next: Next, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
+        match next {
+            Next::NextIteration => {
+                self.journal("iteration_started", json!({"phase": self.phase().name, "iteration": self.r.checkpoint.progress.position.iteration}));
+                self.save()?;
+            }
+            Next::NextPhase { finished } => {
+                self.summary.phases += 1;
+                self.journal("phase_done", json!({"phase": finished}));
+                self.r.reporter.line(&format!("phase {finished} done"));
+                self.save()?;
+            }
+            Next::Finished => {
+                self.summary.phases += 1;
+                self.journal("phase_done", json!({"phase": self.phase().name}));
+                return Ok(Some(RunEnd::Completed));
+            }
+            Next::Retry { delay } => {
+                let session = self.r.checkpoint.progress.resume_session.clone();
+                self.journal("retry", json!({"delay_ms": delay.as_millis() as u64, "resume_session": session}));
+                self.save()?;
+                if !delay.is_zero()
+                    && let Some(end) = self.wait(delay, "retrying after backoff", signals).await?
+                {
+                    return Ok(Some(end));
+                }
+            }
+            Next::Fallover { from, to, new_cycle } => {
+                let cycle = self.r.checkpoint.progress.position.cycle;
+                self.summary.fallovers += 1;
+                self.journal("fallover", json!({"from": from, "to": to, "cycle": cycle}));
+                self.r.reporter.line(&format!(
+                    "recovery-attempt exhausted for agent {from}: falling over to {to}{}",
+                    if new_cycle { format!(" (cycle {cycle})") } else { String::new() }
+                ));
+                self.save()?;
+            }
+            Next::Stop(stop) => return self.stop(stop).map(Some),
+        }
+        Ok(None)
+    }
+
+    /// Waits `delay` (status `waiting`), unless a signal stops the run first.
+    async fn wait(&mut self, delay: Duration, why: &str, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
+        self.r.checkpoint.status = Status::Waiting;
+        self.save()?;
+        let until = Instant::now() + delay;
+        self.r.reporter.waiting(why, delay);
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => break,
+                action = signals.next() => match action {
+                    InterruptAction::Stop(cause) => return self.stopped(cause, None).map(Some),
+                    InterruptAction::ForceExit => return Ok(Some(RunEnd::ForceExit)),
+                    InterruptAction::Ignore => {}
+                },
+            }
+        }
+        self.r.reporter.waiting_done();
+        self.r.checkpoint.status = Status::Running;
+        Ok(None)
+    }
+
+    /// An orderly stop by a signal: the in-flight session is kept for `--resume`.
+    fn stopped(&mut self, cause: StopCause, session: Option<String>) -> Result<RunEnd, RalphError> {
+        let cp = &mut self.r.checkpoint;
+        if let Some(in_flight) = cp.in_flight.take() {
+            // The attempt did not fail: it was stopped. Its session continues later.
+            if let Some(s) = session.or(in_flight.session) {
+                cp.progress.sessions.insert(in_flight.agent, s.clone());
+                cp.progress.resume_session = Some(s);
+            }
+            cp.progress.recovery_note = Some(match cause {
+                StopCause::User => "the user paused the run while you worked".to_string(),
+                other => format!("ralph was stopped by {} while you worked", other.signal_name()),
+            });
+        }
+        cp.status = if cause == StopCause::User { Status::Paused } else { Status::Interrupted };
+        cp.stop_cause = Some(cause);
+        Ok(RunEnd::Stopped(cause))
+    }
+
+    fn stop(&mut self, stop: Stop) -> Result<RunEnd, RalphError> {
+        let cp = &mut self.r.checkpoint;
+        cp.in_flight = None;
+        Ok(match stop {
+            Stop::Failed { cap, message } => {
+                cp.status = Status::Failed;
+                cp.stop_reason = Some(message.clone());
+                self.summary.cap = Some(cap);
+                RunEnd::Failed(message)
+            }
+            Stop::Blocked { message } => {
+                cp.status = Status::Blocked;
+                cp.stop_reason = Some(message.clone());
+                RunEnd::Blocked(message)
+            }
+        })
+    }
+
+    /// Writes the final state, prints the summary and releases the lock.
+    fn finish(&mut self, end: &RunEnd) -> Result<(), RalphError> {
+        if *end == RunEnd::Completed {
+            self.r.checkpoint.status = Status::Completed;
+        }
+        self.r.checkpoint.clean_stop = true;
+        self.save()?;
+        let cp = &self.r.checkpoint;
+        self.journal("run_ended", json!({"status": cp.status.as_str(), "reason": cp.stop_reason, "stop_cause": cp.stop_cause}));
+        self.summary.elapsed = Duration::from_secs_f64(self.r.checkpoint.elapsed_secs);
+        self.summary.usage = self.r.checkpoint.usage.clone();
+        self.summary.failures = self.r.checkpoint.progress.counters.failures.clone();
+        self.r.reporter.summary(&self.summary, end, &self.r.checkpoint);
+        if let Err(e) = self.r.lock.release() {
+            tracing::warn!("cannot release the lock: {e}");
+        }
+        Ok(())
+    }
+
+    /// The runtime and cost caps, checked before every attempt.
+    fn cap_reached(&self) -> Option<Stop> {
+        let general = &self.r.loaded.config.general;
+        let cp = &self.r.checkpoint;
+        if let Some(max) = general.max_runtime
+            && self.elapsed() >= max.as_secs_f64()
+        {
+            return Some(Stop::Failed {
+                cap: Cap::Runtime,
+                message: format!("{}: the run has been active for {}", Cap::Runtime.phrase(), humantime::format_duration(max)),
+            });
+        }
+        if let Some(max) = general.max_cost_usd
+            && cp.usage.cost_usd >= max
+        {
+            return Some(Stop::Failed {
+                cap: Cap::Cost,
+                message: format!("{}: the run has cost ${:.2} of ${max:.2}", Cap::Cost.phrase(), cp.usage.cost_usd),
+            });
+        }
+        None
+    }
+
+    fn record_failure(&mut self, agent: &str, failure: &Classification, outcome: &Outcome) {
+        let attempt_no = self.r.checkpoint.progress.counters.attempts;
+        let tail = tail_chars(&outcome.text_tail, 2000);
+        self.journal(
+            "attempt_failed",
+            json!({"attempt": attempt_no, "agent": agent, "category": failure.category, "rule": failure.rule,
+                   "reason": failure.reason, "session": outcome.session, "evidence": tail,
+                   "duration_ms": outcome.duration.as_millis() as u64}),
+        );
+        self.r.reporter.line(&format!("attempt {attempt_no} failed ({}, {}): {}", failure.category.as_str(), failure.rule, failure.reason));
+        if failure.category == Category::Ambiguous {
+            tracing::warn!("flagged for review: attempt {attempt_no} failed in a way ralph cannot explain");
+        }
+        self.r.checkpoint.last_error = Some(LastError {
+            classification: failure.clone(),
+            agent: agent.to_string(),
+            text_tail: tail,
+            at: now(),
+        });
+    }
+
+    fn save_artifact(&mut self, phase: &str, done: &DoneSignal, outcome: &Outcome) {
+        let text = match done {
+            DoneSignal::File(path) => std::fs::read_to_string(self.r.dir.join(path)).ok(),
+            _ => outcome.final_message.clone(),
+        };
+        let Some(text) = text else { return };
+        let path = self.r.artifacts_dir.join(format!("{phase}.md"));
+        if let Err(e) = std::fs::create_dir_all(&self.r.artifacts_dir).and_then(|()| crate::state::atomic::write_atomic(&path, text.as_bytes())) {
+            tracing::warn!("cannot keep the artifact of phase {phase}: {e}");
+        }
+    }
+
+    fn prompt(&self, resuming: bool) -> String {
+        let progress = &self.r.checkpoint.progress;
+        let pos = &progress.position;
+        let phase = self.phase();
+        let previous_name = pos.phase.checked_sub(1).and_then(|i| self.r.loaded.phases.get(i)).map(|p| p.name.clone());
+        let previous_text = previous_name
+            .as_ref()
+            .and_then(|name| std::fs::read_to_string(self.r.artifacts_dir.join(format!("{name}.md"))).ok());
+        let ctx = prompt::Context {
+            goal: &self.r.goal,
+            phase: &phase.name,
+            phase_number: pos.phase + 1,
+            phase_count: self.r.loaded.phases.len(),
+            iteration: pos.iteration,
+            iterations: phase.iterations,
+            until_complete: phase.until_complete,
+            done: &phase.done,
+            previous: previous_name.as_deref().zip(previous_text.as_deref()),
+            recovery: progress.recovery_note.as_deref(),
+        };
+        match (resuming, progress.recovery_note.as_deref()) {
+            (true, reason) => prompt::render_continue(&ctx, reason.unwrap_or("the attempt ended early")),
+            (false, _) => prompt::render(&self.r.templates[pos.phase], &ctx),
+        }
+    }
+
+    fn add_usage(&mut self, outcome: &Outcome) {
+        self.r.checkpoint.usage.add(&outcome.usage);
+    }
+
+    fn elapsed(&self) -> f64 {
+        self.elapsed_before + self.started.elapsed().as_secs_f64()
+    }
+
+    fn phase(&self) -> &crate::config::Phase {
+        &self.r.loaded.phases[self.r.checkpoint.progress.position.phase]
+    }
+
+    fn current_agent(&self) -> String {
+        let pos = &self.r.checkpoint.progress.position;
+        self.phase().chain.get(pos.agent_index).cloned().unwrap_or_default()
+    }
+
+    /// Writes the checkpoint (atomically), unless checkpoints are off.
+    fn save(&mut self) -> Result<(), RalphError> {
+        let elapsed = self.elapsed();
+        let cp = &mut self.r.checkpoint;
+        cp.elapsed_secs = elapsed;
+        cp.updated_at = now();
+        let Some(path) = &self.r.checkpoint_path else { return Ok(()) };
+        store::save_json(path, cp).map_err(|e| RalphError::io(format!("cannot write the checkpoint {}", path.display()), e))
+    }
+
+    fn journal(&mut self, kind: &str, fields: serde_json::Value) {
+        tracing::info!(kind, %fields);
+        if let Err(e) = self.r.journal.append(kind, &fields) {
+            tracing::warn!("cannot append to the journal: {e}");
+        }
+    }
+}
+
+impl Observer for Dispatcher {
+    fn session(&mut self, id: &str) {
+        if let Some(in_flight) = self.r.checkpoint.in_flight.as_mut() {
+            in_flight.session = Some(id.to_string());
+        }
+        // A kill -9 from here on still resumes this session.
+        if let Err(e) = self.save() {
+            tracing::warn!("{e}");
+        }
+    }
+
+    fn event(&mut self, event: Option<&AgentEvent>) {
+        self.r.reporter.agent_event(event);
+    }
+}
+
+fn tail_chars(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    text.chars().skip(count.saturating_sub(max)).collect()
+}
+
+/// What the done artifact looked like before the attempt, to see it change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Stamp {
+    NotApplicable,
+    Missing,
+    Content(String),
+}
+
+impl Stamp {
+    fn is_some_or_created(&self, dir: &std::path::Path, done: &DoneSignal) -> bool {
+        !matches!(self, Stamp::NotApplicable) && matches!(artifact_stamp(dir, done), Stamp::Content(_))
+    }
+}
+
+fn artifact_stamp(dir: &std::path::Path, done: &DoneSignal) -> Stamp {
+    match done {
+        DoneSignal::File(path) => match std::fs::read(dir.join(path)) {
+            Ok(bytes) => Stamp::Content(super::setup::checksum(&bytes)),
+            Err(_) => Stamp::Missing,
+        },
+        _ => Stamp::NotApplicable,
+    }
+}

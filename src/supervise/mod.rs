@@ -1,0 +1,7 @@
+//! Supervising a live attempt, pure over the event stream: the silence and time
+//! limits ([`watch`]). Each detector decides from events and instants only, so it is
+//! tested with paused time and no processes.
+
+pub mod watch;
+
+pub use watch::Watch;

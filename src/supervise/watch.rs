@@ -1,0 +1,125 @@
+//! The clock of an attempt: stall (no event while no tool runs), the active-tool
+//! guard (a started tool gets the longer tool timeout instead), and the attempt's
+//! own wall-clock limit. ralph owns this clock because every agent CLI has network
+//! failures in which it would wait for minutes or forever.
+
+use std::collections::BTreeMap;
+
+use tokio::time::{Duration, Instant};
+
+use crate::agent::AgentEvent;
+use crate::config::Timeouts;
+use crate::recovery::classify::EndedBy;
+
+/// The timers of one attempt.
+#[derive(Debug, Clone)]
+pub struct Watch {
+    stall: Duration,
+    tool: Duration,
+    attempt_deadline: Instant,
+    last_event: Instant,
+    /// Tool calls started and not finished, by id, with their start.
+    tools_in_flight: BTreeMap<String, Instant>,
+}
+
+impl Watch {
+    pub fn new(timeouts: &Timeouts, now: Instant) -> Self {
+        Self {
+            stall: timeouts.stall,
+            tool: timeouts.tool,
+            attempt_deadline: now + timeouts.attempt,
+            last_event: now,
+            tools_in_flight: BTreeMap::new(),
+        }
+    }
+
+    /// Any output line resets the silence timer; tool events open and close the
+    /// active-tool guard.
+    pub fn on_event(&mut self, event: Option<&AgentEvent>, now: Instant) {
+        self.last_event = now;
+        match event {
+            Some(AgentEvent::ToolStarted { id, .. }) => {
+                self.tools_in_flight.insert(id.clone(), now);
+            }
+            Some(AgentEvent::ToolFinished { id, .. }) => {
+                self.tools_in_flight.remove(id);
+            }
+            // A final result means no tool is still running in this session.
+            Some(AgentEvent::Result { .. }) => self.tools_in_flight.clear(),
+            _ => {}
+        }
+    }
+
+    /// When the attempt must be ended if nothing happens before, and why.
+    pub fn deadline(&self) -> (Instant, EndedBy) {
+        let silence = match self.tools_in_flight.values().min() {
+            Some(oldest) => (*oldest + self.tool, EndedBy::ToolTimeout),
+            None => (self.last_event + self.stall, EndedBy::Stall),
+        };
+        if self.attempt_deadline <= silence.0 {
+            (self.attempt_deadline, EndedBy::AttemptTimeout)
+        } else {
+            silence
+        }
+    }
+
+    /// The instant of the last output, for "last event Ns ago".
+    pub fn last_event(&self) -> Instant {
+        self.last_event
+    }
+
+    /// Whether a tool call is running.
+    pub fn tool_running(&self) -> bool {
+        !self.tools_in_flight.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timeouts() -> Timeouts {
+        Timeouts {
+            stall: Duration::from_secs(60),
+            tool: Duration::from_secs(600),
+            attempt: Duration::from_secs(3600),
+            grace: Duration::from_secs(1),
+        }
+    }
+
+    fn started(id: &str) -> AgentEvent {
+        AgentEvent::ToolStarted { id: id.into(), name: "Bash".into(), input: serde_json::json!({"command": "cargo build"}) }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn every_event_resets_the_stall_timer() {
+        let t0 = Instant::now();
+        let mut w = Watch::new(&timeouts(), t0);
+        assert_eq!(w.deadline(), (t0 + Duration::from_secs(60), EndedBy::Stall));
+        tokio::time::advance(Duration::from_secs(50)).await;
+        let t1 = Instant::now();
+        w.on_event(Some(&AgentEvent::Text { text: "hi".into() }), t1);
+        assert_eq!(w.deadline(), (t1 + Duration::from_secs(60), EndedBy::Stall));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_running_tool_gets_the_tool_timeout_not_the_stall() {
+        let t0 = Instant::now();
+        let mut w = Watch::new(&timeouts(), t0);
+        w.on_event(Some(&started("t1")), t0);
+        assert!(w.tool_running());
+        assert_eq!(w.deadline(), (t0 + Duration::from_secs(600), EndedBy::ToolTimeout));
+        let t1 = t0 + Duration::from_secs(300);
+        w.on_event(Some(&AgentEvent::ToolFinished { id: "t1".into(), is_error: false, output: String::new() }), t1);
+        assert_eq!(w.deadline(), (t1 + Duration::from_secs(60), EndedBy::Stall));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_attempt_limit_bounds_everything() {
+        let t0 = Instant::now();
+        let mut w = Watch::new(&timeouts(), t0);
+        let late = t0 + Duration::from_secs(3590);
+        w.on_event(Some(&started("t1")), late);
+        assert_eq!(w.deadline(), (t0 + Duration::from_secs(3600), EndedBy::AttemptTimeout));
+    }
+}

@@ -1,0 +1,85 @@
+//! Where a run stands: phase, iteration, chain position, cycle and every budget
+//! counter. It is the part of the checkpoint that the decision core reads and
+//! changes; the shell only stores it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::recovery::Category;
+
+/// The point in the workflow the next attempt belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Position {
+    /// Index into the configured phase order.
+    pub phase: usize,
+    /// The phase's name, so a resume can tell when the order changed.
+    pub phase_name: String,
+    /// The current iteration of the phase, from 1.
+    pub iteration: u32,
+    /// The current pass of the workflow, from 1.
+    pub pass: u32,
+    /// Index of the current agent in the phase's chain.
+    pub agent_index: usize,
+    /// The current pass through the chain, from 1; bounded by `max_cycles`.
+    pub cycle: u32,
+}
+
+/// Counters that survive a resume.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Attempts started in the whole run.
+    pub attempts: u32,
+    /// Iterations completed in the whole run.
+    pub iterations_done: u32,
+    /// `agent` failures of the current agent in the current iteration.
+    pub agent_failures: u32,
+    /// `ambiguous` failures in the current iteration.
+    pub ambiguous_failures: u32,
+    /// Consecutive failures that were retried with backoff (drives the delay).
+    pub retry_streak: u32,
+    /// Tool-registry resets in the run.
+    pub tool_registry_resets: u32,
+    /// MCP server crash restarts in the run.
+    pub mcp_restarts: u32,
+    /// Failures by category in the whole run.
+    pub failures: BTreeMap<Category, u32>,
+    /// Fallovers in the whole run.
+    pub fallovers: u32,
+}
+
+/// Where the run stands; stored in the checkpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    pub position: Position,
+    pub counters: Counters,
+    /// The session to resume in the next attempt; `None` starts a fresh session.
+    pub resume_session: Option<String>,
+    /// The last session id each agent reported.
+    pub sessions: BTreeMap<String, String>,
+    /// Launches of each agent in the run (selects a scripted agent's script).
+    pub launches: BTreeMap<String, u32>,
+    /// Why the previous attempt of this iteration failed, for the recovery note.
+    pub recovery_note: Option<String>,
+}
+
+impl Progress {
+    /// The start of a run whose first phase is `first_phase`.
+    pub fn new(first_phase: &str) -> Self {
+        Self {
+            position: Position {
+                phase: 0,
+                phase_name: first_phase.to_string(),
+                iteration: 1,
+                pass: 1,
+                agent_index: 0,
+                cycle: 1,
+            },
+            counters: Counters::default(),
+            resume_session: None,
+            sessions: BTreeMap::new(),
+            launches: BTreeMap::new(),
+            recovery_note: None,
+        }
+    }
+}

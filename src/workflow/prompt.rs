@@ -1,0 +1,176 @@
+//! Prompts: embedded templates per phase (overridable per phase with a file), filled
+//! with the goal, the phase, the iteration, the previous phase's artifact and, on
+//! recovery, a note saying what went wrong.
+//!
+//! Placeholders are `{{name}}`; an unknown placeholder is left as written, so a
+//! template can contain other double-brace text.
+
+use crate::config::DoneSignal;
+
+use super::done::{DONE_TAG, GOAL_TAG};
+
+const DEFAULT: &str = include_str!("templates/default.md");
+const PLAN: &str = include_str!("templates/plan.md");
+const DEVELOP: &str = include_str!("templates/develop.md");
+const REVIEW: &str = include_str!("templates/review.md");
+const FIX: &str = include_str!("templates/fix.md");
+const CONTINUE: &str = include_str!("templates/continue.md");
+
+/// The built-in template for a phase name.
+pub fn builtin(phase: &str) -> &'static str {
+    match phase {
+        "plan" | "planning" => PLAN,
+        "develop" | "dev" | "implement" | "build" => DEVELOP,
+        "review" => REVIEW,
+        "fix" => FIX,
+        _ => DEFAULT,
+    }
+}
+
+/// What a prompt is filled with.
+#[derive(Debug, Clone)]
+pub struct Context<'a> {
+    pub goal: &'a str,
+    pub phase: &'a str,
+    /// 1-based position of the phase, and the number of phases.
+    pub phase_number: usize,
+    pub phase_count: usize,
+    pub iteration: u32,
+    pub iterations: u32,
+    pub until_complete: bool,
+    pub done: &'a DoneSignal,
+    /// The previous phase's name and artifact, if any.
+    pub previous: Option<(&'a str, &'a str)>,
+    /// Why the previous attempt failed, if this is a retry.
+    pub recovery: Option<&'a str>,
+}
+
+/// The full prompt of a fresh session.
+pub fn render(template: &str, ctx: &Context<'_>) -> String {
+    let previous = match ctx.previous {
+        Some((phase, text)) if !text.trim().is_empty() => {
+            format!("\n# Result of the previous phase ({phase})\n\n{}\n", text.trim())
+        }
+        _ => String::new(),
+    };
+    let recovery = match ctx.recovery {
+        Some(note) => format!("\n# Note from ralph\n\nA previous attempt at this iteration failed: {note}. Check what was already done before redoing it.\n"),
+        None => String::new(),
+    };
+    fill(template, ctx, &[("previous", &previous), ("recovery", &recovery)])
+}
+
+/// The short prompt sent into a resumed session.
+pub fn render_continue(ctx: &Context<'_>, reason: &str) -> String {
+    fill(CONTINUE, ctx, &[("reason", reason)])
+}
+
+fn fill(template: &str, ctx: &Context<'_>, extra: &[(&str, &str)]) -> String {
+    let iterations = if ctx.until_complete {
+        format!("at most {}", ctx.iterations)
+    } else {
+        ctx.iterations.to_string()
+    };
+    let values: Vec<(&str, String)> = vec![
+        ("goal", ctx.goal.trim().to_string()),
+        ("phase", ctx.phase.to_string()),
+        ("phase_position", format!("phase {} of {}", ctx.phase_number, ctx.phase_count)),
+        ("iteration", ctx.iteration.to_string()),
+        ("iterations", iterations),
+        ("done", done_instruction(ctx.done, ctx.until_complete)),
+    ];
+    let mut out = String::with_capacity(template.len() + ctx.goal.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else {
+            out.push_str(&rest[start..]);
+            rest = "";
+            break;
+        };
+        let name = after[..end].trim();
+        let value = values
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+            .or_else(|| extra.iter().find(|(k, _)| *k == name).map(|(_, v)| *v));
+        match value {
+            Some(v) => out.push_str(v),
+            None => out.push_str(&rest[start..start + 2 + end + 2]),
+        }
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Tells the agent how to signal that the iteration (or the goal) is done.
+fn done_instruction(done: &DoneSignal, until_complete: bool) -> String {
+    let goal = if until_complete {
+        format!(
+            "\nIf, after this iteration, the whole goal is reached and verified, end your final message with {GOAL_TAG} instead."
+        )
+    } else {
+        String::new()
+    };
+    match done {
+        DoneSignal::Tag => format!(
+            "When this iteration's work is finished and verified, end your final message with {DONE_TAG} on its own line. Do not print it otherwise.{goal}"
+        ),
+        DoneSignal::Exit0 => format!("When this iteration's work is finished, exit.{goal}"),
+        DoneSignal::File(path) => format!(
+            "This iteration is done when you have written {}. Write it only when its content is complete.{goal}",
+            path.display()
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx<'a>(done: &'a DoneSignal) -> Context<'a> {
+        Context {
+            goal: "Build a calculator.",
+            phase: "develop",
+            phase_number: 2,
+            phase_count: 3,
+            iteration: 2,
+            iterations: 5,
+            until_complete: true,
+            done,
+            previous: Some(("plan", "1. parse\n2. eval")),
+            recovery: None,
+        }
+    }
+
+    #[test]
+    fn fills_every_placeholder_of_every_builtin() {
+        let done = DoneSignal::Tag;
+        for name in ["plan", "develop", "review", "fix", "other"] {
+            let out = render(builtin(name), &ctx(&done));
+            assert!(!out.contains("{{"), "{name}: {out}");
+            assert!(out.contains("Build a calculator."));
+            assert!(out.contains("iteration 2 of at most 5"));
+            assert!(out.contains(GOAL_TAG));
+            assert!(out.contains("1. parse"));
+        }
+    }
+
+    #[test]
+    fn unknown_placeholders_and_unclosed_braces_survive() {
+        let done = DoneSignal::Exit0;
+        assert_eq!(render("a {{nope}} b {{", &ctx(&done)), "a {{nope}} b {{");
+    }
+
+    #[test]
+    fn recovery_note_and_continue_prompt() {
+        let done = DoneSignal::File("PLAN.md".into());
+        let mut c = ctx(&done);
+        c.recovery = Some("the agent crashed (SIGSEGV)");
+        assert!(render(DEFAULT, &c).contains("the agent crashed (SIGSEGV)"));
+        let cont = render_continue(&c, "it stalled");
+        assert!(cont.contains("it stalled") && cont.contains("PLAN.md"));
+    }
+}
