@@ -1,14 +1,597 @@
 //! Parser for Claude Code's headless `--output-format stream-json` (one JSON object
-//! per line), also spoken by the built-in scripted agent.
+//! per line), also spoken by the built-in scripted agent (`agent::sim`).
+//!
+//! The format is not versioned and grows fields over time, so everything is read
+//! through `serde_json::Value` with lenient accessors: a missing or oddly typed field
+//! degrades to a default instead of dropping the line, and no input can panic.
+//!
+//! Every non-blank line yields at least one event (an `Unknown` when nothing else is
+//! recognised), so callers can measure liveness on events as well as on lines.
+
+use serde_json::Value;
 
 use super::event::{AgentEvent, LineParser};
 
-/// Stateless apart from nothing yet; one per attempt.
+/// One per attempt; remembers the last session id so `Session` is only emitted when
+/// the id first appears or changes.
 #[derive(Debug, Default)]
-pub struct ClaudeStreamParser;
+pub struct ClaudeStreamParser {
+    session_id: Option<String>,
+}
+
+impl ClaudeStreamParser {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The last session id seen, if any.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+
+    fn note_session(&mut self, obj: &Value, out: &mut Vec<AgentEvent>) {
+        let Some(id) = obj.get("session_id").and_then(Value::as_str) else {
+            return;
+        };
+        if id.is_empty() || self.session_id.as_deref() == Some(id) {
+            return;
+        }
+        self.session_id = Some(id.to_owned());
+        out.push(AgentEvent::Session { id: id.to_owned() });
+    }
+}
 
 impl LineParser for ClaudeStreamParser {
-    fn parse_line(&mut self, _line: &str) -> Vec<AgentEvent> {
-        Vec::new()
+    fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
+        let line = line.trim();
+        if line.is_empty() {
+            return Vec::new();
+        }
+        let obj: Value = match serde_json::from_str(line) {
+            Ok(v @ Value::Object(_)) => v,
+            // Claude prints nothing but objects; anything else (a stray log line, a
+            // bare JSON scalar) is noise that still proves the process is alive.
+            _ => return vec![unknown("non-json")],
+        };
+        let kind = str_field(&obj, "type").unwrap_or("").to_owned();
+
+        let mut out = Vec::new();
+        self.note_session(&obj, &mut out);
+        match kind.as_str() {
+            "system" => parse_system(&obj, &mut out),
+            "assistant" => parse_assistant(&obj, &mut out),
+            "user" => parse_user(&obj, &mut out),
+            "rate_limit_event" => parse_rate_limit(&obj, &mut out),
+            "result" => parse_result(&obj, &mut out),
+            _ => {}
+        }
+        if out.is_empty() {
+            out.push(unknown(if kind.is_empty() { "untyped" } else { &kind }));
+        }
+        out
+    }
+}
+
+fn unknown(kind: &str) -> AgentEvent {
+    AgentEvent::Unknown {
+        kind: kind.to_owned(),
+    }
+}
+
+fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+fn string_or_empty(v: &Value, key: &str) -> String {
+    str_field(v, key).unwrap_or("").to_owned()
+}
+
+fn bool_field(v: &Value, key: &str) -> bool {
+    v.get(key).and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// Non-negative integers, tolerating floats and numeric strings (seen in the wild for
+/// timestamps and status codes).
+fn u64_field(v: &Value, key: &str) -> Option<u64> {
+    match v.get(key)? {
+        Value::Number(n) => n.as_u64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.is_finite() && *f >= 0.0)
+                .map(|f| f as u64)
+        }),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn i64_field(v: &Value, key: &str) -> Option<i64> {
+    match v.get(key)? {
+        Value::Number(n) => n.as_i64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.is_finite() && *f >= i64::MIN as f64 && *f <= i64::MAX as f64)
+                .map(|f| f as i64)
+        }),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn u16_field(v: &Value, key: &str) -> Option<u16> {
+    u64_field(v, key).and_then(|n| u16::try_from(n).ok())
+}
+
+fn parse_system(obj: &Value, out: &mut Vec<AgentEvent>) {
+    match str_field(obj, "subtype").unwrap_or("") {
+        "init" => {
+            // A resumed session may report the id the parser already holds; the init
+            // line still gets its own event because it marks the start of the attempt.
+            if out.is_empty() {
+                if let Some(id) = str_field(obj, "session_id").filter(|s| !s.is_empty()) {
+                    out.push(AgentEvent::Session { id: id.to_owned() });
+                }
+            }
+        }
+        "api_retry" => out.push(AgentEvent::ApiRetry {
+            attempt: u64_field(obj, "attempt")
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(0),
+            error: string_or_empty(obj, "error"),
+            status: u16_field(obj, "error_status"),
+        }),
+        other => out.push(unknown(&format!("system/{other}"))),
+    }
+}
+
+/// The content blocks of `message.content`; a bare string counts as one text block.
+fn content_blocks(obj: &Value) -> Vec<Value> {
+    match obj.get("message").and_then(|m| m.get("content")) {
+        Some(Value::Array(blocks)) => blocks.clone(),
+        Some(Value::String(s)) => vec![serde_json::json!({"type": "text", "text": s})],
+        _ => Vec::new(),
+    }
+}
+
+fn parse_assistant(obj: &Value, out: &mut Vec<AgentEvent>) {
+    for block in content_blocks(obj) {
+        match str_field(&block, "type").unwrap_or("") {
+            "text" => out.push(AgentEvent::Text {
+                text: string_or_empty(&block, "text"),
+            }),
+            "thinking" => out.push(AgentEvent::Thinking {
+                text: string_or_empty(&block, "thinking"),
+            }),
+            // Encrypted reasoning: nothing to show, but it is still model output.
+            "redacted_thinking" => out.push(AgentEvent::Thinking {
+                text: String::new(),
+            }),
+            "tool_use" | "server_tool_use" => out.push(AgentEvent::ToolStarted {
+                id: string_or_empty(&block, "id"),
+                name: string_or_empty(&block, "name"),
+                input: block.get("input").cloned().unwrap_or(Value::Null),
+            }),
+            _ => {}
+        }
+    }
+    // Synthetic assistant messages (e.g. an authentication failure) carry an error
+    // code next to the message; surface it so the classifier need not guess from text.
+    if let Some(err) = str_field(obj, "error").filter(|s| !s.is_empty()) {
+        out.push(AgentEvent::Error {
+            message: err.to_owned(),
+        });
+    }
+}
+
+/// Tool output as text: a string, or the text parts of an array of content blocks.
+fn tool_output(content: Option<&Value>) -> String {
+    match content {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| match p {
+                Value::String(s) => Some(s.as_str()),
+                _ => str_field(p, "text"),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Some(other) => other.to_string(),
+    }
+}
+
+fn parse_user(obj: &Value, out: &mut Vec<AgentEvent>) {
+    for block in content_blocks(obj) {
+        if str_field(&block, "type") == Some("tool_result") {
+            out.push(AgentEvent::ToolFinished {
+                id: string_or_empty(&block, "tool_use_id"),
+                is_error: bool_field(&block, "is_error"),
+                output: tool_output(block.get("content")),
+            });
+        }
+    }
+}
+
+fn parse_rate_limit(obj: &Value, out: &mut Vec<AgentEvent>) {
+    let Some(info) = obj.get("rate_limit_info").filter(|i| i.is_object()) else {
+        return;
+    };
+    out.push(AgentEvent::RateLimit {
+        status: string_or_empty(info, "status"),
+        resets_at: i64_field(info, "resetsAt"),
+        limit_type: str_field(info, "rateLimitType").map(str::to_owned),
+    });
+}
+
+fn parse_result(obj: &Value, out: &mut Vec<AgentEvent>) {
+    let usage = obj.get("usage").filter(|u| u.is_object());
+    let cost = obj.get("total_cost_usd").and_then(Value::as_f64);
+    if usage.is_some() || cost.is_some() {
+        let tokens = |key| usage.and_then(|u| u64_field(u, key)).unwrap_or(0);
+        out.push(AgentEvent::Usage {
+            input_tokens: tokens("input_tokens"),
+            output_tokens: tokens("output_tokens"),
+            cost_usd: cost,
+        });
+    }
+    // `error_during_execution` results list their causes here instead of in `result`.
+    if let Some(Value::Array(errors)) = obj.get("errors") {
+        for e in errors {
+            let message = match e {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            out.push(AgentEvent::Error { message });
+        }
+    }
+    out.push(AgentEvent::Result {
+        text: string_or_empty(obj, "result"),
+        is_error: bool_field(obj, "is_error"),
+        subtype: string_or_empty(obj, "subtype"),
+        api_error_status: u16_field(obj, "api_error_status"),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse_all(lines: &[&str]) -> Vec<AgentEvent> {
+        let mut p = ClaudeStreamParser::new();
+        lines.iter().flat_map(|l| p.parse_line(l)).collect()
+    }
+
+    const SID: &str = "4f0b1c2e-9a3d-4c5e-8f61-2b7a9d0e1f23";
+
+    #[test]
+    fn init_emits_session() {
+        let line = r#"{"type":"system","subtype":"init","cwd":"/tmp/ws","session_id":"4f0b1c2e-9a3d-4c5e-8f61-2b7a9d0e1f23","tools":["Task","Bash","Glob","Grep","Read","Edit","Write"],"mcp_servers":[],"model":"claude-sonnet-4-5","permissionMode":"acceptEdits","slash_commands":["compact"],"apiKeySource":"ANTHROPIC_API_KEY","claude_code_version":"2.1.197","output_style":"default","agents":[],"skills":[],"plugins":[],"uuid":"0c1d2e3f-aaaa-bbbb-cccc-000000000001"}"#;
+        assert_eq!(
+            parse_all(&[line]),
+            vec![AgentEvent::Session { id: SID.into() }]
+        );
+    }
+
+    #[test]
+    fn session_only_on_change() {
+        let a = format!(
+            r#"{{"type":"assistant","message":{{"content":[{{"type":"text","text":"a"}}]}},"session_id":"{SID}"}}"#
+        );
+        let b = r#"{"type":"assistant","message":{"content":[{"type":"text","text":"b"}]},"session_id":"other"}"#;
+        let ev = parse_all(&[&a, &a, b]);
+        assert_eq!(
+            ev,
+            vec![
+                AgentEvent::Session { id: SID.into() },
+                AgentEvent::Text { text: "a".into() },
+                AgentEvent::Text { text: "a".into() },
+                AgentEvent::Session { id: "other".into() },
+                AgentEvent::Text { text: "b".into() },
+            ]
+        );
+    }
+
+    #[test]
+    fn repeated_init_still_yields_session() {
+        let init = format!(r#"{{"type":"system","subtype":"init","session_id":"{SID}"}}"#);
+        // The second init carries the same id: it still marks an attempt start.
+        assert_eq!(
+            parse_all(&[&init, &init]),
+            vec![AgentEvent::Session { id: SID.into() }; 2]
+        );
+    }
+
+    #[test]
+    fn assistant_blocks() {
+        let lines = [
+            r#"{"type":"assistant","message":{"id":"msg_01A","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"thinking","thinking":"Let me look.","signature":"EqQBCkYI"}],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":8}},"parent_tool_use_id":null,"session_id":"s1","uuid":"u1"}"#,
+            r#"{"type":"assistant","message":{"id":"msg_01A","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"I'll write the plan."}],"stop_reason":null,"stop_sequence":null},"parent_tool_use_id":null,"session_id":"s1","uuid":"u2"}"#,
+            r##"{"type":"assistant","message":{"id":"msg_01A","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"toolu_01XYZ","name":"Write","input":{"file_path":"/tmp/ws/PLAN.md","content":"# Plan\n"}}],"stop_reason":"tool_use"},"parent_tool_use_id":null,"session_id":"s1","uuid":"u3"}"##,
+        ];
+        assert_eq!(
+            parse_all(&lines),
+            vec![
+                AgentEvent::Session { id: "s1".into() },
+                AgentEvent::Thinking {
+                    text: "Let me look.".into()
+                },
+                AgentEvent::Text {
+                    text: "I'll write the plan.".into()
+                },
+                AgentEvent::ToolStarted {
+                    id: "toolu_01XYZ".into(),
+                    name: "Write".into(),
+                    input: json!({"file_path":"/tmp/ws/PLAN.md","content":"# Plan\n"}),
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn tool_results_string_and_array() {
+        let lines = [
+            r#"{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_01XYZ","type":"tool_result","content":"File created successfully at: /tmp/ws/PLAN.md"}]},"parent_tool_use_id":null,"session_id":"s1","uuid":"u4","tool_use_result":{"type":"create","filePath":"/tmp/ws/PLAN.md"}}"#,
+            r#"{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_02","type":"tool_result","content":[{"type":"text","text":"line one"},{"type":"image","source":{}},{"type":"text","text":"line two"}],"is_error":true}]},"session_id":"s1"}"#,
+            r#"{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_03","type":"tool_result"}]},"session_id":"s1"}"#,
+        ];
+        assert_eq!(
+            parse_all(&lines),
+            vec![
+                AgentEvent::Session { id: "s1".into() },
+                AgentEvent::ToolFinished {
+                    id: "toolu_01XYZ".into(),
+                    is_error: false,
+                    output: "File created successfully at: /tmp/ws/PLAN.md".into(),
+                },
+                AgentEvent::ToolFinished {
+                    id: "toolu_02".into(),
+                    is_error: true,
+                    output: "line one\nline two".into(),
+                },
+                AgentEvent::ToolFinished {
+                    id: "toolu_03".into(),
+                    is_error: false,
+                    output: "".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn plain_user_message_is_unknown() {
+        let line =
+            r#"{"type":"user","message":{"role":"user","content":"hello"},"session_id":"s1"}"#;
+        let ev = parse_all(&[line]);
+        assert_eq!(ev, vec![AgentEvent::Session { id: "s1".into() }]);
+        let mut p = ClaudeStreamParser::new();
+        p.parse_line(line);
+        assert_eq!(
+            p.parse_line(line),
+            vec![AgentEvent::Unknown {
+                kind: "user".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn api_retry() {
+        let line = r#"{"type":"system","subtype":"api_retry","attempt":2,"max_retries":10,"retry_delay_ms":1130,"error_status":529,"error":"overloaded","session_id":"s1","uuid":"u"}"#;
+        let null_status = r#"{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":500,"error_status":null,"error":"unknown","session_id":"s1"}"#;
+        assert_eq!(
+            parse_all(&[line, null_status]),
+            vec![
+                AgentEvent::Session { id: "s1".into() },
+                AgentEvent::ApiRetry {
+                    attempt: 2,
+                    error: "overloaded".into(),
+                    status: Some(529)
+                },
+                AgentEvent::ApiRetry {
+                    attempt: 1,
+                    error: "unknown".into(),
+                    status: None
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn rate_limit_event() {
+        let line = r#"{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1767225600,"rateLimitType":"five_hour","utilization":1.0,"isUsingOverage":false,"overageStatus":"rejected"},"uuid":"u","session_id":"s1"}"#;
+        let ev = parse_all(&[line]);
+        assert_eq!(
+            ev[1],
+            AgentEvent::RateLimit {
+                status: "rejected".into(),
+                resets_at: Some(1_767_225_600),
+                limit_type: Some("five_hour".into()),
+            }
+        );
+        let bare = r#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed"}}"#;
+        assert_eq!(
+            parse_all(&[bare]),
+            vec![AgentEvent::RateLimit {
+                status: "allowed".into(),
+                resets_at: None,
+                limit_type: None
+            }]
+        );
+    }
+
+    #[test]
+    fn success_result() {
+        let line = r#"{"type":"result","subtype":"success","is_error":false,"duration_ms":5123,"duration_api_ms":4800,"num_turns":3,"result":"All done. <promise>DONE</promise>","session_id":"s1","total_cost_usd":0.0421,"usage":{"input_tokens":1200,"cache_creation_input_tokens":0,"cache_read_input_tokens":9000,"output_tokens":340,"server_tool_use":{"web_search_requests":0},"service_tier":"standard"},"modelUsage":{},"permission_denials":[],"terminal_reason":"completed","uuid":"u"}"#;
+        assert_eq!(
+            parse_all(&[line]),
+            vec![
+                AgentEvent::Session { id: "s1".into() },
+                AgentEvent::Usage {
+                    input_tokens: 1200,
+                    output_tokens: 340,
+                    cost_usd: Some(0.0421)
+                },
+                AgentEvent::Result {
+                    text: "All done. <promise>DONE</promise>".into(),
+                    is_error: false,
+                    subtype: "success".into(),
+                    api_error_status: None,
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn error_results() {
+        let overloaded = r#"{"type":"result","subtype":"success","is_error":true,"api_error_status":529,"duration_ms":40000,"num_turns":1,"result":"API Error: Repeated 529 Overloaded errors. The API is at capacity","session_id":"s1","total_cost_usd":0,"usage":{"input_tokens":0,"output_tokens":0}}"#;
+        let ev = parse_all(&[overloaded]);
+        assert_eq!(
+            ev.last(),
+            Some(&AgentEvent::Result {
+                text: "API Error: Repeated 529 Overloaded errors. The API is at capacity".into(),
+                is_error: true,
+                subtype: "success".into(),
+                api_error_status: Some(529),
+            })
+        );
+        // No `result` text, no usage: only the Result.
+        let during = r#"{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["boom"]}"#;
+        assert_eq!(
+            parse_all(&[during]),
+            vec![
+                AgentEvent::Error {
+                    message: "boom".into()
+                },
+                AgentEvent::Result {
+                    text: "".into(),
+                    is_error: true,
+                    subtype: "error_during_execution".into(),
+                    api_error_status: None,
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn synthetic_assistant_error() {
+        let line = r#"{"type":"assistant","message":{"model":"<synthetic>","content":[{"type":"text","text":"Invalid API key · Fix external API key"}]},"error":"authentication_failed","session_id":"s1"}"#;
+        let ev = parse_all(&[line]);
+        assert_eq!(
+            ev[2],
+            AgentEvent::Error {
+                message: "authentication_failed".into()
+            }
+        );
+    }
+
+    #[test]
+    fn unknowns() {
+        assert_eq!(
+            parse_all(&[
+                "not json at all",
+                "42",
+                r#"{"type":"stream_event","event":{"type":"content_block_delta"}}"#,
+                r#"{"type":"system","subtype":"compact_boundary"}"#,
+                r#"{"foo":1}"#,
+                "   ",
+            ]),
+            vec![
+                AgentEvent::Unknown {
+                    kind: "non-json".into()
+                },
+                AgentEvent::Unknown {
+                    kind: "non-json".into()
+                },
+                AgentEvent::Unknown {
+                    kind: "stream_event".into()
+                },
+                AgentEvent::Unknown {
+                    kind: "system/compact_boundary".into()
+                },
+                AgentEvent::Unknown {
+                    kind: "untyped".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        let shapes = [
+            json!(null),
+            json!(1e300),
+            json!(-5),
+            json!("x"),
+            json!([1, "a", {}]),
+            json!({}),
+            json!({"nested": {"deep": [null]}}),
+        ];
+        let types = [
+            "system",
+            "assistant",
+            "user",
+            "rate_limit_event",
+            "result",
+            "stream_event",
+            "",
+        ];
+        let keys = [
+            "subtype",
+            "message",
+            "content",
+            "session_id",
+            "rate_limit_info",
+            "usage",
+            "result",
+            "is_error",
+            "api_error_status",
+            "attempt",
+            "error_status",
+            "errors",
+            "total_cost_usd",
+            "error",
+        ];
+        let mut p = ClaudeStreamParser::new();
+        for t in types {
+            for k in keys {
+                for s in &shapes {
+                    let mut obj = json!({"type": t});
+                    obj[k] = s.clone();
+                    p.parse_line(&obj.to_string());
+                    // Content blocks with odd shapes.
+                    let msg = json!({"type": t, "message": {"content": [s, {"type": "text", "text": s},
+                        {"type": "tool_result", "content": s, "is_error": s, "tool_use_id": s},
+                        {"type": "tool_use", "id": s, "name": s, "input": s}]},
+                        "rate_limit_info": {"status": s, "resetsAt": s, "rateLimitType": s},
+                        "usage": {"input_tokens": s}, "subtype": s});
+                    p.parse_line(&msg.to_string());
+                }
+            }
+        }
+        // Byte soup, truncations and invalid UTF-8 replacement characters.
+        let full = r#"{"type":"result","subtype":"success","is_error":false,"result":"x","usage":{"input_tokens":1}}"#;
+        for i in 0..full.len() {
+            p.parse_line(&full[..i]);
+        }
+        for junk in [
+            "{",
+            "}",
+            "[]",
+            "\u{fffd}\u{0}",
+            "{\"type\":",
+            "{\"type\":null}",
+            "nul",
+        ] {
+            p.parse_line(junk);
+        }
+        let mut seed: u32 = 12345;
+        for _ in 0..2000 {
+            let s: String = (0..40)
+                .map(|_| {
+                    seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                    let alphabet = b"{}[]\":,01 truefalsnl\\abcxyz-.e";
+                    alphabet[(seed >> 16) as usize % alphabet.len()] as char
+                })
+                .collect();
+            p.parse_line(&s);
+        }
     }
 }

@@ -1,0 +1,95 @@
+//! Atomic file replacement: the only way ralph writes a state file that must
+//! survive being killed at any instant (the checkpoint above all).
+//!
+//! A reader (including a ralph started after a crash or a power cut) sees either
+//! the complete old file or the complete new one, never a mix or a truncated file.
+
+use std::fs::{File, Permissions};
+use std::io::{self, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+/// Replaces `path` with `bytes` atomically, with mode 0600.
+///
+/// Temp file in the same directory (a rename is only atomic within one file
+/// system), write, fsync the data, rename over `path`, fsync the directory so the
+/// rename itself is durable. On any error the old file is left as it was and the
+/// temp file is removed; a kill between the steps can leave a `.tmp*` file behind
+/// in the directory (ignored by git, see `store::ensure_gitignore`), never a
+/// partial `path`.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = parent_dir(path);
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tmp")
+        // State files can hold session ids and error text: owner only.
+        .permissions(Permissions::from_mode(0o600))
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    sync_dir(dir)
+}
+
+/// Fsyncs a directory so that a rename or a new entry in it survives a power cut.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// The directory holding `path`; `.` for a bare file name, which `Path::parent`
+/// reports as an empty path that cannot be opened.
+pub(crate) fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn creates_file_with_mode_0600() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.json");
+        write_atomic(&p, b"hello").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"hello");
+        assert_eq!(std::fs::metadata(&p).unwrap().mode() & 0o777, 0o600);
+    }
+
+    #[test]
+    fn replaces_existing_and_leaves_no_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.json");
+        std::fs::write(&p, b"old contents that are longer").unwrap();
+        write_atomic(&p, b"new").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"new");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("a.json")]);
+    }
+
+    #[test]
+    fn error_keeps_old_file_intact() {
+        let dir = tempfile::tempdir().unwrap();
+        // Renaming a file over a non-empty directory fails after the temp file
+        // was written: the target must be untouched and no temp file left.
+        let p = dir.path().join("target");
+        std::fs::create_dir(&p).unwrap();
+        std::fs::write(p.join("inside"), b"x").unwrap();
+        assert!(write_atomic(&p, b"new").is_err());
+        assert!(p.is_dir());
+        assert_eq!(std::fs::read(p.join("inside")).unwrap(), b"x");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn missing_directory_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("nope").join("a.json");
+        assert!(write_atomic(&p, b"x").is_err());
+    }
+}

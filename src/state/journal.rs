@@ -1,0 +1,233 @@
+//! The append-only journal `.agent/events.jsonl`: one JSON object per line for
+//! every transition, attempt and classification. History lives here so the
+//! checkpoint stays small.
+//!
+//! Each line is `{"at":"<RFC 3339>","kind":"<kind>", ...fields}`. String values
+//! pass through [`redact`] first: agent output ends up here and must not carry
+//! credentials to disk.
+//!
+//! No fsync per event: the checkpoint is the durable record that resume relies
+//! on, and the journal is history. A line is handed to the kernel with a single
+//! write as soon as it is appended, so it survives ralph being killed; only a
+//! power cut can lose the last few lines, and a crash mid-write leaves at most
+//! one torn line, which readers skip.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, Write};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::redact::redact;
+
+/// Appends events to the journal, or nothing when disabled.
+#[derive(Debug)]
+pub struct Journal {
+    file: Option<File>,
+}
+
+impl Journal {
+    /// Opens (creating, mode 0600) the journal for appending.
+    pub fn open(path: &Path) -> io::Result<Journal> {
+        let mut file = OpenOptions::new()
+            .append(true)
+            .read(true)
+            .create(true)
+            .mode(0o600)
+            .open(path)?;
+        // A torn last line from a crash would swallow our first event into an
+        // unparseable line; start on a fresh line instead.
+        let len = file.metadata()?.len();
+        if len > 0 {
+            let mut last = [0u8; 1];
+            file.read_exact_at(&mut last, len - 1)?;
+            if last[0] != b'\n' {
+                file.write_all(b"\n")?;
+            }
+        }
+        Ok(Journal { file: Some(file) })
+    }
+
+    /// A journal that writes nothing (`checkpoint_enabled = false`, tests).
+    pub fn disabled() -> Journal {
+        Journal { file: None }
+    }
+
+    pub fn is_enabled(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// Appends one event. `fields` should serialize to a JSON object, whose keys
+    /// are merged into the line; anything else (or an object that uses the
+    /// reserved keys `at` or `kind`) goes under `"data"` so nothing is lost.
+    pub fn append<T: Serialize>(&mut self, kind: &str, fields: &T) -> io::Result<()> {
+        let Some(file) = self.file.as_mut() else {
+            return Ok(());
+        };
+        let line = render(&jiff::Timestamp::now().to_string(), kind, fields)?;
+        // One write of the whole line: with O_APPEND the kernel places it at the
+        // end in one piece, so a crash tears at most this line.
+        file.write_all(line.as_bytes())?;
+        file.flush()
+    }
+}
+
+fn render<T: Serialize>(at: &str, kind: &str, fields: &T) -> io::Result<String> {
+    let mut value = serde_json::to_value(fields).map_err(io::Error::other)?;
+    redact_value(&mut value);
+    let mut line = format!("{{\"at\":{},\"kind\":{}", json_str(at)?, json_str(kind)?);
+    match value {
+        Value::Object(map) if !map.contains_key("at") && !map.contains_key("kind") => {
+            for (k, v) in map {
+                line.push(',');
+                line.push_str(&json_str(&k)?);
+                line.push(':');
+                line.push_str(&v.to_string());
+            }
+        }
+        Value::Null => {}
+        other => {
+            line.push_str(",\"data\":");
+            line.push_str(&other.to_string());
+        }
+    }
+    line.push_str("}\n");
+    Ok(line)
+}
+
+fn json_str(s: &str) -> io::Result<String> {
+    serde_json::to_string(s).map_err(io::Error::other)
+}
+
+fn redact_value(v: &mut Value) {
+    match v {
+        Value::String(s) => *s = redact(s),
+        Value::Array(a) => a.iter_mut().for_each(redact_value),
+        Value::Object(m) => m.values_mut().for_each(redact_value),
+        _ => {}
+    }
+}
+
+/// Every event in the journal, oldest first. A missing journal is empty. Lines
+/// that do not parse are skipped: the torn last line of a crash, which after a
+/// resume may sit in the middle of the file.
+pub fn read_all(path: &Path) -> io::Result<Vec<Value>> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut out = Vec::new();
+    for line in io::BufReader::new(file).split(b'\n') {
+        let line = line?;
+        if let Ok(v @ Value::Object(_)) = serde_json::from_slice::<Value>(&line) {
+            out.push(v);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn appends_lines_with_at_and_kind_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("events.jsonl");
+        let mut j = Journal::open(&p).unwrap();
+        j.append("attempt_started", &json!({"zeta": 1, "agent": "claude"}))
+            .unwrap();
+        j.append("note", &"just a string").unwrap();
+        j.append("bare", &()).unwrap();
+        drop(j);
+        assert_eq!(std::fs::metadata(&p).unwrap().mode() & 0o777, 0o600);
+        let text = std::fs::read_to_string(&p).unwrap();
+        let lines: Vec<_> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("{\"at\":\""), "{}", lines[0]);
+        assert!(lines[0].contains(",\"kind\":\"attempt_started\","));
+        let all = read_all(&p).unwrap();
+        assert_eq!(all[0]["agent"], "claude");
+        assert_eq!(all[0]["zeta"], 1);
+        assert!(
+            all[0]["at"]
+                .as_str()
+                .unwrap()
+                .parse::<jiff::Timestamp>()
+                .is_ok()
+        );
+        assert_eq!(all[1]["data"], "just a string");
+        assert_eq!(all[2]["kind"], "bare");
+        assert_eq!(all[2].as_object().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn reserved_keys_go_under_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("events.jsonl");
+        let mut j = Journal::open(&p).unwrap();
+        j.append("x", &json!({"kind": "other", "n": 2})).unwrap();
+        let all = read_all(&p).unwrap();
+        assert_eq!(all[0]["kind"], "x");
+        assert_eq!(all[0]["data"]["kind"], "other");
+    }
+
+    #[test]
+    fn reopen_appends_and_repairs_torn_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("events.jsonl");
+        let mut j = Journal::open(&p).unwrap();
+        j.append("one", &json!({})).unwrap();
+        drop(j);
+        // A crash mid-write.
+        let mut f = OpenOptions::new().append(true).open(&p).unwrap();
+        f.write_all(b"{\"at\":\"2026-").unwrap();
+        drop(f);
+        assert_eq!(read_all(&p).unwrap().len(), 1);
+        let mut j = Journal::open(&p).unwrap();
+        j.append("two", &json!({})).unwrap();
+        let kinds: Vec<_> = read_all(&p)
+            .unwrap()
+            .iter()
+            .map(|v| v["kind"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(kinds, ["one", "two"]);
+    }
+
+    #[test]
+    fn disabled_writes_nothing() {
+        let mut j = Journal::disabled();
+        assert!(!j.is_enabled());
+        j.append("x", &json!({"a": 1})).unwrap();
+    }
+
+    #[test]
+    fn missing_journal_reads_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(read_all(&dir.path().join("none")).unwrap().is_empty());
+    }
+
+    #[test]
+    fn secrets_are_redacted() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("events.jsonl");
+        let mut j = Journal::open(&p).unwrap();
+        let key = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789";
+        j.append(
+            "error",
+            &json!({"tail": format!("auth failed for {key}"), "tokens": 1234, "list": [key]}),
+        )
+        .unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(!text.contains(key), "{text}");
+        let all = read_all(&p).unwrap();
+        assert_eq!(all[0]["tail"], "auth failed for [REDACTED]");
+        assert_eq!(all[0]["tokens"], 1234);
+        assert_eq!(all[0]["list"][0], "[REDACTED]");
+    }
+}

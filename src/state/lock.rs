@@ -1,0 +1,448 @@
+//! The run lock `.agent/ralph.lock`: at most one ralph per directory, and a record
+//! that tells the next ralph whether the previous one stopped cleanly.
+//!
+//! The truth is the kernel's `flock` on the file, not its content: the kernel
+//! drops the lock whenever the holder dies (kill -9, OOM, crash) and a reboot
+//! drops every lock. The content (pid, host, boot id, start time) is for people
+//! and for crash detection:
+//!
+//! * empty file: the previous run released the lock cleanly;
+//! * content but the flock is free: the previous holder died without releasing
+//!   it, so its run was interrupted ([`Acquired::stale`]).
+//!
+//! The file is never unlinked: a ralph that unlinks it on exit races with one that
+//! has just opened the old inode and locks a file nobody else can see any more.
+//! The descriptor is close-on-exec (std's default), so agents spawned by ralph do
+//! not inherit the lock and cannot keep it alive after ralph died.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
+use serde::{Deserialize, Serialize};
+
+/// Who holds (or held) the lock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockInfo {
+    pub pid: u32,
+    pub host: String,
+    /// `/proc/sys/kernel/random/boot_id` at start; empty when unreadable.
+    pub boot_id: String,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+}
+
+impl LockInfo {
+    /// This process, now.
+    pub fn current() -> LockInfo {
+        LockInfo {
+            pid: std::process::id(),
+            host: nix::unistd::gethostname()
+                .map(|h| h.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            boot_id: boot_id(),
+            started_at: jiff::Timestamp::now().to_string(),
+        }
+    }
+
+    /// A hint for `ralph status` without taking the lock: does a process with this
+    /// pid exist on this host in this boot? Only a hint, because pids are reused;
+    /// [`acquire`] never relies on it (the flock decides).
+    pub fn process_alive(&self) -> bool {
+        let here = LockInfo::current();
+        if self.host != here.host {
+            return false;
+        }
+        if !self.boot_id.is_empty() && !here.boot_id.is_empty() && self.boot_id != here.boot_id {
+            return false;
+        }
+        let Ok(pid) = i32::try_from(self.pid) else {
+            return false;
+        };
+        match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
+            Ok(()) | Err(Errno::EPERM) => true,
+            Err(_) => false,
+        }
+    }
+}
+
+/// The kernel's boot id, which changes on every boot; empty when unreadable
+/// (non-Linux, restricted /proc).
+pub fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default()
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// Another live process holds the flock.
+    #[error("{}", held_message(path, info.as_ref()))]
+    Held {
+        path: PathBuf,
+        info: Option<LockInfo>,
+    },
+    #[error("cannot lock {}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+}
+
+fn held_message(path: &Path, info: Option<&LockInfo>) -> String {
+    match info {
+        Some(i) => format!(
+            "another ralph (pid {} on {}) is running in this directory; \
+             wait for it to finish or stop it (lock: {})",
+            i.pid,
+            if i.host.is_empty() {
+                "unknown host"
+            } else {
+                &i.host
+            },
+            path.display()
+        ),
+        None => format!(
+            "another ralph is running in this directory (lock {} is held); \
+             wait for it to finish or stop it",
+            path.display()
+        ),
+    }
+}
+
+/// A successfully taken lock, and what it says about the previous run.
+#[derive(Debug)]
+pub struct Acquired {
+    pub lock: RunLock,
+    /// The previous holder, when it went away without a clean release (killed,
+    /// crashed, or the machine rebooted): its run was interrupted.
+    pub stale: Option<LockInfo>,
+    /// The file had content that does not parse (torn write during a crash, or
+    /// edited by hand): the previous run did not stop cleanly, but who it was is
+    /// unknown. `stale` is then `None`.
+    pub stale_unreadable: bool,
+}
+
+impl Acquired {
+    /// Whether the previous run ended without releasing the lock.
+    pub fn previous_run_crashed(&self) -> bool {
+        self.stale.is_some() || self.stale_unreadable
+    }
+}
+
+/// The held run lock. Release with [`RunLock::release`]; dropping it releases too
+/// (best effort), except while panicking: a panic is not a clean stop, so the
+/// content stays and the next run reports it as stale.
+#[derive(Debug)]
+pub struct RunLock {
+    file: Option<Flock<File>>,
+    path: PathBuf,
+    info: LockInfo,
+}
+
+impl RunLock {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// What we wrote into the lock file.
+    pub fn info(&self) -> &LockInfo {
+        &self.info
+    }
+
+    /// Clean release: empty the file (the "stopped cleanly" mark, made durable),
+    /// then unlock. The file stays, see the module doc.
+    pub fn release(mut self) -> io::Result<()> {
+        self.release_inner()
+    }
+
+    fn release_inner(&mut self) -> io::Result<()> {
+        let Some(file) = self.file.take() else {
+            return Ok(());
+        };
+        let emptied = file.set_len(0).and_then(|()| file.sync_all());
+        // Unlock even when emptying failed: holding on helps nobody.
+        let unlocked = file.unlock().map(drop).map_err(|(_, e)| io::Error::from(e));
+        emptied.and(unlocked)
+    }
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            // Closing the descriptor (dropping the Flock) releases the flock and
+            // keeps the content: the next ralph sees an interrupted run.
+            return;
+        }
+        let _ = self.release_inner();
+    }
+}
+
+/// Takes the run lock at `path` without blocking, creating the file (mode 0600)
+/// if needed, and records this process in it.
+///
+/// A pid in the file that is alive (same boot) while the flock is free is still
+/// treated as stale: the kernel releases a flock only when every descriptor of
+/// the holder's open file is closed, so a live ralph would still hold it; the
+/// pid has been reused, or the file was copied in (backup restore, rsync).
+pub fn acquire(path: &Path) -> Result<Acquired, LockError> {
+    let io_err = |source: io::Error| LockError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    // A file unlinked and recreated by someone else between our open and our
+    // flock would leave us locking an orphan inode; retry a few times.
+    for _ in 0..5 {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(path)
+            .map_err(io_err)?;
+        let mut file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(f) => f,
+            Err((mut file, Errno::EWOULDBLOCK)) => {
+                let info = read_content(&mut file).ok().and_then(|c| parse(&c));
+                return Err(LockError::Held {
+                    path: path.to_path_buf(),
+                    info,
+                });
+            }
+            Err((_, e)) => return Err(io_err(e.into())),
+        };
+        if !same_inode(&file, path) {
+            continue;
+        }
+        let content = read_content(&mut file).map_err(io_err)?;
+        let (stale, stale_unreadable) = if content.trim().is_empty() {
+            (None, false)
+        } else {
+            match parse(&content) {
+                Some(info) => (Some(info), false),
+                None => (None, true),
+            }
+        };
+        let info = LockInfo::current();
+        write_info(&mut file, &info).map_err(io_err)?;
+        return Ok(Acquired {
+            lock: RunLock {
+                file: Some(file),
+                path: path.to_path_buf(),
+                info,
+            },
+            stale,
+            stale_unreadable,
+        });
+    }
+    Err(io_err(io::Error::other(
+        "the lock file keeps being replaced while locking it",
+    )))
+}
+
+/// The lock file's content, without locking: for `ralph status`. `None` when the
+/// file is missing, empty (clean stop) or unparseable. Whether that process is
+/// still running is a separate question, see [`LockInfo::process_alive`].
+pub fn read_info(path: &Path) -> Option<LockInfo> {
+    std::fs::read_to_string(path).ok().and_then(|c| parse(&c))
+}
+
+fn parse(content: &str) -> Option<LockInfo> {
+    serde_json::from_str(content.trim()).ok()
+}
+
+fn read_content(file: &mut File) -> io::Result<String> {
+    let mut s = String::new();
+    file.seek(SeekFrom::Start(0))?;
+    file.read_to_string(&mut s)?;
+    Ok(s)
+}
+
+fn write_info(file: &mut File, info: &LockInfo) -> io::Result<()> {
+    let mut line = serde_json::to_vec(info).map_err(io::Error::other)?;
+    line.push(b'\n');
+    file.set_len(0)?;
+    file.seek(SeekFrom::Start(0))?;
+    file.write_all(&line)?;
+    file.sync_all()
+}
+
+fn same_inode(file: &File, path: &Path) -> bool {
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::{Command, Stdio};
+
+    fn lock_path() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("ralph.lock");
+        (dir, p)
+    }
+
+    #[test]
+    fn acquire_release_acquire_is_clean() {
+        let (_d, p) = lock_path();
+        let a = acquire(&p).unwrap();
+        assert!(a.stale.is_none() && !a.stale_unreadable);
+        let info = read_info(&p).unwrap();
+        assert_eq!(info.pid, std::process::id());
+        assert_eq!(&info, a.lock.info());
+        a.lock.release().unwrap();
+        assert!(p.exists(), "lock file is kept");
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), 0);
+        assert!(read_info(&p).is_none());
+
+        let b = acquire(&p).unwrap();
+        assert!(!b.previous_run_crashed());
+        drop(b); // Drop releases cleanly too.
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), 0);
+        assert!(!acquire(&p).unwrap().previous_run_crashed());
+    }
+
+    #[test]
+    fn second_acquire_while_held_names_our_pid() {
+        let (_d, p) = lock_path();
+        let a = acquire(&p).unwrap();
+        // flock locks belong to the open file description: a second open in the
+        // same process conflicts like another process would.
+        let err = acquire(&p).unwrap_err();
+        match &err {
+            LockError::Held { info: Some(i), .. } => assert_eq!(i.pid, std::process::id()),
+            other => panic!("expected held, got {other:?}"),
+        }
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with(&format!("another ralph (pid {} on ", std::process::id())),
+            "{msg}"
+        );
+        // The failed attempt must not have disturbed the holder's record.
+        assert_eq!(read_info(&p).as_ref(), Some(a.lock.info()));
+        a.lock.release().unwrap();
+        assert!(acquire(&p).is_ok());
+    }
+
+    #[test]
+    fn leftover_content_is_reported_stale() {
+        let (_d, p) = lock_path();
+        // A crashed holder: its info is in the file, its flock went with it.
+        let old = LockInfo {
+            pid: 999_999,
+            host: "elsewhere".into(),
+            boot_id: "old-boot".into(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+        };
+        std::fs::write(&p, serde_json::to_string(&old).unwrap()).unwrap();
+        let a = acquire(&p).unwrap();
+        assert_eq!(a.stale, Some(old));
+        assert!(a.previous_run_crashed());
+        assert_eq!(read_info(&p).unwrap().pid, std::process::id());
+    }
+
+    #[test]
+    fn live_pid_with_free_flock_is_stale() {
+        let (_d, p) = lock_path();
+        // Our own pid, this boot: alive, but nobody holds the flock.
+        let copied = LockInfo::current();
+        assert!(copied.process_alive());
+        std::fs::write(&p, serde_json::to_string(&copied).unwrap()).unwrap();
+        let a = acquire(&p).unwrap();
+        assert_eq!(a.stale, Some(copied));
+    }
+
+    #[test]
+    fn panic_drop_keeps_content_as_stale() {
+        let (_d, p) = lock_path();
+        let p2 = p.clone();
+        let r = std::thread::spawn(move || {
+            let a = acquire(&p2).unwrap();
+            let _held = a.lock;
+            panic!("simulated crash");
+        })
+        .join();
+        assert!(r.is_err());
+        let a = acquire(&p).unwrap();
+        assert_eq!(a.stale.map(|i| i.pid), Some(std::process::id()));
+    }
+
+    #[test]
+    fn garbage_content_is_stale_unreadable() {
+        let (_d, p) = lock_path();
+        std::fs::write(&p, "{\"pid\": 12").unwrap();
+        let a = acquire(&p).unwrap();
+        assert!(a.stale.is_none());
+        assert!(a.stale_unreadable);
+        assert!(a.previous_run_crashed());
+        assert!(read_info(&p).is_some());
+    }
+
+    #[test]
+    fn lock_file_mode_is_0600() {
+        let (_d, p) = lock_path();
+        let _a = acquire(&p).unwrap();
+        assert_eq!(std::fs::metadata(&p).unwrap().mode() & 0o777, 0o600);
+    }
+
+    #[test]
+    fn held_without_info_still_names_the_lock() {
+        let err = LockError::Held {
+            path: PathBuf::from(".agent/ralph.lock"),
+            info: None,
+        };
+        assert!(err.to_string().contains(".agent/ralph.lock"));
+    }
+
+    /// A real other process holding the lock, then killed with SIGKILL: held while
+    /// it lives, stale with its record once it is gone. Uses util-linux `flock`.
+    #[test]
+    fn killed_child_process_leaves_stale_lock() {
+        if Command::new("flock").arg("--version").output().is_err() {
+            eprintln!("skipped: no flock binary");
+            return;
+        }
+        let (_d, p) = lock_path();
+        let theirs = LockInfo {
+            pid: 4242,
+            host: "child".into(),
+            boot_id: boot_id(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+        };
+        std::fs::write(&p, serde_json::to_string(&theirs).unwrap()).unwrap();
+        // One process that holds the flock on its own descriptor: the shell
+        // opens the file, `flock` locks that shared open file, the shell becomes
+        // `sleep` keeping the descriptor. Killing that pid releases the lock.
+        let mut child = Command::new("sh")
+            .args([
+                "-c",
+                "exec 9<>\"$1\" && flock -n 9 && echo locked && exec sleep 30",
+                "sh",
+            ])
+            .arg(&p)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        io::BufRead::read_line(
+            &mut io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        assert_eq!(line, "locked\n");
+        let held = match acquire(&p) {
+            Err(LockError::Held { info, .. }) => info,
+            other => panic!("expected held, got {other:?}"),
+        };
+        assert_eq!(held.map(|i| i.pid), Some(4242));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let a = acquire(&p).unwrap();
+        assert_eq!(a.stale, Some(theirs));
+    }
+}

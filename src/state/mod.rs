@@ -4,4 +4,5 @@ pub mod atomic;
 pub mod checkpoint;
 pub mod journal;
 pub mod lock;
+pub mod redact;
 pub mod store;

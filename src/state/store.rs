@@ -1,0 +1,339 @@
+//! JSON state files on top of [`write_atomic`]: saving, loading with a clear
+//! distinction between "absent", "corrupt" and "unreadable", setting a corrupt
+//! file aside without ever losing it, and the `.agent/.gitignore` that keeps
+//! run-time files out of the user's commits.
+
+use std::fs::{DirBuilder, Permissions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::atomic::{parent_dir, sync_dir, write_atomic};
+
+/// Why a state file could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The file exists but is not valid JSON for the expected type. The caller
+    /// must not overwrite it (design §7): set it aside and tell the user.
+    #[error("{} is corrupt: {message}", path.display())]
+    Corrupt { path: PathBuf, message: String },
+    #[error("cannot read {}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+}
+
+/// Writes `value` as pretty JSON with a trailing newline, atomically (mode 0600).
+pub fn save_json<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
+    bytes.push(b'\n');
+    write_atomic(path, &bytes)
+}
+
+/// Loads a JSON file: `Ok(None)` when it does not exist.
+///
+/// A parse failure is [`StoreError::Corrupt`] with serde's message, which names
+/// the line and column; invalid UTF-8 counts as corrupt too, not as an I/O error,
+/// because retrying will not help and the file must be kept for inspection.
+pub fn load_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, StoreError> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(StoreError::Io {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| StoreError::Corrupt {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })
+}
+
+/// Moves `dir/name.ext` to `dir/name.<label>-<UTC timestamp>.ext` (for example
+/// `checkpoint.corrupt-20261130T162300Z.json`) and returns the new path.
+///
+/// Never overwrites: an earlier set-aside file with the same second gets `-2`,
+/// `-3`, … The move is a hard link followed by an unlink because link fails
+/// atomically when the name is taken, where rename would silently replace it; a
+/// kill between the two leaves both names, which loses nothing. File systems
+/// without hard links fall back to check-then-rename.
+pub fn set_aside(path: &Path, label: &str) -> io::Result<PathBuf> {
+    let dir = parent_dir(path);
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?
+        .to_string_lossy()
+        .into_owned();
+    let (stem, ext) = match name.rfind('.') {
+        Some(i) if i > 0 => (&name[..i], &name[i..]),
+        _ => (name.as_str(), ""),
+    };
+    let stamp = jiff::Timestamp::now()
+        .strftime("%Y%m%dT%H%M%SZ")
+        .to_string();
+    for n in 1u32.. {
+        let suffix = if n == 1 {
+            String::new()
+        } else {
+            format!("-{n}")
+        };
+        let target = dir.join(format!("{stem}.{label}-{stamp}{suffix}{ext}"));
+        match std::fs::hard_link(path, &target) {
+            Ok(()) => {
+                std::fs::remove_file(path)?;
+                sync_dir(dir)?;
+                return Ok(target);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(e),
+            Err(_) => {
+                if std::fs::symlink_metadata(&target).is_ok() {
+                    continue;
+                }
+                std::fs::rename(path, &target)?;
+                sync_dir(dir)?;
+                return Ok(target);
+            }
+        }
+    }
+    Err(io::Error::other("no free name to set the file aside"))
+}
+
+/// What `.agent/.gitignore` ignores: everything ralph writes at run time. Not
+/// `ralph.toml` or prompt files, which a project may commit, and not the
+/// `.gitignore` itself.
+const GITIGNORE: &str = "\
+# Written by ralph: run-time state, not meant for commits.
+# ralph.toml and prompt files in this directory are not ignored.
+checkpoint.json
+checkpoint.*.json
+events.jsonl
+ralph.lock
+logs/
+artifacts/
+*.sock
+.tmp*
+";
+
+/// Creates `agent_dir` (mode 0700 when new) and writes its `.gitignore` unless one
+/// exists already: a user's own file wins and is never rewritten.
+pub fn ensure_gitignore(agent_dir: &Path) -> io::Result<()> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(agent_dir)?;
+    let path = agent_dir.join(".gitignore");
+    if path.exists() {
+        return Ok(());
+    }
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tmp")
+        // Meant to be committed with the project like any .gitignore.
+        .permissions(Permissions::from_mode(0o644))
+        .tempfile_in(agent_dir)?;
+    tmp.write_all(GITIGNORE.as_bytes())?;
+    tmp.as_file().sync_all()?;
+    match tmp.persist_noclobber(&path) {
+        Ok(_) => sync_dir(agent_dir),
+        // Someone (another ralph) created it meanwhile: theirs is as good.
+        Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e.error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+    use std::os::unix::fs::MetadataExt;
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct S {
+        a: u32,
+        b: String,
+    }
+
+    #[test]
+    fn save_then_load_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.json");
+        let v = S {
+            a: 7,
+            b: "x".into(),
+        };
+        save_json(&p, &v).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(text.ends_with("}\n"));
+        assert!(text.contains("\n  \"a\": 7"), "pretty: {text}");
+        assert_eq!(load_json::<S>(&p).unwrap(), Some(v));
+    }
+
+    #[test]
+    fn load_missing_is_none() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(
+            load_json::<S>(&dir.path().join("nope.json"))
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn load_corrupt_names_line_and_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.json");
+        std::fs::write(&p, "{\n  \"a\": 7,\n  \"b\": \n").unwrap();
+        match load_json::<S>(&p) {
+            Err(StoreError::Corrupt { path, message }) => {
+                assert_eq!(path, p);
+                assert!(message.contains("line"), "{message}");
+                assert!(message.contains("column"), "{message}");
+            }
+            other => panic!("expected corrupt, got {other:?}"),
+        }
+        std::fs::write(&p, [0xff, 0xfe]).unwrap();
+        assert!(matches!(
+            load_json::<S>(&p),
+            Err(StoreError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn load_unreadable_is_io() {
+        let dir = tempfile::tempdir().unwrap();
+        // A directory in place of the file: reading fails with an I/O error.
+        let p = dir.path().join("s.json");
+        std::fs::create_dir(&p).unwrap();
+        let err = load_json::<S>(&p).unwrap_err();
+        assert!(matches!(err, StoreError::Io { .. }));
+        assert!(err.to_string().starts_with("cannot read "));
+    }
+
+    #[test]
+    fn set_aside_never_overwrites() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("checkpoint.json");
+        let mut seen = Vec::new();
+        for i in 0..3 {
+            std::fs::write(&p, format!("{i}")).unwrap();
+            let q = set_aside(&p, "corrupt").unwrap();
+            assert!(!p.exists());
+            assert_eq!(std::fs::read_to_string(&q).unwrap(), format!("{i}"));
+            seen.push(q);
+        }
+        let name0 = seen[0].file_name().unwrap().to_str().unwrap().to_owned();
+        assert!(name0.starts_with("checkpoint.corrupt-"), "{name0}");
+        assert!(name0.ends_with("Z.json"), "{name0}");
+        // checkpoint.corrupt-YYYYMMDDTHHMMSSZ.json
+        assert_eq!(
+            name0.len(),
+            "checkpoint.corrupt-20261130T162300Z.json".len()
+        );
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), 3);
+    }
+
+    #[test]
+    fn set_aside_missing_file_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(set_aside(&dir.path().join("checkpoint.json"), "x").is_err());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn gitignore_created_once_with_private_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let agent = dir.path().join(".agent");
+        ensure_gitignore(&agent).unwrap();
+        assert_eq!(std::fs::metadata(&agent).unwrap().mode() & 0o777, 0o700);
+        let gi = agent.join(".gitignore");
+        let text = std::fs::read_to_string(&gi).unwrap();
+        for line in [
+            "checkpoint.json",
+            "checkpoint.*.json",
+            "events.jsonl",
+            "ralph.lock",
+            "logs/",
+            "artifacts/",
+            "*.sock",
+        ] {
+            assert!(text.lines().any(|l| l == line), "missing {line}");
+        }
+        assert!(
+            !text
+                .lines()
+                .any(|l| l.contains("toml") && !l.starts_with('#'))
+        );
+        assert!(!text.lines().any(|l| l == "*" || l == "*.md"));
+
+        std::fs::write(&gi, "mine\n").unwrap();
+        ensure_gitignore(&agent).unwrap();
+        assert_eq!(std::fs::read_to_string(&gi).unwrap(), "mine\n");
+        assert_eq!(std::fs::read_dir(&agent).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn gitignore_keeps_existing_dir_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let agent = dir.path().join(".agent");
+        std::fs::create_dir(&agent).unwrap();
+        std::fs::set_permissions(&agent, Permissions::from_mode(0o755)).unwrap();
+        ensure_gitignore(&agent).unwrap();
+        assert_eq!(std::fs::metadata(&agent).unwrap().mode() & 0o777, 0o755);
+    }
+
+    #[test]
+    fn gitignore_is_honoured_by_git() {
+        if std::process::Command::new("git")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let agent = dir.path().join(".agent");
+        ensure_gitignore(&agent).unwrap();
+        let check = |rel: &str| {
+            std::process::Command::new("git")
+                .args(["check-ignore", "-q", "--no-index", rel])
+                .current_dir(dir.path())
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .status()
+                .unwrap()
+                .code()
+        };
+        let init = std::process::Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(dir.path())
+            .status()
+            .unwrap();
+        assert!(init.success());
+        for ignored in [
+            ".agent/checkpoint.json",
+            ".agent/checkpoint.corrupt-20261130T162300Z.json",
+            ".agent/events.jsonl",
+            ".agent/ralph.lock",
+            ".agent/logs/run1/attempt-1.log",
+            ".agent/artifacts/x",
+            ".agent/control.sock",
+        ] {
+            assert_eq!(check(ignored), Some(0), "{ignored} should be ignored");
+        }
+        for kept in [
+            ".agent/ralph.toml",
+            ".agent/PROMPT.md",
+            ".agent/prompts/plan.md",
+            ".agent/.gitignore",
+        ] {
+            assert_eq!(check(kept), Some(1), "{kept} should not be ignored");
+        }
+    }
+}

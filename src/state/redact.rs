@@ -1,0 +1,310 @@
+//! Redaction of credentials from text that ralph writes to disk (journal, logs,
+//! checkpoint error tails): agents echo environment variables, HTTP headers and
+//! config files, and `.agent/` must not become a place where keys leak from.
+//!
+//! Hand-written single pass instead of regexes: the patterns are few and anchored
+//! on fixed prefixes, so one scan over the bytes at word boundaries is simple,
+//! linear and adds no dependency. It errs on the side of hiding: a false positive
+//! costs a log line's readability, a false negative leaks a key.
+
+/// What a secret is replaced with.
+pub const REDACTED: &str = "[REDACTED]";
+
+/// Returns `text` with secrets replaced by [`REDACTED`]:
+///
+/// * API keys `sk-…` (OpenAI, `sk-ant-…` Anthropic), GitHub `ghp_…`/`gho_…`/
+///   `ghu_…`/`ghs_…`/`ghr_…`/`github_pat_…`, Slack `xoxb-`/`xoxa-`/`xoxp-`,
+///   AWS access key ids `AKIA…`/`ASIA…`;
+/// * the token after `Bearer ` (the word `Bearer` stays);
+/// * the value in `NAME=value`, `NAME: value` (quoted or snake/kebab-case names
+///   only, so prose like "Key: …" survives) and `"name": "value"` when the name
+///   contains `key`, `token`, `secret` or `password` (any case). Numbers stay
+///   unless the name says secret or password (`max_tokens=4096` is not a
+///   secret), and so do `null`/`true`/`false`, `$VARIABLE` references and
+///   nested objects.
+pub fn redact(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut i = 0;
+    while i < b.len() {
+        if i == 0 || !is_word(b[i - 1]) {
+            if let Some((start, end)) = assignment(text, i).or_else(|| token(b, i)) {
+                out.push_str(&text[copied..start]);
+                out.push_str(REDACTED);
+                copied = end;
+                i = end;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+/// Non-ASCII bytes count as word bytes so that no match starts inside a
+/// multi-byte character.
+fn is_word(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
+}
+
+fn is_key_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.')
+}
+
+fn ends_value(c: u8) -> bool {
+    c.is_ascii_whitespace() || matches!(c, b',' | b';' | b'&' | b'"' | b'\'' | b'}' | b')' | b']')
+}
+
+const MAX_KEY: usize = 64;
+
+/// `NAME=value` and friends starting at `i`; returns the value's byte range.
+fn assignment(text: &str, i: usize) -> Option<(usize, usize)> {
+    let b = text.as_bytes();
+    let mut j = i;
+    let quote = match b[j] {
+        q @ (b'"' | b'\'') => {
+            j += 1;
+            Some(q)
+        }
+        _ => None,
+    };
+    let ks = j;
+    while j < b.len() && j - ks < MAX_KEY && is_key_char(b[j]) {
+        j += 1;
+    }
+    if j == ks || (j < b.len() && is_key_char(b[j])) {
+        return None;
+    }
+    let key = text[ks..j].to_ascii_lowercase();
+    if let Some(q) = quote {
+        if b.get(j) != Some(&q) {
+            return None;
+        }
+        j += 1;
+    }
+    j = skip_blanks(b, j);
+    let sep = *b.get(j)?;
+    if sep != b'=' && sep != b':' {
+        return None;
+    }
+    j += 1;
+    // `==`, `=>`, `::` are code, not assignments.
+    if matches!(b.get(j), Some(b'=' | b'>' | b':')) {
+        return None;
+    }
+    let spaced_name = key.contains(['_', '-']) || matches!(key.as_str(), "password" | "passwd");
+    if sep == b':' && quote.is_none() && !spaced_name {
+        return None;
+    }
+    let strong = key.contains("secret") || key.contains("password") || key.contains("passwd");
+    if !(strong || key.contains("key") || key.contains("token")) {
+        return None;
+    }
+    j = skip_blanks(b, j);
+    let (vs, ve) = match *b.get(j)? {
+        q @ (b'"' | b'\'') => {
+            let vs = j + 1;
+            let mut k = vs;
+            while k < b.len() && b[k] != q && b[k] != b'\n' {
+                k += if b[k] == b'\\' && k + 1 < b.len() && b[k + 1] != b'\n' {
+                    2
+                } else {
+                    1
+                };
+            }
+            (vs, k.min(b.len()))
+        }
+        _ => {
+            let vs = j;
+            let mut ve = run(b, vs, |c| !ends_value(c));
+            // `token: Bearer abc…`: the credential is the word after the scheme.
+            if matches!(
+                text[vs..ve].to_ascii_lowercase().as_str(),
+                "bearer" | "basic" | "token"
+            ) {
+                let next = skip_blanks(b, ve);
+                if next > ve {
+                    ve = run(b, next, |c| !ends_value(c));
+                }
+            }
+            (vs, ve)
+        }
+    };
+    let value = &text[vs..ve];
+    let lower = value.to_ascii_lowercase();
+    if value.is_empty()
+        || value.starts_with(REDACTED)
+        || value.starts_with(['$', '{', '[', '(', '<'])
+        || matches!(lower.as_str(), "null" | "none" | "true" | "false")
+        || (!strong && value.bytes().all(|c| c.is_ascii_digit()))
+    {
+        return None;
+    }
+    Some((vs, ve))
+}
+
+/// A known token format starting at `i`; returns the range to hide.
+fn token(b: &[u8], i: usize) -> Option<(usize, usize)> {
+    let rest = &b[i..];
+    let alnum = |c: u8| c.is_ascii_alphanumeric();
+    let prefixed = |prefix: &[u8], ok: fn(u8) -> bool, min: usize| -> Option<(usize, usize)> {
+        if !rest.starts_with(prefix) {
+            return None;
+        }
+        let end = run(b, i + prefix.len(), ok);
+        (end - (i + prefix.len()) >= min).then_some((i, end))
+    };
+    if let Some(r) = prefixed(
+        b"sk-",
+        |c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-',
+        20,
+    )
+    .or_else(|| {
+        prefixed(
+            b"github_pat_",
+            |c| c.is_ascii_alphanumeric() || c == b'_',
+            20,
+        )
+    })
+    .or_else(|| {
+        [b"xoxb-", b"xoxa-", b"xoxp-"]
+            .iter()
+            .find_map(|p| prefixed(*p, |c| c.is_ascii_alphanumeric() || c == b'-', 10))
+    })
+    .or_else(|| {
+        [b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_"]
+            .iter()
+            .find_map(|p| prefixed(*p, |c| c.is_ascii_alphanumeric(), 20))
+    }) {
+        return Some(r);
+    }
+    if (rest.starts_with(b"AKIA") || rest.starts_with(b"ASIA")) && rest.len() >= 20 {
+        let id_ok = rest[4..20]
+            .iter()
+            .all(|&c| c.is_ascii_uppercase() || c.is_ascii_digit());
+        if id_ok && rest.get(20).is_none_or(|&c| !is_word(c)) {
+            return Some((i, i + 20));
+        }
+    }
+    if rest.len() > 7 && rest[..6].eq_ignore_ascii_case(b"bearer") && rest[6] == b' ' {
+        let ts = skip_blanks(b, i + 6);
+        let te = run(b, ts, |c| {
+            alnum(c) || matches!(c, b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'-')
+        });
+        if te - ts >= 16 {
+            return Some((ts, te));
+        }
+    }
+    None
+}
+
+fn run(b: &[u8], from: usize, ok: impl Fn(u8) -> bool) -> usize {
+    let mut k = from;
+    while k < b.len() && ok(b[k]) {
+        k += 1;
+    }
+    k
+}
+
+fn skip_blanks(b: &[u8], from: usize) -> usize {
+    run(b, from, |c| c == b' ' || c == b'\t')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[track_caller]
+    fn hides(input: &str, expected: &str) {
+        assert_eq!(redact(input), expected, "input: {input}");
+    }
+
+    #[track_caller]
+    fn keeps(input: &str) {
+        assert_eq!(redact(input), input);
+    }
+
+    #[test]
+    fn provider_keys() {
+        hides(
+            "key sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWx-_yz012 failed",
+            "key [REDACTED] failed",
+        );
+        hides("sk-proj-abcdefghijklmnopqrstuvwx", "[REDACTED]");
+        hides("(sk-abcdefghijklmnopqrstuvwxyz1234)", "([REDACTED])");
+        hides("id AKIAIOSFODNN7EXAMPLE here", "id [REDACTED] here");
+        hides(
+            "ghp_1234567890abcdefghijABCDEFGHIJ0123 and github_pat_11ABCDEFG0123456789_abcdefghijk",
+            "[REDACTED] and [REDACTED]",
+        );
+        hides("slack xoxb-1234567890-abcdefghij", "slack [REDACTED]");
+    }
+
+    #[test]
+    fn bearer_tokens() {
+        hides(
+            "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abc_DEF-123",
+            "Authorization: Bearer [REDACTED]",
+        );
+        hides(
+            "curl -H 'authorization: bearer abcdefghijklmnop1234'",
+            "curl -H 'authorization: bearer [REDACTED]'",
+        );
+        hides(
+            "token: Bearer abcdefghijklmnopqrst",
+            "token: Bearer [REDACTED]",
+        );
+        hides("api_token: Bearer abc123", "api_token: [REDACTED]");
+    }
+
+    #[test]
+    fn assignments() {
+        hides(
+            "ANTHROPIC_API_KEY=abc123xyz",
+            "ANTHROPIC_API_KEY=[REDACTED]",
+        );
+        hides(
+            "export GITHUB_TOKEN=\"s3cr3t value\" done",
+            "export GITHUB_TOKEN=\"[REDACTED]\" done",
+        );
+        hides(
+            r#"{"api_key": "abc\"def", "n": 1}"#,
+            r#"{"api_key": "[REDACTED]", "n": 1}"#,
+        );
+        hides("db_password = 'hunter2'", "db_password = '[REDACTED]'");
+        hides("PASSWORD=1234", "PASSWORD=[REDACTED]");
+        hides("x-api-key: abcdef", "x-api-key: [REDACTED]");
+        hides("client_secret: shh", "client_secret: [REDACTED]");
+        hides(
+            "https://h/cb?access_token=abc&state=1",
+            "https://h/cb?access_token=[REDACTED]&state=1",
+        );
+        hides("Password: hunter2", "Password: [REDACTED]");
+    }
+
+    #[test]
+    fn ordinary_text_survives() {
+        keeps("The key to success is patience; keep the token count low.");
+        keeps("commit 3f2a9c1e8b7d6a5f4e3c2b1a0f9e8d7c6b5a4f3e fixes it");
+        keeps("run 123e4567-e89b-12d3-a456-426614174000 started");
+        keeps("Key: press the space bar");
+        keeps("task-abcdefghijklmnopqrstuvwxyz is a slug, risk-averse too");
+        keeps("the bearer of bad news");
+        keeps("\"max_tokens\": 4096, input_tokens=1234");
+        keeps("\"api_key\": null, \"token_usage\": {\"input\": 5}");
+        keeps("API_KEY=$ANTHROPIC_API_KEY and if token == other {}");
+        keeps("use crate::secret::Vault;");
+        keeps("AKIAIOSFODNN7EXAMPLEXX is too long to be an id");
+        keeps("");
+        keeps("ünïcödé key: 🔑 sk-short");
+        keeps("already [REDACTED] and api_key=[REDACTED]");
+    }
+
+    #[test]
+    fn idempotent() {
+        let once = redact("API_KEY=abc Bearer abcdefghijklmnopqrstu sk-abcdefghijklmnopqrstuvwx");
+        assert_eq!(redact(&once), once);
+    }
+}
