@@ -134,5 +134,5 @@ impl Reporter {
 }
 
 fn clock() -> String {
-    jiff::Zoned::now().strftime("%H:%M:%S").to_string()
+    jiff::ZonedDateTime::now().strftime("%H:%M:%S").to_string()
 }

@@ -53,6 +53,8 @@ pub struct Outcome {
     pub text_tail: String,
     pub usage: Usage,
     pub duration: Duration,
+    /// For `done = "file:PATH"`: the artifact exists and changed (set by the caller).
+    pub artifact_changed: bool,
 }
 
 /// What the dispatcher wants to hear while the attempt runs.
@@ -305,6 +307,7 @@ impl Collected {
             text_tail: redact(&self.tail),
             usage: self.usage,
             duration: started.elapsed(),
+            artifact_changed: false,
         }
     }
 }

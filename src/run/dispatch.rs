@@ -139,6 +139,7 @@ impl Dispatcher {
                     text_tail: String::new(),
                     usage: Default::default(),
                     duration: Duration::ZERO,
+                    artifact_changed: false,
                 });
             }
         };
@@ -329,7 +330,9 @@ impl Dispatcher {
         self.summary.usage = self.r.checkpoint.usage.clone();
         self.summary.failures = self.r.checkpoint.progress.counters.failures.clone();
         self.r.reporter.summary(&self.summary, end, &self.r.checkpoint);
-        if let Err(e) = self.r.lock.release() {
+        if let Some(lock) = self.r.lock.take()
+            && let Err(e) = lock.release()
+        {
             tracing::warn!("cannot release the lock: {e}");
         }
         Ok(())

@@ -32,7 +32,7 @@ pub struct Ready {
     pub logs_dir: PathBuf,
     pub artifacts_dir: PathBuf,
     pub reporter: Reporter,
-    pub lock: RunLock,
+    pub lock: Option<RunLock>,
     pub resumed: bool,
 }
 
@@ -47,7 +47,7 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
 
     let agent_dir = dir.join(".agent");
     store::ensure_gitignore(&agent_dir).map_err(|e| RalphError::io(format!("cannot create {}", agent_dir.display()), e))?;
-    let acquired = RunLock::acquire(&agent_dir.join("ralph.lock")).map_err(|e| match e {
+    let acquired = crate::state::lock::acquire(&agent_dir.join("ralph.lock")).map_err(|e| match e {
         LockError::Held { .. } => RalphError::Locked(e.to_string()),
         other => RalphError::io("cannot take the run lock", std::io::Error::other(other.to_string())),
     })?;
@@ -113,7 +113,7 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
         logs_dir,
         artifacts_dir: agent_dir.join("artifacts"),
         reporter,
-        lock: acquired.lock,
+        lock: Some(acquired.lock),
         resumed,
     })
 }
