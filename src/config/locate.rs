@@ -109,6 +109,21 @@ impl<'i> Spans<'i> {
         Self { source, root }
     }
 
+    /// Whether the source is valid TOML (whatever its shape).
+    pub(super) fn parsed(&self) -> bool {
+        self.root.is_some()
+    }
+
+    /// The text of the source at `span`, clamped to the source.
+    pub(super) fn text(&self, span: &Range<usize>) -> &'i str {
+        self.source.get(span.clone()).unwrap_or("")
+    }
+
+    /// The 1-based line and column of a byte offset.
+    pub(super) fn line_col_of(&self, offset: usize) -> (usize, usize) {
+        line_col(self.source, offset)
+    }
+
     /// The 1-based line and column of `path`: its key, or for an array element the
     /// element. A path that is not in the file (a missing key) falls back to its
     /// longest prefix that is, e.g. the `[agents.NAME]` header; a path with no part in

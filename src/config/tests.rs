@@ -1,0 +1,1 @@
+//! Tests of the whole loader: the example file, the design sketch, and every error.
