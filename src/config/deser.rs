@@ -83,9 +83,13 @@ fn explain(spans: &Spans<'_>, key: &[Seg], text: &str, message: &str) -> String 
     }
     if let Some(rest) = message.strip_prefix("missing field `") {
         let (name, _) = split_name(rest);
+        let table = if key.is_empty() {
+            "the top level".to_owned()
+        } else {
+            format!("[{}]", Dotted(key))
+        };
         return format!(
-            "{}: missing key `{name}`; {}",
-            KeyPath(key),
+            "{table}: missing key `{name}`; {}",
             missing_hint(spans, name)
         );
     }

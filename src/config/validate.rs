@@ -47,6 +47,11 @@ fn checksum(source: &str) -> String {
         })
 }
 
+#[cfg(test)]
+pub(super) fn checksum_for_tests(source: &str) -> String {
+    checksum(source)
+}
+
 struct Cx<'a> {
     path: &'a Path,
     spans: &'a Spans<'a>,
