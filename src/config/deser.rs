@@ -57,9 +57,9 @@ fn explain(spans: &Spans<'_>, key: &[Seg], text: &str, message: &str) -> String 
             format!("in [{}]", Dotted(table))
         };
         return format!(
-            "unknown key `{name}` {place}{}; allowed keys: {}",
-            did_you_mean(name, allowed.iter().copied()),
-            one_of(&allowed)
+            "unknown key `{name}` {place} (allowed keys: {}){}",
+            one_of(&allowed),
+            did_you_mean(name, allowed.iter().copied())
         );
     }
     if let Some(rest) = message.strip_prefix("unknown variant `") {
@@ -75,10 +75,10 @@ fn explain(spans: &Spans<'_>, key: &[Seg], text: &str, message: &str) -> String 
             key.to_vec()
         };
         return format!(
-            "{}: unknown {what} `{name}`{}; allowed: {}",
+            "{}: unknown {what} `{name}` (allowed: {}){}",
             KeyPath(&shown),
-            did_you_mean(name, allowed.iter().copied()),
-            one_of(&allowed)
+            one_of(&allowed),
+            did_you_mean(name, allowed.iter().copied())
         );
     }
     if let Some(rest) = message.strip_prefix("missing field `") {
@@ -153,7 +153,7 @@ fn allowed_hint(key: Option<&str>, expected: &str) -> String {
         "u32" | "u64" => "a whole number ≥ 0",
         "i32" | "i64" => "a whole number",
         "f64" | "f32" => "a number",
-        "a boolean" => "true or false",
+        "a boolean" => "a boolean, true or false",
         "a string" => "a string in quotes",
         "a sequence" => "an array like [\"a\", \"b\"]",
         e if e.starts_with("struct") || e.contains("map") => "a table",

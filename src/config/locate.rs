@@ -35,9 +35,9 @@ impl From<usize> for Seg {
     }
 }
 
-/// Builds a `Vec<Seg>` from keys and indices: `keys!["agents", name, "command", 0]`.
+/// Builds a `[Seg; N]` from keys and indices: `keys!["agents", name, "command", 0]`.
 macro_rules! keys {
-    ($($seg:expr),* $(,)?) => { vec![$($crate::config::locate::Seg::from($seg)),*] };
+    ($($seg:expr),* $(,)?) => { [$($crate::config::locate::Seg::from($seg)),*] };
 }
 pub(super) use keys;
 
@@ -298,14 +298,14 @@ mod tests {
     #[test]
     fn recovers_paths_from_spans() {
         let s = Spans::new(SRC);
-        let at = |p: Vec<Seg>| s.path_at(&s.span(&p).unwrap_or_default());
+        let at = |p: &[Seg]| s.path_at(&s.span(p).unwrap_or_default());
         assert_eq!(
-            at(keys!["agents", "é", "kind"]),
+            at(&keys!["agents", "é", "kind"]),
             keys!["agents", "é", "kind"]
         );
-        assert_eq!(at(keys!["phases", "b"]), keys!["phases", "b"]);
+        assert_eq!(at(&keys!["phases", "b"]), keys!["phases", "b"]);
         let step = keys!["agents", "é", "script", 0, "steps", 0];
-        assert_eq!(at(step.clone()), step);
+        assert_eq!(at(&step), step);
     }
 
     #[test]

@@ -32,6 +32,14 @@ where
     }
 }
 
+/// `; did you mean `x`?` when a candidate is close, else `; LABEL: `a` or `b``.
+pub(super) fn did_you_mean_or_list(word: &str, candidates: &[&str], label: &str) -> String {
+    match did_you_mean(word, candidates.iter().copied()) {
+        s if s.is_empty() => format!("; {label}: {}", one_of(candidates)),
+        s => s,
+    }
+}
+
 /// "`a`, `b` or `c`"; "(none)" for an empty list.
 pub(super) fn one_of<S: AsRef<str>>(names: &[S]) -> String {
     let quoted: Vec<String> = names.iter().map(|n| format!("`{}`", n.as_ref())).collect();

@@ -11,7 +11,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use super::locate::{Dotted, KeyPath, Seg, Spans, keys};
-use super::suggest::{did_you_mean, one_of};
+use super::suggest::{did_you_mean, did_you_mean_or_list, one_of};
 use super::{AgentConfig, AgentKind, Config, ConfigError, DoneSignal, Loaded, Phase, SimStep};
 
 pub(super) fn parse(path: &Path, source: &str) -> Result<Loaded, ConfigError> {
@@ -259,7 +259,7 @@ fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Confi
         AgentKind::Sim => check_sim(cx, name, agent)?,
         _ => {}
     }
-    for (var, _) in &agent.env {
+    for var in agent.env.keys() {
         check_env_name(cx, &keys!["agents", name, "env", var.as_str()], var)?;
     }
     for (i, var) in agent.pass_env.iter().enumerate() {
@@ -284,13 +284,15 @@ fn check_env_name(cx: &Cx<'_>, key: &[Seg], var: &str) -> Result<(), ConfigError
 fn check_command(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), ConfigError> {
     let argv = agent.command.as_deref().unwrap_or_default();
     if argv.first().is_none_or(|p| p.is_empty()) {
+        // Without the key there is nothing to point at but the agent's header.
+        let key = keys!["agents", name, "command"];
         let key = if agent.command.is_some() {
-            keys!["agents", name, "command"]
+            &key[..]
         } else {
-            keys!["agents", name]
+            &key[..2]
         };
         return Err(cx.at(
-            &key,
+            key,
             format!(
                 "[agents.{name}] command is required for kind = \"command\": the program and \
                  its arguments, with {{prompt}} where the prompt goes, e.g. \
@@ -358,10 +360,10 @@ fn check_sim(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), ConfigE
                 return Err(cx.at(
                     &key,
                     format!(
-                        "{}: {step} signal {sig:?} is not supported{}; allowed: {}",
+                        "{}: {step} signal {sig:?} is not supported (allowed: {}){}",
                         Dotted(&key),
-                        did_you_mean(sig, allowed.iter().copied()),
-                        one_of(allowed)
+                        one_of(allowed),
+                        did_you_mean(sig, allowed.iter().copied())
                     ),
                 ));
             }
@@ -389,9 +391,9 @@ fn check_chains(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
                     &keys!["chains", chain, i],
                     format!(
                         "[chains] {chain} names agent `{member}`, which is not defined in \
-                         [agents]{}; defined: {}",
-                        did_you_mean(member, agents.iter().copied()),
-                        one_of(&agents)
+                         [agents] (defined: {}){}",
+                        one_of(&agents),
+                        did_you_mean(member, agents.iter().copied())
                     ),
                 ));
             }
@@ -416,9 +418,9 @@ fn resolve_phases(cx: &Cx<'_>, config: &Config) -> Result<Vec<Phase>, ConfigErro
                     &key,
                     format!(
                         "[general.workflow] phases lists `{name}`, which has no [phases.{name}] \
-                         table{}; defined: {}",
-                        did_you_mean(name, defined.iter().copied()),
-                        one_of(&defined)
+                         table (defined: {}){}",
+                        one_of(&defined),
+                        did_you_mean(name, defined.iter().copied())
                     ),
                 ));
             }
@@ -466,10 +468,9 @@ fn resolve_phase(cx: &Cx<'_>, config: &Config, name: &str) -> Result<Phase, Conf
         return Err(cx.at(
             &keys!["phases", name, "chain"],
             format!(
-                "phase {name} uses chain `{}`, which is not defined in [chains]{}; defined: {}",
+                "phase {name} uses chain `{}`, which is not defined in [chains]{}",
                 p.chain,
-                did_you_mean(&p.chain, chain_names.iter().copied()),
-                one_of(&chain_names)
+                did_you_mean_or_list(&p.chain, &chain_names, "defined")
             ),
         ));
     };
@@ -512,8 +513,8 @@ fn parse_done(done: &str) -> Result<DoneSignal, String> {
             Some(file) if !file.trim().is_empty() => Ok(DoneSignal::File(PathBuf::from(file))),
             Some(_) => Err("done = \"file:\" needs a path, like \"file:PLAN.md\"".into()),
             None => Err(format!(
-                "{done:?} is not a done signal{}; allowed: \"tag\" (default), \"exit0\" or \
-                 \"file:PATH\"",
+                "{done:?} is not a done signal (allowed: \"tag\" (default), \"exit0\" or \
+                 \"file:PATH\"){}",
                 did_you_mean(done, ["tag", "exit0"])
             )),
         },
