@@ -20,6 +20,34 @@ const CAPS: [&str; 6] = [
     "iterations",
 ];
 
+/// Where the keys of the fixed tables live, for a key written in the wrong table.
+const HOMES: [(&str, &str); 24] = [
+    ("prompt", "general"),
+    ("max_cycles", "general"),
+    ("max_runtime", "general"),
+    ("max_cost_usd", "general"),
+    ("workflow", "general"),
+    ("checkpoint_enabled", "general.workflow"),
+    ("phases", "general.workflow"),
+    ("agent_attempts", "retry"),
+    ("ambiguous_attempts", "retry"),
+    ("backoff_base", "retry"),
+    ("backoff_max", "retry"),
+    ("tool_registry_resets", "retry"),
+    ("mcp_restarts", "retry"),
+    ("on_rate_limit", "retry"),
+    ("max_rate_limit_wait", "retry"),
+    ("stall", "timeouts"),
+    ("tool", "timeouts"),
+    ("attempt", "timeouts"),
+    ("grace", "timeouts"),
+    ("probe", "offline"),
+    ("interval", "offline"),
+    ("timeout", "offline"),
+    ("chain", "phases.NAME"),
+    ("kind", "agents.NAME"),
+];
+
 pub(super) fn error(path: &Path, spans: &Spans<'_>, err: &toml::de::Error) -> ConfigError {
     let message = err.message().trim();
     let Some(span) = err.span() else {
@@ -56,10 +84,15 @@ fn explain(spans: &Spans<'_>, key: &[Seg], text: &str, message: &str) -> String 
         } else {
             format!("in [{}]", Dotted(table))
         };
+        let mut hint = did_you_mean(name, allowed.iter().copied());
+        if hint.is_empty() {
+            if let Some((_, home)) = HOMES.iter().find(|(k, _)| *k == name) {
+                hint = format!("; `{name}` belongs in [{home}]");
+            }
+        }
         return format!(
-            "unknown key `{name}` {place} (allowed keys: {}){}",
-            one_of(&allowed),
-            did_you_mean(name, allowed.iter().copied())
+            "unknown key `{name}` {place} (allowed keys: {}){hint}",
+            one_of(&allowed)
         );
     }
     if let Some(rest) = message.strip_prefix("unknown variant `") {

@@ -264,6 +264,14 @@ fn unknown_key_suggests() {
             "did you mean `phases`?",
         ],
     );
+    let e = err(&format!("[general]\ncheckpoint_enabled = true\n{BASE}"));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:2:1:",
+            "`checkpoint_enabled` belongs in [general.workflow]",
+        ],
+    );
     let e = err(&format!("bogus = 1\n{BASE}"));
     assert_has(
         &e,
