@@ -5,8 +5,12 @@
 //! checked without running anything is checked here, so a bad config exits 2 before
 //! any agent starts.
 
+mod deser;
 mod error;
 mod locate;
+mod suggest;
+#[cfg(test)]
+mod tests;
 mod types;
 mod validate;
 

@@ -1,9 +1,522 @@
 //! Semantic validation: chains bound to known agents, caps above zero, per-kind keys.
+//!
+//! Runs after serde has checked the shape, so every check here is about values. Each
+//! error points at the key that caused it (via [`Spans`]) and says how to fix it.
 
-use std::path::Path;
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use super::{ConfigError, Loaded};
+use sha2::{Digest, Sha256};
 
-pub(super) fn parse(path: &Path, _source: &str) -> Result<Loaded, ConfigError> {
-    Err(ConfigError::File { path: path.to_path_buf(), message: "not implemented".into() })
+use super::locate::{Dotted, KeyPath, Seg, Spans, keys};
+use super::suggest::{did_you_mean, did_you_mean_or_list, one_of};
+use super::{AgentConfig, AgentKind, Config, ConfigError, DoneSignal, Loaded, Phase, SimStep};
+
+pub(super) fn parse(path: &Path, source: &str) -> Result<Loaded, ConfigError> {
+    let spans = Spans::new(source);
+    let config: Config =
+        toml::from_str(source).map_err(|e| super::deser::error(path, &spans, &e))?;
+    let cx = Cx {
+        path,
+        spans: &spans,
+    };
+    check_names(&cx, &config)?;
+    check_limits(&cx, &config)?;
+    for (name, agent) in &config.agents {
+        check_agent(&cx, name, agent)?;
+    }
+    check_chains(&cx, &config)?;
+    let phases = resolve_phases(&cx, &config)?;
+    Ok(Loaded {
+        path: path.to_path_buf(),
+        config,
+        phases,
+        checksum: checksum(source),
+    })
+}
+
+/// sha256 of the bytes, lowercase hex.
+fn checksum(source: &str) -> String {
+    Sha256::digest(source.as_bytes())
+        .iter()
+        .fold(String::with_capacity(64), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}
+
+#[cfg(test)]
+pub(super) fn checksum_for_tests(source: &str) -> String {
+    checksum(source)
+}
+
+struct Cx<'a> {
+    path: &'a Path,
+    spans: &'a Spans<'a>,
+}
+
+impl Cx<'_> {
+    fn at(&self, key: &[Seg], message: String) -> ConfigError {
+        let (line, column) = self.spans.line_col(key);
+        ConfigError::At {
+            path: self.path.to_path_buf(),
+            line,
+            column,
+            message,
+        }
+    }
+}
+
+/// Names end up in logs, the checkpoint and file names, so keep them plain.
+fn check_names(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
+    let tables = [
+        ("agents", config.agents.keys().collect::<Vec<_>>()),
+        ("chains", config.chains.keys().collect()),
+        ("phases", config.phases.keys().collect()),
+    ];
+    for (table, names) in tables {
+        for name in names {
+            let plain = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+            if !plain {
+                return Err(cx.at(
+                    &keys![table, name],
+                    format!(
+                        "[{table}] name {name:?} is not allowed; use letters, digits, `-`, `_` and `.`"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
+    let g = &config.general;
+    let r = &config.retry;
+    if g.prompt.as_os_str().is_empty() {
+        return Err(cx.at(
+            &keys!["general", "prompt"],
+            "[general] prompt is empty; name the goal file, e.g. prompt = \"PROMPT.md\"".into(),
+        ));
+    }
+    let caps = [
+        (keys!["general", "max_cycles"], g.max_cycles, 3),
+        (keys!["retry", "agent_attempts"], r.agent_attempts, 3),
+        (
+            keys!["retry", "ambiguous_attempts"],
+            r.ambiguous_attempts,
+            5,
+        ),
+        (
+            keys!["retry", "tool_registry_resets"],
+            r.tool_registry_resets,
+            3,
+        ),
+        (keys!["retry", "mcp_restarts"], r.mcp_restarts, 3),
+    ];
+    for (key, value, default) in caps {
+        if value == 0 {
+            return Err(cx.at(
+                &key,
+                format!(
+                    "{} must be at least 1, not 0 (default {default})",
+                    KeyPath(&key)
+                ),
+            ));
+        }
+    }
+    if let Some(cost) = g.max_cost_usd.filter(|c| !(c.is_finite() && *c > 0.0)) {
+        return Err(cx.at(
+            &keys!["general", "max_cost_usd"],
+            format!(
+                "[general] max_cost_usd must be a number of dollars above 0, not {cost}; \
+                 remove the key for no limit"
+            ),
+        ));
+    }
+    let t = &config.timeouts;
+    let o = &config.offline;
+    let mut durations = vec![
+        (keys!["retry", "backoff_base"], r.backoff_base),
+        (keys!["retry", "backoff_max"], r.backoff_max),
+        (keys!["retry", "max_rate_limit_wait"], r.max_rate_limit_wait),
+        (keys!["timeouts", "stall"], t.stall),
+        (keys!["timeouts", "tool"], t.tool),
+        (keys!["timeouts", "attempt"], t.attempt),
+        (keys!["timeouts", "grace"], t.grace),
+        (keys!["offline", "interval"], o.interval),
+        (keys!["offline", "timeout"], o.timeout),
+    ];
+    if let Some(max) = g.max_runtime {
+        durations.push((keys!["general", "max_runtime"], max));
+    }
+    for (key, value) in durations {
+        if value.is_zero() {
+            let hint = if key[1] == Seg::from("max_runtime") {
+                "; remove the key for no limit"
+            } else {
+                ""
+            };
+            return Err(cx.at(
+                &key,
+                format!(
+                    "{} must be longer than 0, like \"5m\" or \"30s\"{hint}",
+                    KeyPath(&key)
+                ),
+            ));
+        }
+    }
+    if r.backoff_base > r.backoff_max {
+        return Err(cx.at(
+            &keys!["retry", "backoff_base"],
+            format!(
+                "[retry] backoff_base ({}) is longer than backoff_max ({}); \
+                 backoff_base must be ≤ backoff_max",
+                human(r.backoff_base),
+                human(r.backoff_max)
+            ),
+        ));
+    }
+    for (i, probe) in o.probe.iter().flatten().enumerate() {
+        let port_ok = probe.rsplit_once(':').is_some_and(|(host, port)| {
+            !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0)
+        });
+        if !port_ok {
+            return Err(cx.at(
+                &keys!["offline", "probe", i],
+                format!(
+                    "[offline] probe {probe:?} is not host:port, like \"api.anthropic.com:443\""
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn human(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}
+
+/// Which kinds a per-kind key belongs to, for "only applies to" hints.
+const KEY_KINDS: [(&str, &str); 5] = [
+    ("model", "kind = \"claude\""),
+    ("binary", "kind = \"claude\""),
+    ("command", "kind = \"command\""),
+    ("resume", "kind = \"command\""),
+    ("output", "kind = \"command\""),
+];
+
+fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), ConfigError> {
+    let kind = agent.kind.as_str();
+    let here = |key: &str| keys!["agents", name, key];
+    if matches!(
+        agent.kind,
+        AgentKind::Codex | AgentKind::Opencode | AgentKind::Gemini
+    ) {
+        return Err(cx.at(
+            &here("kind"),
+            format!(
+                "agent {name}: kind = \"{kind}\" is not supported by this build yet; \
+                 supported: claude, command, sim"
+            ),
+        ));
+    }
+    let set = [
+        ("model", agent.model.is_some()),
+        ("binary", agent.binary.is_some()),
+        ("command", agent.command.is_some()),
+        ("resume", agent.resume.is_some()),
+        ("output", agent.output.is_some()),
+        ("script", !agent.script.is_empty()),
+    ];
+    let forbidden: &[&str] = match agent.kind {
+        AgentKind::Command => &["script", "model", "binary"],
+        AgentKind::Sim => &["command", "resume", "output", "binary", "model"],
+        _ => &["command", "resume", "output", "script"],
+    };
+    for (key, present) in set {
+        if present && forbidden.contains(&key) {
+            let belongs = KEY_KINDS
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map_or("kind = \"sim\"", |(_, kinds)| kinds);
+            return Err(cx.at(
+                &here(key),
+                format!(
+                    "[agents.{name}] {key} is not allowed for kind = \"{kind}\"; \
+                     it only applies to {belongs}"
+                ),
+            ));
+        }
+    }
+    match agent.kind {
+        AgentKind::Command => check_command(cx, name, agent)?,
+        AgentKind::Sim => check_sim(cx, name, agent)?,
+        _ => {}
+    }
+    for var in agent.env.keys() {
+        check_env_name(cx, &keys!["agents", name, "env", var.as_str()], var)?;
+    }
+    for (i, var) in agent.pass_env.iter().enumerate() {
+        check_env_name(cx, &keys!["agents", name, "pass_env", i], var)?;
+    }
+    Ok(())
+}
+
+fn check_env_name(cx: &Cx<'_>, key: &[Seg], var: &str) -> Result<(), ConfigError> {
+    if var.is_empty() || var.contains(['=', '\0']) {
+        return Err(cx.at(
+            key,
+            format!(
+                "{}: {var:?} is not an environment variable name",
+                KeyPath(key)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn check_command(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), ConfigError> {
+    let argv = agent.command.as_deref().unwrap_or_default();
+    if argv.first().is_none_or(|p| p.is_empty()) {
+        // Without the key there is nothing to point at but the agent's header.
+        let key = keys!["agents", name, "command"];
+        let key = if agent.command.is_some() {
+            &key[..]
+        } else {
+            &key[..2]
+        };
+        return Err(cx.at(
+            key,
+            format!(
+                "[agents.{name}] command is required for kind = \"command\": the program and \
+                 its arguments, with {{prompt}} where the prompt goes, e.g. \
+                 command = [\"./my-agent\", \"--prompt\", \"{{prompt}}\"]"
+            ),
+        ));
+    }
+    if !argv.iter().any(|a| a.contains("{prompt}")) {
+        return Err(cx.at(
+            &keys!["agents", name, "command"],
+            format!(
+                "[agents.{name}] command has no {{prompt}}; put {{prompt}} in the argument \
+                 where the prompt text goes, e.g. [\"{}\", \"--prompt\", \"{{prompt}}\"]",
+                argv[0]
+            ),
+        ));
+    }
+    if let Some(resume) = &agent.resume {
+        if resume.first().is_none_or(|p| p.is_empty())
+            || !resume.iter().any(|a| a.contains("{session}"))
+        {
+            return Err(cx.at(
+                &keys!["agents", name, "resume"],
+                format!(
+                    "[agents.{name}] resume must be a program and arguments with {{session}} \
+                     where the session id goes, e.g. [\"{}\", \"--resume\", \"{{session}}\", \
+                     \"--prompt\", \"{{prompt}}\"]; remove it if the agent cannot resume",
+                    argv[0]
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+const SIGNALS_CRASH: [&str; 3] = ["SIGSEGV", "SIGABRT", "SIGKILL"];
+const SIGNALS_IGNORE: [&str; 3] = ["SIGINT", "SIGTERM", "SIGHUP"];
+
+fn check_sim(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), ConfigError> {
+    if agent.script.is_empty() {
+        return Err(cx.at(
+            &keys!["agents", name],
+            format!(
+                "[agents.{name}] kind = \"sim\" needs a script: add \
+                 [[agents.{name}.script]] with steps = [{{ say = \"hello\" }}, {{ done = \"ok\" }}]"
+            ),
+        ));
+    }
+    for (i, script) in agent.script.iter().enumerate() {
+        for (j, step) in script.steps.iter().enumerate() {
+            let key = keys!["agents", name, "script", i, "steps", j];
+            let bad = match step {
+                SimStep::Crash(sig)
+                    if !sig.is_empty() && !SIGNALS_CRASH.contains(&sig.as_str()) =>
+                {
+                    Some(("crash", sig, &SIGNALS_CRASH[..]))
+                }
+                SimStep::Ignore(sigs) => sigs
+                    .iter()
+                    .find(|s| !SIGNALS_IGNORE.contains(&s.as_str()))
+                    .map(|s| ("ignore", s, &SIGNALS_IGNORE[..])),
+                _ => None,
+            };
+            if let Some((step, sig, allowed)) = bad {
+                return Err(cx.at(
+                    &key,
+                    format!(
+                        "{}: {step} signal {sig:?} is not supported (allowed: {}){}",
+                        Dotted(&key),
+                        one_of(allowed),
+                        did_you_mean(sig, allowed.iter().copied())
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_chains(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
+    let agents: Vec<&str> = config.agents.keys().map(String::as_str).collect();
+    for (chain, members) in &config.chains {
+        if members.is_empty() {
+            return Err(cx.at(
+                &keys!["chains", chain],
+                format!(
+                    "[chains] {chain} is empty; list the agents to fall over through, \
+                     from [agents]: {}",
+                    one_of(&agents)
+                ),
+            ));
+        }
+        for (i, member) in members.iter().enumerate() {
+            if !config.agents.contains_key(member) {
+                return Err(cx.at(
+                    &keys!["chains", chain, i],
+                    format!(
+                        "[chains] {chain} names agent `{member}`, which is not defined in \
+                         [agents] (defined: {}){}",
+                        one_of(&agents),
+                        did_you_mean(member, agents.iter().copied())
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn resolve_phases(cx: &Cx<'_>, config: &Config) -> Result<Vec<Phase>, ConfigError> {
+    let defined: Vec<&str> = config.phases.keys().map(String::as_str).collect();
+    let listed = &config.general.workflow.phases;
+    let order: Vec<String> = if listed.is_empty() {
+        let mut order = cx.spans.keys_in_file_order(&keys!["phases"]);
+        order.retain(|p| config.phases.contains_key(p));
+        order
+    } else {
+        let mut seen = BTreeSet::new();
+        for (i, name) in listed.iter().enumerate() {
+            let key = keys!["general", "workflow", "phases", i];
+            if !config.phases.contains_key(name) {
+                return Err(cx.at(
+                    &key,
+                    format!(
+                        "[general.workflow] phases lists `{name}`, which has no [phases.{name}] \
+                         table (defined: {}){}",
+                        one_of(&defined),
+                        did_you_mean(name, defined.iter().copied())
+                    ),
+                ));
+            }
+            if !seen.insert(name) {
+                return Err(cx.at(
+                    &key,
+                    format!(
+                        "[general.workflow] phases lists `{name}` twice; to run a phase more \
+                         than once, set iterations in [phases.{name}]"
+                    ),
+                ));
+            }
+        }
+        if let Some(extra) = defined.iter().find(|p| !seen.contains(&p.to_string())) {
+            return Err(cx.at(
+                &keys!["phases", *extra],
+                format!(
+                    "phase {extra} is defined but not listed in [general.workflow] phases; \
+                     add it to the list where it should run, or remove [phases.{extra}]"
+                ),
+            ));
+        }
+        listed.clone()
+    };
+    if order.is_empty() {
+        return Err(ConfigError::File {
+            path: cx.path.to_path_buf(),
+            message: "no phases defined; add at least one [phases.NAME] table with \
+                      chain = \"NAME\" (see ralph.example.toml)"
+                .into(),
+        });
+    }
+    order
+        .iter()
+        .map(|name| resolve_phase(cx, config, name))
+        .collect()
+}
+
+fn resolve_phase(cx: &Cx<'_>, config: &Config, name: &str) -> Result<Phase, ConfigError> {
+    let Some(p) = config.phases.get(name) else {
+        return Err(cx.at(&keys!["phases"], format!("phase {name} is not defined")));
+    };
+    let chain_names: Vec<&str> = config.chains.keys().map(String::as_str).collect();
+    let Some(chain) = config.chains.get(&p.chain) else {
+        return Err(cx.at(
+            &keys!["phases", name, "chain"],
+            format!(
+                "phase {name} uses chain `{}`, which is not defined in [chains]{}",
+                p.chain,
+                did_you_mean_or_list(&p.chain, &chain_names, "defined")
+            ),
+        ));
+    };
+    if p.iterations == Some(0) {
+        return Err(cx.at(
+            &keys!["phases", name, "iterations"],
+            format!("[phases.{name}] iterations must be at least 1, not 0 (default 1)"),
+        ));
+    }
+    let done = match &p.done {
+        None => DoneSignal::Tag,
+        Some(done) => parse_done(done).map_err(|m| {
+            cx.at(
+                &keys!["phases", name, "done"],
+                format!("[phases.{name}] done: {m}"),
+            )
+        })?,
+    };
+    Ok(Phase {
+        name: name.to_owned(),
+        chain_name: p.chain.clone(),
+        chain: chain.clone(),
+        iterations: p.iterations.unwrap_or(1),
+        until_complete: p.until.is_some(),
+        done,
+        prompt: p.prompt.clone(),
+    })
+}
+
+fn parse_done(done: &str) -> Result<DoneSignal, String> {
+    match done {
+        "tag" => Ok(DoneSignal::Tag),
+        "exit0" => Ok(DoneSignal::Exit0),
+        "mcp" => Err(
+            "done = \"mcp\" needs the MCP server, which this build does not have yet; \
+                      use \"tag\""
+                .into(),
+        ),
+        _ => match done.strip_prefix("file:") {
+            Some(file) if !file.trim().is_empty() => Ok(DoneSignal::File(PathBuf::from(file))),
+            Some(_) => Err("done = \"file:\" needs a path, like \"file:PLAN.md\"".into()),
+            None => Err(format!(
+                "{done:?} is not a done signal (allowed: \"tag\" (default), \"exit0\" or \
+                 \"file:PATH\"){}",
+                did_you_mean(done, ["tag", "exit0"])
+            )),
+        },
+    }
 }

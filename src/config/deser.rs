@@ -1,0 +1,234 @@
+//! Turns a toml/serde error into a message that names the key and what is allowed.
+//!
+//! Serde's messages ("unknown field `x`, expected one of `a`, `b`", "invalid value:
+//! integer `-1`, expected u32", ...) are stable wording; they carry a span but not the
+//! key, so the key path is recovered from the span with [`Spans::path_at`].
+
+use std::path::Path;
+
+use super::ConfigError;
+use super::locate::{Dotted, KeyPath, Seg, Spans, keys};
+use super::suggest::{did_you_mean, one_of};
+
+/// Keys that are counts with a minimum of 1.
+const CAPS: [&str; 6] = [
+    "max_cycles",
+    "agent_attempts",
+    "ambiguous_attempts",
+    "tool_registry_resets",
+    "mcp_restarts",
+    "iterations",
+];
+
+/// Where the keys of the fixed tables live, for a key written in the wrong table.
+const HOMES: [(&str, &str); 24] = [
+    ("prompt", "general"),
+    ("max_cycles", "general"),
+    ("max_runtime", "general"),
+    ("max_cost_usd", "general"),
+    ("workflow", "general"),
+    ("checkpoint_enabled", "general.workflow"),
+    ("phases", "general.workflow"),
+    ("agent_attempts", "retry"),
+    ("ambiguous_attempts", "retry"),
+    ("backoff_base", "retry"),
+    ("backoff_max", "retry"),
+    ("tool_registry_resets", "retry"),
+    ("mcp_restarts", "retry"),
+    ("on_rate_limit", "retry"),
+    ("max_rate_limit_wait", "retry"),
+    ("stall", "timeouts"),
+    ("tool", "timeouts"),
+    ("attempt", "timeouts"),
+    ("grace", "timeouts"),
+    ("probe", "offline"),
+    ("interval", "offline"),
+    ("timeout", "offline"),
+    ("chain", "phases.NAME"),
+    ("kind", "agents.NAME"),
+];
+
+pub(super) fn error(path: &Path, spans: &Spans<'_>, err: &toml::de::Error) -> ConfigError {
+    let message = err.message().trim();
+    let Some(span) = err.span() else {
+        return ConfigError::File {
+            path: path.to_path_buf(),
+            message: lowercase_first(message),
+        };
+    };
+    let (line, column) = spans.line_col_of(span.start);
+    let message = if spans.parsed() {
+        let key = spans.path_at(&span);
+        explain(spans, &key, spans.text(&span), message)
+    } else {
+        format!("invalid toml: {}", lowercase_first(message))
+    };
+    ConfigError::At {
+        path: path.to_path_buf(),
+        line,
+        column,
+        message,
+    }
+}
+
+fn explain(spans: &Spans<'_>, key: &[Seg], text: &str, message: &str) -> String {
+    let last_key = key.iter().rev().find_map(|s| match s {
+        Seg::Key(k) => Some(k.as_str()),
+        Seg::Index(_) => None,
+    });
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        let (name, allowed) = split_name(rest);
+        let table = key.split_last().map_or(&[][..], |(_, t)| t);
+        let place = if table.is_empty() {
+            "at the top level".to_owned()
+        } else {
+            format!("in [{}]", Dotted(table))
+        };
+        let mut hint = did_you_mean(name, allowed.iter().copied());
+        if hint.is_empty() {
+            if let Some((_, home)) = HOMES.iter().find(|(k, _)| *k == name) {
+                hint = format!("; `{name}` belongs in [{home}]");
+            }
+        }
+        return format!(
+            "unknown key `{name}` {place} (allowed keys: {}){hint}",
+            one_of(&allowed)
+        );
+    }
+    if let Some(rest) = message.strip_prefix("unknown variant `") {
+        let (name, allowed) = split_name(rest);
+        let what = match last_key {
+            Some("kind") => "agent kind",
+            Some(k) if k == name && in_steps(key) => "script step",
+            _ => "value",
+        };
+        let shown = if what == "script step" {
+            key_path_of_table(key)
+        } else {
+            key.to_vec()
+        };
+        return format!(
+            "{}: unknown {what} `{name}` (allowed: {}){}",
+            KeyPath(&shown),
+            one_of(&allowed),
+            did_you_mean(name, allowed.iter().copied())
+        );
+    }
+    if let Some(rest) = message.strip_prefix("missing field `") {
+        let (name, _) = split_name(rest);
+        let table = if key.is_empty() {
+            "the top level".to_owned()
+        } else {
+            format!("[{}]", Dotted(key))
+        };
+        return format!(
+            "{table}: missing key `{name}`; {}",
+            missing_hint(spans, name)
+        );
+    }
+    if message.starts_with("wanted exactly 1 element")
+        || message.contains("expected newtype variant")
+    {
+        return format!("{}: {STEP_HINT}", KeyPath(key));
+    }
+    if let Some(expected) = expected_of(message) {
+        let value = shorten(text);
+        return format!(
+            "{}: `{value}` is not {}",
+            KeyPath(key),
+            allowed_hint(last_key, expected)
+        );
+    }
+    format!("{}: {}", KeyPath(key), lowercase_first(message))
+}
+
+const STEP_HINT: &str = "a script step is an inline table with exactly one key, like \
+     { say = \"hello\" }, { sleep = \"1s\" } or { done = \"finished\" }";
+
+/// Splits "x`, expected one of `a`, `b`" into the name and the backquoted names
+/// after "expected".
+fn split_name(rest: &str) -> (&str, Vec<&str>) {
+    let (name, tail) = rest.split_once('`').unwrap_or((rest, ""));
+    let allowed = match tail.split_once("expected") {
+        Some((_, list)) => list.split('`').skip(1).step_by(2).collect(),
+        None => Vec::new(),
+    };
+    (name, allowed)
+}
+
+fn in_steps(key: &[Seg]) -> bool {
+    key.iter().any(|s| *s == Seg::Key("steps".into()))
+}
+
+/// For an unknown step written as a table key, the path of the step itself.
+fn key_path_of_table(key: &[Seg]) -> Vec<Seg> {
+    key.split_last().map_or_else(Vec::new, |(_, t)| t.to_vec())
+}
+
+fn expected_of(message: &str) -> Option<&str> {
+    if message.starts_with("invalid type") || message.starts_with("invalid value") {
+        message.rsplit_once(", expected ").map(|(_, e)| e)
+    } else {
+        None
+    }
+}
+
+/// What a key allows, as a noun phrase after "is not".
+fn allowed_hint(key: Option<&str>, expected: &str) -> String {
+    match key {
+        Some(k) if CAPS.contains(&k) => return "a whole number ≥ 1".to_owned(),
+        Some("max_cost_usd") => return "a number of dollars above 0, like 40.0".to_owned(),
+        Some("exit") => return "an exit code, a whole number like 3".to_owned(),
+        _ => {}
+    }
+    let phrase = match expected {
+        "a duration" => "a duration like \"5m\", \"30s\" or \"1h 30m\"",
+        "u32" | "u64" => "a whole number ≥ 0",
+        "i32" | "i64" => "a whole number",
+        "f64" | "f32" => "a number",
+        "a boolean" => "a boolean, true or false",
+        "a string" => "a string in quotes",
+        "a sequence" => "an array like [\"a\", \"b\"]",
+        e if e.starts_with("struct") || e.contains("map") => "a table",
+        e => return format!("allowed here: expected {e}"),
+    };
+    phrase.to_owned()
+}
+
+fn missing_hint(spans: &Spans<'_>, name: &str) -> String {
+    match name {
+        "chain" => {
+            let chains = spans.keys_in_file_order(&keys!["chains"]);
+            if chains.is_empty() {
+                "every phase needs chain = \"NAME\", and NAME must be a table of agent \
+                 names under [chains], e.g. main = [\"claude\"]"
+                    .to_owned()
+            } else {
+                format!(
+                    "every phase needs chain = \"NAME\" naming one of [chains]: {}",
+                    one_of(&chains)
+                )
+            }
+        }
+        "kind" => "every agent needs kind = \"claude\", \"command\" or \"sim\"".to_owned(),
+        "steps" => "each [[agents.NAME.script]] needs steps = [ ... ]".to_owned(),
+        other => format!("add `{other} = ...`"),
+    }
+}
+
+fn shorten(text: &str) -> String {
+    let text = text.trim();
+    if text.chars().count() > 40 {
+        format!("{}…", text.chars().take(40).collect::<String>())
+    } else {
+        text.to_owned()
+    }
+}
+
+fn lowercase_first(message: &str) -> String {
+    let mut chars = message.chars();
+    match chars.next() {
+        Some(c) => c.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}

@@ -1,0 +1,617 @@
+//! Tests of the whole loader: the example file, the design sketch, every step of the
+//! scripted agent, and the message of every error.
+
+use std::path::{Path, PathBuf};
+
+use super::{AgentKind, DoneSignal, Loaded, SimStep, parse};
+
+/// A minimal valid config; tests put the key under test in front of it, so its line
+/// numbers are easy to predict.
+const BASE: &str = r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ done = "ok" }]
+[chains]
+main = ["a"]
+[phases.p]
+chain = "main"
+"#;
+
+fn load(source: &str) -> Loaded {
+    match parse(Path::new("ralph.toml"), source) {
+        Ok(loaded) => loaded,
+        Err(e) => panic!("expected a valid config, got: {e}"),
+    }
+}
+
+fn err(source: &str) -> String {
+    match parse(Path::new("ralph.toml"), source) {
+        Ok(_) => panic!("expected an error for:\n{source}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[track_caller]
+fn assert_has(message: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(message.contains(part), "{part:?} not in: {message}");
+    }
+}
+
+#[test]
+fn example_file_loads() {
+    let loaded = load(include_str!("../../ralph.example.toml"));
+    let names: Vec<&str> = loaded.phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["plan", "develop", "review"]);
+    let plan = &loaded.phases[0];
+    assert_eq!(plan.chain, ["sim"]);
+    assert_eq!(plan.done, DoneSignal::File(PathBuf::from("PLAN.md")));
+    let develop = &loaded.phases[1];
+    assert_eq!(develop.chain, ["flaky", "sim"]);
+    assert!(develop.until_complete);
+    assert_eq!(develop.iterations, 20);
+    assert_eq!(loaded.phases[2].done, DoneSignal::Tag);
+    assert_eq!(loaded.phases[2].iterations, 1);
+    assert_eq!(loaded.config.agents["claude"].kind, AgentKind::Claude);
+    assert_eq!(loaded.checksum.len(), 64);
+    assert!(
+        loaded
+            .checksum
+            .chars()
+            .all(|c| matches!(c, '0'..='9' | 'a'..='f'))
+    );
+}
+
+#[test]
+fn example_file_shows_every_step_kind() {
+    let loaded = load(include_str!("../../ralph.example.toml"));
+    let mut seen: Vec<&str> = loaded
+        .config
+        .agents
+        .values()
+        .flat_map(|a| &a.script)
+        .flat_map(|s| &s.steps)
+        .map(step_name)
+        .collect();
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen.len(), 19, "steps shown: {seen:?}");
+}
+
+fn step_name(step: &SimStep) -> &'static str {
+    match step {
+        SimStep::Say(_) => "say",
+        SimStep::Think(_) => "think",
+        SimStep::Tool(_) => "tool",
+        SimStep::Write(_) => "write",
+        SimStep::Sleep(_) => "sleep",
+        SimStep::Hang(_) => "hang",
+        SimStep::Crash(_) => "crash",
+        SimStep::Exit(_) => "exit",
+        SimStep::Error(_) => "error",
+        SimStep::Stderr(_) => "stderr",
+        SimStep::RateLimit(_) => "rate_limit",
+        SimStep::ToolText(_) => "tool_text",
+        SimStep::RepeatTool(_) => "repeat_tool",
+        SimStep::Ignore(_) => "ignore",
+        SimStep::Grandchild(_) => "grandchild",
+        SimStep::Pidfile(_) => "pidfile",
+        SimStep::Usage(_) => "usage",
+        SimStep::Done(_) => "done",
+        SimStep::Goal(_) => "goal",
+    }
+}
+
+#[test]
+fn every_sim_step_deserializes() {
+    let source = r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [
+    { say = "hi" },
+    { think = "hmm" },
+    { tool = { name = "Bash", input = { command = "cargo test" }, result = "ok", duration = "1s", hang = false } },
+    { write = { path = "PLAN.md", content = "plan" } },
+    { sleep = "1s" },
+    { hang = true },
+    { crash = "SIGABRT" },
+    { exit = 3 },
+    { error = "overloaded" },
+    { stderr = "oops" },
+    { rate_limit = "1h" },
+    { tool_text = "<tool_use>" },
+    { repeat_tool = { name = "Read", input = { file_path = "a" }, times = 4 } },
+    { ignore = ["SIGINT"] },
+    { grandchild = { pidfile = "c.pid", lives = "30s" } },
+    { pidfile = "a.pid" },
+    { usage = { input_tokens = 1, output_tokens = 2, cost_usd = 0.5 } },
+    { done = "ok" },
+    { goal = "all" },
+]
+[chains]
+main = ["a"]
+[phases.p]
+chain = "main"
+"#;
+    let loaded = load(source);
+    let steps = &loaded.config.agents["a"].script[0].steps;
+    let names: Vec<&str> = steps.iter().map(step_name).collect();
+    assert_eq!(names.len(), 19);
+    assert_eq!(steps[4], SimStep::Sleep(std::time::Duration::from_secs(1)));
+    assert_eq!(
+        steps[10],
+        SimStep::RateLimit(std::time::Duration::from_secs(3600))
+    );
+}
+
+#[test]
+fn design_sketch_loads() {
+    let source = r#"
+[general]
+prompt = "PROMPT.md"
+max_cycles = 3                  # passes through a chain before the phase fails
+max_runtime = "8h"              # humantime durations everywhere
+max_cost_usd = 40.0
+
+[general.workflow]
+checkpoint_enabled = true
+phases = ["plan", "develop", "review"]      # the order
+
+[retry]
+agent_attempts = 3              # agent-category failures per agent before fallover
+ambiguous_attempts = 5
+backoff_base = "5s"
+backoff_max = "10m"
+tool_registry_resets = 3
+mcp_restarts = 3
+on_rate_limit = "wait"          # or "fallover"
+max_rate_limit_wait = "6h"
+
+[timeouts]
+stall = "5m"                    # no event and no tool running
+tool = "30m"                    # one tool call
+attempt = "2h"
+grace = "10s"                   # between SIGINT, SIGTERM and SIGKILL
+
+[offline]
+probe = ["api.anthropic.com:443"]   # default: the configured agents' providers
+interval = "10s"
+timeout = "3s"
+
+[agents.claude]
+kind = "claude"                 # claude | codex | opencode | gemini | command | sim
+model = "opus"                  # passed on every launch and every resume
+# binary = "/opt/bin/claude"    # default: found on PATH
+
+[agents.mine]
+kind = "command"                # any program, argv only, never a shell string
+command = ["./my-agent", "--prompt", "{prompt}"]
+resume = ["./my-agent", "--resume", "{session}", "--prompt", "{prompt}"]
+output = "text"                 # or "claude-stream-json"
+
+[chains]
+main = ["claude", "mine"]
+
+[phases.plan]
+chain = "main"
+done = "file:PLAN.md"
+
+[phases.develop]
+chain = "main"
+until = "complete"
+iterations = 20
+
+[phases.review]
+chain = "main"
+prompt = "prompts/review.md"    # overrides the built-in template
+"#;
+    let loaded = load(source);
+    assert_eq!(loaded.phases.len(), 3);
+    assert_eq!(loaded.phases[1].chain, ["claude", "mine"]);
+    assert_eq!(
+        loaded.phases[2].prompt,
+        Some(PathBuf::from("prompts/review.md"))
+    );
+    assert_eq!(loaded.config.general.max_cost_usd, Some(40.0));
+}
+
+#[test]
+fn phases_default_to_file_order() {
+    let source =
+        format!("{BASE}[phases.zeta]\nchain = \"main\"\n[phases.alpha]\nchain = \"main\"\n");
+    let names: Vec<String> = load(&source).phases.into_iter().map(|p| p.name).collect();
+    assert_eq!(names, ["p", "zeta", "alpha"]);
+}
+
+#[test]
+fn defaults_apply() {
+    let loaded = load(BASE);
+    assert_eq!(loaded.config.general.max_cycles, 3);
+    assert_eq!(loaded.phases[0].done, DoneSignal::Tag);
+    assert_eq!(loaded.phases[0].iterations, 1);
+    assert!(!loaded.phases[0].until_complete);
+}
+
+#[test]
+fn checksum_is_sha256_hex() {
+    // sha256 of the empty string is well known; the config around it is not needed.
+    assert_eq!(
+        super::validate::checksum_for_tests(""),
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    );
+}
+
+#[test]
+fn unknown_key_suggests() {
+    let e = err(&format!("[general]\nmax_cyclse = 3\n{BASE}"));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:2:1:",
+            "unknown key `max_cyclse` in [general]",
+            "did you mean `max_cycles`?",
+            "`workflow`",
+        ],
+    );
+    let e = err(&format!("[general]\nworkflow.phasse = []\n{BASE}"));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:2:10:",
+            "in [general.workflow]",
+            "did you mean `phases`?",
+        ],
+    );
+    let e = err(&format!("[general]\ncheckpoint_enabled = true\n{BASE}"));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:2:1:",
+            "`checkpoint_enabled` belongs in [general.workflow]",
+        ],
+    );
+    let e = err(&format!("bogus = 1\n{BASE}"));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:1:1:",
+            "unknown key `bogus` at the top level",
+            "`general`",
+        ],
+    );
+}
+
+#[test]
+fn unknown_kind_suggests() {
+    let e = err(&BASE.replace("kind = \"sim\"", "kind = \"claud\""));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:3:8:",
+            "[agents.a] kind",
+            "unknown agent kind `claud`",
+            "did you mean `claude`?",
+            "`sim`",
+        ],
+    );
+}
+
+#[test]
+fn unknown_step_suggests() {
+    let e = err(&BASE.replace("{ done = \"ok\" }", "{ dne = \"ok\" }"));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:5:12:",
+            "unknown script step `dne`",
+            "did you mean `done`?",
+        ],
+    );
+    let e = err(&BASE.replace("{ done = \"ok\" }", "{ say = \"a\", done = \"ok\" }"));
+    assert_has(&e, &["ralph.toml:5:10:", "exactly one key"]);
+}
+
+#[test]
+fn negative_and_mistyped_caps() {
+    let e = err(&format!("[retry]\nagent_attempts = -1\n{BASE}"));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:2:18:",
+            "[retry] agent_attempts",
+            "`-1` is not a whole number ≥ 1",
+        ],
+    );
+    let e = err(&format!("[retry]\nagent_attempts = \"three\"\n{BASE}"));
+    assert_has(&e, &["ralph.toml:2:18:", "is not a whole number ≥ 1"]);
+}
+
+#[test]
+fn bad_durations() {
+    let e = err(&format!("[timeouts]\nstall = \"5 parsecs\"\n{BASE}"));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:2:9:",
+            "[timeouts] stall",
+            "is not a duration like \"5m\"",
+        ],
+    );
+    let e = err(&format!("[timeouts]\nstall = 300\n{BASE}"));
+    assert_has(&e, &["ralph.toml:2:9:", "is not a duration"]);
+    let e = err(&format!("[timeouts]\ngrace = \"0s\"\n{BASE}"));
+    assert_has(
+        &e,
+        &["ralph.toml:2:1:", "[timeouts] grace must be longer than 0"],
+    );
+    let e = err(&format!("[retry]\nbackoff_base = \"1h\"\n{BASE}"));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:2:1:",
+            "backoff_base (1h) is longer than backoff_max (10m)",
+        ],
+    );
+    let e = err(&format!("[general]\nmax_runtime = \"0s\"\n{BASE}"));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:2:1:",
+            "max_runtime must be longer than 0",
+            "no limit",
+        ],
+    );
+}
+
+#[test]
+fn zero_caps() {
+    for (table, key) in [
+        ("general", "max_cycles"),
+        ("retry", "agent_attempts"),
+        ("retry", "ambiguous_attempts"),
+        ("retry", "tool_registry_resets"),
+        ("retry", "mcp_restarts"),
+    ] {
+        let e = err(&format!("[{table}]\n{key} = 0\n{BASE}"));
+        assert_has(
+            &e,
+            &[
+                "ralph.toml:2:1:",
+                &format!("[{table}] {key} must be at least 1"),
+            ],
+        );
+    }
+    let e = err(&format!("{BASE}iterations = 0\n"));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:10:1:",
+            "[phases.p] iterations must be at least 1",
+        ],
+    );
+}
+
+#[test]
+fn bad_cost() {
+    let e = err(&format!("[general]\nmax_cost_usd = 0.0\n{BASE}"));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:2:1:",
+            "max_cost_usd must be a number of dollars above 0",
+        ],
+    );
+    let e = err(&format!("[general]\nmax_cost_usd = inf\n{BASE}"));
+    assert_has(&e, &["ralph.toml:2:1:", "not inf"]);
+}
+
+#[test]
+fn chain_errors() {
+    let e = err(&BASE.replace("chain = \"main\"", "chain = \"mian\""));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:9:1:",
+            "phase p uses chain `mian`, which is not defined in [chains]; did you mean `main`?",
+        ],
+    );
+    let e = err(&BASE.replace("main = [\"a\"]", "main = [\"a\", \"b\"]"));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:7:14:",
+            "[chains] main names agent `b`, which is not defined in [agents]",
+            "`a`",
+        ],
+    );
+    let e = err(&BASE.replace("main = [\"a\"]", "main = [\"aa\"]"));
+    assert_has(&e, &["did you mean `a`?"]);
+    let e = err(&BASE.replace("main = [\"a\"]", "main = []"));
+    assert_has(&e, &["ralph.toml:7:1:", "[chains] main is empty"]);
+}
+
+#[test]
+fn missing_chain() {
+    let e = err(&format!("{BASE}[phases.q]\niterations = 2\n"));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:10:1:",
+            "[phases.q]: missing key `chain`",
+            "one of [chains]: `main`",
+        ],
+    );
+}
+
+#[test]
+fn workflow_phase_list() {
+    let e = err(&format!(
+        "[general.workflow]\nphases = [\"p\", \"q\"]\n{BASE}"
+    ));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:2:16:",
+            "lists `q`, which has no [phases.q] table",
+        ],
+    );
+    let e = err(&format!(
+        "[general.workflow]\nphases = [\"p\", \"p\"]\n{BASE}"
+    ));
+    assert_has(&e, &["ralph.toml:2:16:", "lists `p` twice"]);
+    let e = err(&format!(
+        "[general.workflow]\nphases = [\"p\"]\n{BASE}[phases.extra]\nchain = \"main\"\n"
+    ));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:12:9:",
+            "phase extra is defined but not listed in [general.workflow] phases",
+        ],
+    );
+    let e = err("[agents.a]\nkind = \"sim\"\n[[agents.a.script]]\nsteps = []\n");
+    assert_has(&e, &["ralph.toml: no phases defined"]);
+}
+
+#[test]
+fn done_signals() {
+    let with = |done: &str| format!("{BASE}done = {done:?}\n");
+    assert_eq!(load(&with("exit0")).phases[0].done, DoneSignal::Exit0);
+    assert_eq!(load(&with("tag")).phases[0].done, DoneSignal::Tag);
+    let e = err(&with("mcp"));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:10:1:",
+            "done = \"mcp\" needs the MCP server",
+            "use \"tag\"",
+        ],
+    );
+    let e = err(&with("file:"));
+    assert_has(&e, &["ralph.toml:10:1:", "needs a path"]);
+    let e = err(&with("tga"));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:10:1:",
+            "[phases.p] done",
+            "did you mean `tag`?",
+            "\"file:PATH\"",
+        ],
+    );
+    let e = err(&format!("{BASE}until = \"forever\"\n"));
+    assert_has(&e, &["ralph.toml:10:9:", "[phases.p] until", "`complete`"]);
+}
+
+const COMMAND: &str = r#"
+[agents.a]
+kind = "command"
+command = ["./agent", "{prompt}"]
+[chains]
+main = ["a"]
+[phases.p]
+chain = "main"
+"#;
+
+#[test]
+fn per_kind_keys() {
+    load(COMMAND);
+    let e = err(&COMMAND.replace("\"./agent\", \"{prompt}\"", "\"./agent\""));
+    assert_has(
+        &e,
+        &["ralph.toml:4:1:", "[agents.a] command has no {prompt}"],
+    );
+    let e = err(&COMMAND.replace("command = [\"./agent\", \"{prompt}\"]\n", ""));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:2:9:",
+            "[agents.a] command is required for kind = \"command\"",
+        ],
+    );
+    let e = err(&format!("{COMMAND}[agents.a.env]\nX = \"1\"\n").replace(
+        "kind = \"command\"",
+        "kind = \"command\"\nresume = [\"./agent\"]",
+    ));
+    assert_has(&e, &["ralph.toml:4:1:", "[agents.a] resume", "{session}"]);
+    let e = err(&COMMAND.replace("kind = \"command\"", "kind = \"command\"\nmodel = \"x\""));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:4:1:",
+            "[agents.a] model is not allowed for kind = \"command\"",
+        ],
+    );
+    let e = err(&BASE.replace("kind = \"sim\"", "kind = \"sim\"\ncommand = [\"x\"]"));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:4:1:",
+            "[agents.a] command is not allowed for kind = \"sim\"",
+        ],
+    );
+    let e = err(&BASE.replace("kind = \"sim\"", "kind = \"claude\""));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:4:12:",
+            "[agents.a] script is not allowed for kind = \"claude\"",
+            "kind = \"sim\"",
+        ],
+    );
+    let e =
+        err("[agents.a]\nkind = \"sim\"\n[chains]\nmain = [\"a\"]\n[phases.p]\nchain = \"main\"\n");
+    assert_has(&e, &["ralph.toml:1:9:", "kind = \"sim\" needs a script"]);
+    let e = err(&BASE.replace("{ done = \"ok\" }", "{ crash = \"SIGSEV\" }"));
+    assert_has(
+        &e,
+        &[
+            "ralph.toml:5:10:",
+            "crash signal \"SIGSEV\"",
+            "did you mean `SIGSEGV`?",
+        ],
+    );
+}
+
+#[test]
+fn unsupported_kinds() {
+    for kind in ["codex", "opencode", "gemini"] {
+        let e = err(&BASE.replace("kind = \"sim\"", &format!("kind = \"{kind}\"")));
+        assert_has(
+            &e,
+            &[
+                "ralph.toml:3:1:",
+                &format!(
+                    "agent a: kind = \"{kind}\" is not supported by this build yet; supported: claude, command, sim"
+                ),
+            ],
+        );
+    }
+}
+
+#[test]
+fn missing_kind() {
+    let e = err(&BASE.replace("kind = \"sim\"\n", ""));
+    assert_has(&e, &["ralph.toml:2:1:", "[agents.a]: missing key `kind`"]);
+}
+
+#[test]
+fn syntax_error() {
+    let e = err("[general\n");
+    assert_has(&e, &["ralph.toml:1:", "invalid toml"]);
+}
+
+#[test]
+fn bad_names_and_probes() {
+    let e = err(&BASE
+        .replace("agents.a", "agents.\"a b\"")
+        .replace("[\"a\"]", "[\"a b\"]"));
+    assert_has(
+        &e,
+        &["ralph.toml:2:9:", "[agents] name \"a b\" is not allowed"],
+    );
+    let e = err(&format!("[offline]\nprobe = [\"example.com\"]\n{BASE}"));
+    assert_has(&e, &["ralph.toml:2:10:", "is not host:port"]);
+}
