@@ -16,8 +16,12 @@ fn main() {
             exit::DONE
         }
         Some(Command::Demo { keep }) => report(commands::demo::main(keep)),
-        Some(Command::Init { force }) => dir(&Place { dir: None }).map_or_else(fail, |d| report(commands::init::main(&d, force))),
-        Some(Command::Status { json, place }) => dir(&place).map_or_else(fail, |d| report(commands::status::main(&d, json))),
+        Some(Command::Init { force }) => {
+            dir(&Place { dir: None }).map_or_else(fail, |d| report(commands::init::main(&d, force)))
+        }
+        Some(Command::Status { json, place }) => {
+            dir(&place).map_or_else(fail, |d| report(commands::status::main(&d, json)))
+        }
         Some(Command::Run(args)) => run_command(args),
         None => run_command(cli.run),
     };
@@ -57,8 +61,12 @@ fn run_command(args: RunArgs) -> i32 {
 
 fn dir(place: &Place) -> Result<std::path::PathBuf, ralph::error::RalphError> {
     match &place.dir {
-        Some(d) => std::fs::canonicalize(d).map_err(|e| ralph::error::RalphError::io(format!("cannot use {}", d.display()), e)),
-        None => std::env::current_dir().map_err(|e| ralph::error::RalphError::io("cannot read the current directory", e)),
+        Some(d) => {
+            std::fs::canonicalize(d).map_err(|e| ralph::error::RalphError::io(format!("cannot use {}", d.display()), e))
+        }
+        None => {
+            std::env::current_dir().map_err(|e| ralph::error::RalphError::io("cannot read the current directory", e))
+        }
     }
 }
 

@@ -73,9 +73,7 @@ impl LineParser for ClaudeStreamParser {
 }
 
 fn unknown(kind: &str) -> AgentEvent {
-    AgentEvent::Unknown {
-        kind: kind.to_owned(),
-    }
+    AgentEvent::Unknown { kind: kind.to_owned() }
 }
 
 fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
@@ -94,11 +92,7 @@ fn bool_field(v: &Value, key: &str) -> bool {
 /// timestamps and status codes).
 fn u64_field(v: &Value, key: &str) -> Option<u64> {
     match v.get(key)? {
-        Value::Number(n) => n.as_u64().or_else(|| {
-            n.as_f64()
-                .filter(|f| f.is_finite() && *f >= 0.0)
-                .map(|f| f as u64)
-        }),
+        Value::Number(n) => n.as_u64().or_else(|| n.as_f64().filter(|f| f.is_finite() && *f >= 0.0).map(|f| f as u64)),
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
     }
@@ -107,9 +101,7 @@ fn u64_field(v: &Value, key: &str) -> Option<u64> {
 fn i64_field(v: &Value, key: &str) -> Option<i64> {
     match v.get(key)? {
         Value::Number(n) => n.as_i64().or_else(|| {
-            n.as_f64()
-                .filter(|f| f.is_finite() && *f >= i64::MIN as f64 && *f <= i64::MAX as f64)
-                .map(|f| f as i64)
+            n.as_f64().filter(|f| f.is_finite() && *f >= i64::MIN as f64 && *f <= i64::MAX as f64).map(|f| f as i64)
         }),
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
@@ -132,9 +124,7 @@ fn parse_system(obj: &Value, out: &mut Vec<AgentEvent>) {
             }
         }
         "api_retry" => out.push(AgentEvent::ApiRetry {
-            attempt: u64_field(obj, "attempt")
-                .and_then(|n| u32::try_from(n).ok())
-                .unwrap_or(0),
+            attempt: u64_field(obj, "attempt").and_then(|n| u32::try_from(n).ok()).unwrap_or(0),
             error: string_or_empty(obj, "error"),
             status: u16_field(obj, "error_status"),
         }),
@@ -154,16 +144,10 @@ fn content_blocks(obj: &Value) -> Vec<Value> {
 fn parse_assistant(obj: &Value, out: &mut Vec<AgentEvent>) {
     for block in content_blocks(obj) {
         match str_field(&block, "type").unwrap_or("") {
-            "text" => out.push(AgentEvent::Text {
-                text: string_or_empty(&block, "text"),
-            }),
-            "thinking" => out.push(AgentEvent::Thinking {
-                text: string_or_empty(&block, "thinking"),
-            }),
+            "text" => out.push(AgentEvent::Text { text: string_or_empty(&block, "text") }),
+            "thinking" => out.push(AgentEvent::Thinking { text: string_or_empty(&block, "thinking") }),
             // Encrypted reasoning: nothing to show, but it is still model output.
-            "redacted_thinking" => out.push(AgentEvent::Thinking {
-                text: String::new(),
-            }),
+            "redacted_thinking" => out.push(AgentEvent::Thinking { text: String::new() }),
             "tool_use" | "server_tool_use" => out.push(AgentEvent::ToolStarted {
                 id: string_or_empty(&block, "id"),
                 name: string_or_empty(&block, "name"),
@@ -175,9 +159,7 @@ fn parse_assistant(obj: &Value, out: &mut Vec<AgentEvent>) {
     // Synthetic assistant messages (e.g. an authentication failure) carry an error
     // code next to the message; surface it so the classifier need not guess from text.
     if let Some(err) = str_field(obj, "error").filter(|s| !s.is_empty()) {
-        out.push(AgentEvent::Error {
-            message: err.to_owned(),
-        });
+        out.push(AgentEvent::Error { message: err.to_owned() });
     }
 }
 
@@ -265,10 +247,7 @@ mod tests {
     #[test]
     fn init_emits_session() {
         let line = r#"{"type":"system","subtype":"init","cwd":"/tmp/ws","session_id":"4f0b1c2e-9a3d-4c5e-8f61-2b7a9d0e1f23","tools":["Task","Bash","Glob","Grep","Read","Edit","Write"],"mcp_servers":[],"model":"claude-sonnet-4-5","permissionMode":"acceptEdits","slash_commands":["compact"],"apiKeySource":"ANTHROPIC_API_KEY","claude_code_version":"2.1.197","output_style":"default","agents":[],"skills":[],"plugins":[],"uuid":"0c1d2e3f-aaaa-bbbb-cccc-000000000001"}"#;
-        assert_eq!(
-            parse_all(&[line]),
-            vec![AgentEvent::Session { id: SID.into() }]
-        );
+        assert_eq!(parse_all(&[line]), vec![AgentEvent::Session { id: SID.into() }]);
     }
 
     #[test]
@@ -294,10 +273,7 @@ mod tests {
     fn repeated_init_still_yields_session() {
         let init = format!(r#"{{"type":"system","subtype":"init","session_id":"{SID}"}}"#);
         // The second init carries the same id: it still marks an attempt start.
-        assert_eq!(
-            parse_all(&[&init, &init]),
-            vec![AgentEvent::Session { id: SID.into() }; 2]
-        );
+        assert_eq!(parse_all(&[&init, &init]), vec![AgentEvent::Session { id: SID.into() }; 2]);
     }
 
     #[test]
@@ -311,12 +287,8 @@ mod tests {
             parse_all(&lines),
             vec![
                 AgentEvent::Session { id: "s1".into() },
-                AgentEvent::Thinking {
-                    text: "Let me look.".into()
-                },
-                AgentEvent::Text {
-                    text: "I'll write the plan.".into()
-                },
+                AgentEvent::Thinking { text: "Let me look.".into() },
+                AgentEvent::Text { text: "I'll write the plan.".into() },
                 AgentEvent::ToolStarted {
                     id: "toolu_01XYZ".into(),
                     name: "Write".into(),
@@ -342,34 +314,20 @@ mod tests {
                     is_error: false,
                     output: "File created successfully at: /tmp/ws/PLAN.md".into(),
                 },
-                AgentEvent::ToolFinished {
-                    id: "toolu_02".into(),
-                    is_error: true,
-                    output: "line one\nline two".into(),
-                },
-                AgentEvent::ToolFinished {
-                    id: "toolu_03".into(),
-                    is_error: false,
-                    output: "".into()
-                },
+                AgentEvent::ToolFinished { id: "toolu_02".into(), is_error: true, output: "line one\nline two".into() },
+                AgentEvent::ToolFinished { id: "toolu_03".into(), is_error: false, output: "".into() },
             ]
         );
     }
 
     #[test]
     fn plain_user_message_is_unknown() {
-        let line =
-            r#"{"type":"user","message":{"role":"user","content":"hello"},"session_id":"s1"}"#;
+        let line = r#"{"type":"user","message":{"role":"user","content":"hello"},"session_id":"s1"}"#;
         let ev = parse_all(&[line]);
         assert_eq!(ev, vec![AgentEvent::Session { id: "s1".into() }]);
         let mut p = ClaudeStreamParser::new();
         p.parse_line(line);
-        assert_eq!(
-            p.parse_line(line),
-            vec![AgentEvent::Unknown {
-                kind: "user".into()
-            }]
-        );
+        assert_eq!(p.parse_line(line), vec![AgentEvent::Unknown { kind: "user".into() }]);
     }
 
     #[test]
@@ -380,16 +338,8 @@ mod tests {
             parse_all(&[line, null_status]),
             vec![
                 AgentEvent::Session { id: "s1".into() },
-                AgentEvent::ApiRetry {
-                    attempt: 2,
-                    error: "overloaded".into(),
-                    status: Some(529)
-                },
-                AgentEvent::ApiRetry {
-                    attempt: 1,
-                    error: "unknown".into(),
-                    status: None
-                },
+                AgentEvent::ApiRetry { attempt: 2, error: "overloaded".into(), status: Some(529) },
+                AgentEvent::ApiRetry { attempt: 1, error: "unknown".into(), status: None },
             ]
         );
     }
@@ -409,11 +359,7 @@ mod tests {
         let bare = r#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed"}}"#;
         assert_eq!(
             parse_all(&[bare]),
-            vec![AgentEvent::RateLimit {
-                status: "allowed".into(),
-                resets_at: None,
-                limit_type: None
-            }]
+            vec![AgentEvent::RateLimit { status: "allowed".into(), resets_at: None, limit_type: None }]
         );
     }
 
@@ -424,11 +370,7 @@ mod tests {
             parse_all(&[line]),
             vec![
                 AgentEvent::Session { id: "s1".into() },
-                AgentEvent::Usage {
-                    input_tokens: 1200,
-                    output_tokens: 340,
-                    cost_usd: Some(0.0421)
-                },
+                AgentEvent::Usage { input_tokens: 1200, output_tokens: 340, cost_usd: Some(0.0421) },
                 AgentEvent::Result {
                     text: "All done. <promise>DONE</promise>".into(),
                     is_error: false,
@@ -457,9 +399,7 @@ mod tests {
         assert_eq!(
             parse_all(&[during]),
             vec![
-                AgentEvent::Error {
-                    message: "boom".into()
-                },
+                AgentEvent::Error { message: "boom".into() },
                 AgentEvent::Result {
                     text: "".into(),
                     is_error: true,
@@ -474,12 +414,7 @@ mod tests {
     fn synthetic_assistant_error() {
         let line = r#"{"type":"assistant","message":{"model":"<synthetic>","content":[{"type":"text","text":"Invalid API key · Fix external API key"}]},"error":"authentication_failed","session_id":"s1"}"#;
         let ev = parse_all(&[line]);
-        assert_eq!(
-            ev[2],
-            AgentEvent::Error {
-                message: "authentication_failed".into()
-            }
-        );
+        assert_eq!(ev[2], AgentEvent::Error { message: "authentication_failed".into() });
     }
 
     #[test]
@@ -494,21 +429,11 @@ mod tests {
                 "   ",
             ]),
             vec![
-                AgentEvent::Unknown {
-                    kind: "non-json".into()
-                },
-                AgentEvent::Unknown {
-                    kind: "non-json".into()
-                },
-                AgentEvent::Unknown {
-                    kind: "stream_event".into()
-                },
-                AgentEvent::Unknown {
-                    kind: "system/compact_boundary".into()
-                },
-                AgentEvent::Unknown {
-                    kind: "untyped".into()
-                },
+                AgentEvent::Unknown { kind: "non-json".into() },
+                AgentEvent::Unknown { kind: "non-json".into() },
+                AgentEvent::Unknown { kind: "stream_event".into() },
+                AgentEvent::Unknown { kind: "system/compact_boundary".into() },
+                AgentEvent::Unknown { kind: "untyped".into() },
             ]
         );
     }
@@ -524,15 +449,7 @@ mod tests {
             json!({}),
             json!({"nested": {"deep": [null]}}),
         ];
-        let types = [
-            "system",
-            "assistant",
-            "user",
-            "rate_limit_event",
-            "result",
-            "stream_event",
-            "",
-        ];
+        let types = ["system", "assistant", "user", "rate_limit_event", "result", "stream_event", ""];
         let keys = [
             "subtype",
             "message",
@@ -571,15 +488,7 @@ mod tests {
         for i in 0..full.len() {
             p.parse_line(&full[..i]);
         }
-        for junk in [
-            "{",
-            "}",
-            "[]",
-            "\u{fffd}\u{0}",
-            "{\"type\":",
-            "{\"type\":null}",
-            "nul",
-        ] {
+        for junk in ["{", "}", "[]", "\u{fffd}\u{0}", "{\"type\":", "{\"type\":null}", "nul"] {
             p.parse_line(junk);
         }
         let mut seed: u32 = 12345;

@@ -18,16 +18,22 @@ const CONFIG: &str = include_str!("demo.toml");
 const GOAL: &str = "Build a command-line calculator that evaluates + - * / with precedence.\n";
 
 pub fn main(keep: bool) -> Result<i32, RalphError> {
-    let tmp = tempfile::Builder::new().prefix("ralph-demo-").tempdir().map_err(|e| RalphError::io("cannot create the demo directory", e))?;
+    let tmp = tempfile::Builder::new()
+        .prefix("ralph-demo-")
+        .tempdir()
+        .map_err(|e| RalphError::io("cannot create the demo directory", e))?;
     let dir = tmp.path().to_path_buf();
-    let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).map_err(|e| RalphError::io(format!("cannot write {name}"), e));
+    let write = |name: &str, text: &str| {
+        std::fs::write(dir.join(name), text).map_err(|e| RalphError::io(format!("cannot write {name}"), e))
+    };
     write("ralph.toml", CONFIG)?;
     write("PROMPT.md", GOAL)?;
     let exe = std::env::current_exe().map_err(|e| RalphError::io("cannot find ralph's own executable", e))?;
     say(&format!("demo directory: {}", dir.display()));
     say("1/2  `ralph`: plan, then develop; the first agent crashes and falls over; Ctrl+C during a long build");
 
-    let mut child = Command::new(&exe).current_dir(&dir).spawn().map_err(|e| RalphError::io("cannot start ralph", e))?;
+    let mut child =
+        Command::new(&exe).current_dir(&dir).spawn().map_err(|e| RalphError::io("cannot start ralph", e))?;
     let marker = dir.join(".demo/step2-started");
     let deadline = Instant::now() + Duration::from_secs(60);
     // The demo is the user here: it waits to see the long build start, then presses
@@ -51,14 +57,22 @@ pub fn main(keep: bool) -> Result<i32, RalphError> {
     say(&format!("demo: ralph exited with {} (130 = paused by the user)", code(first)));
 
     say("2/2  `ralph --resume`: continues the paused session and finishes");
-    let second = Command::new(&exe).arg("--resume").current_dir(&dir).status().map_err(|e| RalphError::io("cannot start ralph", e))?;
+    let second = Command::new(&exe)
+        .arg("--resume")
+        .current_dir(&dir)
+        .status()
+        .map_err(|e| RalphError::io("cannot start ralph", e))?;
     say(&format!("demo: ralph exited with {}", code(second)));
     show_files(&dir);
     if keep {
         let kept = tmp.keep();
         say(&format!("kept {}", kept.display()));
     }
-    Ok(if second.success() && code(first) == crate::exit::INTERRUPTED { crate::exit::DONE } else { crate::exit::FAILED })
+    Ok(if second.success() && code(first) == crate::exit::INTERRUPTED {
+        crate::exit::DONE
+    } else {
+        crate::exit::FAILED
+    })
 }
 
 fn show_files(dir: &Path) {

@@ -7,7 +7,8 @@ use std::path::Path;
 use crate::error::RalphError;
 
 /// The CLIs ralph can drive, as (kind, binary).
-const KNOWN: [(&str, &str); 4] = [("claude", "claude"), ("codex", "codex"), ("opencode", "opencode"), ("gemini", "gemini")];
+const KNOWN: [(&str, &str); 4] =
+    [("claude", "claude"), ("codex", "codex"), ("opencode", "opencode"), ("gemini", "gemini")];
 /// Kinds this build can run.
 const SUPPORTED: [&str; 1] = ["claude"];
 
@@ -23,13 +24,17 @@ pub fn main(dir: &Path, force: bool) -> Result<i32, RalphError> {
     }
     let found: Vec<&str> = KNOWN.iter().filter(|(_, bin)| which::which(bin).is_ok()).map(|(kind, _)| *kind).collect();
     let text = starter(&found);
-    std::fs::write(&config_path, text).map_err(|e| RalphError::io(format!("cannot write {}", config_path.display()), e))?;
+    std::fs::write(&config_path, text)
+        .map_err(|e| RalphError::io(format!("cannot write {}", config_path.display()), e))?;
     if !prompt_path.exists() || force {
-        std::fs::write(&prompt_path, PROMPT).map_err(|e| RalphError::io(format!("cannot write {}", prompt_path.display()), e))?;
+        std::fs::write(&prompt_path, PROMPT)
+            .map_err(|e| RalphError::io(format!("cannot write {}", prompt_path.display()), e))?;
     }
     println!("wrote {} and {}", config_path.display(), prompt_path.display());
     if found.is_empty() {
-        println!("no agent CLI found on PATH (claude, codex, opencode, gemini): the chain uses the built-in scripted agent");
+        println!(
+            "no agent CLI found on PATH (claude, codex, opencode, gemini): the chain uses the built-in scripted agent"
+        );
     } else {
         println!("agents found on PATH: {}", found.join(", "));
     }

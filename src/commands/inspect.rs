@@ -40,7 +40,13 @@ pub fn describe(cp: &Checkpoint) -> String {
     let mut s = String::new();
     let p = &cp.progress;
     let pos = &p.position;
-    let _ = writeln!(s, "run {} — {}{}", cp.run_id, cp.status.as_str(), if cp.clean_stop { "" } else { " (no clean stop)" });
+    let _ = writeln!(
+        s,
+        "run {} — {}{}",
+        cp.run_id,
+        cp.status.as_str(),
+        if cp.clean_stop { "" } else { " (no clean stop)" }
+    );
     let _ = writeln!(s, "  started {}, last written {}", cp.started_at, cp.updated_at);
     let _ = writeln!(
         s,
@@ -53,7 +59,13 @@ pub fn describe(cp: &Checkpoint) -> String {
         pos.cycle
     );
     if let Some(f) = &cp.in_flight {
-        let _ = writeln!(s, "  in flight: attempt {} of agent {} (session {})", f.attempt, f.agent, f.session.as_deref().unwrap_or("not yet known"));
+        let _ = writeln!(
+            s,
+            "  in flight: attempt {} of agent {} (session {})",
+            f.attempt,
+            f.agent,
+            f.session.as_deref().unwrap_or("not yet known")
+        );
     }
     match (&p.resume_session, &cp.in_flight) {
         (Some(session), _) => {
@@ -77,7 +89,15 @@ pub fn describe(cp: &Checkpoint) -> String {
         let _ = writeln!(s, "  failures: {}", list.join(", "));
     }
     if let Some(e) = &cp.last_error {
-        let _ = writeln!(s, "  last error: {} ({}, {}) from {} at {}", e.classification.reason, e.classification.category.as_str(), e.classification.rule, e.agent, e.at);
+        let _ = writeln!(
+            s,
+            "  last error: {} ({}, {}) from {} at {}",
+            e.classification.reason,
+            e.classification.category.as_str(),
+            e.classification.rule,
+            e.agent,
+            e.at
+        );
     }
     if let Some(reason) = &cp.stop_reason {
         let _ = writeln!(s, "  stopped because: {reason}");
@@ -86,8 +106,16 @@ pub fn describe(cp: &Checkpoint) -> String {
         let _ = writeln!(s, "  stopped by: {}", cause.signal_name());
     }
     if cp.usage.cost_usd > 0.0 || cp.usage.input_tokens > 0 {
-        let _ = writeln!(s, "  usage: ${:.4}, {} input / {} output tokens", cp.usage.cost_usd, cp.usage.input_tokens, cp.usage.output_tokens);
+        let _ = writeln!(
+            s,
+            "  usage: ${:.4}, {} input / {} output tokens",
+            cp.usage.cost_usd, cp.usage.input_tokens, cp.usage.output_tokens
+        );
     }
-    let _ = writeln!(s, "  active time: {}", humantime::format_duration(std::time::Duration::from_secs(cp.elapsed_secs as u64)));
+    let _ = writeln!(
+        s,
+        "  active time: {}",
+        humantime::format_duration(std::time::Duration::from_secs(cp.elapsed_secs as u64))
+    );
     s
 }

@@ -11,14 +11,8 @@ use super::locate::{Dotted, KeyPath, Seg, Spans, keys};
 use super::suggest::{did_you_mean, one_of};
 
 /// Keys that are counts with a minimum of 1.
-const CAPS: [&str; 6] = [
-    "max_cycles",
-    "agent_attempts",
-    "ambiguous_attempts",
-    "tool_registry_resets",
-    "mcp_restarts",
-    "iterations",
-];
+const CAPS: [&str; 6] =
+    ["max_cycles", "agent_attempts", "ambiguous_attempts", "tool_registry_resets", "mcp_restarts", "iterations"];
 
 /// Where the keys of the fixed tables live, for a key written in the wrong table.
 const HOMES: [(&str, &str); 24] = [
@@ -51,10 +45,7 @@ const HOMES: [(&str, &str); 24] = [
 pub(super) fn error(path: &Path, spans: &Spans<'_>, err: &toml::de::Error) -> ConfigError {
     let message = err.message().trim();
     let Some(span) = err.span() else {
-        return ConfigError::File {
-            path: path.to_path_buf(),
-            message: lowercase_first(message),
-        };
+        return ConfigError::File { path: path.to_path_buf(), message: lowercase_first(message) };
     };
     let (line, column) = spans.line_col_of(span.start);
     let message = if spans.parsed() {
@@ -63,12 +54,7 @@ pub(super) fn error(path: &Path, spans: &Spans<'_>, err: &toml::de::Error) -> Co
     } else {
         format!("invalid toml: {}", lowercase_first(message))
     };
-    ConfigError::At {
-        path: path.to_path_buf(),
-        line,
-        column,
-        message,
-    }
+    ConfigError::At { path: path.to_path_buf(), line, column, message }
 }
 
 fn explain(spans: &Spans<'_>, key: &[Seg], text: &str, message: &str) -> String {
@@ -79,21 +65,14 @@ fn explain(spans: &Spans<'_>, key: &[Seg], text: &str, message: &str) -> String 
     if let Some(rest) = message.strip_prefix("unknown field `") {
         let (name, allowed) = split_name(rest);
         let table = key.split_last().map_or(&[][..], |(_, t)| t);
-        let place = if table.is_empty() {
-            "at the top level".to_owned()
-        } else {
-            format!("in [{}]", Dotted(table))
-        };
+        let place = if table.is_empty() { "at the top level".to_owned() } else { format!("in [{}]", Dotted(table)) };
         let mut hint = did_you_mean(name, allowed.iter().copied());
         if hint.is_empty() {
             if let Some((_, home)) = HOMES.iter().find(|(k, _)| *k == name) {
                 hint = format!("; `{name}` belongs in [{home}]");
             }
         }
-        return format!(
-            "unknown key `{name}` {place} (allowed keys: {}){hint}",
-            one_of(&allowed)
-        );
+        return format!("unknown key `{name}` {place} (allowed keys: {}){hint}", one_of(&allowed));
     }
     if let Some(rest) = message.strip_prefix("unknown variant `") {
         let (name, allowed) = split_name(rest);
@@ -102,11 +81,7 @@ fn explain(spans: &Spans<'_>, key: &[Seg], text: &str, message: &str) -> String 
             Some(k) if k == name && in_steps(key) => "script step",
             _ => "value",
         };
-        let shown = if what == "script step" {
-            key_path_of_table(key)
-        } else {
-            key.to_vec()
-        };
+        let shown = if what == "script step" { key_path_of_table(key) } else { key.to_vec() };
         return format!(
             "{}: unknown {what} `{name}` (allowed: {}){}",
             KeyPath(&shown),
@@ -116,28 +91,15 @@ fn explain(spans: &Spans<'_>, key: &[Seg], text: &str, message: &str) -> String 
     }
     if let Some(rest) = message.strip_prefix("missing field `") {
         let (name, _) = split_name(rest);
-        let table = if key.is_empty() {
-            "the top level".to_owned()
-        } else {
-            format!("[{}]", Dotted(key))
-        };
-        return format!(
-            "{table}: missing key `{name}`; {}",
-            missing_hint(spans, name)
-        );
+        let table = if key.is_empty() { "the top level".to_owned() } else { format!("[{}]", Dotted(key)) };
+        return format!("{table}: missing key `{name}`; {}", missing_hint(spans, name));
     }
-    if message.starts_with("wanted exactly 1 element")
-        || message.contains("expected newtype variant")
-    {
+    if message.starts_with("wanted exactly 1 element") || message.contains("expected newtype variant") {
         return format!("{}: {STEP_HINT}", KeyPath(key));
     }
     if let Some(expected) = expected_of(message) {
         let value = shorten(text);
-        return format!(
-            "{}: `{value}` is not {}",
-            KeyPath(key),
-            allowed_hint(last_key, expected)
-        );
+        return format!("{}: `{value}` is not {}", KeyPath(key), allowed_hint(last_key, expected));
     }
     format!("{}: {}", KeyPath(key), lowercase_first(message))
 }
@@ -204,10 +166,7 @@ fn missing_hint(spans: &Spans<'_>, name: &str) -> String {
                  names under [chains], e.g. main = [\"claude\"]"
                     .to_owned()
             } else {
-                format!(
-                    "every phase needs chain = \"NAME\" naming one of [chains]: {}",
-                    one_of(&chains)
-                )
+                format!("every phase needs chain = \"NAME\" naming one of [chains]: {}", one_of(&chains))
             }
         }
         "kind" => "every agent needs kind = \"claude\", \"command\" or \"sim\"".to_owned(),

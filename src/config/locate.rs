@@ -49,11 +49,7 @@ impl fmt::Display for KeyPath<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The key is the last `Key` segment with any indices after it; everything
         // before it is the table, shown as its header.
-        let split = self
-            .0
-            .iter()
-            .rposition(|s| matches!(s, Seg::Key(_)))
-            .unwrap_or(0);
+        let split = self.0.iter().rposition(|s| matches!(s, Seg::Key(_))).unwrap_or(0);
         let (table, key) = self.0.split_at(split);
         if !table.is_empty() {
             write!(f, "[{}]", Dotted(table))?;
@@ -90,10 +86,7 @@ impl fmt::Display for Dotted<'_> {
 }
 
 fn is_bare(key: &str) -> bool {
-    !key.is_empty()
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 /// The spans of a parsed document; empty when the source does not parse (then the
@@ -173,9 +166,7 @@ impl<'i> Spans<'i> {
         };
         let mut best = Best::default();
         walk_table(root, span, &mut Vec::new(), &mut best);
-        best.exact
-            .or(best.containing.map(|(_, p)| p))
-            .unwrap_or_default()
+        best.exact.or(best.containing.map(|(_, p)| p)).unwrap_or_default()
     }
 
     /// The keys of the table at `path` in the order they first appear in the file.
@@ -194,10 +185,8 @@ impl<'i> Spans<'i> {
                 None => return Vec::new(),
             }
         }
-        let mut keys: Vec<(usize, String)> = table
-            .iter()
-            .map(|(k, _)| (k.span().start, k.get_ref().to_string()))
-            .collect();
+        let mut keys: Vec<(usize, String)> =
+            table.iter().map(|(k, _)| (k.span().start, k.get_ref().to_string())).collect();
         keys.sort();
         keys.into_iter().map(|(_, k)| k).collect()
     }
@@ -280,15 +269,9 @@ mod tests {
         let s = Spans::new(SRC);
         assert_eq!(s.line_col(&keys!["top"]), (1, 1));
         assert_eq!(s.line_col(&keys!["general", "workflow", "phases"]), (3, 10));
-        assert_eq!(
-            s.line_col(&keys!["general", "workflow", "phases", 1]),
-            (3, 25)
-        );
+        assert_eq!(s.line_col(&keys!["general", "workflow", "phases", 1]), (3, 25));
         assert_eq!(s.line_col(&keys!["agents", "é", "kind"]), (6, 1));
-        assert_eq!(
-            s.line_col(&keys!["agents", "é", "script", 0, "steps", 0]),
-            (8, 10)
-        );
+        assert_eq!(s.line_col(&keys!["agents", "é", "script", 0, "steps", 0]), (8, 10));
         assert_eq!(s.line_col(&keys!["phases", "z", "chain"]), (10, 3));
         assert_eq!(s.line_col(&keys!["phases", "b", "chain"]), (12, 1));
         // Missing key: its table's header.
@@ -299,10 +282,7 @@ mod tests {
     fn recovers_paths_from_spans() {
         let s = Spans::new(SRC);
         let at = |p: &[Seg]| s.path_at(&s.span(p).unwrap_or_default());
-        assert_eq!(
-            at(&keys!["agents", "é", "kind"]),
-            keys!["agents", "é", "kind"]
-        );
+        assert_eq!(at(&keys!["agents", "é", "kind"]), keys!["agents", "é", "kind"]);
         assert_eq!(at(&keys!["phases", "b"]), keys!["phases", "b"]);
         let step = keys!["agents", "é", "script", 0, "steps", 0];
         assert_eq!(at(&step), step);
@@ -316,18 +296,9 @@ mod tests {
 
     #[test]
     fn shows_paths_like_headers() {
-        assert_eq!(
-            KeyPath(&keys!["agents", "mine", "command"]).to_string(),
-            "[agents.mine] command"
-        );
-        assert_eq!(
-            KeyPath(&keys!["chains", "main", 1]).to_string(),
-            "[chains] main[1]"
-        );
+        assert_eq!(KeyPath(&keys!["agents", "mine", "command"]).to_string(), "[agents.mine] command");
+        assert_eq!(KeyPath(&keys!["chains", "main", 1]).to_string(), "[chains] main[1]");
         assert_eq!(KeyPath(&keys!["bogus"]).to_string(), "bogus");
-        assert_eq!(
-            KeyPath(&keys!["agents", "a b"]).to_string(),
-            "[agents] \"a b\""
-        );
+        assert_eq!(KeyPath(&keys!["agents", "a b"]).to_string(), "[agents] \"a b\"");
     }
 }

@@ -8,12 +8,7 @@ where
     let word_lower = word.to_lowercase();
     candidates
         .into_iter()
-        .map(|c| {
-            (
-                strsim::damerau_levenshtein(&word_lower, &c.to_lowercase()),
-                c,
-            )
-        })
+        .map(|c| (strsim::damerau_levenshtein(&word_lower, &c.to_lowercase()), c))
         // One edit per three characters catches typos and transpositions without
         // suggesting unrelated short names.
         .filter(|(d, c)| *d <= (c.chars().count() / 3).max(1))
@@ -58,10 +53,7 @@ mod tests {
     fn suggests_close_names_only() {
         assert_eq!(closest("mian", ["main", "backup"]), Some("main"));
         assert_eq!(closest("claud", ["claude", "codex"]), Some("claude"));
-        assert_eq!(
-            closest("max_cyclse", ["max_cycles", "prompt"]),
-            Some("max_cycles")
-        );
+        assert_eq!(closest("max_cyclse", ["max_cycles", "prompt"]), Some("max_cycles"));
         assert_eq!(closest("zzz", ["main", "backup"]), None);
         assert_eq!(did_you_mean("main", ["main"]), "");
     }

@@ -55,25 +55,14 @@ fn example_file_loads() {
     assert_eq!(loaded.phases[2].iterations, 1);
     assert_eq!(loaded.config.agents["claude"].kind, AgentKind::Claude);
     assert_eq!(loaded.checksum.len(), 64);
-    assert!(
-        loaded
-            .checksum
-            .chars()
-            .all(|c| matches!(c, '0'..='9' | 'a'..='f'))
-    );
+    assert!(loaded.checksum.chars().all(|c| matches!(c, '0'..='9' | 'a'..='f')));
 }
 
 #[test]
 fn example_file_shows_every_step_kind() {
     let loaded = load(include_str!("../../ralph.example.toml"));
-    let mut seen: Vec<&str> = loaded
-        .config
-        .agents
-        .values()
-        .flat_map(|a| &a.script)
-        .flat_map(|s| &s.steps)
-        .map(step_name)
-        .collect();
+    let mut seen: Vec<&str> =
+        loaded.config.agents.values().flat_map(|a| &a.script).flat_map(|s| &s.steps).map(step_name).collect();
     seen.sort_unstable();
     seen.dedup();
     assert_eq!(seen.len(), 19, "steps shown: {seen:?}");
@@ -140,10 +129,7 @@ chain = "main"
     let names: Vec<&str> = steps.iter().map(step_name).collect();
     assert_eq!(names.len(), 19);
     assert_eq!(steps[4], SimStep::Sleep(std::time::Duration::from_secs(1)));
-    assert_eq!(
-        steps[10],
-        SimStep::RateLimit(std::time::Duration::from_secs(3600))
-    );
+    assert_eq!(steps[10], SimStep::RateLimit(std::time::Duration::from_secs(3600)));
 }
 
 #[test]
@@ -210,17 +196,13 @@ prompt = "prompts/review.md"    # overrides the built-in template
     let loaded = load(source);
     assert_eq!(loaded.phases.len(), 3);
     assert_eq!(loaded.phases[1].chain, ["claude", "mine"]);
-    assert_eq!(
-        loaded.phases[2].prompt,
-        Some(PathBuf::from("prompts/review.md"))
-    );
+    assert_eq!(loaded.phases[2].prompt, Some(PathBuf::from("prompts/review.md")));
     assert_eq!(loaded.config.general.max_cost_usd, Some(40.0));
 }
 
 #[test]
 fn phases_default_to_file_order() {
-    let source =
-        format!("{BASE}[phases.zeta]\nchain = \"main\"\n[phases.alpha]\nchain = \"main\"\n");
+    let source = format!("{BASE}[phases.zeta]\nchain = \"main\"\n[phases.alpha]\nchain = \"main\"\n");
     let names: Vec<String> = load(&source).phases.into_iter().map(|p| p.name).collect();
     assert_eq!(names, ["p", "zeta", "alpha"]);
 }
@@ -248,39 +230,14 @@ fn unknown_key_suggests() {
     let e = err(&format!("[general]\nmax_cyclse = 3\n{BASE}"));
     assert_has(
         &e,
-        &[
-            "ralph.toml:2:1:",
-            "unknown key `max_cyclse` in [general]",
-            "did you mean `max_cycles`?",
-            "`workflow`",
-        ],
+        &["ralph.toml:2:1:", "unknown key `max_cyclse` in [general]", "did you mean `max_cycles`?", "`workflow`"],
     );
     let e = err(&format!("[general]\nworkflow.phasse = []\n{BASE}"));
-    assert_has(
-        &e,
-        &[
-            "ralph.toml:2:10:",
-            "in [general.workflow]",
-            "did you mean `phases`?",
-        ],
-    );
+    assert_has(&e, &["ralph.toml:2:10:", "in [general.workflow]", "did you mean `phases`?"]);
     let e = err(&format!("[general]\ncheckpoint_enabled = true\n{BASE}"));
-    assert_has(
-        &e,
-        &[
-            "ralph.toml:2:1:",
-            "`checkpoint_enabled` belongs in [general.workflow]",
-        ],
-    );
+    assert_has(&e, &["ralph.toml:2:1:", "`checkpoint_enabled` belongs in [general.workflow]"]);
     let e = err(&format!("bogus = 1\n{BASE}"));
-    assert_has(
-        &e,
-        &[
-            "ralph.toml:1:1:",
-            "unknown key `bogus` at the top level",
-            "`general`",
-        ],
-    );
+    assert_has(&e, &["ralph.toml:1:1:", "unknown key `bogus` at the top level", "`general`"]);
 }
 
 #[test]
@@ -288,27 +245,14 @@ fn unknown_kind_suggests() {
     let e = err(&BASE.replace("kind = \"sim\"", "kind = \"claud\""));
     assert_has(
         &e,
-        &[
-            "ralph.toml:3:8:",
-            "[agents.a] kind",
-            "unknown agent kind `claud`",
-            "did you mean `claude`?",
-            "`sim`",
-        ],
+        &["ralph.toml:3:8:", "[agents.a] kind", "unknown agent kind `claud`", "did you mean `claude`?", "`sim`"],
     );
 }
 
 #[test]
 fn unknown_step_suggests() {
     let e = err(&BASE.replace("{ done = \"ok\" }", "{ dne = \"ok\" }"));
-    assert_has(
-        &e,
-        &[
-            "ralph.toml:5:12:",
-            "unknown script step `dne`",
-            "did you mean `done`?",
-        ],
-    );
+    assert_has(&e, &["ralph.toml:5:12:", "unknown script step `dne`", "did you mean `done`?"]);
     let e = err(&BASE.replace("{ done = \"ok\" }", "{ say = \"a\", done = \"ok\" }"));
     assert_has(&e, &["ralph.toml:5:10:", "exactly one key"]);
 }
@@ -316,14 +260,7 @@ fn unknown_step_suggests() {
 #[test]
 fn negative_and_mistyped_caps() {
     let e = err(&format!("[retry]\nagent_attempts = -1\n{BASE}"));
-    assert_has(
-        &e,
-        &[
-            "ralph.toml:2:18:",
-            "[retry] agent_attempts",
-            "`-1` is not a whole number ≥ 1",
-        ],
-    );
+    assert_has(&e, &["ralph.toml:2:18:", "[retry] agent_attempts", "`-1` is not a whole number ≥ 1"]);
     let e = err(&format!("[retry]\nagent_attempts = \"three\"\n{BASE}"));
     assert_has(&e, &["ralph.toml:2:18:", "is not a whole number ≥ 1"]);
 }
@@ -331,38 +268,15 @@ fn negative_and_mistyped_caps() {
 #[test]
 fn bad_durations() {
     let e = err(&format!("[timeouts]\nstall = \"5 parsecs\"\n{BASE}"));
-    assert_has(
-        &e,
-        &[
-            "ralph.toml:2:9:",
-            "[timeouts] stall",
-            "is not a duration like \"5m\"",
-        ],
-    );
+    assert_has(&e, &["ralph.toml:2:9:", "[timeouts] stall", "is not a duration like \"5m\""]);
     let e = err(&format!("[timeouts]\nstall = 300\n{BASE}"));
     assert_has(&e, &["ralph.toml:2:9:", "is not a duration"]);
     let e = err(&format!("[timeouts]\ngrace = \"0s\"\n{BASE}"));
-    assert_has(
-        &e,
-        &["ralph.toml:2:1:", "[timeouts] grace must be longer than 0"],
-    );
+    assert_has(&e, &["ralph.toml:2:1:", "[timeouts] grace must be longer than 0"]);
     let e = err(&format!("[retry]\nbackoff_base = \"1h\"\n{BASE}"));
-    assert_has(
-        &e,
-        &[
-            "ralph.toml:2:1:",
-            "backoff_base (1h) is longer than backoff_max (10m)",
-        ],
-    );
+    assert_has(&e, &["ralph.toml:2:1:", "backoff_base (1h) is longer than backoff_max (10m)"]);
     let e = err(&format!("[general]\nmax_runtime = \"0s\"\n{BASE}"));
-    assert_has(
-        &e,
-        &[
-            "ralph.toml:2:1:",
-            "max_runtime must be longer than 0",
-            "no limit",
-        ],
-    );
+    assert_has(&e, &["ralph.toml:2:1:", "max_runtime must be longer than 0", "no limit"]);
 }
 
 #[test]
@@ -375,34 +289,16 @@ fn zero_caps() {
         ("retry", "mcp_restarts"),
     ] {
         let e = err(&format!("[{table}]\n{key} = 0\n{BASE}"));
-        assert_has(
-            &e,
-            &[
-                "ralph.toml:2:1:",
-                &format!("[{table}] {key} must be at least 1"),
-            ],
-        );
+        assert_has(&e, &["ralph.toml:2:1:", &format!("[{table}] {key} must be at least 1")]);
     }
     let e = err(&format!("{BASE}iterations = 0\n"));
-    assert_has(
-        &e,
-        &[
-            "ralph.toml:10:1:",
-            "[phases.p] iterations must be at least 1",
-        ],
-    );
+    assert_has(&e, &["ralph.toml:10:1:", "[phases.p] iterations must be at least 1"]);
 }
 
 #[test]
 fn bad_cost() {
     let e = err(&format!("[general]\nmax_cost_usd = 0.0\n{BASE}"));
-    assert_has(
-        &e,
-        &[
-            "ralph.toml:2:1:",
-            "max_cost_usd must be a number of dollars above 0",
-        ],
-    );
+    assert_has(&e, &["ralph.toml:2:1:", "max_cost_usd must be a number of dollars above 0"]);
     let e = err(&format!("[general]\nmax_cost_usd = inf\n{BASE}"));
     assert_has(&e, &["ralph.toml:2:1:", "not inf"]);
 }
@@ -412,20 +308,10 @@ fn chain_errors() {
     let e = err(&BASE.replace("chain = \"main\"", "chain = \"mian\""));
     assert_has(
         &e,
-        &[
-            "ralph.toml:9:1:",
-            "phase p uses chain `mian`, which is not defined in [chains]; did you mean `main`?",
-        ],
+        &["ralph.toml:9:1:", "phase p uses chain `mian`, which is not defined in [chains]; did you mean `main`?"],
     );
     let e = err(&BASE.replace("main = [\"a\"]", "main = [\"a\", \"b\"]"));
-    assert_has(
-        &e,
-        &[
-            "ralph.toml:7:14:",
-            "[chains] main names agent `b`, which is not defined in [agents]",
-            "`a`",
-        ],
-    );
+    assert_has(&e, &["ralph.toml:7:14:", "[chains] main names agent `b`, which is not defined in [agents]", "`a`"]);
     let e = err(&BASE.replace("main = [\"a\"]", "main = [\"aa\"]"));
     assert_has(&e, &["did you mean `a`?"]);
     let e = err(&BASE.replace("main = [\"a\"]", "main = []"));
@@ -435,42 +321,17 @@ fn chain_errors() {
 #[test]
 fn missing_chain() {
     let e = err(&format!("{BASE}[phases.q]\niterations = 2\n"));
-    assert_has(
-        &e,
-        &[
-            "ralph.toml:10:1:",
-            "[phases.q]: missing key `chain`",
-            "one of [chains]: `main`",
-        ],
-    );
+    assert_has(&e, &["ralph.toml:10:1:", "[phases.q]: missing key `chain`", "one of [chains]: `main`"]);
 }
 
 #[test]
 fn workflow_phase_list() {
-    let e = err(&format!(
-        "[general.workflow]\nphases = [\"p\", \"q\"]\n{BASE}"
-    ));
-    assert_has(
-        &e,
-        &[
-            "ralph.toml:2:16:",
-            "lists `q`, which has no [phases.q] table",
-        ],
-    );
-    let e = err(&format!(
-        "[general.workflow]\nphases = [\"p\", \"p\"]\n{BASE}"
-    ));
+    let e = err(&format!("[general.workflow]\nphases = [\"p\", \"q\"]\n{BASE}"));
+    assert_has(&e, &["ralph.toml:2:16:", "lists `q`, which has no [phases.q] table"]);
+    let e = err(&format!("[general.workflow]\nphases = [\"p\", \"p\"]\n{BASE}"));
     assert_has(&e, &["ralph.toml:2:16:", "lists `p` twice"]);
-    let e = err(&format!(
-        "[general.workflow]\nphases = [\"p\"]\n{BASE}[phases.extra]\nchain = \"main\"\n"
-    ));
-    assert_has(
-        &e,
-        &[
-            "ralph.toml:12:9:",
-            "phase extra is defined but not listed in [general.workflow] phases",
-        ],
-    );
+    let e = err(&format!("[general.workflow]\nphases = [\"p\"]\n{BASE}[phases.extra]\nchain = \"main\"\n"));
+    assert_has(&e, &["ralph.toml:12:9:", "phase extra is defined but not listed in [general.workflow] phases"]);
     let e = err("[agents.a]\nkind = \"sim\"\n[[agents.a.script]]\nsteps = []\n");
     assert_has(&e, &["ralph.toml: no phases defined"]);
 }
@@ -481,26 +342,11 @@ fn done_signals() {
     assert_eq!(load(&with("exit0")).phases[0].done, DoneSignal::Exit0);
     assert_eq!(load(&with("tag")).phases[0].done, DoneSignal::Tag);
     let e = err(&with("mcp"));
-    assert_has(
-        &e,
-        &[
-            "ralph.toml:10:1:",
-            "done = \"mcp\" needs the MCP server",
-            "use \"tag\"",
-        ],
-    );
+    assert_has(&e, &["ralph.toml:10:1:", "done = \"mcp\" needs the MCP server", "use \"tag\""]);
     let e = err(&with("file:"));
     assert_has(&e, &["ralph.toml:10:1:", "needs a path"]);
     let e = err(&with("tga"));
-    assert_has(
-        &e,
-        &[
-            "ralph.toml:10:1:",
-            "[phases.p] done",
-            "did you mean `tag`?",
-            "\"file:PATH\"",
-        ],
-    );
+    assert_has(&e, &["ralph.toml:10:1:", "[phases.p] done", "did you mean `tag`?", "\"file:PATH\""]);
     let e = err(&format!("{BASE}until = \"forever\"\n"));
     assert_has(&e, &["ralph.toml:10:9:", "[phases.p] until", "`complete`"]);
 }
@@ -519,60 +365,22 @@ chain = "main"
 fn per_kind_keys() {
     load(COMMAND);
     let e = err(&COMMAND.replace("\"./agent\", \"{prompt}\"", "\"./agent\""));
-    assert_has(
-        &e,
-        &["ralph.toml:4:1:", "[agents.a] command has no {prompt}"],
-    );
+    assert_has(&e, &["ralph.toml:4:1:", "[agents.a] command has no {prompt}"]);
     let e = err(&COMMAND.replace("command = [\"./agent\", \"{prompt}\"]\n", ""));
-    assert_has(
-        &e,
-        &[
-            "ralph.toml:2:9:",
-            "[agents.a] command is required for kind = \"command\"",
-        ],
-    );
-    let e = err(&format!("{COMMAND}[agents.a.env]\nX = \"1\"\n").replace(
-        "kind = \"command\"",
-        "kind = \"command\"\nresume = [\"./agent\"]",
-    ));
+    assert_has(&e, &["ralph.toml:2:9:", "[agents.a] command is required for kind = \"command\""]);
+    let e = err(&format!("{COMMAND}[agents.a.env]\nX = \"1\"\n")
+        .replace("kind = \"command\"", "kind = \"command\"\nresume = [\"./agent\"]"));
     assert_has(&e, &["ralph.toml:4:1:", "[agents.a] resume", "{session}"]);
     let e = err(&COMMAND.replace("kind = \"command\"", "kind = \"command\"\nmodel = \"x\""));
-    assert_has(
-        &e,
-        &[
-            "ralph.toml:4:1:",
-            "[agents.a] model is not allowed for kind = \"command\"",
-        ],
-    );
+    assert_has(&e, &["ralph.toml:4:1:", "[agents.a] model is not allowed for kind = \"command\""]);
     let e = err(&BASE.replace("kind = \"sim\"", "kind = \"sim\"\ncommand = [\"x\"]"));
-    assert_has(
-        &e,
-        &[
-            "ralph.toml:4:1:",
-            "[agents.a] command is not allowed for kind = \"sim\"",
-        ],
-    );
+    assert_has(&e, &["ralph.toml:4:1:", "[agents.a] command is not allowed for kind = \"sim\""]);
     let e = err(&BASE.replace("kind = \"sim\"", "kind = \"claude\""));
-    assert_has(
-        &e,
-        &[
-            "ralph.toml:4:12:",
-            "[agents.a] script is not allowed for kind = \"claude\"",
-            "kind = \"sim\"",
-        ],
-    );
-    let e =
-        err("[agents.a]\nkind = \"sim\"\n[chains]\nmain = [\"a\"]\n[phases.p]\nchain = \"main\"\n");
+    assert_has(&e, &["ralph.toml:4:12:", "[agents.a] script is not allowed for kind = \"claude\"", "kind = \"sim\""]);
+    let e = err("[agents.a]\nkind = \"sim\"\n[chains]\nmain = [\"a\"]\n[phases.p]\nchain = \"main\"\n");
     assert_has(&e, &["ralph.toml:1:9:", "kind = \"sim\" needs a script"]);
     let e = err(&BASE.replace("{ done = \"ok\" }", "{ crash = \"SIGSEV\" }"));
-    assert_has(
-        &e,
-        &[
-            "ralph.toml:5:10:",
-            "crash signal \"SIGSEV\"",
-            "did you mean `SIGSEGV`?",
-        ],
-    );
+    assert_has(&e, &["ralph.toml:5:10:", "crash signal \"SIGSEV\"", "did you mean `SIGSEGV`?"]);
 }
 
 #[test]
@@ -605,13 +413,8 @@ fn syntax_error() {
 
 #[test]
 fn bad_names_and_probes() {
-    let e = err(&BASE
-        .replace("agents.a", "agents.\"a b\"")
-        .replace("[\"a\"]", "[\"a b\"]"));
-    assert_has(
-        &e,
-        &["ralph.toml:2:9:", "[agents] name \"a b\" is not allowed"],
-    );
+    let e = err(&BASE.replace("agents.a", "agents.\"a b\"").replace("[\"a\"]", "[\"a b\"]"));
+    assert_has(&e, &["ralph.toml:2:9:", "[agents] name \"a b\" is not allowed"]);
     let e = err(&format!("[offline]\nprobe = [\"example.com\"]\n{BASE}"));
     assert_has(&e, &["ralph.toml:2:10:", "is not host:port"]);
 }

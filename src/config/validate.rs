@@ -16,12 +16,8 @@ use super::{AgentConfig, AgentKind, Config, ConfigError, DoneSignal, Loaded, Pha
 
 pub(super) fn parse(path: &Path, source: &str) -> Result<Loaded, ConfigError> {
     let spans = Spans::new(source);
-    let config: Config =
-        toml::from_str(source).map_err(|e| super::deser::error(path, &spans, &e))?;
-    let cx = Cx {
-        path,
-        spans: &spans,
-    };
+    let config: Config = toml::from_str(source).map_err(|e| super::deser::error(path, &spans, &e))?;
+    let cx = Cx { path, spans: &spans };
     check_names(&cx, &config)?;
     check_limits(&cx, &config)?;
     for (name, agent) in &config.agents {
@@ -29,22 +25,15 @@ pub(super) fn parse(path: &Path, source: &str) -> Result<Loaded, ConfigError> {
     }
     check_chains(&cx, &config)?;
     let phases = resolve_phases(&cx, &config)?;
-    Ok(Loaded {
-        path: path.to_path_buf(),
-        config,
-        phases,
-        checksum: checksum(source),
-    })
+    Ok(Loaded { path: path.to_path_buf(), config, phases, checksum: checksum(source) })
 }
 
 /// sha256 of the bytes, lowercase hex.
 fn checksum(source: &str) -> String {
-    Sha256::digest(source.as_bytes())
-        .iter()
-        .fold(String::with_capacity(64), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
+    Sha256::digest(source.as_bytes()).iter().fold(String::with_capacity(64), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
 }
 
 #[cfg(test)]
@@ -60,12 +49,7 @@ struct Cx<'a> {
 impl Cx<'_> {
     fn at(&self, key: &[Seg], message: String) -> ConfigError {
         let (line, column) = self.spans.line_col(key);
-        ConfigError::At {
-            path: self.path.to_path_buf(),
-            line,
-            column,
-            message,
-        }
+        ConfigError::At { path: self.path.to_path_buf(), line, column, message }
     }
 }
 
@@ -78,16 +62,12 @@ fn check_names(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
     ];
     for (table, names) in tables {
         for name in names {
-            let plain = !name.is_empty()
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+            let plain =
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
             if !plain {
                 return Err(cx.at(
                     &keys![table, name],
-                    format!(
-                        "[{table}] name {name:?} is not allowed; use letters, digits, `-`, `_` and `.`"
-                    ),
+                    format!("[{table}] name {name:?} is not allowed; use letters, digits, `-`, `_` and `.`"),
                 ));
             }
         }
@@ -107,27 +87,13 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
     let caps = [
         (keys!["general", "max_cycles"], g.max_cycles, 3),
         (keys!["retry", "agent_attempts"], r.agent_attempts, 3),
-        (
-            keys!["retry", "ambiguous_attempts"],
-            r.ambiguous_attempts,
-            5,
-        ),
-        (
-            keys!["retry", "tool_registry_resets"],
-            r.tool_registry_resets,
-            3,
-        ),
+        (keys!["retry", "ambiguous_attempts"], r.ambiguous_attempts, 5),
+        (keys!["retry", "tool_registry_resets"], r.tool_registry_resets, 3),
         (keys!["retry", "mcp_restarts"], r.mcp_restarts, 3),
     ];
     for (key, value, default) in caps {
         if value == 0 {
-            return Err(cx.at(
-                &key,
-                format!(
-                    "{} must be at least 1, not 0 (default {default})",
-                    KeyPath(&key)
-                ),
-            ));
+            return Err(cx.at(&key, format!("{} must be at least 1, not 0 (default {default})", KeyPath(&key))));
         }
     }
     if let Some(cost) = g.max_cost_usd.filter(|c| !(c.is_finite() && *c > 0.0)) {
@@ -157,18 +123,8 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
     }
     for (key, value) in durations {
         if value.is_zero() {
-            let hint = if key[1] == Seg::from("max_runtime") {
-                "; remove the key for no limit"
-            } else {
-                ""
-            };
-            return Err(cx.at(
-                &key,
-                format!(
-                    "{} must be longer than 0, like \"5m\" or \"30s\"{hint}",
-                    KeyPath(&key)
-                ),
-            ));
+            let hint = if key[1] == Seg::from("max_runtime") { "; remove the key for no limit" } else { "" };
+            return Err(cx.at(&key, format!("{} must be longer than 0, like \"5m\" or \"30s\"{hint}", KeyPath(&key))));
         }
     }
     if r.backoff_base > r.backoff_max {
@@ -183,15 +139,13 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
         ));
     }
     for (i, probe) in o.probe.iter().flatten().enumerate() {
-        let port_ok = probe.rsplit_once(':').is_some_and(|(host, port)| {
-            !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0)
-        });
+        let port_ok = probe
+            .rsplit_once(':')
+            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0));
         if !port_ok {
             return Err(cx.at(
                 &keys!["offline", "probe", i],
-                format!(
-                    "[offline] probe {probe:?} is not host:port, like \"api.anthropic.com:443\""
-                ),
+                format!("[offline] probe {probe:?} is not host:port, like \"api.anthropic.com:443\""),
             ));
         }
     }
@@ -214,10 +168,7 @@ const KEY_KINDS: [(&str, &str); 5] = [
 fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), ConfigError> {
     let kind = agent.kind.as_str();
     let here = |key: &str| keys!["agents", name, key];
-    if matches!(
-        agent.kind,
-        AgentKind::Codex | AgentKind::Opencode | AgentKind::Gemini
-    ) {
+    if matches!(agent.kind, AgentKind::Codex | AgentKind::Opencode | AgentKind::Gemini) {
         return Err(cx.at(
             &here("kind"),
             format!(
@@ -241,10 +192,7 @@ fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Confi
     };
     for (key, present) in set {
         if present && forbidden.contains(&key) {
-            let belongs = KEY_KINDS
-                .iter()
-                .find(|(k, _)| *k == key)
-                .map_or("kind = \"sim\"", |(_, kinds)| kinds);
+            let belongs = KEY_KINDS.iter().find(|(k, _)| *k == key).map_or("kind = \"sim\"", |(_, kinds)| kinds);
             return Err(cx.at(
                 &here(key),
                 format!(
@@ -270,13 +218,7 @@ fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Confi
 
 fn check_env_name(cx: &Cx<'_>, key: &[Seg], var: &str) -> Result<(), ConfigError> {
     if var.is_empty() || var.contains(['=', '\0']) {
-        return Err(cx.at(
-            key,
-            format!(
-                "{}: {var:?} is not an environment variable name",
-                KeyPath(key)
-            ),
-        ));
+        return Err(cx.at(key, format!("{}: {var:?} is not an environment variable name", KeyPath(key))));
     }
     Ok(())
 }
@@ -286,11 +228,7 @@ fn check_command(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Con
     if argv.first().is_none_or(|p| p.is_empty()) {
         // Without the key there is nothing to point at but the agent's header.
         let key = keys!["agents", name, "command"];
-        let key = if agent.command.is_some() {
-            &key[..]
-        } else {
-            &key[..2]
-        };
+        let key = if agent.command.is_some() { &key[..] } else { &key[..2] };
         return Err(cx.at(
             key,
             format!(
@@ -311,9 +249,7 @@ fn check_command(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Con
         ));
     }
     if let Some(resume) = &agent.resume {
-        if resume.first().is_none_or(|p| p.is_empty())
-            || !resume.iter().any(|a| a.contains("{session}"))
-        {
+        if resume.first().is_none_or(|p| p.is_empty()) || !resume.iter().any(|a| a.contains("{session}")) {
             return Err(cx.at(
                 &keys!["agents", name, "resume"],
                 format!(
@@ -328,7 +264,7 @@ fn check_command(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Con
     Ok(())
 }
 
-const SIGNALS_CRASH: [&str; 3] = ["SIGSEGV", "SIGABRT", "SIGKILL"];
+const SIGNALS_CRASH: [&str; 4] = ["SIGSEGV", "SIGABRT", "SIGKILL", "SIGTERM"];
 const SIGNALS_IGNORE: [&str; 3] = ["SIGINT", "SIGTERM", "SIGHUP"];
 
 fn check_sim(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), ConfigError> {
@@ -345,9 +281,7 @@ fn check_sim(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), ConfigE
         for (j, step) in script.steps.iter().enumerate() {
             let key = keys!["agents", name, "script", i, "steps", j];
             let bad = match step {
-                SimStep::Crash(sig)
-                    if !sig.is_empty() && !SIGNALS_CRASH.contains(&sig.as_str()) =>
-                {
+                SimStep::Crash(sig) if !sig.is_empty() && !SIGNALS_CRASH.contains(&sig.as_str()) => {
                     Some(("crash", sig, &SIGNALS_CRASH[..]))
                 }
                 SimStep::Ignore(sigs) => sigs
@@ -453,10 +387,7 @@ fn resolve_phases(cx: &Cx<'_>, config: &Config) -> Result<Vec<Phase>, ConfigErro
                 .into(),
         });
     }
-    order
-        .iter()
-        .map(|name| resolve_phase(cx, config, name))
-        .collect()
+    order.iter().map(|name| resolve_phase(cx, config, name)).collect()
 }
 
 fn resolve_phase(cx: &Cx<'_>, config: &Config, name: &str) -> Result<Phase, ConfigError> {
@@ -482,12 +413,9 @@ fn resolve_phase(cx: &Cx<'_>, config: &Config, name: &str) -> Result<Phase, Conf
     }
     let done = match &p.done {
         None => DoneSignal::Tag,
-        Some(done) => parse_done(done).map_err(|m| {
-            cx.at(
-                &keys!["phases", name, "done"],
-                format!("[phases.{name}] done: {m}"),
-            )
-        })?,
+        Some(done) => {
+            parse_done(done).map_err(|m| cx.at(&keys!["phases", name, "done"], format!("[phases.{name}] done: {m}")))?
+        }
     };
     Ok(Phase {
         name: name.to_owned(),
@@ -504,11 +432,9 @@ fn parse_done(done: &str) -> Result<DoneSignal, String> {
     match done {
         "tag" => Ok(DoneSignal::Tag),
         "exit0" => Ok(DoneSignal::Exit0),
-        "mcp" => Err(
-            "done = \"mcp\" needs the MCP server, which this build does not have yet; \
+        "mcp" => Err("done = \"mcp\" needs the MCP server, which this build does not have yet; \
                       use \"tag\""
-                .into(),
-        ),
+            .into()),
         _ => match done.strip_prefix("file:") {
             Some(file) if !file.trim().is_empty() => Ok(DoneSignal::File(PathBuf::from(file))),
             Some(_) => Err("done = \"file:\" needs a path, like \"file:PLAN.md\"".into()),

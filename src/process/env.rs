@@ -53,9 +53,7 @@ pub fn scrubbed(
     let mut out: Vec<(String, String)> = base
         .into_iter()
         .filter(|(k, _)| !NESTING_MARKERS.contains(&k.as_str()))
-        .filter(|(k, _)| {
-            !looks_secret(k) || allowed.contains(&k.as_str()) || pass_env.iter().any(|p| p == k)
-        })
+        .filter(|(k, _)| !looks_secret(k) || allowed.contains(&k.as_str()) || pass_env.iter().any(|p| p == k))
         .collect();
     for (k, v) in extra {
         out.retain(|(existing, _)| existing != &k);

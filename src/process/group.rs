@@ -22,10 +22,8 @@ pub struct Launch {
 /// (agents that read stdin when it is not a terminal would otherwise hang),
 /// stdout and stderr piped to ralph.
 pub fn spawn(launch: &Launch) -> std::io::Result<Child> {
-    let (program, args) = launch
-        .argv
-        .split_first()
-        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty argv"))?;
+    let (program, args) =
+        launch.argv.split_first().ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty argv"))?;
     let mut cmd = Command::new(program);
     cmd.args(args)
         .current_dir(&launch.cwd)

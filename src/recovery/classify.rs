@@ -160,7 +160,12 @@ mod tests {
     }
 
     fn error_result(status: u16) -> AgentEvent {
-        AgentEvent::Result { text: "API Error".into(), is_error: true, subtype: "success".into(), api_error_status: Some(status) }
+        AgentEvent::Result {
+            text: "API Error".into(),
+            is_error: true,
+            subtype: "success".into(),
+            api_error_status: Some(status),
+        }
     }
 
     #[test]

@@ -50,13 +50,21 @@ pub enum Next {
     /// The iteration is done; the next one of the same phase follows.
     NextIteration,
     /// The phase is done; the next phase follows.
-    NextPhase { finished: String },
+    NextPhase {
+        finished: String,
+    },
     /// Every phase is done.
     Finished,
     /// Try the same agent again after `delay` (resuming its session if one is set).
-    Retry { delay: Duration },
+    Retry {
+        delay: Duration,
+    },
     /// The agent's budget is spent: the next agent of the chain takes over.
-    Fallover { from: String, to: String, new_cycle: bool },
+    Fallover {
+        from: String,
+        to: String,
+        new_cycle: bool,
+    },
     Stop(Stop),
 }
 
@@ -170,12 +178,7 @@ pub fn on_failure(
     }
 }
 
-fn on_agent_failure(
-    progress: &mut Progress,
-    phases: &[Phase],
-    limits: Limits<'_>,
-    session: Option<String>,
-) -> Next {
+fn on_agent_failure(progress: &mut Progress, phases: &[Phase], limits: Limits<'_>, session: Option<String>) -> Next {
     progress.counters.agent_failures += 1;
     progress.counters.retry_streak = 0;
     if progress.counters.agent_failures < limits.retry.agent_attempts {
@@ -286,7 +289,10 @@ mod tests {
         let phases = [phase("dev", &["a", "b"], 1, false)];
         let mut p = Progress::new("dev");
         let f = agent_failure();
-        assert_eq!(on_failure(&mut p, &phases, limits(&retry), &f, Some("s1".into())), Next::Retry { delay: Duration::ZERO });
+        assert_eq!(
+            on_failure(&mut p, &phases, limits(&retry), &f, Some("s1".into())),
+            Next::Retry { delay: Duration::ZERO }
+        );
         assert_eq!(p.resume_session.as_deref(), Some("s1"));
         assert_eq!(
             on_failure(&mut p, &phases, limits(&retry), &f, None),
@@ -303,7 +309,9 @@ mod tests {
         let _ = on_failure(&mut p, &phases, limits(&retry), &f, None);
         let _ = on_failure(&mut p, &phases, limits(&retry), &f, None);
         match on_failure(&mut p, &phases, limits(&retry), &f, None) {
-            Next::Stop(Stop::Failed { cap: Cap::MaxCycles, message }) => assert!(message.starts_with("max_cycles exhausted")),
+            Next::Stop(Stop::Failed { cap: Cap::MaxCycles, message }) => {
+                assert!(message.starts_with("max_cycles exhausted"))
+            }
             other => panic!("{other:?}"),
         }
     }
@@ -319,7 +327,11 @@ mod tests {
         let retry = Retry { agent_attempts: 1, ..Retry::default() };
         let phases = [phase("dev", &["a"], 1, false)];
         let mut p = Progress::new("dev");
-        let env = Classification { category: Category::Environmental, rule: "provider_overloaded".into(), reason: "529".into() };
+        let env = Classification {
+            category: Category::Environmental,
+            rule: "provider_overloaded".into(),
+            reason: "529".into(),
+        };
         for _ in 0..10 {
             assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &env, None), Next::Retry { .. }));
         }
@@ -344,7 +356,8 @@ mod tests {
 
     #[test]
     fn backoff_grows_exponentially_and_is_capped() {
-        let retry = Retry { backoff_base: Duration::from_secs(5), backoff_max: Duration::from_secs(60), ..Retry::default() };
+        let retry =
+            Retry { backoff_base: Duration::from_secs(5), backoff_max: Duration::from_secs(60), ..Retry::default() };
         let full: Vec<u64> = (1..=6).map(|n| backoff(&retry, n, 1.0).as_secs()).collect();
         assert_eq!(full, [5, 10, 20, 40, 60, 60]);
         assert_eq!(backoff(&retry, 1, 0.0), Duration::from_millis(2500));

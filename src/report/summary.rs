@@ -42,7 +42,13 @@ impl Summary {
             "  this session: {} phase(s) finished, {} iteration(s), {} attempt(s), {} fallover(s)",
             self.phases, self.iterations, self.attempts, self.fallovers
         );
-        let _ = writeln!(s, "  whole run: {} iteration(s), {} attempt(s), active {}", c.iterations_done, c.attempts, fmt_duration(self.elapsed));
+        let _ = writeln!(
+            s,
+            "  whole run: {} iteration(s), {} attempt(s), active {}",
+            c.iterations_done,
+            c.attempts,
+            fmt_duration(self.elapsed)
+        );
         if !self.failures.is_empty() {
             let list: Vec<String> = self.failures.iter().map(|(k, v)| format!("{} {v}", k.as_str())).collect();
             let _ = writeln!(s, "  failures: {}", list.join(", "));

@@ -10,8 +10,8 @@ use nix::sys::signal::Signal;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, BufWriter};
 use tokio::time::{Instant, sleep_until};
 
-use crate::agent::launch::Prepared;
 use crate::agent::AgentEvent;
+use crate::agent::launch::Prepared;
 use crate::config::Timeouts;
 use crate::process::{Escalation, Step, signal_group, spawn};
 use crate::recovery::classify::{EndedBy, Exit};

@@ -107,7 +107,8 @@ impl Dispatcher {
         );
         let cp = &mut self.r.checkpoint;
         cp.status = Status::Running;
-        cp.in_flight = Some(InFlight { agent: agent.clone(), attempt: attempt_no, session: resume.clone(), started_at: now() });
+        cp.in_flight =
+            Some(InFlight { agent: agent.clone(), attempt: attempt_no, session: resume.clone(), started_at: now() });
         let pos = cp.progress.position.clone();
         self.save()?;
         self.journal(
@@ -148,7 +149,8 @@ impl Dispatcher {
         let timeouts = self.r.loaded.config.timeouts.clone();
         let mut outcome = attempt::run(prepared, &timeouts, signals, self, &log_path).await;
         self.r.reporter.attempt_finished();
-        if artifact_stamp(&self.r.dir, &phase.done) != artifact && artifact.is_some_or_created(&self.r.dir, &phase.done) {
+        if artifact_stamp(&self.r.dir, &phase.done) != artifact && artifact.is_some_or_created(&self.r.dir, &phase.done)
+        {
             outcome.artifact_changed = true;
         }
         Ok(outcome)
@@ -210,8 +212,15 @@ impl Dispatcher {
                 };
                 let failure = classify::classify(&report);
                 self.record_failure(&agent, &failure, outcome);
-                let limits = Limits { retry: &self.r.loaded.config.retry, max_cycles: self.r.loaded.config.general.max_cycles };
-                policy::on_failure(&mut self.r.checkpoint.progress, &self.r.loaded.phases, limits, &failure, outcome.session.clone())
+                let limits =
+                    Limits { retry: &self.r.loaded.config.retry, max_cycles: self.r.loaded.config.general.max_cycles };
+                policy::on_failure(
+                    &mut self.r.checkpoint.progress,
+                    &self.r.loaded.phases,
+                    limits,
+                    &failure,
+                    outcome.session.clone(),
+                )
             }
         };
         self.carry_out(next, signals).await
@@ -220,7 +229,10 @@ impl Dispatcher {
     async fn carry_out(&mut self, next: Next, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
         match next {
             Next::NextIteration => {
-                self.journal("iteration_started", json!({"phase": self.phase().name, "iteration": self.r.checkpoint.progress.position.iteration}));
+                self.journal(
+                    "iteration_started",
+                    json!({"phase": self.phase().name, "iteration": self.r.checkpoint.progress.position.iteration}),
+                );
                 self.save()?;
             }
             Next::NextPhase { finished } => {
@@ -325,7 +337,10 @@ impl Dispatcher {
         self.r.checkpoint.clean_stop = true;
         self.save()?;
         let cp = &self.r.checkpoint;
-        self.journal("run_ended", json!({"status": cp.status.as_str(), "reason": cp.stop_reason, "stop_cause": cp.stop_cause}));
+        self.journal(
+            "run_ended",
+            json!({"status": cp.status.as_str(), "reason": cp.stop_reason, "stop_cause": cp.stop_cause}),
+        );
         self.summary.elapsed = Duration::from_secs_f64(self.r.checkpoint.elapsed_secs);
         self.summary.usage = self.r.checkpoint.usage.clone();
         self.summary.failures = self.r.checkpoint.progress.counters.failures.clone();
@@ -347,7 +362,11 @@ impl Dispatcher {
         {
             return Some(Stop::Failed {
                 cap: Cap::Runtime,
-                message: format!("{}: the run has been active for {}", Cap::Runtime.phrase(), humantime::format_duration(max)),
+                message: format!(
+                    "{}: the run has been active for {}",
+                    Cap::Runtime.phrase(),
+                    humantime::format_duration(max)
+                ),
             });
         }
         if let Some(max) = general.max_cost_usd
@@ -370,16 +389,17 @@ impl Dispatcher {
                    "reason": failure.reason, "session": outcome.session, "evidence": tail,
                    "duration_ms": outcome.duration.as_millis() as u64}),
         );
-        self.r.reporter.line(&format!("attempt {attempt_no} failed ({}, {}): {}", failure.category.as_str(), failure.rule, failure.reason));
+        self.r.reporter.line(&format!(
+            "attempt {attempt_no} failed ({}, {}): {}",
+            failure.category.as_str(),
+            failure.rule,
+            failure.reason
+        ));
         if failure.category == Category::Ambiguous {
             tracing::warn!("flagged for review: attempt {attempt_no} failed in a way ralph cannot explain");
         }
-        self.r.checkpoint.last_error = Some(LastError {
-            classification: failure.clone(),
-            agent: agent.to_string(),
-            text_tail: tail,
-            at: now(),
-        });
+        self.r.checkpoint.last_error =
+            Some(LastError { classification: failure.clone(), agent: agent.to_string(), text_tail: tail, at: now() });
     }
 
     fn save_artifact(&mut self, phase: &str, done: &DoneSignal, outcome: &Outcome) {
@@ -389,7 +409,9 @@ impl Dispatcher {
         };
         let Some(text) = text else { return };
         let path = self.r.artifacts_dir.join(format!("{phase}.md"));
-        if let Err(e) = std::fs::create_dir_all(&self.r.artifacts_dir).and_then(|()| crate::state::atomic::write_atomic(&path, text.as_bytes())) {
+        if let Err(e) = std::fs::create_dir_all(&self.r.artifacts_dir)
+            .and_then(|()| crate::state::atomic::write_atomic(&path, text.as_bytes()))
+        {
             tracing::warn!("cannot keep the artifact of phase {phase}: {e}");
         }
     }
@@ -444,7 +466,8 @@ impl Dispatcher {
         cp.elapsed_secs = elapsed;
         cp.updated_at = now();
         let Some(path) = &self.r.checkpoint_path else { return Ok(()) };
-        store::save_json(path, cp).map_err(|e| RalphError::io(format!("cannot write the checkpoint {}", path.display()), e))
+        store::save_json(path, cp)
+            .map_err(|e| RalphError::io(format!("cannot write the checkpoint {}", path.display()), e))
     }
 
     fn journal(&mut self, kind: &str, fields: serde_json::Value) {

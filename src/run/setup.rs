@@ -41,12 +41,16 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
     let path = config::find(&dir, options.config.as_deref())?;
     let loaded = config::load(&path)?;
     let prompt_path = dir.join(&loaded.config.general.prompt);
-    let goal = std::fs::read_to_string(&prompt_path)
-        .map_err(|source| RalphError::Prompt { path: prompt_path.clone(), config: path.clone(), source })?;
+    let goal = std::fs::read_to_string(&prompt_path).map_err(|source| RalphError::Prompt {
+        path: prompt_path.clone(),
+        config: path.clone(),
+        source,
+    })?;
     let templates = load_templates(&dir, &loaded)?;
 
     let agent_dir = dir.join(".agent");
-    store::ensure_gitignore(&agent_dir).map_err(|e| RalphError::io(format!("cannot create {}", agent_dir.display()), e))?;
+    store::ensure_gitignore(&agent_dir)
+        .map_err(|e| RalphError::io(format!("cannot create {}", agent_dir.display()), e))?;
     let acquired = crate::state::lock::acquire(&agent_dir.join("ralph.lock")).map_err(|e| match e {
         LockError::Held { .. } => RalphError::Locked(e.to_string()),
         other => RalphError::io("cannot take the run lock", std::io::Error::other(other.to_string())),
@@ -95,7 +99,8 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
     };
 
     let logs_dir = agent_dir.join("logs").join(&checkpoint.run_id);
-    std::fs::create_dir_all(&logs_dir).map_err(|e| RalphError::io(format!("cannot create {}", logs_dir.display()), e))?;
+    std::fs::create_dir_all(&logs_dir)
+        .map_err(|e| RalphError::io(format!("cannot create {}", logs_dir.display()), e))?;
     crate::report::log::init(&logs_dir.join("ralph.log"), options.verbose);
     let journal = if enabled {
         Journal::open(&agent_dir.join("events.jsonl")).map_err(|e| RalphError::io("cannot open the journal", e))?
@@ -126,8 +131,11 @@ fn load_templates(dir: &Path, loaded: &Loaded) -> Result<Vec<String>, RalphError
             None => Ok(prompt::builtin(&phase.name).to_string()),
             Some(rel) => {
                 let path = dir.join(rel);
-                std::fs::read_to_string(&path)
-                    .map_err(|source| RalphError::Prompt { path, config: loaded.path.clone(), source })
+                std::fs::read_to_string(&path).map_err(|source| RalphError::Prompt {
+                    path,
+                    config: loaded.path.clone(),
+                    source,
+                })
             }
         })
         .collect()
@@ -136,7 +144,10 @@ fn load_templates(dir: &Path, loaded: &Loaded) -> Result<Vec<String>, RalphError
 fn load_checkpoint(path: &Path) -> Result<Option<Checkpoint>, RalphError> {
     let corrupt = |message: String| match store::set_aside(path, "corrupt") {
         Ok(aside) => RalphError::CheckpointCorrupt { path: path.to_path_buf(), aside, message },
-        Err(e) => RalphError::io(format!("the checkpoint {} does not parse ({message}) and cannot be moved aside", path.display()), e),
+        Err(e) => RalphError::io(
+            format!("the checkpoint {} does not parse ({message}) and cannot be moved aside", path.display()),
+            e,
+        ),
     };
     match store::load_json::<serde_json::Value>(path) {
         Ok(None) => Ok(None),
@@ -217,9 +228,17 @@ fn fresh_checkpoint(loaded: &Loaded, prompt_checksum: &str) -> Checkpoint {
 }
 
 /// Continues `cp` under the current config: same phase, iteration, agent and session.
-fn resume(mut cp: Checkpoint, loaded: &Loaded, prompt_checksum: &str, reporter: &Reporter) -> Result<Checkpoint, RalphError> {
+fn resume(
+    mut cp: Checkpoint,
+    loaded: &Loaded,
+    prompt_checksum: &str,
+    reporter: &Reporter,
+) -> Result<Checkpoint, RalphError> {
     if cp.config_checksum != loaded.checksum {
-        reporter.line(&format!("note: {} changed since this run started; resuming with the new version", loaded.path.display()));
+        reporter.line(&format!(
+            "note: {} changed since this run started; resuming with the new version",
+            loaded.path.display()
+        ));
     }
     if cp.prompt_checksum != prompt_checksum {
         reporter.line("note: the goal file changed since this run started; the next attempt gets the new text");

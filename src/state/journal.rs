@@ -31,12 +31,7 @@ pub struct Journal {
 impl Journal {
     /// Opens (creating, mode 0600) the journal for appending.
     pub fn open(path: &Path) -> io::Result<Journal> {
-        let mut file = OpenOptions::new()
-            .append(true)
-            .read(true)
-            .create(true)
-            .mode(0o600)
-            .open(path)?;
+        let mut file = OpenOptions::new().append(true).read(true).create(true).mode(0o600).open(path)?;
         // A torn last line from a crash would swallow our first event into an
         // unparseable line; start on a fresh line instead.
         let len = file.metadata()?.len();
@@ -140,8 +135,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("events.jsonl");
         let mut j = Journal::open(&p).unwrap();
-        j.append("attempt_started", &json!({"zeta": 1, "agent": "claude"}))
-            .unwrap();
+        j.append("attempt_started", &json!({"zeta": 1, "agent": "claude"})).unwrap();
         j.append("note", &"just a string").unwrap();
         j.append("bare", &()).unwrap();
         drop(j);
@@ -154,13 +148,7 @@ mod tests {
         let all = read_all(&p).unwrap();
         assert_eq!(all[0]["agent"], "claude");
         assert_eq!(all[0]["zeta"], 1);
-        assert!(
-            all[0]["at"]
-                .as_str()
-                .unwrap()
-                .parse::<jiff::Timestamp>()
-                .is_ok()
-        );
+        assert!(all[0]["at"].as_str().unwrap().parse::<jiff::Timestamp>().is_ok());
         assert_eq!(all[1]["data"], "just a string");
         assert_eq!(all[2]["kind"], "bare");
         assert_eq!(all[2].as_object().unwrap().len(), 2);
@@ -191,11 +179,7 @@ mod tests {
         assert_eq!(read_all(&p).unwrap().len(), 1);
         let mut j = Journal::open(&p).unwrap();
         j.append("two", &json!({})).unwrap();
-        let kinds: Vec<_> = read_all(&p)
-            .unwrap()
-            .iter()
-            .map(|v| v["kind"].as_str().unwrap().to_owned())
-            .collect();
+        let kinds: Vec<_> = read_all(&p).unwrap().iter().map(|v| v["kind"].as_str().unwrap().to_owned()).collect();
         assert_eq!(kinds, ["one", "two"]);
     }
 
@@ -218,11 +202,7 @@ mod tests {
         let p = dir.path().join("events.jsonl");
         let mut j = Journal::open(&p).unwrap();
         let key = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789";
-        j.append(
-            "error",
-            &json!({"tail": format!("auth failed for {key}"), "tokens": 1234, "list": [key]}),
-        )
-        .unwrap();
+        j.append("error", &json!({"tail": format!("auth failed for {key}"), "tokens": 1234, "list": [key]})).unwrap();
         let text = std::fs::read_to_string(&p).unwrap();
         assert!(!text.contains(key), "{text}");
         let all = read_all(&p).unwrap();

@@ -40,9 +40,7 @@ impl LockInfo {
     pub fn current() -> LockInfo {
         LockInfo {
             pid: std::process::id(),
-            host: nix::unistd::gethostname()
-                .map(|h| h.to_string_lossy().into_owned())
-                .unwrap_or_default(),
+            host: nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default(),
             boot_id: boot_id(),
             started_at: jiff::Timestamp::now().to_string(),
         }
@@ -72,19 +70,14 @@ impl LockInfo {
 /// The kernel's boot id, which changes on every boot; empty when unreadable
 /// (non-Linux, restricted /proc).
 pub fn boot_id() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .map(|s| s.trim().to_owned())
-        .unwrap_or_default()
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|s| s.trim().to_owned()).unwrap_or_default()
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
     /// Another live process holds the flock.
     #[error("{}", held_message(path, info.as_ref()))]
-    Held {
-        path: PathBuf,
-        info: Option<LockInfo>,
-    },
+    Held { path: PathBuf, info: Option<LockInfo> },
     #[error("cannot lock {}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },
 }
@@ -95,11 +88,7 @@ fn held_message(path: &Path, info: Option<&LockInfo>) -> String {
             "another ralph (pid {} on {}) is running in this directory; \
              wait for it to finish or stop it (lock: {})",
             i.pid,
-            if i.host.is_empty() {
-                "unknown host"
-            } else {
-                &i.host
-            },
+            if i.host.is_empty() { "unknown host" } else { &i.host },
             path.display()
         ),
         None => format!(
@@ -186,10 +175,7 @@ impl Drop for RunLock {
 /// the holder's open file is closed, so a live ralph would still hold it; the
 /// pid has been reused, or the file was copied in (backup restore, rsync).
 pub fn acquire(path: &Path) -> Result<Acquired, LockError> {
-    let io_err = |source: io::Error| LockError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
+    let io_err = |source: io::Error| LockError::Io { path: path.to_path_buf(), source };
     // A file unlinked and recreated by someone else between our open and our
     // flock would leave us locking an orphan inode; retry a few times.
     for _ in 0..5 {
@@ -205,10 +191,7 @@ pub fn acquire(path: &Path) -> Result<Acquired, LockError> {
             Ok(f) => f,
             Err((mut file, Errno::EWOULDBLOCK)) => {
                 let info = read_content(&mut file).ok().and_then(|c| parse(&c));
-                return Err(LockError::Held {
-                    path: path.to_path_buf(),
-                    info,
-                });
+                return Err(LockError::Held { path: path.to_path_buf(), info });
             }
             Err((_, e)) => return Err(io_err(e.into())),
         };
@@ -227,18 +210,12 @@ pub fn acquire(path: &Path) -> Result<Acquired, LockError> {
         let info = LockInfo::current();
         write_info(&mut file, &info).map_err(io_err)?;
         return Ok(Acquired {
-            lock: RunLock {
-                file: Some(file),
-                path: path.to_path_buf(),
-                info,
-            },
+            lock: RunLock { file: Some(file), path: path.to_path_buf(), info },
             stale,
             stale_unreadable,
         });
     }
-    Err(io_err(io::Error::other(
-        "the lock file keeps being replaced while locking it",
-    )))
+    Err(io_err(io::Error::other("the lock file keeps being replaced while locking it")))
 }
 
 /// The lock file's content, without locking: for `ralph status`. `None` when the
@@ -318,10 +295,7 @@ mod tests {
             other => panic!("expected held, got {other:?}"),
         }
         let msg = err.to_string();
-        assert!(
-            msg.starts_with(&format!("another ralph (pid {} on ", std::process::id())),
-            "{msg}"
-        );
+        assert!(msg.starts_with(&format!("another ralph (pid {} on ", std::process::id())), "{msg}");
         // The failed attempt must not have disturbed the holder's record.
         assert_eq!(read_info(&p).as_ref(), Some(a.lock.info()));
         a.lock.release().unwrap();
@@ -391,10 +365,7 @@ mod tests {
 
     #[test]
     fn held_without_info_still_names_the_lock() {
-        let err = LockError::Held {
-            path: PathBuf::from(".agent/ralph.lock"),
-            info: None,
-        };
+        let err = LockError::Held { path: PathBuf::from(".agent/ralph.lock"), info: None };
         assert!(err.to_string().contains(".agent/ralph.lock"));
     }
 
@@ -407,33 +378,21 @@ mod tests {
             return;
         }
         let (_d, p) = lock_path();
-        let theirs = LockInfo {
-            pid: 4242,
-            host: "child".into(),
-            boot_id: boot_id(),
-            started_at: "2026-01-01T00:00:00Z".into(),
-        };
+        let theirs =
+            LockInfo { pid: 4242, host: "child".into(), boot_id: boot_id(), started_at: "2026-01-01T00:00:00Z".into() };
         std::fs::write(&p, serde_json::to_string(&theirs).unwrap()).unwrap();
         // One process that holds the flock on its own descriptor: the shell
         // opens the file, `flock` locks that shared open file, the shell becomes
         // `sleep` keeping the descriptor. Killing that pid releases the lock.
         let mut child = Command::new("sh")
-            .args([
-                "-c",
-                "exec 9<>\"$1\" && flock -n 9 && echo locked && exec sleep 30",
-                "sh",
-            ])
+            .args(["-c", "exec 9<>\"$1\" && flock -n 9 && echo locked && exec sleep 30", "sh"])
             .arg(&p)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
         let mut line = String::new();
-        io::BufRead::read_line(
-            &mut io::BufReader::new(child.stdout.take().unwrap()),
-            &mut line,
-        )
-        .unwrap();
+        io::BufRead::read_line(&mut io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
         assert_eq!(line, "locked\n");
         let held = match acquire(&p) {
             Err(LockError::Held { info, .. }) => info,

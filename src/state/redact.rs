@@ -108,11 +108,7 @@ fn assignment(text: &str, i: usize) -> Option<(usize, usize)> {
             let vs = j + 1;
             let mut k = vs;
             while k < b.len() && b[k] != q && b[k] != b'\n' {
-                k += if b[k] == b'\\' && k + 1 < b.len() && b[k + 1] != b'\n' {
-                    2
-                } else {
-                    1
-                };
+                k += if b[k] == b'\\' && k + 1 < b.len() && b[k + 1] != b'\n' { 2 } else { 1 };
             }
             (vs, k.min(b.len()))
         }
@@ -120,10 +116,7 @@ fn assignment(text: &str, i: usize) -> Option<(usize, usize)> {
             let vs = j;
             let mut ve = run(b, vs, |c| !ends_value(c));
             // `token: Bearer abc…`: the credential is the word after the scheme.
-            if matches!(
-                text[vs..ve].to_ascii_lowercase().as_str(),
-                "bearer" | "basic" | "token"
-            ) {
+            if matches!(text[vs..ve].to_ascii_lowercase().as_str(), "bearer" | "basic" | "token") {
                 let next = skip_blanks(b, ve);
                 if next > ve {
                     ve = run(b, next, |c| !ends_value(c));
@@ -156,43 +149,30 @@ fn token(b: &[u8], i: usize) -> Option<(usize, usize)> {
         let end = run(b, i + prefix.len(), ok);
         (end - (i + prefix.len()) >= min).then_some((i, end))
     };
-    if let Some(r) = prefixed(
-        b"sk-",
-        |c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-',
-        20,
-    )
-    .or_else(|| {
-        prefixed(
-            b"github_pat_",
-            |c| c.is_ascii_alphanumeric() || c == b'_',
-            20,
-        )
-    })
-    .or_else(|| {
-        [b"xoxb-", b"xoxa-", b"xoxp-"]
-            .iter()
-            .find_map(|p| prefixed(*p, |c| c.is_ascii_alphanumeric() || c == b'-', 10))
-    })
-    .or_else(|| {
-        [b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_"]
-            .iter()
-            .find_map(|p| prefixed(*p, |c| c.is_ascii_alphanumeric(), 20))
-    }) {
+    if let Some(r) = prefixed(b"sk-", |c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-', 20)
+        .or_else(|| prefixed(b"github_pat_", |c| c.is_ascii_alphanumeric() || c == b'_', 20))
+        .or_else(|| {
+            [b"xoxb-", b"xoxa-", b"xoxp-"]
+                .iter()
+                .find_map(|p| prefixed(*p, |c| c.is_ascii_alphanumeric() || c == b'-', 10))
+        })
+        .or_else(|| {
+            [b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_"]
+                .iter()
+                .find_map(|p| prefixed(*p, |c| c.is_ascii_alphanumeric(), 20))
+        })
+    {
         return Some(r);
     }
     if (rest.starts_with(b"AKIA") || rest.starts_with(b"ASIA")) && rest.len() >= 20 {
-        let id_ok = rest[4..20]
-            .iter()
-            .all(|&c| c.is_ascii_uppercase() || c.is_ascii_digit());
+        let id_ok = rest[4..20].iter().all(|&c| c.is_ascii_uppercase() || c.is_ascii_digit());
         if id_ok && rest.get(20).is_none_or(|&c| !is_word(c)) {
             return Some((i, i + 20));
         }
     }
     if rest.len() > 7 && rest[..6].eq_ignore_ascii_case(b"bearer") && rest[6] == b' ' {
         let ts = skip_blanks(b, i + 6);
-        let te = run(b, ts, |c| {
-            alnum(c) || matches!(c, b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'-')
-        });
+        let te = run(b, ts, |c| alnum(c) || matches!(c, b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'-'));
         if te - ts >= 16 {
             return Some((ts, te));
         }
@@ -228,10 +208,7 @@ mod tests {
 
     #[test]
     fn provider_keys() {
-        hides(
-            "key sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWx-_yz012 failed",
-            "key [REDACTED] failed",
-        );
+        hides("key sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWx-_yz012 failed", "key [REDACTED] failed");
         hides("sk-proj-abcdefghijklmnopqrstuvwx", "[REDACTED]");
         hides("(sk-abcdefghijklmnopqrstuvwxyz1234)", "([REDACTED])");
         hides("id AKIAIOSFODNN7EXAMPLE here", "id [REDACTED] here");
@@ -248,39 +225,21 @@ mod tests {
             "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abc_DEF-123",
             "Authorization: Bearer [REDACTED]",
         );
-        hides(
-            "curl -H 'authorization: bearer abcdefghijklmnop1234'",
-            "curl -H 'authorization: bearer [REDACTED]'",
-        );
-        hides(
-            "token: Bearer abcdefghijklmnopqrst",
-            "token: Bearer [REDACTED]",
-        );
+        hides("curl -H 'authorization: bearer abcdefghijklmnop1234'", "curl -H 'authorization: bearer [REDACTED]'");
+        hides("token: Bearer abcdefghijklmnopqrst", "token: Bearer [REDACTED]");
         hides("api_token: Bearer abc123", "api_token: [REDACTED]");
     }
 
     #[test]
     fn assignments() {
-        hides(
-            "ANTHROPIC_API_KEY=abc123xyz",
-            "ANTHROPIC_API_KEY=[REDACTED]",
-        );
-        hides(
-            "export GITHUB_TOKEN=\"s3cr3t value\" done",
-            "export GITHUB_TOKEN=\"[REDACTED]\" done",
-        );
-        hides(
-            r#"{"api_key": "abc\"def", "n": 1}"#,
-            r#"{"api_key": "[REDACTED]", "n": 1}"#,
-        );
+        hides("ANTHROPIC_API_KEY=abc123xyz", "ANTHROPIC_API_KEY=[REDACTED]");
+        hides("export GITHUB_TOKEN=\"s3cr3t value\" done", "export GITHUB_TOKEN=\"[REDACTED]\" done");
+        hides(r#"{"api_key": "abc\"def", "n": 1}"#, r#"{"api_key": "[REDACTED]", "n": 1}"#);
         hides("db_password = 'hunter2'", "db_password = '[REDACTED]'");
         hides("PASSWORD=1234", "PASSWORD=[REDACTED]");
         hides("x-api-key: abcdef", "x-api-key: [REDACTED]");
         hides("client_secret: shh", "client_secret: [REDACTED]");
-        hides(
-            "https://h/cb?access_token=abc&state=1",
-            "https://h/cb?access_token=[REDACTED]&state=1",
-        );
+        hides("https://h/cb?access_token=abc&state=1", "https://h/cb?access_token=[REDACTED]&state=1");
         hides("Password: hunter2", "Password: [REDACTED]");
     }
 

@@ -41,18 +41,12 @@ pub fn load_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, StoreErr
         Ok(b) => b,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {
-            return Err(StoreError::Io {
-                path: path.to_path_buf(),
-                source,
-            });
+            return Err(StoreError::Io { path: path.to_path_buf(), source });
         }
     };
     serde_json::from_slice(&bytes)
         .map(Some)
-        .map_err(|e| StoreError::Corrupt {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })
+        .map_err(|e| StoreError::Corrupt { path: path.to_path_buf(), message: e.to_string() })
 }
 
 /// Moves `dir/name.ext` to `dir/name.<label>-<UTC timestamp>.ext` (for example
@@ -74,15 +68,9 @@ pub fn set_aside(path: &Path, label: &str) -> io::Result<PathBuf> {
         Some(i) if i > 0 => (&name[..i], &name[i..]),
         _ => (name.as_str(), ""),
     };
-    let stamp = jiff::Timestamp::now()
-        .strftime("%Y%m%dT%H%M%SZ")
-        .to_string();
+    let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ").to_string();
     for n in 1u32.. {
-        let suffix = if n == 1 {
-            String::new()
-        } else {
-            format!("-{n}")
-        };
+        let suffix = if n == 1 { String::new() } else { format!("-{n}") };
         let target = dir.join(format!("{stem}.{label}-{stamp}{suffix}{ext}"));
         match std::fs::hard_link(path, &target) {
             Ok(()) => {
@@ -124,10 +112,7 @@ artifacts/
 /// Creates `agent_dir` (mode 0700 when new) and writes its `.gitignore` unless one
 /// exists already: a user's own file wins and is never rewritten.
 pub fn ensure_gitignore(agent_dir: &Path) -> io::Result<()> {
-    DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(agent_dir)?;
+    DirBuilder::new().recursive(true).mode(0o700).create(agent_dir)?;
     let path = agent_dir.join(".gitignore");
     if path.exists() {
         return Ok(());
@@ -163,10 +148,7 @@ mod tests {
     fn save_then_load_round_trips() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("s.json");
-        let v = S {
-            a: 7,
-            b: "x".into(),
-        };
+        let v = S { a: 7, b: "x".into() };
         save_json(&p, &v).unwrap();
         let text = std::fs::read_to_string(&p).unwrap();
         assert!(text.ends_with("}\n"));
@@ -177,11 +159,7 @@ mod tests {
     #[test]
     fn load_missing_is_none() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(
-            load_json::<S>(&dir.path().join("nope.json"))
-                .unwrap()
-                .is_none()
-        );
+        assert!(load_json::<S>(&dir.path().join("nope.json")).unwrap().is_none());
     }
 
     #[test]
@@ -198,10 +176,7 @@ mod tests {
             other => panic!("expected corrupt, got {other:?}"),
         }
         std::fs::write(&p, [0xff, 0xfe]).unwrap();
-        assert!(matches!(
-            load_json::<S>(&p),
-            Err(StoreError::Corrupt { .. })
-        ));
+        assert!(matches!(load_json::<S>(&p), Err(StoreError::Corrupt { .. })));
     }
 
     #[test]
@@ -231,10 +206,7 @@ mod tests {
         assert!(name0.starts_with("checkpoint.corrupt-"), "{name0}");
         assert!(name0.ends_with("Z.json"), "{name0}");
         // checkpoint.corrupt-YYYYMMDDTHHMMSSZ.json
-        assert_eq!(
-            name0.len(),
-            "checkpoint.corrupt-20261130T162300Z.json".len()
-        );
+        assert_eq!(name0.len(), "checkpoint.corrupt-20261130T162300Z.json".len());
         seen.sort();
         seen.dedup();
         assert_eq!(seen.len(), 3);
@@ -255,22 +227,12 @@ mod tests {
         assert_eq!(std::fs::metadata(&agent).unwrap().mode() & 0o777, 0o700);
         let gi = agent.join(".gitignore");
         let text = std::fs::read_to_string(&gi).unwrap();
-        for line in [
-            "checkpoint.json",
-            "checkpoint.*.json",
-            "events.jsonl",
-            "ralph.lock",
-            "logs/",
-            "artifacts/",
-            "*.sock",
-        ] {
+        for line in
+            ["checkpoint.json", "checkpoint.*.json", "events.jsonl", "ralph.lock", "logs/", "artifacts/", "*.sock"]
+        {
             assert!(text.lines().any(|l| l == line), "missing {line}");
         }
-        assert!(
-            !text
-                .lines()
-                .any(|l| l.contains("toml") && !l.starts_with('#'))
-        );
+        assert!(!text.lines().any(|l| l.contains("toml") && !l.starts_with('#')));
         assert!(!text.lines().any(|l| l == "*" || l == "*.md"));
 
         std::fs::write(&gi, "mine\n").unwrap();
@@ -291,11 +253,7 @@ mod tests {
 
     #[test]
     fn gitignore_is_honoured_by_git() {
-        if std::process::Command::new("git")
-            .arg("--version")
-            .output()
-            .is_err()
-        {
+        if std::process::Command::new("git").arg("--version").output().is_err() {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
@@ -310,11 +268,7 @@ mod tests {
                 .unwrap()
                 .code()
         };
-        let init = std::process::Command::new("git")
-            .args(["init", "-q"])
-            .current_dir(dir.path())
-            .status()
-            .unwrap();
+        let init = std::process::Command::new("git").args(["init", "-q"]).current_dir(dir.path()).status().unwrap();
         assert!(init.success());
         for ignored in [
             ".agent/checkpoint.json",
@@ -327,12 +281,7 @@ mod tests {
         ] {
             assert_eq!(check(ignored), Some(0), "{ignored} should be ignored");
         }
-        for kept in [
-            ".agent/ralph.toml",
-            ".agent/PROMPT.md",
-            ".agent/prompts/plan.md",
-            ".agent/.gitignore",
-        ] {
+        for kept in [".agent/ralph.toml", ".agent/PROMPT.md", ".agent/prompts/plan.md", ".agent/.gitignore"] {
             assert_eq!(check(kept), Some(1), "{kept} should not be ignored");
         }
     }

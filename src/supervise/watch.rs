@@ -56,11 +56,7 @@ impl Watch {
             Some(oldest) => (*oldest + self.tool, EndedBy::ToolTimeout),
             None => (self.last_event + self.stall, EndedBy::Stall),
         };
-        if self.attempt_deadline <= silence.0 {
-            (self.attempt_deadline, EndedBy::AttemptTimeout)
-        } else {
-            silence
-        }
+        if self.attempt_deadline <= silence.0 { (self.attempt_deadline, EndedBy::AttemptTimeout) } else { silence }
     }
 
     /// The instant of the last output, for "last event Ns ago".
@@ -88,7 +84,11 @@ mod tests {
     }
 
     fn started(id: &str) -> AgentEvent {
-        AgentEvent::ToolStarted { id: id.into(), name: "Bash".into(), input: serde_json::json!({"command": "cargo build"}) }
+        AgentEvent::ToolStarted {
+            id: id.into(),
+            name: "Bash".into(),
+            input: serde_json::json!({"command": "cargo build"}),
+        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -54,7 +54,9 @@ pub fn render(template: &str, ctx: &Context<'_>) -> String {
         _ => String::new(),
     };
     let recovery = match ctx.recovery {
-        Some(note) => format!("\n# Note from ralph\n\nA previous attempt at this iteration failed: {note}. Check what was already done before redoing it.\n"),
+        Some(note) => format!(
+            "\n# Note from ralph\n\nA previous attempt at this iteration failed: {note}. Check what was already done before redoing it.\n"
+        ),
         None => String::new(),
     };
     fill(template, ctx, &[("previous", &previous), ("recovery", &recovery)])
@@ -66,11 +68,8 @@ pub fn render_continue(ctx: &Context<'_>, reason: &str) -> String {
 }
 
 fn fill(template: &str, ctx: &Context<'_>, extra: &[(&str, &str)]) -> String {
-    let iterations = if ctx.until_complete {
-        format!("at most {}", ctx.iterations)
-    } else {
-        ctx.iterations.to_string()
-    };
+    let iterations =
+        if ctx.until_complete { format!("at most {}", ctx.iterations) } else { ctx.iterations.to_string() };
     let values: Vec<(&str, String)> = vec![
         ("goal", ctx.goal.trim().to_string()),
         ("phase", ctx.phase.to_string()),

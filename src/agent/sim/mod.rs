@@ -52,10 +52,7 @@ pub fn run(args: SimArgs) -> i32 {
 /// (without changing the test process's cwd). Relative paths in steps resolve
 /// against `cwd`.
 pub fn run_to(args: SimArgs, cwd: &Path, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    let session = args
-        .session
-        .clone()
-        .unwrap_or_else(|| fresh_session_id(&args.agent, args.launch));
+    let session = args.session.clone().unwrap_or_else(|| fresh_session_id(&args.agent, args.launch));
     let mut sim = Sim {
         out,
         err,
@@ -139,11 +136,7 @@ impl Sim<'_> {
         self.tool_seq += 1;
         let id = format!("toolu_{}", self.tool_seq);
         // Claude's tool inputs are always objects; an omitted `input` means "no args".
-        let input = if input.is_null() {
-            json!({})
-        } else {
-            input.clone()
-        };
+        let input = if input.is_null() { json!({}) } else { input.clone() };
         let line = wire::tool_use(&self.session, &self.msg_id(), &id, name, &input);
         self.emit(&line)?;
         Ok(id)
@@ -162,11 +155,7 @@ impl Sim<'_> {
             session_id: &self.session,
             is_error,
             text: &text,
-            api_error_status: if is_error {
-                wire::status_in_text(&text)
-            } else {
-                None
-            },
+            api_error_status: if is_error { wire::status_in_text(&text) } else { None },
             num_turns: self.turns,
             duration_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
             input_tokens: self.usage.input_tokens,
@@ -206,14 +195,8 @@ impl Sim<'_> {
                 let input = json!({"file_path": shown, "content": w.content});
                 let id = self.tool_start("Write", &input)?;
                 match write_file(&path, &w.content) {
-                    Ok(()) => self.tool_finish(
-                        &id,
-                        &format!("File created successfully at: {shown}"),
-                        false,
-                    )?,
-                    Err(e) => {
-                        self.tool_finish(&id, &format!("Error writing {shown}: {e}"), true)?
-                    }
+                    Ok(()) => self.tool_finish(&id, &format!("File created successfully at: {shown}"), false)?,
+                    Err(e) => self.tool_finish(&id, &format!("Error writing {shown}: {e}"), true)?,
                 }
             }
             SimStep::Sleep(d) => thread::sleep(*d),
@@ -261,9 +244,7 @@ impl Sim<'_> {
                 let pid = match os::spawn_grandchild(&self.cwd, g.lives) {
                     Ok(pid) => pid,
                     Err(e) => {
-                        self.stderr_line(&format!(
-                            "ralph sim: grandchild: cannot spawn sleep: {e}"
-                        ));
+                        self.stderr_line(&format!("ralph sim: grandchild: cannot spawn sleep: {e}"));
                         return Ok(Flow::Exit(2));
                     }
                 };
@@ -274,11 +255,7 @@ impl Sim<'_> {
                 let secs = format!("{:.3}", g.lives.as_secs_f64());
                 let input = json!({"command": format!("sleep {secs}"), "run_in_background": true});
                 let id = self.tool_start("Bash", &input)?;
-                self.tool_finish(
-                    &id,
-                    &format!("Command running in background with ID: {pid}"),
-                    false,
-                )?;
+                self.tool_finish(&id, &format!("Command running in background with ID: {pid}"), false)?;
             }
             SimStep::Pidfile(path) => {
                 if let Err(e) = os::write_pidfile(&self.cwd.join(path), std::process::id()) {
@@ -296,11 +273,7 @@ impl Sim<'_> {
 
 fn tagged(text: &str, tag: &str) -> String {
     let text = text.trim();
-    if text.is_empty() {
-        tag.to_owned()
-    } else {
-        format!("{text} {tag}")
-    }
+    if text.is_empty() { tag.to_owned() } else { format!("{text} {tag}") }
 }
 
 fn write_file(path: &Path, content: &str) -> io::Result<()> {

@@ -16,22 +16,14 @@ use nix::sys::signal::{self, SaFlags, SigAction, SigHandler, SigSet, SigmaskHow,
 /// "SIGSEGV", "sigsegv", "SEGV" and "segv" all name the same signal.
 pub fn parse_signal(name: &str) -> Option<Signal> {
     let upper = name.trim().to_ascii_uppercase();
-    let full = if upper.starts_with("SIG") {
-        upper
-    } else {
-        format!("SIG{upper}")
-    };
+    let full = if upper.starts_with("SIG") { upper } else { format!("SIG{upper}") };
     full.parse().ok()
 }
 
 /// Dies by `name` (SIGSEGV when empty or unknown), so the parent sees
 /// `ExitStatus::signal()`. Never returns.
 pub fn crash(name: &str) -> ! {
-    let sig = if name.trim().is_empty() {
-        Signal::SIGSEGV
-    } else {
-        parse_signal(name).unwrap_or(Signal::SIGSEGV)
-    };
+    let sig = if name.trim().is_empty() { Signal::SIGSEGV } else { parse_signal(name).unwrap_or(Signal::SIGSEGV) };
     // The Rust runtime installs a SIGSEGV/SIGBUS handler for stack-overflow reports
     // that swallows a raised (non-fault) SIGSEGV, and an earlier `ignore` step may have
     // set SIG_IGN: restore the default action so the signal really terminates us.

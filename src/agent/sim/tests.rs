@@ -29,10 +29,7 @@ fn run_steps(session: Option<&str>, steps: Vec<SimStep>) -> Run {
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let code = run_to(args, dir.path(), &mut out, &mut err);
     let stdout = String::from_utf8(out).expect("utf8 stdout");
-    assert!(
-        stdout.is_empty() || stdout.ends_with('\n'),
-        "last line must be terminated"
-    );
+    assert!(stdout.is_empty() || stdout.ends_with('\n'), "last line must be terminated");
     Run {
         code,
         lines: stdout.lines().map(str::to_owned).collect(),
@@ -42,10 +39,7 @@ fn run_steps(session: Option<&str>, steps: Vec<SimStep>) -> Run {
 }
 
 fn json_lines(run: &Run) -> Vec<Value> {
-    run.lines
-        .iter()
-        .map(|l| serde_json::from_str(l).expect("every line is JSON"))
-        .collect()
+    run.lines.iter().map(|l| serde_json::from_str(l).expect("every line is JSON")).collect()
 }
 
 fn events(run: &Run) -> Vec<AgentEvent> {
@@ -73,20 +67,9 @@ fn empty_script_is_init_then_success() {
     assert_eq!(
         events(&run),
         vec![
-            AgentEvent::Session {
-                id: "sim-builder-2".into()
-            },
-            AgentEvent::Usage {
-                input_tokens: 0,
-                output_tokens: 0,
-                cost_usd: Some(0.0)
-            },
-            AgentEvent::Result {
-                text: "".into(),
-                is_error: false,
-                subtype: "success".into(),
-                api_error_status: None
-            },
+            AgentEvent::Session { id: "sim-builder-2".into() },
+            AgentEvent::Usage { input_tokens: 0, output_tokens: 0, cost_usd: Some(0.0) },
+            AgentEvent::Result { text: "".into(), is_error: false, subtype: "success".into(), api_error_status: None },
         ]
     );
 }
@@ -103,64 +86,34 @@ fn full_script_round_trips_through_the_parser() {
             duration: Some(Duration::from_millis(5)),
             hang: false,
         }),
-        SimStep::Write(SimWrite {
-            path: "docs/PLAN.md".into(),
-            content: "# Plan\n".into(),
-        }),
+        SimStep::Write(SimWrite { path: "docs/PLAN.md".into(), content: "# Plan\n".into() }),
         SimStep::Stderr("warming up".into()),
         SimStep::RateLimit(Duration::from_secs(3600)),
         SimStep::ToolText(r#"<tool_call>{"name":"Read"}</tool_call>"#.into()),
-        SimStep::RepeatTool(SimRepeat {
-            name: "Read".into(),
-            input: json!({"file_path": "x"}),
-            times: 2,
-        }),
+        SimStep::RepeatTool(SimRepeat { name: "Read".into(), input: json!({"file_path": "x"}), times: 2 }),
         SimStep::Sleep(Duration::from_millis(1)),
         SimStep::Hang(false),
         SimStep::Pidfile("run/agent.pid".into()),
-        SimStep::Usage(SimUsage {
-            input_tokens: 100,
-            output_tokens: 20,
-            cost_usd: 0.5,
-        }),
+        SimStep::Usage(SimUsage { input_tokens: 100, output_tokens: 20, cost_usd: 0.5 }),
         SimStep::Done("  finished  ".into()),
     ];
     let run = run_steps(None, steps);
     assert_eq!(run.code, 0);
     let ws = run.dir.path();
     let plan = ws.join("docs/PLAN.md");
-    assert_eq!(
-        fs::read_to_string(&plan).expect("PLAN.md written"),
-        "# Plan\n"
-    );
-    let pid: u32 = fs::read_to_string(ws.join("run/agent.pid"))
-        .expect("pidfile")
-        .trim()
-        .parse()
-        .expect("pid");
+    assert_eq!(fs::read_to_string(&plan).expect("PLAN.md written"), "# Plan\n");
+    let pid: u32 = fs::read_to_string(ws.join("run/agent.pid")).expect("pidfile").trim().parse().expect("pid");
     assert_eq!(pid, std::process::id());
     assert_eq!(run.stderr, "warming up\n");
 
     let ev = events(&run);
     let shown = plan.display().to_string();
     let expected_prefix = [
-        AgentEvent::Session {
-            id: "sim-builder-2".into(),
-        },
-        AgentEvent::Thinking {
-            text: "planning".into(),
-        },
+        AgentEvent::Session { id: "sim-builder-2".into() },
+        AgentEvent::Thinking { text: "planning".into() },
         text("hello\nworld"),
-        AgentEvent::ToolStarted {
-            id: "toolu_1".into(),
-            name: "Bash".into(),
-            input: json!({"command": "ls"}),
-        },
-        AgentEvent::ToolFinished {
-            id: "toolu_1".into(),
-            is_error: false,
-            output: "a.txt\nb.txt".into(),
-        },
+        AgentEvent::ToolStarted { id: "toolu_1".into(), name: "Bash".into(), input: json!({"command": "ls"}) },
+        AgentEvent::ToolFinished { id: "toolu_1".into(), is_error: false, output: "a.txt\nb.txt".into() },
         AgentEvent::ToolStarted {
             id: "toolu_2".into(),
             name: "Write".into(),
@@ -174,56 +127,25 @@ fn full_script_round_trips_through_the_parser() {
     ];
     assert_eq!(ev[..expected_prefix.len()], expected_prefix[..]);
     let rest = &ev[expected_prefix.len()..];
-    let AgentEvent::RateLimit {
-        status,
-        resets_at,
-        limit_type,
-    } = &rest[0]
-    else {
+    let AgentEvent::RateLimit { status, resets_at, limit_type } = &rest[0] else {
         panic!("expected rate limit, got {:?}", rest[0]);
     };
     assert_eq!(status, "rejected");
     assert_eq!(limit_type.as_deref(), Some("five_hour"));
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock")
-        .as_secs() as i64;
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_secs() as i64;
     let resets_at = resets_at.expect("resets_at");
-    assert!(
-        (now + 3590..=now + 3610).contains(&resets_at),
-        "{resets_at} vs {now}"
-    );
+    assert!((now + 3590..=now + 3610).contains(&resets_at), "{resets_at} vs {now}");
     let read = json!({"file_path": "x"});
     assert_eq!(
         rest[1..],
         [
             text(r#"<tool_call>{"name":"Read"}</tool_call>"#),
-            AgentEvent::ToolStarted {
-                id: "toolu_3".into(),
-                name: "Read".into(),
-                input: read.clone()
-            },
-            AgentEvent::ToolFinished {
-                id: "toolu_3".into(),
-                is_error: false,
-                output: "ok".into()
-            },
-            AgentEvent::ToolStarted {
-                id: "toolu_4".into(),
-                name: "Read".into(),
-                input: read
-            },
-            AgentEvent::ToolFinished {
-                id: "toolu_4".into(),
-                is_error: false,
-                output: "ok".into()
-            },
+            AgentEvent::ToolStarted { id: "toolu_3".into(), name: "Read".into(), input: read.clone() },
+            AgentEvent::ToolFinished { id: "toolu_3".into(), is_error: false, output: "ok".into() },
+            AgentEvent::ToolStarted { id: "toolu_4".into(), name: "Read".into(), input: read },
+            AgentEvent::ToolFinished { id: "toolu_4".into(), is_error: false, output: "ok".into() },
             text("finished <promise>DONE</promise>"),
-            AgentEvent::Usage {
-                input_tokens: 100,
-                output_tokens: 20,
-                cost_usd: Some(0.5)
-            },
+            AgentEvent::Usage { input_tokens: 100, output_tokens: 20, cost_usd: Some(0.5) },
             AgentEvent::Result {
                 text: "finished <promise>DONE</promise>".into(),
                 is_error: false,
@@ -246,12 +168,7 @@ fn resume_reports_the_given_session() {
     let run = run_steps(Some("sim-builder-1"), vec![SimStep::Say("again".into())]);
     let v = json_lines(&run);
     assert_eq!(v[0]["session_id"], "sim-builder-1");
-    assert_eq!(
-        events(&run)[0],
-        AgentEvent::Session {
-            id: "sim-builder-1".into()
-        }
-    );
+    assert_eq!(events(&run)[0], AgentEvent::Session { id: "sim-builder-1".into() });
 }
 
 #[test]
@@ -283,47 +200,26 @@ fn error_step_is_a_claude_style_error_result() {
 
 #[test]
 fn error_without_status_has_null_status() {
-    let run = run_steps(
-        None,
-        vec![SimStep::Error(
-            "Invalid API key · Fix external API key".into(),
-        )],
-    );
+    let run = run_steps(None, vec![SimStep::Error("Invalid API key · Fix external API key".into())]);
     assert_eq!(run.code, 1);
     assert_eq!(json_lines(&run)[1]["api_error_status"], Value::Null);
 }
 
 #[test]
 fn exit_stops_without_result() {
-    let run = run_steps(
-        None,
-        vec![
-            SimStep::Say("bye".into()),
-            SimStep::Exit(7),
-            SimStep::Say("no".into()),
-        ],
-    );
+    let run = run_steps(None, vec![SimStep::Say("bye".into()), SimStep::Exit(7), SimStep::Say("no".into())]);
     assert_eq!(run.code, 7);
     assert_eq!(run.lines.len(), 2);
-    assert!(
-        !events(&run)
-            .iter()
-            .any(|e| matches!(e, AgentEvent::Result { .. }))
-    );
+    assert!(!events(&run).iter().any(|e| matches!(e, AgentEvent::Result { .. })));
 }
 
 #[test]
 fn goal_tag_and_empty_done() {
-    let run = run_steps(
-        None,
-        vec![SimStep::Done("".into()), SimStep::Goal("all of it".into())],
-    );
+    let run = run_steps(None, vec![SimStep::Done("".into()), SimStep::Goal("all of it".into())]);
     let ev = events(&run);
     assert_eq!(ev[1], text("<promise>DONE</promise>"));
     assert_eq!(ev[2], text("all of it <promise>COMPLETE</promise>"));
-    assert!(
-        matches!(&ev[4], AgentEvent::Result { text, .. } if text == "all of it <promise>COMPLETE</promise>")
-    );
+    assert!(matches!(&ev[4], AgentEvent::Result { text, .. } if text == "all of it <promise>COMPLETE</promise>"));
 }
 
 #[test]
@@ -340,11 +236,7 @@ fn tool_without_input_sends_empty_object() {
     );
     assert_eq!(
         events(&run)[1],
-        AgentEvent::ToolStarted {
-            id: "toolu_1".into(),
-            name: "Glob".into(),
-            input: json!({})
-        }
+        AgentEvent::ToolStarted { id: "toolu_1".into(), name: "Glob".into(), input: json!({}) }
     );
 }
 
@@ -354,18 +246,9 @@ fn failed_write_is_a_tool_error() {
     // A file where a directory is needed.
     let blocker = dir.path().join("blocker");
     fs::write(&blocker, "x").expect("write blocker");
-    let run = run_steps(
-        None,
-        vec![SimStep::Write(SimWrite {
-            path: blocker.join("f.txt"),
-            content: "c".into(),
-        })],
-    );
+    let run = run_steps(None, vec![SimStep::Write(SimWrite { path: blocker.join("f.txt"), content: "c".into() })]);
     assert_eq!(run.code, 0);
-    assert!(matches!(
-        &events(&run)[2],
-        AgentEvent::ToolFinished { is_error: true, .. }
-    ));
+    assert!(matches!(&events(&run)[2], AgentEvent::ToolFinished { is_error: true, .. }));
 }
 
 #[test]
@@ -378,11 +261,7 @@ fn grandchild_writes_its_pid() {
         })],
     );
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let pid: u32 = fs::read_to_string(run.dir.path().join("gc.pid"))
-        .expect("pidfile")
-        .trim()
-        .parse()
-        .expect("pid");
+    let pid: u32 = fs::read_to_string(run.dir.path().join("gc.pid")).expect("pidfile").trim().parse().expect("pid");
     assert_ne!(pid, std::process::id());
     assert_eq!(
         events(&run)[2],
@@ -414,11 +293,7 @@ fn steps_from_toml_run() {
     assert_eq!(
         events(&run)[5..],
         [
-            AgentEvent::Usage {
-                input_tokens: 5,
-                output_tokens: 6,
-                cost_usd: Some(0.25)
-            },
+            AgentEvent::Usage { input_tokens: 5, output_tokens: 6, cost_usd: Some(0.25) },
             AgentEvent::Result {
                 text: "<promise>COMPLETE</promise>".into(),
                 is_error: false,
@@ -437,20 +312,9 @@ fn crash_child() {
         return;
     };
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let steps = vec![
-        SimStep::Ignore(vec!["SIGTERM".into(), "SIGINT".into()]),
-        SimStep::Crash(sig),
-    ];
+    let steps = vec![SimStep::Ignore(vec!["SIGTERM".into(), "SIGINT".into()]), SimStep::Crash(sig)];
     let dir = tempfile::tempdir().expect("tempdir");
-    run_to(
-        SimArgs {
-            steps,
-            ..SimArgs::default()
-        },
-        dir.path(),
-        &mut out,
-        &mut err,
-    );
+    run_to(SimArgs { steps, ..SimArgs::default() }, dir.path(), &mut out, &mut err);
     unreachable!("crash returned");
 }
 
@@ -458,20 +322,9 @@ fn crash_child() {
 fn crash_dies_by_the_signal() {
     use std::os::unix::process::ExitStatusExt;
     let exe = std::env::current_exe().expect("test binary");
-    for (name, want) in [
-        ("", 11),
-        ("SIGSEGV", 11),
-        ("SIGABRT", 6),
-        ("SIGKILL", 9),
-        ("SIGTERM", 15),
-        ("bogus", 11),
-    ] {
+    for (name, want) in [("", 11), ("SIGSEGV", 11), ("SIGABRT", 6), ("SIGKILL", 9), ("SIGTERM", 15), ("bogus", 11)] {
         let status = std::process::Command::new(&exe)
-            .args([
-                "--exact",
-                "agent::sim::tests::crash_child",
-                "--test-threads=1",
-            ])
+            .args(["--exact", "agent::sim::tests::crash_child", "--test-threads=1"])
             .env("RALPH_SIM_TEST_CRASH", name)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

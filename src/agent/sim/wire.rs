@@ -45,19 +45,11 @@ pub fn text(session_id: &str, msg_id: &str, text: &str) -> Value {
 }
 
 pub fn thinking(session_id: &str, msg_id: &str, text: &str) -> Value {
-    assistant(
-        session_id,
-        msg_id,
-        json!({"type": "thinking", "thinking": text, "signature": ""}),
-    )
+    assistant(session_id, msg_id, json!({"type": "thinking", "thinking": text, "signature": ""}))
 }
 
 pub fn tool_use(session_id: &str, msg_id: &str, tool_id: &str, name: &str, input: &Value) -> Value {
-    assistant(
-        session_id,
-        msg_id,
-        json!({"type": "tool_use", "id": tool_id, "name": name, "input": input}),
-    )
+    assistant(session_id, msg_id, json!({"type": "tool_use", "id": tool_id, "name": name, "input": input}))
 }
 
 pub fn tool_result(session_id: &str, tool_id: &str, output: &str, is_error: bool) -> Value {
@@ -144,14 +136,8 @@ mod tests {
     #[test]
     fn status_extraction() {
         assert_eq!(status_in_text("API Error: 529 Overloaded."), Some(529));
-        assert_eq!(
-            status_in_text("API Error: Request rejected (429) · slow down"),
-            Some(429)
-        );
-        assert_eq!(
-            status_in_text("Invalid API key · Fix external API key"),
-            None
-        );
+        assert_eq!(status_in_text("API Error: Request rejected (429) · slow down"), Some(429));
+        assert_eq!(status_in_text("Invalid API key · Fix external API key"), None);
         assert_eq!(status_in_text("took 4290 ms, code 200"), None);
     }
 }
