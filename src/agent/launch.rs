@@ -44,21 +44,17 @@ pub struct Request<'a> {
 }
 
 pub fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchError> {
-    let (argv, extra, parser, text_output): (Vec<String>, Vec<(String, String)>, Box<dyn LineParser>, bool) = match cfg
-        .kind
-    {
-        AgentKind::Sim => (sim_argv(cfg, &req)?, Vec::new(), Box::new(ClaudeStreamParser::default()), false),
-        AgentKind::Command => {
-            let text = cfg.output.unwrap_or_default() == OutputFormat::Text;
-            let parser: Box<dyn LineParser> =
-                if text { Box::new(TextParser) } else { Box::new(ClaudeStreamParser::default()) };
-            (command_argv(cfg, &req)?, Vec::new(), parser, text)
-        }
-        AgentKind::Claude => (claude_argv(cfg, &req)?, claude_env(), Box::new(ClaudeStreamParser::default()), false),
+    let (argv, extra) = match cfg.kind {
+        AgentKind::Sim => (sim_argv(cfg, &req)?, Vec::new()),
+        AgentKind::Command => (command_argv(cfg, &req)?, Vec::new()),
+        AgentKind::Claude => (claude_argv(cfg, &req)?, claude_env()),
         kind @ (AgentKind::Codex | AgentKind::Opencode | AgentKind::Gemini) => {
             return Err(LaunchError::Unsupported { agent: req.agent.to_string(), kind: kind.as_str() });
         }
     };
+    let text_output = cfg.kind == AgentKind::Command && cfg.output.unwrap_or_default() == OutputFormat::Text;
+    let parser: Box<dyn LineParser> =
+        if text_output { Box::new(TextParser) } else { Box::new(ClaudeStreamParser::default()) };
     let extra = extra.into_iter().chain(cfg.env.iter().map(|(k, v)| (k.clone(), v.clone())));
     let env = env::scrubbed(std::env::vars(), cfg.kind, &cfg.pass_env, extra);
     Ok(Prepared { launch: Launch { argv, cwd: req.cwd.to_path_buf(), env }, parser, text_output })

@@ -87,5 +87,10 @@ fn code(status: ExitStatus) -> i32 {
 }
 
 fn say(line: &str) {
-    eprintln!("\x1b[1m{line}\x1b[0m");
+    use std::io::IsTerminal;
+    if std::io::stderr().is_terminal() {
+        eprintln!("\x1b[1m{line}\x1b[0m");
+    } else {
+        eprintln!("{line}");
+    }
 }
