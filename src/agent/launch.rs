@@ -41,6 +41,8 @@ pub struct Request<'a> {
     /// 1-based launch number of this agent in the run.
     pub launch: u32,
     pub cwd: &'a Path,
+    /// Marks the agent and everything it starts (see `process::leftovers`).
+    pub run_id: &'a str,
 }
 
 pub fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchError> {
@@ -55,7 +57,8 @@ pub fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchEr
     let text_output = cfg.kind == AgentKind::Command && cfg.output.unwrap_or_default() == OutputFormat::Text;
     let parser: Box<dyn LineParser> =
         if text_output { Box::new(TextParser) } else { Box::new(ClaudeStreamParser::default()) };
-    let extra = extra.into_iter().chain(cfg.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let marker = (crate::process::leftovers::RUN_ID_VAR.to_string(), req.run_id.to_string());
+    let extra = extra.into_iter().chain(cfg.env.iter().map(|(k, v)| (k.clone(), v.clone()))).chain([marker]);
     let env = env::scrubbed(std::env::vars(), cfg.kind, &cfg.pass_env, extra);
     Ok(Prepared { launch: Launch { argv, cwd: req.cwd.to_path_buf(), env }, parser, text_output })
 }

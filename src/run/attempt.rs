@@ -7,7 +7,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, BufWriter};
+use std::io::{BufWriter, Write};
+
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::time::{Instant, sleep_until};
 
 use crate::agent::AgentEvent;
@@ -83,7 +85,9 @@ pub async fn run(
         let err = std::io::Error::other("the agent's pipes were not set up");
         return state.finish(End::SpawnFailed(err), started);
     };
-    let mut log = match tokio::fs::File::create(log_path).await {
+    // Plain buffered writes: a page-cache write takes microseconds, while tokio's
+    // file type would hop to a blocking thread for every line.
+    let mut log = match std::fs::File::create(log_path) {
         Ok(f) => Some(BufWriter::new(f)),
         Err(e) => {
             tracing::warn!("cannot write the attempt log {}: {e}", log_path.display());
@@ -112,7 +116,7 @@ pub async fn run(
         tokio::select! {
             line = out.next_line(), if out_open => match line {
                 Ok(Some(line)) => {
-                    write_log(&mut log, &line, false).await;
+                    write_log(&mut log, &line, false);
                     let events = parser.parse_line(&line);
                     if events.is_empty() {
                         watch.on_event(None, Instant::now());
@@ -133,7 +137,7 @@ pub async fn run(
             },
             line = err.next_line(), if err_open => match line {
                 Ok(Some(line)) => {
-                    write_log(&mut log, &line, true).await;
+                    write_log(&mut log, &line, true);
                     watch.on_event(None, Instant::now());
                     observer.event(None);
                     state.push_text(&line);
@@ -180,7 +184,7 @@ pub async fn run(
         }
     }
     if let Some(mut log) = log {
-        let _ = log.flush().await;
+        let _ = log.flush();
     }
     let exit = exit.unwrap_or(Exit::Code(-1));
     let end = match stopping {
@@ -213,14 +217,10 @@ fn exit_of(status: std::process::ExitStatus) -> Exit {
     }
 }
 
-async fn write_log(log: &mut Option<BufWriter<tokio::fs::File>>, line: &str, stderr: bool) {
+fn write_log(log: &mut Option<BufWriter<std::fs::File>>, line: &str, stderr: bool) {
     let Some(w) = log.as_mut() else { return };
-    let line = redact(line);
     let prefix = if stderr { "[stderr] " } else { "" };
-    let ok = w.write_all(prefix.as_bytes()).await.is_ok()
-        && w.write_all(line.as_bytes()).await.is_ok()
-        && w.write_all(b"\n").await.is_ok();
-    if !ok {
+    if writeln!(w, "{prefix}{}", redact(line)).is_err() {
         *log = None;
     }
 }

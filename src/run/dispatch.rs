@@ -16,6 +16,7 @@ use crate::recovery::policy::{self, Cap, Limits, Next, Stop};
 use crate::recovery::{Category, Classification};
 use crate::report::{AttemptLine, Summary};
 use crate::signal::{InterruptAction, Signals, StopCause};
+use crate::state::atomic::Durability;
 use crate::state::checkpoint::{InFlight, LastError, Status};
 use crate::state::store;
 use crate::workflow::done::{self, Completion, Evidence};
@@ -32,12 +33,16 @@ pub struct Dispatcher {
     /// Active time of earlier sessions of this run.
     elapsed_before: f64,
     summary: Summary,
+    /// The final message of the last successful attempt: the phase's artifact when
+    /// the phase ends (written then, not after every iteration: it is only read by
+    /// the next phase).
+    last_success: Option<String>,
 }
 
 impl Dispatcher {
     pub fn new(ready: Ready) -> Self {
         let elapsed_before = ready.checkpoint.elapsed_secs;
-        Self { r: ready, started: Instant::now(), elapsed_before, summary: Summary::default() }
+        Self { r: ready, started: Instant::now(), elapsed_before, summary: Summary::default(), last_success: None }
     }
 
     pub async fn run(mut self) -> Result<RunEnd, RalphError> {
@@ -103,14 +108,22 @@ impl Dispatcher {
         })?;
         let prepared = launch::prepare(
             &agent_cfg,
-            Request { agent: &agent, prompt: &prompt, resume: resume.as_deref(), launch: launch_no, cwd: &self.r.dir },
+            Request {
+                agent: &agent,
+                prompt: &prompt,
+                resume: resume.as_deref(),
+                launch: launch_no,
+                cwd: &self.r.dir,
+                run_id: &self.r.checkpoint.run_id,
+            },
         );
         let cp = &mut self.r.checkpoint;
         cp.status = Status::Running;
         cp.in_flight =
             Some(InFlight { agent: agent.clone(), attempt: attempt_no, session: resume.clone(), started_at: now() });
         let pos = cp.progress.position.clone();
-        self.save()?;
+        // Losing this state to a power cut equals a crash just before the attempt.
+        self.save_with(Durability::Ordered)?;
         self.journal(
             "attempt_started",
             json!({"attempt": attempt_no, "phase": pos.phase_name, "iteration": pos.iteration, "agent": agent,
@@ -191,7 +204,7 @@ impl Dispatcher {
                     json!({"attempt": attempt_no, "agent": agent, "goal": completion == Completion::Goal,
                            "duration_ms": outcome.duration.as_millis() as u64, "session": outcome.session}),
                 );
-                self.save_artifact(&phase.name, &phase.done, outcome);
+                self.last_success = Some(outcome.final_message.clone().unwrap_or_default());
                 self.r.reporter.line(&format!(
                     "{} iteration {} done{}",
                     phase.name,
@@ -236,12 +249,15 @@ impl Dispatcher {
                 self.save()?;
             }
             Next::NextPhase { finished } => {
+                self.save_artifact(&finished);
                 self.summary.phases += 1;
                 self.journal("phase_done", json!({"phase": finished}));
                 self.r.reporter.line(&format!("phase {finished} done"));
                 self.save()?;
             }
             Next::Finished => {
+                let name = self.phase().name.clone();
+                self.save_artifact(&name);
                 self.summary.phases += 1;
                 self.journal("phase_done", json!({"phase": self.phase().name}));
                 return Ok(Some(RunEnd::Completed));
@@ -402,17 +418,20 @@ impl Dispatcher {
             Some(LastError { classification: failure.clone(), agent: agent.to_string(), text_tail: tail, at: now() });
     }
 
-    fn save_artifact(&mut self, phase: &str, done: &DoneSignal, outcome: &Outcome) {
-        let text = match done {
+    /// Keeps the finished phase's artifact for the next phase's prompt: its done file,
+    /// or the final message of its last iteration.
+    fn save_artifact(&mut self, phase_name: &str) {
+        let Some(phase) = self.r.loaded.phases.iter().find(|p| p.name == phase_name) else { return };
+        let text = match &phase.done {
             DoneSignal::File(path) => std::fs::read_to_string(self.r.dir.join(path)).ok(),
-            _ => outcome.final_message.clone(),
+            _ => self.last_success.take(),
         };
         let Some(text) = text else { return };
-        let path = self.r.artifacts_dir.join(format!("{phase}.md"));
+        let path = self.r.artifacts_dir.join(format!("{phase_name}.md"));
         if let Err(e) = std::fs::create_dir_all(&self.r.artifacts_dir)
             .and_then(|()| crate::state::atomic::write_atomic(&path, text.as_bytes()))
         {
-            tracing::warn!("cannot keep the artifact of phase {phase}: {e}");
+            tracing::warn!("cannot keep the artifact of phase {phase_name}: {e}");
         }
     }
 
@@ -459,14 +478,18 @@ impl Dispatcher {
         self.phase().chain.get(pos.agent_index).cloned().unwrap_or_default()
     }
 
-    /// Writes the checkpoint (atomically), unless checkpoints are off.
+    /// Writes the checkpoint atomically and durably, unless checkpoints are off.
     fn save(&mut self) -> Result<(), RalphError> {
+        self.save_with(Durability::Durable)
+    }
+
+    fn save_with(&mut self, durability: Durability) -> Result<(), RalphError> {
         let elapsed = self.elapsed();
         let cp = &mut self.r.checkpoint;
         cp.elapsed_secs = elapsed;
         cp.updated_at = now();
         let Some(path) = &self.r.checkpoint_path else { return Ok(()) };
-        store::save_json(path, cp)
+        store::save_json_with(path, cp, durability)
             .map_err(|e| RalphError::io(format!("cannot write the checkpoint {}", path.display()), e))
     }
 
@@ -484,7 +507,7 @@ impl Observer for Dispatcher {
             in_flight.session = Some(id.to_string());
         }
         // A kill -9 from here on still resumes this session.
-        if let Err(e) = self.save() {
+        if let Err(e) = self.save_with(Durability::Ordered) {
             tracing::warn!("{e}");
         }
     }

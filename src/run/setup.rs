@@ -77,7 +77,18 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
                 decision = start::decide(existing.as_ref(), flag);
             }
             match (decision, existing) {
-                (Start::Resume, Some(cp)) => (resume(cp, &loaded, &prompt_checksum, &reporter)?, true),
+                (Start::Resume, Some(cp)) => {
+                    // We hold the lock, so no ralph of this run is alive: whatever
+                    // still carries its run id was left behind by a crash.
+                    let killed = crate::process::leftovers::kill_all(&cp.run_id);
+                    if !killed.is_empty() {
+                        reporter.line(&format!(
+                            "ended {} process(es) left behind by the interrupted run: {killed:?}",
+                            killed.len()
+                        ));
+                    }
+                    (resume(cp, &loaded, &prompt_checksum, &reporter)?, true)
+                }
                 (Start::ArchiveThenFresh, Some(_)) => {
                     let aside = store::set_aside(cp_path, "archived")
                         .map_err(|e| RalphError::io("cannot archive the old checkpoint", e))?;

@@ -18,6 +18,24 @@ use std::path::Path;
 /// in the directory (ignored by git, see `store::ensure_gitignore`), never a
 /// partial `path`.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    replace(path, bytes, Durability::Durable)
+}
+
+/// How much of a replacement must be on disk when the call returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// The new content survives a power cut from the moment the call returns.
+    Durable,
+    /// The new content is complete on disk, but until the directory is next synced a
+    /// power cut may bring back the previous (complete) version. For states whose
+    /// loss is the same as a crash just before them, such as "an attempt started":
+    /// it saves one fsync per agent call, and the next durable write in the
+    /// directory makes this one durable too.
+    Ordered,
+}
+
+/// Replaces `path` with `bytes` atomically, as durable as `durability` says.
+pub fn replace(path: &Path, bytes: &[u8], durability: Durability) -> io::Result<()> {
     let dir = parent_dir(path);
     let mut tmp = tempfile::Builder::new()
         .prefix(".tmp")
@@ -27,7 +45,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
-    sync_dir(dir)
+    match durability {
+        Durability::Durable => sync_dir(dir),
+        Durability::Ordered => Ok(()),
+    }
 }
 
 /// Fsyncs a directory so that a rename or a new entry in it survives a power cut.

@@ -1,4 +1,4 @@
-//! JSON state files on top of [`write_atomic`]: saving, loading with a clear
+//! JSON state files on top of [`super::atomic::replace`]: saving, loading with a clear
 //! distinction between "absent", "corrupt" and "unreadable", setting a corrupt
 //! file aside without ever losing it, and the `.agent/.gitignore` that keeps
 //! run-time files out of the user's commits.
@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::atomic::{parent_dir, sync_dir, write_atomic};
+use super::atomic::{Durability, parent_dir, replace, sync_dir};
 
 /// Why a state file could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -26,9 +26,14 @@ pub enum StoreError {
 
 /// Writes `value` as pretty JSON with a trailing newline, atomically (mode 0600).
 pub fn save_json<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
+    save_json_with(path, value, Durability::Durable)
+}
+
+/// [`save_json`] with a chosen [`Durability`].
+pub fn save_json_with<T: Serialize>(path: &Path, value: &T, durability: Durability) -> io::Result<()> {
     let mut bytes = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
     bytes.push(b'\n');
-    write_atomic(path, &bytes)
+    replace(path, &bytes, durability)
 }
 
 /// Loads a JSON file: `Ok(None)` when it does not exist.
