@@ -3,6 +3,7 @@
 
 pub mod classify;
 pub mod policy;
+pub mod rate_limit;
 
 use serde::{Deserialize, Serialize};
 

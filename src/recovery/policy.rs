@@ -59,14 +59,23 @@ pub enum Next {
     Retry {
         delay: Duration,
     },
-    /// The agent's budget is spent: the next agent of the chain takes over.
+    /// The agent's budget is spent (or it is rate-limited and the config says
+    /// fallover): the next agent of the chain takes over.
     Fallover {
         from: String,
         to: String,
         new_cycle: bool,
     },
+    /// Wait until this unix second (a rate-limit reset), then try again.
+    WaitUntil {
+        at: i64,
+        reason: String,
+    },
     Stop(Stop),
 }
+
+/// The classifier rule that sends a failure down the rate-limit path.
+pub const RATE_LIMITED: &str = "rate_limited";
 
 /// How a retry of an agent failure continues: in the same session when one is
 /// known, otherwise with a fresh session. (The one place this is decided.)
@@ -138,18 +147,33 @@ pub fn on_success(progress: &mut Progress, phases: &[Phase], completion: Complet
     }
 }
 
-/// The attempt failed; `session` is the session id it reported, if any.
+/// What else the policy needs to know about a failed attempt.
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    /// The session id the attempt reported, if any.
+    pub session: Option<String>,
+    /// When the provider's rate limit resets (unix seconds), if it said.
+    pub rate_limit_reset: Option<i64>,
+    /// Now, in unix seconds.
+    pub now: i64,
+}
+
+/// The attempt failed.
 pub fn on_failure(
     progress: &mut Progress,
     phases: &[Phase],
     limits: Limits<'_>,
     failure: &Classification,
-    session: Option<String>,
+    facts: Facts,
 ) -> Next {
+    let session = facts.session;
     *progress.counters.failures.entry(failure.category).or_insert(0) += 1;
     progress.recovery_note = Some(failure.reason.clone());
     match failure.category {
         Category::UserConfig => Next::Stop(Stop::Blocked { message: failure.reason.clone() }),
+        Category::Environmental if failure.rule == RATE_LIMITED => {
+            super::rate_limit::on_rate_limit(progress, phases, limits.retry, facts.rate_limit_reset, facts.now, session)
+        }
         Category::Environmental => {
             progress.counters.retry_streak += 1;
             progress.resume_session = session;
@@ -253,6 +277,10 @@ mod tests {
         Classification { category: Category::Agent, rule: "crashed".into(), reason: "crashed".into() }
     }
 
+    fn facts(session: Option<String>) -> Facts {
+        Facts { session, ..Facts::default() }
+    }
+
     fn limits(retry: &Retry) -> Limits<'_> {
         Limits { retry, max_cycles: 2 }
     }
@@ -290,25 +318,25 @@ mod tests {
         let mut p = Progress::new("dev");
         let f = agent_failure();
         assert_eq!(
-            on_failure(&mut p, &phases, limits(&retry), &f, Some("s1".into())),
+            on_failure(&mut p, &phases, limits(&retry), &f, facts(Some("s1".into()))),
             Next::Retry { delay: Duration::ZERO }
         );
         assert_eq!(p.resume_session.as_deref(), Some("s1"));
         assert_eq!(
-            on_failure(&mut p, &phases, limits(&retry), &f, None),
+            on_failure(&mut p, &phases, limits(&retry), &f, facts(None)),
             Next::Fallover { from: "a".into(), to: "b".into(), new_cycle: false }
         );
         assert_eq!(p.resume_session, None);
-        let _ = on_failure(&mut p, &phases, limits(&retry), &f, None);
+        let _ = on_failure(&mut p, &phases, limits(&retry), &f, facts(None));
         assert_eq!(
-            on_failure(&mut p, &phases, limits(&retry), &f, None),
+            on_failure(&mut p, &phases, limits(&retry), &f, facts(None)),
             Next::Fallover { from: "b".into(), to: "a".into(), new_cycle: true }
         );
         assert_eq!(p.position.cycle, 2);
-        let _ = on_failure(&mut p, &phases, limits(&retry), &f, None);
-        let _ = on_failure(&mut p, &phases, limits(&retry), &f, None);
-        let _ = on_failure(&mut p, &phases, limits(&retry), &f, None);
-        match on_failure(&mut p, &phases, limits(&retry), &f, None) {
+        let _ = on_failure(&mut p, &phases, limits(&retry), &f, facts(None));
+        let _ = on_failure(&mut p, &phases, limits(&retry), &f, facts(None));
+        let _ = on_failure(&mut p, &phases, limits(&retry), &f, facts(None));
+        match on_failure(&mut p, &phases, limits(&retry), &f, facts(None)) {
             Next::Stop(Stop::Failed { cap: Cap::MaxCycles, message }) => {
                 assert!(message.starts_with("max_cycles exhausted"))
             }
@@ -333,7 +361,7 @@ mod tests {
             reason: "529".into(),
         };
         for _ in 0..10 {
-            assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &env, None), Next::Retry { .. }));
+            assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &env, facts(None)), Next::Retry { .. }));
         }
         assert_eq!(p.counters.agent_failures, 0);
         assert_eq!(p.position.agent_index, 0);
@@ -345,11 +373,14 @@ mod tests {
         let phases = [phase("dev", &["a"], 1, false)];
         let mut p = Progress::new("dev");
         let uc = Classification { category: Category::UserConfig, rule: "auth_failed".into(), reason: "401".into() };
-        assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &uc, None), Next::Stop(Stop::Blocked { .. })));
-        let amb = Classification { category: Category::Ambiguous, rule: "unexplained".into(), reason: "?".into() };
-        assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &amb, None), Next::Retry { .. }));
         assert!(matches!(
-            on_failure(&mut p, &phases, limits(&retry), &amb, None),
+            on_failure(&mut p, &phases, limits(&retry), &uc, facts(None)),
+            Next::Stop(Stop::Blocked { .. })
+        ));
+        let amb = Classification { category: Category::Ambiguous, rule: "unexplained".into(), reason: "?".into() };
+        assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &amb, facts(None)), Next::Retry { .. }));
+        assert!(matches!(
+            on_failure(&mut p, &phases, limits(&retry), &amb, facts(None)),
             Next::Stop(Stop::Failed { cap: Cap::AmbiguousAttempts, .. })
         ));
     }

@@ -12,7 +12,8 @@ use crate::agent::launch::{self, Request};
 use crate::config::DoneSignal;
 use crate::error::RalphError;
 use crate::recovery::classify::{self, EndedBy, Exit};
-use crate::recovery::policy::{self, Cap, Limits, Next, Stop};
+use crate::recovery::policy::{self, Cap, Facts, Limits, Next, Stop};
+use crate::recovery::rate_limit;
 use crate::recovery::{Category, Classification};
 use crate::report::{AttemptLine, Summary};
 use crate::signal::{InterruptAction, Signals, StopCause};
@@ -69,6 +70,18 @@ impl Dispatcher {
         loop {
             if let Some(stop) = self.cap_reached() {
                 return self.stop(stop);
+            }
+            // A rate-limit wait survives a restart: a resumed run keeps waiting.
+            if let Some(at) = self.r.checkpoint.progress.rate_limit_until
+                && let Some(end) = self.wait_for_reset(at, "rate limit", signals).await?
+            {
+                return Ok(end);
+            }
+            if let Some((from, to)) =
+                rate_limit::return_after_reset(&mut self.r.checkpoint.progress, &self.r.loaded.phases, unix_now())
+            {
+                self.journal("fallback", json!({"from": from, "to": to, "why": "rate limit reset"}));
+                self.r.reporter.line(&format!("the rate limit of {to} has reset: back from {from} to {to}"));
             }
             let outcome = self.attempt(signals).await?;
             let agent = self.current_agent();
@@ -232,7 +245,11 @@ impl Dispatcher {
                     &self.r.loaded.phases,
                     limits,
                     &failure,
-                    outcome.session.clone(),
+                    Facts {
+                        session: outcome.session.clone(),
+                        rate_limit_reset: rate_limit_reset(&outcome.events),
+                        now: unix_now(),
+                    },
                 )
             }
         };
@@ -282,6 +299,10 @@ impl Dispatcher {
                 ));
                 self.save()?;
             }
+            Next::WaitUntil { at, reason } => {
+                self.journal("rate_limit_wait", json!({"until": at, "reason": reason}));
+                return self.wait_for_reset(at, &reason, signals).await;
+            }
             Next::Stop(stop) => return self.stop(stop).map(Some),
         }
         Ok(None)
@@ -305,6 +326,28 @@ impl Dispatcher {
         }
         self.r.reporter.waiting_done();
         self.r.checkpoint.status = Status::Running;
+        Ok(None)
+    }
+
+    /// Waits until the unix second `at` (a rate-limit reset) with the status
+    /// `waiting` and the reset in the checkpoint; then clears it.
+    async fn wait_for_reset(
+        &mut self,
+        at: i64,
+        why: &str,
+        signals: &mut Signals,
+    ) -> Result<Option<RunEnd>, RalphError> {
+        self.r.checkpoint.progress.rate_limit_until = Some(at);
+        let left = u64::try_from(at.saturating_sub(unix_now())).unwrap_or(0);
+        if left > 0 {
+            let until = jiff::Timestamp::from_second(at).map(|t| t.to_string()).unwrap_or_else(|_| at.to_string());
+            let why = format!("{why}: waiting until {until}");
+            if let Some(end) = self.wait(Duration::from_secs(left), &why, signals).await? {
+                return Ok(Some(end));
+            }
+        }
+        self.r.checkpoint.progress.rate_limit_until = None;
+        self.save()?;
         Ok(None)
     }
 
@@ -515,6 +558,18 @@ impl Observer for Dispatcher {
     fn event(&mut self, event: Option<&AgentEvent>) {
         self.r.reporter.agent_event(event);
     }
+}
+
+/// The reset the agent reported in a structured rate-limit event.
+fn rate_limit_reset(events: &[AgentEvent]) -> Option<i64> {
+    events.iter().rev().find_map(|e| match e {
+        AgentEvent::RateLimit { resets_at, .. } => *resets_at,
+        _ => None,
+    })
+}
+
+fn unix_now() -> i64 {
+    jiff::Timestamp::now().as_second()
 }
 
 fn tail_chars(text: &str, max: usize) -> String {

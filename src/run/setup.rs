@@ -227,7 +227,6 @@ fn fresh_checkpoint(loaded: &Loaded, prompt_checksum: &str) -> Checkpoint {
         progress: Progress::new(first),
         in_flight: None,
         last_error: None,
-        rate_limit_until: None,
         usage: Default::default(),
         elapsed_secs: 0.0,
         config_path: loaded.path.display().to_string(),

@@ -103,8 +103,6 @@ pub struct Checkpoint {
     pub progress: Progress,
     pub in_flight: Option<InFlight>,
     pub last_error: Option<LastError>,
-    /// Unix seconds until which the run waits for a rate-limit reset.
-    pub rate_limit_until: Option<i64>,
     pub usage: Usage,
     /// Active run time over all resumes, seconds.
     pub elapsed_secs: f64,

@@ -61,6 +61,14 @@ pub struct Progress {
     pub launches: BTreeMap<String, u32>,
     /// Why the previous attempt of this iteration failed, for the recovery note.
     pub recovery_note: Option<String>,
+    /// Unix seconds until which the run waits for a rate-limit reset before the next
+    /// attempt; a restart during the wait keeps waiting.
+    #[serde(default)]
+    pub rate_limit_until: Option<i64>,
+    /// Agents left because of a rate limit, with the unix second their limit resets;
+    /// the chain returns to them afterwards.
+    #[serde(default)]
+    pub cooldowns: BTreeMap<String, i64>,
 }
 
 impl Progress {
@@ -80,6 +88,8 @@ impl Progress {
             sessions: BTreeMap::new(),
             launches: BTreeMap::new(),
             recovery_note: None,
+            rate_limit_until: None,
+            cooldowns: BTreeMap::new(),
         }
     }
 }

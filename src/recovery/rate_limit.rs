@@ -1,0 +1,146 @@
+//! Rate and usage limits: wait for the reset the provider reported, or fall over to
+//! the next agent and come back after the reset. A limit never counts against any
+//! budget. Pure: times are unix seconds passed in.
+
+use crate::config::{OnRateLimit, Phase, Retry};
+use crate::workflow::Progress;
+
+use super::policy::{Next, backoff};
+
+/// Seconds added to a reported reset: providers' clocks and ours differ a little, and
+/// retrying a second early costs a whole new limit error.
+pub const MARGIN_SECS: i64 = 5;
+
+/// The attempt hit a limit; `reset` is when it ends, if the agent said.
+pub fn on_rate_limit(
+    progress: &mut Progress,
+    phases: &[Phase],
+    retry: &Retry,
+    reset: Option<i64>,
+    now: i64,
+    session: Option<String>,
+) -> Next {
+    progress.resume_session = session;
+    let Some(reset) = reset else {
+        // No reset time: an ordinary environmental retry with backoff.
+        progress.counters.retry_streak += 1;
+        return Next::Retry { delay: backoff(retry, progress.counters.retry_streak, 0.5) };
+    };
+    let max_wait = i64::try_from(retry.max_rate_limit_wait.as_secs()).unwrap_or(i64::MAX);
+    let until = (reset.max(now) + MARGIN_SECS).min(now.saturating_add(max_wait));
+    let Some(phase) = phases.get(progress.position.phase) else {
+        return Next::WaitUntil { at: until, reason: "rate limit".into() };
+    };
+    let agent = phase.chain.get(progress.position.agent_index).cloned().unwrap_or_default();
+    if retry.on_rate_limit == OnRateLimit::Fallover && phase.chain.len() > 1 {
+        progress.cooldowns.insert(agent.clone(), until);
+        if let Some(index) = next_available(phase, progress, now) {
+            progress.position.agent_index = index;
+            progress.resume_session = None;
+            progress.counters.fallovers += 1;
+            let to = phase.chain.get(index).cloned().unwrap_or_default();
+            return Next::Fallover { from: agent, to, new_cycle: false };
+        }
+        // Every agent of the chain is limited: wait for the first reset.
+        let earliest = progress.cooldowns.values().copied().min().unwrap_or(until);
+        progress.rate_limit_until = Some(earliest);
+        return Next::WaitUntil { at: earliest, reason: "every agent of the chain is rate-limited".into() };
+    }
+    progress.rate_limit_until = Some(until);
+    Next::WaitUntil { at: until, reason: format!("agent {agent} is rate-limited") }
+}
+
+/// The first agent after the current one (wrapping) that is not cooling down.
+fn next_available(phase: &Phase, progress: &Progress, now: i64) -> Option<usize> {
+    let n = phase.chain.len();
+    (1..n).map(|step| (progress.position.agent_index + step) % n).find(|&i| {
+        phase.chain.get(i).is_some_and(|name| progress.cooldowns.get(name).is_none_or(|&until| until <= now))
+    })
+}
+
+/// Before an attempt: an agent earlier in the chain whose limit has reset takes its
+/// place again. Returns (from, to) when the chain moved back.
+pub fn return_after_reset(progress: &mut Progress, phases: &[Phase], now: i64) -> Option<(String, String)> {
+    let phase = phases.get(progress.position.phase)?;
+    let current = progress.position.agent_index;
+    let index = (0..current).find(|&i| {
+        phase.chain.get(i).and_then(|name| progress.cooldowns.get(name)).is_some_and(|&until| until <= now)
+    })?;
+    progress.cooldowns.retain(|_, until| *until > now);
+    let from = phase.chain.get(current).cloned().unwrap_or_default();
+    progress.position.agent_index = index;
+    progress.resume_session = None;
+    Some((from, phase.chain.get(index).cloned().unwrap_or_default()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DoneSignal;
+    use std::time::Duration;
+
+    fn phase(chain: &[&str]) -> Phase {
+        Phase {
+            name: "dev".into(),
+            chain_name: "main".into(),
+            chain: chain.iter().map(|s| s.to_string()).collect(),
+            iterations: 1,
+            until_complete: false,
+            done: DoneSignal::Tag,
+            prompt: None,
+        }
+    }
+
+    #[test]
+    fn waits_until_the_reported_reset_plus_a_margin() {
+        let retry = Retry::default();
+        let phases = [phase(&["a", "b"])];
+        let mut p = Progress::new("dev");
+        let next = on_rate_limit(&mut p, &phases, &retry, Some(1_000), 900, Some("s".into()));
+        assert_eq!(next, Next::WaitUntil { at: 1_005, reason: "agent a is rate-limited".into() });
+        assert_eq!(p.rate_limit_until, Some(1_005));
+        assert_eq!(p.resume_session.as_deref(), Some("s"));
+        assert_eq!(p.counters.agent_failures, 0);
+    }
+
+    #[test]
+    fn the_wait_is_capped_by_max_rate_limit_wait() {
+        let retry = Retry { max_rate_limit_wait: Duration::from_secs(60), ..Retry::default() };
+        let mut p = Progress::new("dev");
+        let next = on_rate_limit(&mut p, &[phase(&["a"])], &retry, Some(100_000), 0, None);
+        assert_eq!(next, Next::WaitUntil { at: 60, reason: "agent a is rate-limited".into() });
+    }
+
+    #[test]
+    fn without_a_reset_time_it_backs_off() {
+        let mut p = Progress::new("dev");
+        assert!(matches!(
+            on_rate_limit(&mut p, &[phase(&["a"])], &Retry::default(), None, 0, None),
+            Next::Retry { .. }
+        ));
+    }
+
+    #[test]
+    fn fallover_mode_switches_and_returns_after_the_reset() {
+        let retry = Retry { on_rate_limit: OnRateLimit::Fallover, ..Retry::default() };
+        let phases = [phase(&["a", "b"])];
+        let mut p = Progress::new("dev");
+        let next = on_rate_limit(&mut p, &phases, &retry, Some(100), 0, None);
+        assert_eq!(next, Next::Fallover { from: "a".into(), to: "b".into(), new_cycle: false });
+        assert_eq!(p.position.cycle, 1);
+        assert_eq!(return_after_reset(&mut p, &phases, 50), None);
+        assert_eq!(return_after_reset(&mut p, &phases, 105), Some(("b".into(), "a".into())));
+        assert_eq!(p.position.agent_index, 0);
+        assert!(p.cooldowns.is_empty());
+    }
+
+    #[test]
+    fn fallover_mode_waits_when_every_agent_is_limited() {
+        let retry = Retry { on_rate_limit: OnRateLimit::Fallover, ..Retry::default() };
+        let phases = [phase(&["a", "b"])];
+        let mut p = Progress::new("dev");
+        let _ = on_rate_limit(&mut p, &phases, &retry, Some(100), 0, None);
+        let next = on_rate_limit(&mut p, &phases, &retry, Some(50), 0, None);
+        assert_eq!(next, Next::WaitUntil { at: 55, reason: "every agent of the chain is rate-limited".into() });
+    }
+}
