@@ -371,3 +371,25 @@ pub fn cleanup(pid: i32) {
 pub fn count(events: &[Value], kind: &str, field: &str, value: &Value) -> usize {
     events.iter().filter(|e| e["kind"] == kind && &e[field] == value).count()
 }
+
+impl Project {
+    /// ralph's own logs (`.agent/logs/*/ralph.log`), concatenated.
+    pub fn ralph_log(&self) -> String {
+        let mut text = String::new();
+        if let Ok(rd) = fs::read_dir(self.join(".agent/logs")) {
+            for entry in rd.flatten() {
+                text.push_str(&fs::read_to_string(entry.path().join("ralph.log")).unwrap_or_default());
+            }
+        }
+        text
+    }
+
+    /// Waits (bounded) until ralph's log contains `needle`.
+    pub fn wait_for_log(&self, needle: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while !self.ralph_log().contains(needle) {
+            assert!(Instant::now() < deadline, "ralph.log lacks {needle:?} after {timeout:?}:\n{}", self.ralph_log());
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
