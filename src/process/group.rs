@@ -36,8 +36,34 @@ pub fn spawn(launch: &Launch) -> std::io::Result<Child> {
         // ralph ends the group itself with grace; this is the last resort when the
         // future is dropped on an error path.
         .kill_on_drop(true);
+    die_with_ralph(&mut cmd);
     cmd.spawn()
 }
+
+/// If ralph itself dies without ending the attempt (kill -9, OOM), nobody is left to
+/// supervise the agent: the kernel kills it (`PR_SET_PDEATHSIG`), so a `--resume`
+/// never runs a second agent beside an orphaned one in the same workspace. The
+/// signal follows the thread that spawned the child, which is why ralph runs a
+/// single-threaded runtime.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn die_with_ralph(cmd: &mut Command) {
+    let parent = std::process::id();
+    // SAFETY: between fork and exec the closure only makes async-signal-safe system
+    // calls (prctl, getppid) and allocates nothing on the success path.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
+            // ralph may have died between fork and prctl: then the signal never comes.
+            if u32::try_from(nix::unistd::getppid().as_raw()).ok() != Some(parent) {
+                return Err(std::io::Error::other("ralph exited before the agent started"));
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn die_with_ralph(_cmd: &mut Command) {}
 
 /// Sends `signal` to the whole process group `pgid`. A group that is already gone
 /// is not an error.
