@@ -100,7 +100,7 @@ impl Project {
     }
 
     pub fn ralph(&self) -> Ralph {
-        Ralph { dir: self.path().to_path_buf(), args: Vec::new(), timeout: DEFAULT_TIMEOUT }
+        Ralph { dir: self.path().to_path_buf(), args: Vec::new(), env: Vec::new(), timeout: DEFAULT_TIMEOUT }
     }
 
     pub fn checkpoint_path(&self) -> PathBuf {
@@ -163,6 +163,7 @@ impl Project {
 pub struct Ralph {
     dir: PathBuf,
     args: Vec<String>,
+    env: Vec<(String, String)>,
     timeout: Duration,
 }
 
@@ -215,6 +216,17 @@ impl Ralph {
         self
     }
 
+    pub fn env(mut self, key: &str, value: impl Into<String>) -> Self {
+        self.env.push((key.to_string(), value.into()));
+        self
+    }
+
+    /// Runs in `dir` instead of the project directory.
+    pub fn current_dir(mut self, dir: &Path) -> Self {
+        self.dir = dir.to_path_buf();
+        self
+    }
+
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
@@ -233,6 +245,7 @@ impl Ralph {
             // Its own group, so a timeout can kill ralph with everything in it, and a
             // signal a test sends reaches ralph only.
             .process_group(0);
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd
     }
 
