@@ -397,6 +397,21 @@ impl Project {
         text
     }
 
+    /// Waits (bounded) until the checkpoint on disk satisfies `ok`.
+    pub fn wait_for_checkpoint(&self, ok: impl Fn(&Value) -> bool, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            // Written atomically: whatever is there parses.
+            if let Ok(text) = fs::read_to_string(self.checkpoint_path())
+                && ok(&serde_json::from_str(&text).expect("checkpoint parses"))
+            {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the checkpoint did not get there within {timeout:?}");
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Waits (bounded) until ralph's log contains `needle`.
     pub fn wait_for_log(&self, needle: &str, timeout: Duration) {
         let deadline = Instant::now() + timeout;
