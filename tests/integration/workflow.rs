@@ -352,3 +352,53 @@ done = "file:PLAN.md"
     p.ralph().run().expect_code(1);
     assert_eq!(p.events("attempt_succeeded").len(), 0);
 }
+
+#[test]
+fn stalled_agent_is_ended_and_its_session_resumed() {
+    let p = Project::new().config(&fast(
+        "",
+        r#"stall = "1s""#,
+        r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ say = "thinking..." }, { hang = true }]
+[[agents.a.script]]
+steps = [{ done = "back on track" }]
+
+[chains]
+main = ["a"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    p.ralph().run().expect_code(0);
+    let failed = p.events("attempt_failed");
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["category"], "agent");
+    assert_eq!(failed[0]["rule"], "stall");
+    assert_eq!(p.events("attempt_started")[1]["resume_session"], "sim-a-1");
+}
+
+#[test]
+fn a_quiet_tool_call_is_not_a_stall() {
+    let p = Project::new().config(&fast(
+        "",
+        r#"stall = "1s""#,
+        r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ tool = { name = "Bash", input = { command = "cargo build" }, result = "ok", duration = "2500ms" } }, { done = "built" }]
+
+[chains]
+main = ["a"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    p.ralph().run().expect_code(0);
+    assert!(p.events("attempt_failed").is_empty());
+}
