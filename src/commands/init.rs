@@ -60,7 +60,7 @@ pub fn starter(found: &[&str]) -> String {
     let chain: Vec<String> = if usable.is_empty() {
         s.push_str(
             "# No supported agent CLI was found on PATH: this scripted agent lets you try ralph.\n\
-             [agents.sim]\nkind = \"sim\"\n\n[[agents.sim.script]]\nsteps = [\n  { say = \"Working on it.\" },\n  { write = { path = \"PLAN.md\", content = \"1. do the thing\\n\" } },\n  { done = \"Done.\" },\n]\n\n",
+             [agents.sim]\nkind = \"sim\"\n\n[[agents.sim.script]]\nsteps = [\n  { say = \"Working on it.\" },\n  { write = { path = \"PLAN.md\", content = \"1. do the thing\\n\" } },\n  { goal = \"Done: the goal is complete.\" },\n]\n\n",
         );
         vec!["\"sim\"".to_string()]
     } else {

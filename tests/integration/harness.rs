@@ -1,0 +1,423 @@
+//! A small builder harness: a temp project, a `ralph` command with a timeout on every
+//! run, spawned runs for signal tests, and readers for the checkpoint and journal.
+
+#![allow(dead_code)]
+
+use std::fs;
+use std::io::Read;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// Every run of ralph must end within this long unless a test says otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub const RALPH: &str = env!("CARGO_BIN_EXE_ralph");
+
+/// A config with fast `[retry]` and `[timeouts]` defaults for tests; `retry` and
+/// `timeouts` entries (`key = value` lines) override or add to them, `body` is the rest.
+pub fn fast(retry: &str, timeouts: &str, body: &str) -> String {
+    fn table(name: &str, defaults: &[(&str, &str)], extra: &str) -> String {
+        let mut entries: Vec<(String, String)> =
+            defaults.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())).collect();
+        for line in extra.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let (k, v) = line.split_once('=').expect("key = value");
+            let (k, v) = (k.trim().to_string(), v.trim().to_string());
+            match entries.iter_mut().find(|(key, _)| *key == k) {
+                Some(e) => e.1 = v,
+                None => entries.push((k, v)),
+            }
+        }
+        let mut s = format!("[{name}]\n");
+        for (k, v) in entries {
+            s.push_str(&format!("{k} = {v}\n"));
+        }
+        s
+    }
+    let retry = table("retry", &[("backoff_base", "\"50ms\""), ("backoff_max", "\"200ms\"")], retry);
+    let timeouts = table("timeouts", &[("stall", "\"3s\""), ("grace", "\"1s\"")], timeouts);
+    format!("{retry}\n{timeouts}\n{body}")
+}
+
+/// A temp directory with a `PROMPT.md`.
+pub struct Project {
+    tmp: TempDir,
+}
+
+impl Project {
+    pub fn new() -> Self {
+        let tmp = tempfile::Builder::new().prefix("ralph-it-").tempdir().expect("temp dir");
+        let p = Project { tmp };
+        p.write("PROMPT.md", "Build the thing.\n");
+        p
+    }
+
+    /// A project without `PROMPT.md`.
+    pub fn bare() -> Self {
+        Project { tmp: tempfile::Builder::new().prefix("ralph-it-").tempdir().expect("temp dir") }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    pub fn join(&self, rel: &str) -> PathBuf {
+        self.tmp.path().join(rel)
+    }
+
+    /// Writes `ralph.toml`.
+    pub fn config(self, toml: &str) -> Self {
+        self.write("ralph.toml", toml);
+        self
+    }
+
+    pub fn file(self, rel: &str, text: &str) -> Self {
+        self.write(rel, text);
+        self
+    }
+
+    pub fn write(&self, rel: &str, text: &str) {
+        let path = self.join(rel);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).expect("create dirs");
+        }
+        fs::write(&path, text).expect("write file");
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        fs::read_to_string(self.join(rel)).unwrap_or_else(|e| panic!("cannot read {rel}: {e}"))
+    }
+
+    pub fn exists(&self, rel: &str) -> bool {
+        self.join(rel).exists()
+    }
+
+    pub fn ralph(&self) -> Ralph {
+        Ralph { dir: self.path().to_path_buf(), args: Vec::new(), env: Vec::new(), timeout: DEFAULT_TIMEOUT }
+    }
+
+    pub fn checkpoint_path(&self) -> PathBuf {
+        self.join(".agent/checkpoint.json")
+    }
+
+    pub fn checkpoint(&self) -> Value {
+        let text = fs::read_to_string(self.checkpoint_path()).expect("checkpoint exists");
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("checkpoint does not parse: {e}\n{text}"))
+    }
+
+    /// Every line of `.agent/events.jsonl`, parsed.
+    pub fn journal(&self) -> Vec<Value> {
+        let text = fs::read_to_string(self.join(".agent/events.jsonl")).unwrap_or_default();
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("journal line does not parse: {e}: {l}")))
+            .collect()
+    }
+
+    /// The journal events of one kind.
+    pub fn events(&self, kind: &str) -> Vec<Value> {
+        self.journal().into_iter().filter(|e| e["kind"] == kind).collect()
+    }
+
+    /// File names in `.agent/`, sorted.
+    pub fn agent_dir_listing(&self) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(self.join(".agent"))
+            .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+
+    /// Waits (bounded) until `rel` exists; panics after `timeout`.
+    pub fn wait_for_file(&self, rel: &str, timeout: Duration) {
+        let path = self.join(rel);
+        let deadline = Instant::now() + timeout;
+        while !path.exists() {
+            assert!(Instant::now() < deadline, "{rel} did not appear within {timeout:?}");
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Reads a pid file, waiting (bounded) for it to be written completely.
+    pub fn pid_file(&self, rel: &str) -> i32 {
+        self.wait_for_file(rel, DEFAULT_TIMEOUT);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Ok(pid) = self.read(rel).trim().parse() {
+                return pid;
+            }
+            assert!(Instant::now() < deadline, "{rel} holds no pid");
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// A `ralph` command line in a project.
+pub struct Ralph {
+    dir: PathBuf,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    timeout: Duration,
+}
+
+#[derive(Debug)]
+pub struct Output {
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    /// Panics with the captured output unless the exit code is `code`.
+    #[track_caller]
+    pub fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(self.code, Some(code), "unexpected exit\n{self}");
+        self
+    }
+
+    #[track_caller]
+    pub fn stderr_has(&self, needle: &str) -> &Self {
+        assert!(self.stderr.contains(needle), "stderr lacks {needle:?}\n{self}");
+        self
+    }
+
+    #[track_caller]
+    pub fn stdout_has(&self, needle: &str) -> &Self {
+        assert!(self.stdout.contains(needle), "stdout lacks {needle:?}\n{self}");
+        self
+    }
+}
+
+impl std::fmt::Display for Output {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "code: {:?} signal: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.code, self.signal, self.stdout, self.stderr
+        )
+    }
+}
+
+impl Ralph {
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    pub fn env(mut self, key: &str, value: impl Into<String>) -> Self {
+        self.env.push((key.to_string(), value.into()));
+        self
+    }
+
+    /// Runs in `dir` instead of the project directory.
+    pub fn current_dir(mut self, dir: &Path) -> Self {
+        self.dir = dir.to_path_buf();
+        self
+    }
+
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(RALPH);
+        cmd.args(&self.args)
+            .current_dir(&self.dir)
+            .env_remove("RALPH_LOG")
+            .env_remove("RUST_LOG")
+            .env("XDG_STATE_HOME", self.dir.join(".xdg-state"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own group, so a timeout can kill ralph with everything in it, and a
+            // signal a test sends reaches ralph only.
+            .process_group(0);
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
+        cmd
+    }
+
+    /// Runs to the end (bounded by the timeout).
+    pub fn run(self) -> Output {
+        let timeout = self.timeout;
+        self.spawn().wait(timeout)
+    }
+
+    /// Starts ralph and returns at once.
+    pub fn spawn(self) -> Running {
+        let mut child = self.command().spawn().expect("spawn ralph");
+        let stdout = reader(child.stdout.take().expect("stdout"));
+        let stderr = reader(child.stderr.take().expect("stderr"));
+        Running { child, stdout: Some(stdout), stderr: Some(stderr), timeout: self.timeout }
+    }
+}
+
+fn reader(mut r: impl Read + Send + 'static) -> JoinHandle<String> {
+    thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = r.read_to_end(&mut buf);
+        String::from_utf8_lossy(&buf).into_owned()
+    })
+}
+
+/// A ralph that is running.
+pub struct Running {
+    child: Child,
+    stdout: Option<JoinHandle<String>>,
+    stderr: Option<JoinHandle<String>>,
+    timeout: Duration,
+}
+
+impl Running {
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    pub fn signal(&self, signal: Signal) {
+        kill(Pid::from_raw(self.pid()), signal).expect("signal ralph");
+    }
+
+    /// Whether ralph has exited (without reaping output).
+    pub fn exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
+    }
+
+    /// Waits for the exit; on timeout kills ralph's group and panics with the output.
+    pub fn wait(mut self, timeout: Duration) -> Output {
+        let deadline = Instant::now() + timeout;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                break status;
+            }
+            if Instant::now() >= deadline {
+                let _ = killpg(Pid::from_raw(self.pid()), Signal::SIGKILL);
+                let status = self.child.wait().expect("wait");
+                let out = self.collect(status);
+                panic!("ralph did not exit within {timeout:?}\n{out}");
+            }
+            thread::sleep(Duration::from_millis(20));
+        };
+        self.collect(status)
+    }
+
+    /// Waits with the default timeout.
+    pub fn finish(self) -> Output {
+        let timeout = self.timeout;
+        self.wait(timeout)
+    }
+
+    fn collect(&mut self, status: ExitStatus) -> Output {
+        // Readers end when every holder of the pipes is gone; an agent that outlives
+        // ralph would keep them open, so do not wait for ever.
+        let take = |h: Option<JoinHandle<String>>| -> String {
+            let Some(h) = h else { return String::new() };
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !h.is_finished() {
+                if Instant::now() > deadline {
+                    return "<output still open: something outlived ralph>".to_string();
+                }
+                thread::sleep(Duration::from_millis(20));
+            }
+            h.join().unwrap_or_default()
+        };
+        let stdout = take(self.stdout.take());
+        let stderr = take(self.stderr.take());
+        Output { code: status.code(), signal: status.signal(), stdout, stderr }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = killpg(Pid::from_raw(self.pid()), Signal::SIGKILL);
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Whether `pid` is a live process (a zombie counts as dead).
+pub fn alive(pid: i32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            // "pid (comm) S ...": the state follows the last ')'.
+            let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
+            !matches!(state, Some('Z') | Some('X') | None)
+        }
+        Err(_) => false,
+    }
+}
+
+/// Waits (bounded) for `pid` to be gone; returns whether it is.
+pub fn gone_within(pid: i32, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if !alive(pid) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Kills a leftover process so a failing test does not leak it.
+pub fn cleanup(pid: i32) {
+    if alive(pid) {
+        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+}
+
+/// Counts journal events of `kind` whose `field` equals `value`.
+pub fn count(events: &[Value], kind: &str, field: &str, value: &Value) -> usize {
+    events.iter().filter(|e| e["kind"] == kind && &e[field] == value).count()
+}
+
+impl Project {
+    /// ralph's own logs (`.agent/logs/*/ralph.log`), concatenated.
+    pub fn ralph_log(&self) -> String {
+        let mut text = String::new();
+        if let Ok(rd) = fs::read_dir(self.join(".agent/logs")) {
+            for entry in rd.flatten() {
+                text.push_str(&fs::read_to_string(entry.path().join("ralph.log")).unwrap_or_default());
+            }
+        }
+        text
+    }
+
+    /// Waits (bounded) until the checkpoint on disk satisfies `ok`.
+    pub fn wait_for_checkpoint(&self, ok: impl Fn(&Value) -> bool, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            // Written atomically: whatever is there parses.
+            if let Ok(text) = fs::read_to_string(self.checkpoint_path())
+                && ok(&serde_json::from_str(&text).expect("checkpoint parses"))
+            {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the checkpoint did not get there within {timeout:?}");
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits (bounded) until ralph's log contains `needle`.
+    pub fn wait_for_log(&self, needle: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while !self.ralph_log().contains(needle) {
+            assert!(Instant::now() < deadline, "ralph.log lacks {needle:?} after {timeout:?}:\n{}", self.ralph_log());
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! Integration tests: the real `ralph` binary against the built-in scripted agent
+//! (`kind = "sim"`) and small command agents, each in its own temp directory.
+
+mod harness;
+
+mod commands;
+mod config;
+mod resume;
+mod signals;
+mod workflow;

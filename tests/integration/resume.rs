@@ -1,0 +1,287 @@
+//! Checkpoints across runs: kill -9 and resume, corrupt checkpoints, the resume
+//! choice, archiving, inspecting, and running without checkpoints.
+
+use std::fs;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use crate::harness::{Project, alive, cleanup, fast, gone_within};
+
+/// Three develop iterations; the second writes a marker, then runs a tool call that
+/// takes 60 s (long enough to be interrupted).
+fn three_iterations() -> Project {
+    Project::new().config(&three_iterations_config("60s"))
+}
+
+/// [`three_iterations`] with a quick second iteration, for runs that go straight through.
+fn three_quick_iterations() -> Project {
+    Project::new().config(&three_iterations_config("50ms"))
+}
+
+fn three_iterations_config(tool_duration: &str) -> String {
+    fast(
+        "",
+        "",
+        &r#"
+[agents.a]
+kind = "sim"
+
+[[agents.a.script]]
+steps = [{ write = { path = "it1.txt", content = "1" } }, { done = "iteration 1" }]
+
+[[agents.a.script]]
+steps = [
+  { pidfile = "agent.pid" },
+  { write = { path = "it2-started", content = "" } },
+  { tool = { name = "Bash", input = { command = "cargo build" }, result = "ok", duration = "DURATION" } },
+  { done = "iteration 2" },
+]
+
+[[agents.a.script]]
+steps = [{ write = { path = "it2.txt", content = "2" } }, { done = "iteration 2, resumed" }]
+
+[[agents.a.script]]
+steps = [{ write = { path = "it3.txt", content = "3" } }, { done = "iteration 3" }]
+
+[chains]
+main = ["a"]
+
+[phases.develop]
+chain = "main"
+iterations = 3
+"#
+        .replace("DURATION", tool_duration),
+    )
+}
+
+#[test]
+fn kill_9_then_resume_finishes_without_redoing_finished_iterations() {
+    let p = three_iterations();
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    p.wait_for_file("it2-started", Duration::from_secs(30));
+    // ralph saves the session as soon as it reads it; kill it after that.
+    p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "sim-a-2", Duration::from_secs(30));
+    let first_pid = run.pid();
+    run.signal(Signal::SIGKILL);
+    let out = run.wait(Duration::from_secs(10));
+    assert_eq!(out.signal, Some(9), "{out}");
+    // ralph is gone; its agent must not keep working unsupervised in the project.
+    let agent_gone = gone_within(agent, Duration::from_secs(5));
+    cleanup(agent);
+
+    let cp = p.checkpoint();
+    assert_eq!(cp["status"], "running", "{cp:#}");
+    assert_eq!(cp["clean_stop"], false);
+    assert_eq!(cp["in_flight"]["session"], "sim-a-2", "{cp:#}");
+
+    let out = p.ralph().args(["--resume"]).run();
+    out.expect_code(0).stderr_has(&format!("pid {first_pid}")).stderr_has("interrupted");
+    assert_eq!(fs::read_to_string(p.join("it1.txt")).unwrap(), "1");
+    assert!(p.exists("it2.txt") && p.exists("it3.txt"));
+    let journal = p.journal();
+    let succeeded: Vec<_> = journal.iter().filter(|e| e["kind"] == "attempt_succeeded").collect();
+    assert_eq!(succeeded.len(), 3, "{succeeded:#?}");
+    // Iteration 1 ran once: one attempt started in it, in the first ralph.
+    let started_it1 = journal.iter().filter(|e| e["kind"] == "attempt_started" && e["iteration"] == 1).count();
+    assert_eq!(started_it1, 1);
+    // The interrupted iteration continues its session.
+    let resumed = p.events("attempt_started");
+    assert_eq!(resumed[2]["iteration"], 2);
+    assert_eq!(resumed[2]["resume_session"], "sim-a-2");
+    let cp = p.checkpoint();
+    assert_eq!(cp["status"], "completed");
+    assert_eq!(cp["progress"]["launches"]["a"], 4);
+    assert!(agent_gone, "after kill -9 of ralph, its agent (pid {agent}) kept running");
+}
+
+#[test]
+fn corrupt_checkpoint_is_kept_aside_and_never_overwritten() {
+    let p = three_quick_iterations();
+    p.write(".agent/checkpoint.json", "{ this is not json");
+    let out = p.ralph().args(["--resume"]).run();
+    out.expect_code(2).stderr_has("checkpoint.json").stderr_has("does not parse").stderr_has("kept aside as");
+    assert!(!p.exists(".agent/checkpoint.json"));
+    let aside: Vec<_> = p.agent_dir_listing().into_iter().filter(|n| n.contains("corrupt")).collect();
+    assert_eq!(aside.len(), 1, "{:?}", p.agent_dir_listing());
+    assert!(out.stderr.contains(&aside[0]), "the message names {}\n{out}", aside[0]);
+    assert_eq!(p.read(&format!(".agent/{}", aside[0])), "{ this is not json");
+
+    p.ralph().args(["--no-resume"]).run().expect_code(0);
+    assert_eq!(p.checkpoint()["status"], "completed");
+    assert_eq!(p.read(&format!(".agent/{}", aside[0])), "{ this is not json");
+}
+
+#[test]
+fn corrupt_checkpoint_without_flags_is_also_kept_aside() {
+    let p = three_quick_iterations();
+    p.write(".agent/checkpoint.json", "garbage");
+    p.ralph().run().expect_code(2).stderr_has("kept aside as");
+    assert!(p.agent_dir_listing().iter().any(|n| n.contains("corrupt")));
+}
+
+/// A paused run: Ctrl+C during iteration 2.
+fn paused(p: &Project) {
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    p.wait_for_file("it2-started", Duration::from_secs(30));
+    run.signal(Signal::SIGINT);
+    run.finish().expect_code(130);
+    cleanup(agent);
+}
+
+#[test]
+fn unfinished_checkpoint_without_a_flag_and_no_terminal_asks_for_one() {
+    let p = three_iterations();
+    paused(&p);
+    let before = fs::read(p.checkpoint_path()).unwrap();
+    p.ralph().run().expect_code(2).stderr_has("--resume").stderr_has("--no-resume");
+    assert_eq!(fs::read(p.checkpoint_path()).unwrap(), before, "the checkpoint changed");
+}
+
+#[test]
+fn no_resume_archives_the_old_checkpoint() {
+    let p = three_iterations();
+    paused(&p);
+    let before = fs::read(p.checkpoint_path()).unwrap();
+    let old_run = p.checkpoint()["run_id"].clone();
+    p.write("ralph.toml", &three_iterations_config("50ms"));
+    p.ralph().args(["--no-resume"]).run().expect_code(0);
+    let archived: Vec<_> = p
+        .agent_dir_listing()
+        .into_iter()
+        .filter(|n| n.starts_with("checkpoint.archived-") && n.ends_with(".json"))
+        .collect();
+    assert_eq!(archived.len(), 1, "{:?}", p.agent_dir_listing());
+    assert_eq!(fs::read(p.join(&format!(".agent/{}", archived[0]))).unwrap(), before);
+    let cp = p.checkpoint();
+    assert_ne!(cp["run_id"], old_run);
+    assert_eq!(cp["status"], "completed");
+    // The fresh run starts from iteration 1 with fresh launch counts.
+    assert_eq!(cp["progress"]["launches"]["a"], 3);
+}
+
+#[test]
+fn resume_with_nothing_to_resume_is_a_usage_error() {
+    let p = three_quick_iterations();
+    p.ralph().args(["--resume"]).run().expect_code(2).stderr_has("nothing to resume");
+    p.ralph().run().expect_code(0);
+    p.ralph().args(["--resume"]).run().expect_code(2).stderr_has("nothing to resume");
+}
+
+#[test]
+fn a_completed_run_is_archived_by_the_next_plain_run() {
+    let p = three_quick_iterations();
+    p.ralph().run().expect_code(0);
+    p.ralph().run().expect_code(0);
+    assert!(p.agent_dir_listing().iter().any(|n| n.starts_with("checkpoint.archived-")));
+}
+
+#[test]
+fn inspect_checkpoint_changes_nothing() {
+    let p = three_iterations();
+    paused(&p);
+    let listing = p.agent_dir_listing();
+    let bytes = fs::read(p.checkpoint_path()).unwrap();
+    let mtime = fs::metadata(p.checkpoint_path()).unwrap().modified().unwrap();
+    let lock = fs::read(p.join(".agent/ralph.lock")).unwrap();
+
+    let out = p.ralph().args(["--inspect-checkpoint"]).run();
+    out.expect_code(0);
+    assert!(out.stdout.contains("develop"), "{out}");
+    let out = p.ralph().args(["--inspect-checkpoint", "--json"]).run();
+    out.expect_code(0);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}\n{out}"));
+    assert_eq!(v["status"], "paused");
+    assert_eq!(v["progress"]["position"]["iteration"], 2);
+
+    assert_eq!(p.agent_dir_listing(), listing);
+    assert_eq!(fs::read(p.checkpoint_path()).unwrap(), bytes);
+    assert_eq!(fs::metadata(p.checkpoint_path()).unwrap().modified().unwrap(), mtime);
+    assert_eq!(fs::read(p.join(".agent/ralph.lock")).unwrap(), lock);
+    // And the run still resumes (launch 3 is quick).
+    p.ralph().args(["--resume"]).run().expect_code(0);
+}
+
+#[test]
+fn inspect_checkpoint_with_a_corrupt_checkpoint_moves_nothing() {
+    let p = three_quick_iterations();
+    p.write(".agent/checkpoint.json", "garbage");
+    let listing = p.agent_dir_listing();
+    p.ralph().args(["--inspect-checkpoint"]).run().expect_code(2).stderr_has("does not parse");
+    assert_eq!(p.agent_dir_listing(), listing);
+    assert_eq!(p.read(".agent/checkpoint.json"), "garbage");
+}
+
+#[test]
+fn checkpoint_disabled_writes_nothing_and_every_run_starts_over() {
+    let p = Project::new().config(&fast(
+        "",
+        "",
+        r#"
+[general.workflow]
+checkpoint_enabled = false
+
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ pidfile = "agent.pid" }, { write = { path = "it1.txt", content = "1" } }, { tool = { name = "Bash", input = { command = "make" }, hang = true } }]
+
+[chains]
+main = ["a"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    p.wait_for_file("it1.txt", Duration::from_secs(30));
+    run.signal(Signal::SIGINT);
+    run.finish().expect_code(130);
+    cleanup(agent);
+    assert!(!p.exists(".agent/checkpoint.json"));
+    assert!(!p.exists(".agent/events.jsonl"));
+    fs::remove_file(p.join("agent.pid")).unwrap();
+
+    // The next run starts from the beginning: launch 1 again, no question asked.
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    assert!(alive(agent));
+    run.signal(Signal::SIGINT);
+    run.finish().expect_code(130);
+    cleanup(agent);
+    assert!(!p.exists(".agent/checkpoint.json"));
+}
+
+#[test]
+#[ignore = "known gap: after kill -9 of ralph the agent dies (PR_SET_PDEATHSIG) but its own children are orphaned; the next ralph does not clean up the recorded process group"]
+fn kill_9_of_ralph_leaves_no_grandchild() {
+    let p = Project::new().config(&fast(
+        "",
+        "",
+        r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ grandchild = { pidfile = "gc.pid", lives = "60s" } }, { pidfile = "agent.pid" }, { tool = { name = "Bash", input = { command = "make" }, hang = true } }]
+
+[chains]
+main = ["a"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    let gc = p.pid_file("gc.pid");
+    run.signal(Signal::SIGKILL);
+    run.wait(Duration::from_secs(10));
+    let (agent_gone, gc_gone) = (gone_within(agent, Duration::from_secs(5)), gone_within(gc, Duration::from_secs(5)));
+    cleanup(agent);
+    cleanup(gc);
+    assert!(agent_gone, "the agent outlived ralph");
+    assert!(gc_gone, "the agent's grandchild outlived ralph");
+}

@@ -1,0 +1,404 @@
+//! Whole runs: phases, done signals, fallover, caps, command agents, blocked runs.
+
+use serde_json::json;
+
+use crate::harness::{Project, count, fast};
+
+#[test]
+fn full_multi_phase_run_completes() {
+    let p = Project::new().config(&fast(
+        "",
+        "",
+        r#"
+[general.workflow]
+phases = ["plan", "develop", "review"]
+
+[agents.a]
+kind = "sim"
+
+[[agents.a.script]]
+steps = [{ say = "planning" }, { write = { path = "PLAN.md", content = "1. code\n" } }, { say = "planned" }]
+
+[[agents.a.script]]
+steps = [{ write = { path = "src/one.rs", content = "// one\n" } }, { done = "step one" }]
+
+[[agents.a.script]]
+steps = [{ write = { path = "src/two.rs", content = "// two\n" } }, { goal = "all done" }]
+
+[[agents.a.script]]
+steps = [{ tool = { name = "Bash", input = { command = "cargo test" }, result = "ok" } }, { done = "reviewed" }]
+
+[chains]
+main = ["a"]
+
+[phases.plan]
+chain = "main"
+done = "file:PLAN.md"
+
+[phases.develop]
+chain = "main"
+until = "complete"
+iterations = 5
+
+[phases.review]
+chain = "main"
+"#,
+    ));
+    p.ralph().run().expect_code(0);
+    assert_eq!(p.read("PLAN.md"), "1. code\n");
+    assert!(p.exists("src/one.rs") && p.exists("src/two.rs"));
+    let cp = p.checkpoint();
+    assert_eq!(cp["status"], "completed");
+    assert_eq!(cp["clean_stop"], true);
+    assert_eq!(cp["progress"]["launches"]["a"], 4, "{cp:#}");
+    let journal = p.journal();
+    assert_eq!(journal.iter().filter(|e| e["kind"] == "attempt_started").count(), 4);
+    assert_eq!(journal.iter().filter(|e| e["kind"] == "attempt_succeeded").count(), 4);
+    for phase in ["plan", "develop", "review"] {
+        assert_eq!(count(&journal, "phase_done", "phase", &json!(phase)), 1, "phase_done {phase}");
+    }
+    assert_eq!(journal.first().unwrap()["kind"], "run_started");
+    assert_eq!(journal.last().unwrap()["kind"], "run_ended");
+    assert_eq!(journal.last().unwrap()["status"], "completed");
+}
+
+#[test]
+fn fallover_after_agent_failures_resumes_the_session_then_next_agent_completes() {
+    let p = Project::new().config(&fast(
+        "agent_attempts = 2",
+        "",
+        r#"
+[agents.a]
+kind = "sim"
+
+[[agents.a.script]]
+steps = [{ say = "starting" }, { crash = "SIGSEGV" }]
+
+[[agents.a.script]]
+steps = [{ say = "all good, I think" }]
+
+[agents.b]
+kind = "sim"
+
+[[agents.b.script]]
+steps = [{ done = "finished" }]
+
+[chains]
+main = ["a", "b"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    p.ralph().run().expect_code(0).stderr_has("falling over to b");
+    let started = p.events("attempt_started");
+    assert_eq!(started.len(), 3, "{started:#?}");
+    assert_eq!(started[0]["agent"], "a");
+    assert_eq!(started[0]["resume_session"], json!(null));
+    // The crash left a known session: the retry resumes it.
+    assert_eq!(started[1]["agent"], "a");
+    assert_eq!(started[1]["resume_session"], "sim-a-1");
+    // A fallover starts the next agent fresh.
+    assert_eq!(started[2]["agent"], "b");
+    assert_eq!(started[2]["resume_session"], json!(null));
+    let failed = p.events("attempt_failed");
+    assert_eq!(failed.len(), 2);
+    assert_eq!(failed[0]["category"], "agent");
+    assert_eq!(failed[1]["rule"], "no_done_signal");
+    let fallover = p.events("fallover");
+    assert_eq!(fallover.len(), 1);
+    assert_eq!(fallover[0]["from"], "a");
+    assert_eq!(fallover[0]["to"], "b");
+    let cp = p.checkpoint();
+    assert_eq!(cp["status"], "completed");
+    assert_eq!(cp["progress"]["sessions"]["a"], "sim-a-1");
+    assert_eq!(cp["progress"]["sessions"]["b"], "sim-b-1");
+}
+
+#[test]
+fn max_cycles_exhausted_fails_the_run() {
+    let p = Project::new().config(&fast(
+        "",
+        "",
+        r#"
+[general]
+max_cycles = 2
+
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ exit = 1 }]
+
+[agents.b]
+kind = "sim"
+[[agents.b.script]]
+steps = [{ crash = "SIGABRT" }]
+
+[chains]
+main = ["a", "b"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    let out = p.ralph().run();
+    out.expect_code(1).stderr_has("max_cycles exhausted");
+    let cp = p.checkpoint();
+    assert_eq!(cp["status"], "failed");
+    assert_eq!(cp["clean_stop"], true);
+    assert!(cp["stop_reason"].as_str().unwrap().contains("max_cycles exhausted"), "{cp:#}");
+}
+
+#[test]
+fn exit_zero_without_done_signal_is_an_agent_failure() {
+    let p = Project::new().config(&fast(
+        "",
+        "",
+        r#"
+[general]
+max_cycles = 1
+
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ say = "I am done." }]
+
+[chains]
+main = ["a"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    p.ralph().run().expect_code(1);
+    let failed = p.events("attempt_failed");
+    assert!(!failed.is_empty());
+    for f in &failed {
+        assert_eq!(f["category"], "agent", "{f}");
+        assert_eq!(f["rule"], "no_done_signal", "{f}");
+    }
+    // agent_attempts defaults to 3: three failures of the only agent, one cycle.
+    assert_eq!(failed.len(), 3);
+}
+
+#[test]
+fn iteration_cap_exhausted_when_the_goal_never_comes() {
+    let p = Project::new().config(&fast(
+        "",
+        "",
+        r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ done = "one more step done" }]
+
+[chains]
+main = ["a"]
+
+[phases.develop]
+chain = "main"
+until = "complete"
+iterations = 2
+"#,
+    ));
+    p.ralph().run().expect_code(1).stderr_has("iteration cap exhausted");
+    assert_eq!(p.events("attempt_succeeded").len(), 2);
+    assert_eq!(p.checkpoint()["status"], "failed");
+}
+
+#[test]
+fn command_agent_with_done_tag() {
+    let p = Project::new().config(&fast(
+        "",
+        "",
+        r#"
+[agents.sh]
+kind = "command"
+command = ["sh", "-c", "echo working; echo ran > ran.txt; echo '<promise>DONE</promise>'", "{prompt}"]
+
+[chains]
+main = ["sh"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    p.ralph().run().expect_code(0);
+    assert_eq!(p.read("ran.txt"), "ran\n");
+    assert_eq!(p.checkpoint()["status"], "completed");
+}
+
+#[test]
+fn command_agent_receives_the_prompt_as_an_argument() {
+    let p = Project::new().file("PROMPT.md", "Build the frobnicator.\n").config(&fast(
+        "",
+        "",
+        r#"
+[agents.sh]
+kind = "command"
+command = ["sh", "-c", "printf '%s' \"$0\" > prompt.txt; echo '<promise>DONE</promise>'", "{prompt}"]
+
+[chains]
+main = ["sh"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    p.ralph().run().expect_code(0);
+    assert!(p.read("prompt.txt").contains("Build the frobnicator."), "{}", p.read("prompt.txt"));
+}
+
+#[test]
+fn command_agent_with_exit0_done() {
+    let p = Project::new().config(&fast(
+        "",
+        "",
+        r#"
+[agents.t]
+kind = "command"
+command = ["true", "{prompt}"]
+
+[chains]
+main = ["t"]
+
+[phases.one]
+chain = "main"
+done = "exit0"
+iterations = 2
+"#,
+    ));
+    p.ralph().run().expect_code(0);
+    assert_eq!(p.events("attempt_succeeded").len(), 2);
+}
+
+#[test]
+fn command_agent_failing_with_exit0_done_fails_the_run() {
+    let p = Project::new().config(&fast(
+        "agent_attempts = 1",
+        "",
+        r#"
+[general]
+max_cycles = 1
+
+[agents.f]
+kind = "command"
+command = ["false", "{prompt}"]
+
+[chains]
+main = ["f"]
+
+[phases.one]
+chain = "main"
+done = "exit0"
+"#,
+    ));
+    let out = p.ralph().run();
+    out.expect_code(1);
+    assert_eq!(p.checkpoint()["status"], "failed");
+    assert!(!p.events("attempt_failed").is_empty());
+}
+
+#[test]
+fn bad_credentials_block_the_run() {
+    let p = Project::new().config(&fast(
+        "",
+        "",
+        r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ error = "API Error: 401 Invalid API key · Fix external API key" }]
+
+[chains]
+main = ["a"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    let out = p.ralph().run();
+    out.expect_code(3);
+    let cp = p.checkpoint();
+    assert_eq!(cp["status"], "blocked", "{cp:#}");
+    assert_eq!(cp["clean_stop"], true);
+    // Blocked at once: no retry against bad credentials.
+    assert_eq!(p.events("attempt_started").len(), 1);
+}
+
+#[test]
+fn file_done_signal_needs_the_artifact_to_change() {
+    // PLAN.md exists before the run and the agent does not touch it: not done.
+    let p = Project::new().file("PLAN.md", "old plan\n").config(&fast(
+        "agent_attempts = 1",
+        "",
+        r#"
+[general]
+max_cycles = 1
+
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ say = "the plan is fine as it is" }]
+
+[chains]
+main = ["a"]
+
+[phases.plan]
+chain = "main"
+done = "file:PLAN.md"
+"#,
+    ));
+    p.ralph().run().expect_code(1);
+    assert_eq!(p.events("attempt_succeeded").len(), 0);
+}
+
+#[test]
+fn stalled_agent_is_ended_and_its_session_resumed() {
+    let p = Project::new().config(&fast(
+        "",
+        r#"stall = "1s""#,
+        r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ say = "thinking..." }, { hang = true }]
+[[agents.a.script]]
+steps = [{ done = "back on track" }]
+
+[chains]
+main = ["a"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    p.ralph().run().expect_code(0);
+    let failed = p.events("attempt_failed");
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["category"], "agent");
+    assert_eq!(failed[0]["rule"], "stall");
+    assert_eq!(p.events("attempt_started")[1]["resume_session"], "sim-a-1");
+}
+
+#[test]
+fn a_quiet_tool_call_is_not_a_stall() {
+    let p = Project::new().config(&fast(
+        "",
+        r#"stall = "1s""#,
+        r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ tool = { name = "Bash", input = { command = "cargo build" }, result = "ok", duration = "2500ms" } }, { done = "built" }]
+
+[chains]
+main = ["a"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    p.ralph().run().expect_code(0);
+    assert!(p.events("attempt_failed").is_empty());
+}
