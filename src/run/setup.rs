@@ -70,6 +70,9 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
         None => (fresh_checkpoint(&loaded, &prompt_checksum), false),
         Some(cp_path) => {
             let existing = load_checkpoint(cp_path)?;
+            if let Some(cp) = &existing {
+                end_leftovers(&cp.run_id, &reporter);
+            }
             let mut flag = options.resume;
             let mut decision = start::decide(existing.as_ref(), flag);
             if decision == Start::Ask {
@@ -77,18 +80,7 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
                 decision = start::decide(existing.as_ref(), flag);
             }
             match (decision, existing) {
-                (Start::Resume, Some(cp)) => {
-                    // We hold the lock, so no ralph of this run is alive: whatever
-                    // still carries its run id was left behind by a crash.
-                    let killed = crate::process::leftovers::kill_all(&cp.run_id);
-                    if !killed.is_empty() {
-                        reporter.line(&format!(
-                            "ended {} process(es) left behind by the interrupted run: {killed:?}",
-                            killed.len()
-                        ));
-                    }
-                    (resume(cp, &loaded, &prompt_checksum, &reporter)?, true)
-                }
+                (Start::Resume, Some(cp)) => (resume(cp, &loaded, &prompt_checksum, &reporter)?, true),
                 (Start::ArchiveThenFresh, Some(_)) => {
                     let aside = store::set_aside(cp_path, "archived")
                         .map_err(|e| RalphError::io("cannot archive the old checkpoint", e))?;
@@ -132,6 +124,19 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
         lock: Some(acquired.lock),
         resumed,
     })
+}
+
+/// We hold the lock, so no ralph of that run is alive: whatever still carries its
+/// run id was left behind by a crash (an agent's children outlive a kill -9 of
+/// ralph) and must not go on editing the work tree.
+fn end_leftovers(run_id: &str, reporter: &Reporter) {
+    let killed = crate::process::leftovers::kill_all(run_id);
+    if !killed.is_empty() {
+        reporter.line(&format!(
+            "ended {} process(es) left behind by the interrupted run {run_id}: pids {killed:?}",
+            killed.len()
+        ));
+    }
 }
 
 fn load_templates(dir: &Path, loaded: &Loaded) -> Result<Vec<String>, RalphError> {
