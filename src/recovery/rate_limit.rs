@@ -9,7 +9,7 @@ use super::policy::{Next, backoff};
 
 /// Seconds added to a reported reset: providers' clocks and ours differ a little, and
 /// retrying a second early costs a whole new limit error.
-pub const MARGIN_SECS: i64 = 5;
+pub const MARGIN_SECS: i64 = 2;
 
 /// The attempt hit a limit; `reset` is when it ends, if the agent said.
 pub fn on_rate_limit(
@@ -97,8 +97,8 @@ mod tests {
         let phases = [phase(&["a", "b"])];
         let mut p = Progress::new("dev");
         let next = on_rate_limit(&mut p, &phases, &retry, Some(1_000), 900, Some("s".into()));
-        assert_eq!(next, Next::WaitUntil { at: 1_005, reason: "agent a is rate-limited".into() });
-        assert_eq!(p.rate_limit_until, Some(1_005));
+        assert_eq!(next, Next::WaitUntil { at: 1_002, reason: "agent a is rate-limited".into() });
+        assert_eq!(p.rate_limit_until, Some(1_002));
         assert_eq!(p.resume_session.as_deref(), Some("s"));
         assert_eq!(p.counters.agent_failures, 0);
     }
@@ -141,6 +141,6 @@ mod tests {
         let mut p = Progress::new("dev");
         let _ = on_rate_limit(&mut p, &phases, &retry, Some(100), 0, None);
         let next = on_rate_limit(&mut p, &phases, &retry, Some(50), 0, None);
-        assert_eq!(next, Next::WaitUntil { at: 55, reason: "every agent of the chain is rate-limited".into() });
+        assert_eq!(next, Next::WaitUntil { at: 52, reason: "every agent of the chain is rate-limited".into() });
     }
 }

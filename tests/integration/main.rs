@@ -5,6 +5,7 @@ mod harness;
 
 mod commands;
 mod config;
+mod limits;
 mod resume;
 mod signals;
 mod workflow;

@@ -1,0 +1,188 @@
+//! Rate and usage limits, provider outages and the run-wide caps: what the recovery
+//! engine does that costs no budget, and every cap ending a run with its own message.
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use serde_json::json;
+
+use crate::harness::{Project, count, fast};
+
+fn chain_of(agents: &str, scripts: &str, phase_extra: &str) -> String {
+    format!(
+        r#"
+{scripts}
+
+[chains]
+main = [{agents}]
+
+[phases.develop]
+chain = "main"
+{phase_extra}
+"#
+    )
+}
+
+#[test]
+fn a_usage_limit_waits_for_the_reported_reset_then_completes_without_budget() {
+    let p = Project::new().config(&fast(
+        "agent_attempts = 1",
+        "",
+        &chain_of(
+            r#""a""#,
+            r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ rate_limit = "2s" }, { error = "Claude AI usage limit reached" }]
+[[agents.a.script]]
+steps = [{ done = "finished after the reset" }]
+"#,
+            "",
+        ),
+    ));
+    let out = p.ralph().run();
+    out.expect_code(0);
+    let waits = p.events("rate_limit_wait");
+    assert_eq!(waits.len(), 1, "{}", out.stderr);
+    let until = waits[0]["until"].as_i64().expect("until");
+    let started: Vec<_> = p.events("attempt_started");
+    assert_eq!(started.len(), 2);
+    let second_at: jiff::Timestamp = started[1]["at"].as_str().expect("at").parse().expect("timestamp");
+    assert!(second_at.as_second() >= until, "the retry started before the reset: {second_at} < {until}");
+    let failed = p.events("attempt_failed");
+    assert_eq!(failed[0]["category"], json!("environmental"));
+    assert_eq!(failed[0]["rule"], json!("rate_limited"));
+    assert_eq!(p.checkpoint()["progress"]["counters"]["agent_failures"], json!(0));
+}
+
+#[test]
+fn a_restart_during_a_rate_limit_wait_keeps_waiting_for_the_same_reset() {
+    let p = Project::new().config(&fast(
+        "",
+        "",
+        &chain_of(
+            r#""a""#,
+            r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ rate_limit = "4s" }, { error = "Claude AI usage limit reached" }]
+[[agents.a.script]]
+steps = [{ done = "finished after the reset" }]
+"#,
+            "",
+        ),
+    ));
+    let run = p.ralph().spawn();
+    p.wait_for_checkpoint(|cp| cp["status"] == json!("waiting"), Duration::from_secs(10));
+    let until = p.checkpoint()["progress"]["rate_limit_until"].as_i64().expect("rate_limit_until in the checkpoint");
+    run.signal(Signal::SIGKILL);
+    run.wait(Duration::from_secs(10));
+    let out = p.ralph().args(["--resume"]).run();
+    out.expect_code(0);
+    let started = p.events("attempt_started");
+    assert_eq!(started.len(), 2, "the provider was asked again during the wait:\n{}", out.stderr);
+    let second_at: jiff::Timestamp = started[1]["at"].as_str().expect("at").parse().expect("timestamp");
+    assert!(second_at.as_second() >= until, "the resumed run did not wait for the reset");
+}
+
+#[test]
+fn fallover_on_rate_limit_switches_agent_and_costs_no_cycle() {
+    let p = Project::new().config(&fast(
+        "on_rate_limit = \"fallover\"",
+        "",
+        &chain_of(
+            r#""a", "b""#,
+            r#"
+[general]
+max_cycles = 1
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ rate_limit = "1h" }, { error = "You've hit your limit" }]
+[agents.b]
+kind = "sim"
+[[agents.b.script]]
+steps = [{ done = "b did it" }]
+"#,
+            "",
+        ),
+    ));
+    p.ralph().run().expect_code(0);
+    assert_eq!(count(&p.journal(), "fallover", "to", &json!("b")), 1);
+    assert_eq!(p.checkpoint()["progress"]["cooldowns"]["a"].as_i64().is_some(), true);
+}
+
+#[test]
+fn an_overload_storm_that_ends_completes_without_using_the_budget() {
+    let p = Project::new().config(&fast(
+        "agent_attempts = 1",
+        "",
+        &chain_of(
+            r#""a""#,
+            r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ error = "API Error: 529 Overloaded. This is a server-side issue, usually temporary" }]
+[[agents.a.script]]
+steps = [{ error = "API Error: 529 Overloaded. This is a server-side issue, usually temporary" }]
+[[agents.a.script]]
+steps = [{ error = "API Error: 500 Internal server error. This is a server-side issue" }]
+[[agents.a.script]]
+steps = [{ done = "the provider is back" }]
+"#,
+            "",
+        ),
+    ));
+    p.ralph().run().expect_code(0);
+    let cp = p.checkpoint();
+    assert_eq!(cp["progress"]["counters"]["failures"]["environmental"], json!(3));
+    assert_eq!(cp["progress"]["counters"]["fallovers"], json!(0));
+}
+
+#[test]
+fn the_cost_cap_ends_the_run_with_its_message() {
+    let p = Project::new().config(&fast(
+        "",
+        "",
+        &chain_of(
+            r#""a""#,
+            r#"
+[general]
+max_cost_usd = 1.0
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ usage = { input_tokens = 1000, output_tokens = 100, cost_usd = 0.6 } }, { done = "one" }]
+"#,
+            "iterations = 5",
+        ),
+    ));
+    let out = p.ralph().run();
+    out.expect_code(1).stderr_has("max_cost_usd exhausted");
+    assert_eq!(p.checkpoint()["status"], json!("failed"));
+    assert_eq!(p.events("attempt_started").len(), 2);
+}
+
+#[test]
+fn the_runtime_cap_ends_the_run_with_its_message() {
+    let p = Project::new().config(&fast(
+        "",
+        "",
+        &chain_of(
+            r#""a""#,
+            r#"
+[general]
+max_runtime = "1s"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ sleep = "600ms" }, { done = "one" }]
+"#,
+            "iterations = 10",
+        ),
+    ));
+    p.ralph().run().expect_code(1).stderr_has("max_runtime exhausted");
+}
