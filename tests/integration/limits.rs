@@ -111,7 +111,7 @@ steps = [{ done = "b did it" }]
     ));
     p.ralph().run().expect_code(0);
     assert_eq!(count(&p.journal(), "fallover", "to", &json!("b")), 1);
-    assert_eq!(p.checkpoint()["progress"]["cooldowns"]["a"].as_i64().is_some(), true);
+    assert!(p.checkpoint()["progress"]["cooldowns"]["a"].as_i64().is_some());
 }
 
 #[test]
