@@ -148,6 +148,9 @@ pub fn on_failure(
 ) -> Next {
     *progress.counters.failures.entry(failure.category).or_insert(0) += 1;
     progress.recovery_note = Some(failure.reason.clone());
+    // Resuming a session the agent does not know, or one whose context is full,
+    // would fail the same way again.
+    let session = if failure.fresh_session { None } else { session };
     match failure.category {
         Category::UserConfig => Next::Stop(Stop::Blocked { message: failure.reason.clone() }),
         Category::Environmental => {
@@ -250,7 +253,7 @@ mod tests {
     }
 
     fn agent_failure() -> Classification {
-        Classification { category: Category::Agent, rule: "crashed".into(), reason: "crashed".into() }
+        Classification::new(Category::Agent, "crashed", "crashed")
     }
 
     fn limits(retry: &Retry) -> Limits<'_> {
@@ -317,6 +320,20 @@ mod tests {
     }
 
     #[test]
+    fn fresh_session_failures_drop_the_session() {
+        let retry = Retry { agent_attempts: 3, ..Retry::default() };
+        let phases = [phase("dev", &["a"], 1, false)];
+        let mut p = Progress::new("dev");
+        let mut f = Classification::new(Category::Agent, "session_not_found", "unknown session");
+        f.fresh_session = true;
+        assert_eq!(
+            on_failure(&mut p, &phases, limits(&retry), &f, Some("s1".into())),
+            Next::Retry { delay: Duration::ZERO }
+        );
+        assert_eq!(p.resume_session, None);
+    }
+
+    #[test]
     fn recovery_action_resumes_only_with_a_session() {
         assert_eq!(recovery_action(true), RecoveryAction::Resume);
         assert_eq!(recovery_action(false), RecoveryAction::Fresh);
@@ -327,11 +344,7 @@ mod tests {
         let retry = Retry { agent_attempts: 1, ..Retry::default() };
         let phases = [phase("dev", &["a"], 1, false)];
         let mut p = Progress::new("dev");
-        let env = Classification {
-            category: Category::Environmental,
-            rule: "provider_overloaded".into(),
-            reason: "529".into(),
-        };
+        let env = Classification::new(Category::Environmental, "provider_overloaded", "529");
         for _ in 0..10 {
             assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &env, None), Next::Retry { .. }));
         }
@@ -344,9 +357,9 @@ mod tests {
         let retry = Retry { ambiguous_attempts: 2, ..Retry::default() };
         let phases = [phase("dev", &["a"], 1, false)];
         let mut p = Progress::new("dev");
-        let uc = Classification { category: Category::UserConfig, rule: "auth_failed".into(), reason: "401".into() };
+        let uc = Classification::new(Category::UserConfig, "auth_failed", "401");
         assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &uc, None), Next::Stop(Stop::Blocked { .. })));
-        let amb = Classification { category: Category::Ambiguous, rule: "unexplained".into(), reason: "?".into() };
+        let amb = Classification::new(Category::Ambiguous, "unexplained", "?");
         assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &amb, None), Next::Retry { .. }));
         assert!(matches!(
             on_failure(&mut p, &phases, limits(&retry), &amb, None),
