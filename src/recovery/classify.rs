@@ -224,6 +224,7 @@ const REFUSED: &[&str] = &[
     "connection refused (os error",
 ];
 
+// Checked before REFUSED: Claude words a reset "Unable to connect to API (ECONNRESET)".
 const RESET: &[&str] = &["econnreset", "connection reset by peer", "socket hang up"];
 
 const TIMEOUT: &[&str] = &[
@@ -255,71 +256,45 @@ const TOOL_MISSING: &[&str] = &[
 /// agent's structured events, then phrases (user errors before session state before
 /// transient ones), then how the process ended.
 const RULES: &[Rule] = &[
-    Rule::new("stall_in_provider_retry", Environmental, Structured(stall_in_provider_retry)),
-    Rule::new("stall", Agent, Structured(stall)),
-    Rule::new("tool_timeout", Agent, Structured(tool_timeout)),
-    Rule::new("attempt_timeout", Agent, Structured(attempt_timeout)),
-    Rule::new("binary_missing", UserConfig, Structured(binary_missing)),
-    Rule::new("auth_failed", UserConfig, Structured(auth_failed)),
-    Rule::new("billing_disabled", UserConfig, Structured(billing_code)),
-    Rule::new("rate_limited", Environmental, Structured(rate_limited)),
-    Rule::new("provider_overloaded", Environmental, Structured(provider_overloaded)),
-    Rule::new("provider_error", Environmental, Structured(provider_error)),
-    Rule::new("session_not_found", Agent, Structured(gemini_input_error)).then(Then::Fresh),
-    Rule::new(
-        "session_not_found",
-        Agent,
-        Phrases { about: "the agent does not know the session", any: SESSION_NOT_FOUND },
-    )
-    .then(Then::Fresh),
-    Rule::new("auth_failed", UserConfig, Phrases { about: "the provider rejected the credentials", any: AUTH }),
-    Rule::new(
-        "billing_disabled",
-        UserConfig,
-        Phrases { about: "the provider account has no credit or quota", any: BILLING },
-    ),
-    Rule::new("model_invalid", UserConfig, Phrases { about: "the provider does not know the model", any: MODEL }),
-    Rule::new(
-        "context_too_long",
-        Agent,
-        Phrases { about: "the conversation outgrew the context window", any: CONTEXT },
-    )
-    .then(Then::Fresh),
-    Rule::new(
-        "rate_limited",
-        Environmental,
-        Phrases { about: "the provider's rate or usage limit was reached", any: RATE },
-    ),
-    Rule::new("provider_overloaded", Environmental, Phrases { about: "the provider is overloaded", any: OVERLOADED }),
-    Rule::new("provider_error", Environmental, Phrases { about: "the provider failed", any: SERVER }),
-    Rule::new("dns_failure", Environmental, Phrases { about: "the provider's host name did not resolve", any: DNS }),
-    Rule::new(
-        "connection_refused",
-        Environmental,
-        Phrases { about: "the provider could not be reached", any: REFUSED },
-    ),
-    Rule::new(
-        "connection_reset",
-        Environmental,
-        Phrases { about: "the connection to the provider was reset", any: RESET },
-    ),
-    Rule::new("request_timeout", Environmental, Phrases { about: "the provider request timed out", any: TIMEOUT }),
-    Rule::new(
-        "stream_stalled",
-        Environmental,
-        Phrases { about: "the provider's stream went silent", any: STREAM_STALLED },
-    ),
-    Rule::new(
-        "stream_interrupted",
-        Environmental,
-        Phrases { about: "the provider's stream ended early", any: STREAM_INTERRUPTED },
-    ),
+    structured("stall_in_provider_retry", Environmental, stall_in_provider_retry),
+    structured("stall", Agent, stall),
+    structured("tool_timeout", Agent, tool_timeout),
+    structured("attempt_timeout", Agent, attempt_timeout),
+    structured("binary_missing", UserConfig, binary_missing),
+    structured("auth_failed", UserConfig, auth_failed),
+    structured("billing_disabled", UserConfig, billing_code),
+    structured("rate_limited", Environmental, rate_limited),
+    structured("provider_overloaded", Environmental, provider_overloaded),
+    structured("provider_error", Environmental, provider_error),
+    structured("session_not_found", Agent, gemini_input_error).then(Then::Fresh),
+    phrases("session_not_found", Agent, "the agent does not know the session", SESSION_NOT_FOUND).then(Then::Fresh),
+    phrases("auth_failed", UserConfig, "the provider rejected the credentials", AUTH),
+    phrases("billing_disabled", UserConfig, "the provider account has no credit or quota", BILLING),
+    phrases("model_invalid", UserConfig, "the provider does not know the model", MODEL),
+    phrases("context_too_long", Agent, "the conversation outgrew the context window", CONTEXT).then(Then::Fresh),
+    phrases("rate_limited", Environmental, "the provider's rate or usage limit was reached", RATE),
+    phrases("provider_overloaded", Environmental, "the provider is overloaded", OVERLOADED),
+    phrases("provider_error", Environmental, "the provider failed", SERVER),
+    phrases("dns_failure", Environmental, "the provider's host name did not resolve", DNS),
+    phrases("connection_reset", Environmental, "the connection to the provider was reset", RESET),
+    phrases("connection_refused", Environmental, "the provider could not be reached", REFUSED),
+    phrases("request_timeout", Environmental, "the provider request timed out", TIMEOUT),
+    phrases("stream_stalled", Environmental, "the provider's stream went silent", STREAM_STALLED),
+    phrases("stream_interrupted", Environmental, "the provider's stream ended early", STREAM_INTERRUPTED),
     Rule::new(TOOL_UNAVAILABLE, Agent, ToolPhrases { about: "a tool the agent was given is gone", any: TOOL_MISSING })
         .then(Then::ResetTools),
-    Rule::new("crashed", Agent, Structured(crashed)),
-    Rule::new("exit_nonzero", Agent, Structured(exit_nonzero)),
-    Rule::new("no_done_signal", Agent, Structured(no_done_signal)),
+    structured("crashed", Agent, crashed),
+    structured("exit_nonzero", Agent, exit_nonzero),
+    structured("no_done_signal", Agent, no_done_signal),
 ];
+
+const fn structured(name: &'static str, category: Category, matches: Matcher) -> Rule {
+    Rule::new(name, category, Structured(matches))
+}
+
+const fn phrases(name: &'static str, category: Category, about: &'static str, any: &'static [&'static str]) -> Rule {
+    Rule::new(name, category, Phrases { about, any })
+}
 
 /// Classifies a failed attempt. Every failure lands in exactly one category; one
 /// that no rule explains is `ambiguous`.
@@ -376,15 +351,38 @@ impl<'a> ErrorText<'a> {
         Self { lines }
     }
 
-    /// The last line containing any of `phrases`, as an excerpt.
+    /// The last line containing any of `phrases`, as an excerpt around the match
+    /// (a JSON line would otherwise show only its envelope).
     fn find(&self, phrases: &[&str]) -> Option<String> {
-        let (line, _) = self.lines.iter().rev().find(|(_, norm)| phrases.iter().any(|p| contains(norm, p)))?;
-        let line = line.trim();
-        Some(match line.char_indices().nth(EXCERPT_CHARS) {
-            Some((cut, _)) => format!("{}…", &line[..cut]),
-            None => line.to_string(),
+        self.lines.iter().rev().find_map(|(line, norm)| {
+            let phrase = phrases.iter().find(|p| position(norm, p).is_some())?;
+            Some(excerpt(line, phrase))
         })
     }
+}
+
+/// How much context precedes the match in an excerpt.
+const EXCERPT_LEAD: usize = 60;
+
+fn excerpt(line: &str, phrase: &str) -> String {
+    let line = line.trim();
+    // Offsets are shared with the ASCII-lowercased line; normalising may shift them,
+    // in which case the excerpt starts at the line's beginning.
+    let at = position(&line.to_ascii_lowercase(), phrase).unwrap_or(0);
+    let mut start = at.saturating_sub(EXCERPT_LEAD);
+    while !line.is_char_boundary(start) {
+        start -= 1;
+    }
+    let body = &line[start..];
+    let mut out = if start > 0 { String::from("…") } else { String::new() };
+    match body.char_indices().nth(EXCERPT_CHARS) {
+        Some((cut, _)) => {
+            out.push_str(&body[..cut]);
+            out.push('…');
+        }
+        None => out.push_str(body),
+    }
+    out
 }
 
 fn normalise(line: &str) -> String {
@@ -393,15 +391,15 @@ fn normalise(line: &str) -> String {
 
 /// Substring search where `#` in `pattern` matches one ASCII digit; a pattern ending
 /// in `#` does not match inside a longer number.
-fn contains(hay: &str, pattern: &str) -> bool {
+fn position(hay: &str, pattern: &str) -> Option<usize> {
     if !pattern.contains('#') {
-        return hay.contains(pattern);
+        return hay.find(pattern);
     }
     let (h, p) = (hay.as_bytes(), pattern.as_bytes());
     if p.len() > h.len() {
-        return false;
+        return None;
     }
-    (0..=h.len() - p.len()).any(|i| {
+    (0..=h.len() - p.len()).find(|&i| {
         let window = &h[i..i + p.len()];
         let same = window.iter().zip(p).all(|(&c, &q)| if q == b'#' { c.is_ascii_digit() } else { c == q });
         let bounded = p.last() != Some(&b'#') || !h.get(i + p.len()).is_some_and(u8::is_ascii_digit);
@@ -592,5 +590,194 @@ mod tests {
         let mut r = report(Exit::Signal(2), &[]);
         r.ended_by = EndedBy::Stall;
         assert_eq!(classify(&r).rule, "stall");
+    }
+
+    fn text_report<'a>(kind: AgentKind, exit: Exit, events: &'a [AgentEvent], tail: &'a str) -> Report<'a> {
+        Report {
+            kind,
+            exit,
+            ended_by: EndedBy::Agent,
+            events,
+            text_tail: tail,
+            missing_done: "exit 0 without the done tag",
+        }
+    }
+
+    fn rule_of(tail: &str) -> (Category, String) {
+        let c = classify(&text_report(AgentKind::Command, Exit::Code(1), &[], tail));
+        (c.category, c.rule)
+    }
+
+    #[test]
+    fn the_table_is_consistent() {
+        let mut seen: std::collections::BTreeMap<&str, Category> = std::collections::BTreeMap::new();
+        for rule in RULES {
+            if let Some(&c) = seen.get(rule.name) {
+                assert_eq!(c, rule.category, "{} appears with two categories", rule.name);
+            }
+            seen.insert(rule.name, rule.category);
+            if let Phrases { any, .. } | ToolPhrases { any, .. } = rule.evidence {
+                for p in any {
+                    assert_eq!(*p, normalise(p), "{}: phrase {p:?} is not normalised", rule.name);
+                    assert!(
+                        p.chars().filter(|c| c.is_ascii_alphabetic()).count() >= 4,
+                        "{}: {p:?} is too bare",
+                        rule.name
+                    );
+                }
+            }
+        }
+        assert!(seen.contains_key(TOOL_UNAVAILABLE));
+    }
+
+    #[test]
+    fn digit_patterns_do_not_match_bare_or_longer_numbers() {
+        assert_eq!(position("api error: 502 bad gateway", "api error: 5##"), Some(0));
+        assert_eq!(position("api error: 5000 tokens", "api error: 5##"), None);
+        assert_eq!(position("api error: 50", "api error: 5##"), None);
+        assert_eq!(position("x \"statuscode\":504", "\"statuscode\":5##"), Some(2));
+        assert_eq!(rule_of("wrote 500 lines; 529 tests passed").1, "exit_nonzero");
+    }
+
+    #[test]
+    fn phrases_are_matched_case_insensitively_in_json_and_text() {
+        assert_eq!(
+            rule_of("API Error: 500 Internal server error."),
+            (Category::Environmental, "provider_error".into())
+        );
+        assert_eq!(
+            rule_of(r#"{"error":{"data":{"statusCode": 503,"responseBody":"{\"x\":1}"}}}"#),
+            (Category::Environmental, "provider_overloaded".into())
+        );
+        assert_eq!(rule_of("getaddrinfo ENOTFOUND api.anthropic.com").1, "dns_failure");
+        assert_eq!(rule_of("Error: Session not found"), (Category::Agent, "session_not_found".into()));
+    }
+
+    #[test]
+    fn user_errors_win_over_transient_ones() {
+        // OpenAI's insufficient_quota arrives as a 429.
+        let quota = r#"{"statusCode":429,"message":"You exceeded your current quota, please check your plan and billing details."}"#;
+        assert_eq!(rule_of(quota), (Category::UserConfig, "billing_disabled".into()));
+        assert_eq!(
+            rule_of("unexpected status 401 Unauthorized\nstream disconnected before completion").1,
+            "auth_failed"
+        );
+    }
+
+    #[test]
+    fn retry_notices_are_not_the_failure() {
+        let tail = "Reconnecting... 1/5 (unexpected status 529 Overloaded)\nsomething else went wrong";
+        assert_eq!(rule_of(tail).1, "exit_nonzero");
+    }
+
+    #[test]
+    fn model_text_and_tool_output_are_not_error_text() {
+        let events = [
+            AgentEvent::Text { text: "API Error: 529 Overloaded is what the test checks".into() },
+            AgentEvent::ToolFinished { id: "t".into(), is_error: true, output: "ECONNREFUSED 127.0.0.1:9".into() },
+            AgentEvent::Result {
+                text: "Invalid API key".into(),
+                is_error: false,
+                subtype: "success".into(),
+                api_error_status: None,
+            },
+        ];
+        let c = classify(&text_report(AgentKind::Claude, Exit::Code(0), &events, ""));
+        assert_eq!(c.rule, "no_done_signal");
+    }
+
+    #[test]
+    fn tool_unavailable_reads_tool_output_and_resets() {
+        let events = [AgentEvent::ToolFinished {
+            id: "t".into(),
+            is_error: true,
+            output: "<tool_use_error>Error: No such tool available: mcp__ralph__done</tool_use_error>".into(),
+        }];
+        let c = classify(&text_report(AgentKind::Claude, Exit::Code(0), &events, ""));
+        assert_eq!((c.category, c.rule.as_str()), (Category::Agent, TOOL_UNAVAILABLE));
+        assert!(c.fresh_session && c.reset_tool_registry);
+        assert!(c.reason.contains("No such tool available"), "{}", c.reason);
+    }
+
+    #[test]
+    fn fresh_session_rules() {
+        let c = classify(&text_report(AgentKind::Codex, Exit::Code(1), &[], "Error: no rollout found for thread id x"));
+        assert!(c.fresh_session && !c.reset_tool_registry);
+        let c = classify(&text_report(AgentKind::Gemini, Exit::Code(42), &[], ""));
+        assert_eq!((c.rule.as_str(), c.fresh_session), ("session_not_found", true));
+        // Exit 42 means nothing special for other kinds.
+        assert_eq!(classify(&text_report(AgentKind::Claude, Exit::Code(42), &[], "")).rule, "exit_nonzero");
+        assert!(!classify(&text_report(AgentKind::Claude, Exit::Code(1), &[], "")).fresh_session);
+    }
+
+    #[test]
+    fn claude_error_results_are_read_with_subtype_success() {
+        let events = [AgentEvent::Result {
+            text: "Prompt is too long · the request is ~212000 tokens (limit 200000)".into(),
+            is_error: true,
+            subtype: "success".into(),
+            api_error_status: Some(400),
+        }];
+        let c = classify(&text_report(AgentKind::Claude, Exit::Code(1), &events, ""));
+        assert_eq!((c.category, c.rule.as_str(), c.fresh_session), (Category::Agent, "context_too_long", true));
+    }
+
+    #[test]
+    fn structured_evidence_beats_text() {
+        // A 529 result whose text mentions a key problem is still the 529.
+        let mut r = error_result(529);
+        if let AgentEvent::Result { text, .. } = &mut r {
+            *text = "API Error: 529 Overloaded (Invalid API key rotation pending)".into();
+        }
+        assert_eq!(classify(&report(Exit::Code(1), &[r])).rule, "provider_overloaded");
+        assert_eq!(classify(&report(Exit::Code(1), &[error_result(500)])).rule, "provider_error");
+        let allowed_after_rejected = [
+            AgentEvent::RateLimit { status: "rejected".into(), resets_at: None, limit_type: None },
+            AgentEvent::RateLimit { status: "allowed".into(), resets_at: None, limit_type: None },
+        ];
+        assert_eq!(classify(&report(Exit::Code(1), &allowed_after_rejected)).rule, "exit_nonzero");
+    }
+
+    #[test]
+    fn stall_after_a_provider_retry_is_environmental() {
+        let events = [
+            AgentEvent::ApiRetry { attempt: 1, error: "overloaded".into(), status: Some(529) },
+            AgentEvent::Unknown { kind: "stream_event".into() },
+        ];
+        let mut r = report(Exit::Signal(2), &events);
+        r.ended_by = EndedBy::Stall;
+        assert_eq!(classify(&r).rule, "stall_in_provider_retry");
+        let events = [
+            AgentEvent::ApiRetry { attempt: 1, error: "x".into(), status: None },
+            AgentEvent::Text { text: "ok".into() },
+        ];
+        let mut r = report(Exit::Signal(2), &events);
+        r.ended_by = EndedBy::Stall;
+        assert_eq!(classify(&r).rule, "stall");
+    }
+
+    #[test]
+    fn missing_binary_needs_exit_127_and_the_shell_saying_so() {
+        let c = classify(&text_report(AgentKind::Command, Exit::Code(127), &[], "bash: my-agent: command not found"));
+        assert_eq!((c.category, c.rule.as_str()), (Category::UserConfig, "binary_missing"));
+        assert_eq!(classify(&text_report(AgentKind::Command, Exit::Code(127), &[], "")).rule, "exit_nonzero");
+        assert_eq!(
+            classify(&text_report(AgentKind::Command, Exit::Code(1), &[], "bash: rg: command not found")).rule,
+            "exit_nonzero"
+        );
+    }
+
+    #[test]
+    fn reasons_quote_the_matching_part_of_long_lines() {
+        let line = format!(
+            r#"{{"type":"result","padding":"{}","error":{{"message":"[API Error: The model is overloaded.]"}}}}"#,
+            "x".repeat(300)
+        );
+        let (_, reason) = {
+            let c = classify(&text_report(AgentKind::Gemini, Exit::Code(247), &[], &line));
+            (c.rule, c.reason)
+        };
+        assert!(reason.contains("The model is overloaded"), "{reason}");
+        assert!(reason.starts_with("the provider is overloaded: …"), "{reason}");
     }
 }

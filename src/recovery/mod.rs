@@ -2,6 +2,8 @@
 //! ([`policy`]). Both are pure functions; the dispatcher executes their decisions.
 
 pub mod classify;
+#[cfg(test)]
+mod corpus;
 pub mod policy;
 pub mod probe;
 pub mod reset;

@@ -24,6 +24,7 @@ const MAX_AHEAD: SignedDuration = SignedDuration::from_hours(7 * 24);
 const SKEW: SignedDuration = SignedDuration::from_mins(5);
 
 /// The reset time of the limit the attempt ran into, if the agent reported one.
+/// `text` is the attempt's text tail; error results and error events are read too.
 /// Values in the past (beyond a little skew) or more than 7 days ahead are ignored,
 /// and the next source is tried.
 pub fn reset_time(events: &[AgentEvent], text: &str, now: Timestamp) -> Option<Reset> {
@@ -34,6 +35,15 @@ pub fn reset_time(events: &[AgentEvent], text: &str, now: Timestamp) -> Option<R
     if let Some(r) = structured.and_then(|s| from_epoch(s, now)) {
         return Some(Reset { at: r, source: "rate_limit_event" });
     }
+    // Claude reports its limit in the error result, not on stderr.
+    let mut all = text.to_string();
+    for e in events {
+        if let AgentEvent::Result { text: t, is_error: true, .. } | AgentEvent::Error { message: t } = e {
+            all.push('\n');
+            all.push_str(t);
+        }
+    }
+    let text = all.as_str();
     let lower = text.to_ascii_lowercase();
     let forms: [(&'static str, &dyn Fn() -> Option<Timestamp>); 7] = [
         ("usage_limit_epoch", &|| last_number_after(&lower, "usage limit reached|").and_then(|n| from_epoch(n, now))),
@@ -343,6 +353,25 @@ mod tests {
         }
         assert_eq!(text("retry-after: soon"), None);
         assert_eq!(text("retry-after: 999999999"), None);
+    }
+
+    #[test]
+    fn error_results_are_read() {
+        let result = AgentEvent::Result {
+            text: "You've hit your limit · resets 8pm (America/New_York)".into(),
+            is_error: true,
+            subtype: "success".into(),
+            api_error_status: None,
+        };
+        let r = reset_time(&[result], "", now()).unwrap();
+        assert_eq!(r.at, ts("2026-01-16T01:00:00Z"));
+        let ok = AgentEvent::Result {
+            text: "Please try again in 2s.".into(),
+            is_error: false,
+            subtype: "success".into(),
+            api_error_status: None,
+        };
+        assert_eq!(reset_time(&[ok], "", now()), None, "a successful result's text is the model's, not an error");
     }
 
     #[test]
