@@ -1,7 +1,8 @@
 //! The failure classifier: one ordered table of named rules from what an attempt
 //! left behind to a [`Classification`]. Structured evidence (how the attempt ended,
 //! the agent's own events) is matched before any text, and text is matched on
-//! specific phrases, never on bare numbers.
+//! specific phrases, never on bare numbers. A rule may also tell the next attempt to
+//! start a new session or to rebuild the tool registry.
 
 use crate::agent::AgentEvent;
 use crate::config::AgentKind;
@@ -92,9 +93,9 @@ use Evidence::{Phrases, Structured, ToolPhrases};
 
 // Phrases are matched ASCII-case-insensitively against normalised lines (escaped
 // quotes unescaped, `": ` squeezed to `":`); `#` stands for one digit and a trailing
-// `#` must not be followed by another digit. Sources are named in
-// /work/shared/agent-clis.md unless marked "(guess)": those follow the provider's
-// public error format and are unverified against the real CLIs.
+// `#` must not be followed by another digit. Texts are those recorded from the real
+// CLIs in the project's agent-CLI notes (agent-clis.md) unless marked "(guess)":
+// those follow the provider's public error format, unverified against the CLIs.
 
 const SESSION_NOT_FOUND: &[&str] = &[
     "no conversation found with session id", // claude, resume from another cwd

@@ -1,5 +1,9 @@
+"""Writes tests/corpus/errors/: error output shaped like each CLI prints it (from the
+agent-CLI notes, agent-clis.md, or marked as a guess), with the expected verdict in a
+header. Run it from anywhere: python3 tests/corpus/generate.py. The files are the test
+input; this script only keeps them consistent and reviewable."""
 import json, os
-ROOT = "/work/wt-text-rules/tests/corpus/errors"
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "errors")
 NOW = 1768478400  # 2026-01-15T12:00:00Z, the corpus test's clock
 
 def j(o): return json.dumps(o, ensure_ascii=False, separators=(",", ":"))
