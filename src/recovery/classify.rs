@@ -1,7 +1,8 @@
 //! The failure classifier: one ordered table of named rules from what an attempt
 //! left behind to a [`Classification`]. Structured evidence (how the attempt ended,
 //! the agent's own events) is matched before any text, and text is matched on
-//! specific phrases, never on bare numbers.
+//! specific phrases, never on bare numbers. A rule may also tell the next attempt to
+//! start a new session or to rebuild the tool registry.
 
 use crate::agent::AgentEvent;
 use crate::config::AgentKind;
@@ -44,43 +45,390 @@ pub struct Report<'a> {
 
 type Matcher = fn(&Report<'_>) -> Option<String>;
 
-/// One named rule.
+/// What a rule looks at.
+#[derive(Clone, Copy)]
+enum Evidence {
+    /// How the attempt ended and the agent's structured events.
+    Structured(Matcher),
+    /// Any of these phrases in the attempt's error text (see [`ErrorText`]).
+    Phrases { about: &'static str, any: &'static [&'static str] },
+    /// As `Phrases`, and also the output of failed tool calls.
+    ToolPhrases { about: &'static str, any: &'static [&'static str] },
+}
+
+/// What the next attempt must do differently.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Then {
+    Default,
+    /// Start a new session instead of resuming.
+    Fresh,
+    /// Start a new session and rebuild the tool registry.
+    ResetTools,
+}
+
+/// One named rule. A concept may appear twice (structured evidence early, phrases
+/// later), always with the same name and category.
 struct Rule {
     name: &'static str,
     category: Category,
-    matches: Matcher,
+    evidence: Evidence,
+    then: Then,
 }
 
-/// The table, in order: first match wins.
-const RULES: &[Rule] = &[
-    Rule { name: "stall", category: Category::Agent, matches: stall },
-    Rule { name: "tool_timeout", category: Category::Agent, matches: tool_timeout },
-    Rule { name: "attempt_timeout", category: Category::Agent, matches: attempt_timeout },
-    Rule { name: "auth_failed", category: Category::UserConfig, matches: auth_failed },
-    Rule { name: "rate_limited", category: Category::Environmental, matches: rate_limited },
-    Rule { name: "provider_overloaded", category: Category::Environmental, matches: provider_unavailable },
-    Rule { name: "crashed", category: Category::Agent, matches: crashed },
-    Rule { name: "exit_nonzero", category: Category::Agent, matches: exit_nonzero },
-    Rule { name: "no_done_signal", category: Category::Agent, matches: no_done_signal },
+impl Rule {
+    const fn new(name: &'static str, category: Category, evidence: Evidence) -> Self {
+        Self { name, category, evidence, then: Then::Default }
+    }
+
+    const fn then(self, then: Then) -> Self {
+        Self { then, ..self }
+    }
+}
+
+/// The rule name the policy counts against the `tool-registry-reset` cap.
+pub const TOOL_UNAVAILABLE: &str = "tool_unavailable";
+
+use Category::{Agent, Ambiguous, Environmental, UserConfig};
+use Evidence::{Phrases, Structured, ToolPhrases};
+
+// Phrases are matched ASCII-case-insensitively against normalised lines (escaped
+// quotes unescaped, `": ` squeezed to `":`); `#` stands for one digit and a trailing
+// `#` must not be followed by another digit. Texts are those recorded from the real
+// CLIs in the project's agent-CLI notes (agent-clis.md) unless marked "(guess)":
+// those follow the provider's public error format, unverified against the CLIs.
+
+const SESSION_NOT_FOUND: &[&str] = &[
+    "no conversation found with session id", // claude, resume from another cwd
+    "no rollout found",                      // codex exec resume
+    "session not found",                     // opencode run --session
 ];
+
+const AUTH: &[&str] = &[
+    "invalid api key",            // claude
+    "incorrect api key provided", // codex, opencode (openai)
+    "api key not valid",          // gemini
+    "oauth token has expired",    // claude (guess)
+    "unexpected status 401",      // codex
+    "unexpected status 403",      // codex (guess)
+    "api error: 401",             // claude (guess)
+    "api error: 403",             // claude (guess)
+    "\"statuscode\":401",         // opencode
+    "\"statuscode\":403",         // opencode (guess)
+    "\"code\":401",               // gemini error body
+    "\"code\":403",               // gemini error body (guess)
+    "401 unauthorized",
+    "403 forbidden",
+    "authentication_error", // anthropic error type
+    "permission_error",     // anthropic error type (guess)
+    "permission_denied",    // google status (guess)
+    "unauthenticated",      // google status
+];
+
+const BILLING: &[&str] = &[
+    "credit balance is too low",           // anthropic
+    "insufficient_quota",                  // openai
+    "check your plan and billing details", // openai, codex
+    "plans & billing",                     // anthropic
+    "billing to be enabled",               // google (guess)
+    "billing_disabled",                    // google (guess)
+    "billing_error",                       // claude synthetic error code (guess)
+];
+
+const MODEL: &[&str] = &[
+    "model not found",
+    "invalid model",
+    "model_not_found",                          // openai code
+    "does not exist or you do not have access", // openai
+    "issue with the selected model",            // claude (guess)
+    "not_found_error",                          // anthropic 404 type (guess)
+    "providermodelnotfounderror",               // opencode (guess)
+    "is not found for api version",             // gemini 404 (guess)
+    "model is not supported when using codex",  // codex (guess)
+];
+
+const CONTEXT: &[&str] = &[
+    "prompt is too long",                        // claude
+    "out of room in the model's context window", // codex
+    "contextoverflowerror",                      // opencode
+    "context_length_exceeded",                   // openai code
+    "context window exceeded",
+    "exceeds the context window",
+    "maximum context length",                       // openai
+    "exceeds the maximum number of tokens allowed", // gemini (guess)
+];
+
+const RATE: &[&str] = &[
+    "usage limit reached",         // claude (older, with |EPOCH)
+    "hit your limit",              // claude (newer, "· resets 8pm (Zone)")
+    "hit your usage limit",        // codex
+    "usage_limit_reached",         // codex 429 body
+    "would exceed the rate limit", // claude
+    "request rejected (429)",      // claude
+    "last status: 429",            // codex
+    "429 too many requests",       // codex, http
+    "rate limit reached",          // opencode (openai)
+    "rate_limit_error",            // anthropic type
+    "rate_limit_exceeded",         // openai code
+    "resource has been exhausted", // gemini
+    "resource_exhausted",          // google status
+    "api error: 429",              // claude (guess)
+    "unexpected status 429",       // codex
+    "\"statuscode\":429",          // opencode
+    "\"code\":429",                // gemini error body
+];
+
+const OVERLOADED: &[&str] = &[
+    "529 overloaded",           // claude
+    "repeated 529",             // claude
+    "api is at capacity",       // claude
+    "overloaded_error",         // anthropic type
+    "model is overloaded",      // gemini
+    "experiencing high demand", // codex (its 500 text)
+    "api error: 529",
+    "api error: 503",
+    "unexpected status 529", // codex
+    "unexpected status 503",
+    "\"statuscode\":529",
+    "\"statuscode\":503",
+    "\"code\":503",
+    "503 service unavailable",
+];
+
+const SERVER: &[&str] = &[
+    "api error: 5##",        // claude "API Error: 500 Internal server error"
+    "unexpected status 5##", // codex
+    "\"statuscode\":5##",    // opencode
+    "\"code\":5##",          // gemini error body
+    "internal server error",
+    "an internal error has occurred", // gemini 500 (guess)
+    "bad gateway",
+    "gateway timeout",
+];
+
+const DNS: &[&str] = &[
+    "enotfound",
+    "getaddrinfo",
+    "failed to lookup address", // rust (codex)
+    "eai_again",
+    "temporary failure in name resolution",
+    "name or service not known",
+    "dns error",
+];
+
+const REFUSED: &[&str] = &[
+    "unable to connect to api",                 // claude "(ConnectionRefused)"
+    "cannot connect to api",                    // opencode
+    "connection failed: error sending request", // codex
+    "fetch failed sending request",             // gemini
+    "econnrefused",
+    "connectionrefused",
+    "connection refused (os error",
+];
+
+// Checked before REFUSED: Claude words a reset "Unable to connect to API (ECONNRESET)".
+const RESET: &[&str] = &["econnreset", "connection reset by peer", "socket hang up"];
+
+const TIMEOUT: &[&str] = &[
+    "request timed out", // claude
+    "headers timed out", // opencode "Provider response headers timed out after Nms"
+    "etimedout",
+    "und_err_headers_timeout",
+    "deadline_exceeded", // google status (guess)
+];
+
+const STREAM_STALLED: &[&str] = &[
+    "idle timeout waiting for sse", // codex
+    "sse read timed out",           // opencode
+];
+
+const STREAM_INTERRUPTED: &[&str] = &[
+    "stream disconnected before completion",      // codex
+    "model stream ended without a finish reason", // gemini, exit 0
+];
+
+const TOOL_MISSING: &[&str] = &[
+    "no such tool available",         // claude
+    "is not registered",              // tool-dispatch runtime error
+    "not found in registry",          // gemini (guess)
+    "tried to call unavailable tool", // ai sdk, opencode (guess)
+];
+
+/// The table, in order: first match wins. ralph's own verdicts first, then the
+/// agent's structured events, then phrases (user errors before session state before
+/// transient ones), then how the process ended.
+const RULES: &[Rule] = &[
+    structured("stall_in_provider_retry", Environmental, stall_in_provider_retry),
+    structured("stall", Agent, stall),
+    structured("tool_timeout", Agent, tool_timeout),
+    structured("attempt_timeout", Agent, attempt_timeout),
+    structured("binary_missing", UserConfig, binary_missing),
+    structured("auth_failed", UserConfig, auth_failed),
+    structured("billing_disabled", UserConfig, billing_code),
+    structured("rate_limited", Environmental, rate_limited),
+    structured("provider_overloaded", Environmental, provider_overloaded),
+    structured("provider_error", Environmental, provider_error),
+    structured("session_not_found", Agent, gemini_input_error).then(Then::Fresh),
+    phrases("session_not_found", Agent, "the agent does not know the session", SESSION_NOT_FOUND).then(Then::Fresh),
+    phrases("auth_failed", UserConfig, "the provider rejected the credentials", AUTH),
+    phrases("billing_disabled", UserConfig, "the provider account has no credit or quota", BILLING),
+    phrases("model_invalid", UserConfig, "the provider does not know the model", MODEL),
+    phrases("context_too_long", Agent, "the conversation outgrew the context window", CONTEXT).then(Then::Fresh),
+    phrases("rate_limited", Environmental, "the provider's rate or usage limit was reached", RATE),
+    phrases("provider_overloaded", Environmental, "the provider is overloaded", OVERLOADED),
+    phrases("provider_error", Environmental, "the provider failed", SERVER),
+    phrases("dns_failure", Environmental, "the provider's host name did not resolve", DNS),
+    phrases("connection_reset", Environmental, "the connection to the provider was reset", RESET),
+    phrases("connection_refused", Environmental, "the provider could not be reached", REFUSED),
+    phrases("request_timeout", Environmental, "the provider request timed out", TIMEOUT),
+    phrases("stream_stalled", Environmental, "the provider's stream went silent", STREAM_STALLED),
+    phrases("stream_interrupted", Environmental, "the provider's stream ended early", STREAM_INTERRUPTED),
+    Rule::new(TOOL_UNAVAILABLE, Agent, ToolPhrases { about: "a tool the agent was given is gone", any: TOOL_MISSING })
+        .then(Then::ResetTools),
+    structured("crashed", Agent, crashed),
+    structured("exit_nonzero", Agent, exit_nonzero),
+    structured("no_done_signal", Agent, no_done_signal),
+];
+
+const fn structured(name: &'static str, category: Category, matches: Matcher) -> Rule {
+    Rule::new(name, category, Structured(matches))
+}
+
+const fn phrases(name: &'static str, category: Category, about: &'static str, any: &'static [&'static str]) -> Rule {
+    Rule::new(name, category, Phrases { about, any })
+}
 
 /// Classifies a failed attempt. Every failure lands in exactly one category; one
 /// that no rule explains is `ambiguous`.
 pub fn classify(report: &Report<'_>) -> Classification {
+    let text = ErrorText::of(report, false);
+    let with_tools = ErrorText::of(report, true);
     for rule in RULES {
-        if let Some(reason) = (rule.matches)(report) {
-            return Classification { category: rule.category, rule: rule.name.to_string(), reason };
+        let reason = match rule.evidence {
+            Structured(matches) => matches(report),
+            Phrases { about, any } => text.find(any).map(|line| format!("{about}: {line}")),
+            ToolPhrases { about, any } => with_tools.find(any).map(|line| format!("{about}: {line}")),
+        };
+        if let Some(reason) = reason {
+            let mut c = Classification::new(rule.category, rule.name, reason);
+            c.fresh_session = rule.then != Then::Default;
+            c.reset_tool_registry = rule.then == Then::ResetTools;
+            return c;
         }
     }
-    Classification {
-        category: Category::Ambiguous,
-        rule: "unexplained".to_string(),
-        reason: "the attempt failed in a way ralph cannot explain".to_string(),
+    Classification::new(Ambiguous, "unexplained", "the attempt failed in a way ralph cannot explain")
+}
+
+/// The text an attempt's failure can be read from: the text tail, failed results and
+/// error events. Assistant text is left out (the model may talk about errors), and so
+/// are tool outputs except for the tool-availability rule (a test suite printing
+/// "connection refused" is not a provider outage).
+struct ErrorText<'a> {
+    /// (original line, normalised line)
+    lines: Vec<(&'a str, String)>,
+}
+
+/// How much of a matching line goes into the reason.
+const EXCERPT_CHARS: usize = 200;
+
+impl<'a> ErrorText<'a> {
+    fn of(r: &Report<'a>, tool_outputs: bool) -> Self {
+        let mut sources: Vec<&'a str> = vec![r.text_tail];
+        for e in r.events {
+            match e {
+                AgentEvent::Result { text, is_error: true, .. } => sources.push(text),
+                AgentEvent::Error { message } => sources.push(message),
+                AgentEvent::ToolFinished { output, is_error: true, .. } if tool_outputs => sources.push(output),
+                _ => {}
+            }
+        }
+        let lines = sources
+            .into_iter()
+            .flat_map(str::lines)
+            // Codex announces each of its own retries ("Reconnecting... 2/5 (...)");
+            // they are not the failure, the final error is.
+            .filter(|l| !l.to_ascii_lowercase().contains("reconnecting..."))
+            .map(|l| (l, normalise(l)))
+            .collect();
+        Self { lines }
     }
+
+    /// The last line containing any of `phrases`, as an excerpt around the match
+    /// (a JSON line would otherwise show only its envelope).
+    fn find(&self, phrases: &[&str]) -> Option<String> {
+        self.lines.iter().rev().find_map(|(line, norm)| {
+            let phrase = phrases.iter().find(|p| position(norm, p).is_some())?;
+            Some(excerpt(line, phrase))
+        })
+    }
+}
+
+/// How much context precedes the match in an excerpt.
+const EXCERPT_LEAD: usize = 60;
+
+fn excerpt(line: &str, phrase: &str) -> String {
+    let line = line.trim();
+    // Offsets are shared with the ASCII-lowercased line; normalising may shift them,
+    // in which case the excerpt starts at the line's beginning.
+    let at = position(&line.to_ascii_lowercase(), phrase).unwrap_or(0);
+    let mut start = at.saturating_sub(EXCERPT_LEAD);
+    while !line.is_char_boundary(start) {
+        start -= 1;
+    }
+    let body = &line[start..];
+    let mut out = if start > 0 { String::from("…") } else { String::new() };
+    match body.char_indices().nth(EXCERPT_CHARS) {
+        Some((cut, _)) => {
+            out.push_str(&body[..cut]);
+            out.push('…');
+        }
+        None => out.push_str(body),
+    }
+    out
+}
+
+fn normalise(line: &str) -> String {
+    line.to_ascii_lowercase().replace("\\\"", "\"").replace("\": ", "\":")
+}
+
+/// Substring search where `#` in `pattern` matches one ASCII digit; a pattern ending
+/// in `#` does not match inside a longer number.
+fn position(hay: &str, pattern: &str) -> Option<usize> {
+    if !pattern.contains('#') {
+        return hay.find(pattern);
+    }
+    let (h, p) = (hay.as_bytes(), pattern.as_bytes());
+    if p.len() > h.len() {
+        return None;
+    }
+    (0..=h.len() - p.len()).find(|&i| {
+        let window = &h[i..i + p.len()];
+        let same = window.iter().zip(p).all(|(&c, &q)| if q == b'#' { c.is_ascii_digit() } else { c == q });
+        let bounded = p.last() != Some(&b'#') || !h.get(i + p.len()).is_some_and(u8::is_ascii_digit);
+        same && bounded
+    })
 }
 
 fn stall(r: &Report<'_>) -> Option<String> {
     (r.ended_by == EndedBy::Stall).then(|| "the agent stalled (no output and no tool running)".into())
+}
+
+/// A stall right after the CLI announced a provider retry is the provider's silence,
+/// not the agent's: Claude's retried request hung.
+fn stall_in_provider_retry(r: &Report<'_>) -> Option<String> {
+    if r.ended_by != EndedBy::Stall {
+        return None;
+    }
+    let last =
+        r.events.iter().rev().find(|e| {
+            !matches!(e, AgentEvent::Unknown { .. } | AgentEvent::Usage { .. } | AgentEvent::Session { .. })
+        })?;
+    match last {
+        AgentEvent::ApiRetry { error, status, .. } => Some(match status {
+            Some(s) => format!("the provider went silent while the agent retried it (HTTP {s}, {error})"),
+            None => format!("the provider went silent while the agent retried it ({error})"),
+        }),
+        _ => None,
+    }
 }
 
 fn tool_timeout(r: &Report<'_>) -> Option<String> {
@@ -91,6 +439,19 @@ fn attempt_timeout(r: &Report<'_>) -> Option<String> {
     (r.ended_by == EndedBy::AttemptTimeout).then(|| "the attempt ran past [timeouts] attempt".into())
 }
 
+/// Exit 127 is the shell's "command not found"; the text confirms it was the
+/// command itself, not something it ran, that was missing.
+fn binary_missing(r: &Report<'_>) -> Option<String> {
+    if r.exit != Exit::Code(127) {
+        return None;
+    }
+    let tail = r.text_tail.to_ascii_lowercase();
+    ["command not found", ": not found", "no such file or directory"]
+        .iter()
+        .any(|p| tail.contains(p))
+        .then(|| "the agent's command was not found (exit 127)".into())
+}
+
 fn api_status(r: &Report<'_>) -> Option<u16> {
     r.events.iter().rev().find_map(|e| match e {
         AgentEvent::Result { is_error: true, api_error_status, .. } => *api_error_status,
@@ -98,27 +459,63 @@ fn api_status(r: &Report<'_>) -> Option<u16> {
     })
 }
 
+/// The error code Claude puts on its synthetic assistant message.
+fn error_code(r: &Report<'_>, code: &str) -> bool {
+    r.events.iter().any(|e| matches!(e, AgentEvent::Error { message } if message == code))
+}
+
 fn auth_failed(r: &Report<'_>) -> Option<String> {
     match api_status(r) {
         Some(s @ (401 | 403)) => Some(format!("the provider rejected the credentials (HTTP {s})")),
+        _ if error_code(r, "authentication_failed") => {
+            Some("the provider rejected the credentials (authentication_failed)".into())
+        }
         _ => None,
     }
+}
+
+fn billing_code(r: &Report<'_>) -> Option<String> {
+    error_code(r, "billing_error").then(|| "the provider account has no credit or quota (billing_error)".into())
 }
 
 fn rate_limited(r: &Report<'_>) -> Option<String> {
-    let limited = r.events.iter().any(|e| matches!(e, AgentEvent::RateLimit { status, .. } if status == "rejected"));
-    if limited || api_status(r) == Some(429) {
-        Some("the provider's rate or usage limit was reached".into())
-    } else {
-        None
+    // A later "allowed" supersedes an earlier rejection (overage kicked in).
+    let last = r.events.iter().rev().find_map(|e| match e {
+        AgentEvent::RateLimit { status, limit_type, .. } => Some((status.as_str(), limit_type.as_deref())),
+        _ => None,
+    });
+    if let Some(("rejected", limit)) = last {
+        return Some(match limit {
+            Some(l) => format!("the provider's rate or usage limit was reached ({l})"),
+            None => "the provider's rate or usage limit was reached".into(),
+        });
+    }
+    if api_status(r) == Some(429) {
+        return Some("the provider's rate or usage limit was reached (HTTP 429)".into());
+    }
+    error_code(r, "rate_limit").then(|| "the provider's rate or usage limit was reached (rate_limit)".into())
+}
+
+fn provider_overloaded(r: &Report<'_>) -> Option<String> {
+    match api_status(r) {
+        Some(s @ (503 | 529)) => Some(format!("the provider is overloaded (HTTP {s})")),
+        _ => None,
     }
 }
 
-fn provider_unavailable(r: &Report<'_>) -> Option<String> {
+fn provider_error(r: &Report<'_>) -> Option<String> {
     match api_status(r) {
-        Some(s @ (500..=599)) => Some(format!("the provider is unavailable (HTTP {s})")),
+        Some(s @ (500..=599)) => Some(format!("the provider failed (HTTP {s})")),
+        _ if error_code(r, "server_error") => Some("the provider failed (server_error)".into()),
         _ => None,
     }
+}
+
+/// Gemini exits 42 (its input-error code) when `--resume` names a session it does
+/// not have. Its other exit codes are HTTP statuses mod 256 and are not used.
+fn gemini_input_error(r: &Report<'_>) -> Option<String> {
+    (r.kind == AgentKind::Gemini && r.exit == Exit::Code(42))
+        .then(|| "gemini exited 42 (input error, as for an unknown --resume id)".into())
 }
 
 fn crashed(r: &Report<'_>) -> Option<String> {
@@ -194,5 +591,194 @@ mod tests {
         let mut r = report(Exit::Signal(2), &[]);
         r.ended_by = EndedBy::Stall;
         assert_eq!(classify(&r).rule, "stall");
+    }
+
+    fn text_report<'a>(kind: AgentKind, exit: Exit, events: &'a [AgentEvent], tail: &'a str) -> Report<'a> {
+        Report {
+            kind,
+            exit,
+            ended_by: EndedBy::Agent,
+            events,
+            text_tail: tail,
+            missing_done: "exit 0 without the done tag",
+        }
+    }
+
+    fn rule_of(tail: &str) -> (Category, String) {
+        let c = classify(&text_report(AgentKind::Command, Exit::Code(1), &[], tail));
+        (c.category, c.rule)
+    }
+
+    #[test]
+    fn the_table_is_consistent() {
+        let mut seen: std::collections::BTreeMap<&str, Category> = std::collections::BTreeMap::new();
+        for rule in RULES {
+            if let Some(&c) = seen.get(rule.name) {
+                assert_eq!(c, rule.category, "{} appears with two categories", rule.name);
+            }
+            seen.insert(rule.name, rule.category);
+            if let Phrases { any, .. } | ToolPhrases { any, .. } = rule.evidence {
+                for p in any {
+                    assert_eq!(*p, normalise(p), "{}: phrase {p:?} is not normalised", rule.name);
+                    assert!(
+                        p.chars().filter(|c| c.is_ascii_alphabetic()).count() >= 4,
+                        "{}: {p:?} is too bare",
+                        rule.name
+                    );
+                }
+            }
+        }
+        assert!(seen.contains_key(TOOL_UNAVAILABLE));
+    }
+
+    #[test]
+    fn digit_patterns_do_not_match_bare_or_longer_numbers() {
+        assert_eq!(position("api error: 502 bad gateway", "api error: 5##"), Some(0));
+        assert_eq!(position("api error: 5000 tokens", "api error: 5##"), None);
+        assert_eq!(position("api error: 50", "api error: 5##"), None);
+        assert_eq!(position("x \"statuscode\":504", "\"statuscode\":5##"), Some(2));
+        assert_eq!(rule_of("wrote 500 lines; 529 tests passed").1, "exit_nonzero");
+    }
+
+    #[test]
+    fn phrases_are_matched_case_insensitively_in_json_and_text() {
+        assert_eq!(
+            rule_of("API Error: 500 Internal server error."),
+            (Category::Environmental, "provider_error".into())
+        );
+        assert_eq!(
+            rule_of(r#"{"error":{"data":{"statusCode": 503,"responseBody":"{\"x\":1}"}}}"#),
+            (Category::Environmental, "provider_overloaded".into())
+        );
+        assert_eq!(rule_of("getaddrinfo ENOTFOUND api.anthropic.com").1, "dns_failure");
+        assert_eq!(rule_of("Error: Session not found"), (Category::Agent, "session_not_found".into()));
+    }
+
+    #[test]
+    fn user_errors_win_over_transient_ones() {
+        // OpenAI's insufficient_quota arrives as a 429.
+        let quota = r#"{"statusCode":429,"message":"You exceeded your current quota, please check your plan and billing details."}"#;
+        assert_eq!(rule_of(quota), (Category::UserConfig, "billing_disabled".into()));
+        assert_eq!(
+            rule_of("unexpected status 401 Unauthorized\nstream disconnected before completion").1,
+            "auth_failed"
+        );
+    }
+
+    #[test]
+    fn retry_notices_are_not_the_failure() {
+        let tail = "Reconnecting... 1/5 (unexpected status 529 Overloaded)\nsomething else went wrong";
+        assert_eq!(rule_of(tail).1, "exit_nonzero");
+    }
+
+    #[test]
+    fn model_text_and_tool_output_are_not_error_text() {
+        let events = [
+            AgentEvent::Text { text: "API Error: 529 Overloaded is what the test checks".into() },
+            AgentEvent::ToolFinished { id: "t".into(), is_error: true, output: "ECONNREFUSED 127.0.0.1:9".into() },
+            AgentEvent::Result {
+                text: "Invalid API key".into(),
+                is_error: false,
+                subtype: "success".into(),
+                api_error_status: None,
+            },
+        ];
+        let c = classify(&text_report(AgentKind::Claude, Exit::Code(0), &events, ""));
+        assert_eq!(c.rule, "no_done_signal");
+    }
+
+    #[test]
+    fn tool_unavailable_reads_tool_output_and_resets() {
+        let events = [AgentEvent::ToolFinished {
+            id: "t".into(),
+            is_error: true,
+            output: "<tool_use_error>Error: No such tool available: mcp__ralph__done</tool_use_error>".into(),
+        }];
+        let c = classify(&text_report(AgentKind::Claude, Exit::Code(0), &events, ""));
+        assert_eq!((c.category, c.rule.as_str()), (Category::Agent, TOOL_UNAVAILABLE));
+        assert!(c.fresh_session && c.reset_tool_registry);
+        assert!(c.reason.contains("No such tool available"), "{}", c.reason);
+    }
+
+    #[test]
+    fn fresh_session_rules() {
+        let c = classify(&text_report(AgentKind::Codex, Exit::Code(1), &[], "Error: no rollout found for thread id x"));
+        assert!(c.fresh_session && !c.reset_tool_registry);
+        let c = classify(&text_report(AgentKind::Gemini, Exit::Code(42), &[], ""));
+        assert_eq!((c.rule.as_str(), c.fresh_session), ("session_not_found", true));
+        // Exit 42 means nothing special for other kinds.
+        assert_eq!(classify(&text_report(AgentKind::Claude, Exit::Code(42), &[], "")).rule, "exit_nonzero");
+        assert!(!classify(&text_report(AgentKind::Claude, Exit::Code(1), &[], "")).fresh_session);
+    }
+
+    #[test]
+    fn claude_error_results_are_read_with_subtype_success() {
+        let events = [AgentEvent::Result {
+            text: "Prompt is too long · the request is ~212000 tokens (limit 200000)".into(),
+            is_error: true,
+            subtype: "success".into(),
+            api_error_status: Some(400),
+        }];
+        let c = classify(&text_report(AgentKind::Claude, Exit::Code(1), &events, ""));
+        assert_eq!((c.category, c.rule.as_str(), c.fresh_session), (Category::Agent, "context_too_long", true));
+    }
+
+    #[test]
+    fn structured_evidence_beats_text() {
+        // A 529 result whose text mentions a key problem is still the 529.
+        let mut r = error_result(529);
+        if let AgentEvent::Result { text, .. } = &mut r {
+            *text = "API Error: 529 Overloaded (Invalid API key rotation pending)".into();
+        }
+        assert_eq!(classify(&report(Exit::Code(1), &[r])).rule, "provider_overloaded");
+        assert_eq!(classify(&report(Exit::Code(1), &[error_result(500)])).rule, "provider_error");
+        let allowed_after_rejected = [
+            AgentEvent::RateLimit { status: "rejected".into(), resets_at: None, limit_type: None },
+            AgentEvent::RateLimit { status: "allowed".into(), resets_at: None, limit_type: None },
+        ];
+        assert_eq!(classify(&report(Exit::Code(1), &allowed_after_rejected)).rule, "exit_nonzero");
+    }
+
+    #[test]
+    fn stall_after_a_provider_retry_is_environmental() {
+        let events = [
+            AgentEvent::ApiRetry { attempt: 1, error: "overloaded".into(), status: Some(529) },
+            AgentEvent::Unknown { kind: "stream_event".into() },
+        ];
+        let mut r = report(Exit::Signal(2), &events);
+        r.ended_by = EndedBy::Stall;
+        assert_eq!(classify(&r).rule, "stall_in_provider_retry");
+        let events = [
+            AgentEvent::ApiRetry { attempt: 1, error: "x".into(), status: None },
+            AgentEvent::Text { text: "ok".into() },
+        ];
+        let mut r = report(Exit::Signal(2), &events);
+        r.ended_by = EndedBy::Stall;
+        assert_eq!(classify(&r).rule, "stall");
+    }
+
+    #[test]
+    fn missing_binary_needs_exit_127_and_the_shell_saying_so() {
+        let c = classify(&text_report(AgentKind::Command, Exit::Code(127), &[], "bash: my-agent: command not found"));
+        assert_eq!((c.category, c.rule.as_str()), (Category::UserConfig, "binary_missing"));
+        assert_eq!(classify(&text_report(AgentKind::Command, Exit::Code(127), &[], "")).rule, "exit_nonzero");
+        assert_eq!(
+            classify(&text_report(AgentKind::Command, Exit::Code(1), &[], "bash: rg: command not found")).rule,
+            "exit_nonzero"
+        );
+    }
+
+    #[test]
+    fn reasons_quote_the_matching_part_of_long_lines() {
+        let line = format!(
+            r#"{{"type":"result","padding":"{}","error":{{"message":"[API Error: The model is overloaded.]"}}}}"#,
+            "x".repeat(300)
+        );
+        let (_, reason) = {
+            let c = classify(&text_report(AgentKind::Gemini, Exit::Code(247), &[], &line));
+            (c.rule, c.reason)
+        };
+        assert!(reason.contains("The model is overloaded"), "{reason}");
+        assert!(reason.starts_with("the provider is overloaded: …"), "{reason}");
     }
 }

@@ -2,8 +2,12 @@
 //! ([`policy`]). Both are pure functions; the dispatcher executes their decisions.
 
 pub mod classify;
+#[cfg(test)]
+mod corpus;
 pub mod policy;
+pub mod probe;
 pub mod rate_limit;
+pub mod reset;
 
 use serde::{Deserialize, Serialize};
 
@@ -40,4 +44,19 @@ pub struct Classification {
     pub rule: String,
     /// A short human reason ("the agent crashed (SIGSEGV)").
     pub reason: String,
+    /// The next attempt must start a new session: resuming this one cannot work (the
+    /// session is unknown to the agent, or its context is full).
+    #[serde(default)]
+    pub fresh_session: bool,
+    /// The agent lost a tool it was given: the next attempt starts fresh with the
+    /// tool registry rebuilt, counted against the `tool-registry-reset` cap.
+    #[serde(default)]
+    pub reset_tool_registry: bool,
+}
+
+impl Classification {
+    /// A classification that carries no instruction for the next attempt.
+    pub fn new(category: Category, rule: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self { category, rule: rule.into(), reason: reason.into(), fresh_session: false, reset_tool_registry: false }
+    }
 }

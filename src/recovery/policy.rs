@@ -15,6 +15,9 @@ use super::{Category, Classification};
 #[serde(rename_all = "snake_case")]
 pub enum Cap {
     MaxCycles,
+    ToolRegistryResets,
+    /// MCP server crash restarts (counted once ralph runs an MCP server).
+    McpRestarts,
     AmbiguousAttempts,
     Iterations,
     Runtime,
@@ -26,6 +29,8 @@ impl Cap {
     pub fn phrase(self) -> &'static str {
         match self {
             Cap::MaxCycles => "max_cycles exhausted",
+            Cap::ToolRegistryResets => "tool-registry-reset exhausted",
+            Cap::McpRestarts => "restart budget exhausted",
             Cap::AmbiguousAttempts => "ambiguous-attempt exhausted",
             Cap::Iterations => "iteration cap exhausted",
             Cap::Runtime => "max_runtime exhausted",
@@ -169,6 +174,12 @@ pub fn on_failure(
     let session = facts.session;
     *progress.counters.failures.entry(failure.category).or_insert(0) += 1;
     progress.recovery_note = Some(failure.reason.clone());
+    // Resuming a session the agent does not know, or one whose context is full,
+    // would fail the same way again.
+    let session = if failure.fresh_session { None } else { session };
+    if failure.reset_tool_registry {
+        return on_tool_unavailable(progress, limits, failure);
+    }
     match failure.category {
         Category::UserConfig => Next::Stop(Stop::Blocked { message: failure.reason.clone() }),
         Category::Environmental if failure.rule == RATE_LIMITED => {
@@ -200,6 +211,26 @@ pub fn on_failure(
         }
         Category::Agent => on_agent_failure(progress, phases, limits, session),
     }
+}
+
+/// The agent lost a tool it was given: a new session (which rebuilds the agent's tool
+/// registry) fixes that, so it costs the tool-registry budget, not the agent's.
+fn on_tool_unavailable(progress: &mut Progress, limits: Limits<'_>, failure: &Classification) -> Next {
+    progress.counters.tool_registry_resets += 1;
+    if progress.counters.tool_registry_resets > limits.retry.tool_registry_resets {
+        return Next::Stop(Stop::Failed {
+            cap: Cap::ToolRegistryResets,
+            message: format!(
+                "{}: {} tool-availability failures in this run, [retry] tool_registry_resets = {} (last: {})",
+                Cap::ToolRegistryResets.phrase(),
+                progress.counters.tool_registry_resets,
+                limits.retry.tool_registry_resets,
+                failure.reason
+            ),
+        });
+    }
+    progress.resume_session = None;
+    Next::Retry { delay: Duration::ZERO }
 }
 
 fn on_agent_failure(progress: &mut Progress, phases: &[Phase], limits: Limits<'_>, session: Option<String>) -> Next {
@@ -274,7 +305,7 @@ mod tests {
     }
 
     fn agent_failure() -> Classification {
-        Classification { category: Category::Agent, rule: "crashed".into(), reason: "crashed".into() }
+        Classification::new(Category::Agent, "crashed", "crashed")
     }
 
     fn facts(session: Option<String>) -> Facts {
@@ -345,6 +376,20 @@ mod tests {
     }
 
     #[test]
+    fn fresh_session_failures_drop_the_session() {
+        let retry = Retry { agent_attempts: 3, ..Retry::default() };
+        let phases = [phase("dev", &["a"], 1, false)];
+        let mut p = Progress::new("dev");
+        let mut f = Classification::new(Category::Agent, "session_not_found", "unknown session");
+        f.fresh_session = true;
+        assert_eq!(
+            on_failure(&mut p, &phases, limits(&retry), &f, facts(Some("s1".into()))),
+            Next::Retry { delay: Duration::ZERO }
+        );
+        assert_eq!(p.resume_session, None);
+    }
+
+    #[test]
     fn recovery_action_resumes_only_with_a_session() {
         assert_eq!(recovery_action(true), RecoveryAction::Resume);
         assert_eq!(recovery_action(false), RecoveryAction::Fresh);
@@ -355,11 +400,7 @@ mod tests {
         let retry = Retry { agent_attempts: 1, ..Retry::default() };
         let phases = [phase("dev", &["a"], 1, false)];
         let mut p = Progress::new("dev");
-        let env = Classification {
-            category: Category::Environmental,
-            rule: "provider_overloaded".into(),
-            reason: "529".into(),
-        };
+        let env = Classification::new(Category::Environmental, "provider_overloaded", "529");
         for _ in 0..10 {
             assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &env, facts(None)), Next::Retry { .. }));
         }
@@ -368,16 +409,40 @@ mod tests {
     }
 
     #[test]
+    fn tool_unavailable_starts_fresh_until_its_own_cap() {
+        let retry = Retry { agent_attempts: 1, tool_registry_resets: 2, ..Retry::default() };
+        let phases = [phase("dev", &["a", "b"], 1, false)];
+        let mut p = Progress::new("dev");
+        let mut f = Classification::new(Category::Agent, "tool_unavailable", "No such tool available: mcp__x");
+        f.fresh_session = true;
+        f.reset_tool_registry = true;
+        for _ in 0..2 {
+            assert_eq!(
+                on_failure(&mut p, &phases, limits(&retry), &f, facts(Some("s".into()))),
+                Next::Retry { delay: Duration::ZERO }
+            );
+            assert_eq!(p.resume_session, None);
+            assert_eq!(p.position.agent_index, 0, "no agent budget is used");
+        }
+        match on_failure(&mut p, &phases, limits(&retry), &f, facts(None)) {
+            Next::Stop(Stop::Failed { cap: Cap::ToolRegistryResets, message }) => {
+                assert!(message.starts_with("tool-registry-reset exhausted"))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn user_config_blocks_and_ambiguous_is_capped() {
         let retry = Retry { ambiguous_attempts: 2, ..Retry::default() };
         let phases = [phase("dev", &["a"], 1, false)];
         let mut p = Progress::new("dev");
-        let uc = Classification { category: Category::UserConfig, rule: "auth_failed".into(), reason: "401".into() };
+        let uc = Classification::new(Category::UserConfig, "auth_failed", "401");
         assert!(matches!(
             on_failure(&mut p, &phases, limits(&retry), &uc, facts(None)),
             Next::Stop(Stop::Blocked { .. })
         ));
-        let amb = Classification { category: Category::Ambiguous, rule: "unexplained".into(), reason: "?".into() };
+        let amb = Classification::new(Category::Ambiguous, "unexplained", "?");
         assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &amb, facts(None)), Next::Retry { .. }));
         assert!(matches!(
             on_failure(&mut p, &phases, limits(&retry), &amb, facts(None)),
