@@ -1,7 +1,9 @@
 //! Supervising a live attempt, pure over the event stream: the silence and time
-//! limits ([`watch`]). Each detector decides from events and instants only, so it is
+//! limits ([`watch`]), tool-call loops ([`loops`]) and continue storms ([`storm`]). Each detector decides from events and instants only, so it is
 //! tested with paused time and no processes.
 
+pub mod loops;
+pub mod storm;
 pub mod watch;
 
 pub use watch::Watch;
