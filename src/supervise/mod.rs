@@ -3,7 +3,9 @@
 //! tested with paused time and no processes.
 
 pub mod loops;
+mod markdown;
 pub mod storm;
+pub mod tool_text;
 pub mod watch;
 
 pub use watch::Watch;
