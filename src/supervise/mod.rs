@@ -2,6 +2,7 @@
 //! limits ([`watch`]), tool-call loops ([`loops`]) and continue storms ([`storm`]). Each detector decides from events and instants only, so it is
 //! tested with paused time and no processes.
 
+pub mod completion;
 pub mod loops;
 mod markdown;
 pub mod storm;
