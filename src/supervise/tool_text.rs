@@ -3,7 +3,7 @@
 //! making the call, so nothing ran and the turn ends idle.
 //!
 //! Code is never a call: fenced blocks, inline code, and everything after a fence
-//! that is never closed are ignored (see [`super::markdown`]). Thinking gets
+//! that is never closed are ignored (see `supervise::markdown`). Thinking gets
 //! stricter rules, because models reason *about* the calls they are about to make:
 //! there a tag counts only with its closing tag, and a cut-off tail does not count.
 //! Whether a call in thinking was then made for real is the caller's to check.
