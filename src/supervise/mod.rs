@@ -1,7 +1,16 @@
-//! Supervising a live attempt, pure over the event stream: the silence and time
-//! limits ([`watch`]). Each detector decides from events and instants only, so it is
-//! tested with paused time and no processes.
+//! Supervising a live attempt, pure over events and text: the silence and time
+//! limits ([`watch`]), tool calls printed as text ([`tool_text`]), tool-call loops
+//! ([`loops`]), continue storms ([`storm`]), honest completion in the final message
+//! ([`completion`]) and the recovery note for the next attempt ([`note`]). Each
+//! detector decides from values passed in only (no I/O, no clock of its own), so it
+//! is tested with paused time, fixed instants and text corpora, and no processes.
 
+pub mod completion;
+pub mod loops;
+mod markdown;
+pub mod note;
+pub mod storm;
+pub mod tool_text;
 pub mod watch;
 
 pub use watch::Watch;
