@@ -91,6 +91,11 @@ pub struct Retry {
     pub on_rate_limit: OnRateLimit,
     #[serde(with = "humantime_serde")]
     pub max_rate_limit_wait: Duration,
+    /// Recoveries of one iteration within `storm_window` that make the next attempt
+    /// start a fresh session instead of resuming (a "continue storm").
+    pub storm_recoveries: u32,
+    #[serde(with = "humantime_serde")]
+    pub storm_window: Duration,
 }
 
 impl Default for Retry {
@@ -104,6 +109,8 @@ impl Default for Retry {
             mcp_restarts: 3,
             on_rate_limit: OnRateLimit::Wait,
             max_rate_limit_wait: Duration::from_secs(6 * 3600),
+            storm_recoveries: 3,
+            storm_window: Duration::from_secs(600),
         }
     }
 }

@@ -90,6 +90,7 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
         (keys!["retry", "ambiguous_attempts"], r.ambiguous_attempts, 5),
         (keys!["retry", "tool_registry_resets"], r.tool_registry_resets, 3),
         (keys!["retry", "mcp_restarts"], r.mcp_restarts, 3),
+        (keys!["retry", "storm_recoveries"], r.storm_recoveries, 3),
     ];
     for (key, value, default) in caps {
         if value == 0 {
@@ -111,6 +112,7 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
         (keys!["retry", "backoff_base"], r.backoff_base),
         (keys!["retry", "backoff_max"], r.backoff_max),
         (keys!["retry", "max_rate_limit_wait"], r.max_rate_limit_wait),
+        (keys!["retry", "storm_window"], r.storm_window),
         (keys!["timeouts", "stall"], t.stall),
         (keys!["timeouts", "tool"], t.tool),
         (keys!["timeouts", "attempt"], t.attempt),

@@ -27,6 +27,12 @@ pub enum EndedBy {
     ToolTimeout,
     /// ralph: the attempt ran past the attempt timeout.
     AttemptTimeout,
+    /// ralph: the agent repeated the same tool calls.
+    Loop,
+    /// ralph: the agent printed a tool call as text instead of making it.
+    ToolText,
+    /// ralph: the agent wrote a tool call in its thinking instead of making it.
+    ToolTextInThinking,
 }
 
 /// What the classifier looks at.
@@ -261,6 +267,9 @@ const RULES: &[Rule] = &[
     structured("stall", Agent, stall),
     structured("tool_timeout", Agent, tool_timeout),
     structured("attempt_timeout", Agent, attempt_timeout),
+    structured("tool_call_loop", Agent, tool_call_loop),
+    structured("tool_text", Agent, tool_text),
+    structured("tool_text_in_thinking", Agent, tool_text_in_thinking),
     structured("binary_missing", UserConfig, binary_missing),
     structured("auth_failed", UserConfig, auth_failed),
     structured("billing_disabled", UserConfig, billing_code),
@@ -433,6 +442,19 @@ fn stall_in_provider_retry(r: &Report<'_>) -> Option<String> {
 
 fn tool_timeout(r: &Report<'_>) -> Option<String> {
     (r.ended_by == EndedBy::ToolTimeout).then(|| "a tool call ran past [timeouts] tool".into())
+}
+
+fn tool_call_loop(r: &Report<'_>) -> Option<String> {
+    (r.ended_by == EndedBy::Loop).then(|| "the agent repeated the same tool calls".into())
+}
+
+fn tool_text(r: &Report<'_>) -> Option<String> {
+    (r.ended_by == EndedBy::ToolText).then(|| "the agent printed a tool call as text instead of making it".into())
+}
+
+fn tool_text_in_thinking(r: &Report<'_>) -> Option<String> {
+    (r.ended_by == EndedBy::ToolTextInThinking)
+        .then(|| "the agent wrote a tool call in its thinking instead of making it".into())
 }
 
 fn attempt_timeout(r: &Report<'_>) -> Option<String> {

@@ -112,8 +112,10 @@ pub fn on_success(progress: &mut Progress, phases: &[Phase], completion: Complet
     counters.agent_failures = 0;
     counters.ambiguous_failures = 0;
     counters.retry_streak = 0;
+    counters.done_claims = 0;
     progress.resume_session = None;
     progress.recovery_note = None;
+    progress.recoveries.clear();
     // Progress was made, so the chain gets its full allowance of cycles again.
     progress.position.cycle = 1;
 

@@ -19,6 +19,8 @@ pub struct Summary {
     pub attempts: u32,
     pub fallovers: u32,
     pub failures: BTreeMap<Category, u32>,
+    /// ralph's interventions in this session, by detector.
+    pub interventions: BTreeMap<String, u32>,
     pub cap: Option<Cap>,
     pub elapsed: Duration,
     pub usage: Usage,
@@ -52,6 +54,10 @@ impl Summary {
         if !self.failures.is_empty() {
             let list: Vec<String> = self.failures.iter().map(|(k, v)| format!("{} {v}", k.as_str())).collect();
             let _ = writeln!(s, "  failures: {}", list.join(", "));
+        }
+        if !self.interventions.is_empty() {
+            let list: Vec<String> = self.interventions.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let _ = writeln!(s, "  ralph stepped in: {}", list.join(", "));
         }
         if let Some(cap) = self.cap {
             let _ = writeln!(s, "  stopped by: {}", cap.phrase());

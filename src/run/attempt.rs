@@ -20,7 +20,8 @@ use crate::recovery::classify::{EndedBy, Exit};
 use crate::signal::{InterruptAction, Signals, StopCause};
 use crate::state::checkpoint::Usage;
 use crate::state::redact::redact;
-use crate::supervise::Watch;
+use crate::supervise::note::LastTool;
+use crate::supervise::{Intervention, Supervisor};
 
 /// Structured events kept for the classifier.
 const EVENTS_KEPT: usize = 64;
@@ -57,6 +58,10 @@ pub struct Outcome {
     pub duration: Duration,
     /// For `done = "file:PATH"`: the artifact exists and changed (set by the caller).
     pub artifact_changed: bool,
+    /// Why ralph ended the attempt, when it did.
+    pub intervention: Option<Intervention>,
+    /// The last tool call and whether its result came.
+    pub last_tool: Option<LastTool>,
 }
 
 /// What the dispatcher wants to hear while the attempt runs.
@@ -98,9 +103,10 @@ pub async fn run(
     let mut out = BufReader::new(stdout).lines();
     let mut err = BufReader::new(stderr).lines();
     let (mut out_open, mut err_open) = (true, true);
-    let mut watch = Watch::new(timeouts, started);
+    let mut supervisor = Supervisor::new(timeouts, started);
     let mut exit: Option<Exit> = None;
     let mut ended_by = EndedBy::Agent;
+    let mut intervention: Option<Intervention> = None;
     let mut stopping: Option<StopCause> = None;
     let mut escalation: Option<(Escalation, Option<Instant>)> = None;
     // After the agent exits, its pipes may be held open by something it left behind;
@@ -111,26 +117,40 @@ pub async fn run(
         if exit.is_some() && !out_open && !err_open {
             break;
         }
-        let (watch_at, watch_reason) = watch.deadline();
+        let (watch_at, watch_reason) = supervisor.deadline();
         let escalate_at = escalation.as_ref().and_then(|(_, at)| *at);
         tokio::select! {
             line = out.next_line(), if out_open => match line {
                 Ok(Some(line)) => {
                     write_log(&mut log, &line, false);
                     let events = parser.parse_line(&line);
+                    let mut found = None;
                     if events.is_empty() {
-                        watch.on_event(None, Instant::now());
+                        found = supervisor.on_event(None, Instant::now());
                         observer.event(None);
                     }
+                    // Lines that are not the agent's structured events (a CLI's own
+                    // error printout) are evidence for the classifier.
+                    let unparsed = events.iter().all(|e| matches!(e, AgentEvent::Unknown { kind } if kind == "non-json"));
                     for event in events {
-                        watch.on_event(Some(&event), Instant::now());
+                        found = found.or(supervisor.on_event(Some(&event), Instant::now()));
                         observer.event(Some(&event));
                         if let Some(id) = state.absorb(event) {
                             observer.session(&id);
                         }
                     }
-                    if prepared.text_output {
+                    if prepared.text_output || unparsed {
                         state.push_text(&line);
+                    }
+                    if let Some(found) = found
+                        && exit.is_none()
+                        && escalation.is_none()
+                        && stopping.is_none()
+                    {
+                        tracing::info!("ending the attempt: {} ({})", found.detector, found.evidence);
+                        ended_by = found.ended_by;
+                        intervention = Some(found);
+                        escalation = Some(begin(Escalation::start(timeouts.grace), pgid));
                     }
                 }
                 _ => out_open = false,
@@ -138,7 +158,7 @@ pub async fn run(
             line = err.next_line(), if err_open => match line {
                 Ok(Some(line)) => {
                     write_log(&mut log, &line, true);
-                    watch.on_event(None, Instant::now());
+                    let _ = supervisor.on_event(None, Instant::now());
                     observer.event(None);
                     state.push_text(&line);
                 }
@@ -155,7 +175,9 @@ pub async fn run(
             },
             _ = sleep_until(watch_at), if exit.is_none() && escalation.is_none() => {
                 ended_by = watch_reason;
-                tracing::info!("ending the attempt: {watch_reason:?}");
+                let found = clock_intervention(watch_reason, timeouts);
+                tracing::info!("ending the attempt: {} ({})", found.detector, found.evidence);
+                intervention = Some(found);
                 escalation = Some(begin(Escalation::start(timeouts.grace), pgid));
             },
             _ = sleep_until(escalate_at.unwrap_or_else(Instant::now)), if exit.is_none() && escalate_at.is_some() => {
@@ -191,7 +213,26 @@ pub async fn run(
         Some(cause) => End::Stopped(cause),
         None => End::Exited { exit, ended_by },
     };
-    state.finish(end, started)
+    let mut outcome = state.finish(end, started);
+    outcome.intervention = if stopping.is_some() { None } else { intervention };
+    outcome.last_tool = supervisor.last_tool();
+    outcome
+}
+
+/// The intervention of ralph's clock.
+fn clock_intervention(reason: EndedBy, timeouts: &Timeouts) -> Intervention {
+    let (detector, evidence) = match reason {
+        EndedBy::ToolTimeout => ("tool_timeout", format!("a tool call ran longer than {}", fmt(timeouts.tool))),
+        EndedBy::AttemptTimeout => {
+            ("attempt_timeout", format!("the attempt ran longer than {}", fmt(timeouts.attempt)))
+        }
+        _ => ("stall", format!("no output for {} and no tool running", fmt(timeouts.stall))),
+    };
+    Intervention { ended_by: reason, detector, evidence }
+}
+
+fn fmt(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
 }
 
 fn begin((esc, step): (Escalation, Step), pgid: u32) -> (Escalation, Option<Instant>) {
@@ -308,6 +349,8 @@ impl Collected {
             usage: self.usage,
             duration: started.elapsed(),
             artifact_changed: false,
+            intervention: None,
+            last_tool: None,
         }
     }
 }

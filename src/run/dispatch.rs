@@ -13,13 +13,17 @@ use crate::config::DoneSignal;
 use crate::error::RalphError;
 use crate::recovery::classify::{self, EndedBy, Exit};
 use crate::recovery::policy::{self, Cap, Facts, Limits, Next, Stop};
-use crate::recovery::rate_limit;
+use crate::recovery::probe::{self, ProbeResult};
 use crate::recovery::{Category, Classification};
+use crate::recovery::{rate_limit, reset};
 use crate::report::{AttemptLine, Summary};
 use crate::signal::{InterruptAction, Signals, StopCause};
 use crate::state::atomic::Durability;
 use crate::state::checkpoint::{InFlight, LastError, Status};
 use crate::state::store;
+use crate::supervise::completion::Claim;
+use crate::supervise::note::{self, LastTool, NoteContext, Trouble};
+use crate::supervise::{storm, trouble};
 use crate::workflow::done::{self, Completion, Evidence};
 use crate::workflow::prompt;
 
@@ -70,6 +74,12 @@ impl Dispatcher {
         loop {
             if let Some(stop) = self.cap_reached() {
                 return self.stop(stop);
+            }
+            // An offline pause survives a restart: probe before any attempt.
+            if self.r.checkpoint.progress.offline_since.is_some()
+                && let Offline::Stopped(end) = self.offline_pause(signals).await?
+            {
+                return Ok(end);
             }
             // A rate-limit wait survives a restart: a resumed run keeps waiting.
             if let Some(at) = self.r.checkpoint.progress.rate_limit_until
@@ -167,11 +177,19 @@ impl Dispatcher {
                     usage: Default::default(),
                     duration: Duration::ZERO,
                     artifact_changed: false,
+                    intervention: None,
+                    last_tool: None,
                 });
             }
         };
         let artifact = artifact_stamp(&self.r.dir, &phase.done);
-        let log_path = self.r.logs_dir.join(format!("attempt-{attempt_no:04}-{}-{agent}.log", pos.phase_name));
+        let stem = format!("attempt-{attempt_no:04}-{}-{agent}", pos.phase_name);
+        let log_path = self.r.logs_dir.join(format!("{stem}.log"));
+        // What the agent was told, beside what it answered: the first thing to read
+        // when a run goes wrong.
+        if let Err(e) = std::fs::write(self.r.logs_dir.join(format!("{stem}.prompt.md")), &prompt) {
+            tracing::warn!("cannot keep the prompt of attempt {attempt_no}: {e}");
+        }
         let timeouts = self.r.loaded.config.timeouts.clone();
         let mut outcome = attempt::run(prepared, &timeouts, signals, self, &log_path).await;
         self.r.reporter.attempt_finished();
@@ -196,12 +214,13 @@ impl Dispatcher {
             self.r.checkpoint.progress.sessions.insert(agent.clone(), session.clone());
         }
         self.r.checkpoint.in_flight = None;
+        let claim = done::judge(outcome.final_message.as_deref());
         let completion = if ended_by == EndedBy::Agent {
             done::evaluate(
                 &phase.done,
                 &Evidence {
                     exited_cleanly: exit == Exit::Code(0),
-                    final_message: outcome.final_message.as_deref(),
+                    claim,
                     result_is_error: outcome.result_is_error,
                     artifact_changed: outcome.artifact_changed,
                 },
@@ -227,33 +246,103 @@ impl Dispatcher {
                 self.summary.iterations += 1;
                 policy::on_success(&mut self.r.checkpoint.progress, &self.r.loaded.phases, completion)
             }
-            Completion::NotDone(missing) => {
-                let report = classify::Report {
-                    kind: self.r.loaded.config.agents.get(&agent).map_or(crate::config::AgentKind::Command, |a| a.kind),
-                    exit,
-                    ended_by,
-                    events: &outcome.events,
-                    text_tail: &outcome.text_tail,
-                    missing_done: missing,
-                };
-                let failure = classify::classify(&report);
-                self.record_failure(&agent, &failure, outcome);
-                let limits =
-                    Limits { retry: &self.r.loaded.config.retry, max_cycles: self.r.loaded.config.general.max_cycles };
-                policy::on_failure(
-                    &mut self.r.checkpoint.progress,
-                    &self.r.loaded.phases,
-                    limits,
-                    &failure,
-                    Facts {
-                        session: outcome.session.clone(),
-                        rate_limit_reset: rate_limit_reset(&outcome.events),
-                        now: unix_now(),
-                    },
-                )
-            }
+            Completion::NotDone(missing) => self.after_failure(outcome, exit, ended_by, claim, missing),
         };
         self.carry_out(next, signals).await
+    }
+
+    /// Classifies a failed attempt, records it, asks the policy what next, and leaves
+    /// the recovery note for the next attempt.
+    fn after_failure(&mut self, outcome: &Outcome, exit: Exit, ended_by: EndedBy, claim: Claim, missing: &str) -> Next {
+        let agent = self.current_agent();
+        let report = classify::Report {
+            kind: self.r.loaded.config.agents.get(&agent).map_or(crate::config::AgentKind::Command, |a| a.kind),
+            exit,
+            ended_by,
+            events: &outcome.events,
+            text_tail: &outcome.text_tail,
+            missing_done: missing,
+        };
+        let failure = classify::classify(&report);
+        self.record_failure(&agent, &failure, outcome);
+        if let Some(found) = &outcome.intervention {
+            self.intervene(found.detector, &found.evidence);
+        }
+        let mut first_claim = false;
+        if failure.rule == "no_done_signal" {
+            match claim {
+                Claim::ClaimedInWords(words) => {
+                    let claims = &mut self.r.checkpoint.progress.counters.done_claims;
+                    *claims += 1;
+                    first_claim = *claims == 1;
+                    if first_claim {
+                        self.intervene("done_claim_nudge", &format!("said \"{words}\" without the done signal"));
+                    }
+                }
+                Claim::ReadyToContinue(words) => {
+                    self.intervene("ready_to_continue", &format!("said \"{words}\" and stopped"));
+                }
+                _ => {}
+            }
+        }
+        let now = unix_now();
+        let retry = &self.r.loaded.config.retry;
+        let limits = Limits { retry, max_cycles: self.r.loaded.config.general.max_cycles };
+        let facts = Facts {
+            session: outcome.session.clone(),
+            rate_limit_reset: reset::reset_time(&outcome.events, &outcome.text_tail, jiff::Timestamp::now())
+                .map(|r| r.at.as_second()),
+            now,
+        };
+        let progress = &mut self.r.checkpoint.progress;
+        let next = policy::on_failure(progress, &self.r.loaded.phases, limits, &failure, facts);
+        let mut storm = None;
+        if matches!(next, Next::Retry { .. }) && progress.resume_session.is_some() {
+            let window = i64::try_from(retry.storm_window.as_secs()).unwrap_or(i64::MAX);
+            progress.recoveries.push(now);
+            storm::prune(&mut progress.recoveries, now, window);
+            let threshold = usize::try_from(retry.storm_recoveries).unwrap_or(usize::MAX);
+            if storm::is_storm(&progress.recoveries, now, window, threshold) {
+                // Resuming keeps feeding the agent the context that went wrong.
+                progress.resume_session = None;
+                progress.recoveries.clear();
+                storm = Some(format!(
+                    "{threshold} recoveries of this iteration within {}",
+                    humantime::format_duration(retry.storm_window)
+                ));
+            }
+        }
+        if let Some(evidence) = storm {
+            self.intervene("continue_storm", &format!("{evidence}: the next attempt starts a fresh session"));
+        }
+        let trouble = trouble::trouble(&failure, outcome.intervention.as_ref(), claim, first_claim);
+        let note = self.note(trouble, outcome.last_tool.clone());
+        self.r.checkpoint.progress.recovery_note = Some(note);
+        next
+    }
+
+    /// The self-contained recovery note for the next attempt.
+    fn note(&self, trouble: Trouble, last_tool: Option<LastTool>) -> String {
+        let progress = &self.r.checkpoint.progress;
+        let phase = self.phase();
+        let done = trouble::done_summary(progress, &self.r.loaded.phases);
+        note::note(&NoteContext {
+            goal: &self.r.goal,
+            phase: &phase.name,
+            iteration: progress.position.iteration,
+            iterations: phase.iterations,
+            done_summary: &done,
+            what_went_wrong: trouble,
+            last_tool,
+        })
+    }
+
+    /// Records one of ralph's interventions: journal, counters, terminal.
+    fn intervene(&mut self, detector: &str, evidence: &str) {
+        *self.r.checkpoint.progress.counters.interventions.entry(detector.to_string()).or_insert(0) += 1;
+        *self.summary.interventions.entry(detector.to_string()).or_insert(0) += 1;
+        self.journal("intervention", json!({"detector": detector, "evidence": evidence}));
+        self.r.reporter.line(&format!("ralph stepped in ({detector}): {evidence}"));
     }
 
     async fn carry_out(&mut self, next: Next, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
@@ -283,6 +372,20 @@ impl Dispatcher {
                 let session = self.r.checkpoint.progress.resume_session.clone();
                 self.journal("retry", json!({"delay_ms": delay.as_millis() as u64, "resume_session": session}));
                 self.save()?;
+                let environmental = self
+                    .r
+                    .checkpoint
+                    .last_error
+                    .as_ref()
+                    .is_some_and(|e| e.classification.category == Category::Environmental);
+                if environmental {
+                    match self.offline_pause(signals).await? {
+                        Offline::Stopped(end) => return Ok(Some(end)),
+                        // Back online: the interrupted attempt is retried at once.
+                        Offline::Recovered => return Ok(None),
+                        Offline::Online => {}
+                    }
+                }
                 if !delay.is_zero()
                     && let Some(end) = self.wait(delay, "retrying after backoff", signals).await?
                 {
@@ -351,8 +454,74 @@ impl Dispatcher {
         Ok(None)
     }
 
+    /// After an environmental failure: probe the providers, and while they are
+    /// unreachable start nothing and spend nothing, probing every `[offline]
+    /// interval`, until they answer or a signal stops the run.
+    async fn offline_pause(&mut self, signals: &mut Signals) -> Result<Offline, RalphError> {
+        let endpoints = self.probe_endpoints();
+        let timeout = self.r.loaded.config.offline.timeout;
+        let interval = self.r.loaded.config.offline.interval;
+        let ProbeResult::Offline { last_error } = probe::probe(&endpoints, timeout).await else {
+            if self.r.checkpoint.progress.offline_since.take().is_some() {
+                self.back_online()?;
+                return Ok(Offline::Recovered);
+            }
+            return Ok(Offline::Online);
+        };
+        let since = *self.r.checkpoint.progress.offline_since.get_or_insert_with(unix_now);
+        let since_clock = jiff::Timestamp::from_second(since)
+            .map(|t| t.to_zoned_datetime(jiff::tz::TimeZone::system()).strftime("%H:%M:%S").to_string())
+            .unwrap_or_default();
+        self.journal("offline", json!({"since": since, "endpoints": endpoints, "error": last_error}));
+        self.r.reporter.line(&format!("Offline — paused (since {since_clock})"));
+        self.r.checkpoint.status = Status::Waiting;
+        self.save()?;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(interval) => {
+                    if probe::probe(&endpoints, timeout).await == ProbeResult::Online {
+                        break;
+                    }
+                }
+                action = signals.next() => match action {
+                    InterruptAction::Stop(cause) => return self.stopped(cause, None).map(Offline::Stopped),
+                    InterruptAction::ForceExit => return Ok(Offline::Stopped(RunEnd::ForceExit)),
+                    InterruptAction::Ignore => {}
+                },
+            }
+        }
+        self.r.checkpoint.progress.offline_since = None;
+        self.back_online()?;
+        Ok(Offline::Recovered)
+    }
+
+    fn back_online(&mut self) -> Result<(), RalphError> {
+        self.journal("online", json!({}));
+        self.r.reporter.line("Recovery resumed after offline");
+        // The outage explained the failures: the next one starts a fresh backoff.
+        self.r.checkpoint.progress.counters.retry_streak = 0;
+        self.r.checkpoint.status = Status::Running;
+        self.save()
+    }
+
+    /// `[offline] probe`, or the providers of the current phase's agents.
+    fn probe_endpoints(&self) -> Vec<String> {
+        let config = &self.r.loaded.config;
+        if let Some(explicit) = &config.offline.probe {
+            return explicit.clone();
+        }
+        let chain: std::collections::BTreeMap<String, crate::config::AgentConfig> = self
+            .phase()
+            .chain
+            .iter()
+            .filter_map(|name| config.agents.get(name).map(|a| (name.clone(), a.clone())))
+            .collect();
+        probe::default_endpoints(&chain, &|var| std::env::var(var).ok())
+    }
+
     /// An orderly stop by a signal: the in-flight session is kept for `--resume`.
     fn stopped(&mut self, cause: StopCause, session: Option<String>) -> Result<RunEnd, RalphError> {
+        let interrupted_note = self.note(Trouble::Interrupted, None);
         let cp = &mut self.r.checkpoint;
         if let Some(in_flight) = cp.in_flight.take() {
             // The attempt did not fail: it was stopped. Its session continues later.
@@ -360,10 +529,7 @@ impl Dispatcher {
                 cp.progress.sessions.insert(in_flight.agent, s.clone());
                 cp.progress.resume_session = Some(s);
             }
-            cp.progress.recovery_note = Some(match cause {
-                StopCause::User => "the user paused the run while you worked".to_string(),
-                other => format!("ralph was stopped by {} while you worked", other.signal_name()),
-            });
+            cp.progress.recovery_note = Some(interrupted_note);
         }
         cp.status = if cause == StopCause::User { Status::Paused } else { Status::Interrupted };
         cp.stop_cause = Some(cause);
@@ -499,7 +665,9 @@ impl Dispatcher {
             recovery: progress.recovery_note.as_deref(),
         };
         match (resuming, progress.recovery_note.as_deref()) {
-            (true, reason) => prompt::render_continue(&ctx, reason.unwrap_or("the attempt ended early")),
+            (true, note) => {
+                prompt::render_continue(&ctx, note.unwrap_or("Continue the task where the previous attempt stopped."))
+            }
             (false, _) => prompt::render(&self.r.templates[pos.phase], &ctx),
         }
     }
@@ -560,12 +728,14 @@ impl Observer for Dispatcher {
     }
 }
 
-/// The reset the agent reported in a structured rate-limit event.
-fn rate_limit_reset(events: &[AgentEvent]) -> Option<i64> {
-    events.iter().rev().find_map(|e| match e {
-        AgentEvent::RateLimit { resets_at, .. } => *resets_at,
-        _ => None,
-    })
+/// How an offline check ended.
+enum Offline {
+    /// The providers answer; nothing was paused.
+    Online,
+    /// They did not, and now do again.
+    Recovered,
+    /// A signal stopped the run during the pause.
+    Stopped(RunEnd),
 }
 
 fn unix_now() -> i64 {

@@ -10,7 +10,10 @@ pub mod loops;
 mod markdown;
 pub mod note;
 pub mod storm;
+pub mod supervisor;
 pub mod tool_text;
+pub mod trouble;
 pub mod watch;
 
+pub use supervisor::{Intervention, Supervisor};
 pub use watch::Watch;

@@ -1,25 +1,33 @@
 //! Whether an attempt completed its iteration, from structured signals only.
 //!
 //! A clean exit is never enough on its own (except for `done = "exit0"`): the agent
-//! must end its final message with the done tag, or change the configured artifact.
-//! The goal tag also counts as that iteration's done signal.
+//! must end its own final message with the done tag (judged honestly by
+//! [`completion::judge`]: not quoted, not negated, not an echo of the prompt), or
+//! change the configured artifact. The goal tag also counts as that iteration's done
+//! signal.
 
 use crate::config::DoneSignal;
+use crate::supervise::completion::{self, Claim};
 
 pub const DONE_TAG: &str = "<promise>DONE</promise>";
 pub const GOAL_TAG: &str = "<promise>COMPLETE</promise>";
 
 /// What an attempt left behind that bears on completion.
 #[derive(Debug, Clone, Copy)]
-pub struct Evidence<'a> {
+pub struct Evidence {
     /// Exit status 0, and not ended by ralph.
     pub exited_cleanly: bool,
-    /// The agent's own final message (the `result` of a stream, the end of text).
-    pub final_message: Option<&'a str>,
+    /// What the agent's own final message says (see [`judge`]).
+    pub claim: Claim,
     /// The agent reported its final result as an error.
     pub result_is_error: bool,
     /// For `file:PATH`: the file exists and its content changed during the attempt.
     pub artifact_changed: bool,
+}
+
+/// Judges a final message; an absent one says nothing.
+pub fn judge(final_message: Option<&str>) -> Claim {
+    final_message.map_or(Claim::Nothing, completion::judge)
 }
 
 /// The verdict on one attempt.
@@ -34,30 +42,27 @@ pub enum Completion {
     NotDone(&'static str),
 }
 
-pub fn evaluate(signal: &DoneSignal, ev: &Evidence<'_>) -> Completion {
+pub fn evaluate(signal: &DoneSignal, ev: &Evidence) -> Completion {
     if !ev.exited_cleanly {
         return Completion::NotDone("the agent did not exit cleanly");
     }
     if ev.result_is_error {
         return Completion::NotDone("the agent's final result is an error");
     }
-    let message = ev.final_message.unwrap_or("");
-    if ends_with_tag(message, GOAL_TAG) {
+    if ev.claim == Claim::Goal {
         return Completion::Goal;
     }
     match signal {
-        DoneSignal::Tag if ends_with_tag(message, DONE_TAG) => Completion::Done,
-        DoneSignal::Tag => Completion::NotDone("exit 0 without the done tag"),
+        DoneSignal::Tag if ev.claim == Claim::Done => Completion::Done,
+        DoneSignal::Tag => Completion::NotDone(match ev.claim {
+            Claim::ClaimedInWords(_) => "exit 0: the agent said it was done but did not print the done tag",
+            Claim::ReadyToContinue(_) => "exit 0: the agent stopped to announce or ask about the next step",
+            _ => "exit 0 without the done tag",
+        }),
         DoneSignal::Exit0 => Completion::Done,
         DoneSignal::File(_) if ev.artifact_changed => Completion::Done,
         DoneSignal::File(_) => Completion::NotDone("exit 0 without writing the artifact"),
     }
-}
-
-/// The tag must close the message: a tag quoted earlier in the text, or echoed from
-/// the prompt, is not a signal.
-fn ends_with_tag(message: &str, tag: &str) -> bool {
-    message.trim_end().ends_with(tag)
 }
 
 #[cfg(test)]
@@ -65,26 +70,37 @@ mod tests {
     use super::*;
     use std::path::PathBuf;
 
-    fn ev(msg: Option<&str>) -> Evidence<'_> {
-        Evidence { exited_cleanly: true, final_message: msg, result_is_error: false, artifact_changed: false }
+    fn ev(msg: Option<&str>) -> Evidence {
+        Evidence { exited_cleanly: true, claim: judge(msg), result_is_error: false, artifact_changed: false }
     }
 
     #[test]
     fn tag_at_the_end_is_done() {
-        assert_eq!(evaluate(&DoneSignal::Tag, &ev(Some("ok <promise>DONE</promise>\n"))), Completion::Done);
+        assert_eq!(evaluate(&DoneSignal::Tag, &ev(Some("ok\n<promise>DONE</promise>\n"))), Completion::Done);
     }
 
     #[test]
     fn goal_tag_is_goal_and_done() {
-        assert_eq!(evaluate(&DoneSignal::Tag, &ev(Some("all <promise>COMPLETE</promise>"))), Completion::Goal);
+        assert_eq!(evaluate(&DoneSignal::Tag, &ev(Some("all done\n<promise>COMPLETE</promise>"))), Completion::Goal);
         assert_eq!(evaluate(&DoneSignal::Exit0, &ev(Some("<promise>COMPLETE</promise>"))), Completion::Goal);
     }
 
     #[test]
-    fn tag_not_at_the_end_or_missing_is_not_done() {
+    fn tag_not_at_the_end_quoted_or_missing_is_not_done() {
         let quoted = "I will print <promise>DONE</promise> when finished. Working on it.";
         assert!(matches!(evaluate(&DoneSignal::Tag, &ev(Some(quoted))), Completion::NotDone(_)));
+        let negated = "I have not printed <promise>COMPLETE</promise> yet";
+        assert!(matches!(evaluate(&DoneSignal::Tag, &ev(Some(negated))), Completion::NotDone(_)));
         assert!(matches!(evaluate(&DoneSignal::Tag, &ev(None)), Completion::NotDone(_)));
+    }
+
+    #[test]
+    fn a_claim_in_words_is_named() {
+        let e = ev(Some("All done, the feature is implemented."));
+        assert_eq!(
+            evaluate(&DoneSignal::Tag, &e),
+            Completion::NotDone("exit 0: the agent said it was done but did not print the done tag")
+        );
     }
 
     #[test]

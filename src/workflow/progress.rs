@@ -46,6 +46,13 @@ pub struct Counters {
     pub failures: BTreeMap<Category, u32>,
     /// Fallovers in the whole run.
     pub fallovers: u32,
+    /// Done claims in words without the signal, in the current iteration (the first
+    /// gets a verification nudge).
+    #[serde(default)]
+    pub done_claims: u32,
+    /// ralph's interventions in the whole run, by detector.
+    #[serde(default)]
+    pub interventions: BTreeMap<String, u32>,
 }
 
 /// Where the run stands; stored in the checkpoint.
@@ -69,6 +76,13 @@ pub struct Progress {
     /// the chain returns to them afterwards.
     #[serde(default)]
     pub cooldowns: BTreeMap<String, i64>,
+    /// Unix seconds of the recoveries of the current iteration (continue storms).
+    #[serde(default)]
+    pub recoveries: Vec<i64>,
+    /// Unix second since which the providers have been unreachable (the offline
+    /// pause); a restart during the pause keeps probing before any attempt.
+    #[serde(default)]
+    pub offline_since: Option<i64>,
 }
 
 impl Progress {
@@ -90,6 +104,8 @@ impl Progress {
             recovery_note: None,
             rate_limit_until: None,
             cooldowns: BTreeMap::new(),
+            recoveries: Vec::new(),
+            offline_since: None,
         }
     }
 }

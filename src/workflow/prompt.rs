@@ -54,17 +54,16 @@ pub fn render(template: &str, ctx: &Context<'_>) -> String {
         _ => String::new(),
     };
     let recovery = match ctx.recovery {
-        Some(note) => format!(
-            "\n# Note from ralph\n\nA previous attempt at this iteration failed: {note}. Check what was already done before redoing it.\n"
-        ),
+        Some(note) => format!("\n# Note from ralph\n\n{}\n", note.trim()),
         None => String::new(),
     };
     fill(template, ctx, &[("previous", &previous), ("recovery", &recovery)])
 }
 
-/// The short prompt sent into a resumed session.
-pub fn render_continue(ctx: &Context<'_>, reason: &str) -> String {
-    fill(CONTINUE, ctx, &[("reason", reason)])
+/// The short prompt sent into a resumed session: the recovery note, and how to
+/// signal done.
+pub fn render_continue(ctx: &Context<'_>, note: &str) -> String {
+    fill(CONTINUE, ctx, &[("note", note.trim())])
 }
 
 fn fill(template: &str, ctx: &Context<'_>, extra: &[(&str, &str)]) -> String {

@@ -386,6 +386,31 @@ pub fn count(events: &[Value], kind: &str, field: &str, value: &Value) -> usize 
 }
 
 impl Project {
+    /// The file of attempt `n` in the run's log directory whose name ends with `suffix`.
+    fn attempt_file(&self, n: u32, suffix: &str) -> String {
+        let prefix = format!("attempt-{n:04}-");
+        let Ok(runs) = fs::read_dir(self.join(".agent/logs")) else { return String::new() };
+        for run in runs.flatten() {
+            for entry in fs::read_dir(run.path()).into_iter().flatten().flatten() {
+                let name = entry.file_name().to_string_lossy().to_string();
+                if name.starts_with(&prefix) && name.ends_with(suffix) {
+                    return fs::read_to_string(entry.path()).unwrap_or_default();
+                }
+            }
+        }
+        String::new()
+    }
+
+    /// The prompt attempt `n` was given (`attempt-NNNN-*.prompt.md`).
+    pub fn prompt_of(&self, n: u32) -> String {
+        self.attempt_file(n, ".prompt.md")
+    }
+
+    /// The raw output of attempt `n` (`attempt-NNNN-*.log`).
+    pub fn attempt_log(&self, n: u32) -> String {
+        self.attempt_file(n, ".log")
+    }
+
     /// ralph's own logs (`.agent/logs/*/ralph.log`), concatenated.
     pub fn ralph_log(&self) -> String {
         let mut text = String::new();

@@ -36,7 +36,7 @@ kind = "sim"
 [[agents.a.script]]
 steps = [{ rate_limit = "2s" }, { error = "Claude AI usage limit reached" }]
 [[agents.a.script]]
-steps = [{ done = "finished after the reset" }]
+steps = [{ done = "Finished after the reset." }]
 "#,
             "",
         ),
@@ -69,7 +69,7 @@ kind = "sim"
 [[agents.a.script]]
 steps = [{ rate_limit = "4s" }, { error = "Claude AI usage limit reached" }]
 [[agents.a.script]]
-steps = [{ done = "finished after the reset" }]
+steps = [{ done = "Finished after the reset." }]
 "#,
             "",
         ),
@@ -185,4 +185,47 @@ steps = [{ sleep = "600ms" }, { done = "one" }]
         ),
     ));
     p.ralph().run().expect_code(1).stderr_has("max_runtime exhausted");
+}
+
+#[test]
+fn offline_pauses_without_budget_and_resumes_when_the_network_returns() {
+    // A loopback port that is closed now and opened by the test later stands in for
+    // the provider.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    drop(listener);
+    let p = Project::new().config(&fast(
+        "agent_attempts = 1",
+        "",
+        &chain_of(
+            r#""a""#,
+            &format!(
+                r#"
+[offline]
+probe = ["127.0.0.1:{port}"]
+interval = "200ms"
+timeout = "500ms"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{{ error = "API Error: Unable to connect to API (ConnectionRefused)" }}]
+[[agents.a.script]]
+steps = [{{ done = "Back online and finished." }}]
+"#
+            ),
+            "",
+        ),
+    ));
+    let run = p.ralph().spawn();
+    p.wait_for_checkpoint(|cp| cp["progress"]["offline_since"].is_i64(), Duration::from_secs(10));
+    assert_eq!(p.events("attempt_started").len(), 1, "an attempt started while offline");
+    let provider = std::net::TcpListener::bind(("127.0.0.1", port)).expect("reopen the port");
+    let out = run.finish();
+    drop(provider);
+    out.expect_code(0).stderr_has("Offline — paused (since ").stderr_has("Recovery resumed after offline");
+    let cp = p.checkpoint();
+    assert_eq!(cp["progress"]["counters"]["failures"]["environmental"], json!(1));
+    assert_eq!(cp["progress"]["counters"]["fallovers"], json!(0));
+    assert_eq!(p.events("offline").len(), 1);
+    assert_eq!(p.events("online").len(), 1);
 }

@@ -8,4 +8,5 @@ mod config;
 mod limits;
 mod resume;
 mod signals;
+mod supervise;
 mod workflow;

@@ -271,9 +271,10 @@ impl Sim<'_> {
     }
 }
 
+/// The tag on a line of its own after the text, as ralph's prompts ask for.
 fn tagged(text: &str, tag: &str) -> String {
     let text = text.trim();
-    if text.is_empty() { tag.to_owned() } else { format!("{text} {tag}") }
+    if text.is_empty() { tag.to_owned() } else { format!("{text}\n\n{tag}") }
 }
 
 fn write_file(path: &Path, content: &str) -> io::Result<()> {

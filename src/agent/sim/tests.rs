@@ -144,10 +144,10 @@ fn full_script_round_trips_through_the_parser() {
             AgentEvent::ToolFinished { id: "toolu_3".into(), is_error: false, output: "ok".into() },
             AgentEvent::ToolStarted { id: "toolu_4".into(), name: "Read".into(), input: read },
             AgentEvent::ToolFinished { id: "toolu_4".into(), is_error: false, output: "ok".into() },
-            text("finished <promise>DONE</promise>"),
+            text("finished\n\n<promise>DONE</promise>"),
             AgentEvent::Usage { input_tokens: 100, output_tokens: 20, cost_usd: Some(0.5) },
             AgentEvent::Result {
-                text: "finished <promise>DONE</promise>".into(),
+                text: "finished\n\n<promise>DONE</promise>".into(),
                 is_error: false,
                 subtype: "success".into(),
                 api_error_status: None,
@@ -218,8 +218,8 @@ fn goal_tag_and_empty_done() {
     let run = run_steps(None, vec![SimStep::Done("".into()), SimStep::Goal("all of it".into())]);
     let ev = events(&run);
     assert_eq!(ev[1], text("<promise>DONE</promise>"));
-    assert_eq!(ev[2], text("all of it <promise>COMPLETE</promise>"));
-    assert!(matches!(&ev[4], AgentEvent::Result { text, .. } if text == "all of it <promise>COMPLETE</promise>"));
+    assert_eq!(ev[2], text("all of it\n\n<promise>COMPLETE</promise>"));
+    assert!(matches!(&ev[4], AgentEvent::Result { text, .. } if text == "all of it\n\n<promise>COMPLETE</promise>"));
 }
 
 #[test]

@@ -1,0 +1,162 @@
+//! One attempt's supervisor: feeds every event to the clock ([`Watch`]), the
+//! tool-call loop detector and the tool-text detector, remembers the last tool call
+//! and whether its result came, and says when ralph must step in. Pure: events and
+//! instants in, an [`Intervention`] out.
+
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::agent::AgentEvent;
+use crate::config::Timeouts;
+use crate::recovery::classify::EndedBy;
+
+use super::loops::LoopDetector;
+use super::note::{LastTool, ToolState};
+use super::{Watch, tool_text};
+
+/// ralph ends the attempt, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Intervention {
+    pub ended_by: EndedBy,
+    /// The detector's name, for the journal and the summary.
+    pub detector: &'static str,
+    /// What it saw (redacted by the journal).
+    pub evidence: String,
+}
+
+pub struct Supervisor {
+    watch: Watch,
+    loops: LoopDetector,
+    /// The last tool call: its id, and what the recovery note says about it.
+    last_tool: Option<(String, LastTool)>,
+}
+
+impl Supervisor {
+    pub fn new(timeouts: &Timeouts, now: Instant) -> Self {
+        Self { watch: Watch::new(timeouts, now), loops: LoopDetector::default(), last_tool: None }
+    }
+
+    /// Takes in one output line's event (`None` for output that is not an event).
+    #[must_use]
+    pub fn on_event(&mut self, event: Option<&AgentEvent>, now: Instant) -> Option<Intervention> {
+        self.watch.on_event(event, now);
+        match event? {
+            AgentEvent::ToolStarted { id, name, input } => {
+                self.last_tool = Some((
+                    id.clone(),
+                    LastTool { name: name.clone(), input_summary: summarize(input), state: ToolState::StartedNoResult },
+                ));
+                self.loops.on_tool_call(name, input).map(|found| Intervention {
+                    ended_by: EndedBy::Loop,
+                    detector: "tool_call_loop",
+                    evidence: found.description,
+                })
+            }
+            AgentEvent::ToolFinished { id, .. } => {
+                if let Some((last_id, tool)) = self.last_tool.as_mut()
+                    && last_id == id
+                {
+                    tool.state = ToolState::Finished;
+                }
+                None
+            }
+            AgentEvent::Text { text } => tool_text::detect(text).map(|found| Intervention {
+                ended_by: EndedBy::ToolText,
+                detector: "tool_text",
+                evidence: format!("{}: {}", found.pattern, found.excerpt),
+            }),
+            AgentEvent::Thinking { text } => tool_text::detect_in_thinking(text).map(|found| Intervention {
+                ended_by: EndedBy::ToolTextInThinking,
+                detector: "tool_text_in_thinking",
+                evidence: format!("{}: {}", found.pattern, found.excerpt),
+            }),
+            _ => None,
+        }
+    }
+
+    /// When the attempt must end if nothing happens before, and why.
+    pub fn deadline(&self) -> (Instant, EndedBy) {
+        self.watch.deadline()
+    }
+
+    /// The last tool call and whether its result was seen.
+    pub fn last_tool(&self) -> Option<LastTool> {
+        self.last_tool.as_ref().map(|(_, tool)| tool.clone())
+    }
+}
+
+/// A short, single-line form of a tool's input for the recovery note.
+fn summarize(input: &Value) -> String {
+    const MAX: usize = 160;
+    let text = match input {
+        Value::Object(map) => {
+            // The usual "what" of a call: a command, a path, a pattern.
+            ["command", "file_path", "path", "filePath", "pattern", "url", "query"]
+                .iter()
+                .find_map(|k| map.get(*k).and_then(Value::as_str))
+                .map_or_else(|| input.to_string(), str::to_string)
+        }
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() > MAX { format!("{}…", line.chars().take(MAX).collect::<String>()) } else { line }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use tokio::time::Duration;
+
+    fn timeouts() -> Timeouts {
+        Timeouts {
+            stall: Duration::from_secs(60),
+            tool: Duration::from_secs(600),
+            attempt: Duration::from_secs(3600),
+            grace: Duration::from_secs(1),
+        }
+    }
+
+    fn call(id: &str, name: &str, input: Value) -> AgentEvent {
+        AgentEvent::ToolStarted { id: id.into(), name: name.into(), input }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_same_call_three_times_is_a_loop() {
+        let now = Instant::now();
+        let mut s = Supervisor::new(&timeouts(), now);
+        let input = json!({"file_path": "src/lib.rs"});
+        assert_eq!(s.on_event(Some(&call("1", "Read", input.clone())), now), None);
+        assert_eq!(s.on_event(Some(&call("2", "Read", input.clone())), now), None);
+        let hit = s.on_event(Some(&call("3", "Read", input)), now).expect("loop");
+        assert_eq!((hit.ended_by, hit.detector), (EndedBy::Loop, "tool_call_loop"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn tool_text_in_message_and_in_thinking_are_told_apart() {
+        let now = Instant::now();
+        let mut s = Supervisor::new(&timeouts(), now);
+        let text = "I will now edit the file.\n<function=edit>\n<parameter=path>src/main.rs</parameter>\n</function>";
+        let hit = s.on_event(Some(&AgentEvent::Text { text: text.into() }), now).expect("tool text");
+        assert_eq!(hit.ended_by, EndedBy::ToolText);
+        let hit = s.on_event(Some(&AgentEvent::Thinking { text: text.into() }), now).expect("thinking");
+        assert_eq!(hit.ended_by, EndedBy::ToolTextInThinking);
+        let plain = AgentEvent::Text { text: "All tests pass; the parser handles nested parentheses.".into() };
+        assert_eq!(s.on_event(Some(&plain), now), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn remembers_the_last_tool_and_whether_it_finished() {
+        let now = Instant::now();
+        let mut s = Supervisor::new(&timeouts(), now);
+        assert_eq!(s.last_tool(), None);
+        let _ = s.on_event(Some(&call("t1", "Bash", json!({"command": "cargo   test\n--all"}))), now);
+        let tool = s.last_tool().expect("tool");
+        assert_eq!((tool.name.as_str(), tool.input_summary.as_str()), ("Bash", "cargo test --all"));
+        assert_eq!(tool.state, ToolState::StartedNoResult);
+        let done = AgentEvent::ToolFinished { id: "t1".into(), is_error: false, output: "ok".into() };
+        let _ = s.on_event(Some(&done), now);
+        assert_eq!(s.last_tool().map(|t| t.state), Some(ToolState::Finished));
+    }
+}

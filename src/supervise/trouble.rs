@@ -1,0 +1,119 @@
+//! What went wrong in an attempt, in the words of the recovery note: from the
+//! classification, ralph's intervention (if it ended the attempt), and what the
+//! agent's final message claimed. Also the "done so far" line from the progress.
+
+use crate::config::Phase;
+use crate::recovery::Classification;
+use crate::recovery::classify::EndedBy;
+use crate::workflow::Progress;
+
+use super::Intervention;
+use super::completion::Claim;
+use super::note::Trouble;
+
+/// The trouble for the note. `first_claim` is true when this is the iteration's first
+/// done claim without the signal: only that one gets the verification nudge.
+pub fn trouble(
+    failure: &Classification,
+    intervention: Option<&Intervention>,
+    claim: Claim,
+    first_claim: bool,
+) -> Trouble {
+    if let Some(found) = intervention {
+        return match found.ended_by {
+            EndedBy::Stall => Trouble::Stall,
+            EndedBy::Loop => Trouble::Loop { description: found.evidence.clone() },
+            EndedBy::ToolText => Trouble::ToolText { in_thinking: false, excerpt: excerpt(&found.evidence) },
+            EndedBy::ToolTextInThinking => Trouble::ToolText { in_thinking: true, excerpt: excerpt(&found.evidence) },
+            EndedBy::ToolTimeout | EndedBy::AttemptTimeout | EndedBy::Agent => Trouble::Other(found.evidence.clone()),
+        };
+    }
+    match (failure.rule.as_str(), claim) {
+        ("no_done_signal", Claim::ClaimedInWords(_)) if first_claim => Trouble::DoneClaimWithoutSignal,
+        ("no_done_signal", Claim::ReadyToContinue(_)) => {
+            Trouble::Other("it stopped to announce or ask about the next step instead of doing it".into())
+        }
+        ("no_done_signal", _) => Trouble::NoDoneSignal,
+        ("crashed" | "exit_nonzero", _) => Trouble::Crash { detail: failure.reason.clone() },
+        ("rate_limited", _) => Trouble::Limit { detail: failure.reason.clone() },
+        _ => Trouble::Other(failure.reason.clone()),
+    }
+}
+
+/// The excerpt part of a tool-text intervention's evidence ("pattern: excerpt").
+fn excerpt(evidence: &str) -> String {
+    evidence.split_once(": ").map_or(evidence, |(_, rest)| rest).to_string()
+}
+
+/// What the checkpoint says is done, e.g. "phases plan done; develop iterations 1–2 done".
+pub fn done_summary(progress: &Progress, phases: &[Phase]) -> String {
+    let pos = &progress.position;
+    let mut parts = Vec::new();
+    let finished: Vec<&str> = phases.iter().take(pos.phase).map(|p| p.name.as_str()).collect();
+    match finished.as_slice() {
+        [] => {}
+        [one] => parts.push(format!("phase {one} done")),
+        many => parts.push(format!("phases {} done", many.join(", "))),
+    }
+    let current = phases.get(pos.phase).map_or(pos.phase_name.as_str(), |p| p.name.as_str());
+    match pos.iteration {
+        0 | 1 => {}
+        2 => parts.push(format!("{current} iteration 1 done")),
+        n => parts.push(format!("{current} iterations 1–{} done", n - 1)),
+    }
+    parts.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DoneSignal;
+    use crate::recovery::Category;
+
+    fn phase(name: &str) -> Phase {
+        Phase {
+            name: name.into(),
+            chain_name: "main".into(),
+            chain: vec!["a".into()],
+            iterations: 5,
+            until_complete: true,
+            done: DoneSignal::Tag,
+            prompt: None,
+        }
+    }
+
+    #[test]
+    fn summarizes_finished_phases_and_iterations() {
+        let phases = [phase("plan"), phase("develop"), phase("review")];
+        let mut p = Progress::new("plan");
+        assert_eq!(done_summary(&p, &phases), "");
+        p.position.phase = 1;
+        p.position.iteration = 3;
+        assert_eq!(done_summary(&p, &phases), "phase plan done; develop iterations 1–2 done");
+        p.position.phase = 2;
+        p.position.iteration = 2;
+        assert_eq!(done_summary(&p, &phases), "phases plan, develop done; review iteration 1 done");
+    }
+
+    #[test]
+    fn only_the_first_claim_in_words_gets_the_nudge() {
+        let f = Classification::new(Category::Agent, "no_done_signal", "exit 0");
+        let claim = Claim::ClaimedInWords("all done");
+        assert_eq!(trouble(&f, None, claim, true), Trouble::DoneClaimWithoutSignal);
+        assert_eq!(trouble(&f, None, claim, false), Trouble::NoDoneSignal);
+    }
+
+    #[test]
+    fn interventions_name_the_trouble() {
+        let f = Classification::new(Category::Agent, "tool_text", "tool text");
+        let found = Intervention {
+            ended_by: EndedBy::ToolTextInThinking,
+            detector: "tool_text_in_thinking",
+            evidence: "function_tag: <function=edit>".into(),
+        };
+        assert_eq!(
+            trouble(&f, Some(&found), Claim::Nothing, false),
+            Trouble::ToolText { in_thinking: true, excerpt: "<function=edit>".into() }
+        );
+    }
+}

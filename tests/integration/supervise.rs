@@ -1,0 +1,148 @@
+//! Supervising a live attempt with real processes: a stall resumed in the same
+//! session, a tool call printed as text, a tool-call loop, a continue storm, and the
+//! recovery note that reaches the next attempt.
+
+use serde_json::json;
+
+use crate::harness::{Project, fast};
+
+fn one_agent(retry: &str, timeouts: &str, scripts: &str) -> Project {
+    Project::new().config(&fast(
+        retry,
+        timeouts,
+        &format!(
+            r#"
+[agents.a]
+kind = "sim"
+{scripts}
+
+[chains]
+main = ["a"]
+
+[phases.develop]
+chain = "main"
+"#
+        ),
+    ))
+}
+
+/// The detectors of the run's interventions, in order.
+fn interventions(p: &Project) -> Vec<String> {
+    p.events("intervention").iter().map(|e| e["detector"].as_str().unwrap_or_default().to_string()).collect()
+}
+
+#[test]
+fn a_tool_call_printed_as_text_ends_the_attempt_and_the_next_one_is_told_why() {
+    let p = one_agent(
+        "",
+        "",
+        r#"
+[[agents.a.script]]
+steps = [
+  { say = "Let me fix the parser." },
+  { tool_text = "I'll edit the file now.\n<function=edit>\n<parameter=path>src/parse.rs</parameter>\n<parameter=content>fn parse() {}</parameter>\n</function>" },
+  { sleep = "20s" },
+]
+[[agents.a.script]]
+steps = [{ done = "Fixed, with a real tool call." }]
+"#,
+    );
+    p.ralph().run().expect_code(0);
+    assert_eq!(interventions(&p), ["tool_text"]);
+    let failed = p.events("attempt_failed");
+    assert_eq!(failed[0]["rule"], json!("tool_text"));
+    assert_eq!(failed[0]["category"], json!("agent"));
+    let prompt = p.prompt_of(2);
+    assert!(
+        prompt.contains("use your real tool-calling mechanism") || prompt.contains("real tool-calling mechanism"),
+        "{prompt}"
+    );
+    assert_eq!(p.checkpoint()["progress"]["recovery_note"], json!(null), "a finished iteration clears the note");
+}
+
+#[test]
+fn a_tool_call_loop_is_broken_with_a_note() {
+    let p = one_agent(
+        "",
+        "",
+        r#"
+[[agents.a.script]]
+steps = [
+  { repeat_tool = { name = "Read", input = { file_path = "src/lib.rs" }, times = 3 } },
+  { sleep = "20s" },
+]
+[[agents.a.script]]
+steps = [{ done = "Tried another approach." }]
+"#,
+    );
+    p.ralph().args(["-v"]).run().expect_code(0);
+    assert_eq!(interventions(&p), ["tool_call_loop"]);
+    assert_eq!(p.events("attempt_failed")[0]["rule"], json!("tool_call_loop"));
+    // The resumed attempt got the loop-breaking note as its prompt.
+    let started = p.events("attempt_started");
+    assert_eq!(started[1]["resume_session"], json!("sim-a-1"));
+    let prompt = p.prompt_of(2);
+    assert!(prompt.contains("Stop repeating them and try a different approach"), "{prompt}");
+    assert!(prompt.contains("Read (src/lib.rs), finished: do not repeat it"), "{prompt}");
+}
+
+#[test]
+fn a_stall_ends_the_attempt_and_resumes_the_same_session_with_a_note() {
+    let p = one_agent(
+        "",
+        r#"stall = "1s""#,
+        r#"
+[[agents.a.script]]
+steps = [{ say = "Thinking about it." }, { hang = true }]
+[[agents.a.script]]
+steps = [{ done = "Continued after the stall." }]
+"#,
+    );
+    p.ralph().run().expect_code(0);
+    assert_eq!(interventions(&p), ["stall"]);
+    let started = p.events("attempt_started");
+    assert_eq!(started[1]["resume_session"], json!("sim-a-1"));
+    assert!(p.prompt_of(2).contains("no output for too long"));
+}
+
+#[test]
+fn a_continue_storm_escalates_to_a_fresh_session() {
+    let p = one_agent(
+        "agent_attempts = 9\nstorm_recoveries = 3",
+        "",
+        r#"
+[[agents.a.script]]
+steps = [{ say = "Working." }, { exit = 1 }]
+[[agents.a.script]]
+steps = [{ say = "Working." }, { exit = 1 }]
+[[agents.a.script]]
+steps = [{ say = "Working." }, { exit = 1 }]
+[[agents.a.script]]
+steps = [{ done = "A fresh start did it." }]
+"#,
+    );
+    p.ralph().run().expect_code(0);
+    let started = p.events("attempt_started");
+    let sessions: Vec<_> = started.iter().map(|e| e["resume_session"].clone()).collect();
+    assert_eq!(sessions, [json!(null), json!("sim-a-1"), json!("sim-a-1"), json!(null)]);
+    assert_eq!(interventions(&p), ["continue_storm"]);
+}
+
+#[test]
+fn a_done_claim_in_words_gets_one_verification_nudge_in_the_same_session() {
+    let p = one_agent(
+        "",
+        "",
+        r#"
+[[agents.a.script]]
+steps = [{ say = "All done, the feature is implemented." }]
+[[agents.a.script]]
+steps = [{ done = "Verified: build and tests pass." }]
+"#,
+    );
+    p.ralph().run().expect_code(0);
+    assert_eq!(interventions(&p), ["done_claim_nudge"]);
+    let started = p.events("attempt_started");
+    assert_eq!(started[1]["resume_session"], json!("sim-a-1"));
+    assert!(p.prompt_of(2).contains("Verify the work"));
+}
