@@ -294,6 +294,7 @@ const RULES: &[Rule] = &[
     Rule::new(TOOL_UNAVAILABLE, Agent, ToolPhrases { about: "a tool the agent was given is gone", any: TOOL_MISSING })
         .then(Then::ResetTools),
     structured("crashed", Agent, crashed),
+    structured("killed_from_outside", Ambiguous, killed_from_outside),
     structured("exit_nonzero", Agent, exit_nonzero),
     structured("no_done_signal", Agent, no_done_signal),
 ];
@@ -542,9 +543,34 @@ fn gemini_input_error(r: &Report<'_>) -> Option<String> {
 
 fn crashed(r: &Report<'_>) -> Option<String> {
     match r.exit {
-        Exit::Signal(sig) => Some(format!("the agent crashed ({})", signal_name(sig))),
-        Exit::Code(_) => None,
+        Exit::Signal(sig) if !is_outside_kill(sig) => Some(format!("the agent crashed ({})", signal_name(sig))),
+        _ => None,
     }
+}
+
+/// Killed by a signal ralph did not send (ralph's own endings are named earlier in
+/// the table): the OOM killer, a user, a service manager. Whether that was the
+/// agent's doing or the machine's, ralph cannot tell.
+fn killed_from_outside(r: &Report<'_>) -> Option<String> {
+    match r.exit {
+        Exit::Signal(sig) if is_outside_kill(sig) => {
+            Some(format!("the agent was killed by {} from outside ralph (the OOM killer, a user?)", signal_name(sig)))
+        }
+        _ => None,
+    }
+}
+
+/// Signals that end a process from outside, as opposed to its own crash.
+fn is_outside_kill(sig: i32) -> bool {
+    [libc_signal::SIGKILL, libc_signal::SIGTERM, libc_signal::SIGHUP, libc_signal::SIGINT].contains(&sig)
+}
+
+mod libc_signal {
+    use nix::sys::signal::Signal;
+    pub const SIGKILL: i32 = Signal::SIGKILL as i32;
+    pub const SIGTERM: i32 = Signal::SIGTERM as i32;
+    pub const SIGHUP: i32 = Signal::SIGHUP as i32;
+    pub const SIGINT: i32 = Signal::SIGINT as i32;
 }
 
 fn exit_nonzero(r: &Report<'_>) -> Option<String> {
@@ -585,6 +611,13 @@ mod tests {
             subtype: "success".into(),
             api_error_status: Some(status),
         }
+    }
+
+    #[test]
+    fn a_kill_from_outside_is_ambiguous_a_crash_is_agent() {
+        let c = classify(&report(Exit::Signal(9), &[]));
+        assert_eq!((c.category, c.rule.as_str()), (Category::Ambiguous, "killed_from_outside"));
+        assert_eq!(classify(&report(Exit::Signal(6), &[])).rule, "crashed");
     }
 
     #[test]

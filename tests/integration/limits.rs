@@ -229,3 +229,72 @@ steps = [{{ done = "Back online and finished." }}]
     assert_eq!(p.events("offline").len(), 1);
     assert_eq!(p.events("online").len(), 1);
 }
+
+#[test]
+fn the_ambiguous_cap_ends_the_run_with_its_message() {
+    let p = Project::new().config(&fast(
+        "ambiguous_attempts = 2",
+        "",
+        &chain_of(
+            r#""a""#,
+            r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ say = "Working." }, { crash = "SIGKILL" }]
+"#,
+            "",
+        ),
+    ));
+    p.ralph().run().expect_code(1).stderr_has("ambiguous-attempt exhausted");
+    let failed = p.events("attempt_failed");
+    assert_eq!(failed.len(), 2);
+    assert!(failed.iter().all(|f| f["category"] == json!("ambiguous") && f["rule"] == json!("killed_from_outside")));
+}
+
+#[test]
+fn the_tool_registry_reset_cap_ends_the_run_with_its_message() {
+    let p = Project::new().config(&fast(
+        "tool_registry_resets = 2\nagent_attempts = 9",
+        "",
+        &chain_of(
+            r#""a""#,
+            r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ error = "<tool_use_error>Error: No such tool available: mcp__ralph__report_progress</tool_use_error>" }]
+"#,
+            "",
+        ),
+    ));
+    p.ralph().run().expect_code(1).stderr_has("tool-registry-reset exhausted");
+    let started = p.events("attempt_started");
+    assert_eq!(started.len(), 3, "two resets, then the cap");
+    assert!(started.iter().all(|e| e["resume_session"].is_null()), "every reset starts a fresh session");
+}
+
+#[test]
+fn max_cycles_and_recovery_attempt_messages_name_their_caps() {
+    let p = Project::new().config(&fast(
+        "agent_attempts = 1",
+        "",
+        &chain_of(
+            r#""a", "b""#,
+            r#"
+[general]
+max_cycles = 1
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ exit = 2 }]
+[agents.b]
+kind = "sim"
+[[agents.b.script]]
+steps = [{ exit = 2 }]
+"#,
+            "",
+        ),
+    ));
+    p.ralph().run().expect_code(1).stderr_has("recovery-attempt exhausted for agent a").stderr_has("max_cycles exhausted");
+}
