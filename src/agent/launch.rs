@@ -124,12 +124,23 @@ fn claude_argv(cfg: &AgentConfig, req: &Request<'_>) -> Result<Vec<String>, Laun
     Ok(argv)
 }
 
+/// Claude Code without side traffic, auto-update or telemetry, and with its own API
+/// retries capped: by default it retries for minutes (a 401 ten times), and ralph's
+/// policy, which knows about outages, limits and budgets, should decide long waits.
+/// A user's own `CLAUDE_CODE_MAX_RETRIES` wins.
 fn claude_env() -> Vec<(String, String)> {
-    [("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"), ("DISABLE_AUTOUPDATER", "1"), ("DISABLE_TELEMETRY", "1")]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+    let mut env: Vec<(String, String)> =
+        [("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"), ("DISABLE_AUTOUPDATER", "1"), ("DISABLE_TELEMETRY", "1")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+    if std::env::var_os(CLAUDE_RETRIES).is_none() {
+        env.push((CLAUDE_RETRIES.to_string(), "2".to_string()));
+    }
+    env
 }
+
+const CLAUDE_RETRIES: &str = "CLAUDE_CODE_MAX_RETRIES";
 
 /// The configured binary, or the default name found on PATH.
 pub fn find_binary(cfg: &AgentConfig, default: &str, agent: &str) -> Result<PathBuf, LaunchError> {

@@ -293,6 +293,7 @@ const RULES: &[Rule] = &[
     phrases("stream_interrupted", Environmental, "the provider's stream ended early", STREAM_INTERRUPTED),
     Rule::new(TOOL_UNAVAILABLE, Agent, ToolPhrases { about: "a tool the agent was given is gone", any: TOOL_MISSING })
         .then(Then::ResetTools),
+    structured("provider_error", Environmental, server_error_code),
     structured("crashed", Agent, crashed),
     structured("killed_from_outside", Ambiguous, killed_from_outside),
     structured("exit_nonzero", Agent, exit_nonzero),
@@ -529,9 +530,15 @@ fn provider_overloaded(r: &Report<'_>) -> Option<String> {
 fn provider_error(r: &Report<'_>) -> Option<String> {
     match api_status(r) {
         Some(s @ (500..=599)) => Some(format!("the provider failed (HTTP {s})")),
-        _ if error_code(r, "server_error") => Some("the provider failed (server_error)".into()),
         _ => None,
     }
+}
+
+/// Claude's synthetic `server_error` code without an HTTP status also covers
+/// failures to connect at all (captured: "Unable to connect to API
+/// (ConnectionRefused)"), so the phrases get the first word and this comes after.
+fn server_error_code(r: &Report<'_>) -> Option<String> {
+    error_code(r, "server_error").then(|| "the provider failed (server_error)".into())
 }
 
 /// Gemini exits 42 (its input-error code) when `--resume` names a session it does

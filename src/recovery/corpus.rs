@@ -5,7 +5,8 @@
 //! sections. Keys: `expect` (category and rule), `exit` (`N` or `signal N`),
 //! `ended_by` (default `agent`), `reset` (RFC 3339 time and source, read with the
 //! clock at [`NOW`]), `flags` (`fresh` or `reset_tools`; absent means neither),
-//! `origin` (where the text comes from; required, so nobody mistakes a shaped
+//! `origin` (where the text comes from: "captured" from a real CLI run, or "shaped";
+//! required, so nobody mistakes a shaped
 //! case for a captured one), `note`.
 //!
 //! Claude stdout (and ralph's own cases, shaped like it) goes through the real
@@ -167,7 +168,7 @@ fn every_case_classifies_as_expected() {
         let h = &case.header;
         let origin = h.get("origin").unwrap_or_else(|| panic!("{name}: no origin line"));
         assert!(
-            ["shaped", "guess", "ralph's own"].iter().any(|w| origin.contains(w)),
+            ["captured", "shaped", "guess", "ralph's own"].iter().any(|w| origin.contains(w)),
             "{name}: the origin must say how the text was obtained"
         );
         let expect = h.get("expect").unwrap_or_else(|| panic!("{name}: no expect line"));

@@ -296,5 +296,9 @@ steps = [{ exit = 2 }]
             "",
         ),
     ));
-    p.ralph().run().expect_code(1).stderr_has("recovery-attempt exhausted for agent a").stderr_has("max_cycles exhausted");
+    p.ralph()
+        .run()
+        .expect_code(1)
+        .stderr_has("recovery-attempt exhausted for agent a")
+        .stderr_has("max_cycles exhausted");
 }

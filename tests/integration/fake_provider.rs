@@ -1,0 +1,245 @@
+//! A fake model provider on 127.0.0.1 that speaks enough of the Anthropic Messages
+//! API (SSE streaming and non-streaming) to drive the real Claude Code CLI through a
+//! scripted conversation, with scriptable failures. One instance per test, so
+//! parallel tests share nothing; every request is logged for the test to inspect.
+
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// What the provider answers to one `POST /v1/messages`.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// A `Write` tool call (absolute path), ending the turn with `tool_use`.
+    Write { path: String, content: String },
+    /// A final text message.
+    Text(String),
+    /// An HTTP error with a provider-shaped body.
+    Status { code: u16, kind: &'static str, message: String, retry_after: Option<u32> },
+    /// Headers and the first event, then silence (the connection stays open).
+    StallAfterFirstEvent,
+    /// Headers and the first event, then the connection is reset.
+    ResetMidStream,
+}
+
+impl Reply {
+    pub fn overloaded() -> Self {
+        Reply::Status { code: 529, kind: "overloaded_error", message: "Overloaded".into(), retry_after: None }
+    }
+
+    pub fn server_error() -> Self {
+        Reply::Status { code: 500, kind: "api_error", message: "Internal server error".into(), retry_after: None }
+    }
+
+    pub fn unauthorized() -> Self {
+        Reply::Status {
+            code: 401,
+            kind: "authentication_error",
+            message: "invalid x-api-key".into(),
+            retry_after: None,
+        }
+    }
+
+    pub fn rate_limited(retry_after: u32) -> Self {
+        Reply::Status {
+            code: 429,
+            kind: "rate_limit_error",
+            message: "This request would exceed the rate limit for your organization".into(),
+            retry_after: Some(retry_after),
+        }
+    }
+}
+
+/// One logged request.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    pub body: Value,
+}
+
+#[derive(Default)]
+struct Shared {
+    script: VecDeque<Reply>,
+    /// Answered when the script is used up.
+    fallback: Option<Reply>,
+    log: Vec<Request>,
+}
+
+pub struct FakeProvider {
+    pub port: u16,
+    shared: Arc<Mutex<Shared>>,
+}
+
+impl FakeProvider {
+    /// Starts the provider; `script` answers the message requests in order.
+    pub fn start(script: Vec<Reply>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake provider");
+        let port = listener.local_addr().expect("local addr").port();
+        let shared = Arc::new(Mutex::new(Shared { script: script.into(), ..Shared::default() }));
+        let state = Arc::clone(&shared);
+        thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let state = Arc::clone(&state);
+                thread::spawn(move || serve(stream, &state));
+            }
+        });
+        FakeProvider { port, shared }
+    }
+
+    /// Appends replies to the script.
+    pub fn then(&self, replies: Vec<Reply>) {
+        self.shared.lock().expect("lock").script.extend(replies);
+    }
+
+    /// What to answer once the script is used up (default: a 500).
+    pub fn fallback(self, reply: Reply) -> Self {
+        self.shared.lock().expect("lock").fallback = Some(reply);
+        self
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The message requests received so far.
+    pub fn message_requests(&self) -> Vec<Request> {
+        self.shared.lock().expect("lock").log.iter().filter(|r| r.path.starts_with("/v1/messages")).cloned().collect()
+    }
+}
+
+fn serve(mut stream: TcpStream, shared: &Mutex<Shared>) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+    let Ok(clone) = stream.try_clone() else { return };
+    let mut reader = BufReader::new(clone);
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+        return;
+    }
+    let mut parts = request_line.split_whitespace();
+    let method = parts.next().unwrap_or_default().to_string();
+    let path = parts.next().unwrap_or_default().to_string();
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':')
+            && k.eq_ignore_ascii_case("content-length")
+        {
+            length = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; length];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let is_message = method == "POST" && path.starts_with("/v1/messages") && !path.contains("count_tokens");
+    let reply = {
+        let mut s = shared.lock().expect("lock");
+        s.log.push(Request { method: method.clone(), path: path.clone(), body: body.clone() });
+        if is_message {
+            Some(s.script.pop_front().or_else(|| s.fallback.clone()).unwrap_or(Reply::server_error()))
+        } else {
+            None
+        }
+    };
+    let Some(reply) = reply else {
+        // HEAD / and other side requests: a plain empty answer.
+        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        return;
+    };
+    let model = body.get("model").and_then(Value::as_str).unwrap_or("claude-sonnet-4-5").to_string();
+    let streaming = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    answer(&mut stream, &reply, &model, streaming);
+}
+
+fn answer(stream: &mut TcpStream, reply: &Reply, model: &str, streaming: bool) {
+    let (content, stop) = match reply {
+        Reply::Write { path, content } => (
+            vec![json!({"type": "tool_use", "id": "toolu_fake_1", "name": "Write",
+                        "input": {"file_path": path, "content": content}})],
+            "tool_use",
+        ),
+        Reply::Text(text) => (vec![json!({"type": "text", "text": text})], "end_turn"),
+        Reply::Status { code, kind, message, retry_after } => {
+            let body = json!({"type": "error", "error": {"type": kind, "message": message}}).to_string();
+            let extra = retry_after.map(|s| format!("retry-after: {s}\r\n")).unwrap_or_default();
+            let head = format!(
+                "HTTP/1.1 {code} Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{extra}connection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(body.as_bytes());
+            return;
+        }
+        Reply::StallAfterFirstEvent | Reply::ResetMidStream => {
+            let _ =
+                stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n");
+            let start = message_start(model);
+            let _ = stream.write_all(sse("message_start", &start).as_bytes());
+            let _ = stream.flush();
+            if matches!(reply, Reply::ResetMidStream) {
+                // SO_LINGER 0: closing sends RST, a reset mid-stream.
+                let reset = nix::libc::linger { l_onoff: 1, l_linger: 0 };
+                let _ = nix::sys::socket::setsockopt(&*stream, nix::sys::socket::sockopt::Linger, &reset);
+                let _ = stream.shutdown(Shutdown::Read);
+            } else {
+                thread::sleep(Duration::from_secs(60));
+            }
+            return;
+        }
+    };
+    if !streaming {
+        let body = json!({"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
+                          "content": content, "stop_reason": stop, "stop_sequence": null,
+                          "usage": {"input_tokens": 12, "output_tokens": 7}})
+        .to_string();
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = stream.write_all(head.as_bytes());
+        let _ = stream.write_all(body.as_bytes());
+        return;
+    }
+    let mut out = String::from(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
+    );
+    out.push_str(&sse("message_start", &message_start(model)));
+    for (i, block) in content.iter().enumerate() {
+        if block["type"] == "text" {
+            out.push_str(&sse(
+                "content_block_start",
+                &json!({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}),
+            ));
+            out.push_str(&sse("content_block_delta", &json!({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": block["text"]}})));
+        } else {
+            out.push_str(&sse("content_block_start", &json!({"type": "content_block_start", "index": i, "content_block": {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}})));
+            out.push_str(&sse("content_block_delta", &json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": block["input"].to_string()}})));
+        }
+        out.push_str(&sse("content_block_stop", &json!({"type": "content_block_stop", "index": i})));
+    }
+    out.push_str(&sse("message_delta", &json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 7}})));
+    out.push_str(&sse("message_stop", &json!({"type": "message_stop"})));
+    let _ = stream.write_all(out.as_bytes());
+}
+
+fn message_start(model: &str) -> Value {
+    json!({"type": "message_start", "message": {"id": "msg_fake", "type": "message", "role": "assistant",
+           "model": model, "content": [], "stop_reason": null, "stop_sequence": null,
+           "usage": {"input_tokens": 12, "output_tokens": 1}}})
+}
+
+fn sse(event: &str, data: &Value) -> String {
+    format!("event: {event}\ndata: {data}\n\n")
+}
