@@ -70,6 +70,7 @@ pub enum Next {
         from: String,
         to: String,
         new_cycle: bool,
+        why: FalloverWhy,
     },
     /// Wait until this unix second (a rate-limit reset), then try again.
     WaitUntil {
@@ -77,6 +78,15 @@ pub enum Next {
         reason: String,
     },
     Stop(Stop),
+}
+
+/// Why the chain moved to another agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FalloverWhy {
+    /// The agent used its `agent_attempts` (`recovery-attempt exhausted`).
+    Budget,
+    /// The agent is rate-limited and `on_rate_limit = "fallover"`.
+    RateLimit,
 }
 
 /// The classifier rule that sends a failure down the rate-limit path.
@@ -163,6 +173,8 @@ pub struct Facts {
     pub rate_limit_reset: Option<i64>,
     /// Now, in unix seconds.
     pub now: i64,
+    /// A random number in [0, 1) for the backoff's jitter.
+    pub jitter: f64,
 }
 
 /// The attempt failed.
@@ -173,7 +185,7 @@ pub fn on_failure(
     failure: &Classification,
     facts: Facts,
 ) -> Next {
-    let session = facts.session;
+    let session = facts.session.clone();
     *progress.counters.failures.entry(failure.category).or_insert(0) += 1;
     progress.recovery_note = Some(failure.reason.clone());
     // Resuming a session the agent does not know, or one whose context is full,
@@ -185,12 +197,12 @@ pub fn on_failure(
     match failure.category {
         Category::UserConfig => Next::Stop(Stop::Blocked { message: failure.reason.clone() }),
         Category::Environmental if failure.rule == RATE_LIMITED => {
-            super::rate_limit::on_rate_limit(progress, phases, limits.retry, facts.rate_limit_reset, facts.now, session)
+            super::rate_limit::on_rate_limit(progress, phases, limits.retry, &facts, session)
         }
         Category::Environmental => {
             progress.counters.retry_streak += 1;
             progress.resume_session = session;
-            Next::Retry { delay: backoff(limits.retry, progress.counters.retry_streak, 0.5) }
+            Next::Retry { delay: backoff(limits.retry, progress.counters.retry_streak, facts.jitter) }
         }
         Category::Ambiguous => {
             progress.counters.ambiguous_failures += 1;
@@ -209,7 +221,7 @@ pub fn on_failure(
                 });
             }
             progress.resume_session = session;
-            Next::Retry { delay: backoff(limits.retry, progress.counters.retry_streak, 0.5) }
+            Next::Retry { delay: backoff(limits.retry, progress.counters.retry_streak, facts.jitter) }
         }
         Category::Agent => on_agent_failure(progress, phases, limits, session),
     }
@@ -276,7 +288,7 @@ fn on_agent_failure(progress: &mut Progress, phases: &[Phase], limits: Limits<'_
     progress.counters.fallovers += 1;
     progress.resume_session = None;
     let to = phase.chain.get(next_index).cloned().unwrap_or_default();
-    Next::Fallover { from, to, new_cycle }
+    Next::Fallover { from, to, new_cycle, why: FalloverWhy::Budget }
 }
 
 /// Exponential backoff with jitter: `base · 2^(streak−1)`, capped at `max`, then
@@ -357,13 +369,13 @@ mod tests {
         assert_eq!(p.resume_session.as_deref(), Some("s1"));
         assert_eq!(
             on_failure(&mut p, &phases, limits(&retry), &f, facts(None)),
-            Next::Fallover { from: "a".into(), to: "b".into(), new_cycle: false }
+            Next::Fallover { from: "a".into(), to: "b".into(), new_cycle: false, why: FalloverWhy::Budget }
         );
         assert_eq!(p.resume_session, None);
         let _ = on_failure(&mut p, &phases, limits(&retry), &f, facts(None));
         assert_eq!(
             on_failure(&mut p, &phases, limits(&retry), &f, facts(None)),
-            Next::Fallover { from: "b".into(), to: "a".into(), new_cycle: true }
+            Next::Fallover { from: "b".into(), to: "a".into(), new_cycle: true, why: FalloverWhy::Budget }
         );
         assert_eq!(p.position.cycle, 2);
         let _ = on_failure(&mut p, &phases, limits(&retry), &f, facts(None));

@@ -214,3 +214,49 @@ mod tests {
         }
     }
 }
+
+/// The `host:port` of a proxy URL (`http://user:pass@proxy:3128/`), where a CLI's
+/// traffic really goes when `HTTPS_PROXY` is set: probing the vendor's host directly
+/// would find a proxied machine "offline" forever.
+pub fn proxy_endpoint(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("http", url));
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, hp)| hp);
+    if host_port.is_empty() {
+        return None;
+    }
+    let has_port =
+        host_port.rsplit_once(':').is_some_and(|(_, p)| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
+    if has_port {
+        return Some(host_port.to_string());
+    }
+    let port = if scheme.eq_ignore_ascii_case("https") { 443 } else { 80 };
+    Some(format!("{host_port}:{port}"))
+}
+
+/// Whether an endpoint is on this machine (a fake or local provider, never proxied).
+pub fn is_loopback(endpoint: &str) -> bool {
+    let host = endpoint.rsplit_once(':').map_or(endpoint, |(h, _)| h).trim_matches(['[', ']']);
+    host == "localhost" || host.starts_with("127.") || host == "::1"
+}
+
+#[cfg(test)]
+mod proxy_tests {
+    use super::*;
+
+    #[test]
+    fn proxy_urls_become_endpoints() {
+        assert_eq!(proxy_endpoint("http://proxy.corp:3128").as_deref(), Some("proxy.corp:3128"));
+        assert_eq!(proxy_endpoint("http://u:p@proxy.corp:3128/").as_deref(), Some("proxy.corp:3128"));
+        assert_eq!(proxy_endpoint("https://proxy.corp").as_deref(), Some("proxy.corp:443"));
+        assert_eq!(proxy_endpoint("proxy.corp:8080").as_deref(), Some("proxy.corp:8080"));
+        assert_eq!(proxy_endpoint("http://"), None);
+    }
+
+    #[test]
+    fn loopback_endpoints() {
+        assert!(is_loopback("127.0.0.1:8080"));
+        assert!(is_loopback("localhost:1"));
+        assert!(!is_loopback("api.anthropic.com:443"));
+    }
+}

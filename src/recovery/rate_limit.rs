@@ -5,7 +5,7 @@
 use crate::config::{OnRateLimit, Phase, Retry};
 use crate::workflow::Progress;
 
-use super::policy::{Next, backoff};
+use super::policy::{Facts, FalloverWhy, Next, backoff};
 
 /// Seconds added to a reported reset: providers' clocks and ours differ a little, and
 /// retrying a second early costs a whole new limit error.
@@ -16,18 +16,28 @@ pub fn on_rate_limit(
     progress: &mut Progress,
     phases: &[Phase],
     retry: &Retry,
-    reset: Option<i64>,
-    now: i64,
+    facts: &Facts,
     session: Option<String>,
 ) -> Next {
+    let now = facts.now;
     progress.resume_session = session;
-    let Some(reset) = reset else {
+    let Some(reset) = facts.rate_limit_reset else {
         // No reset time: an ordinary environmental retry with backoff.
         progress.counters.retry_streak += 1;
-        return Next::Retry { delay: backoff(retry, progress.counters.retry_streak, 0.5) };
+        return Next::Retry { delay: backoff(retry, progress.counters.retry_streak, facts.jitter) };
     };
     let max_wait = i64::try_from(retry.max_rate_limit_wait.as_secs()).unwrap_or(i64::MAX);
-    let until = (reset.max(now) + MARGIN_SECS).min(now.saturating_add(max_wait));
+    let reset = if reset > now {
+        reset
+    } else {
+        // A reset already past (a skewed clock, a stale notice): back off as for any
+        // environmental failure, so a limit repeated with an old time is not asked
+        // again every few seconds.
+        progress.counters.retry_streak += 1;
+        let delay = backoff(retry, progress.counters.retry_streak, facts.jitter);
+        now.saturating_add(i64::try_from(delay.as_secs()).unwrap_or(i64::MAX))
+    };
+    let until = (reset + MARGIN_SECS).min(now.saturating_add(max_wait));
     let Some(phase) = phases.get(progress.position.phase) else {
         return Next::WaitUntil { at: until, reason: "rate limit".into() };
     };
@@ -37,9 +47,11 @@ pub fn on_rate_limit(
         if let Some(index) = next_available(phase, progress, now) {
             progress.position.agent_index = index;
             progress.resume_session = None;
+            // The next agent gets its own full budget.
+            progress.counters.agent_failures = 0;
             progress.counters.fallovers += 1;
             let to = phase.chain.get(index).cloned().unwrap_or_default();
-            return Next::Fallover { from: agent, to, new_cycle: false };
+            return Next::Fallover { from: agent, to, new_cycle: false, why: FalloverWhy::RateLimit };
         }
         // Every agent of the chain is limited: wait for the first reset.
         let earliest = progress.cooldowns.values().copied().min().unwrap_or(until);
@@ -70,6 +82,7 @@ pub fn return_after_reset(progress: &mut Progress, phases: &[Phase], now: i64) -
     let from = phase.chain.get(current).cloned().unwrap_or_default();
     progress.position.agent_index = index;
     progress.resume_session = None;
+    progress.counters.agent_failures = 0;
     Some((from, phase.chain.get(index).cloned().unwrap_or_default()))
 }
 
@@ -91,12 +104,26 @@ mod tests {
         }
     }
 
+    fn facts(reset: Option<i64>, now: i64) -> Facts {
+        Facts { session: None, rate_limit_reset: reset, now, jitter: 1.0 }
+    }
+
+    #[test]
+    fn a_reset_in_the_past_backs_off_instead_of_hammering() {
+        let retry = Retry::default();
+        let mut p = Progress::new("dev");
+        let first = on_rate_limit(&mut p, &[phase(&["a"])], &retry, &facts(Some(900), 1_000), None);
+        let second = on_rate_limit(&mut p, &[phase(&["a"])], &retry, &facts(Some(900), 1_000), None);
+        assert_eq!(first, Next::WaitUntil { at: 1_007, reason: "agent a is rate-limited".into() });
+        assert_eq!(second, Next::WaitUntil { at: 1_012, reason: "agent a is rate-limited".into() });
+    }
+
     #[test]
     fn waits_until_the_reported_reset_plus_a_margin() {
         let retry = Retry::default();
         let phases = [phase(&["a", "b"])];
         let mut p = Progress::new("dev");
-        let next = on_rate_limit(&mut p, &phases, &retry, Some(1_000), 900, Some("s".into()));
+        let next = on_rate_limit(&mut p, &phases, &retry, &facts(Some(1_000), 900), Some("s".into()));
         assert_eq!(next, Next::WaitUntil { at: 1_002, reason: "agent a is rate-limited".into() });
         assert_eq!(p.rate_limit_until, Some(1_002));
         assert_eq!(p.resume_session.as_deref(), Some("s"));
@@ -107,7 +134,7 @@ mod tests {
     fn the_wait_is_capped_by_max_rate_limit_wait() {
         let retry = Retry { max_rate_limit_wait: Duration::from_secs(60), ..Retry::default() };
         let mut p = Progress::new("dev");
-        let next = on_rate_limit(&mut p, &[phase(&["a"])], &retry, Some(100_000), 0, None);
+        let next = on_rate_limit(&mut p, &[phase(&["a"])], &retry, &facts(Some(100_000), 0), None);
         assert_eq!(next, Next::WaitUntil { at: 60, reason: "agent a is rate-limited".into() });
     }
 
@@ -115,7 +142,7 @@ mod tests {
     fn without_a_reset_time_it_backs_off() {
         let mut p = Progress::new("dev");
         assert!(matches!(
-            on_rate_limit(&mut p, &[phase(&["a"])], &Retry::default(), None, 0, None),
+            on_rate_limit(&mut p, &[phase(&["a"])], &Retry::default(), &facts(None, 0), None),
             Next::Retry { .. }
         ));
     }
@@ -125,8 +152,13 @@ mod tests {
         let retry = Retry { on_rate_limit: OnRateLimit::Fallover, ..Retry::default() };
         let phases = [phase(&["a", "b"])];
         let mut p = Progress::new("dev");
-        let next = on_rate_limit(&mut p, &phases, &retry, Some(100), 0, None);
-        assert_eq!(next, Next::Fallover { from: "a".into(), to: "b".into(), new_cycle: false });
+        p.counters.agent_failures = 2;
+        let next = on_rate_limit(&mut p, &phases, &retry, &facts(Some(100), 0), None);
+        assert_eq!(
+            next,
+            Next::Fallover { from: "a".into(), to: "b".into(), new_cycle: false, why: FalloverWhy::RateLimit }
+        );
+        assert_eq!(p.counters.agent_failures, 0, "b starts with its own budget");
         assert_eq!(p.position.cycle, 1);
         assert_eq!(return_after_reset(&mut p, &phases, 50), None);
         assert_eq!(return_after_reset(&mut p, &phases, 105), Some(("b".into(), "a".into())));
@@ -139,8 +171,8 @@ mod tests {
         let retry = Retry { on_rate_limit: OnRateLimit::Fallover, ..Retry::default() };
         let phases = [phase(&["a", "b"])];
         let mut p = Progress::new("dev");
-        let _ = on_rate_limit(&mut p, &phases, &retry, Some(100), 0, None);
-        let next = on_rate_limit(&mut p, &phases, &retry, Some(50), 0, None);
+        let _ = on_rate_limit(&mut p, &phases, &retry, &facts(Some(100), 0), None);
+        let next = on_rate_limit(&mut p, &phases, &retry, &facts(Some(50), 0), None);
         assert_eq!(next, Next::WaitUntil { at: 52, reason: "every agent of the chain is rate-limited".into() });
     }
 }

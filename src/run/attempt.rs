@@ -72,6 +72,13 @@ pub trait Observer {
     fn event(&mut self, event: Option<&AgentEvent>);
 }
 
+impl Outcome {
+    /// An attempt that produced nothing (it could not start).
+    pub fn empty() -> Self {
+        Collected::new(false).finish(End::SpawnFailed(std::io::Error::other("not started")), Instant::now())
+    }
+}
+
 /// Runs one attempt to its end.
 pub async fn run(
     prepared: Prepared,
@@ -138,6 +145,9 @@ pub async fn run(
                         if let Some(id) = state.absorb(event) {
                             observer.session(&id);
                         }
+                    }
+                    if prepared.text_output {
+                        state.push_stdout(&line);
                     }
                     if prepared.text_output || unparsed {
                         state.push_text(&line);
@@ -219,6 +229,19 @@ pub async fn run(
     outcome
 }
 
+/// Appends a line, keeping the last `TAIL_BYTES` or so (cut on a char boundary).
+fn push_bounded(buf: &mut String, line: &str) {
+    buf.push_str(line);
+    buf.push('\n');
+    if buf.len() > TAIL_BYTES * 2 {
+        let mut cut = buf.len() - TAIL_BYTES;
+        while !buf.is_char_boundary(cut) {
+            cut += 1;
+        }
+        buf.drain(..cut);
+    }
+}
+
 /// The intervention of ralph's clock.
 fn clock_intervention(reason: EndedBy, timeouts: &Timeouts) -> Intervention {
     let (detector, evidence) = match reason {
@@ -273,7 +296,10 @@ struct Collected {
     last_text: Option<String>,
     result: Option<(String, bool)>,
     events: VecDeque<AgentEvent>,
+    /// stderr and unparsed stdout, for the classifier.
     tail: String,
+    /// The end of stdout alone: a text agent's final message.
+    stdout_tail: String,
     usage: Usage,
 }
 
@@ -286,6 +312,7 @@ impl Collected {
             result: None,
             events: VecDeque::new(),
             tail: String::new(),
+            stdout_tail: String::new(),
             usage: Usage::default(),
         }
     }
@@ -321,22 +348,18 @@ impl Collected {
     }
 
     fn push_text(&mut self, line: &str) {
-        self.tail.push_str(line);
-        self.tail.push('\n');
-        if self.tail.len() > TAIL_BYTES * 2 {
-            let mut cut = self.tail.len() - TAIL_BYTES;
-            while !self.tail.is_char_boundary(cut) {
-                cut += 1;
-            }
-            self.tail.drain(..cut);
-        }
+        push_bounded(&mut self.tail, line);
+    }
+
+    fn push_stdout(&mut self, line: &str) {
+        push_bounded(&mut self.stdout_tail, line);
     }
 
     fn finish(self, end: End, started: Instant) -> Outcome {
         let (final_message, result_is_error) = match self.result {
             Some((text, is_error)) if !text.is_empty() || self.last_text.is_none() => (Some(text), is_error),
             Some((_, is_error)) => (self.last_text, is_error),
-            None if self.text_output => (Some(self.tail.clone()), false),
+            None if self.text_output => (Some(self.stdout_tail.clone()), false),
             None => (self.last_text, false),
         };
         Outcome {

@@ -12,7 +12,7 @@ use crate::agent::launch::{self, Request};
 use crate::config::DoneSignal;
 use crate::error::RalphError;
 use crate::recovery::classify::{self, EndedBy, Exit};
-use crate::recovery::policy::{self, Cap, Facts, Limits, Next, Stop};
+use crate::recovery::policy::{self, Cap, Facts, FalloverWhy, Limits, Next, Stop};
 use crate::recovery::probe::{self, ProbeResult};
 use crate::recovery::{Category, Classification};
 use crate::recovery::{rate_limit, reset};
@@ -93,6 +93,18 @@ impl Dispatcher {
                 self.journal("fallback", json!({"from": from, "to": to, "why": "rate limit reset"}));
                 self.r.reporter.line(&format!("the rate limit of {to} has reset: back from {from} to {to}"));
             }
+            // A signal that came while the last attempt was being handled stops the
+            // run here, before anything new starts.
+            let pending = tokio::select! {
+                biased;
+                action = signals.next() => Some(action),
+                () = std::future::ready(()) => None,
+            };
+            match pending {
+                Some(InterruptAction::Stop(cause)) => return self.stopped(cause, None),
+                Some(InterruptAction::ForceExit) => return Ok(RunEnd::ForceExit),
+                Some(InterruptAction::Ignore) | None => {}
+            }
             let outcome = self.attempt(signals).await?;
             let agent = self.current_agent();
             self.add_usage(&outcome);
@@ -100,8 +112,9 @@ impl Dispatcher {
                 End::ForceExit => return Ok(RunEnd::ForceExit),
                 End::Stopped(cause) => return self.stopped(cause, outcome.session),
                 End::SpawnFailed(ref e) => {
-                    let message = format!("agent {agent}: cannot start it: {e}");
-                    return self.stop(Stop::Blocked { message });
+                    if let Some(end) = self.spawn_failed(&agent, e, signals).await? {
+                        return Ok(end);
+                    }
                 }
                 End::Exited { exit, ended_by } => {
                     if let Some(end) = self.after_attempt(&outcome, exit, ended_by, signals).await? {
@@ -190,7 +203,11 @@ impl Dispatcher {
         if let Err(e) = std::fs::write(self.r.logs_dir.join(format!("{stem}.prompt.md")), &prompt) {
             tracing::warn!("cannot keep the prompt of attempt {attempt_no}: {e}");
         }
-        let timeouts = self.r.loaded.config.timeouts.clone();
+        let mut timeouts = self.r.loaded.config.timeouts.clone();
+        if let Some(left) = self.runtime_left() {
+            // An attempt never runs past the run's own time limit.
+            timeouts.attempt = timeouts.attempt.min(left);
+        }
         let mut outcome = attempt::run(prepared, &timeouts, signals, self, &log_path).await;
         self.r.reporter.attempt_finished();
         if artifact_stamp(&self.r.dir, &phase.done) != artifact && artifact.is_some_or_created(&self.r.dir, &phase.done)
@@ -251,6 +268,29 @@ impl Dispatcher {
         self.carry_out(next, signals).await
     }
 
+    /// The agent could not be started. A missing or forbidden binary needs a human;
+    /// anything else (no memory, too many processes, a binary being replaced by its
+    /// own auto-update) is retried like an outage.
+    async fn spawn_failed(
+        &mut self,
+        agent: &str,
+        error: &std::io::Error,
+        signals: &mut Signals,
+    ) -> Result<Option<RunEnd>, RalphError> {
+        use std::io::ErrorKind;
+        self.r.checkpoint.in_flight = None;
+        let message = format!("agent {agent}: cannot start it: {error}");
+        if matches!(error.kind(), ErrorKind::NotFound | ErrorKind::PermissionDenied) {
+            return self.stop(Stop::Blocked { message }).map(Some);
+        }
+        let failure = Classification::new(Category::Environmental, "spawn_failed", message);
+        self.record_failure(agent, &failure, &Outcome::empty());
+        let limits = Limits { retry: &self.r.loaded.config.retry, max_cycles: self.r.loaded.config.general.max_cycles };
+        let facts = Facts { session: None, rate_limit_reset: None, now: unix_now(), jitter: jitter() };
+        let next = policy::on_failure(&mut self.r.checkpoint.progress, &self.r.loaded.phases, limits, &failure, facts);
+        self.carry_out(next, signals).await
+    }
+
     /// Classifies a failed attempt, records it, asks the policy what next, and leaves
     /// the recovery note for the next attempt.
     fn after_failure(&mut self, outcome: &Outcome, exit: Exit, ended_by: EndedBy, claim: Claim, missing: &str) -> Next {
@@ -293,6 +333,7 @@ impl Dispatcher {
             rate_limit_reset: reset::reset_time(&outcome.events, &outcome.text_tail, jiff::Timestamp::now())
                 .map(|r| r.at.as_second()),
             now,
+            jitter: jitter(),
         };
         let progress = &mut self.r.checkpoint.progress;
         let next = policy::on_failure(progress, &self.r.loaded.phases, limits, &failure, facts);
@@ -392,12 +433,18 @@ impl Dispatcher {
                     return Ok(Some(end));
                 }
             }
-            Next::Fallover { from, to, new_cycle } => {
+            Next::Fallover { from, to, new_cycle, why } => {
                 let cycle = self.r.checkpoint.progress.position.cycle;
                 self.summary.fallovers += 1;
-                self.journal("fallover", json!({"from": from, "to": to, "cycle": cycle}));
+                let (why_key, why_text) = match why {
+                    FalloverWhy::Budget => {
+                        ("recovery_attempts", format!("recovery-attempt exhausted for agent {from}"))
+                    }
+                    FalloverWhy::RateLimit => ("rate_limit", format!("agent {from} is rate-limited")),
+                };
+                self.journal("fallover", json!({"from": from, "to": to, "cycle": cycle, "why": why_key}));
                 self.r.reporter.line(&format!(
-                    "recovery-attempt exhausted for agent {from}: falling over to {to}{}",
+                    "{why_text}: falling over to {to}{}",
                     if new_cycle { format!(" (cycle {cycle})") } else { String::new() }
                 ));
                 self.save()?;
@@ -413,6 +460,8 @@ impl Dispatcher {
 
     /// Waits `delay` (status `waiting`), unless a signal stops the run first.
     async fn wait(&mut self, delay: Duration, why: &str, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
+        // No wait outlasts the run's time limit; the cap is checked before the next attempt.
+        let delay = self.runtime_left().map_or(delay, |left| delay.min(left));
         self.r.checkpoint.status = Status::Waiting;
         self.save()?;
         let until = Instant::now() + delay;
@@ -477,9 +526,17 @@ impl Dispatcher {
         self.r.checkpoint.status = Status::Waiting;
         self.save()?;
         loop {
+            if let Some(stop) = self.cap_reached() {
+                // A network that never returns is bounded by the run's time limit.
+                return self.stop(stop).map(Offline::Stopped);
+            }
+            let round = async {
+                tokio::time::sleep(interval).await;
+                probe::probe(&endpoints, timeout).await
+            };
             tokio::select! {
-                _ = tokio::time::sleep(interval) => {
-                    if probe::probe(&endpoints, timeout).await == ProbeResult::Online {
+                result = round => {
+                    if result == ProbeResult::Online {
                         break;
                     }
                 }
@@ -516,7 +573,17 @@ impl Dispatcher {
             .iter()
             .filter_map(|name| config.agents.get(name).map(|a| (name.clone(), a.clone())))
             .collect();
-        probe::default_endpoints(&chain, &|var| std::env::var(var).ok())
+        let env = |var: &str| std::env::var(var).ok().filter(|v| !v.is_empty());
+        let endpoints = probe::default_endpoints(&chain, &env);
+        // Through a proxy, the proxy is what must answer.
+        let proxy = ["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"]
+            .iter()
+            .find_map(|var| env(var))
+            .and_then(|url| probe::proxy_endpoint(&url));
+        match proxy {
+            Some(proxy) if endpoints.iter().any(|e| !probe::is_loopback(e)) => vec![proxy],
+            _ => endpoints,
+        }
     }
 
     /// An orderly stop by a signal: the in-flight session is kept for `--resume`.
@@ -676,6 +743,12 @@ impl Dispatcher {
         self.r.checkpoint.usage.add(&outcome.usage);
     }
 
+    /// What is left of `[general] max_runtime`, if set.
+    fn runtime_left(&self) -> Option<Duration> {
+        let max = self.r.loaded.config.general.max_runtime?;
+        Some(max.saturating_sub(Duration::from_secs_f64(self.elapsed())))
+    }
+
     fn elapsed(&self) -> f64 {
         self.elapsed_before + self.started.elapsed().as_secs_f64()
     }
@@ -736,6 +809,13 @@ enum Offline {
     Recovered,
     /// A signal stopped the run during the pause.
     Stopped(RunEnd),
+}
+
+/// A number in [0, 1) for the backoff's jitter. The clock's nanoseconds are random
+/// enough to keep many runs hit by one outage from retrying in lockstep.
+fn jitter() -> f64 {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    f64::from(nanos) / 1e9
 }
 
 fn unix_now() -> i64 {

@@ -302,3 +302,34 @@ steps = [{ exit = 2 }]
         .stderr_has("recovery-attempt exhausted for agent a")
         .stderr_has("max_cycles exhausted");
 }
+
+#[test]
+fn an_offline_pause_that_never_ends_is_bounded_by_max_runtime() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    drop(listener);
+    let p = Project::new().config(&fast(
+        "",
+        "",
+        &chain_of(
+            r#""a""#,
+            &format!(
+                r#"
+[general]
+max_runtime = "2s"
+[offline]
+probe = ["127.0.0.1:{port}"]
+interval = "200ms"
+timeout = "200ms"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{{ error = "API Error: Unable to connect to API (ConnectionRefused)" }}]
+"#
+            ),
+            "",
+        ),
+    ));
+    p.ralph().run().expect_code(1).stderr_has("Offline — paused").stderr_has("max_runtime exhausted");
+    assert_eq!(p.events("attempt_started").len(), 1);
+}

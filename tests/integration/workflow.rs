@@ -402,3 +402,25 @@ chain = "main"
     p.ralph().run().expect_code(0);
     assert!(p.events("attempt_failed").is_empty());
 }
+
+#[test]
+fn a_text_agents_final_message_is_its_stdout_not_its_stderr() {
+    let p = Project::new().config(&fast(
+        "agent_attempts = 1",
+        "",
+        r#"
+[general]
+max_cycles = 1
+[agents.cmd]
+kind = "command"
+command = ["sh", "-c", "echo working; echo '<promise>DONE</promise>'; echo 'a log line after the tag' >&2", "{prompt}"]
+
+[chains]
+main = ["cmd"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    p.ralph().run().expect_code(0);
+}
