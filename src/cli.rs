@@ -35,6 +35,15 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Check the config, the goal file, and each agent: binary, version,
+    /// credentials present, provider reachable.
+    Doctor {
+        /// The config file (default: ./ralph.toml, then ./.agent/ralph.toml).
+        #[arg(short = 'c', long = "config", value_name = "FILE")]
+        config: Option<PathBuf>,
+        #[command(flatten)]
+        place: Place,
+    },
     /// The run in this directory, from its checkpoint (live if running).
     Status {
         #[arg(long)]

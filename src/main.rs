@@ -19,6 +19,9 @@ fn main() {
         Some(Command::Init { force }) => {
             dir(&Place { dir: None }).map_or_else(fail, |d| report(commands::init::main(&d, force)))
         }
+        Some(Command::Doctor { config, place }) => {
+            dir(&place).map_or_else(fail, |d| report(commands::doctor::main(&d, config.as_deref())))
+        }
         Some(Command::Status { json, place }) => {
             dir(&place).map_or_else(fail, |d| report(commands::status::main(&d, json)))
         }

@@ -2,6 +2,7 @@
 //! code or an error.
 
 pub mod demo;
+pub mod doctor;
 pub mod init;
 pub mod inspect;
 pub mod sim;

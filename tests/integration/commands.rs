@@ -105,3 +105,40 @@ fn unknown_flag_is_a_usage_error() {
     p.ralph().args(["--resume", "--no-resume"]).run().expect_code(2);
     p.ralph().args(["--bogus"]).run().expect_code(2);
 }
+
+#[test]
+fn doctor_checks_binary_version_credentials_and_provider_without_printing_secrets() {
+    let Some(claude) = crate::real_cli::find("claude") else { return };
+    let provider = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = provider.local_addr().expect("addr").port();
+    let config = |key: &str| {
+        format!(
+            r#"
+[agents.claude]
+kind = "claude"
+binary = "{}"
+env = {{ ANTHROPIC_BASE_URL = "http://127.0.0.1:{port}"{key} }}
+[agents.missing]
+kind = "command"
+command = ["no-such-agent-binary", "{{prompt}}"]
+[chains]
+main = ["claude"]
+[phases.develop]
+chain = "main"
+"#,
+            claude.display()
+        )
+    };
+    let p = Project::new().config(&config(r#", ANTHROPIC_API_KEY = "sk-ant-secret-value""#));
+    let out = p.ralph().args(["doctor"]).run();
+    out.expect_code(3)
+        .stdout_has("ok   agent claude: version 2.1.197")
+        .stdout_has("credentials present (ANTHROPIC_API_KEY)")
+        .stdout_has(&format!("provider 127.0.0.1:{port} answers"))
+        .stdout_has("FAIL agent missing: no-such-agent-binary not found on PATH");
+    assert!(!out.stdout.contains("sk-ant-secret-value"), "a secret was printed");
+    drop(provider);
+    let p = Project::new().config(&config(""));
+    let out = p.ralph().args(["doctor"]).env("ANTHROPIC_API_KEY", "").run();
+    out.expect_code(3).stdout_has("FAIL agent claude: no credentials found").stdout_has("unreachable");
+}

@@ -1,0 +1,137 @@
+//! `ralph doctor`: checks what a run needs before the user goes to sleep: the
+//! config, the goal file, and for each configured agent its binary, version,
+//! credentials (present or not, never their values) and whether its provider answers.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::config::{self, AgentConfig, AgentKind};
+use crate::error::RalphError;
+use crate::process::env;
+use crate::recovery::probe::{self, ProbeResult};
+
+/// How long `--version` may take.
+const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One line of the report.
+struct Check {
+    ok: bool,
+    what: String,
+}
+
+pub fn main(dir: &Path, config_path: Option<&Path>) -> Result<i32, RalphError> {
+    let path = config::find(dir, config_path)?;
+    let loaded = config::load(&path)?;
+    let mut checks = vec![Check { ok: true, what: format!("config {} is valid", path.display()) }];
+    let goal = dir.join(&loaded.config.general.prompt);
+    checks.push(match std::fs::metadata(&goal) {
+        Ok(_) => Check { ok: true, what: format!("goal file {}", goal.display()) },
+        Err(e) => Check { ok: false, what: format!("goal file {}: {e}", goal.display()) },
+    });
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| RalphError::io("cannot start the runtime", e))?;
+    for (name, agent) in &loaded.config.agents {
+        checks.extend(runtime.block_on(check_agent(name, agent, &loaded.config.offline.timeout)));
+    }
+    let mut failed = 0;
+    for check in &checks {
+        println!("{} {}", if check.ok { "ok  " } else { "FAIL" }, check.what);
+        failed += usize::from(!check.ok);
+    }
+    if failed == 0 {
+        println!("everything a run needs is in place");
+        Ok(crate::exit::DONE)
+    } else {
+        println!("{failed} problem(s): fix them before an unattended run");
+        Ok(crate::exit::BLOCKED)
+    }
+}
+
+async fn check_agent(name: &str, agent: &AgentConfig, timeout: &Duration) -> Vec<Check> {
+    let mut out = Vec::new();
+    let program = match agent.kind {
+        AgentKind::Sim => {
+            out.push(Check { ok: true, what: format!("agent {name}: the built-in scripted agent") });
+            return out;
+        }
+        AgentKind::Command => agent.command.as_ref().and_then(|c| c.first()).map(std::path::PathBuf::from),
+        kind => Some(agent.binary.clone().unwrap_or_else(|| kind.as_str().into())),
+    };
+    let Some(program) = program else { return out };
+    let Ok(binary) = which::which(&program) else {
+        let fix = if agent.kind == AgentKind::Command { "command" } else { "binary" };
+        out.push(Check {
+            ok: false,
+            what: format!(
+                "agent {name}: {} not found on PATH; install it or set [agents.{name}] {fix}",
+                program.display()
+            ),
+        });
+        return out;
+    };
+    out.push(Check { ok: true, what: format!("agent {name}: {}", binary.display()) });
+    if agent.kind != AgentKind::Command {
+        out.push(version(name, &binary).await);
+        out.push(credentials(name, agent));
+        let endpoints =
+            probe::default_endpoints(&std::iter::once((name.to_string(), agent.clone())).collect(), &|var| {
+                agent.env.get(var).cloned().or_else(|| std::env::var(var).ok())
+            });
+        if !endpoints.is_empty() {
+            out.push(match probe::probe(&endpoints, *timeout).await {
+                ProbeResult::Online => {
+                    Check { ok: true, what: format!("agent {name}: provider {} answers", endpoints.join(", ")) }
+                }
+                ProbeResult::Offline { last_error } => Check {
+                    ok: false,
+                    what: format!("agent {name}: provider {} unreachable: {last_error}", endpoints.join(", ")),
+                },
+            });
+        }
+    }
+    out
+}
+
+async fn version(name: &str, binary: &Path) -> Check {
+    let run = tokio::process::Command::new(binary)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(VERSION_TIMEOUT, run).await {
+        Ok(Ok(out)) if out.status.success() => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            Check { ok: true, what: format!("agent {name}: version {}", text.lines().next().unwrap_or("").trim()) }
+        }
+        Ok(Ok(out)) => Check { ok: false, what: format!("agent {name}: `--version` failed ({})", out.status) },
+        Ok(Err(e)) => Check { ok: false, what: format!("agent {name}: cannot run it: {e}") },
+        Err(_) => Check { ok: false, what: format!("agent {name}: `--version` did not answer within 10s") },
+    }
+}
+
+/// Which credential the agent would get, by name only.
+fn credentials(name: &str, agent: &AgentConfig) -> Check {
+    let present: Vec<&str> = env::allowlist(agent.kind)
+        .iter()
+        .copied()
+        .filter(|var| agent.env.contains_key(*var) || std::env::var_os(var).is_some_and(|v| !v.is_empty()))
+        .collect();
+    let login = agent.kind == AgentKind::Claude
+        && std::env::var_os("HOME").is_some_and(|h| Path::new(&h).join(".claude/.credentials.json").exists());
+    match (present.is_empty(), login) {
+        (false, _) => Check { ok: true, what: format!("agent {name}: credentials present ({})", present.join(", ")) },
+        (true, true) => Check { ok: true, what: format!("agent {name}: credentials present (a Claude login)") },
+        (true, false) => Check {
+            ok: false,
+            what: format!(
+                "agent {name}: no credentials found (looked for {} and a CLI login)",
+                env::allowlist(agent.kind).join(", ")
+            ),
+        },
+    }
+}
