@@ -85,8 +85,7 @@ pub fn describe(cp: &Checkpoint) -> String {
         c.attempts, c.iterations_done, c.agent_failures, c.fallovers
     );
     if !c.failures.is_empty() {
-        let list: Vec<String> = c.failures.iter().map(|(k, v)| format!("{} {v}", k.as_str())).collect();
-        let _ = writeln!(s, "  failures: {}", list.join(", "));
+        let _ = writeln!(s, "  failures: {}", crate::report::counts(&c.failures, |k| k.as_str()));
     }
     if let Some(e) = &cp.last_error {
         let _ = writeln!(
@@ -105,12 +104,8 @@ pub fn describe(cp: &Checkpoint) -> String {
     if let Some(cause) = cp.stop_cause {
         let _ = writeln!(s, "  stopped by: {}", cause.signal_name());
     }
-    if cp.usage.cost_usd > 0.0 || cp.usage.input_tokens > 0 {
-        let _ = writeln!(
-            s,
-            "  usage: ${:.4}, {} input / {} output tokens",
-            cp.usage.cost_usd, cp.usage.input_tokens, cp.usage.output_tokens
-        );
+    if let Some(usage) = cp.usage.describe() {
+        let _ = writeln!(s, "  usage: {usage}");
     }
     let _ = writeln!(
         s,

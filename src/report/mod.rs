@@ -7,4 +7,4 @@ mod progress;
 mod summary;
 
 pub use progress::{AttemptLine, Reporter};
-pub use summary::Summary;
+pub use summary::{Summary, counts};

@@ -52,22 +52,16 @@ impl Summary {
             fmt_duration(self.elapsed)
         );
         if !self.failures.is_empty() {
-            let list: Vec<String> = self.failures.iter().map(|(k, v)| format!("{} {v}", k.as_str())).collect();
-            let _ = writeln!(s, "  failures: {}", list.join(", "));
+            let _ = writeln!(s, "  failures: {}", counts(&self.failures, |k| k.as_str()));
         }
         if !self.interventions.is_empty() {
-            let list: Vec<String> = self.interventions.iter().map(|(k, v)| format!("{k} {v}")).collect();
-            let _ = writeln!(s, "  ralph stepped in: {}", list.join(", "));
+            let _ = writeln!(s, "  ralph stepped in: {}", counts(&self.interventions, String::as_str));
         }
         if let Some(cap) = self.cap {
             let _ = writeln!(s, "  stopped by: {}", cap.phrase());
         }
-        if self.usage.cost_usd > 0.0 || self.usage.input_tokens > 0 {
-            let _ = writeln!(
-                s,
-                "  usage: ${:.4}, {} input / {} output tokens",
-                self.usage.cost_usd, self.usage.input_tokens, self.usage.output_tokens
-            );
+        if let Some(usage) = self.usage.describe() {
+            let _ = writeln!(s, "  usage: {usage}");
         }
         let next = match end {
             RunEnd::Completed => None,
@@ -81,6 +75,11 @@ impl Summary {
         }
         s.trim_end().to_string()
     }
+}
+
+/// "agent 2, environmental 1": named counts in one line.
+pub fn counts<K>(map: &BTreeMap<K, u32>, name: impl Fn(&K) -> &str) -> String {
+    map.iter().map(|(k, v)| format!("{} {v}", name(k))).collect::<Vec<_>>().join(", ")
 }
 
 fn fmt_duration(d: Duration) -> String {

@@ -80,6 +80,13 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// "$0.1234, 1200 input / 300 output tokens", or `None` when nothing was reported.
+    pub fn describe(&self) -> Option<String> {
+        (self.cost_usd > 0.0 || self.input_tokens > 0).then(|| {
+            format!("${:.4}, {} input / {} output tokens", self.cost_usd, self.input_tokens, self.output_tokens)
+        })
+    }
+
     pub fn add(&mut self, other: &Usage) {
         self.cost_usd += other.cost_usd;
         self.input_tokens += other.input_tokens;
