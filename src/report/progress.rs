@@ -40,6 +40,8 @@ pub struct Reporter {
     /// Milliseconds since `epoch` of the agent's last event, read by the bar.
     last_event_ms: Arc<AtomicU64>,
     epoch: Instant,
+    /// The run's cost so far, shown when an agent reports one.
+    cost_usd: f64,
 }
 
 impl Reporter {
@@ -49,7 +51,7 @@ impl Reporter {
             (false, true) => Mode::Terminal,
             (false, false) => Mode::Plain,
         };
-        Self { mode, bar: None, last_event_ms: Arc::new(AtomicU64::new(0)), epoch: Instant::now() }
+        Self { mode, bar: None, last_event_ms: Arc::new(AtomicU64::new(0)), epoch: Instant::now(), cost_usd: 0.0 }
     }
 
     /// A message worth a line of its own.
@@ -63,8 +65,9 @@ impl Reporter {
 
     pub fn attempt_started(&mut self, a: &AttemptLine) {
         let resumed = a.resumed_session.as_ref().map(|s| format!(" · resuming {s}")).unwrap_or_default();
+        let cost = if self.cost_usd > 0.0 { format!(" · ${:.2}", self.cost_usd) } else { String::new() };
         let text = format!(
-            "phase {}/{} {} · iteration {}/{} · agent {} · attempt {}{resumed}",
+            "phase {}/{} {} · iteration {}/{} · agent {} · attempt {}{resumed}{cost}",
             a.phase_number, a.phase_count, a.phase, a.iteration, a.iterations, a.agent, a.attempt
         );
         self.touch();
@@ -86,6 +89,11 @@ impl Reporter {
                 self.bar = Some(bar);
             }
         }
+    }
+
+    /// The run's cost so far.
+    pub fn set_cost(&mut self, cost_usd: f64) {
+        self.cost_usd = cost_usd;
     }
 
     /// The agent produced output.

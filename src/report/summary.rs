@@ -62,6 +62,11 @@ impl Summary {
         }
         if let Some(usage) = self.usage.describe() {
             let _ = writeln!(s, "  usage: {usage}");
+            for (phase, usage) in &cp.phase_usage {
+                if let Some(line) = usage.describe() {
+                    let _ = writeln!(s, "    {phase}: {line}");
+                }
+            }
         }
         let next = match end {
             RunEnd::Completed => None,

@@ -251,7 +251,8 @@ impl Dispatcher {
                 self.journal(
                     "attempt_succeeded",
                     json!({"attempt": attempt_no, "agent": agent, "goal": completion == Completion::Goal,
-                           "duration_ms": outcome.duration.as_millis() as u64, "session": outcome.session}),
+                           "duration_ms": outcome.duration.as_millis() as u64, "session": outcome.session,
+                           "usage": outcome.usage}),
                 );
                 self.last_success = Some(outcome.final_message.clone().unwrap_or_default());
                 self.r.reporter.line(&format!(
@@ -679,7 +680,7 @@ impl Dispatcher {
             "attempt_failed",
             json!({"attempt": attempt_no, "agent": agent, "category": failure.category, "rule": failure.rule,
                    "reason": failure.reason, "session": outcome.session, "evidence": tail,
-                   "duration_ms": outcome.duration.as_millis() as u64}),
+                   "duration_ms": outcome.duration.as_millis() as u64, "usage": outcome.usage}),
         );
         self.r.reporter.line(&format!(
             "attempt {attempt_no} failed ({}, {}): {}",
@@ -739,8 +740,13 @@ impl Dispatcher {
         }
     }
 
+    /// Adds the attempt's cost and tokens to the run's and its phase's.
     fn add_usage(&mut self, outcome: &Outcome) {
-        self.r.checkpoint.usage.add(&outcome.usage);
+        let phase = self.phase().name.clone();
+        let cp = &mut self.r.checkpoint;
+        cp.usage.add(&outcome.usage);
+        cp.phase_usage.entry(phase).or_default().add(&outcome.usage);
+        self.r.reporter.set_cost(cp.usage.cost_usd);
     }
 
     /// What is left of `[general] max_runtime`, if set.

@@ -233,6 +233,7 @@ fn fresh_checkpoint(loaded: &Loaded, prompt_checksum: &str) -> Checkpoint {
         in_flight: None,
         last_error: None,
         usage: Default::default(),
+        phase_usage: Default::default(),
         elapsed_secs: 0.0,
         config_path: loaded.path.display().to_string(),
         config_checksum: loaded.checksum.clone(),

@@ -111,6 +111,9 @@ pub struct Checkpoint {
     pub in_flight: Option<InFlight>,
     pub last_error: Option<LastError>,
     pub usage: Usage,
+    /// Cost and tokens by phase.
+    #[serde(default)]
+    pub phase_usage: std::collections::BTreeMap<String, Usage>,
     /// Active run time over all resumes, seconds.
     pub elapsed_secs: f64,
     pub config_path: String,

@@ -161,9 +161,16 @@ steps = [{ usage = { input_tokens = 1000, output_tokens = 100, cost_usd = 0.6 } 
         ),
     ));
     let out = p.ralph().run();
-    out.expect_code(1).stderr_has("max_cost_usd exhausted");
-    assert_eq!(p.checkpoint()["status"], json!("failed"));
+    out.expect_code(1)
+        .stderr_has("max_cost_usd exhausted")
+        .stderr_has("usage: $1.2000, 2000 input / 200 output tokens");
+    let cp = p.checkpoint();
+    assert_eq!(cp["status"], json!("failed"));
     assert_eq!(p.events("attempt_started").len(), 2);
+    // Summed per attempt (journal), per phase and per run (checkpoint).
+    assert_eq!(p.events("attempt_succeeded")[0]["usage"]["cost_usd"], json!(0.6));
+    assert_eq!(cp["phase_usage"]["develop"]["input_tokens"], json!(2000));
+    assert_eq!(cp["usage"]["output_tokens"], json!(200));
 }
 
 #[test]
