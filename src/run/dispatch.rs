@@ -9,39 +9,37 @@ use tokio::time::Instant;
 
 use crate::agent::AgentEvent;
 use crate::agent::launch::{self, Request};
-use crate::config::DoneSignal;
 use crate::error::RalphError;
-use crate::recovery::classify::{self, EndedBy, Exit};
-use crate::recovery::policy::{self, Cap, Facts, FalloverWhy, Limits, Next, Stop};
-use crate::recovery::probe::{self, ProbeResult};
-use crate::recovery::{Category, Classification};
-use crate::recovery::{rate_limit, reset};
+use crate::recovery::Category;
+use crate::recovery::classify::{EndedBy, Exit};
+use crate::recovery::policy::{self, Cap, FalloverWhy, Next, Stop};
+use crate::recovery::rate_limit;
 use crate::report::{AttemptLine, Summary};
 use crate::signal::{InterruptAction, Signals, StopCause};
 use crate::state::atomic::Durability;
-use crate::state::checkpoint::{InFlight, LastError, Status};
+use crate::state::checkpoint::{InFlight, Status};
 use crate::state::store;
-use crate::supervise::completion::Claim;
-use crate::supervise::note::{self, LastTool, NoteContext, Trouble};
-use crate::supervise::{storm, trouble};
+use crate::supervise::note::Trouble;
 use crate::workflow::done::{self, Completion, Evidence};
 use crate::workflow::prompt;
 
 use super::RunEnd;
+use super::artifact::artifact_stamp;
 use super::attempt::{self, End, Observer, Outcome};
 use super::setup::{Ready, now};
+use super::waits::Offline;
 
 pub struct Dispatcher {
-    r: Ready,
+    pub(super) r: Ready,
     /// When this process started dispatching (for the runtime cap).
-    started: Instant,
+    pub(super) started: Instant,
     /// Active time of earlier sessions of this run.
-    elapsed_before: f64,
-    summary: Summary,
+    pub(super) elapsed_before: f64,
+    pub(super) summary: Summary,
     /// The final message of the last successful attempt: the phase's artifact when
     /// the phase ends (written then, not after every iteration: it is only read by
     /// the next phase).
-    last_success: Option<String>,
+    pub(super) last_success: Option<String>,
 }
 
 impl Dispatcher {
@@ -70,7 +68,7 @@ impl Dispatcher {
         Ok(end)
     }
 
-    async fn dispatch(&mut self, signals: &mut Signals) -> Result<RunEnd, RalphError> {
+    pub(super) async fn dispatch(&mut self, signals: &mut Signals) -> Result<RunEnd, RalphError> {
         loop {
             if let Some(stop) = self.cap_reached() {
                 return self.stop(stop);
@@ -126,7 +124,7 @@ impl Dispatcher {
     }
 
     /// Starts and runs one attempt of the current position.
-    async fn attempt(&mut self, signals: &mut Signals) -> Result<Outcome, RalphError> {
+    pub(super) async fn attempt(&mut self, signals: &mut Signals) -> Result<Outcome, RalphError> {
         let agent = self.current_agent();
         let phase = self.phase().clone();
         let cp = &mut self.r.checkpoint;
@@ -218,7 +216,7 @@ impl Dispatcher {
     }
 
     /// Evaluates a finished attempt and carries out the policy's decision.
-    async fn after_attempt(
+    pub(super) async fn after_attempt(
         &mut self,
         outcome: &Outcome,
         exit: Exit,
@@ -269,125 +267,7 @@ impl Dispatcher {
         self.carry_out(next, signals).await
     }
 
-    /// The agent could not be started. A missing or forbidden binary needs a human;
-    /// anything else (no memory, too many processes, a binary being replaced by its
-    /// own auto-update) is retried like an outage.
-    async fn spawn_failed(
-        &mut self,
-        agent: &str,
-        error: &std::io::Error,
-        signals: &mut Signals,
-    ) -> Result<Option<RunEnd>, RalphError> {
-        use std::io::ErrorKind;
-        self.r.checkpoint.in_flight = None;
-        let message = format!("agent {agent}: cannot start it: {error}");
-        if matches!(error.kind(), ErrorKind::NotFound | ErrorKind::PermissionDenied) {
-            return self.stop(Stop::Blocked { message }).map(Some);
-        }
-        let failure = Classification::new(Category::Environmental, "spawn_failed", message);
-        self.record_failure(agent, &failure, &Outcome::empty());
-        let limits = Limits { retry: &self.r.loaded.config.retry, max_cycles: self.r.loaded.config.general.max_cycles };
-        let facts = Facts { session: None, rate_limit_reset: None, now: unix_now(), jitter: jitter() };
-        let next = policy::on_failure(&mut self.r.checkpoint.progress, &self.r.loaded.phases, limits, &failure, facts);
-        self.carry_out(next, signals).await
-    }
-
-    /// Classifies a failed attempt, records it, asks the policy what next, and leaves
-    /// the recovery note for the next attempt.
-    fn after_failure(&mut self, outcome: &Outcome, exit: Exit, ended_by: EndedBy, claim: Claim, missing: &str) -> Next {
-        let agent = self.current_agent();
-        let report = classify::Report {
-            kind: self.r.loaded.config.agents.get(&agent).map_or(crate::config::AgentKind::Command, |a| a.kind),
-            exit,
-            ended_by,
-            events: &outcome.events,
-            text_tail: &outcome.text_tail,
-            missing_done: missing,
-        };
-        let failure = classify::classify(&report);
-        self.record_failure(&agent, &failure, outcome);
-        if let Some(found) = &outcome.intervention {
-            self.intervene(found.detector, &found.evidence);
-        }
-        let mut first_claim = false;
-        if failure.rule == "no_done_signal" {
-            match claim {
-                Claim::ClaimedInWords(words) => {
-                    let claims = &mut self.r.checkpoint.progress.counters.done_claims;
-                    *claims += 1;
-                    first_claim = *claims == 1;
-                    if first_claim {
-                        self.intervene("done_claim_nudge", &format!("said \"{words}\" without the done signal"));
-                    }
-                }
-                Claim::ReadyToContinue(words) => {
-                    self.intervene("ready_to_continue", &format!("said \"{words}\" and stopped"));
-                }
-                _ => {}
-            }
-        }
-        let now = unix_now();
-        let retry = &self.r.loaded.config.retry;
-        let limits = Limits { retry, max_cycles: self.r.loaded.config.general.max_cycles };
-        let facts = Facts {
-            session: outcome.session.clone(),
-            rate_limit_reset: reset::reset_time(&outcome.events, &outcome.text_tail, jiff::Timestamp::now())
-                .map(|r| r.at.as_second()),
-            now,
-            jitter: jitter(),
-        };
-        let progress = &mut self.r.checkpoint.progress;
-        let next = policy::on_failure(progress, &self.r.loaded.phases, limits, &failure, facts);
-        let mut storm = None;
-        if matches!(next, Next::Retry { .. }) && progress.resume_session.is_some() {
-            let window = i64::try_from(retry.storm_window.as_secs()).unwrap_or(i64::MAX);
-            progress.recoveries.push(now);
-            storm::prune(&mut progress.recoveries, now, window);
-            let threshold = usize::try_from(retry.storm_recoveries).unwrap_or(usize::MAX);
-            if storm::is_storm(&progress.recoveries, now, window, threshold) {
-                // Resuming keeps feeding the agent the context that went wrong.
-                progress.resume_session = None;
-                progress.recoveries.clear();
-                storm = Some(format!(
-                    "{threshold} recoveries of this iteration within {}",
-                    humantime::format_duration(retry.storm_window)
-                ));
-            }
-        }
-        if let Some(evidence) = storm {
-            self.intervene("continue_storm", &format!("{evidence}: the next attempt starts a fresh session"));
-        }
-        let trouble = trouble::trouble(&failure, outcome.intervention.as_ref(), claim, first_claim);
-        let note = self.note(trouble, outcome.last_tool.clone());
-        self.r.checkpoint.progress.recovery_note = Some(note);
-        next
-    }
-
-    /// The self-contained recovery note for the next attempt.
-    fn note(&self, trouble: Trouble, last_tool: Option<LastTool>) -> String {
-        let progress = &self.r.checkpoint.progress;
-        let phase = self.phase();
-        let done = trouble::done_summary(progress, &self.r.loaded.phases);
-        note::note(&NoteContext {
-            goal: &self.r.goal,
-            phase: &phase.name,
-            iteration: progress.position.iteration,
-            iterations: phase.iterations,
-            done_summary: &done,
-            what_went_wrong: trouble,
-            last_tool,
-        })
-    }
-
-    /// Records one of ralph's interventions: journal, counters, terminal.
-    fn intervene(&mut self, detector: &str, evidence: &str) {
-        *self.r.checkpoint.progress.counters.interventions.entry(detector.to_string()).or_insert(0) += 1;
-        *self.summary.interventions.entry(detector.to_string()).or_insert(0) += 1;
-        self.journal("intervention", json!({"detector": detector, "evidence": evidence}));
-        self.r.reporter.line(&format!("ralph stepped in ({detector}): {evidence}"));
-    }
-
-    async fn carry_out(&mut self, next: Next, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
+    pub(super) async fn carry_out(&mut self, next: Next, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
         match next {
             Next::NextIteration => {
                 self.journal(
@@ -459,136 +339,8 @@ impl Dispatcher {
         Ok(None)
     }
 
-    /// Waits `delay` (status `waiting`), unless a signal stops the run first.
-    async fn wait(&mut self, delay: Duration, why: &str, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
-        // No wait outlasts the run's time limit; the cap is checked before the next attempt.
-        let delay = self.runtime_left().map_or(delay, |left| delay.min(left));
-        self.r.checkpoint.status = Status::Waiting;
-        self.save()?;
-        let until = Instant::now() + delay;
-        self.r.reporter.waiting(why, delay);
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep_until(until) => break,
-                action = signals.next() => match action {
-                    InterruptAction::Stop(cause) => return self.stopped(cause, None).map(Some),
-                    InterruptAction::ForceExit => return Ok(Some(RunEnd::ForceExit)),
-                    InterruptAction::Ignore => {}
-                },
-            }
-        }
-        self.r.reporter.waiting_done();
-        self.r.checkpoint.status = Status::Running;
-        Ok(None)
-    }
-
-    /// Waits until the unix second `at` (a rate-limit reset) with the status
-    /// `waiting` and the reset in the checkpoint; then clears it.
-    async fn wait_for_reset(
-        &mut self,
-        at: i64,
-        why: &str,
-        signals: &mut Signals,
-    ) -> Result<Option<RunEnd>, RalphError> {
-        self.r.checkpoint.progress.rate_limit_until = Some(at);
-        let left = u64::try_from(at.saturating_sub(unix_now())).unwrap_or(0);
-        if left > 0 {
-            let until = jiff::Timestamp::from_second(at).map(|t| t.to_string()).unwrap_or_else(|_| at.to_string());
-            let why = format!("{why}: waiting until {until}");
-            if let Some(end) = self.wait(Duration::from_secs(left), &why, signals).await? {
-                return Ok(Some(end));
-            }
-        }
-        self.r.checkpoint.progress.rate_limit_until = None;
-        self.save()?;
-        Ok(None)
-    }
-
-    /// After an environmental failure: probe the providers, and while they are
-    /// unreachable start nothing and spend nothing, probing every `[offline]
-    /// interval`, until they answer or a signal stops the run.
-    async fn offline_pause(&mut self, signals: &mut Signals) -> Result<Offline, RalphError> {
-        let endpoints = self.probe_endpoints();
-        let timeout = self.r.loaded.config.offline.timeout;
-        let interval = self.r.loaded.config.offline.interval;
-        let ProbeResult::Offline { last_error } = probe::probe(&endpoints, timeout).await else {
-            if self.r.checkpoint.progress.offline_since.take().is_some() {
-                self.back_online()?;
-                return Ok(Offline::Recovered);
-            }
-            return Ok(Offline::Online);
-        };
-        let since = *self.r.checkpoint.progress.offline_since.get_or_insert_with(unix_now);
-        let since_clock = jiff::Timestamp::from_second(since)
-            .map(|t| t.to_zoned_datetime(jiff::tz::TimeZone::system()).strftime("%H:%M:%S").to_string())
-            .unwrap_or_default();
-        self.journal("offline", json!({"since": since, "endpoints": endpoints, "error": last_error}));
-        self.r.reporter.line(&format!("Offline — paused (since {since_clock})"));
-        self.r.checkpoint.status = Status::Waiting;
-        self.save()?;
-        loop {
-            if let Some(stop) = self.cap_reached() {
-                // A network that never returns is bounded by the run's time limit.
-                return self.stop(stop).map(Offline::Stopped);
-            }
-            let round = async {
-                tokio::time::sleep(interval).await;
-                probe::probe(&endpoints, timeout).await
-            };
-            tokio::select! {
-                result = round => {
-                    if result == ProbeResult::Online {
-                        break;
-                    }
-                }
-                action = signals.next() => match action {
-                    InterruptAction::Stop(cause) => return self.stopped(cause, None).map(Offline::Stopped),
-                    InterruptAction::ForceExit => return Ok(Offline::Stopped(RunEnd::ForceExit)),
-                    InterruptAction::Ignore => {}
-                },
-            }
-        }
-        self.r.checkpoint.progress.offline_since = None;
-        self.back_online()?;
-        Ok(Offline::Recovered)
-    }
-
-    fn back_online(&mut self) -> Result<(), RalphError> {
-        self.journal("online", json!({}));
-        self.r.reporter.line("Recovery resumed after offline");
-        // The outage explained the failures: the next one starts a fresh backoff.
-        self.r.checkpoint.progress.counters.retry_streak = 0;
-        self.r.checkpoint.status = Status::Running;
-        self.save()
-    }
-
-    /// `[offline] probe`, or the providers of the current phase's agents.
-    fn probe_endpoints(&self) -> Vec<String> {
-        let config = &self.r.loaded.config;
-        if let Some(explicit) = &config.offline.probe {
-            return explicit.clone();
-        }
-        let chain: std::collections::BTreeMap<String, crate::config::AgentConfig> = self
-            .phase()
-            .chain
-            .iter()
-            .filter_map(|name| config.agents.get(name).map(|a| (name.clone(), a.clone())))
-            .collect();
-        let env = |var: &str| std::env::var(var).ok().filter(|v| !v.is_empty());
-        let endpoints = probe::default_endpoints(&chain, &env);
-        // Through a proxy, the proxy is what must answer.
-        let proxy = ["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"]
-            .iter()
-            .find_map(|var| env(var))
-            .and_then(|url| probe::proxy_endpoint(&url));
-        match proxy {
-            Some(proxy) if endpoints.iter().any(|e| !probe::is_loopback(e)) => vec![proxy],
-            _ => endpoints,
-        }
-    }
-
     /// An orderly stop by a signal: the in-flight session is kept for `--resume`.
-    fn stopped(&mut self, cause: StopCause, session: Option<String>) -> Result<RunEnd, RalphError> {
+    pub(super) fn stopped(&mut self, cause: StopCause, session: Option<String>) -> Result<RunEnd, RalphError> {
         let interrupted_note = self.note(Trouble::Interrupted, None);
         let cp = &mut self.r.checkpoint;
         if let Some(in_flight) = cp.in_flight.take() {
@@ -604,7 +356,7 @@ impl Dispatcher {
         Ok(RunEnd::Stopped(cause))
     }
 
-    fn stop(&mut self, stop: Stop) -> Result<RunEnd, RalphError> {
+    pub(super) fn stop(&mut self, stop: Stop) -> Result<RunEnd, RalphError> {
         let cp = &mut self.r.checkpoint;
         cp.in_flight = None;
         Ok(match stop {
@@ -623,7 +375,7 @@ impl Dispatcher {
     }
 
     /// Writes the final state, prints the summary and releases the lock.
-    fn finish(&mut self, end: &RunEnd) -> Result<(), RalphError> {
+    pub(super) fn finish(&mut self, end: &RunEnd) -> Result<(), RalphError> {
         if *end == RunEnd::Completed {
             self.r.checkpoint.status = Status::Completed;
         }
@@ -647,7 +399,7 @@ impl Dispatcher {
     }
 
     /// The runtime and cost caps, checked before every attempt.
-    fn cap_reached(&self) -> Option<Stop> {
+    pub(super) fn cap_reached(&self) -> Option<Stop> {
         let general = &self.r.loaded.config.general;
         let cp = &self.r.checkpoint;
         if let Some(max) = general.max_runtime
@@ -673,46 +425,7 @@ impl Dispatcher {
         None
     }
 
-    fn record_failure(&mut self, agent: &str, failure: &Classification, outcome: &Outcome) {
-        let attempt_no = self.r.checkpoint.progress.counters.attempts;
-        let tail = tail_chars(&outcome.text_tail, 2000);
-        self.journal(
-            "attempt_failed",
-            json!({"attempt": attempt_no, "agent": agent, "category": failure.category, "rule": failure.rule,
-                   "reason": failure.reason, "session": outcome.session, "evidence": tail,
-                   "duration_ms": outcome.duration.as_millis() as u64, "usage": outcome.usage}),
-        );
-        self.r.reporter.line(&format!(
-            "attempt {attempt_no} failed ({}, {}): {}",
-            failure.category.as_str(),
-            failure.rule,
-            failure.reason
-        ));
-        if failure.category == Category::Ambiguous {
-            tracing::warn!("flagged for review: attempt {attempt_no} failed in a way ralph cannot explain");
-        }
-        self.r.checkpoint.last_error =
-            Some(LastError { classification: failure.clone(), agent: agent.to_string(), text_tail: tail, at: now() });
-    }
-
-    /// Keeps the finished phase's artifact for the next phase's prompt: its done file,
-    /// or the final message of its last iteration.
-    fn save_artifact(&mut self, phase_name: &str) {
-        let Some(phase) = self.r.loaded.phases.iter().find(|p| p.name == phase_name) else { return };
-        let text = match &phase.done {
-            DoneSignal::File(path) => std::fs::read_to_string(self.r.dir.join(path)).ok(),
-            _ => self.last_success.take(),
-        };
-        let Some(text) = text else { return };
-        let path = self.r.artifacts_dir.join(format!("{phase_name}.md"));
-        if let Err(e) = std::fs::create_dir_all(&self.r.artifacts_dir)
-            .and_then(|()| crate::state::atomic::write_atomic(&path, text.as_bytes()))
-        {
-            tracing::warn!("cannot keep the artifact of phase {phase_name}: {e}");
-        }
-    }
-
-    fn prompt(&self, resuming: bool) -> String {
+    pub(super) fn prompt(&self, resuming: bool) -> String {
         let progress = &self.r.checkpoint.progress;
         let pos = &progress.position;
         let phase = self.phase();
@@ -741,7 +454,7 @@ impl Dispatcher {
     }
 
     /// Adds the attempt's cost and tokens to the run's and its phase's.
-    fn add_usage(&mut self, outcome: &Outcome) {
+    pub(super) fn add_usage(&mut self, outcome: &Outcome) {
         let phase = self.phase().name.clone();
         let cp = &mut self.r.checkpoint;
         cp.usage.add(&outcome.usage);
@@ -750,30 +463,30 @@ impl Dispatcher {
     }
 
     /// What is left of `[general] max_runtime`, if set.
-    fn runtime_left(&self) -> Option<Duration> {
+    pub(super) fn runtime_left(&self) -> Option<Duration> {
         let max = self.r.loaded.config.general.max_runtime?;
         Some(max.saturating_sub(Duration::from_secs_f64(self.elapsed())))
     }
 
-    fn elapsed(&self) -> f64 {
+    pub(super) fn elapsed(&self) -> f64 {
         self.elapsed_before + self.started.elapsed().as_secs_f64()
     }
 
-    fn phase(&self) -> &crate::config::Phase {
+    pub(super) fn phase(&self) -> &crate::config::Phase {
         &self.r.loaded.phases[self.r.checkpoint.progress.position.phase]
     }
 
-    fn current_agent(&self) -> String {
+    pub(super) fn current_agent(&self) -> String {
         let pos = &self.r.checkpoint.progress.position;
         self.phase().chain.get(pos.agent_index).cloned().unwrap_or_default()
     }
 
     /// Writes the checkpoint atomically and durably, unless checkpoints are off.
-    fn save(&mut self) -> Result<(), RalphError> {
+    pub(super) fn save(&mut self) -> Result<(), RalphError> {
         self.save_with(Durability::Durable)
     }
 
-    fn save_with(&mut self, durability: Durability) -> Result<(), RalphError> {
+    pub(super) fn save_with(&mut self, durability: Durability) -> Result<(), RalphError> {
         let elapsed = self.elapsed();
         let cp = &mut self.r.checkpoint;
         cp.elapsed_secs = elapsed;
@@ -783,7 +496,7 @@ impl Dispatcher {
             .map_err(|e| RalphError::io(format!("cannot write the checkpoint {}", path.display()), e))
     }
 
-    fn journal(&mut self, kind: &str, fields: serde_json::Value) {
+    pub(super) fn journal(&mut self, kind: &str, fields: serde_json::Value) {
         tracing::info!(kind, %fields);
         if let Err(e) = self.r.journal.append(kind, &fields) {
             tracing::warn!("cannot append to the journal: {e}");
@@ -807,52 +520,6 @@ impl Observer for Dispatcher {
     }
 }
 
-/// How an offline check ended.
-enum Offline {
-    /// The providers answer; nothing was paused.
-    Online,
-    /// They did not, and now do again.
-    Recovered,
-    /// A signal stopped the run during the pause.
-    Stopped(RunEnd),
-}
-
-/// A number in [0, 1) for the backoff's jitter. The clock's nanoseconds are random
-/// enough to keep many runs hit by one outage from retrying in lockstep.
-fn jitter() -> f64 {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-    f64::from(nanos) / 1e9
-}
-
-fn unix_now() -> i64 {
+pub(super) fn unix_now() -> i64 {
     jiff::Timestamp::now().as_second()
-}
-
-fn tail_chars(text: &str, max: usize) -> String {
-    let count = text.chars().count();
-    text.chars().skip(count.saturating_sub(max)).collect()
-}
-
-/// What the done artifact looked like before the attempt, to see it change.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Stamp {
-    NotApplicable,
-    Missing,
-    Content(String),
-}
-
-impl Stamp {
-    fn is_some_or_created(&self, dir: &std::path::Path, done: &DoneSignal) -> bool {
-        !matches!(self, Stamp::NotApplicable) && matches!(artifact_stamp(dir, done), Stamp::Content(_))
-    }
-}
-
-fn artifact_stamp(dir: &std::path::Path, done: &DoneSignal) -> Stamp {
-    match done {
-        DoneSignal::File(path) => match std::fs::read(dir.join(path)) {
-            Ok(bytes) => Stamp::Content(super::setup::checksum(&bytes)),
-            Err(_) => Stamp::Missing,
-        },
-        _ => Stamp::NotApplicable,
-    }
 }

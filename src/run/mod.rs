@@ -2,10 +2,13 @@
 //! into a ready run (or a precise error), [`dispatch`] is the one loop that owns the
 //! run state and drives attempts, and [`attempt`] runs one agent process.
 
+mod artifact;
 pub mod attempt;
 pub mod dispatch;
+mod failure;
 pub mod setup;
 pub mod start;
+mod waits;
 
 use std::path::PathBuf;
 

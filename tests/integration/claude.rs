@@ -34,6 +34,8 @@ chain = "main"
         url = provider.base_url(),
         home = home.display(),
     );
+    // Node's start-up on a loaded machine can outlast the fast tests' 3 s stall limit.
+    let timeouts = if timeouts.is_empty() { r#"stall = "30s""# } else { timeouts };
     Some(p.config(&fast(retry, timeouts, &body)))
 }
 
