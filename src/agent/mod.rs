@@ -2,6 +2,7 @@
 //! launched and resumed, and the built-in scripted agent.
 
 pub mod claude_stream;
+pub mod codex;
 pub mod event;
 pub mod launch;
 pub mod sim;

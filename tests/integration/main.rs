@@ -1,11 +1,13 @@
 //! Integration tests: the real `ralph` binary against the built-in scripted agent
 //! (`kind = "sim"`) and small command agents, each in its own temp directory.
 
+mod fake_openai;
 mod fake_provider;
 mod harness;
 mod real_cli;
 
 mod claude;
+mod codex;
 mod commands;
 mod config;
 mod limits;

@@ -1,0 +1,605 @@
+//! The Codex CLI (`@openai/codex`): how it is launched and resumed headless, and the
+//! parser for its `codex exec --json` output (one JSON object per line).
+//!
+//! Observed with Codex CLI 0.171.0 against a fake Responses provider:
+//!
+//! ```text
+//! {"type":"thread.started","thread_id":"01a22d66-…"}            the session id
+//! {"type":"item.completed","item":{"type":"error","message":…}}  a non-fatal notice
+//! {"type":"turn.started"}
+//! {"type":"item.started","item":{"id":"item_1","type":"command_execution","command":…,"status":"in_progress"}}
+//! {"type":"item.completed","item":{"id":"item_1","type":"command_execution",…,"exit_code":0,"status":"completed"}}
+//! {"type":"item.completed","item":{"id":"item_2","type":"reasoning","text":…}}
+//! {"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":…}}
+//! {"type":"turn.completed","usage":{"input_tokens":…,"cached_input_tokens":…,"output_tokens":…,…}}
+//! ```
+//!
+//! and on failure `{"type":"error","message":…}` then
+//! `{"type":"turn.failed","error":{"message":…}}`, exit 1. Codex announces its own
+//! retries as `error` events whose message starts with "Reconnecting... n/N (…)".
+//!
+//! Like the Claude parser, everything is read through `serde_json::Value` with lenient
+//! accessors, no input can panic, and every non-blank line yields at least one event.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::event::{AgentEvent, LineParser};
+use super::launch::Request;
+use crate::config::AgentConfig;
+
+/// The argv of one launch:
+///
+/// - fresh: `codex exec --json --skip-git-repo-check
+///   --dangerously-bypass-approvals-and-sandbox -c analytics.enabled=false [-m MODEL]
+///   [args…] -- PROMPT`
+/// - resume: `codex exec resume --json --skip-git-repo-check
+///   --dangerously-bypass-approvals-and-sandbox -c analytics.enabled=false [-m MODEL]
+///   [args…] -- SESSION PROMPT`
+///
+/// `exec resume` takes its options after `resume` (it has no `--sandbox` or `--cd`),
+/// so both forms use only options the two share. The bypass flag is the one way to
+/// run tools without approval prompts that works as root and without a sandbox
+/// helper (ralph owns the isolation); `--` keeps a prompt starting with `-` a
+/// prompt. Analytics are off (otherwise every run also talks to `ab.chatgpt.com`).
+pub fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> {
+    let mut argv = vec![binary.display().to_string(), "exec".to_string()];
+    if req.resume.is_some() {
+        argv.push("resume".to_string());
+    }
+    argv.extend(
+        [
+            "--json",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "-c",
+            "analytics.enabled=false",
+        ]
+        .map(str::to_string),
+    );
+    if let Some(model) = &cfg.model {
+        argv.extend(["-m".to_string(), model.clone()]);
+    }
+    argv.extend(cfg.args.iter().cloned());
+    argv.push("--".to_string());
+    if let Some(session) = req.resume {
+        argv.push(session.to_string());
+    }
+    argv.push(req.prompt.to_string());
+    argv
+}
+
+/// Extra environment for Codex. Codex 0.171 has no environment switch for telemetry
+/// or updates: `codex exec` never checks for updates, and analytics are turned off
+/// on the command line (`-c analytics.enabled=false`, see [`argv`]). Its own request
+/// retries are left to the user's `config.toml` (`request_max_retries`,
+/// `stream_max_retries`), which is where Codex reads them from.
+pub fn env() -> Vec<(String, String)> {
+    Vec::new()
+}
+
+/// One per attempt.
+#[derive(Debug, Default)]
+pub struct CodexParser {
+    session_id: Option<String>,
+    /// The last `agent_message` of the current turn: the final answer at `turn.completed`.
+    last_message: Option<String>,
+    /// Tool items that got a `ToolStarted` and no `ToolFinished` yet.
+    open_tools: HashSet<String>,
+    /// Usage reported by the last `turn.completed` (input, output).
+    usage_seen: (u64, u64),
+}
+
+impl CodexParser {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A parser for a resumed thread whose earlier launches already reported
+    /// `input_tokens`/`output_tokens` in total: Codex's usage is cumulative over the
+    /// thread, so the resumed launch's first `turn.completed` includes them.
+    pub fn with_baseline(input_tokens: u64, output_tokens: u64) -> Self {
+        Self { usage_seen: (input_tokens, output_tokens), ..Self::default() }
+    }
+
+    /// The thread id seen, if any.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+
+    fn item(&mut self, obj: &Value, completed: bool, out: &mut Vec<AgentEvent>) {
+        let Some(item) = obj.get("item").filter(|i| i.is_object()) else {
+            return;
+        };
+        let kind = str_field(item, "type").unwrap_or("");
+        let id = string_or_empty(item, "id");
+        match kind {
+            // Text and reasoning are reported whole at completion (no deltas in 0.171).
+            "agent_message" if completed => {
+                let text = string_or_empty(item, "text");
+                self.last_message = Some(text.clone());
+                out.push(AgentEvent::Text { text });
+            }
+            "reasoning" if completed => out.push(AgentEvent::Thinking { text: string_or_empty(item, "text") }),
+            "command_execution" | "file_change" | "mcp_tool_call" | "web_search" | "collab_tool_call" => {
+                if !self.open_tools.contains(&id) {
+                    let (name, input) = tool_call(kind, item);
+                    out.push(AgentEvent::ToolStarted { id: id.clone(), name, input });
+                    if !completed {
+                        // Bounded: a stream of starts with no completions cannot grow it forever.
+                        if self.open_tools.len() >= 1024 {
+                            self.open_tools.clear();
+                        }
+                        self.open_tools.insert(id.clone());
+                    }
+                }
+                if completed {
+                    self.open_tools.remove(&id);
+                    let (is_error, output) = tool_result(kind, item);
+                    out.push(AgentEvent::ToolFinished { id, is_error, output });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn turn_completed(&mut self, obj: &Value, out: &mut Vec<AgentEvent>) {
+        if let Some(usage) = obj.get("usage").filter(|u| u.is_object()) {
+            // After `codex exec resume` the usage is cumulative over the whole thread,
+            // not per turn: emit only what is new since the last `turn.completed` this
+            // parser saw (or its baseline), so that summing Usage events stays right.
+            let input = u64_field(usage, "input_tokens").unwrap_or(0);
+            let output = u64_field(usage, "output_tokens").unwrap_or(0);
+            let (seen_in, seen_out) = self.usage_seen;
+            // A smaller total than before (a counter reset) counts from zero.
+            let delta_in = if input >= seen_in { input - seen_in } else { input };
+            let delta_out = if output >= seen_out { output - seen_out } else { output };
+            self.usage_seen = (input, output);
+            out.push(AgentEvent::Usage { input_tokens: delta_in, output_tokens: delta_out, cost_usd: None });
+        }
+        out.push(AgentEvent::Result {
+            text: self.last_message.take().unwrap_or_default(),
+            is_error: false,
+            subtype: "success".to_owned(),
+            api_error_status: None,
+        });
+    }
+}
+
+impl LineParser for CodexParser {
+    fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
+        let line = line.trim();
+        if line.is_empty() {
+            return Vec::new();
+        }
+        let obj: Value = match serde_json::from_str(line) {
+            Ok(v @ Value::Object(_)) => v,
+            _ => return vec![unknown("non-json")],
+        };
+        let kind = str_field(&obj, "type").unwrap_or("").to_owned();
+        let mut out = Vec::new();
+        match kind.as_str() {
+            "thread.started" => {
+                // Always reported: it marks the start of the launch, even when a
+                // resume reports the id this parser already holds.
+                if let Some(id) = str_field(&obj, "thread_id").filter(|s| !s.is_empty()) {
+                    self.session_id = Some(id.to_owned());
+                    out.push(AgentEvent::Session { id: id.to_owned() });
+                }
+            }
+            "turn.started" => self.last_message = None,
+            "item.started" => self.item(&obj, false, &mut out),
+            "item.completed" => self.item(&obj, true, &mut out),
+            "turn.completed" => self.turn_completed(&obj, &mut out),
+            "error" => {
+                let message = string_or_empty(&obj, "message");
+                out.push(match reconnecting(&message) {
+                    Some((attempt, reason)) => {
+                        AgentEvent::ApiRetry { attempt, status: http_status(reason), error: reason.to_owned() }
+                    }
+                    None => AgentEvent::Error { message },
+                });
+            }
+            "turn.failed" => {
+                let error = obj.get("error");
+                let message = error.map(|e| string_or_empty(e, "message")).unwrap_or_default();
+                let status = http_status(&message);
+                out.push(AgentEvent::Error { message: message.clone() });
+                out.push(AgentEvent::Result {
+                    text: message,
+                    is_error: true,
+                    subtype: "turn_failed".to_owned(),
+                    api_error_status: status,
+                });
+                self.last_message = None;
+            }
+            _ => {}
+        }
+        if out.is_empty() {
+            let name = match kind.as_str() {
+                "" => "untyped".to_owned(),
+                // `item.completed/error` is Codex's non-fatal notice (e.g. missing
+                // model metadata); the raw line stays in the attempt's log.
+                k if k.starts_with("item.") => {
+                    let item_type = obj.get("item").and_then(|i| str_field(i, "type")).unwrap_or("");
+                    format!("{k}/{item_type}")
+                }
+                k => k.to_owned(),
+            };
+            out.push(unknown(&name));
+        }
+        out
+    }
+}
+
+/// The ralph-side name and input of a tool item.
+fn tool_call(kind: &str, item: &Value) -> (String, Value) {
+    match kind {
+        "command_execution" => (kind.to_owned(), json!({"command": string_or_empty(item, "command")})),
+        "file_change" => (kind.to_owned(), json!({"changes": item.get("changes").cloned().unwrap_or(Value::Null)})),
+        "mcp_tool_call" => (
+            format!("mcp__{}__{}", string_or_empty(item, "server"), string_or_empty(item, "tool")),
+            item.get("arguments").cloned().unwrap_or(Value::Null),
+        ),
+        "web_search" => (kind.to_owned(), json!({"query": string_or_empty(item, "query")})),
+        _ => (kind.to_owned(), item.clone()),
+    }
+}
+
+/// Whether a completed tool item failed, and its output as text.
+fn tool_result(kind: &str, item: &Value) -> (bool, String) {
+    let status = str_field(item, "status").unwrap_or("");
+    let mut is_error = matches!(status, "failed" | "declined");
+    let output = match kind {
+        "command_execution" => {
+            if let Some(code) = item.get("exit_code").and_then(Value::as_i64) {
+                is_error |= code != 0;
+            }
+            string_or_empty(item, "aggregated_output")
+        }
+        "mcp_tool_call" => match item.get("error") {
+            Some(e) if !e.is_null() => {
+                is_error = true;
+                str_field(e, "message").map_or_else(|| e.to_string(), str::to_owned)
+            }
+            _ => item.get("result").filter(|r| !r.is_null()).map(Value::to_string).unwrap_or_default(),
+        },
+        _ => String::new(),
+    };
+    (is_error, output)
+}
+
+/// "Reconnecting... 2/5 (reason)" → (2, "reason").
+fn reconnecting(message: &str) -> Option<(u32, &str)> {
+    let rest = message.strip_prefix("Reconnecting...")?.trim_start();
+    let (count, reason) = rest.split_once(' ').unwrap_or((rest, ""));
+    let attempt = count.split('/').next()?.parse().ok()?;
+    let reason = reason.trim();
+    let reason = reason.strip_prefix('(').and_then(|r| r.strip_suffix(')')).unwrap_or(reason);
+    Some((attempt, reason))
+}
+
+/// The HTTP status in Codex's error texts: "unexpected status 401 Unauthorized: …",
+/// "exceeded retry limit, last status: 429 Too Many Requests".
+fn http_status(message: &str) -> Option<u16> {
+    ["unexpected status ", "last status: "].iter().find_map(|marker| {
+        let at = message.find(marker)? + marker.len();
+        let digits: String = message[at..].chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().ok().filter(|s| (100..600).contains(s))
+    })
+}
+
+fn unknown(kind: &str) -> AgentEvent {
+    AgentEvent::Unknown { kind: kind.to_owned() }
+}
+
+fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+fn string_or_empty(v: &Value, key: &str) -> String {
+    str_field(v, key).unwrap_or("").to_owned()
+}
+
+fn u64_field(v: &Value, key: &str) -> Option<u64> {
+    match v.get(key)? {
+        Value::Number(n) => n.as_u64().or_else(|| n.as_f64().filter(|f| f.is_finite() && *f >= 0.0).map(|f| f as u64)),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::AgentConfig;
+
+    fn parse_all(lines: &[&str]) -> Vec<AgentEvent> {
+        let mut p = CodexParser::new();
+        lines.iter().flat_map(|l| p.parse_line(l)).collect()
+    }
+
+    const TID: &str = "01a22d66-98fb-72f0-9462-56da3949b4c9";
+
+    // Captured from Codex CLI 0.171.0 (`codex exec --json`) against
+    // tests/integration/fake_openai.rs: an exec_command call, then reasoning and a
+    // final message.
+    const RUN: [&str; 8] = [
+        r#"{"type":"thread.started","thread_id":"01a22d66-98fb-72f0-9462-56da3949b4c9"}"#,
+        r#"{"type":"item.completed","item":{"id":"item_0","type":"error","message":"Model metadata for `gpt-5-codex` not found. Defaulting to fallback metadata; this can degrade performance and cause issues."}}"#,
+        r#"{"type":"turn.started"}"#,
+        r#"{"type":"item.started","item":{"id":"item_1","type":"command_execution","command":"/bin/bash -lc \"printf 'hello from codex\\\\n' > out.txt\"","aggregated_output":"","exit_code":null,"status":"in_progress"}}"#,
+        r#"{"type":"item.completed","item":{"id":"item_1","type":"command_execution","command":"/bin/bash -lc \"printf 'hello from codex\\\\n' > out.txt\"","aggregated_output":"","exit_code":0,"status":"completed"}}"#,
+        r#"{"type":"item.completed","item":{"id":"item_2","type":"reasoning","text":"Thinking about it"}}"#,
+        r#"{"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":"Wrote it.\n\n<promise>DONE</promise>"}}"#,
+        r#"{"type":"turn.completed","usage":{"input_tokens":300,"cached_input_tokens":20,"cache_write_input_tokens":0,"output_tokens":14,"reasoning_output_tokens":4}}"#,
+    ];
+
+    #[test]
+    fn a_full_run() {
+        let command = r#"/bin/bash -lc "printf 'hello from codex\\n' > out.txt""#;
+        assert_eq!(
+            parse_all(&RUN),
+            vec![
+                AgentEvent::Session { id: TID.into() },
+                AgentEvent::Unknown { kind: "item.completed/error".into() },
+                AgentEvent::Unknown { kind: "turn.started".into() },
+                AgentEvent::ToolStarted {
+                    id: "item_1".into(),
+                    name: "command_execution".into(),
+                    input: json!({ "command": command }),
+                },
+                AgentEvent::ToolFinished { id: "item_1".into(), is_error: false, output: "".into() },
+                AgentEvent::Thinking { text: "Thinking about it".into() },
+                AgentEvent::Text { text: "Wrote it.\n\n<promise>DONE</promise>".into() },
+                AgentEvent::Usage { input_tokens: 300, output_tokens: 14, cost_usd: None },
+                AgentEvent::Result {
+                    text: "Wrote it.\n\n<promise>DONE</promise>".into(),
+                    is_error: false,
+                    subtype: "success".into(),
+                    api_error_status: None,
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn usage_is_a_delta_over_the_thread_total() {
+        // A resumed launch of the same thread reported 600/21 after an earlier 300/14.
+        let second = r#"{"type":"turn.completed","usage":{"input_tokens":600,"cached_input_tokens":30,"cache_write_input_tokens":0,"output_tokens":21,"reasoning_output_tokens":6}}"#;
+        let mut p = CodexParser::new();
+        let usage = |evs: Vec<AgentEvent>| evs.into_iter().find(|e| matches!(e, AgentEvent::Usage { .. }));
+        assert_eq!(
+            usage(p.parse_line(RUN[7])),
+            Some(AgentEvent::Usage { input_tokens: 300, output_tokens: 14, cost_usd: None })
+        );
+        assert_eq!(
+            usage(p.parse_line(second)),
+            Some(AgentEvent::Usage { input_tokens: 300, output_tokens: 7, cost_usd: None })
+        );
+        let mut resumed = CodexParser::with_baseline(300, 14);
+        assert_eq!(
+            usage(resumed.parse_line(second)),
+            Some(AgentEvent::Usage { input_tokens: 300, output_tokens: 7, cost_usd: None })
+        );
+        // A turn with no message: an empty result, no stale text from an earlier turn.
+        let mut p = CodexParser::new();
+        p.parse_line(RUN[6]);
+        p.parse_line(RUN[2]);
+        assert_eq!(
+            p.parse_line(r#"{"type":"turn.completed"}"#),
+            vec![AgentEvent::Result {
+                text: "".into(),
+                is_error: false,
+                subtype: "success".into(),
+                api_error_status: None
+            }]
+        );
+    }
+
+    #[test]
+    fn failures_and_statuses() {
+        // Captured: 401, 429 (no retry-after), 500, context, with retries at 0.
+        let cases = [
+            (
+                "unexpected status 401 Unauthorized: Incorrect API key provided: x. You can find your API key at https://platform.openai.com/account/api-keys., url: http://127.0.0.1:18767/s401/v1/responses",
+                Some(401),
+            ),
+            (
+                "unexpected status 529 <unknown status code>: Overloaded, url: http://127.0.0.1:18767/s529/v1/responses",
+                Some(529),
+            ),
+            ("exceeded retry limit, last status: 429 Too Many Requests", Some(429)),
+            ("We\u{2019}re currently experiencing high demand, which may cause temporary errors.", None),
+            (
+                "Codex ran out of room in the model's context window. Start a new thread or clear earlier history before retrying.",
+                None,
+            ),
+        ];
+        for (message, status) in cases {
+            let error = json!({"type": "error", "message": message}).to_string();
+            let failed = json!({"type": "turn.failed", "error": {"message": message}}).to_string();
+            assert_eq!(
+                parse_all(&[RUN[2], &error, &failed]),
+                vec![
+                    AgentEvent::Unknown { kind: "turn.started".into() },
+                    AgentEvent::Error { message: message.into() },
+                    AgentEvent::Error { message: message.into() },
+                    AgentEvent::Result {
+                        text: message.into(),
+                        is_error: true,
+                        subtype: "turn_failed".into(),
+                        api_error_status: status,
+                    },
+                ]
+            );
+        }
+    }
+
+    #[test]
+    fn reconnecting_is_a_retry() {
+        let line = r#"{"type":"error","message":"Reconnecting... 2/5 (unexpected status 503 Service Unavailable: busy, url: http://127.0.0.1:1/v1/responses)"}"#;
+        assert_eq!(
+            parse_all(&[line]),
+            vec![AgentEvent::ApiRetry {
+                attempt: 2,
+                error: "unexpected status 503 Service Unavailable: busy, url: http://127.0.0.1:1/v1/responses".into(),
+                status: Some(503),
+            }]
+        );
+        let odd = r#"{"type":"error","message":"Reconnecting... x/5"}"#;
+        assert_eq!(parse_all(&[odd]), vec![AgentEvent::Error { message: "Reconnecting... x/5".into() }]);
+    }
+
+    #[test]
+    fn other_tools() {
+        let lines = [
+            r#"{"type":"item.completed","item":{"id":"item_4","type":"file_change","changes":[{"path":"/w/a.txt","kind":"add"}],"status":"completed"}}"#,
+            r#"{"type":"item.started","item":{"id":"item_5","type":"mcp_tool_call","server":"docs","tool":"search","arguments":{"q":"x"},"status":"in_progress"}}"#,
+            r#"{"type":"item.completed","item":{"id":"item_5","type":"mcp_tool_call","server":"docs","tool":"search","arguments":{"q":"x"},"error":{"message":"boom"},"status":"failed"}}"#,
+            r#"{"type":"item.completed","item":{"id":"item_6","type":"command_execution","command":"false","aggregated_output":"oops\n","exit_code":1,"status":"failed"}}"#,
+            r#"{"type":"item.updated","item":{"id":"item_7","type":"todo_list","items":[]}}"#,
+        ];
+        assert_eq!(
+            parse_all(&lines),
+            vec![
+                AgentEvent::ToolStarted {
+                    id: "item_4".into(),
+                    name: "file_change".into(),
+                    input: json!({"changes": [{"path": "/w/a.txt", "kind": "add"}]}),
+                },
+                AgentEvent::ToolFinished { id: "item_4".into(), is_error: false, output: "".into() },
+                AgentEvent::ToolStarted {
+                    id: "item_5".into(),
+                    name: "mcp__docs__search".into(),
+                    input: json!({"q": "x"})
+                },
+                AgentEvent::ToolFinished { id: "item_5".into(), is_error: true, output: "boom".into() },
+                AgentEvent::ToolStarted {
+                    id: "item_6".into(),
+                    name: "command_execution".into(),
+                    input: json!({"command": "false"}),
+                },
+                AgentEvent::ToolFinished { id: "item_6".into(), is_error: true, output: "oops\n".into() },
+                AgentEvent::Unknown { kind: "item.updated/todo_list".into() },
+            ]
+        );
+    }
+
+    #[test]
+    fn unknowns() {
+        assert_eq!(
+            parse_all(&[
+                "not json",
+                "[1]",
+                r#"{"type":"thread.started"}"#,
+                r#"{"x":1}"#,
+                r#"{"type":"new.thing"}"#,
+                " "
+            ]),
+            vec![
+                AgentEvent::Unknown { kind: "non-json".into() },
+                AgentEvent::Unknown { kind: "non-json".into() },
+                AgentEvent::Unknown { kind: "thread.started".into() },
+                AgentEvent::Unknown { kind: "untyped".into() },
+                AgentEvent::Unknown { kind: "new.thing".into() },
+            ]
+        );
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        let shapes = [json!(null), json!(1e300), json!(-5), json!("x"), json!([1, "a", {}]), json!({}), json!(true)];
+        let types = [
+            "thread.started",
+            "turn.started",
+            "item.started",
+            "item.completed",
+            "turn.completed",
+            "turn.failed",
+            "error",
+            "",
+        ];
+        let item_types =
+            ["agent_message", "reasoning", "command_execution", "file_change", "mcp_tool_call", "web_search", "error"];
+        let mut p = CodexParser::new();
+        for t in types {
+            for s in &shapes {
+                for key in ["thread_id", "item", "usage", "error", "message"] {
+                    let mut obj = json!({"type": t});
+                    obj[key] = s.clone();
+                    p.parse_line(&obj.to_string());
+                }
+                for it in item_types {
+                    let item = json!({"type": it, "id": s, "text": s, "command": s, "aggregated_output": s,
+                        "exit_code": s, "status": s, "changes": s, "server": s, "tool": s, "arguments": s,
+                        "error": s, "result": s, "query": s});
+                    p.parse_line(&json!({"type": t, "item": item}).to_string());
+                }
+                p.parse_line(&json!({"type": t, "usage": {"input_tokens": s, "output_tokens": s}}).to_string());
+                p.parse_line(&json!({"type": t, "error": {"message": s}}).to_string());
+            }
+        }
+        for line in RUN {
+            for i in 0..line.len() {
+                if line.is_char_boundary(i) {
+                    p.parse_line(&line[..i]);
+                }
+            }
+        }
+        for m in [
+            "Reconnecting...",
+            "Reconnecting... ",
+            "Reconnecting... 99999999999/1 (",
+            "unexpected status ",
+            "last status: 99999",
+        ] {
+            p.parse_line(&json!({"type": "error", "message": m}).to_string());
+            p.parse_line(&json!({"type": "turn.failed", "error": {"message": m}}).to_string());
+        }
+        for i in 0..3000u32 {
+            p.parse_line(
+                &json!({"type": "item.started", "item": {"type": "command_execution", "id": i.to_string()}})
+                    .to_string(),
+            );
+        }
+        assert!(p.open_tools.len() <= 1024);
+    }
+
+    fn agent(toml: &str) -> AgentConfig {
+        toml::from_str(toml).expect("agent config")
+    }
+
+    #[test]
+    fn launch_and_resume_argv() {
+        let cfg = agent("kind = \"codex\"\nmodel = \"gpt-5-codex\"\nargs = [\"--disable\", \"plugins\"]\n");
+        let cwd = Path::new("/w");
+        let req = Request { agent: "cx", prompt: "-do it", resume: None, launch: 1, cwd, run_id: "r" };
+        let bin = Path::new("/bin/codex");
+        let flags = [
+            "--json",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "-c",
+            "analytics.enabled=false",
+            "-m",
+            "gpt-5-codex",
+            "--disable",
+            "plugins",
+            "--",
+        ];
+        let mut fresh = vec!["/bin/codex", "exec"];
+        fresh.extend(flags);
+        fresh.push("-do it");
+        assert_eq!(argv(&cfg, &req, bin), fresh);
+        let mut resume = vec!["/bin/codex", "exec", "resume"];
+        resume.extend(flags);
+        resume.extend([TID, "-do it"]);
+        assert_eq!(argv(&cfg, &Request { resume: Some(TID), ..req }, bin), resume);
+        let bare = agent("kind = \"codex\"\n");
+        assert!(!argv(&bare, &req, bin).contains(&"-m".to_string()));
+        assert!(env().iter().all(|(k, _)| !k.is_empty()));
+    }
+}
