@@ -7,8 +7,12 @@ use crate::config::{AgentConfig, AgentKind, OutputFormat};
 use crate::process::{Launch, env};
 
 use super::claude_stream::ClaudeStreamParser;
+use super::codex;
 use super::event::LineParser;
 use super::text::TextParser;
+
+/// Extra environment variables of a kind.
+type Env = Vec<(String, String)>;
 
 /// A launch ready to spawn.
 pub struct Prepared {
@@ -43,28 +47,25 @@ pub struct Request<'a> {
     pub cwd: &'a Path,
     /// Marks the agent and everything it starts (see `process::leftovers`).
     pub run_id: &'a str,
+    /// Input and output tokens already counted for the resumed session.
+    pub session_tokens: (u64, u64),
 }
 
 pub fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchError> {
-    let (argv, extra) = match cfg.kind {
-        AgentKind::Sim => (sim_argv(cfg, &req)?, Vec::new()),
-        AgentKind::Command => (command_argv(cfg, &req)?, Vec::new()),
-        AgentKind::Claude => (claude_argv(cfg, &req)?, claude_env()),
+    let text_output = cfg.kind == AgentKind::Command && cfg.output.unwrap_or_default() == OutputFormat::Text;
+    let (argv, extra, parser): (Vec<String>, Env, Box<dyn LineParser>) = match cfg.kind {
+        AgentKind::Sim => (sim_argv(cfg, &req)?, Vec::new(), Box::new(ClaudeStreamParser::default())),
+        AgentKind::Command if text_output => (command_argv(cfg, &req)?, Vec::new(), Box::new(TextParser)),
+        AgentKind::Command => (command_argv(cfg, &req)?, Vec::new(), Box::new(ClaudeStreamParser::default())),
+        AgentKind::Claude => (claude_argv(cfg, &req)?, claude_env(), Box::new(ClaudeStreamParser::default())),
         AgentKind::Codex => {
             let binary = find_binary(cfg, "codex", req.agent)?;
-            (super::codex::argv(cfg, &req, &binary), super::codex::env())
+            let (input, output) = req.session_tokens;
+            (codex::argv(cfg, &req, &binary), codex::env(), Box::new(codex::CodexParser::with_baseline(input, output)))
         }
         kind @ (AgentKind::Opencode | AgentKind::Gemini) => {
             return Err(LaunchError::Unsupported { agent: req.agent.to_string(), kind: kind.as_str() });
         }
-    };
-    let text_output = cfg.kind == AgentKind::Command && cfg.output.unwrap_or_default() == OutputFormat::Text;
-    let parser: Box<dyn LineParser> = if text_output {
-        Box::new(TextParser)
-    } else if cfg.kind == AgentKind::Codex {
-        Box::new(super::codex::CodexParser::new())
-    } else {
-        Box::new(ClaudeStreamParser::default())
     };
     let marker = (crate::process::leftovers::RUN_ID_VAR.to_string(), req.run_id.to_string());
     let extra = extra.into_iter().chain(cfg.env.iter().map(|(k, v)| (k.clone(), v.clone()))).chain([marker]);

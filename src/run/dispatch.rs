@@ -149,6 +149,10 @@ impl Dispatcher {
                 launch: launch_no,
                 cwd: &self.r.dir,
                 run_id: &self.r.checkpoint.run_id,
+                session_tokens: resume
+                    .as_ref()
+                    .and_then(|s| self.r.checkpoint.progress.session_tokens.get(s).copied())
+                    .unwrap_or_default(),
             },
         );
         let cp = &mut self.r.checkpoint;
@@ -459,6 +463,11 @@ impl Dispatcher {
         let cp = &mut self.r.checkpoint;
         cp.usage.add(&outcome.usage);
         cp.phase_usage.entry(phase).or_default().add(&outcome.usage);
+        if let Some(session) = &outcome.session {
+            let tokens = cp.progress.session_tokens.entry(session.clone()).or_default();
+            tokens.0 += outcome.usage.input_tokens;
+            tokens.1 += outcome.usage.output_tokens;
+        }
         self.r.reporter.set_cost(cp.usage.cost_usd);
     }
 

@@ -83,6 +83,10 @@ pub struct Progress {
     /// pause); a restart during the pause keeps probing before any attempt.
     #[serde(default)]
     pub offline_since: Option<i64>,
+    /// Input and output tokens counted per session, for agents that report usage as
+    /// a running total over a session (Codex): a resumed launch starts from these.
+    #[serde(default)]
+    pub session_tokens: BTreeMap<String, (u64, u64)>,
 }
 
 impl Progress {
@@ -106,6 +110,7 @@ impl Progress {
             cooldowns: BTreeMap::new(),
             recoveries: Vec::new(),
             offline_since: None,
+            session_tokens: BTreeMap::new(),
         }
     }
 }

@@ -139,6 +139,10 @@ fn a_retry_resumes_the_thread_codex_reported() {
     let started = p.events("attempt_started");
     assert_eq!(started[1]["resume_session"], json!(first_session));
     assert_eq!(p.checkpoint()["progress"]["sessions"]["codex"], json!(first_session), "resume keeps the thread id");
+    // Codex reports usage as a running total over the thread; each turn's own tokens
+    // are counted once.
+    let per_turn = p.events("attempt_failed")[0]["usage"]["input_tokens"].as_u64().expect("usage");
+    assert_eq!(p.checkpoint()["usage"]["input_tokens"], json!(per_turn * 2), "usage counted twice after resume");
     // The resumed request carried the earlier conversation.
     let requests = provider.response_requests();
     assert_eq!(requests.len(), 2);
