@@ -576,7 +576,15 @@ mod tests {
     fn launch_and_resume_argv() {
         let cfg = agent("kind = \"codex\"\nmodel = \"gpt-5-codex\"\nargs = [\"--disable\", \"plugins\"]\n");
         let cwd = Path::new("/w");
-        let req = Request { agent: "cx", prompt: "-do it", resume: None, launch: 1, cwd, run_id: "r" };
+        let req = Request {
+            agent: "cx",
+            prompt: "-do it",
+            resume: None,
+            launch: 1,
+            cwd,
+            run_id: "r",
+            session_tokens: (0, 0),
+        };
         let bin = Path::new("/bin/codex");
         let flags = [
             "--json",
