@@ -3,6 +3,7 @@
 
 pub mod claude_stream;
 pub mod event;
+pub mod gemini;
 pub mod launch;
 pub mod sim;
 pub mod text;
