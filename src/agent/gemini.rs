@@ -3,7 +3,11 @@
 //!
 //! Observed with Gemini CLI 0.61.0 (see `docs/agents.md`):
 //!
-//! - `init{session_id, model}` opens every run (also a resumed one, with the same id);
+//! - `init{session_id, model}` opens every run (also a resumed one, with the same
+//!   id). The id is reported as `Session` only once the session can be resumed: after
+//!   a tool call's result or a successful result. A run that fails before (an HTTP
+//!   error, a reset even after some text) leaves no session behind, and `--resume`
+//!   of it exits 42;
 //! - `message{role: "user", content}` echoes the prompt;
 //! - `message{role: "assistant", content, delta: true}` is one streamed chunk: a reply
 //!   arrives as several of them, so the parser joins them and emits one `Text` per
@@ -71,6 +75,10 @@ const TELEMETRY: &str = "GEMINI_TELEMETRY_ENABLED";
 #[derive(Debug, Default)]
 pub struct GeminiParser {
     session_id: Option<String>,
+    /// Whether `Session` was emitted for `session_id`: only once a model turn was
+    /// complete, because Gemini keeps no session that failed before, and resuming
+    /// it then fails (exit 42).
+    session_reported: bool,
     /// The assistant message being streamed, not yet emitted.
     pending: String,
     /// Whether `pending` holds an unfinished message (it may be empty text).
@@ -126,9 +134,24 @@ impl GeminiParser {
 
     fn init(&mut self, obj: &Value, out: &mut Vec<AgentEvent>) {
         self.flush(out);
-        if let Some(id) = str_field(obj, "session_id").filter(|s| !s.is_empty()) {
-            self.session_id = Some(id.to_owned());
-            out.push(AgentEvent::Session { id: id.to_owned() });
+        match str_field(obj, "session_id").filter(|s| !s.is_empty()) {
+            Some(id) if self.session_id.as_deref() != Some(id) => {
+                self.session_id = Some(id.to_owned());
+                self.session_reported = false;
+            }
+            _ => {}
+        }
+        out.push(unknown("init"));
+    }
+
+    /// Reports the session once Gemini has kept a model turn of it.
+    fn resumable(&mut self, out: &mut Vec<AgentEvent>) {
+        if self.session_reported {
+            return;
+        }
+        if let Some(id) = &self.session_id {
+            self.session_reported = true;
+            out.push(AgentEvent::Session { id: id.clone() });
         }
     }
 
@@ -145,6 +168,7 @@ impl GeminiParser {
 
     fn tool_result(&mut self, obj: &Value, out: &mut Vec<AgentEvent>) {
         self.flush(out);
+        self.resumable(out);
         let is_error = str_field(obj, "status").is_some_and(|s| s != "success");
         let error = obj.get("error").and_then(|e| str_field(e, "message")).unwrap_or("");
         let output = match content_text(obj.get("output")) {
@@ -175,6 +199,9 @@ impl GeminiParser {
         }
         let status = str_field(obj, "status").unwrap_or("");
         let is_error = status != "success";
+        if !is_error {
+            self.resumable(out);
+        }
         let error = obj.get("error").filter(|e| e.is_object());
         let error_message = error.and_then(|e| str_field(e, "message")).filter(|m| !m.is_empty());
         // A failed run's text is its error (as with Claude), so the classifier reads
@@ -314,13 +341,14 @@ mod tests {
         assert_eq!(
             parse_all(&[INIT, USER, TOOL_USE, TOOL_RESULT, DONE, SUCCESS]),
             vec![
-                AgentEvent::Session { id: SID.into() },
+                AgentEvent::Unknown { kind: "init".into() },
                 AgentEvent::Unknown { kind: "message/user".into() },
                 AgentEvent::ToolStarted {
                     id: "write_file__write_file_1796058020558_0".into(),
                     name: "write_file".into(),
                     input: json!({"file_path": "out.txt", "content": "hello from gemini\n"}),
                 },
+                AgentEvent::Session { id: SID.into() },
                 AgentEvent::ToolFinished {
                     id: "write_file__write_file_1796058020558_0".into(),
                     is_error: false,
@@ -358,6 +386,7 @@ mod tests {
             vec![
                 AgentEvent::Text { text: full.into() },
                 AgentEvent::Usage { input_tokens: 100, output_tokens: 7, cost_usd: None },
+                AgentEvent::Session { id: "19d159ee-d23d-451e-85b8-755a5246dc90".into() },
                 AgentEvent::Result {
                     text: full.into(),
                     is_error: false,
@@ -386,8 +415,12 @@ mod tests {
     fn a_whole_message_without_delta() {
         let whole = r#"{"type":"message","role":"assistant","content":"all at once"}"#;
         assert_eq!(
-            parse_all(&[whole, whole]),
-            vec![AgentEvent::Text { text: "all at once".into() }, AgentEvent::Text { text: "all at once".into() }]
+            parse_all(&[INIT, whole, whole]),
+            vec![
+                AgentEvent::Unknown { kind: "init".into() },
+                AgentEvent::Text { text: "all at once".into() },
+                AgentEvent::Text { text: "all at once".into() }
+            ]
         );
     }
 
@@ -407,6 +440,8 @@ mod tests {
             })
         );
         assert!(ev.contains(&AgentEvent::Usage { input_tokens: 0, output_tokens: 0, cost_usd: None }));
+        // Nothing was answered: no session to resume (Gemini deleted it).
+        assert!(!ev.iter().any(|e| matches!(e, AgentEvent::Session { .. })), "{ev:?}");
         let status = |line| match parse_all(&[line]).pop() {
             Some(AgentEvent::Result { is_error: true, api_error_status, .. }) => api_error_status,
             other => panic!("{other:?}"),
@@ -438,6 +473,15 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn a_resumed_run_reports_its_session_once() {
+        let mut p = GeminiParser::new();
+        let ev: Vec<AgentEvent> =
+            [INIT, DONE, SUCCESS, INIT, DONE, SUCCESS].iter().flat_map(|l| p.parse_line(l)).collect();
+        let sessions = ev.iter().filter(|e| matches!(e, AgentEvent::Session { .. })).count();
+        assert_eq!(sessions, 1, "{ev:?}");
     }
 
     #[test]
