@@ -385,7 +385,7 @@ fn per_kind_keys() {
 
 #[test]
 fn unsupported_kinds() {
-    for kind in ["codex", "opencode", "gemini"] {
+    for kind in ["codex", "opencode"] {
         let e = err(&BASE.replace("kind = \"sim\"", &format!("kind = \"{kind}\"")));
         assert_has(
             &e,

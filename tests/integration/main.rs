@@ -1,6 +1,7 @@
 //! Integration tests: the real `ralph` binary against the built-in scripted agent
 //! (`kind = "sim"`) and small command agents, each in its own temp directory.
 
+mod fake_gemini;
 mod fake_provider;
 mod harness;
 mod real_cli;
@@ -8,6 +9,7 @@ mod real_cli;
 mod claude;
 mod commands;
 mod config;
+mod gemini;
 mod limits;
 mod resume;
 mod signals;
