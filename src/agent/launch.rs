@@ -7,9 +7,9 @@ use crate::config::{AgentConfig, AgentKind, OutputFormat};
 use crate::process::{Launch, env};
 
 use super::claude_stream::ClaudeStreamParser;
-use super::codex;
 use super::event::LineParser;
 use super::text::TextParser;
+use super::{codex, gemini};
 
 /// Extra environment variables of a kind.
 type Env = Vec<(String, String)>;
@@ -63,7 +63,11 @@ pub fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchEr
             let (input, output) = req.session_tokens;
             (codex::argv(cfg, &req, &binary), codex::env(), Box::new(codex::CodexParser::with_baseline(input, output)))
         }
-        kind @ (AgentKind::Opencode | AgentKind::Gemini) => {
+        AgentKind::Gemini => {
+            let binary = find_binary(cfg, "gemini", req.agent)?;
+            (gemini::argv(cfg, &req, &binary), gemini::env(), Box::new(gemini::GeminiParser::default()))
+        }
+        kind @ AgentKind::Opencode => {
             return Err(LaunchError::Unsupported { agent: req.agent.to_string(), kind: kind.as_str() });
         }
     };

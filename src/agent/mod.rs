@@ -4,6 +4,7 @@
 pub mod claude_stream;
 pub mod codex;
 pub mod event;
+pub mod gemini;
 pub mod launch;
 pub mod sim;
 pub mod text;

@@ -385,7 +385,8 @@ fn per_kind_keys() {
 
 #[test]
 fn unsupported_kinds() {
-    for kind in ["opencode", "gemini"] {
+    {
+        let kind = "opencode";
         let e = err(&BASE.replace("kind = \"sim\"", &format!("kind = \"{kind}\"")));
         assert_has(
             &e,

@@ -170,7 +170,7 @@ const KEY_KINDS: [(&str, &str); 5] = [
 fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), ConfigError> {
     let kind = agent.kind.as_str();
     let here = |key: &str| keys!["agents", name, key];
-    if matches!(agent.kind, AgentKind::Opencode | AgentKind::Gemini) {
+    if matches!(agent.kind, AgentKind::Opencode) {
         return Err(cx.at(
             &here("kind"),
             format!(

@@ -3,37 +3,16 @@
 //! file, a resume of the thread the CLI reported, and provider failures ending in the
 //! category design.md §4 gives them.
 
-use std::path::PathBuf;
-
 use serde_json::{Value, json};
 
 use crate::fake_openai::{FakeOpenAi, Reply};
 use crate::harness::{Project, fast};
 
-/// The pinned Codex CLI. A local stand-in for `real_cli::find("codex")` until
-/// `tests/agents/versions.txt` names it (`codex @openai/codex 0.171.0`).
-fn find_codex() -> Option<PathBuf> {
-    const VERSION: &str = "0.171.0";
-    let dir = std::env::var_os("RALPH_AGENTS_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache").join("ralph-agents")
-    });
-    let bin = dir.join(format!("codex-{VERSION}")).join("node_modules").join(".bin").join("codex");
-    if bin.exists() {
-        return Some(bin);
-    }
-    let message = format!("codex {VERSION} is not installed at {}: run tests/agents/install.sh", bin.display());
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{message}");
-    }
-    eprintln!("\n*** SKIPPED: {message} ***\n");
-    None
-}
-
 /// A project whose only agent is the real `codex`, pointed at `provider` through its
 /// own `CODEX_HOME/config.toml` (and its own HOME), with Codex's own retries off so
 /// that ralph's policy decides.
 fn project(provider: &FakeOpenAi, retry: &str, timeouts: &str) -> Option<Project> {
-    let codex = find_codex()?;
+    let codex = crate::real_cli::find("codex")?;
     let p = Project::new();
     let home = p.join(".home");
     let codex_home = p.join(".home/codex");

@@ -1,6 +1,7 @@
 //! Integration tests: the real `ralph` binary against the built-in scripted agent
 //! (`kind = "sim"`) and small command agents, each in its own temp directory.
 
+mod fake_gemini;
 mod fake_openai;
 mod fake_provider;
 mod harness;
@@ -10,6 +11,7 @@ mod claude;
 mod codex;
 mod commands;
 mod config;
+mod gemini;
 mod limits;
 mod resume;
 mod signals;
