@@ -5,6 +5,7 @@ mod fake_provider;
 mod harness;
 mod real_cli;
 
+mod capture;
 mod claude;
 mod commands;
 mod config;
