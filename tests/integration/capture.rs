@@ -6,6 +6,12 @@
 //! config in a temp dir, a clean environment, stdin from /dev/null, its own retries
 //! turned down, and a wall-clock limit. Run by hand after changing a pinned version:
 //! `cargo test --test integration capture_<cli>_corpus -- --ignored`.
+//!
+//! The committed captures were made with no route off the machine, in a network
+//! namespace holding only loopback:
+//! `unshare -n sh -c 'ip link set lo up; cargo test --offline --test integration capture_ -- --ignored --test-threads=1'`.
+//! With a network, OpenCode and Gemini CLI spend seconds on side traffic (OpenCode's
+//! plugin install) but print the same.
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -332,4 +338,44 @@ fn capture_gemini_corpus() {
         .env("GEMINI_API_KEY", "dummy-key");
         cmd
     });
+}
+
+/// POSTs `{}` to `path` and returns the status code and the JSON body.
+fn post(provider: &FakeProvider, path: &str) -> (u16, serde_json::Value) {
+    use std::io::Write;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", provider.port)).expect("connect");
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{{}}"
+    )
+    .expect("send");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("read");
+    let status = answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).expect("status");
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    (status, serde_json::from_str(body).unwrap_or_default())
+}
+
+#[test]
+fn the_fake_provider_shapes_error_replies_for_each_api() {
+    let provider = FakeProvider::start(Vec::new()).fallback(Reply::rate_limited(0));
+    let (status, body) = post(&provider, "/v1/messages?beta=true");
+    assert_eq!((status, &body["error"]["type"]), (429, &json!("rate_limit_error")));
+    for path in ["/v1/responses", "/v1/chat/completions"] {
+        let (status, body) = post(&provider, path);
+        assert_eq!((status, &body["error"]["code"]), (429, &json!("rate_limit_exceeded")), "{path}");
+    }
+    for path in ["/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse", "/v1beta/models/m:generateContent"] {
+        let (status, body) = post(&provider, path);
+        assert_eq!(
+            body,
+            json!({"error": {"code": 429, "message": "Resource has been exhausted (e.g. check quota).", "status": "RESOURCE_EXHAUSTED"}}),
+            "{path}"
+        );
+        assert_eq!(status, 429);
+    }
+    // Side requests are not model requests and get an empty 200.
+    let (status, _) = post(&provider, "/v1/messages/count_tokens");
+    assert_eq!(status, 200);
+    assert_eq!(provider.model_requests().len(), 5);
 }
