@@ -184,12 +184,11 @@ const RATE: &[&str] = &[
 ];
 
 const OVERLOADED: &[&str] = &[
-    "529 overloaded",           // claude
-    "repeated 529",             // claude
-    "api is at capacity",       // claude
-    "overloaded_error",         // anthropic type
-    "model is overloaded",      // gemini
-    "experiencing high demand", // codex (its 500 text)
+    "529 overloaded",      // claude
+    "repeated 529",        // claude
+    "api is at capacity",  // claude
+    "overloaded_error",    // anthropic type
+    "model is overloaded", // gemini
     "api error: 529",
     "api error: 503",
     "unexpected status 529", // codex
@@ -206,7 +205,8 @@ const SERVER: &[&str] = &[
     "\"statuscode\":5##",    // opencode
     "\"code\":5##",          // gemini error body
     "internal server error",
-    "an internal error has occurred", // gemini 500 (guess)
+    "experiencing high demand", // codex: its text for HTTP 500 (captured), not an overload
+    "an internal error has occurred", // gemini 500 (guess: the CLI relays the body, this wording is the API's public one)
     "bad gateway",
     "gateway timeout",
 ];

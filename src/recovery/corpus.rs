@@ -7,7 +7,8 @@
 //! clock at [`NOW`]), `flags` (`fresh` or `reset_tools`; absent means neither),
 //! `origin` (where the text comes from: "captured" from a real CLI run, or "shaped";
 //! required, so nobody mistakes a shaped
-//! case for a captured one), `note`.
+//! case for a captured one), `note`, `requests` (informative: how many model
+//! requests a captured run sent to the fake provider).
 //!
 //! Claude stdout (and ralph's own cases, shaped like it) goes through the real
 //! stream parser, as an attempt does. Codex, OpenCode and Gemini have no parser

@@ -95,13 +95,15 @@ def xcase(case, expect, msg, origin=X_DOC, retries=True, **kw):
     write("codex", case, expect, origin, X_START + (xretries(msg) if retries else []) + [xerr(msg), xfail(msg)], X_ERR, **kw)
 
 xcase("overloaded_529","environmental provider_overloaded",f"unexpected status 529 <unknown status code>: Overloaded, {URL}")
-xcase("server_500","environmental provider_overloaded","We're currently experiencing high demand, which may cause temporary errors.")
+xcase("server_500","environmental provider_error","We're currently experiencing high demand, which may cause temporary errors.",
+      note="captured counterpart captured_server_500.txt: Codex prints this text for HTTP 500 (with a typographic apostrophe), so it is a provider error, not an overload; 503 and 529 print 'unexpected status 5NN …'")
 xcase("rate_limit_429","environmental rate_limited","exceeded retry limit, last status: 429 Too Many Requests", retries=False)
 body = '{"error":{"type":"usage_limit_reached","message":"The usage limit has been reached","plan_type":"plus","resets_at":%d,"resets_in_seconds":%d}}' % (NOW+9000, 9000)
 xcase("usage_limit","environmental rate_limited",f"unexpected status 429 Too Many Requests: {body}, {URL}",
       origin="shaped from agent-clis.md ('usage limits carry resets_at / resets_in_seconds in the 429 body', reported publicly); body layout is a guess; no codex parser yet",
       retries=False, reset="2026-01-15T14:30:00Z resets_at")
-xcase("connection_refused","environmental connection_refused","Connection failed: error sending request for url (http://127.0.0.1:8089/v1/responses)")
+xcase("connection_refused","environmental connection_refused","Connection failed: error sending request for url (http://127.0.0.1:8089/v1/responses)",
+      note="captured counterpart captured_connection_refused.txt: the real text ends at 'error sending request', without the url")
 xcase("connection_reset","environmental stream_interrupted","stream disconnected before completion: Transport error: error decoding response body")
 xcase("dns_failure","environmental dns_failure","Connection failed: error sending request for url (https://api.openai.invalid/v1/responses): client error (Connect): dns error: failed to lookup address information: Name or service not known", origin=X_GUESS)
 xcase("stream_stalled","environmental stream_stalled","stream disconnected before completion: idle timeout waiting for SSE")
@@ -132,20 +134,25 @@ def api(msg, status, retryable, body, **extra):
 def ocase(case, expect, line, origin=O_DOC, **kw):
     write("opencode", case, expect, origin, O_START + [line], **kw)
 
-ocase("overloaded_529","environmental provider_overloaded",oerr("APIError",api("Overloaded",529,True,'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}')), origin=O_GUESS+" (status 529 through an anthropic provider)")
-ocase("server_500","environmental provider_error",oerr("APIError",api("Internal Server Error",500,True,'{"error":{"message":"Internal Server Error","type":"server_error"}}')), origin=O_GUESS)
+O_CAPTURED = "captured counterpart captured_%s.txt (through the openai-compatible provider): no step_start before the error, data also carries responseHeaders and metadata.url"
+ocase("overloaded_529","environmental provider_overloaded",oerr("APIError",api("Overloaded",529,True,'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}')), origin=O_GUESS+" (status 529 through an anthropic provider)",
+      note=O_CAPTURED % "overloaded_529" + "; the message is the body's own")
+ocase("server_500","environmental provider_error",oerr("APIError",api("Internal Server Error",500,True,'{"error":{"message":"Internal Server Error","type":"server_error"}}')), origin=O_GUESS,
+      note=O_CAPTURED % "server_500" + "; the message is the body's own, not the HTTP reason")
 ocase("rate_limit_429","environmental rate_limited",oerr("APIError",api("Rate limit reached for requests. Please try again in 2s.",429,True,'{"error":{"message":"Rate limit reached for requests. Please try again in 2s.","type":"requests","code":"rate_limit_exceeded"}}')),
-      reset="2026-01-15T12:00:02Z try_again_in")
+      reset="2026-01-15T12:00:02Z try_again_in", note=O_CAPTURED % "rate_limit_429")
 ocase("usage_limit","environmental rate_limited",oerr("APIError",api("Too Many Requests",429,True,'{"error":{"message":"Too Many Requests"}}',responseHeaders={"retry-after":"120","content-type":"application/json"})),
       origin=O_GUESS+" (a 429 with retry-after in the response headers)", reset="2026-01-15T12:02:00Z retry_after")
-ocase("connection_refused","environmental connection_refused",oerr("APIError",{"message":"Cannot connect to API: Unable to connect. Is the computer able to access the url?","isRetryable":True}))
+ocase("connection_refused","environmental connection_refused",oerr("APIError",{"message":"Cannot connect to API: Unable to connect. Is the computer able to access the url?","isRetryable":True}),
+      note="captured counterpart captured_connection_refused.txt: no step_start before the error, data also carries metadata.url; it comes after ~67 s of OpenCode's fixed retries")
 write("opencode","connection_reset_loop","agent attempt_timeout",O_DOC+" ('a connection reset mid-stream sends OpenCode into an endless re-request loop': only ralph's timeouts end it)",
   O_START + [j({"type":"step_start","timestamp":NOW*1000+1000*i,"sessionID":SES,"part":{"type":"step-start"}}) for i in range(1,4)],
   exit="signal 15", ended_by="attempt_timeout", note="environmental in truth; ralph's loop and timeout guards see an agent failure")
 ocase("dns_failure","environmental dns_failure",oerr("UnknownError",{"message":"getaddrinfo ENOTFOUND api.openai.invalid"}), origin=O_GUESS)
 ocase("stream_stalled","environmental stream_stalled",oerr("UnknownError",{"message":"SSE read timed out"}))
 ocase("headers_timeout","environmental request_timeout",oerr("UnknownError",{"message":"Provider response headers timed out after 30000ms"}))
-ocase("auth_401","user_config auth_failed",oerr("APIError",api("Incorrect API key provided: dummy. You can find your API key at https://platform.openai.com/account/api-keys.",401,False,'{"error":{"message":"Incorrect API key provided: dummy.","type":"invalid_request_error","code":"invalid_api_key"}}')))
+ocase("auth_401","user_config auth_failed",oerr("APIError",api("Incorrect API key provided: dummy. You can find your API key at https://platform.openai.com/account/api-keys.",401,False,'{"error":{"message":"Incorrect API key provided: dummy.","type":"invalid_request_error","code":"invalid_api_key"}}')),
+      note=O_CAPTURED % "auth_401")
 ocase("forbidden_403","user_config auth_failed",oerr("APIError",api("Forbidden",403,False,'{"error":{"message":"Project does not have access to model"}}')), origin=O_GUESS)
 ocase("quota","user_config billing_disabled",oerr("APIError",api("You exceeded your current quota, please check your plan and billing details.",429,False,'{"error":{"type":"insufficient_quota","code":"insufficient_quota"}}')), origin=O_GUESS+" (insufficient_quota arrives as a 429: billing must win over rate limit)")
 ocase("invalid_model","user_config model_invalid",oerr("ProviderModelNotFoundError",{"providerID":"fake","modelID":"nope","suggestions":[]}), origin=O_GUESS)
@@ -170,12 +177,17 @@ def gres(msg, status="error", etype="FatalError"):
 def gcase(case, expect, msg, exit, origin=G_DOC, **kw):
     write("gemini", case, expect, origin, [G_INIT, gres(msg)], exit=exit, **kw)
 
-gcase("overloaded_503","environmental provider_overloaded","[API Error: The model is overloaded. Please try again later.]","247")
-gcase("server_500","environmental provider_error","[API Error: An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting]","244", origin=G_GUESS)
-gcase("rate_limit_429","environmental rate_limited","[API Error: Resource has been exhausted (e.g. check quota).]","173")
+G_CAPTURED = "captured counterpart captured_%s.txt: a user message event before the result, error.type 'unknown' (not FatalError), and on stderr 'Attempt 1 failed: …' and a stack trace"
+gcase("overloaded_503","environmental provider_overloaded","[API Error: The model is overloaded. Please try again later.]","247",
+      note=G_CAPTURED % "overloaded_503" + "; a 529 (captured_overloaded_529.txt) shows the raw JSON body instead and exits 17")
+gcase("server_500","environmental provider_error","[API Error: An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting]","244", origin=G_GUESS,
+      note=G_CAPTURED % "server_500" + "; the message is the raw JSON body, '[API Error: {\"error\":{\"code\":500,…,\"status\":\"INTERNAL\"}}]'")
+gcase("rate_limit_429","environmental rate_limited","[API Error: Resource has been exhausted (e.g. check quota).]","173",
+      note=G_CAPTURED % "rate_limit_429" + "; the message goes on 'Please wait and try again later. To increase your limits, …'")
 gcase("usage_limit","environmental rate_limited",'[API Error: {"error":{"code":429,"message":"You exceeded your current quota, please check your plan. Please retry in 34.5s.","status":"RESOURCE_EXHAUSTED"}}]',"173",
       origin=G_GUESS+" (429 with 'Please retry in Ns')", reset="2026-01-15T12:00:35Z retry_in")
-gcase("connection_refused","environmental connection_refused","[API Error: exception TypeError: fetch failed sending request]","1")
+gcase("connection_refused","environmental connection_refused","[API Error: exception TypeError: fetch failed sending request]","1",
+      note=G_CAPTURED % "connection_refused")
 write("gemini","dns_failure","environmental dns_failure",G_GUESS+" (the cause on stderr is a guess)",[G_INIT, gres("[API Error: exception TypeError: fetch failed sending request]")],
       ["Error when talking to Gemini API cause: Error: getaddrinfo ENOTFOUND generativelanguage.googleapis.com"], exit="1")
 write("gemini","connection_reset_exit0","environmental stream_interrupted",G_DOC+" (a mid-stream reset exits 0)",[G_INIT,
@@ -185,7 +197,8 @@ write("gemini","connection_reset_exit0","environmental stream_interrupted",G_DOC
 write("gemini","stream_stalled","agent stall",G_DOC+" ('a stalled stream has no timeout of its own': ralph's stall timeout ends it)",[G_INIT,
       j({"type":"message","timestamp":"2026-01-15T12:00:00.500Z","role":"assistant","content":"Looking","delta":True})],
       exit="signal 15", ended_by="stall", note="environmental in truth; without a provider event ralph sees an agent stall")
-gcase("auth_401","user_config auth_failed",'[API Error: {"error":{"code":401,"message":"API key not valid. Please pass a valid API key.","status":"UNAUTHENTICATED","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID"}]}}]',"145")
+gcase("auth_401","user_config auth_failed",'[API Error: {"error":{"code":401,"message":"API key not valid. Please pass a valid API key.","status":"UNAUTHENTICATED","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID"}]}}]',"145",
+      note=G_CAPTURED % "auth_401")
 gcase("forbidden_403","user_config auth_failed",'[API Error: {"error":{"code":403,"message":"Method doesn\'t allow unregistered callers.","status":"PERMISSION_DENIED"}}]',"147", origin=G_GUESS)
 gcase("invalid_model","user_config model_invalid",'[API Error: {"error":{"code":404,"message":"models/gemini-nope is not found for API version v1beta, or is not supported for generateContent.","status":"NOT_FOUND"}}]',"148", origin=G_GUESS)
 gcase("context_too_long","agent context_too_long",'[API Error: {"error":{"code":400,"message":"The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}]',"144", origin=G_GUESS, flags="fresh")

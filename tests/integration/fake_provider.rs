@@ -1,7 +1,11 @@
 //! A fake model provider on 127.0.0.1 that speaks enough of the Anthropic Messages
 //! API (SSE streaming and non-streaming) to drive the real Claude Code CLI through a
-//! scripted conversation, with scriptable failures. One instance per test, so
-//! parallel tests share nothing; every request is logged for the test to inspect.
+//! scripted conversation, with scriptable failures. Error replies ([`Reply::Status`])
+//! are also answered on the model paths of OpenAI Responses (`/v1/responses`), Chat
+//! Completions (`/v1/chat/completions`) and Gemini (`…:generateContent`,
+//! `…:streamGenerateContent`), with a body shaped for that API, so the other CLIs'
+//! failure outputs can be captured. One instance per test, so parallel tests share
+//! nothing; every request is logged for the test to inspect.
 
 #![allow(dead_code)]
 
@@ -14,14 +18,18 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-/// What the provider answers to one `POST /v1/messages`.
+/// What the provider answers to one model request (`POST /v1/messages`, or, for
+/// [`Reply::Status`] only, the other APIs' model paths: see [`Api`]).
 #[derive(Debug, Clone)]
 pub enum Reply {
     /// A `Write` tool call (absolute path), ending the turn with `tool_use`.
     Write { path: String, content: String },
     /// A final text message.
     Text(String),
-    /// An HTTP error with a provider-shaped body.
+    /// An HTTP error with a provider-shaped body. `kind` and `message` are the
+    /// Anthropic error's; the other APIs get their own wording for `code` (see
+    /// [`openai_error`], [`gemini_error`]). `retry_after` becomes a `retry-after`
+    /// header (`Some(0)` lets the CLIs' own retries go at once).
     Status { code: u16, kind: &'static str, message: String, retry_after: Option<u32> },
     /// Headers and the first event, then silence (the connection stays open).
     StallAfterFirstEvent,
@@ -45,6 +53,21 @@ impl Reply {
             message: "invalid x-api-key".into(),
             retry_after: None,
         }
+    }
+
+    /// The same status with a `retry-after` header.
+    pub fn retry_after(self, seconds: u32) -> Self {
+        match self {
+            Reply::Status { code, kind, message, .. } => {
+                Reply::Status { code, kind, message, retry_after: Some(seconds) }
+            }
+            other => other,
+        }
+    }
+
+    /// Gemini's (and OpenAI's) overload status.
+    pub fn unavailable() -> Self {
+        Reply::Status { code: 503, kind: "overloaded_error", message: "Overloaded".into(), retry_after: None }
     }
 
     pub fn rate_limited(retry_after: u32) -> Self {
@@ -113,6 +136,103 @@ impl FakeProvider {
     pub fn message_requests(&self) -> Vec<Request> {
         self.shared.lock().expect("lock").log.iter().filter(|r| r.path.starts_with("/v1/messages")).cloned().collect()
     }
+
+    /// The model requests of any API received so far.
+    pub fn model_requests(&self) -> Vec<Request> {
+        self.shared
+            .lock()
+            .expect("lock")
+            .log
+            .iter()
+            .filter(|r| Api::of(&r.method, &r.path).is_some())
+            .cloned()
+            .collect()
+    }
+
+    /// Every request received so far.
+    pub fn requests(&self) -> Vec<Request> {
+        self.shared.lock().expect("lock").log.clone()
+    }
+}
+
+/// The provider API a request path belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// `/v1/messages` (Claude Code).
+    Anthropic,
+    /// `/v1/responses` (Codex CLI).
+    OpenAiResponses,
+    /// `/v1/chat/completions` (OpenCode's openai-compatible provider).
+    OpenAiChat,
+    /// `/v1beta/models/M:generateContent` or `:streamGenerateContent` (Gemini CLI).
+    Gemini,
+}
+
+impl Api {
+    /// The API of a model request, or `None` for side requests (token counting,
+    /// telemetry, HEAD probes), which get an empty 200.
+    pub fn of(method: &str, path: &str) -> Option<Api> {
+        if method != "POST" {
+            return None;
+        }
+        let path = path.split('?').next().unwrap_or_default();
+        if path.ends_with("/v1/messages") {
+            Some(Api::Anthropic)
+        } else if path.ends_with("/responses") {
+            Some(Api::OpenAiResponses)
+        } else if path.ends_with("/chat/completions") {
+            Some(Api::OpenAiChat)
+        } else if path.ends_with(":generateContent") || path.ends_with(":streamGenerateContent") {
+            Some(Api::Gemini)
+        } else {
+            None
+        }
+    }
+}
+
+/// An OpenAI error body's `(message, type, code)` for an HTTP status, in OpenAI's
+/// public wording.
+pub fn openai_error(status: u16) -> (&'static str, &'static str, Value) {
+    match status {
+        401 => (
+            "Incorrect API key provided: dummy-key. You can find your API key at https://platform.openai.com/account/api-keys.",
+            "invalid_request_error",
+            json!("invalid_api_key"),
+        ),
+        429 => ("Rate limit reached for requests. Please try again in 2s.", "requests", json!("rate_limit_exceeded")),
+        503 | 529 => ("The engine is currently overloaded, please try again later.", "server_error", Value::Null),
+        _ => ("The server had an error while processing your request. Sorry about that!", "server_error", Value::Null),
+    }
+}
+
+/// A Gemini error body's `(message, status)` for an HTTP status, in Google's public
+/// wording.
+pub fn gemini_error(status: u16) -> (&'static str, &'static str) {
+    match status {
+        401 => ("API key not valid. Please pass a valid API key.", "UNAUTHENTICATED"),
+        429 => ("Resource has been exhausted (e.g. check quota).", "RESOURCE_EXHAUSTED"),
+        503 | 529 => ("The model is overloaded. Please try again later.", "UNAVAILABLE"),
+        _ => (
+            "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting",
+            "INTERNAL",
+        ),
+    }
+}
+
+/// The error body `api` sends with HTTP `code`.
+fn error_body(api: Api, code: u16, kind: &str, message: &str) -> String {
+    match api {
+        Api::Anthropic => json!({"type": "error", "error": {"type": kind, "message": message}}),
+        Api::OpenAiResponses | Api::OpenAiChat => {
+            let (message, kind, code) = openai_error(code);
+            json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
+        }
+        Api::Gemini => {
+            let (message, status) = gemini_error(code);
+            json!({"error": {"code": code, "message": message, "status": status}})
+        }
+    }
+    .to_string()
 }
 
 fn serve(mut stream: TcpStream, shared: &Mutex<Shared>) {
@@ -143,21 +263,43 @@ fn serve(mut stream: TcpStream, shared: &Mutex<Shared>) {
         return;
     }
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let is_message = method == "POST" && path.starts_with("/v1/messages") && !path.contains("count_tokens");
+    let api = Api::of(&method, &path);
     let reply = {
         let mut s = shared.lock().expect("lock");
         s.log.push(Request { method: method.clone(), path: path.clone(), body: body.clone() });
-        if is_message {
+        if api.is_some() {
             Some(s.script.pop_front().or_else(|| s.fallback.clone()).unwrap_or(Reply::server_error()))
         } else {
             None
         }
     };
-    let Some(reply) = reply else {
+    let (Some(reply), Some(api)) = (reply, api) else {
         // HEAD / and other side requests: a plain empty answer.
         let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
         return;
     };
+    if let Reply::Status { code, kind, message, retry_after } = &reply {
+        let body = error_body(api, *code, kind, message);
+        let extra = retry_after.map(|s| format!("retry-after: {s}\r\n")).unwrap_or_default();
+        let head = format!(
+            "HTTP/1.1 {code} Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{extra}connection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = stream.write_all(head.as_bytes());
+        let _ = stream.write_all(body.as_bytes());
+        return;
+    }
+    if api != Api::Anthropic {
+        // Only errors are scripted for the other APIs so far.
+        let body = error_body(api, 501, "api_error", "fake provider: only error replies for this API");
+        let head = format!(
+            "HTTP/1.1 501 Not Implemented\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = stream.write_all(head.as_bytes());
+        let _ = stream.write_all(body.as_bytes());
+        return;
+    }
     let model = body.get("model").and_then(Value::as_str).unwrap_or("claude-sonnet-4-5").to_string();
     let streaming = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     answer(&mut stream, &reply, &model, streaming);
@@ -171,17 +313,8 @@ fn answer(stream: &mut TcpStream, reply: &Reply, model: &str, streaming: bool) {
             "tool_use",
         ),
         Reply::Text(text) => (vec![json!({"type": "text", "text": text})], "end_turn"),
-        Reply::Status { code, kind, message, retry_after } => {
-            let body = json!({"type": "error", "error": {"type": kind, "message": message}}).to_string();
-            let extra = retry_after.map(|s| format!("retry-after: {s}\r\n")).unwrap_or_default();
-            let head = format!(
-                "HTTP/1.1 {code} Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{extra}connection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = stream.write_all(head.as_bytes());
-            let _ = stream.write_all(body.as_bytes());
-            return;
-        }
+        // Answered in `serve`, for every API.
+        Reply::Status { .. } => return,
         Reply::StallAfterFirstEvent | Reply::ResetMidStream => {
             let _ =
                 stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n");

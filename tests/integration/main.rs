@@ -7,6 +7,7 @@ mod fake_provider;
 mod harness;
 mod real_cli;
 
+mod capture;
 mod claude;
 mod codex;
 mod commands;
