@@ -10,9 +10,9 @@
 //! case for a captured one), `note`, `requests` (informative: how many model
 //! requests a captured run sent to the fake provider).
 //!
-//! Claude stdout (and ralph's own cases, shaped like it) goes through the real
-//! stream parser, as an attempt does. Codex, OpenCode and Gemini have no parser
-//! yet: their raw stdout and stderr become the text tail.
+//! stdout goes through the CLI's own stream parser, as in an attempt (ralph's own
+//! cases are shaped like Claude's stream); a CLI without a parser contributes its
+//! raw stdout to the text tail. stderr is always text tail.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -134,10 +134,21 @@ fn ended_by(s: Option<&String>) -> EndedBy {
 fn evidence(cli: &str, case: &Case) -> (Vec<AgentEvent>, String) {
     let mut events = Vec::new();
     let mut tail = String::new();
-    if matches!(cli, "claude" | "ralph") {
-        let mut parser = ClaudeStreamParser::new();
+    let parser: Option<Box<dyn LineParser>> = match cli {
+        "claude" | "ralph" => Some(Box::new(ClaudeStreamParser::new())),
+        "codex" => Some(Box::new(crate::agent::codex::CodexParser::new())),
+        "gemini" => Some(Box::new(crate::agent::gemini::GeminiParser::default())),
+        _ => None,
+    };
+    if let Some(mut parser) = parser {
         for line in &case.stdout {
-            for e in parser.parse_line(line) {
+            let parsed = parser.parse_line(line);
+            // As in an attempt: output that is not an event is evidence too.
+            if parsed.iter().all(|e| matches!(e, AgentEvent::Unknown { kind } if kind == "non-json")) {
+                tail.push_str(line);
+                tail.push('\n');
+            }
+            for e in parsed {
                 // The attempt copies error events into the tail.
                 if let AgentEvent::Error { message } = &e {
                     tail.push_str(message);
