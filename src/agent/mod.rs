@@ -4,6 +4,7 @@
 pub mod claude_stream;
 pub mod event;
 pub mod launch;
+pub mod opencode;
 pub mod sim;
 pub mod text;
 
