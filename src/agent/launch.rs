@@ -50,13 +50,22 @@ pub fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchEr
         AgentKind::Sim => (sim_argv(cfg, &req)?, Vec::new()),
         AgentKind::Command => (command_argv(cfg, &req)?, Vec::new()),
         AgentKind::Claude => (claude_argv(cfg, &req)?, claude_env()),
-        kind @ (AgentKind::Codex | AgentKind::Opencode | AgentKind::Gemini) => {
+        AgentKind::Opencode => {
+            let binary = find_binary(cfg, "opencode", req.agent)?;
+            (super::opencode::argv(cfg, &req, &binary), super::opencode::env())
+        }
+        kind @ (AgentKind::Codex | AgentKind::Gemini) => {
             return Err(LaunchError::Unsupported { agent: req.agent.to_string(), kind: kind.as_str() });
         }
     };
     let text_output = cfg.kind == AgentKind::Command && cfg.output.unwrap_or_default() == OutputFormat::Text;
-    let parser: Box<dyn LineParser> =
-        if text_output { Box::new(TextParser) } else { Box::new(ClaudeStreamParser::default()) };
+    let parser: Box<dyn LineParser> = if text_output {
+        Box::new(TextParser)
+    } else if cfg.kind == AgentKind::Opencode {
+        Box::new(super::opencode::OpenCodeParser::new())
+    } else {
+        Box::new(ClaudeStreamParser::default())
+    };
     let marker = (crate::process::leftovers::RUN_ID_VAR.to_string(), req.run_id.to_string());
     let extra = extra.into_iter().chain(cfg.env.iter().map(|(k, v)| (k.clone(), v.clone()))).chain([marker]);
     let env = env::scrubbed(std::env::vars(), cfg.kind, &cfg.pass_env, extra);

@@ -385,14 +385,14 @@ fn per_kind_keys() {
 
 #[test]
 fn unsupported_kinds() {
-    for kind in ["codex", "opencode", "gemini"] {
+    for kind in ["codex", "gemini"] {
         let e = err(&BASE.replace("kind = \"sim\"", &format!("kind = \"{kind}\"")));
         assert_has(
             &e,
             &[
                 "ralph.toml:3:1:",
                 &format!(
-                    "agent a: kind = \"{kind}\" is not supported by this build yet; supported: claude, command, sim"
+                    "agent a: kind = \"{kind}\" is not supported by this build yet; supported: claude, opencode, command, sim"
                 ),
             ],
         );

@@ -133,10 +133,22 @@ fn ended_by(s: Option<&String>) -> EndedBy {
 fn evidence(cli: &str, case: &Case) -> (Vec<AgentEvent>, String) {
     let mut events = Vec::new();
     let mut tail = String::new();
-    if matches!(cli, "claude" | "ralph") {
-        let mut parser = ClaudeStreamParser::new();
+    if matches!(cli, "claude" | "ralph" | "opencode") {
+        let mut parser: Box<dyn LineParser> = if cli == "opencode" {
+            Box::new(crate::agent::opencode::OpenCodeParser::new())
+        } else {
+            Box::new(ClaudeStreamParser::new())
+        };
         for line in &case.stdout {
-            for e in parser.parse_line(line) {
+            let parsed = parser.parse_line(line);
+            // Lines that are not events are evidence, as in an attempt.
+            if cli == "opencode"
+                && parsed.iter().all(|e| matches!(e, AgentEvent::Unknown { kind } if kind == "non-json"))
+            {
+                tail.push_str(line);
+                tail.push('\n');
+            }
+            for e in parsed {
                 // The attempt copies error events into the tail.
                 if let AgentEvent::Error { message } = &e {
                     tail.push_str(message);
