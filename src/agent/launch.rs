@@ -9,7 +9,7 @@ use crate::process::{Launch, env};
 use super::claude_stream::ClaudeStreamParser;
 use super::event::LineParser;
 use super::text::TextParser;
-use super::{codex, gemini};
+use super::{codex, gemini, opencode};
 
 /// Extra environment variables of a kind.
 type Env = Vec<(String, String)>;
@@ -67,8 +67,9 @@ pub fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchEr
             let binary = find_binary(cfg, "gemini", req.agent)?;
             (gemini::argv(cfg, &req, &binary), gemini::env(), Box::new(gemini::GeminiParser::default()))
         }
-        kind @ AgentKind::Opencode => {
-            return Err(LaunchError::Unsupported { agent: req.agent.to_string(), kind: kind.as_str() });
+        AgentKind::Opencode => {
+            let binary = find_binary(cfg, "opencode", req.agent)?;
+            (opencode::argv(cfg, &req, &binary), opencode::env(), Box::new(opencode::OpenCodeParser::new()))
         }
     };
     let marker = (crate::process::leftovers::RUN_ID_VAR.to_string(), req.run_id.to_string());

@@ -6,6 +6,7 @@ pub mod codex;
 pub mod event;
 pub mod gemini;
 pub mod launch;
+pub mod opencode;
 pub mod sim;
 pub mod text;
 

@@ -170,15 +170,6 @@ const KEY_KINDS: [(&str, &str); 5] = [
 fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), ConfigError> {
     let kind = agent.kind.as_str();
     let here = |key: &str| keys!["agents", name, key];
-    if matches!(agent.kind, AgentKind::Opencode) {
-        return Err(cx.at(
-            &here("kind"),
-            format!(
-                "agent {name}: kind = \"{kind}\" is not supported by this build yet; \
-                 supported: claude, command, sim"
-            ),
-        ));
-    }
     let set = [
         ("model", agent.model.is_some()),
         ("binary", agent.binary.is_some()),

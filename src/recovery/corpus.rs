@@ -138,6 +138,7 @@ fn evidence(cli: &str, case: &Case) -> (Vec<AgentEvent>, String) {
         "claude" | "ralph" => Some(Box::new(ClaudeStreamParser::new())),
         "codex" => Some(Box::new(crate::agent::codex::CodexParser::new())),
         "gemini" => Some(Box::new(crate::agent::gemini::GeminiParser::default())),
+        "opencode" => Some(Box::new(crate::agent::opencode::OpenCodeParser::new())),
         _ => None,
     };
     if let Some(mut parser) = parser {

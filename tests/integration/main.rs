@@ -1,6 +1,7 @@
 //! Integration tests: the real `ralph` binary against the built-in scripted agent
 //! (`kind = "sim"`) and small command agents, each in its own temp directory.
 
+mod fake_chat;
 mod fake_gemini;
 mod fake_openai;
 mod fake_provider;
@@ -14,6 +15,7 @@ mod commands;
 mod config;
 mod gemini;
 mod limits;
+mod opencode;
 mod resume;
 mod signals;
 mod supervise;
