@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use nix::sys::signal::Signal;
+
 use crate::config::{AgentConfig, AgentKind, OutputFormat};
 use crate::process::{Launch, env};
 
@@ -17,7 +19,12 @@ type Env = Vec<(String, String)>;
 /// A launch ready to spawn.
 pub struct Prepared {
     pub launch: Launch,
+    /// The first signal of the escalation that ends the agent.
+    pub stop_signal: Signal,
     pub parser: Box<dyn LineParser>,
+    /// The agent prints nothing while a tool runs (OpenCode reports a tool call only
+    /// once it finished), so its silence may be a build at work.
+    pub quiet_tools: bool,
     /// The final message is the end of stdout rather than a result event.
     pub text_output: bool,
 }
@@ -75,7 +82,16 @@ pub fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchEr
     let marker = (crate::process::leftovers::RUN_ID_VAR.to_string(), req.run_id.to_string());
     let extra = extra.into_iter().chain(cfg.env.iter().map(|(k, v)| (k.clone(), v.clone()))).chain([marker]);
     let env = env::scrubbed(std::env::vars(), cfg.kind, &cfg.pass_env, extra);
-    Ok(Prepared { launch: Launch { argv, cwd: req.cwd.to_path_buf(), env }, parser, text_output })
+    // OpenCode ignores SIGINT (measured: it ran on ~58 s); SIGTERM ends it at once.
+    let stop_signal = if cfg.kind == AgentKind::Opencode { Signal::SIGTERM } else { Signal::SIGINT };
+    let quiet_tools = cfg.kind == AgentKind::Opencode;
+    Ok(Prepared {
+        launch: Launch { argv, cwd: req.cwd.to_path_buf(), env },
+        stop_signal,
+        parser,
+        quiet_tools,
+        text_output,
+    })
 }
 
 fn sim_argv(cfg: &AgentConfig, req: &Request<'_>) -> Result<Vec<String>, LaunchError> {

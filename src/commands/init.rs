@@ -9,8 +9,6 @@ use crate::error::RalphError;
 /// The CLIs ralph can drive, as (kind, binary).
 const KNOWN: [(&str, &str); 4] =
     [("claude", "claude"), ("codex", "codex"), ("opencode", "opencode"), ("gemini", "gemini")];
-/// Kinds this build can run.
-const SUPPORTED: [&str; 1] = ["claude"];
 
 const PROMPT: &str = "# Goal\n\nDescribe what you want built, how to verify it (the commands that must pass),\nand what \"done\" means.\n";
 
@@ -44,18 +42,15 @@ pub fn main(dir: &Path, force: bool) -> Result<i32, RalphError> {
 
 /// The starter config for the agents found.
 pub fn starter(found: &[&str]) -> String {
-    let usable: Vec<&str> = found.iter().copied().filter(|k| SUPPORTED.contains(k)).collect();
+    let usable = found;
     let mut s = String::from(
         "# ralph.toml — see ralph.example.toml in ralph's repository for every key.\n\n\
          [general]\nprompt = \"PROMPT.md\"\nmax_cycles = 3\nmax_runtime = \"8h\"\n\n\
          [general.workflow]\ncheckpoint_enabled = true\nphases = [\"plan\", \"develop\", \"review\"]\n\n\
          [retry]\nagent_attempts = 3\n\n[timeouts]\nstall = \"5m\"\ntool = \"30m\"\nattempt = \"2h\"\ngrace = \"10s\"\n\n",
     );
-    for kind in &usable {
+    for kind in usable {
         let _ = writeln!(s, "[agents.{kind}]\nkind = \"{kind}\"\n");
-    }
-    for kind in found.iter().filter(|k| !SUPPORTED.contains(k)) {
-        let _ = writeln!(s, "# {kind} is installed; ralph's {kind} adapter is not in this build yet.\n");
     }
     let chain: Vec<String> = if usable.is_empty() {
         s.push_str(

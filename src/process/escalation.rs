@@ -23,8 +23,12 @@ pub enum Step {
 impl Escalation {
     /// Begins with SIGINT, the signal a terminal would have sent.
     pub fn start(grace: Duration) -> (Self, Step) {
-        let e = Self { sent: Signal::SIGINT, grace };
-        (e, Step::Send { signal: Signal::SIGINT, wait: Some(grace) })
+        Self::start_with(Signal::SIGINT, grace)
+    }
+
+    /// Begins with `first` (SIGINT, or SIGTERM for an agent known to ignore SIGINT).
+    pub fn start_with(first: Signal, grace: Duration) -> (Self, Step) {
+        (Self { sent: first, grace }, Step::Send { signal: first, wait: Some(grace) })
     }
 
     /// Begins with SIGKILL (the user's second Ctrl+C).
@@ -63,6 +67,14 @@ mod tests {
         assert_eq!(e.grace_elapsed(), Step::Send { signal: Signal::SIGKILL, wait: Some(g) });
         assert_eq!(e.grace_elapsed(), Step::Send { signal: Signal::SIGKILL, wait: Some(g) });
         assert_eq!(e.last_signal(), Signal::SIGKILL);
+    }
+
+    #[test]
+    fn an_agent_that_ignores_sigint_starts_at_sigterm() {
+        let g = Duration::from_secs(10);
+        let (mut e, first) = Escalation::start_with(Signal::SIGTERM, g);
+        assert_eq!(first, Step::Send { signal: Signal::SIGTERM, wait: Some(g) });
+        assert_eq!(e.grace_elapsed(), Step::Send { signal: Signal::SIGKILL, wait: Some(g) });
     }
 
     #[test]

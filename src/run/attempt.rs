@@ -110,7 +110,15 @@ pub async fn run(
     let mut out = BufReader::new(stdout).lines();
     let mut err = BufReader::new(stderr).lines();
     let (mut out_open, mut err_open) = (true, true);
-    let mut supervisor = Supervisor::new(timeouts, started);
+    let mut supervisor = if prepared.quiet_tools {
+        // Its tools run unseen: silence is bounded by the tool limit, never by the
+        // stall limit, so a long build is not taken for a stall.
+        let mut limits = timeouts.clone();
+        limits.stall = limits.stall.max(limits.tool);
+        Supervisor::new(&limits, started)
+    } else {
+        Supervisor::new(timeouts, started)
+    };
     let mut exit: Option<Exit> = None;
     let mut ended_by = EndedBy::Agent;
     let mut intervention: Option<Intervention> = None;
@@ -160,7 +168,7 @@ pub async fn run(
                         tracing::info!("ending the attempt: {} ({})", found.detector, found.evidence);
                         ended_by = found.ended_by;
                         intervention = Some(found);
-                        escalation = Some(begin(Escalation::start(timeouts.grace), pgid));
+                        escalation = Some(begin(Escalation::start_with(prepared.stop_signal, timeouts.grace), pgid));
                     }
                 }
                 _ => out_open = false,
@@ -188,7 +196,7 @@ pub async fn run(
                 let found = clock_intervention(watch_reason, timeouts);
                 tracing::info!("ending the attempt: {} ({})", found.detector, found.evidence);
                 intervention = Some(found);
-                escalation = Some(begin(Escalation::start(timeouts.grace), pgid));
+                escalation = Some(begin(Escalation::start_with(prepared.stop_signal, timeouts.grace), pgid));
             },
             _ = sleep_until(escalate_at.unwrap_or_else(Instant::now)), if exit.is_none() && escalate_at.is_some() => {
                 if let Some((esc, at)) = escalation.as_mut() {
@@ -204,7 +212,7 @@ pub async fn run(
                 InterruptAction::Stop(cause) => {
                     stopping = Some(cause);
                     if escalation.is_none() && exit.is_none() {
-                        escalation = Some(begin(Escalation::start(timeouts.grace), pgid));
+                        escalation = Some(begin(Escalation::start_with(prepared.stop_signal, timeouts.grace), pgid));
                     }
                 }
                 InterruptAction::ForceExit => {

@@ -186,10 +186,30 @@ fn a_stalled_provider_stream_is_cut_by_ralph() {
     let provider = FakeChat::start(vec![ChatReply::StallAfterFirstChunk])
         .fallback(ChatReply::Text("Back.\n\n<promise>DONE</promise>".into()));
     // Long enough for OpenCode to start on a busy machine, short next to its own
-    // five-minute chunk timeout.
-    let Some(p) = project(&provider, "", r#"stall = "20s""#) else { return };
+    // five-minute chunk timeout. OpenCode's tools run unseen, so its silence limit is
+    // the larger of `stall` and `tool`: both are set.
+    let Some(p) = project(&provider, "", "stall = \"20s\"\ntool = \"20s\"") else { return };
     run(&p).expect_code(0);
     let failed = p.events("attempt_failed");
     assert_eq!(failed[0]["rule"], json!("stall"), "{failed:#?}");
     assert!(!provider.chat_requests().is_empty(), "the stall came from the provider's stream");
+}
+
+/// OpenCode ignores SIGINT; ralph's stop starts at SIGTERM for it, so Ctrl+C does not
+/// cost a whole grace period.
+#[test]
+fn ctrl_c_ends_opencode_without_waiting_out_the_grace() {
+    let provider = FakeChat::start(vec![ChatReply::StallAfterFirstChunk]);
+    let Some(p) = project(&provider, "", "grace = \"60s\"") else { return };
+    let run = p.ralph().timeout(RUN_LIMIT).spawn();
+    p.wait_for_checkpoint(|cp| cp["in_flight"].is_object(), Duration::from_secs(60));
+    // Let OpenCode get as far as the provider's stalled stream.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while provider.chat_requests().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    run.signal(nix::sys::signal::Signal::SIGINT);
+    let out = run.wait(Duration::from_secs(30));
+    out.expect_code(130);
+    assert_eq!(p.checkpoint()["status"], json!("paused"));
 }
