@@ -49,16 +49,18 @@ pub fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> 
     if req.resume.is_some() {
         argv.push("resume".to_string());
     }
-    argv.extend(
-        [
-            "--json",
-            "--skip-git-repo-check",
-            "--dangerously-bypass-approvals-and-sandbox",
-            "-c",
-            "analytics.enabled=false",
-        ]
-        .map(str::to_string),
-    );
+    argv.extend(["--json", "--skip-git-repo-check"].map(str::to_string));
+    // `-c` works for `exec` and `exec resume` alike (resume has no `--sandbox`).
+    match cfg.kind.permission_mode(cfg.permission_mode.as_deref()) {
+        "bypass" => argv.push("--dangerously-bypass-approvals-and-sandbox".to_string()),
+        sandbox => argv.extend([
+            "-c".to_string(),
+            format!("sandbox_mode=\"{sandbox}\""),
+            "-c".to_string(),
+            "approval_policy=\"never\"".to_string(),
+        ]),
+    }
+    argv.extend(["-c", "analytics.enabled=false"].map(str::to_string));
     if let Some(model) = &cfg.model {
         argv.extend(["-m".to_string(), model.clone()]);
     }

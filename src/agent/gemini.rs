@@ -45,7 +45,7 @@ pub fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> 
         format!("--prompt={}", req.prompt),
         "--output-format".to_string(),
         "stream-json".to_string(),
-        "--yolo".to_string(),
+        format!("--approval-mode={}", cfg.kind.permission_mode(cfg.permission_mode.as_deref())),
         "--skip-trust".to_string(),
     ];
     if let Some(model) = &cfg.model {
@@ -539,7 +539,7 @@ mod tests {
                 "--prompt=--do the thing",
                 "--output-format",
                 "stream-json",
-                "--yolo",
+                "--approval-mode=yolo",
                 "--skip-trust",
                 "-m",
                 "gemini-2.5-flash",

@@ -141,9 +141,9 @@ fn claude_argv(cfg: &AgentConfig, req: &Request<'_>) -> Result<Vec<String>, Laun
         "--output-format".to_string(),
         "stream-json".to_string(),
         "--verbose".to_string(),
-        // Works as root, unlike --dangerously-skip-permissions.
+        // The default, acceptEdits, works as root, unlike --dangerously-skip-permissions.
         "--permission-mode".to_string(),
-        "acceptEdits".to_string(),
+        cfg.kind.permission_mode(cfg.permission_mode.as_deref()).to_string(),
     ];
     if let Some(model) = &cfg.model {
         argv.extend(["--model".to_string(), model.clone()]);

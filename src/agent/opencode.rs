@@ -51,6 +51,9 @@ pub fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> 
         "json".to_string(),
         "--thinking".to_string(),
     ];
+    if cfg.kind.permission_mode(cfg.permission_mode.as_deref()) == "auto" {
+        argv.push("--auto".to_string());
+    }
     if let Some(model) = &cfg.model {
         argv.extend(["-m".to_string(), model.clone()]);
     }

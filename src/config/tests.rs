@@ -411,3 +411,21 @@ fn bad_names_and_probes() {
     let e = err(&format!("[offline]\nprobe = [\"example.com\"]\n{BASE}"));
     assert_has(&e, &["ralph.toml:2:10:", "is not host:port"]);
 }
+
+#[test]
+fn permission_modes_are_checked_per_kind() {
+    let claude = BASE.replace("kind = \"sim\"", "kind = \"claude\"\npermission_mode = \"bypassPermissions\"");
+    let claude = claude.replace("[[agents.a.script]]\nsteps = [{ done = \"ok\" }]\n", "");
+    assert!(parse(Path::new("ralph.toml"), &claude).is_ok());
+    let wrong = claude.replace("bypassPermissions", "yolo");
+    assert_has(
+        &err(&wrong),
+        &[
+            "ralph.toml:4:1:",
+            "permission_mode = \"yolo\" is not a mode of kind = \"claude\"",
+            "default \"acceptEdits\"",
+        ],
+    );
+    let sim = BASE.replace("kind = \"sim\"", "kind = \"sim\"\npermission_mode = \"auto\"");
+    assert_has(&err(&sim), &["permission_mode is not allowed for kind = \"sim\""]);
+}

@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::locate::{Dotted, KeyPath, Seg, Spans, keys};
 use super::suggest::{did_you_mean, did_you_mean_or_list, one_of};
+use super::types::permission_modes;
 use super::{AgentConfig, AgentKind, Config, ConfigError, DoneSignal, Loaded, Phase, SimStep};
 
 pub(super) fn parse(path: &Path, source: &str) -> Result<Loaded, ConfigError> {
@@ -158,10 +159,13 @@ fn human(d: Duration) -> String {
     humantime::format_duration(d).to_string()
 }
 
+const CLI_KINDS: &str = "kind = \"claude\", \"codex\", \"opencode\" or \"gemini\"";
+
 /// Which kinds a per-kind key belongs to, for "only applies to" hints.
-const KEY_KINDS: [(&str, &str); 5] = [
-    ("model", "kind = \"claude\""),
-    ("binary", "kind = \"claude\""),
+const KEY_KINDS: [(&str, &str); 6] = [
+    ("model", CLI_KINDS),
+    ("binary", CLI_KINDS),
+    ("permission_mode", CLI_KINDS),
     ("command", "kind = \"command\""),
     ("resume", "kind = \"command\""),
     ("output", "kind = \"command\""),
@@ -177,10 +181,11 @@ fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Confi
         ("resume", agent.resume.is_some()),
         ("output", agent.output.is_some()),
         ("script", !agent.script.is_empty()),
+        ("permission_mode", agent.permission_mode.is_some()),
     ];
     let forbidden: &[&str] = match agent.kind {
-        AgentKind::Command => &["script", "model", "binary"],
-        AgentKind::Sim => &["command", "resume", "output", "binary", "model"],
+        AgentKind::Command => &["script", "model", "binary", "permission_mode"],
+        AgentKind::Sim => &["command", "resume", "output", "binary", "model", "permission_mode"],
         _ => &["command", "resume", "output", "script"],
     };
     for (key, present) in set {
@@ -199,6 +204,20 @@ fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Confi
         AgentKind::Command => check_command(cx, name, agent)?,
         AgentKind::Sim => check_sim(cx, name, agent)?,
         _ => {}
+    }
+    if let Some(mode) = &agent.permission_mode {
+        let allowed = permission_modes(agent.kind);
+        if !allowed.contains(&mode.as_str()) {
+            let list = allowed.iter().map(|m| format!("\"{m}\"")).collect::<Vec<_>>().join(", ");
+            return Err(cx.at(
+                &here("permission_mode"),
+                format!(
+                    "[agents.{name}] permission_mode = \"{mode}\" is not a mode of kind = \"{kind}\"; \
+                     allowed: {list} (default \"{}\")",
+                    allowed.first().copied().unwrap_or_default()
+                ),
+            ));
+        }
     }
     for var in agent.env.keys() {
         check_env_name(cx, &keys!["agents", name, "env", var.as_str()], var)?;
