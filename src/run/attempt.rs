@@ -209,12 +209,16 @@ pub async fn run(
                 err_open = false;
             },
             action = signals.next() => match action {
-                InterruptAction::Stop(cause) => {
+                // Once the agent has exited, its attempt is complete: the stop is
+                // remembered by the signal state and honoured by the dispatcher after
+                // it has recorded this attempt's result.
+                InterruptAction::Stop(cause) if exit.is_none() => {
                     stopping = Some(cause);
-                    if escalation.is_none() && exit.is_none() {
+                    if escalation.is_none() {
                         escalation = Some(begin(Escalation::start_with(prepared.stop_signal, timeouts.grace), pgid));
                     }
                 }
+                InterruptAction::Stop(_) => {}
                 InterruptAction::ForceExit => {
                     let _ = signal_group(pgid, Signal::SIGKILL);
                     return state.finish(End::ForceExit, started);

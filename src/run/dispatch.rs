@@ -103,6 +103,10 @@ impl Dispatcher {
                 Some(InterruptAction::ForceExit) => return Ok(RunEnd::ForceExit),
                 Some(InterruptAction::Ignore) | None => {}
             }
+            // A stop that came as the last attempt ended, after its result was kept.
+            if let Some(cause) = signals.stopping() {
+                return self.stopped(cause, None);
+            }
             let outcome = self.attempt(signals).await?;
             let agent = self.current_agent();
             self.add_usage(&outcome);

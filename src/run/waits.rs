@@ -23,6 +23,9 @@ impl Dispatcher {
         why: &str,
         signals: &mut Signals,
     ) -> Result<Option<RunEnd>, RalphError> {
+        if let Some(cause) = signals.stopping() {
+            return self.stopped(cause, None).map(Some);
+        }
         // No wait outlasts the run's time limit; the cap is checked before the next attempt.
         let delay = self.runtime_left().map_or(delay, |left| delay.min(left));
         self.r.checkpoint.status = Status::Waiting;
@@ -70,6 +73,9 @@ impl Dispatcher {
     /// unreachable start nothing and spend nothing, probing every `[offline]
     /// interval`, until they answer or a signal stops the run.
     pub(super) async fn offline_pause(&mut self, signals: &mut Signals) -> Result<Offline, RalphError> {
+        if let Some(cause) = signals.stopping() {
+            return self.stopped(cause, None).map(Offline::Stopped);
+        }
         let endpoints = self.probe_endpoints();
         let timeout = self.r.loaded.config.offline.timeout;
         let interval = self.r.loaded.config.offline.interval;
