@@ -10,14 +10,12 @@
 
 #![allow(dead_code)]
 
-use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
+
+use crate::fake_openai::error_body;
+use crate::http_fake::{Conn, Fake, Head, Request, Scripted, Turn, sse_data};
 
 /// What the provider answers to one agent request.
 #[derive(Debug, Clone)]
@@ -86,139 +84,62 @@ impl ChatReply {
     }
 }
 
-/// One logged request.
-#[derive(Debug, Clone)]
-pub struct ChatRequest {
-    pub method: String,
-    pub path: String,
-    pub body: Value,
-    /// OpenCode's session-title request (no `tools`), answered outside the script.
-    pub title: bool,
-    /// Since the provider started.
-    pub at: Duration,
-}
+/// One logged request (`at`: since the provider started).
+pub type ChatRequest = Request;
 
-#[derive(Default)]
-struct Shared {
-    script: VecDeque<ChatReply>,
-    /// Answered when the script is used up (default: a 500).
-    fallback: Option<ChatReply>,
-    log: Vec<ChatRequest>,
-    calls: u32,
-}
-
-pub struct FakeChat {
-    pub port: u16,
-    shared: Arc<Mutex<Shared>>,
-}
+/// The fake Chat Completions API: [`ChatReply`]s answer the agent's requests in order.
+pub type FakeChat = Fake<ChatReply>;
 
 impl FakeChat {
-    /// Starts the provider; `script` answers the agent's requests in order.
-    pub fn start(script: Vec<ChatReply>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake chat provider");
-        let port = listener.local_addr().expect("local addr").port();
-        let shared = Arc::new(Mutex::new(Shared { script: script.into(), ..Shared::default() }));
-        let state = Arc::clone(&shared);
-        let started = Instant::now();
-        thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let state = Arc::clone(&state);
-                thread::spawn(move || serve(stream, &state, started));
-            }
-        });
-        FakeChat { port, shared }
-    }
-
-    /// Appends replies to the script.
-    pub fn then(&self, replies: Vec<ChatReply>) {
-        self.shared.lock().expect("lock").script.extend(replies);
-    }
-
-    /// What to answer once the script is used up (default: a 500).
-    pub fn fallback(self, reply: ChatReply) -> Self {
-        self.shared.lock().expect("lock").fallback = Some(reply);
-        self
-    }
-
     /// The base URL an OpenAI-compatible client wants (`…/v1`).
     pub fn base_url(&self) -> String {
-        format!("http://127.0.0.1:{}/v1", self.port)
-    }
-
-    /// Every request received so far.
-    pub fn requests(&self) -> Vec<ChatRequest> {
-        self.shared.lock().expect("lock").log.clone()
+        format!("{}/v1", self.origin())
     }
 
     /// The agent's own chat requests (with tools), in order.
     pub fn chat_requests(&self) -> Vec<ChatRequest> {
-        self.requests().into_iter().filter(|r| r.path.ends_with("/chat/completions") && !r.title).collect()
+        self.requests_where(|r| r.path.ends_with("/chat/completions") && !is_title(r))
     }
 
     /// The session-title requests.
     pub fn title_requests(&self) -> Vec<ChatRequest> {
-        self.requests().into_iter().filter(|r| r.title).collect()
+        self.requests_where(is_title)
     }
 }
 
-fn serve(mut stream: TcpStream, shared: &Mutex<Shared>, started: Instant) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
-    let Ok(clone) = stream.try_clone() else { return };
-    let mut reader = BufReader::new(clone);
-    let mut request_line = String::new();
-    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
-        return;
+fn is_chat(request: &Request) -> bool {
+    request.method == "POST" && request.path.ends_with("/chat/completions")
+}
+
+/// OpenCode's session-title request (no `tools`), answered outside the script.
+fn is_title(request: &Request) -> bool {
+    is_chat(request) && request.body.get("tools").and_then(Value::as_array).is_none_or(Vec::is_empty)
+}
+
+impl Scripted for ChatReply {
+    fn scripted(request: &Request) -> bool {
+        is_chat(request) && !is_title(request)
     }
-    let mut parts = request_line.split_whitespace();
-    let method = parts.next().unwrap_or_default().to_string();
-    let path = parts.next().unwrap_or_default().to_string();
-    let mut length = 0usize;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-            break;
-        }
-        if let Some((k, v)) = line.split_once(':')
-            && k.eq_ignore_ascii_case("content-length")
-        {
-            length = v.trim().parse().unwrap_or(0);
-        }
+
+    fn exhausted() -> Self {
+        ChatReply::server_error()
     }
-    let mut body = vec![0; length];
-    if reader.read_exact(&mut body).is_err() {
-        return;
-    }
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let is_chat = method == "POST" && path.ends_with("/chat/completions");
-    let title = is_chat && body.get("tools").and_then(Value::as_array).is_none_or(Vec::is_empty);
-    let (reply, call) = {
-        let mut s = shared.lock().expect("lock");
-        s.log.push(ChatRequest {
-            method: method.clone(),
-            path: path.clone(),
-            body: body.clone(),
-            title,
-            at: started.elapsed(),
-        });
-        s.calls += 1;
-        let call = s.calls;
-        if is_chat && !title {
-            (Some(s.script.pop_front().or_else(|| s.fallback.clone()).unwrap_or(ChatReply::server_error())), call)
-        } else {
-            (None, call)
+
+    /// Every answer closes the connection; ids count the requests.
+    fn answer(conn: &mut Conn, request: &Request, reply: Option<Self>, turn: Turn) -> bool {
+        let model = request.body.get("model").and_then(Value::as_str).unwrap_or("fake-model");
+        match reply {
+            Some(reply) => answer(conn, &reply, model, turn.request),
+            None if is_title(request) => answer(conn, &ChatReply::Text("Fake session".into()), model, turn.request),
+            None => {
+                conn.empty(404, "Not Found");
+            }
         }
-    };
-    let model = body.get("model").and_then(Value::as_str).unwrap_or("fake-model").to_string();
-    match reply {
-        Some(reply) => answer(&mut stream, &reply, &model, call),
-        None if title => answer(&mut stream, &ChatReply::Text("Fake session".into()), &model, call),
-        None => {
-            let _ = stream.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-        }
+        false
     }
 }
 
-fn answer(stream: &mut TcpStream, reply: &ChatReply, model: &str, call: u32) {
+fn answer(conn: &mut Conn, reply: &ChatReply, model: &str, call: u32) {
     let chunk = |delta: Value, finish: Option<&str>, usage: Option<Value>| {
         let mut c = json!({"id": format!("chatcmpl-fake-{call}"), "object": "chat.completion.chunk",
                            "created": 1_767_225_600, "model": model,
@@ -226,14 +147,12 @@ fn answer(stream: &mut TcpStream, reply: &ChatReply, model: &str, call: u32) {
         if let Some(u) = usage {
             c["usage"] = u;
         }
-        format!("data: {c}\n\n")
+        sse_data(c)
     };
     let usage = |prompt: u64, completion: u64| {
         Some(json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}))
     };
-    let head =
-        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
-    let mut out = String::from(head);
+    let mut out = Head::sse().end();
     match reply {
         ChatReply::Write { path, content } => {
             let args = json!({"filePath": path, "content": content}).to_string();
@@ -251,29 +170,19 @@ fn answer(stream: &mut TcpStream, reply: &ChatReply, model: &str, call: u32) {
             out.push_str(&chunk(json!({}), Some("stop"), usage(150, 10)));
         }
         ChatReply::Status { code, kind, error_code, message, retry_after } => {
-            let body =
-                json!({"error": {"message": message, "type": kind, "param": null, "code": error_code}}).to_string();
-            let extra = retry_after.map(|s| format!("retry-after: {s}\r\n")).unwrap_or_default();
-            let head = format!(
-                "HTTP/1.1 {code} Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{extra}connection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = stream.write_all(head.as_bytes());
-            let _ = stream.write_all(body.as_bytes());
+            conn.json(*code, "Error", &error_body(message, kind, *error_code), *retry_after);
             return;
         }
         ChatReply::StallAfterFirstChunk => {
             out.push_str(&chunk(json!({"role": "assistant", "content": "Let me"}), None, None));
-            let _ = stream.write_all(out.as_bytes());
-            let _ = stream.flush();
+            conn.write(out);
+            conn.flush();
             // Silence until the client gives up (ralph ends the agent) or a minute
             // has passed.
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(60)));
-            let mut sink = [0u8; 256];
-            while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
+            conn.stall_until_closed(Duration::from_secs(60));
             return;
         }
     }
-    out.push_str("data: [DONE]\n\n");
-    let _ = stream.write_all(out.as_bytes());
+    out.push_str(&sse_data("[DONE]"));
+    conn.write(out);
 }

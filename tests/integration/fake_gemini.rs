@@ -11,14 +11,12 @@
 
 #![allow(dead_code)]
 
-use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
-use std::thread;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+
+pub use crate::http_fake::Request;
+use crate::http_fake::{Conn, Fake, Head, Scripted, Turn};
 
 /// What the provider answers to one content request.
 #[derive(Debug, Clone)]
@@ -74,22 +72,8 @@ impl Reply {
     }
 }
 
-/// One logged request.
-#[derive(Debug, Clone)]
-pub struct Request {
-    pub method: String,
-    /// With the query string.
-    pub path: String,
-    pub headers: Vec<(String, String)>,
-    pub body: Value,
-}
-
 impl Request {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
-    }
-
-    /// The names of the functions the request declares.
+    /// The names of the functions a Gemini request declares.
     pub fn tools(&self) -> Vec<String> {
         self.body["tools"]
             .as_array()
@@ -101,59 +85,37 @@ impl Request {
     }
 }
 
-#[derive(Default)]
-struct Shared {
-    script: VecDeque<Reply>,
-    /// Answered when the script is used up.
-    fallback: Option<Reply>,
-    log: Vec<Request>,
-}
-
-pub struct FakeGemini {
-    pub port: u16,
-    shared: Arc<Mutex<Shared>>,
-}
+/// The fake Gemini API: [`Reply`]s answer the content requests in order.
+pub type FakeGemini = Fake<Reply>;
 
 impl FakeGemini {
-    /// Starts the provider; `script` answers the content requests in order.
-    pub fn start(script: Vec<Reply>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake Gemini API");
-        let port = listener.local_addr().expect("local addr").port();
-        let shared = Arc::new(Mutex::new(Shared { script: script.into(), ..Shared::default() }));
-        let state = Arc::clone(&shared);
-        thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let state = Arc::clone(&state);
-                thread::spawn(move || serve(stream, &state));
-            }
-        });
-        FakeGemini { port, shared }
-    }
-
-    /// Appends replies to the script.
-    pub fn then(&self, replies: Vec<Reply>) {
-        self.shared.lock().expect("lock").script.extend(replies);
-    }
-
-    /// What to answer once the script is used up (default: a 500).
-    pub fn fallback(self, reply: Reply) -> Self {
-        self.shared.lock().expect("lock").fallback = Some(reply);
-        self
-    }
-
     /// For `GOOGLE_GEMINI_BASE_URL`.
     pub fn base_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    /// Every request received so far.
-    pub fn requests(&self) -> Vec<Request> {
-        self.shared.lock().expect("lock").log.clone()
+        self.origin()
     }
 
     /// The content requests (`generateContent`, `streamGenerateContent`).
     pub fn content_requests(&self) -> Vec<Request> {
-        self.requests().into_iter().filter(|r| is_content(&r.method, &r.path)).collect()
+        self.requests_where(|r| is_content(&r.method, &r.path))
+    }
+}
+
+impl Scripted for Reply {
+    fn scripted(request: &Request) -> bool {
+        is_content(&request.method, &request.path)
+    }
+
+    fn exhausted() -> Self {
+        Reply::server_error()
+    }
+
+    /// Keep-alive: the CLI's fetch reuses connections; JSON answers keep them, a
+    /// stream closes its connection.
+    fn answer(conn: &mut Conn, request: &Request, reply: Option<Self>, _: Turn) -> bool {
+        match reply {
+            Some(reply) => answer(conn, &reply, &request.path),
+            None => side_request(conn, request),
+        }
     }
 }
 
@@ -167,102 +129,31 @@ fn model_of(path: &str) -> String {
     tail.split([':', '?']).next().unwrap_or("gemini-2.5-flash").to_string()
 }
 
-fn serve(mut stream: TcpStream, shared: &Mutex<Shared>) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
-    let Ok(clone) = stream.try_clone() else { return };
-    let mut reader = BufReader::new(clone);
-    // Keep-alive: the CLI's fetch reuses connections; serve requests until it closes
-    // one or a reply closes it.
-    loop {
-        let Some(request) = read_request(&mut reader) else { return };
-        let content = is_content(&request.method, &request.path);
-        let reply = {
-            let mut s = shared.lock().expect("lock");
-            s.log.push(request.clone());
-            content.then(|| s.script.pop_front().or_else(|| s.fallback.clone()).unwrap_or(Reply::server_error()))
-        };
-        let keep = match reply {
-            Some(reply) => answer(&mut stream, &reply, &request.path),
-            None => side_request(&mut stream, &request),
-        };
-        if !keep {
-            return;
-        }
-    }
-}
-
-fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
-    let mut request_line = String::new();
-    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
-        return None;
-    }
-    let mut parts = request_line.split_whitespace();
-    let method = parts.next().unwrap_or_default().to_string();
-    let path = parts.next().unwrap_or_default().to_string();
-    let mut headers = Vec::new();
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" || line == "\n" {
-            break;
-        }
-        if let Some((k, v)) = line.split_once(':') {
-            headers.push((k.trim().to_string(), v.trim().to_string()));
-        }
-    }
-    let header = |name: &str| headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone());
-    let body = if header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
-        read_chunked(reader)?
-    } else {
-        let length = header("content-length").and_then(|v| v.parse().ok()).unwrap_or(0usize);
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).ok()?;
-        body
-    };
-    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    Some(Request { method, path, headers, body })
-}
-
-fn read_chunked(reader: &mut BufReader<TcpStream>) -> Option<Vec<u8>> {
-    let mut body = Vec::new();
-    loop {
-        let mut size = String::new();
-        reader.read_line(&mut size).ok()?;
-        let size = usize::from_str_radix(size.trim().split(';').next().unwrap_or("0"), 16).ok()?;
-        let mut chunk = vec![0; size + 2];
-        reader.read_exact(&mut chunk).ok()?;
-        if size == 0 {
-            return Some(body);
-        }
-        body.extend_from_slice(&chunk[..size]);
-    }
-}
-
-fn write_json(stream: &mut TcpStream, code: u16, body: &Value, extra: &str) -> bool {
+fn write_json(conn: &mut Conn, code: u16, body: &Value, retry_after: Option<u32>) -> bool {
     let body = body.to_string();
-    let head = format!(
-        "HTTP/1.1 {code} {}\r\ncontent-type: application/json; charset=UTF-8\r\ncontent-length: {}\r\n{extra}\r\n",
-        if code == 200 { "OK" } else { "Error" },
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(body.as_bytes())).is_ok()
+    let head = Head::new(code, if code == 200 { "OK" } else { "Error" })
+        .header("content-type", "application/json; charset=UTF-8")
+        .header("content-length", body.len())
+        .retry_after(retry_after);
+    conn.send(head, &body)
 }
 
 /// Requests other than content: token counts, model lookups, Code Assist probes.
-fn side_request(stream: &mut TcpStream, request: &Request) -> bool {
+fn side_request(conn: &mut Conn, request: &Request) -> bool {
     let path = request.path.as_str();
     if path.contains(":countTokens") {
-        write_json(stream, 200, &json!({"totalTokens": 100}), "")
+        write_json(conn, 200, &json!({"totalTokens": 100}), None)
     } else if path.contains(":embedContent") || path.contains(":batchEmbedContents") {
-        write_json(stream, 200, &json!({"embedding": {"values": [0.0, 0.0, 0.0]}}), "")
+        write_json(conn, 200, &json!({"embedding": {"values": [0.0, 0.0, 0.0]}}), None)
     } else if path.contains("loadCodeAssist") {
-        write_json(stream, 200, &json!({"currentTier": {"id": "free-tier"}, "allowedTiers": []}), "")
+        write_json(conn, 200, &json!({"currentTier": {"id": "free-tier"}, "allowedTiers": []}), None)
     } else if request.method == "GET" && path.contains("/models/") {
         let model = model_of(path);
-        write_json(stream, 200, &json!({"name": format!("models/{model}"), "inputTokenLimit": 1_048_576}), "")
+        write_json(conn, 200, &json!({"name": format!("models/{model}"), "inputTokenLimit": 1_048_576}), None)
     } else if request.method == "GET" && path.contains("/models") {
-        write_json(stream, 200, &json!({"models": [{"name": "models/gemini-2.5-flash"}]}), "")
+        write_json(conn, 200, &json!({"models": [{"name": "models/gemini-2.5-flash"}]}), None)
     } else {
-        write_json(stream, 404, &error_body(404, "NOT_FOUND", "Not found", None), "")
+        write_json(conn, 404, &error_body(404, "NOT_FOUND", "Not found", None), None)
     }
 }
 
@@ -290,18 +181,18 @@ fn chunk(model: &str, parts: Value, finish: Option<&str>, usage: bool) -> Value 
     c
 }
 
+/// Google's SSE events end in CRLF (not [`crate::http_fake::sse_data`]'s LF).
 fn sse(data: &Value) -> String {
     format!("data: {data}\r\n\r\n")
 }
 
 /// Answers one content request; whether the connection may serve another.
-fn answer(stream: &mut TcpStream, reply: &Reply, path: &str) -> bool {
+fn answer(conn: &mut Conn, reply: &Reply, path: &str) -> bool {
     let model = model_of(path);
     let streaming = path.contains(":streamGenerateContent");
     let chunks: Vec<Value> = match reply {
         Reply::Status { code, status, message, retry_delay } => {
-            let extra = retry_delay.map(|s| format!("retry-after: {s}\r\n")).unwrap_or_default();
-            return write_json(stream, *code, &error_body(*code, status, message, *retry_delay), &extra);
+            return write_json(conn, *code, &error_body(*code, status, message, *retry_delay), *retry_delay);
         }
         Reply::Write { path, content } => vec![chunk(
             &model,
@@ -321,20 +212,14 @@ fn answer(stream: &mut TcpStream, reply: &Reply, path: &str) -> bool {
                 .collect()
         }
         Reply::StallAfterFirstChunk | Reply::ResetMidStream => {
-            let _ = stream.write_all(
-                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
-            );
-            let first = chunk(&model, json!([{"text": "Let me look at "}]), None, false);
-            let _ = stream.write_all(sse(&first).as_bytes());
-            let _ = stream.flush();
+            conn.write(Head::sse().end());
+            conn.write(sse(&chunk(&model, json!([{"text": "Let me look at "}]), None, false)));
+            conn.flush();
             if matches!(reply, Reply::ResetMidStream) {
-                thread::sleep(Duration::from_millis(100));
-                // SO_LINGER 0: closing sends RST, a reset mid-stream.
-                let reset = nix::libc::linger { l_onoff: 1, l_linger: 0 };
-                let _ = nix::sys::socket::setsockopt(&*stream, nix::sys::socket::sockopt::Linger, &reset);
-                let _ = stream.shutdown(Shutdown::Read);
+                conn.stall(Duration::from_millis(100));
+                conn.reset();
             } else {
-                thread::sleep(Duration::from_secs(120));
+                conn.stall(Duration::from_secs(120));
             }
             return false;
         }
@@ -347,16 +232,14 @@ fn answer(stream: &mut TcpStream, reply: &Reply, path: &str) -> bool {
             .collect();
         let text: String = parts.iter().filter_map(|p| p["text"].as_str()).collect();
         let parts = if text.is_empty() { json!(parts) } else { json!([{"text": text}]) };
-        return write_json(stream, 200, &chunk(&model, parts, Some("STOP"), true), "");
+        return write_json(conn, 200, &chunk(&model, parts, Some("STOP"), true), None);
     }
-    let mut out = String::from(
-        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
-    );
+    let mut out = Head::sse().end();
     for c in &chunks {
         out.push_str(&sse(c));
     }
-    let _ = stream.write_all(out.as_bytes());
+    conn.write(out);
     // The end of an SSE body without a length is the end of the connection.
-    let _ = stream.flush();
+    conn.flush();
     false
 }

@@ -11,14 +11,12 @@
 
 #![allow(dead_code)]
 
-use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
-use std::thread;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+
+pub use crate::http_fake::Request;
+use crate::http_fake::{Conn, Fake, Head, Scripted, Turn, sse_event as sse};
 
 /// What the provider answers to one `POST /v1/responses`.
 #[derive(Debug, Clone)]
@@ -81,123 +79,48 @@ impl Reply {
     }
 }
 
-/// One logged request.
-#[derive(Debug, Clone)]
-pub struct Request {
-    pub method: String,
-    pub path: String,
-    pub body: Value,
-}
-
-#[derive(Default)]
-struct Shared {
-    script: VecDeque<Reply>,
-    /// Answered when the script is used up.
-    fallback: Option<Reply>,
-    log: Vec<Request>,
-    /// Responses answered so far (ids and call ids).
-    answered: u32,
-}
-
-pub struct FakeOpenAi {
-    pub port: u16,
-    shared: Arc<Mutex<Shared>>,
-}
+/// The fake Responses API: [`Reply`]s answer the `/v1/responses` requests in order.
+pub type FakeOpenAi = Fake<Reply>;
 
 impl FakeOpenAi {
-    /// Starts the provider; `script` answers the `/v1/responses` requests in order.
-    pub fn start(script: Vec<Reply>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake provider");
-        let port = listener.local_addr().expect("local addr").port();
-        let shared = Arc::new(Mutex::new(Shared { script: script.into(), ..Shared::default() }));
-        let state = Arc::clone(&shared);
-        thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let state = Arc::clone(&state);
-                thread::spawn(move || serve(stream, &state));
-            }
-        });
-        FakeOpenAi { port, shared }
-    }
-
-    /// Appends replies to the script.
-    pub fn then(&self, replies: Vec<Reply>) {
-        self.shared.lock().expect("lock").script.extend(replies);
-    }
-
-    /// What to answer once the script is used up (default: a 500).
-    pub fn fallback(self, reply: Reply) -> Self {
-        self.shared.lock().expect("lock").fallback = Some(reply);
-        self
-    }
-
     /// The base URL Codex's `[model_providers.X] base_url` takes.
     pub fn base_url(&self) -> String {
-        format!("http://127.0.0.1:{}/v1", self.port)
+        format!("{}/v1", self.origin())
     }
 
     /// The `/v1/responses` requests received so far.
     pub fn response_requests(&self) -> Vec<Request> {
-        self.shared.lock().expect("lock").log.iter().filter(|r| r.path.starts_with("/v1/responses")).cloned().collect()
-    }
-
-    /// Every request received so far.
-    pub fn requests(&self) -> Vec<Request> {
-        self.shared.lock().expect("lock").log.clone()
+        self.requests_where(|r| r.path.starts_with("/v1/responses"))
     }
 }
 
-fn serve(mut stream: TcpStream, shared: &Mutex<Shared>) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
-    let Ok(clone) = stream.try_clone() else { return };
-    let mut reader = BufReader::new(clone);
-    let mut request_line = String::new();
-    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
-        return;
-    }
-    let mut parts = request_line.split_whitespace();
-    let method = parts.next().unwrap_or_default().to_string();
-    let path = parts.next().unwrap_or_default().to_string();
-    let mut length = 0usize;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-            break;
-        }
-        if let Some((k, v)) = line.split_once(':')
-            && k.eq_ignore_ascii_case("content-length")
-        {
-            length = v.trim().parse().unwrap_or(0);
-        }
-    }
-    let mut body = vec![0; length];
-    if reader.read_exact(&mut body).is_err() {
-        return;
-    }
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let is_response = method == "POST" && path.starts_with("/v1/responses");
-    let reply = {
-        let mut s = shared.lock().expect("lock");
-        s.log.push(Request { method: method.clone(), path: path.clone(), body: body.clone() });
-        if is_response {
-            s.answered += 1;
-            let reply = s.script.pop_front().or_else(|| s.fallback.clone()).unwrap_or_else(Reply::server_error);
-            Some((reply, s.answered))
-        } else {
-            None
-        }
-    };
-    let Some((reply, n)) = reply else {
-        let _ = stream.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-        return;
-    };
-    answer(&mut stream, &reply, n);
+/// An OpenAI error body, `{"error": {message, type, param, code}}`.
+pub fn error_body(message: &str, kind: &str, code: Option<&str>) -> Value {
+    json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
 }
 
-const SSE_HEAD: &[u8] =
-    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
+impl Scripted for Reply {
+    fn scripted(request: &Request) -> bool {
+        request.method == "POST" && request.path.starts_with("/v1/responses")
+    }
 
-fn answer(stream: &mut TcpStream, reply: &Reply, n: u32) {
+    fn exhausted() -> Self {
+        Reply::server_error()
+    }
+
+    /// Every answer closes the connection; ids count the responses.
+    fn answer(conn: &mut Conn, _: &Request, reply: Option<Self>, turn: Turn) -> bool {
+        match reply {
+            Some(reply) => answer(conn, &reply, turn.scripted),
+            None => {
+                conn.empty(404, "Not Found");
+            }
+        }
+        false
+    }
+}
+
+fn answer(conn: &mut Conn, reply: &Reply, n: u32) {
     let id = format!("resp_fake_{n}");
     let created = json!({"type": "response.created", "response": {"id": id}});
     let items = match reply {
@@ -211,22 +134,14 @@ fn answer(stream: &mut TcpStream, reply: &Reply, n: u32) {
                    "content": [{"type": "output_text", "text": text}]}),
         ],
         Reply::Status { code, kind, error_code, message, retry_after } => {
-            let body =
-                json!({"error": {"message": message, "type": kind, "param": null, "code": error_code}}).to_string();
-            let extra = retry_after.map(|s| format!("retry-after: {s}\r\n")).unwrap_or_default();
-            let head = format!(
-                "HTTP/1.1 {code} Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{extra}connection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = stream.write_all(head.as_bytes());
-            let _ = stream.write_all(body.as_bytes());
+            conn.json(*code, "Error", &error_body(message, kind, *error_code), *retry_after);
             return;
         }
         Reply::StallAfterFirstEvent => {
-            let _ = stream.write_all(SSE_HEAD);
-            let _ = stream.write_all(sse("response.created", &created).as_bytes());
-            let _ = stream.flush();
-            thread::sleep(Duration::from_secs(60));
+            conn.write(Head::sse().end());
+            conn.write(sse("response.created", &created));
+            conn.flush();
+            conn.stall(Duration::from_secs(60));
             return;
         }
     };
@@ -248,10 +163,6 @@ fn answer(stream: &mut TcpStream, reply: &Reply, n: u32) {
         "response.completed",
         &json!({"type": "response.completed", "response": {"id": id, "usage": usage}}),
     ));
-    let _ = stream.write_all(SSE_HEAD);
-    let _ = stream.write_all(out.as_bytes());
-}
-
-fn sse(event: &str, data: &Value) -> String {
-    format!("event: {event}\ndata: {data}\n\n")
+    conn.write(Head::sse().end());
+    conn.write(out);
 }

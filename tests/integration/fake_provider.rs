@@ -9,14 +9,12 @@
 
 #![allow(dead_code)]
 
-use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
-use std::thread;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+
+pub use crate::http_fake::Request;
+use crate::http_fake::{Conn, Fake, Head, Scripted, Turn, sse_event as sse};
 
 /// What the provider answers to one model request (`POST /v1/messages`, or, for
 /// [`Reply::Status`] only, the other APIs' model paths: see [`Api`]).
@@ -80,78 +78,22 @@ impl Reply {
     }
 }
 
-/// One logged request.
-#[derive(Debug, Clone)]
-pub struct Request {
-    pub method: String,
-    pub path: String,
-    pub body: Value,
-}
-
-#[derive(Default)]
-struct Shared {
-    script: VecDeque<Reply>,
-    /// Answered when the script is used up.
-    fallback: Option<Reply>,
-    log: Vec<Request>,
-}
-
-pub struct FakeProvider {
-    pub port: u16,
-    shared: Arc<Mutex<Shared>>,
-}
+/// The fake provider: [`Reply`]s answer the model requests of every [`Api`] in order.
+pub type FakeProvider = Fake<Reply>;
 
 impl FakeProvider {
-    /// Starts the provider; `script` answers the message requests in order.
-    pub fn start(script: Vec<Reply>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake provider");
-        let port = listener.local_addr().expect("local addr").port();
-        let shared = Arc::new(Mutex::new(Shared { script: script.into(), ..Shared::default() }));
-        let state = Arc::clone(&shared);
-        thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let state = Arc::clone(&state);
-                thread::spawn(move || serve(stream, &state));
-            }
-        });
-        FakeProvider { port, shared }
-    }
-
-    /// Appends replies to the script.
-    pub fn then(&self, replies: Vec<Reply>) {
-        self.shared.lock().expect("lock").script.extend(replies);
-    }
-
-    /// What to answer once the script is used up (default: a 500).
-    pub fn fallback(self, reply: Reply) -> Self {
-        self.shared.lock().expect("lock").fallback = Some(reply);
-        self
-    }
-
     pub fn base_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        self.origin()
     }
 
     /// The message requests received so far.
     pub fn message_requests(&self) -> Vec<Request> {
-        self.shared.lock().expect("lock").log.iter().filter(|r| r.path.starts_with("/v1/messages")).cloned().collect()
+        self.requests_where(|r| r.path.starts_with("/v1/messages"))
     }
 
     /// The model requests of any API received so far.
     pub fn model_requests(&self) -> Vec<Request> {
-        self.shared
-            .lock()
-            .expect("lock")
-            .log
-            .iter()
-            .filter(|r| Api::of(&r.method, &r.path).is_some())
-            .cloned()
-            .collect()
-    }
-
-    /// Every request received so far.
-    pub fn requests(&self) -> Vec<Request> {
-        self.shared.lock().expect("lock").log.clone()
+        self.requests_where(|r| Api::of(&r.method, &r.path).is_some())
     }
 }
 
@@ -220,92 +162,56 @@ pub fn gemini_error(status: u16) -> (&'static str, &'static str) {
 }
 
 /// The error body `api` sends with HTTP `code`.
-fn error_body(api: Api, code: u16, kind: &str, message: &str) -> String {
+fn error_body(api: Api, code: u16, kind: &str, message: &str) -> Value {
     match api {
         Api::Anthropic => json!({"type": "error", "error": {"type": kind, "message": message}}),
         Api::OpenAiResponses | Api::OpenAiChat => {
             let (message, kind, code) = openai_error(code);
-            json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
+            crate::fake_openai::error_body(message, kind, code.as_str())
         }
         Api::Gemini => {
             let (message, status) = gemini_error(code);
             json!({"error": {"code": code, "message": message, "status": status}})
         }
     }
-    .to_string()
 }
 
-fn serve(mut stream: TcpStream, shared: &Mutex<Shared>) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
-    let Ok(clone) = stream.try_clone() else { return };
-    let mut reader = BufReader::new(clone);
-    let mut request_line = String::new();
-    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
-        return;
+impl Scripted for Reply {
+    fn scripted(request: &Request) -> bool {
+        Api::of(&request.method, &request.path).is_some()
     }
-    let mut parts = request_line.split_whitespace();
-    let method = parts.next().unwrap_or_default().to_string();
-    let path = parts.next().unwrap_or_default().to_string();
-    let mut length = 0usize;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-            break;
+
+    fn exhausted() -> Self {
+        Reply::server_error()
+    }
+
+    /// Every answer closes the connection.
+    fn answer(conn: &mut Conn, request: &Request, reply: Option<Self>, _: Turn) -> bool {
+        match (reply, Api::of(&request.method, &request.path)) {
+            (Some(Reply::Status { code, kind, message, retry_after }), Some(api)) => {
+                conn.json(code, "Error", &error_body(api, code, kind, &message), retry_after);
+            }
+            (Some(reply), Some(Api::Anthropic)) => {
+                let body = &request.body;
+                let model = body.get("model").and_then(Value::as_str).unwrap_or("claude-sonnet-4-5");
+                let streaming = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+                answer(conn, &reply, model, streaming);
+            }
+            (Some(_), Some(api)) => {
+                // Only errors are scripted for the other APIs so far.
+                let body = error_body(api, 501, "api_error", "fake provider: only error replies for this API");
+                conn.json(501, "Not Implemented", &body, None);
+            }
+            // HEAD / and other side requests: a plain empty answer.
+            _ => {
+                conn.empty(200, "OK");
+            }
         }
-        if let Some((k, v)) = line.split_once(':')
-            && k.eq_ignore_ascii_case("content-length")
-        {
-            length = v.trim().parse().unwrap_or(0);
-        }
+        false
     }
-    let mut body = vec![0; length];
-    if reader.read_exact(&mut body).is_err() {
-        return;
-    }
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let api = Api::of(&method, &path);
-    let reply = {
-        let mut s = shared.lock().expect("lock");
-        s.log.push(Request { method: method.clone(), path: path.clone(), body: body.clone() });
-        if api.is_some() {
-            Some(s.script.pop_front().or_else(|| s.fallback.clone()).unwrap_or(Reply::server_error()))
-        } else {
-            None
-        }
-    };
-    let (Some(reply), Some(api)) = (reply, api) else {
-        // HEAD / and other side requests: a plain empty answer.
-        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-        return;
-    };
-    if let Reply::Status { code, kind, message, retry_after } = &reply {
-        let body = error_body(api, *code, kind, message);
-        let extra = retry_after.map(|s| format!("retry-after: {s}\r\n")).unwrap_or_default();
-        let head = format!(
-            "HTTP/1.1 {code} Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{extra}connection: close\r\n\r\n",
-            body.len()
-        );
-        let _ = stream.write_all(head.as_bytes());
-        let _ = stream.write_all(body.as_bytes());
-        return;
-    }
-    if api != Api::Anthropic {
-        // Only errors are scripted for the other APIs so far.
-        let body = error_body(api, 501, "api_error", "fake provider: only error replies for this API");
-        let head = format!(
-            "HTTP/1.1 501 Not Implemented\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-            body.len()
-        );
-        let _ = stream.write_all(head.as_bytes());
-        let _ = stream.write_all(body.as_bytes());
-        return;
-    }
-    let model = body.get("model").and_then(Value::as_str).unwrap_or("claude-sonnet-4-5").to_string();
-    let streaming = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    answer(&mut stream, &reply, &model, streaming);
 }
 
-fn answer(stream: &mut TcpStream, reply: &Reply, model: &str, streaming: bool) {
+fn answer(conn: &mut Conn, reply: &Reply, model: &str, streaming: bool) {
     let (content, stop) = match reply {
         Reply::Write { path, content } => (
             vec![json!({"type": "tool_use", "id": "toolu_fake_1", "name": "Write",
@@ -313,21 +219,16 @@ fn answer(stream: &mut TcpStream, reply: &Reply, model: &str, streaming: bool) {
             "tool_use",
         ),
         Reply::Text(text) => (vec![json!({"type": "text", "text": text})], "end_turn"),
-        // Answered in `serve`, for every API.
+        // Answered above, for every API.
         Reply::Status { .. } => return,
         Reply::StallAfterFirstEvent | Reply::ResetMidStream => {
-            let _ =
-                stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n");
-            let start = message_start(model);
-            let _ = stream.write_all(sse("message_start", &start).as_bytes());
-            let _ = stream.flush();
+            conn.write(Head::new(200, "OK").header("content-type", "text/event-stream").close().end());
+            conn.write(sse("message_start", &message_start(model)));
+            conn.flush();
             if matches!(reply, Reply::ResetMidStream) {
-                // SO_LINGER 0: closing sends RST, a reset mid-stream.
-                let reset = nix::libc::linger { l_onoff: 1, l_linger: 0 };
-                let _ = nix::sys::socket::setsockopt(&*stream, nix::sys::socket::sockopt::Linger, &reset);
-                let _ = stream.shutdown(Shutdown::Read);
+                conn.reset();
             } else {
-                thread::sleep(Duration::from_secs(60));
+                conn.stall(Duration::from_secs(60));
             }
             return;
         }
@@ -335,19 +236,11 @@ fn answer(stream: &mut TcpStream, reply: &Reply, model: &str, streaming: bool) {
     if !streaming {
         let body = json!({"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
                           "content": content, "stop_reason": stop, "stop_sequence": null,
-                          "usage": {"input_tokens": 12, "output_tokens": 7}})
-        .to_string();
-        let head = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-            body.len()
-        );
-        let _ = stream.write_all(head.as_bytes());
-        let _ = stream.write_all(body.as_bytes());
+                          "usage": {"input_tokens": 12, "output_tokens": 7}});
+        conn.json(200, "OK", &body, None);
         return;
     }
-    let mut out = String::from(
-        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
-    );
+    let mut out = Head::sse().end();
     out.push_str(&sse("message_start", &message_start(model)));
     for (i, block) in content.iter().enumerate() {
         if block["type"] == "text" {
@@ -364,15 +257,11 @@ fn answer(stream: &mut TcpStream, reply: &Reply, model: &str, streaming: bool) {
     }
     out.push_str(&sse("message_delta", &json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 7}})));
     out.push_str(&sse("message_stop", &json!({"type": "message_stop"})));
-    let _ = stream.write_all(out.as_bytes());
+    conn.write(out);
 }
 
 fn message_start(model: &str) -> Value {
     json!({"type": "message_start", "message": {"id": "msg_fake", "type": "message", "role": "assistant",
            "model": model, "content": [], "stop_reason": null, "stop_sequence": null,
            "usage": {"input_tokens": 12, "output_tokens": 1}}})
-}
-
-fn sse(event: &str, data: &Value) -> String {
-    format!("event: {event}\ndata: {data}\n\n")
 }

@@ -6,6 +6,7 @@ mod fake_gemini;
 mod fake_openai;
 mod fake_provider;
 mod harness;
+mod http_fake;
 mod real_cli;
 
 mod capture;
