@@ -136,8 +136,9 @@ fn claude_argv(cfg: &AgentConfig, req: &Request<'_>) -> Result<Vec<String>, Laun
     let binary = find_binary(cfg, "claude", req.agent)?;
     let mut argv = vec![
         binary.display().to_string(),
+        // `-p` is a flag; the prompt goes last, after `--`, so a prompt that starts
+        // with `-` is not read as an option (measured: "unknown option").
         "-p".to_string(),
-        req.prompt.to_string(),
         "--output-format".to_string(),
         "stream-json".to_string(),
         "--verbose".to_string(),
@@ -152,6 +153,7 @@ fn claude_argv(cfg: &AgentConfig, req: &Request<'_>) -> Result<Vec<String>, Laun
         argv.extend(["--resume".to_string(), session.to_string()]);
     }
     argv.extend(cfg.args.iter().cloned());
+    argv.extend(["--".to_string(), req.prompt.to_string()]);
     Ok(argv)
 }
 

@@ -79,7 +79,18 @@ impl Dispatcher {
         let endpoints = self.probe_endpoints();
         let timeout = self.r.loaded.config.offline.timeout;
         let interval = self.r.loaded.config.offline.interval;
-        let ProbeResult::Offline { last_error } = probe::probe(&endpoints, timeout).await else {
+        // The first probe gives way to a signal too: Ctrl+C never waits for a timeout.
+        let first = loop {
+            tokio::select! {
+                result = probe::probe(&endpoints, timeout) => break result,
+                action = signals.next() => match action {
+                    InterruptAction::Stop(cause) => return self.stopped(cause, None).map(Offline::Stopped),
+                    InterruptAction::ForceExit => return Ok(Offline::Stopped(RunEnd::ForceExit)),
+                    InterruptAction::Ignore => {}
+                },
+            }
+        };
+        let ProbeResult::Offline { last_error } = first else {
             if self.r.checkpoint.progress.offline_since.take().is_some() {
                 self.back_online()?;
                 return Ok(Offline::Recovered);

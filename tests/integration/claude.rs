@@ -176,3 +176,14 @@ fn capture_claude_corpus() {
         std::fs::write(&path, text).expect("write the corpus file");
     }
 }
+
+#[test]
+fn a_prompt_starting_with_a_dash_is_a_prompt_not_an_option() {
+    let provider = FakeProvider::start(Vec::new()).fallback(Reply::Text("Done.\n\n<promise>DONE</promise>".into()));
+    let Some(p) = project(&provider, "", "") else { return };
+    let config = p.read("ralph.toml").replace("chain = \"main\"\n", "chain = \"main\"\nprompt = \"dash.md\"\n");
+    let p = p.config(&config).file("dash.md", "--- a template that starts like an option\n{{goal}}\n{{done}}\n");
+    p.ralph().run().expect_code(0);
+    let first = provider.message_requests().into_iter().next().expect("a request");
+    assert!(first.body.to_string().contains("a template that starts like an option"));
+}
