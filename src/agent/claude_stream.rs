@@ -11,6 +11,7 @@
 use serde_json::Value;
 
 use super::event::{AgentEvent, LineParser};
+use super::json::{self, Line, bool_field, i64_field, status_field, str_field, string_or_empty, u64_field, unknown};
 
 /// One per attempt; remembers the last session id so `Session` is only emitted when
 /// the id first appears or changes.
@@ -43,15 +44,12 @@ impl ClaudeStreamParser {
 
 impl LineParser for ClaudeStreamParser {
     fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
-        let line = line.trim();
-        if line.is_empty() {
-            return Vec::new();
-        }
-        let obj: Value = match serde_json::from_str(line) {
-            Ok(v @ Value::Object(_)) => v,
+        let obj = match json::line(line) {
+            Line::Object(obj) => obj,
+            Line::Blank => return Vec::new(),
             // Claude prints nothing but objects; anything else (a stray log line, a
             // bare JSON scalar) is noise that still proves the process is alive.
-            _ => return vec![unknown("non-json")],
+            Line::NotJson => return vec![unknown("non-json")],
         };
         let kind = str_field(&obj, "type").unwrap_or("").to_owned();
 
@@ -72,46 +70,6 @@ impl LineParser for ClaudeStreamParser {
     }
 }
 
-fn unknown(kind: &str) -> AgentEvent {
-    AgentEvent::Unknown { kind: kind.to_owned() }
-}
-
-fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
-fn string_or_empty(v: &Value, key: &str) -> String {
-    str_field(v, key).unwrap_or("").to_owned()
-}
-
-fn bool_field(v: &Value, key: &str) -> bool {
-    v.get(key).and_then(Value::as_bool).unwrap_or(false)
-}
-
-/// Non-negative integers, tolerating floats and numeric strings (seen in the wild for
-/// timestamps and status codes).
-fn u64_field(v: &Value, key: &str) -> Option<u64> {
-    match v.get(key)? {
-        Value::Number(n) => n.as_u64().or_else(|| n.as_f64().filter(|f| f.is_finite() && *f >= 0.0).map(|f| f as u64)),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
-
-fn i64_field(v: &Value, key: &str) -> Option<i64> {
-    match v.get(key)? {
-        Value::Number(n) => n.as_i64().or_else(|| {
-            n.as_f64().filter(|f| f.is_finite() && *f >= i64::MIN as f64 && *f <= i64::MAX as f64).map(|f| f as i64)
-        }),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
-
-fn u16_field(v: &Value, key: &str) -> Option<u16> {
-    u64_field(v, key).and_then(|n| u16::try_from(n).ok())
-}
-
 fn parse_system(obj: &Value, out: &mut Vec<AgentEvent>) {
     match str_field(obj, "subtype").unwrap_or("") {
         "init" => {
@@ -126,7 +84,7 @@ fn parse_system(obj: &Value, out: &mut Vec<AgentEvent>) {
         "api_retry" => out.push(AgentEvent::ApiRetry {
             attempt: u64_field(obj, "attempt").and_then(|n| u32::try_from(n).ok()).unwrap_or(0),
             error: string_or_empty(obj, "error"),
-            status: u16_field(obj, "error_status"),
+            status: status_field(obj, "error_status"),
         }),
         other => out.push(unknown(&format!("system/{other}"))),
     }
@@ -228,7 +186,7 @@ fn parse_result(obj: &Value, out: &mut Vec<AgentEvent>) {
         text: string_or_empty(obj, "result"),
         is_error: bool_field(obj, "is_error"),
         subtype: string_or_empty(obj, "subtype"),
-        api_error_status: u16_field(obj, "api_error_status"),
+        api_error_status: status_field(obj, "api_error_status"),
     });
 }
 

@@ -27,6 +27,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::event::{AgentEvent, LineParser};
+use super::json::{self, Line, str_field, string_or_empty, u64_field, unknown};
 use super::launch::Request;
 use crate::config::AgentConfig;
 
@@ -172,13 +173,10 @@ impl CodexParser {
 
 impl LineParser for CodexParser {
     fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
-        let line = line.trim();
-        if line.is_empty() {
-            return Vec::new();
-        }
-        let obj: Value = match serde_json::from_str(line) {
-            Ok(v @ Value::Object(_)) => v,
-            _ => return vec![unknown("non-json")],
+        let obj = match json::line(line) {
+            Line::Object(obj) => obj,
+            Line::Blank => return Vec::new(),
+            Line::NotJson => return vec![unknown("non-json")],
         };
         let kind = str_field(&obj, "type").unwrap_or("").to_owned();
         let mut out = Vec::new();
@@ -286,31 +284,7 @@ fn reconnecting(message: &str) -> Option<(u32, &str)> {
 /// The HTTP status in Codex's error texts: "unexpected status 401 Unauthorized: …",
 /// "exceeded retry limit, last status: 429 Too Many Requests".
 fn http_status(message: &str) -> Option<u16> {
-    ["unexpected status ", "last status: "].iter().find_map(|marker| {
-        let at = message.find(marker)? + marker.len();
-        let digits: String = message[at..].chars().take_while(char::is_ascii_digit).collect();
-        digits.parse().ok().filter(|s| (100..600).contains(s))
-    })
-}
-
-fn unknown(kind: &str) -> AgentEvent {
-    AgentEvent::Unknown { kind: kind.to_owned() }
-}
-
-fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
-fn string_or_empty(v: &Value, key: &str) -> String {
-    str_field(v, key).unwrap_or("").to_owned()
-}
-
-fn u64_field(v: &Value, key: &str) -> Option<u64> {
-    match v.get(key)? {
-        Value::Number(n) => n.as_u64().or_else(|| n.as_f64().filter(|f| f.is_finite() && *f >= 0.0).map(|f| f as u64)),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
+    json::status_after(message, &["unexpected status ", "last status: "])
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::event::{AgentEvent, LineParser};
+use super::json::{self, Line, status_field, str_field, string_or_empty, u64_field, unknown};
 use super::launch::Request;
 use crate::config::AgentConfig;
 
@@ -213,7 +214,7 @@ impl GeminiParser {
         };
         let api_error_status = if is_error {
             error
-                .and_then(|e| u16_field(e, "code").or_else(|| u16_field(e, "status")))
+                .and_then(|e| status_field(e, "code").or_else(|| status_field(e, "status")))
                 .or_else(|| error_message.and_then(status_in_text))
         } else {
             None
@@ -229,16 +230,13 @@ impl GeminiParser {
 
 impl LineParser for GeminiParser {
     fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
-        let line = line.trim();
-        if line.is_empty() {
-            return Vec::new();
-        }
         let mut out = Vec::new();
-        let obj: Value = match serde_json::from_str(line) {
-            Ok(v @ Value::Object(_)) => v,
+        let obj = match json::line(line) {
+            Line::Object(obj) => obj,
+            Line::Blank => return out,
             // Gemini prints only objects on stdout; anything else is noise that still
             // proves the process alive, and evidence for the classifier.
-            _ => {
+            Line::NotJson => {
                 self.flush(&mut out);
                 out.push(unknown("non-json"));
                 return out;
@@ -266,18 +264,6 @@ impl LineParser for GeminiParser {
     }
 }
 
-fn unknown(kind: &str) -> AgentEvent {
-    AgentEvent::Unknown { kind: kind.to_owned() }
-}
-
-fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
-fn string_or_empty(v: &Value, key: &str) -> String {
-    str_field(v, key).unwrap_or("").to_owned()
-}
-
 /// Text content: a string, or the text parts of an array, or nothing.
 fn content_text(v: Option<&Value>) -> String {
     match v {
@@ -294,26 +280,11 @@ fn content_text(v: Option<&Value>) -> String {
     }
 }
 
-/// Non-negative integers, tolerating floats and numeric strings.
-fn u64_field(v: &Value, key: &str) -> Option<u64> {
-    match v.get(key)? {
-        Value::Number(n) => n.as_u64().or_else(|| n.as_f64().filter(|f| f.is_finite() && *f >= 0.0).map(|f| f as u64)),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
-
-fn u16_field(v: &Value, key: &str) -> Option<u16> {
-    u64_field(v, key).and_then(|n| u16::try_from(n).ok()).filter(|n| (100..600).contains(n))
-}
-
 /// The HTTP status in an "[API Error: {"error":{"code":401,…}}]" message, when the
 /// CLI quoted the provider's error body (it does for 401 and 500, not for 429 and
 /// 503, whose texts it rewrites).
 fn status_in_text(message: &str) -> Option<u16> {
-    let at = message.find("\"code\":")? + "\"code\":".len();
-    let digits: String = message[at..].trim_start().chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok().filter(|n| (100..600).contains(n))
+    json::status_after(message, &["\"code\":"])
 }
 
 #[cfg(test)]

@@ -34,6 +34,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::event::{AgentEvent, LineParser};
+use super::json::{self, Line, str_field, string_or_empty, u64_field, unknown};
 use super::launch::Request;
 use crate::config::AgentConfig;
 
@@ -141,15 +142,12 @@ impl OpenCodeParser {
 
 impl LineParser for OpenCodeParser {
     fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
-        let line = line.trim();
-        if line.is_empty() {
-            return Vec::new();
-        }
-        let obj: Value = match serde_json::from_str(line) {
-            Ok(v @ Value::Object(_)) => v,
+        let obj = match json::line(line) {
+            Line::Object(obj) => obj,
+            Line::Blank => return Vec::new(),
             // `run` prints a few plain lines of its own on stdout (a permission it
             // auto-rejects); they are evidence for the classifier, not events.
-            _ => return vec![unknown("non-json")],
+            Line::NotJson => return vec![unknown("non-json")],
         };
         let kind = str_field(&obj, "type").unwrap_or("").to_owned();
         let part = obj.get("part").filter(|p| p.is_object());
@@ -168,27 +166,6 @@ impl LineParser for OpenCodeParser {
             out.push(unknown(if kind.is_empty() { "untyped" } else { &kind }));
         }
         out
-    }
-}
-
-fn unknown(kind: &str) -> AgentEvent {
-    AgentEvent::Unknown { kind: kind.to_owned() }
-}
-
-fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
-fn string_or_empty(v: &Value, key: &str) -> String {
-    str_field(v, key).unwrap_or("").to_owned()
-}
-
-/// Non-negative integers, tolerating floats and numeric strings.
-fn u64_field(v: &Value, key: &str) -> Option<u64> {
-    match v.get(key)? {
-        Value::Number(n) => n.as_u64().or_else(|| n.as_f64().filter(|f| f.is_finite() && *f >= 0.0).map(|f| f as u64)),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
     }
 }
 

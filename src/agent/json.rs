@@ -1,0 +1,118 @@
+//! Reading the agents' JSON lines: one line to an object (or why not), lenient field
+//! getters (CLIs write numbers as floats or strings in places), and the HTTP status a
+//! CLI quotes inside an error text. Shared by every stream parser.
+
+use serde_json::Value;
+
+use super::event::AgentEvent;
+
+/// What one output line is.
+pub enum Line {
+    /// Nothing but whitespace: not an event, not activity.
+    Blank,
+    /// Not a JSON object (a stray log line, a bare scalar): no event, but proof that
+    /// the process is alive.
+    NotJson,
+    Object(Value),
+}
+
+pub fn line(text: &str) -> Line {
+    let text = text.trim();
+    if text.is_empty() {
+        return Line::Blank;
+    }
+    match serde_json::from_str(text) {
+        Ok(v @ Value::Object(_)) => Line::Object(v),
+        _ => Line::NotJson,
+    }
+}
+
+/// The event for an event kind a parser does not know (tolerated, logged).
+pub fn unknown(kind: &str) -> AgentEvent {
+    AgentEvent::Unknown { kind: kind.to_owned() }
+}
+
+pub fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+pub fn string_or_empty(v: &Value, key: &str) -> String {
+    str_field(v, key).unwrap_or("").to_owned()
+}
+
+pub fn bool_field(v: &Value, key: &str) -> bool {
+    v.get(key).and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// Non-negative integers, tolerating floats and numeric strings (seen in the wild for
+/// timestamps and status codes).
+pub fn u64_field(v: &Value, key: &str) -> Option<u64> {
+    match v.get(key)? {
+        Value::Number(n) => n.as_u64().or_else(|| n.as_f64().filter(|f| f.is_finite() && *f >= 0.0).map(|f| f as u64)),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+pub fn i64_field(v: &Value, key: &str) -> Option<i64> {
+    match v.get(key)? {
+        Value::Number(n) => n.as_i64().or_else(|| {
+            n.as_f64().filter(|f| f.is_finite() && *f >= i64::MIN as f64 && *f <= i64::MAX as f64).map(|f| f as i64)
+        }),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// An HTTP status field (100–599).
+pub fn status_field(v: &Value, key: &str) -> Option<u16> {
+    u64_field(v, key).and_then(|n| u16::try_from(n).ok()).filter(is_status)
+}
+
+/// The HTTP status right after one of `markers` in an error text, e.g. Codex's
+/// "unexpected status 401 Unauthorized" or a quoted body's `"code":401`.
+pub fn status_after(message: &str, markers: &[&str]) -> Option<u16> {
+    markers.iter().find_map(|marker| {
+        let at = message.find(marker)? + marker.len();
+        let digits: String = message[at..].trim_start().chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().ok().filter(is_status)
+    })
+}
+
+fn is_status(n: &u16) -> bool {
+    (100..600).contains(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn lines_are_blank_not_json_or_objects() {
+        assert!(matches!(line("  "), Line::Blank));
+        assert!(matches!(line("Reading additional input from stdin..."), Line::NotJson));
+        assert!(matches!(line("42"), Line::NotJson));
+        assert!(matches!(line(r#"{"type":"x"}"#), Line::Object(_)));
+    }
+
+    #[test]
+    fn numbers_are_read_leniently() {
+        let v = json!({"a": 3.0, "b": "17", "c": -1, "d": 529, "e": 9999});
+        assert_eq!(u64_field(&v, "a"), Some(3));
+        assert_eq!(u64_field(&v, "b"), Some(17));
+        assert_eq!(u64_field(&v, "c"), None);
+        assert_eq!(i64_field(&v, "c"), Some(-1));
+        assert_eq!(status_field(&v, "d"), Some(529));
+        assert_eq!(status_field(&v, "e"), None);
+    }
+
+    #[test]
+    fn statuses_in_error_texts() {
+        let codex = "unexpected status 401 Unauthorized: Incorrect API key";
+        assert_eq!(status_after(codex, &["unexpected status ", "last status: "]), Some(401));
+        let gemini = r#"[API Error: {"error":{"code": 500,"message":"x"}}]"#;
+        assert_eq!(status_after(gemini, &["\"code\":"]), Some(500));
+        assert_eq!(status_after("500 lines changed", &["unexpected status "]), None);
+    }
+}
