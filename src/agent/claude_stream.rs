@@ -193,6 +193,7 @@ fn parse_result(obj: &Value, out: &mut Vec<AgentEvent>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::json::fuzz;
     use serde_json::json;
 
     fn parse_all(lines: &[&str]) -> Vec<AgentEvent> {
@@ -398,15 +399,7 @@ mod tests {
 
     #[test]
     fn garbage_never_panics() {
-        let shapes = [
-            json!(null),
-            json!(1e300),
-            json!(-5),
-            json!("x"),
-            json!([1, "a", {}]),
-            json!({}),
-            json!({"nested": {"deep": [null]}}),
-        ];
+        let mut p = ClaudeStreamParser::new();
         let types = ["system", "assistant", "user", "rate_limit_event", "result", "stream_event", ""];
         let keys = [
             "subtype",
@@ -424,41 +417,20 @@ mod tests {
             "total_cost_usd",
             "error",
         ];
-        let mut p = ClaudeStreamParser::new();
+        fuzz::each_field(&mut p, &types, &keys);
         for t in types {
-            for k in keys {
-                for s in &shapes {
-                    let mut obj = json!({"type": t});
-                    obj[k] = s.clone();
-                    p.parse_line(&obj.to_string());
-                    // Content blocks with odd shapes.
-                    let msg = json!({"type": t, "message": {"content": [s, {"type": "text", "text": s},
-                        {"type": "tool_result", "content": s, "is_error": s, "tool_use_id": s},
-                        {"type": "tool_use", "id": s, "name": s, "input": s}]},
-                        "rate_limit_info": {"status": s, "resetsAt": s, "rateLimitType": s},
-                        "usage": {"input_tokens": s}, "subtype": s});
-                    p.parse_line(&msg.to_string());
-                }
+            for s in fuzz::odd_values() {
+                // Content blocks with odd shapes.
+                let msg = json!({"type": t, "message": {"content": [s, {"type": "text", "text": s},
+                    {"type": "tool_result", "content": s, "is_error": s, "tool_use_id": s},
+                    {"type": "tool_use", "id": s, "name": s, "input": s}]},
+                    "rate_limit_info": {"status": s, "resetsAt": s, "rateLimitType": s},
+                    "usage": {"input_tokens": s}, "subtype": s});
+                p.parse_line(&msg.to_string());
             }
         }
-        // Byte soup, truncations and invalid UTF-8 replacement characters.
         let full = r#"{"type":"result","subtype":"success","is_error":false,"result":"x","usage":{"input_tokens":1}}"#;
-        for i in 0..full.len() {
-            p.parse_line(&full[..i]);
-        }
-        for junk in ["{", "}", "[]", "\u{fffd}\u{0}", "{\"type\":", "{\"type\":null}", "nul"] {
-            p.parse_line(junk);
-        }
-        let mut seed: u32 = 12345;
-        for _ in 0..2000 {
-            let s: String = (0..40)
-                .map(|_| {
-                    seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
-                    let alphabet = b"{}[]\":,01 truefalsnl\\abcxyz-.e";
-                    alphabet[(seed >> 16) as usize % alphabet.len()] as char
-                })
-                .collect();
-            p.parse_line(&s);
-        }
+        fuzz::truncations(&mut p, full);
+        fuzz::junk(&mut p, 12345);
     }
 }

@@ -290,6 +290,7 @@ fn http_status(message: &str) -> Option<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::json::fuzz;
     use crate::config::AgentConfig;
 
     fn parse_all(lines: &[&str]) -> Vec<AgentEvent> {
@@ -487,7 +488,7 @@ mod tests {
 
     #[test]
     fn garbage_never_panics() {
-        let shapes = [json!(null), json!(1e300), json!(-5), json!("x"), json!([1, "a", {}]), json!({}), json!(true)];
+        let shapes = fuzz::odd_values();
         let types = [
             "thread.started",
             "turn.started",
@@ -519,12 +520,9 @@ mod tests {
             }
         }
         for line in RUN {
-            for i in 0..line.len() {
-                if line.is_char_boundary(i) {
-                    p.parse_line(&line[..i]);
-                }
-            }
+            fuzz::truncations(&mut p, line);
         }
+        fuzz::junk(&mut p, 99);
         for m in [
             "Reconnecting...",
             "Reconnecting... ",

@@ -290,6 +290,7 @@ fn status_in_text(message: &str) -> Option<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::json::fuzz;
     use serde_json::json;
 
     fn parse_all(lines: &[&str]) -> Vec<AgentEvent> {
@@ -524,16 +525,7 @@ mod tests {
 
     #[test]
     fn garbage_never_panics() {
-        let shapes = [
-            json!(null),
-            json!(1e300),
-            json!(-5),
-            json!(70000),
-            json!("x"),
-            json!([1, "a", {}]),
-            json!({}),
-            json!({"nested": {"deep": [null]}}),
-        ];
+        let mut p = GeminiParser::new();
         let types = ["init", "message", "tool_use", "tool_result", "error", "result", "other", ""];
         let keys = [
             "session_id",
@@ -550,10 +542,9 @@ mod tests {
             "message",
             "stats",
         ];
-        let mut p = GeminiParser::new();
         for t in types {
             for k in keys {
-                for s in &shapes {
+                for s in fuzz::odd_values() {
                     let mut obj = json!({"type": t, "role": "assistant", "delta": true});
                     obj[k] = s.clone();
                     p.parse_line(&obj.to_string());
@@ -563,12 +554,8 @@ mod tests {
                 }
             }
         }
-        for i in 0..SUCCESS.len() {
-            p.parse_line(&SUCCESS[..i]);
-        }
-        for junk in ["{", "}", "[]", "\u{fffd}\u{0}", "{\"type\":", "{\"type\":null}", "nul"] {
-            p.parse_line(junk);
-        }
+        fuzz::truncations(&mut p, SUCCESS);
+        fuzz::junk(&mut p, 777);
         assert_eq!(status_in_text("\"code\":"), None);
         assert_eq!(status_in_text("\"code\": 99999999999999999999"), None);
     }

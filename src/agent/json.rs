@@ -83,6 +83,67 @@ fn is_status(n: &u16) -> bool {
     (100..600).contains(n)
 }
 
+/// Robustness checks every parser runs on itself: odd values in every field,
+/// truncated real lines, junk. A parser passes by not panicking.
+#[cfg(test)]
+pub mod fuzz {
+    use serde_json::{Value, json};
+
+    use crate::agent::LineParser;
+
+    /// Values of every JSON shape, including ones no CLI sends.
+    pub fn odd_values() -> Vec<Value> {
+        vec![
+            json!(null),
+            json!(1e300),
+            json!(-5),
+            json!(70000),
+            json!(true),
+            json!("x"),
+            json!([1, "a", {}]),
+            json!({}),
+            json!({"nested": {"deep": [null]}}),
+        ]
+    }
+
+    /// Every event type with every key set to every odd value.
+    pub fn each_field(p: &mut dyn LineParser, types: &[&str], keys: &[&str]) {
+        for t in types {
+            for k in keys {
+                for v in odd_values() {
+                    let mut obj = json!({"type": t});
+                    obj[*k] = v;
+                    p.parse_line(&obj.to_string());
+                }
+            }
+        }
+    }
+
+    /// Every prefix of a real line.
+    pub fn truncations(p: &mut dyn LineParser, line: &str) {
+        for i in (0..line.len()).filter(|i| line.is_char_boundary(*i)) {
+            p.parse_line(&line[..i]);
+        }
+    }
+
+    /// Broken JSON and 2000 lines of deterministic byte soup.
+    pub fn junk(p: &mut dyn LineParser, mut seed: u32) {
+        for junk in ["{", "}", "[]", "\u{fffd}\u{0}", "{\"type\":", "{\"type\":null}", "nul"] {
+            p.parse_line(junk);
+        }
+        for _ in 0..2000 {
+            let s: String = (0..40)
+                .map(|_| {
+                    seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                    let alphabet = b"{}[]\":,01 truefalsnl\\abcxyz-.e";
+                    alphabet[(seed >> 16) as usize % alphabet.len()] as char
+                })
+                .collect();
+            p.parse_line(&s);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

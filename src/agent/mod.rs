@@ -5,7 +5,7 @@ pub mod claude_stream;
 pub mod codex;
 pub mod event;
 pub mod gemini;
-mod json;
+pub(crate) mod json;
 pub mod launch;
 pub mod opencode;
 pub mod sim;

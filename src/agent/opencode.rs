@@ -251,6 +251,7 @@ fn provider_error_code(body: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::json::fuzz;
     use crate::config::AgentKind;
     use serde_json::json;
 
@@ -454,24 +455,11 @@ mod tests {
 
     #[test]
     fn garbage_never_panics() {
-        let shapes = [
-            json!(null),
-            json!(1e300),
-            json!(-5),
-            json!("x"),
-            json!([1, "a", {}]),
-            json!({}),
-            json!({"nested": {"deep": [null]}}),
-        ];
-        let types = ["text", "reasoning", "tool_use", "step_start", "step_finish", "error", ""];
         let mut p = OpenCodeParser::new();
+        let types = ["text", "reasoning", "tool_use", "step_start", "step_finish", "error", ""];
+        fuzz::each_field(&mut p, &types, &["sessionID", "part", "error"]);
         for t in types {
-            for s in &shapes {
-                for key in ["sessionID", "part", "error"] {
-                    let mut obj = json!({"type": t});
-                    obj[key] = s.clone();
-                    p.parse_line(&obj.to_string());
-                }
+            for s in fuzz::odd_values() {
                 let obj = json!({"type": t, "sessionID": s, "part": {"text": s, "tool": s, "callID": s, "id": s,
                     "sessionID": s, "state": {"status": s, "input": s, "output": s, "error": s},
                     "tokens": {"input": s, "output": s, "reasoning": s}, "cost": s},
@@ -484,25 +472,8 @@ mod tests {
                 }
             }
         }
-        for i in 0..TOOL_WRITE.len() {
-            if TOOL_WRITE.is_char_boundary(i) {
-                p.parse_line(&TOOL_WRITE[..i]);
-            }
-        }
-        for junk in ["{", "}", "[]", "\u{fffd}\u{0}", "{\"type\":", "{\"type\":null}", "nul"] {
-            p.parse_line(junk);
-        }
-        let mut seed: u32 = 4242;
-        for _ in 0..2000 {
-            let s: String = (0..40)
-                .map(|_| {
-                    seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
-                    let alphabet = b"{}[]\":,01 truefalsnl\\abcxyz-.e";
-                    alphabet[(seed >> 16) as usize % alphabet.len()] as char
-                })
-                .collect();
-            p.parse_line(&s);
-        }
+        fuzz::truncations(&mut p, TOOL_WRITE);
+        fuzz::junk(&mut p, 4242);
     }
 
     fn config(model: Option<&str>, args: &[&str]) -> AgentConfig {
