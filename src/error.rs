@@ -1,9 +1,12 @@
 //! ralph's error type: everything that stops ralph before or outside the run's own
-//! outcome. Each variant maps to an exit code in [`crate::exit::for_error`].
+//! outcome. Each variant maps to an exit code in [`crate::exit::code`]: problems
+//! found before the first attempt are exit 2, failures ralph cannot wait out once
+//! the run is under way are exit 4.
 
 use std::path::PathBuf;
 
 use crate::config::ConfigError;
+use crate::state::lock::LockError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RalphError {
@@ -12,9 +15,9 @@ pub enum RalphError {
     /// The goal file is missing or unreadable.
     #[error("{}: cannot read the goal file ({source}); write it, or set [general] prompt in {}", .path.display(), .config.display())]
     Prompt { path: PathBuf, config: PathBuf, source: std::io::Error },
-    /// Another ralph holds the lock of this directory.
-    #[error("{0}")]
-    Locked(String),
+    /// The run lock: another ralph holds it, or it cannot be taken.
+    #[error(transparent)]
+    Lock(#[from] LockError),
     /// The checkpoint does not parse; it was moved aside.
     #[error(
         "the checkpoint {} does not parse ({message}); it was kept aside as {}. Run `ralph --no-resume` to start fresh, or repair it and move it back to resume",
@@ -22,6 +25,18 @@ pub enum RalphError {
         .aside.display()
     )]
     CheckpointCorrupt { path: PathBuf, aside: PathBuf, message: String },
+    /// The checkpoint was written by a newer ralph; it is left where it is.
+    #[error(
+        "the checkpoint {} has format version {version}, newer than the version {supported} this ralph reads; it was left in place. Resume it with the newer ralph, or run `ralph --no-resume` to archive it and start fresh",
+        .path.display()
+    )]
+    CheckpointTooNew { path: PathBuf, version: u64, supported: u32 },
+    /// The checkpoint parses but describes an impossible position.
+    #[error(
+        "the checkpoint {} is not usable: {field} {problem}; it was left in place. Repair that field, or run `ralph --no-resume` to archive it and start fresh",
+        .path.display()
+    )]
+    CheckpointInvalid { path: PathBuf, field: &'static str, problem: String },
     /// An unfinished run exists and the user did not say what to do with it.
     #[error(
         "an unfinished run ({status}, phase {phase}, iteration {iteration}) has a checkpoint in {}; run `ralph --resume` to continue it or `ralph --no-resume` to archive it and start fresh",
@@ -37,13 +52,25 @@ pub enum RalphError {
     /// Wrong use of the command line.
     #[error("{0}")]
     Usage(String),
-    /// ralph's own I/O failed (disk full, permissions).
+    /// An I/O failure before the first attempt (`-C` missing, `.agent/` not writable).
+    #[error("{context}: {source}")]
+    Setup { context: String, source: std::io::Error },
+    /// ralph's own I/O failed while the run was under way.
     #[error("{context}: {source}")]
     Io { context: String, source: std::io::Error },
+    /// A bug: something ralph itself should never do.
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 impl RalphError {
+    /// An I/O failure once the run is under way (exit 4).
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         RalphError::Io { context: context.into(), source }
+    }
+
+    /// An I/O failure before the first attempt (exit 2).
+    pub fn setup(context: impl Into<String>, source: std::io::Error) -> Self {
+        RalphError::Setup { context: context.into(), source }
     }
 }

@@ -1,13 +1,32 @@
-//! The process exit codes of ralph, in one place (design.md §2).
+//! The process exit codes of ralph and the one table that maps every way a command
+//! can end to one of them (design.md §2). Nothing else in the crate picks a code.
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | done |
+//! | 1 | a cap or budget ran out (agent failures included) |
+//! | 2 | a problem found before the first attempt: usage, configuration, the agent pre-flight, an unwritable `.agent/`, a checkpoint ralph cannot use |
+//! | 3 | a person must act after the run started: credentials, billing, a binary gone, a launch that can never succeed |
+//! | 4 | an internal error: a bug, or an I/O failure ralph cannot wait out |
+//! | 130 / 143 / 129 | stopped by Ctrl+C / SIGTERM / SIGHUP |
+
+use crate::error::RalphError;
+use crate::outcome::RunEnd;
+use crate::signal::StopCause;
+use crate::state::lock::LockError;
 
 /// The workflow finished: every phase reached its done signal.
 pub const DONE: i32 = 0;
 /// The run failed: a budget or cap was exhausted, or an agent failure ended it.
 pub const FAILED: i32 = 1;
-/// A usage or configuration error, found before anything ran.
+/// A problem found before the first attempt (usage, configuration, pre-flight,
+/// state ralph cannot use).
 pub const USAGE: i32 = 2;
-/// Blocked: a human must act (credentials, billing, a missing binary).
+/// Blocked: a person must act after the run started (credentials, billing, a
+/// binary gone).
 pub const BLOCKED: i32 = 3;
+/// An internal error: a bug, or an I/O failure ralph cannot wait out.
+pub const INTERNAL: i32 = 4;
 /// Stopped by the user's Ctrl+C (SIGINT); the checkpoint is `paused`.
 pub const INTERRUPTED: i32 = 130;
 /// Stopped by SIGHUP (a closed terminal); the checkpoint is `interrupted`.
@@ -15,19 +34,71 @@ pub const HANGUP: i32 = 129;
 /// Stopped by SIGTERM (shutdown, service manager); the checkpoint is `interrupted`.
 pub const TERMINATED: i32 = 143;
 
-use crate::error::RalphError;
+/// How a command ended: a run's own outcome, a subcommand's chosen code, or an error.
+#[derive(Debug, Clone, Copy)]
+pub enum Ending<'a> {
+    Run(&'a RunEnd),
+    /// A subcommand (`status`, `doctor`, …) that picked its code from the constants.
+    Code(i32),
+    Error(&'a RalphError),
+}
 
-/// The exit code for an error that stopped ralph outside a run's own outcome.
+/// The exit-code table: one exhaustive match, so a new outcome or error variant does
+/// not compile until it has a code.
+pub fn code(ending: Ending<'_>) -> i32 {
+    match ending {
+        Ending::Code(code) => code,
+        Ending::Run(RunEnd::Completed) => DONE,
+        Ending::Run(RunEnd::Failed(_)) => FAILED,
+        Ending::Run(RunEnd::Blocked(_)) => BLOCKED,
+        Ending::Run(RunEnd::Stopped(StopCause::User) | RunEnd::ForceExit) => INTERRUPTED,
+        Ending::Run(RunEnd::Stopped(StopCause::Terminate)) => TERMINATED,
+        Ending::Run(RunEnd::Stopped(StopCause::Hangup)) => HANGUP,
+        Ending::Error(
+            RalphError::Config(_)
+            | RalphError::Prompt { .. }
+            | RalphError::Lock(LockError::Held { .. } | LockError::Io { .. })
+            | RalphError::CheckpointCorrupt { .. }
+            | RalphError::CheckpointTooNew { .. }
+            | RalphError::CheckpointInvalid { .. }
+            | RalphError::ResumeChoiceNeeded { .. }
+            | RalphError::NothingToResume(_)
+            | RalphError::ResumeMismatch(_)
+            | RalphError::Usage(_)
+            | RalphError::Setup { .. },
+        ) => USAGE,
+        Ending::Error(RalphError::Io { .. } | RalphError::Internal(_)) => INTERNAL,
+    }
+}
+
+/// The code for an error (shorthand for [`code`]).
 pub fn for_error(error: &RalphError) -> i32 {
-    match error {
-        RalphError::Config(_)
-        | RalphError::Prompt { .. }
-        | RalphError::Locked(_)
-        | RalphError::CheckpointCorrupt { .. }
-        | RalphError::ResumeChoiceNeeded { .. }
-        | RalphError::NothingToResume(_)
-        | RalphError::ResumeMismatch(_)
-        | RalphError::Usage(_) => USAGE,
-        RalphError::Io { .. } => FAILED,
+    code(Ending::Error(error))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_endings_follow_the_table() {
+        assert_eq!(code(Ending::Run(&RunEnd::Completed)), 0);
+        assert_eq!(code(Ending::Run(&RunEnd::Failed("cap".into()))), 1);
+        assert_eq!(code(Ending::Run(&RunEnd::Blocked("401".into()))), 3);
+        assert_eq!(code(Ending::Run(&RunEnd::Stopped(StopCause::User))), 130);
+        assert_eq!(code(Ending::Run(&RunEnd::ForceExit)), 130);
+        assert_eq!(code(Ending::Run(&RunEnd::Stopped(StopCause::Terminate))), 143);
+        assert_eq!(code(Ending::Run(&RunEnd::Stopped(StopCause::Hangup))), 129);
+    }
+
+    #[test]
+    fn setup_problems_are_2_and_internal_failures_are_4() {
+        let io = || std::io::Error::other("x");
+        assert_eq!(for_error(&RalphError::setup("cannot create .agent", io())), 2);
+        assert_eq!(for_error(&RalphError::Usage("bad".into())), 2);
+        assert_eq!(for_error(&RalphError::io("cannot write the checkpoint", io())), 4);
+        assert_eq!(for_error(&RalphError::Internal("bug".into())), 4);
+        let held = LockError::Held { path: "x".into(), info: None };
+        assert_eq!(for_error(&RalphError::Lock(held)), 2);
     }
 }

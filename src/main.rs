@@ -57,18 +57,17 @@ fn run_command(args: RunArgs) -> i32 {
         Err(e) => return fail(ralph::error::RalphError::io("cannot start the runtime", e)),
     };
     match runtime.block_on(run::run(options)) {
-        Ok(end) => end.exit_code(),
+        Ok(end) => exit::code(exit::Ending::Run(&end)),
         Err(e) => fail(e),
     }
 }
 
 fn dir(place: &Place) -> Result<std::path::PathBuf, ralph::error::RalphError> {
     match &place.dir {
-        Some(d) => {
-            std::fs::canonicalize(d).map_err(|e| ralph::error::RalphError::io(format!("cannot use {}", d.display()), e))
-        }
+        Some(d) => std::fs::canonicalize(d)
+            .map_err(|e| ralph::error::RalphError::setup(format!("cannot use {}", d.display()), e)),
         None => {
-            std::env::current_dir().map_err(|e| ralph::error::RalphError::io("cannot read the current directory", e))
+            std::env::current_dir().map_err(|e| ralph::error::RalphError::setup("cannot read the current directory", e))
         }
     }
 }

@@ -37,15 +37,6 @@ impl StopCause {
             StopCause::Hangup => "SIGHUP",
         }
     }
-
-    /// The exit code for a run stopped this way.
-    pub fn exit_code(self) -> i32 {
-        match self {
-            StopCause::User => crate::exit::INTERRUPTED,
-            StopCause::Terminate => crate::exit::TERMINATED,
-            StopCause::Hangup => crate::exit::HANGUP,
-        }
-    }
 }
 
 /// What the shell must do about a signal.
@@ -160,12 +151,5 @@ mod tests {
         let _ = s.on_signal(Incoming::Terminate);
         assert_eq!(s.on_signal(Incoming::Interrupt), InterruptAction::ForceExit);
         assert_eq!(s.stopping(), Some(StopCause::Terminate));
-    }
-
-    #[test]
-    fn exit_codes_follow_the_signal() {
-        assert_eq!(StopCause::User.exit_code(), 130);
-        assert_eq!(StopCause::Terminate.exit_code(), 143);
-        assert_eq!(StopCause::Hangup.exit_code(), 129);
     }
 }

@@ -40,11 +40,11 @@ pub fn main(keep: bool) -> Result<i32, RalphError> {
     // Ctrl+C once. (Polling a file is fine for a human stand-in; ralph itself never polls.)
     while !marker.exists() {
         if let Ok(Some(status)) = child.try_wait() {
-            return Err(RalphError::Usage(format!("the demo run ended early ({status}); see {}", dir.display())));
+            return Err(RalphError::Internal(format!("the demo run ended early ({status}); see {}", dir.display())));
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            return Err(RalphError::Usage("the demo run did not reach its second iteration within 60s".into()));
+            return Err(RalphError::Internal("the demo run did not reach its second iteration within 60s".into()));
         }
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -6,19 +6,13 @@ use std::path::Path;
 
 use crate::error::RalphError;
 use crate::state::checkpoint::Checkpoint;
-use crate::state::store::{self, StoreError};
+use crate::state::format;
 
-/// Reads the checkpoint of the project in `dir`, without changing anything.
+/// Reads the checkpoint of the project in `dir`, without changing anything. The
+/// same reader and the same refusals as `--resume`, so the two always agree.
 pub fn read(dir: &Path) -> Result<Option<Checkpoint>, RalphError> {
     let path = dir.join(".agent").join("checkpoint.json");
-    match store::load_json::<Checkpoint>(&path) {
-        Ok(cp) => Ok(cp),
-        Err(StoreError::Corrupt { message, .. }) => Err(RalphError::Usage(format!(
-            "the checkpoint {} does not parse ({message}); `ralph --no-resume` sets it aside and starts fresh",
-            path.display()
-        ))),
-        Err(StoreError::Io { path, source }) => Err(RalphError::io(format!("cannot read {}", path.display()), source)),
-    }
+    format::read(&path).map_err(|e| crate::run::setup::refusal(&path, e))
 }
 
 pub fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
@@ -27,7 +21,7 @@ pub fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
         return Ok(crate::exit::DONE);
     };
     if json {
-        let text = serde_json::to_string_pretty(&cp).map_err(|e| RalphError::Usage(e.to_string()))?;
+        let text = serde_json::to_string_pretty(&cp).map_err(|e| RalphError::Internal(e.to_string()))?;
         println!("{text}");
     } else {
         print!("{}", describe(&cp));
@@ -68,6 +62,10 @@ pub fn describe(cp: &Checkpoint) -> String {
         );
     }
     match (&p.resume_session, &cp.in_flight) {
+        _ if !cp.status.unfinished() => {
+            let _ =
+                writeln!(s, "  resume: nothing to resume (the run {}); `ralph` starts a new run", cp.status.as_str());
+        }
         (Some(session), _) => {
             let _ = writeln!(s, "  resume: continues session {session}");
         }

@@ -18,7 +18,7 @@ pub fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
             "pid": holder.as_ref().map(|h| h.pid),
             "checkpoint": cp,
         });
-        println!("{}", serde_json::to_string_pretty(&value).map_err(|e| RalphError::Usage(e.to_string()))?);
+        println!("{}", serde_json::to_string_pretty(&value).map_err(|e| RalphError::Internal(e.to_string()))?);
         return Ok(crate::exit::DONE);
     }
     match (&cp, &holder) {

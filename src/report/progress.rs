@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 
 use crate::agent::AgentEvent;
-use crate::run::RunEnd;
+use crate::outcome::RunEnd;
 use crate::state::checkpoint::Checkpoint;
 
 use super::summary::Summary;

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::time::Duration;
 
+use crate::outcome::RunEnd;
 use crate::recovery::Category;
 use crate::recovery::policy::Cap;
-use crate::run::RunEnd;
 use crate::signal::StopCause;
 use crate::state::checkpoint::{Checkpoint, Usage};
 

@@ -468,9 +468,7 @@ impl Dispatcher {
         cp.usage.add(&outcome.usage);
         cp.phase_usage.entry(phase).or_default().add(&outcome.usage);
         if let Some(session) = &outcome.session {
-            let tokens = cp.progress.session_tokens.entry(session.clone()).or_default();
-            tokens.0 += outcome.usage.input_tokens;
-            tokens.1 += outcome.usage.output_tokens;
+            cp.progress.add_session_tokens(session, outcome.usage.input_tokens, outcome.usage.output_tokens);
         }
         self.r.reporter.set_cost(cp.usage.cost_usd);
     }

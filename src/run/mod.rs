@@ -13,7 +13,6 @@ mod waits;
 use std::path::PathBuf;
 
 use crate::error::RalphError;
-use crate::signal::StopCause;
 
 /// What the user asked for about an existing checkpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,31 +35,7 @@ pub struct Options {
     pub verbose: u8,
 }
 
-/// How a run ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RunEnd {
-    Completed,
-    /// A cap or budget ran out.
-    Failed(String),
-    /// A human must act.
-    Blocked(String),
-    /// Stopped by a signal, with an orderly save.
-    Stopped(StopCause),
-    /// The user's second Ctrl+C: killed and left at once.
-    ForceExit,
-}
-
-impl RunEnd {
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            RunEnd::Completed => crate::exit::DONE,
-            RunEnd::Failed(_) => crate::exit::FAILED,
-            RunEnd::Blocked(_) => crate::exit::BLOCKED,
-            RunEnd::Stopped(cause) => cause.exit_code(),
-            RunEnd::ForceExit => crate::exit::INTERRUPTED,
-        }
-    }
-}
+pub use crate::outcome::RunEnd;
 
 /// `ralph run`: set up, then dispatch until the workflow ends.
 pub async fn run(options: Options) -> Result<RunEnd, RalphError> {

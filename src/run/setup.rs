@@ -9,9 +9,10 @@ use crate::config::{self, Loaded};
 use crate::error::RalphError;
 use crate::report::Reporter;
 use crate::state::checkpoint::{self, Checkpoint, Status};
+use crate::state::format::{self, FormatError, ReadError};
 use crate::state::journal::Journal;
-use crate::state::lock::{LockError, RunLock};
-use crate::state::store::{self, StoreError};
+use crate::state::lock::RunLock;
+use crate::state::store;
 use crate::workflow::Progress;
 use crate::workflow::prompt;
 
@@ -50,11 +51,8 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
 
     let agent_dir = dir.join(".agent");
     store::ensure_gitignore(&agent_dir)
-        .map_err(|e| RalphError::io(format!("cannot create {}", agent_dir.display()), e))?;
-    let acquired = crate::state::lock::acquire(&agent_dir.join("ralph.lock")).map_err(|e| match e {
-        LockError::Held { .. } => RalphError::Locked(e.to_string()),
-        other => RalphError::io("cannot take the run lock", std::io::Error::other(other.to_string())),
-    })?;
+        .map_err(|e| RalphError::setup(format!("cannot create {}", agent_dir.display()), e))?;
+    let acquired = crate::state::lock::acquire(&agent_dir.join("ralph.lock"))?;
     let reporter = Reporter::new(options.quiet, std::io::stderr().is_terminal());
     if let Some(stale) = &acquired.stale {
         reporter.line(&format!(
@@ -69,7 +67,7 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
     let (checkpoint, resumed) = match &checkpoint_path {
         None => (fresh_checkpoint(&loaded, &prompt_checksum), false),
         Some(cp_path) => {
-            let existing = load_checkpoint(cp_path)?;
+            let existing = load_checkpoint(cp_path, options.resume, &reporter)?;
             if let Some(cp) = &existing {
                 end_leftovers(&cp.run_id, &reporter);
             }
@@ -83,7 +81,7 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
                 (Start::Resume, Some(cp)) => (resume(cp, &loaded, &prompt_checksum, &reporter)?, true),
                 (Start::ArchiveThenFresh, Some(_)) => {
                     let aside = store::set_aside(cp_path, "archived")
-                        .map_err(|e| RalphError::io("cannot archive the old checkpoint", e))?;
+                        .map_err(|e| RalphError::setup("cannot archive the old checkpoint", e))?;
                     reporter.line(&format!("archived the previous checkpoint as {}", aside.display()));
                     (fresh_checkpoint(&loaded, &prompt_checksum), false)
                 }
@@ -103,10 +101,10 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
 
     let logs_dir = agent_dir.join("logs").join(&checkpoint.run_id);
     std::fs::create_dir_all(&logs_dir)
-        .map_err(|e| RalphError::io(format!("cannot create {}", logs_dir.display()), e))?;
+        .map_err(|e| RalphError::setup(format!("cannot create {}", logs_dir.display()), e))?;
     crate::report::log::init(&logs_dir.join("ralph.log"), options.verbose);
     let journal = if enabled {
-        Journal::open(&agent_dir.join("events.jsonl")).map_err(|e| RalphError::io("cannot open the journal", e))?
+        Journal::open(&agent_dir.join("events.jsonl")).map_err(|e| RalphError::setup("cannot open the journal", e))?
     } else {
         Journal::disabled()
     };
@@ -157,29 +155,45 @@ fn load_templates(dir: &Path, loaded: &Loaded) -> Result<Vec<String>, RalphError
         .collect()
 }
 
-fn load_checkpoint(path: &Path) -> Result<Option<Checkpoint>, RalphError> {
-    let corrupt = |message: String| match store::set_aside(path, "corrupt") {
-        Ok(aside) => RalphError::CheckpointCorrupt { path: path.to_path_buf(), aside, message },
-        Err(e) => RalphError::io(
-            format!("the checkpoint {} does not parse ({message}) and cannot be moved aside", path.display()),
-            e,
-        ),
-    };
-    match store::load_json::<serde_json::Value>(path) {
-        Ok(None) => Ok(None),
-        Ok(Some(value)) => {
-            let version = value.get("version").and_then(serde_json::Value::as_u64);
-            if version != Some(u64::from(checkpoint::VERSION)) {
-                return Err(corrupt(format!(
-                    "format version {} is not the version {} this ralph reads",
-                    version.map_or_else(|| "(none)".to_string(), |v| v.to_string()),
-                    checkpoint::VERSION
-                )));
-            }
-            serde_json::from_value(value).map(Some).map_err(|e| corrupt(e.to_string()))
+/// Reads the checkpoint for a run. With `--no-resume` a checkpoint that cannot be
+/// used is set aside and the run starts fresh in the same call: the user asked to
+/// start over, and the file is kept.
+fn load_checkpoint(path: &Path, flag: ResumeFlag, reporter: &Reporter) -> Result<Option<Checkpoint>, RalphError> {
+    match format::read(path) {
+        Ok(cp) => Ok(cp),
+        Err(ReadError::Format(e)) if flag == ResumeFlag::Fresh => {
+            let label = if matches!(e, FormatError::Corrupt(_)) { "corrupt" } else { "archived" };
+            let aside = store::set_aside(path, label)
+                .map_err(|io| RalphError::setup(format!("cannot set the checkpoint {} aside", path.display()), io))?;
+            reporter.line(&format!("the checkpoint could not be used ({e}); kept it aside as {}", aside.display()));
+            Ok(None)
         }
-        Err(StoreError::Corrupt { message, .. }) => Err(corrupt(message)),
-        Err(StoreError::Io { path, source }) => Err(RalphError::io(format!("cannot read {}", path.display()), source)),
+        // Only a file that does not parse is set aside; the others are left in place.
+        Err(ReadError::Format(FormatError::Corrupt(message))) => Err(match store::set_aside(path, "corrupt") {
+            Ok(aside) => RalphError::CheckpointCorrupt { path: path.to_path_buf(), aside, message },
+            Err(e) => RalphError::setup(
+                format!("the checkpoint {} does not parse ({message}) and cannot be moved aside", path.display()),
+                e,
+            ),
+        }),
+        Err(e) => Err(refusal(path, e)),
+    }
+}
+
+/// The error for a checkpoint that is refused and left where it is.
+pub(crate) fn refusal(path: &Path, error: ReadError) -> RalphError {
+    match error {
+        ReadError::Format(FormatError::TooNew { version }) => {
+            RalphError::CheckpointTooNew { path: path.to_path_buf(), version, supported: checkpoint::VERSION }
+        }
+        ReadError::Format(FormatError::Invalid { field, problem }) => {
+            RalphError::CheckpointInvalid { path: path.to_path_buf(), field, problem }
+        }
+        ReadError::Format(FormatError::Corrupt(message)) => RalphError::Usage(format!(
+            "the checkpoint {} does not parse ({message}); `ralph --no-resume` sets it aside and starts fresh",
+            path.display()
+        )),
+        ReadError::Io { path, source } => RalphError::setup(format!("cannot read {}", path.display()), source),
     }
 }
 

@@ -8,7 +8,9 @@ use crate::recovery::Classification;
 use crate::signal::StopCause;
 use crate::workflow::Progress;
 
-/// Bumped when the format changes incompatibly.
+/// The format version this ralph writes. It changes only for an incompatible change
+/// (the state-format policy in `docs/operations.md`): a new field is optional with a
+/// default and keeps the version. [`super::format`] reads every version ever written.
 pub const VERSION: u32 = 1;
 
 /// The run's status.

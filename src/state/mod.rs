@@ -2,6 +2,7 @@
 
 pub mod atomic;
 pub mod checkpoint;
+pub mod format;
 pub mod journal;
 pub mod lock;
 pub mod redact;

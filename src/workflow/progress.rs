@@ -90,6 +90,18 @@ pub struct Progress {
 }
 
 impl Progress {
+    /// Counts an attempt's tokens to its session, and forgets the sessions no later
+    /// attempt can resume (only the last session of each agent and the one to resume
+    /// next), so the checkpoint stays bounded however many launches a run makes.
+    pub fn add_session_tokens(&mut self, session: &str, input: u64, output: u64) {
+        let tokens = self.session_tokens.entry(session.to_string()).or_default();
+        tokens.0 += input;
+        tokens.1 += output;
+        let (sessions, resume) = (&self.sessions, &self.resume_session);
+        self.session_tokens
+            .retain(|s, _| s == session || resume.as_deref() == Some(s.as_str()) || sessions.values().any(|v| v == s));
+    }
+
     /// The start of a run whose first phase is `first_phase`.
     pub fn new(first_phase: &str) -> Self {
         Self {
@@ -112,5 +124,28 @@ impl Progress {
             offline_since: None,
             session_tokens: BTreeMap::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_tokens_stay_bounded_over_many_launches() {
+        let mut p = Progress::new("develop");
+        for n in 0..1000 {
+            let session = format!("s{n}");
+            p.sessions.insert(format!("agent{}", n % 3), session.clone());
+            p.add_session_tokens(&session, 10, 1);
+            p.add_session_tokens(&session, 10, 1);
+        }
+        assert_eq!(p.session_tokens.len(), 3, "{:?}", p.session_tokens.keys());
+        assert_eq!(p.session_tokens.get("s999"), Some(&(20, 2)));
+        // The session a resume will continue keeps its running total.
+        p.resume_session = Some("s997".into());
+        p.sessions.insert("agent0".into(), "s1000".into());
+        p.add_session_tokens("s1000", 1, 1);
+        assert!(p.session_tokens.contains_key("s997"));
     }
 }

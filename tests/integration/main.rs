@@ -19,5 +19,6 @@ mod limits;
 mod opencode;
 mod resume;
 mod signals;
+mod state_format;
 mod supervise;
 mod workflow;

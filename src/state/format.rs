@@ -1,0 +1,179 @@
+//! The state-format policy for `.agent/checkpoint.json`, in code (the rules are in
+//! `docs/operations.md`): how a file on disk becomes a [`Checkpoint`], for every
+//! reader alike (`--resume`, `--inspect-checkpoint`, `status`), so they can never
+//! disagree about what is resumable.
+//!
+//! * a file that does not parse, or has no version, is [`FormatError::Corrupt`]:
+//!   the caller sets it aside (never overwrites it);
+//! * a version newer than [`VERSION`] is [`FormatError::TooNew`]: refused and left in
+//!   place, since a newer ralph can still resume it;
+//! * an older version (or an older shape of the same version) is migrated here;
+//! * a file that parses but describes an impossible position is
+//!   [`FormatError::Invalid`] with the field named: refused and left in place, never
+//!   silently repaired.
+
+use std::io;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::checkpoint::{Checkpoint, VERSION};
+
+#[derive(Debug, thiserror::Error)]
+pub enum FormatError {
+    #[error("{0}")]
+    Corrupt(String),
+    #[error("format version {version} is newer than the version {VERSION} this ralph reads")]
+    TooNew { version: u64 },
+    #[error("{field} {problem}")]
+    Invalid { field: &'static str, problem: String },
+}
+
+/// Why a checkpoint could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error(transparent)]
+    Format(#[from] FormatError),
+    #[error("cannot read {}: {source}", path.display())]
+    Io { path: std::path::PathBuf, source: io::Error },
+}
+
+/// Reads the checkpoint at `path`: `Ok(None)` when there is none. Changes nothing.
+pub fn read(path: &Path) -> Result<Option<Checkpoint>, ReadError> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(ReadError::Io { path: path.to_path_buf(), source }),
+    };
+    Ok(Some(parse(&bytes)?))
+}
+
+/// Parses, migrates and checks a checkpoint file's bytes.
+pub fn parse(bytes: &[u8]) -> Result<Checkpoint, FormatError> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| FormatError::Corrupt(e.to_string()))?;
+    let version = value
+        .get("version")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| FormatError::Corrupt("it has no format version".to_string()))?;
+    if version > u64::from(VERSION) {
+        return Err(FormatError::TooNew { version });
+    }
+    let value = migrate(version, value)?;
+    let checkpoint: Checkpoint = serde_json::from_value(value).map_err(|e| FormatError::Corrupt(e.to_string()))?;
+    check(&checkpoint)?;
+    Ok(checkpoint)
+}
+
+/// Brings an older file to the current shape. Each arm is a format this ralph or an
+/// earlier one wrote; a test keeps a sample of each (`tests/fixtures/checkpoints/`).
+fn migrate(version: u64, mut value: Value) -> Result<Value, FormatError> {
+    match version {
+        1 => {
+            // The first version-1 files kept the rate-limit reset at the top level;
+            // it now lives in `progress`, where the dispatcher reads it. Moving it
+            // keeps a wait that was under way when that ralph stopped.
+            if let Some(obj) = value.as_object_mut()
+                && let Some(until) = obj.remove("rate_limit_until")
+                && let Some(progress) = obj.get_mut("progress").and_then(Value::as_object_mut)
+            {
+                progress.entry("rate_limit_until").or_insert(until);
+            }
+            Ok(value)
+        }
+        other => Err(FormatError::Corrupt(format!("format version {other} was never written by ralph"))),
+    }
+}
+
+/// Positions that no run can reach. Only what the checkpoint says about itself is
+/// checked here; whether it fits the current config is the resume's business.
+fn check(cp: &Checkpoint) -> Result<(), FormatError> {
+    let pos = &cp.progress.position;
+    let invalid = |field, problem: &str| Err(FormatError::Invalid { field, problem: problem.to_string() });
+    if pos.phase_name.trim().is_empty() {
+        return invalid("progress.position.phase_name", "is empty");
+    }
+    if pos.iteration == 0 {
+        return invalid("progress.position.iteration", "is 0; iterations count from 1");
+    }
+    if pos.cycle == 0 {
+        return invalid("progress.position.cycle", "is 0; cycles count from 1");
+    }
+    if pos.pass == 0 {
+        return invalid("progress.position.pass", "is 0; passes count from 1");
+    }
+    if cp.run_id.trim().is_empty() {
+        return invalid("run_id", "is empty");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(name: &str) -> Vec<u8> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/checkpoints").join(name);
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    fn edit(name: &str, f: impl FnOnce(&mut Value)) -> Vec<u8> {
+        let mut v: Value = serde_json::from_slice(&sample(name)).unwrap();
+        f(&mut v);
+        serde_json::to_vec(&v).unwrap()
+    }
+
+    #[test]
+    fn every_version_ever_written_reads() {
+        // The oldest shape of version 1: no later optional fields, the rate-limit
+        // reset at the top level.
+        let old = parse(&sample("v1-first.json")).unwrap();
+        assert_eq!(old.progress.position.phase_name, "develop");
+        assert_eq!(old.progress.rate_limit_until, Some(1_796_000_000));
+        assert!(old.phase_usage.is_empty());
+        let current = parse(&sample("v1-current.json")).unwrap();
+        assert_eq!(current.progress.position.iteration, 2);
+    }
+
+    #[test]
+    fn the_current_writer_round_trips_through_the_reader() {
+        let cp = parse(&sample("v1-current.json")).unwrap();
+        let bytes = serde_json::to_vec_pretty(&cp).unwrap();
+        assert_eq!(parse(&bytes).unwrap(), cp);
+    }
+
+    #[test]
+    fn a_newer_version_is_too_new_not_corrupt() {
+        let bytes = edit("v1-current.json", |v| v["version"] = 2.into());
+        assert!(matches!(parse(&bytes), Err(FormatError::TooNew { version: 2 })));
+        // Even when the newer shape would not parse as ours.
+        assert!(matches!(parse(br#"{"version": 7, "all": "different"}"#), Err(FormatError::TooNew { version: 7 })));
+    }
+
+    #[test]
+    fn unparseable_or_versionless_is_corrupt() {
+        for bytes in [&b"{"[..], b"[]", br#"{"version": "1"}"#, br#"{"version": 1}"#, br#"{"version": 0}"#, b"\xff"] {
+            assert!(matches!(parse(bytes), Err(FormatError::Corrupt(_))), "{}", String::from_utf8_lossy(bytes));
+        }
+    }
+
+    #[test]
+    fn impossible_positions_name_the_field() {
+        for (field, value) in [("iteration", 0), ("cycle", 0), ("pass", 0)] {
+            let bytes = edit("v1-current.json", |v| v["progress"]["position"][field] = value.into());
+            match parse(&bytes) {
+                Err(FormatError::Invalid { field: named, .. }) => assert!(named.ends_with(field), "{named}"),
+                other => panic!("{field}: {other:?}"),
+            }
+        }
+        let bytes = edit("v1-current.json", |v| v["progress"]["position"]["phase_name"] = "".into());
+        assert!(matches!(parse(&bytes), Err(FormatError::Invalid { field: "progress.position.phase_name", .. })));
+    }
+
+    #[test]
+    fn unknown_fields_of_a_newer_minor_change_are_ignored() {
+        // A later ralph may add optional fields without a version bump; an older one
+        // still reads the file.
+        let bytes = edit("v1-current.json", |v| v["something_new"] = serde_json::json!({"x": 1}));
+        assert!(parse(&bytes).is_ok());
+    }
+}
