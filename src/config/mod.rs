@@ -6,6 +6,8 @@
 //! any agent starts.
 
 mod deser;
+#[cfg(test)]
+mod documented;
 mod error;
 mod locate;
 mod suggest;
