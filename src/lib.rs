@@ -15,6 +15,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod error;
+pub mod events;
 pub mod exit;
 pub mod outcome;
 pub mod process;

@@ -2,6 +2,7 @@
 //! otherwise, nothing but errors with `-q`; the end-of-run summary; and ralph's own
 //! log file ([`log`]).
 
+pub mod lines;
 pub mod log;
 mod progress;
 mod summary;

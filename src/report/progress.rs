@@ -63,6 +63,39 @@ impl Reporter {
         }
     }
 
+    /// Shows a run event: the attempt line for a new attempt, else its line if it
+    /// has one ([`super::lines`]).
+    pub fn event(&mut self, event: &crate::events::RunEvent) {
+        use crate::events::RunEvent;
+        match event {
+            RunEvent::AttemptStarted {
+                phase,
+                phase_number,
+                phase_count,
+                iteration,
+                iterations,
+                agent,
+                attempt,
+                resume_session,
+                ..
+            } => self.attempt_started(&AttemptLine {
+                phase: phase.clone(),
+                phase_number: *phase_number,
+                phase_count: *phase_count,
+                iteration: *iteration,
+                iterations: *iterations,
+                agent: agent.clone(),
+                attempt: *attempt,
+                resumed_session: resume_session.clone(),
+            }),
+            other => {
+                if let Some(text) = super::lines::line(other) {
+                    self.line(&text);
+                }
+            }
+        }
+    }
+
     pub fn attempt_started(&mut self, a: &AttemptLine) {
         let resumed = a.resumed_session.as_ref().map(|s| format!(" · resuming {s}")).unwrap_or_default();
         let cost = if self.cost_usd > 0.0 { format!(" · ${:.2}", self.cost_usd) } else { String::new() };

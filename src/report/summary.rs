@@ -27,6 +27,20 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// Counts this session's part of the run from the event stream.
+    pub fn observe(&mut self, event: &crate::events::RunEvent) {
+        use crate::events::RunEvent;
+        match event {
+            RunEvent::AttemptStarted { .. } => self.attempts += 1,
+            RunEvent::AttemptSucceeded { .. } => self.iterations += 1,
+            RunEvent::PhaseDone { .. } => self.phases += 1,
+            RunEvent::Fallover { .. } => self.fallovers += 1,
+            RunEvent::Intervention { detector, .. } => *self.interventions.entry(detector.clone()).or_insert(0) += 1,
+            RunEvent::CapReached { cap, .. } => self.cap = Some(*cap),
+            _ => {}
+        }
+    }
+
     pub fn render(&self, end: &RunEnd, cp: &Checkpoint) -> String {
         let mut s = String::new();
         let headline = match end {

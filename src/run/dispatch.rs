@@ -4,17 +4,17 @@
 
 use std::time::Duration;
 
-use serde_json::json;
 use tokio::time::Instant;
 
 use crate::agent::AgentEvent;
 use crate::agent::launch::{self, Request};
 use crate::error::RalphError;
+use crate::events::{self, RunEvent};
 use crate::recovery::Category;
 use crate::recovery::classify::{EndedBy, Exit};
 use crate::recovery::policy::{self, Cap, FalloverWhy, Next, Stop};
 use crate::recovery::rate_limit;
-use crate::report::{AttemptLine, Summary};
+use crate::report::Summary;
 use crate::signal::{InterruptAction, Signals, StopCause};
 use crate::state::atomic::Durability;
 use crate::state::checkpoint::{InFlight, Status};
@@ -50,15 +50,19 @@ impl Dispatcher {
 
     pub async fn run(mut self) -> Result<RunEnd, RalphError> {
         let mut signals = Signals::install().map_err(|e| RalphError::io("cannot install signal handlers", e))?;
-        let kind = if self.r.resumed { "run_resumed" } else { "run_started" };
-        self.journal(kind, json!({"run_id": self.r.checkpoint.run_id, "pid": std::process::id()}));
+        let (run_id, pid) = (self.r.checkpoint.run_id.clone(), std::process::id());
+        self.emit(if self.r.resumed {
+            RunEvent::RunResumed { run_id, pid }
+        } else {
+            RunEvent::RunStarted { run_id, pid }
+        });
         self.save()?;
         let end = self.dispatch(&mut signals).await;
         let end = match end {
             Ok(end) => end,
             Err(e) => {
                 // ralph's own failure: what is on disk stays the last valid state.
-                self.journal("run_error", json!({"error": e.to_string()}));
+                self.emit(RunEvent::RunError { error: e.to_string() });
                 return Err(e);
             }
         };
@@ -88,8 +92,7 @@ impl Dispatcher {
             if let Some((from, to)) =
                 rate_limit::return_after_reset(&mut self.r.checkpoint.progress, &self.r.loaded.phases, unix_now())
             {
-                self.journal("fallback", json!({"from": from, "to": to, "why": "rate limit reset"}));
-                self.r.reporter.line(&format!("the rate limit of {to} has reset: back from {from} to {to}"));
+                self.emit(RunEvent::Fallback { from, to, why: "rate limit reset".to_string() });
             }
             // A signal that came while the last attempt was being handled stops the
             // run here, before anything new starts.
@@ -166,23 +169,17 @@ impl Dispatcher {
         let pos = cp.progress.position.clone();
         // Losing this state to a power cut equals a crash just before the attempt.
         self.save_with(Durability::Ordered)?;
-        self.journal(
-            "attempt_started",
-            json!({"attempt": attempt_no, "phase": pos.phase_name, "iteration": pos.iteration, "agent": agent,
-                   "cycle": pos.cycle, "resume_session": resume}),
-        );
-        let line = AttemptLine {
+        self.emit(RunEvent::AttemptStarted {
+            attempt: attempt_no,
             phase: pos.phase_name.clone(),
             phase_number: pos.phase + 1,
             phase_count: self.r.loaded.phases.len(),
             iteration: pos.iteration,
             iterations: phase.iterations,
             agent: agent.clone(),
-            attempt: attempt_no,
-            resumed_session: resume.clone(),
-        };
-        self.r.reporter.attempt_started(&line);
-        self.summary.attempts += 1;
+            cycle: pos.cycle,
+            resume_session: resume.clone(),
+        });
         let prepared = match prepared {
             Ok(p) => p,
             Err(e) => {
@@ -254,20 +251,17 @@ impl Dispatcher {
         let attempt_no = self.r.checkpoint.progress.counters.attempts;
         let next = match completion {
             Completion::Done | Completion::Goal => {
-                self.journal(
-                    "attempt_succeeded",
-                    json!({"attempt": attempt_no, "agent": agent, "goal": completion == Completion::Goal,
-                           "duration_ms": outcome.duration.as_millis() as u64, "session": outcome.session,
-                           "usage": outcome.usage}),
-                );
+                self.emit(RunEvent::AttemptSucceeded {
+                    attempt: attempt_no,
+                    agent,
+                    phase: phase.name.clone(),
+                    iteration: self.r.checkpoint.progress.position.iteration,
+                    goal: completion == Completion::Goal,
+                    duration_ms: outcome.duration.as_millis() as u64,
+                    session: outcome.session.clone(),
+                    usage: outcome.usage.clone(),
+                });
                 self.last_success = Some(outcome.final_message.clone().unwrap_or_default());
-                self.r.reporter.line(&format!(
-                    "{} iteration {} done{}",
-                    phase.name,
-                    self.r.checkpoint.progress.position.iteration,
-                    if completion == Completion::Goal { " (goal reached)" } else { "" }
-                ));
-                self.summary.iterations += 1;
                 policy::on_success(&mut self.r.checkpoint.progress, &self.r.loaded.phases, completion)
             }
             Completion::NotDone(missing) => self.after_failure(outcome, exit, ended_by, claim, missing),
@@ -278,29 +272,24 @@ impl Dispatcher {
     pub(super) async fn carry_out(&mut self, next: Next, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
         match next {
             Next::NextIteration => {
-                self.journal(
-                    "iteration_started",
-                    json!({"phase": self.phase().name, "iteration": self.r.checkpoint.progress.position.iteration}),
-                );
+                let (phase, iteration) = (self.phase().name.clone(), self.r.checkpoint.progress.position.iteration);
+                self.emit(RunEvent::IterationStarted { phase, iteration });
                 self.save()?;
             }
             Next::NextPhase { finished } => {
                 self.save_artifact(&finished);
-                self.summary.phases += 1;
-                self.journal("phase_done", json!({"phase": finished}));
-                self.r.reporter.line(&format!("phase {finished} done"));
+                self.emit(RunEvent::PhaseDone { phase: finished });
                 self.save()?;
             }
             Next::Finished => {
                 let name = self.phase().name.clone();
                 self.save_artifact(&name);
-                self.summary.phases += 1;
-                self.journal("phase_done", json!({"phase": self.phase().name}));
+                self.emit(RunEvent::PhaseDone { phase: name });
                 return Ok(Some(RunEnd::Completed));
             }
             Next::Retry { delay } => {
                 let session = self.r.checkpoint.progress.resume_session.clone();
-                self.journal("retry", json!({"delay_ms": delay.as_millis() as u64, "resume_session": session}));
+                self.emit(RunEvent::Retry { delay_ms: delay.as_millis() as u64, resume_session: session });
                 self.save()?;
                 let environmental = self
                     .r
@@ -324,22 +313,15 @@ impl Dispatcher {
             }
             Next::Fallover { from, to, new_cycle, why } => {
                 let cycle = self.r.checkpoint.progress.position.cycle;
-                self.summary.fallovers += 1;
-                let (why_key, why_text) = match why {
-                    FalloverWhy::Budget => {
-                        ("recovery_attempts", format!("recovery-attempt exhausted for agent {from}"))
-                    }
-                    FalloverWhy::RateLimit => ("rate_limit", format!("agent {from} is rate-limited")),
+                let why = match why {
+                    FalloverWhy::Budget => events::FalloverWhy::RecoveryAttempts,
+                    FalloverWhy::RateLimit => events::FalloverWhy::RateLimit,
                 };
-                self.journal("fallover", json!({"from": from, "to": to, "cycle": cycle, "why": why_key}));
-                self.r.reporter.line(&format!(
-                    "{why_text}: falling over to {to}{}",
-                    if new_cycle { format!(" (cycle {cycle})") } else { String::new() }
-                ));
+                self.emit(RunEvent::Fallover { from, to, cycle, why, new_cycle });
                 self.save()?;
             }
             Next::WaitUntil { at, reason } => {
-                self.journal("rate_limit_wait", json!({"until": at, "reason": reason}));
+                self.emit(RunEvent::RateLimitWait { until: at, reason: reason.clone() });
                 return self.wait_for_reset(at, &reason, signals).await;
             }
             Next::Stop(stop) => return self.stop(stop).map(Some),
@@ -371,7 +353,7 @@ impl Dispatcher {
             Stop::Failed { cap, message } => {
                 cp.status = Status::Failed;
                 cp.stop_reason = Some(message.clone());
-                self.summary.cap = Some(cap);
+                self.emit(RunEvent::CapReached { cap, message: message.clone() });
                 RunEnd::Failed(message)
             }
             Stop::Blocked { message } => {
@@ -390,10 +372,8 @@ impl Dispatcher {
         self.r.checkpoint.clean_stop = true;
         self.save()?;
         let cp = &self.r.checkpoint;
-        self.journal(
-            "run_ended",
-            json!({"status": cp.status.as_str(), "reason": cp.stop_reason, "stop_cause": cp.stop_cause}),
-        );
+        let ended = RunEvent::RunEnded { status: cp.status, reason: cp.stop_reason.clone(), stop_cause: cp.stop_cause };
+        self.emit(ended);
         self.summary.elapsed = Duration::from_secs_f64(self.r.checkpoint.elapsed_secs);
         self.summary.usage = self.r.checkpoint.usage.clone();
         self.summary.failures = self.r.checkpoint.progress.counters.failures.clone();
@@ -507,11 +487,18 @@ impl Dispatcher {
             .map_err(|e| RalphError::io(format!("cannot write the checkpoint {}", path.display()), e))
     }
 
-    pub(super) fn journal(&mut self, kind: &str, fields: serde_json::Value) {
-        tracing::info!(kind, %fields);
-        if let Err(e) = self.r.journal.append(kind, &fields) {
+    /// Hands a run event to every subscriber: the tracing log, the journal, the
+    /// session's counters and the terminal.
+    pub(super) fn emit(&mut self, event: RunEvent) {
+        tracing::info!(kind = event.kind(), ?event);
+        if let Err(e) = self.r.journal.record(&event) {
             tracing::warn!("cannot append to the journal: {e}");
         }
+        self.summary.observe(&event);
+        if let RunEvent::Intervention { detector, .. } = &event {
+            *self.r.checkpoint.progress.counters.interventions.entry(detector.clone()).or_insert(0) += 1;
+        }
+        self.r.reporter.event(&event);
     }
 }
 

@@ -2,9 +2,8 @@
 //! interventions, the policy's decision with its continue-storm check, and the
 //! self-contained recovery note the next attempt gets.
 
-use serde_json::json;
-
 use crate::error::RalphError;
+use crate::events::RunEvent;
 use crate::recovery::classify::{self, EndedBy, Exit};
 use crate::recovery::policy::{self, Facts, Limits, Next, Stop};
 use crate::recovery::{Category, Classification, reset};
@@ -137,29 +136,25 @@ impl Dispatcher {
         })
     }
 
-    /// Records one of ralph's interventions: journal, counters, terminal.
+    /// Records one of ralph's interventions (journal, counters, terminal).
     pub(super) fn intervene(&mut self, detector: &str, evidence: &str) {
-        *self.r.checkpoint.progress.counters.interventions.entry(detector.to_string()).or_insert(0) += 1;
-        *self.summary.interventions.entry(detector.to_string()).or_insert(0) += 1;
-        self.journal("intervention", json!({"detector": detector, "evidence": evidence}));
-        self.r.reporter.line(&format!("ralph stepped in ({detector}): {evidence}"));
+        self.emit(RunEvent::Intervention { detector: detector.to_string(), evidence: evidence.to_string() });
     }
 
     pub(super) fn record_failure(&mut self, agent: &str, failure: &Classification, outcome: &Outcome) {
         let attempt_no = self.r.checkpoint.progress.counters.attempts;
         let tail = tail_chars(&outcome.text_tail, 2000);
-        self.journal(
-            "attempt_failed",
-            json!({"attempt": attempt_no, "agent": agent, "category": failure.category, "rule": failure.rule,
-                   "reason": failure.reason, "session": outcome.session, "evidence": tail,
-                   "duration_ms": outcome.duration.as_millis() as u64, "usage": outcome.usage}),
-        );
-        self.r.reporter.line(&format!(
-            "attempt {attempt_no} failed ({}, {}): {}",
-            failure.category.as_str(),
-            failure.rule,
-            failure.reason
-        ));
+        self.emit(RunEvent::AttemptFailed {
+            attempt: attempt_no,
+            agent: agent.to_string(),
+            category: failure.category,
+            rule: failure.rule.clone(),
+            reason: failure.reason.clone(),
+            session: outcome.session.clone(),
+            evidence: tail.clone(),
+            duration_ms: outcome.duration.as_millis() as u64,
+            usage: outcome.usage.clone(),
+        });
         if failure.category == Category::Ambiguous {
             tracing::warn!("flagged for review: attempt {attempt_no} failed in a way ralph cannot explain");
         }

@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use serde_json::json;
 use tokio::time::Instant;
 
 use crate::error::RalphError;
+use crate::events::RunEvent;
 use crate::recovery::probe::{self, ProbeResult};
 use crate::signal::{InterruptAction, Signals};
 use crate::state::checkpoint::Status;
@@ -98,11 +98,7 @@ impl Dispatcher {
             return Ok(Offline::Online);
         };
         let since = *self.r.checkpoint.progress.offline_since.get_or_insert_with(unix_now);
-        let since_clock = jiff::Timestamp::from_second(since)
-            .map(|t| t.to_zoned_datetime(jiff::tz::TimeZone::system()).strftime("%H:%M:%S").to_string())
-            .unwrap_or_default();
-        self.journal("offline", json!({"since": since, "endpoints": endpoints, "error": last_error}));
-        self.r.reporter.line(&format!("Offline — paused (since {since_clock})"));
+        self.emit(RunEvent::Offline { since, endpoints: endpoints.clone(), error: last_error });
         self.r.checkpoint.status = Status::Waiting;
         self.save()?;
         loop {
@@ -133,8 +129,7 @@ impl Dispatcher {
     }
 
     pub(super) fn back_online(&mut self) -> Result<(), RalphError> {
-        self.journal("online", json!({}));
-        self.r.reporter.line("Recovery resumed after offline");
+        self.emit(RunEvent::Online {});
         // The outage explained the failures: the next one starts a fresh backoff.
         self.r.checkpoint.progress.counters.retry_streak = 0;
         self.r.checkpoint.status = Status::Running;

@@ -69,6 +69,17 @@ impl Journal {
     }
 }
 
+impl Journal {
+    /// Appends one run event: its serialisation, with `"kind"` its variant's name.
+    pub fn record(&mut self, event: &crate::events::RunEvent) -> io::Result<()> {
+        let mut value = serde_json::to_value(event).map_err(io::Error::other)?;
+        if let Value::Object(map) = &mut value {
+            map.remove("kind");
+        }
+        self.append(event.kind(), &value)
+    }
+}
+
 fn render<T: Serialize>(at: &str, kind: &str, fields: &T) -> io::Result<String> {
     let mut value = serde_json::to_value(fields).map_err(io::Error::other)?;
     redact_value(&mut value);
