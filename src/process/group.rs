@@ -10,7 +10,7 @@ use tokio::process::{Child, Command};
 /// Everything needed to start one agent process.
 #[derive(Debug, Clone)]
 pub struct Launch {
-    /// argv[0] is the program; never interpreted by a shell.
+    /// `argv[0]` is the program; never interpreted by a shell.
     pub argv: Vec<String>,
     pub cwd: PathBuf,
     /// The complete environment of the child (already scrubbed).
