@@ -44,13 +44,22 @@ pub enum Command {
         #[command(flatten)]
         place: Place,
     },
-    /// The run in this directory, from its checkpoint (live if running).
+    /// The run in this directory, from its checkpoint (live if running), or every
+    /// registered run with --all.
     Status {
         #[arg(long)]
         json: bool,
+        /// Every run in the run registry, not only this directory's.
+        #[arg(long)]
+        all: bool,
+        /// Remove registry entries whose directory is gone.
+        #[arg(long)]
+        prune: bool,
         #[command(flatten)]
         place: Place,
     },
+    /// The watchdog: resume runs interrupted by a crash, a kill or a reboot.
+    Watch(WatchCli),
     /// Shell completions.
     Completions { shell: clap_complete::Shell },
     /// The built-in scripted agent (launched by ralph itself).
@@ -107,4 +116,23 @@ pub struct SimCli {
     /// The prompt (ignored by the script, as a real agent's would not be).
     #[arg(last = true)]
     pub prompt: Vec<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WatchCli {
+    /// One pass over the registry, then exit (cron, tests).
+    #[arg(long)]
+    pub once: bool,
+    /// The periodic scan, besides reacting to registry changes.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub interval: std::time::Duration,
+    /// Resumed runs started at most at once.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_concurrent: u32,
+    /// Resume only runs under this directory (repeatable; default: all).
+    #[arg(long = "root", value_name = "DIR")]
+    pub roots: Vec<PathBuf>,
+    /// Print a systemd user unit for the watchdog and exit.
+    #[arg(long)]
+    pub print_systemd_unit: bool,
 }

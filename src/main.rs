@@ -22,9 +22,14 @@ fn main() {
         Some(Command::Doctor { config, place }) => {
             dir(&place).map_or_else(fail, |d| report(commands::doctor::main(&d, config.as_deref())))
         }
-        Some(Command::Status { json, place }) => {
-            dir(&place).map_or_else(fail, |d| report(commands::status::main(&d, json)))
+        Some(Command::Status { json, all, prune, place }) => {
+            if all || prune {
+                report(commands::status::all(json, prune))
+            } else {
+                dir(&place).map_or_else(fail, |d| report(commands::status::main(&d, json)))
+            }
         }
+        Some(Command::Watch(watch)) => report(commands::watch::main(&watch)),
         Some(Command::Run(args)) => run_command(args),
         None => run_command(cli.run),
     };

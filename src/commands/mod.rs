@@ -7,3 +7,4 @@ pub mod init;
 pub mod inspect;
 pub mod sim;
 pub mod status;
+pub mod watch;

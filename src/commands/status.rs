@@ -1,5 +1,6 @@
-//! `ralph status [--json]`: the run in a directory, from its checkpoint and lock:
-//! live when a ralph holds the lock.
+//! `ralph status [--json] [--all] [--prune]`: the run in a directory, from its
+//! checkpoint and lock (live when a ralph holds the lock), or every run in the run
+//! registry.
 
 use std::path::Path;
 
@@ -25,6 +26,91 @@ pub fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
         (None, _) => println!("no run in {}", dir.display()),
         (Some(cp), Some(h)) => print!("live: ralph pid {} on {}\n{}", h.pid, h.host, super::inspect::describe(cp)),
         (Some(cp), None) => print!("{}", super::inspect::describe(cp)),
+    }
+    Ok(crate::exit::DONE)
+}
+
+/// One registered run, as `status --all` shows it.
+#[derive(Debug, serde::Serialize)]
+struct Row {
+    dir: String,
+    /// The directory is gone: `--prune` removes the entry.
+    stale: bool,
+    status: String,
+    phase: Option<String>,
+    iteration: Option<u32>,
+    agent: Option<String>,
+    /// RFC 3339, from the run's journal.
+    last_activity: Option<String>,
+    /// Resumes by `ralph watch` since the run last stopped cleanly.
+    restarts: u32,
+    run_id: String,
+}
+
+/// `ralph status --all [--json] [--prune]`.
+pub fn all(json: bool, prune: bool) -> Result<i32, RalphError> {
+    use crate::state::registry;
+    let Some(reg) = registry::dir() else {
+        return Err(RalphError::Usage("cannot find the run registry: neither XDG_STATE_HOME nor HOME is set".into()));
+    };
+    let (entries, warnings) = registry::read_all(&reg);
+    for warning in warnings {
+        eprintln!("ralph: {warning}");
+    }
+    let mut rows = Vec::new();
+    for entry in entries {
+        let stale = !entry.dir.is_dir();
+        if stale && prune {
+            registry::remove(&reg, &entry)
+                .map_err(|e| RalphError::io(format!("cannot remove the entry of {}", entry.dir.display()), e))?;
+            eprintln!("removed the entry of {} (directory gone)", entry.dir.display());
+            continue;
+        }
+        let cp = crate::state::format::read(&entry.dir.join(".agent").join("checkpoint.json")).ok().flatten();
+        let pos = cp.as_ref().map(|c| &c.progress.position);
+        let agent = cp.as_ref().and_then(|c| c.in_flight.as_ref().map(|f| f.agent.clone()));
+        let journal = entry.dir.join(".agent").join("events.jsonl");
+        let last_activity = std::fs::metadata(&journal)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| jiff::Timestamp::try_from(t).ok())
+            .map(|t| t.to_string());
+        let live = lock::read_info(&entry.dir.join(".agent").join("ralph.lock")).is_some_and(|i| i.process_alive());
+        let status = cp.as_ref().map_or(entry.status, |c| c.status).as_str().to_string();
+        rows.push(Row {
+            dir: entry.dir.display().to_string(),
+            stale,
+            status: if live { format!("{status} (live)") } else { status },
+            phase: pos.map(|p| p.phase_name.clone()),
+            iteration: pos.map(|p| p.iteration),
+            agent,
+            last_activity,
+            restarts: registry::read_watch(&reg, &entry.dir).restarts,
+            run_id: cp.as_ref().map_or(entry.run_id.clone(), |c| c.run_id.clone()),
+        });
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows).map_err(|e| RalphError::Internal(e.to_string()))?);
+        return Ok(crate::exit::DONE);
+    }
+    if rows.is_empty() {
+        println!("no registered runs in {}", reg.display());
+    }
+    for r in &rows {
+        let place = match (&r.phase, r.iteration) {
+            (Some(p), Some(i)) => format!("phase {p}, iteration {i}"),
+            _ => "no checkpoint".to_string(),
+        };
+        let agent = r.agent.as_ref().map(|a| format!(", agent {a}")).unwrap_or_default();
+        let restarts =
+            if r.restarts > 0 { format!(", {} restart(s) by ralph watch", r.restarts) } else { String::new() };
+        let stale = if r.stale { " [stale: directory gone; `ralph status --prune` removes it]" } else { "" };
+        println!(
+            "{}  {}  {place}{agent}{restarts}  last activity {}{stale}",
+            r.dir,
+            r.status,
+            r.last_activity.as_deref().unwrap_or("unknown")
+        );
     }
     Ok(crate::exit::DONE)
 }

@@ -23,6 +23,10 @@ pub struct Config {
     #[serde(default)]
     pub offline: Offline,
     #[serde(default)]
+    pub watch: Watch,
+    #[serde(default)]
+    pub notify: Notify,
+    #[serde(default)]
     pub agents: BTreeMap<String, AgentConfig>,
     #[serde(default)]
     pub chains: BTreeMap<String, Vec<String>>,
@@ -168,6 +172,38 @@ impl Default for Offline {
     fn default() -> Self {
         Self { probe: None, interval: Duration::from_secs(10), timeout: Duration::from_secs(3) }
     }
+}
+
+/// `[watch]`: how `ralph watch` treats this project's runs.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Watch {
+    /// Resume a run stopped by SIGTERM or SIGHUP (a shutdown, a closed terminal).
+    pub resume_after_shutdown: bool,
+    /// Resumes by the watcher that end in another crash, in a row, before the run is
+    /// marked `blocked`.
+    pub max_restarts: u32,
+    /// The wait before the watcher resumes a run again, doubling with each restart
+    /// that crashed (at most 30 minutes).
+    #[serde(with = "humantime_serde")]
+    pub restart_backoff: Duration,
+}
+
+impl Default for Watch {
+    fn default() -> Self {
+        Self { resume_after_shutdown: true, max_restarts: 3, restart_backoff: Duration::from_secs(30) }
+    }
+}
+
+/// `[notify]`: a program told about the events a person wants to hear of.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Notify {
+    /// argv (no shell); the event arrives as one JSON object on stdin.
+    pub command: Option<Vec<String>>,
+    /// How long the notifier may take before it is killed.
+    #[serde(with = "humantime_serde")]
+    pub timeout: Option<Duration>,
 }
 
 /// The kinds of agent ralph knows how to drive.

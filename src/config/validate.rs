@@ -92,6 +92,7 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
         (keys!["retry", "tool_registry_resets"], r.tool_registry_resets, 3),
         (keys!["retry", "mcp_restarts"], r.mcp_restarts, 3),
         (keys!["retry", "storm_recoveries"], r.storm_recoveries, 3),
+        (keys!["watch", "max_restarts"], config.watch.max_restarts, 3),
     ];
     for (key, value, default) in caps {
         if value == 0 {
@@ -120,7 +121,11 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
         (keys!["timeouts", "grace"], t.grace),
         (keys!["offline", "interval"], o.interval),
         (keys!["offline", "timeout"], o.timeout),
+        (keys!["watch", "restart_backoff"], config.watch.restart_backoff),
     ];
+    if let Some(timeout) = config.notify.timeout {
+        durations.push((keys!["notify", "timeout"], timeout));
+    }
     if let Some(max) = g.max_runtime {
         durations.push((keys!["general", "max_runtime"], max));
     }
@@ -139,6 +144,12 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
                 human(r.backoff_base),
                 human(r.backoff_max)
             ),
+        ));
+    }
+    if config.notify.command.as_ref().is_some_and(|c| c.first().is_none_or(|p| p.trim().is_empty())) {
+        return Err(cx.at(
+            &keys!["notify", "command"],
+            "[notify] command is empty; give the program and its arguments, like [\"notify-send\", \"ralph\"]".into(),
         ));
     }
     for (i, probe) in o.probe.iter().flatten().enumerate() {

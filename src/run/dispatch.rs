@@ -10,6 +10,7 @@ use crate::agent::AgentEvent;
 use crate::agent::launch::{self, Request};
 use crate::error::RalphError;
 use crate::events::{self, RunEvent};
+use crate::notify::Notifier;
 use crate::recovery::Category;
 use crate::recovery::classify::{EndedBy, Exit};
 use crate::recovery::policy::{self, Cap, FalloverWhy, Next, Stop};
@@ -40,12 +41,24 @@ pub struct Dispatcher {
     /// the phase ends (written then, not after every iteration: it is only read by
     /// the next phase).
     pub(super) last_success: Option<String>,
+    /// The status last written to the run registry.
+    pub(super) registered: Option<Status>,
+    pub(super) notifier: Notifier,
 }
 
 impl Dispatcher {
     pub fn new(ready: Ready) -> Self {
         let elapsed_before = ready.checkpoint.elapsed_secs;
-        Self { r: ready, started: Instant::now(), elapsed_before, summary: Summary::default(), last_success: None }
+        let notifier = Notifier::new(&ready.loaded.config.notify, &ready.dir);
+        Self {
+            r: ready,
+            started: Instant::now(),
+            elapsed_before,
+            summary: Summary::default(),
+            last_success: None,
+            registered: None,
+            notifier,
+        }
     }
 
     pub async fn run(mut self) -> Result<RunEnd, RalphError> {
@@ -68,6 +81,7 @@ impl Dispatcher {
         };
         if end != RunEnd::ForceExit {
             self.finish(&end)?;
+            self.notifier.flush().await;
         }
         Ok(end)
     }
@@ -484,7 +498,9 @@ impl Dispatcher {
         cp.updated_at = now();
         let Some(path) = &self.r.checkpoint_path else { return Ok(()) };
         store::save_json_with(path, cp, durability)
-            .map_err(|e| RalphError::io(format!("cannot write the checkpoint {}", path.display()), e))
+            .map_err(|e| RalphError::io(format!("cannot write the checkpoint {}", path.display()), e))?;
+        self.register_status();
+        Ok(())
     }
 
     /// Hands a run event to every subscriber: the tracing log, the journal, the
@@ -495,6 +511,7 @@ impl Dispatcher {
             tracing::warn!("cannot append to the journal: {e}");
         }
         self.summary.observe(&event);
+        self.notifier.observe(&event, &self.r.checkpoint.run_id);
         if let RunEvent::Intervention { detector, .. } = &event {
             *self.r.checkpoint.progress.counters.interventions.entry(detector.clone()).or_insert(0) += 1;
         }

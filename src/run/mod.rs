@@ -6,6 +6,7 @@ mod artifact;
 pub mod attempt;
 pub mod dispatch;
 mod failure;
+mod registration;
 pub mod setup;
 pub mod start;
 mod waits;

@@ -20,7 +20,7 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::redact::redact;
+use super::redact::redact_json;
 
 /// Appends events to the journal, or nothing when disabled.
 #[derive(Debug)]
@@ -82,7 +82,7 @@ impl Journal {
 
 fn render<T: Serialize>(at: &str, kind: &str, fields: &T) -> io::Result<String> {
     let mut value = serde_json::to_value(fields).map_err(io::Error::other)?;
-    redact_value(&mut value);
+    redact_json(&mut value);
     let mut line = format!("{{\"at\":{},\"kind\":{}", json_str(at)?, json_str(kind)?);
     match value {
         Value::Object(map) if !map.contains_key("at") && !map.contains_key("kind") => {
@@ -105,15 +105,6 @@ fn render<T: Serialize>(at: &str, kind: &str, fields: &T) -> io::Result<String> 
 
 fn json_str(s: &str) -> io::Result<String> {
     serde_json::to_string(s).map_err(io::Error::other)
-}
-
-fn redact_value(v: &mut Value) {
-    match v {
-        Value::String(s) => *s = redact(s),
-        Value::Array(a) => a.iter_mut().for_each(redact_value),
-        Value::Object(m) => m.values_mut().for_each(redact_value),
-        _ => {}
-    }
 }
 
 /// Every event in the journal, oldest first. A missing journal is empty. Lines

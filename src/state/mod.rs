@@ -6,4 +6,5 @@ pub mod format;
 pub mod journal;
 pub mod lock;
 pub mod redact;
+pub mod registry;
 pub mod store;

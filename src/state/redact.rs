@@ -43,6 +43,17 @@ pub fn redact(text: &str) -> String {
     out
 }
 
+/// [`redact`] applied to every string in a JSON value.
+pub fn redact_json(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => *s = redact(s),
+        Value::Array(a) => a.iter_mut().for_each(redact_json),
+        Value::Object(m) => m.values_mut().for_each(redact_json),
+        _ => {}
+    }
+}
+
 /// Non-ASCII bytes count as word bytes so that no match starts inside a
 /// multi-byte character.
 fn is_word(c: u8) -> bool {

@@ -49,19 +49,22 @@ pub fn fast(retry: &str, timeouts: &str, body: &str) -> String {
 /// A temp directory with a `PROMPT.md`.
 pub struct Project {
     tmp: TempDir,
+    /// `XDG_STATE_HOME` of every ralph the test starts: the run registry lives here,
+    /// outside the project (a git test sees no stray files) and outside the user's home.
+    state: TempDir,
 }
 
 impl Project {
     pub fn new() -> Self {
-        let tmp = tempfile::Builder::new().prefix("ralph-it-").tempdir().expect("temp dir");
-        let p = Project { tmp };
+        let p = Project::bare();
         p.write("PROMPT.md", "Build the thing.\n");
         p
     }
 
     /// A project without `PROMPT.md`.
     pub fn bare() -> Self {
-        Project { tmp: tempfile::Builder::new().prefix("ralph-it-").tempdir().expect("temp dir") }
+        let dir = || tempfile::Builder::new().prefix("ralph-it-").tempdir().expect("temp dir");
+        Project { tmp: dir(), state: dir() }
     }
 
     pub fn path(&self) -> &Path {
@@ -99,8 +102,19 @@ impl Project {
         self.join(rel).exists()
     }
 
+    /// The run registry of this test's ralphs.
+    pub fn registry(&self) -> PathBuf {
+        self.state.path().join("ralph").join("runs")
+    }
+
     pub fn ralph(&self) -> Ralph {
-        Ralph { dir: self.path().to_path_buf(), args: Vec::new(), env: Vec::new(), timeout: DEFAULT_TIMEOUT }
+        Ralph {
+            dir: self.path().to_path_buf(),
+            state: self.state.path().to_path_buf(),
+            args: Vec::new(),
+            env: Vec::new(),
+            timeout: DEFAULT_TIMEOUT,
+        }
     }
 
     pub fn checkpoint_path(&self) -> PathBuf {
@@ -162,6 +176,7 @@ impl Project {
 /// A `ralph` command line in a project.
 pub struct Ralph {
     dir: PathBuf,
+    state: PathBuf,
     args: Vec<String>,
     env: Vec<(String, String)>,
     timeout: Duration,
@@ -238,7 +253,7 @@ impl Ralph {
             .current_dir(&self.dir)
             .env_remove("RALPH_LOG")
             .env_remove("RUST_LOG")
-            .env("XDG_STATE_HOME", self.dir.join(".xdg-state"))
+            .env("XDG_STATE_HOME", &self.state)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

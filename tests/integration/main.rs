@@ -21,4 +21,5 @@ mod resume;
 mod signals;
 mod state_format;
 mod supervise;
+mod watch;
 mod workflow;

@@ -1,0 +1,25 @@
+//! `ralph watch [--once] [--print-systemd-unit]`: arguments to [`crate::watch`].
+
+use crate::cli::WatchCli;
+use crate::error::RalphError;
+
+pub fn main(cli: &WatchCli) -> Result<i32, RalphError> {
+    if cli.print_systemd_unit {
+        let exe = std::env::current_exe().map_err(|e| RalphError::io("cannot find ralph's own executable", e))?;
+        print!("{}", crate::watch::unit::systemd_unit(&exe));
+        return Ok(crate::exit::DONE);
+    }
+    let roots = cli
+        .roots
+        .iter()
+        .map(|r| {
+            std::fs::canonicalize(r).map_err(|e| RalphError::setup(format!("cannot use --root {}", r.display()), e))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    crate::watch::main(&crate::watch::Options {
+        once: cli.once,
+        interval: cli.interval,
+        max_concurrent: usize::try_from(cli.max_concurrent).unwrap_or(usize::MAX),
+        roots,
+    })
+}

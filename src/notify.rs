@@ -1,0 +1,125 @@
+//! `[notify] command`: a program told about what a person wants to hear of, with
+//! the event as one JSON object on stdin. A subscriber of the run-event stream.
+//!
+//! Told: the run completed, failed or is blocked; a long wait began (a rate-limit
+//! reset, the offline pause); the run was resumed by `ralph watch`. A failing or slow
+//! notifier never blocks or breaks the run: each runs as its own task, is killed
+//! after its timeout, and its failure is only logged.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::io::AsyncWriteExt;
+use tokio::task::JoinSet;
+
+use crate::events::RunEvent;
+use crate::state::checkpoint::Status;
+
+/// The variable `ralph watch` sets for the runs it resumes.
+pub const RESUMED_BY: &str = "RALPH_RESUMED_BY";
+
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Whether a person wants to hear of this event.
+pub fn wanted(event: &RunEvent, resumed_by_watch: bool) -> bool {
+    match event {
+        RunEvent::RunEnded { status, .. } => matches!(status, Status::Completed | Status::Failed | Status::Blocked),
+        RunEvent::RateLimitWait { .. } | RunEvent::Offline { .. } => true,
+        RunEvent::RunResumed { .. } => resumed_by_watch,
+        _ => false,
+    }
+}
+
+pub struct Notifier {
+    command: Option<Vec<String>>,
+    timeout: Duration,
+    dir: String,
+    resumed_by_watch: bool,
+    tasks: JoinSet<()>,
+}
+
+impl Notifier {
+    pub fn new(config: &crate::config::Notify, dir: &std::path::Path) -> Self {
+        Self {
+            command: config.command.clone(),
+            timeout: config.timeout.unwrap_or(DEFAULT_TIMEOUT),
+            dir: dir.display().to_string(),
+            resumed_by_watch: std::env::var(RESUMED_BY).is_ok_and(|v| v == "watch"),
+            tasks: JoinSet::new(),
+        }
+    }
+
+    /// Starts the notifier for `event` if one is configured and the event is wanted.
+    pub fn observe(&mut self, event: &RunEvent, run_id: &str) {
+        let Some(argv) = self.command.clone() else { return };
+        if !wanted(event, self.resumed_by_watch) {
+            return;
+        }
+        let mut payload = json!({
+            "at": jiff::Timestamp::now().to_string(),
+            "dir": self.dir,
+            "run_id": run_id,
+            "event": event,
+        });
+        if self.resumed_by_watch && matches!(event, RunEvent::RunResumed { .. }) {
+            payload["resumed_by"] = json!("watch");
+        }
+        crate::state::redact::redact_json(&mut payload);
+        let timeout = self.timeout;
+        self.tasks.spawn(async move {
+            if let Err(e) = tokio::time::timeout(timeout, notify(&argv, &payload)).await.unwrap_or_else(|_| {
+                Err(std::io::Error::new(std::io::ErrorKind::TimedOut, format!("did not finish within {timeout:?}")))
+            }) {
+                tracing::warn!("the notifier {argv:?} failed: {e}");
+            }
+        });
+    }
+
+    /// Gives the notifiers still running at the end of the run their time, no more.
+    pub async fn flush(&mut self) {
+        let all = async { while self.tasks.join_next().await.is_some() {} };
+        if tokio::time::timeout(self.timeout, all).await.is_err() {
+            self.tasks.abort_all();
+        }
+    }
+}
+
+async fn notify(argv: &[String], payload: &serde_json::Value) -> std::io::Result<()> {
+    let (program, args) = argv.split_first().ok_or_else(|| std::io::Error::other("empty command"))?;
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    if let Some(mut stdin) = child.stdin.take() {
+        let mut line = payload.to_string();
+        line.push('\n');
+        // A notifier that does not read its stdin is its own business.
+        let _ = stdin.write_all(line.as_bytes()).await;
+    }
+    let status = child.wait().await?;
+    if status.success() { Ok(()) } else { Err(std::io::Error::other(format!("exited with {status}"))) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_what_a_person_wants_to_hear_of() {
+        let ended = |status| RunEvent::RunEnded { status, reason: None, stop_cause: None };
+        assert!(wanted(&ended(Status::Completed), false));
+        assert!(wanted(&ended(Status::Failed), false));
+        assert!(wanted(&ended(Status::Blocked), false));
+        assert!(!wanted(&ended(Status::Paused), false));
+        assert!(wanted(&RunEvent::RateLimitWait { until: 1, reason: "limit".into() }, false));
+        assert!(wanted(&RunEvent::Offline { since: 1, endpoints: vec![], error: String::new() }, false));
+        let resumed = RunEvent::RunResumed { run_id: "r".into(), pid: 1 };
+        assert!(wanted(&resumed, true));
+        assert!(!wanted(&resumed, false));
+        assert!(!wanted(&RunEvent::PhaseDone { phase: "p".into() }, true));
+    }
+}

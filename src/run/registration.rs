@@ -1,0 +1,78 @@
+//! The run's entry in the run registry ([`crate::state::registry`]): written when
+//! the run starts and whenever its status changes, with what a resume by `ralph
+//! watch` needs. A registry that cannot be written only costs the watchdog its view
+//! of this run, so a failure is logged, never fatal.
+
+use std::collections::BTreeSet;
+
+use crate::config::{AgentConfig, AgentKind, Loaded};
+use crate::state::checkpoint::Checkpoint;
+use crate::state::lock::LockInfo;
+use crate::state::registry::{self, Entry};
+
+use super::dispatch::Dispatcher;
+use super::setup::now;
+
+impl Dispatcher {
+    /// Writes the registry entry when the checkpoint's status differs from the one
+    /// registered last.
+    pub(super) fn register_status(&mut self) {
+        let status = self.r.checkpoint.status;
+        if self.registered == Some(status) || !self.r.loaded.config.general.workflow.checkpoint_enabled {
+            return;
+        }
+        let Some(dir) = registry::dir() else { return };
+        let entry = entry(&self.r.dir, &self.r.loaded, &self.r.checkpoint);
+        match registry::write(&dir, &entry) {
+            Ok(()) => self.registered = Some(status),
+            Err(e) => tracing::warn!("cannot write the run registry entry in {}: {e}", dir.display()),
+        }
+    }
+}
+
+fn entry(project: &std::path::Path, loaded: &Loaded, cp: &Checkpoint) -> Entry {
+    let me = LockInfo::current();
+    let used: BTreeSet<&String> = loaded.phases.iter().flat_map(|p| p.chain.iter()).collect();
+    let agents: Vec<&AgentConfig> = used.iter().filter_map(|name| loaded.config.agents.get(*name)).collect();
+    let present = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+    let credential_names: BTreeSet<String> = agents
+        .iter()
+        .flat_map(|a| {
+            crate::process::env::allowlist(a.kind).iter().map(|s| s.to_string()).chain(a.pass_env.iter().cloned())
+        })
+        .filter(|name| present(name))
+        .collect();
+    let programs: BTreeSet<String> = agents.iter().filter_map(|a| program(a)).collect();
+    let watch = &loaded.config.watch;
+    Entry {
+        dir: project.to_path_buf(),
+        run_id: cp.run_id.clone(),
+        pid: me.pid,
+        host: me.host,
+        boot_id: me.boot_id,
+        status: cp.status,
+        config: Some(loaded.path.clone()),
+        credential_names: credential_names.into_iter().collect(),
+        programs: programs.into_iter().collect(),
+        path: std::env::var("PATH").ok(),
+        resume_after_shutdown: watch.resume_after_shutdown,
+        max_restarts: watch.max_restarts,
+        restart_backoff_secs: watch.restart_backoff.as_secs(),
+        updated_at: now(),
+        file: std::path::PathBuf::new(),
+    }
+}
+
+/// The program an agent launches, as configured (a name looked up on `PATH`, or a
+/// path); `None` for the built-in scripted agent, which is ralph itself.
+pub fn program(agent: &AgentConfig) -> Option<String> {
+    let default = match agent.kind {
+        AgentKind::Claude => "claude",
+        AgentKind::Codex => "codex",
+        AgentKind::Opencode => "opencode",
+        AgentKind::Gemini => "gemini",
+        AgentKind::Command => return agent.command.as_ref().and_then(|c| c.first()).cloned(),
+        AgentKind::Sim => return None,
+    };
+    Some(agent.binary.as_ref().map_or_else(|| default.to_string(), |b| b.display().to_string()))
+}

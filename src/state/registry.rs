@@ -1,0 +1,209 @@
+//! The run registry under `$XDG_STATE_HOME/ralph/runs/` (else
+//! `~/.local/state/ralph/runs/`): one small JSON file per project directory that
+//! tells `ralph watch` and `ralph status --all` where runs are, who owns them, and
+//! what a resume needs (the names, never the values, of the credentials its agents
+//! received; its `PATH`; the programs its chains launch).
+//!
+//! The running ralph rewrites its entry atomically when the run's *status* changes,
+//! not at every transition; last activity is read from the run's own journal. The
+//! watcher keeps its own bookkeeping beside it (`<key>.watch.json`), so the two never
+//! write the same file. A corrupt entry is skipped with a warning, never fatal.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::atomic::Durability;
+use super::checkpoint::Status;
+use super::store;
+
+/// What ralph records about its run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// The project directory (absolute).
+    pub dir: PathBuf,
+    pub run_id: String,
+    pub pid: u32,
+    pub host: String,
+    pub boot_id: String,
+    pub status: Status,
+    /// The config file the run uses, for the resume (`-c`).
+    #[serde(default)]
+    pub config: Option<PathBuf>,
+    /// Credential variables the run's agents received, by name only.
+    #[serde(default)]
+    pub credential_names: Vec<String>,
+    /// The programs the run's chains launch (names as configured, or paths).
+    #[serde(default)]
+    pub programs: Vec<String>,
+    /// The run's `PATH`, so a resume by a service finds the same npm and nvm binaries.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// `[watch] resume_after_shutdown` of the run's config.
+    #[serde(default = "yes")]
+    pub resume_after_shutdown: bool,
+    /// `[watch] max_restarts` of the run's config.
+    #[serde(default = "default_max_restarts")]
+    pub max_restarts: u32,
+    /// `[watch] restart_backoff` of the run's config, seconds.
+    #[serde(default = "default_backoff_secs")]
+    pub restart_backoff_secs: u64,
+    pub updated_at: String,
+    /// The file this entry was read from (not stored).
+    #[serde(skip)]
+    pub file: PathBuf,
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_max_restarts() -> u32 {
+    crate::config::Watch::default().max_restarts
+}
+fn default_backoff_secs() -> u64 {
+    crate::config::Watch::default().restart_backoff.as_secs()
+}
+
+/// What the watcher records about the runs it resumed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WatchState {
+    /// Resumes by the watcher that ended without a clean stop, in a row.
+    pub restarts: u32,
+    /// Unix second of the last resume.
+    pub last_resume_at: Option<i64>,
+    /// Boot id at the last resume.
+    pub last_resume_boot: Option<String>,
+    /// Iterations done when the watcher last resumed the run.
+    pub iterations_at_resume: Option<u32>,
+}
+
+/// The registry directory, from the environment (`XDG_STATE_HOME`, else `HOME`).
+pub fn dir() -> Option<PathBuf> {
+    let from = |var: &str| std::env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let base = from("XDG_STATE_HOME").or_else(|| from("HOME").map(|h| h.join(".local").join("state")))?;
+    Some(base.join("ralph").join("runs"))
+}
+
+/// The entry's file name for a project directory: stable, short, and free of the
+/// path's own characters.
+pub fn key(project: &Path) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(project.as_os_str().as_encoded_bytes());
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn entry_path(registry: &Path, project: &Path) -> PathBuf {
+    registry.join(format!("{}.json", key(project)))
+}
+
+pub fn watch_path(registry: &Path, project: &Path) -> PathBuf {
+    registry.join(format!("{}.watch.json", key(project)))
+}
+
+/// Writes `entry` atomically, creating the registry (mode 0700) when needed. Not
+/// synced: losing an entry to a power cut only delays a resume until the run's next
+/// status change, and the run's own checkpoint stays the truth.
+pub fn write(registry: &Path, entry: &Entry) -> io::Result<()> {
+    create(registry)?;
+    store::save_json_with(&entry_path(registry, &entry.dir), entry, Durability::Ordered)
+}
+
+pub fn write_watch(registry: &Path, project: &Path, state: &WatchState) -> io::Result<()> {
+    create(registry)?;
+    store::save_json_with(&watch_path(registry, project), state, Durability::Ordered)
+}
+
+pub fn read_watch(registry: &Path, project: &Path) -> WatchState {
+    store::load_json(&watch_path(registry, project)).ok().flatten().unwrap_or_default()
+}
+
+fn create(registry: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(registry)
+}
+
+/// Every readable entry, with the problems of the unreadable ones.
+pub fn read_all(registry: &Path) -> (Vec<Entry>, Vec<String>) {
+    let mut entries = Vec::new();
+    let mut warnings = Vec::new();
+    let Ok(listing) = std::fs::read_dir(registry) else { return (entries, warnings) };
+    for item in listing.flatten() {
+        let path = item.path();
+        let name = item.file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".json") || name.ends_with(".watch.json") || name.starts_with('.') {
+            continue;
+        }
+        match store::load_json::<Entry>(&path) {
+            Ok(Some(entry)) => entries.push(Entry { file: path, ..entry }),
+            Ok(None) => {}
+            Err(e) => warnings.push(format!("skipping a registry entry: {e}")),
+        }
+    }
+    entries.sort_by(|a, b| a.dir.cmp(&b.dir));
+    (entries, warnings)
+}
+
+/// Removes an entry (the file it was read from) and the watcher's bookkeeping for
+/// its project.
+pub fn remove(registry: &Path, entry: &Entry) -> io::Result<()> {
+    let project = &entry.dir;
+    for path in [entry.file.clone(), entry_path(registry, project), watch_path(registry, project)] {
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(dir: &str) -> Entry {
+        Entry {
+            dir: PathBuf::from(dir),
+            run_id: "r1".into(),
+            pid: 1,
+            host: "h".into(),
+            boot_id: "b".into(),
+            status: Status::Running,
+            config: None,
+            credential_names: vec!["ANTHROPIC_API_KEY".into()],
+            programs: vec!["claude".into()],
+            path: Some("/usr/bin".into()),
+            resume_after_shutdown: true,
+            max_restarts: 3,
+            restart_backoff_secs: 30,
+            updated_at: "now".into(),
+            file: PathBuf::new(),
+        }
+    }
+
+    #[test]
+    fn entries_round_trip_and_corrupt_ones_are_skipped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let reg = tmp.path().join("runs");
+        write(&reg, &entry("/p/a")).unwrap();
+        write(&reg, &entry("/p/b")).unwrap();
+        write_watch(&reg, Path::new("/p/a"), &WatchState { restarts: 2, ..Default::default() }).unwrap();
+        std::fs::write(reg.join("garbage.json"), "{ no").unwrap();
+        let (entries, warnings) = read_all(&reg);
+        assert_eq!(entries.iter().map(|e| e.dir.to_str().unwrap()).collect::<Vec<_>>(), ["/p/a", "/p/b"]);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert_eq!(read_watch(&reg, Path::new("/p/a")).restarts, 2);
+        assert_eq!(read_watch(&reg, Path::new("/p/b")), WatchState::default());
+        let a = entries.iter().find(|e| e.dir == Path::new("/p/a")).unwrap();
+        remove(&reg, a).unwrap();
+        assert_eq!(read_all(&reg).0.len(), 1);
+        assert_eq!(read_watch(&reg, Path::new("/p/a")), WatchState::default());
+    }
+
+    #[test]
+    fn keys_are_stable_and_distinct() {
+        assert_eq!(key(Path::new("/a")), key(Path::new("/a")));
+        assert_ne!(key(Path::new("/a")), key(Path::new("/b")));
+        assert_eq!(key(Path::new("/a")).len(), 16);
+    }
+}

@@ -1,0 +1,267 @@
+//! What `ralph watch` does about one registered run: a pure function of what it
+//! found (the run's checkpoint, whether a ralph owns it, its own bookkeeping, the
+//! boot, the clock), unit-tested without processes.
+//!
+//! The rules (docs/operations.md, "The watchdog"):
+//! * a run is *interrupted* when its checkpoint says `running` or `waiting` and no
+//!   ralph owns it (it crashed, was killed, or the machine rebooted), or when ralph
+//!   recorded it `interrupted` by SIGTERM/SIGHUP and `[watch] resume_after_shutdown`
+//!   is on; `paused`, `completed`, `failed` and `blocked` runs are never resumed;
+//! * a resume that ends in another crash counts against `[watch] max_restarts`;
+//!   at the cap the run is marked `blocked`; iterations finished since the last
+//!   resume (progress) or a clean stop start the count again;
+//! * between resumes the watcher waits `restart_backoff`, doubling per restart that
+//!   crashed, at most 30 minutes;
+//! * in one boot a run is resumed once, unless it made progress since.
+
+use crate::state::checkpoint::{Checkpoint, Status};
+use crate::state::registry::{Entry, WatchState};
+
+const MAX_BACKOFF_SECS: i64 = 30 * 60;
+
+/// What the watcher found about one run.
+#[derive(Debug)]
+pub struct Facts<'a> {
+    pub entry: &'a Entry,
+    /// The run's checkpoint; `None` when missing or unreadable.
+    pub checkpoint: Option<&'a Checkpoint>,
+    pub dir_exists: bool,
+    /// The directory is under one of `--root` (or no roots were given).
+    pub allowed: bool,
+    /// A ralph holds the run's lock.
+    pub owner_alive: bool,
+    pub state: &'a WatchState,
+    pub boot_id: &'a str,
+    /// Unix seconds.
+    pub now: i64,
+    /// What a resume would lack: programs not found, credential variables unset.
+    pub missing: Vec<String>,
+}
+
+#[must_use]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// A ralph is running it.
+    Live,
+    /// Not for the watcher; the reason says why. `reset`: the run stopped cleanly
+    /// since, so the watcher's restart count starts again.
+    Leave { why: &'static str, reset: bool },
+    /// The directory is gone.
+    Stale,
+    /// Interrupted, but the backoff has not ended.
+    Wait { until: i64 },
+    /// Interrupted again in the boot the watcher last resumed it in, with no
+    /// progress since: left until the next boot or a person.
+    OncePerBoot,
+    /// Interrupted, and it cannot or must not be resumed again: mark it `blocked`.
+    Block(String),
+    /// Resume it; `restarts` is the new count of restarts without a clean stop.
+    Resume { restarts: u32 },
+}
+
+pub fn decide(f: &Facts<'_>) -> Verdict {
+    if !f.dir_exists {
+        return Verdict::Stale;
+    }
+    if !f.allowed {
+        return Verdict::Leave { why: "outside the allowed roots", reset: false };
+    }
+    if f.owner_alive {
+        return Verdict::Live;
+    }
+    let Some(cp) = f.checkpoint else {
+        return Verdict::Leave { why: "no readable checkpoint", reset: false };
+    };
+    match cp.status {
+        Status::Running | Status::Waiting => {}
+        Status::Interrupted if f.entry.resume_after_shutdown => {}
+        Status::Interrupted => {
+            return Verdict::Leave { why: "stopped by a shutdown; resume_after_shutdown is off", reset: true };
+        }
+        Status::Paused => return Verdict::Leave { why: "paused by the user", reset: true },
+        Status::Completed => return Verdict::Leave { why: "completed", reset: true },
+        Status::Failed => return Verdict::Leave { why: "failed", reset: true },
+        Status::Blocked => return Verdict::Leave { why: "blocked", reset: true },
+    }
+    let progress = f.state.iterations_at_resume.is_none_or(|at| cp.progress.counters.iterations_done > at);
+    let restarts = if progress { 0 } else { f.state.restarts };
+    if restarts >= f.entry.max_restarts {
+        return Verdict::Block(format!(
+            "ralph watch resumed this run {restarts} time(s) and it stopped without a clean stop each time, \
+             with no iteration finished; see .agent/logs/{}/ and raise [watch] max_restarts, or run \
+             `ralph --resume` yourself",
+            cp.run_id
+        ));
+    }
+    if !progress && f.state.last_resume_boot.as_deref() == Some(f.boot_id) {
+        return Verdict::OncePerBoot;
+    }
+    if let Some(last) = f.state.last_resume_at {
+        let backoff = backoff_secs(f.entry.restart_backoff_secs, restarts);
+        if f.now < last.saturating_add(backoff) {
+            return Verdict::Wait { until: last.saturating_add(backoff) };
+        }
+    }
+    if !f.missing.is_empty() {
+        return Verdict::Block(format!(
+            "ralph watch cannot resume this run: {} missing in the watcher's environment; set them in the \
+             watcher's environment file (see docs/operations.md) and run `ralph --resume`",
+            f.missing.join(", ")
+        ));
+    }
+    Verdict::Resume { restarts: restarts + 1 }
+}
+
+/// `base`, doubled for each restart that crashed, at most 30 minutes.
+fn backoff_secs(base: u64, restarts: u32) -> i64 {
+    let base = i64::try_from(base).unwrap_or(MAX_BACKOFF_SECS);
+    let factor = 1i64 << restarts.saturating_sub(1).min(20);
+    base.saturating_mul(factor).min(MAX_BACKOFF_SECS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn entry() -> Entry {
+        Entry {
+            dir: PathBuf::from("/p"),
+            run_id: "r1".into(),
+            pid: 1,
+            host: "h".into(),
+            boot_id: "boot-1".into(),
+            status: Status::Running,
+            config: None,
+            credential_names: vec![],
+            programs: vec![],
+            path: None,
+            resume_after_shutdown: true,
+            max_restarts: 3,
+            restart_backoff_secs: 30,
+            updated_at: String::new(),
+            file: PathBuf::new(),
+        }
+    }
+
+    fn checkpoint(status: Status, iterations_done: u32) -> Checkpoint {
+        let sample = include_str!("../../tests/fixtures/checkpoints/v1-current.json");
+        let mut cp: Checkpoint = serde_json::from_str(sample).unwrap();
+        cp.status = status;
+        cp.progress.counters.iterations_done = iterations_done;
+        cp
+    }
+
+    fn decide_with(cp: &Checkpoint, state: &WatchState, entry: &Entry, now: i64) -> Verdict {
+        decide(&Facts {
+            entry,
+            checkpoint: Some(cp),
+            dir_exists: true,
+            allowed: true,
+            owner_alive: false,
+            state,
+            boot_id: "boot-2",
+            now,
+            missing: vec![],
+        })
+    }
+
+    #[test]
+    fn crashed_runs_resume_and_stopped_ones_do_not() {
+        let e = entry();
+        let none = WatchState::default();
+        for status in [Status::Running, Status::Waiting, Status::Interrupted] {
+            assert_eq!(decide_with(&checkpoint(status, 2), &none, &e, 0), Verdict::Resume { restarts: 1 });
+        }
+        for status in [Status::Paused, Status::Completed, Status::Failed, Status::Blocked] {
+            assert!(matches!(decide_with(&checkpoint(status, 2), &none, &e, 0), Verdict::Leave { reset: true, .. }));
+        }
+        let no_shutdowns = Entry { resume_after_shutdown: false, ..entry() };
+        assert!(matches!(
+            decide_with(&checkpoint(Status::Interrupted, 2), &none, &no_shutdowns, 0),
+            Verdict::Leave { .. }
+        ));
+    }
+
+    #[test]
+    fn a_live_owner_a_missing_directory_and_foreign_roots_are_left_alone() {
+        let (e, s, cp) = (entry(), WatchState::default(), checkpoint(Status::Running, 0));
+        let base = Facts {
+            entry: &e,
+            checkpoint: Some(&cp),
+            dir_exists: true,
+            allowed: true,
+            owner_alive: true,
+            state: &s,
+            boot_id: "b",
+            now: 0,
+            missing: vec![],
+        };
+        assert_eq!(decide(&base), Verdict::Live);
+        assert_eq!(decide(&Facts { dir_exists: false, ..base }), Verdict::Stale);
+        let outside = Facts {
+            allowed: false,
+            owner_alive: false,
+            entry: &e,
+            checkpoint: Some(&cp),
+            state: &s,
+            missing: vec![],
+            boot_id: "b",
+            now: 0,
+            dir_exists: true,
+        };
+        assert!(matches!(decide(&outside), Verdict::Leave { reset: false, .. }));
+    }
+
+    #[test]
+    fn a_crash_loop_backs_off_once_per_boot_and_ends_blocked() {
+        let e = entry();
+        let cp = checkpoint(Status::Running, 2);
+        // Resumed in boot-1 at t=100 with 2 iterations done; it crashed again.
+        let mut s = WatchState {
+            restarts: 1,
+            last_resume_at: Some(100),
+            last_resume_boot: Some("boot-2".into()),
+            iterations_at_resume: Some(2),
+        };
+        assert_eq!(decide_with(&cp, &s, &e, 1000), Verdict::OncePerBoot);
+        s.last_resume_boot = Some("boot-1".into());
+        // Next boot, but still inside the backoff.
+        assert_eq!(decide_with(&cp, &s, &e, 110), Verdict::Wait { until: 130 });
+        assert_eq!(decide_with(&cp, &s, &e, 130), Verdict::Resume { restarts: 2 });
+        s.restarts = 2;
+        assert_eq!(decide_with(&cp, &s, &e, 150), Verdict::Wait { until: 160 });
+        s.restarts = 3;
+        assert!(matches!(decide_with(&cp, &s, &e, 10_000), Verdict::Block(why) if why.contains("max_restarts")));
+        // Progress since the last resume starts the count again, in any boot.
+        let progressed = checkpoint(Status::Running, 3);
+        s.last_resume_boot = Some("boot-2".into());
+        assert_eq!(decide_with(&progressed, &s, &e, 10_000), Verdict::Resume { restarts: 1 });
+    }
+
+    #[test]
+    fn missing_credentials_or_programs_block_instead_of_launching() {
+        let (e, s, cp) = (entry(), WatchState::default(), checkpoint(Status::Running, 0));
+        let v = decide(&Facts {
+            entry: &e,
+            checkpoint: Some(&cp),
+            dir_exists: true,
+            allowed: true,
+            owner_alive: false,
+            state: &s,
+            boot_id: "b",
+            now: 0,
+            missing: vec!["ANTHROPIC_API_KEY".into(), "program claude".into()],
+        });
+        assert!(matches!(v, Verdict::Block(why) if why.contains("ANTHROPIC_API_KEY") && why.contains("claude")));
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_half_an_hour() {
+        assert_eq!(backoff_secs(30, 0), 30);
+        assert_eq!(backoff_secs(30, 1), 30);
+        assert_eq!(backoff_secs(30, 2), 60);
+        assert_eq!(backoff_secs(30, 3), 120);
+        assert_eq!(backoff_secs(30, 40), 1800);
+    }
+}

@@ -1,0 +1,236 @@
+//! The watcher's loop and one pass over the registry: gather the facts of each run,
+//! ask [`super::decide`], carry out the verdict.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, SystemTime};
+
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::error::RalphError;
+use crate::state::checkpoint::{Checkpoint, Status};
+use crate::state::registry::{self, Entry, WatchState};
+use crate::state::{format, lock, store};
+
+use super::Options;
+use super::decide::{Facts, Verdict, decide};
+
+/// Watches until Ctrl+C or SIGTERM (or one pass with `--once`).
+pub(super) async fn watch(registry: &Path, options: &Options) -> Result<i32, RalphError> {
+    let mut children = Vec::new();
+    if options.once {
+        pass(registry, options, &mut children);
+        return Ok(crate::exit::DONE);
+    }
+    std::fs::create_dir_all(registry)
+        .map_err(|e| RalphError::setup(format!("cannot create the run registry {}", registry.display()), e))?;
+    let (tx, mut changes) = tokio::sync::mpsc::unbounded_channel();
+    let mut watcher = notify::recommended_watcher(move |_: notify::Result<notify::Event>| {
+        let _ = tx.send(());
+    })
+    .map_err(|e| RalphError::io("cannot watch the run registry", std::io::Error::other(e)))?;
+    if let Err(e) = notify::Watcher::watch(&mut watcher, registry, notify::RecursiveMode::NonRecursive) {
+        // The periodic scan still finds every run, only later.
+        eprintln!(
+            "ralph watch: cannot watch {} for changes ({e}); scanning every {:?}",
+            registry.display(),
+            options.interval
+        );
+    }
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(|e| RalphError::io("cannot handle SIGINT", e))?;
+    let mut terminate = signal(SignalKind::terminate()).map_err(|e| RalphError::io("cannot handle SIGTERM", e))?;
+    eprintln!("ralph watch: watching {}", registry.display());
+    loop {
+        pass(registry, options, &mut children);
+        tokio::select! {
+            _ = changes.recv() => {
+                // A burst of writes (a run's entry, our own bookkeeping) is one change.
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                while changes.try_recv().is_ok() {}
+            }
+            () = tokio::time::sleep(options.interval) => {}
+            _ = interrupt.recv() => break,
+            _ = terminate.recv() => break,
+        }
+    }
+    eprintln!("ralph watch: stopped; the runs it resumed go on");
+    Ok(crate::exit::DONE)
+}
+
+/// One look at every registered run.
+fn pass(registry: &Path, options: &Options, children: &mut Vec<Child>) {
+    children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
+    let (entries, warnings) = registry::read_all(registry);
+    for warning in warnings {
+        eprintln!("ralph watch: {warning}");
+    }
+    let mut runs: Vec<(SystemTime, Entry)> = entries.into_iter().map(|e| (last_activity(&e.dir), e)).collect();
+    // The most recently active runs first: they are the ones a person misses most.
+    runs.sort_by_key(|r| std::cmp::Reverse(r.0));
+    let boot = lock::boot_id();
+    for (_, entry) in runs {
+        handle(registry, &entry, &boot, options, children);
+    }
+}
+
+fn handle(registry: &Path, entry: &Entry, boot: &str, options: &Options, children: &mut Vec<Child>) {
+    // Two watchers: whoever holds this run's bookkeeping lock decides for it.
+    let Some(_guard) = bookkeeping_lock(registry, &entry.dir) else { return };
+    let state = registry::read_watch(registry, &entry.dir);
+    let agent_dir = entry.dir.join(".agent");
+    let checkpoint = format::read(&agent_dir.join("checkpoint.json")).ok().flatten();
+    let facts = Facts {
+        entry,
+        checkpoint: checkpoint.as_ref(),
+        dir_exists: entry.dir.is_dir(),
+        allowed: options.roots.is_empty() || options.roots.iter().any(|r| entry.dir.starts_with(r)),
+        owner_alive: lock_held(&agent_dir.join("ralph.lock")),
+        state: &state,
+        boot_id: boot,
+        now: jiff::Timestamp::now().as_second(),
+        missing: missing(entry),
+    };
+    let verdict = decide(&facts);
+    let dir = entry.dir.display();
+    match verdict {
+        Verdict::Live | Verdict::Stale | Verdict::Wait { .. } | Verdict::OncePerBoot => {}
+        Verdict::Leave { reset, .. } => {
+            if reset && state != WatchState::default() {
+                let _ = registry::write_watch(registry, &entry.dir, &WatchState::default());
+            }
+        }
+        Verdict::Block(why) => match block(registry, entry, &why) {
+            Ok(true) => eprintln!("ralph watch: {dir}: marked blocked: {why}"),
+            Ok(false) => {}
+            Err(e) => eprintln!("ralph watch: {dir}: cannot mark the run blocked: {e}"),
+        },
+        Verdict::Resume { restarts } => {
+            if children.len() >= options.max_concurrent {
+                return;
+            }
+            let Some(cp) = checkpoint else { return };
+            match resume(entry, &cp) {
+                Ok((child, log)) => {
+                    eprintln!(
+                        "ralph watch: {dir}: resumed run {} ({}), restart {restarts}; output in {}",
+                        cp.run_id,
+                        cp.status.as_str(),
+                        log.display()
+                    );
+                    children.push(child);
+                    let state = WatchState {
+                        restarts,
+                        last_resume_at: Some(jiff::Timestamp::now().as_second()),
+                        last_resume_boot: Some(boot.to_string()),
+                        iterations_at_resume: Some(cp.progress.counters.iterations_done),
+                    };
+                    if let Err(e) = registry::write_watch(registry, &entry.dir, &state) {
+                        eprintln!("ralph watch: {dir}: cannot record the resume: {e}");
+                    }
+                }
+                Err(e) => eprintln!("ralph watch: {dir}: cannot resume: {e}"),
+            }
+        }
+    }
+}
+
+/// Starts `ralph --resume` in the run's directory, detached from the watcher's
+/// terminal and process group, its output in the run's log directory.
+fn resume(entry: &Entry, cp: &Checkpoint) -> std::io::Result<(Child, PathBuf)> {
+    let exe = std::env::current_exe()?;
+    let logs = entry.dir.join(".agent").join("logs").join(&cp.run_id);
+    std::fs::create_dir_all(&logs)?;
+    let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ");
+    let log_path = logs.join(format!("watch-resume-{stamp}.log"));
+    let log = OpenOptions::new().create(true).append(true).mode(0o600).custom_flags(libc_nofollow()).open(&log_path)?;
+    let mut command = Command::new(exe);
+    command.arg("--resume").arg("-C").arg(&entry.dir);
+    if let Some(config) = &entry.config {
+        command.arg("-c").arg(config);
+    }
+    command.env(crate::notify::RESUMED_BY, "watch");
+    if let Some(path) = &entry.path {
+        command.env("PATH", path);
+    }
+    let child = command.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log).process_group(0).spawn()?;
+    Ok((child, log_path))
+}
+
+fn libc_nofollow() -> i32 {
+    nix::fcntl::OFlag::O_NOFOLLOW.bits()
+}
+
+/// Marks an interrupted run `blocked` with the reason, under the run's own lock so
+/// no ralph starts meanwhile. `Ok(false)`: a ralph owns the run after all.
+fn block(registry: &Path, entry: &Entry, why: &str) -> Result<bool, String> {
+    let agent_dir = entry.dir.join(".agent");
+    let lock = match lock::acquire(&agent_dir.join("ralph.lock")) {
+        Ok(acquired) => acquired.lock,
+        Err(lock::LockError::Held { .. }) => return Ok(false),
+        Err(e) => return Err(e.to_string()),
+    };
+    let path = agent_dir.join("checkpoint.json");
+    let mut cp = format::read(&path).map_err(|e| e.to_string())?.ok_or("the checkpoint is gone")?;
+    cp.status = Status::Blocked;
+    cp.stop_reason = Some(why.to_string());
+    cp.clean_stop = true;
+    cp.updated_at = jiff::Timestamp::now().to_string();
+    store::save_json(&path, &cp).map_err(|e| e.to_string())?;
+    lock.release().map_err(|e| e.to_string())?;
+    let mut updated = entry.clone();
+    updated.status = Status::Blocked;
+    updated.updated_at = cp.updated_at.clone();
+    registry::write(registry, &updated).map_err(|e| e.to_string())?;
+    Ok(true)
+}
+
+/// Whether a ralph holds the run lock, asked without writing or keeping it: a
+/// shared flock succeeds only when nobody holds the exclusive one. Pids and boot
+/// ids are not trusted: a pid is reused after a reboot, a flock is not.
+fn lock_held(path: &Path) -> bool {
+    let Ok(file) = OpenOptions::new().read(true).custom_flags(libc_nofollow()).open(path) else { return false };
+    matches!(Flock::lock(file, FlockArg::LockSharedNonblock), Err((_, Errno::EWOULDBLOCK)))
+}
+
+/// The watcher's lock on its bookkeeping of one run, held while it decides.
+fn bookkeeping_lock(registry: &Path, project: &Path) -> Option<Flock<File>> {
+    let path = registry::watch_path(registry, project).with_extension("lock");
+    let file = OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(path).ok()?;
+    Flock::lock(file, FlockArg::LockExclusiveNonblock).ok()
+}
+
+/// What a resume would lack in this environment: credential variables the run's
+/// agents had, and programs its chains launch that do not resolve on its `PATH`.
+fn missing(entry: &Entry) -> Vec<String> {
+    let mut out: Vec<String> = entry
+        .credential_names
+        .iter()
+        .filter(|name| std::env::var_os(name.as_str()).is_none_or(|v| v.is_empty()))
+        .cloned()
+        .collect();
+    let path = entry.path.clone().or_else(|| std::env::var("PATH").ok()).unwrap_or_default();
+    for program in &entry.programs {
+        let found = if program.contains('/') {
+            let p = entry.dir.join(program);
+            p.is_file()
+        } else {
+            which::which_in(program, Some(&path), &entry.dir).is_ok()
+        };
+        if !found {
+            out.push(format!("program {program}"));
+        }
+    }
+    out
+}
+
+/// When the run last did something: its journal's modification time.
+fn last_activity(dir: &Path) -> SystemTime {
+    std::fs::metadata(dir.join(".agent").join("events.jsonl"))
+        .and_then(|m| m.modified())
+        .unwrap_or(SystemTime::UNIX_EPOCH)
+}
