@@ -21,7 +21,7 @@ use crate::state::checkpoint::{InFlight, Status};
 use crate::state::store;
 use crate::supervise::note::Trouble;
 use crate::workflow::done::{self, Completion, Evidence};
-use crate::workflow::prompt;
+use crate::workflow::{advance, prompt};
 
 use super::RunEnd;
 use super::artifact::artifact_stamp;
@@ -168,8 +168,8 @@ impl Dispatcher {
         self.save_with(Durability::Ordered)?;
         self.journal(
             "attempt_started",
-            json!({"attempt": attempt_no, "phase": pos.phase_name, "iteration": pos.iteration, "agent": agent,
-                   "cycle": pos.cycle, "resume_session": resume}),
+            json!({"attempt": attempt_no, "phase": pos.phase_name, "iteration": pos.iteration, "pass": pos.pass,
+                   "agent": agent, "cycle": pos.cycle, "resume_session": resume}),
         );
         let line = AttemptLine {
             phase: pos.phase_name.clone(),
@@ -177,6 +177,7 @@ impl Dispatcher {
             phase_count: self.r.loaded.phases.len(),
             iteration: pos.iteration,
             iterations: phase.iterations,
+            pass: pos.passes.map(|passes| (pos.pass, passes)),
             agent: agent.clone(),
             attempt: attempt_no,
             resumed_session: resume.clone(),
@@ -268,7 +269,12 @@ impl Dispatcher {
                     if completion == Completion::Goal { " (goal reached)" } else { "" }
                 ));
                 self.summary.iterations += 1;
-                policy::on_success(&mut self.r.checkpoint.progress, &self.r.loaded.phases, completion)
+                policy::on_success(
+                    &mut self.r.checkpoint.progress,
+                    &self.r.loaded.phases,
+                    self.r.loaded.repeat,
+                    completion,
+                )
             }
             Completion::NotDone(missing) => self.after_failure(outcome, exit, ended_by, claim, missing),
         };
@@ -284,18 +290,20 @@ impl Dispatcher {
                 );
                 self.save()?;
             }
-            Next::NextPhase { finished } => {
+            Next::NextPhase { finished, end } => {
                 self.save_artifact(&finished);
                 self.summary.phases += 1;
                 self.journal("phase_done", json!({"phase": finished}));
                 self.r.reporter.line(&format!("phase {finished} done"));
+                self.phase_ended(&end);
                 self.save()?;
             }
-            Next::Finished => {
+            Next::Finished { end } => {
                 let name = self.phase().name.clone();
                 self.save_artifact(&name);
                 self.summary.phases += 1;
                 self.journal("phase_done", json!({"phase": self.phase().name}));
+                self.phase_ended(&end);
                 return Ok(Some(RunEnd::Completed));
             }
             Next::Retry { delay } => {
@@ -437,10 +445,13 @@ impl Dispatcher {
         let progress = &self.r.checkpoint.progress;
         let pos = &progress.position;
         let phase = self.phase();
-        let previous_name = pos.phase.checked_sub(1).and_then(|i| self.r.loaded.phases.get(i)).map(|p| p.name.clone());
+        let repeat = self.r.loaded.repeat;
+        let previous_name =
+            advance::previous_phase(pos, repeat).and_then(|i| self.r.loaded.phases.get(i)).map(|p| p.name.clone());
         let previous_text = previous_name
             .as_ref()
             .and_then(|name| std::fs::read_to_string(self.r.artifacts_dir.join(format!("{name}.md"))).ok());
+        let from_note = progress.from.as_ref().and_then(|from| prompt::from_note(from, previous_name.as_deref()));
         let ctx = prompt::Context {
             goal: &self.r.goal,
             phase: &phase.name,
@@ -449,8 +460,11 @@ impl Dispatcher {
             iteration: pos.iteration,
             iterations: phase.iterations,
             until_complete: phase.until_complete,
+            pass: pos.passes.map(|passes| (pos.pass, passes)),
+            review: advance::is_review(pos.phase, repeat),
             done: &phase.done,
             previous: previous_name.as_deref().zip(previous_text.as_deref()),
+            from_note: from_note.as_deref(),
             recovery: progress.recovery_note.as_deref(),
         };
         match (resuming, progress.recovery_note.as_deref()) {

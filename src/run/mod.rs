@@ -6,6 +6,7 @@ mod artifact;
 pub mod attempt;
 pub mod dispatch;
 mod failure;
+mod passes;
 pub mod setup;
 pub mod start;
 mod waits;
