@@ -51,7 +51,12 @@ impl Dispatcher {
     pub async fn run(mut self) -> Result<RunEnd, RalphError> {
         let mut signals = Signals::install().map_err(|e| RalphError::io("cannot install signal handlers", e))?;
         let kind = if self.r.resumed { "run_resumed" } else { "run_started" };
-        self.journal(kind, json!({"run_id": self.r.checkpoint.run_id, "pid": std::process::id()}));
+        let pos = &self.r.checkpoint.progress.position;
+        self.journal(
+            kind,
+            json!({"run_id": self.r.checkpoint.run_id, "pid": std::process::id(), "from": self.r.from,
+                   "phase": pos.phase_name, "pass": pos.pass}),
+        );
         self.save()?;
         let end = self.dispatch(&mut signals).await;
         let end = match end {
