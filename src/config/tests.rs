@@ -43,7 +43,8 @@ fn assert_has(message: &str, parts: &[&str]) {
 fn example_file_loads() {
     let loaded = load(include_str!("../../ralph.example.toml"));
     let names: Vec<&str> = loaded.phases.iter().map(|p| p.name.as_str()).collect();
-    assert_eq!(names, ["plan", "develop", "review"]);
+    assert_eq!(names, ["plan", "develop", "review", "fix"]);
+    assert_eq!(loaded.repeat, Some(super::RepeatGroup { first: 2, last: 3, passes: 3 }));
     let plan = &loaded.phases[0];
     assert_eq!(plan.chain, ["sim"]);
     assert_eq!(plan.done, DoneSignal::File(PathBuf::from("PLAN.md")));

@@ -267,11 +267,16 @@ impl Dispatcher {
                            "usage": outcome.usage}),
                 );
                 self.last_success = Some(outcome.final_message.clone().unwrap_or_default());
+                let review = advance::is_review(self.r.checkpoint.progress.position.phase, self.r.loaded.repeat);
                 self.r.reporter.line(&format!(
                     "{} iteration {} done{}",
                     phase.name,
                     self.r.checkpoint.progress.position.iteration,
-                    if completion == Completion::Goal { " (goal reached)" } else { "" }
+                    match (completion == Completion::Goal, review) {
+                        (true, true) => " (nothing left to fix)",
+                        (true, false) => " (goal reached)",
+                        _ => "",
+                    }
                 ));
                 self.summary.iterations += 1;
                 policy::on_success(
