@@ -32,6 +32,7 @@ impl Verdict {
         let Verdict { pass, passes, clean } = *self;
         match (clean, pass >= passes) {
             (true, _) => format!("clean in pass {pass} of {passes}"),
+            (false, true) if passes == 1 => "the only pass used; the review still had issues".to_string(),
             (false, true) => format!("all {passes} passes used; the last review still had issues"),
             (false, false) => format!("pass {pass} of {passes} found issues; the fix follows"),
         }

@@ -247,3 +247,41 @@ fn resume_from_review_moves_an_unfinished_run_and_misuse_is_exit_2() {
     assert_eq!(cp["status"], "completed");
     assert_eq!(cp["progress"]["review"], json!({"pass": 1, "passes": 2, "clean": true}));
 }
+
+#[test]
+fn every_pass_gets_a_fresh_budget_while_the_run_totals_keep_counting() {
+    // One failure per fix is within agent_attempts = 2 only if each pass starts afresh;
+    // a budget carried over from pass 1 would end the run in pass 2 (max_cycles = 1).
+    let p = project(
+        2,
+        &[r#"[{ done = "issue A" }]"#, r#"[{ done = "issue B" }]"#],
+        &[
+            r#"[{ crash = "SIGSEGV" }]"#,
+            r#"[{ done = "fixed A" }]"#,
+            r#"[{ crash = "SIGSEGV" }]"#,
+            r#"[{ done = "fixed B" }]"#,
+        ],
+        "agent_attempts = 2",
+    );
+    p.write(
+        "ralph.toml",
+        &p.read("ralph.toml").replace("[general.workflow]", "[general]\nmax_cycles = 1\n\n[general.workflow]"),
+    );
+    p.ralph().run().expect_code(0);
+    assert_eq!(
+        attempts(&p),
+        seq(&[
+            ("develop", 1),
+            ("review", 1),
+            ("fix", 1),
+            ("fix", 1),
+            ("review", 2),
+            ("fix", 2),
+            ("fix", 2),
+            ("commit", 1)
+        ])
+    );
+    let cp = p.checkpoint();
+    assert_eq!(cp["progress"]["counters"]["failures"]["agent"], 2, "{cp:#}");
+    assert_eq!(cp["progress"]["counters"]["attempts"], 8);
+}
