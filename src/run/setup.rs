@@ -52,8 +52,7 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
     let from = options.from.as_deref();
     if let Some(name) = from {
         // An unknown phase is a usage error before anything is touched.
-        advance::start_at(&loaded.phases, loaded.repeat, name, |_| false)
-            .map_err(|e| RalphError::Usage(format!("{e} ({})", path.display())))?;
+        advance::start_at(&loaded.phases, loaded.repeat, name, |_| false).map_err(|e| from_error(&e, &path))?;
     }
     let artifacts_dir = agent_dir_of(&dir).join("artifacts");
     let fresh = |prompt_checksum: &str| fresh_checkpoint(&loaded, prompt_checksum, from, &artifacts_dir);
@@ -77,7 +76,7 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
     let checkpoint_path = enabled.then(|| agent_dir.join("checkpoint.json"));
     let prompt_checksum = checksum(goal.as_bytes());
     let (checkpoint, resumed) = match &checkpoint_path {
-        None => (fresh(&prompt_checksum), false),
+        None => (fresh(&prompt_checksum)?, false),
         Some(cp_path) => {
             let existing = load_checkpoint(cp_path)?;
             if let Some(cp) = &existing {
@@ -95,7 +94,7 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
                     let aside = store::set_aside(cp_path, "archived")
                         .map_err(|e| RalphError::io("cannot archive the old checkpoint", e))?;
                     reporter.line(&format!("archived the previous checkpoint as {}", aside.display()));
-                    (fresh(&prompt_checksum), false)
+                    (fresh(&prompt_checksum)?, false)
                 }
                 (Start::NothingToResume, existing) => {
                     let why = match existing {
@@ -106,7 +105,7 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
                         "nothing to resume: {why}; run `ralph` to start a new run"
                     )));
                 }
-                _ => (fresh(&prompt_checksum), false),
+                _ => (fresh(&prompt_checksum)?, false),
             }
         }
     };
@@ -241,20 +240,25 @@ fn agent_dir_of(dir: &Path) -> PathBuf {
 
 /// A new run: at the first phase, or at `from` reusing the earlier phases' results
 /// that the last run left in `artifacts_dir`.
-fn fresh_checkpoint(loaded: &Loaded, prompt_checksum: &str, from: Option<&str>, artifacts_dir: &Path) -> Checkpoint {
+fn fresh_checkpoint(
+    loaded: &Loaded,
+    prompt_checksum: &str,
+    from: Option<&str>,
+    artifacts_dir: &Path,
+) -> Result<Checkpoint, RalphError> {
     let now = now();
     let first = loaded.phases.first().map(|p| p.name.as_str()).unwrap_or("");
     let has_artifact = |phase: &str| artifacts_dir.join(format!("{phase}.md")).is_file();
-    let progress = match from.map(|name| advance::start_at(&loaded.phases, loaded.repeat, name, has_artifact)) {
-        Some(Ok(progress)) => progress,
-        // Checked before: an unknown phase never gets here.
-        Some(Err(_)) | None => {
+    let progress = match from {
+        Some(name) => advance::start_at(&loaded.phases, loaded.repeat, name, has_artifact)
+            .map_err(|e| from_error(&e, &loaded.path))?,
+        None => {
             let mut progress = Progress::new(first);
             advance::fit_pass(&mut progress.position, 1, loaded.repeat);
             progress
         }
     };
-    Checkpoint {
+    Ok(Checkpoint {
         version: checkpoint::VERSION,
         run_id: new_run_id(),
         status: Status::Running,
@@ -272,7 +276,12 @@ fn fresh_checkpoint(loaded: &Loaded, prompt_checksum: &str, from: Option<&str>, 
         prompt_checksum: prompt_checksum.to_string(),
         started_at: now.clone(),
         updated_at: now,
-    }
+    })
+}
+
+/// `--from` names a phase the workflow does not have.
+fn from_error(e: &advance::UnknownPhase, config: &Path) -> RalphError {
+    RalphError::Usage(format!("{e} ({})", config.display()))
 }
 
 /// Continues `cp` under the current config: same phase, iteration, agent and session.
@@ -328,7 +337,7 @@ fn resume(
     if let Some(name) = from {
         let old = cp.progress.position.phase_name.clone();
         advance::move_to(&mut cp.progress, &loaded.phases, loaded.repeat, name)
-            .map_err(|e| RalphError::Usage(e.to_string()))?;
+            .map_err(|e| from_error(&e, &loaded.path))?;
         reporter.line(&format!("moving the run from phase {old} to phase {name} (--from)"));
     }
     let pos = &cp.progress.position;
