@@ -83,6 +83,10 @@ pub struct RunArgs {
     /// Archive the checkpoint (never deleted) and start fresh.
     #[arg(long, conflicts_with = "inspect_checkpoint")]
     pub no_resume: bool,
+    /// Start a new run at this phase, reusing the earlier phases' results of the last
+    /// run; with --resume, move the unfinished run to this phase.
+    #[arg(long, value_name = "PHASE", conflicts_with = "inspect_checkpoint")]
+    pub from: Option<String>,
     /// Show what would be resumed; change nothing.
     #[arg(long)]
     pub inspect_checkpoint: bool,

@@ -39,10 +39,11 @@ pub enum RalphError {
     CheckpointInvalid { path: PathBuf, field: &'static str, problem: String },
     /// An unfinished run exists and the user did not say what to do with it.
     #[error(
-        "an unfinished run ({status}, phase {phase}, iteration {iteration}) has a checkpoint in {}; run `ralph --resume` to continue it or `ralph --no-resume` to archive it and start fresh",
-        .path.display()
+        "an unfinished run ({status}, phase {phase}, iteration {iteration}) has a checkpoint in {}; {}",
+        .path.display(),
+        resume_hint(.from.as_deref())
     )]
-    ResumeChoiceNeeded { path: PathBuf, status: String, phase: String, iteration: u32 },
+    ResumeChoiceNeeded { path: PathBuf, status: String, phase: String, iteration: u32, from: Option<String> },
     /// `--resume` with nothing to resume.
     #[error("{0}")]
     NothingToResume(String),
@@ -61,6 +62,17 @@ pub enum RalphError {
     /// A bug: something ralph itself should never do.
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+/// What to run when an unfinished run is in the way.
+fn resume_hint(from: Option<&str>) -> String {
+    match from {
+        None => "run `ralph --resume` to continue it or `ralph --no-resume` to archive it and start fresh".into(),
+        Some(phase) => format!(
+            "run `ralph --resume --from {phase}` to move that run to phase {phase}, or `ralph --no-resume` to \
+             archive it and start a new run at the first phase"
+        ),
+    }
 }
 
 impl RalphError {

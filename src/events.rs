@@ -33,10 +33,17 @@ pub enum RunEvent {
     RunStarted {
         run_id: String,
         pid: u32,
+        /// `--from PHASE`, when given.
+        from: Option<String>,
+        phase: String,
+        pass: u32,
     },
     RunResumed {
         run_id: String,
         pid: u32,
+        from: Option<String>,
+        phase: String,
+        pass: u32,
     },
     /// ralph's own failure ended the run (exit 4); the checkpoint keeps the last
     /// valid state.
@@ -57,6 +64,10 @@ pub enum RunEvent {
         iteration: u32,
         /// The phase's iteration count (or cap, with `until = "complete"`).
         iterations: u32,
+        /// The pass through the repeating review/fix group (1 outside it).
+        pass: u32,
+        /// The group's passes at most, inside the group.
+        passes: Option<u32>,
         agent: String,
         cycle: u32,
         resume_session: Option<String>,
@@ -68,6 +79,9 @@ pub enum RunEvent {
         iteration: u32,
         /// The goal signal (`until = "complete"` is satisfied), not only the done signal.
         goal: bool,
+        /// The phase is the review of a repeating group (the goal tag then means
+        /// "nothing left to fix").
+        review: bool,
         duration_ms: u64,
         session: Option<String>,
         usage: Usage,
@@ -95,6 +109,24 @@ pub enum RunEvent {
     },
     PhaseDone {
         phase: String,
+    },
+    /// A review of the repeating group ended: clean, or issues for the fix.
+    ReviewVerdict {
+        pass: u32,
+        passes: u32,
+        clean: bool,
+    },
+    /// Back to the review for the next pass.
+    PassStarted {
+        pass: u32,
+        passes: u32,
+    },
+    /// The repeating group was left; `why` is `clean` or `passes_used`.
+    PassesEnded {
+        passes_run: u32,
+        passes: u32,
+        clean: bool,
+        why: String,
     },
     /// The same agent is tried again after `delay_ms`.
     Retry {
@@ -148,6 +180,9 @@ impl RunEvent {
             RunEvent::Intervention { .. } => "intervention",
             RunEvent::IterationStarted { .. } => "iteration_started",
             RunEvent::PhaseDone { .. } => "phase_done",
+            RunEvent::ReviewVerdict { .. } => "review_verdict",
+            RunEvent::PassStarted { .. } => "pass_started",
+            RunEvent::PassesEnded { .. } => "passes_ended",
             RunEvent::Retry { .. } => "retry",
             RunEvent::Fallover { .. } => "fallover",
             RunEvent::Fallback { .. } => "fallback",
@@ -192,7 +227,7 @@ mod tests {
     fn every_variant_is_documented_in_the_journal_schema() {
         let docs = read("docs/operations.md");
         let kinds = declared_kinds();
-        assert!(kinds.len() >= 17, "{kinds:?}");
+        assert!(kinds.len() >= 20, "{kinds:?}");
         let missing: Vec<_> = kinds.iter().filter(|k| !docs.contains(&format!("| `{k}` |"))).collect();
         assert!(missing.is_empty(), "journal kinds without a row in docs/operations.md: {missing:?}");
     }

@@ -44,6 +44,13 @@ fn run_command(args: RunArgs) -> i32 {
     if args.inspect_checkpoint {
         return report(commands::inspect::main(&dir, args.json));
     }
+    if let (Some(phase), true) = (&args.from, args.no_resume) {
+        return fail(ralph::error::RalphError::Usage(format!(
+            "--from {phase} cannot be used with --no-resume: `ralph --from {phase}` starts a new run at phase \
+             {phase}, `ralph --resume --from {phase}` moves the unfinished run there, and `ralph --no-resume` \
+             starts a new run at the first phase"
+        )));
+    }
     let options = Options {
         dir,
         config: args.config,
@@ -52,6 +59,7 @@ fn run_command(args: RunArgs) -> i32 {
             (_, true) => ResumeFlag::Fresh,
             _ => ResumeFlag::Ask,
         },
+        from: args.from,
         quiet: args.quiet,
         verbose: args.verbose,
     };

@@ -42,16 +42,22 @@ pub fn describe(cp: &Checkpoint) -> String {
         if cp.clean_stop { "" } else { " (no clean stop)" }
     );
     let _ = writeln!(s, "  started {}, last written {}", cp.started_at, cp.updated_at);
+    let pass = pos.passes.map(|n| format!(", review/fix pass {} of {n}", pos.pass)).unwrap_or_default();
     let _ = writeln!(
         s,
-        "  position: phase {} (#{}), iteration {}, pass {}, agent #{} of the chain, cycle {}",
+        "  position: phase {} (#{}){pass}, iteration {}, agent #{} of the chain, cycle {}",
         pos.phase_name,
         pos.phase + 1,
         pos.iteration,
-        pos.pass,
         pos.agent_index + 1,
         pos.cycle
     );
+    if let Some(verdict) = &p.review {
+        let _ = writeln!(s, "  last review: {}", verdict.describe());
+    }
+    if let Some(from) = &p.from {
+        let _ = writeln!(s, "  started at phase {} (--from)", from.phase);
+    }
     if let Some(f) = &cp.in_flight {
         let _ = writeln!(
             s,

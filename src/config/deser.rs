@@ -11,11 +11,18 @@ use super::locate::{Dotted, KeyPath, Seg, Spans, keys};
 use super::suggest::{did_you_mean, one_of};
 
 /// Keys that are counts with a minimum of 1.
-const CAPS: [&str; 6] =
-    ["max_cycles", "agent_attempts", "ambiguous_attempts", "tool_registry_resets", "mcp_restarts", "iterations"];
+const CAPS: [&str; 7] = [
+    "max_cycles",
+    "agent_attempts",
+    "ambiguous_attempts",
+    "tool_registry_resets",
+    "mcp_restarts",
+    "iterations",
+    "passes",
+];
 
 /// Where the keys of the fixed tables live, for a key written in the wrong table.
-const HOMES: [(&str, &str); 24] = [
+const HOMES: [(&str, &str); 25] = [
     ("prompt", "general"),
     ("max_cycles", "general"),
     ("max_runtime", "general"),
@@ -23,6 +30,7 @@ const HOMES: [(&str, &str); 24] = [
     ("workflow", "general"),
     ("checkpoint_enabled", "general.workflow"),
     ("phases", "general.workflow"),
+    ("repeat", "general.workflow"),
     ("agent_attempts", "retry"),
     ("ambiguous_attempts", "retry"),
     ("backoff_base", "retry"),
@@ -171,6 +179,9 @@ fn missing_hint(spans: &Spans<'_>, name: &str) -> String {
         }
         "kind" => "every agent needs kind = \"claude\", \"command\" or \"sim\"".to_owned(),
         "steps" => "each [[agents.NAME.script]] needs steps = [ ... ]".to_owned(),
+        "passes" | "phases" => "repeat needs both keys, like \
+            repeat = { phases = [\"review\", \"fix\"], passes = 3 }"
+            .to_owned(),
         other => format!("add `{other} = ...`"),
     }
 }

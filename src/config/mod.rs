@@ -10,7 +10,7 @@ mod deser;
 mod documented;
 mod error;
 mod locate;
-mod suggest;
+pub mod suggest;
 #[cfg(test)]
 mod tests;
 mod types;
@@ -50,6 +50,24 @@ pub struct Phase {
     pub prompt: Option<PathBuf>,
 }
 
+/// The repeating group of phases, resolved to indices into the phase order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RepeatGroup {
+    /// The group's first phase: the review, whose goal signal means "nothing left".
+    pub first: usize,
+    /// The group's last phase (the fix); after it the next pass starts.
+    pub last: usize,
+    /// Passes at most; at least 1.
+    pub passes: u32,
+}
+
+impl RepeatGroup {
+    /// Whether the phase at `index` belongs to the group.
+    pub fn contains(&self, index: usize) -> bool {
+        (self.first..=self.last).contains(&index)
+    }
+}
+
 /// A configuration that passed every check.
 #[derive(Debug, Clone)]
 pub struct Loaded {
@@ -58,6 +76,8 @@ pub struct Loaded {
     pub config: Config,
     /// Phases in run order.
     pub phases: Vec<Phase>,
+    /// `[general.workflow] repeat`, resolved.
+    pub repeat: Option<RepeatGroup>,
     /// sha256 of the file's bytes, hex.
     pub checksum: String,
 }

@@ -43,7 +43,8 @@ fn assert_has(message: &str, parts: &[&str]) {
 fn example_file_loads() {
     let loaded = load(include_str!("../../ralph.example.toml"));
     let names: Vec<&str> = loaded.phases.iter().map(|p| p.name.as_str()).collect();
-    assert_eq!(names, ["plan", "develop", "review"]);
+    assert_eq!(names, ["plan", "develop", "review", "fix"]);
+    assert_eq!(loaded.repeat, Some(super::RepeatGroup { first: 2, last: 3, passes: 3 }));
     let plan = &loaded.phases[0];
     assert_eq!(plan.chain, ["sim"]);
     assert_eq!(plan.done, DoneSignal::File(PathBuf::from("PLAN.md")));
@@ -428,4 +429,54 @@ fn permission_modes_are_checked_per_kind() {
     );
     let sim = BASE.replace("kind = \"sim\"", "kind = \"sim\"\npermission_mode = \"auto\"");
     assert_has(&err(&sim), &["permission_mode is not allowed for kind = \"sim\""]);
+}
+
+/// Phases r, f and c, in that order, for the repeat tests.
+const THREE: &str = r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ done = "ok" }]
+[chains]
+main = ["a"]
+[phases.r]
+chain = "main"
+[phases.f]
+chain = "main"
+[phases.c]
+chain = "main"
+"#;
+
+#[test]
+fn repeat_resolves_to_a_group_of_phase_indices() {
+    let loaded = load(&format!("[general.workflow]\nrepeat = {{ phases = [\"r\", \"f\"], passes = 3 }}\n{THREE}"));
+    assert_eq!(loaded.repeat, Some(super::RepeatGroup { first: 0, last: 1, passes: 3 }));
+    let loaded = load(&format!("[general.workflow]\nrepeat = {{ phases = [\"f\"], passes = 1 }}\n{THREE}"));
+    assert_eq!(loaded.repeat, Some(super::RepeatGroup { first: 1, last: 1, passes: 1 }));
+    assert_eq!(load(THREE).repeat, None);
+}
+
+#[test]
+fn repeat_errors_point_at_the_key() {
+    let e = err(&format!("[general.workflow]\nrepeat = {{ phases = [\"r\", \"fx\"], passes = 3 }}\n{THREE}"));
+    assert_has(&e, &["ralph.toml:2:", "repeat lists phase `fx`", "did you mean `f`?"]);
+    let e = err(&format!("[general.workflow]\nrepeat = {{ phases = [\"r\", \"c\"], passes = 3 }}\n{THREE}"));
+    assert_has(&e, &["ralph.toml:2:", "must be consecutive", "`c` does not follow `r`"]);
+    let e = err(&format!("[general.workflow]\nrepeat = {{ phases = [\"f\", \"r\"], passes = 3 }}\n{THREE}"));
+    assert_has(&e, &["must be consecutive"]);
+    let e = err(&format!("[general.workflow]\nrepeat = {{ phases = [\"r\", \"r\"], passes = 3 }}\n{THREE}"));
+    assert_has(&e, &["must be consecutive"]);
+    let e = err(&format!("[general.workflow]\nrepeat = {{ phases = [], passes = 3 }}\n{THREE}"));
+    assert_has(&e, &["ralph.toml:2:12:", "repeat phases is empty"]);
+    let e = err(&format!("[general.workflow]\nrepeat = {{ phases = [\"r\"], passes = 0 }}\n{THREE}"));
+    assert_has(&e, &["ralph.toml:2:", "passes must be at least 1, not 0"]);
+    let e = err(&format!("[general.workflow]\nrepeat = {{ phases = [\"r\"], passes = -1 }}\n{THREE}"));
+    assert_has(&e, &["ralph.toml:2:", "passes", "a whole number ≥ 1"]);
+    let e = err(&format!("[general.workflow]\nrepeat = {{ phases = [\"r\"] }}\n{THREE}"));
+    assert_has(&e, &["ralph.toml:2:", "missing key `passes`", "passes = 3"]);
+    let e =
+        err(&format!("[general.workflow]\nrepeat = {{ phases = [\"r\"], passes = 2, until = \"clean\" }}\n{THREE}"));
+    assert_has(&e, &["ralph.toml:2:", "unknown key `until`"]);
+    let e = err(&format!("[general]\nrepeat = {{ phases = [\"r\"], passes = 2 }}\n{THREE}"));
+    assert_has(&e, &["ralph.toml:2:1:", "belongs in [general.workflow]"]);
 }

@@ -70,12 +70,27 @@ pub struct Workflow {
     /// Phase names in the order they run. Empty means "the order of the
     /// `[phases.*]` tables in the file".
     pub phases: Vec<String>,
+    /// A group of consecutive phases (review, then fix) that runs again for up to
+    /// `passes` passes; none by default.
+    pub repeat: Option<Repeat>,
 }
 
 impl Default for Workflow {
     fn default() -> Self {
-        Self { checkpoint_enabled: true, phases: Vec::new() }
+        Self { checkpoint_enabled: true, phases: Vec::new(), repeat: None }
     }
+}
+
+/// `[general.workflow] repeat = { phases = ["review", "fix"], passes = 3 }`: the
+/// group repeats until its first phase (the review) ends with the goal signal, at
+/// most `passes` times.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Repeat {
+    /// Consecutive phases in workflow order; the first one gives the verdict.
+    pub phases: Vec<String>,
+    /// Passes through the group at most, at least 1.
+    pub passes: u32,
 }
 
 /// `[retry]`

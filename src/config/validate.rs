@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use super::locate::{Dotted, KeyPath, Seg, Spans, keys};
 use super::suggest::{did_you_mean, did_you_mean_or_list, one_of};
 use super::types::permission_modes;
-use super::{AgentConfig, AgentKind, Config, ConfigError, DoneSignal, Loaded, Phase, SimStep};
+use super::{AgentConfig, AgentKind, Config, ConfigError, DoneSignal, Loaded, Phase, RepeatGroup, SimStep};
 
 pub(super) fn parse(path: &Path, source: &str) -> Result<Loaded, ConfigError> {
     let spans = Spans::new(source);
@@ -26,7 +26,8 @@ pub(super) fn parse(path: &Path, source: &str) -> Result<Loaded, ConfigError> {
     }
     check_chains(&cx, &config)?;
     let phases = resolve_phases(&cx, &config)?;
-    Ok(Loaded { path: path.to_path_buf(), config, phases, checksum: checksum(source) })
+    let repeat = resolve_repeat(&cx, &config, &phases)?;
+    Ok(Loaded { path: path.to_path_buf(), config, phases, repeat, checksum: checksum(source) })
 }
 
 /// sha256 of the bytes, lowercase hex.
@@ -449,6 +450,59 @@ fn resolve_phase(cx: &Cx<'_>, config: &Config, name: &str) -> Result<Phase, Conf
         done,
         prompt: p.prompt.clone(),
     })
+}
+
+/// `[general.workflow] repeat`: known phases, each once, consecutive in the order.
+fn resolve_repeat(cx: &Cx<'_>, config: &Config, phases: &[Phase]) -> Result<Option<RepeatGroup>, ConfigError> {
+    let Some(repeat) = &config.general.workflow.repeat else { return Ok(None) };
+    let here = |key: &str| keys!["general", "workflow", "repeat", key];
+    let order: Vec<&str> = phases.iter().map(|p| p.name.as_str()).collect();
+    if repeat.passes == 0 {
+        return Err(cx.at(
+            &here("passes"),
+            "[general.workflow] repeat passes must be at least 1, not 0 (1 runs the group once)".into(),
+        ));
+    }
+    let Some(first_name) = repeat.phases.first() else {
+        return Err(cx.at(
+            &here("phases"),
+            format!(
+                "[general.workflow] repeat phases is empty; list the consecutive phases to repeat, \
+                 the review first, e.g. phases = [\"review\", \"fix\"] (the order: {})",
+                one_of(&order)
+            ),
+        ));
+    };
+    let mut indices = Vec::with_capacity(repeat.phases.len());
+    for (i, name) in repeat.phases.iter().enumerate() {
+        let key = keys!["general", "workflow", "repeat", "phases", i];
+        let Some(index) = order.iter().position(|p| p == name) else {
+            return Err(cx.at(
+                &key,
+                format!(
+                    "[general.workflow] repeat lists phase `{name}`, which is not in the workflow{}",
+                    did_you_mean_or_list(name, &order, "the phases")
+                ),
+            ));
+        };
+        if let Some(&previous) = indices.last()
+            && index != previous + 1
+        {
+            return Err(cx.at(
+                &key,
+                format!(
+                    "[general.workflow] repeat phases must be consecutive phases in workflow order \
+                     (the order: {}); `{name}` does not follow `{}`",
+                    one_of(&order),
+                    order[previous]
+                ),
+            ));
+        }
+        indices.push(index);
+    }
+    let first = order.iter().position(|p| p == first_name).unwrap_or(0);
+    let last = indices.last().copied().unwrap_or(first);
+    Ok(Some(RepeatGroup { first, last, passes: repeat.passes }))
 }
 
 fn parse_done(done: &str) -> Result<DoneSignal, String> {

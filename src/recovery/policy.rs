@@ -4,8 +4,9 @@
 
 use std::time::Duration;
 
-use crate::config::{Phase, Retry};
+use crate::config::{Phase, RepeatGroup, Retry};
 use crate::workflow::Progress;
+use crate::workflow::advance::{self, PhaseEnd};
 use crate::workflow::done::Completion;
 
 use super::{Category, Classification};
@@ -54,12 +55,15 @@ pub enum Stop {
 pub enum Next {
     /// The iteration is done; the next one of the same phase follows.
     NextIteration,
-    /// The phase is done; the next phase follows.
+    /// The phase is done; the next phase (or the next pass) follows.
     NextPhase {
         finished: String,
+        end: PhaseEnd,
     },
     /// Every phase is done.
-    Finished,
+    Finished {
+        end: PhaseEnd,
+    },
     /// Try the same agent again after `delay` (resuming its session if one is set).
     Retry {
         delay: Duration,
@@ -112,10 +116,16 @@ pub struct Limits<'a> {
     pub max_cycles: u32,
 }
 
-/// The attempt reached its done signal.
-pub fn on_success(progress: &mut Progress, phases: &[Phase], completion: Completion) -> Next {
+/// The attempt reached its done signal. Where the run goes after a finished phase
+/// (the order, the repeating group) is [`advance::after_phase`]'s decision.
+pub fn on_success(
+    progress: &mut Progress,
+    phases: &[Phase],
+    repeat: Option<RepeatGroup>,
+    completion: Completion,
+) -> Next {
     let Some(phase) = phases.get(progress.position.phase) else {
-        return Next::Finished;
+        return Next::Finished { end: PhaseEnd::default() };
     };
     let counters = &mut progress.counters;
     counters.iterations_done += 1;
@@ -131,7 +141,9 @@ pub fn on_success(progress: &mut Progress, phases: &[Phase], completion: Complet
 
     let goal = completion == Completion::Goal;
     let last_iteration = progress.position.iteration >= phase.iterations;
-    let phase_done = if phase.until_complete { goal } else { last_iteration };
+    // A review that finds nothing left to fix ends its phase at once.
+    let goal_ends = phase.until_complete || advance::is_review(progress.position.phase, repeat);
+    let phase_done = (goal && goal_ends) || (!phase.until_complete && last_iteration);
     if !phase_done {
         if last_iteration {
             return Next::Stop(Stop::Failed {
@@ -148,18 +160,23 @@ pub fn on_success(progress: &mut Progress, phases: &[Phase], completion: Complet
         return Next::NextIteration;
     }
     let finished = phase.name.clone();
-    let next = progress.position.phase + 1;
-    match phases.get(next) {
-        None => Next::Finished,
-        Some(next_phase) => {
-            let pos = &mut progress.position;
-            pos.phase = next;
-            pos.phase_name = next_phase.name.clone();
-            pos.iteration = 1;
-            // The primary agent gets its chance again in every phase.
-            pos.agent_index = 0;
-            pos.cycle = 1;
-            Next::NextPhase { finished }
+    let pos = &progress.position;
+    let boundary = advance::after_phase(pos.phase, pos.pass, goal, phases.len(), repeat);
+    if let Some(verdict) = boundary.end.verdict {
+        progress.review = Some(verdict);
+    }
+    if let Some(from) = progress.from.as_mut() {
+        // This run has its own result of the phase now.
+        from.reused.retain(|p| *p != finished);
+        from.missing.retain(|p| *p != finished);
+    }
+    match boundary.next {
+        None => Next::Finished { end: boundary.end },
+        Some((index, pass)) => {
+            // The primary agent gets its chance again in every phase, and every pass
+            // gives its phases a fresh budget; the run's totals keep counting.
+            advance::enter(&mut progress.position, phases, index, pass, repeat);
+            Next::NextPhase { finished, end: boundary.end }
         }
     }
 }
@@ -259,7 +276,7 @@ fn on_agent_failure(progress: &mut Progress, phases: &[Phase], limits: Limits<'_
         return Next::Retry { delay: Duration::ZERO };
     }
     let Some(phase) = phases.get(progress.position.phase) else {
-        return Next::Finished;
+        return Next::Finished { end: PhaseEnd::default() };
     };
     let pos = &mut progress.position;
     let from = phase.chain.get(pos.agent_index).cloned().unwrap_or_default();
@@ -334,11 +351,14 @@ mod tests {
     fn iterations_then_next_phase_then_finished() {
         let phases = [phase("plan", &["a"], 2, false), phase("dev", &["a", "b"], 1, false)];
         let mut p = Progress::new("plan");
-        assert_eq!(on_success(&mut p, &phases, Completion::Done), Next::NextIteration);
+        assert_eq!(on_success(&mut p, &phases, None, Completion::Done), Next::NextIteration);
         assert_eq!(p.position.iteration, 2);
-        assert_eq!(on_success(&mut p, &phases, Completion::Done), Next::NextPhase { finished: "plan".into() });
+        assert_eq!(
+            on_success(&mut p, &phases, None, Completion::Done),
+            Next::NextPhase { finished: "plan".into(), end: PhaseEnd::default() }
+        );
         assert_eq!((p.position.phase, p.position.iteration), (1, 1));
-        assert_eq!(on_success(&mut p, &phases, Completion::Done), Next::Finished);
+        assert_eq!(on_success(&mut p, &phases, None, Completion::Done), Next::Finished { end: PhaseEnd::default() });
         assert_eq!(p.counters.iterations_done, 3);
     }
 
@@ -346,14 +366,122 @@ mod tests {
     fn until_complete_stops_at_goal_or_fails_at_cap() {
         let phases = [phase("dev", &["a"], 2, true)];
         let mut p = Progress::new("dev");
-        assert_eq!(on_success(&mut p, &phases, Completion::Done), Next::NextIteration);
-        assert_eq!(on_success(&mut p.clone(), &phases, Completion::Goal), Next::Finished);
-        match on_success(&mut p, &phases, Completion::Done) {
+        assert_eq!(on_success(&mut p, &phases, None, Completion::Done), Next::NextIteration);
+        assert_eq!(
+            on_success(&mut p.clone(), &phases, None, Completion::Goal),
+            Next::Finished { end: PhaseEnd::default() }
+        );
+        match on_success(&mut p, &phases, None, Completion::Done) {
             Next::Stop(Stop::Failed { cap: Cap::Iterations, message }) => {
                 assert!(message.starts_with("iteration cap exhausted"))
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// review, fix, commit; review and fix repeat up to 3 passes.
+    fn review_fix_commit() -> (Vec<Phase>, Option<RepeatGroup>) {
+        let phases = vec![
+            phase("review", &["a", "b"], 1, false),
+            phase("fix", &["a"], 1, false),
+            phase("commit", &["a"], 1, false),
+        ];
+        (phases, Some(RepeatGroup { first: 0, last: 1, passes: 3 }))
+    }
+
+    #[test]
+    fn issues_twice_then_clean_runs_three_passes_then_goes_on() {
+        use crate::workflow::advance::{GroupMove, Verdict};
+        let (phases, repeat) = review_fix_commit();
+        let mut p = Progress::new("review");
+        advance::fit_pass(&mut p.position, 1, repeat);
+        for pass in 1..=2 {
+            let issues = Verdict { pass, passes: 3, clean: false };
+            let next = on_success(&mut p, &phases, repeat, Completion::Done);
+            assert_eq!(
+                next,
+                Next::NextPhase { finished: "review".into(), end: PhaseEnd { verdict: Some(issues), group: None } }
+            );
+            assert_eq!((p.position.phase_name.as_str(), p.position.pass), ("fix", pass));
+            let next = on_success(&mut p, &phases, repeat, Completion::Done);
+            let again = GroupMove::NextPass { pass: pass + 1, passes: 3 };
+            assert_eq!(
+                next,
+                Next::NextPhase { finished: "fix".into(), end: PhaseEnd { verdict: None, group: Some(again) } }
+            );
+            assert_eq!(
+                (p.position.phase_name.as_str(), p.position.pass, p.position.passes),
+                ("review", pass + 1, Some(3))
+            );
+        }
+        let clean = Verdict { pass: 3, passes: 3, clean: true };
+        let next = on_success(&mut p, &phases, repeat, Completion::Goal);
+        assert_eq!(
+            next,
+            Next::NextPhase {
+                finished: "review".into(),
+                end: PhaseEnd { verdict: Some(clean), group: Some(GroupMove::Ended(clean)) }
+            }
+        );
+        assert_eq!((p.position.phase_name.as_str(), p.position.pass, p.position.passes), ("commit", 1, None));
+        assert_eq!(p.review, Some(clean));
+        assert_eq!(p.counters.iterations_done, 5);
+    }
+
+    #[test]
+    fn a_clean_review_in_a_later_iteration_ends_the_review_early() {
+        let (mut phases, repeat) = review_fix_commit();
+        phases[0].iterations = 3;
+        let mut p = Progress::new("review");
+        assert_eq!(on_success(&mut p, &phases, repeat, Completion::Done), Next::NextIteration);
+        assert!(matches!(on_success(&mut p, &phases, repeat, Completion::Goal), Next::NextPhase { .. }));
+        assert_eq!(p.position.phase_name, "commit");
+    }
+
+    #[test]
+    fn every_pass_gets_a_fresh_budget_and_the_run_caps_keep_counting() {
+        let retry = Retry { agent_attempts: 1, tool_registry_resets: 5, ..Retry::default() };
+        let (phases, repeat) = review_fix_commit();
+        let mut p = Progress::new("review");
+        advance::fit_pass(&mut p.position, 1, repeat);
+        let f = agent_failure();
+        // Pass 1's review falls over to b (cycle budget used) and resets the tool registry once.
+        assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &f, facts(None)), Next::Fallover { .. }));
+        let mut tool = Classification::new(Category::Agent, "tool_unavailable", "No such tool");
+        tool.reset_tool_registry = true;
+        let _ = on_failure(&mut p, &phases, limits(&retry), &tool, facts(None));
+        let _ = on_success(&mut p, &phases, repeat, Completion::Done);
+        let _ = on_success(&mut p, &phases, repeat, Completion::Done);
+        let pos = &p.position;
+        assert_eq!(
+            (pos.phase_name.as_str(), pos.pass, pos.iteration, pos.agent_index, pos.cycle),
+            ("review", 2, 1, 0, 1)
+        );
+        assert_eq!((p.counters.agent_failures, p.counters.ambiguous_failures), (0, 0));
+        assert_eq!((p.counters.tool_registry_resets, p.counters.fallovers, p.counters.attempts), (1, 1, 0));
+        assert_eq!(p.counters.failures[&Category::Agent], 2);
+    }
+
+    #[test]
+    fn passes_used_up_goes_on_with_issues_left() {
+        use crate::workflow::advance::{GroupMove, Verdict};
+        let (phases, _) = review_fix_commit();
+        let repeat = Some(RepeatGroup { first: 0, last: 1, passes: 2 });
+        let mut p = Progress::new("review");
+        advance::fit_pass(&mut p.position, 1, repeat);
+        for _ in 0..3 {
+            let _ = on_success(&mut p, &phases, repeat, Completion::Done);
+        }
+        let issues = Verdict { pass: 2, passes: 2, clean: false };
+        assert_eq!(
+            on_success(&mut p, &phases, repeat, Completion::Done),
+            Next::NextPhase {
+                finished: "fix".into(),
+                end: PhaseEnd { verdict: None, group: Some(GroupMove::Ended(issues)) }
+            }
+        );
+        assert_eq!(p.review, Some(issues));
+        assert_eq!(p.position.phase_name, "commit");
     }
 
     #[test]

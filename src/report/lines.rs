@@ -4,17 +4,31 @@
 //! line shows them, or the summary does).
 
 use crate::events::{FalloverWhy, RunEvent};
+use crate::workflow::advance::Verdict;
 
 pub fn line(event: &RunEvent) -> Option<String> {
     Some(match event {
-        RunEvent::AttemptSucceeded { phase, iteration, goal, .. } => {
-            format!("{phase} iteration {iteration} done{}", if *goal { " (goal reached)" } else { "" })
+        RunEvent::AttemptSucceeded { phase, iteration, goal, review, .. } => {
+            let why = match (goal, review) {
+                (true, true) => " (nothing left to fix)",
+                (true, false) => " (goal reached)",
+                _ => "",
+            };
+            format!("{phase} iteration {iteration} done{why}")
         }
         RunEvent::AttemptFailed { attempt, category, rule, reason, .. } => {
             format!("attempt {attempt} failed ({}, {rule}): {reason}", category.as_str())
         }
         RunEvent::Intervention { detector, evidence } => format!("ralph stepped in ({detector}): {evidence}"),
         RunEvent::PhaseDone { phase } => format!("phase {phase} done"),
+        RunEvent::ReviewVerdict { pass, passes, clean } => {
+            format!("review: {}", Verdict { pass: *pass, passes: *passes, clean: *clean }.describe())
+        }
+        RunEvent::PassStarted { pass, passes } => format!("pass {pass} of {passes}: back to the review"),
+        RunEvent::PassesEnded { passes_run, passes, clean: false, .. } => {
+            let v = Verdict { pass: *passes_run, passes: *passes, clean: false };
+            format!("review: {}; going on", v.describe())
+        }
         RunEvent::Fallover { from, to, cycle, why, new_cycle } => {
             let why = match why {
                 FalloverWhy::RecoveryAttempts => format!("recovery-attempt exhausted for agent {from}"),
@@ -34,7 +48,8 @@ pub fn line(event: &RunEvent) -> Option<String> {
         | RunEvent::IterationStarted { .. }
         | RunEvent::Retry { .. }
         | RunEvent::RateLimitWait { .. }
-        | RunEvent::CapReached { .. } => return None,
+        | RunEvent::CapReached { .. }
+        | RunEvent::PassesEnded { clean: true, .. } => return None,
     })
 }
 

@@ -22,6 +22,8 @@ pub struct AttemptLine {
     pub phase_count: usize,
     pub iteration: u32,
     pub iterations: u32,
+    /// The pass through the repeating group and the passes at most, inside it.
+    pub pass: Option<(u32, u32)>,
     pub agent: String,
     pub attempt: u32,
     pub resumed_session: Option<String>,
@@ -74,6 +76,8 @@ impl Reporter {
                 phase_count,
                 iteration,
                 iterations,
+                pass,
+                passes,
                 agent,
                 attempt,
                 resume_session,
@@ -84,6 +88,7 @@ impl Reporter {
                 phase_count: *phase_count,
                 iteration: *iteration,
                 iterations: *iterations,
+                pass: passes.map(|passes| (*pass, passes)),
                 agent: agent.clone(),
                 attempt: *attempt,
                 resumed_session: resume_session.clone(),
@@ -99,8 +104,9 @@ impl Reporter {
     pub fn attempt_started(&mut self, a: &AttemptLine) {
         let resumed = a.resumed_session.as_ref().map(|s| format!(" · resuming {s}")).unwrap_or_default();
         let cost = if self.cost_usd > 0.0 { format!(" · ${:.2}", self.cost_usd) } else { String::new() };
+        let pass = a.pass.map(|(pass, passes)| format!(" · pass {pass}/{passes}")).unwrap_or_default();
         let text = format!(
-            "phase {}/{} {} · iteration {}/{} · agent {} · attempt {}{resumed}{cost}",
+            "phase {}/{} {}{pass} · iteration {}/{} · agent {} · attempt {}{resumed}{cost}",
             a.phase_number, a.phase_count, a.phase, a.iteration, a.iterations, a.agent, a.attempt
         );
         self.touch();

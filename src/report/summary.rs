@@ -65,6 +65,9 @@ impl Summary {
             c.attempts,
             fmt_duration(self.elapsed)
         );
+        if let Some(verdict) = &cp.progress.review {
+            let _ = writeln!(s, "  review: {}", verdict.describe());
+        }
         if !self.failures.is_empty() {
             let _ = writeln!(s, "  failures: {}", counts(&self.failures, |k| k.as_str()));
         }

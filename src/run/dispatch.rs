@@ -22,7 +22,7 @@ use crate::state::checkpoint::{InFlight, Status};
 use crate::state::store;
 use crate::supervise::note::Trouble;
 use crate::workflow::done::{self, Completion, Evidence};
-use crate::workflow::prompt;
+use crate::workflow::{advance, prompt};
 
 use super::RunEnd;
 use super::artifact::artifact_stamp;
@@ -63,11 +63,13 @@ impl Dispatcher {
 
     pub async fn run(mut self) -> Result<RunEnd, RalphError> {
         let mut signals = Signals::install().map_err(|e| RalphError::io("cannot install signal handlers", e))?;
-        let (run_id, pid) = (self.r.checkpoint.run_id.clone(), std::process::id());
+        let (run_id, pid, from) = (self.r.checkpoint.run_id.clone(), std::process::id(), self.r.from.clone());
+        let pos = &self.r.checkpoint.progress.position;
+        let (phase, pass) = (pos.phase_name.clone(), pos.pass);
         self.emit(if self.r.resumed {
-            RunEvent::RunResumed { run_id, pid }
+            RunEvent::RunResumed { run_id, pid, from, phase, pass }
         } else {
-            RunEvent::RunStarted { run_id, pid }
+            RunEvent::RunStarted { run_id, pid, from, phase, pass }
         });
         self.save()?;
         let end = self.dispatch(&mut signals).await;
@@ -190,6 +192,8 @@ impl Dispatcher {
             phase_count: self.r.loaded.phases.len(),
             iteration: pos.iteration,
             iterations: phase.iterations,
+            pass: pos.pass,
+            passes: pos.passes,
             agent: agent.clone(),
             cycle: pos.cycle,
             resume_session: resume.clone(),
@@ -271,12 +275,18 @@ impl Dispatcher {
                     phase: phase.name.clone(),
                     iteration: self.r.checkpoint.progress.position.iteration,
                     goal: completion == Completion::Goal,
+                    review: advance::is_review(self.r.checkpoint.progress.position.phase, self.r.loaded.repeat),
                     duration_ms: outcome.duration.as_millis() as u64,
                     session: outcome.session.clone(),
                     usage: outcome.usage.clone(),
                 });
                 self.last_success = Some(outcome.final_message.clone().unwrap_or_default());
-                policy::on_success(&mut self.r.checkpoint.progress, &self.r.loaded.phases, completion)
+                policy::on_success(
+                    &mut self.r.checkpoint.progress,
+                    &self.r.loaded.phases,
+                    self.r.loaded.repeat,
+                    completion,
+                )
             }
             Completion::NotDone(missing) => self.after_failure(outcome, exit, ended_by, claim, missing),
         };
@@ -290,15 +300,17 @@ impl Dispatcher {
                 self.emit(RunEvent::IterationStarted { phase, iteration });
                 self.save()?;
             }
-            Next::NextPhase { finished } => {
+            Next::NextPhase { finished, end } => {
                 self.save_artifact(&finished);
                 self.emit(RunEvent::PhaseDone { phase: finished });
+                self.phase_ended(&end);
                 self.save()?;
             }
-            Next::Finished => {
+            Next::Finished { end } => {
                 let name = self.phase().name.clone();
                 self.save_artifact(&name);
                 self.emit(RunEvent::PhaseDone { phase: name });
+                self.phase_ended(&end);
                 return Ok(Some(RunEnd::Completed));
             }
             Next::Retry { delay } => {
@@ -431,10 +443,13 @@ impl Dispatcher {
         let progress = &self.r.checkpoint.progress;
         let pos = &progress.position;
         let phase = self.phase();
-        let previous_name = pos.phase.checked_sub(1).and_then(|i| self.r.loaded.phases.get(i)).map(|p| p.name.clone());
+        let repeat = self.r.loaded.repeat;
+        let previous_name =
+            advance::previous_phase(pos, repeat).and_then(|i| self.r.loaded.phases.get(i)).map(|p| p.name.clone());
         let previous_text = previous_name
             .as_ref()
             .and_then(|name| std::fs::read_to_string(self.r.artifacts_dir.join(format!("{name}.md"))).ok());
+        let from_note = progress.from.as_ref().and_then(|from| prompt::from_note(from, previous_name.as_deref()));
         let ctx = prompt::Context {
             goal: &self.r.goal,
             phase: &phase.name,
@@ -443,8 +458,11 @@ impl Dispatcher {
             iteration: pos.iteration,
             iterations: phase.iterations,
             until_complete: phase.until_complete,
+            pass: pos.passes.map(|passes| (pos.pass, passes)),
+            review: advance::is_review(pos.phase, repeat),
             done: &phase.done,
             previous: previous_name.as_deref().zip(previous_text.as_deref()),
+            from_note: from_note.as_deref(),
             recovery: progress.recovery_note.as_deref(),
         };
         match (resuming, progress.recovery_note.as_deref()) {

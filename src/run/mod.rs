@@ -6,6 +6,7 @@ mod artifact;
 pub mod attempt;
 pub mod dispatch;
 mod failure;
+mod passes;
 mod registration;
 pub mod setup;
 pub mod start;
@@ -32,6 +33,8 @@ pub struct Options {
     pub dir: PathBuf,
     pub config: Option<PathBuf>,
     pub resume: ResumeFlag,
+    /// `--from PHASE`: a new run starts there, or (with `--resume`) the run moves there.
+    pub from: Option<String>,
     pub quiet: bool,
     pub verbose: u8,
 }

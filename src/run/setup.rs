@@ -14,7 +14,7 @@ use crate::state::journal::Journal;
 use crate::state::lock::RunLock;
 use crate::state::store;
 use crate::workflow::Progress;
-use crate::workflow::prompt;
+use crate::workflow::{advance, prompt};
 
 use super::start::{self, Start};
 use super::{Options, ResumeFlag};
@@ -35,6 +35,8 @@ pub struct Ready {
     pub reporter: Reporter,
     pub lock: Option<RunLock>,
     pub resumed: bool,
+    /// `--from`: the phase the run started at or was moved to, for the journal.
+    pub from: Option<String>,
 }
 
 pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
@@ -48,8 +50,15 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
         source,
     })?;
     let templates = load_templates(&dir, &loaded)?;
+    let from = options.from.as_deref();
+    if let Some(name) = from {
+        // An unknown phase is a usage error before anything is touched.
+        advance::start_at(&loaded.phases, loaded.repeat, name, |_| false).map_err(|e| from_error(&e, &path))?;
+    }
+    let artifacts_dir = agent_dir_of(&dir).join("artifacts");
+    let fresh = |prompt_checksum: &str| fresh_checkpoint(&loaded, prompt_checksum, from, &artifacts_dir);
 
-    let agent_dir = dir.join(".agent");
+    let agent_dir = agent_dir_of(&dir);
     store::ensure_gitignore(&agent_dir)
         .map_err(|e| RalphError::setup(format!("cannot create {}", agent_dir.display()), e))?;
     let acquired = crate::state::lock::acquire(&agent_dir.join("ralph.lock"))?;
@@ -65,7 +74,7 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
     let checkpoint_path = enabled.then(|| agent_dir.join("checkpoint.json"));
     let prompt_checksum = checksum(goal.as_bytes());
     let (checkpoint, resumed) = match &checkpoint_path {
-        None => (fresh_checkpoint(&loaded, &prompt_checksum), false),
+        None => (fresh(&prompt_checksum)?, false),
         Some(cp_path) => {
             let existing = load_checkpoint(cp_path, options.resume, &reporter)?;
             if let Some(cp) = &existing {
@@ -74,16 +83,16 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
             let mut flag = options.resume;
             let mut decision = start::decide(existing.as_ref(), flag);
             if decision == Start::Ask {
-                flag = ask(cp_path, existing.as_ref())?;
+                flag = ask(cp_path, existing.as_ref(), from)?;
                 decision = start::decide(existing.as_ref(), flag);
             }
             match (decision, existing) {
-                (Start::Resume, Some(cp)) => (resume(cp, &loaded, &prompt_checksum, &reporter)?, true),
+                (Start::Resume, Some(cp)) => (resume(cp, &loaded, &prompt_checksum, from, &reporter)?, true),
                 (Start::ArchiveThenFresh, Some(_)) => {
                     let aside = store::set_aside(cp_path, "archived")
                         .map_err(|e| RalphError::setup("cannot archive the old checkpoint", e))?;
                     reporter.line(&format!("archived the previous checkpoint as {}", aside.display()));
-                    (fresh_checkpoint(&loaded, &prompt_checksum), false)
+                    (fresh(&prompt_checksum)?, false)
                 }
                 (Start::NothingToResume, existing) => {
                     let why = match existing {
@@ -94,7 +103,7 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
                         "nothing to resume: {why}; run `ralph` to start a new run"
                     )));
                 }
-                _ => (fresh_checkpoint(&loaded, &prompt_checksum), false),
+                _ => (fresh(&prompt_checksum)?, false),
             }
         }
     };
@@ -117,10 +126,11 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
         checkpoint,
         journal,
         logs_dir,
-        artifacts_dir: agent_dir.join("artifacts"),
+        artifacts_dir,
         reporter,
         lock: Some(acquired.lock),
         resumed,
+        from: options.from.clone(),
     })
 }
 
@@ -197,13 +207,18 @@ pub(crate) fn refusal(path: &Path, error: ReadError) -> RalphError {
     }
 }
 
-fn ask(path: &Path, existing: Option<&Checkpoint>) -> Result<ResumeFlag, RalphError> {
+fn ask(path: &Path, existing: Option<&Checkpoint>, from: Option<&str>) -> Result<ResumeFlag, RalphError> {
     let Some(cp) = existing else { return Ok(ResumeFlag::Fresh) };
     let needed = || RalphError::ResumeChoiceNeeded {
         path: path.to_path_buf(),
         status: cp.status.as_str().to_string(),
         phase: cp.progress.position.phase_name.clone(),
         iteration: cp.progress.position.iteration,
+        from: from.map(str::to_string),
+    };
+    let (resume_it, new_run) = match from {
+        None => ("[r]esume it".to_string(), "start [n]ew (archives it)".to_string()),
+        Some(p) => (format!("[r]esume it at phase {p}"), format!("start [n]ew at phase {p} (archives it)")),
     };
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
         return Err(needed());
@@ -213,7 +228,7 @@ fn ask(path: &Path, existing: Option<&Checkpoint>) -> Result<ResumeFlag, RalphEr
     for _ in 0..3 {
         let _ = write!(
             stderr,
-            "An unfinished run ({}, phase {}, iteration {}) is here. [r]esume it, start [n]ew (archives it), or [q]uit? [r] ",
+            "An unfinished run ({}, phase {}, iteration {}) is here. {resume_it}, {new_run}, or [q]uit? [r] ",
             cp.status.as_str(),
             cp.progress.position.phase_name,
             cp.progress.position.iteration
@@ -233,17 +248,38 @@ fn ask(path: &Path, existing: Option<&Checkpoint>) -> Result<ResumeFlag, RalphEr
     Err(needed())
 }
 
-fn fresh_checkpoint(loaded: &Loaded, prompt_checksum: &str) -> Checkpoint {
+fn agent_dir_of(dir: &Path) -> PathBuf {
+    dir.join(".agent")
+}
+
+/// A new run: at the first phase, or at `from` reusing the earlier phases' results
+/// that the last run left in `artifacts_dir`.
+fn fresh_checkpoint(
+    loaded: &Loaded,
+    prompt_checksum: &str,
+    from: Option<&str>,
+    artifacts_dir: &Path,
+) -> Result<Checkpoint, RalphError> {
     let now = now();
     let first = loaded.phases.first().map(|p| p.name.as_str()).unwrap_or("");
-    Checkpoint {
+    let has_artifact = |phase: &str| artifacts_dir.join(format!("{phase}.md")).is_file();
+    let progress = match from {
+        Some(name) => advance::start_at(&loaded.phases, loaded.repeat, name, has_artifact)
+            .map_err(|e| from_error(&e, &loaded.path))?,
+        None => {
+            let mut progress = Progress::new(first);
+            advance::fit_pass(&mut progress.position, 1, loaded.repeat);
+            progress
+        }
+    };
+    Ok(Checkpoint {
         version: checkpoint::VERSION,
         run_id: new_run_id(),
         status: Status::Running,
         clean_stop: false,
         stop_cause: None,
         stop_reason: None,
-        progress: Progress::new(first),
+        progress,
         in_flight: None,
         last_error: None,
         usage: Default::default(),
@@ -254,7 +290,12 @@ fn fresh_checkpoint(loaded: &Loaded, prompt_checksum: &str) -> Checkpoint {
         prompt_checksum: prompt_checksum.to_string(),
         started_at: now.clone(),
         updated_at: now,
-    }
+    })
+}
+
+/// `--from` names a phase the workflow does not have.
+fn from_error(e: &advance::UnknownPhase, config: &Path) -> RalphError {
+    RalphError::Usage(format!("{e} ({})", config.display()))
 }
 
 /// Continues `cp` under the current config: same phase, iteration, agent and session.
@@ -262,6 +303,7 @@ fn resume(
     mut cp: Checkpoint,
     loaded: &Loaded,
     prompt_checksum: &str,
+    from: Option<&str>,
     reporter: &Reporter,
 ) -> Result<Checkpoint, RalphError> {
     if cp.config_checksum != loaded.checksum {
@@ -285,6 +327,9 @@ fn resume(
     if pos.agent_index >= loaded.phases[index].chain.len() {
         pos.agent_index = 0;
     }
+    // The pass continues exactly, within what the (maybe changed) config allows.
+    let pass = pos.pass;
+    advance::fit_pass(pos, pass, loaded.repeat);
     if matches!(cp.status, Status::Failed | Status::Blocked) {
         // The user resumes a stopped run after fixing something: the iteration gets
         // a fresh budget; the run's totals are kept.
@@ -303,13 +348,21 @@ fn resume(
             cp.progress.recovery_note = Some("ralph was stopped while the attempt ran".to_string());
         }
     }
+    if let Some(name) = from {
+        let old = cp.progress.position.phase_name.clone();
+        advance::move_to(&mut cp.progress, &loaded.phases, loaded.repeat, name)
+            .map_err(|e| from_error(&e, &loaded.path))?;
+        reporter.line(&format!("moving the run from phase {old} to phase {name} (--from)"));
+    }
+    let pos = &cp.progress.position;
     reporter.line(&format!(
-        "resuming run {} ({}): phase {}, iteration {}, agent #{}{}",
+        "resuming run {} ({}): phase {}{}, iteration {}, agent #{}{}",
         cp.run_id,
         cp.status.as_str(),
-        cp.progress.position.phase_name,
-        cp.progress.position.iteration,
-        cp.progress.position.agent_index + 1,
+        pos.phase_name,
+        pos.passes.map(|n| format!(", pass {} of {n}", pos.pass)).unwrap_or_default(),
+        pos.iteration,
+        pos.agent_index + 1,
         cp.progress.resume_session.as_ref().map(|s| format!(", session {s}")).unwrap_or_default()
     ));
     cp.status = Status::Running;

@@ -1,6 +1,9 @@
-//! The workflow model, pure: where a run stands ([`Progress`]), how an attempt's
-//! output proves an iteration done ([`done`]), and the prompts ([`prompt`]).
+//! The workflow model, pure: where a run stands ([`Progress`]), where it goes at a
+//! phase boundary and where it starts ([`advance`]: order, repeating passes,
+//! `--from`), how an attempt's output proves an iteration done ([`done`]), and the
+//! prompts ([`prompt`]).
 
+pub mod advance;
 pub mod done;
 pub mod progress;
 pub mod prompt;

@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::recovery::Category;
 
+use super::advance::Verdict;
+
 /// The point in the workflow the next attempt belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Position {
@@ -17,8 +19,12 @@ pub struct Position {
     pub phase_name: String,
     /// The current iteration of the phase, from 1.
     pub iteration: u32,
-    /// The current pass of the workflow, from 1.
+    /// The current pass through the repeating group (`[general.workflow] repeat`),
+    /// from 1; 1 outside the group.
     pub pass: u32,
+    /// The group's passes at most, while the position is inside the group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passes: Option<u32>,
     /// Index of the current agent in the phase's chain.
     pub agent_index: usize,
     /// The current pass through the chain, from 1; bounded by `max_cycles`.
@@ -87,6 +93,24 @@ pub struct Progress {
     /// a running total over a session (Codex): a resumed launch starts from these.
     #[serde(default)]
     pub session_tokens: BTreeMap<String, (u64, u64)>,
+    /// The verdict of the latest review of the repeating group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<Verdict>,
+    /// Set when the run was started at a later phase (`ralph --from`): which earlier
+    /// results were reused from the last run, for the prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<FromStart>,
+}
+
+/// A run started at a later phase with `ralph --from`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FromStart {
+    /// The phase the run started at.
+    pub phase: String,
+    /// Earlier phases whose result from the last run is used.
+    pub reused: Vec<String>,
+    /// Earlier phases with no result on disk.
+    pub missing: Vec<String>,
 }
 
 impl Progress {
@@ -110,6 +134,7 @@ impl Progress {
                 phase_name: first_phase.to_string(),
                 iteration: 1,
                 pass: 1,
+                passes: None,
                 agent_index: 0,
                 cycle: 1,
             },
@@ -123,6 +148,8 @@ impl Progress {
             recoveries: Vec::new(),
             offline_since: None,
             session_tokens: BTreeMap::new(),
+            review: None,
+            from: None,
         }
     }
 }

@@ -8,6 +8,7 @@
 use crate::config::DoneSignal;
 
 use super::done::{DONE_TAG, GOAL_TAG};
+use super::progress::FromStart;
 
 const DEFAULT: &str = include_str!("templates/default.md");
 const PLAN: &str = include_str!("templates/plan.md");
@@ -38,21 +39,30 @@ pub struct Context<'a> {
     pub iteration: u32,
     pub iterations: u32,
     pub until_complete: bool,
+    /// The pass through the repeating group and the passes at most, inside it.
+    pub pass: Option<(u32, u32)>,
+    /// The phase is the group's review: the goal tag means "nothing left to fix".
+    pub review: bool,
     pub done: &'a DoneSignal,
     /// The previous phase's name and artifact, if any.
     pub previous: Option<(&'a str, &'a str)>,
+    /// For a run started at a later phase: which earlier results were reused.
+    pub from_note: Option<&'a str>,
     /// Why the previous attempt failed, if this is a retry.
     pub recovery: Option<&'a str>,
 }
 
 /// The full prompt of a fresh session.
 pub fn render(template: &str, ctx: &Context<'_>) -> String {
-    let previous = match ctx.previous {
+    let mut previous = match ctx.previous {
         Some((phase, text)) if !text.trim().is_empty() => {
             format!("\n# Result of the previous phase ({phase})\n\n{}\n", text.trim())
         }
         _ => String::new(),
     };
+    if let Some(note) = ctx.from_note {
+        previous = format!("\n# Where this run started\n\n{}\n{previous}", note.trim());
+    }
     let recovery = match ctx.recovery {
         Some(note) => format!("\n# Note from ralph\n\n{}\n", note.trim()),
         None => String::new(),
@@ -72,10 +82,10 @@ fn fill(template: &str, ctx: &Context<'_>, extra: &[(&str, &str)]) -> String {
     let values: Vec<(&str, String)> = vec![
         ("goal", ctx.goal.trim().to_string()),
         ("phase", ctx.phase.to_string()),
-        ("phase_position", format!("phase {} of {}", ctx.phase_number, ctx.phase_count)),
+        ("phase_position", phase_position(ctx)),
         ("iteration", ctx.iteration.to_string()),
         ("iterations", iterations),
-        ("done", done_instruction(ctx.done, ctx.until_complete)),
+        ("done", done_instruction(ctx.done, ctx.until_complete, ctx.review)),
     ];
     let mut out = String::with_capacity(template.len() + ctx.goal.len());
     let mut rest = template;
@@ -103,9 +113,42 @@ fn fill(template: &str, ctx: &Context<'_>, extra: &[(&str, &str)]) -> String {
     out
 }
 
+fn phase_position(ctx: &Context<'_>) -> String {
+    let phase = format!("phase {} of {}", ctx.phase_number, ctx.phase_count);
+    match ctx.pass {
+        Some((pass, passes)) => format!("{phase}, review/fix pass {pass} of at most {passes}"),
+        None => phase,
+    }
+}
+
+/// Says which earlier phases' results a run started with `ralph --from` reused from
+/// the last run (and which it has none of), when the prompt's previous phase is one
+/// of them.
+pub fn from_note(from: &FromStart, previous: Option<&str>) -> Option<String> {
+    let previous = previous?;
+    if !from.reused.iter().chain(&from.missing).any(|p| p == previous) {
+        return None;
+    }
+    let mut note = format!(
+        "This run was started at phase {} (`ralph --from {}`); the phases before it did not run in this run.",
+        from.phase, from.phase
+    );
+    if !from.reused.is_empty() {
+        note.push_str(&format!(" Reused from the last run: the result of {}.", from.reused.join(", ")));
+    }
+    if !from.missing.is_empty() {
+        note.push_str(&format!(" No earlier result was found for: {}.", from.missing.join(", ")));
+    }
+    Some(note)
+}
+
 /// Tells the agent how to signal that the iteration (or the goal) is done.
-fn done_instruction(done: &DoneSignal, until_complete: bool) -> String {
-    let goal = if until_complete {
+fn done_instruction(done: &DoneSignal, until_complete: bool, review: bool) -> String {
+    let goal = if review {
+        format!(
+            "\nIf you found nothing left to fix, end your final message with {GOAL_TAG} instead: that ends the review/fix passes."
+        )
+    } else if until_complete {
         format!(
             "\nIf, after this iteration, the whole goal is reached and verified, end your final message with {GOAL_TAG} instead."
         )
@@ -137,10 +180,45 @@ mod tests {
             iteration: 2,
             iterations: 5,
             until_complete: true,
+            pass: None,
+            review: false,
             done,
             previous: Some(("plan", "1. parse\n2. eval")),
+            from_note: None,
             recovery: None,
         }
+    }
+
+    #[test]
+    fn a_review_in_a_pass_says_the_pass_and_how_to_say_clean() {
+        let done = DoneSignal::Tag;
+        let mut c = ctx(&done);
+        c.phase = "review";
+        c.until_complete = false;
+        c.pass = Some((2, 3));
+        c.review = true;
+        c.previous = Some(("fix", "fixed the parser"));
+        let out = render(builtin("review"), &c);
+        assert!(out.contains("phase 2 of 3, review/fix pass 2 of at most 3"), "{out}");
+        assert!(out.contains(&format!("If you found nothing left to fix, end your final message with {GOAL_TAG}")));
+        assert!(out.contains("# Result of the previous phase (fix)\n\nfixed the parser"));
+    }
+
+    #[test]
+    fn a_run_started_later_names_the_reused_results() {
+        let from = FromStart { phase: "fix".into(), reused: vec!["review".into()], missing: vec!["plan".into()] };
+        let note = from_note(&from, Some("review")).unwrap();
+        assert!(
+            note.contains("`ralph --from fix`") && note.contains("Reused from the last run: the result of review.")
+        );
+        assert!(note.contains("No earlier result was found for: plan."));
+        assert_eq!(from_note(&from, Some("develop")), None);
+        assert_eq!(from_note(&from, None), None);
+        let done = DoneSignal::Tag;
+        let mut c = ctx(&done);
+        c.from_note = Some(&note);
+        let out = render(builtin("fix"), &c);
+        assert!(out.contains("# Where this run started") && out.contains("1. parse"), "{out}");
     }
 
     #[test]

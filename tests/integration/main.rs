@@ -17,6 +17,7 @@ mod config;
 mod gemini;
 mod limits;
 mod opencode;
+mod passes;
 mod resume;
 mod signals;
 mod state_format;

@@ -1,0 +1,29 @@
+//! Carrying out what a phase's end did to the repeating review/fix group (decided by
+//! [`crate::workflow::advance`]): the `review_verdict`, `pass_started` and
+//! `passes_ended` events.
+
+use crate::events::RunEvent;
+use crate::workflow::advance::{GroupMove, PhaseEnd};
+
+use super::dispatch::Dispatcher;
+
+impl Dispatcher {
+    pub(super) fn phase_ended(&mut self, end: &PhaseEnd) {
+        if let Some(v) = end.verdict {
+            self.emit(RunEvent::ReviewVerdict { pass: v.pass, passes: v.passes, clean: v.clean });
+        }
+        match end.group {
+            None => {}
+            Some(GroupMove::NextPass { pass, passes }) => self.emit(RunEvent::PassStarted { pass, passes }),
+            Some(GroupMove::Ended(v)) => {
+                let why = if v.clean { "clean" } else { "passes_used" };
+                self.emit(RunEvent::PassesEnded {
+                    passes_run: v.pass,
+                    passes: v.passes,
+                    clean: v.clean,
+                    why: why.to_string(),
+                });
+            }
+        }
+    }
+}
