@@ -70,9 +70,20 @@ fn done_signal_troubles_ask_for_verification_and_the_signal() {
     let n = note(&ctx(Trouble::NoDoneSignal, None));
     assert!(n.contains("without the completion signal"), "{n}");
     assert!(n.contains("as the very last thing in your final message"), "{n}");
-    let n = note(&ctx(Trouble::DoneClaimWithoutSignal, None));
-    assert!(n.contains("said the work was done"), "{n}");
-    assert!(n.contains("Verify the work"), "{n}");
+    let n = note(&ctx(Trouble::SignOffRejected { why: "negated_work (\"tests still fail\")".into() }, None));
+    assert!(n.contains("did not accept it: negated_work (\"tests still fail\")"), "{n}");
+    assert!(n.contains("Finish the work first"), "{n}");
+}
+
+#[test]
+fn the_confirmation_question_asks_for_the_tag_alone() {
+    let q = confirmation("you said \"all done\" without the completion signal", false, true);
+    assert!(q.contains("you said \"all done\""), "{q}");
+    assert!(q.contains("complete and verified"), "{q}");
+    assert!(q.contains("reply with <promise>DONE</promise> (or <promise>COMPLETE</promise> alone"), "{q}");
+    let q = confirmation("doubt_word (\"would\")", true, true);
+    assert!(q.contains("reply with <promise>COMPLETE</promise> alone"), "{q}");
+    assert!(!q.contains("<promise>DONE</promise>"), "{q}");
 }
 
 #[test]
