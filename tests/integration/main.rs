@@ -19,5 +19,6 @@ mod limits;
 mod opencode;
 mod resume;
 mod signals;
+mod signoff;
 mod supervise;
 mod workflow;
