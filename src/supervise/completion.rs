@@ -79,6 +79,8 @@ pub enum Rule {
     LimitNotice,
     /// The tag ends a clause that holds a word of doubt (a doubt, never a denial).
     DoubtWord,
+    /// The last paragraph before the tag is unsure ("not sure the migration works").
+    Uncertain,
     /// No tag, but the message says the work is done (a doubt worth a question).
     ClaimInWords,
 }
@@ -96,6 +98,7 @@ impl Rule {
             Rule::TagNotLast => "tag_not_last",
             Rule::LimitNotice => "limit_notice",
             Rule::DoubtWord => "doubt_word",
+            Rule::Uncertain => "uncertain",
             Rule::ClaimInWords => "claim_in_words",
         }
     }

@@ -44,29 +44,12 @@ const NEGATED_WORK: &[&str] = &[
     "only partially",
     "half done",
     "half-done",
-    "still fail",
-    "still fails",
-    "still failing",
-    "still broken",
-    "still red",
-    "still missing",
-    "still crash",
-    "still crashes",
-    "still panics",
-    "still times out",
-    "still errors",
-    "still open",
-    "still pending",
     "still to do",
     "still todo",
     "still need",
     "still needs",
     "still have to",
     "still has to",
-    "still not",
-    "still does not",
-    "still doesn't",
-    "still don't",
     "unable to finish",
     "unable to complete",
     "could not finish",
@@ -92,6 +75,10 @@ const NEGATED_WORK: &[&str] = &[
     "we're blocked",
     "we are blocked",
     "gave up",
+    "ongoing",
+    "underway",
+    "halfway",
+    "half way",
     "n't get to",
     "did not get to",
     "ran out of time",
@@ -122,6 +109,23 @@ const NEGATED_WORK: &[&str] = &[
 /// Phrases of failure that a summary also uses to describe the bug it fixed ("the
 /// bug where tests fail on Windows"): a denial only in a sentence that names no fix.
 const FAILING: &[&str] = &[
+    "still fail",
+    "still fails",
+    "still failing",
+    "still broken",
+    "still red",
+    "still missing",
+    "still crash",
+    "still crashes",
+    "still panics",
+    "still times out",
+    "still errors",
+    "still open",
+    "still pending",
+    "still not",
+    "still does not",
+    "still doesn't",
+    "still don't",
     "tests fail",
     "tests are failing",
     "test fails",
@@ -160,6 +164,34 @@ const FIXED: &[&str] = &[
     "where",
     "previously",
     "used to",
+];
+
+/// States of the work that a negation a few words before denies: "not quite
+/// finished", "I haven't implemented the export".
+const WORK_STATES: &[&str] =
+    &["done", "finished", "complete", "completed", "implemented", "ready", "working", "passing", "fixed"];
+
+/// Phrases of uncertainty in the last paragraph: a doubt worth a question, not a
+/// denial.
+const UNCERTAIN: &[&str] = &[
+    "not sure",
+    "unsure",
+    "not certain",
+    "i think",
+    "i believe",
+    "hopefully",
+    "probably",
+    "might not",
+    "may not",
+    "untested",
+    "not tested",
+    "not verified",
+    "unverified",
+    "could not verify",
+    "couldn't verify",
+    "unable to verify",
+    "could not test",
+    "couldn't test",
 ];
 
 /// Phrases before a `NEGATED_WORK` match that turn it into a statement of done:
@@ -409,13 +441,47 @@ pub(super) fn negated_work(text: &str) -> Option<Why> {
         }
     }
     for phrase in FAILING {
-        if let Some(at) = find_word(text, phrase, 0)
-            && !speaks_of_a_fix(&sentence_around(text, at))
-        {
-            return Some(Why::new(Rule::NegatedWork, sentence_around(text, at)));
+        let mut from = 0;
+        while let Some(at) = find_word(text, phrase, from) {
+            from = at + phrase.len();
+            if !speaks_of_a_fix(clause_before(text, at)) {
+                return Some(Why::new(Rule::NegatedWork, sentence_around(text, at)));
+            }
         }
     }
+    if let Some(at) = negated_state(text) {
+        return Some(Why::new(Rule::NegatedWork, sentence_around(text, at)));
+    }
     failing_count(text).map(|at| Why::new(Rule::NegatedWork, sentence_around(text, at)))
+}
+
+/// A state of the work with a negation among the three words before it, in the
+/// same clause ("not quite finished", "haven't implemented"; not "no longer").
+fn negated_state(text: &str) -> Option<usize> {
+    for state in WORK_STATES {
+        let mut from = 0;
+        while let Some(at) = find_word(text, state, from) {
+            from = at + state.len();
+            let before = last_words(clause_before(text, at), 3);
+            let negated = before.iter().enumerate().any(|(i, w)| {
+                let longer = before.get(i + 1).is_some_and(|n| *n == "longer");
+                matches!(*w, "not" | "never") || w.ends_with("n't") || (*w == "no" && !longer)
+            });
+            if negated {
+                return Some(at);
+            }
+        }
+    }
+    None
+}
+
+/// The first phrase of uncertainty in `text` (normalized).
+pub(super) fn uncertain(text: &str) -> Option<Why> {
+    UNCERTAIN
+        .iter()
+        .filter_map(|p| find_word(text, p, 0))
+        .min()
+        .map(|at| Why::new(Rule::Uncertain, sentence_around(text, at)))
 }
 
 /// "3 failed", "2 failures", as a test runner summarises: a count above zero, in a
@@ -427,7 +493,7 @@ fn failing_count(text: &str) -> Option<usize> {
             from = at + noun.len();
             let before = last_words(&text[..at], 1);
             let count = before.first().and_then(|w| w.parse::<u64>().ok());
-            if count.is_some_and(|n| n > 0) && !speaks_of_a_fix(&sentence_around(text, at)) {
+            if count.is_some_and(|n| n > 0) && !speaks_of_a_fix(clause_before(text, at)) {
                 return Some(at);
             }
         }
@@ -435,8 +501,17 @@ fn failing_count(text: &str) -> Option<usize> {
     None
 }
 
-fn speaks_of_a_fix(sentence: &str) -> bool {
-    FIXED.iter().any(|w| find_word(sentence, w, 0).is_some())
+fn speaks_of_a_fix(clause: &str) -> bool {
+    FIXED.iter().any(|w| find_word(clause, w, 0).is_some())
+}
+
+/// The clause that leads to byte `at`: from the sentence start or the last ", " or
+/// " but " before it, so "fixed A, but B still fails" is read as "but B still fails".
+fn clause_before(text: &str, at: usize) -> &str {
+    let sentence = sentence_ends(&text[..at]).last().map_or(0, |i| i + 1);
+    let comma = text[sentence..at].rfind([',', ':']).map_or(sentence, |i| sentence + i + 1);
+    let but = text[sentence..at].rfind(" but ").map_or(sentence, |i| sentence + i + 1);
+    &text[comma.max(but)..at]
 }
 
 /// The first phrase in `text` (normalized) saying the agent is still at the work,
@@ -492,6 +567,9 @@ pub(super) fn clause_object(clause: &str, introduces: bool) -> Option<Why> {
     let mentions_giving = SIGNAL_VERBS.iter().chain(END_VERBS).any(|v| find_word(clause, v, 0).is_some());
     if introduces && mentions_giving && (instruction || imperative) {
         return why(Rule::InstructionEcho);
+    }
+    if introduces && mentions_giving && not_now(clause) {
+        return why(Rule::PostponedSignal);
     }
     if !(gives || ends_with || ready || names_tag) {
         return None;

@@ -45,6 +45,9 @@ pub(super) fn closing(msg: &str) -> Option<Claim> {
         let why = Why::new(Rule::DoubtWord, format!("{word}: {}", lead.trim()));
         return Some(Claim::Doubtful { goal, why });
     }
+    if let Some(why) = denial::uncertain(&paragraph) {
+        return Some(Claim::Doubtful { goal, why });
+    }
     Some(if goal { Claim::Goal } else { Claim::Done })
 }
 

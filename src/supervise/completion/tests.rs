@@ -81,6 +81,12 @@ fn a_tag_embedded_after_words_of_doubt_is_doubtful_not_denied() {
 }
 
 #[test]
+fn an_unsure_paragraph_is_doubtful() {
+    let got = judge("Migrated the sessions table. I'm not sure the rollback works.\n\n<promise>DONE</promise>");
+    assert!(matches!(got, Claim::Doubtful { why: Why { rule: Rule::Uncertain, .. }, .. }), "{got:?}");
+}
+
+#[test]
 fn echoed_instructions_are_not_signals() {
     assert_eq!(
         denied("When the iteration is done, end your final message with <promise>DONE</promise>"),
@@ -196,7 +202,7 @@ fn corpus_has_zero_false_completions() {
         counts[1] + counts[2]
     );
     assert!(wrong.is_empty(), "misjudged: {wrong:#?}");
-    assert!(counts[0] >= 60, "only {} false cases", counts[0]);
+    assert!(counts[0] >= 100, "only {} false cases", counts[0]);
     assert!(counts[1] + counts[2] >= 5, "only {} true cases", counts[1] + counts[2]);
 }
 
