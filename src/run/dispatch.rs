@@ -297,7 +297,7 @@ impl Dispatcher {
         };
         self.signoff(SignOff::Asked, &why);
         self.intervene("done_confirmation", &why.describe());
-        let question = note::confirmation(&why.describe(), goal, until_complete);
+        let question = note::confirmation(&why, goal, until_complete);
         policy::ask_to_confirm(&mut self.r.checkpoint.progress, session, question);
         self.save()
     }

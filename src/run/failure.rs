@@ -139,9 +139,7 @@ impl Dispatcher {
         let line = match verdict {
             SignOff::Rejected => format!("sign-off rejected: {}", why.describe()),
             SignOff::Asked => format!("asking the agent to confirm its sign-off: {}", why.describe()),
-            SignOff::AcceptedWithDoubt => {
-                format!("sign-off accepted despite a doubt (no session to ask): {}", why.describe())
-            }
+            SignOff::AcceptedWithDoubt => format!("sign-off accepted despite a doubt: {}", why.describe()),
         };
         self.r.reporter.line(&line);
         if verdict == SignOff::Rejected {

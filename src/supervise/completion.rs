@@ -110,9 +110,7 @@ impl Claim {
     pub fn doubt(&self) -> Option<(Why, bool)> {
         match self {
             Claim::Doubtful { goal, why } => Some((why.clone(), *goal)),
-            Claim::ClaimedInWords(words) => {
-                Some((Why::new(Rule::ClaimInWords, format!("\"{words}\" without the completion signal")), false))
-            }
+            Claim::ClaimedInWords(words) => Some((Why::new(Rule::ClaimInWords, *words), false)),
             _ => None,
         }
     }

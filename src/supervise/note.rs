@@ -3,6 +3,7 @@
 //! resumed one may have lost its tail, so the note restates the goal, where the
 //! work stands, what went wrong and what to do about the last tool call.
 
+use crate::supervise::completion::{Rule, Why};
 use crate::workflow::done::{DONE_TAG, GOAL_TAG};
 
 /// What ended the previous attempt, as far as the note is concerned.
@@ -146,18 +147,26 @@ fn trouble(t: &Trouble) -> (String, &'static str) {
 }
 
 /// The confirmation question that resumes the session when the judge doubts a
-/// sign-off or the agent claimed done in words. `why` says what raised the doubt,
+/// sign-off or the agent claimed done in words: `why` says what raised the doubt,
 /// `goal` whether the doubted tag was the goal tag.
 #[must_use]
-pub fn confirmation(why: &str, goal: bool, until_complete: bool) -> String {
+pub fn confirmation(why: &Why, goal: bool, until_complete: bool) -> String {
     let tag = if goal { GOAL_TAG } else { DONE_TAG };
     let also = if until_complete && !goal {
         format!(" (or {GOAL_TAG} alone if the whole goal is reached and verified)")
     } else {
         String::new()
     };
+    let words = one_line(&why.words, DETAIL_CHARS);
+    let what = match why.rule {
+        Rule::ClaimInWords => format!("your final message said \"{words}\" but did not give the completion signal"),
+        _ => format!(
+            "your final message gave the completion signal after words that leave a doubt ({}: \"{words}\")",
+            why.rule.as_str()
+        ),
+    };
     [
-        format!("Question from ralph before this iteration counts as done: {}.", one_line(why, DETAIL_CHARS)),
+        format!("Question from ralph before this iteration counts as done: {what}."),
         "Is the work of this iteration complete and verified (it builds, the tests pass, every requirement is met)?"
             .to_owned(),
         format!("If it is, reply with {tag}{also} alone, on a line of its own, and nothing else."),

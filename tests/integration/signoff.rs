@@ -129,7 +129,7 @@ steps = [{ done = "Verified: build and tests pass." }]
     assert_eq!(verdicts(&p), [("asked".to_string(), "claim_in_words".to_string())]);
     assert!(p.events("attempt_failed").is_empty());
     assert_eq!(p.events("attempt_started")[1]["resume_session"], json!("sim-a-1"));
-    assert!(p.prompt_of(2).contains("\"all done\" without the completion signal"), "{}", p.prompt_of(2));
+    assert!(p.prompt_of(2).contains("said \"all done\" but did not give the completion signal"), "{}", p.prompt_of(2));
 }
 
 #[test]
