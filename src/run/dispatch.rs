@@ -239,6 +239,7 @@ impl Dispatcher {
         }
         self.r.checkpoint.in_flight = None;
         let claim = done::judge(outcome.final_message.as_deref());
+        let resumable = self.r.loaded.config.agents.get(&agent).is_some_and(crate::config::AgentConfig::can_resume);
         let completion = if ended_by == EndedBy::Agent {
             done::evaluate(
                 &phase.done,
@@ -247,7 +248,7 @@ impl Dispatcher {
                     claim: &claim,
                     result_is_error: outcome.result_is_error,
                     artifact_changed: outcome.artifact_changed,
-                    session_known: outcome.session.is_some(),
+                    session_known: outcome.session.is_some() && resumable,
                     already_asked: self.r.checkpoint.progress.counters.confirmations > 0,
                 },
             )

@@ -4,6 +4,7 @@
 
 use serde_json::json;
 
+use crate::config::DoneSignal;
 use crate::error::RalphError;
 use crate::recovery::classify::{self, EndedBy, Exit};
 use crate::recovery::policy::{self, Facts, Limits, Next, Stop};
@@ -70,7 +71,10 @@ impl Dispatcher {
         }
         if failure.rule == "no_done_signal" {
             match claim {
-                Claim::Denied(why) => self.signoff(SignOff::Rejected, why),
+                // Only where a tag decides: a file phase's tag is no sign-off.
+                Claim::Denied(why) if self.phase().done == DoneSignal::Tag || self.phase().until_complete => {
+                    self.signoff(SignOff::Rejected, why);
+                }
                 Claim::ReadyToContinue(words) => {
                     self.intervene("ready_to_continue", &format!("said \"{words}\" and stopped"));
                 }

@@ -189,3 +189,31 @@ fn a_denied_tag_fails_and_the_journal_and_summary_name_the_rule_and_words() {
     let reason = failed[0]["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("negated_work") && reason.contains("still fails"), "{reason}");
 }
+
+#[test]
+fn a_command_agent_that_reports_a_session_but_cannot_resume_is_not_asked() {
+    let result = json!({"type": "result", "subtype": "success", "is_error": false,
+        "result": "Added a flag so users can pipe the output <promise>DONE</promise>", "session_id": "s-42"});
+    let p = Project::new().file("out.jsonl", &format!("{result}\n")).config(&fast(
+        "agent_attempts = 1",
+        "",
+        r#"
+[general]
+max_cycles = 1
+
+[agents.sh]
+kind = "command"
+output = "claude-stream-json"
+command = ["sh", "-c", "cat out.jsonl", "{prompt}"]
+
+[chains]
+main = ["sh"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    p.ralph().run().expect_code(0);
+    assert_eq!(verdicts(&p), [("accepted_with_doubt".to_string(), "doubt_word".to_string())]);
+    assert_eq!(p.events("attempt_started").len(), 1);
+}
