@@ -523,7 +523,10 @@ pub(super) fn still_working(text: &str) -> Option<Why> {
     }
     sentences(text)
         .find(|s| {
-            let ends_next = last_words(s, 1).first().is_some_and(|w| *w == "next");
+            // "fixing the last warning next", "I do the docs next"; not "the tests run next".
+            let first = s.split_whitespace().next().unwrap_or_default();
+            let doer = first.ends_with("ing") || ["i", "we"].iter().any(|w| find_word(s, w, 0).is_some());
+            let ends_next = doer && last_words(s, 1).first().is_some_and(|w| *w == "next");
             let future = ["i'll", "i will", "we'll", "we will"].iter().any(|w| find_word(s, w, 0).is_some());
             let later = ["next", "later", "afterwards", "tomorrow"].iter().any(|w| find_word(s, w, 0).is_some());
             let offer = ["if you", "if you'd", "if needed", "if wanted", "happy to"]
