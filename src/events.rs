@@ -15,6 +15,8 @@ use crate::recovery::Category;
 use crate::recovery::policy::Cap;
 use crate::signal::StopCause;
 use crate::state::checkpoint::{Status, Usage};
+use crate::supervise::completion::Rule;
+use crate::workflow::done::SignOff;
 
 /// Why the chain moved to another agent, as the journal names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -98,6 +100,15 @@ pub enum RunEvent {
         duration_ms: u64,
         usage: Usage,
     },
+    /// What the completion judge made of a sign-off it did not simply accept:
+    /// rejected (a denial), asked to confirm (a doubt, with a session to ask), or
+    /// accepted with the doubt on record (no session to ask).
+    Signoff {
+        attempt: u32,
+        verdict: SignOff,
+        rule: Rule,
+        words: String,
+    },
     /// One of ralph's detectors stepped in (stall, loop, tool text, storm, nudge…).
     Intervention {
         detector: String,
@@ -177,6 +188,7 @@ impl RunEvent {
             RunEvent::AttemptStarted { .. } => "attempt_started",
             RunEvent::AttemptSucceeded { .. } => "attempt_succeeded",
             RunEvent::AttemptFailed { .. } => "attempt_failed",
+            RunEvent::Signoff { .. } => "signoff",
             RunEvent::Intervention { .. } => "intervention",
             RunEvent::IterationStarted { .. } => "iteration_started",
             RunEvent::PhaseDone { .. } => "phase_done",

@@ -1,6 +1,7 @@
 //! `ralph demo`: a complete run on the built-in scripted agent, in a temp directory,
-//! with no network: a crash, an exit without the done tag, a fallover, a Ctrl+C in
-//! the middle of a long tool call, and `--resume` finishing the work.
+//! with no network: a crash, a claim of done without the done tag and ralph's
+//! confirmation question, a fallover, a Ctrl+C in the middle of a long tool call,
+//! and `--resume` finishing the work.
 //!
 //! The demo drives a real `ralph` child process, so what it shows is exactly what a
 //! user's run does.

@@ -316,6 +316,14 @@ pub struct AgentConfig {
     pub script: Vec<SimScript>,
 }
 
+impl AgentConfig {
+    /// Whether a session this agent reported can be continued: every CLI kind can,
+    /// a plain command only with a `resume` template.
+    pub fn can_resume(&self) -> bool {
+        self.kind != AgentKind::Command || self.resume.is_some()
+    }
+}
+
 /// `[phases.NAME]`
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]

@@ -132,7 +132,7 @@ pub fn on_success(
     counters.agent_failures = 0;
     counters.ambiguous_failures = 0;
     counters.retry_streak = 0;
-    counters.done_claims = 0;
+    counters.confirmations = 0;
     progress.resume_session = None;
     progress.recovery_note = None;
     progress.recoveries.clear();
@@ -179,6 +179,15 @@ pub fn on_success(
             Next::NextPhase { finished, end: boundary.end }
         }
     }
+}
+
+/// The judge doubts the agent's sign-off and its session can be resumed: the next
+/// attempt resumes that session with `question` as its prompt. Not a failure, so
+/// no budget, backoff or cycle moves; the count allows one question per iteration.
+pub fn ask_to_confirm(progress: &mut Progress, session: String, question: String) {
+    progress.counters.confirmations += 1;
+    progress.resume_session = Some(session);
+    progress.recovery_note = Some(question);
 }
 
 /// What else the policy needs to know about a failed attempt.
@@ -345,6 +354,22 @@ mod tests {
 
     fn limits(retry: &Retry) -> Limits<'_> {
         Limits { retry, max_cycles: 2 }
+    }
+
+    #[test]
+    fn a_confirmation_question_spends_no_budget_and_clears_on_success() {
+        let phases = [phase("dev", &["a", "b"], 3, false)];
+        let mut p = Progress::new("dev");
+        let before = p.counters.clone();
+        ask_to_confirm(&mut p, "s-1".into(), "Is it complete?".into());
+        assert_eq!(p.counters.confirmations, 1);
+        assert_eq!(p.counters.agent_failures, before.agent_failures);
+        assert_eq!(p.counters.retry_streak, before.retry_streak);
+        assert_eq!((p.position.agent_index, p.position.cycle), (0, 1));
+        assert_eq!(p.resume_session.as_deref(), Some("s-1"));
+        assert_eq!(p.recovery_note.as_deref(), Some("Is it complete?"));
+        assert_eq!(on_success(&mut p, &phases, None, Completion::Done), Next::NextIteration);
+        assert_eq!(p.counters.confirmations, 0, "the next iteration may ask again");
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! line shows them, or the summary does).
 
 use crate::events::{FalloverWhy, RunEvent};
+use crate::supervise::completion::Why;
 use crate::workflow::advance::Verdict;
+use crate::workflow::done::SignOff;
 
 pub fn line(event: &RunEvent) -> Option<String> {
     Some(match event {
@@ -18,6 +20,14 @@ pub fn line(event: &RunEvent) -> Option<String> {
         }
         RunEvent::AttemptFailed { attempt, category, rule, reason, .. } => {
             format!("attempt {attempt} failed ({}, {rule}): {reason}", category.as_str())
+        }
+        RunEvent::Signoff { verdict, rule, words, .. } => {
+            let why = Why::new(*rule, words.as_str()).describe();
+            match verdict {
+                SignOff::Rejected => format!("sign-off rejected: {why}"),
+                SignOff::Asked => format!("asking the agent to confirm its sign-off: {why}"),
+                SignOff::AcceptedWithDoubt => format!("sign-off accepted despite a doubt: {why}"),
+            }
         }
         RunEvent::Intervention { detector, evidence } => format!("ralph stepped in ({detector}): {evidence}"),
         RunEvent::PhaseDone { phase } => format!("phase {phase} done"),

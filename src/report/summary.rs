@@ -22,6 +22,8 @@ pub struct Summary {
     /// ralph's interventions in this session, by detector.
     pub interventions: BTreeMap<String, u32>,
     pub cap: Option<Cap>,
+    /// The last sign-off the judge rejected, as "rule (\"words\")".
+    pub rejected_signoff: Option<String>,
     pub elapsed: Duration,
     pub usage: Usage,
 }
@@ -37,6 +39,9 @@ impl Summary {
             RunEvent::Fallover { .. } => self.fallovers += 1,
             RunEvent::Intervention { detector, .. } => *self.interventions.entry(detector.clone()).or_insert(0) += 1,
             RunEvent::CapReached { cap, .. } => self.cap = Some(*cap),
+            RunEvent::Signoff { verdict: crate::workflow::done::SignOff::Rejected, rule, words, .. } => {
+                self.rejected_signoff = Some(crate::supervise::completion::Why::new(*rule, words.as_str()).describe());
+            }
             _ => {}
         }
     }
@@ -73,6 +78,9 @@ impl Summary {
         }
         if !self.interventions.is_empty() {
             let _ = writeln!(s, "  ralph stepped in: {}", counts(&self.interventions, String::as_str));
+        }
+        if let Some(why) = &self.rejected_signoff {
+            let _ = writeln!(s, "  last sign-off rejected: {why}");
         }
         if let Some(cap) = self.cap {
             let _ = writeln!(s, "  stopped by: {}", cap.phrase());

@@ -20,8 +20,9 @@ use crate::signal::{InterruptAction, Signals, StopCause};
 use crate::state::atomic::Durability;
 use crate::state::checkpoint::{InFlight, Status};
 use crate::state::store;
-use crate::supervise::note::Trouble;
-use crate::workflow::done::{self, Completion, Evidence};
+use crate::supervise::completion::Claim;
+use crate::supervise::note::{self, Trouble};
+use crate::workflow::done::{self, Completion, Evidence, SignOff};
 use crate::workflow::{advance, prompt};
 
 use super::RunEnd;
@@ -253,22 +254,28 @@ impl Dispatcher {
         }
         self.r.checkpoint.in_flight = None;
         let claim = done::judge(outcome.final_message.as_deref());
+        let resumable = self.r.loaded.config.agents.get(&agent).is_some_and(crate::config::AgentConfig::can_resume);
         let completion = if ended_by == EndedBy::Agent {
             done::evaluate(
                 &phase.done,
                 &Evidence {
                     exited_cleanly: exit == Exit::Code(0),
-                    claim,
+                    claim: &claim,
                     result_is_error: outcome.result_is_error,
                     artifact_changed: outcome.artifact_changed,
+                    session_known: outcome.session.is_some() && resumable,
+                    already_asked: self.r.checkpoint.progress.counters.confirmations > 0,
                 },
             )
         } else {
-            Completion::NotDone("ended by ralph")
+            Completion::NotDone("ended by ralph".into())
         };
         let attempt_no = self.r.checkpoint.progress.counters.attempts;
         let next = match completion {
             Completion::Done | Completion::Goal => {
+                if let Claim::Doubtful { why, .. } = &claim {
+                    self.signoff(SignOff::AcceptedWithDoubt, why);
+                }
                 self.emit(RunEvent::AttemptSucceeded {
                     attempt: attempt_no,
                     agent,
@@ -288,9 +295,29 @@ impl Dispatcher {
                     completion,
                 )
             }
-            Completion::NotDone(missing) => self.after_failure(outcome, exit, ended_by, claim, missing),
+            Completion::Confirm => {
+                self.ask_to_confirm(outcome, &claim, phase.until_complete)?;
+                return Ok(None);
+            }
+            Completion::NotDone(missing) => self.after_failure(outcome, exit, ended_by, &claim, &missing),
         };
         self.carry_out(next, signals).await
+    }
+
+    /// Resumes the agent's session with the confirmation question: no failure, no
+    /// budget, no backoff. The next attempt's reply is judged as usual.
+    fn ask_to_confirm(&mut self, outcome: &Outcome, claim: &Claim, until_complete: bool) -> Result<(), RalphError> {
+        let Some(session) = outcome.session.clone() else {
+            return Ok(());
+        };
+        let Some((why, goal)) = claim.doubt() else {
+            return Ok(());
+        };
+        self.signoff(SignOff::Asked, &why);
+        self.intervene("done_confirmation", &why.describe());
+        let question = note::confirmation(&why, goal, until_complete);
+        policy::ask_to_confirm(&mut self.r.checkpoint.progress, session, question);
+        self.save()
     }
 
     pub(super) async fn carry_out(&mut self, next: Next, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {

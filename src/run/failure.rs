@@ -2,6 +2,7 @@
 //! interventions, the policy's decision with its continue-storm check, and the
 //! self-contained recovery note the next attempt gets.
 
+use crate::config::DoneSignal;
 use crate::error::RalphError;
 use crate::events::RunEvent;
 use crate::recovery::classify::{self, EndedBy, Exit};
@@ -9,9 +10,10 @@ use crate::recovery::policy::{self, Facts, Limits, Next, Stop};
 use crate::recovery::{Category, Classification, reset};
 use crate::signal::Signals;
 use crate::state::checkpoint::LastError;
-use crate::supervise::completion::Claim;
+use crate::supervise::completion::{Claim, Why};
 use crate::supervise::note::{self, LastTool, NoteContext, Trouble};
 use crate::supervise::{storm, trouble};
+use crate::workflow::done::SignOff;
 
 use super::RunEnd;
 use super::attempt::Outcome;
@@ -49,7 +51,7 @@ impl Dispatcher {
         outcome: &Outcome,
         exit: Exit,
         ended_by: EndedBy,
-        claim: Claim,
+        claim: &Claim,
         missing: &str,
     ) -> Next {
         let agent = self.current_agent();
@@ -66,16 +68,11 @@ impl Dispatcher {
         if let Some(found) = &outcome.intervention {
             self.intervene(found.detector, &found.evidence);
         }
-        let mut first_claim = false;
         if failure.rule == "no_done_signal" {
             match claim {
-                Claim::ClaimedInWords(words) => {
-                    let claims = &mut self.r.checkpoint.progress.counters.done_claims;
-                    *claims += 1;
-                    first_claim = *claims == 1;
-                    if first_claim {
-                        self.intervene("done_claim_nudge", &format!("said \"{words}\" without the done signal"));
-                    }
+                // Only where a tag decides: a file phase's tag is no sign-off.
+                Claim::Denied(why) if self.phase().done == DoneSignal::Tag || self.phase().until_complete => {
+                    self.signoff(SignOff::Rejected, why);
                 }
                 Claim::ReadyToContinue(words) => {
                     self.intervene("ready_to_continue", &format!("said \"{words}\" and stopped"));
@@ -114,7 +111,7 @@ impl Dispatcher {
         if let Some(evidence) = storm {
             self.intervene("continue_storm", &format!("{evidence}: the next attempt starts a fresh session"));
         }
-        let trouble = trouble::trouble(&failure, outcome.intervention.as_ref(), claim, first_claim);
+        let trouble = trouble::trouble(&failure, outcome.intervention.as_ref(), claim);
         let note = self.note(trouble, outcome.last_tool.clone());
         self.r.checkpoint.progress.recovery_note = Some(note);
         next
@@ -134,6 +131,14 @@ impl Dispatcher {
             what_went_wrong: trouble,
             last_tool,
         })
+    }
+
+    /// Records what the judge made of a sign-off it did not simply accept: the
+    /// journal gets the rule and the agent's words, the terminal a line, the summary
+    /// the last rejection.
+    pub(super) fn signoff(&mut self, verdict: SignOff, why: &Why) {
+        let attempt = self.r.checkpoint.progress.counters.attempts;
+        self.emit(RunEvent::Signoff { attempt, verdict, rule: why.rule, words: why.words.clone() });
     }
 
     /// Records one of ralph's interventions (journal, counters, terminal).

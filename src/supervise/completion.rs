@@ -1,24 +1,34 @@
 //! Honest completion: whether the agent's final message gives the done or goal
 //! signal as its own sign-off, or only talks about being done.
 //!
-//! A tag counts only at the very end of the message, outside code and quotes, and
-//! only when the words leading to it do not negate, postpone, condition or quote
-//! it. The cost is asymmetric: a missed genuine signal costs one more attempt with
-//! a note asking for the signal, a false one ends the iteration with the work
-//! unfinished. So any doubt reads as no signal, and the agent's words are only
-//! sorted into a claim or a wish to continue, for the wording of the next note.
+//! The tag on its own last line is the agent's signal. It is rejected only where the
+//! words before it clearly deny it: they negate the work ("tests still fail"), say the
+//! agent is still at it, or postpone, negate, cite or quote the tag ("I will print
+//! the tag once…", "end your final message with"), or where the tag is in code,
+//! quoted, or followed by more text. A tag embedded at the end of a clause whose
+//! words leave a doubt ("…so users can pipe <tag>") is *doubtful*: the shell asks
+//! the agent to confirm rather than failing finished work. Ordinary words ("no
+//! failures", "would", "output") are never a denial.
+//!
+//! The adversarial corpus (`tests/corpus/completion/`) and the honest one
+//! (`tests/corpus/completion/honest/`) measure both ways.
 
-use super::markdown::mask_code;
+use serde::Serialize;
+
 use crate::workflow::done::{DONE_TAG, GOAL_TAG};
 
 /// What the final message says about completion.
 #[must_use]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claim {
     /// Ends with the goal tag: the iteration is done and so is the whole goal.
     Goal,
     /// Ends with the done tag.
     Done,
+    /// Ends with a tag, but the words around it leave a doubt.
+    Doubtful { goal: bool, why: Why },
+    /// Has a tag that the words around it deny, cite or bury: no signal.
+    Denied(Why),
     /// Says it is done, in these words, without a valid tag.
     ClaimedInWords(&'static str),
     /// Stops to ask or announce what comes next, in these words.
@@ -27,195 +37,100 @@ pub enum Claim {
     Nothing,
 }
 
+/// Why a tag was doubted or denied: the rule and the agent's words that set it off.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Why {
+    pub rule: Rule,
+    pub words: String,
+}
+
+impl Why {
+    pub(crate) fn new(rule: Rule, words: impl Into<String>) -> Self {
+        Self { rule, words: one_line(&words.into()) }
+    }
+
+    /// "negated_work (\"the flaky test still fails\")", for lines and journals.
+    pub fn describe(&self) -> String {
+        format!("{} (\"{}\")", self.rule.as_str(), self.words)
+    }
+}
+
+/// The rules that doubt or deny a tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    /// The words before the tag say the work is not done ("tests still fail").
+    NegatedWork,
+    /// The words before the tag say the agent is still at the work ("fixing it next").
+    StillWorking,
+    /// The words postpone, negate or condition the tag ("I won't output").
+    PostponedSignal,
+    /// The tag ends an instruction ("end your final message with").
+    InstructionEcho,
+    /// The tag is cited as an example ("for example:").
+    Example,
+    /// The tag is in quotes, emphasis or a blockquote.
+    Quoted,
+    /// The tag is inside a code span or block.
+    InCode,
+    /// More text follows the last tag.
+    TagNotLast,
+    /// The message ends with a usage-limit notice: the CLI talking, not the agent.
+    LimitNotice,
+    /// The tag ends a clause that holds a word of doubt (a doubt, never a denial).
+    DoubtWord,
+    /// The last paragraph before the tag is unsure ("not sure the migration works").
+    Uncertain,
+    /// No tag, but the message says the work is done (a doubt worth a question).
+    ClaimInWords,
+}
+
+impl Rule {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rule::NegatedWork => "negated_work",
+            Rule::StillWorking => "still_working",
+            Rule::PostponedSignal => "postponed_signal",
+            Rule::InstructionEcho => "instruction_echo",
+            Rule::Example => "example",
+            Rule::Quoted => "quoted",
+            Rule::InCode => "in_code",
+            Rule::TagNotLast => "tag_not_last",
+            Rule::LimitNotice => "limit_notice",
+            Rule::DoubtWord => "doubt_word",
+            Rule::Uncertain => "uncertain",
+            Rule::ClaimInWords => "claim_in_words",
+        }
+    }
+}
+
+impl Claim {
+    /// What a confirmation question would be about, and whether the doubted tag is
+    /// the goal tag: a doubtful tag or a claim in words; `None` for anything else.
+    pub fn doubt(&self) -> Option<(Why, bool)> {
+        match self {
+            Claim::Doubtful { goal, why } => Some((why.clone(), *goal)),
+            Claim::ClaimedInWords(words) => Some((Why::new(Rule::ClaimInWords, *words), false)),
+            _ => None,
+        }
+    }
+}
+
 /// Judges the agent's final message. Thinking text must never be passed here.
 pub fn judge(final_message: &str) -> Claim {
-    if ends_with_limit_notice(final_message) {
-        return Claim::Nothing;
+    // Line ends from Windows tools or a PTY must not move the tag off "its own line".
+    let msg = final_message.replace("\r\n", "\n").replace('\r', "\n");
+    if let Some(notice) = limit_notice(&msg) {
+        let has_tag = msg.contains(DONE_TAG) || msg.contains(GOAL_TAG);
+        return if has_tag { Claim::Denied(Why::new(Rule::LimitNotice, notice)) } else { Claim::Nothing };
     }
-    if let Some(signal) = closing_signal(final_message) {
-        return signal;
-    }
-    words::judge(final_message)
+    signoff::closing(&msg).unwrap_or_else(|| words::judge(&msg))
 }
 
-/// The trailing tags (a goal tag may sit next to a done tag) and whether they are
-/// the agent's own sign-off.
-fn closing_signal(msg: &str) -> Option<Claim> {
-    let masked = mask_code(msg);
-    let mut end = msg.trim_end().len();
-    let mut first = None;
-    let mut goal = false;
-    while let Some(tag) = [GOAL_TAG, DONE_TAG].into_iter().find(|t| msg[..end].ends_with(t)) {
-        let at = end - tag.len();
-        if masked[at..end] != msg[at..end] {
-            return None;
-        }
-        goal |= tag == GOAL_TAG;
-        first = Some(at);
-        end = msg[..at].trim_end().len();
-    }
-    let at = first?;
-    sincere(msg, at).then_some(if goal { Claim::Goal } else { Claim::Done })
-}
-
-/// Whether the text leading to the tag at `at` leaves it as a plain sign-off.
-///
-/// After a finished sentence (on its line or the line before) the tag stands on its
-/// own, whatever that sentence says about other things ("no warnings"), unless it
-/// says the work is not done. A tag that continues a clause takes that clause's
-/// meaning, so the clause must hold no doubt word.
-fn sincere(msg: &str, at: usize) -> bool {
-    let line_start = msg[..at].rfind('\n').map_or(0, |i| i + 1);
-    let lead = &msg[line_start..at];
-    if quoted(lead) {
-        return false;
-    }
-    if !lead.trim().is_empty() {
-        return !denies_done(lead) && !doubtful(open_clause(lead));
-    }
-    let mut blank_between = false;
-    for line in msg[..line_start].lines().rev() {
-        let line = line.trim();
-        if line.is_empty() {
-            blank_between = true;
-            continue;
-        }
-        let introduces = line.ends_with(':');
-        let runs_on = !blank_between && !line.ends_with(['.', '!', '?', ')']) && !structural(line);
-        let clause = if introduces { open_clause(line.trim_end_matches(':')) } else { open_clause(line) };
-        return !denies_done(line) && !((introduces || runs_on) && doubtful(clause));
-    }
-    true
-}
-
-/// The unfinished clause at the end of `text`: what follows its last sentence end.
-fn open_clause(text: &str) -> &str {
-    let t = text.trim_end();
-    match t.rfind(['.', '!', '?', ';']) {
-        Some(i) if i + 1 == t.len() => "",
-        Some(i) => &t[i + 1..],
-        None => t,
-    }
-}
-
-/// Words that say the work is not done, anywhere on the line before the tag.
-fn denies_done(line: &str) -> bool {
-    const DENIALS: &[&str] = &[
-        "not done",
-        "not finished",
-        "not complete",
-        "not completed",
-        "not yet",
-        "n't done",
-        "n't finished",
-        "n't complete",
-        "n't completed",
-        "n't pass",
-        "incomplete",
-        "unfinished",
-        "still fail",
-        "still failing",
-        "still broken",
-        "not working",
-        "n't work",
-    ];
-    let text = normalize(line);
-    DENIALS.iter().any(|d| text.contains(d))
-}
-
-/// The tag directly after an opening quote, or in a blockquote, is cited.
-fn quoted(lead: &str) -> bool {
-    let open_quote = lead.trim_end().ends_with(['"', '\'', '`', '“', '‘', '«', '„', '*', '_']);
-    let odd_quotes = lead.matches('"').count() % 2 == 1 || lead.matches('“').count() > lead.matches('”').count();
-    open_quote || odd_quotes || lead.trim_start().starts_with('>')
-}
-
-/// Markdown structure, not a sentence: a list item, a heading, a table row.
-fn structural(line: &str) -> bool {
-    line.starts_with(['-', '*', '+', '#', '|']) || line.split_once(". ").is_some_and(|(n, _)| n.parse::<u32>().is_ok())
-}
-
-/// Words that make a tag anything but a sign-off: negation, condition, future,
-/// instruction, quotation.
-const DOUBT: &[&str] = &[
-    "not",
-    "no",
-    "never",
-    "nor",
-    "without",
-    "instead",
-    "rather",
-    "yet",
-    "unless",
-    "until",
-    "till",
-    "if",
-    "when",
-    "whenever",
-    "once",
-    "after",
-    "before",
-    "will",
-    "would",
-    "should",
-    "shall",
-    "must",
-    "can",
-    "cannot",
-    "could",
-    "may",
-    "might",
-    "need",
-    "needs",
-    "have to",
-    "has to",
-    "going to",
-    "ready for",
-    "wait",
-    "waiting",
-    "later",
-    "soon",
-    "you",
-    "your",
-    "print",
-    "printing",
-    "printed",
-    "output",
-    "outputting",
-    "emit",
-    "emitting",
-    "write",
-    "writing",
-    "type",
-    "say",
-    "saying",
-    "reply",
-    "respond",
-    "end with",
-    "ending with",
-    "instruction",
-    "instructions",
-    "prompt",
-    "asked",
-    "told",
-    "tag",
-    "string",
-    "signal",
-    "means",
-    "e.g",
-    "for example",
-    "such as",
-    "like",
-    "example",
-    "whether",
-];
-
-fn doubtful(lead: &str) -> bool {
-    let text = normalize(lead);
-    text.contains("n't")
-        || text.contains("'ll")
-        || text.contains('=')
-        || DOUBT.iter().any(|w| words::find_word(&text, w, 0).is_some())
+/// Collapses whitespace and cuts long words of evidence.
+fn one_line(text: &str) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= 160 { flat } else { format!("{}…", flat.chars().take(160).collect::<String>()) }
 }
 
 /// Lowercase (ASCII only, so byte offsets hold) with typographic apostrophes made
@@ -225,8 +140,8 @@ fn normalize(text: &str) -> String {
 }
 
 /// A usage-limit notice is the CLI talking, not the agent: whatever precedes it,
-/// it is no claim.
-fn ends_with_limit_notice(msg: &str) -> bool {
+/// it is no claim. Returns the notice's line.
+fn limit_notice(msg: &str) -> Option<String> {
     const NOTICES: &[&str] = &[
         "hit your limit",
         "usage limit reached",
@@ -240,10 +155,13 @@ fn ends_with_limit_notice(msg: &str) -> bool {
     while let Some(head) = [GOAL_TAG, DONE_TAG].iter().find_map(|t| rest.strip_suffix(t)) {
         rest = head.trim_end();
     }
-    let last = normalize(rest.lines().last().unwrap_or(""));
-    NOTICES.iter().any(|n| last.contains(n))
+    let line = rest.lines().last().unwrap_or("");
+    let last = normalize(line);
+    NOTICES.iter().any(|n| last.contains(n)).then(|| line.trim().to_string())
 }
 
+mod denial;
+mod signoff;
 mod words;
 
 #[cfg(test)]

@@ -3,16 +3,31 @@
 //! resumed one may have lost its tail, so the note restates the goal, where the
 //! work stands, what went wrong and what to do about the last tool call.
 
+use crate::supervise::completion::{Rule, Why};
+use crate::workflow::done::{DONE_TAG, GOAL_TAG};
+
 /// What ended the previous attempt, as far as the note is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Trouble {
     Stall,
-    Loop { description: String },
-    ToolText { in_thinking: bool, excerpt: String },
-    Crash { detail: String },
-    Limit { detail: String },
+    Loop {
+        description: String,
+    },
+    ToolText {
+        in_thinking: bool,
+        excerpt: String,
+    },
+    Crash {
+        detail: String,
+    },
+    Limit {
+        detail: String,
+    },
     NoDoneSignal,
-    DoneClaimWithoutSignal,
+    /// The final message ended with a tag that its own words deny (rule and words).
+    SignOffRejected {
+        why: String,
+    },
     Interrupted,
     Other(String),
 }
@@ -119,13 +134,45 @@ fn trouble(t: &Trouble) -> (String, &'static str) {
             "it ended without the completion signal, so this iteration does not count as done.".to_owned(),
             "If the work is complete, verify it and then give the completion signal exactly as your instructions say, as the very last thing in your final message; if not, finish it first.",
         ),
-        Trouble::DoneClaimWithoutSignal => (
-            "it said the work was done but did not give the completion signal.".to_owned(),
-            "Verify the work (build, tests, every requirement); if it holds, give the completion signal exactly as your instructions say, as the very last thing in your final message. If anything is missing, finish it first.",
+        Trouble::SignOffRejected { why } => (
+            format!(
+                "it ended with the completion signal, but its own words before it deny that the work is done, so ralph did not accept it: {}.",
+                one_line(why, DETAIL_CHARS)
+            ),
+            "Finish the work first. When it is complete and verified, end your final message with the completion signal alone on its last line, and do not say anything before it that contradicts it.",
         ),
         Trouble::Interrupted => ("it was interrupted before it finished.".to_owned(), CONTINUE),
         Trouble::Other(what) => (format!("{}.", one_line(what, DETAIL_CHARS).trim_end_matches('.')), CONTINUE),
     }
+}
+
+/// The confirmation question that resumes the session when the judge doubts a
+/// sign-off or the agent claimed done in words: `why` says what raised the doubt,
+/// `goal` whether the doubted tag was the goal tag.
+#[must_use]
+pub fn confirmation(why: &Why, goal: bool, until_complete: bool) -> String {
+    let tag = if goal { GOAL_TAG } else { DONE_TAG };
+    let also = if until_complete && !goal {
+        format!(" (or {GOAL_TAG} alone if the whole goal is reached and verified)")
+    } else {
+        String::new()
+    };
+    let words = one_line(&why.words, DETAIL_CHARS);
+    let what = match why.rule {
+        Rule::ClaimInWords => format!("your final message said \"{words}\" but did not give the completion signal"),
+        _ => format!(
+            "your final message gave the completion signal after words that leave a doubt ({}: \"{words}\")",
+            why.rule.as_str()
+        ),
+    };
+    [
+        format!("Question from ralph before this iteration counts as done: {what}."),
+        "Is the work of this iteration complete and verified (it builds, the tests pass, every requirement is met)?"
+            .to_owned(),
+        format!("If it is, reply with {tag}{also} alone, on a line of its own, and nothing else."),
+        "If it is not, do not give the signal: finish the work first.".to_owned(),
+    ]
+    .join("\n")
 }
 
 /// Whitespace collapsed to single spaces and cut at a word boundary, so an agent's

@@ -11,14 +11,9 @@ use super::Intervention;
 use super::completion::Claim;
 use super::note::Trouble;
 
-/// The trouble for the note. `first_claim` is true when this is the iteration's first
-/// done claim without the signal: only that one gets the verification nudge.
-pub fn trouble(
-    failure: &Classification,
-    intervention: Option<&Intervention>,
-    claim: Claim,
-    first_claim: bool,
-) -> Trouble {
+/// The trouble for the note. A claim in words that got here was already asked about
+/// (or could not be), so it gets the plain "no signal" note.
+pub fn trouble(failure: &Classification, intervention: Option<&Intervention>, claim: &Claim) -> Trouble {
     if let Some(found) = intervention {
         return match found.ended_by {
             EndedBy::Stall => Trouble::Stall,
@@ -29,7 +24,7 @@ pub fn trouble(
         };
     }
     match (failure.rule.as_str(), claim) {
-        ("no_done_signal", Claim::ClaimedInWords(_)) if first_claim => Trouble::DoneClaimWithoutSignal,
+        ("no_done_signal", Claim::Denied(why)) => Trouble::SignOffRejected { why: why.describe() },
         ("no_done_signal", Claim::ReadyToContinue(_)) => {
             Trouble::Other("it stopped to announce or ask about the next step instead of doing it".into())
         }
@@ -96,11 +91,14 @@ mod tests {
     }
 
     #[test]
-    fn only_the_first_claim_in_words_gets_the_nudge() {
+    fn a_rejected_sign_off_names_its_rule_and_words() {
         let f = Classification::new(Category::Agent, "no_done_signal", "exit 0");
-        let claim = Claim::ClaimedInWords("all done");
-        assert_eq!(trouble(&f, None, claim, true), Trouble::DoneClaimWithoutSignal);
-        assert_eq!(trouble(&f, None, claim, false), Trouble::NoDoneSignal);
+        let claim = crate::supervise::completion::judge("The flaky test still fails.\n<promise>DONE</promise>");
+        assert_eq!(
+            trouble(&f, None, &claim),
+            Trouble::SignOffRejected { why: "negated_work (\"the flaky test still fails\")".into() }
+        );
+        assert_eq!(trouble(&f, None, &Claim::ClaimedInWords("all done")), Trouble::NoDoneSignal);
     }
 
     #[test]
@@ -112,7 +110,7 @@ mod tests {
             evidence: "function_tag: <function=edit>".into(),
         };
         assert_eq!(
-            trouble(&f, Some(&found), Claim::Nothing, false),
+            trouble(&f, Some(&found), &Claim::Nothing),
             Trouble::ToolText { in_thinking: true, excerpt: "<function=edit>".into() }
         );
     }

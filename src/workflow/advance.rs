@@ -185,7 +185,7 @@ pub fn move_to(
     c.agent_failures = 0;
     c.ambiguous_failures = 0;
     c.retry_streak = 0;
-    c.done_claims = 0;
+    c.confirmations = 0;
     progress.resume_session = None;
     progress.recovery_note = None;
     progress.recoveries.clear();

@@ -1,10 +1,14 @@
-//! Whether an attempt completed its iteration, from structured signals only.
+//! Whether an attempt completed its iteration, from structured signals only, and
+//! what to do with a sign-off the judge doubts.
 //!
 //! A clean exit is never enough on its own (except for `done = "exit0"`): the agent
-//! must end its own final message with the done tag (judged honestly by
-//! [`completion::judge`]: not quoted, not negated, not an echo of the prompt), or
-//! change the configured artifact. The goal tag also counts as that iteration's done
-//! signal.
+//! must end its own final message with the done tag (judged by
+//! [`completion::judge`]), or change the configured artifact. The goal tag also counts
+//! as that iteration's done signal. A doubtful tag or a claim in words costs a
+//! question, not a failure: once per iteration, when the agent's session can be
+//! resumed, ralph asks it to confirm; without a session a doubtful tag is accepted
+//! (the doubt is recorded) and a claim in words is no signal. Only a denied tag or
+//! no tag at all is a failure.
 
 use crate::config::DoneSignal;
 use crate::supervise::completion::{self, Claim};
@@ -14,15 +18,19 @@ pub const GOAL_TAG: &str = "<promise>COMPLETE</promise>";
 
 /// What an attempt left behind that bears on completion.
 #[derive(Debug, Clone, Copy)]
-pub struct Evidence {
+pub struct Evidence<'a> {
     /// Exit status 0, and not ended by ralph.
     pub exited_cleanly: bool,
     /// What the agent's own final message says (see [`judge`]).
-    pub claim: Claim,
+    pub claim: &'a Claim,
     /// The agent reported its final result as an error.
     pub result_is_error: bool,
     /// For `file:PATH`: the file exists and its content changed during the attempt.
     pub artifact_changed: bool,
+    /// The attempt's session is known, so it can be resumed with a question.
+    pub session_known: bool,
+    /// This iteration already had its confirmation question.
+    pub already_asked: bool,
 }
 
 /// Judges a final message; an absent one says nothing.
@@ -32,36 +40,64 @@ pub fn judge(final_message: Option<&str>) -> Claim {
 
 /// The verdict on one attempt.
 #[must_use]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Completion {
     /// The iteration is done and the agent says the whole goal is reached.
     Goal,
     /// The iteration is done.
     Done,
-    /// Not done; the reason names the missing signal.
-    NotDone(&'static str),
+    /// Resume the agent's session with a confirmation question; no budget is spent.
+    Confirm,
+    /// Not done; the reason names the missing signal (and the rule and words of a
+    /// rejected tag).
+    NotDone(String),
 }
 
-pub fn evaluate(signal: &DoneSignal, ev: &Evidence) -> Completion {
+/// What the journal records about a sign-off the judge did not simply accept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignOff {
+    /// Denied: the attempt failed with `no_done_signal`.
+    Rejected,
+    /// Doubted (or claimed in words): the session is asked to confirm.
+    Asked,
+    /// Doubted, but no session could be asked: accepted, the doubt kept on record.
+    AcceptedWithDoubt,
+}
+
+pub fn evaluate(signal: &DoneSignal, ev: &Evidence<'_>) -> Completion {
     if !ev.exited_cleanly {
-        return Completion::NotDone("the agent did not exit cleanly");
+        return Completion::NotDone("the agent did not exit cleanly".into());
     }
     if ev.result_is_error {
-        return Completion::NotDone("the agent's final result is an error");
+        return Completion::NotDone("the agent's final result is an error".into());
     }
-    if ev.claim == Claim::Goal {
-        return Completion::Goal;
+    let can_ask = ev.session_known && !ev.already_asked;
+    let tag_decides = *signal == DoneSignal::Tag;
+    match ev.claim {
+        Claim::Goal => return Completion::Goal,
+        Claim::Doubtful { goal, .. } if (*goal || tag_decides) && can_ask => return Completion::Confirm,
+        Claim::Doubtful { goal: true, .. } => return Completion::Goal,
+        _ => {}
     }
     match signal {
-        DoneSignal::Tag if ev.claim == Claim::Done => Completion::Done,
-        DoneSignal::Tag => Completion::NotDone(match ev.claim {
-            Claim::ClaimedInWords(_) => "exit 0: the agent said it was done but did not print the done tag",
-            Claim::ReadyToContinue(_) => "exit 0: the agent stopped to announce or ask about the next step",
-            _ => "exit 0 without the done tag",
-        }),
+        DoneSignal::Tag => match ev.claim {
+            Claim::Done | Claim::Doubtful { .. } => Completion::Done,
+            Claim::ClaimedInWords(_) if can_ask => Completion::Confirm,
+            Claim::ClaimedInWords(_) => {
+                Completion::NotDone("exit 0: the agent said it was done but did not print the done tag".into())
+            }
+            Claim::ReadyToContinue(_) => {
+                Completion::NotDone("exit 0: the agent stopped to announce or ask about the next step".into())
+            }
+            Claim::Denied(why) => {
+                Completion::NotDone(format!("exit 0: the done tag was not accepted: {}", why.describe()))
+            }
+            _ => Completion::NotDone("exit 0 without the done tag".into()),
+        },
         DoneSignal::Exit0 => Completion::Done,
         DoneSignal::File(_) if ev.artifact_changed => Completion::Done,
-        DoneSignal::File(_) => Completion::NotDone("exit 0 without writing the artifact"),
+        DoneSignal::File(_) => Completion::NotDone("exit 0 without writing the artifact".into()),
     }
 }
 
@@ -70,8 +106,19 @@ mod tests {
     use super::*;
     use std::path::PathBuf;
 
-    fn ev(msg: Option<&str>) -> Evidence {
-        Evidence { exited_cleanly: true, claim: judge(msg), result_is_error: false, artifact_changed: false }
+    fn claim(msg: Option<&str>) -> &'static Claim {
+        Box::leak(Box::new(judge(msg)))
+    }
+
+    fn ev(msg: Option<&str>) -> Evidence<'static> {
+        Evidence {
+            exited_cleanly: true,
+            claim: claim(msg),
+            result_is_error: false,
+            artifact_changed: false,
+            session_known: false,
+            already_asked: false,
+        }
     }
 
     #[test]
@@ -99,7 +146,44 @@ mod tests {
         let e = ev(Some("All done, the feature is implemented."));
         assert_eq!(
             evaluate(&DoneSignal::Tag, &e),
-            Completion::NotDone("exit 0: the agent said it was done but did not print the done tag")
+            Completion::NotDone("exit 0: the agent said it was done but did not print the done tag".into())
+        );
+    }
+
+    fn with_session(msg: &str, already_asked: bool) -> Evidence<'static> {
+        Evidence { session_known: true, already_asked, ..ev(Some(msg)) }
+    }
+
+    #[test]
+    fn a_doubtful_tag_asks_once_when_the_session_can_be_resumed() {
+        let doubtful = "Added a flag so users can pipe the output <promise>DONE</promise>";
+        assert_eq!(evaluate(&DoneSignal::Tag, &with_session(doubtful, false)), Completion::Confirm);
+        // Asked already, or nobody to ask: a doubt is not a denial, so it is accepted.
+        assert_eq!(evaluate(&DoneSignal::Tag, &with_session(doubtful, true)), Completion::Done);
+        assert_eq!(evaluate(&DoneSignal::Tag, &ev(Some(doubtful))), Completion::Done);
+        let goal = "Everything works like the spec says <promise>COMPLETE</promise>";
+        assert_eq!(evaluate(&DoneSignal::Exit0, &with_session(goal, false)), Completion::Confirm);
+        assert_eq!(evaluate(&DoneSignal::Exit0, &ev(Some(goal))), Completion::Goal);
+    }
+
+    #[test]
+    fn a_claim_in_words_asks_once_and_only_with_a_session() {
+        let words = "All done, the feature is implemented.";
+        assert_eq!(evaluate(&DoneSignal::Tag, &with_session(words, false)), Completion::Confirm);
+        assert!(matches!(evaluate(&DoneSignal::Tag, &with_session(words, true)), Completion::NotDone(_)));
+        assert!(matches!(evaluate(&DoneSignal::Tag, &ev(Some(words))), Completion::NotDone(_)));
+        // Where the tag does not decide, words are no question.
+        assert_eq!(evaluate(&DoneSignal::Exit0, &with_session(words, false)), Completion::Done);
+    }
+
+    #[test]
+    fn a_denied_tag_is_not_done_and_never_asked_about() {
+        let denied = "The flaky test still fails.\n<promise>DONE</promise>";
+        assert_eq!(
+            evaluate(&DoneSignal::Tag, &with_session(denied, false)),
+            Completion::NotDone(
+                "exit 0: the done tag was not accepted: negated_work (\"the flaky test still fails\")".into()
+            )
         );
     }
 

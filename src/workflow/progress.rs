@@ -52,10 +52,11 @@ pub struct Counters {
     pub failures: BTreeMap<Category, u32>,
     /// Fallovers in the whole run.
     pub fallovers: u32,
-    /// Done claims in words without the signal, in the current iteration (the first
-    /// gets a verification nudge).
-    #[serde(default)]
-    pub done_claims: u32,
+    /// Confirmation questions asked in the current iteration (at most one: a doubtful
+    /// tag or a claim in words is asked about once, at no budget). The name on disk
+    /// is that of the done-claim nudge it replaced.
+    #[serde(default, rename = "done_claims")]
+    pub confirmations: u32,
     /// ralph's interventions in the whole run, by detector.
     #[serde(default)]
     pub interventions: BTreeMap<String, u32>,

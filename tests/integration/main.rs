@@ -20,6 +20,7 @@ mod opencode;
 mod passes;
 mod resume;
 mod signals;
+mod signoff;
 mod state_format;
 mod supervise;
 mod watch;

@@ -129,7 +129,7 @@ steps = [{ done = "A fresh start did it." }]
 }
 
 #[test]
-fn a_done_claim_in_words_gets_one_verification_nudge_in_the_same_session() {
+fn a_done_claim_in_words_gets_one_confirmation_question_in_the_same_session() {
     let p = one_agent(
         "",
         "",
@@ -141,8 +141,8 @@ steps = [{ done = "Verified: build and tests pass." }]
 "#,
     );
     p.ralph().run().expect_code(0);
-    assert_eq!(interventions(&p), ["done_claim_nudge"]);
+    assert_eq!(interventions(&p), ["done_confirmation"]);
     let started = p.events("attempt_started");
     assert_eq!(started[1]["resume_session"], json!("sim-a-1"));
-    assert!(p.prompt_of(2).contains("Verify the work"));
+    assert!(p.prompt_of(2).contains("complete and verified"));
 }

@@ -70,41 +70,21 @@ fn done_signal_troubles_ask_for_verification_and_the_signal() {
     let n = note(&ctx(Trouble::NoDoneSignal, None));
     assert!(n.contains("without the completion signal"), "{n}");
     assert!(n.contains("as the very last thing in your final message"), "{n}");
-    let n = note(&ctx(Trouble::DoneClaimWithoutSignal, None));
-    assert!(n.contains("said the work was done"), "{n}");
-    assert!(n.contains("Verify the work"), "{n}");
+    let n = note(&ctx(Trouble::SignOffRejected { why: "negated_work (\"tests still fail\")".into() }, None));
+    assert!(n.contains("did not accept it: negated_work (\"tests still fail\")"), "{n}");
+    assert!(n.contains("Finish the work first"), "{n}");
 }
 
 #[test]
-fn other_troubles_have_a_sentence() {
-    for t in [
-        Trouble::Limit { detail: "five_hour limit, reset at 20:00".into() },
-        Trouble::Interrupted,
-        Trouble::Other("the workspace was changed outside the agent".into()),
-    ] {
-        let n = note(&ctx(t, None));
-        assert!(n.contains("What went wrong: "), "{n}");
-        assert!(n.contains("Continue from where it stopped"), "{n}");
-    }
-}
-
-#[test]
-fn the_note_stays_short() {
-    let long = "word ".repeat(2000);
-    let c = NoteContext {
-        goal: &long,
-        phase: "develop",
-        iteration: 1,
-        iterations: 0,
-        done_summary: "",
-        what_went_wrong: Trouble::Crash { detail: long.clone() },
-        last_tool: Some(LastTool { name: "Write".into(), input_summary: long.clone(), state: ToolState::Finished }),
-    };
-    let n = note(&c);
-    assert!(n.lines().count() <= 15, "{n}");
-    let goal = n.lines().find(|l| l.starts_with("Goal: ")).unwrap_or_default();
-    assert!(goal.chars().count() <= 410 && goal.ends_with('…'), "{goal}");
-    assert!(n.contains("Phase: develop, iteration 1."), "{n}");
-    assert!(n.contains("Done so far: nothing recorded yet."), "{n}");
-    assert!(n.len() < 2000, "{} bytes", n.len());
+fn the_confirmation_question_asks_for_the_tag_alone() {
+    let words = Why::new(Rule::ClaimInWords, "all done");
+    let q = confirmation(&words, false, true);
+    assert!(q.contains("your final message said \"all done\" but did not give the completion signal"), "{q}");
+    assert!(q.contains("complete and verified"), "{q}");
+    assert!(q.contains("reply with <promise>DONE</promise> (or <promise>COMPLETE</promise> alone"), "{q}");
+    let doubt = Why::new(Rule::DoubtWord, "would: the parser would crash");
+    let q = confirmation(&doubt, true, true);
+    assert!(q.contains("words that leave a doubt (doubt_word: \"would: the parser would crash\")"), "{q}");
+    assert!(q.contains("reply with <promise>COMPLETE</promise> alone"), "{q}");
+    assert!(!q.contains("<promise>DONE</promise>"), "{q}");
 }
