@@ -37,6 +37,10 @@ pub enum RalphError {
     /// Wrong use of the command line.
     #[error("{0}")]
     Usage(String),
+    /// A signal stopped ralph before the run started (at the resume question);
+    /// nothing was changed.
+    #[error("stopped by {} before the run started; nothing was changed", .0.signal_name())]
+    StoppedBeforeStart(crate::signal::StopCause),
     /// ralph's own I/O failed (disk full, permissions).
     #[error("{context}: {source}")]
     Io { context: String, source: std::io::Error },

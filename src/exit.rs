@@ -28,6 +28,7 @@ pub fn for_error(error: &RalphError) -> i32 {
         | RalphError::NothingToResume(_)
         | RalphError::ResumeMismatch(_)
         | RalphError::Usage(_) => USAGE,
+        RalphError::StoppedBeforeStart(cause) => cause.exit_code(),
         RalphError::Io { .. } => FAILED,
     }
 }

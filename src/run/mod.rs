@@ -8,6 +8,8 @@ pub mod dispatch;
 mod failure;
 pub mod setup;
 pub mod start;
+#[cfg(debug_assertions)]
+mod test_hooks;
 mod waits;
 
 use std::path::PathBuf;
@@ -64,6 +66,6 @@ impl RunEnd {
 
 /// `ralph run`: set up, then dispatch until the workflow ends.
 pub async fn run(options: Options) -> Result<RunEnd, RalphError> {
-    let ready = setup::prepare(&options)?;
-    dispatch::Dispatcher::new(ready).run().await
+    let (ready, signals) = setup::prepare(&options).await?;
+    dispatch::Dispatcher::new(ready).run(signals).await
 }

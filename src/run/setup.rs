@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::config::{self, Loaded};
 use crate::error::RalphError;
 use crate::report::Reporter;
+use crate::signal::{InterruptAction, Signals};
 use crate::state::checkpoint::{self, Checkpoint, Status};
 use crate::state::journal::Journal;
 use crate::state::lock::{LockError, RunLock};
@@ -36,7 +37,11 @@ pub struct Ready {
     pub resumed: bool,
 }
 
-pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
+/// Prepares the run. The signal handlers are installed as soon as the lock is
+/// taken and returned with the run: a Ctrl+C from then on (at the resume question
+/// too) ends ralph in order and releases the lock, instead of leaving a lock that
+/// the next run would report as a crash.
+pub async fn prepare(options: &Options) -> Result<(Ready, Signals), RalphError> {
     let dir = options.dir.clone();
     let path = config::find(&dir, options.config.as_deref())?;
     let loaded = config::load(&path)?;
@@ -55,6 +60,7 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
         LockError::Held { .. } => RalphError::Locked(e.to_string()),
         other => RalphError::io("cannot take the run lock", std::io::Error::other(other.to_string())),
     })?;
+    let mut signals = Signals::install().map_err(|e| RalphError::io("cannot install signal handlers", e))?;
     let reporter = Reporter::new(options.quiet, std::io::stderr().is_terminal());
     if let Some(stale) = &acquired.stale {
         reporter.line(&format!(
@@ -76,7 +82,7 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
             let mut flag = options.resume;
             let mut decision = start::decide(existing.as_ref(), flag);
             if decision == Start::Ask {
-                flag = ask(cp_path, existing.as_ref())?;
+                flag = ask(cp_path, existing.as_ref(), &mut signals).await?;
                 decision = start::decide(existing.as_ref(), flag);
             }
             match (decision, existing) {
@@ -110,20 +116,23 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
     } else {
         Journal::disabled()
     };
-    Ok(Ready {
-        dir,
-        loaded,
-        goal,
-        templates,
-        checkpoint_path,
-        checkpoint,
-        journal,
-        logs_dir,
-        artifacts_dir: agent_dir.join("artifacts"),
-        reporter,
-        lock: Some(acquired.lock),
-        resumed,
-    })
+    Ok((
+        Ready {
+            dir,
+            loaded,
+            goal,
+            templates,
+            checkpoint_path,
+            checkpoint,
+            journal,
+            logs_dir,
+            artifacts_dir: agent_dir.join("artifacts"),
+            reporter,
+            lock: Some(acquired.lock),
+            resumed,
+        },
+        signals,
+    ))
 }
 
 /// We hold the lock, so no ralph of that run is alive: whatever still carries its
@@ -183,7 +192,7 @@ fn load_checkpoint(path: &Path) -> Result<Option<Checkpoint>, RalphError> {
     }
 }
 
-fn ask(path: &Path, existing: Option<&Checkpoint>) -> Result<ResumeFlag, RalphError> {
+async fn ask(path: &Path, existing: Option<&Checkpoint>, signals: &mut Signals) -> Result<ResumeFlag, RalphError> {
     let Some(cp) = existing else { return Ok(ResumeFlag::Fresh) };
     let needed = || RalphError::ResumeChoiceNeeded {
         path: path.to_path_buf(),
@@ -195,7 +204,7 @@ fn ask(path: &Path, existing: Option<&Checkpoint>) -> Result<ResumeFlag, RalphEr
         return Err(needed());
     }
     let mut stderr = std::io::stderr();
-    let mut line = String::new();
+    let mut line;
     for _ in 0..3 {
         let _ = write!(
             stderr,
@@ -205,10 +214,10 @@ fn ask(path: &Path, existing: Option<&Checkpoint>) -> Result<ResumeFlag, RalphEr
             cp.progress.position.iteration
         );
         let _ = stderr.flush();
-        line.clear();
-        if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
-            break;
-        }
+        line = match read_answer(signals).await? {
+            Some(answer) => answer,
+            None => break,
+        };
         if let Some(flag) = start::parse_answer(&line) {
             return Ok(flag);
         }
@@ -217,6 +226,31 @@ fn ask(path: &Path, existing: Option<&Checkpoint>) -> Result<ResumeFlag, RalphEr
         }
     }
     Err(needed())
+}
+
+/// One line from the terminal, or `None` at its end. The read blocks, so it runs on
+/// its own thread while the signals are watched here: a Ctrl+C at the question
+/// stops ralph at once (the thread ends with the process).
+async fn read_answer(signals: &mut Signals) -> Result<Option<String>, RalphError> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let read = std::io::stdin().lock().read_line(&mut line);
+        let _ = tx.send(match read {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line),
+        });
+    });
+    let mut rx = rx;
+    loop {
+        tokio::select! {
+            answer = &mut rx => return Ok(answer.unwrap_or(None)),
+            action = signals.next() => match action {
+                InterruptAction::Stop(cause) => return Err(RalphError::StoppedBeforeStart(cause)),
+                InterruptAction::ForceExit | InterruptAction::Ignore => {}
+            },
+        }
+    }
 }
 
 fn fresh_checkpoint(loaded: &Loaded, prompt_checksum: &str) -> Checkpoint {
