@@ -20,7 +20,7 @@ use crate::state::atomic::Durability;
 use crate::state::checkpoint::{InFlight, Status, ToolCall};
 use crate::state::redact::redact;
 use crate::state::store;
-use crate::supervise::note::{LastTool, ToolState, Trouble};
+use crate::supervise::note::{self, LastTool, ToolState, Trouble};
 use crate::workflow::done::{self, Completion, Evidence};
 use crate::workflow::prompt;
 
@@ -464,6 +464,8 @@ impl Dispatcher {
         let previous_text = previous_name
             .as_ref()
             .and_then(|name| std::fs::read_to_string(self.r.artifacts_dir.join(format!("{name}.md"))).ok());
+        // The note was written when the attempt failed; the goal is today's.
+        let recovery = progress.recovery_note.as_deref().map(|n| note::with_goal(n, &self.r.goal));
         let ctx = prompt::Context {
             goal: &self.r.goal,
             phase: &phase.name,
@@ -474,9 +476,9 @@ impl Dispatcher {
             until_complete: phase.until_complete,
             done: &phase.done,
             previous: previous_name.as_deref().zip(previous_text.as_deref()),
-            recovery: progress.recovery_note.as_deref(),
+            recovery: recovery.as_deref(),
         };
-        match (resuming, progress.recovery_note.as_deref()) {
+        match (resuming, recovery.as_deref()) {
             (true, note) => {
                 prompt::render_continue(&ctx, note.unwrap_or("Continue the task where the previous attempt stopped."))
             }
@@ -591,7 +593,7 @@ fn tool_call(tool: &LastTool) -> ToolCall {
 }
 
 /// The tool call recorded in the checkpoint, as the note names it.
-pub(crate) fn in_flight_tool(tool: &ToolCall) -> LastTool {
+fn in_flight_tool(tool: &ToolCall) -> LastTool {
     LastTool {
         name: tool.name.clone(),
         input_summary: tool.input.clone(),

@@ -9,10 +9,11 @@ use crate::config::{self, Loaded};
 use crate::error::RalphError;
 use crate::report::Reporter;
 use crate::signal::{InterruptAction, Signals};
-use crate::state::checkpoint::{self, Checkpoint, Status};
+use crate::state::checkpoint::{self, Checkpoint, Status, ToolCall};
 use crate::state::journal::Journal;
 use crate::state::lock::{LockError, RunLock};
 use crate::state::store::{self, StoreError};
+use crate::supervise::note::{self, LastTool, NoteContext, ToolState, Trouble};
 use crate::workflow::Progress;
 use crate::workflow::prompt;
 
@@ -86,7 +87,7 @@ pub async fn prepare(options: &Options) -> Result<(Ready, Signals), RalphError> 
                 decision = start::decide(existing.as_ref(), flag);
             }
             match (decision, existing) {
-                (Start::Resume, Some(cp)) => (resume(cp, &loaded, &prompt_checksum, &reporter)?, true),
+                (Start::Resume, Some(cp)) => (resume(cp, &loaded, &goal, &prompt_checksum, &reporter)?, true),
                 (Start::ArchiveThenFresh, Some(_)) => {
                     let aside = store::set_aside(cp_path, "archived")
                         .map_err(|e| RalphError::io("cannot archive the old checkpoint", e))?;
@@ -281,6 +282,7 @@ fn fresh_checkpoint(loaded: &Loaded, prompt_checksum: &str) -> Checkpoint {
 fn resume(
     mut cp: Checkpoint,
     loaded: &Loaded,
+    goal: &str,
     prompt_checksum: &str,
     reporter: &Reporter,
 ) -> Result<Checkpoint, RalphError> {
@@ -314,14 +316,15 @@ fn resume(
         c.retry_streak = 0;
         pos.cycle = 1;
     }
-    // An attempt that was running when ralph stopped continues its session.
+    // An attempt still in flight means ralph ended without recording it (a crash,
+    // kill -9, a power cut): it continues its session, told that the last tool call
+    // it started has an unknown outcome. This replaces any older note: the crash
+    // is the latest thing that happened to the iteration.
     if let Some(in_flight) = cp.in_flight.take() {
         if in_flight.session.is_some() {
             cp.progress.resume_session = in_flight.session;
         }
-        if cp.progress.recovery_note.is_none() {
-            cp.progress.recovery_note = Some("ralph was stopped while the attempt ran".to_string());
-        }
+        cp.progress.recovery_note = Some(crash_note(&cp.progress, loaded, goal, in_flight.tool.as_ref()));
     }
     reporter.line(&format!(
         "resuming run {} ({}): phase {}, iteration {}, agent #{}{}",
@@ -340,6 +343,25 @@ fn resume(
     cp.config_checksum = loaded.checksum.clone();
     cp.prompt_checksum = prompt_checksum.to_string();
     Ok(cp)
+}
+
+/// The note for an attempt that ralph lost track of.
+fn crash_note(progress: &Progress, loaded: &Loaded, goal: &str, tool: Option<&ToolCall>) -> String {
+    let phase = &loaded.phases[progress.position.phase];
+    let done = crate::supervise::trouble::done_summary(progress, &loaded.phases);
+    note::note(&NoteContext {
+        goal,
+        phase: &phase.name,
+        iteration: progress.position.iteration,
+        iterations: phase.iterations,
+        done_summary: &done,
+        what_went_wrong: Trouble::Interrupted,
+        last_tool: tool.map(|t| LastTool {
+            name: t.name.clone(),
+            input_summary: t.input.clone(),
+            state: ToolState::StartedNoResult,
+        }),
+    })
 }
 
 /// sha256, hex.
