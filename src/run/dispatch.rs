@@ -526,7 +526,12 @@ impl Dispatcher {
 
     pub(super) fn save_with(&mut self, durability: Durability) -> Result<(), RalphError> {
         let elapsed = self.elapsed();
+        // The chain the position refers to, so a resume under another config can
+        // tell which agent owns the session.
+        let agents = &self.r.loaded.config.agents;
+        let chain = crate::recovery::resume::chain_of(self.phase(), &|name| agents.get(name).map(|a| a.kind));
         let cp = &mut self.r.checkpoint;
+        cp.progress.position.chain = chain;
         cp.elapsed_secs = elapsed;
         cp.updated_at = now();
         let Some(path) = &self.r.checkpoint_path else { return Ok(()) };

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::{self, Loaded};
 use crate::error::RalphError;
+use crate::recovery::resume;
 use crate::report::Reporter;
 use crate::signal::{InterruptAction, Signals};
 use crate::state::checkpoint::{self, Checkpoint, Status, ToolCall};
@@ -286,17 +287,18 @@ fn resume(
     prompt_checksum: &str,
     reporter: &Reporter,
 ) -> Result<Checkpoint, RalphError> {
-    if cp.config_checksum != loaded.checksum {
-        reporter.line(&format!(
-            "note: {} changed since this run started; resuming with the new version",
-            loaded.path.display()
-        ));
+    // An attempt still in flight means ralph ended without recording it (a crash,
+    // kill -9, a power cut): it continues its session.
+    let in_flight = cp.in_flight.take();
+    if let Some(session) = in_flight.as_ref().and_then(|f| f.session.clone()) {
+        cp.progress.resume_session = Some(session);
     }
-    if cp.prompt_checksum != prompt_checksum {
-        reporter.line("note: the goal file changed since this run started; the next attempt gets the new text");
+    let plan = resume_plan(&cp, loaded, prompt_checksum);
+    for change in &plan.changes {
+        reporter.line(&format!("note: {change}"));
     }
     let pos = &mut cp.progress.position;
-    let index = loaded.phases.iter().position(|p| p.name == pos.phase_name).ok_or_else(|| {
+    let index = plan.phase.ok_or_else(|| {
         RalphError::ResumeMismatch(format!(
             "the checkpoint stands in phase {}, which {} no longer has; restore that phase or run `ralph --no-resume`",
             pos.phase_name,
@@ -304,9 +306,15 @@ fn resume(
         ))
     })?;
     pos.phase = index;
-    if pos.agent_index >= loaded.phases[index].chain.len() {
-        pos.agent_index = 0;
+    pos.agent_index = plan.agent_index;
+    if plan.agent_changed {
+        cp.progress.counters.agent_failures = 0;
     }
+    if !plan.keep_session {
+        // Another agent (or kind) would not know the session: a fresh one starts.
+        cp.progress.resume_session = None;
+    }
+    let pos = &mut cp.progress.position;
     if matches!(cp.status, Status::Failed | Status::Blocked) {
         // The user resumes a stopped run after fixing something: the iteration gets
         // a fresh budget; the run's totals are kept.
@@ -316,14 +324,10 @@ fn resume(
         c.retry_streak = 0;
         pos.cycle = 1;
     }
-    // An attempt still in flight means ralph ended without recording it (a crash,
-    // kill -9, a power cut): it continues its session, told that the last tool call
-    // it started has an unknown outcome. This replaces any older note: the crash
-    // is the latest thing that happened to the iteration.
-    if let Some(in_flight) = cp.in_flight.take() {
-        if in_flight.session.is_some() {
-            cp.progress.resume_session = in_flight.session;
-        }
+    // The attempt ralph lost track of is told that the last tool call it started
+    // has an unknown outcome. This replaces any older note: the crash is the latest
+    // thing that happened to the iteration.
+    if let Some(in_flight) = in_flight {
         cp.progress.recovery_note = Some(crash_note(&cp.progress, loaded, goal, in_flight.tool.as_ref()));
     }
     reporter.line(&format!(
@@ -343,6 +347,27 @@ fn resume(
     cp.config_checksum = loaded.checksum.clone();
     cp.prompt_checksum = prompt_checksum.to_string();
     Ok(cp)
+}
+
+/// What `--resume` of `cp` does under the config and goal found now (also shown
+/// by `--inspect-checkpoint`).
+pub fn resume_plan(cp: &Checkpoint, loaded: &Loaded, prompt_checksum: &str) -> resume::Plan {
+    let config_name = loaded.path.display().to_string();
+    let kind = |name: &str| loaded.config.agents.get(name).map(|a| a.kind);
+    resume::plan(
+        resume::Recorded {
+            progress: &cp.progress,
+            config_checksum: &cp.config_checksum,
+            goal_checksum: &cp.prompt_checksum,
+        },
+        resume::Current {
+            config_name: &config_name,
+            config_checksum: &loaded.checksum,
+            goal_checksum: prompt_checksum,
+            phases: &loaded.phases,
+            kind: &kind,
+        },
+    )
 }
 
 /// The note for an attempt that ralph lost track of.
