@@ -37,6 +37,9 @@ pub enum RalphError {
     /// Wrong use of the command line.
     #[error("{0}")]
     Usage(String),
+    /// An agent of a chain the run uses cannot be started (one problem a line).
+    #[error("the agent pre-flight found {} problem(s); nothing was started:\n  {}", .0.len(), .0.join("\n  "))]
+    Preflight(Vec<String>),
     /// A signal stopped ralph before the run started (at the resume question);
     /// nothing was changed.
     #[error("stopped by {} before the run started; nothing was changed", .0.signal_name())]

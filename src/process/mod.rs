@@ -7,6 +7,7 @@ pub mod env;
 pub mod escalation;
 pub mod group;
 pub mod leftovers;
+pub mod preflight;
 
 pub use escalation::{Escalation, Step};
 pub use group::{Launch, signal_group, spawn};

@@ -54,6 +54,12 @@ pub async fn prepare(options: &Options) -> Result<(Ready, Signals), RalphError> 
         source,
     })?;
     let templates = load_templates(&dir, &loaded)?;
+    // Every agent the chains may reach, checked now rather than when the chain
+    // gets there in the middle of the night.
+    let problems = crate::agent::preflight::check_used(&loaded, &dir);
+    if !problems.is_empty() {
+        return Err(RalphError::Preflight(problems));
+    }
 
     let agent_dir = dir.join(".agent");
     store::ensure_gitignore(&agent_dir)
