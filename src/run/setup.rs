@@ -328,7 +328,11 @@ fn resume(
         c.agent_failures = 0;
         c.ambiguous_failures = 0;
         c.retry_streak = 0;
+        c.tool_registry_resets = 0;
+        c.mcp_restarts = 0;
+        c.done_claims = 0;
         pos.cycle = 1;
+        cp.progress.recoveries.clear();
     }
     // The attempt ralph lost track of is told that the last tool call it started
     // has an unknown outcome. This replaces any older note: the crash is the latest
