@@ -212,7 +212,6 @@ async fn ask(path: &Path, existing: Option<&Checkpoint>, signals: &mut Signals) 
         return Err(needed());
     }
     let mut stderr = std::io::stderr();
-    let mut line;
     for _ in 0..3 {
         let _ = write!(
             stderr,
@@ -222,7 +221,7 @@ async fn ask(path: &Path, existing: Option<&Checkpoint>, signals: &mut Signals) 
             cp.progress.position.iteration
         );
         let _ = stderr.flush();
-        line = match read_answer(signals).await? {
+        let line = match read_answer(signals).await? {
             Some(answer) => answer,
             None => break,
         };
@@ -240,7 +239,7 @@ async fn ask(path: &Path, existing: Option<&Checkpoint>, signals: &mut Signals) 
 /// its own thread while the signals are watched here: a Ctrl+C at the question
 /// stops ralph at once (the thread ends with the process).
 async fn read_answer(signals: &mut Signals) -> Result<Option<String>, RalphError> {
-    let (tx, rx) = tokio::sync::oneshot::channel();
+    let (tx, mut rx) = tokio::sync::oneshot::channel();
     std::thread::spawn(move || {
         let mut line = String::new();
         let read = std::io::stdin().lock().read_line(&mut line);
@@ -249,7 +248,6 @@ async fn read_answer(signals: &mut Signals) -> Result<Option<String>, RalphError
             Ok(_) => Some(line),
         });
     });
-    let mut rx = rx;
     loop {
         tokio::select! {
             answer = &mut rx => return Ok(answer.unwrap_or(None)),
