@@ -24,7 +24,7 @@ static ARMED: AtomicBool = AtomicBool::new(false);
 
 /// How long the event loop gets to finish its own (saving) exit after the second
 /// Ctrl+C before the backstop ends the process.
-const LOOP_GRACE: Duration = Duration::from_secs(1);
+const LOOP_GRACE: Duration = Duration::from_secs(2);
 
 /// Records the group of the agent that was just started.
 pub fn set(pgid: u32) {
