@@ -377,3 +377,50 @@ chain = "main"
     let cp = p.checkpoint();
     assert_eq!(cp["status"], "paused", "{cp:#}");
 }
+
+#[test]
+fn second_ctrl_c_keeps_the_usage_the_attempt_reported() {
+    use std::os::unix::fs::PermissionsExt;
+    // An agent that reported its cost, then ignores SIGINT and SIGTERM.
+    let agent_script = r#"#!/bin/sh
+trap '' INT TERM
+echo $$ > agent.pid
+printf '%s\n' '{"type":"system","subtype":"init","session_id":"s-usage"}'
+printf '%s\n' '{"type":"result","subtype":"success","is_error":false,"result":"partial","session_id":"s-usage","total_cost_usd":0.5,"usage":{"input_tokens":100,"output_tokens":20}}'
+exec sleep 60
+"#;
+    let p = Project::new()
+        .config(&fast(
+            "",
+            r#"grace = "30s""#,
+            r#"
+[agents.a]
+kind = "command"
+command = ["./agent.sh", "{prompt}"]
+output = "claude-stream-json"
+
+[chains]
+main = ["a"]
+
+[phases.develop]
+chain = "main"
+"#,
+        ))
+        .file("agent.sh", agent_script);
+    std::fs::set_permissions(p.join("agent.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "s-usage", DEFAULT_TIMEOUT);
+    run.signal(Signal::SIGINT);
+    p.wait_for_log("sending SIGINT", DEFAULT_TIMEOUT);
+    run.signal(Signal::SIGINT);
+    let out = run.wait(Duration::from_secs(10));
+    let gone = gone_within(agent, GONE);
+    cleanup(agent);
+    out.expect_code(130);
+    assert!(gone, "the agent {agent} outlived ralph");
+    let cp = p.checkpoint();
+    assert_eq!(cp["status"], "paused", "{cp:#}");
+    assert_eq!(cp["usage"]["cost_usd"], 0.5, "{cp:#}");
+    assert_eq!(cp["progress"]["resume_session"], "s-usage", "{cp:#}");
+}
