@@ -56,6 +56,13 @@ pub enum RalphError {
     /// An I/O failure before the first attempt (`-C` missing, `.agent/` not writable).
     #[error("{context}: {source}")]
     Setup { context: String, source: std::io::Error },
+    /// An agent of a chain the run uses cannot be started (one problem a line).
+    #[error("the agent pre-flight found {} problem(s); nothing was started:\n  {}", .0.len(), .0.join("\n  "))]
+    Preflight(Vec<String>),
+    /// A signal stopped ralph before the run started (at the resume question);
+    /// nothing was changed.
+    #[error("stopped by {} before the run started; nothing was changed", .0.signal_name())]
+    StoppedBeforeStart(crate::signal::StopCause),
     /// ralph's own I/O failed while the run was under way.
     #[error("{context}: {source}")]
     Io { context: String, source: std::io::Error },

@@ -52,6 +52,11 @@ pub enum RunEvent {
     RunError {
         error: String,
     },
+    /// A stop signal arrived: the user's intent (or the shutdown) is recorded
+    /// before the agent is ended.
+    StopRequested {
+        signal: String,
+    },
     RunEnded {
         status: Status,
         reason: Option<String>,
@@ -184,6 +189,7 @@ impl RunEvent {
             RunEvent::RunStarted { .. } => "run_started",
             RunEvent::RunResumed { .. } => "run_resumed",
             RunEvent::RunError { .. } => "run_error",
+            RunEvent::StopRequested { .. } => "stop_requested",
             RunEvent::RunEnded { .. } => "run_ended",
             RunEvent::AttemptStarted { .. } => "attempt_started",
             RunEvent::AttemptSucceeded { .. } => "attempt_succeeded",

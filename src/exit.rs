@@ -65,8 +65,10 @@ pub fn code(ending: Ending<'_>) -> i32 {
             | RalphError::NothingToResume(_)
             | RalphError::ResumeMismatch(_)
             | RalphError::Usage(_)
-            | RalphError::Setup { .. },
+            | RalphError::Setup { .. }
+            | RalphError::Preflight(_),
         ) => USAGE,
+        Ending::Error(RalphError::StoppedBeforeStart(cause)) => code(Ending::Run(&RunEnd::Stopped(*cause))),
         Ending::Error(RalphError::Io { .. } | RalphError::Internal(_)) => INTERNAL,
     }
 }

@@ -4,10 +4,17 @@
 //! `paused`); SIGTERM and SIGHUP ask for the same orderly stop on behalf of the
 //! machine (saved as `interrupted`, so a watchdog may resume it). A second SIGINT
 //! while stopping means "now": the agent's group is killed and ralph exits at once.
+//! Ctrl+Z (SIGTSTP) suspends ralph together with the agent's group; the clocks of
+//! the attempt do not count the time stopped.
 //! [`Signals`] is the I/O half: it turns the process's signal streams into
-//! [`Incoming`] values.
+//! [`Incoming`] values, arms the backstop at the first stop (so a second Ctrl+C
+//! works even when the event loop is blocked) and carries out a suspension.
+
+use std::time::Duration;
 
 use tokio::signal::unix::{Signal, SignalKind, signal};
+
+use crate::process::agent_group;
 
 /// A signal ralph reacts to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,12 +89,15 @@ impl InterruptState {
     }
 }
 
-/// The process's SIGINT, SIGTERM and SIGHUP streams, plus the state machine.
+/// The process's SIGINT, SIGTERM, SIGHUP and SIGTSTP streams, plus the state machine.
 pub struct Signals {
     int: Signal,
     term: Signal,
     hup: Signal,
+    tstp: Signal,
     pub state: InterruptState,
+    /// Time spent suspended (Ctrl+Z until `fg`), in total.
+    suspended: Duration,
 }
 
 impl Signals {
@@ -97,18 +107,41 @@ impl Signals {
             int: signal(SignalKind::interrupt())?,
             term: signal(SignalKind::terminate())?,
             hup: signal(SignalKind::hangup())?,
+            tstp: signal(SignalKind::from_raw(nix::libc::SIGTSTP))?,
             state: InterruptState::default(),
+            suspended: Duration::ZERO,
         })
     }
 
-    /// Waits for the next signal and returns what to do about it.
+    /// Waits for the next signal and returns what to do about it. Ctrl+Z, whatever
+    /// else is under way, is carried out here (the call returns after `fg`) and
+    /// reported as [`InterruptAction::Ignore`]; [`Signals::suspended`] tells how
+    /// long it took.
     pub async fn next(&mut self) -> InterruptAction {
         let incoming = tokio::select! {
             _ = self.int.recv() => Incoming::Interrupt,
             _ = self.term.recv() => Incoming::Terminate,
             _ = self.hup.recv() => Incoming::Hangup,
+            _ = self.tstp.recv() => {
+                self.suspended += agent_group::suspend();
+                return InterruptAction::Ignore;
+            }
         };
-        self.state.on_signal(incoming)
+        match self.state.on_signal(incoming) {
+            action @ InterruptAction::Stop(_) => {
+                // From now on a second Ctrl+C works even if the loop never gets to it.
+                if let Err(e) = agent_group::arm_backstop() {
+                    tracing::warn!("cannot arm the second-Ctrl+C backstop: {e}");
+                }
+                action
+            }
+            action => action,
+        }
+    }
+
+    /// Total time ralph spent suspended; the attempt's clocks leave it out.
+    pub fn suspended(&self) -> Duration {
+        self.suspended
     }
 
     /// The stop under way, if any.

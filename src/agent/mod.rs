@@ -8,6 +8,7 @@ pub mod gemini;
 pub(crate) mod json;
 pub mod launch;
 pub mod opencode;
+pub mod preflight;
 pub mod sim;
 pub mod text;
 

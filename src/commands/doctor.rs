@@ -6,6 +6,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::agent::preflight;
 use crate::config::{self, AgentConfig, AgentKind};
 use crate::error::RalphError;
 use crate::process::env;
@@ -34,7 +35,7 @@ pub fn main(dir: &Path, config_path: Option<&Path>) -> Result<i32, RalphError> {
         .build()
         .map_err(|e| RalphError::io("cannot start the runtime", e))?;
     for (name, agent) in &loaded.config.agents {
-        checks.extend(runtime.block_on(check_agent(name, agent, &loaded.config.offline.timeout)));
+        checks.extend(runtime.block_on(check_agent(name, agent, dir, &loaded.config.offline.timeout)));
     }
     let mut failed = 0;
     for check in &checks {
@@ -50,27 +51,22 @@ pub fn main(dir: &Path, config_path: Option<&Path>) -> Result<i32, RalphError> {
     }
 }
 
-async fn check_agent(name: &str, agent: &AgentConfig, timeout: &Duration) -> Vec<Check> {
+async fn check_agent(name: &str, agent: &AgentConfig, dir: &Path, timeout: &Duration) -> Vec<Check> {
     let mut out = Vec::new();
-    let program = match agent.kind {
-        AgentKind::Sim => {
-            out.push(Check { ok: true, what: format!("agent {name}: the built-in scripted agent") });
+    if agent.kind == AgentKind::Sim {
+        out.push(Check { ok: true, what: format!("agent {name}: the built-in scripted agent") });
+        return out;
+    }
+    // The same check the run does before its first attempt.
+    let binary = match preflight::check_agent(name, agent, dir) {
+        Ok(paths) => match paths.into_iter().next() {
+            Some(path) => path,
+            None => return out,
+        },
+        Err(problem) => {
+            out.push(Check { ok: false, what: problem });
             return out;
         }
-        AgentKind::Command => agent.command.as_ref().and_then(|c| c.first()).map(std::path::PathBuf::from),
-        kind => Some(agent.binary.clone().unwrap_or_else(|| kind.as_str().into())),
-    };
-    let Some(program) = program else { return out };
-    let Ok(binary) = which::which(&program) else {
-        let fix = if agent.kind == AgentKind::Command { "command" } else { "binary" };
-        out.push(Check {
-            ok: false,
-            what: format!(
-                "agent {name}: {} not found on PATH; install it or set [agents.{name}] {fix}",
-                program.display()
-            ),
-        });
-        return out;
     };
     out.push(Check { ok: true, what: format!("agent {name}: {}", binary.display()) });
     if agent.kind != AgentKind::Command {

@@ -25,8 +25,42 @@ pub fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
         println!("{text}");
     } else {
         print!("{}", describe(&cp));
+        print!("{}", since(dir, &cp));
     }
     Ok(crate::exit::DONE)
+}
+
+/// What changed since the checkpoint (config, goal, phases, agents) and what a
+/// resume will therefore do.
+fn since(dir: &Path, cp: &Checkpoint) -> String {
+    let loaded = match crate::config::find(dir, None).and_then(|path| crate::config::load(&path)) {
+        Ok(loaded) => loaded,
+        Err(e) => return format!("  since the run started: cannot read the current config ({e})\n"),
+    };
+    let goal = dir.join(&loaded.config.general.prompt);
+    let checksum = match std::fs::read(&goal) {
+        Ok(bytes) => crate::run::setup::checksum(&bytes),
+        Err(e) => return format!("  since the run started: cannot read the goal file {} ({e})\n", goal.display()),
+    };
+    // A resume first takes the session of an attempt ralph lost track of.
+    let mut cp = cp.clone();
+    if let Some(session) = cp.in_flight.as_ref().and_then(|f| f.session.clone()) {
+        cp.progress.resume_session = Some(session);
+    }
+    let plan = crate::run::setup::resume_plan(&cp, &loaded, &checksum);
+    if plan.changes.is_empty() {
+        return "  since the run started: nothing changed (config, goal, phases and agents are the same)\n".into();
+    }
+    let mut s = String::from("  since the run started:\n");
+    for change in &plan.changes {
+        let _ = writeln!(s, "    {change}");
+    }
+    if let Some(phase) = plan.phase.and_then(|i| loaded.phases.get(i)) {
+        let agent = phase.chain.get(plan.agent_index).map_or("", String::as_str);
+        let session = if plan.keep_session { "its session" } else { "a fresh session" };
+        let _ = writeln!(s, "  resume therefore continues with agent {agent} (#{}) in {session}", plan.agent_index + 1);
+    }
+    s
 }
 
 /// A human description of where a run stands and what `--resume` would do.

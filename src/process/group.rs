@@ -34,7 +34,7 @@ pub fn spawn(launch: &Launch) -> std::io::Result<Child> {
             std::io::Error::new(std::io::ErrorKind::NotFound, format!("{program} was not found on PATH"))
         })?
     };
-    let mut cmd = Command::new(program);
+    let mut cmd = Command::new(&program);
     cmd.args(args)
         .current_dir(&launch.cwd)
         .env_clear()
@@ -61,7 +61,9 @@ pub fn spawn(launch: &Launch) -> std::io::Result<Child> {
             Ok(())
         });
     }
-    cmd.spawn()
+    // The error names the program: "No such file or directory" alone does not say
+    // which file (a binary removed after the run started).
+    cmd.spawn().map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", program.display())))
 }
 
 /// Sends `signal` to the whole process group `pgid`. A group that is already gone

@@ -2,10 +2,12 @@
 //! from an argument array (never a shell string), with a scrubbed environment; ended
 //! with SIGINT → grace → SIGTERM → grace → SIGKILL sent to the whole group.
 
+pub mod agent_group;
 pub mod env;
 pub mod escalation;
 pub mod group;
 pub mod leftovers;
+pub mod preflight;
 
 pub use escalation::{Escalation, Step};
 pub use group::{Launch, signal_group, spawn};

@@ -38,6 +38,29 @@ impl Cap {
             Cap::Cost => "max_cost_usd exhausted",
         }
     }
+
+    /// The config key that sets this cap (`phase` names the phase for per-phase caps).
+    pub fn key(self, phase: &str) -> String {
+        match self {
+            Cap::MaxCycles => "[general] max_cycles".into(),
+            Cap::ToolRegistryResets => "[retry] tool_registry_resets".into(),
+            Cap::McpRestarts => "[retry] mcp_restarts".into(),
+            Cap::AmbiguousAttempts => "[retry] ambiguous_attempts".into(),
+            Cap::Iterations => format!("[phases.{phase}] iterations"),
+            Cap::Runtime => "[general] max_runtime".into(),
+            Cap::Cost => "[general] max_cost_usd".into(),
+        }
+    }
+
+    /// Whether `--resume` of a run stopped by this cap starts with its budget
+    /// renewed. The run's totals (iterations, active time, cost) are kept, so their
+    /// caps stop a resumed run again at once unless the key is raised.
+    pub fn renewed_by_resume(self) -> bool {
+        match self {
+            Cap::MaxCycles | Cap::ToolRegistryResets | Cap::McpRestarts | Cap::AmbiguousAttempts => true,
+            Cap::Iterations | Cap::Runtime | Cap::Cost => false,
+        }
+    }
 }
 
 /// Why a run stops before finishing.

@@ -54,6 +54,7 @@ pub fn line(event: &RunEvent) -> Option<String> {
         | RunEvent::RunResumed { .. }
         | RunEvent::RunError { .. }
         | RunEvent::RunEnded { .. }
+        | RunEvent::StopRequested { .. }
         | RunEvent::AttemptStarted { .. }
         | RunEvent::IterationStarted { .. }
         | RunEvent::Retry { .. }

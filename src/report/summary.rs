@@ -93,11 +93,23 @@ impl Summary {
                 }
             }
         }
-        let next = match end {
-            RunEnd::Completed => None,
-            RunEnd::Stopped(_) | RunEnd::ForceExit => Some("ralph --resume continues where it stopped"),
-            RunEnd::Failed(_) | RunEnd::Blocked(_) => {
-                Some("fix the cause, then ralph --resume continues this iteration with a fresh budget")
+        let phase = &cp.progress.position.phase_name;
+        let next = match (end, self.cap) {
+            (RunEnd::Completed, _) => None,
+            (RunEnd::Stopped(_) | RunEnd::ForceExit, _) => {
+                Some("ralph --resume continues where it stopped".to_string())
+            }
+            // A run total: resuming without raising the cap would stop again at once.
+            (RunEnd::Failed(_), Some(cap)) if !cap.renewed_by_resume() => Some(format!(
+                "raise {} in the config, then ralph --resume continues (the run's totals are kept)",
+                cap.key(phase)
+            )),
+            (RunEnd::Failed(_), Some(cap)) => Some(format!(
+                "fix the cause (or raise {}), then ralph --resume continues this iteration with a fresh budget",
+                cap.key(phase)
+            )),
+            (RunEnd::Failed(_), None) | (RunEnd::Blocked(_), _) => {
+                Some("fix the cause, then ralph --resume continues this iteration with a fresh budget".to_string())
             }
         };
         if let Some(next) = next {

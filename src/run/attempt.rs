@@ -15,7 +15,7 @@ use tokio::time::{Instant, sleep_until};
 use crate::agent::AgentEvent;
 use crate::agent::launch::Prepared;
 use crate::config::Timeouts;
-use crate::process::{Escalation, Step, signal_group, spawn};
+use crate::process::{Escalation, Step, agent_group, signal_group, spawn};
 use crate::recovery::classify::{EndedBy, Exit};
 use crate::signal::{InterruptAction, Signals, StopCause};
 use crate::state::checkpoint::Usage;
@@ -70,6 +70,11 @@ pub trait Observer {
     fn session(&mut self, id: &str);
     /// Any output arrived.
     fn event(&mut self, event: Option<&AgentEvent>);
+    /// A stop was asked for: record the intent now, before the agent is ended, so a
+    /// second Ctrl+C or a crash during the escalation cannot lose it.
+    fn stopping(&mut self, cause: StopCause);
+    /// A tool call started or finished: what a resume after a crash must check.
+    fn tool(&mut self, tool: &LastTool);
 }
 
 impl Outcome {
@@ -97,6 +102,9 @@ pub async fn run(
         let err = std::io::Error::other("the agent's pipes were not set up");
         return state.finish(End::SpawnFailed(err), started);
     };
+    // The signal paths that bypass this loop (second Ctrl+C, Ctrl+Z) need the group.
+    agent_group::set(pgid);
+    let _group = GroupGuard;
     // Plain buffered writes: a page-cache write takes microseconds, while tokio's
     // file type would hop to a blocking thread for every line.
     let mut log = match std::fs::File::create(log_path) {
@@ -127,10 +135,23 @@ pub async fn run(
     // After the agent exits, its pipes may be held open by something it left behind;
     // the group is killed then, and the rest of the output gets this long to drain.
     let mut drain_deadline: Option<Instant> = None;
+    let mut suspended = signals.suspended();
 
     loop {
         if exit.is_some() && !out_open && !err_open {
             break;
+        }
+        // Time stopped by Ctrl+Z is neither silence nor attempt time.
+        let paused = signals.suspended().saturating_sub(suspended);
+        if !paused.is_zero() {
+            suspended = signals.suspended();
+            supervisor.pause(paused);
+            if let Some((_, Some(at))) = escalation.as_mut() {
+                *at += paused;
+            }
+            if let Some(at) = drain_deadline.as_mut() {
+                *at += paused;
+            }
         }
         let (watch_at, watch_reason) = supervisor.deadline();
         let escalate_at = escalation.as_ref().and_then(|(_, at)| *at);
@@ -150,6 +171,11 @@ pub async fn run(
                     for event in events {
                         found = found.or(supervisor.on_event(Some(&event), Instant::now()));
                         observer.event(Some(&event));
+                        if matches!(event, AgentEvent::ToolStarted { .. } | AgentEvent::ToolFinished { .. })
+                            && let Some(tool) = supervisor.last_tool()
+                        {
+                            observer.tool(&tool);
+                        }
                         if let Some(id) = state.absorb(event) {
                             observer.session(&id);
                         }
@@ -189,6 +215,7 @@ pub async fn run(
                 });
                 // Nothing the agent started may outlive its attempt.
                 let _ = signal_group(pgid, Signal::SIGKILL);
+                agent_group::clear();
                 drain_deadline = Some(Instant::now() + Duration::from_secs(2));
             },
             _ = sleep_until(watch_at), if exit.is_none() && escalation.is_none() => {
@@ -214,6 +241,7 @@ pub async fn run(
                 // it has recorded this attempt's result.
                 InterruptAction::Stop(cause) if exit.is_none() => {
                     stopping = Some(cause);
+                    observer.stopping(cause);
                     if escalation.is_none() {
                         escalation = Some(begin(Escalation::start_with(prepared.stop_signal, timeouts.grace), pgid));
                     }
@@ -239,6 +267,15 @@ pub async fn run(
     outcome.intervention = if stopping.is_some() { None } else { intervention };
     outcome.last_tool = supervisor.last_tool();
     outcome
+}
+
+/// Forgets the agent's group however the attempt ends.
+struct GroupGuard;
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        agent_group::clear();
+    }
 }
 
 /// Appends a line, keeping the last `TAIL_BYTES` or so (cut on a char boundary).

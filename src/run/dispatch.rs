@@ -18,10 +18,11 @@ use crate::recovery::rate_limit;
 use crate::report::Summary;
 use crate::signal::{InterruptAction, Signals, StopCause};
 use crate::state::atomic::Durability;
-use crate::state::checkpoint::{InFlight, Status};
+use crate::state::checkpoint::{InFlight, Status, ToolCall};
+use crate::state::redact::redact;
 use crate::state::store;
 use crate::supervise::completion::Claim;
-use crate::supervise::note::{self, Trouble};
+use crate::supervise::note::{self, LastTool, ToolState, Trouble};
 use crate::workflow::done::{self, Completion, Evidence, SignOff};
 use crate::workflow::{advance, prompt};
 
@@ -62,8 +63,9 @@ impl Dispatcher {
         }
     }
 
-    pub async fn run(mut self) -> Result<RunEnd, RalphError> {
-        let mut signals = Signals::install().map_err(|e| RalphError::io("cannot install signal handlers", e))?;
+    /// Dispatches until the workflow ends. `signals` were installed when the lock
+    /// was taken, so nothing that came since is lost.
+    pub async fn run(mut self, mut signals: Signals) -> Result<RunEnd, RalphError> {
         let (run_id, pid, from) = (self.r.checkpoint.run_id.clone(), std::process::id(), self.r.from.clone());
         let pos = &self.r.checkpoint.progress.position;
         let (phase, pass) = (pos.phase_name.clone(), pos.pass);
@@ -82,8 +84,11 @@ impl Dispatcher {
                 return Err(e);
             }
         };
+        // A forced exit saves too: the intent was recorded at the first Ctrl+C, the
+        // last attempt's usage is added now, and the lock is released, so the next
+        // run sees a paused run and not a crash.
+        self.finish(&end)?;
         if end != RunEnd::ForceExit {
-            self.finish(&end)?;
             self.notifier.flush().await;
         }
         Ok(end)
@@ -120,7 +125,7 @@ impl Dispatcher {
             };
             match pending {
                 Some(InterruptAction::Stop(cause)) => return self.stopped(cause, None),
-                Some(InterruptAction::ForceExit) => return Ok(RunEnd::ForceExit),
+                Some(InterruptAction::ForceExit) => return self.forced(signals, None),
                 Some(InterruptAction::Ignore) | None => {}
             }
             // A stop that came as the last attempt ended, after its result was kept.
@@ -131,8 +136,14 @@ impl Dispatcher {
             let agent = self.current_agent();
             self.add_usage(&outcome);
             match outcome.end {
-                End::ForceExit => return Ok(RunEnd::ForceExit),
-                End::Stopped(cause) => return self.stopped(cause, outcome.session),
+                End::ForceExit => return self.forced(signals, outcome.session),
+                End::Stopped(cause) => {
+                    // The attempt's own view of its last tool call is the freshest.
+                    if let (Some(in_flight), Some(tool)) = (self.r.checkpoint.in_flight.as_mut(), &outcome.last_tool) {
+                        in_flight.tool = Some(tool_call(tool));
+                    }
+                    return self.stopped(cause, outcome.session);
+                }
                 End::SpawnFailed(ref e) => {
                     if let Some(end) = self.spawn_failed(&agent, e, signals).await? {
                         return Ok(end);
@@ -181,8 +192,13 @@ impl Dispatcher {
         );
         let cp = &mut self.r.checkpoint;
         cp.status = Status::Running;
-        cp.in_flight =
-            Some(InFlight { agent: agent.clone(), attempt: attempt_no, session: resume.clone(), started_at: now() });
+        cp.in_flight = Some(InFlight {
+            agent: agent.clone(),
+            attempt: attempt_no,
+            session: resume.clone(),
+            started_at: now(),
+            tool: None,
+        });
         let pos = cp.progress.position.clone();
         // Losing this state to a power cut equals a crash just before the attempt.
         self.save_with(Durability::Ordered)?;
@@ -382,9 +398,18 @@ impl Dispatcher {
         Ok(None)
     }
 
+    /// The second Ctrl+C: the agent's group is already killed. The run is recorded
+    /// as stopped by the first signal's cause, like an orderly stop.
+    fn forced(&mut self, signals: &Signals, session: Option<String>) -> Result<RunEnd, RalphError> {
+        let cause = signals.stopping().unwrap_or(StopCause::User);
+        self.stopped(cause, session)?;
+        Ok(RunEnd::ForceExit)
+    }
+
     /// An orderly stop by a signal: the in-flight session is kept for `--resume`.
     pub(super) fn stopped(&mut self, cause: StopCause, session: Option<String>) -> Result<RunEnd, RalphError> {
-        let interrupted_note = self.note(Trouble::Interrupted, None);
+        let last_tool = self.r.checkpoint.in_flight.as_ref().and_then(|f| f.tool.as_ref()).map(in_flight_tool);
+        let interrupted_note = self.note(Trouble::Interrupted, last_tool);
         let cp = &mut self.r.checkpoint;
         if let Some(in_flight) = cp.in_flight.take() {
             // The attempt did not fail: it was stopped. Its session continues later.
@@ -394,7 +419,7 @@ impl Dispatcher {
             }
             cp.progress.recovery_note = Some(interrupted_note);
         }
-        cp.status = if cause == StopCause::User { Status::Paused } else { Status::Interrupted };
+        cp.status = Status::stopped_by(cause);
         cp.stop_cause = Some(cause);
         Ok(RunEnd::Stopped(cause))
     }
@@ -477,6 +502,8 @@ impl Dispatcher {
             .as_ref()
             .and_then(|name| std::fs::read_to_string(self.r.artifacts_dir.join(format!("{name}.md"))).ok());
         let from_note = progress.from.as_ref().and_then(|from| prompt::from_note(from, previous_name.as_deref()));
+        // The note was written when the attempt failed; the goal is today's.
+        let recovery = progress.recovery_note.as_deref().map(|n| note::with_goal(n, &self.r.goal));
         let ctx = prompt::Context {
             goal: &self.r.goal,
             phase: &phase.name,
@@ -490,9 +517,9 @@ impl Dispatcher {
             done: &phase.done,
             previous: previous_name.as_deref().zip(previous_text.as_deref()),
             from_note: from_note.as_deref(),
-            recovery: progress.recovery_note.as_deref(),
+            recovery: recovery.as_deref(),
         };
-        match (resuming, progress.recovery_note.as_deref()) {
+        match (resuming, recovery.as_deref()) {
             (true, note) => {
                 prompt::render_continue(&ctx, note.unwrap_or("Continue the task where the previous attempt stopped."))
             }
@@ -538,7 +565,12 @@ impl Dispatcher {
 
     pub(super) fn save_with(&mut self, durability: Durability) -> Result<(), RalphError> {
         let elapsed = self.elapsed();
+        // The chain the position refers to, so a resume under another config can
+        // tell which agent owns the session.
+        let agents = &self.r.loaded.config.agents;
+        let chain = crate::recovery::resume::chain_of(self.phase(), &|name| agents.get(name).map(|a| a.kind));
         let cp = &mut self.r.checkpoint;
+        cp.progress.position.chain = chain;
         cp.elapsed_secs = elapsed;
         cp.updated_at = now();
         let Some(path) = &self.r.checkpoint_path else { return Ok(()) };
@@ -577,6 +609,49 @@ impl Observer for Dispatcher {
 
     fn event(&mut self, event: Option<&AgentEvent>) {
         self.r.reporter.agent_event(event);
+    }
+
+    fn stopping(&mut self, cause: StopCause) {
+        let cp = &mut self.r.checkpoint;
+        cp.status = Status::stopped_by(cause);
+        cp.stop_cause = Some(cause);
+        self.emit(RunEvent::StopRequested { signal: cause.signal_name().to_string() });
+        if let Err(e) = self.save() {
+            tracing::warn!("{e}");
+        }
+        #[cfg(debug_assertions)]
+        super::test_hooks::hang_if_asked("RALPH_TEST_HANG_AFTER_STOP");
+    }
+
+    fn tool(&mut self, tool: &LastTool) {
+        let Some(in_flight) = self.r.checkpoint.in_flight.as_mut() else { return };
+        if tool.state != ToolState::StartedNoResult {
+            // Only a start is worth a write: after a crash, the call named is one
+            // whose outcome must be checked either way.
+            return;
+        }
+        in_flight.tool = Some(tool_call(tool));
+        if let Err(e) = self.save_with(Durability::Ordered) {
+            tracing::warn!("{e}");
+        }
+    }
+}
+
+/// A tool call as the checkpoint keeps it (its input redacted).
+fn tool_call(tool: &LastTool) -> ToolCall {
+    ToolCall {
+        name: tool.name.clone(),
+        input: redact(&tool.input_summary),
+        finished: tool.state == ToolState::Finished,
+    }
+}
+
+/// The tool call recorded in the checkpoint, as the note names it.
+fn in_flight_tool(tool: &ToolCall) -> LastTool {
+    LastTool {
+        name: tool.name.clone(),
+        input_summary: tool.input.clone(),
+        state: if tool.finished { ToolState::Finished } else { ToolState::StartedNoResult },
     }
 }
 

@@ -10,6 +10,8 @@ mod passes;
 mod registration;
 pub mod setup;
 pub mod start;
+#[cfg(debug_assertions)]
+mod test_hooks;
 mod waits;
 
 use std::path::PathBuf;
@@ -43,6 +45,6 @@ pub use crate::outcome::RunEnd;
 
 /// `ralph run`: set up, then dispatch until the workflow ends.
 pub async fn run(options: Options) -> Result<RunEnd, RalphError> {
-    let ready = setup::prepare(&options)?;
-    dispatch::Dispatcher::new(ready).run().await
+    let (ready, signals) = setup::prepare(&options).await?;
+    dispatch::Dispatcher::new(ready).run(signals).await
 }

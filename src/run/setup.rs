@@ -7,12 +7,15 @@ use std::path::{Path, PathBuf};
 
 use crate::config::{self, Loaded};
 use crate::error::RalphError;
+use crate::recovery::resume;
 use crate::report::Reporter;
-use crate::state::checkpoint::{self, Checkpoint, Status};
+use crate::signal::{InterruptAction, Signals};
+use crate::state::checkpoint::{self, Checkpoint, Status, ToolCall};
 use crate::state::format::{self, FormatError, ReadError};
 use crate::state::journal::Journal;
 use crate::state::lock::RunLock;
 use crate::state::store;
+use crate::supervise::note::{self, LastTool, NoteContext, ToolState, Trouble};
 use crate::workflow::Progress;
 use crate::workflow::{advance, prompt};
 
@@ -39,7 +42,11 @@ pub struct Ready {
     pub from: Option<String>,
 }
 
-pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
+/// Prepares the run. The signal handlers are installed as soon as the lock is
+/// taken and returned with the run: a Ctrl+C from then on (at the resume question
+/// too) ends ralph in order and releases the lock, instead of leaving a lock that
+/// the next run would report as a crash.
+pub async fn prepare(options: &Options) -> Result<(Ready, Signals), RalphError> {
     let dir = options.dir.clone();
     let path = config::find(&dir, options.config.as_deref())?;
     let loaded = config::load(&path)?;
@@ -55,6 +62,12 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
         // An unknown phase is a usage error before anything is touched.
         advance::start_at(&loaded.phases, loaded.repeat, name, |_| false).map_err(|e| from_error(&e, &path))?;
     }
+    // Every agent the chains may reach, checked now rather than when the chain
+    // gets there in the middle of the night.
+    let problems = crate::agent::preflight::check_used(&loaded, &dir);
+    if !problems.is_empty() {
+        return Err(RalphError::Preflight(problems));
+    }
     let artifacts_dir = agent_dir_of(&dir).join("artifacts");
     let fresh = |prompt_checksum: &str| fresh_checkpoint(&loaded, prompt_checksum, from, &artifacts_dir);
 
@@ -62,6 +75,7 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
     store::ensure_gitignore(&agent_dir)
         .map_err(|e| RalphError::setup(format!("cannot create {}", agent_dir.display()), e))?;
     let acquired = crate::state::lock::acquire(&agent_dir.join("ralph.lock"))?;
+    let mut signals = Signals::install().map_err(|e| RalphError::io("cannot install signal handlers", e))?;
     let reporter = Reporter::new(options.quiet, std::io::stderr().is_terminal());
     if let Some(stale) = &acquired.stale {
         reporter.line(&format!(
@@ -83,11 +97,11 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
             let mut flag = options.resume;
             let mut decision = start::decide(existing.as_ref(), flag);
             if decision == Start::Ask {
-                flag = ask(cp_path, existing.as_ref(), from)?;
+                flag = ask(cp_path, existing.as_ref(), from, &mut signals).await?;
                 decision = start::decide(existing.as_ref(), flag);
             }
             match (decision, existing) {
-                (Start::Resume, Some(cp)) => (resume(cp, &loaded, &prompt_checksum, from, &reporter)?, true),
+                (Start::Resume, Some(cp)) => (resume(cp, &loaded, &goal, &prompt_checksum, from, &reporter)?, true),
                 (Start::ArchiveThenFresh, Some(_)) => {
                     let aside = store::set_aside(cp_path, "archived")
                         .map_err(|e| RalphError::setup("cannot archive the old checkpoint", e))?;
@@ -117,21 +131,24 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
     } else {
         Journal::disabled()
     };
-    Ok(Ready {
-        dir,
-        loaded,
-        goal,
-        templates,
-        checkpoint_path,
-        checkpoint,
-        journal,
-        logs_dir,
-        artifacts_dir,
-        reporter,
-        lock: Some(acquired.lock),
-        resumed,
-        from: options.from.clone(),
-    })
+    Ok((
+        Ready {
+            dir,
+            loaded,
+            goal,
+            templates,
+            checkpoint_path,
+            checkpoint,
+            journal,
+            logs_dir,
+            artifacts_dir,
+            reporter,
+            lock: Some(acquired.lock),
+            resumed,
+            from: options.from.clone(),
+        },
+        signals,
+    ))
 }
 
 /// We hold the lock, so no ralph of that run is alive: whatever still carries its
@@ -207,7 +224,12 @@ pub(crate) fn refusal(path: &Path, error: ReadError) -> RalphError {
     }
 }
 
-fn ask(path: &Path, existing: Option<&Checkpoint>, from: Option<&str>) -> Result<ResumeFlag, RalphError> {
+async fn ask(
+    path: &Path,
+    existing: Option<&Checkpoint>,
+    from: Option<&str>,
+    signals: &mut Signals,
+) -> Result<ResumeFlag, RalphError> {
     let Some(cp) = existing else { return Ok(ResumeFlag::Fresh) };
     let needed = || RalphError::ResumeChoiceNeeded {
         path: path.to_path_buf(),
@@ -224,7 +246,6 @@ fn ask(path: &Path, existing: Option<&Checkpoint>, from: Option<&str>) -> Result
         return Err(needed());
     }
     let mut stderr = std::io::stderr();
-    let mut line = String::new();
     for _ in 0..3 {
         let _ = write!(
             stderr,
@@ -234,10 +255,10 @@ fn ask(path: &Path, existing: Option<&Checkpoint>, from: Option<&str>) -> Result
             cp.progress.position.iteration
         );
         let _ = stderr.flush();
-        line.clear();
-        if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
-            break;
-        }
+        let line = match read_answer(signals).await? {
+            Some(answer) => answer,
+            None => break,
+        };
         if let Some(flag) = start::parse_answer(&line) {
             return Ok(flag);
         }
@@ -246,6 +267,30 @@ fn ask(path: &Path, existing: Option<&Checkpoint>, from: Option<&str>) -> Result
         }
     }
     Err(needed())
+}
+
+/// One line from the terminal, or `None` at its end. The read blocks, so it runs on
+/// its own thread while the signals are watched here: a Ctrl+C at the question
+/// stops ralph at once (the thread ends with the process).
+async fn read_answer(signals: &mut Signals) -> Result<Option<String>, RalphError> {
+    let (tx, mut rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let read = std::io::stdin().lock().read_line(&mut line);
+        let _ = tx.send(match read {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line),
+        });
+    });
+    loop {
+        tokio::select! {
+            answer = &mut rx => return Ok(answer.unwrap_or(None)),
+            action = signals.next() => match action {
+                InterruptAction::Stop(cause) => return Err(RalphError::StoppedBeforeStart(cause)),
+                InterruptAction::ForceExit | InterruptAction::Ignore => {}
+            },
+        }
+    }
 }
 
 fn agent_dir_of(dir: &Path) -> PathBuf {
@@ -302,21 +347,23 @@ fn from_error(e: &advance::UnknownPhase, config: &Path) -> RalphError {
 fn resume(
     mut cp: Checkpoint,
     loaded: &Loaded,
+    goal: &str,
     prompt_checksum: &str,
     from: Option<&str>,
     reporter: &Reporter,
 ) -> Result<Checkpoint, RalphError> {
-    if cp.config_checksum != loaded.checksum {
-        reporter.line(&format!(
-            "note: {} changed since this run started; resuming with the new version",
-            loaded.path.display()
-        ));
+    // An attempt still in flight means ralph ended without recording it (a crash,
+    // kill -9, a power cut): it continues its session.
+    let in_flight = cp.in_flight.take();
+    if let Some(session) = in_flight.as_ref().and_then(|f| f.session.clone()) {
+        cp.progress.resume_session = Some(session);
     }
-    if cp.prompt_checksum != prompt_checksum {
-        reporter.line("note: the goal file changed since this run started; the next attempt gets the new text");
+    let plan = resume_plan(&cp, loaded, prompt_checksum);
+    for change in &plan.changes {
+        reporter.line(&format!("note: {change}"));
     }
     let pos = &mut cp.progress.position;
-    let index = loaded.phases.iter().position(|p| p.name == pos.phase_name).ok_or_else(|| {
+    let index = plan.phase.ok_or_else(|| {
         RalphError::ResumeMismatch(format!(
             "the checkpoint stands in phase {}, which {} no longer has; restore that phase or run `ralph --no-resume`",
             pos.phase_name,
@@ -324,9 +371,15 @@ fn resume(
         ))
     })?;
     pos.phase = index;
-    if pos.agent_index >= loaded.phases[index].chain.len() {
-        pos.agent_index = 0;
+    pos.agent_index = plan.agent_index;
+    if plan.agent_changed {
+        cp.progress.counters.agent_failures = 0;
     }
+    if !plan.keep_session {
+        // Another agent (or kind) would not know the session: a fresh one starts.
+        cp.progress.resume_session = None;
+    }
+    let pos = &mut cp.progress.position;
     // The pass continues exactly, within what the (maybe changed) config allows.
     let pass = pos.pass;
     advance::fit_pass(pos, pass, loaded.repeat);
@@ -337,16 +390,17 @@ fn resume(
         c.agent_failures = 0;
         c.ambiguous_failures = 0;
         c.retry_streak = 0;
+        c.tool_registry_resets = 0;
+        c.mcp_restarts = 0;
+        c.confirmations = 0;
         pos.cycle = 1;
+        cp.progress.recoveries.clear();
     }
-    // An attempt that was running when ralph stopped continues its session.
-    if let Some(in_flight) = cp.in_flight.take() {
-        if in_flight.session.is_some() {
-            cp.progress.resume_session = in_flight.session;
-        }
-        if cp.progress.recovery_note.is_none() {
-            cp.progress.recovery_note = Some("ralph was stopped while the attempt ran".to_string());
-        }
+    // The attempt ralph lost track of is told that the last tool call it started
+    // has an unknown outcome. This replaces any older note: the crash is the latest
+    // thing that happened to the iteration.
+    if let Some(in_flight) = in_flight {
+        cp.progress.recovery_note = Some(crash_note(&cp.progress, loaded, goal, in_flight.tool.as_ref()));
     }
     if let Some(name) = from {
         let old = cp.progress.position.phase_name.clone();
@@ -373,6 +427,46 @@ fn resume(
     cp.config_checksum = loaded.checksum.clone();
     cp.prompt_checksum = prompt_checksum.to_string();
     Ok(cp)
+}
+
+/// What `--resume` of `cp` does under the config and goal found now (also shown
+/// by `--inspect-checkpoint`).
+pub fn resume_plan(cp: &Checkpoint, loaded: &Loaded, prompt_checksum: &str) -> resume::Plan {
+    let config_name = loaded.path.display().to_string();
+    let kind = |name: &str| loaded.config.agents.get(name).map(|a| a.kind);
+    resume::plan(
+        resume::Recorded {
+            progress: &cp.progress,
+            config_checksum: &cp.config_checksum,
+            goal_checksum: &cp.prompt_checksum,
+        },
+        resume::Current {
+            config_name: &config_name,
+            config_checksum: &loaded.checksum,
+            goal_checksum: prompt_checksum,
+            phases: &loaded.phases,
+            kind: &kind,
+        },
+    )
+}
+
+/// The note for an attempt that ralph lost track of.
+fn crash_note(progress: &Progress, loaded: &Loaded, goal: &str, tool: Option<&ToolCall>) -> String {
+    let phase = &loaded.phases[progress.position.phase];
+    let done = crate::supervise::trouble::done_summary(progress, &loaded.phases);
+    note::note(&NoteContext {
+        goal,
+        phase: &phase.name,
+        iteration: progress.position.iteration,
+        iterations: phase.iterations,
+        done_summary: &done,
+        what_went_wrong: Trouble::Interrupted,
+        last_tool: tool.map(|t| LastTool {
+            name: t.name.clone(),
+            input_summary: t.input.clone(),
+            state: ToolState::StartedNoResult,
+        }),
+    })
 }
 
 /// sha256, hex.

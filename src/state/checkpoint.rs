@@ -45,6 +45,12 @@ impl Status {
         }
     }
 
+    /// The status of a run stopped by `cause`: the user's Ctrl+C pauses it (it waits
+    /// for `--resume`); SIGTERM and SIGHUP interrupt it (a watchdog may resume it).
+    pub fn stopped_by(cause: StopCause) -> Status {
+        if cause == StopCause::User { Status::Paused } else { Status::Interrupted }
+    }
+
     /// Whether a run in this status can be continued with `--resume`.
     pub fn unfinished(self) -> bool {
         !matches!(self, Status::Completed)
@@ -60,6 +66,22 @@ pub struct InFlight {
     /// The session the attempt resumed or reported, if known yet.
     pub session: Option<String>,
     pub started_at: String,
+    /// The last tool call the agent started: after a crash its outcome is unknown,
+    /// and the resumed attempt is told to check it before redoing it.
+    #[serde(default)]
+    pub tool: Option<ToolCall>,
+}
+
+/// A tool call, as the recovery note names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub name: String,
+    /// A short, single-line form of its input (a command, a path).
+    pub input: String,
+    /// Its result was seen (recorded at an orderly stop; after a crash the outcome
+    /// is unknown).
+    #[serde(default)]
+    pub finished: bool,
 }
 
 /// The last failure.

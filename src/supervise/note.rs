@@ -64,15 +64,16 @@ pub struct NoteContext<'a> {
 
 const GOAL_CHARS: usize = 400;
 const DETAIL_CHARS: usize = 200;
+const HEADER: &str = "Recovery note from ralph: your previous attempt at this iteration did not finish.";
+const GOAL: &str = "Goal: ";
 
 /// The note, a few lines of plain text.
 #[must_use]
 pub fn note(ctx: &NoteContext<'_>) -> String {
-    let mut lines =
-        vec!["Recovery note from ralph: your previous attempt at this iteration did not finish.".to_owned()];
+    let mut lines = vec![HEADER.to_owned()];
     let goal = one_line(ctx.goal, GOAL_CHARS);
     if !goal.is_empty() {
-        lines.push(format!("Goal: {goal}"));
+        lines.push(format!("{GOAL}{goal}"));
     }
     let of = if ctx.iterations > 0 { format!(" of {}", ctx.iterations) } else { String::new() };
     lines.push(format!("Phase: {}, iteration {}{of}.", ctx.phase, ctx.iteration));
@@ -91,12 +92,32 @@ pub fn note(ctx: &NoteContext<'_>) -> String {
         lines.push(match tool.state {
             ToolState::Finished => format!("Your last tool call, {call}, finished: do not repeat it."),
             ToolState::StartedNoResult => format!(
-                "Your last tool call, {call}, started but its result was never seen: check whether it took effect before redoing it."
+                "Your last tool call, {call}, started but its result was never seen, so its outcome is unknown: check whether it took effect before redoing it."
             ),
         });
     }
     lines.push("Then carry on with this iteration; your task instructions still apply.".to_owned());
     lines.join("\n")
+}
+
+/// The stored `note` with its goal line showing the current `goal`. A note is kept
+/// from the failure until the next launch, and the user may edit the goal file in
+/// between (a pause, then `--resume`): the agent must get the new text. Text that
+/// is not a note made by [`note`] is returned unchanged.
+#[must_use]
+pub fn with_goal(note: &str, goal: &str) -> String {
+    let Some(rest) = note.strip_prefix(HEADER) else { return note.to_owned() };
+    let mut lines: Vec<String> = rest.lines().map(str::to_owned).collect();
+    // `rest` starts with the header's line break: lines[0] is empty.
+    let goal = one_line(goal, GOAL_CHARS);
+    let at = lines.get(1).is_some_and(|l| l.starts_with(GOAL)).then_some(1);
+    match (at, goal.is_empty()) {
+        (Some(i), false) => lines[i] = format!("{GOAL}{goal}"),
+        (Some(i), true) => drop(lines.remove(i)),
+        (None, false) => lines.insert(1.min(lines.len()), format!("{GOAL}{goal}")),
+        (None, true) => {}
+    }
+    format!("{HEADER}{}", lines.join("\n"))
 }
 
 fn trouble(t: &Trouble) -> (String, &'static str) {

@@ -79,6 +79,11 @@ impl Supervisor {
         self.watch.deadline()
     }
 
+    /// The attempt was suspended for `paused` (Ctrl+Z): the clocks leave it out.
+    pub fn pause(&mut self, paused: std::time::Duration) {
+        self.watch.pause(paused);
+    }
+
     /// The last tool call and whether its result was seen.
     pub fn last_tool(&self) -> Option<LastTool> {
         self.last_tool.as_ref().map(|(_, tool)| tool.clone())

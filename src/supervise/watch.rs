@@ -68,6 +68,16 @@ impl Watch {
     pub fn tool_running(&self) -> bool {
         !self.tools_in_flight.is_empty()
     }
+
+    /// The attempt was suspended (Ctrl+Z) for `paused`: every clock moves on by
+    /// that much, so time stopped counts neither as silence nor as attempt time.
+    pub fn pause(&mut self, paused: Duration) {
+        self.attempt_deadline += paused;
+        self.last_event += paused;
+        for started in self.tools_in_flight.values_mut() {
+            *started += paused;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -81,6 +91,20 @@ mod tests {
             attempt: Duration::from_secs(3600),
             grace: Duration::from_secs(1),
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn time_suspended_counts_for_no_clock() {
+        let t0 = Instant::now();
+        let mut w = Watch::new(&timeouts(), t0);
+        w.on_event(Some(&started("t1")), t0);
+        let before = w.deadline();
+        w.pause(Duration::from_secs(900));
+        assert_eq!(w.deadline(), (before.0 + Duration::from_secs(900), before.1));
+        let mut quiet = Watch::new(&timeouts(), t0);
+        quiet.pause(Duration::from_secs(30));
+        assert_eq!(quiet.deadline(), (t0 + Duration::from_secs(90), EndedBy::Stall));
+        assert_eq!(quiet.last_event(), t0 + Duration::from_secs(30));
     }
 
     fn started(id: &str) -> AgentEvent {

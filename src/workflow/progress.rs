@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::AgentKind;
 use crate::recovery::Category;
 
 use super::advance::Verdict;
@@ -29,6 +30,18 @@ pub struct Position {
     pub agent_index: usize,
     /// The current pass through the chain, from 1; bounded by `max_cycles`.
     pub cycle: u32,
+    /// The phase's chain when this was written: the agent at `agent_index` owns
+    /// `resume_session`, and a resume under a changed chain can tell (empty in
+    /// checkpoints written before it was recorded).
+    #[serde(default)]
+    pub chain: Vec<ChainAgent>,
+}
+
+/// One agent of a chain, as the checkpoint records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChainAgent {
+    pub name: String,
+    pub kind: AgentKind,
 }
 
 /// Counters that survive a resume.
@@ -138,6 +151,7 @@ impl Progress {
                 passes: None,
                 agent_index: 0,
                 cycle: 1,
+                chain: Vec::new(),
             },
             counters: Counters::default(),
             resume_session: None,

@@ -340,3 +340,48 @@ steps = [{{ error = "API Error: Unable to connect to API (ConnectionRefused)" }}
     p.ralph().run().expect_code(1).stderr_has("Offline — paused").stderr_has("max_runtime exhausted");
     assert_eq!(p.events("attempt_started").len(), 1);
 }
+
+#[test]
+fn resume_gives_a_failed_run_a_fresh_tool_registry_budget() {
+    const LOST: &str = r#"[[agents.a.script]]
+steps = [{ error = "<tool_use_error>Error: No such tool available: mcp__ralph__report_progress</tool_use_error>" }]
+"#;
+    let p = Project::new().config(&fast(
+        "tool_registry_resets = 1\nagent_attempts = 9",
+        "",
+        &chain_of(
+            r#""a""#,
+            &format!(
+                "[agents.a]\nkind = \"sim\"\n{LOST}{LOST}{LOST}[[agents.a.script]]\nsteps = [{{ done = \"done\" }}]\n"
+            ),
+            "",
+        ),
+    ));
+    let out = p.ralph().run();
+    out.expect_code(1).stderr_has("tool-registry-reset exhausted").stderr_has("[retry] tool_registry_resets");
+    // The third launch loses its tool again: with a fresh budget that is one reset,
+    // and the fourth finishes.
+    p.ralph().args(["--resume"]).run().expect_code(0);
+    assert_eq!(p.events("attempt_started").len(), 4);
+}
+
+#[test]
+fn a_cap_on_a_run_total_names_the_key_to_raise_instead_of_a_resume() {
+    let p = Project::new().config(&fast(
+        "",
+        "",
+        &chain_of(
+            r#""a""#,
+            r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ done = "one step done, the goal is not reached" }]
+"#,
+            "until = \"complete\"\niterations = 1",
+        ),
+    ));
+    let out = p.ralph().run();
+    out.expect_code(1).stderr_has("iteration cap exhausted").stderr_has("raise [phases.develop] iterations");
+    assert!(!out.stderr.contains("with a fresh budget"), "{out}");
+}

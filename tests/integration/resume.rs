@@ -293,3 +293,159 @@ chain = "main"
     assert!(out.stderr.contains("left behind by the interrupted run"), "{}", out.stderr);
     out.expect_code(0);
 }
+
+/// One agent whose first launch hangs in `Bash make` (never a stall) and whose
+/// later launches finish.
+fn hangs_in_make() -> Project {
+    Project::new().config(&fast(
+        "",
+        "",
+        r#"
+[agents.a]
+kind = "sim"
+
+[[agents.a.script]]
+steps = [{ pidfile = "agent.pid" }, { tool = { name = "Bash", input = { command = "make deploy" }, hang = true } }]
+
+[[agents.a.script]]
+steps = [{ done = "finished after the resume" }]
+
+[chains]
+main = ["a"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ))
+}
+
+#[test]
+fn a_goal_edited_during_a_pause_reaches_the_resumed_session() {
+    let p = hangs_in_make();
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "sim-a-1", Duration::from_secs(30));
+    run.signal(Signal::SIGINT);
+    let out = run.finish();
+    cleanup(agent);
+    out.expect_code(130);
+    p.write("PROMPT.md", "GOAL-MARKER-7: build the other thing.\n");
+
+    let out = p.ralph().args(["--resume"]).run();
+    out.expect_code(0).stderr_has("the next attempt gets the new text");
+    let prompt = p.prompt_of(2);
+    assert!(prompt.contains("GOAL-MARKER-7"), "the resumed session got the old goal:\n{prompt}");
+    assert!(!prompt.contains("Build the thing"), "{prompt}");
+}
+
+#[test]
+fn a_run_interrupted_in_a_tool_call_resumes_with_a_note_naming_it() {
+    let p = hangs_in_make();
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    p.wait_for_checkpoint(|cp| cp["in_flight"]["tool"]["name"] == "Bash", Duration::from_secs(30));
+    run.signal(Signal::SIGTERM);
+    let out = run.finish();
+    cleanup(agent);
+    out.expect_code(143);
+
+    p.ralph().args(["--resume"]).run().expect_code(0);
+    let prompt = p.prompt_of(2);
+    assert!(prompt.contains("Bash (make deploy)"), "{prompt}");
+    assert!(prompt.contains("outcome is unknown") && prompt.contains("before redoing it"), "{prompt}");
+}
+
+#[test]
+fn a_crashed_run_resumes_with_a_note_naming_the_tool_call_in_flight() {
+    let p = three_iterations();
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    p.wait_for_checkpoint(|cp| cp["in_flight"]["tool"]["name"] == "Bash", Duration::from_secs(30));
+    run.signal(Signal::SIGKILL);
+    let _ = run.wait(Duration::from_secs(10));
+    let _ = gone_within(agent, Duration::from_secs(5));
+    cleanup(agent);
+
+    p.ralph().args(["--resume"]).run().expect_code(0);
+    // Attempt 3 is the resumed second iteration.
+    let prompt = p.prompt_of(3);
+    assert!(prompt.contains("Bash (cargo build)"), "{prompt}");
+    assert!(prompt.contains("outcome is unknown") && prompt.contains("before redoing it"), "{prompt}");
+    assert!(!prompt.contains("ralph was stopped while the attempt ran"), "{prompt}");
+}
+
+fn two_agents(chain: &str) -> String {
+    fast(
+        "",
+        "",
+        &format!(
+            r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{{ pidfile = "agent.pid" }}, {{ tool = {{ name = "Bash", input = {{ command = "make" }}, hang = true }} }}]
+[[agents.a.script]]
+steps = [{{ done = "a finished" }}]
+
+[agents.b]
+kind = "sim"
+[[agents.b.script]]
+steps = [{{ done = "b finished" }}]
+
+[chains]
+main = {chain}
+
+[phases.develop]
+chain = "main"
+"#
+        ),
+    )
+}
+
+#[test]
+fn a_session_is_resumed_only_by_the_agent_that_owns_it() {
+    let p = Project::new().config(&two_agents(r#"["a"]"#));
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "sim-a-1", Duration::from_secs(30));
+    run.signal(Signal::SIGINT);
+    let out = run.finish();
+    cleanup(agent);
+    out.expect_code(130);
+    assert_eq!(p.checkpoint()["progress"]["position"]["chain"][0]["name"], "a");
+
+    // The chain now names another agent at the same index.
+    p.write("ralph.toml", &two_agents(r#"["b"]"#));
+    let inspect = p.ralph().args(["--inspect-checkpoint"]).run();
+    inspect
+        .expect_code(0)
+        .stdout_has("agent a is no longer in the chain")
+        .stdout_has("agent b (#1) in a fresh session");
+
+    let out = p.ralph().args(["--resume"]).run();
+    out.expect_code(0).stderr_has("agent a is no longer in the chain");
+    let started = p.events("attempt_started");
+    assert_eq!(started[1]["agent"], "b");
+    assert_eq!(started[1]["resume_session"], serde_json::Value::Null, "b was handed a's session");
+    // A fresh session gets the full prompt.
+    let prompt = p.prompt_of(2);
+    assert!(prompt.contains("Build the thing"), "{prompt}");
+}
+
+#[test]
+fn a_reordered_chain_resumes_the_same_agent_by_name() {
+    let p = Project::new().config(&two_agents(r#"["a", "b"]"#));
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "sim-a-1", Duration::from_secs(30));
+    run.signal(Signal::SIGINT);
+    run.finish().expect_code(130);
+    cleanup(agent);
+
+    p.write("ralph.toml", &two_agents(r#"["b", "a"]"#));
+    let out = p.ralph().args(["--resume"]).run();
+    out.expect_code(0).stderr_has("resuming at agent a, now #2");
+    let started = p.events("attempt_started");
+    assert_eq!(started[1]["agent"], "a");
+    assert_eq!(started[1]["resume_session"], "sim-a-1");
+}

@@ -170,9 +170,150 @@ fn second_ctrl_c_exits_at_once_and_leaves_a_valid_checkpoint() {
     cleanup(agent);
     out.expect_code(130);
     assert!(gone, "the agent {agent} outlived ralph");
+    // The user's intent was recorded at the first Ctrl+C: a pause, not a crash that
+    // a watchdog would resume.
     let cp = p.checkpoint();
-    assert_eq!(cp["status"], "running", "{cp:#}");
-    assert_eq!(cp["clean_stop"], false);
+    assert_eq!(cp["status"], "paused", "{cp:#}");
+    assert_eq!(cp["stop_cause"], "user", "{cp:#}");
+    assert_eq!(cp["progress"]["resume_session"], "sim-a-1", "{cp:#}");
+    let out = p.ralph().args(["--resume"]).run();
+    out.expect_code(0);
+    assert!(!out.stderr.contains("without a clean stop"), "the lock was left behind\n{out}");
+}
+
+#[test]
+fn second_ctrl_c_exits_even_when_the_event_loop_is_blocked() {
+    let p = project(r#"grace = "30s""#, r#"{ ignore = ["SIGINT", "SIGTERM"] },"#);
+    // Debug builds block the loop for a minute right after the first Ctrl+C is
+    // recorded, as an fsync on a hung network file system would.
+    let run = p.ralph().env("RALPH_TEST_HANG_AFTER_STOP", "1").spawn();
+    let agent = p.pid_file("agent.pid");
+    run.signal(Signal::SIGINT);
+    p.wait_for_checkpoint(|cp| cp["status"] == "paused", DEFAULT_TIMEOUT);
+    run.signal(Signal::SIGINT);
+    let out = run.wait(Duration::from_secs(20));
+    let gone = gone_within(agent, GONE);
+    cleanup(agent);
+    out.expect_code(130);
+    assert!(gone, "the agent {agent} outlived ralph");
+    let cp = p.checkpoint();
+    assert_eq!(cp["status"], "paused", "{cp:#}");
+    assert_eq!(cp["stop_cause"], "user", "{cp:#}");
+}
+
+/// The state letter of `/proc/PID/stat` ('T' = stopped).
+fn proc_state(pid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next())
+}
+
+fn wait_for_state(pid: i32, state: char) -> bool {
+    let deadline = std::time::Instant::now() + DEFAULT_TIMEOUT;
+    while std::time::Instant::now() < deadline {
+        if proc_state(pid) == Some(state) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn ctrl_z_stops_the_agent_with_ralph_and_pauses_the_stall_clock() {
+    let p = Project::new().config(&fast(
+        "",
+        r#"stall = "2s""#,
+        r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ pidfile = "agent.pid" }, { sleep = "1s" }, { done = "done after fg" }]
+
+[chains]
+main = ["a"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    run.signal(Signal::SIGTSTP);
+    let ralph_stopped = wait_for_state(run.pid(), 'T');
+    let agent_stopped = wait_for_state(agent, 'T');
+    // Longer than the stall limit: time stopped must not count as silence.
+    std::thread::sleep(Duration::from_secs(3));
+    run.signal(Signal::SIGCONT);
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(agent), Signal::SIGCONT);
+    let out = run.finish();
+    cleanup(agent);
+    assert!(ralph_stopped, "ralph did not stop on SIGTSTP\n{out}");
+    assert!(agent_stopped, "the agent kept running while ralph was stopped\n{out}");
+    out.expect_code(0);
+    assert!(p.events("intervention").is_empty(), "{:#?}", p.events("intervention"));
+    assert_eq!(p.events("attempt_started").len(), 1);
+}
+
+#[test]
+fn ctrl_c_at_the_resume_question_releases_the_lock() {
+    use std::io::Read;
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    use std::sync::{Arc, Mutex};
+
+    let p = project("", "");
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    run.signal(Signal::SIGINT);
+    let out = run.finish();
+    cleanup(agent);
+    out.expect_code(130);
+
+    // The question is asked only on a terminal.
+    let pty = nix::pty::openpty(None, None).expect("openpty");
+    let slave = std::fs::File::from(pty.slave);
+    let mut child = std::process::Command::new(crate::harness::RALPH)
+        .current_dir(p.path())
+        .env("XDG_STATE_HOME", p.join(".xdg-state"))
+        .stdin(slave.try_clone().expect("dup"))
+        .stdout(std::process::Stdio::null())
+        .stderr(slave)
+        .process_group(0)
+        .spawn()
+        .expect("spawn ralph");
+    let seen = Arc::new(Mutex::new(String::new()));
+    let mut master = std::fs::File::from(pty.master);
+    let writer = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 512];
+        while let Ok(n @ 1..) = master.read(&mut buf) {
+            writer.lock().expect("lock").push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    let deadline = std::time::Instant::now() + DEFAULT_TIMEOUT;
+    while !seen.lock().expect("lock").contains("[r]esume") {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("no resume question: {}", seen.lock().expect("lock"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), Signal::SIGINT).expect("signal");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("ralph did not end on Ctrl+C at the question");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130), "signal {:?}: {}", status.signal(), seen.lock().expect("lock"));
+    assert_eq!(p.checkpoint()["status"], "paused");
+    let out = p.ralph().args(["--resume"]).run();
+    out.expect_code(0);
+    assert!(!out.stderr.contains("without a clean stop"), "the question left a stale lock\n{out}");
 }
 
 #[test]
@@ -235,4 +376,51 @@ chain = "main"
     out.expect_code(130);
     let cp = p.checkpoint();
     assert_eq!(cp["status"], "paused", "{cp:#}");
+}
+
+#[test]
+fn second_ctrl_c_keeps_the_usage_the_attempt_reported() {
+    use std::os::unix::fs::PermissionsExt;
+    // An agent that reported its cost, then ignores SIGINT and SIGTERM.
+    let agent_script = r#"#!/bin/sh
+trap '' INT TERM
+echo $$ > agent.pid
+printf '%s\n' '{"type":"system","subtype":"init","session_id":"s-usage"}'
+printf '%s\n' '{"type":"result","subtype":"success","is_error":false,"result":"partial","session_id":"s-usage","total_cost_usd":0.5,"usage":{"input_tokens":100,"output_tokens":20}}'
+exec sleep 60
+"#;
+    let p = Project::new()
+        .config(&fast(
+            "",
+            r#"grace = "30s""#,
+            r#"
+[agents.a]
+kind = "command"
+command = ["./agent.sh", "{prompt}"]
+output = "claude-stream-json"
+
+[chains]
+main = ["a"]
+
+[phases.develop]
+chain = "main"
+"#,
+        ))
+        .file("agent.sh", agent_script);
+    std::fs::set_permissions(p.join("agent.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "s-usage", DEFAULT_TIMEOUT);
+    run.signal(Signal::SIGINT);
+    p.wait_for_log("sending SIGINT", DEFAULT_TIMEOUT);
+    run.signal(Signal::SIGINT);
+    let out = run.wait(Duration::from_secs(10));
+    let gone = gone_within(agent, GONE);
+    cleanup(agent);
+    out.expect_code(130);
+    assert!(gone, "the agent {agent} outlived ralph");
+    let cp = p.checkpoint();
+    assert_eq!(cp["status"], "paused", "{cp:#}");
+    assert_eq!(cp["usage"]["cost_usd"], 0.5, "{cp:#}");
+    assert_eq!(cp["progress"]["resume_session"], "s-usage", "{cp:#}");
 }

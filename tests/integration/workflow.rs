@@ -1,5 +1,7 @@
 //! Whole runs: phases, done signals, fallover, caps, command agents, blocked runs.
 
+use std::fs;
+
 use serde_json::json;
 
 use crate::harness::{Project, count, fast};
@@ -423,4 +425,82 @@ chain = "main"
 "#,
     ));
     p.ralph().run().expect_code(0);
+}
+
+#[test]
+fn every_agent_of_a_used_chain_is_checked_before_the_run_starts() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new()
+        .config(&fast(
+            "",
+            "",
+            r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ done = "done by the first agent" }]
+
+[agents.gone]
+kind = "command"
+command = ["/nonexistent/dir/agent-bin", "{prompt}"]
+
+[agents.noexec]
+kind = "command"
+command = ["./noexec.sh", "{prompt}"]
+
+[agents.badbang]
+kind = "command"
+command = ["./badbang.sh", "{prompt}"]
+
+[agents.spare]
+kind = "command"
+command = ["/nonexistent/unused-agent", "{prompt}"]
+
+[chains]
+main = ["a", "gone", "noexec", "badbang"]
+
+[phases.develop]
+chain = "main"
+"#,
+        ))
+        .file("noexec.sh", "#!/bin/sh\nexit 0\n")
+        .file("badbang.sh", "#!/no/such/interpreter\nexit 0\n");
+    fs::set_permissions(p.join("noexec.sh"), fs::Permissions::from_mode(0o644)).expect("chmod");
+    fs::set_permissions(p.join("badbang.sh"), fs::Permissions::from_mode(0o755)).expect("chmod");
+    let out = p.ralph().run();
+    // The first agent would finish the run; the ones behind it are checked anyway.
+    out.expect_code(2)
+        .stderr_has("/nonexistent/dir/agent-bin does not exist")
+        .stderr_has("noexec.sh is not executable")
+        .stderr_has("/no/such/interpreter");
+    assert!(!out.stderr.contains("unused-agent"), "an agent no chain uses was checked\n{out}");
+    assert!(p.events("attempt_started").is_empty());
+}
+
+#[test]
+fn a_binary_that_disappears_after_the_start_blocks_the_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new()
+        .config(&fast(
+            "",
+            "",
+            r#"
+[agents.a]
+kind = "command"
+command = ["./agent.sh", "{prompt}"]
+output = "text"
+
+[chains]
+main = ["a"]
+
+[phases.develop]
+chain = "main"
+"#,
+        ))
+        .file("agent.sh", "#!/bin/sh\nrm -f \"$0\"\nexit 1\n");
+    fs::set_permissions(p.join("agent.sh"), fs::Permissions::from_mode(0o755)).expect("chmod");
+    let out = p.ralph().run();
+    out.expect_code(3).stderr_has("agent.sh");
+    assert_eq!(p.checkpoint()["status"], "blocked");
+    assert_eq!(p.events("attempt_started").len(), 2);
 }

@@ -88,3 +88,24 @@ fn the_confirmation_question_asks_for_the_tag_alone() {
     assert!(q.contains("reply with <promise>COMPLETE</promise> alone"), "{q}");
     assert!(!q.contains("<promise>DONE</promise>"), "{q}");
 }
+
+#[test]
+fn the_goal_line_shows_the_goal_at_launch_time() {
+    let stored = note(&ctx(Trouble::Stall, None));
+    let n = with_goal(&stored, "NEW-GOAL-MARKER: ship the importer");
+    assert!(n.contains("Goal: NEW-GOAL-MARKER: ship the importer"), "{n}");
+    assert!(!n.contains("converts CSV"), "{n}");
+    assert!(n.starts_with("Recovery note from ralph:"), "{n}");
+    assert!(n.contains("What went wrong: it produced no output"), "{n}");
+    assert_eq!(n.lines().count(), stored.lines().count());
+    // A note written while the goal file was empty gets the goal line back.
+    let empty = note(&NoteContext { goal: "", ..ctx(Trouble::Stall, None) });
+    let n = with_goal(&empty, "the goal");
+    assert_eq!(n.lines().nth(1), Some("Goal: the goal"), "{n}");
+    assert_eq!(with_goal(&n, ""), empty);
+}
+
+#[test]
+fn text_that_is_not_a_note_is_left_alone() {
+    assert_eq!(with_goal("Continue the task.", "new goal"), "Continue the task.");
+}

@@ -1,0 +1,51 @@
+//! Which programs an agent starts, and the pre-flight of the agents a run uses:
+//! one check shared by the run (before the first attempt) and `ralph doctor`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use crate::config::{AgentConfig, AgentKind, Loaded};
+use crate::process::preflight::check_program;
+
+/// The programs `cfg` starts (argv[0] of its launch and of its resume); none for
+/// the built-in scripted agent, which is ralph itself.
+pub fn programs(cfg: &AgentConfig) -> Vec<PathBuf> {
+    match cfg.kind {
+        AgentKind::Sim => Vec::new(),
+        AgentKind::Command => {
+            let mut out: Vec<PathBuf> = Vec::new();
+            for argv in [cfg.command.as_ref(), cfg.resume.as_ref()].into_iter().flatten() {
+                if let Some(first) = argv.first().map(PathBuf::from)
+                    && !out.contains(&first)
+                {
+                    out.push(first);
+                }
+            }
+            out
+        }
+        kind => vec![cfg.binary.clone().unwrap_or_else(|| kind.as_str().into())],
+    }
+}
+
+/// Checks every program of agent `name`; returns the resolved paths, or the
+/// problem in a sentence that says what to fix.
+pub fn check_agent(name: &str, cfg: &AgentConfig, cwd: &Path) -> Result<Vec<PathBuf>, String> {
+    let path_var = cfg.env.get("PATH").map(std::ffi::OsString::from).or_else(|| std::env::var_os("PATH"));
+    let key = if cfg.kind == AgentKind::Command { "command" } else { "binary" };
+    programs(cfg)
+        .iter()
+        .map(|program| {
+            check_program(program, path_var.as_deref(), cwd)
+                .map_err(|e| format!("agent {name}: {e}; install it or set [agents.{name}] {key}"))
+        })
+        .collect()
+}
+
+/// The problems of the agents in the chains of the configured phases, one line each.
+pub fn check_used(loaded: &Loaded, cwd: &Path) -> Vec<String> {
+    let used: BTreeSet<&str> = loaded.phases.iter().flat_map(|p| p.chain.iter().map(String::as_str)).collect();
+    used.into_iter()
+        .filter_map(|name| loaded.config.agents.get(name).map(|cfg| (name, cfg)))
+        .filter_map(|(name, cfg)| check_agent(name, cfg, cwd).err())
+        .collect()
+}

@@ -1,0 +1,93 @@
+//! The agent process group ralph is running right now, for the signal paths that
+//! must not depend on the event loop: the second-Ctrl+C backstop and Ctrl+Z.
+//!
+//! The backstop is armed at the first stop signal. From then on a SIGINT kills the
+//! agent's group with SIGKILL straight from the signal handler (the parent-death
+//! signal reaches only the direct child, so the group kill must come first) and
+//! wakes a thread that ends ralph with exit 130 if the event loop has not managed
+//! its own orderly exit shortly after: a loop blocked in an fsync on a hung network
+//! file system cannot trap the user.
+
+use std::io::Read;
+use std::os::fd::IntoRawFd;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, killpg, raise};
+use nix::unistd::Pid;
+
+/// The running agent's process group id; 0 when none runs.
+static GROUP: AtomicI32 = AtomicI32::new(0);
+/// The write end of the pipe that wakes the backstop thread; -1 until armed.
+static WAKE: AtomicI32 = AtomicI32::new(-1);
+static ARMED: AtomicBool = AtomicBool::new(false);
+
+/// How long the event loop gets to finish its own (saving) exit after the second
+/// Ctrl+C before the backstop ends the process.
+const LOOP_GRACE: Duration = Duration::from_secs(2);
+
+/// Records the group of the agent that was just started.
+pub fn set(pgid: u32) {
+    GROUP.store(i32::try_from(pgid).unwrap_or(0), Ordering::SeqCst);
+}
+
+/// The agent's group is gone (or about to be): nothing to signal any more.
+pub fn clear() {
+    GROUP.store(0, Ordering::SeqCst);
+}
+
+fn signal_current(signal: Signal) {
+    let pgid = GROUP.load(Ordering::SeqCst);
+    if pgid > 0 {
+        let _ = killpg(Pid::from_raw(pgid), signal);
+    }
+}
+
+/// Ctrl+Z: stops the agent's group, then ralph itself; returns after `fg` (SIGCONT)
+/// with the time spent stopped, once the agent's group is continued too.
+pub fn suspend() -> Duration {
+    signal_current(Signal::SIGSTOP);
+    let stopped = Instant::now();
+    if let Err(e) = raise(Signal::SIGSTOP) {
+        tracing::warn!("cannot stop ralph for Ctrl+Z: {e}");
+    }
+    signal_current(Signal::SIGCONT);
+    stopped.elapsed()
+}
+
+/// Arms the backstop (once; later calls do nothing).
+pub fn arm_backstop() -> std::io::Result<()> {
+    if ARMED.swap(true, Ordering::SeqCst) {
+        return Ok(());
+    }
+    let (read, write) = nix::unistd::pipe()?;
+    let mut read = std::fs::File::from(read);
+    std::thread::Builder::new().name("ralph-backstop".into()).spawn(move || {
+        let mut byte = [0u8; 1];
+        if matches!(read.read(&mut byte), Ok(1)) {
+            std::thread::sleep(LOOP_GRACE);
+            // The loop did not get out in time: leave now. The user's intent was
+            // written at the first Ctrl+C; the group is already killed.
+            signal_current(Signal::SIGKILL);
+            // SAFETY: ends the process at once, skipping destructors (the loop that
+            // owns them is stuck).
+            unsafe { nix::libc::_exit(crate::exit::INTERRUPTED) };
+        }
+    })?;
+    WAKE.store(write.into_raw_fd(), Ordering::SeqCst);
+    // SAFETY: the action only loads atomics and makes async-signal-safe system calls
+    // (kill, write); it neither allocates nor takes a lock.
+    let registered = unsafe { signal_hook_registry::register(nix::libc::SIGINT, on_second_interrupt) };
+    registered.map(drop)
+}
+
+/// Runs inside the signal handler: kill the group first, then wake the thread.
+fn on_second_interrupt() {
+    signal_current(Signal::SIGKILL);
+    let fd = WAKE.load(Ordering::SeqCst);
+    if fd >= 0 {
+        // SAFETY: `fd` is the pipe's write end, kept open for the process's life;
+        // write(2) is async-signal-safe.
+        let _ = unsafe { nix::libc::write(fd, [1u8].as_ptr().cast(), 1) };
+    }
+}
