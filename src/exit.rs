@@ -65,7 +65,9 @@ pub fn code(ending: Ending<'_>) -> i32 {
             | RalphError::NothingToResume(_)
             | RalphError::ResumeMismatch(_)
             | RalphError::Usage(_)
-            | RalphError::Setup { .. },
+            | RalphError::Setup { .. }
+            | RalphError::Git(_)
+            | RalphError::GitSetup(_),
         ) => USAGE,
         Ending::Error(RalphError::Io { .. } | RalphError::Internal(_)) => INTERNAL,
     }

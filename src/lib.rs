@@ -16,6 +16,7 @@ pub mod commands;
 pub mod config;
 pub mod error;
 pub mod exit;
+pub mod git;
 pub mod outcome;
 pub mod process;
 pub mod recovery;

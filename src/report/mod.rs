@@ -4,7 +4,7 @@
 
 pub mod log;
 mod progress;
-mod summary;
+pub mod summary;
 
 pub use progress::{AttemptLine, Reporter};
 pub use summary::{Summary, counts};

@@ -24,6 +24,8 @@ pub struct Summary {
     pub cap: Option<Cap>,
     pub elapsed: Duration,
     pub usage: Usage,
+    /// Commits ralph made in this session.
+    pub commits: u32,
 }
 
 impl Summary {
@@ -68,6 +70,9 @@ impl Summary {
                 }
             }
         }
+        if let Some(git) = &cp.git {
+            let _ = write!(s, "{}", commits(git, self.commits));
+        }
         let next = match end {
             RunEnd::Completed => None,
             RunEnd::Stopped(_) | RunEnd::ForceExit => Some("ralph --resume continues where it stopped"),
@@ -80,6 +85,48 @@ impl Summary {
         }
         s.trim_end().to_string()
     }
+}
+
+/// Commits listed in the summary and `--inspect-checkpoint`, newest last.
+const LISTED_COMMITS: usize = 20;
+
+/// The commits ralph made (and any the agents made themselves), one per line.
+pub fn commits(git: &crate::git::record::GitState, this_session: u32) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "  git: {} commit(s) by ralph in this run ({} in this session){}",
+        git.commit_count,
+        this_session,
+        if git.agent_commits > 0 {
+            format!(", {} made by the agents themselves", git.agent_commits)
+        } else {
+            String::new()
+        }
+    );
+    let skip = git.commits.len().saturating_sub(LISTED_COMMITS);
+    if skip > 0 || (git.commit_count as usize) > git.commits.len() {
+        let _ = writeln!(
+            s,
+            "    … {} earlier (the journal lists every commit)",
+            git.commit_count as usize - LISTED_COMMITS.min(git.commits.len())
+        );
+    }
+    for c in &git.commits[skip..] {
+        let _ = writeln!(
+            s,
+            "    {} {} ({} file(s), +{} -{})",
+            c.hash.get(..12).unwrap_or(&c.hash),
+            c.key,
+            c.files,
+            c.insertions,
+            c.deletions
+        );
+    }
+    if let Some(p) = &git.pending {
+        let _ = writeln!(s, "    pending: the commit of {} (made or found on resume)", p.key);
+    }
+    s
 }
 
 /// "agent 2, environmental 1": named counts in one line.

@@ -26,6 +26,7 @@ use crate::workflow::prompt;
 use super::RunEnd;
 use super::artifact::artifact_stamp;
 use super::attempt::{self, End, Observer, Outcome};
+use super::git_step::Step;
 use super::setup::{Ready, now};
 use super::waits::Offline;
 
@@ -40,12 +41,28 @@ pub struct Dispatcher {
     /// the phase ends (written then, not after every iteration: it is only read by
     /// the next phase).
     pub(super) last_success: Option<String>,
+    /// The files the agent reported editing in the current iteration (git attribution).
+    pub(super) touched: crate::git::attribution::Touched,
 }
 
 impl Dispatcher {
     pub fn new(ready: Ready) -> Self {
         let elapsed_before = ready.checkpoint.elapsed_secs;
-        Self { r: ready, started: Instant::now(), elapsed_before, summary: Summary::default(), last_success: None }
+        // A resumed iteration's earlier attempts ran in another process: what they
+        // edited is unknown.
+        let touched = if ready.resumed {
+            crate::git::attribution::Touched::unknown()
+        } else {
+            crate::git::attribution::Touched::default()
+        };
+        Self {
+            r: ready,
+            started: Instant::now(),
+            elapsed_before,
+            summary: Summary::default(),
+            last_success: None,
+            touched,
+        }
     }
 
     pub async fn run(mut self) -> Result<RunEnd, RalphError> {
@@ -53,7 +70,11 @@ impl Dispatcher {
         let kind = if self.r.resumed { "run_resumed" } else { "run_started" };
         self.journal(kind, json!({"run_id": self.r.checkpoint.run_id, "pid": std::process::id()}));
         self.save()?;
-        let end = self.dispatch(&mut signals).await;
+        let end = match self.resume_pending(&mut signals).await {
+            Ok(Some(end)) => Ok(end),
+            Ok(None) => self.dispatch(&mut signals).await,
+            Err(e) => Err(e),
+        };
         let end = match end {
             Ok(end) => end,
             Err(e) => {
@@ -267,8 +288,14 @@ impl Dispatcher {
                     self.r.checkpoint.progress.position.iteration,
                     if completion == Completion::Goal { " (goal reached)" } else { "" }
                 ));
-                self.summary.iterations += 1;
-                policy::on_success(&mut self.r.checkpoint.progress, &self.r.loaded.phases, completion)
+                match self.commit_done(completion, outcome.final_message.as_deref().unwrap_or_default())? {
+                    Step::Done => {
+                        self.summary.iterations += 1;
+                        policy::on_success(&mut self.r.checkpoint.progress, &self.r.loaded.phases, completion)
+                    }
+                    Step::Rejected(output) => self.commit_rejected(outcome, &output),
+                    Step::Blocked(message) => Next::Stop(Stop::Blocked { message }),
+                }
             }
             Completion::NotDone(missing) => self.after_failure(outcome, exit, ended_by, claim, missing),
         };
@@ -527,6 +554,9 @@ impl Observer for Dispatcher {
     }
 
     fn event(&mut self, event: Option<&AgentEvent>) {
+        if let Some(e) = event {
+            self.touched.observe(e);
+        }
         self.r.reporter.agent_event(event);
     }
 }

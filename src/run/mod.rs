@@ -6,6 +6,7 @@ mod artifact;
 pub mod attempt;
 pub mod dispatch;
 mod failure;
+pub mod git_step;
 pub mod setup;
 pub mod start;
 mod waits;
@@ -33,6 +34,8 @@ pub struct Options {
     pub resume: ResumeFlag,
     pub quiet: bool,
     pub verbose: u8,
+    /// `--allow-dirty`: a new run in a dirty git working tree keeps those changes out.
+    pub allow_dirty: bool,
 }
 
 pub use crate::outcome::RunEnd;

@@ -35,6 +35,8 @@ pub struct Ready {
     pub reporter: Reporter,
     pub lock: Option<RunLock>,
     pub resumed: bool,
+    /// Git features, when the project is in a repository (docs/git.md).
+    pub git: Option<super::git_step::GitSession>,
 }
 
 pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
@@ -64,7 +66,7 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
     let enabled = loaded.config.general.workflow.checkpoint_enabled;
     let checkpoint_path = enabled.then(|| agent_dir.join("checkpoint.json"));
     let prompt_checksum = checksum(goal.as_bytes());
-    let (checkpoint, resumed) = match &checkpoint_path {
+    let (mut checkpoint, resumed) = match &checkpoint_path {
         None => (fresh_checkpoint(&loaded, &prompt_checksum), false),
         Some(cp_path) => {
             let existing = load_checkpoint(cp_path, options.resume, &reporter)?;
@@ -99,6 +101,7 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
         }
     };
 
+    let git = super::git_step::setup(&dir, &loaded, &mut checkpoint, resumed, options.allow_dirty, &reporter)?;
     let logs_dir = agent_dir.join("logs").join(&checkpoint.run_id);
     std::fs::create_dir_all(&logs_dir)
         .map_err(|e| RalphError::setup(format!("cannot create {}", logs_dir.display()), e))?;
@@ -121,6 +124,7 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
         reporter,
         lock: Some(acquired.lock),
         resumed,
+        git,
     })
 }
 
@@ -254,6 +258,7 @@ fn fresh_checkpoint(loaded: &Loaded, prompt_checksum: &str) -> Checkpoint {
         prompt_checksum: prompt_checksum.to_string(),
         started_at: now.clone(),
         updated_at: now,
+        git: None,
     }
 }
 
