@@ -84,7 +84,8 @@ pub fn new_run(facts: &RepoFacts, wants: Wants<'_>) -> Result<Baseline, Refusal>
     if facts.index_locked {
         return Err(Refusal::IndexLocked);
     }
-    if !facts.dirty.is_empty() && !wants.allow_dirty {
+    // Without commits a dirty tree is nobody's problem: nothing of it is committed.
+    if wants.commits_on && !facts.dirty.is_empty() && !wants.allow_dirty {
         return Err(Refusal::Dirty(facts.dirty.clone()));
     }
     let create_branch = match wants.branch {
@@ -139,6 +140,8 @@ mod tests {
         assert!(err.to_string().contains("f1, f2, f3, f4, f5 and 2 more"), "{err}");
         let allowed = new_run(&facts, Wants { allow_dirty: true, ..on() }).expect("allowed");
         assert_eq!(allowed.held, facts.dirty);
+        let off = new_run(&facts, Wants::default()).expect("no commits, no refusal");
+        assert_eq!(off.held, facts.dirty);
     }
 
     #[test]

@@ -69,6 +69,7 @@ impl Dispatcher {
         let mut signals = Signals::install().map_err(|e| RalphError::io("cannot install signal handlers", e))?;
         let kind = if self.r.resumed { "run_resumed" } else { "run_started" };
         self.journal(kind, json!({"run_id": self.r.checkpoint.run_id, "pid": std::process::id()}));
+        self.journal_git_start();
         self.save()?;
         let end = match self.resume_pending(&mut signals).await {
             Ok(Some(end)) => Ok(end),

@@ -201,6 +201,17 @@ fn short(hash: &str) -> &str {
 }
 
 impl Dispatcher {
+    /// Journals the baseline of a new run (once: a resume keeps the first).
+    pub(super) fn journal_git_start(&mut self) {
+        let Some(git) = &self.r.checkpoint.git else { return };
+        if self.r.resumed {
+            return;
+        }
+        let fields = json!({"top": git.top, "baseline": git.baseline, "branch": git.branch, "held": git.held,
+                            "commit": self.r.git.as_ref().map(|s| s.config.commit)});
+        self.journal("git_baseline", fields);
+    }
+
     /// After an attempt reached its done signal and before the position advances:
     /// commit the iteration's work when the config says so.
     pub(super) fn commit_done(&mut self, completion: Completion, final_message: &str) -> Result<Step, RalphError> {

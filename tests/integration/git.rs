@@ -142,6 +142,9 @@ fn each_iteration_is_one_commit_with_its_new_files_and_nothing_of_ralphs() {
     assert!(cp["git"]["pending"].is_null());
     assert!(out.stderr.contains("git: 2 commit(s) by ralph"), "{out}");
     assert!(out.stderr.contains(&head[..12]), "{out}");
+    let baseline = r.p.events("git_baseline");
+    assert_eq!(baseline.len(), 1);
+    assert_eq!(baseline[0]["branch"], "main");
     let inspect = r.ralph().args(["--inspect-checkpoint"]).run();
     assert!(inspect.stdout.contains(&head[..12]) && inspect.stdout.contains("develop/2"), "{inspect}");
 }
@@ -413,7 +416,7 @@ fn kill_9_around_the_commit_resumes_into_exactly_one_commit_per_iteration() {
     // Every launch adds a file of its own, so a rerun iteration makes more work that
     // must be committed too, and none may be lost.
     let agent = "#!/bin/sh\nmkdir -p work\necho $$ > work/f-$$.txt\n";
-    let iterations = 4;
+    let iterations = 6;
     let r = Repo::with(
         &fast(
             "",
@@ -427,6 +430,7 @@ fn kill_9_around_the_commit_resumes_into_exactly_one_commit_per_iteration() {
     );
     let deadline = Instant::now() + Duration::from_secs(240);
     let mut rounds = 0;
+    let mut kills = Vec::new();
     loop {
         assert!(Instant::now() < deadline, "seed {seed}: not done within the bound");
         rounds += 1;
@@ -434,14 +438,14 @@ fn kill_9_around_the_commit_resumes_into_exactly_one_commit_per_iteration() {
         if r.p.exists(".agent/checkpoint.json") {
             ralph = ralph.args(["--resume"]);
         }
-        if rounds > 12 {
+        if rounds > 15 {
             // Enough kills: let it finish.
             let out = ralph.run();
             assert!(out.code == Some(0), "seed {seed}: {out}");
             break;
         }
         let mut running = ralph.spawn();
-        let delay = Duration::from_millis(rng.next() % 700);
+        let delay = Duration::from_millis(rng.next() % 500);
         let start = Instant::now();
         while start.elapsed() < delay && !running.exited() {
             std::thread::sleep(Duration::from_millis(5));
@@ -456,7 +460,13 @@ fn kill_9_around_the_commit_resumes_into_exactly_one_commit_per_iteration() {
         // The whole group: ralph, the agent, a git commit under way.
         let _ = killpg(Pid::from_raw(running.pid()), Signal::SIGKILL);
         let _ = running.wait(Duration::from_secs(10));
+        kills.push(delay.as_millis());
     }
+    let found = r.p.events("git_commit").iter().filter(|e| e["found_on_resume"] == true).count();
+    let locks = r.p.events("git_stale_lock_removed").len();
+    eprintln!(
+        "seed {seed}: killed after {kills:?} ms, then finished; {rounds} round(s); {found} commit(s) found on resume, {locks} stale lock(s) removed"
+    );
     let commits = r.commits();
     for i in 1..=iterations {
         let key = format!("Ralph-Iteration: develop/{i}\n");
@@ -467,4 +477,37 @@ fn kill_9_around_the_commit_resumes_into_exactly_one_commit_per_iteration() {
     let status = r.status();
     assert!(!status.contains("work/"), "seed {seed}: uncommitted work: {status}");
     assert!(!r.p.join(".git/index.lock").exists());
+}
+
+#[test]
+fn phase_mode_makes_one_commit_when_the_phase_ends() {
+    let r = Repo::new(&format!(
+        "[git]\ncommit = \"phase\"\n\n{}",
+        sim(
+            &[
+                r#"[{ write = { path = "a.rs", content = "a\n" } }, { done = "a" }]"#,
+                r#"[{ write = { path = "b.rs", content = "b\n" } }, { done = "b" }]"#,
+            ],
+            TWO_ITERATIONS,
+        )
+    ));
+    r.ralph().run().expect_code(0);
+    let commits = r.commits();
+    assert_eq!(commits.len(), 1);
+    assert_eq!(commits[0].1, ["a.rs", "b.rs"]);
+    assert!(commits[0].0.contains("Ralph-Iteration: develop/2"));
+}
+
+#[test]
+fn with_commits_off_nothing_is_committed_and_a_dirty_tree_is_fine() {
+    let r = Repo::new(&format!(
+        "[git]\ncommit = \"off\"\n\n{}",
+        sim(
+            &[r#"[{ write = { path = "a.rs", content = "a\n" } }, { done = "a" }]"#],
+            "[phases.develop]\nchain = \"main\"\n"
+        )
+    ));
+    r.p.write("README.md", "changed by me\n");
+    r.ralph().run().expect_code(0);
+    assert!(r.commits().is_empty());
 }
