@@ -182,6 +182,7 @@ fn a_dirty_tree_refuses_a_new_run_and_allow_dirty_keeps_those_changes_out() {
     );
     r.p.write("notes.txt", "my edit\n");
     r.p.write("scratch.txt", "my new file\n");
+    r.git(&["add", "scratch.txt"]);
     let out = r.ralph().run();
     out.expect_code(2).stderr_has("changes ralph did not make").stderr_has("notes.txt").stderr_has("--allow-dirty");
     assert!(!r.p.exists(".agent/checkpoint.json"), "refused before anything ran");
@@ -191,7 +192,7 @@ fn a_dirty_tree_refuses_a_new_run_and_allow_dirty_keeps_those_changes_out() {
     assert_eq!(commits.len(), 1, "{out}");
     assert_eq!(commits[0].1, ["src/a.rs"], "dirty files stay out even when they change again");
     assert_eq!(r.p.read("notes.txt"), "agent too\n");
-    assert!(r.status().contains("?? scratch.txt"));
+    assert!(r.status().contains("A  scratch.txt"), "what you staged stays staged: {}", r.status());
     assert_eq!(r.p.checkpoint()["git"]["held"], serde_json::json!(["notes.txt", "scratch.txt"]));
 }
 
