@@ -1,11 +1,14 @@
 //! The shell over the `git` binary: argument arrays only, machine-readable output,
 //! no decisions. Every call runs `git -C <top>` with prompts and editors disabled.
-//! Calls block: they are short, except a commit whose hooks run (a lint), and the
-//! run waits for that anyway.
+//! Calls block: they are short, except a commit whose hooks run (a lint), which the
+//! run waits for anyway, bounded by the commit timeout (`[timeouts] tool`): a hook
+//! that hangs is ended with its whole process group.
 
-use std::io::Write;
+use std::io::{Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use super::message::Identity;
 use super::plan::{self, Changed};
@@ -39,7 +42,12 @@ pub enum Discovery {
 #[derive(Debug, Clone)]
 pub struct Repo {
     top: PathBuf,
+    /// The longest a commit (with its hooks) may take.
+    commit_timeout: Duration,
 }
+
+/// The default bound of a commit with its hooks.
+const COMMIT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
 /// The author and committer of ralph's commits, when configured.
 #[derive(Debug, Clone, Default)]
@@ -64,13 +72,19 @@ impl Repo {
             Ok(o) if !o.status.success() => Discovery::NotARepo,
             Ok(o) => {
                 let top = String::from_utf8_lossy(&o.stdout).trim().to_string();
-                if top.is_empty() { Discovery::NotARepo } else { Discovery::Repo(Repo { top: PathBuf::from(top) }) }
+                if top.is_empty() { Discovery::NotARepo } else { Discovery::Repo(Repo::at(Path::new(&top))) }
             }
         }
     }
 
     pub fn at(top: &Path) -> Repo {
-        Repo { top: top.to_path_buf() }
+        Repo { top: top.to_path_buf(), commit_timeout: COMMIT_TIMEOUT }
+    }
+
+    /// Bounds a commit with its hooks.
+    pub fn with_commit_timeout(mut self, timeout: Duration) -> Repo {
+        self.commit_timeout = timeout;
+        self
     }
 
     pub fn top(&self) -> &Path {
@@ -249,17 +263,50 @@ impl Repo {
                 cmd.env(format!("GIT_{prefix}_NAME"), &id.name).env(format!("GIT_{prefix}_EMAIL"), &id.email);
             }
         }
+        // Its own group, so a hook that hangs can be ended with everything it started.
+        cmd.process_group(0);
         let mut child = cmd.spawn()?;
         if let Some(mut stdin) = child.stdin.take() {
-            // A hook that never reads stdin is fine: the list is small and git
-            // reads it before running hooks.
+            // git reads the whole list before it runs any hook.
             stdin.write_all(input)?;
         }
-        let out = child.wait_with_output()?;
-        if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-        } else {
-            Err(failed(args, &out))
+        let stdout = drain(child.stdout.take());
+        let stderr = drain(child.stderr.take());
+        let deadline = Instant::now() + self.commit_timeout;
+        let status = loop {
+            if let Some(status) = child.try_wait()? {
+                break Some(status);
+            }
+            if Instant::now() >= deadline {
+                let pgid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+                let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let out = Output {
+            status: status.unwrap_or_else(|| std::process::ExitStatus::from_raw(1 << 8)),
+            stdout: stdout.join().unwrap_or_default(),
+            stderr: stderr.join().unwrap_or_default(),
+        };
+        match status {
+            Some(s) if s.success() => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
+            Some(_) => Err(failed(args, &out)),
+            None => {
+                // Its owner is gone: the lock would stop every later commit.
+                if let Ok(lock) = self.index_lock() {
+                    let _ = std::fs::remove_file(lock);
+                }
+                let mut e = failed(args, &out);
+                if let GitError::Failed { output, .. } = &mut e {
+                    output.push_str(&format!(
+                        "\n(ended after {}: git or its hook did not finish)",
+                        humantime::format_duration(self.commit_timeout)
+                    ));
+                }
+                Err(e)
+            }
         }
     }
 
@@ -277,6 +324,17 @@ impl Repo {
         };
         ["pre-commit", "commit-msg"].iter().any(|h| is_executable(&dir.join(h)))
     }
+}
+
+/// Reads a pipe to its end on a thread, so a chatty hook never blocks on a full pipe.
+fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut buf);
+        }
+        buf
+    })
 }
 
 fn is_executable(path: &Path) -> bool {

@@ -74,7 +74,7 @@ pub fn setup(
 ) -> Result<Option<GitSession>, RalphError> {
     let config = loaded.config.git.clone();
     let repo = match Repo::discover(dir) {
-        Discovery::Repo(repo) => repo,
+        Discovery::Repo(repo) => repo.with_commit_timeout(loaded.config.timeouts.tool),
         Discovery::NotARepo => {
             reporter.line("not a git repository: git features are off");
             return Ok(None);

@@ -563,3 +563,31 @@ fn a_kill_during_the_commit_resumes_into_one_commit_and_removes_the_stale_lock()
     assert!(!r.p.join(".git/index.lock").exists());
     assert_eq!(r.p.events("git_stale_lock_removed").len(), 1);
 }
+
+#[test]
+fn a_hook_that_hangs_is_ended_and_counts_as_a_failed_iteration() {
+    let r = Repo::new(&fast(
+        "agent_attempts = 1",
+        "tool = \"1s\"",
+        &format!(
+            "[general]\nmax_cycles = 1\n\n{}",
+            sim(
+                &[r#"[{ write = { path = "a.rs", content = "a\n" } }, { done = "a" }]"#],
+                "[phases.develop]\nchain = \"main\"\n"
+            )
+            .split_once("[agents.a]")
+            .map(|(_, rest)| format!("[agents.a]{rest}"))
+            .unwrap_or_default()
+        ),
+    ));
+    let hook = r.p.join(".git/hooks/pre-commit");
+    std::fs::write(&hook, "#!/bin/sh\nsleep 60\n").expect("hook");
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    let out = r.ralph().timeout(Duration::from_secs(30)).run();
+    out.expect_code(1);
+    assert!(r.commits().is_empty());
+    let rejected = r.p.events("git_commit_rejected");
+    assert_eq!(rejected.len(), 1, "{out}");
+    assert!(rejected[0]["output"].as_str().unwrap_or("").contains("did not finish"), "{rejected:?}");
+    assert!(!r.p.join(".git/index.lock").exists());
+}
