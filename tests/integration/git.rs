@@ -591,3 +591,22 @@ fn a_hook_that_hangs_is_ended_and_counts_as_a_failed_iteration() {
     assert!(rejected[0]["output"].as_str().unwrap_or("").contains("did not finish"), "{rejected:?}");
     assert!(!r.p.join(".git/index.lock").exists());
 }
+
+#[test]
+fn a_repository_without_commits_gets_its_first_commit_from_ralph() {
+    let r = Repo::new(&sim(
+        &[r#"[{ write = { path = "a.rs", content = "a\n" } }, { done = "a" }]"#],
+        "[phases.develop]\nchain = \"main\"\n",
+    ));
+    // Start over as a fresh `git init` with nothing committed yet.
+    std::fs::remove_dir_all(r.p.join(".git")).expect("remove .git");
+    r.git(&["init", "-q", "-b", "main"]);
+    r.git(&["config", "user.name", "Tester"]);
+    r.git(&["config", "user.email", "tester@example.com"]);
+    let out = r.ralph().args(["--allow-dirty"]).run();
+    out.expect_code(0);
+    assert!(r.p.checkpoint()["git"]["baseline"].is_null());
+    let files = r.git(&["show", "--name-only", "--format=", "HEAD"]);
+    assert_eq!(files, "a.rs\n", "{out}");
+    assert!(r.status().contains("?? README.md"), "README.md was there before the run: held");
+}
