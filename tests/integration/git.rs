@@ -610,3 +610,31 @@ fn a_repository_without_commits_gets_its_first_commit_from_ralph() {
     assert_eq!(files, "a.rs\n", "{out}");
     assert!(r.status().contains("?? README.md"), "README.md was there before the run: held");
 }
+
+#[test]
+fn a_git_failure_blocks_the_run_and_resume_makes_the_pending_commit_once() {
+    // The agent leaves a lock behind, as a crashed git of its own would: git itself
+    // refuses, no hook is involved, so a person must look (exit 3).
+    let script = "#!/bin/sh\necho x > x.txt\ntouch .git/index.lock\n";
+    let r = Repo::with(
+        &fast(
+            "",
+            "",
+            "[agents.c]\nkind = \"command\"\ncommand = [\"sh\", \"agent.sh\", \"{prompt}\"]\n\n[chains]\nmain = [\"c\"]\n\n[phases.develop]\nchain = \"main\"\ndone = \"exit0\"\n",
+        ),
+        &[("agent.sh", script)],
+        true,
+    );
+    let out = r.ralph().run();
+    out.expect_code(3).stderr_has("git: cannot commit develop/1");
+    assert_eq!(r.p.checkpoint()["git"]["pending"]["key"], "develop/1");
+    assert!(r.commits().is_empty());
+    // A person removes the lock; the agent does not run again for the commit.
+    std::fs::remove_file(r.p.join(".git/index.lock")).expect("unlock");
+    let out = r.ralph().args(["--resume"]).run();
+    out.expect_code(0);
+    let commits = r.commits();
+    assert_eq!(commits.len(), 1, "{out}");
+    assert_eq!(commits[0].1, ["x.txt"]);
+    assert_eq!(r.p.checkpoint()["progress"]["counters"]["attempts"], 1);
+}
