@@ -51,6 +51,12 @@ impl Touched {
         Touched { unknown: true, files: BTreeSet::new() }
     }
 
+    /// At the start of a process: a resumed iteration's earlier attempts ran in
+    /// another process, so what they edited is unknown.
+    pub fn at_start(resumed: bool) -> Self {
+        if resumed { Touched::unknown() } else { Touched::default() }
+    }
+
     pub fn observe(&mut self, event: &AgentEvent) {
         let AgentEvent::ToolStarted { name, input, .. } = event else { return };
         let lower = name.to_ascii_lowercase();

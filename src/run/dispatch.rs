@@ -48,13 +48,7 @@ pub struct Dispatcher {
 impl Dispatcher {
     pub fn new(ready: Ready) -> Self {
         let elapsed_before = ready.checkpoint.elapsed_secs;
-        // A resumed iteration's earlier attempts ran in another process: what they
-        // edited is unknown.
-        let touched = if ready.resumed {
-            crate::git::attribution::Touched::unknown()
-        } else {
-            crate::git::attribution::Touched::default()
-        };
+        let touched = crate::git::attribution::Touched::at_start(ready.resumed);
         Self {
             r: ready,
             started: Instant::now(),
