@@ -98,6 +98,10 @@ pub struct RunArgs {
     pub config: Option<PathBuf>,
     #[command(flatten)]
     pub place: Place,
+    /// Start a new run in a git working tree with changes ralph did not make; they
+    /// are recorded and left out of every commit ralph makes.
+    #[arg(long)]
+    pub allow_dirty: bool,
     /// Only errors and the final summary of an unfinished run.
     #[arg(short, long, conflicts_with = "verbose")]
     pub quiet: bool,

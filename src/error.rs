@@ -66,6 +66,12 @@ pub enum RalphError {
     /// ralph's own I/O failed while the run was under way.
     #[error("{context}: {source}")]
     Io { context: String, source: std::io::Error },
+    /// The git repository cannot be used as it is (found before anything runs).
+    #[error(transparent)]
+    Git(#[from] crate::git::preflight::Refusal),
+    /// A git command failed before anything ran.
+    #[error("{0}")]
+    GitSetup(String),
     /// A bug: something ralph itself should never do.
     #[error("internal error: {0}")]
     Internal(String),

@@ -11,6 +11,7 @@
 
 use serde::Serialize;
 
+use crate::config::CommitMode;
 use crate::recovery::Category;
 use crate::recovery::policy::Cap;
 use crate::signal::StopCause;
@@ -175,6 +176,57 @@ pub enum RunEvent {
         error: String,
     },
     Online {},
+    /// A new run's git baseline (docs/git.md).
+    GitBaseline {
+        top: String,
+        baseline: Option<String>,
+        branch: Option<String>,
+        /// Files dirty at the start (`--allow-dirty`), never committed.
+        held: Vec<String>,
+        commit: Option<CommitMode>,
+    },
+    /// ralph committed an iteration's work, or found on resume the commit it made.
+    GitCommit {
+        hash: String,
+        /// `phase/iteration[/pass]`, the `Ralph-Iteration:` trailer.
+        key: String,
+        files: u32,
+        insertions: u32,
+        deletions: u32,
+        found_on_resume: bool,
+    },
+    /// A changed file left out of the commit; `reason` is the rule's key.
+    GitLeftOut {
+        key: String,
+        path: String,
+        reason: String,
+        detail: String,
+    },
+    GitNothingToCommit {
+        key: String,
+    },
+    /// HEAD moved since ralph last committed: the agent (or someone) committed.
+    GitAgentCommitted {
+        key: String,
+        from: Option<String>,
+        to: String,
+        commits: Vec<String>,
+    },
+    /// A git hook rejected the commit: an agent failure of the iteration.
+    GitCommitRejected {
+        key: String,
+        /// The hook's output, redacted, at most 4000 characters.
+        output: String,
+    },
+    /// git failed otherwise; the run is blocked with the commit pending.
+    GitError {
+        key: String,
+        error: String,
+    },
+    /// A lock file left by a killed commit was removed on resume.
+    GitStaleLockRemoved {
+        path: String,
+    },
     /// A cap or budget ran out; the run stops `failed`.
     CapReached {
         cap: Cap,
@@ -208,6 +260,14 @@ impl RunEvent {
             RunEvent::Offline { .. } => "offline",
             RunEvent::Online {} => "online",
             RunEvent::CapReached { .. } => "cap_reached",
+            RunEvent::GitBaseline { .. } => "git_baseline",
+            RunEvent::GitCommit { .. } => "git_commit",
+            RunEvent::GitLeftOut { .. } => "git_left_out",
+            RunEvent::GitNothingToCommit { .. } => "git_nothing_to_commit",
+            RunEvent::GitAgentCommitted { .. } => "git_agent_committed",
+            RunEvent::GitCommitRejected { .. } => "git_commit_rejected",
+            RunEvent::GitError { .. } => "git_error",
+            RunEvent::GitStaleLockRemoved { .. } => "git_stale_lock_removed",
         }
     }
 }

@@ -66,7 +66,9 @@ pub fn code(ending: Ending<'_>) -> i32 {
             | RalphError::ResumeMismatch(_)
             | RalphError::Usage(_)
             | RalphError::Setup { .. }
-            | RalphError::Preflight(_),
+            | RalphError::Preflight(_)
+            | RalphError::Git(_)
+            | RalphError::GitSetup(_),
         ) => USAGE,
         Ending::Error(RalphError::StoppedBeforeStart(cause)) => code(Ending::Run(&RunEnd::Stopped(*cause))),
         Ending::Error(RalphError::Io { .. } | RalphError::Internal(_)) => INTERNAL,

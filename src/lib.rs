@@ -17,6 +17,7 @@ pub mod config;
 pub mod error;
 pub mod events;
 pub mod exit;
+pub mod git;
 pub mod notify;
 pub mod outcome;
 pub mod process;

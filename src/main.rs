@@ -62,6 +62,7 @@ fn run_command(args: RunArgs) -> i32 {
         from: args.from,
         quiet: args.quiet,
         verbose: args.verbose,
+        allow_dirty: args.allow_dirty,
     };
     // One thread: the agent is forked from it, so its parent-death signal is tied to
     // ralph's life rather than to a worker thread's.

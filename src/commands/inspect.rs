@@ -145,6 +145,9 @@ pub fn describe(cp: &Checkpoint) -> String {
     if let Some(usage) = cp.usage.describe() {
         let _ = writeln!(s, "  usage: {usage}");
     }
+    if let Some(git) = &cp.git {
+        s.push_str(&crate::report::summary::commits(git, 0).replace(" (0 in this session)", ""));
+    }
     let _ = writeln!(
         s,
         "  active time: {}",

@@ -22,7 +22,7 @@ const CAPS: [&str; 7] = [
 ];
 
 /// Where the keys of the fixed tables live, for a key written in the wrong table.
-const HOMES: [(&str, &str); 25] = [
+const HOMES: &[(&str, &str)] = &[
     ("prompt", "general"),
     ("max_cycles", "general"),
     ("max_runtime", "general"),
@@ -46,6 +46,15 @@ const HOMES: [(&str, &str); 25] = [
     ("probe", "offline"),
     ("interval", "offline"),
     ("timeout", "offline"),
+    ("commit", "git"),
+    ("branch", "git"),
+    ("only_agent_files", "git"),
+    ("max_new_file", "git"),
+    ("author", "git"),
+    ("committer", "git"),
+    ("resume_after_shutdown", "watch"),
+    ("max_restarts", "watch"),
+    ("restart_backoff", "watch"),
     ("chain", "phases.NAME"),
     ("kind", "agents.NAME"),
 ];

@@ -480,3 +480,34 @@ fn repeat_errors_point_at_the_key() {
     let e = err(&format!("[general]\nrepeat = {{ phases = [\"r\"], passes = 2 }}\n{THREE}"));
     assert_has(&e, &["ralph.toml:2:1:", "belongs in [general.workflow]"]);
 }
+
+#[test]
+fn the_example_git_table_is_the_default() {
+    let loaded = load(include_str!("../../ralph.example.toml"));
+    assert_eq!(loaded.config.git, super::GitConfig::default());
+    assert_eq!(load(BASE).config.git.commit, super::CommitMode::Iteration);
+}
+
+#[test]
+fn git_keys_are_checked() {
+    let git = load(&format!(
+        "[git]\ncommit = \"phase\"\nbranch = \"ralph/work\"\nmax_new_file = \"512KB\"\nauthor = \"Bot <bot@example.com>\"\n{BASE}"
+    ))
+    .config
+    .git;
+    assert_eq!(git.commit, super::CommitMode::Phase);
+    assert_eq!(git.max_new_file, super::ByteSize(512 * 1024));
+    assert_eq!(load(&format!("[git]\nmax_new_file = 100\n{BASE}")).config.git.max_new_file.0, 100);
+    let e = err(&format!("[git]\ncommit = \"always\"\n{BASE}"));
+    assert_has(&e, &["ralph.toml:2:", "iteration", "phase", "off"]);
+    let e = err(&format!("[git]\nbranch = \"a b\"\n{BASE}"));
+    assert_has(&e, &["ralph.toml:2:1:", "[git] branch \"a b\""]);
+    let e = err(&format!("[git]\nauthor = \"just a name\"\n{BASE}"));
+    assert_has(&e, &["ralph.toml:2:1:", "is not \"Name <email>\""]);
+    let e = err(&format!("[git]\nmax_new_file = 0\n{BASE}"));
+    assert_has(&e, &["ralph.toml:2:1:", "max_new_file must be more than 0"]);
+    let e = err(&format!("[git]\nmax_new_file = \"5 parsecs\"\n{BASE}"));
+    assert_has(&e, &["ralph.toml:2:", "is not a size"]);
+    let e = err(&format!("[git]\nonly_agent_file = true\n{BASE}"));
+    assert_has(&e, &["only_agent_files"]);
+}

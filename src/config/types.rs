@@ -32,6 +32,8 @@ pub struct Config {
     pub chains: BTreeMap<String, Vec<String>>,
     #[serde(default)]
     pub phases: BTreeMap<String, PhaseConfig>,
+    #[serde(default)]
+    pub git: GitConfig,
 }
 
 /// `[general]`
@@ -452,4 +454,99 @@ pub struct SimUsage {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cost_usd: f64,
+}
+
+/// When ralph commits the agents' work (`[git] commit`).
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CommitMode {
+    /// One commit after every finished iteration.
+    #[default]
+    Iteration,
+    /// One commit when a phase ends.
+    Phase,
+    /// No commits (the baseline checks still run in a repository).
+    Off,
+}
+
+/// `[git]`: what ralph does in a git repository (see `docs/git.md`).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct GitConfig {
+    pub commit: CommitMode,
+    /// Create this branch at the start of a new run and commit on it.
+    pub branch: Option<String>,
+    /// Leave out files the agent never reported editing, when it ran no shell tool.
+    pub only_agent_files: bool,
+    /// New files larger than this are never committed: bytes, or "5MB", "512KB".
+    pub max_new_file: ByteSize,
+    /// The commit message; `{phase}`, `{iteration}`, `{title}`, `{summary}`, `{run_id}`.
+    pub message: String,
+    /// "Name <email>"; default: the user's git identity.
+    pub author: Option<String>,
+    /// "Name <email>"; default: the user's git identity.
+    pub committer: Option<String>,
+}
+
+/// The default commit message template.
+pub const DEFAULT_COMMIT_MESSAGE: &str = "ralph: {phase} iteration {iteration}: {title}\n\n{summary}";
+
+impl Default for GitConfig {
+    fn default() -> Self {
+        Self {
+            commit: CommitMode::Iteration,
+            branch: None,
+            only_agent_files: false,
+            max_new_file: ByteSize(5 * 1024 * 1024),
+            message: DEFAULT_COMMIT_MESSAGE.to_string(),
+            author: None,
+            committer: None,
+        }
+    }
+}
+
+/// A size in bytes, written as a number or as "5MB", "512KB", "1GB" (powers of 1024).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(into = "u64")]
+pub struct ByteSize(pub u64);
+
+impl From<ByteSize> for u64 {
+    fn from(b: ByteSize) -> u64 {
+        b.0
+    }
+}
+
+impl ByteSize {
+    /// Parses "5MB", "512 KB", "1gb", "100" (bytes).
+    pub fn parse(text: &str) -> Option<ByteSize> {
+        let t = text.trim();
+        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let (digits, unit) = t.split_at(split);
+        let n: u64 = digits.parse().ok()?;
+        let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+            "" | "b" => 1,
+            "k" | "kb" | "kib" => 1024,
+            "m" | "mb" | "mib" => 1024 * 1024,
+            "g" | "gb" | "gib" => 1024 * 1024 * 1024,
+            _ => return None,
+        };
+        n.checked_mul(mult).map(ByteSize)
+    }
+}
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Int(u64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Int(n) => Ok(ByteSize(n)),
+            Raw::Text(t) => ByteSize::parse(&t).ok_or_else(|| {
+                serde::de::Error::custom(format!("{t:?} is not a size; write bytes or e.g. \"5MB\", \"512KB\""))
+            }),
+        }
+    }
 }

@@ -25,6 +25,7 @@ pub(super) fn parse(path: &Path, source: &str) -> Result<Loaded, ConfigError> {
         check_agent(&cx, name, agent)?;
     }
     check_chains(&cx, &config)?;
+    check_git(&cx, &config)?;
     let phases = resolve_phases(&cx, &config)?;
     let repeat = resolve_repeat(&cx, &config, &phases)?;
     Ok(Loaded { path: path.to_path_buf(), config, phases, repeat, checksum: checksum(source) })
@@ -163,6 +164,34 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
                 format!("[offline] probe {probe:?} is not host:port, like \"api.anthropic.com:443\""),
             ));
         }
+    }
+    Ok(())
+}
+
+fn check_git(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
+    let g = &config.git;
+    if let Some(branch) = &g.branch
+        && let Err(problem) = crate::git::message::check_branch(branch)
+    {
+        return Err(cx.at(&keys!["git", "branch"], format!("[git] branch {branch:?} {problem}")));
+    }
+    for (key, value) in [("author", &g.author), ("committer", &g.committer)] {
+        if let Some(text) = value
+            && crate::git::message::Identity::parse(text).is_none()
+        {
+            return Err(cx.at(
+                &keys!["git", key],
+                format!("[git] {key} {text:?} is not \"Name <email>\", like \"Ralph <ralph@example.com>\""),
+            ));
+        }
+    }
+    if g.max_new_file.0 == 0 {
+        return Err(
+            cx.at(&keys!["git", "max_new_file"], "[git] max_new_file must be more than 0 (default \"5MB\")".into())
+        );
+    }
+    if g.message.trim().is_empty() {
+        return Err(cx.at(&keys!["git", "message"], "[git] message is empty; leave it out for the default".into()));
     }
     Ok(())
 }

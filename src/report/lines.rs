@@ -49,6 +49,20 @@ pub fn line(event: &RunEvent) -> Option<String> {
         }
         RunEvent::Fallback { from, to, .. } => format!("the rate limit of {to} has reset: back from {from} to {to}"),
         RunEvent::Offline { since, .. } => format!("Offline — paused (since {})", local_clock(*since)),
+        RunEvent::GitCommit { hash, key, files, insertions, deletions, found_on_resume } => format!(
+            "git: {} {} {key} ({files} file(s), +{insertions} -{deletions})",
+            if *found_on_resume { "found the commit of" } else { "committed" },
+            short(hash)
+        ),
+        RunEvent::GitLeftOut { path, detail, .. } => format!("git: warning: not committing {path}: {detail}"),
+        RunEvent::GitAgentCommitted { from, to, commits, .. } => format!(
+            "git: HEAD moved from {} to {} ({} commit(s) not made by ralph); ralph commits what is left",
+            from.as_deref().map_or("nothing", short),
+            short(to),
+            commits.len()
+        ),
+        RunEvent::GitCommitRejected { key, .. } => format!("git: a hook rejected the commit of {key}"),
+        RunEvent::GitStaleLockRemoved { path } => format!("git: removed {path} left by an interrupted commit"),
         RunEvent::Online {} => "Recovery resumed after offline".to_string(),
         RunEvent::RunStarted { .. }
         | RunEvent::RunResumed { .. }
@@ -60,8 +74,15 @@ pub fn line(event: &RunEvent) -> Option<String> {
         | RunEvent::Retry { .. }
         | RunEvent::RateLimitWait { .. }
         | RunEvent::CapReached { .. }
+        | RunEvent::GitBaseline { .. }
+        | RunEvent::GitNothingToCommit { .. }
+        | RunEvent::GitError { .. }
         | RunEvent::PassesEnded { clean: true, .. } => return None,
     })
+}
+
+fn short(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
 }
 
 /// `HH:MM:SS` in the local zone for a unix second.

@@ -5,7 +5,7 @@
 pub mod lines;
 pub mod log;
 mod progress;
-mod summary;
+pub mod summary;
 
 pub use progress::{AttemptLine, Reporter};
 pub use summary::{Summary, counts};

@@ -26,6 +26,8 @@ pub struct Summary {
     pub rejected_signoff: Option<String>,
     pub elapsed: Duration,
     pub usage: Usage,
+    /// Commits ralph made in this session.
+    pub commits: u32,
 }
 
 impl Summary {
@@ -39,6 +41,7 @@ impl Summary {
             RunEvent::Fallover { .. } => self.fallovers += 1,
             RunEvent::Intervention { detector, .. } => *self.interventions.entry(detector.clone()).or_insert(0) += 1,
             RunEvent::CapReached { cap, .. } => self.cap = Some(*cap),
+            RunEvent::GitCommit { .. } => self.commits += 1,
             RunEvent::Signoff { verdict: crate::workflow::done::SignOff::Rejected, rule, words, .. } => {
                 self.rejected_signoff = Some(crate::supervise::completion::Why::new(*rule, words.as_str()).describe());
             }
@@ -93,6 +96,9 @@ impl Summary {
                 }
             }
         }
+        if let Some(git) = &cp.git {
+            let _ = write!(s, "{}", commits(git, self.commits));
+        }
         let phase = &cp.progress.position.phase_name;
         let next = match (end, self.cap) {
             (RunEnd::Completed, _) => None,
@@ -117,6 +123,48 @@ impl Summary {
         }
         s.trim_end().to_string()
     }
+}
+
+/// Commits listed in the summary and `--inspect-checkpoint`, newest last.
+const LISTED_COMMITS: usize = 20;
+
+/// The commits ralph made (and any the agents made themselves), one per line.
+pub fn commits(git: &crate::git::record::GitState, this_session: u32) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "  git: {} commit(s) by ralph in this run ({} in this session){}",
+        git.commit_count,
+        this_session,
+        if git.agent_commits > 0 {
+            format!(", {} made by the agents themselves", git.agent_commits)
+        } else {
+            String::new()
+        }
+    );
+    let skip = git.commits.len().saturating_sub(LISTED_COMMITS);
+    if skip > 0 || (git.commit_count as usize) > git.commits.len() {
+        let _ = writeln!(
+            s,
+            "    … {} earlier (the journal lists every commit)",
+            git.commit_count as usize - LISTED_COMMITS.min(git.commits.len())
+        );
+    }
+    for c in &git.commits[skip..] {
+        let _ = writeln!(
+            s,
+            "    {} {} ({} file(s), +{} -{})",
+            c.hash.get(..12).unwrap_or(&c.hash),
+            c.key,
+            c.files,
+            c.insertions,
+            c.deletions
+        );
+    }
+    if let Some(p) = &git.pending {
+        let _ = writeln!(s, "    pending: the commit of {} (made or found on resume)", p.key);
+    }
+    s
 }
 
 /// "agent 2, environmental 1": named counts in one line.

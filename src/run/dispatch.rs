@@ -29,6 +29,7 @@ use crate::workflow::{advance, prompt};
 use super::RunEnd;
 use super::artifact::artifact_stamp;
 use super::attempt::{self, End, Observer, Outcome};
+use super::git_step::Step;
 use super::setup::{Ready, now};
 use super::waits::Offline;
 
@@ -46,12 +47,15 @@ pub struct Dispatcher {
     /// The status last written to the run registry.
     pub(super) registered: Option<Status>,
     pub(super) notifier: Notifier,
+    /// The files the agent reported editing in the current iteration (git attribution).
+    pub(super) touched: crate::git::attribution::Touched,
 }
 
 impl Dispatcher {
     pub fn new(ready: Ready) -> Self {
         let elapsed_before = ready.checkpoint.elapsed_secs;
         let notifier = Notifier::new(&ready.loaded.config.notify, &ready.dir);
+        let touched = crate::git::attribution::Touched::at_start(ready.resumed);
         Self {
             r: ready,
             started: Instant::now(),
@@ -60,6 +64,7 @@ impl Dispatcher {
             last_success: None,
             registered: None,
             notifier,
+            touched,
         }
     }
 
@@ -74,8 +79,13 @@ impl Dispatcher {
         } else {
             RunEvent::RunStarted { run_id, pid, from, phase, pass }
         });
+        self.journal_git_start();
         self.save()?;
-        let end = self.dispatch(&mut signals).await;
+        let end = match self.resume_pending(&mut signals).await {
+            Ok(Some(end)) => Ok(end),
+            Ok(None) => self.dispatch(&mut signals).await,
+            Err(e) => Err(e),
+        };
         let end = match end {
             Ok(end) => end,
             Err(e) => {
@@ -304,12 +314,16 @@ impl Dispatcher {
                     usage: outcome.usage.clone(),
                 });
                 self.last_success = Some(outcome.final_message.clone().unwrap_or_default());
-                policy::on_success(
-                    &mut self.r.checkpoint.progress,
-                    &self.r.loaded.phases,
-                    self.r.loaded.repeat,
-                    completion,
-                )
+                match self.commit_done(completion.clone(), outcome.final_message.as_deref().unwrap_or_default())? {
+                    Step::Done => policy::on_success(
+                        &mut self.r.checkpoint.progress,
+                        &self.r.loaded.phases,
+                        self.r.loaded.repeat,
+                        completion,
+                    ),
+                    Step::Rejected(output) => self.commit_rejected(outcome, &output),
+                    Step::Blocked(message) => Next::Stop(Stop::Blocked { message }),
+                }
             }
             Completion::Confirm => {
                 self.ask_to_confirm(outcome, &claim, phase.until_complete)?;
@@ -608,6 +622,9 @@ impl Observer for Dispatcher {
     }
 
     fn event(&mut self, event: Option<&AgentEvent>) {
+        if let Some(e) = event {
+            self.touched.observe(e);
+        }
         self.r.reporter.agent_event(event);
     }
 

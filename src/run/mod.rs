@@ -6,6 +6,7 @@ mod artifact;
 pub mod attempt;
 pub mod dispatch;
 mod failure;
+pub mod git_step;
 mod passes;
 mod registration;
 pub mod setup;
@@ -39,6 +40,8 @@ pub struct Options {
     pub from: Option<String>,
     pub quiet: bool,
     pub verbose: u8,
+    /// `--allow-dirty`: a new run in a dirty git working tree keeps those changes out.
+    pub allow_dirty: bool,
 }
 
 pub use crate::outcome::RunEnd;

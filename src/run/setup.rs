@@ -40,6 +40,8 @@ pub struct Ready {
     pub resumed: bool,
     /// `--from`: the phase the run started at or was moved to, for the journal.
     pub from: Option<String>,
+    /// Git features, when the project is in a repository (docs/git.md).
+    pub git: Option<super::git_step::GitSession>,
 }
 
 /// Prepares the run. The signal handlers are installed as soon as the lock is
@@ -87,7 +89,7 @@ pub async fn prepare(options: &Options) -> Result<(Ready, Signals), RalphError> 
     let enabled = loaded.config.general.workflow.checkpoint_enabled;
     let checkpoint_path = enabled.then(|| agent_dir.join("checkpoint.json"));
     let prompt_checksum = checksum(goal.as_bytes());
-    let (checkpoint, resumed) = match &checkpoint_path {
+    let (mut checkpoint, resumed) = match &checkpoint_path {
         None => (fresh(&prompt_checksum)?, false),
         Some(cp_path) => {
             let existing = load_checkpoint(cp_path, options.resume, &reporter)?;
@@ -122,6 +124,7 @@ pub async fn prepare(options: &Options) -> Result<(Ready, Signals), RalphError> 
         }
     };
 
+    let git = super::git_step::setup(&dir, &loaded, &mut checkpoint, resumed, options.allow_dirty, &reporter)?;
     let logs_dir = agent_dir.join("logs").join(&checkpoint.run_id);
     std::fs::create_dir_all(&logs_dir)
         .map_err(|e| RalphError::setup(format!("cannot create {}", logs_dir.display()), e))?;
@@ -146,6 +149,7 @@ pub async fn prepare(options: &Options) -> Result<(Ready, Signals), RalphError> 
             lock: Some(acquired.lock),
             resumed,
             from: options.from.clone(),
+            git,
         },
         signals,
     ))
@@ -335,6 +339,7 @@ fn fresh_checkpoint(
         prompt_checksum: prompt_checksum.to_string(),
         started_at: now.clone(),
         updated_at: now,
+        git: None,
     })
 }
 

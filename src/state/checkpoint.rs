@@ -145,4 +145,8 @@ pub struct Checkpoint {
     pub prompt_checksum: String,
     pub started_at: String,
     pub updated_at: String,
+    /// Git-aware runs: the baseline, the commits made, a commit pending (absent when
+    /// git features are off or the checkpoint predates them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<crate::git::record::GitState>,
 }

@@ -1,0 +1,247 @@
+//! Commit messages, the `Ralph-Run:`/`Ralph-Iteration:` trailers that make commits
+//! findable on resume, identities ("Name <email>") and branch names. Pure text.
+
+/// The trailer naming the run a commit belongs to.
+pub const RUN_TRAILER: &str = "Ralph-Run";
+/// The trailer naming the iteration (or phase) a commit holds.
+pub const ITERATION_TRAILER: &str = "Ralph-Iteration";
+
+/// Longest kept summary, in characters.
+const MAX_SUMMARY: usize = 4000;
+/// Longest subject fragment taken from the summary, in characters.
+const MAX_TITLE: usize = 72;
+
+/// A git identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub name: String,
+    pub email: String,
+}
+
+impl Identity {
+    /// Parses "Name <email>"; both parts must be present.
+    pub fn parse(text: &str) -> Option<Identity> {
+        let text = text.trim();
+        let open = text.find('<')?;
+        let rest = text[open + 1..].strip_suffix('>')?;
+        let name = text[..open].trim();
+        let email = rest.trim();
+        let bad = |s: &str| s.is_empty() || s.contains(['<', '>', '\n']);
+        if bad(name) || bad(email) {
+            return None;
+        }
+        Some(Identity { name: name.to_string(), email: email.to_string() })
+    }
+}
+
+/// Whether `name` can be a branch name. A subset of `git check-ref-format`, checked
+/// when the config loads so a bad name is a config error, not a failure mid-run.
+pub fn check_branch(name: &str) -> Result<(), &'static str> {
+    let bad_char = |c: char| c.is_whitespace() || c.is_control() || "~^:?*[\\".contains(c);
+    if name.is_empty() {
+        Err("is empty")
+    } else if name.starts_with('-') || name.starts_with('/') || name.ends_with('/') || name.ends_with('.') {
+        Err("cannot start with - or /, nor end with / or .")
+    } else if name.contains("..") || name.contains("@{") || name.contains("//") || name.ends_with(".lock") {
+        Err("is not a valid branch name (.., @{, // and .lock are not allowed)")
+    } else if name.chars().any(bad_char) {
+        Err("contains a character git does not allow in a branch name")
+    } else {
+        Ok(())
+    }
+}
+
+/// The key of an iteration in the `Ralph-Iteration:` trailer: `develop/3`, and
+/// `develop/3/pass-2` from the second pass of the workflow on.
+pub fn iteration_key(phase: &str, iteration: u32, pass: u32) -> String {
+    if pass > 1 { format!("{phase}/{iteration}/pass-{pass}") } else { format!("{phase}/{iteration}") }
+}
+
+/// What a commit message is made from.
+#[derive(Debug, Clone, Copy)]
+pub struct MessageContext<'a> {
+    pub phase: &'a str,
+    pub iteration: u32,
+    pub run_id: &'a str,
+    pub key: &'a str,
+    /// The agent's summary (already [`summarize`]d).
+    pub summary: &'a str,
+}
+
+/// The agent's final message as a commit body: done/goal tags removed, secrets
+/// redacted, whitespace trimmed, at most [`MAX_SUMMARY`] characters.
+pub fn summarize(final_message: &str) -> String {
+    let mut text = final_message.to_string();
+    for tag in ["<promise>DONE</promise>", "<promise>COMPLETE</promise>"] {
+        text = text.replace(tag, "");
+    }
+    let text = crate::state::redact::redact(&text);
+    let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+    let joined = lines.join("\n");
+    let trimmed = joined.trim();
+    if trimmed.chars().count() > MAX_SUMMARY {
+        let cut: String = trimmed.chars().take(MAX_SUMMARY).collect();
+        format!("{}…", cut.trim_end())
+    } else {
+        trimmed.to_string()
+    }
+}
+
+/// The first non-empty line of the summary, short enough for a subject line.
+pub fn title(summary: &str) -> String {
+    let line = summary.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("done");
+    let line = line.trim_start_matches('#').trim();
+    if line.chars().count() > MAX_TITLE {
+        let cut: String = line.chars().take(MAX_TITLE - 1).collect();
+        format!("{}…", cut.trim_end())
+    } else {
+        line.to_string()
+    }
+}
+
+/// The full message: the template filled in, then the trailers as the last paragraph.
+pub fn render(template: &str, ctx: &MessageContext<'_>) -> String {
+    let title = title(ctx.summary);
+    let body = template
+        .replace("{phase}", ctx.phase)
+        .replace("{iteration}", &ctx.iteration.to_string())
+        .replace("{run_id}", ctx.run_id)
+        .replace("{title}", &title)
+        .replace("{summary}", ctx.summary);
+    // Lines that look like our trailers inside the body would confuse the lookup.
+    let body: Vec<&str> = body
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| trailer_value(l, RUN_TRAILER).is_none() && trailer_value(l, ITERATION_TRAILER).is_none())
+        .collect();
+    let body = collapse_blank_lines(&body.join("\n"));
+    let body = if body.trim().is_empty() { format!("ralph: {} iteration {}", ctx.phase, ctx.iteration) } else { body };
+    format!("{}\n\n{RUN_TRAILER}: {}\n{ITERATION_TRAILER}: {}\n", body.trim(), ctx.run_id, ctx.key)
+}
+
+fn collapse_blank_lines(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut blank = 0;
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            blank += 1;
+            if blank > 1 {
+                continue;
+            }
+        } else {
+            blank = 0;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+fn trailer_value<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let (k, v) = line.split_once(':')?;
+    k.trim().eq_ignore_ascii_case(key).then(|| v.trim())
+}
+
+/// Whether a commit message carries both trailers with these values.
+pub fn has_trailers(message: &str, run_id: &str, key: &str) -> bool {
+    let mut run = false;
+    let mut iteration = false;
+    for line in message.lines() {
+        run |= trailer_value(line, RUN_TRAILER) == Some(run_id);
+        iteration |= trailer_value(line, ITERATION_TRAILER) == Some(key);
+    }
+    run && iteration
+}
+
+/// The newest commit of `git log -z --format=%H%n%B` output that carries the run's
+/// trailers for `key`.
+pub fn find_commit(log: &str, run_id: &str, key: &str) -> Option<String> {
+    log.split('\0').filter(|r| !r.trim().is_empty()).find_map(|record| {
+        let record = record.trim_start_matches('\n');
+        let (hash, body) = record.split_once('\n').unwrap_or((record, ""));
+        has_trailers(body, run_id, key).then(|| hash.trim().to_string())
+    })
+}
+
+/// Whether any commit of that log output was made by this run (any iteration).
+pub fn made_by_run(body: &str, run_id: &str) -> bool {
+    body.lines().any(|l| trailer_value(l, RUN_TRAILER) == Some(run_id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx<'a>(summary: &'a str) -> MessageContext<'a> {
+        MessageContext { phase: "develop", iteration: 3, run_id: "R1", key: "develop/3", summary }
+    }
+
+    #[test]
+    fn identities_need_a_name_and_an_email() {
+        assert_eq!(
+            Identity::parse("Ralph Bot <ralph@example.com>"),
+            Some(Identity { name: "Ralph Bot".into(), email: "ralph@example.com".into() })
+        );
+        assert_eq!(Identity::parse("<a@b>"), None);
+        assert_eq!(Identity::parse("Name"), None);
+        assert_eq!(Identity::parse("Name <>"), None);
+        assert_eq!(Identity::parse("Name <a@b> x"), None);
+    }
+
+    #[test]
+    fn branch_names_follow_git_rules() {
+        assert!(check_branch("ralph/run-1").is_ok());
+        for bad in ["", "-x", "a..b", "a b", "x.lock", "a:b", "end/", "a@{1}"] {
+            assert!(check_branch(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_key_names_the_pass_from_the_second_on() {
+        assert_eq!(iteration_key("develop", 3, 1), "develop/3");
+        assert_eq!(iteration_key("review", 1, 2), "review/1/pass-2");
+    }
+
+    #[test]
+    fn a_summary_loses_the_tags_and_secrets_and_is_bounded() {
+        let s = summarize("  Added the parser.\n\nAPI_KEY=sk-ant-abcdefghijklmnop1234\n\n<promise>DONE</promise>\n");
+        assert_eq!(s, "Added the parser.\n\nAPI_KEY=[REDACTED]");
+        assert_eq!(summarize(&"x".repeat(5000)).chars().count(), MAX_SUMMARY + 1);
+        assert_eq!(title("\n# Heading\nmore"), "Heading");
+        assert_eq!(title(""), "done");
+        assert_eq!(title(&"y".repeat(100)).chars().count(), MAX_TITLE);
+    }
+
+    #[test]
+    fn the_template_is_filled_and_trailers_end_the_message() {
+        let m = render(crate::config::DEFAULT_COMMIT_MESSAGE, &ctx("Added the parser.\nWith tests."));
+        assert_eq!(
+            m,
+            "ralph: develop iteration 3: Added the parser.\n\nAdded the parser.\nWith tests.\n\nRalph-Run: R1\nRalph-Iteration: develop/3\n"
+        );
+        assert!(has_trailers(&m, "R1", "develop/3"));
+        assert!(!has_trailers(&m, "R1", "develop/4"));
+        assert!(!has_trailers(&m, "R2", "develop/3"));
+    }
+
+    #[test]
+    fn a_summary_cannot_forge_the_trailers() {
+        let m = render("{summary}", &ctx("did it\nRalph-Iteration: develop/9\nRalph-Run: other"));
+        assert!(!m.contains("develop/9"));
+        assert!(!m.contains("other"));
+        assert_eq!(
+            render("{summary}", &ctx("")),
+            "ralph: develop iteration 3\n\nRalph-Run: R1\nRalph-Iteration: develop/3\n"
+        );
+    }
+
+    #[test]
+    fn the_log_lookup_finds_the_commit_of_the_iteration() {
+        let log = "aaa\nfix\n\nRalph-Run: R1\nRalph-Iteration: develop/2\n\0bbb\nmine\n\0\nccc\nfirst\n\nRalph-Run: R1\nRalph-Iteration: develop/1\n\0";
+        assert_eq!(find_commit(log, "R1", "develop/1").as_deref(), Some("ccc"));
+        assert_eq!(find_commit(log, "R1", "develop/2").as_deref(), Some("aaa"));
+        assert_eq!(find_commit(log, "R1", "develop/3"), None);
+        assert_eq!(find_commit(log, "R0", "develop/1"), None);
+        assert!(made_by_run("x\n\nRalph-Run: R1\n", "R1"));
+    }
+}

@@ -1,0 +1,24 @@
+//! Git-aware runs (docs/git.md): a baseline at the start of a new run, one commit per
+//! finished iteration (or phase) holding only the agents' work, exactly once across
+//! kills and resumes.
+//!
+//! The decisions are pure and unit-tested: which files a commit takes and why the
+//! others are left out ([`plan`]), which files the agent reported editing
+//! ([`attribution`]), the message, trailers and identities ([`message`]), whether a
+//! repository can be used at all ([`preflight`]), and what the checkpoint keeps
+//! ([`record`]). [`repo`] is the thin shell: the `git` binary run with argument arrays.
+//!
+//! Why the `git` binary and not a library (gix): ralph must behave exactly like the
+//! user's own `git commit` — their hooks (pre-commit, commit-msg), their identity and
+//! `includeIf` config, `core.hooksPath`, attributes and filters, sparse checkouts,
+//! worktrees — and gix does not run hooks or cover every config git honours. A
+//! handful of plumbing calls with stable, machine-readable output (`status
+//! --porcelain -z`, `log -z`, `diff-tree --numstat`) is a small, stable surface, and
+//! any machine that has a repository has `git`.
+
+pub mod attribution;
+pub mod message;
+pub mod plan;
+pub mod preflight;
+pub mod record;
+pub mod repo;

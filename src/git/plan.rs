@@ -1,0 +1,262 @@
+//! Which changed files a commit takes, and why every other one is left out. Pure:
+//! the shell lists the changes (`git status`) and measures each candidate (size, a
+//! credential value inside); these functions decide.
+
+use std::collections::BTreeSet;
+
+/// One changed path from `git status --porcelain=v1 -z --no-renames`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Changed {
+    /// Relative to the repository's top, `/`-separated.
+    pub path: String,
+    /// Not tracked by git (and not ignored): a new file.
+    pub untracked: bool,
+    /// Gone from the working tree.
+    pub deleted: bool,
+}
+
+/// Parses `git status --porcelain=v1 -z --no-renames --untracked-files=all`.
+/// Ignored entries (`!!`) are skipped; unknown shapes are skipped too.
+pub fn parse_status(output: &[u8]) -> Vec<Changed> {
+    output
+        .split(|b| *b == 0)
+        .filter(|r| r.len() > 3 && r[2] == b' ')
+        .filter_map(|r| {
+            let (x, y) = (r[0], r[1]);
+            let path = String::from_utf8_lossy(&r[3..]).into_owned();
+            match (x, y) {
+                (b'!', b'!') => None,
+                (b'?', b'?') => Some(Changed { path, untracked: true, deleted: false }),
+                _ => Some(Changed { path, untracked: false, deleted: x == b'D' || y == b'D' }),
+            }
+        })
+        .collect()
+}
+
+/// ralph's own files: never part of the dirty check, never committed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Exempt {
+    /// Exact paths relative to the top (the config file, the goal file).
+    pub files: Vec<String>,
+    /// Directory prefixes relative to the top, without the trailing `/` (`.agent`).
+    pub dirs: Vec<String>,
+}
+
+impl Exempt {
+    pub fn covers(&self, path: &str) -> bool {
+        self.files.iter().any(|f| f == path)
+            || self
+                .dirs
+                .iter()
+                .any(|d| d.is_empty() || path == d || path.strip_prefix(d.as_str()).is_some_and(|r| r.starts_with('/')))
+    }
+}
+
+/// The paths that make a new run's working tree dirty: every change but ralph's own.
+pub fn dirty_at_start(changed: &[Changed], exempt: &Exempt) -> Vec<String> {
+    let mut paths: Vec<String> = changed.iter().filter(|c| !exempt.covers(&c.path)).map(|c| c.path.clone()).collect();
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+/// The changes that may go into a commit: not ralph's, not held back for the run.
+pub fn candidates(changed: Vec<Changed>, exempt: &Exempt, held: &BTreeSet<String>) -> Vec<Changed> {
+    changed.into_iter().filter(|c| !exempt.covers(&c.path) && !held.contains(&c.path)).collect()
+}
+
+/// What the shell found out about one candidate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Facts {
+    pub change: Changed,
+    /// Size in bytes of a file that exists.
+    pub size: Option<u64>,
+    /// It holds the value of a credential ralph passed to an agent.
+    pub credential: bool,
+}
+
+/// Why a changed file is not in the commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeftOut {
+    /// The agent reported editing other files and ran no shell: someone else's edit.
+    NotTheAgents,
+    /// It contains the value of a credential ralph passed to an agent.
+    Credential,
+    /// A new file over `[git] max_new_file`.
+    TooLarge { size: u64, max: u64 },
+}
+
+impl LeftOut {
+    /// Short key for the journal.
+    pub fn key(&self) -> &'static str {
+        match self {
+            LeftOut::NotTheAgents => "not_the_agents",
+            LeftOut::Credential => "credential",
+            LeftOut::TooLarge { .. } => "too_large",
+        }
+    }
+
+    /// Whether the file stays out for the rest of the run (someone else's edit),
+    /// rather than being looked at again at the next commit.
+    pub fn held_for_the_run(&self) -> bool {
+        matches!(self, LeftOut::NotTheAgents)
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            LeftOut::NotTheAgents => "the agent did not report editing it (someone else's change?)".into(),
+            LeftOut::Credential => "it contains the value of a credential ralph passed to an agent".into(),
+            LeftOut::TooLarge { size, max } => format!("a new file of {size} bytes, over [git] max_new_file ({max})"),
+        }
+    }
+}
+
+/// The decision for one commit.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    pub commit: Vec<String>,
+    pub left_out: Vec<(String, LeftOut)>,
+}
+
+/// The rules a commit follows.
+#[derive(Debug, Clone, Copy)]
+pub struct Rules<'a> {
+    /// `Some(files the agent reported editing)` when attribution applies (it is on,
+    /// and the agent ran no shell or unknown tool in the iteration).
+    pub agent_files: Option<&'a BTreeSet<String>>,
+    pub max_new_file: u64,
+}
+
+/// Decides, file by file. Credentials first: a key must never leave the machine in
+/// a commit, whoever wrote the file.
+pub fn select(facts: Vec<Facts>, rules: Rules<'_>) -> Selection {
+    let mut out = Selection::default();
+    for f in facts {
+        let why = if f.credential {
+            Some(LeftOut::Credential)
+        } else if f.change.untracked
+            && let Some(size) = f.size
+            && size > rules.max_new_file
+        {
+            Some(LeftOut::TooLarge { size, max: rules.max_new_file })
+        } else if let Some(files) = rules.agent_files
+            && !files.contains(&f.change.path)
+        {
+            Some(LeftOut::NotTheAgents)
+        } else {
+            None
+        };
+        match why {
+            Some(why) => out.left_out.push((f.change.path, why)),
+            None => out.commit.push(f.change.path),
+        }
+    }
+    out.commit.sort();
+    out.commit.dedup();
+    out
+}
+
+/// Whether `content` holds any of the credential values (each at least 8 bytes; a
+/// shorter "secret" would match by accident everywhere).
+pub fn holds_credential(content: &[u8], values: &[String]) -> bool {
+    values.iter().filter(|v| v.len() >= 8).any(|v| content.windows(v.len()).any(|w| w == v.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn changed(path: &str) -> Changed {
+        Changed { path: path.into(), untracked: false, deleted: false }
+    }
+
+    fn new_file(path: &str) -> Changed {
+        Changed { path: path.into(), untracked: true, deleted: false }
+    }
+
+    fn facts(change: Changed, size: u64, credential: bool) -> Facts {
+        Facts { change, size: Some(size), credential }
+    }
+
+    fn exempt() -> Exempt {
+        Exempt { files: vec!["ralph.toml".into(), "PROMPT.md".into()], dirs: vec![".agent".into()] }
+    }
+
+    #[test]
+    fn status_lines_become_changes() {
+        let out = b" M src/a.rs\0?? new dir/b.txt\0 D gone.rs\0D  staged-gone\0!! target/x\0AM added.rs\0";
+        assert_eq!(
+            parse_status(out),
+            vec![
+                changed("src/a.rs"),
+                new_file("new dir/b.txt"),
+                Changed { path: "gone.rs".into(), untracked: false, deleted: true },
+                Changed { path: "staged-gone".into(), untracked: false, deleted: true },
+                changed("added.rs"),
+            ]
+        );
+    }
+
+    #[test]
+    fn ralphs_own_files_never_make_the_tree_dirty() {
+        let all = vec![
+            new_file("ralph.toml"),
+            new_file("PROMPT.md"),
+            new_file(".agent/.gitignore"),
+            new_file(".agent/ralph.toml"),
+            new_file(".agentx"),
+            changed("src/a.rs"),
+        ];
+        assert_eq!(dirty_at_start(&all, &exempt()), vec![".agentx".to_string(), "src/a.rs".to_string()]);
+        assert!(dirty_at_start(&all[..4], &exempt()).is_empty());
+    }
+
+    #[test]
+    fn held_and_exempt_files_are_never_candidates() {
+        let held: BTreeSet<String> = ["notes.txt".to_string()].into();
+        let got = candidates(vec![changed("notes.txt"), changed("PROMPT.md"), new_file("a.rs")], &exempt(), &held);
+        assert_eq!(got, vec![new_file("a.rs")]);
+    }
+
+    #[test]
+    fn credentials_and_large_new_files_are_left_out() {
+        let rules = Rules { agent_files: None, max_new_file: 100 };
+        let sel = select(
+            vec![
+                facts(new_file("big.bin"), 101, false),
+                facts(changed("big-but-tracked.bin"), 1000, false),
+                facts(new_file("ok.rs"), 100, false),
+                facts(changed(".env"), 10, true),
+            ],
+            rules,
+        );
+        assert_eq!(sel.commit, vec!["big-but-tracked.bin".to_string(), "ok.rs".to_string()]);
+        assert_eq!(
+            sel.left_out,
+            vec![
+                ("big.bin".to_string(), LeftOut::TooLarge { size: 101, max: 100 }),
+                (".env".to_string(), LeftOut::Credential)
+            ]
+        );
+    }
+
+    #[test]
+    fn attribution_leaves_out_files_the_agent_never_touched() {
+        let agent: BTreeSet<String> = ["a.rs".to_string()].into();
+        let all = vec![facts(changed("a.rs"), 1, false), facts(changed("person.txt"), 1, false)];
+        let sel = select(all.clone(), Rules { agent_files: Some(&agent), max_new_file: 100 });
+        assert_eq!(sel.commit, vec!["a.rs".to_string()]);
+        assert_eq!(sel.left_out, vec![("person.txt".to_string(), LeftOut::NotTheAgents)]);
+        assert!(sel.left_out[0].1.held_for_the_run());
+        let sel = select(all, Rules { agent_files: None, max_new_file: 100 });
+        assert_eq!(sel.commit.len(), 2);
+    }
+
+    #[test]
+    fn a_credential_value_is_found_anywhere_in_the_content() {
+        let values = vec!["sk-test-0123456789".to_string(), "short".to_string()];
+        assert!(holds_credential(b"key = \"sk-test-0123456789\"\n", &values));
+        assert!(!holds_credential(b"key = \"sk-test-012345678\"\n", &values));
+        assert!(!holds_credential(b"a short text", &values));
+    }
+}

@@ -1,0 +1,112 @@
+//! What the checkpoint keeps about git (optional fields with defaults, per the
+//! state-format policy: no version bump). Bounded: the full history of commits is
+//! in the journal; the checkpoint keeps the newest [`KEPT_COMMITS`].
+
+use serde::{Deserialize, Serialize};
+
+/// Commits listed in the checkpoint (the journal has them all).
+pub const KEPT_COMMITS: usize = 200;
+
+/// The run's git state; `None` in the checkpoint when git features are off.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GitState {
+    /// The repository's top directory.
+    pub top: String,
+    /// The commit the run started from; `None` in a repository without commits.
+    #[serde(default)]
+    pub baseline: Option<String>,
+    /// The branch ralph commits on; `None` for a detached HEAD.
+    #[serde(default)]
+    pub branch: Option<String>,
+    /// Paths never committed in this run: dirty at the start (`--allow-dirty`), or
+    /// edited by someone else (attribution).
+    #[serde(default)]
+    pub held: Vec<String>,
+    /// HEAD as ralph last left it; a different HEAD means someone else committed.
+    #[serde(default)]
+    pub head: Option<String>,
+    /// The commits ralph made, oldest first (the newest [`KEPT_COMMITS`]).
+    #[serde(default)]
+    pub commits: Vec<CommitRecord>,
+    /// All commits ralph made in the run, including those dropped from `commits`.
+    #[serde(default)]
+    pub commit_count: u32,
+    /// Commits the agents made themselves, counted.
+    #[serde(default)]
+    pub agent_commits: u32,
+    /// An iteration that is done but whose commit is not known to be made yet.
+    #[serde(default)]
+    pub pending: Option<Pending>,
+}
+
+/// One commit ralph made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitRecord {
+    pub hash: String,
+    /// The `Ralph-Iteration:` key.
+    pub key: String,
+    pub files: u32,
+    pub insertions: u32,
+    pub deletions: u32,
+}
+
+/// An iteration recorded done whose commit may or may not exist: on resume the
+/// trailer lookup decides, so the commit happens exactly once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pending {
+    /// The `Ralph-Iteration:` key.
+    pub key: String,
+    /// The full message, so a commit made on resume is the one that was meant.
+    pub message: String,
+    /// The iteration reached the goal signal (replayed into the policy on resume).
+    pub goal: bool,
+}
+
+impl GitState {
+    pub fn record(&mut self, commit: CommitRecord) {
+        self.head = Some(commit.hash.clone());
+        self.commits.push(commit);
+        self.commit_count += 1;
+        if self.commits.len() > KEPT_COMMITS {
+            let extra = self.commits.len() - KEPT_COMMITS;
+            self.commits.drain(..extra);
+        }
+    }
+
+    pub fn hold(&mut self, path: &str) {
+        if !self.held.iter().any(|p| p == path) {
+            self.held.push(path.to_string());
+            self.held.sort();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_commit_list_stays_bounded_and_the_count_does_not() {
+        let mut s = GitState::default();
+        for i in 0..(KEPT_COMMITS + 5) {
+            s.record(CommitRecord {
+                hash: format!("h{i}"),
+                key: format!("p/{i}"),
+                files: 1,
+                insertions: 1,
+                deletions: 0,
+            });
+        }
+        assert_eq!(s.commits.len(), KEPT_COMMITS);
+        assert_eq!(s.commit_count as usize, KEPT_COMMITS + 5);
+        assert_eq!(s.head.as_deref(), Some(format!("h{}", KEPT_COMMITS + 4).as_str()));
+        assert_eq!(s.commits[0].hash, "h5");
+    }
+
+    #[test]
+    fn an_old_checkpoint_without_git_fields_reads() {
+        let s: GitState = serde_json::from_str(r#"{"top": "/r"}"#).expect("parses");
+        assert_eq!(s.top, "/r");
+        assert!(s.pending.is_none() && s.commits.is_empty());
+    }
+}

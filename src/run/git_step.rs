@@ -1,0 +1,464 @@
+//! The dispatcher's git steps (docs/git.md): the baseline when a new run is set up,
+//! the commit after an iteration (or phase) is recorded done, and on resume the
+//! completion of a commit that a kill interrupted. Decisions are in `crate::git`;
+//! this file carries them out and records them.
+//!
+//! Exactly once: before committing, the checkpoint durably says "iteration K is done,
+//! commit pending" with the message. A resume that finds that looks the trailers up
+//! (`Ralph-Run:`, `Ralph-Iteration: K`) and only commits when no such commit exists;
+//! the position advances in the same checkpoint write that clears the mark.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use crate::config::{CommitMode, GitConfig, Loaded};
+use crate::error::RalphError;
+use crate::events::RunEvent;
+use crate::git::message::{self, Identity, MessageContext};
+use crate::git::plan::{self, Exempt, Facts, Rules};
+use crate::git::preflight::{self, RepoFacts, Wants};
+use crate::git::record::{CommitRecord, GitState, Pending};
+use crate::git::repo::{CommitFailure, Discovery, GitError, Identities, Repo};
+use crate::recovery::policy::{self, Facts as PolicyFacts, Limits, Next, Stop};
+use crate::recovery::{Category, Classification};
+use crate::report::Reporter;
+use crate::signal::Signals;
+use crate::state::checkpoint::Checkpoint;
+use crate::supervise::note::Trouble;
+use crate::workflow::done::Completion;
+
+use super::RunEnd;
+use super::attempt::Outcome;
+use super::dispatch::{Dispatcher, unix_now};
+
+/// Files larger than this are not searched for credential values (they are logs or
+/// binaries; a new one is held back by `max_new_file` anyway).
+const MAX_SCANNED: u64 = 64 * 1024 * 1024;
+
+/// A run with git features on.
+#[derive(Debug, Clone)]
+pub struct GitSession {
+    repo: Repo,
+    config: GitConfig,
+    exempt: Exempt,
+    who: Identities,
+    /// Values of the credentials ralph passes to the configured agents.
+    credentials: Vec<String>,
+    /// Where agents run (relative tool paths are relative to it).
+    cwd: PathBuf,
+    /// `cwd` relative to the top (`""` at the top).
+    cwd_rel: String,
+}
+
+/// What the commit step came to.
+#[derive(Debug)]
+pub enum Step {
+    /// Committed, found already committed, or nothing to commit.
+    Done,
+    /// A hook rejected the commit: the iteration failed, with this output.
+    Rejected(String),
+    /// git failed in a way a person must look at.
+    Blocked(String),
+}
+
+/// Sets git up for the run: nothing outside a repository (one line), the pre-flight
+/// checks and the baseline for a new run, only the checks on resume.
+pub fn setup(
+    dir: &Path,
+    loaded: &Loaded,
+    checkpoint: &mut Checkpoint,
+    resumed: bool,
+    allow_dirty: bool,
+    reporter: &Reporter,
+) -> Result<Option<GitSession>, RalphError> {
+    let config = loaded.config.git.clone();
+    let repo = match Repo::discover(dir) {
+        Discovery::Repo(repo) => repo.with_commit_timeout(loaded.config.timeouts.tool),
+        Discovery::NotARepo => {
+            reporter.line("not a git repository: git features are off");
+            return Ok(None);
+        }
+        Discovery::NoGit => {
+            reporter.line("git is not installed: git features are off");
+            return Ok(None);
+        }
+    };
+    if resumed && checkpoint.git.is_none() {
+        // The run started without git features; a baseline now would not be the
+        // run's start, so it stays without them.
+        reporter.line("this run started without git features: they stay off until it ends");
+        return Ok(None);
+    }
+    let fail = |e: GitError| RalphError::GitSetup(format!("git: {e}"));
+    let who = identities(&repo, &config).map_err(fail)?;
+    let has_email = who.committer.is_some() || email_known(&repo).map_err(fail)?;
+    let top = repo.top().to_path_buf();
+    let exempt = exempt(&top, dir, &loaded.path, &dir.join(&loaded.config.general.prompt));
+    let commits_on = config.commit != CommitMode::Off;
+    let mut facts = RepoFacts {
+        in_progress: repo.in_progress().map_err(fail)?,
+        index_locked: repo.index_lock().map_err(fail)?.exists(),
+        has_email,
+        dirty: Vec::new(),
+        branch: repo.branch().map_err(fail)?,
+        wanted_branch_exists: false,
+    };
+    let wants = Wants { commits_on, allow_dirty, branch: config.branch.as_deref() };
+    if resumed {
+        preflight::check_always(&facts, wants)?;
+    } else {
+        facts.dirty = plan::dirty_at_start(&repo.status().map_err(fail)?, &exempt);
+        if let Some(b) = &config.branch {
+            facts.wanted_branch_exists = repo.branch_exists(b).map_err(fail)?;
+        }
+        let baseline = preflight::new_run(&facts, wants)?;
+        if let Some(b) = &baseline.create_branch {
+            repo.create_branch(b).map_err(fail)?;
+            reporter.line(&format!("git: created branch {b}; ralph commits on it"));
+        }
+        let head = repo.head().map_err(fail)?;
+        if baseline.detached {
+            reporter.line(&format!(
+                "git: HEAD is detached{}; ralph commits on it (`git branch NAME` keeps the commits)",
+                head.as_deref().map(|h| format!(" at {}", short(h))).unwrap_or_default()
+            ));
+        }
+        if !baseline.held.is_empty() {
+            reporter.line(&format!(
+                "git: --allow-dirty: {} changed file(s) are left out of every commit",
+                baseline.held.len()
+            ));
+        }
+        checkpoint.git = Some(GitState {
+            top: top.display().to_string(),
+            baseline: head.clone(),
+            branch: repo.branch().map_err(fail)?,
+            held: baseline.held,
+            head,
+            ..GitState::default()
+        });
+    }
+    let credentials = credential_values(loaded);
+    let cwd_rel = std::fs::canonicalize(dir)
+        .ok()
+        .and_then(|real| real.strip_prefix(&top).ok().map(|r| r.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    Ok(Some(GitSession { repo, config, exempt, who, credentials, cwd: dir.to_path_buf(), cwd_rel }))
+}
+
+/// ralph's own files, relative to the top: the config, the goal, `.agent/`.
+fn exempt(top: &Path, dir: &Path, config: &Path, goal: &Path) -> Exempt {
+    let rel = |p: &Path| -> Option<String> {
+        let real = std::fs::canonicalize(p).ok().or_else(|| {
+            // `.agent/` exists by now; a missing file is still named relative to dir.
+            let parent = std::fs::canonicalize(p.parent()?).ok()?;
+            Some(parent.join(p.file_name()?))
+        })?;
+        let top = std::fs::canonicalize(top).unwrap_or_else(|_| top.to_path_buf());
+        let r = real.strip_prefix(&top).ok()?;
+        Some(r.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/"))
+    };
+    Exempt {
+        files: [config, goal].into_iter().filter_map(rel).collect(),
+        dirs: rel(&dir.join(".agent")).into_iter().collect(),
+    }
+}
+
+fn identities(repo: &Repo, config: &GitConfig) -> Result<Identities, GitError> {
+    let parse = |s: &Option<String>| s.as_deref().and_then(Identity::parse);
+    let author = parse(&config.author);
+    let mut committer = parse(&config.committer);
+    // A configured author without a user identity commits as that author.
+    if committer.is_none() && author.is_some() && !email_known(repo)? {
+        committer = author.clone();
+    }
+    Ok(Identities { author, committer })
+}
+
+/// Whether git knows an email for the committer without `[git]` settings.
+fn email_known(repo: &Repo) -> Result<bool, GitError> {
+    let env = ["GIT_COMMITTER_EMAIL", "EMAIL"].iter().any(|k| std::env::var(k).is_ok_and(|v| !v.trim().is_empty()));
+    Ok(env || repo.config("user.email")?.is_some())
+}
+
+/// The values of credential-like variables ralph passes to the configured agents.
+fn credential_values(loaded: &Loaded) -> Vec<String> {
+    let mut values = BTreeSet::new();
+    for agent in loaded.config.agents.values() {
+        let env = crate::process::env::scrubbed(std::env::vars(), agent.kind, &agent.pass_env, Vec::new());
+        for (k, v) in env {
+            if crate::process::env::looks_secret(&k) && v.len() >= 8 {
+                values.insert(v);
+            }
+        }
+    }
+    values.into_iter().collect()
+}
+
+fn short(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
+}
+
+impl Dispatcher {
+    /// Journals the baseline of a new run (once: a resume keeps the first).
+    pub(super) fn journal_git_start(&mut self) {
+        let Some(git) = &self.r.checkpoint.git else { return };
+        if self.r.resumed {
+            return;
+        }
+        let event = RunEvent::GitBaseline {
+            top: git.top.clone(),
+            baseline: git.baseline.clone(),
+            branch: git.branch.clone(),
+            held: git.held.clone(),
+            commit: self.r.git.as_ref().map(|s| s.config.commit),
+        };
+        self.emit(event);
+    }
+
+    /// After an attempt reached its done signal and before the position advances:
+    /// commit the iteration's work when the config says so.
+    pub(super) fn commit_done(&mut self, completion: Completion, final_message: &str) -> Result<Step, RalphError> {
+        let Some(session) = &self.r.git else { return Ok(Step::Done) };
+        if self.r.checkpoint.git.is_none() {
+            return Ok(Step::Done);
+        }
+        let commit_now = match session.config.commit {
+            CommitMode::Off => false,
+            CommitMode::Iteration => true,
+            CommitMode::Phase => {
+                let mut progress = self.r.checkpoint.progress.clone();
+                !matches!(
+                    policy::on_success(&mut progress, &self.r.loaded.phases, self.r.loaded.repeat, completion.clone()),
+                    Next::NextIteration
+                )
+            }
+        };
+        if !commit_now {
+            return Ok(Step::Done);
+        }
+        let pos = &self.r.checkpoint.progress.position;
+        let key = message::iteration_key(&pos.phase_name, pos.iteration, pos.pass);
+        let summary = message::summarize(final_message);
+        let text = message::render(
+            &session.config.message,
+            &MessageContext {
+                phase: &pos.phase_name,
+                iteration: pos.iteration,
+                run_id: &self.r.checkpoint.run_id,
+                key: &key,
+                summary: &summary,
+            },
+        );
+        if let Some(git) = self.r.checkpoint.git.as_mut() {
+            git.pending = Some(Pending { key, message: text, goal: completion == Completion::Goal });
+        }
+        // From here a kill resumes into the trailer lookup, never into a rerun.
+        self.save()?;
+        Ok(self.complete_pending())
+    }
+
+    /// Makes the pending commit unless it exists. Clears the mark in memory only:
+    /// the caller's next checkpoint write also carries the advanced position.
+    fn complete_pending(&mut self) -> Step {
+        let Some(session) = self.r.git.clone() else { return Step::Done };
+        let Some(state) = self.r.checkpoint.git.clone() else { return Step::Done };
+        let Some(pending) = state.pending.clone() else { return Step::Done };
+        let run_id = self.r.checkpoint.run_id.clone();
+        let result = self.commit_pending(&session, &state, &pending, &run_id);
+        let touched = std::mem::take(&mut self.touched);
+        match result {
+            Ok(step) => {
+                if let Some(git) = self.r.checkpoint.git.as_mut() {
+                    git.pending = None;
+                }
+                step
+            }
+            Err(e) => {
+                self.touched = touched;
+                let message = format!("git: cannot commit {}: {e}", pending.key);
+                self.emit(RunEvent::GitError { key: pending.key.clone(), error: e.to_string() });
+                Step::Blocked(message)
+            }
+        }
+    }
+
+    fn commit_pending(
+        &mut self,
+        session: &GitSession,
+        state: &GitState,
+        pending: &Pending,
+        run_id: &str,
+    ) -> Result<Step, GitError> {
+        let repo = &session.repo;
+        let log = repo.log_since(state.baseline.as_deref())?;
+        if let Some(hash) = message::find_commit(&log, run_id, &pending.key) {
+            self.record_commit(repo, &hash, &pending.key, true)?;
+            return Ok(Step::Done);
+        }
+        let head = repo.head()?;
+        if head != state.head
+            && let Some(to) = &head
+        {
+            let commits = repo.commits_between(state.head.as_deref(), to)?;
+            let count = u32::try_from(commits.len()).unwrap_or(u32::MAX);
+            self.emit(RunEvent::GitAgentCommitted {
+                key: pending.key.clone(),
+                from: state.head.clone(),
+                to: to.clone(),
+                commits,
+            });
+            if let Some(git) = self.r.checkpoint.git.as_mut() {
+                git.head = head.clone();
+                git.agent_commits += count;
+            }
+        }
+        let held: BTreeSet<String> = state.held.iter().cloned().collect();
+        let candidates = plan::candidates(repo.status()?, &session.exempt, &held);
+        let facts = candidates.into_iter().map(|change| measure(repo.top(), change, &session.credentials)).collect();
+        let bases: [(&Path, &str); 2] = [(repo.top(), ""), (&session.cwd, &session.cwd_rel)];
+        let agent_files = if session.config.only_agent_files { self.touched.files(&bases, &session.cwd) } else { None };
+        let selection = plan::select(
+            facts,
+            Rules { agent_files: agent_files.as_ref(), max_new_file: session.config.max_new_file.0 },
+        );
+        for (path, why) in &selection.left_out {
+            self.emit(RunEvent::GitLeftOut {
+                key: pending.key.clone(),
+                path: path.clone(),
+                reason: why.key().to_string(),
+                detail: why.describe(),
+            });
+            if why.held_for_the_run()
+                && let Some(git) = self.r.checkpoint.git.as_mut()
+            {
+                git.hold(path);
+            }
+        }
+        if selection.commit.is_empty() {
+            self.emit(RunEvent::GitNothingToCommit { key: pending.key.clone() });
+            return Ok(Step::Done);
+        }
+        match repo.commit(&selection.commit, &pending.message, &session.who) {
+            Ok(hash) => {
+                self.record_commit(repo, &hash, &pending.key, false)?;
+                Ok(Step::Done)
+            }
+            Err(CommitFailure::HookRejected(output)) => {
+                let output = crate::state::redact::redact(&output);
+                self.emit(RunEvent::GitCommitRejected { key: pending.key.clone(), output: tail(&output, 4000) });
+                Ok(Step::Rejected(output))
+            }
+            Err(CommitFailure::Other(e)) => Err(e),
+        }
+    }
+
+    fn record_commit(&mut self, repo: &Repo, hash: &str, key: &str, found: bool) -> Result<(), GitError> {
+        let (files, insertions, deletions) = repo.diff_stats(hash)?;
+        self.emit(RunEvent::GitCommit {
+            hash: hash.to_string(),
+            key: key.to_string(),
+            files,
+            insertions,
+            deletions,
+            found_on_resume: found,
+        });
+        if let Some(git) = self.r.checkpoint.git.as_mut() {
+            git.record(CommitRecord { hash: hash.to_string(), key: key.to_string(), files, insertions, deletions });
+        }
+        Ok(())
+    }
+
+    /// A hook rejected the commit: an `agent` failure of the iteration, budgeted like
+    /// any other, with the hook's output in the note so the agent can fix it.
+    pub(super) fn commit_rejected(&mut self, outcome: &Outcome, output: &str) -> Next {
+        let agent = self.current_agent();
+        let failure = Classification::new(
+            Category::Agent,
+            "commit_rejected",
+            "a git hook rejected the commit of the iteration's work".to_string(),
+        );
+        self.record_failure(&agent, &failure, outcome);
+        let limits = Limits { retry: &self.r.loaded.config.retry, max_cycles: self.r.loaded.config.general.max_cycles };
+        let facts =
+            PolicyFacts { session: outcome.session.clone(), rate_limit_reset: None, now: unix_now(), jitter: 0.5 };
+        let next = policy::on_failure(&mut self.r.checkpoint.progress, &self.r.loaded.phases, limits, &failure, facts);
+        let what = format!(
+            "Your work is not committed: the repository's git hook rejected the commit with this output:\n\n{}\n\nFix what it reports, then end with the done signal again.",
+            tail(output, 3000)
+        );
+        self.r.checkpoint.progress.recovery_note = Some(self.note(Trouble::Other(what), None));
+        next
+    }
+
+    /// On resume: clear stale git locks left by a killed commit, finish the pending
+    /// commit, and carry on from the recorded completion.
+    pub(super) async fn resume_pending(&mut self, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
+        let pending = self.r.checkpoint.git.as_ref().and_then(|g| g.pending.clone());
+        let (Some(pending), Some(session)) = (pending, self.r.git.clone()) else { return Ok(None) };
+        self.remove_stale_locks(&session.repo);
+        let next = match self.complete_pending() {
+            Step::Done => {
+                let completion = if pending.goal { Completion::Goal } else { Completion::Done };
+                self.summary.iterations += 1;
+                policy::on_success(
+                    &mut self.r.checkpoint.progress,
+                    &self.r.loaded.phases,
+                    self.r.loaded.repeat,
+                    completion,
+                )
+            }
+            Step::Rejected(output) => self.commit_rejected(&Outcome::empty(), &output),
+            Step::Blocked(message) => Next::Stop(Stop::Blocked { message }),
+        };
+        self.carry_out(next, signals).await
+    }
+
+    /// Lock files a commit killed mid-way leaves behind; git refuses to work while
+    /// they exist. Only called with a commit pending, when the ralph that made it is
+    /// gone; a git process it started gets a moment to finish first.
+    fn remove_stale_locks(&mut self, repo: &Repo) {
+        let mut locks: Vec<PathBuf> = Vec::new();
+        if let Ok(p) = repo.index_lock() {
+            locks.push(p);
+        }
+        let git_dir = locks.first().and_then(|p| p.parent().map(Path::to_path_buf));
+        if let Some(dir) = git_dir {
+            locks.push(dir.join("HEAD.lock"));
+            if let Some(branch) = self.r.checkpoint.git.as_ref().and_then(|g| g.branch.clone()) {
+                locks.push(dir.join("refs/heads").join(format!("{branch}.lock")));
+            }
+        }
+        for lock in locks {
+            for _ in 0..20 {
+                if !lock.exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            if lock.exists() {
+                match std::fs::remove_file(&lock) {
+                    Ok(()) => {
+                        self.emit(RunEvent::GitStaleLockRemoved { path: lock.display().to_string() });
+                    }
+                    Err(e) => tracing::warn!("cannot remove {}: {e}", lock.display()),
+                }
+            }
+        }
+    }
+}
+
+/// Size and credential check of one candidate.
+fn measure(top: &Path, change: plan::Changed, credentials: &[String]) -> Facts {
+    let path = top.join(&change.path);
+    let size = std::fs::symlink_metadata(&path).ok().filter(|m| m.is_file()).map(|m| m.len());
+    let credential = !credentials.is_empty()
+        && size.is_some_and(|s| s <= MAX_SCANNED)
+        && std::fs::read(&path).is_ok_and(|content| plan::holds_credential(&content, credentials));
+    Facts { change, size, credential }
+}
+
+fn tail(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    text.chars().skip(count.saturating_sub(max)).collect()
+}
