@@ -29,11 +29,14 @@ pub enum Command {
         #[arg(long)]
         keep: bool,
     },
-    /// Write a starter ralph.toml and PROMPT.md, with the agents found on PATH.
+    /// Write a starter ralph.toml and PROMPT.md (only those missing), with the agents
+    /// found on PATH.
     Init {
-        /// Overwrite existing files.
+        /// Replace existing files too (each is kept as NAME.bak first).
         #[arg(long)]
         force: bool,
+        #[command(flatten)]
+        place: Place,
     },
     /// Check the config, the goal file, and each agent: binary, version,
     /// credentials present, provider reachable.

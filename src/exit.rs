@@ -22,6 +22,7 @@ pub fn for_error(error: &RalphError) -> i32 {
     match error {
         RalphError::Config(_)
         | RalphError::Prompt { .. }
+        | RalphError::Goal { .. }
         | RalphError::Locked(_)
         | RalphError::CheckpointCorrupt { .. }
         | RalphError::ResumeChoiceNeeded { .. }

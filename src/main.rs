@@ -16,8 +16,8 @@ fn main() {
             exit::DONE
         }
         Some(Command::Demo { keep }) => report(commands::demo::main(keep)),
-        Some(Command::Init { force }) => {
-            dir(&Place { dir: None }).map_or_else(fail, |d| report(commands::init::main(&d, force)))
+        Some(Command::Init { force, place }) => {
+            dir(&place).map_or_else(fail, |d| report(commands::init::main(&d, force)))
         }
         Some(Command::Doctor { config, place }) => {
             dir(&place).map_or_else(fail, |d| report(commands::doctor::main(&d, config.as_deref())))

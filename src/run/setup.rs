@@ -46,6 +46,9 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
         config: path.clone(),
         source,
     })?;
+    if let Some(problem) = crate::workflow::goal::check(&goal) {
+        return Err(RalphError::Goal { path: prompt_path, problem });
+    }
     let templates = load_templates(&dir, &loaded)?;
 
     let agent_dir = dir.join(".agent");

@@ -2,6 +2,7 @@
 //! output proves an iteration done ([`done`]), and the prompts ([`prompt`]).
 
 pub mod done;
+pub mod goal;
 pub mod progress;
 pub mod prompt;
 

@@ -70,7 +70,7 @@ fn status_without_a_run() {
 }
 
 #[test]
-fn init_writes_a_config_that_runs() {
+fn init_writes_a_config_that_runs_once_the_goal_is_written() {
     let p = Project::bare();
     // No agent CLI on PATH: the starter uses the scripted agent.
     let empty_bin = p.join(".empty-bin");
@@ -78,11 +78,57 @@ fn init_writes_a_config_that_runs() {
     let path = empty_bin.display().to_string();
     p.ralph().args(["init"]).env("PATH", path.clone()).run().expect_code(0);
     assert!(p.exists("ralph.toml") && p.exists("PROMPT.md"));
+    // The unedited goal is refused before anything is launched.
+    let out = p.ralph().env("PATH", path.clone()).run();
+    out.expect_code(2).stderr_has("PROMPT.md").stderr_has("placeholder").stderr_has("what you want built");
+    assert!(!p.exists(".agent/checkpoint.json"), "a refused goal started a run");
+    p.write("PROMPT.md", "# Goal\n\nWrite PLAN.md.\n");
     let out = p.ralph().env("PATH", path.clone()).run();
     out.expect_code(0);
     assert_eq!(p.checkpoint()["status"], "completed");
-    // A second init refuses to overwrite.
-    p.ralph().args(["init"]).env("PATH", path).run().expect_code(2).stderr_has("--force");
+}
+
+#[test]
+fn an_empty_goal_is_refused() {
+    let p = Project::new().config(&fast("", "", AGENT)).file("PROMPT.md", "# Goal\n\n<!-- todo -->\n");
+    p.ralph().run().expect_code(2).stderr_has("the goal file is empty").stderr_has("what you want built");
+    assert!(!p.exists(".agent/checkpoint.json"));
+}
+
+#[test]
+fn init_writes_only_what_is_missing_and_backs_up_with_force() {
+    let p = Project::bare();
+    let empty_bin = p.join(".empty-bin");
+    std::fs::create_dir_all(&empty_bin).unwrap();
+    let path = empty_bin.display().to_string();
+    p.write("PROMPT.md", "my own goal\n");
+    let out = p.ralph().args(["init"]).env("PATH", path.clone()).run();
+    out.expect_code(0).stdout_has("kept").stdout_has("wrote");
+    assert_eq!(p.read("PROMPT.md"), "my own goal\n", "init replaced the user's goal");
+    assert!(p.exists("ralph.toml"));
+    // A second init changes nothing.
+    p.write("ralph.toml", "# mine\n");
+    p.ralph().args(["init"]).env("PATH", path.clone()).run().expect_code(0);
+    assert_eq!(p.read("ralph.toml"), "# mine\n");
+    // --force replaces, keeping each old file beside it.
+    p.ralph().args(["init", "--force"]).env("PATH", path.clone()).run().expect_code(0).stdout_has(".bak");
+    assert_eq!(p.read("ralph.toml.bak"), "# mine\n");
+    assert_eq!(p.read("PROMPT.md.bak"), "my own goal\n");
+    assert!(p.read("ralph.toml").contains("[chains]"));
+    p.write("ralph.toml", "# second\n");
+    p.ralph().args(["init", "--force"]).env("PATH", path).run().expect_code(0);
+    assert_eq!(p.read("ralph.toml.bak"), "# mine\n", "an older backup was overwritten");
+    assert_eq!(p.read("ralph.toml.bak.1"), "# second\n");
+}
+
+#[test]
+fn init_honours_dash_c() {
+    let p = Project::bare();
+    let sub = p.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    p.ralph().args(["init", "-C", "sub"]).run().expect_code(0);
+    assert!(p.exists("sub/ralph.toml") && p.exists("sub/PROMPT.md"));
+    assert!(!p.exists("ralph.toml"), "init wrote into the current directory");
 }
 
 #[test]
