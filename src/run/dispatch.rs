@@ -40,12 +40,21 @@ pub struct Dispatcher {
     /// the phase ends (written then, not after every iteration: it is only read by
     /// the next phase).
     pub(super) last_success: Option<String>,
+    /// The transcript of the attempt last started, for the last error's record.
+    pub(super) last_log: Option<std::path::PathBuf>,
 }
 
 impl Dispatcher {
     pub fn new(ready: Ready) -> Self {
         let elapsed_before = ready.checkpoint.elapsed_secs;
-        Self { r: ready, started: Instant::now(), elapsed_before, summary: Summary::default(), last_success: None }
+        Self {
+            r: ready,
+            started: Instant::now(),
+            elapsed_before,
+            summary: Summary::default(),
+            last_success: None,
+            last_log: None,
+        }
     }
 
     pub async fn run(mut self) -> Result<RunEnd, RalphError> {
@@ -204,6 +213,7 @@ impl Dispatcher {
         let artifact = artifact_stamp(&self.r.dir, &phase.done);
         let stem = format!("attempt-{attempt_no:04}-{}-{agent}", pos.phase_name);
         let log_path = self.r.logs_dir.join(format!("{stem}.log"));
+        self.last_log = Some(log_path.clone());
         // What the agent was told, beside what it answered: the first thing to read
         // when a run goes wrong.
         if let Err(e) = std::fs::write(self.r.logs_dir.join(format!("{stem}.prompt.md")), &prompt) {
@@ -265,7 +275,9 @@ impl Dispatcher {
                     "{} iteration {} done{}",
                     phase.name,
                     self.r.checkpoint.progress.position.iteration,
-                    if completion == Completion::Goal { " (goal reached)" } else { "" }
+                    // Only where the goal signal ends the phase: elsewhere the run goes
+                    // on, and "goal reached" would read as the end.
+                    if completion == Completion::Goal && phase.until_complete { " (goal reached)" } else { "" }
                 ));
                 self.summary.iterations += 1;
                 policy::on_success(&mut self.r.checkpoint.progress, &self.r.loaded.phases, completion)
@@ -350,6 +362,14 @@ impl Dispatcher {
     /// An orderly stop by a signal: the in-flight session is kept for `--resume`.
     pub(super) fn stopped(&mut self, cause: StopCause, session: Option<String>) -> Result<RunEnd, RalphError> {
         let interrupted_note = self.note(Trouble::Interrupted, None);
+        if let Some(in_flight) = self.r.checkpoint.in_flight.clone() {
+            // The journal tells every attempt's end, this one included.
+            self.journal(
+                "attempt_stopped",
+                json!({"attempt": in_flight.attempt, "agent": in_flight.agent,
+                       "session": session.clone().or(in_flight.session), "signal": cause.signal_name()}),
+            );
+        }
         let cp = &mut self.r.checkpoint;
         if let Some(in_flight) = cp.in_flight.take() {
             // The attempt did not fail: it was stopped. Its session continues later.
@@ -397,6 +417,14 @@ impl Dispatcher {
         self.summary.elapsed = Duration::from_secs_f64(self.r.checkpoint.elapsed_secs);
         self.summary.usage = self.r.checkpoint.usage.clone();
         self.summary.failures = self.r.checkpoint.progress.counters.failures.clone();
+        self.summary.next = crate::report::next_step(
+            end,
+            self.summary.cap,
+            self.r.checkpoint.last_error.as_ref(),
+            &self.r.loaded.config,
+            &self.r.loaded.path,
+            &self.phase().name,
+        );
         self.r.reporter.summary(&self.summary, end, &self.r.checkpoint);
         if let Some(lock) = self.r.lock.take()
             && let Err(e) = lock.release()

@@ -33,6 +33,9 @@ impl Dispatcher {
         self.r.checkpoint.in_flight = None;
         let message = format!("agent {agent}: cannot start it: {error}");
         if matches!(error.kind(), ErrorKind::NotFound | ErrorKind::PermissionDenied) {
+            // Kept as the last error, so the summary can say which program to install.
+            let failure = Classification::new(Category::UserConfig, "launch_failed", message.clone());
+            self.record_failure(agent, &failure, &Outcome::empty());
             return self.stop(Stop::Blocked { message }).map(Some);
         }
         let failure = Classification::new(Category::Environmental, "spawn_failed", message);
@@ -163,8 +166,14 @@ impl Dispatcher {
         if failure.category == Category::Ambiguous {
             tracing::warn!("flagged for review: attempt {attempt_no} failed in a way ralph cannot explain");
         }
-        self.r.checkpoint.last_error =
-            Some(LastError { classification: failure.clone(), agent: agent.to_string(), text_tail: tail, at: now() });
+        let log = self.last_log.as_ref().map(|p| p.display().to_string());
+        self.r.checkpoint.last_error = Some(LastError {
+            classification: failure.clone(),
+            agent: agent.to_string(),
+            text_tail: tail,
+            at: now(),
+            log,
+        });
     }
 }
 

@@ -48,6 +48,8 @@ pub enum RunEnd {
     Stopped(StopCause),
     /// The user's second Ctrl+C: killed and left at once.
     ForceExit,
+    /// The user answered "quit" to the resume question: nothing started or changed.
+    Declined,
 }
 
 impl RunEnd {
@@ -58,12 +60,13 @@ impl RunEnd {
             RunEnd::Blocked(_) => crate::exit::BLOCKED,
             RunEnd::Stopped(cause) => cause.exit_code(),
             RunEnd::ForceExit => crate::exit::INTERRUPTED,
+            RunEnd::Declined => crate::exit::DONE,
         }
     }
 }
 
 /// `ralph run`: set up, then dispatch until the workflow ends.
 pub async fn run(options: Options) -> Result<RunEnd, RalphError> {
-    let ready = setup::prepare(&options)?;
+    let Some(ready) = setup::prepare(&options)? else { return Ok(RunEnd::Declined) };
     dispatch::Dispatcher::new(ready).run().await
 }

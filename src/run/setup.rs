@@ -15,7 +15,7 @@ use crate::state::store::{self, StoreError};
 use crate::workflow::Progress;
 use crate::workflow::prompt;
 
-use super::start::{self, Start};
+use super::start::{self, Answer, Start};
 use super::{Options, ResumeFlag};
 
 /// A run ready to dispatch.
@@ -36,7 +36,8 @@ pub struct Ready {
     pub resumed: bool,
 }
 
-pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
+/// `None` when the user chose to quit at the resume question.
+pub fn prepare(options: &Options) -> Result<Option<Ready>, RalphError> {
     let dir = options.dir.clone();
     let path = config::find(&dir, options.config.as_deref())?;
     let loaded = config::load(&path)?;
@@ -72,14 +73,27 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
     let (checkpoint, resumed) = match &checkpoint_path {
         None => (fresh_checkpoint(&loaded, &prompt_checksum), false),
         Some(cp_path) => {
-            let existing = load_checkpoint(cp_path)?;
+            let existing = match load_checkpoint(cp_path) {
+                // `--no-resume` asked for a fresh start: a checkpoint that cannot be
+                // read is set aside (load_checkpoint did) and the run starts, in one call.
+                Err(RalphError::CheckpointCorrupt { path, aside, message }) if options.resume == ResumeFlag::Fresh => {
+                    reporter.line(&format!(
+                        "the checkpoint {} does not parse ({message}); it was kept aside as {}; starting fresh",
+                        path.display(),
+                        aside.display()
+                    ));
+                    None
+                }
+                other => other?,
+            };
             if let Some(cp) = &existing {
                 end_leftovers(&cp.run_id, &reporter);
             }
             let mut flag = options.resume;
             let mut decision = start::decide(existing.as_ref(), flag);
             if decision == Start::Ask {
-                flag = ask(cp_path, existing.as_ref())?;
+                let Some(answer) = ask(cp_path, existing.as_ref())? else { return Ok(None) };
+                flag = answer;
                 decision = start::decide(existing.as_ref(), flag);
             }
             match (decision, existing) {
@@ -113,7 +127,7 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
     } else {
         Journal::disabled()
     };
-    Ok(Ready {
+    Ok(Some(Ready {
         dir,
         loaded,
         goal,
@@ -126,7 +140,7 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
         reporter,
         lock: Some(acquired.lock),
         resumed,
-    })
+    }))
 }
 
 /// We hold the lock, so no ralph of that run is alive: whatever still carries its
@@ -186,8 +200,9 @@ fn load_checkpoint(path: &Path) -> Result<Option<Checkpoint>, RalphError> {
     }
 }
 
-fn ask(path: &Path, existing: Option<&Checkpoint>) -> Result<ResumeFlag, RalphError> {
-    let Some(cp) = existing else { return Ok(ResumeFlag::Fresh) };
+/// The user's choice; `None` for "quit".
+fn ask(path: &Path, existing: Option<&Checkpoint>) -> Result<Option<ResumeFlag>, RalphError> {
+    let Some(cp) = existing else { return Ok(Some(ResumeFlag::Fresh)) };
     let needed = || RalphError::ResumeChoiceNeeded {
         path: path.to_path_buf(),
         status: cp.status.as_str().to_string(),
@@ -212,11 +227,10 @@ fn ask(path: &Path, existing: Option<&Checkpoint>) -> Result<ResumeFlag, RalphEr
         if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
             break;
         }
-        if let Some(flag) = start::parse_answer(&line) {
-            return Ok(flag);
-        }
-        if line.trim().eq_ignore_ascii_case("q") {
-            break;
+        match start::parse_answer(&line) {
+            Some(Answer::Flag(flag)) => return Ok(Some(flag)),
+            Some(Answer::Quit) => return Ok(None),
+            None => {}
         }
     }
     Err(needed())

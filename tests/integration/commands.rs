@@ -45,6 +45,67 @@ fn second_ralph_in_the_same_directory_is_refused() {
 }
 
 #[test]
+fn a_live_run_is_not_called_unclean_and_both_json_views_have_one_shape() {
+    let p = Project::new().config(&fast("", "", AGENT));
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    let status = p.ralph().args(["status"]).run();
+    let status_json = p.ralph().args(["status", "--json"]).run();
+    let inspect_json = p.ralph().args(["--inspect-checkpoint", "--json"]).run();
+    run.signal(Signal::SIGINT);
+    run.finish().expect_code(130);
+    cleanup(agent);
+
+    status.expect_code(0).stdout_has("live: ralph pid");
+    assert!(!status.stdout.contains("no clean stop"), "{status}");
+    let keys = |out: &crate::harness::Output| -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}\n{out}"));
+        let mut k: Vec<String> = v.as_object().expect("object").keys().cloned().collect();
+        k.sort();
+        assert_eq!(v["live"], true, "{out}");
+        assert!(v["checkpoint"]["run_id"].is_string(), "{out}");
+        k
+    };
+    assert_eq!(keys(&status_json), keys(&inspect_json));
+    assert_eq!(keys(&status_json), ["checkpoint", "dir", "live", "pid"]);
+    // The attempt that Ctrl+C ended has its own journal event.
+    let stopped = p.events("attempt_stopped");
+    assert_eq!(stopped.len(), 1, "{:#?}", p.journal());
+    assert_eq!(stopped[0]["agent"], "a");
+    assert_eq!(stopped[0]["signal"], "SIGINT");
+}
+
+#[test]
+fn goal_reached_is_said_only_where_it_ends_the_phase() {
+    let p = Project::new().config(&fast(
+        "",
+        "",
+        r#"
+[general.workflow]
+phases = ["plan", "develop"]
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ goal = "the plan is the goal" }]
+[[agents.a.script]]
+steps = [{ goal = "all done" }]
+[chains]
+main = ["a"]
+[phases.plan]
+chain = "main"
+[phases.develop]
+chain = "main"
+until = "complete"
+iterations = 3
+"#,
+    ));
+    let out = p.ralph().run();
+    out.expect_code(0);
+    assert!(!out.stderr.contains("plan iteration 1 done (goal reached)"), "{out}");
+    out.stderr_has("develop iteration 1 done (goal reached)");
+}
+
+#[test]
 fn status_after_a_run() {
     let p = Project::new().config(&fast("", "", AGENT));
     let run = p.ralph().spawn();

@@ -121,6 +121,28 @@ fn corrupt_checkpoint_without_flags_is_also_kept_aside() {
     assert!(p.agent_dir_listing().iter().any(|n| n.contains("corrupt")));
 }
 
+#[test]
+fn no_resume_on_a_corrupt_checkpoint_sets_it_aside_and_starts_in_one_call() {
+    let p = three_quick_iterations();
+    p.write(".agent/checkpoint.json", "{ torn");
+    let out = p.ralph().args(["--no-resume"]).run();
+    out.expect_code(0).stderr_has("does not parse").stderr_has("kept aside as").stderr_has("starting fresh");
+    assert_eq!(p.checkpoint()["status"], "completed");
+    let aside: Vec<_> = p.agent_dir_listing().into_iter().filter(|n| n.contains("corrupt")).collect();
+    assert_eq!(aside.len(), 1, "{:?}", p.agent_dir_listing());
+    assert_eq!(p.read(&format!(".agent/{}", aside[0])), "{ torn");
+}
+
+#[test]
+fn inspect_of_a_completed_run_promises_no_resume_that_resume_refuses() {
+    let p = three_quick_iterations();
+    p.ralph().run().expect_code(0);
+    let out = p.ralph().args(["--inspect-checkpoint"]).run();
+    out.expect_code(0).stdout_has("nothing to resume");
+    assert!(!out.stdout.contains("resume: continues") && !out.stdout.contains("starts a fresh session"), "{out}");
+    p.ralph().args(["--resume"]).run().expect_code(2).stderr_has("nothing to resume");
+}
+
 /// A paused run: Ctrl+C during iteration 2.
 fn paused(p: &Project) {
     let run = p.ralph().spawn();
