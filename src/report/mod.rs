@@ -3,10 +3,12 @@
 //! log file ([`log`]).
 
 pub mod clock;
+pub mod lines;
 pub mod log;
 mod next;
 mod progress;
 mod summary;
+mod term;
 
 pub use next::next_step;
 pub use progress::{AttemptLine, Reporter};

@@ -71,7 +71,10 @@ impl Dispatcher {
                 return Err(e);
             }
         };
-        if end != RunEnd::ForceExit {
+        if end == RunEnd::ForceExit {
+            let agent = self.r.checkpoint.in_flight.as_ref().map(|f| f.agent.clone());
+            self.r.reporter.killed(agent.as_deref());
+        } else {
             self.finish(&end)?;
         }
         Ok(end)
@@ -558,6 +561,22 @@ impl Observer for Dispatcher {
 
     fn event(&mut self, event: Option<&AgentEvent>) {
         self.r.reporter.agent_event(event);
+    }
+
+    fn escalating(
+        &mut self,
+        why: crate::report::lines::EndWhy,
+        sent: nix::sys::signal::Signal,
+        next: Option<(nix::sys::signal::Signal, Instant)>,
+    ) {
+        tracing::debug!(?why, %sent, next = ?next.map(|(s, _)| s), "escalation step");
+        let view = crate::report::lines::Escalating {
+            agent: self.current_agent(),
+            why,
+            sent: sent.as_str(),
+            next: next.map(|(s, _)| s.as_str()),
+        };
+        self.r.reporter.escalating(&view, next.map(|(_, at)| at.into_std()));
     }
 }
 

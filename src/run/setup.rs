@@ -60,6 +60,7 @@ pub fn prepare(options: &Options) -> Result<Option<Ready>, RalphError> {
         other => RalphError::io("cannot take the run lock", std::io::Error::other(other.to_string())),
     })?;
     let reporter = Reporter::new(options.quiet, std::io::stderr().is_terminal());
+    reporter.header(&dir);
     if let Some(stale) = &acquired.stale {
         reporter.line(&format!(
             "the previous ralph here (pid {} on {}, started {}) ended without a clean stop: its run was interrupted",

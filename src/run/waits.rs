@@ -2,6 +2,8 @@
 //! restart keeps waiting), and the offline pause with its TCP probes. Every wait
 //! gives way to a signal at once.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::json;
@@ -58,9 +60,7 @@ impl Dispatcher {
         self.r.checkpoint.progress.rate_limit_until = Some(at);
         let left = u64::try_from(at.saturating_sub(unix_now())).unwrap_or(0);
         if left > 0 {
-            let until = jiff::Timestamp::from_second(at).map(|t| t.to_string()).unwrap_or_else(|_| at.to_string());
-            let why = format!("{why}: waiting until {until}");
-            if let Some(end) = self.wait(Duration::from_secs(left), &why, signals).await? {
+            if let Some(end) = self.wait(Duration::from_secs(left), why, signals).await? {
                 return Ok(Some(end));
             }
         }
@@ -98,11 +98,10 @@ impl Dispatcher {
             return Ok(Offline::Online);
         };
         let since = *self.r.checkpoint.progress.offline_since.get_or_insert_with(unix_now);
-        let since_clock = jiff::Timestamp::from_second(since)
-            .map(|t| t.to_zoned_datetime(jiff::tz::TimeZone::system()).strftime("%H:%M:%S").to_string())
-            .unwrap_or_default();
+        let since_clock = self.r.reporter.at(since);
         self.journal("offline", json!({"since": since, "endpoints": endpoints, "error": last_error}));
-        self.r.reporter.line(&format!("Offline — paused (since {since_clock})"));
+        let next_probe = Arc::new(AtomicU64::new(self.r.reporter.probe_clock(interval)));
+        self.r.reporter.offline(&since_clock, &endpoints, Arc::clone(&next_probe));
         self.r.checkpoint.status = Status::Waiting;
         self.save()?;
         loop {
@@ -110,12 +109,14 @@ impl Dispatcher {
                 // A network that never returns is bounded by the run's time limit.
                 return self.stop(stop).map(Offline::Stopped);
             }
+            next_probe.store(self.r.reporter.probe_clock(interval), Ordering::Relaxed);
             let round = async {
                 tokio::time::sleep(interval).await;
                 probe::probe(&endpoints, timeout).await
             };
             tokio::select! {
                 result = round => {
+                    tracing::debug!(?result, "offline probe");
                     if result == ProbeResult::Online {
                         break;
                     }
@@ -127,6 +128,7 @@ impl Dispatcher {
                 },
             }
         }
+        self.r.reporter.waiting_done();
         self.r.checkpoint.progress.offline_since = None;
         self.back_online()?;
         Ok(Offline::Recovered)
