@@ -80,6 +80,10 @@ pub struct RunArgs {
     /// Show what would be resumed; change nothing.
     #[arg(long)]
     pub inspect_checkpoint: bool,
+    /// Print the phases, chains, and the prompt and argv of each phase's first
+    /// attempt; launch and write nothing.
+    #[arg(long, conflicts_with_all = ["resume", "no_resume", "inspect_checkpoint"])]
+    pub dry_run: bool,
     /// With --inspect-checkpoint: print JSON.
     #[arg(long, requires = "inspect_checkpoint")]
     pub json: bool,

@@ -36,6 +36,9 @@ fn run_command(args: RunArgs) -> i32 {
         Ok(d) => d,
         Err(e) => return fail(e),
     };
+    if args.dry_run {
+        return report(commands::dry_run::main(&dir, args.config.as_deref()));
+    }
     if args.inspect_checkpoint {
         return report(commands::inspect::main(&dir, args.json));
     }

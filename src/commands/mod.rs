@@ -3,6 +3,7 @@
 
 pub mod demo;
 pub mod doctor;
+pub mod dry_run;
 pub mod init;
 pub mod inspect;
 pub mod sim;

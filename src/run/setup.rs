@@ -157,7 +157,8 @@ fn end_leftovers(run_id: &str, reporter: &Reporter) {
     }
 }
 
-fn load_templates(dir: &Path, loaded: &Loaded) -> Result<Vec<String>, RalphError> {
+/// The prompt template of each phase: its file, or the built-in one.
+pub fn load_templates(dir: &Path, loaded: &Loaded) -> Result<Vec<String>, RalphError> {
     loaded
         .phases
         .iter()

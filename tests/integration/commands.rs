@@ -106,6 +106,38 @@ iterations = 3
 }
 
 #[test]
+fn dry_run_shows_each_phases_first_prompt_and_argv_and_writes_nothing() {
+    let p = Project::new().config(&fast(
+        "",
+        "",
+        r#"
+[general.workflow]
+phases = ["plan", "develop"]
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ pidfile = "agent.pid" }, { done = "x" }]
+[chains]
+main = ["a"]
+[phases.plan]
+chain = "main"
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    let out = p.ralph().args(["--dry-run"]).run();
+    out.expect_code(0)
+        .stdout_has("phases: plan → develop")
+        .stdout_has("main: a")
+        .stdout_has("phase 1/2 plan")
+        .stdout_has("__sim --agent a --launch 1")
+        .stdout_has("| Build the thing.")
+        .stdout_has("<the result of phase plan, known once it has run>");
+    assert!(!p.exists(".agent"), "a dry run wrote .agent/");
+    assert!(!p.exists("agent.pid"), "a dry run launched the agent");
+}
+
+#[test]
 fn status_after_a_run() {
     let p = Project::new().config(&fast("", "", AGENT));
     let run = p.ralph().spawn();
