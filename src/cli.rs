@@ -54,6 +54,19 @@ pub enum Command {
         #[command(flatten)]
         place: Place,
     },
+    /// The transcript of the current or last attempt, readable (parsed events for a
+    /// structured stream, raw text otherwise).
+    Logs {
+        /// Keep printing what is appended, and the attempts that follow, while ralph runs.
+        #[arg(short, long)]
+        follow: bool,
+        /// The config file, to know each agent's output format (default: ./ralph.toml,
+        /// then ./.agent/ralph.toml).
+        #[arg(short = 'c', long = "config", value_name = "FILE")]
+        config: Option<PathBuf>,
+        #[command(flatten)]
+        place: Place,
+    },
     /// Shell completions.
     Completions { shell: clap_complete::Shell },
     /// The built-in scripted agent (launched by ralph itself).

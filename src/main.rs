@@ -25,6 +25,9 @@ fn main() {
         Some(Command::Status { json, place }) => {
             dir(&place).map_or_else(fail, |d| report(commands::status::main(&d, json)))
         }
+        Some(Command::Logs { follow, config, place }) => {
+            dir(&place).map_or_else(fail, |d| report(commands::logs::main(&d, config.as_deref(), follow)))
+        }
         Some(Command::Run(args)) => run_command(args),
         None => run_command(cli.run),
     };

@@ -6,5 +6,6 @@ pub mod doctor;
 pub mod dry_run;
 pub mod init;
 pub mod inspect;
+pub mod logs;
 pub mod sim;
 pub mod status;

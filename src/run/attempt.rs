@@ -325,7 +325,9 @@ fn exit_of(status: std::process::ExitStatus) -> Exit {
 fn write_log(log: &mut Option<BufWriter<std::fs::File>>, line: &str, stderr: bool) {
     let Some(w) = log.as_mut() else { return };
     let prefix = if stderr { "[stderr] " } else { "" };
-    if writeln!(w, "{prefix}{}", redact(line)).is_err() {
+    // Flushed per line (a page-cache write, microseconds): `ralph logs -f` and a
+    // person's `tail -f` see the transcript as it happens, not when the attempt ends.
+    if writeln!(w, "{prefix}{}", redact(line)).and_then(|()| w.flush()).is_err() {
         *log = None;
     }
 }

@@ -138,6 +138,32 @@ chain = "main"
 }
 
 #[test]
+fn logs_prints_the_last_attempt_readably_and_follows_a_live_one() {
+    let p = Project::new().config(&fast("", "", AGENT));
+    // Nothing yet.
+    p.ralph().args(["logs"]).run().expect_code(2).stderr_has("no attempt logs");
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    // -f follows the live attempt until the run ends.
+    let follow = p.ralph().args(["logs", "-f"]).spawn();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !p.attempt_log(1).contains("tool_use") {
+        assert!(std::time::Instant::now() < deadline, "the agent's tool call was not logged");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    run.signal(Signal::SIGINT);
+    run.finish().expect_code(130);
+    cleanup(agent);
+    let followed = follow.finish();
+    followed.expect_code(0).stdout_has("attempt-0001-develop-a.log").stdout_has("→ Bash {\"command\":\"make\"}");
+
+    p.ralph().args(["--resume"]).run().expect_code(0);
+    let out = p.ralph().args(["logs"]).run();
+    out.expect_code(0).stdout_has("attempt-0002-develop-a.log").stdout_has("= result:").stdout_has("ok");
+    assert!(!out.stdout.contains("{\"type\""), "raw stream-json was printed\n{out}");
+}
+
+#[test]
 fn status_after_a_run() {
     let p = Project::new().config(&fast("", "", AGENT));
     let run = p.ralph().spawn();
