@@ -67,6 +67,17 @@ pub enum Command {
         #[command(flatten)]
         place: Place,
     },
+    /// Remove the logs of old runs, keeping the newest [logs] keep_runs (or --keep).
+    Clean {
+        /// Run directories to keep (default: [logs] keep_runs, 20).
+        #[arg(long, value_name = "N")]
+        keep: Option<u32>,
+        /// The config file (default: ./ralph.toml, then ./.agent/ralph.toml).
+        #[arg(short = 'c', long = "config", value_name = "FILE")]
+        config: Option<PathBuf>,
+        #[command(flatten)]
+        place: Place,
+    },
     /// Shell completions.
     Completions { shell: clap_complete::Shell },
     /// The built-in scripted agent (launched by ralph itself).

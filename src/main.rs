@@ -28,6 +28,9 @@ fn main() {
         Some(Command::Logs { follow, config, place }) => {
             dir(&place).map_or_else(fail, |d| report(commands::logs::main(&d, config.as_deref(), follow)))
         }
+        Some(Command::Clean { keep, config, place }) => {
+            dir(&place).map_or_else(fail, |d| report(commands::clean::main(&d, config.as_deref(), keep)))
+        }
         Some(Command::Run(args)) => run_command(args),
         None => run_command(cli.run),
     };

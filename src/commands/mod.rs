@@ -1,6 +1,7 @@
 //! The subcommands other than `run`: each takes parsed arguments and returns an exit
 //! code or an error.
 
+pub mod clean;
 pub mod demo;
 pub mod doctor;
 pub mod dry_run;

@@ -23,6 +23,8 @@ pub struct Config {
     #[serde(default)]
     pub offline: Offline,
     #[serde(default)]
+    pub logs: Logs,
+    #[serde(default)]
     pub agents: BTreeMap<String, AgentConfig>,
     #[serde(default)]
     pub chains: BTreeMap<String, Vec<String>>,
@@ -167,6 +169,21 @@ pub struct Offline {
 impl Default for Offline {
     fn default() -> Self {
         Self { probe: None, interval: Duration::from_secs(10), timeout: Duration::from_secs(3) }
+    }
+}
+
+/// `[logs]`
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Logs {
+    /// Run directories kept under `.agent/logs/` (the current run's included); older
+    /// ones are removed when a run starts, and by `ralph clean`.
+    pub keep_runs: u32,
+}
+
+impl Default for Logs {
+    fn default() -> Self {
+        Self { keep_runs: 20 }
     }
 }
 

@@ -11,6 +11,7 @@ use crate::report::Reporter;
 use crate::state::checkpoint::{self, Checkpoint, Status};
 use crate::state::journal::Journal;
 use crate::state::lock::{LockError, RunLock};
+use crate::state::retention;
 use crate::state::store::{self, StoreError};
 use crate::workflow::Progress;
 use crate::workflow::prompt;
@@ -119,9 +120,25 @@ pub fn prepare(options: &Options) -> Result<Option<Ready>, RalphError> {
         }
     };
 
+    if enabled && !resumed {
+        // The previous run's history goes with its logs, so it is pruned with them.
+        match retention::move_previous_journal(&agent_dir) {
+            Ok(Some(to)) => tracing::info!("moved the previous run's journal to {}", to.display()),
+            Ok(None) => {}
+            Err(e) => reporter.line(&format!("note: cannot move the previous journal into its run's logs: {e}")),
+        }
+    }
     let logs_dir = agent_dir.join("logs").join(&checkpoint.run_id);
     std::fs::create_dir_all(&logs_dir)
         .map_err(|e| RalphError::io(format!("cannot create {}", logs_dir.display()), e))?;
+    let keep = loaded.config.logs.keep_runs as usize;
+    match retention::prune(&agent_dir.join("logs"), Some(&checkpoint.run_id), keep) {
+        Ok(pruned) if !pruned.is_empty() => {
+            tracing::info!("removed the logs of {} older run(s) ([logs] keep_runs = {keep})", pruned.len());
+        }
+        Ok(_) => {}
+        Err(e) => reporter.line(&format!("note: cannot remove old run logs: {e}")),
+    }
     crate::report::log::init(&logs_dir.join("ralph.log"), options.verbose);
     let journal = if enabled {
         Journal::open(&agent_dir.join("events.jsonl")).map_err(|e| RalphError::io("cannot open the journal", e))?

@@ -1,8 +1,10 @@
-//! State on disk under `.agent/`: atomic files, the checkpoint, the journal, the lock.
+//! State on disk under `.agent/`: atomic files, the checkpoint, the journal, the lock,
+//! and what `logs/` keeps.
 
 pub mod atomic;
 pub mod checkpoint;
 pub mod journal;
 pub mod lock;
 pub mod redact;
+pub mod retention;
 pub mod store;

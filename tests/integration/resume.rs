@@ -215,8 +215,10 @@ fn inspect_checkpoint_changes_nothing() {
     let out = p.ralph().args(["--inspect-checkpoint", "--json"]).run();
     out.expect_code(0);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}\n{out}"));
-    assert_eq!(v["status"], "paused");
-    assert_eq!(v["progress"]["position"]["iteration"], 2);
+    // The one shape of `status --json` too: the checkpoint under "checkpoint".
+    assert_eq!(v["live"], false);
+    assert_eq!(v["checkpoint"]["status"], "paused");
+    assert_eq!(v["checkpoint"]["progress"]["position"]["iteration"], 2);
 
     assert_eq!(p.agent_dir_listing(), listing);
     assert_eq!(fs::read(p.checkpoint_path()).unwrap(), bytes);
@@ -314,4 +316,43 @@ chain = "main"
     assert!(gc_gone, "the agent's grandchild outlived the next ralph's start:\n{}", out.stderr);
     assert!(out.stderr.contains("left behind by the interrupted run"), "{}", out.stderr);
     out.expect_code(0);
+}
+
+#[test]
+fn logs_keep_the_newest_runs_each_with_its_journal_and_clean_prunes_by_hand() {
+    let p = Project::new().config(&format!("[logs]\nkeep_runs = 2\n{}", three_iterations_config("50ms")));
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        p.ralph().run().expect_code(0);
+        runs.push(p.checkpoint()["run_id"].as_str().expect("run id").to_string());
+    }
+    let listing = |p: &Project| -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(p.join(".agent/logs"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(listing(&p), runs[1..].to_vec(), "the oldest run's logs were not pruned");
+    // The previous run's journal moved into its directory; the current one is in place.
+    let previous = p.read(&format!(".agent/logs/{}/events.jsonl", runs[1]));
+    assert!(previous.contains(&runs[1]) && !previous.contains(&runs[2]), "{previous}");
+    let current = p.read(".agent/events.jsonl");
+    assert!(current.contains(&runs[2]) && !current.contains(&runs[1]), "{current}");
+    let archived = p.agent_dir_listing().into_iter().filter(|n| n.starts_with("checkpoint.archived-")).count();
+    assert_eq!(archived, 2, "archived checkpoints are never pruned");
+
+    let out = p.ralph().args(["clean", "--keep", "1"]).run();
+    out.expect_code(0).stdout_has(&runs[1]);
+    assert_eq!(listing(&p), vec![runs[2].clone()]);
+    assert_eq!(p.read(".agent/events.jsonl"), current);
+}
+
+#[test]
+fn keep_runs_of_zero_is_a_config_error() {
+    let p = Project::new().config(&format!("[logs]\nkeep_runs = 0\n{}", three_iterations_config("50ms")));
+    p.ralph().run().expect_code(2).stderr_has("keep_runs must be at least 1");
 }
