@@ -119,9 +119,13 @@ pub struct RunArgs {
     /// Only errors and the final summary of an unfinished run.
     #[arg(short, long, conflicts_with = "verbose")]
     pub quiet: bool,
-    /// More detail in the log (-vv for everything).
+    /// More detail in .agent/logs/<run>/ralph.log: -v each decision with its inputs,
+    /// -vv every agent event. RALPH_LOG (RUST_LOG syntax) overrides.
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// The log's format: text, or json (one object per line, for machines).
+    #[arg(long, value_enum, default_value_t = crate::report::log::LogFormat::Text, value_name = "FORMAT")]
+    pub log_format: crate::report::log::LogFormat,
 }
 
 #[derive(Debug, Clone, Args)]

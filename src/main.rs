@@ -58,6 +58,7 @@ fn run_command(args: RunArgs) -> i32 {
         },
         quiet: args.quiet,
         verbose: args.verbose,
+        log_format: args.log_format,
     };
     // One thread: the agent is forked from it, so its parent-death signal is tied to
     // ralph's life rather than to a worker thread's.

@@ -145,6 +145,17 @@ pub async fn run(
                 Ok(Some(line)) => {
                     write_log(&mut log, &line, false);
                     let events = parser.parse_line(&line);
+                    for event in &events {
+                        match event {
+                            // The parser's anomalies: what a person debugging a night
+                            // wants to see first when an agent "says nothing".
+                            AgentEvent::Unknown { kind } if kind == "non-json" => {
+                                tracing::debug!(line = %redact(&line), "agent output that is not its stream format");
+                            }
+                            AgentEvent::Unknown { kind } => tracing::debug!(kind, "agent event of an unknown kind"),
+                            other => tracing::trace!(event = ?other, "agent event"),
+                        }
+                    }
                     let mut found = None;
                     if events.is_empty() {
                         found = supervisor.on_event(None, Instant::now());

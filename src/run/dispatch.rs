@@ -265,6 +265,11 @@ impl Dispatcher {
             Completion::NotDone("ended by ralph")
         };
         let attempt_no = self.r.checkpoint.progress.counters.attempts;
+        tracing::debug!(
+            attempt = attempt_no, ?exit, ?ended_by, ?claim, ?completion, done = ?phase.done,
+            result_is_error = outcome.result_is_error, artifact_changed = outcome.artifact_changed,
+            "judged the attempt"
+        );
         let next = match completion {
             Completion::Done | Completion::Goal => {
                 self.journal(
@@ -291,6 +296,7 @@ impl Dispatcher {
     }
 
     pub(super) async fn carry_out(&mut self, next: Next, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
+        tracing::debug!(?next, "carrying out");
         match next {
             Next::NextIteration => {
                 self.journal(

@@ -66,6 +66,11 @@ impl Dispatcher {
             missing_done: missing,
         };
         let failure = classify::classify(&report);
+        tracing::debug!(
+            agent, ?exit, ?ended_by, missing, events = outcome.events.len(), tail_bytes = outcome.text_tail.len(),
+            category = failure.category.as_str(), rule = %failure.rule, reason = %failure.reason,
+            fresh_session = failure.fresh_session, "classified the failed attempt"
+        );
         self.record_failure(&agent, &failure, outcome);
         if let Some(found) = &outcome.intervention {
             self.intervene(found.detector, &found.evidence);
@@ -97,8 +102,10 @@ impl Dispatcher {
             now,
             jitter: jitter(),
         };
+        tracing::debug!(?facts, "policy inputs");
         let progress = &mut self.r.checkpoint.progress;
         let next = policy::on_failure(progress, &self.r.loaded.phases, limits, &failure, facts);
+        tracing::debug!(?next, counters = ?progress.counters, position = ?progress.position, "policy decision");
         let mut storm = None;
         if matches!(next, Next::Retry { .. }) && progress.resume_session.is_some() {
             let window = i64::try_from(retry.storm_window.as_secs()).unwrap_or(i64::MAX);

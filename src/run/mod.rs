@@ -34,6 +34,7 @@ pub struct Options {
     pub resume: ResumeFlag,
     pub quiet: bool,
     pub verbose: u8,
+    pub log_format: crate::report::log::LogFormat,
 }
 
 /// How a run ended.

@@ -139,7 +139,13 @@ pub fn prepare(options: &Options) -> Result<Option<Ready>, RalphError> {
         Ok(_) => {}
         Err(e) => reporter.line(&format!("note: cannot remove old run logs: {e}")),
     }
-    crate::report::log::init(&logs_dir.join("ralph.log"), options.verbose);
+    let log_path = logs_dir.join("ralph.log");
+    if let Some(warning) = crate::report::log::init(&log_path, options.verbose, options.log_format) {
+        reporter.line(&format!("note: {warning}"));
+    }
+    if options.verbose > 0 {
+        reporter.line(&format!("log: {}", log_path.display()));
+    }
     let journal = if enabled {
         Journal::open(&agent_dir.join("events.jsonl")).map_err(|e| RalphError::io("cannot open the journal", e))?
     } else {

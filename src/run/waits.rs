@@ -90,6 +90,7 @@ impl Dispatcher {
                 },
             }
         };
+        tracing::debug!(?endpoints, ?timeout, result = ?first, "connectivity probe");
         let ProbeResult::Offline { last_error } = first else {
             if self.r.checkpoint.progress.offline_since.take().is_some() {
                 self.back_online()?;

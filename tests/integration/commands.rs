@@ -163,6 +163,57 @@ fn logs_prints_the_last_attempt_readably_and_follows_a_live_one() {
     assert!(!out.stdout.contains("{\"type\""), "raw stream-json was printed\n{out}");
 }
 
+/// One crash, then done: a decision worth logging.
+const CRASH_THEN_DONE: &str = r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ say = "working" }, { crash = "SIGSEGV" }]
+[[agents.a.script]]
+steps = [{ done = "ok" }]
+[chains]
+main = ["a"]
+[phases.develop]
+chain = "main"
+"#;
+
+#[test]
+fn verbose_levels_log_decisions_and_agent_events() {
+    let p = Project::new().config(&fast("", "", CRASH_THEN_DONE));
+    p.ralph().run().expect_code(0);
+    let log = p.ralph_log();
+    assert!(log.contains("attempt_failed") && !log.contains("policy decision"), "{log}");
+
+    let p = Project::new().config(&fast("", "", CRASH_THEN_DONE));
+    p.ralph().args(["-v"]).run().expect_code(0).stderr_has("log: ");
+    let log = p.ralph_log();
+    for needle in ["classified the failed attempt", "rule=crashed", "policy decision", "judged the attempt"] {
+        assert!(log.contains(needle), "-v lacks {needle:?}:\n{log}");
+    }
+    assert!(!log.contains("agent event"), "{log}");
+
+    let p = Project::new().config(&fast("", "", CRASH_THEN_DONE));
+    p.ralph().args(["-vv"]).run().expect_code(0);
+    assert!(p.ralph_log().contains("agent event"));
+}
+
+#[test]
+fn ralph_log_takes_rust_log_syntax_and_json_is_for_machines() {
+    let p = Project::new().config(&fast("", "", CRASH_THEN_DONE));
+    p.ralph().env("RALPH_LOG", "warn,ralph::run::failure=debug").args(["--log-format", "json"]).run().expect_code(0);
+    let log = p.ralph_log();
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {e}: {l}")))
+        .collect();
+    assert!(lines.iter().any(|v| v["fields"]["message"] == "policy decision"), "{log}");
+    // Only what the filter let through: no info lines of other modules.
+    assert!(lines.iter().all(|v| v["level"] != "INFO"), "{log}");
+
+    let p = Project::new().config(&fast("", "", CRASH_THEN_DONE));
+    p.ralph().env("RALPH_LOG", "ralph=loud").run().expect_code(0).stderr_has("RALPH_LOG");
+}
+
 #[test]
 fn status_after_a_run() {
     let p = Project::new().config(&fast("", "", AGENT));
