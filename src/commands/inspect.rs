@@ -84,6 +84,13 @@ pub fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) -> Stri
         pos.agent_index + 1,
         pos.cycle
     );
+    let unix = |secs: i64| jiff::Timestamp::from_second(secs).map(|t| stamp(&t.to_string())).unwrap_or_default();
+    if let Some(at) = p.rate_limit_until {
+        let _ = writeln!(s, "  waiting: for a rate-limit reset at {}", unix(at));
+    }
+    if let Some(since) = p.offline_since {
+        let _ = writeln!(s, "  waiting: offline since {}", unix(since));
+    }
     if let Some(f) = &cp.in_flight {
         let _ = writeln!(
             s,
@@ -163,6 +170,7 @@ mod tests {
     #[test]
     fn a_paused_run_says_what_resume_continues() {
         let mut cp = summary_fixture(Status::Paused);
+        cp.progress.rate_limit_until = Some(1_767_229_200);
         cp.progress.resume_session = Some("sess-1".into());
         insta::assert_snapshot!(describe_in(&cp, false, &jiff::tz::TimeZone::UTC));
     }

@@ -65,7 +65,9 @@ pub fn prepare(options: &Options) -> Result<Option<Ready>, RalphError> {
     if let Some(stale) = &acquired.stale {
         reporter.line(&format!(
             "the previous ralph here (pid {} on {}, started {}) ended without a clean stop: its run was interrupted",
-            stale.pid, stale.host, stale.started_at
+            stale.pid,
+            stale.host,
+            crate::report::clock::stamp(&stale.started_at, &crate::report::clock::zone())
         ));
     }
 

@@ -202,10 +202,8 @@ fn ralph_log_takes_rust_log_syntax_and_json_is_for_machines() {
     let p = Project::new().config(&fast("", "", CRASH_THEN_DONE));
     p.ralph().env("RALPH_LOG", "warn,ralph::run::failure=debug").args(["--log-format", "json"]).run().expect_code(0);
     let log = p.ralph_log();
-    let lines: Vec<serde_json::Value> = log
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {e}: {l}")))
-        .collect();
+    let lines: Vec<serde_json::Value> =
+        log.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {e}: {l}"))).collect();
     assert!(lines.iter().any(|v| v["fields"]["message"] == "policy decision"), "{log}");
     // Only what the filter let through: no info lines of other modules.
     assert!(lines.iter().all(|v| v["level"] != "INFO"), "{log}");
