@@ -157,7 +157,13 @@ impl Dispatcher {
 
     pub(super) fn record_failure(&mut self, agent: &str, failure: &Classification, outcome: &Outcome) {
         let attempt_no = self.r.checkpoint.progress.counters.attempts;
-        let tail = tail_chars(&outcome.text_tail, 2000);
+        // The evidence a person reads first: the output's tail, or, when the agent
+        // reported its error as a structured result, that result.
+        let evidence = match (&outcome.final_message, outcome.result_is_error) {
+            (Some(message), true) if outcome.text_tail.trim().is_empty() => crate::state::redact::redact(message),
+            _ => outcome.text_tail.clone(),
+        };
+        let tail = tail_chars(&evidence, 2000);
         self.journal(
             "attempt_failed",
             json!({"attempt": attempt_no, "agent": agent, "category": failure.category, "rule": failure.rule,
@@ -173,7 +179,7 @@ impl Dispatcher {
         if failure.category == Category::Ambiguous {
             tracing::warn!("flagged for review: attempt {attempt_no} failed in a way ralph cannot explain");
         }
-        let log = self.last_log.as_ref().map(|p| p.display().to_string());
+        let log = self.last_log.as_ref().map(|p| p.strip_prefix(&self.r.dir).unwrap_or(p).display().to_string());
         self.r.checkpoint.last_error = Some(LastError {
             classification: failure.clone(),
             agent: agent.to_string(),
