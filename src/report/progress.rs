@@ -189,19 +189,23 @@ impl Reporter {
     }
 
     /// The offline pause: since when, and a countdown to the next probe.
-    pub fn offline(&mut self, since_clock: &str, endpoints: &[String], next_probe: Arc<AtomicU64>) {
+    pub fn offline(&mut self, since_unix: i64, endpoints: &[String], next_probe: Arc<AtomicU64>) {
         self.clear();
-        self.line(&lines::offline(since_clock, endpoints));
+        self.line(&lines::offline(&self.at(since_unix), endpoints));
         if self.mode == Mode::Terminal {
             let epoch = self.epoch;
-            let style = style("{spinner} {msg} · offline for {elapsed} · next probe in {probe}").with_key(
-                "probe",
-                move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
+            // Since the pause began, which a restart may have carried over.
+            let since = jiff::Timestamp::from_second(since_unix).unwrap_or_else(|_| jiff::Timestamp::now());
+            let style = style("{spinner} {msg} · offline for {for} · next probe in {probe}")
+                .with_key("probe", move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
                     let at = Duration::from_millis(next_probe.load(Ordering::Relaxed));
                     let left = at.saturating_sub(epoch.elapsed());
                     let _ = write!(w, "{}", clock::countdown(left));
-                },
-            );
+                })
+                .with_key("for", move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
+                    let secs = jiff::Timestamp::now().as_second().saturating_sub(since.as_second());
+                    let _ = write!(w, "{}", clock::countdown(Duration::from_secs(u64::try_from(secs).unwrap_or(0))));
+                });
             self.spin(style, "Offline — paused".to_string());
         }
     }

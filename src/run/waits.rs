@@ -99,10 +99,9 @@ impl Dispatcher {
             return Ok(Offline::Online);
         };
         let since = *self.r.checkpoint.progress.offline_since.get_or_insert_with(unix_now);
-        let since_clock = self.r.reporter.at(since);
         self.journal("offline", json!({"since": since, "endpoints": endpoints, "error": last_error}));
         let next_probe = Arc::new(AtomicU64::new(self.r.reporter.probe_clock(interval)));
-        self.r.reporter.offline(&since_clock, &endpoints, Arc::clone(&next_probe));
+        self.r.reporter.offline(since, &endpoints, Arc::clone(&next_probe));
         self.r.checkpoint.status = Status::Waiting;
         self.save()?;
         loop {
