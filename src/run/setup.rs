@@ -176,8 +176,8 @@ fn end_leftovers(run_id: &str, reporter: &Reporter) {
     let killed = crate::process::leftovers::kill_all(run_id);
     if !killed.is_empty() {
         reporter.line(&format!(
-            "ended {} process(es) left behind by the interrupted run {run_id}: pids {killed:?}",
-            killed.len()
+            "ended {} left behind by the interrupted run {run_id}: pids {killed:?}",
+            if killed.len() == 1 { "1 process".to_string() } else { format!("{} processes", killed.len()) }
         ));
     }
 }
