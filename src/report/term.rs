@@ -14,15 +14,21 @@ use console::Term;
 use indicatif::TermLike;
 
 #[derive(Debug)]
-pub struct NoPadTerm {
-    term: Term,
+pub struct NoPadTerm<T: TermLike = Term> {
+    term: T,
     /// A line ended (by its padding) and nothing has been written after it yet.
     line_ended: AtomicBool,
 }
 
-impl NoPadTerm {
+impl NoPadTerm<Term> {
     pub fn stderr() -> Self {
-        Self { term: Term::stderr(), line_ended: AtomicBool::new(false) }
+        Self::new(Term::stderr())
+    }
+}
+
+impl<T: TermLike> NoPadTerm<T> {
+    pub fn new(term: T) -> Self {
+        Self { term, line_ended: AtomicBool::new(false) }
     }
 
     /// Before text that follows an ended line: go to the next line. `\r` first, so a
@@ -46,13 +52,13 @@ pub fn is_padding(s: &str) -> bool {
     s.bytes().all(|b| b == b' ')
 }
 
-impl TermLike for NoPadTerm {
+impl<T: TermLike> TermLike for NoPadTerm<T> {
     fn width(&self) -> u16 {
-        self.term.size().1
+        self.term.width()
     }
 
     fn height(&self) -> u16 {
-        self.term.size().0
+        self.term.height()
     }
 
     fn move_cursor_up(&self, n: usize) -> io::Result<()> {
@@ -106,6 +112,36 @@ impl TermLike for NoPadTerm {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use indicatif::{InMemoryTerm, ProgressBar, ProgressDrawTarget};
+
+    /// A spinner drawn on `target`, then the terminal's echo of Ctrl+C, a redraw, and
+    /// the final clear: what is left on the screen.
+    fn after_ctrl_c(echo_into: &InMemoryTerm, target: ProgressDrawTarget) -> String {
+        let style = indicatif::ProgressStyle::with_template("{spinner} {msg}").expect("template");
+        let bar = ProgressBar::with_draw_target(None, target).with_style(style).with_message("phase 1/1 develop");
+        bar.tick();
+        assert!(echo_into.contents().contains("phase 1/1 develop"), "not drawn: {}", echo_into.contents());
+        echo_into.write_str("^C").unwrap();
+        bar.set_message("stopping: waiting for a to exit");
+        bar.tick();
+        echo_into.write_str("^C").unwrap();
+        bar.finish_and_clear();
+        echo_into.contents()
+    }
+
+    #[test]
+    fn nothing_of_the_live_line_stays_after_a_ctrl_c_echo() {
+        let screen = InMemoryTerm::new(10, 60);
+        let left = after_ctrl_c(&screen, ProgressDrawTarget::term_like(Box::new(NoPadTerm::new(screen.clone()))));
+        assert!(!left.contains("phase") && !left.contains("stopping"), "left on screen:\n{left}");
+    }
+
+    #[test]
+    fn indicatifs_own_padding_leaves_a_remnant_which_is_why_this_exists() {
+        let screen = InMemoryTerm::new(10, 60);
+        let left = after_ctrl_c(&screen, ProgressDrawTarget::term_like(Box::new(screen.clone())));
+        assert!(left.contains("phase") || left.contains("stopping"), "indicatif fixed it: {left}");
+    }
 
     #[test]
     fn padding_is_only_spaces_or_nothing() {
