@@ -29,11 +29,14 @@ pub enum Command {
         #[arg(long)]
         keep: bool,
     },
-    /// Write a starter ralph.toml and PROMPT.md, with the agents found on PATH.
+    /// Write a starter ralph.toml and PROMPT.md (only those missing), with the agents
+    /// found on PATH.
     Init {
-        /// Overwrite existing files.
+        /// Replace existing files too (each is kept as NAME.bak first).
         #[arg(long)]
         force: bool,
+        #[command(flatten)]
+        place: Place,
     },
     /// Check the config, the goal file, and each agent: binary, version,
     /// credentials present, provider reachable.
@@ -60,6 +63,30 @@ pub enum Command {
     },
     /// The watchdog: resume runs interrupted by a crash, a kill or a reboot.
     Watch(WatchCli),
+    /// The transcript of the current or last attempt, readable (parsed events for a
+    /// structured stream, raw text otherwise).
+    Logs {
+        /// Keep printing what is appended, and the attempts that follow, while ralph runs.
+        #[arg(short, long)]
+        follow: bool,
+        /// The config file, to know each agent's output format (default: ./ralph.toml,
+        /// then ./.agent/ralph.toml).
+        #[arg(short = 'c', long = "config", value_name = "FILE")]
+        config: Option<PathBuf>,
+        #[command(flatten)]
+        place: Place,
+    },
+    /// Remove the logs of old runs, keeping the newest [logs] keep_runs (or --keep).
+    Clean {
+        /// Run directories to keep (default: [logs] keep_runs, 20).
+        #[arg(long, value_name = "N")]
+        keep: Option<u32>,
+        /// The config file (default: ./ralph.toml, then ./.agent/ralph.toml).
+        #[arg(short = 'c', long = "config", value_name = "FILE")]
+        config: Option<PathBuf>,
+        #[command(flatten)]
+        place: Place,
+    },
     /// Shell completions.
     Completions { shell: clap_complete::Shell },
     /// The built-in scripted agent (launched by ralph itself).
@@ -90,6 +117,10 @@ pub struct RunArgs {
     /// Show what would be resumed; change nothing.
     #[arg(long)]
     pub inspect_checkpoint: bool,
+    /// Print the phases, chains, and the prompt and argv of each phase's first
+    /// attempt; launch and write nothing.
+    #[arg(long, conflicts_with_all = ["resume", "no_resume", "inspect_checkpoint"])]
+    pub dry_run: bool,
     /// With --inspect-checkpoint: print JSON.
     #[arg(long, requires = "inspect_checkpoint")]
     pub json: bool,
@@ -105,9 +136,13 @@ pub struct RunArgs {
     /// Only errors and the final summary of an unfinished run.
     #[arg(short, long, conflicts_with = "verbose")]
     pub quiet: bool,
-    /// More detail in the log (-vv for everything).
+    /// More detail in .agent/logs/<run>/ralph.log: -v each decision with its inputs,
+    /// -vv every agent event. RALPH_LOG (RUST_LOG syntax) overrides.
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// The log's format: text, or json (one object per line, for machines).
+    #[arg(long, value_enum, default_value_t = crate::report::log::LogFormat::Text, value_name = "FORMAT")]
+    pub log_format: crate::report::log::LogFormat,
 }
 
 #[derive(Debug, Clone, Args)]

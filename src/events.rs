@@ -87,6 +87,8 @@ pub enum RunEvent {
         iteration: u32,
         /// The goal signal (`until = "complete"` is satisfied), not only the done signal.
         goal: bool,
+        /// The phase repeats until the goal signal (so the goal ends it).
+        until_complete: bool,
         /// The phase is the review of a repeating group (the goal tag then means
         /// "nothing left to fix").
         review: bool,
@@ -114,6 +116,14 @@ pub enum RunEvent {
         verdict: SignOff,
         rule: Rule,
         words: String,
+    },
+    /// The attempt was ended by a stop signal (Ctrl+C, SIGTERM, SIGHUP); its session
+    /// continues on resume.
+    AttemptStopped {
+        attempt: u32,
+        agent: String,
+        session: Option<String>,
+        signal: String,
     },
     /// One of ralph's detectors stepped in (stall, loop, tool text, storm, nudge…).
     Intervention {
@@ -246,6 +256,7 @@ impl RunEvent {
             RunEvent::AttemptStarted { .. } => "attempt_started",
             RunEvent::AttemptSucceeded { .. } => "attempt_succeeded",
             RunEvent::AttemptFailed { .. } => "attempt_failed",
+            RunEvent::AttemptStopped { .. } => "attempt_stopped",
             RunEvent::Signoff { .. } => "signoff",
             RunEvent::Intervention { .. } => "intervention",
             RunEvent::IterationStarted { .. } => "iteration_started",

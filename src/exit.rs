@@ -48,7 +48,7 @@ pub enum Ending<'a> {
 pub fn code(ending: Ending<'_>) -> i32 {
     match ending {
         Ending::Code(code) => code,
-        Ending::Run(RunEnd::Completed) => DONE,
+        Ending::Run(RunEnd::Completed | RunEnd::Declined) => DONE,
         Ending::Run(RunEnd::Failed(_)) => FAILED,
         Ending::Run(RunEnd::Blocked(_)) => BLOCKED,
         Ending::Run(RunEnd::Stopped(StopCause::User) | RunEnd::ForceExit) => INTERRUPTED,
@@ -57,6 +57,7 @@ pub fn code(ending: Ending<'_>) -> i32 {
         Ending::Error(
             RalphError::Config(_)
             | RalphError::Prompt { .. }
+            | RalphError::Goal { .. }
             | RalphError::Lock(LockError::Held { .. } | LockError::Io { .. })
             | RalphError::CheckpointCorrupt { .. }
             | RalphError::CheckpointTooNew { .. }

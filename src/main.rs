@@ -16,8 +16,8 @@ fn main() {
             exit::DONE
         }
         Some(Command::Demo { keep }) => report(commands::demo::main(keep)),
-        Some(Command::Init { force }) => {
-            dir(&Place { dir: None }).map_or_else(fail, |d| report(commands::init::main(&d, force)))
+        Some(Command::Init { force, place }) => {
+            dir(&place).map_or_else(fail, |d| report(commands::init::main(&d, force)))
         }
         Some(Command::Doctor { config, place }) => {
             dir(&place).map_or_else(fail, |d| report(commands::doctor::main(&d, config.as_deref())))
@@ -30,6 +30,12 @@ fn main() {
             }
         }
         Some(Command::Watch(watch)) => report(commands::watch::main(&watch)),
+        Some(Command::Logs { follow, config, place }) => {
+            dir(&place).map_or_else(fail, |d| report(commands::logs::main(&d, config.as_deref(), follow)))
+        }
+        Some(Command::Clean { keep, config, place }) => {
+            dir(&place).map_or_else(fail, |d| report(commands::clean::main(&d, config.as_deref(), keep)))
+        }
         Some(Command::Run(args)) => run_command(args),
         None => run_command(cli.run),
     };
@@ -41,6 +47,9 @@ fn run_command(args: RunArgs) -> i32 {
         Ok(d) => d,
         Err(e) => return fail(e),
     };
+    if args.dry_run {
+        return report(commands::dry_run::main(&dir, args.config.as_deref()));
+    }
     if args.inspect_checkpoint {
         return report(commands::inspect::main(&dir, args.json));
     }
@@ -63,6 +72,7 @@ fn run_command(args: RunArgs) -> i32 {
         quiet: args.quiet,
         verbose: args.verbose,
         allow_dirty: args.allow_dirty,
+        log_format: args.log_format,
     };
     // One thread: the agent is forked from it, so its parent-death signal is tied to
     // ralph's life rather than to a worker thread's.

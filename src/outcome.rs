@@ -16,4 +16,6 @@ pub enum RunEnd {
     Stopped(StopCause),
     /// The user's second Ctrl+C: killed and left at once.
     ForceExit,
+    /// The user answered "quit" to the resume question: nothing started or changed.
+    Declined,
 }

@@ -42,6 +42,18 @@ pub enum LaunchError {
     SelfExe(std::io::Error),
 }
 
+/// The parser of an agent's stdout, for reading a transcript back (`ralph logs`);
+/// `None` for plain text output.
+pub fn parser_for(cfg: &AgentConfig) -> Option<Box<dyn LineParser>> {
+    match cfg.kind {
+        AgentKind::Command if cfg.output.unwrap_or_default() == OutputFormat::Text => None,
+        AgentKind::Sim | AgentKind::Command | AgentKind::Claude => Some(Box::new(ClaudeStreamParser::default())),
+        AgentKind::Codex => Some(Box::new(codex::CodexParser::with_baseline(0, 0))),
+        AgentKind::Gemini => Some(Box::new(gemini::GeminiParser::default())),
+        AgentKind::Opencode => Some(Box::new(opencode::OpenCodeParser::new())),
+    }
+}
+
 /// What one attempt asks of the agent.
 #[derive(Debug, Clone, Copy)]
 pub struct Request<'a> {

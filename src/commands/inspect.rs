@@ -5,8 +5,10 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::error::RalphError;
+use crate::report::plural;
 use crate::state::checkpoint::Checkpoint;
 use crate::state::format;
+use crate::state::lock::{self, LockInfo};
 
 /// Reads the checkpoint of the project in `dir`, without changing anything. The
 /// same reader and the same refusals as `--resume`, so the two always agree.
@@ -16,16 +18,18 @@ pub fn read(dir: &Path) -> Result<Option<Checkpoint>, RalphError> {
 }
 
 pub fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
-    let Some(cp) = read(dir)? else {
-        println!("no checkpoint in {}: `ralph` starts a new run", dir.join(".agent").display());
-        return Ok(crate::exit::DONE);
-    };
+    let cp = read(dir)?;
+    let holder = live_holder(dir);
     if json {
-        let text = serde_json::to_string_pretty(&cp).map_err(|e| RalphError::Internal(e.to_string()))?;
-        println!("{text}");
-    } else {
-        print!("{}", describe(&cp));
-        print!("{}", since(dir, &cp));
+        println!("{}", to_json(dir, cp.as_ref(), holder.as_ref())?);
+        return Ok(crate::exit::DONE);
+    }
+    match &cp {
+        None => println!("no checkpoint in {}: `ralph` starts a new run", dir.join(".agent").display()),
+        Some(cp) => {
+            print!("{}", describe(cp, holder.is_some()));
+            print!("{}", since(dir, cp));
+        }
     }
     Ok(crate::exit::DONE)
 }
@@ -63,8 +67,32 @@ fn since(dir: &Path, cp: &Checkpoint) -> String {
     s
 }
 
-/// A human description of where a run stands and what `--resume` would do.
-pub fn describe(cp: &Checkpoint) -> String {
+/// The ralph that holds this directory's lock, if it is alive.
+pub fn live_holder(dir: &Path) -> Option<LockInfo> {
+    lock::read_info(&dir.join(".agent").join("ralph.lock")).filter(|info| info.process_alive())
+}
+
+/// The one JSON shape of `status --json` and `--inspect-checkpoint --json`:
+/// `{"dir", "live", "pid", "checkpoint"}`, the checkpoint `null` when there is none.
+pub fn to_json(dir: &Path, cp: Option<&Checkpoint>, holder: Option<&LockInfo>) -> Result<String, RalphError> {
+    let value = serde_json::json!({
+        "dir": dir.display().to_string(),
+        "live": holder.is_some(),
+        "pid": holder.map(|h| h.pid),
+        "checkpoint": cp,
+    });
+    serde_json::to_string_pretty(&value).map_err(|e| RalphError::Internal(e.to_string()))
+}
+
+/// A human description of where a run stands and what `--resume` would do. `live`:
+/// a ralph is running it now (so "no clean stop" is no news).
+pub fn describe(cp: &Checkpoint, live: bool) -> String {
+    describe_in(cp, live, &crate::report::clock::zone())
+}
+
+/// [`describe`] with the times shown in `tz`.
+pub fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) -> String {
+    let stamp = |t: &str| crate::report::clock::stamp(t, tz);
     let mut s = String::new();
     let p = &cp.progress;
     let pos = &p.position;
@@ -73,9 +101,9 @@ pub fn describe(cp: &Checkpoint) -> String {
         "run {} — {}{}",
         cp.run_id,
         cp.status.as_str(),
-        if cp.clean_stop { "" } else { " (no clean stop)" }
+        if cp.clean_stop || live { "" } else { " (no clean stop)" }
     );
-    let _ = writeln!(s, "  started {}, last written {}", cp.started_at, cp.updated_at);
+    let _ = writeln!(s, "  started {}, last written {}", stamp(&cp.started_at), stamp(&cp.updated_at));
     let pass = pos.passes.map(|n| format!(", review/fix pass {} of {n}", pos.pass)).unwrap_or_default();
     let _ = writeln!(
         s,
@@ -92,6 +120,13 @@ pub fn describe(cp: &Checkpoint) -> String {
     if let Some(from) = &p.from {
         let _ = writeln!(s, "  started at phase {} (--from)", from.phase);
     }
+    let unix = |secs: i64| jiff::Timestamp::from_second(secs).map(|t| stamp(&t.to_string())).unwrap_or_default();
+    if let Some(at) = p.rate_limit_until {
+        let _ = writeln!(s, "  waiting: for a rate-limit reset at {}", unix(at));
+    }
+    if let Some(since) = p.offline_since {
+        let _ = writeln!(s, "  waiting: offline since {}", unix(since));
+    }
     if let Some(f) = &cp.in_flight {
         let _ = writeln!(
             s,
@@ -102,9 +137,12 @@ pub fn describe(cp: &Checkpoint) -> String {
         );
     }
     match (&p.resume_session, &cp.in_flight) {
+        _ if live => {
+            let _ = writeln!(s, "  resume: not now, a ralph is running this run");
+        }
         _ if !cp.status.unfinished() => {
             let _ =
-                writeln!(s, "  resume: nothing to resume (the run {}); `ralph` starts a new run", cp.status.as_str());
+                writeln!(s, "  resume: nothing to resume, the run is {}; `ralph` starts a new run", cp.status.as_str());
         }
         (Some(session), _) => {
             let _ = writeln!(s, "  resume: continues session {session}");
@@ -119,8 +157,11 @@ pub fn describe(cp: &Checkpoint) -> String {
     let c = &p.counters;
     let _ = writeln!(
         s,
-        "  counters: {} attempts, {} iterations done, {} agent failures this iteration, {} fallovers",
-        c.attempts, c.iterations_done, c.agent_failures, c.fallovers
+        "  counters: {}, {} done, {} this iteration, {}",
+        plural(c.attempts, "attempt"),
+        plural(c.iterations_done, "iteration"),
+        plural(c.agent_failures, "agent failure"),
+        plural(c.fallovers, "fallover")
     );
     if !c.failures.is_empty() {
         let _ = writeln!(s, "  failures: {}", crate::report::counts(&c.failures, |k| k.as_str()));
@@ -133,8 +174,11 @@ pub fn describe(cp: &Checkpoint) -> String {
             e.classification.category.as_str(),
             e.classification.rule,
             e.agent,
-            e.at
+            stamp(&e.at)
         );
+        if let Some(log) = &e.log {
+            let _ = writeln!(s, "  its log: {log}");
+        }
     }
     if let Some(reason) = &cp.stop_reason {
         let _ = writeln!(s, "  stopped because: {reason}");
@@ -154,4 +198,44 @@ pub fn describe(cp: &Checkpoint) -> String {
         humantime::format_duration(std::time::Duration::from_secs(cp.elapsed_secs as u64))
     );
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::summary_fixture;
+    use crate::state::checkpoint::{InFlight, Status};
+
+    #[test]
+    fn a_paused_run_says_what_resume_continues() {
+        let mut cp = summary_fixture(Status::Paused);
+        cp.progress.rate_limit_until = Some(1_767_229_200);
+        cp.progress.resume_session = Some("sess-1".into());
+        insta::assert_snapshot!(describe_in(&cp, false, &jiff::tz::TimeZone::UTC));
+    }
+
+    #[test]
+    fn a_live_run_is_not_called_unclean_nor_promised_a_resume() {
+        let mut cp = summary_fixture(Status::Running);
+        cp.clean_stop = false;
+        cp.in_flight = Some(InFlight {
+            agent: "claude".into(),
+            attempt: 5,
+            session: Some("sess-2".into()),
+            started_at: "2026-01-01T00:01:10Z".into(),
+            tool: None,
+        });
+        let text = describe_in(&cp, true, &jiff::tz::TimeZone::UTC);
+        assert!(!text.contains("no clean stop"), "{text}");
+        insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn a_completed_run_promises_no_resume() {
+        let mut cp = summary_fixture(Status::Completed);
+        cp.progress.resume_session = Some("sess-1".into());
+        let text = describe(&cp, false);
+        assert!(text.contains("nothing to resume"), "{text}");
+        assert!(!text.contains("continues session"), "{text}");
+    }
 }

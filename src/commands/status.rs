@@ -4,28 +4,22 @@
 
 use std::path::Path;
 
-use serde_json::json;
-
 use crate::error::RalphError;
 use crate::state::lock;
 
 pub fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     let cp = super::inspect::read(dir)?;
-    let holder = lock::read_info(&dir.join(".agent").join("ralph.lock")).filter(|info| info.process_alive());
+    let holder = super::inspect::live_holder(dir);
     if json {
-        let value = json!({
-            "dir": dir.display().to_string(),
-            "live": holder.is_some(),
-            "pid": holder.as_ref().map(|h| h.pid),
-            "checkpoint": cp,
-        });
-        println!("{}", serde_json::to_string_pretty(&value).map_err(|e| RalphError::Internal(e.to_string()))?);
+        println!("{}", super::inspect::to_json(dir, cp.as_ref(), holder.as_ref())?);
         return Ok(crate::exit::DONE);
     }
     match (&cp, &holder) {
         (None, _) => println!("no run in {}", dir.display()),
-        (Some(cp), Some(h)) => print!("live: ralph pid {} on {}\n{}", h.pid, h.host, super::inspect::describe(cp)),
-        (Some(cp), None) => print!("{}", super::inspect::describe(cp)),
+        (Some(cp), Some(h)) => {
+            print!("live: ralph pid {} on {}\n{}", h.pid, h.host, super::inspect::describe(cp, true));
+        }
+        (Some(cp), None) => print!("{}", super::inspect::describe(cp, false)),
     }
     Ok(crate::exit::DONE)
 }

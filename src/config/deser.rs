@@ -55,6 +55,7 @@ const HOMES: &[(&str, &str)] = &[
     ("resume_after_shutdown", "watch"),
     ("max_restarts", "watch"),
     ("restart_backoff", "watch"),
+    ("keep_runs", "logs"),
     ("chain", "phases.NAME"),
     ("kind", "agents.NAME"),
 ];

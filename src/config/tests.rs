@@ -40,6 +40,15 @@ fn assert_has(message: &str, parts: &[&str]) {
 }
 
 #[test]
+fn the_repositorys_own_workflow_loads_and_its_goal_is_usable() {
+    let loaded = load(include_str!("../../.agent/ralph.toml"));
+    assert_eq!(loaded.config.general.prompt, PathBuf::from(".agent/PROMPT.md"));
+    let names: Vec<&str> = loaded.phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["plan", "develop", "review", "fix"]);
+    assert_eq!(crate::workflow::goal::check(include_str!("../../.agent/PROMPT.md")), None);
+}
+
+#[test]
 fn example_file_loads() {
     let loaded = load(include_str!("../../ralph.example.toml"));
     let names: Vec<&str> = loaded.phases.iter().map(|p| p.name.as_str()).collect();

@@ -27,6 +27,8 @@ pub struct Config {
     #[serde(default)]
     pub notify: Notify,
     #[serde(default)]
+    pub logs: Logs,
+    #[serde(default)]
     pub agents: BTreeMap<String, AgentConfig>,
     #[serde(default)]
     pub chains: BTreeMap<String, Vec<String>>,
@@ -221,6 +223,21 @@ pub struct Notify {
     /// How long the notifier may take before it is killed.
     #[serde(with = "humantime_serde")]
     pub timeout: Option<Duration>,
+}
+
+/// `[logs]`
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Logs {
+    /// Run directories kept under `.agent/logs/` (the current run's included); older
+    /// ones are removed when a run starts, and by `ralph clean`.
+    pub keep_runs: u32,
+}
+
+impl Default for Logs {
+    fn default() -> Self {
+        Self { keep_runs: 20 }
+    }
 }
 
 /// The kinds of agent ralph knows how to drive.

@@ -95,6 +95,7 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
         (keys!["retry", "mcp_restarts"], r.mcp_restarts, 3),
         (keys!["retry", "storm_recoveries"], r.storm_recoveries, 3),
         (keys!["watch", "max_restarts"], config.watch.max_restarts, 3),
+        (keys!["logs", "keep_runs"], config.logs.keep_runs, 20),
     ];
     for (key, value, default) in caps {
         if value == 0 {

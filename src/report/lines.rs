@@ -1,19 +1,116 @@
-//! The line a person reads for each run event: one match over
-//! [`RunEvent`], so the terminal and the journal can never tell different stories.
-//! `None` for events that have no line of their own (the spinner or the waiting
-//! line shows them, or the summary does).
+//! The texts a person reads, as pure functions (the snapshot tests read them): the
+//! line of each run event ([`line`], one match over [`RunEvent`], so the terminal and
+//! the journal never tell different stories; `None` for events without a line of
+//! their own, which the live display or the summary shows), and the live display's
+//! own texts: the first line, the attempt line, a wait, the offline pause, an agent
+//! being stopped, and the second Ctrl+C.
 
+use std::path::Path;
+use std::time::Duration;
+
+use super::clock;
+use super::progress::AttemptLine;
 use crate::events::{FalloverWhy, RunEvent};
 use crate::supervise::completion::Why;
 use crate::workflow::advance::Verdict;
 use crate::workflow::done::SignOff;
 
+/// An agent being ended by ralph.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Escalating {
+    pub agent: String,
+    /// Why: the user's (or the machine's) stop, or one of ralph's detectors.
+    pub why: EndWhy,
+    /// The signal just sent to the agent's group.
+    pub sent: &'static str,
+    /// The signal that follows if the agent is still there after the grace period.
+    pub next: Option<&'static str>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EndWhy {
+    /// Ctrl+C: a second one kills at once.
+    User,
+    /// SIGTERM or SIGHUP: an orderly stop for the machine.
+    Signal(&'static str),
+    /// A detector of ralph's (stall, tool timeout, loop...).
+    Intervention(String),
+}
+
+/// The first line of a run: version, directory, and the zone of every time shown.
+pub fn header(version: &str, dir: &Path, zone: &str) -> String {
+    format!("ralph {version} in {} (times are {zone})", dir.display())
+}
+
+pub fn attempt(a: &AttemptLine, cost_usd: f64) -> String {
+    let resumed = a.resumed_session.as_ref().map(|s| format!(" · resuming {s}")).unwrap_or_default();
+    let cost = if cost_usd > 0.0 { format!(" · ${cost_usd:.2}") } else { String::new() };
+    let pass = a.pass.map(|(pass, passes)| format!(" · pass {pass}/{passes}")).unwrap_or_default();
+    format!(
+        "phase {}/{} {}{pass} · iteration {}/{} · agent {} · attempt {}{resumed}{cost}",
+        a.phase_number, a.phase_count, a.phase, a.iteration, a.iterations, a.agent, a.attempt
+    )
+}
+
+/// The line that starts a wait: how long, for what, until when.
+pub fn wait_begins(why: &str, delay: Duration, until: &str) -> String {
+    format!("{why}: waiting {} (until {until})", length(delay))
+}
+
+/// A wait's length: to the millisecond below a second (a short backoff is not "1s"),
+/// to the nearest second above.
+fn length(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else {
+        clock::countdown(Duration::from_secs(d.as_secs_f64().round() as u64))
+    }
+}
+
+pub fn offline(since: &str, endpoints: &[String]) -> String {
+    format!("Offline — paused (since {since}); probing {}", endpoints.join(", "))
+}
+
+pub fn escalating(e: &Escalating) -> String {
+    match &e.why {
+        EndWhy::User => {
+            format!("stopping: waiting for {} to exit (Ctrl+C again to kill it now) · sent {}", e.agent, e.sent)
+        }
+        EndWhy::Signal(signal) => {
+            format!("stopping ({signal}): waiting for {} to exit · sent {}", e.agent, e.sent)
+        }
+        EndWhy::Intervention(detector) => {
+            format!("ending the attempt ({detector}): waiting for {} to exit · sent {}", e.agent, e.sent)
+        }
+    }
+}
+
+/// The agent is gone after an orderly stop, and what it took.
+pub fn agent_stopped(agent: &str, last_signal: Option<&str>) -> String {
+    match last_signal {
+        Some(signal) => format!("{agent} exited after {signal}"),
+        None => format!("{agent} exited"),
+    }
+}
+
+/// After the second Ctrl+C.
+pub fn killed(agent: Option<&str>) -> String {
+    match agent {
+        Some(agent) => format!(
+            "killed {agent} and everything it started (SIGKILL); `ralph --resume` continues from the last checkpoint"
+        ),
+        None => "stopped at once; `ralph --resume` continues from the last checkpoint".to_string(),
+    }
+}
+
 pub fn line(event: &RunEvent) -> Option<String> {
     Some(match event {
-        RunEvent::AttemptSucceeded { phase, iteration, goal, review, .. } => {
-            let why = match (goal, review) {
-                (true, true) => " (nothing left to fix)",
-                (true, false) => " (goal reached)",
+        RunEvent::AttemptSucceeded { phase, iteration, goal, review, until_complete, .. } => {
+            // "goal reached" only where the goal ends the phase: elsewhere the run
+            // goes on, and it would read as the end.
+            let why = match (goal, review, until_complete) {
+                (true, true, _) => " (nothing left to fix)",
+                (true, false, true) => " (goal reached)",
                 _ => "",
             };
             format!("{phase} iteration {iteration} done{why}")
@@ -48,7 +145,6 @@ pub fn line(event: &RunEvent) -> Option<String> {
             format!("{why}: falling over to {to}{cycle}")
         }
         RunEvent::Fallback { from, to, .. } => format!("the rate limit of {to} has reset: back from {from} to {to}"),
-        RunEvent::Offline { since, .. } => format!("Offline — paused (since {})", local_clock(*since)),
         RunEvent::GitCommit { hash, key, files, insertions, deletions, found_on_resume } => format!(
             "git: {} {} {key} ({files} file(s), +{insertions} -{deletions})",
             if *found_on_resume { "found the commit of" } else { "committed" },
@@ -68,6 +164,8 @@ pub fn line(event: &RunEvent) -> Option<String> {
         | RunEvent::RunResumed { .. }
         | RunEvent::RunError { .. }
         | RunEvent::RunEnded { .. }
+        | RunEvent::AttemptStopped { .. }
+        | RunEvent::Offline { .. }
         | RunEvent::StopRequested { .. }
         | RunEvent::AttemptStarted { .. }
         | RunEvent::IterationStarted { .. }
@@ -85,16 +183,10 @@ fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
 }
 
-/// `HH:MM:SS` in the local zone for a unix second.
-fn local_clock(unix: i64) -> String {
-    jiff::Timestamp::from_second(unix)
-        .map(|t| t.to_zoned_datetime(jiff::tz::TimeZone::system()).strftime("%H:%M:%S").to_string())
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use crate::recovery::Category;
 
     #[test]
@@ -123,5 +215,41 @@ mod tests {
             Some("recovery-attempt exhausted for agent a: falling over to b (cycle 2)")
         );
         assert_eq!(line(&RunEvent::Retry { delay_ms: 5, resume_session: None }), None);
+    }
+
+    fn attempt_line() -> AttemptLine {
+        AttemptLine {
+            phase: "develop".into(),
+            phase_number: 2,
+            phase_count: 3,
+            iteration: 4,
+            iterations: 20,
+            pass: None,
+            agent: "claude".into(),
+            attempt: 7,
+            resumed_session: Some("sess-1".into()),
+        }
+    }
+
+    #[test]
+    fn what_the_terminal_says_while_it_runs() {
+        let stop = |why: EndWhy, sent, next| escalating(&Escalating { agent: "claude".into(), why, sent, next });
+        let lines = [
+            header("0.1.0", Path::new("/home/me/project"), "CET"),
+            attempt(&attempt_line(), 0.0),
+            attempt(&attempt_line(), 1.234),
+            wait_begins("retrying after backoff", Duration::from_secs(5), "05:50:10"),
+            wait_begins("retrying after backoff", Duration::from_millis(50), "05:50:10"),
+            wait_begins("rate limit of claude", Duration::from_secs(3 * 3600 + 62), "09:00:00"),
+            offline("05:50:10", &["api.anthropic.com:443".into()]),
+            stop(EndWhy::User, "SIGINT", Some("SIGTERM")),
+            stop(EndWhy::User, "SIGTERM", Some("SIGKILL")),
+            stop(EndWhy::Signal("SIGTERM"), "SIGINT", Some("SIGTERM")),
+            stop(EndWhy::Intervention("stall".into()), "SIGINT", Some("SIGTERM")),
+            agent_stopped("claude", Some("SIGTERM")),
+            killed(Some("claude")),
+            killed(None),
+        ];
+        insta::assert_snapshot!(lines.join("\n"));
     }
 }

@@ -1,18 +1,27 @@
 //! The live display: an indicatif spinner line on a terminal (phase i/N, iteration,
-//! agent, attempt, elapsed, time since the agent's last event), plain timestamped
-//! lines elsewhere (logs, CI, systemd), or nothing but errors with `-q`.
+//! agent, attempt, elapsed, time since the agent's last event; a ticking countdown
+//! while ralph waits; the escalation while an agent is being stopped), plain
+//! timestamped lines elsewhere (logs, CI, systemd), or nothing but errors with `-q`.
+//!
+//! Every time shown is local wall-clock time in one zone, named on the first line
+//! ([`Reporter::header`]). The texts themselves are built by the pure functions of
+//! [`super::lines`], which the snapshot tests cover.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressState, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
+use jiff::tz::TimeZone;
 
 use crate::agent::AgentEvent;
 use crate::outcome::RunEnd;
 use crate::state::checkpoint::Checkpoint;
 
+use super::clock;
+use super::lines::{self, Escalating};
 use super::summary::Summary;
+use super::term::NoPadTerm;
 
 /// What an attempt line shows.
 #[derive(Debug, Clone)]
@@ -36,6 +45,9 @@ enum Mode {
     Terminal,
 }
 
+/// How often the live line is redrawn: often enough for a countdown to tick.
+const TICK: Duration = Duration::from_millis(250);
+
 pub struct Reporter {
     mode: Mode,
     bar: Option<ProgressBar>,
@@ -44,6 +56,9 @@ pub struct Reporter {
     epoch: Instant,
     /// The run's cost so far, shown when an agent reports one.
     cost_usd: f64,
+    /// The attempt line, kept so the stopping line can replace it and come back.
+    attempt_text: Option<String>,
+    tz: TimeZone,
 }
 
 impl Reporter {
@@ -53,15 +68,29 @@ impl Reporter {
             (false, true) => Mode::Terminal,
             (false, false) => Mode::Plain,
         };
-        Self { mode, bar: None, last_event_ms: Arc::new(AtomicU64::new(0)), epoch: Instant::now(), cost_usd: 0.0 }
+        Self {
+            mode,
+            bar: None,
+            last_event_ms: Arc::new(AtomicU64::new(0)),
+            epoch: Instant::now(),
+            cost_usd: 0.0,
+            attempt_text: None,
+            tz: clock::zone(),
+        }
+    }
+
+    /// The first line: which ralph, where, and the zone every time below is in.
+    pub fn header(&self, dir: &std::path::Path) {
+        let now = jiff::Timestamp::now();
+        self.line(&lines::header(env!("CARGO_PKG_VERSION"), dir, &clock::zone_name(now, &self.tz)));
     }
 
     /// A message worth a line of its own.
     pub fn line(&self, message: &str) {
         match (self.mode, &self.bar) {
             (Mode::Quiet, _) => {}
-            (Mode::Terminal, Some(bar)) => bar.println(message),
-            _ => eprintln!("{} {message}", clock()),
+            (Mode::Terminal, Some(bar)) => bar.println(format!("{} {message}", self.clock())),
+            _ => eprintln!("{} {message}", self.clock()),
         }
     }
 
@@ -101,33 +130,34 @@ impl Reporter {
         }
     }
 
+    /// `HH:MM:SS` of a unix second, in the display's zone.
+    pub fn at(&self, unix_second: i64) -> String {
+        jiff::Timestamp::from_second(unix_second).map(|t| clock::hms(t, &self.tz)).unwrap_or_default()
+    }
+
     pub fn attempt_started(&mut self, a: &AttemptLine) {
-        let resumed = a.resumed_session.as_ref().map(|s| format!(" · resuming {s}")).unwrap_or_default();
-        let cost = if self.cost_usd > 0.0 { format!(" · ${:.2}", self.cost_usd) } else { String::new() };
-        let pass = a.pass.map(|(pass, passes)| format!(" · pass {pass}/{passes}")).unwrap_or_default();
-        let text = format!(
-            "phase {}/{} {}{pass} · iteration {}/{} · agent {} · attempt {}{resumed}{cost}",
-            a.phase_number, a.phase_count, a.phase, a.iteration, a.iterations, a.agent, a.attempt
-        );
+        let text = lines::attempt(a, self.cost_usd);
         self.touch();
+        self.attempt_text = Some(text.clone());
         match self.mode {
             Mode::Quiet => {}
-            Mode::Plain => eprintln!("{} {text}", clock()),
-            Mode::Terminal => {
-                let last = Arc::clone(&self.last_event_ms);
-                let epoch = self.epoch;
-                let style = ProgressStyle::with_template("{spinner} {msg} · {elapsed} · last event {since} ago")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner())
-                    .with_key("since", move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
-                        let now = epoch.elapsed().as_millis() as u64;
-                        let ago = now.saturating_sub(last.load(Ordering::Relaxed)) / 1000;
-                        let _ = write!(w, "{ago}s");
-                    });
-                let bar = ProgressBar::new_spinner().with_style(style).with_message(text);
-                bar.enable_steady_tick(Duration::from_millis(250));
-                self.bar = Some(bar);
-            }
+            Mode::Plain => eprintln!("{} {text}", self.clock()),
+            Mode::Terminal => self.show_attempt(text),
         }
+    }
+
+    fn show_attempt(&mut self, text: String) {
+        let last = Arc::clone(&self.last_event_ms);
+        let epoch = self.epoch;
+        let style = style("{spinner} {msg} · {elapsed} · last event {since} ago").with_key(
+            "since",
+            move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let now = epoch.elapsed().as_millis() as u64;
+                let ago = now.saturating_sub(last.load(Ordering::Relaxed));
+                let _ = write!(w, "{}", clock::countdown(Duration::from_millis(ago / 1000 * 1000)));
+            },
+        );
+        self.spin(style, text);
     }
 
     /// The run's cost so far.
@@ -140,33 +170,103 @@ impl Reporter {
         self.touch();
     }
 
-    pub fn attempt_finished(&mut self) {
-        if let Some(bar) = self.bar.take() {
-            bar.finish_and_clear();
-        }
-    }
-
-    pub fn waiting(&mut self, why: &str, delay: Duration) {
-        let secs = delay.as_secs_f64();
+    /// ralph is ending the agent: what it sent, what comes next and when, and (when
+    /// the user asked for the stop) that a second Ctrl+C kills it now.
+    pub fn escalating(&mut self, e: &Escalating, next_at: Option<Instant>) {
+        let text = lines::escalating(e);
         match self.mode {
             Mode::Quiet => {}
-            Mode::Plain => eprintln!("{} waiting {secs:.1}s: {why}", clock()),
+            Mode::Plain => {
+                let next = match (e.next, next_at) {
+                    (Some(next), Some(at)) => {
+                        format!("; {next} in {}", clock::countdown(at.saturating_duration_since(Instant::now())))
+                    }
+                    _ => String::new(),
+                };
+                eprintln!("{} {text}{next}", self.clock());
+            }
             Mode::Terminal => {
-                let style = ProgressStyle::with_template("{spinner} waiting: {msg} · {eta} left")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner());
-                let bar = ProgressBar::new(delay.as_millis() as u64).with_style(style).with_message(why.to_string());
-                bar.enable_steady_tick(Duration::from_millis(250));
-                self.bar = Some(bar);
+                let next = e.next;
+                let style = style("{spinner} {msg}{next}").with_key(
+                    "next",
+                    move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
+                        if let (Some(next), Some(at)) = (next, next_at) {
+                            let left = clock::countdown(at.saturating_duration_since(Instant::now()));
+                            let _ = write!(w, " · {next} in {left}");
+                        }
+                    },
+                );
+                self.spin(style, text);
             }
         }
     }
 
+    pub fn attempt_finished(&mut self) {
+        self.attempt_text = None;
+        self.clear();
+    }
+
+    /// A wait begins: its length, what it waits for and until when, once as a line;
+    /// then, on a terminal, a countdown that ticks.
+    pub fn waiting(&mut self, why: &str, delay: Duration) {
+        let until = jiff::Timestamp::now().checked_add(delay);
+        let until_clock = until.map(|t| clock::hms(t, &self.tz)).unwrap_or_default();
+        self.clear();
+        self.line(&lines::wait_begins(why, delay, &until_clock));
+        if self.mode == Mode::Terminal {
+            let deadline = Instant::now() + delay;
+            let style = style("{spinner} waiting: {msg} · {left} left (until {until})")
+                .with_key("left", move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{}", clock::countdown(deadline.saturating_duration_since(Instant::now())));
+                })
+                .with_key("until", move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{until_clock}");
+                });
+            self.spin(style, why.to_string());
+        }
+    }
+
+    /// The offline pause: since when, and a countdown to the next probe.
+    pub fn offline(&mut self, since_unix: i64, endpoints: &[String], next_probe: Arc<AtomicU64>) {
+        self.clear();
+        self.line(&lines::offline(&self.at(since_unix), endpoints));
+        if self.mode == Mode::Terminal {
+            let epoch = self.epoch;
+            // Since the pause began, which a restart may have carried over.
+            let since = jiff::Timestamp::from_second(since_unix).unwrap_or_else(|_| jiff::Timestamp::now());
+            let style = style("{spinner} {msg} · offline for {for} · next probe in {probe}")
+                .with_key("probe", move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
+                    let at = Duration::from_millis(next_probe.load(Ordering::Relaxed));
+                    let left = at.saturating_sub(epoch.elapsed());
+                    let _ = write!(w, "{}", clock::countdown(left));
+                })
+                .with_key("for", move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
+                    let secs = jiff::Timestamp::now().as_second().saturating_sub(since.as_second());
+                    let _ = write!(w, "{}", clock::countdown(Duration::from_secs(u64::try_from(secs).unwrap_or(0))));
+                });
+            self.spin(style, "Offline — paused".to_string());
+        }
+    }
+
+    /// For [`Reporter::offline`]: a clock the waits loop sets to the next probe's
+    /// time (milliseconds since this reporter's epoch).
+    pub fn probe_clock(&self, next_in: Duration) -> u64 {
+        (self.epoch.elapsed() + next_in).as_millis() as u64
+    }
+
     pub fn waiting_done(&mut self) {
-        self.attempt_finished();
+        self.clear();
+    }
+
+    /// The second Ctrl+C: what was killed, and how to continue.
+    pub fn killed(&mut self, agent: Option<&str>) {
+        self.clear();
+        // Even with -q: the user asked, and this is the only word of the run's end.
+        eprintln!("{}", lines::killed(agent));
     }
 
     pub fn summary(&mut self, summary: &Summary, end: &RunEnd, checkpoint: &Checkpoint) {
-        self.attempt_finished();
+        self.clear();
         // The summary is the run's answer: shown even with -q when the run did not
         // finish, so a quiet cron job still says why.
         if self.mode == Mode::Quiet && *end == RunEnd::Completed {
@@ -175,11 +275,39 @@ impl Reporter {
         eprintln!("{}", summary.render(end, checkpoint));
     }
 
+    /// Replaces the live line.
+    fn spin(&mut self, style: ProgressStyle, message: String) {
+        self.clear();
+        let target = ProgressDrawTarget::term_like_with_hz(Box::new(NoPadTerm::stderr()), 20);
+        let bar = ProgressBar::with_draw_target(None, target).with_style(style).with_message(message);
+        bar.enable_steady_tick(TICK);
+        self.bar = Some(bar);
+    }
+
+    /// Removes the live line, leaving nothing of it on the screen.
+    fn clear(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+
     fn touch(&self) {
         self.last_event_ms.store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
     }
+
+    fn clock(&self) -> String {
+        clock::hms(jiff::Timestamp::now(), &self.tz)
+    }
 }
 
-fn clock() -> String {
-    jiff::ZonedDateTime::now().strftime("%H:%M:%S").to_string()
+impl Drop for Reporter {
+    /// A live line must not outlive ralph: an abandoned bar stays drawn, and the
+    /// shell's prompt would follow a spinner remnant.
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+fn style(template: &str) -> ProgressStyle {
+    ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_spinner())
 }

@@ -11,6 +11,8 @@ use crate::recovery::policy::Cap;
 use crate::signal::StopCause;
 use crate::state::checkpoint::{Checkpoint, Usage};
 
+use super::plural;
+
 /// Counts of this process's part of the run, plus the run's totals.
 #[derive(Debug, Clone, Default)]
 pub struct Summary {
@@ -28,6 +30,8 @@ pub struct Summary {
     pub usage: Usage,
     /// Commits ralph made in this session.
     pub commits: u32,
+    /// What to do next ([`super::next_step`]); `None` when the run finished.
+    pub next: Option<String>,
 }
 
 impl Summary {
@@ -58,19 +62,23 @@ impl Summary {
             RunEnd::Stopped(StopCause::User) => "ralph: paused by you".to_string(),
             RunEnd::Stopped(cause) => format!("ralph: interrupted by {}", cause.signal_name()),
             RunEnd::ForceExit => "ralph: stopped at once".to_string(),
+            RunEnd::Declined => "ralph: nothing started".to_string(),
         };
         let _ = writeln!(s, "{headline}");
         let c = &cp.progress.counters;
         let _ = writeln!(
             s,
-            "  this session: {} phase(s) finished, {} iteration(s), {} attempt(s), {} fallover(s)",
-            self.phases, self.iterations, self.attempts, self.fallovers
+            "  this session: {} finished, {}, {}, {}",
+            plural(self.phases, "phase"),
+            plural(self.iterations, "iteration"),
+            plural(self.attempts, "attempt"),
+            plural(self.fallovers, "fallover")
         );
         let _ = writeln!(
             s,
-            "  whole run: {} iteration(s), {} attempt(s), active {}",
-            c.iterations_done,
-            c.attempts,
+            "  whole run: {}, {}, active {}",
+            plural(c.iterations_done, "iteration"),
+            plural(c.attempts, "attempt"),
             fmt_duration(self.elapsed)
         );
         if let Some(verdict) = &cp.progress.review {
@@ -99,26 +107,20 @@ impl Summary {
         if let Some(git) = &cp.git {
             let _ = write!(s, "{}", commits(git, self.commits));
         }
-        let phase = &cp.progress.position.phase_name;
-        let next = match (end, self.cap) {
-            (RunEnd::Completed, _) => None,
-            (RunEnd::Stopped(_) | RunEnd::ForceExit, _) => {
-                Some("ralph --resume continues where it stopped".to_string())
+        if matches!(end, RunEnd::Failed(_) | RunEnd::Blocked(_))
+            && let Some(e) = &cp.last_error
+        {
+            let c = &e.classification;
+            let _ =
+                writeln!(s, "  last error: {} ({}, {}) from agent {}", c.reason, c.category.as_str(), c.rule, e.agent);
+            for line in excerpt(&e.text_tail, EXCERPT_LINES) {
+                let _ = writeln!(s, "    | {line}");
             }
-            // A run total: resuming without raising the cap would stop again at once.
-            (RunEnd::Failed(_), Some(cap)) if !cap.renewed_by_resume() => Some(format!(
-                "raise {} in the config, then ralph --resume continues (the run's totals are kept)",
-                cap.key(phase)
-            )),
-            (RunEnd::Failed(_), Some(cap)) => Some(format!(
-                "fix the cause (or raise {}), then ralph --resume continues this iteration with a fresh budget",
-                cap.key(phase)
-            )),
-            (RunEnd::Failed(_), None) | (RunEnd::Blocked(_), _) => {
-                Some("fix the cause, then ralph --resume continues this iteration with a fresh budget".to_string())
+            if let Some(log) = &e.log {
+                let _ = writeln!(s, "  log: {log}");
             }
-        };
-        if let Some(next) = next {
+        }
+        if let Some(next) = &self.next {
             let _ = writeln!(s, "  next: {next}");
         }
         s.trim_end().to_string()
@@ -167,6 +169,26 @@ pub fn commits(git: &crate::git::record::GitState, this_session: u32) -> String 
     s
 }
 
+/// Lines of the last error's output shown in the summary.
+const EXCERPT_LINES: usize = 6;
+/// Characters of one excerpt line.
+const EXCERPT_WIDTH: usize = 160;
+
+/// The last `n` non-empty lines of `text`, each cut to a readable width.
+fn excerpt(text: &str, n: usize) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| {
+            if l.chars().count() > EXCERPT_WIDTH {
+                format!("{}…", l.chars().take(EXCERPT_WIDTH).collect::<String>())
+            } else {
+                (*l).to_string()
+            }
+        })
+        .collect()
+}
+
 /// "agent 2, environmental 1": named counts in one line.
 pub fn counts<K>(map: &BTreeMap<K, u32>, name: impl Fn(&K) -> &str) -> String {
     map.iter().map(|(k, v)| format!("{} {v}", name(k))).collect::<Vec<_>>().join(", ")
@@ -174,4 +196,89 @@ pub fn counts<K>(map: &BTreeMap<K, u32>, name: impl Fn(&K) -> &str) -> String {
 
 fn fmt_duration(d: Duration) -> String {
     humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::recovery::Classification;
+    use crate::state::checkpoint::{LastError, Status};
+    use crate::workflow::Progress;
+
+    /// A checkpoint as a run in its second attempt of `develop` leaves it.
+    pub(crate) fn checkpoint(status: Status) -> Checkpoint {
+        let mut progress = Progress::new("develop");
+        progress.counters.attempts = 4;
+        progress.counters.iterations_done = 1;
+        Checkpoint {
+            version: crate::state::checkpoint::VERSION,
+            run_id: "20260101T000000Z-42".into(),
+            status,
+            clean_stop: true,
+            stop_cause: None,
+            stop_reason: None,
+            progress,
+            in_flight: None,
+            last_error: Some(LastError {
+                classification: Classification::new(
+                    Category::UserConfig,
+                    "auth_failed",
+                    "the provider rejected the credentials",
+                ),
+                agent: "claude".into(),
+                text_tail:
+                    "starting\n\nAPI Error: 401 {\"type\":\"error\",\"error\":{\"type\":\"authentication_error\"}}\n"
+                        .into(),
+                at: "2026-01-01T00:01:00Z".into(),
+                log: Some(".agent/logs/20260101T000000Z-42/attempt-0004-develop-claude.log".into()),
+            }),
+            usage: Default::default(),
+            phase_usage: Default::default(),
+            elapsed_secs: 75.0,
+            config_path: "ralph.toml".into(),
+            config_checksum: String::new(),
+            prompt_checksum: String::new(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+            updated_at: "2026-01-01T00:01:15Z".into(),
+            git: None,
+        }
+    }
+
+    fn summary(next: Option<&str>) -> Summary {
+        Summary {
+            phases: 1,
+            iterations: 1,
+            attempts: 4,
+            fallovers: 1,
+            failures: [(Category::Agent, 2), (Category::UserConfig, 1)].into_iter().collect(),
+            elapsed: Duration::from_secs(75),
+            next: next.map(str::to_string),
+            ..Summary::default()
+        }
+    }
+
+    #[test]
+    fn blocked_run_shows_the_error_excerpt_its_log_and_the_next_step() {
+        let s = summary(Some(
+            "the provider refused agent claude's credentials: set ANTHROPIC_API_KEY, then `ralph --resume`",
+        ));
+        let end = RunEnd::Blocked("the provider rejected the credentials".into());
+        insta::assert_snapshot!(s.render(&end, &checkpoint(Status::Blocked)));
+    }
+
+    #[test]
+    fn paused_run_says_resume_is_all_it_takes() {
+        let s = summary(Some("`ralph --resume` continues where it stopped"));
+        insta::assert_snapshot!(s.render(&RunEnd::Stopped(StopCause::User), &checkpoint(Status::Paused)));
+    }
+
+    #[test]
+    fn completed_run_counts_in_the_singular_too() {
+        let s =
+            Summary { phases: 1, iterations: 1, attempts: 1, elapsed: Duration::from_secs(3), ..Summary::default() };
+        let mut cp = checkpoint(Status::Completed);
+        cp.progress.counters.attempts = 1;
+        cp.last_error = None;
+        insta::assert_snapshot!(s.render(&RunEnd::Completed, &cp));
+    }
 }

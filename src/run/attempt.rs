@@ -17,6 +17,7 @@ use crate::agent::launch::Prepared;
 use crate::config::Timeouts;
 use crate::process::{Escalation, Step, agent_group, signal_group, spawn};
 use crate::recovery::classify::{EndedBy, Exit};
+use crate::report::lines::EndWhy;
 use crate::signal::{InterruptAction, Signals, StopCause};
 use crate::state::checkpoint::Usage;
 use crate::state::redact::redact;
@@ -75,6 +76,9 @@ pub trait Observer {
     fn stopping(&mut self, cause: StopCause);
     /// A tool call started or finished: what a resume after a crash must check.
     fn tool(&mut self, tool: &LastTool);
+    /// ralph sent `sent` to the agent's group to end it, and will send `next` at
+    /// `next_at` if it is still there.
+    fn escalating(&mut self, why: EndWhy, sent: Signal, next: Option<(Signal, Instant)>);
 }
 
 impl Outcome {
@@ -132,6 +136,8 @@ pub async fn run(
     let mut intervention: Option<Intervention> = None;
     let mut stopping: Option<StopCause> = None;
     let mut escalation: Option<(Escalation, Option<Instant>)> = None;
+    // Why the escalation under way was begun, for the display.
+    let mut esc_why = EndWhy::User;
     // After the agent exits, its pipes may be held open by something it left behind;
     // the group is killed then, and the rest of the output gets this long to drain.
     let mut drain_deadline: Option<Instant> = None;
@@ -160,6 +166,17 @@ pub async fn run(
                 Ok(Some(line)) => {
                     write_log(&mut log, &line, false);
                     let events = parser.parse_line(&line);
+                    for event in &events {
+                        match event {
+                            // The parser's anomalies: what a person debugging a night
+                            // wants to see first when an agent "says nothing".
+                            AgentEvent::Unknown { kind } if kind == "non-json" => {
+                                tracing::debug!(line = %redact(&line), "agent output that is not its stream format");
+                            }
+                            AgentEvent::Unknown { kind } => tracing::debug!(kind, "agent event of an unknown kind"),
+                            other => tracing::trace!(event = ?other, "agent event"),
+                        }
+                    }
                     let mut found = None;
                     if events.is_empty() {
                         found = supervisor.on_event(None, Instant::now());
@@ -193,8 +210,10 @@ pub async fn run(
                     {
                         tracing::info!("ending the attempt: {} ({})", found.detector, found.evidence);
                         ended_by = found.ended_by;
+                        esc_why = EndWhy::Intervention(found.detector.to_string());
                         intervention = Some(found);
                         escalation = Some(begin(Escalation::start_with(prepared.stop_signal, timeouts.grace), pgid));
+                        tell(observer, &esc_why, escalation.as_ref());
                     }
                 }
                 _ => out_open = false,
@@ -222,14 +241,17 @@ pub async fn run(
                 ended_by = watch_reason;
                 let found = clock_intervention(watch_reason, timeouts);
                 tracing::info!("ending the attempt: {} ({})", found.detector, found.evidence);
+                esc_why = EndWhy::Intervention(found.detector.to_string());
                 intervention = Some(found);
                 escalation = Some(begin(Escalation::start_with(prepared.stop_signal, timeouts.grace), pgid));
+                tell(observer, &esc_why, escalation.as_ref());
             },
             _ = sleep_until(escalate_at.unwrap_or_else(Instant::now)), if exit.is_none() && escalate_at.is_some() => {
                 if let Some((esc, at)) = escalation.as_mut() {
                     let step = esc.grace_elapsed();
                     *at = send(step, pgid);
                 }
+                tell(observer, &esc_why, escalation.as_ref());
             },
             _ = sleep_until(drain_deadline.unwrap_or_else(Instant::now)), if drain_deadline.is_some() => {
                 out_open = false;
@@ -242,9 +264,14 @@ pub async fn run(
                 InterruptAction::Stop(cause) if exit.is_none() => {
                     stopping = Some(cause);
                     observer.stopping(cause);
+                    esc_why = match cause {
+                        StopCause::User => EndWhy::User,
+                        other => EndWhy::Signal(other.signal_name()),
+                    };
                     if escalation.is_none() {
                         escalation = Some(begin(Escalation::start_with(prepared.stop_signal, timeouts.grace), pgid));
                     }
+                    tell(observer, &esc_why, escalation.as_ref());
                 }
                 InterruptAction::Stop(_) => {}
                 InterruptAction::ForceExit => {
@@ -307,6 +334,19 @@ fn fmt(d: Duration) -> String {
     humantime::format_duration(d).to_string()
 }
 
+/// Tells the observer where the escalation stands: the signal sent, and the next one
+/// with its time (none after SIGKILL, which is only repeated).
+fn tell(observer: &mut dyn Observer, why: &EndWhy, escalation: Option<&(Escalation, Option<Instant>)>) {
+    let Some((esc, at)) = escalation else { return };
+    let sent = esc.last_signal();
+    let next = match sent {
+        Signal::SIGINT => Some(Signal::SIGTERM),
+        Signal::SIGKILL => None,
+        _ => Some(Signal::SIGKILL),
+    };
+    observer.escalating(why.clone(), sent, next.zip(*at));
+}
+
 fn begin((esc, step): (Escalation, Step), pgid: u32) -> (Escalation, Option<Instant>) {
     (esc, send(step, pgid))
 }
@@ -333,7 +373,9 @@ fn exit_of(status: std::process::ExitStatus) -> Exit {
 fn write_log(log: &mut Option<BufWriter<std::fs::File>>, line: &str, stderr: bool) {
     let Some(w) = log.as_mut() else { return };
     let prefix = if stderr { "[stderr] " } else { "" };
-    if writeln!(w, "{prefix}{}", redact(line)).is_err() {
+    // Flushed per line (a page-cache write, microseconds): `ralph logs -f` and a
+    // person's `tail -f` see the transcript as it happens, not when the attempt ends.
+    if writeln!(w, "{prefix}{}", redact(line)).and_then(|()| w.flush()).is_err() {
         *log = None;
     }
 }

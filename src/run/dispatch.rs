@@ -49,6 +49,8 @@ pub struct Dispatcher {
     pub(super) notifier: Notifier,
     /// The files the agent reported editing in the current iteration (git attribution).
     pub(super) touched: crate::git::attribution::Touched,
+    /// The transcript of the attempt last started, for the last error's record.
+    pub(super) last_log: Option<std::path::PathBuf>,
 }
 
 impl Dispatcher {
@@ -65,6 +67,7 @@ impl Dispatcher {
             registered: None,
             notifier,
             touched,
+            last_log: None,
         }
     }
 
@@ -246,6 +249,7 @@ impl Dispatcher {
         let artifact = artifact_stamp(&self.r.dir, &phase.done);
         let stem = format!("attempt-{attempt_no:04}-{}-{agent}", pos.phase_name);
         let log_path = self.r.logs_dir.join(format!("{stem}.log"));
+        self.last_log = Some(log_path.clone());
         // What the agent was told, beside what it answered: the first thing to read
         // when a run goes wrong.
         if let Err(e) = std::fs::write(self.r.logs_dir.join(format!("{stem}.prompt.md")), &prompt) {
@@ -297,6 +301,11 @@ impl Dispatcher {
             Completion::NotDone("ended by ralph".into())
         };
         let attempt_no = self.r.checkpoint.progress.counters.attempts;
+        tracing::debug!(
+            attempt = attempt_no, ?exit, ?ended_by, ?claim, ?completion, done = ?phase.done,
+            result_is_error = outcome.result_is_error, artifact_changed = outcome.artifact_changed,
+            "judged the attempt"
+        );
         let next = match completion {
             Completion::Done | Completion::Goal => {
                 if let Claim::Doubtful { why, .. } = &claim {
@@ -308,6 +317,7 @@ impl Dispatcher {
                     phase: phase.name.clone(),
                     iteration: self.r.checkpoint.progress.position.iteration,
                     goal: completion == Completion::Goal,
+                    until_complete: phase.until_complete,
                     review: advance::is_review(self.r.checkpoint.progress.position.phase, self.r.loaded.repeat),
                     duration_ms: outcome.duration.as_millis() as u64,
                     session: outcome.session.clone(),
@@ -351,6 +361,7 @@ impl Dispatcher {
     }
 
     pub(super) async fn carry_out(&mut self, next: Next, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
+        tracing::debug!(?next, "carrying out");
         match next {
             Next::NextIteration => {
                 let (phase, iteration) = (self.phase().name.clone(), self.r.checkpoint.progress.position.iteration);
@@ -415,6 +426,8 @@ impl Dispatcher {
     /// The second Ctrl+C: the agent's group is already killed. The run is recorded
     /// as stopped by the first signal's cause, like an orderly stop.
     fn forced(&mut self, signals: &Signals, session: Option<String>) -> Result<RunEnd, RalphError> {
+        let agent = self.r.checkpoint.in_flight.as_ref().map(|f| f.agent.clone());
+        self.r.reporter.killed(agent.as_deref());
         let cause = signals.stopping().unwrap_or(StopCause::User);
         self.stopped(cause, session)?;
         Ok(RunEnd::ForceExit)
@@ -424,6 +437,15 @@ impl Dispatcher {
     pub(super) fn stopped(&mut self, cause: StopCause, session: Option<String>) -> Result<RunEnd, RalphError> {
         let last_tool = self.r.checkpoint.in_flight.as_ref().and_then(|f| f.tool.as_ref()).map(in_flight_tool);
         let interrupted_note = self.note(Trouble::Interrupted, last_tool);
+        if let Some(in_flight) = self.r.checkpoint.in_flight.clone() {
+            // The journal tells every attempt's end, this one included.
+            self.emit(RunEvent::AttemptStopped {
+                attempt: in_flight.attempt,
+                agent: in_flight.agent,
+                session: session.clone().or(in_flight.session),
+                signal: cause.signal_name().to_string(),
+            });
+        }
         let cp = &mut self.r.checkpoint;
         if let Some(in_flight) = cp.in_flight.take() {
             // The attempt did not fail: it was stopped. Its session continues later.
@@ -469,6 +491,14 @@ impl Dispatcher {
         self.summary.elapsed = Duration::from_secs_f64(self.r.checkpoint.elapsed_secs);
         self.summary.usage = self.r.checkpoint.usage.clone();
         self.summary.failures = self.r.checkpoint.progress.counters.failures.clone();
+        self.summary.next = crate::report::next_step(
+            end,
+            self.summary.cap,
+            self.r.checkpoint.last_error.as_ref(),
+            &self.r.loaded.config,
+            &self.r.loaded.path,
+            &self.phase().name,
+        );
         self.r.reporter.summary(&self.summary, end, &self.r.checkpoint);
         if let Some(lock) = self.r.lock.take()
             && let Err(e) = lock.release()
@@ -651,6 +681,22 @@ impl Observer for Dispatcher {
         if let Err(e) = self.save_with(Durability::Ordered) {
             tracing::warn!("{e}");
         }
+    }
+
+    fn escalating(
+        &mut self,
+        why: crate::report::lines::EndWhy,
+        sent: nix::sys::signal::Signal,
+        next: Option<(nix::sys::signal::Signal, Instant)>,
+    ) {
+        tracing::debug!(?why, %sent, next = ?next.map(|(s, _)| s), "escalation step");
+        let view = crate::report::lines::Escalating {
+            agent: self.current_agent(),
+            why,
+            sent: sent.as_str(),
+            next: next.map(|(s, _)| s.as_str()),
+        };
+        self.r.reporter.escalating(&view, next.map(|(_, at)| at.into_std()));
     }
 }
 

@@ -34,6 +34,9 @@ impl Dispatcher {
         self.r.checkpoint.in_flight = None;
         let message = format!("agent {agent}: cannot start it: {error}");
         if matches!(error.kind(), ErrorKind::NotFound | ErrorKind::PermissionDenied) {
+            // Kept as the last error, so the summary can say which program to install.
+            let failure = Classification::new(Category::UserConfig, "launch_failed", message.clone());
+            self.record_failure(agent, &failure, &Outcome::empty());
             return self.stop(Stop::Blocked { message }).map(Some);
         }
         let failure = Classification::new(Category::Environmental, "spawn_failed", message);
@@ -64,6 +67,11 @@ impl Dispatcher {
             missing_done: missing,
         };
         let failure = classify::classify(&report);
+        tracing::debug!(
+            agent, ?exit, ?ended_by, missing, events = outcome.events.len(), tail_bytes = outcome.text_tail.len(),
+            category = failure.category.as_str(), rule = %failure.rule, reason = %failure.reason,
+            fresh_session = failure.fresh_session, "classified the failed attempt"
+        );
         self.record_failure(&agent, &failure, outcome);
         if let Some(found) = &outcome.intervention {
             self.intervene(found.detector, &found.evidence);
@@ -90,8 +98,10 @@ impl Dispatcher {
             now,
             jitter: jitter(),
         };
+        tracing::debug!(?facts, "policy inputs");
         let progress = &mut self.r.checkpoint.progress;
         let next = policy::on_failure(progress, &self.r.loaded.phases, limits, &failure, facts);
+        tracing::debug!(?next, counters = ?progress.counters, position = ?progress.position, "policy decision");
         let mut storm = None;
         if matches!(next, Next::Retry { .. }) && progress.resume_session.is_some() {
             let window = i64::try_from(retry.storm_window.as_secs()).unwrap_or(i64::MAX);
@@ -148,7 +158,13 @@ impl Dispatcher {
 
     pub(super) fn record_failure(&mut self, agent: &str, failure: &Classification, outcome: &Outcome) {
         let attempt_no = self.r.checkpoint.progress.counters.attempts;
-        let tail = tail_chars(&outcome.text_tail, 2000);
+        // The evidence a person reads first: the output's tail, or, when the agent
+        // reported its error as a structured result, that result.
+        let evidence = match (&outcome.final_message, outcome.result_is_error) {
+            (Some(message), true) if outcome.text_tail.trim().is_empty() => crate::state::redact::redact(message),
+            _ => outcome.text_tail.clone(),
+        };
+        let tail = tail_chars(&evidence, 2000);
         self.emit(RunEvent::AttemptFailed {
             attempt: attempt_no,
             agent: agent.to_string(),
@@ -163,8 +179,14 @@ impl Dispatcher {
         if failure.category == Category::Ambiguous {
             tracing::warn!("flagged for review: attempt {attempt_no} failed in a way ralph cannot explain");
         }
-        self.r.checkpoint.last_error =
-            Some(LastError { classification: failure.clone(), agent: agent.to_string(), text_tail: tail, at: now() });
+        let log = self.last_log.as_ref().map(|p| p.strip_prefix(&self.r.dir).unwrap_or(p).display().to_string());
+        self.r.checkpoint.last_error = Some(LastError {
+            classification: failure.clone(),
+            agent: agent.to_string(),
+            text_tail: tail,
+            at: now(),
+            log,
+        });
     }
 }
 

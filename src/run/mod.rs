@@ -42,12 +42,13 @@ pub struct Options {
     pub verbose: u8,
     /// `--allow-dirty`: a new run in a dirty git working tree keeps those changes out.
     pub allow_dirty: bool,
+    pub log_format: crate::report::log::LogFormat,
 }
 
 pub use crate::outcome::RunEnd;
 
 /// `ralph run`: set up, then dispatch until the workflow ends.
 pub async fn run(options: Options) -> Result<RunEnd, RalphError> {
-    let (ready, signals) = setup::prepare(&options).await?;
+    let Some((ready, signals)) = setup::prepare(&options).await? else { return Ok(RunEnd::Declined) };
     dispatch::Dispatcher::new(ready).run(signals).await
 }

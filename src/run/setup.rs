@@ -14,12 +14,13 @@ use crate::state::checkpoint::{self, Checkpoint, Status, ToolCall};
 use crate::state::format::{self, FormatError, ReadError};
 use crate::state::journal::Journal;
 use crate::state::lock::RunLock;
+use crate::state::retention;
 use crate::state::store;
 use crate::supervise::note::{self, LastTool, NoteContext, ToolState, Trouble};
 use crate::workflow::Progress;
 use crate::workflow::{advance, prompt};
 
-use super::start::{self, Start};
+use super::start::{self, Answer, Start};
 use super::{Options, ResumeFlag};
 
 /// A run ready to dispatch.
@@ -48,7 +49,8 @@ pub struct Ready {
 /// taken and returned with the run: a Ctrl+C from then on (at the resume question
 /// too) ends ralph in order and releases the lock, instead of leaving a lock that
 /// the next run would report as a crash.
-pub async fn prepare(options: &Options) -> Result<(Ready, Signals), RalphError> {
+/// `None` when the user chose to quit at the resume question.
+pub async fn prepare(options: &Options) -> Result<Option<(Ready, Signals)>, RalphError> {
     let dir = options.dir.clone();
     let path = config::find(&dir, options.config.as_deref())?;
     let loaded = config::load(&path)?;
@@ -58,6 +60,9 @@ pub async fn prepare(options: &Options) -> Result<(Ready, Signals), RalphError> 
         config: path.clone(),
         source,
     })?;
+    if let Some(problem) = crate::workflow::goal::check(&goal) {
+        return Err(RalphError::Goal { path: prompt_path, problem });
+    }
     let templates = load_templates(&dir, &loaded)?;
     let from = options.from.as_deref();
     if let Some(name) = from {
@@ -79,10 +84,13 @@ pub async fn prepare(options: &Options) -> Result<(Ready, Signals), RalphError> 
     let acquired = crate::state::lock::acquire(&agent_dir.join("ralph.lock"))?;
     let mut signals = Signals::install().map_err(|e| RalphError::io("cannot install signal handlers", e))?;
     let reporter = Reporter::new(options.quiet, std::io::stderr().is_terminal());
+    reporter.header(&dir);
     if let Some(stale) = &acquired.stale {
         reporter.line(&format!(
             "the previous ralph here (pid {} on {}, started {}) ended without a clean stop: its run was interrupted",
-            stale.pid, stale.host, stale.started_at
+            stale.pid,
+            stale.host,
+            crate::report::clock::stamp(&stale.started_at, &crate::report::clock::zone())
         ));
     }
 
@@ -99,7 +107,10 @@ pub async fn prepare(options: &Options) -> Result<(Ready, Signals), RalphError> 
             let mut flag = options.resume;
             let mut decision = start::decide(existing.as_ref(), flag);
             if decision == Start::Ask {
-                flag = ask(cp_path, existing.as_ref(), from, &mut signals).await?;
+                let Some(answer) = ask(cp_path, existing.as_ref(), from, &mut signals).await? else {
+                    return Ok(None);
+                };
+                flag = answer;
                 decision = start::decide(existing.as_ref(), flag);
             }
             match (decision, existing) {
@@ -125,16 +136,38 @@ pub async fn prepare(options: &Options) -> Result<(Ready, Signals), RalphError> 
     };
 
     let git = super::git_step::setup(&dir, &loaded, &mut checkpoint, resumed, options.allow_dirty, &reporter)?;
+    if enabled && !resumed {
+        // The previous run's history goes with its logs, so it is pruned with them.
+        match retention::move_previous_journal(&agent_dir) {
+            Ok(Some(to)) => tracing::info!("moved the previous run's journal to {}", to.display()),
+            Ok(None) => {}
+            Err(e) => reporter.line(&format!("note: cannot move the previous journal into its run's logs: {e}")),
+        }
+    }
     let logs_dir = agent_dir.join("logs").join(&checkpoint.run_id);
     std::fs::create_dir_all(&logs_dir)
         .map_err(|e| RalphError::setup(format!("cannot create {}", logs_dir.display()), e))?;
-    crate::report::log::init(&logs_dir.join("ralph.log"), options.verbose);
+    let keep = loaded.config.logs.keep_runs as usize;
+    match retention::prune(&agent_dir.join("logs"), Some(&checkpoint.run_id), keep) {
+        Ok(pruned) if !pruned.is_empty() => {
+            tracing::info!("removed the logs of {} older run(s) ([logs] keep_runs = {keep})", pruned.len());
+        }
+        Ok(_) => {}
+        Err(e) => reporter.line(&format!("note: cannot remove old run logs: {e}")),
+    }
+    let log_path = logs_dir.join("ralph.log");
+    if let Some(warning) = crate::report::log::init(&log_path, options.verbose, options.log_format) {
+        reporter.line(&format!("note: {warning}"));
+    }
+    if options.verbose > 0 {
+        reporter.line(&format!("log: {}", log_path.display()));
+    }
     let journal = if enabled {
         Journal::open(&agent_dir.join("events.jsonl")).map_err(|e| RalphError::setup("cannot open the journal", e))?
     } else {
         Journal::disabled()
     };
-    Ok((
+    Ok(Some((
         Ready {
             dir,
             loaded,
@@ -152,7 +185,7 @@ pub async fn prepare(options: &Options) -> Result<(Ready, Signals), RalphError> 
             git,
         },
         signals,
-    ))
+    )))
 }
 
 /// We hold the lock, so no ralph of that run is alive: whatever still carries its
@@ -162,13 +195,14 @@ fn end_leftovers(run_id: &str, reporter: &Reporter) {
     let killed = crate::process::leftovers::kill_all(run_id);
     if !killed.is_empty() {
         reporter.line(&format!(
-            "ended {} process(es) left behind by the interrupted run {run_id}: pids {killed:?}",
-            killed.len()
+            "ended {} left behind by the interrupted run {run_id}: pids {killed:?}",
+            if killed.len() == 1 { "1 process".to_string() } else { format!("{} processes", killed.len()) }
         ));
     }
 }
 
-fn load_templates(dir: &Path, loaded: &Loaded) -> Result<Vec<String>, RalphError> {
+/// The prompt template of each phase: its file, or the built-in one.
+pub fn load_templates(dir: &Path, loaded: &Loaded) -> Result<Vec<String>, RalphError> {
     loaded
         .phases
         .iter()
@@ -193,10 +227,17 @@ fn load_checkpoint(path: &Path, flag: ResumeFlag, reporter: &Reporter) -> Result
     match format::read(path) {
         Ok(cp) => Ok(cp),
         Err(ReadError::Format(e)) if flag == ResumeFlag::Fresh => {
-            let label = if matches!(e, FormatError::Corrupt(_)) { "corrupt" } else { "archived" };
+            let (label, problem) = match &e {
+                FormatError::Corrupt(message) => ("corrupt", format!("does not parse ({message})")),
+                other => ("archived", format!("cannot be used ({other})")),
+            };
             let aside = store::set_aside(path, label)
                 .map_err(|io| RalphError::setup(format!("cannot set the checkpoint {} aside", path.display()), io))?;
-            reporter.line(&format!("the checkpoint could not be used ({e}); kept it aside as {}", aside.display()));
+            reporter.line(&format!(
+                "the checkpoint {} {problem}; it was kept aside as {}; starting fresh",
+                path.display(),
+                aside.display()
+            ));
             Ok(None)
         }
         // Only a file that does not parse is set aside; the others are left in place.
@@ -228,13 +269,14 @@ pub(crate) fn refusal(path: &Path, error: ReadError) -> RalphError {
     }
 }
 
+/// The user's choice; `None` for "quit".
 async fn ask(
     path: &Path,
     existing: Option<&Checkpoint>,
     from: Option<&str>,
     signals: &mut Signals,
-) -> Result<ResumeFlag, RalphError> {
-    let Some(cp) = existing else { return Ok(ResumeFlag::Fresh) };
+) -> Result<Option<ResumeFlag>, RalphError> {
+    let Some(cp) = existing else { return Ok(Some(ResumeFlag::Fresh)) };
     let needed = || RalphError::ResumeChoiceNeeded {
         path: path.to_path_buf(),
         status: cp.status.as_str().to_string(),
@@ -263,11 +305,10 @@ async fn ask(
             Some(answer) => answer,
             None => break,
         };
-        if let Some(flag) = start::parse_answer(&line) {
-            return Ok(flag);
-        }
-        if line.trim().eq_ignore_ascii_case("q") {
-            break;
+        match start::parse_answer(&line) {
+            Some(Answer::Flag(flag)) => return Ok(Some(flag)),
+            Some(Answer::Quit) => return Ok(None),
+            None => {}
         }
     }
     Err(needed())

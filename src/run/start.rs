@@ -34,11 +34,35 @@ pub fn decide(existing: Option<&Checkpoint>, flag: ResumeFlag) -> Start {
     }
 }
 
-/// The answer to the question on a terminal.
-pub fn parse_answer(line: &str) -> Option<ResumeFlag> {
+/// An answer to the question on a terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    Flag(ResumeFlag),
+    /// Leave everything as it is and exit 0: the user decided, nothing failed.
+    Quit,
+}
+
+/// The answer to the question on a terminal; `None` when it is not one.
+pub fn parse_answer(line: &str) -> Option<Answer> {
     match line.trim().to_ascii_lowercase().as_str() {
-        "" | "r" | "resume" | "y" | "yes" => Some(ResumeFlag::Resume),
-        "n" | "new" | "fresh" => Some(ResumeFlag::Fresh),
+        "" | "r" | "resume" | "y" | "yes" => Some(Answer::Flag(ResumeFlag::Resume)),
+        "n" | "new" | "fresh" => Some(Answer::Flag(ResumeFlag::Fresh)),
+        "q" | "quit" => Some(Answer::Quit),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_to_the_resume_question() {
+        assert_eq!(parse_answer("\n"), Some(Answer::Flag(ResumeFlag::Resume)));
+        assert_eq!(parse_answer("R"), Some(Answer::Flag(ResumeFlag::Resume)));
+        assert_eq!(parse_answer("new"), Some(Answer::Flag(ResumeFlag::Fresh)));
+        assert_eq!(parse_answer(" q \n"), Some(Answer::Quit));
+        assert_eq!(parse_answer("quit"), Some(Answer::Quit));
+        assert_eq!(parse_answer("maybe"), None);
     }
 }

@@ -2,6 +2,8 @@
 //! restart keeps waiting), and the offline pause with its TCP probes. Every wait
 //! gives way to a signal at once.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -28,10 +30,11 @@ impl Dispatcher {
         }
         // No wait outlasts the run's time limit; the cap is checked before the next attempt.
         let delay = self.runtime_left().map_or(delay, |left| delay.min(left));
+        let until = Instant::now() + delay;
+        // Said before it is saved: whoever sees `waiting` on disk has seen the line.
+        self.r.reporter.waiting(why, delay);
         self.r.checkpoint.status = Status::Waiting;
         self.save()?;
-        let until = Instant::now() + delay;
-        self.r.reporter.waiting(why, delay);
         loop {
             tokio::select! {
                 _ = tokio::time::sleep_until(until) => break,
@@ -58,9 +61,7 @@ impl Dispatcher {
         self.r.checkpoint.progress.rate_limit_until = Some(at);
         let left = u64::try_from(at.saturating_sub(unix_now())).unwrap_or(0);
         if left > 0 {
-            let until = jiff::Timestamp::from_second(at).map(|t| t.to_string()).unwrap_or_else(|_| at.to_string());
-            let why = format!("{why}: waiting until {until}");
-            if let Some(end) = self.wait(Duration::from_secs(left), &why, signals).await? {
+            if let Some(end) = self.wait(Duration::from_secs(left), why, signals).await? {
                 return Ok(Some(end));
             }
         }
@@ -90,6 +91,7 @@ impl Dispatcher {
                 },
             }
         };
+        tracing::debug!(?endpoints, ?timeout, result = ?first, "connectivity probe");
         let ProbeResult::Offline { last_error } = first else {
             if self.r.checkpoint.progress.offline_since.take().is_some() {
                 self.back_online()?;
@@ -99,6 +101,8 @@ impl Dispatcher {
         };
         let since = *self.r.checkpoint.progress.offline_since.get_or_insert_with(unix_now);
         self.emit(RunEvent::Offline { since, endpoints: endpoints.clone(), error: last_error });
+        let next_probe = Arc::new(AtomicU64::new(self.r.reporter.probe_clock(interval)));
+        self.r.reporter.offline(since, &endpoints, Arc::clone(&next_probe));
         self.r.checkpoint.status = Status::Waiting;
         self.save()?;
         loop {
@@ -106,12 +110,14 @@ impl Dispatcher {
                 // A network that never returns is bounded by the run's time limit.
                 return self.stop(stop).map(Offline::Stopped);
             }
+            next_probe.store(self.r.reporter.probe_clock(interval), Ordering::Relaxed);
             let round = async {
                 tokio::time::sleep(interval).await;
                 probe::probe(&endpoints, timeout).await
             };
             tokio::select! {
                 result = round => {
+                    tracing::debug!(?result, "offline probe");
                     if result == ProbeResult::Online {
                         break;
                     }
@@ -123,6 +129,7 @@ impl Dispatcher {
                 },
             }
         }
+        self.r.reporter.waiting_done();
         self.r.checkpoint.progress.offline_since = None;
         self.back_online()?;
         Ok(Offline::Recovered)

@@ -93,6 +93,9 @@ pub struct LastError {
     /// The end of the agent's output, redacted.
     pub text_tail: String,
     pub at: String,
+    /// The failed attempt's transcript, for the summary and `status`.
+    #[serde(default)]
+    pub log: Option<String>,
 }
 
 /// Cost and tokens so far, over all resumes.

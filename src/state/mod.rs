@@ -1,4 +1,5 @@
-//! State on disk under `.agent/`: atomic files, the checkpoint, the journal, the lock.
+//! State on disk under `.agent/`: atomic files, the checkpoint, the journal, the lock,
+//! and what `logs/` keeps.
 
 pub mod atomic;
 pub mod checkpoint;
@@ -7,4 +8,5 @@ pub mod journal;
 pub mod lock;
 pub mod redact;
 pub mod registry;
+pub mod retention;
 pub mod store;

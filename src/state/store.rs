@@ -141,6 +141,11 @@ pub fn ensure_gitignore(agent_dir: &Path) -> io::Result<()> {
 mod tests {
     use super::*;
     use serde::Deserialize;
+
+    #[test]
+    fn the_repositorys_own_state_directory_ignores_what_ralph_would_ignore() {
+        assert_eq!(include_str!("../../.agent/.gitignore"), GITIGNORE);
+    }
     use std::os::unix::fs::MetadataExt;
 
     #[derive(Debug, PartialEq, Serialize, Deserialize)]

@@ -5,6 +5,7 @@
 
 pub mod advance;
 pub mod done;
+pub mod goal;
 pub mod progress;
 pub mod prompt;
 

@@ -17,15 +17,26 @@ const REVIEW: &str = include_str!("templates/review.md");
 const FIX: &str = include_str!("templates/fix.md");
 const CONTINUE: &str = include_str!("templates/continue.md");
 
-/// The built-in template for a phase name.
+/// The built-in template for a phase name: the four phases ralph knows by name have
+/// their own; any other phase (`build`, `test`, ...) gets a neutral one, titled by its
+/// name rather than passed off as one of those four.
 pub fn builtin(phase: &str) -> &'static str {
     match phase {
-        "plan" | "planning" => PLAN,
-        "develop" | "dev" | "implement" | "build" => DEVELOP,
+        "plan" => PLAN,
+        "develop" => DEVELOP,
         "review" => REVIEW,
         "fix" => FIX,
         _ => DEFAULT,
     }
+}
+
+/// The goal as the templates embed it: under their own `# Goal` heading, so a goal
+/// file that starts with one (as `ralph init`'s does) is not given a second.
+pub fn goal_body(goal: &str) -> &str {
+    let goal = goal.trim();
+    let (first, rest) = goal.split_once('\n').unwrap_or((goal, ""));
+    let heading = first.trim().trim_start_matches('#');
+    if first.trim_start().starts_with('#') && heading.trim().eq_ignore_ascii_case("goal") { rest.trim() } else { goal }
 }
 
 /// What a prompt is filled with.
@@ -80,7 +91,7 @@ fn fill(template: &str, ctx: &Context<'_>, extra: &[(&str, &str)]) -> String {
     let iterations =
         if ctx.until_complete { format!("at most {}", ctx.iterations) } else { ctx.iterations.to_string() };
     let values: Vec<(&str, String)> = vec![
-        ("goal", ctx.goal.trim().to_string()),
+        ("goal", goal_body(ctx.goal).to_string()),
         ("phase", ctx.phase.to_string()),
         ("phase_position", phase_position(ctx)),
         ("iteration", ctx.iteration.to_string()),
@@ -232,6 +243,33 @@ mod tests {
             assert!(out.contains(GOAL_TAG));
             assert!(out.contains("1. parse"));
         }
+    }
+
+    #[test]
+    fn a_goal_with_its_own_goal_heading_gets_only_one() {
+        let done = DoneSignal::Tag;
+        let mut c = ctx(&done);
+        c.goal = "# Goal\n\nBuild a calculator.\n";
+        let out = render(builtin("develop"), &c);
+        assert_eq!(out.matches("# Goal").count(), 1, "{out}");
+        assert!(out.contains("Build a calculator."));
+        assert_eq!(goal_body("## goal\nx"), "x");
+        assert_eq!(goal_body("# Goals and non-goals\nx"), "# Goals and non-goals\nx");
+    }
+
+    #[test]
+    fn a_phase_is_titled_by_its_own_name() {
+        let done = DoneSignal::Tag;
+        for name in ["build", "test", "develop", "plan"] {
+            let mut c = ctx(&done);
+            c.phase = name;
+            let out = render(builtin(name), &c);
+            assert!(out.contains(&format!("# Your task now: {name}\n")), "{out}");
+        }
+        assert_eq!(builtin("build"), DEFAULT);
+        let mut c = ctx(&done);
+        c.phase = "build";
+        assert!(!render(builtin("build"), &c).contains("develop"));
     }
 
     #[test]

@@ -45,6 +45,174 @@ fn second_ralph_in_the_same_directory_is_refused() {
 }
 
 #[test]
+fn a_live_run_is_not_called_unclean_and_both_json_views_have_one_shape() {
+    let p = Project::new().config(&fast("", "", AGENT));
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    let status = p.ralph().args(["status"]).run();
+    let status_json = p.ralph().args(["status", "--json"]).run();
+    let inspect_json = p.ralph().args(["--inspect-checkpoint", "--json"]).run();
+    run.signal(Signal::SIGINT);
+    run.finish().expect_code(130);
+    cleanup(agent);
+
+    status.expect_code(0).stdout_has("live: ralph pid");
+    assert!(!status.stdout.contains("no clean stop"), "{status}");
+    let keys = |out: &crate::harness::Output| -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}\n{out}"));
+        let mut k: Vec<String> = v.as_object().expect("object").keys().cloned().collect();
+        k.sort();
+        assert_eq!(v["live"], true, "{out}");
+        assert!(v["checkpoint"]["run_id"].is_string(), "{out}");
+        k
+    };
+    assert_eq!(keys(&status_json), keys(&inspect_json));
+    assert_eq!(keys(&status_json), ["checkpoint", "dir", "live", "pid"]);
+    // The attempt that Ctrl+C ended has its own journal event.
+    let stopped = p.events("attempt_stopped");
+    assert_eq!(stopped.len(), 1, "{:#?}", p.journal());
+    assert_eq!(stopped[0]["agent"], "a");
+    assert_eq!(stopped[0]["signal"], "SIGINT");
+}
+
+#[test]
+fn goal_reached_is_said_only_where_it_ends_the_phase() {
+    let p = Project::new().config(&fast(
+        "",
+        "",
+        r#"
+[general.workflow]
+phases = ["plan", "develop"]
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ goal = "the plan is the goal" }]
+[[agents.a.script]]
+steps = [{ goal = "all done" }]
+[chains]
+main = ["a"]
+[phases.plan]
+chain = "main"
+[phases.develop]
+chain = "main"
+until = "complete"
+iterations = 3
+"#,
+    ));
+    let out = p.ralph().run();
+    out.expect_code(0);
+    assert!(!out.stderr.contains("plan iteration 1 done (goal reached)"), "{out}");
+    out.stderr_has("develop iteration 1 done (goal reached)");
+}
+
+#[test]
+fn dry_run_shows_each_phases_first_prompt_and_argv_and_writes_nothing() {
+    let p = Project::new().config(&fast(
+        "",
+        "",
+        r#"
+[general.workflow]
+phases = ["plan", "develop"]
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ pidfile = "agent.pid" }, { done = "x" }]
+[chains]
+main = ["a"]
+[phases.plan]
+chain = "main"
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    let out = p.ralph().args(["--dry-run"]).run();
+    out.expect_code(0)
+        .stdout_has("phases: plan → develop")
+        .stdout_has("main: a")
+        .stdout_has("phase 1/2 plan")
+        .stdout_has("__sim --agent a --launch 1")
+        .stdout_has("| Build the thing.")
+        .stdout_has("<the result of phase plan, known once it has run>");
+    assert!(!p.exists(".agent"), "a dry run wrote .agent/");
+    assert!(!p.exists("agent.pid"), "a dry run launched the agent");
+}
+
+#[test]
+fn logs_prints_the_last_attempt_readably_and_follows_a_live_one() {
+    let p = Project::new().config(&fast("", "", AGENT));
+    // Nothing yet.
+    p.ralph().args(["logs"]).run().expect_code(2).stderr_has("no attempt logs");
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    // -f follows the live attempt until the run ends.
+    let follow = p.ralph().args(["logs", "-f"]).spawn();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !p.attempt_log(1).contains("tool_use") {
+        assert!(std::time::Instant::now() < deadline, "the agent's tool call was not logged");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    run.signal(Signal::SIGINT);
+    run.finish().expect_code(130);
+    cleanup(agent);
+    let followed = follow.finish();
+    followed.expect_code(0).stdout_has("attempt-0001-develop-a.log").stdout_has("→ Bash {\"command\":\"make\"}");
+
+    p.ralph().args(["--resume"]).run().expect_code(0);
+    let out = p.ralph().args(["logs"]).run();
+    out.expect_code(0).stdout_has("attempt-0002-develop-a.log").stdout_has("= result:").stdout_has("ok");
+    assert!(!out.stdout.contains("{\"type\""), "raw stream-json was printed\n{out}");
+}
+
+/// One crash, then done: a decision worth logging.
+const CRASH_THEN_DONE: &str = r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ say = "working" }, { crash = "SIGSEGV" }]
+[[agents.a.script]]
+steps = [{ done = "ok" }]
+[chains]
+main = ["a"]
+[phases.develop]
+chain = "main"
+"#;
+
+#[test]
+fn verbose_levels_log_decisions_and_agent_events() {
+    let p = Project::new().config(&fast("", "", CRASH_THEN_DONE));
+    p.ralph().run().expect_code(0);
+    let log = p.ralph_log();
+    assert!(log.contains("attempt_failed") && !log.contains("policy decision"), "{log}");
+
+    let p = Project::new().config(&fast("", "", CRASH_THEN_DONE));
+    p.ralph().args(["-v"]).run().expect_code(0).stderr_has("log: ");
+    let log = p.ralph_log();
+    for needle in ["classified the failed attempt", "rule=crashed", "policy decision", "judged the attempt"] {
+        assert!(log.contains(needle), "-v lacks {needle:?}:\n{log}");
+    }
+    assert!(!log.contains("agent event"), "{log}");
+
+    let p = Project::new().config(&fast("", "", CRASH_THEN_DONE));
+    p.ralph().args(["-vv"]).run().expect_code(0);
+    assert!(p.ralph_log().contains("agent event"));
+}
+
+#[test]
+fn ralph_log_takes_rust_log_syntax_and_json_is_for_machines() {
+    let p = Project::new().config(&fast("", "", CRASH_THEN_DONE));
+    p.ralph().env("RALPH_LOG", "warn,ralph::run::failure=debug").args(["--log-format", "json"]).run().expect_code(0);
+    let log = p.ralph_log();
+    let lines: Vec<serde_json::Value> =
+        log.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {e}: {l}"))).collect();
+    assert!(lines.iter().any(|v| v["fields"]["message"] == "policy decision"), "{log}");
+    // Only what the filter let through: no info lines of other modules.
+    assert!(lines.iter().all(|v| v["level"] != "INFO"), "{log}");
+
+    let p = Project::new().config(&fast("", "", CRASH_THEN_DONE));
+    p.ralph().env("RALPH_LOG", "ralph=loud").run().expect_code(0).stderr_has("RALPH_LOG");
+}
+
+#[test]
 fn status_after_a_run() {
     let p = Project::new().config(&fast("", "", AGENT));
     let run = p.ralph().spawn();
@@ -70,7 +238,7 @@ fn status_without_a_run() {
 }
 
 #[test]
-fn init_writes_a_config_that_runs() {
+fn init_writes_a_config_that_runs_once_the_goal_is_written() {
     let p = Project::bare();
     // No agent CLI on PATH: the starter uses the scripted agent.
     let empty_bin = p.join(".empty-bin");
@@ -78,11 +246,57 @@ fn init_writes_a_config_that_runs() {
     let path = empty_bin.display().to_string();
     p.ralph().args(["init"]).env("PATH", path.clone()).run().expect_code(0);
     assert!(p.exists("ralph.toml") && p.exists("PROMPT.md"));
+    // The unedited goal is refused before anything is launched.
+    let out = p.ralph().env("PATH", path.clone()).run();
+    out.expect_code(2).stderr_has("PROMPT.md").stderr_has("placeholder").stderr_has("what you want built");
+    assert!(!p.exists(".agent/checkpoint.json"), "a refused goal started a run");
+    p.write("PROMPT.md", "# Goal\n\nWrite PLAN.md.\n");
     let out = p.ralph().env("PATH", path.clone()).run();
     out.expect_code(0);
     assert_eq!(p.checkpoint()["status"], "completed");
-    // A second init refuses to overwrite.
-    p.ralph().args(["init"]).env("PATH", path).run().expect_code(2).stderr_has("--force");
+}
+
+#[test]
+fn an_empty_goal_is_refused() {
+    let p = Project::new().config(&fast("", "", AGENT)).file("PROMPT.md", "# Goal\n\n<!-- todo -->\n");
+    p.ralph().run().expect_code(2).stderr_has("the goal file is empty").stderr_has("what you want built");
+    assert!(!p.exists(".agent/checkpoint.json"));
+}
+
+#[test]
+fn init_writes_only_what_is_missing_and_backs_up_with_force() {
+    let p = Project::bare();
+    let empty_bin = p.join(".empty-bin");
+    std::fs::create_dir_all(&empty_bin).unwrap();
+    let path = empty_bin.display().to_string();
+    p.write("PROMPT.md", "my own goal\n");
+    let out = p.ralph().args(["init"]).env("PATH", path.clone()).run();
+    out.expect_code(0).stdout_has("kept").stdout_has("wrote");
+    assert_eq!(p.read("PROMPT.md"), "my own goal\n", "init replaced the user's goal");
+    assert!(p.exists("ralph.toml"));
+    // A second init changes nothing.
+    p.write("ralph.toml", "# mine\n");
+    p.ralph().args(["init"]).env("PATH", path.clone()).run().expect_code(0);
+    assert_eq!(p.read("ralph.toml"), "# mine\n");
+    // --force replaces, keeping each old file beside it.
+    p.ralph().args(["init", "--force"]).env("PATH", path.clone()).run().expect_code(0).stdout_has(".bak");
+    assert_eq!(p.read("ralph.toml.bak"), "# mine\n");
+    assert_eq!(p.read("PROMPT.md.bak"), "my own goal\n");
+    assert!(p.read("ralph.toml").contains("[chains]"));
+    p.write("ralph.toml", "# second\n");
+    p.ralph().args(["init", "--force"]).env("PATH", path).run().expect_code(0);
+    assert_eq!(p.read("ralph.toml.bak"), "# mine\n", "an older backup was overwritten");
+    assert_eq!(p.read("ralph.toml.bak.1"), "# second\n");
+}
+
+#[test]
+fn init_honours_dash_c() {
+    let p = Project::bare();
+    let sub = p.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    p.ralph().args(["init", "-C", "sub"]).run().expect_code(0);
+    assert!(p.exists("sub/ralph.toml") && p.exists("sub/PROMPT.md"));
+    assert!(!p.exists("ralph.toml"), "init wrote into the current directory");
 }
 
 #[test]

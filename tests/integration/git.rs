@@ -161,6 +161,8 @@ fn the_first_run_after_ralph_init_is_not_refused() {
     std::os::unix::fs::symlink(git, bin.join("git")).expect("link git");
     let path = bin.display().to_string();
     r.ralph().args(["init"]).env("PATH", &path).run().expect_code(0);
+    // The starter goal is refused until a person writes one (a file ralph never commits).
+    std::fs::write(r.p.join("PROMPT.md"), "Write the plan.\n").expect("goal");
     let out = r.ralph().env("PATH", &path).timeout(Duration::from_secs(60)).run();
     out.expect_code(0);
     let commits = r.commits();

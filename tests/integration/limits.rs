@@ -385,3 +385,56 @@ steps = [{ done = "one step done, the goal is not reached" }]
     out.expect_code(1).stderr_has("iteration cap exhausted").stderr_has("raise [phases.develop] iterations");
     assert!(!out.stderr.contains("with a fresh budget"), "{out}");
 }
+
+#[test]
+fn the_summary_of_a_blocked_run_shows_the_error_its_log_and_the_credential_to_set() {
+    let p = Project::new().config(&fast(
+        "",
+        "",
+        r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ say = "calling the API" }, { error = "API Error: 401 {\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key\"}}" }]
+[chains]
+main = ["a"]
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    let out = p.ralph().run();
+    out.expect_code(3)
+        .stderr_has("last error: ")
+        .stderr_has("auth_failed")
+        .stderr_has("    | ")
+        .stderr_has("invalid x-api-key")
+        .stderr_has("log: ")
+        .stderr_has("attempt-0001-develop-a.log")
+        .stderr_has("next: the provider refused agent a's credentials");
+}
+
+#[test]
+fn the_summary_after_a_cap_names_the_key_to_raise() {
+    let p = Project::new().config(&fast(
+        "agent_attempts = 1",
+        "",
+        r#"
+[general]
+max_cycles = 1
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ crash = "SIGSEGV" }]
+[chains]
+main = ["a"]
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    let out = p.ralph().run();
+    out.expect_code(1)
+        .stderr_has("last error: the agent crashed")
+        .stderr_has("log: ")
+        .stderr_has("raise [general] max_cycles in ")
+        .stderr_has("`ralph --resume`");
+}

@@ -193,8 +193,10 @@ fn inspect_checkpoint_changes_nothing() {
     let out = p.ralph().args(["--inspect-checkpoint", "--json"]).run();
     out.expect_code(0);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}\n{out}"));
-    assert_eq!(v["status"], "paused");
-    assert_eq!(v["progress"]["position"]["iteration"], 2);
+    // The one shape of `status --json` too: the checkpoint under "checkpoint".
+    assert_eq!(v["live"], false);
+    assert_eq!(v["checkpoint"]["status"], "paused");
+    assert_eq!(v["checkpoint"]["progress"]["position"]["iteration"], 2);
 
     assert_eq!(p.agent_dir_listing(), listing);
     assert_eq!(fs::read(p.checkpoint_path()).unwrap(), bytes);
@@ -448,4 +450,65 @@ fn a_reordered_chain_resumes_the_same_agent_by_name() {
     let started = p.events("attempt_started");
     assert_eq!(started[1]["agent"], "a");
     assert_eq!(started[1]["resume_session"], "sim-a-1");
+}
+
+#[test]
+fn no_resume_on_a_corrupt_checkpoint_sets_it_aside_and_starts_in_one_call() {
+    let p = three_quick_iterations();
+    p.write(".agent/checkpoint.json", "{ torn");
+    let out = p.ralph().args(["--no-resume"]).run();
+    out.expect_code(0).stderr_has("does not parse").stderr_has("kept aside as").stderr_has("starting fresh");
+    assert_eq!(p.checkpoint()["status"], "completed");
+    let aside: Vec<_> = p.agent_dir_listing().into_iter().filter(|n| n.contains("corrupt")).collect();
+    assert_eq!(aside.len(), 1, "{:?}", p.agent_dir_listing());
+    assert_eq!(p.read(&format!(".agent/{}", aside[0])), "{ torn");
+}
+
+#[test]
+fn inspect_of_a_completed_run_promises_no_resume_that_resume_refuses() {
+    let p = three_quick_iterations();
+    p.ralph().run().expect_code(0);
+    let out = p.ralph().args(["--inspect-checkpoint"]).run();
+    out.expect_code(0).stdout_has("nothing to resume");
+    assert!(!out.stdout.contains("resume: continues") && !out.stdout.contains("starts a fresh session"), "{out}");
+    p.ralph().args(["--resume"]).run().expect_code(2).stderr_has("nothing to resume");
+}
+
+#[test]
+fn logs_keep_the_newest_runs_each_with_its_journal_and_clean_prunes_by_hand() {
+    let p = Project::new().config(&format!("[logs]\nkeep_runs = 2\n{}", three_iterations_config("50ms")));
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        p.ralph().run().expect_code(0);
+        runs.push(p.checkpoint()["run_id"].as_str().expect("run id").to_string());
+    }
+    let listing = |p: &Project| -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(p.join(".agent/logs"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(listing(&p), runs[1..].to_vec(), "the oldest run's logs were not pruned");
+    // The previous run's journal moved into its directory; the current one is in place.
+    let previous = p.read(&format!(".agent/logs/{}/events.jsonl", runs[1]));
+    assert!(previous.contains(&runs[1]) && !previous.contains(&runs[2]), "{previous}");
+    let current = p.read(".agent/events.jsonl");
+    assert!(current.contains(&runs[2]) && !current.contains(&runs[1]), "{current}");
+    let archived = p.agent_dir_listing().into_iter().filter(|n| n.starts_with("checkpoint.archived-")).count();
+    assert_eq!(archived, 2, "archived checkpoints are never pruned");
+
+    let out = p.ralph().args(["clean", "--keep", "1"]).run();
+    out.expect_code(0).stdout_has(&runs[1]);
+    assert_eq!(listing(&p), vec![runs[2].clone()]);
+    assert_eq!(p.read(".agent/events.jsonl"), current);
+}
+
+#[test]
+fn keep_runs_of_zero_is_a_config_error() {
+    let p = Project::new().config(&format!("[logs]\nkeep_runs = 0\n{}", three_iterations_config("50ms")));
+    p.ralph().run().expect_code(2).stderr_has("keep_runs must be at least 1");
 }

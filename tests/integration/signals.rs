@@ -424,3 +424,67 @@ chain = "main"
     assert_eq!(cp["usage"]["cost_usd"], 0.5, "{cp:#}");
     assert_eq!(cp["progress"]["resume_session"], "s-usage", "{cp:#}");
 }
+
+#[test]
+fn a_backoff_says_how_long_and_until_when() {
+    let provider = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = provider.local_addr().expect("addr").port();
+    let p = Project::new().config(&fast(
+        r#"backoff_base = "20s"
+backoff_max = "20s""#,
+        "",
+        &format!(
+            r#"
+[offline]
+probe = ["127.0.0.1:{port}"]
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{{ error = "API Error: 529 Overloaded" }}]
+
+[chains]
+main = ["a"]
+
+[phases.develop]
+chain = "main"
+"#
+        ),
+    ));
+    let run = p.ralph().spawn();
+    // The line is said before `waiting` is saved.
+    p.wait_for_checkpoint(|cp| cp["status"] == "waiting", DEFAULT_TIMEOUT);
+    run.signal(Signal::SIGINT);
+    let out = run.wait(Duration::from_secs(10));
+    drop(provider);
+    out.expect_code(130);
+    // The wait's length and end are said, in the zone named on the first line.
+    out.stderr_has("(times are ").stderr_has("retrying after backoff: waiting ").stderr_has("s (until ");
+}
+
+#[test]
+fn ctrl_c_says_what_it_waits_for_and_each_escalation_step() {
+    let p = project("", r#"{ ignore = ["SIGINT", "SIGTERM"] },"#);
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    run.signal(Signal::SIGINT);
+    let out = run.finish();
+    cleanup(agent);
+    out.expect_code(130)
+        .stderr_has("stopping: waiting for a to exit (Ctrl+C again to kill it now) · sent SIGINT; SIGTERM in 1s")
+        .stderr_has("· sent SIGTERM; SIGKILL in 1s")
+        .stderr_has("· sent SIGKILL")
+        .stderr_has("next: `ralph --resume` continues where it stopped");
+}
+
+#[test]
+fn second_ctrl_c_says_what_was_killed_and_how_to_continue() {
+    let p = project(r#"grace = "30s""#, r#"{ ignore = ["SIGINT", "SIGTERM"] },"#);
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    run.signal(Signal::SIGINT);
+    p.wait_for_log("sending SIGINT", DEFAULT_TIMEOUT);
+    run.signal(Signal::SIGINT);
+    let out = run.wait(Duration::from_secs(10));
+    cleanup(agent);
+    out.expect_code(130).stderr_has("killed a and everything it started").stderr_has("`ralph --resume` continues");
+}

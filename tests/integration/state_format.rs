@@ -53,7 +53,7 @@ fn a_newer_checkpoint_is_refused_by_every_reader_and_left_in_place() {
         assert!(!p.agent_dir_listing().iter().any(|n| n.contains("corrupt")), "{args:?} set it aside as corrupt");
     }
     // The user's explicit choice to start over sets it aside (never deletes it) and runs.
-    p.ralph().args(["--no-resume"]).run().expect_code(0).stderr_has("kept it aside as");
+    p.ralph().args(["--no-resume"]).run().expect_code(0).stderr_has("kept aside as");
     assert_eq!(p.checkpoint()["status"], "completed");
     let aside: Vec<_> = p.agent_dir_listing().into_iter().filter(|n| n.contains("archived")).collect();
     assert_eq!(aside.len(), 1, "{:?}", p.agent_dir_listing());
@@ -79,7 +79,7 @@ fn an_impossible_position_is_refused_naming_the_field() {
 fn no_resume_on_a_corrupt_checkpoint_sets_it_aside_and_starts() {
     let p = project();
     p.write(".agent/checkpoint.json", "{ torn");
-    p.ralph().args(["--no-resume"]).run().expect_code(0).stderr_has("kept it aside as");
+    p.ralph().args(["--no-resume"]).run().expect_code(0).stderr_has("kept aside as");
     assert_eq!(p.checkpoint()["status"], "completed");
     let aside: Vec<_> = p.agent_dir_listing().into_iter().filter(|n| n.contains("corrupt")).collect();
     assert_eq!(aside.len(), 1, "{:?}", p.agent_dir_listing());

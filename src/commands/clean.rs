@@ -1,0 +1,34 @@
+//! `ralph clean [--keep N]`: prunes `.agent/logs/` by hand, as a run start does: the
+//! newest `[logs] keep_runs` run directories stay (the checkpoint's run always), the
+//! rest go. Checkpoints, archived ones included, and the journal are never touched.
+
+use std::path::Path;
+
+use crate::error::RalphError;
+use crate::state::retention;
+
+pub fn main(dir: &Path, config: Option<&Path>, keep: Option<u32>) -> Result<i32, RalphError> {
+    let keep = match keep {
+        Some(0) => return Err(RalphError::Usage("--keep must be at least 1".into())),
+        Some(n) => n,
+        // Without a config here, the default.
+        None => match crate::config::find(dir, config) {
+            Ok(path) => crate::config::load(&path)?.config.logs.keep_runs,
+            Err(_) if config.is_none() => crate::config::Config::default().logs.keep_runs,
+            Err(e) => return Err(e.into()),
+        },
+    };
+    let current = crate::commands::inspect::read(dir).ok().flatten().map(|cp| cp.run_id);
+    let logs = dir.join(".agent").join("logs");
+    let pruned = retention::prune(&logs, current.as_deref(), keep as usize)
+        .map_err(|e| RalphError::io(format!("cannot prune {}", logs.display()), e))?;
+    if pruned.is_empty() {
+        println!("nothing to remove: {} holds at most {keep} runs", logs.display());
+    } else {
+        for run in &pruned {
+            println!("removed {}", logs.join(run).display());
+        }
+        println!("kept the newest {keep} runs");
+    }
+    Ok(crate::exit::DONE)
+}

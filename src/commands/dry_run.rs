@@ -1,0 +1,196 @@
+//! `ralph --dry-run`: the phases, the chains, and the exact prompt and argv the first
+//! attempt of each phase would get, then exit. Nothing is launched, locked or written;
+//! a later phase's `{previous}` (the earlier phase's result) is shown as a placeholder.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use crate::agent::launch::{self, Request};
+use crate::config::{self, DoneSignal, Loaded};
+use crate::error::RalphError;
+use crate::workflow::prompt;
+
+/// What the first attempt of one phase would be.
+#[derive(Debug, Clone)]
+pub struct Preview {
+    pub phase: String,
+    pub chain_name: String,
+    pub chain: Vec<String>,
+    pub iterations: u32,
+    pub until_complete: bool,
+    pub done: DoneSignal,
+    /// The prompt, filled.
+    pub prompt: String,
+    /// The argv, or why the agent cannot be launched.
+    pub argv: Result<Vec<String>, String>,
+}
+
+pub fn main(dir: &Path, config_path: Option<&Path>) -> Result<i32, RalphError> {
+    let path = config::find(dir, config_path)?;
+    let loaded = config::load(&path)?;
+    let prompt_path = dir.join(&loaded.config.general.prompt);
+    let goal = std::fs::read_to_string(&prompt_path).map_err(|source| RalphError::Prompt {
+        path: prompt_path.clone(),
+        config: path.clone(),
+        source,
+    })?;
+    if let Some(problem) = crate::workflow::goal::check(&goal) {
+        return Err(RalphError::Goal { path: prompt_path, problem });
+    }
+    let templates = crate::run::setup::load_templates(dir, &loaded)?;
+    let previews = previews(dir, &loaded, &goal, &templates);
+    print!("{}", render(&loaded.path, &prompt_path, &previews));
+    Ok(crate::exit::DONE)
+}
+
+fn previews(dir: &Path, loaded: &Loaded, goal: &str, templates: &[String]) -> Vec<Preview> {
+    loaded
+        .phases
+        .iter()
+        .enumerate()
+        .map(|(i, phase)| {
+            let placeholder = i
+                .checked_sub(1)
+                .and_then(|p| loaded.phases.get(p))
+                .map(|p| (p.name.clone(), format!("<the result of phase {}, known once it has run>", p.name)));
+            let ctx = prompt::Context {
+                goal,
+                phase: &phase.name,
+                phase_number: i + 1,
+                phase_count: loaded.phases.len(),
+                iteration: 1,
+                iterations: phase.iterations,
+                until_complete: phase.until_complete,
+                pass: loaded.repeat.filter(|g| g.contains(i)).map(|g| (1, g.passes)),
+                review: crate::workflow::advance::is_review(i, loaded.repeat),
+                done: &phase.done,
+                previous: placeholder.as_ref().map(|(n, t)| (n.as_str(), t.as_str())),
+                from_note: None,
+                recovery: None,
+            };
+            let text = prompt::render(&templates[i], &ctx);
+            let agent = phase.chain.first().cloned().unwrap_or_default();
+            let argv = match loaded.config.agents.get(&agent) {
+                None => Err(format!("agent {agent} is not configured")),
+                Some(cfg) => launch::prepare(
+                    cfg,
+                    Request {
+                        agent: &agent,
+                        prompt: &text,
+                        resume: None,
+                        launch: 1,
+                        cwd: dir,
+                        run_id: "dry-run",
+                        session_tokens: (0, 0),
+                    },
+                )
+                .map(|p| p.launch.argv)
+                .map_err(|e| e.to_string()),
+            };
+            Preview {
+                phase: phase.name.clone(),
+                chain_name: phase.chain_name.clone(),
+                chain: phase.chain.clone(),
+                iterations: phase.iterations,
+                until_complete: phase.until_complete,
+                done: phase.done.clone(),
+                prompt: text,
+                argv,
+            }
+        })
+        .collect()
+}
+
+/// The whole preview as text.
+pub fn render(config: &Path, goal: &Path, previews: &[Preview]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "dry run: nothing is launched or written");
+    let _ = writeln!(s, "config: {}", config.display());
+    let _ = writeln!(s, "goal:   {}", goal.display());
+    let names: Vec<&str> = previews.iter().map(|p| p.phase.as_str()).collect();
+    let _ = writeln!(s, "phases: {}", names.join(" → "));
+    let mut chains: Vec<(&str, &[String])> = Vec::new();
+    for p in previews {
+        if !chains.iter().any(|(n, _)| *n == p.chain_name) {
+            chains.push((&p.chain_name, &p.chain));
+        }
+    }
+    let _ = writeln!(s, "chains:");
+    for (name, agents) in chains {
+        let _ = writeln!(s, "  {name}: {}", agents.join(" → "));
+    }
+    for (i, p) in previews.iter().enumerate() {
+        let repeat = if p.until_complete {
+            format!("until the goal is complete, at most {}", crate::report::plural(p.iterations, "iteration"))
+        } else {
+            crate::report::plural(p.iterations, "iteration")
+        };
+        let done = match &p.done {
+            DoneSignal::Tag => "the done tag".to_string(),
+            DoneSignal::Exit0 => "exit 0".to_string(),
+            DoneSignal::File(path) => format!("the file {}", path.display()),
+        };
+        let _ = writeln!(
+            s,
+            "\nphase {}/{} {}: chain {}, {repeat}, done by {done}",
+            i + 1,
+            previews.len(),
+            p.phase,
+            p.chain_name
+        );
+        let agent = p.chain.first().map_or("", String::as_str);
+        match &p.argv {
+            Ok(argv) => {
+                let shown: Vec<String> =
+                    argv.iter().map(|a| if *a == p.prompt { "<PROMPT>".to_string() } else { quote(a) }).collect();
+                let _ = writeln!(s, "  first attempt: agent {agent}: {}", shown.join(" "));
+            }
+            Err(e) => {
+                let _ = writeln!(s, "  first attempt: agent {agent} cannot be launched: {e}");
+            }
+        }
+        let _ = writeln!(s, "  PROMPT:");
+        for line in p.prompt.lines() {
+            let _ = writeln!(s, "  |{}{line}", if line.is_empty() { "" } else { " " });
+        }
+    }
+    s
+}
+
+/// An argument as a shell would need it, for reading (ralph never runs a shell).
+fn quote(arg: &str) -> String {
+    let plain = !arg.is_empty() && arg.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+%".contains(c));
+    if plain { arg.to_string() } else { format!("'{}'", arg.replace('\'', "'\\''")) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_preview_of_two_phases() {
+        let p = |phase: &str, argv: Result<Vec<String>, String>, prompt: &str| Preview {
+            phase: phase.into(),
+            chain_name: "main".into(),
+            chain: vec!["claude".into(), "codex".into()],
+            iterations: if phase == "plan" { 1 } else { 20 },
+            until_complete: phase != "plan",
+            done: if phase == "plan" { DoneSignal::File("PLAN.md".into()) } else { DoneSignal::Tag },
+            prompt: prompt.into(),
+            argv,
+        };
+        let previews = [
+            p(
+                "plan",
+                Ok(vec!["claude".into(), "-p".into(), "Plan it.\n".into(), "--model".into(), "opus 4".into()]),
+                "Plan it.\n",
+            ),
+            p(
+                "develop",
+                Err("agent claude: the claude binary was not found on PATH".into()),
+                "# Goal\n\nx\n\n# Result of the previous phase (plan)\n\n<the result of phase plan, known once it has run>\n",
+            ),
+        ];
+        insta::assert_snapshot!(render(Path::new("ralph.toml"), Path::new("PROMPT.md"), &previews));
+    }
+}

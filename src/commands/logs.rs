@@ -1,0 +1,235 @@
+//! `ralph logs [-f]`: the transcript of the current or last attempt, readable: a
+//! structured stream (Claude Code, Codex, Gemini, OpenCode, the scripted agent) is
+//! shown as its parsed events, a text agent's output as it is. `-f` follows it, and
+//! the attempts after it, while a ralph runs here.
+
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::agent::AgentEvent;
+use crate::agent::event::LineParser;
+use crate::error::RalphError;
+
+/// How often `-f` looks for more.
+const POLL: Duration = Duration::from_millis(200);
+/// Characters of a tool's input or output shown on one line.
+const WIDTH: usize = 200;
+
+pub fn main(dir: &Path, config: Option<&Path>, follow: bool) -> Result<i32, RalphError> {
+    let logs = dir.join(".agent").join("logs");
+    let run = current_run(dir, &logs)
+        .ok_or_else(|| RalphError::Usage(format!("no attempt logs in {}: no run has started here", logs.display())))?;
+    let loaded = crate::config::find(dir, config).ok().and_then(|p| crate::config::load(&p).ok());
+    let mut shown: Option<u32> = None;
+    loop {
+        let Some((number, path)) = last_attempt(&run, shown) else {
+            if shown.is_none() {
+                println!("no attempt has started yet in {}", run.display());
+            }
+            if follow && crate::commands::inspect::live_holder(dir).is_some() {
+                std::thread::sleep(POLL);
+                continue;
+            }
+            return Ok(crate::exit::DONE);
+        };
+        let mut parser = parser(loaded.as_ref(), &path);
+        println!("==> {} <==", path.display());
+        let more = print_file(&path, parser.as_deref_mut(), follow, || {
+            // Stop following this file once a later attempt exists, or no ralph runs.
+            last_attempt(&run, Some(number)).is_none() && crate::commands::inspect::live_holder(dir).is_some()
+        })?;
+        shown = Some(number);
+        if !follow || !more {
+            return Ok(crate::exit::DONE);
+        }
+    }
+}
+
+/// The log directory of the checkpoint's run, else the newest one.
+fn current_run(dir: &Path, logs: &Path) -> Option<PathBuf> {
+    if let Ok(Some(cp)) = crate::commands::inspect::read(dir) {
+        let path = logs.join(&cp.run_id);
+        if path.is_dir() {
+            return Some(path);
+        }
+    }
+    let mut runs: Vec<PathBuf> =
+        std::fs::read_dir(logs).ok()?.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    // Run ids begin with their UTC start time: the name order is the time order.
+    runs.sort();
+    runs.pop()
+}
+
+/// The highest-numbered attempt log of `run` (above `after`, if given).
+fn last_attempt(run: &Path, after: Option<u32>) -> Option<(u32, PathBuf)> {
+    std::fs::read_dir(run)
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let number = attempt_number(&name)?;
+            Some((number, e.path()))
+        })
+        .filter(|(n, _)| after.is_none_or(|a| *n > a))
+        .max_by_key(|(n, _)| *n)
+}
+
+/// `attempt-0007-develop-a.log` → 7; `None` for other files (prompts, ralph.log).
+pub fn attempt_number(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("attempt-")?.strip_suffix(".log")?;
+    let (number, _) = rest.split_once('-')?;
+    number.parse().ok()
+}
+
+/// The parser for the agent whose attempt `path` is, from the config: the file is
+/// `attempt-NNNN-<phase>-<agent>.log`, and the config names the phases.
+fn parser(loaded: Option<&crate::config::Loaded>, path: &Path) -> Option<Box<dyn LineParser>> {
+    let loaded = loaded?;
+    let name = path.file_name()?.to_string_lossy().into_owned();
+    let rest = name.strip_prefix("attempt-")?.strip_suffix(".log")?.split_once('-')?.1.to_string();
+    let agent = loaded.phases.iter().find_map(|p| rest.strip_prefix(&format!("{}-", p.name)))?;
+    crate::agent::launch::parser_for(loaded.config.agents.get(agent)?)
+}
+
+/// Prints `path` readably; with `follow`, keeps printing what is appended while
+/// `keep_going` says so. Returns whether following should go on to a later attempt.
+fn print_file(
+    path: &Path,
+    mut parser: Option<&mut (dyn LineParser + '_)>,
+    follow: bool,
+    keep_going: impl Fn() -> bool,
+) -> Result<bool, RalphError> {
+    let file = std::fs::File::open(path).map_err(|e| RalphError::io(format!("cannot read {}", path.display()), e))?;
+    let mut reader = BufReader::new(file);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n =
+            reader.read_line(&mut line).map_err(|e| RalphError::io(format!("cannot read {}", path.display()), e))?;
+        if n > 0 && line.ends_with('\n') {
+            for out in render_line(parser.as_deref_mut(), line.trim_end_matches('\n')) {
+                println!("{out}");
+            }
+            continue;
+        }
+        // End of the file, or a line still being written: keep it for the next read.
+        if n > 0 {
+            let back = i64::try_from(n).unwrap_or(0);
+            let _ = reader.seek(SeekFrom::Current(-back));
+        }
+        if !follow {
+            if n > 0 {
+                for out in render_line(parser.as_deref_mut(), line.trim_end()) {
+                    println!("{out}");
+                }
+            }
+            return Ok(false);
+        }
+        if !keep_going() {
+            return Ok(crate::commands::logs::more_to_follow(path));
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// After a file ends: a later attempt may follow.
+fn more_to_follow(path: &Path) -> bool {
+    let Some(run) = path.parent() else { return false };
+    let current = path.file_name().and_then(|n| attempt_number(&n.to_string_lossy()));
+    last_attempt(run, current).is_some()
+}
+
+/// One line of a transcript as a person reads it: parsed events for a structured
+/// stream, the line itself otherwise (and for anything the parser does not know).
+pub fn render_line(parser: Option<&mut (dyn LineParser + '_)>, line: &str) -> Vec<String> {
+    if let Some(rest) = line.strip_prefix("[stderr] ") {
+        return vec![format!("stderr: {rest}")];
+    }
+    let Some(parser) = parser else { return vec![line.to_string()] };
+    let events = parser.parse_line(line);
+    let shown: Vec<String> = events.iter().filter_map(render_event).collect();
+    if shown.is_empty() && events.iter().any(|e| matches!(e, AgentEvent::Unknown { kind } if kind == "non-json")) {
+        return vec![line.to_string()];
+    }
+    shown
+}
+
+/// One event, readable; `None` for bookkeeping nobody reads.
+pub fn render_event(event: &AgentEvent) -> Option<String> {
+    Some(match event {
+        AgentEvent::Session { id } => format!("· session {id}"),
+        AgentEvent::Text { text } => text.trim_end().to_string(),
+        AgentEvent::Thinking { text } => format!("(thinking) {}", cut(text.trim())),
+        AgentEvent::ToolStarted { name, input, .. } => format!("→ {name} {}", cut(&input.to_string())),
+        AgentEvent::ToolFinished { is_error, output, .. } => {
+            format!("← {}{}", if *is_error { "error: " } else { "" }, cut(output.trim()))
+        }
+        AgentEvent::RateLimit { status, resets_at, limit_type } => format!(
+            "· rate limit {status}{}{}",
+            limit_type.as_deref().map(|t| format!(" ({t})")).unwrap_or_default(),
+            resets_at
+                .and_then(|s| jiff::Timestamp::from_second(s).ok())
+                .map(|t| format!(
+                    ", resets {}",
+                    crate::report::clock::stamp(&t.to_string(), &crate::report::clock::zone())
+                ))
+                .unwrap_or_default()
+        ),
+        AgentEvent::ApiRetry { attempt, error, status } => format!(
+            "· the agent retries its provider (attempt {attempt}{}): {}",
+            status.map(|s| format!(", HTTP {s}")).unwrap_or_default(),
+            cut(error)
+        ),
+        AgentEvent::Error { message } => format!("! error: {}", cut(message)),
+        AgentEvent::Usage { input_tokens, output_tokens, cost_usd } => format!(
+            "· usage: {input_tokens} input / {output_tokens} output tokens{}",
+            cost_usd.map(|c| format!(", ${c:.4}")).unwrap_or_default()
+        ),
+        AgentEvent::Result { text, is_error, .. } => {
+            // The final message in full: it is what the done signal was read from.
+            format!("= result{}:\n{}", if *is_error { " (error)" } else { "" }, text.trim())
+        }
+        AgentEvent::Unknown { .. } => return None,
+    })
+}
+
+fn cut(text: &str) -> String {
+    let one_line = text.replace('\n', " ⏎ ");
+    if one_line.chars().count() > WIDTH {
+        format!("{}…", one_line.chars().take(WIDTH).collect::<String>())
+    } else {
+        one_line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::claude_stream::ClaudeStreamParser;
+
+    #[test]
+    fn a_claude_stream_transcript_reads_as_events() {
+        let transcript = [
+            r#"{"type":"system","subtype":"init","session_id":"sess-1","tools":[]}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"Reading the goal."}]},"session_id":"sess-1"}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"cargo test"}}]},"session_id":"sess-1"}"#,
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"test result: ok. 3 passed","is_error":false}]},"session_id":"sess-1"}"#,
+            "[stderr] warning: something on stderr",
+            "not json at all",
+            r#"{"type":"result","subtype":"success","is_error":false,"result":"Done.\n\n<promise>DONE</promise>","session_id":"sess-1","total_cost_usd":0.0123,"usage":{"input_tokens":1200,"output_tokens":300}}"#,
+        ];
+        let mut parser = ClaudeStreamParser::default();
+        let out: Vec<String> =
+            transcript.iter().flat_map(|l| render_line(Some(&mut parser as &mut dyn LineParser), l)).collect();
+        insta::assert_snapshot!(out.join("\n"));
+    }
+
+    #[test]
+    fn a_text_transcript_is_shown_as_it_is_and_attempt_files_are_recognised() {
+        assert_eq!(render_line(None, "plain output"), ["plain output"]);
+        assert_eq!(attempt_number("attempt-0007-develop-a.log"), Some(7));
+        assert_eq!(attempt_number("attempt-0007-develop-a.prompt.md"), None);
+        assert_eq!(attempt_number("ralph.log"), None);
+    }
+}

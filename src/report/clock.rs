@@ -1,0 +1,74 @@
+//! Times as a person reads them: local wall-clock time in one zone everywhere (the
+//! zone named once, on the first line of a run), countdowns that tick. The journal
+//! and the checkpoint keep UTC; only what is shown is converted.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+
+/// The zone every shown time is in: the system's.
+pub fn zone() -> TimeZone {
+    TimeZone::system()
+}
+
+/// `HH:MM:SS` of `at` in `tz`.
+pub fn hms(at: Timestamp, tz: &TimeZone) -> String {
+    at.to_zoned_datetime(tz.clone()).strftime("%H:%M:%S").to_string()
+}
+
+/// The zone's name at `at`, as people know it ("CET", "UTC"), or its offset.
+pub fn zone_name(at: Timestamp, tz: &TimeZone) -> String {
+    let zoned = at.to_zoned_datetime(tz.clone());
+    let abbreviation = zoned.strftime("%Z").to_string();
+    if abbreviation.is_empty() { zoned.strftime("%:z").to_string() } else { abbreviation }
+}
+
+/// A stored RFC 3339 time as `YYYY-MM-DD HH:MM:SS ZONE` in `tz`; unparsable text as is.
+pub fn stamp(rfc3339: &str, tz: &TimeZone) -> String {
+    match rfc3339.parse::<Timestamp>() {
+        Ok(at) => format!("{} {}", at.to_zoned_datetime(tz.clone()).strftime("%Y-%m-%d %H:%M:%S"), zone_name(at, tz)),
+        Err(_) => rfc3339.to_string(),
+    }
+}
+
+/// What is left of a wait, to the second: `2h 05m 09s`, `4m 05s`, `9s`.
+pub fn countdown(left: Duration) -> String {
+    // Rounded up: a wait with 0.4 s left has not ended, and must not read "0s".
+    let secs = left.as_secs() + u64::from(left.subsec_nanos() > 0);
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    match (h, m) {
+        (0, 0) => format!("{s}s"),
+        (0, _) => format!("{m}m {s:02}s"),
+        _ => format!("{h}h {m:02}m {s:02}s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn countdowns_count_to_the_second_and_never_show_zero_early() {
+        let cases = [
+            (Duration::from_millis(400), "1s"),
+            (Duration::from_secs(9), "9s"),
+            (Duration::from_secs(245), "4m 05s"),
+            (Duration::from_secs(7509), "2h 05m 09s"),
+            (Duration::ZERO, "0s"),
+        ];
+        for (d, want) in cases {
+            assert_eq!(countdown(d), want, "{d:?}");
+        }
+    }
+
+    #[test]
+    fn stored_times_are_shown_in_the_given_zone() {
+        let tz = TimeZone::fixed(jiff::tz::offset(2));
+        assert_eq!(stamp("2026-01-01T00:01:00Z", &tz), "2026-01-01 02:01:00 +02");
+        assert_eq!(stamp("2026-01-01T00:01:00Z", &TimeZone::UTC), "2026-01-01 00:01:00 UTC");
+        assert_eq!(stamp("garbage", &tz), "garbage");
+        let at: Timestamp = "2026-01-01T00:01:00Z".parse().unwrap();
+        assert_eq!(hms(at, &tz), "02:01:00");
+    }
+}
