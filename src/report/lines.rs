@@ -77,6 +77,14 @@ pub fn escalating(e: &Escalating) -> String {
     }
 }
 
+/// The agent is gone after an orderly stop, and what it took.
+pub fn agent_stopped(agent: &str, last_signal: Option<&str>) -> String {
+    match last_signal {
+        Some(signal) => format!("{agent} exited after {signal}"),
+        None => format!("{agent} exited"),
+    }
+}
+
 /// After the second Ctrl+C.
 pub fn killed(agent: Option<&str>) -> String {
     match agent {
@@ -119,6 +127,7 @@ mod tests {
             stop(EndWhy::User, "SIGTERM", Some("SIGKILL")),
             stop(EndWhy::Signal("SIGTERM"), "SIGINT", Some("SIGTERM")),
             stop(EndWhy::Intervention("stall".into()), "SIGINT", Some("SIGTERM")),
+            agent_stopped("claude", Some("SIGTERM")),
             killed(Some("claude")),
             killed(None),
         ];

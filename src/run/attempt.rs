@@ -63,6 +63,8 @@ pub struct Outcome {
     pub intervention: Option<Intervention>,
     /// The last tool call and whether its result came.
     pub last_tool: Option<LastTool>,
+    /// The last signal ralph sent to end the agent, if it had to.
+    pub last_signal: Option<Signal>,
 }
 
 /// What the dispatcher wants to hear while the attempt runs.
@@ -265,6 +267,7 @@ pub async fn run(
     let mut outcome = state.finish(end, started);
     outcome.intervention = if stopping.is_some() { None } else { intervention };
     outcome.last_tool = supervisor.last_tool();
+    outcome.last_signal = escalation.map(|(esc, _)| esc.last_signal());
     outcome
 }
 
@@ -428,6 +431,7 @@ impl Collected {
             artifact_changed: false,
             intervention: None,
             last_tool: None,
+            last_signal: None,
         }
     }
 }

@@ -124,7 +124,13 @@ impl Dispatcher {
             self.add_usage(&outcome);
             match outcome.end {
                 End::ForceExit => return Ok(RunEnd::ForceExit),
-                End::Stopped(cause) => return self.stopped(cause, outcome.session),
+                End::Stopped(cause) => {
+                    // The live line of the stop is gone: this line stays.
+                    self.r
+                        .reporter
+                        .line(&crate::report::lines::agent_stopped(&agent, outcome.last_signal.map(|s| s.as_str())));
+                    return self.stopped(cause, outcome.session);
+                }
                 End::SpawnFailed(ref e) => {
                     if let Some(end) = self.spawn_failed(&agent, e, signals).await? {
                         return Ok(end);
@@ -210,6 +216,7 @@ impl Dispatcher {
                     artifact_changed: false,
                     intervention: None,
                     last_tool: None,
+                    last_signal: None,
                 });
             }
         };
