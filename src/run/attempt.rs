@@ -222,11 +222,17 @@ pub async fn run(
                 tell(observer, &esc_why, escalation.as_ref());
             },
             _ = sleep_until(escalate_at.unwrap_or_else(Instant::now)), if exit.is_none() && escalate_at.is_some() => {
+                let mut stronger = false;
                 if let Some((esc, at)) = escalation.as_mut() {
+                    let before = esc.last_signal();
                     let step = esc.grace_elapsed();
                     *at = send(step, pgid);
+                    stronger = esc.last_signal() != before;
                 }
-                tell(observer, &esc_why, escalation.as_ref());
+                // A repeated SIGKILL is no news for the person watching.
+                if stronger {
+                    tell(observer, &esc_why, escalation.as_ref());
+                }
             },
             _ = sleep_until(drain_deadline.unwrap_or_else(Instant::now)), if drain_deadline.is_some() => {
                 out_open = false;
