@@ -263,7 +263,9 @@ chain = "main"
         ),
     ));
     let run = p.ralph().spawn();
-    p.wait_for_log("\"retry\"", DEFAULT_TIMEOUT);
+    // `waiting` is written just before the wait is announced; a signal from then on
+    // is handled after the announcement.
+    p.wait_for_checkpoint(|cp| cp["status"] == "waiting", DEFAULT_TIMEOUT);
     run.signal(Signal::SIGINT);
     let out = run.wait(Duration::from_secs(10));
     drop(provider);
