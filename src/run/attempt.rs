@@ -63,6 +63,8 @@ pub struct Outcome {
     pub intervention: Option<Intervention>,
     /// The last tool call and whether its result came.
     pub last_tool: Option<LastTool>,
+    /// The last signal ralph sent to end the agent, if it had to.
+    pub last_signal: Option<Signal>,
 }
 
 /// What the dispatcher wants to hear while the attempt runs.
@@ -247,11 +249,17 @@ pub async fn run(
                 tell(observer, &esc_why, escalation.as_ref());
             },
             _ = sleep_until(escalate_at.unwrap_or_else(Instant::now)), if exit.is_none() && escalate_at.is_some() => {
+                let mut stronger = false;
                 if let Some((esc, at)) = escalation.as_mut() {
+                    let before = esc.last_signal();
                     let step = esc.grace_elapsed();
                     *at = send(step, pgid);
+                    stronger = esc.last_signal() != before;
                 }
-                tell(observer, &esc_why, escalation.as_ref());
+                // A repeated SIGKILL is no news for the person watching.
+                if stronger {
+                    tell(observer, &esc_why, escalation.as_ref());
+                }
             },
             _ = sleep_until(drain_deadline.unwrap_or_else(Instant::now)), if drain_deadline.is_some() => {
                 out_open = false;
@@ -293,6 +301,7 @@ pub async fn run(
     let mut outcome = state.finish(end, started);
     outcome.intervention = if stopping.is_some() { None } else { intervention };
     outcome.last_tool = supervisor.last_tool();
+    outcome.last_signal = escalation.map(|(esc, _)| esc.last_signal());
     outcome
 }
 
@@ -465,6 +474,7 @@ impl Collected {
             artifact_changed: false,
             intervention: None,
             last_tool: None,
+            last_signal: None,
         }
     }
 }

@@ -155,6 +155,10 @@ impl Dispatcher {
                     if let (Some(in_flight), Some(tool)) = (self.r.checkpoint.in_flight.as_mut(), &outcome.last_tool) {
                         in_flight.tool = Some(tool_call(tool));
                     }
+                    // The live line of the stop is gone: this line stays.
+                    self.r
+                        .reporter
+                        .line(&crate::report::lines::agent_stopped(&agent, outcome.last_signal.map(|s| s.as_str())));
                     return self.stopped(cause, outcome.session);
                 }
                 End::SpawnFailed(ref e) => {
@@ -243,6 +247,7 @@ impl Dispatcher {
                     artifact_changed: false,
                     intervention: None,
                     last_tool: None,
+                    last_signal: None,
                 });
             }
         };

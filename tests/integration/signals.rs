@@ -473,6 +473,7 @@ fn ctrl_c_says_what_it_waits_for_and_each_escalation_step() {
         .stderr_has("stopping: waiting for a to exit (Ctrl+C again to kill it now) · sent SIGINT; SIGTERM in 1s")
         .stderr_has("· sent SIGTERM; SIGKILL in 1s")
         .stderr_has("· sent SIGKILL")
+        .stderr_has("a exited after SIGKILL")
         .stderr_has("next: `ralph --resume` continues where it stopped");
 }
 
