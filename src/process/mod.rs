@@ -6,6 +6,8 @@ pub mod env;
 pub mod escalation;
 pub mod group;
 pub mod leftovers;
+pub mod lines;
+pub mod long_line;
 
 pub use escalation::{Escalation, Step};
 pub use group::{Launch, signal_group, spawn};

@@ -4,6 +4,7 @@
 
 mod artifact;
 pub mod attempt;
+mod attempt_log;
 pub mod dispatch;
 mod failure;
 pub mod setup;

@@ -4,5 +4,6 @@ pub mod atomic;
 pub mod checkpoint;
 pub mod journal;
 pub mod lock;
+pub mod private;
 pub mod redact;
 pub mod store;

@@ -15,6 +15,7 @@ mod codex;
 mod commands;
 mod config;
 mod gemini;
+mod hostile;
 mod limits;
 mod opencode;
 mod resume;
