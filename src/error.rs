@@ -37,6 +37,9 @@ pub enum RalphError {
     /// Wrong use of the command line.
     #[error("{0}")]
     Usage(String),
+    /// A symbolic link, or a directory of another user, where ralph keeps its state.
+    #[error("{0}")]
+    UnsafeState(String),
     /// ralph's own I/O failed (disk full, permissions).
     #[error("{context}: {source}")]
     Io { context: String, source: std::io::Error },
@@ -44,6 +47,9 @@ pub enum RalphError {
 
 impl RalphError {
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        if crate::state::private::is_refused(&source) {
+            return RalphError::UnsafeState(source.to_string());
+        }
         RalphError::Io { context: context.into(), source }
     }
 }

@@ -27,7 +27,8 @@ pub fn for_error(error: &RalphError) -> i32 {
         | RalphError::ResumeChoiceNeeded { .. }
         | RalphError::NothingToResume(_)
         | RalphError::ResumeMismatch(_)
-        | RalphError::Usage(_) => USAGE,
+        | RalphError::Usage(_)
+        | RalphError::UnsafeState(_) => USAGE,
         RalphError::Io { .. } => FAILED,
     }
 }

@@ -27,6 +27,8 @@ pub struct Prepared {
     pub quiet_tools: bool,
     /// The final message is the end of stdout rather than a result event.
     pub text_output: bool,
+    /// Names in ralph's environment the agent does not get (for the journal).
+    pub withheld_env: Vec<String>,
 }
 
 /// Why an agent cannot be launched; all of these need a human.
@@ -81,12 +83,16 @@ pub fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchEr
     };
     let marker = (crate::process::leftovers::RUN_ID_VAR.to_string(), req.run_id.to_string());
     let extra = extra.into_iter().chain(cfg.env.iter().map(|(k, v)| (k.clone(), v.clone()))).chain([marker]);
-    let env = env::scrubbed(std::env::vars(), cfg.kind, &cfg.pass_env, extra);
+    let env = env::build(std::env::vars(), cfg.kind, &cfg.pass_env, extra);
+    // No pattern catches a bare `sk-ant-secret123`: hide the exact values ralph hands
+    // over wherever it writes.
+    crate::state::redact::hide_values(env::secret_values(&env.vars, cfg.kind));
     // OpenCode ignores SIGINT (measured: it ran on ~58 s); SIGTERM ends it at once.
     let stop_signal = if cfg.kind == AgentKind::Opencode { Signal::SIGTERM } else { Signal::SIGINT };
     let quiet_tools = cfg.kind == AgentKind::Opencode;
     Ok(Prepared {
-        launch: Launch { argv, cwd: req.cwd.to_path_buf(), env },
+        launch: Launch { argv, cwd: req.cwd.to_path_buf(), env: env.vars },
+        withheld_env: env.withheld,
         stop_signal,
         parser,
         quiet_tools,

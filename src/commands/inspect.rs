@@ -27,10 +27,12 @@ pub fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
         return Ok(crate::exit::DONE);
     };
     if json {
-        let text = serde_json::to_string_pretty(&cp).map_err(|e| RalphError::Usage(e.to_string()))?;
+        let mut value = serde_json::to_value(&cp).map_err(|e| RalphError::Usage(e.to_string()))?;
+        crate::state::redact::redact_json(&mut value);
+        let text = serde_json::to_string_pretty(&value).map_err(|e| RalphError::Usage(e.to_string()))?;
         println!("{text}");
     } else {
-        print!("{}", describe(&cp));
+        print!("{}", crate::state::redact::redact(&describe(&cp)));
     }
     Ok(crate::exit::DONE)
 }

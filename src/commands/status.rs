@@ -7,6 +7,7 @@ use serde_json::json;
 
 use crate::error::RalphError;
 use crate::state::lock;
+use crate::state::redact::{redact, redact_json};
 
 pub fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     let cp = super::inspect::read(dir)?;
@@ -18,13 +19,17 @@ pub fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
             "pid": holder.as_ref().map(|h| h.pid),
             "checkpoint": cp,
         });
+        let mut value = value;
+        redact_json(&mut value);
         println!("{}", serde_json::to_string_pretty(&value).map_err(|e| RalphError::Usage(e.to_string()))?);
         return Ok(crate::exit::DONE);
     }
     match (&cp, &holder) {
         (None, _) => println!("no run in {}", dir.display()),
-        (Some(cp), Some(h)) => print!("live: ralph pid {} on {}\n{}", h.pid, h.host, super::inspect::describe(cp)),
-        (Some(cp), None) => print!("{}", super::inspect::describe(cp)),
+        (Some(cp), Some(h)) => {
+            print!("live: ralph pid {} on {}\n{}", h.pid, h.host, redact(&super::inspect::describe(cp)))
+        }
+        (Some(cp), None) => print!("{}", redact(&super::inspect::describe(cp))),
     }
     Ok(crate::exit::DONE)
 }

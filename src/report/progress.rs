@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 use crate::agent::AgentEvent;
 use crate::run::RunEnd;
 use crate::state::checkpoint::Checkpoint;
+use crate::state::redact::redact;
 
 use super::summary::Summary;
 
@@ -56,6 +57,7 @@ impl Reporter {
 
     /// A message worth a line of its own.
     pub fn line(&self, message: &str) {
+        let message = &redact(message);
         match (self.mode, &self.bar) {
             (Mode::Quiet, _) => {}
             (Mode::Terminal, Some(bar)) => bar.println(message),
@@ -108,6 +110,7 @@ impl Reporter {
     }
 
     pub fn waiting(&mut self, why: &str, delay: Duration) {
+        let why = &redact(why);
         let secs = delay.as_secs_f64();
         match self.mode {
             Mode::Quiet => {}
@@ -133,7 +136,7 @@ impl Reporter {
         if self.mode == Mode::Quiet && *end == RunEnd::Completed {
             return;
         }
-        eprintln!("{}", summary.render(end, checkpoint));
+        eprintln!("{}", redact(&summary.render(end, checkpoint)));
     }
 
     fn touch(&self) {

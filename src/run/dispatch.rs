@@ -18,6 +18,7 @@ use crate::report::{AttemptLine, Summary};
 use crate::signal::{InterruptAction, Signals, StopCause};
 use crate::state::atomic::Durability;
 use crate::state::checkpoint::{InFlight, Status};
+use crate::state::redact::redact;
 use crate::state::store;
 use crate::supervise::note::Trouble;
 use crate::workflow::done::{self, Completion, Evidence};
@@ -169,7 +170,9 @@ impl Dispatcher {
         self.journal(
             "attempt_started",
             json!({"attempt": attempt_no, "phase": pos.phase_name, "iteration": pos.iteration, "agent": agent,
-                   "cycle": pos.cycle, "resume_session": resume}),
+                   "cycle": pos.cycle, "resume_session": resume,
+                   // Names only: what the agent did not get from ralph's environment.
+                   "env_withheld": prepared.as_ref().map(|p| p.withheld_env.clone()).unwrap_or_default()}),
         );
         let line = AttemptLine {
             phase: pos.phase_name.clone(),
@@ -206,7 +209,10 @@ impl Dispatcher {
         let log_path = self.r.logs_dir.join(format!("{stem}.log"));
         // What the agent was told, beside what it answered: the first thing to read
         // when a run goes wrong.
-        if let Err(e) = std::fs::write(self.r.logs_dir.join(format!("{stem}.prompt.md")), &prompt) {
+        let prompt_log = self.r.logs_dir.join(format!("{stem}.prompt.md"));
+        if let Err(e) = crate::state::private::create_file(&prompt_log)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, redact(&prompt).as_bytes()))
+        {
             tracing::warn!("cannot keep the prompt of attempt {attempt_no}: {e}");
         }
         let mut timeouts = self.r.loaded.config.timeouts.clone();
@@ -505,7 +511,12 @@ impl Dispatcher {
         cp.elapsed_secs = elapsed;
         cp.updated_at = now();
         let Some(path) = &self.r.checkpoint_path else { return Ok(()) };
-        store::save_json_with(path, cp, durability)
+        // Reasons, errors and recovery notes quote the agent (its last tool call's
+        // input among them): on disk they are redacted like every log.
+        let mut value = serde_json::to_value(&*cp)
+            .map_err(|e| RalphError::io("cannot encode the checkpoint", std::io::Error::other(e)))?;
+        crate::state::redact::redact_json(&mut value);
+        store::save_json_with(path, &value, durability)
             .map_err(|e| RalphError::io(format!("cannot write the checkpoint {}", path.display()), e))
     }
 

@@ -53,8 +53,17 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
         .map_err(|e| RalphError::io(format!("cannot create {}", agent_dir.display()), e))?;
     let acquired = crate::state::lock::acquire(&agent_dir.join("ralph.lock")).map_err(|e| match e {
         LockError::Held { .. } => RalphError::Locked(e.to_string()),
-        other => RalphError::io("cannot take the run lock", std::io::Error::other(other.to_string())),
+        LockError::Io { source, .. } => RalphError::io("cannot take the run lock", source),
     })?;
+    // Until the run starts nothing changed: a problem found before then releases
+    // the lock cleanly (a dropped lock otherwise counts as an interrupted run).
+    let mut lock = ReleaseUnlessKept(Some(acquired.lock));
+    // Writes killed half-way leave their temporary files; only the lock holder
+    // writes here, so whatever is left is garbage.
+    let removed = store::remove_leftover_temp_files(&agent_dir);
+    if removed > 0 {
+        tracing::info!("removed {removed} temporary file(s) of interrupted writes");
+    }
     let reporter = Reporter::new(options.quiet, std::io::stderr().is_terminal());
     if let Some(stale) = &acquired.stale {
         reporter.line(&format!(
@@ -102,7 +111,7 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
     };
 
     let logs_dir = agent_dir.join("logs").join(&checkpoint.run_id);
-    std::fs::create_dir_all(&logs_dir)
+    crate::state::private::ensure_dirs(&agent_dir, &Path::new("logs").join(&checkpoint.run_id))
         .map_err(|e| RalphError::io(format!("cannot create {}", logs_dir.display()), e))?;
     crate::report::log::init(&logs_dir.join("ralph.log"), options.verbose);
     let journal = if enabled {
@@ -121,7 +130,7 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
         logs_dir,
         artifacts_dir: agent_dir.join("artifacts"),
         reporter,
-        lock: Some(acquired.lock),
+        lock: lock.0.take(),
         resumed,
     })
 }
@@ -321,4 +330,15 @@ pub fn now() -> String {
 fn new_run_id() -> String {
     let ts = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ");
     format!("{ts}-{}", std::process::id())
+}
+
+/// Releases the run lock cleanly when set-up fails before the run starts.
+struct ReleaseUnlessKept(Option<crate::state::lock::RunLock>);
+
+impl Drop for ReleaseUnlessKept {
+    fn drop(&mut self) {
+        if let Some(lock) = self.0.take() {
+            let _ = lock.release();
+        }
+    }
 }

@@ -12,15 +12,15 @@
 //! power cut can lose the last few lines, and a crash mid-write leaves at most
 //! one torn line, which readers skip.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, BufRead, Write};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use super::redact::redact;
+use super::redact::redact_json;
 
 /// Appends events to the journal, or nothing when disabled.
 #[derive(Debug)]
@@ -31,7 +31,8 @@ pub struct Journal {
 impl Journal {
     /// Opens (creating, mode 0600) the journal for appending.
     pub fn open(path: &Path) -> io::Result<Journal> {
-        let mut file = OpenOptions::new().append(true).read(true).create(true).mode(0o600).open(path)?;
+        // Never through a planted link (it would append to the link's target).
+        let mut file = super::private::append_file(path)?;
         // A torn last line from a crash would swallow our first event into an
         // unparseable line; start on a fresh line instead.
         let len = file.metadata()?.len();
@@ -71,7 +72,7 @@ impl Journal {
 
 fn render<T: Serialize>(at: &str, kind: &str, fields: &T) -> io::Result<String> {
     let mut value = serde_json::to_value(fields).map_err(io::Error::other)?;
-    redact_value(&mut value);
+    redact_json(&mut value);
     let mut line = format!("{{\"at\":{},\"kind\":{}", json_str(at)?, json_str(kind)?);
     match value {
         Value::Object(map) if !map.contains_key("at") && !map.contains_key("kind") => {
@@ -94,15 +95,6 @@ fn render<T: Serialize>(at: &str, kind: &str, fields: &T) -> io::Result<String> 
 
 fn json_str(s: &str) -> io::Result<String> {
     serde_json::to_string(s).map_err(io::Error::other)
-}
-
-fn redact_value(v: &mut Value) {
-    match v {
-        Value::String(s) => *s = redact(s),
-        Value::Array(a) => a.iter_mut().for_each(redact_value),
-        Value::Object(m) => m.values_mut().for_each(redact_value),
-        _ => {}
-    }
 }
 
 /// Every event in the journal, oldest first. A missing journal is empty. Lines
@@ -173,7 +165,7 @@ mod tests {
         j.append("one", &json!({})).unwrap();
         drop(j);
         // A crash mid-write.
-        let mut f = OpenOptions::new().append(true).open(&p).unwrap();
+        let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
         f.write_all(b"{\"at\":\"2026-").unwrap();
         drop(f);
         assert_eq!(read_all(&p).unwrap().len(), 1);

@@ -32,7 +32,7 @@ pub fn open(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
         options.mode(FILE_MODE).custom_flags(nix::libc::O_NOFOLLOW).open(path).map_err(|e| link_error(path, e))?;
     let meta = file.metadata()?;
     if !meta.is_file() {
-        return Err(io::Error::other(format!("{} is not a regular file; ralph will not write to it", path.display())));
+        return Err(refused(format!("{} is not a regular file; ralph will not write to it", path.display())));
     }
     if meta.mode() & 0o777 != FILE_MODE {
         file.set_permissions(Permissions::from_mode(FILE_MODE))?;
@@ -48,14 +48,25 @@ fn link_error(path: &Path, e: io::Error) -> io::Error {
     e
 }
 
+/// A link or foreign directory where ralph keeps its state: a person must look.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(String);
+
 fn refused_link(path: &Path) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidInput,
-        format!(
-            "{} is a symbolic link; ralph does not follow links in its state directory (remove it and start again)",
-            path.display()
-        ),
-    )
+    refused(format!(
+        "{} is a symbolic link; ralph does not follow links in its state directory (remove it and start again)",
+        path.display()
+    ))
+}
+
+fn refused(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, Refused(message))
+}
+
+/// Whether `e` is a refusal of this module (not an ordinary I/O failure).
+pub fn is_refused(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<Refused>())
 }
 
 /// Makes sure `dir` is a real directory owned by this user with mode 0700,
@@ -75,9 +86,9 @@ pub fn ensure_dir(dir: &Path) -> io::Result<()> {
         Err(e) => Err(e),
         Ok(meta) if meta.file_type().is_symlink() => Err(refused_link(dir)),
         Ok(meta) if !meta.is_dir() => {
-            Err(io::Error::other(format!("{} is not a directory; ralph keeps its state there", dir.display())))
+            Err(refused(format!("{} is not a directory; ralph keeps its state there", dir.display())))
         }
-        Ok(meta) if meta.uid() != nix::unistd::geteuid().as_raw() => Err(io::Error::other(format!(
+        Ok(meta) if meta.uid() != nix::unistd::geteuid().as_raw() => Err(refused(format!(
             "{} belongs to another user (uid {}); ralph keeps its state only in directories of its own user",
             dir.display(),
             meta.uid()

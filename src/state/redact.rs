@@ -33,6 +33,17 @@ pub fn hide_values<'a>(values: impl IntoIterator<Item = &'a str>) {
     known.sort_by_key(|k| std::cmp::Reverse(k.len()));
 }
 
+/// [`redact`] applied to every string value of a JSON tree (keys stay).
+pub fn redact_json(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => *s = redact(s),
+        Value::Array(a) => a.iter_mut().for_each(redact_json),
+        Value::Object(m) => m.values_mut().for_each(redact_json),
+        _ => {}
+    }
+}
+
 /// [`redact`] for bytes that may not be UTF-8: valid runs are redacted, other bytes
 /// pass through as received.
 pub fn redact_bytes(bytes: &[u8]) -> Vec<u8> {

@@ -9,11 +9,19 @@ use crate::harness::{Project, fast};
 
 /// A one-agent workflow running `script` with `sh -c`.
 fn sh_agent(script: &str, timeouts: &str, extra: &str) -> String {
+    sh_agent_with("", script, timeouts, extra)
+}
+
+/// [`sh_agent`] with `[general]` entries.
+fn sh_agent_with(general: &str, script: &str, timeouts: &str, extra: &str) -> String {
     fast(
         "",
         timeouts,
         &format!(
             r#"
+[general]
+{general}
+
 [agents.sh]
 kind = "command"
 command = ["sh", "-c", {script:?}, "{{prompt}}"]
@@ -72,4 +80,250 @@ fn an_invalid_utf8_byte_does_not_blind_ralph() {
     assert!(has(&log, b"bad \xff\xfe byte\n"), "the bytes are logged as received");
     assert!(has(&log, b"[stderr] err \xff\n"), "stderr too");
     assert!(has(&log, b"<promise>DONE</promise>"));
+}
+
+/// Variables a person may have set that no agent should see.
+const FOREIGN: &[(&str, &str)] = &[
+    ("DATABASE_URL", "postgres://app:hunter2pw@db.internal/app"),
+    ("SLACK_WEBHOOK_URL", "https://hooks.example/T000/B000/XXXXXXXX"),
+    ("SENTRY_DSN", "https://abcdef123456@sentry.example/1"),
+    ("GH_PAT", "plainpatvalue123456"),
+    ("PGPASS", "pgpassword987"),
+];
+
+#[test]
+fn the_agent_environment_is_an_allowlist_and_withheld_names_are_journaled() {
+    let p = Project::new().config(&sh_agent(
+        "env > seen.txt; echo '<promise>DONE</promise>'",
+        "",
+        r#"pass_env = ["PG_*"]"#,
+    ));
+    let mut ralph = p.ralph().env("PG_HOST", "localhost").env("NODE_EXTRA_CA_CERTS", "/etc/ca.pem");
+    for (k, v) in FOREIGN {
+        ralph = ralph.env(k, *v);
+    }
+    ralph.run().expect_code(0);
+    let seen = p.read("seen.txt");
+    for (k, _) in FOREIGN {
+        assert!(!seen.lines().any(|l| l.starts_with(&format!("{k}="))), "{k} reached the agent");
+    }
+    assert!(seen.contains("PG_HOST=localhost"), "pass_env globs pass: {seen}");
+    assert!(seen.contains("NODE_EXTRA_CA_CERTS=/etc/ca.pem"), "the base set passes");
+    assert!(seen.contains("PATH=") && seen.contains("HOME="));
+    let started = p.events("attempt_started");
+    let withheld = started[0]["env_withheld"].as_array().cloned().unwrap_or_default();
+    for (k, _) in FOREIGN {
+        assert!(withheld.iter().any(|n| n == k), "{k} not journaled as withheld: {withheld:?}");
+    }
+    let journal = fs::read_to_string(p.join(".agent/events.jsonl")).unwrap_or_default();
+    assert!(!journal.contains("hunter2pw"), "names only, never values");
+}
+
+#[test]
+fn doctor_lists_what_each_agent_gets_and_what_not() {
+    let p = Project::new().config(&sh_agent("true", "", ""));
+    let out = p.ralph().args(["doctor"]).env("DATABASE_URL", "postgres://u:pw@h/db").run();
+    assert!(out.stdout.contains("agent sh: environment gets"), "{out}");
+    let line = out.stdout.lines().find(|l| l.contains("withholds")).unwrap_or_default().to_string();
+    assert!(line.contains("DATABASE_URL") && line.contains("pass_env"), "{line}");
+    assert!(!out.stdout.contains("pw@h"), "names only");
+}
+
+#[test]
+fn the_exact_value_of_a_credential_handed_to_the_agent_is_redacted() {
+    let secret = "sk-ant-secret123";
+    // The bare value, on both streams and in the final message: no pattern knows it.
+    let script = "echo \"using $ANTHROPIC_API_KEY\"; echo \"$ANTHROPIC_API_KEY\" >&2; \
+        echo \"value $ANTHROPIC_API_KEY\"; exit 3";
+    let p = Project::new().config(&sh_agent_with("max_cycles = 1", script, "", r#"pass_env = ["ANTHROPIC_API_KEY"]"#));
+    let out = p.ralph().env("ANTHROPIC_API_KEY", secret).run();
+    out.expect_code(1);
+    assert!(p.attempt_log(1).contains("using [REDACTED]"), "{}", p.attempt_log(1));
+    assert!(!out.stdout.contains(secret) && !out.stderr.contains(secret), "terminal: {out}");
+    for file in files_under(&p.join(".agent")) {
+        let bytes = fs::read(&file).unwrap_or_default();
+        assert!(!has(&bytes, secret.as_bytes()), "{} holds the credential", file.display());
+    }
+}
+
+/// `.agent/` as a repository might ship it, with `name` a link to `target`.
+fn planted(name: &str, target: &Path) -> Project {
+    let p = Project::new().config(&sh_agent("echo '<promise>DONE</promise>'", "", ""));
+    fs::create_dir_all(p.join(".agent")).expect("mkdir");
+    std::os::unix::fs::symlink(target, p.join(&format!(".agent/{name}"))).expect("symlink");
+    p
+}
+
+#[test]
+fn no_link_planted_in_the_state_directory_is_followed() {
+    let outside = tempfile::tempdir().expect("tempdir");
+    let victim = outside.path().join("victim.txt");
+    for name in ["ralph.lock", "events.jsonl", "checkpoint.json"] {
+        fs::write(&victim, b"precious\n").expect("write");
+        let p = planted(name, &victim);
+        let out = p.ralph().run();
+        out.expect_code(2).stderr_has(&format!("{name} is a symbolic link"));
+        assert_eq!(fs::read(&victim).unwrap_or_default(), b"precious\n", "{name} wrote through its link");
+    }
+    for dir in ["logs", "artifacts"] {
+        let target = outside.path().join(dir);
+        fs::create_dir_all(&target).expect("mkdir");
+        let p = planted(dir, &target);
+        let out = p.ralph().run();
+        if dir == "logs" {
+            out.expect_code(2).stderr_has("logs is a symbolic link");
+        }
+        assert_eq!(fs::read_dir(&target).map(Iterator::count).unwrap_or(0), 0, "{dir} wrote outside the project");
+    }
+    // `.agent` itself as a link.
+    let p = Project::new().config(&sh_agent("echo '<promise>DONE</promise>'", "", ""));
+    std::os::unix::fs::symlink(outside.path(), p.join(".agent")).expect("symlink");
+    p.ralph().run().expect_code(2).stderr_has(".agent is a symbolic link");
+}
+
+#[test]
+fn everything_under_the_state_directory_is_private() {
+    let p = Project::new().config(&sh_agent("echo '<promise>DONE</promise>'", "", ""));
+    // An `.agent/` from before, with the modes a umask of 022 gives.
+    fs::create_dir_all(p.join(".agent/logs/old")).expect("mkdir");
+    fs::write(p.join(".agent/logs/old/ralph.log"), "old\n").expect("write");
+    for (rel, mode) in [(".agent", 0o755), (".agent/logs", 0o755), (".agent/logs/old", 0o755)] {
+        fs::set_permissions(p.join(rel), std::os::unix::fs::PermissionsExt::from_mode(mode)).expect("chmod");
+    }
+    p.ralph().run().expect_code(0);
+    let mut seen = 0;
+    for path in files_under(&p.join(".agent")).into_iter().chain([p.join(".agent")]) {
+        if path.starts_with(p.join(".agent/logs/old")) {
+            continue; // not ralph's to touch: another run's logs
+        }
+        let meta = fs::metadata(&path).expect("stat");
+        let want = if meta.is_dir() { 0o700 } else { 0o600 };
+        assert_eq!(meta.mode() & 0o777, want, "{}", path.display());
+        seen += 1;
+    }
+    assert!(seen >= 6, "checked {seen} paths");
+}
+
+#[test]
+fn leftovers_of_kills_are_cleaned_and_a_garbage_lock_is_stale() {
+    let p = Project::new().config(&sh_agent("echo '<promise>DONE</promise>'", "", ""));
+    fs::create_dir_all(p.join(".agent")).expect("mkdir");
+    for i in 0..5 {
+        fs::write(p.join(&format!(".agent/.tmp{i}xYz")), b"{\"torn").expect("write");
+    }
+    fs::write(p.join(".agent/ralph.lock"), b"\xff\xfe\x00 not a lock").expect("write");
+    p.ralph().run().expect_code(0);
+    let left: Vec<_> = p.agent_dir_listing().into_iter().filter(|n| n.starts_with(".tmp")).collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_second_ctrl_c_does_not_mark_the_lock_stopped_cleanly() {
+    use nix::sys::signal::Signal;
+    let p = Project::new().config(&fast(
+        "",
+        r#"grace = "30s""#,
+        r#"
+[agents.a]
+kind = "sim"
+
+[[agents.a.script]]
+steps = [{ ignore = ["SIGINT", "SIGTERM"] }, { pidfile = "agent.pid" }, { tool = { name = "Bash", input = { command = "make" }, hang = true } }]
+
+[chains]
+main = ["a"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    run.signal(Signal::SIGINT);
+    p.wait_for_log("sending SIGINT", crate::harness::DEFAULT_TIMEOUT);
+    run.signal(Signal::SIGINT);
+    let out = run.wait(std::time::Duration::from_secs(10));
+    crate::harness::cleanup(agent);
+    out.expect_code(130);
+    assert_eq!(p.checkpoint()["status"], "running");
+    let lock = fs::read(p.join(".agent/ralph.lock")).unwrap_or_default();
+    assert!(!lock.is_empty(), "the lock says the run stopped cleanly while the checkpoint says running");
+}
+
+/// Credentials of known formats an agent may print or pass to its tools.
+const BEARER: &str = "abcdefghijklmnopqrstu123";
+const OPENAI: &str = "sk-abcdefghijklmnopqrstuvwxyz123";
+const GITHUB: &str = "ghp_1234567890abcdefghijABCDEFGHIJ0123";
+
+fn assert_nothing_holds(p: &Project, secrets: &[&str]) {
+    for file in files_under(&p.join(".agent")) {
+        let bytes = fs::read(&file).unwrap_or_default();
+        for s in secrets {
+            assert!(!has(&bytes, s.as_bytes()), "{} holds {s}", file.display());
+        }
+    }
+}
+
+#[test]
+fn recovery_notes_and_reasons_are_redacted() {
+    // The last tool call's input is quoted in the recovery note.
+    let p = Project::new().config(&fast(
+        "agent_attempts = 1",
+        r#"tool = "2s""#,
+        &format!(
+            r#"
+[general]
+max_cycles = 1
+
+[agents.a]
+kind = "sim"
+
+[[agents.a.script]]
+steps = [{{ tool = {{ name = "Bash", input = {{ command = "curl -H 'Authorization: Bearer {BEARER}' https://api" }}, hang = true }} }}]
+
+[chains]
+main = ["a"]
+
+[phases.develop]
+chain = "main"
+"#
+        ),
+    ));
+    let out = p.ralph().run();
+    out.expect_code(1);
+    assert!(!out.stderr.contains(BEARER), "terminal: {out}");
+    let cp = fs::read_to_string(p.checkpoint_path()).unwrap_or_default();
+    assert!(cp.contains("Bash"), "the note names the tool: {cp}");
+    assert_nothing_holds(&p, &[BEARER]);
+    let status = p.ralph().args(["status"]).run();
+    assert!(!status.stdout.contains(BEARER));
+}
+
+#[test]
+fn artifacts_previous_and_prompt_logs_are_redacted() {
+    let p = Project::new().config(&fast(
+        "",
+        "",
+        &format!(
+            r#"
+[agents.a]
+kind = "sim"
+
+[[agents.a.script]]
+steps = [{{ done = "the plan: call the API with {OPENAI} and push with {GITHUB}" }}]
+
+[chains]
+main = ["a"]
+
+[phases.plan]
+chain = "main"
+
+[phases.build]
+chain = "main"
+"#
+        ),
+    ));
+    p.ralph().run().expect_code(0);
+    assert!(p.prompt_of(2).contains("the plan: call the API with [REDACTED]"), "{}", p.prompt_of(2));
+    assert_nothing_holds(&p, &[OPENAI, GITHUB]);
 }
