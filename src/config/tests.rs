@@ -429,3 +429,13 @@ fn permission_modes_are_checked_per_kind() {
     let sim = BASE.replace("kind = \"sim\"", "kind = \"sim\"\npermission_mode = \"auto\"");
     assert_has(&err(&sim), &["permission_mode is not allowed for kind = \"sim\""]);
 }
+
+#[test]
+fn max_attempt_log_takes_sizes_with_units_and_a_floor() {
+    use super::types::parse_bytes;
+    assert_eq!(parse_bytes("64MiB"), Some(64 << 20));
+    assert_eq!(parse_bytes("500 KB"), Some(500_000));
+    assert_eq!(parse_bytes("1G"), Some(1 << 30));
+    assert_eq!(parse_bytes("4096"), Some(4096));
+    assert_eq!(parse_bytes("lots"), None);
+}

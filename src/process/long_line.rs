@@ -74,7 +74,7 @@ impl Compactor {
                 Mode::Json(json) => {
                     json.push(b, &mut self.out);
                     if self.out.len() > STRUCTURE_CAP {
-                        self.to_text();
+                        self.fall_back_to_text();
                     }
                 }
             }
@@ -94,7 +94,7 @@ impl Compactor {
     }
 
     /// The structure alone is too big to keep: fall back to head and tail.
-    fn to_text(&mut self) {
+    fn fall_back_to_text(&mut self) {
         let rest = self.out.split_off(KEEP);
         self.mode = Mode::Text;
         self.cut = 0;

@@ -86,6 +86,7 @@ pub async fn run(
     signals: &mut Signals,
     observer: &mut dyn Observer,
     log_path: &Path,
+    max_log: u64,
 ) -> Outcome {
     let started = Instant::now();
     let mut state = Collected::new(prepared.text_output);
@@ -99,7 +100,7 @@ pub async fn run(
     };
     // Plain buffered writes: a page-cache write takes microseconds, while tokio's
     // file type would hop to a blocking thread for every line.
-    let mut log = AttemptLog::create(log_path);
+    let mut log = AttemptLog::create(log_path, max_log);
     let mut parser = prepared.parser;
     // Bytes, not `String` lines: one invalid UTF-8 byte must not end the reading.
     let mut out = LineReader::new(stdout);
@@ -132,6 +133,7 @@ pub async fn run(
         }
         let (watch_at, watch_reason) = supervisor.deadline();
         let escalate_at = escalation.as_ref().and_then(|(_, at)| *at);
+        let flush_at = log.flush_at();
         tokio::select! {
             item = out.next(), if out_open => match item {
                 Some(Item::LongPart(bytes)) => {
@@ -191,6 +193,8 @@ pub async fn run(
                     *at = send(step, pgid);
                 }
             },
+            // What was shown is on disk within moments: a kill -9 loses little.
+            _ = sleep_until(flush_at.unwrap_or_else(Instant::now)), if flush_at.is_some() => log.flush(),
             _ = sleep_until(drain_deadline.unwrap_or_else(Instant::now)), if drain_deadline.is_some() => {
                 out_open = false;
                 err_open = false;

@@ -220,7 +220,8 @@ impl Dispatcher {
             // An attempt never runs past the run's own time limit.
             timeouts.attempt = timeouts.attempt.min(left);
         }
-        let mut outcome = attempt::run(prepared, &timeouts, signals, self, &log_path).await;
+        let max_log = self.r.loaded.config.logs.max_attempt_log;
+        let mut outcome = attempt::run(prepared, &timeouts, signals, self, &log_path, max_log).await;
         self.r.reporter.attempt_finished();
         if artifact_stamp(&self.r.dir, &phase.done) != artifact && artifact.is_some_or_created(&self.r.dir, &phase.done)
         {

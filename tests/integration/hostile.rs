@@ -327,3 +327,42 @@ chain = "main"
     assert!(p.prompt_of(2).contains("the plan: call the API with [REDACTED]"), "{}", p.prompt_of(2));
     assert_nothing_holds(&p, &[OPENAI, GITHUB]);
 }
+
+#[test]
+fn a_flood_of_output_is_bounded_on_disk() {
+    // About 1.8 MB of output against a 64 KiB log bound, then the done signal.
+    let script = "yes 0123456789abcdefghij0123456789abcdefghij | head -n 40000; \
+        echo 'All finished.'; echo '<promise>DONE</promise>'";
+    let p = Project::new()
+        .config(&format!("{}\n[logs]\nmax_attempt_log = \"64KiB\"\n", sh_agent(script, "", r#"output = "text""#)));
+    p.ralph().run().expect_code(0);
+    let logs: Vec<PathBuf> = files_under(&p.join(".agent/logs"))
+        .into_iter()
+        .filter(|f| f.file_name().is_some_and(|n| n.to_string_lossy().starts_with("attempt-0001-")))
+        .filter(|f| !f.to_string_lossy().ends_with(".prompt.md"))
+        .collect();
+    let total: u64 = logs.iter().map(|f| fs::metadata(f).map(|m| m.len()).unwrap_or(0)).sum();
+    assert!(total <= 70 * 1024, "{total} bytes in {} files", logs.len());
+    let all = attempt_logs(&p);
+    let mut tails: Vec<_> = logs.iter().filter(|f| !f.to_string_lossy().ends_with(".log")).collect();
+    tails.sort_by_key(|f| f.extension().and_then(|e| e.to_str()).and_then(|e| e.parse::<u32>().ok()));
+    let last = fs::read_to_string(tails.last().expect("tail segments")).unwrap_or_default();
+    assert!(last.contains("bytes of output cut before this point"), "{}", &last[..last.len().min(200)]);
+    assert!(last.ends_with("<promise>DONE</promise>\n"));
+    assert!(has(&all, b"0123456789abcdefghij"));
+}
+
+#[test]
+fn a_huge_line_does_not_hide_the_done_signal_or_the_result() {
+    // One 20 MB stream-json line (a tool result), then the final result whose long
+    // text ends with the done tag.
+    let script = r#"printf '{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"'; \
+        head -c 20000000 /dev/zero | tr '\0' 'a'; printf '","is_error":false}]}}\n'; \
+        printf '{"type":"result","subtype":"success","is_error":false,"result":"'; \
+        head -c 3000000 /dev/zero | tr '\0' 'b'; printf ' <promise>DONE</promise>","session_id":"s1"}\n'"#;
+    let p = Project::new().config(&format!(
+        "{}\n[logs]\nmax_attempt_log = \"1MiB\"\n",
+        sh_agent(script, "", r#"output = "claude-stream-json""#)
+    ));
+    p.ralph().timeout(std::time::Duration::from_secs(60)).run().expect_code(0);
+}
