@@ -29,6 +29,8 @@ pub struct Prepared {
     pub text_output: bool,
     /// Names in ralph's environment the agent does not get (for the journal).
     pub withheld_env: Vec<String>,
+    /// Marks every process of this attempt (see `process::escaped`).
+    pub attempt_id: String,
 }
 
 /// Why an agent cannot be launched; all of these need a human.
@@ -82,7 +84,10 @@ pub fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchEr
         }
     };
     let marker = (crate::process::leftovers::RUN_ID_VAR.to_string(), req.run_id.to_string());
-    let extra = extra.into_iter().chain(cfg.env.iter().map(|(k, v)| (k.clone(), v.clone()))).chain([marker]);
+    let attempt_id = format!("{}:{}:{}", req.run_id, req.agent, req.launch);
+    let attempt_marker = (crate::process::escaped::ATTEMPT_ID_VAR.to_string(), attempt_id.clone());
+    let extra =
+        extra.into_iter().chain(cfg.env.iter().map(|(k, v)| (k.clone(), v.clone()))).chain([marker, attempt_marker]);
     let env = env::build(std::env::vars(), cfg.kind, &cfg.pass_env, extra);
     // No pattern catches a bare `sk-ant-secret123`: hide the exact values ralph hands
     // over wherever it writes.
@@ -93,6 +98,7 @@ pub fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchEr
     Ok(Prepared {
         launch: Launch { argv, cwd: req.cwd.to_path_buf(), env: env.vars },
         withheld_env: env.withheld,
+        attempt_id,
         stop_signal,
         parser,
         quiet_tools,

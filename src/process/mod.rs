@@ -4,6 +4,7 @@
 
 pub mod env;
 pub mod escalation;
+pub mod escaped;
 pub mod group;
 pub mod leftovers;
 pub mod lines;

@@ -102,6 +102,8 @@ pub async fn run(
     // file type would hop to a blocking thread for every line.
     let mut log = AttemptLog::create(log_path, max_log);
     let mut parser = prepared.parser;
+    let attempt_id = prepared.attempt_id.clone();
+    let agent_pid = i32::try_from(pgid).unwrap_or(i32::MAX);
     // Bytes, not `String` lines: one invalid UTF-8 byte must not end the reading.
     let mut out = LineReader::new(stdout);
     let mut err = LineReader::new(stderr);
@@ -212,6 +214,7 @@ pub async fn run(
                 InterruptAction::Stop(_) => {}
                 InterruptAction::ForceExit => {
                     let _ = signal_group(pgid, Signal::SIGKILL);
+                    end_escaped(&attempt_id, agent_pid);
                     return state.finish(End::ForceExit, started);
                 }
                 InterruptAction::Ignore => {}
@@ -254,6 +257,7 @@ pub async fn run(
         }
     }
     log.flush();
+    end_escaped(&attempt_id, agent_pid);
     let exit = exit.unwrap_or(Exit::Code(-1));
     let end = match stopping {
         Some(cause) => End::Stopped(cause),
@@ -314,6 +318,15 @@ fn exit_of(status: std::process::ExitStatus) -> Exit {
         (Some(code), _) => Exit::Code(code),
         (None, Some(sig)) => Exit::Signal(sig),
         (None, None) => Exit::Code(-1),
+    }
+}
+
+/// Nothing the agent started outlives its attempt, not even what left its process
+/// group (see `process::escaped`).
+fn end_escaped(attempt_id: &str, agent_pid: i32) {
+    let killed = crate::process::escaped::end_attempt(attempt_id, &[agent_pid]);
+    if !killed.is_empty() {
+        tracing::info!("ended {} process(es) that had left the agent's process group: {killed:?}", killed.len());
     }
 }
 

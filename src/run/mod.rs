@@ -65,6 +65,11 @@ impl RunEnd {
 
 /// `ralph run`: set up, then dispatch until the workflow ends.
 pub async fn run(options: Options) -> Result<RunEnd, RalphError> {
+    // Orphans of agents (a daemon that called setsid) come back to ralph, which ends
+    // them with their attempt; see `process::escaped`.
+    if !crate::process::escaped::become_subreaper() {
+        tracing::warn!("cannot become a child subreaper: escaped agent processes are found by their environment only");
+    }
     let ready = setup::prepare(&options)?;
     dispatch::Dispatcher::new(ready).run().await
 }

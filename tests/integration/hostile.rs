@@ -366,3 +366,21 @@ fn a_huge_line_does_not_hide_the_done_signal_or_the_result() {
     ));
     p.ralph().timeout(std::time::Duration::from_secs(60)).run().expect_code(0);
 }
+
+#[test]
+fn processes_that_left_the_process_group_end_with_the_attempt() {
+    // One escapes with setsid and keeps the environment; one also clears it, and is
+    // found only because its orphan comes back to ralph, the subreaper.
+    let script = "setsid sleep 300 & echo $! > kept-env.pid; \
+        (setsid env -i sleep 301 & echo $! > cleared-env.pid); \
+        echo 'All finished.'; echo '<promise>DONE</promise>'";
+    let p = Project::new().config(&sh_agent(script, "", r#"output = "text""#));
+    p.ralph().run().expect_code(0);
+    let pids = [p.pid_file("kept-env.pid"), p.pid_file("cleared-env.pid")];
+    let gone: Vec<bool> =
+        pids.iter().map(|pid| crate::harness::gone_within(*pid, std::time::Duration::from_secs(2))).collect();
+    for pid in pids {
+        crate::harness::cleanup(pid);
+    }
+    assert_eq!(gone, [true, true], "escaped processes {pids:?} outlived a successful run");
+}
