@@ -41,12 +41,21 @@ pub struct Dispatcher {
     /// the phase ends (written then, not after every iteration: it is only read by
     /// the next phase).
     pub(super) last_success: Option<String>,
+    /// A state file the disk had no room for: nothing new starts until it is written.
+    pub(super) disk_full: Option<std::path::PathBuf>,
 }
 
 impl Dispatcher {
     pub fn new(ready: Ready) -> Self {
         let elapsed_before = ready.checkpoint.elapsed_secs;
-        Self { r: ready, started: Instant::now(), elapsed_before, summary: Summary::default(), last_success: None }
+        Self {
+            r: ready,
+            started: Instant::now(),
+            elapsed_before,
+            summary: Summary::default(),
+            last_success: None,
+            disk_full: None,
+        }
     }
 
     pub async fn run(mut self) -> Result<RunEnd, RalphError> {
@@ -56,6 +65,12 @@ impl Dispatcher {
         self.save()?;
         let end = self.dispatch(&mut signals).await;
         let end = match end {
+            // The final state must reach the disk too.
+            Ok(end) if end != RunEnd::ForceExit => match self.disk_wait(&mut signals).await {
+                Ok(Some(stopped)) => stopped,
+                Ok(None) => end,
+                Err(e) => return Err(e),
+            },
             Ok(end) => end,
             Err(e) => {
                 // ralph's own failure: what is on disk stays the last valid state.
@@ -71,6 +86,11 @@ impl Dispatcher {
 
     pub(super) async fn dispatch(&mut self, signals: &mut Signals) -> Result<RunEnd, RalphError> {
         loop {
+            // A full disk is an outage: the last good checkpoint stays on disk and
+            // nothing new starts until the current state is written.
+            if let Some(end) = self.disk_wait(signals).await? {
+                return Ok(end);
+            }
             if let Some(stop) = self.cap_reached() {
                 return self.stop(stop);
             }
@@ -405,6 +425,11 @@ impl Dispatcher {
         self.summary.usage = self.r.checkpoint.usage.clone();
         self.summary.failures = self.r.checkpoint.progress.counters.failures.clone();
         self.r.reporter.summary(&self.summary, end, &self.r.checkpoint);
+        // A final state the disk had no room for is not a clean stop: the lock keeps
+        // its content, as the checkpoint on disk still says `running`.
+        if self.disk_full.is_some() {
+            return Ok(());
+        }
         if let Some(lock) = self.r.lock.take()
             && let Err(e) = lock.release()
         {
@@ -511,20 +536,33 @@ impl Dispatcher {
         let cp = &mut self.r.checkpoint;
         cp.elapsed_secs = elapsed;
         cp.updated_at = now();
-        let Some(path) = &self.r.checkpoint_path else { return Ok(()) };
+        let Some(path) = self.r.checkpoint_path.clone() else { return Ok(()) };
+        let path = &path;
         // Reasons, errors and recovery notes quote the agent (its last tool call's
         // input among them): on disk they are redacted like every log.
         let mut value = serde_json::to_value(&*cp)
             .map_err(|e| RalphError::io("cannot encode the checkpoint", std::io::Error::other(e)))?;
         crate::state::redact::redact_json(&mut value);
-        store::save_json_with(path, &value, durability)
-            .map_err(|e| RalphError::io(format!("cannot write the checkpoint {}", path.display()), e))
+        match store::save_json_with(path, &value, durability) {
+            Ok(()) => Ok(()),
+            // Not a failure: the previous checkpoint is intact, and the dispatcher
+            // waits for space before it starts anything new.
+            Err(e) if crate::state::disk::is_full(&e) => {
+                tracing::warn!("disk full writing the checkpoint {}: {e}", path.display());
+                self.disk_full = Some(path.clone());
+                Ok(())
+            }
+            Err(e) => Err(RalphError::io(format!("cannot write the checkpoint {}", path.display()), e)),
+        }
     }
 
     pub(super) fn journal(&mut self, kind: &str, fields: serde_json::Value) {
         tracing::info!(kind, %fields);
         if let Err(e) = self.r.journal.append(kind, &fields) {
             tracing::warn!("cannot append to the journal: {e}");
+            if crate::state::disk::is_full(&e) {
+                self.disk_full = self.disk_full.take().or_else(|| self.r.journal.path().map(|p| p.to_path_buf()));
+            }
         }
     }
 }

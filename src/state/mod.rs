@@ -2,6 +2,7 @@
 
 pub mod atomic;
 pub mod checkpoint;
+pub mod disk;
 pub mod journal;
 pub mod lock;
 pub mod private;

@@ -384,3 +384,44 @@ fn processes_that_left_the_process_group_end_with_the_attempt() {
     }
     assert_eq!(gone, [true, true], "escaped processes {pids:?} outlived a successful run");
 }
+
+#[test]
+fn a_full_disk_is_an_outage_and_no_iteration_recorded_done_is_repeated() {
+    // The disk fills during the first iteration (a debug-build fault hook: every
+    // checkpoint and journal write fails with ENOSPC while the marker exists).
+    let script = "[ -f did-one ] || touch did-one full.marker; echo 'All finished.'; echo '<promise>DONE</promise>'";
+    let p = Project::new().config(&fast(
+        "",
+        "",
+        &format!(
+            r#"
+[agents.sh]
+kind = "command"
+output = "text"
+command = ["sh", "-c", {script:?}, "{{prompt}}"]
+
+[chains]
+main = ["sh"]
+
+[phases.develop]
+chain = "main"
+iterations = 2
+"#
+        ),
+    ));
+    let marker = p.join("full.marker");
+    let run = p.ralph().env("RALPH_TEST_DISK_FULL", marker.display().to_string()).spawn();
+    p.wait_for_log("waiting: disk full on", crate::harness::DEFAULT_TIMEOUT);
+    // The last good checkpoint is on disk: the attempt started, nothing recorded done.
+    let cp = p.checkpoint();
+    assert_eq!(cp["progress"]["counters"]["iterations_done"], 0, "{cp:#}");
+    assert_eq!(cp["status"], "running");
+    fs::remove_file(&marker).expect("free the disk");
+    let out = run.finish();
+    out.expect_code(0);
+    let cp = p.checkpoint();
+    assert_eq!(cp["status"], "completed", "{cp:#}");
+    assert_eq!(cp["progress"]["counters"]["iterations_done"], 2);
+    assert_eq!(p.events("attempt_started").len(), 2, "an iteration was repeated");
+    assert!(out.stderr.contains("disk full on"), "{out}");
+}
