@@ -16,9 +16,12 @@ const FIRST_WAIT: Duration = Duration::from_secs(1);
 /// The longest wait between tries.
 const MAX_WAIT: Duration = Duration::from_secs(30);
 
-/// Whether `e` says the disk (or the user's quota) is full.
+/// Whether `e` says the disk (or the user's quota) is full. By kind, not only by
+/// errno: `tempfile` wraps the OS error with the path, which keeps the kind but not
+/// the raw code.
 pub fn is_full(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(nix::libc::ENOSPC | nix::libc::EDQUOT))
+        || matches!(e.kind(), io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded)
 }
 
 /// The wait before try `n` (0-based): doubling from 1 s up to 30 s.
@@ -64,6 +67,9 @@ mod tests {
         assert!(is_full(&io::Error::from_raw_os_error(nix::libc::EDQUOT)));
         assert!(!is_full(&io::Error::from_raw_os_error(nix::libc::EACCES)));
         assert!(!is_full(&io::Error::other("x")));
+        // As tempfile reports it: the path added, the raw code gone.
+        let wrapped = io::Error::new(io::ErrorKind::StorageFull, "no space at path /x/.tmp1");
+        assert!(is_full(&wrapped));
     }
 
     #[test]

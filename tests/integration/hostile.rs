@@ -425,3 +425,77 @@ iterations = 2
     assert_eq!(p.events("attempt_started").len(), 2, "an iteration was repeated");
     assert!(out.stderr.contains("disk full on"), "{out}");
 }
+
+/// Whether this machine lets a test mount a tmpfs in its own user and mount
+/// namespace; under `CI=true` a missing capability fails the test instead.
+fn can_mount_tmpfs() -> bool {
+    let ok = std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", "d=$(mktemp -d) && mount -t tmpfs -o size=64k tmpfs \"$d\" && umount \"$d\""])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok && std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("`unshare -rm` with a tmpfs mount is not available, and CI=true needs this test to run");
+    }
+    ok
+}
+
+#[test]
+fn a_real_full_disk_waits_and_continues() {
+    if !can_mount_tmpfs() {
+        eprintln!("skipped: cannot mount a tmpfs in a user namespace here");
+        return;
+    }
+    // `.agent/` is a 1 MiB tmpfs; the first iteration's agent fills it. Inside the
+    // namespace a watcher frees the space once ralph says it is waiting for it.
+    let script = "[ -f did-one ] || { touch did-one; dd if=/dev/zero of=.agent/filler bs=4k count=1024 2>/dev/null; }; \
+        echo 'All finished.'; echo '<promise>DONE</promise>'";
+    let p = Project::new().config(&fast(
+        "",
+        "",
+        &format!(
+            r#"
+[agents.sh]
+kind = "command"
+output = "text"
+command = ["sh", "-c", {script:?}, "{{prompt}}"]
+
+[chains]
+main = ["sh"]
+
+[phases.develop]
+chain = "main"
+iterations = 2
+"#
+        ),
+    ));
+    let wrapper = format!(
+        r#"set -e
+mkdir -p .agent
+mount -t tmpfs -o size=1m tmpfs .agent
+( until grep -q 'disk full on' ralph.err 2>/dev/null; do sleep 0.05; done; rm -f .agent/filler ) &
+watcher=$!
+set +e
+{ralph} 2> ralph.err
+code=$?
+kill $watcher 2>/dev/null
+cp -r .agent agent-copy
+exit $code"#,
+        ralph = crate::harness::RALPH
+    );
+    let out = std::process::Command::new("timeout")
+        .args(["60", "unshare", "-rm", "sh", "-c", &wrapper])
+        .current_dir(p.path())
+        .env("XDG_STATE_HOME", p.join(".xdg-state"))
+        .output()
+        .expect("run unshare");
+    let err = p.read("ralph.err");
+    assert_eq!(out.status.code(), Some(0), "{err}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(err.contains("disk full on"), "{err}");
+    let cp: serde_json::Value =
+        serde_json::from_str(&p.read("agent-copy/checkpoint.json")).expect("checkpoint copied out");
+    assert_eq!(cp["status"], "completed");
+    assert_eq!(cp["progress"]["counters"]["iterations_done"], 2);
+    assert_eq!(cp["progress"]["counters"]["attempts"], 2, "an iteration was repeated");
+}
