@@ -60,7 +60,8 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
     let mut lock = ReleaseUnlessKept(Some(acquired.lock));
     // Writes killed half-way leave their temporary files; only the lock holder
     // writes here, so whatever is left is garbage.
-    let removed = store::remove_leftover_temp_files(&agent_dir);
+    let removed =
+        store::remove_leftover_temp_files(&agent_dir) + store::remove_leftover_temp_files(&agent_dir.join("artifacts"));
     if removed > 0 {
         tracing::info!("removed {removed} temporary file(s) of interrupted writes");
     }

@@ -92,6 +92,15 @@ const FOREIGN: &[(&str, &str)] = &[
 ];
 
 #[test]
+fn an_invalid_utf8_byte_in_stream_json_does_not_blind_ralph() {
+    let script = r#"printf '{"type":"assistant","message":{"content":[{"type":"text","text":"caf\351"}]}}\n'; \
+        printf '{"type":"result","subtype":"success","is_error":false,"result":"All finished.\\n<promise>DONE</promise>","session_id":"s1"}\n'"#;
+    let p = Project::new().config(&sh_agent(script, "", r#"output = "claude-stream-json""#));
+    p.ralph().run().expect_code(0);
+    assert!(has(&attempt_logs(&p), b"caf\xe9"), "logged as received");
+}
+
+#[test]
 fn the_agent_environment_is_an_allowlist_and_withheld_names_are_journaled() {
     let p = Project::new().config(&sh_agent(
         "env > seen.txt; echo '<promise>DONE</promise>'",
@@ -208,13 +217,16 @@ fn everything_under_the_state_directory_is_private() {
 fn leftovers_of_kills_are_cleaned_and_a_garbage_lock_is_stale() {
     let p = Project::new().config(&sh_agent("echo '<promise>DONE</promise>'", "", ""));
     fs::create_dir_all(p.join(".agent")).expect("mkdir");
+    fs::create_dir_all(p.join(".agent/artifacts")).expect("mkdir");
     for i in 0..5 {
         fs::write(p.join(&format!(".agent/.tmp{i}xYz")), b"{\"torn").expect("write");
     }
+    fs::write(p.join(".agent/artifacts/.tmpAbc"), b"torn").expect("write");
     fs::write(p.join(".agent/ralph.lock"), b"\xff\xfe\x00 not a lock").expect("write");
     p.ralph().run().expect_code(0);
     let left: Vec<_> = p.agent_dir_listing().into_iter().filter(|n| n.starts_with(".tmp")).collect();
     assert!(left.is_empty(), "{left:?}");
+    assert!(!p.exists(".agent/artifacts/.tmpAbc"));
 }
 
 #[test]
