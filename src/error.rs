@@ -66,6 +66,9 @@ pub enum RalphError {
     /// nothing was changed.
     #[error("stopped by {} before the run started; nothing was changed", .0.signal_name())]
     StoppedBeforeStart(crate::signal::StopCause),
+    /// A symbolic link, or a directory of another user, where ralph keeps its state.
+    #[error("{0}")]
+    UnsafeState(String),
     /// ralph's own I/O failed while the run was under way.
     #[error("{context}: {source}")]
     Io { context: String, source: std::io::Error },
@@ -94,11 +97,17 @@ fn resume_hint(from: Option<&str>) -> String {
 impl RalphError {
     /// An I/O failure once the run is under way (exit 4).
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        if crate::state::private::is_refused(&source) {
+            return RalphError::UnsafeState(source.to_string());
+        }
         RalphError::Io { context: context.into(), source }
     }
 
     /// An I/O failure before the first attempt (exit 2).
     pub fn setup(context: impl Into<String>, source: std::io::Error) -> Self {
+        if crate::state::private::is_refused(&source) {
+            return RalphError::UnsafeState(source.to_string());
+        }
         RalphError::Setup { context: context.into(), source }
     }
 }

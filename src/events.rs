@@ -79,6 +79,8 @@ pub enum RunEvent {
         agent: String,
         cycle: u32,
         resume_session: Option<String>,
+        /// Names only: what the agent did not get from ralph's environment.
+        env_withheld: Vec<String>,
     },
     AttemptSucceeded {
         attempt: u32,

@@ -101,6 +101,6 @@ fn report(result: Result<i32, ralph::error::RalphError>) -> i32 {
 }
 
 fn fail(error: ralph::error::RalphError) -> i32 {
-    eprintln!("ralph: {error}");
+    eprintln!("ralph: {}", ralph::state::redact::redact(&error.to_string()));
     exit::for_error(&error)
 }

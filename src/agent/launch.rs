@@ -27,6 +27,10 @@ pub struct Prepared {
     pub quiet_tools: bool,
     /// The final message is the end of stdout rather than a result event.
     pub text_output: bool,
+    /// Names in ralph's environment the agent does not get (for the journal).
+    pub withheld_env: Vec<String>,
+    /// Marks every process of this attempt (see `process::escaped`).
+    pub attempt_id: String,
 }
 
 /// Why an agent cannot be launched; all of these need a human.
@@ -92,13 +96,21 @@ pub fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchEr
         }
     };
     let marker = (crate::process::leftovers::RUN_ID_VAR.to_string(), req.run_id.to_string());
-    let extra = extra.into_iter().chain(cfg.env.iter().map(|(k, v)| (k.clone(), v.clone()))).chain([marker]);
-    let env = env::scrubbed(std::env::vars(), cfg.kind, &cfg.pass_env, extra);
+    let attempt_id = format!("{}:{}:{}", req.run_id, req.agent, req.launch);
+    let attempt_marker = (crate::process::escaped::ATTEMPT_ID_VAR.to_string(), attempt_id.clone());
+    let extra =
+        extra.into_iter().chain(cfg.env.iter().map(|(k, v)| (k.clone(), v.clone()))).chain([marker, attempt_marker]);
+    let env = env::build(std::env::vars(), cfg.kind, &cfg.pass_env, extra);
+    // No pattern catches a bare `sk-ant-secret123`: hide the exact values ralph hands
+    // over wherever it writes.
+    crate::state::redact::hide_values(env::secret_values(&env.vars, cfg.kind));
     // OpenCode ignores SIGINT (measured: it ran on ~58 s); SIGTERM ends it at once.
     let stop_signal = if cfg.kind == AgentKind::Opencode { Signal::SIGTERM } else { Signal::SIGINT };
     let quiet_tools = cfg.kind == AgentKind::Opencode;
     Ok(Prepared {
-        launch: Launch { argv, cwd: req.cwd.to_path_buf(), env },
+        launch: Launch { argv, cwd: req.cwd.to_path_buf(), env: env.vars },
+        withheld_env: env.withheld,
+        attempt_id,
         stop_signal,
         parser,
         quiet_tools,

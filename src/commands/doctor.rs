@@ -52,7 +52,7 @@ pub fn main(dir: &Path, config_path: Option<&Path>) -> Result<i32, RalphError> {
 }
 
 async fn check_agent(name: &str, agent: &AgentConfig, dir: &Path, timeout: &Duration) -> Vec<Check> {
-    let mut out = Vec::new();
+    let mut out = vec![environment(name, agent)];
     if agent.kind == AgentKind::Sim {
         out.push(Check { ok: true, what: format!("agent {name}: the built-in scripted agent") });
         return out;
@@ -108,6 +108,21 @@ async fn version(name: &str, binary: &Path) -> Check {
         Ok(Err(e)) => Check { ok: false, what: format!("agent {name}: cannot run it: {e}") },
         Err(_) => Check { ok: false, what: format!("agent {name}: `--version` did not answer within 10s") },
     }
+}
+
+/// What the agent would get from ralph's environment and what not, by name only,
+/// so that a person who needs `DATABASE_URL` in the agent's tests sees where to add it.
+fn environment(name: &str, agent: &AgentConfig) -> Check {
+    let extra = agent.env.iter().map(|(k, v)| (k.clone(), v.clone()));
+    let built = env::build(std::env::vars(), agent.kind, &agent.pass_env, extra);
+    let mut passed: Vec<&str> = built.vars.iter().map(|(k, _)| k.as_str()).collect();
+    passed.sort_unstable();
+    let withheld = if built.withheld.is_empty() {
+        "nothing".to_string()
+    } else {
+        format!("{} (add names or globs to [agents.{name}] pass_env to pass them)", built.withheld.join(", "))
+    };
+    Check { ok: true, what: format!("agent {name}: environment gets {}; withholds {withheld}", passed.join(", ")) }
 }
 
 /// Which credential the agent would get, by name only.

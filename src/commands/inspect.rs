@@ -9,6 +9,7 @@ use crate::report::plural;
 use crate::state::checkpoint::Checkpoint;
 use crate::state::format;
 use crate::state::lock::{self, LockInfo};
+use crate::state::redact::{redact, redact_json};
 
 /// Reads the checkpoint of the project in `dir`, without changing anything. The
 /// same reader and the same refusals as `--resume`, so the two always agree.
@@ -27,8 +28,8 @@ pub fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     match &cp {
         None => println!("no checkpoint in {}: `ralph` starts a new run", dir.join(".agent").display()),
         Some(cp) => {
-            print!("{}", describe(cp, holder.is_some()));
-            print!("{}", since(dir, cp));
+            print!("{}", redact(&describe(cp, holder.is_some())));
+            print!("{}", redact(&since(dir, cp)));
         }
     }
     Ok(crate::exit::DONE)
@@ -75,12 +76,13 @@ pub fn live_holder(dir: &Path) -> Option<LockInfo> {
 /// The one JSON shape of `status --json` and `--inspect-checkpoint --json`:
 /// `{"dir", "live", "pid", "checkpoint"}`, the checkpoint `null` when there is none.
 pub fn to_json(dir: &Path, cp: Option<&Checkpoint>, holder: Option<&LockInfo>) -> Result<String, RalphError> {
-    let value = serde_json::json!({
+    let mut value = serde_json::json!({
         "dir": dir.display().to_string(),
         "live": holder.is_some(),
         "pid": holder.map(|h| h.pid),
         "checkpoint": cp,
     });
+    redact_json(&mut value);
     serde_json::to_string_pretty(&value).map_err(|e| RalphError::Internal(e.to_string()))
 }
 

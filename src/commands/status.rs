@@ -6,6 +6,7 @@ use std::path::Path;
 
 use crate::error::RalphError;
 use crate::state::lock;
+use crate::state::redact::redact;
 
 pub fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     let cp = super::inspect::read(dir)?;
@@ -17,9 +18,9 @@ pub fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     match (&cp, &holder) {
         (None, _) => println!("no run in {}", dir.display()),
         (Some(cp), Some(h)) => {
-            print!("live: ralph pid {} on {}\n{}", h.pid, h.host, super::inspect::describe(cp, true));
+            print!("live: ralph pid {} on {}\n{}", h.pid, h.host, redact(&super::inspect::describe(cp, true)));
         }
-        (Some(cp), None) => print!("{}", super::inspect::describe(cp, false)),
+        (Some(cp), None) => print!("{}", redact(&super::inspect::describe(cp, false))),
     }
     Ok(crate::exit::DONE)
 }

@@ -56,6 +56,7 @@ const HOMES: &[(&str, &str)] = &[
     ("max_restarts", "watch"),
     ("restart_backoff", "watch"),
     ("keep_runs", "logs"),
+    ("max_attempt_log", "logs"),
     ("chain", "phases.NAME"),
     ("kind", "agents.NAME"),
 ];

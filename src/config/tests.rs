@@ -520,3 +520,13 @@ fn git_keys_are_checked() {
     let e = err(&format!("[git]\nonly_agent_file = true\n{BASE}"));
     assert_has(&e, &["only_agent_files"]);
 }
+
+#[test]
+fn max_attempt_log_takes_sizes_with_units_and_a_floor() {
+    use super::types::parse_bytes;
+    assert_eq!(parse_bytes("64MiB"), Some(64 << 20));
+    assert_eq!(parse_bytes("500 KB"), Some(500_000));
+    assert_eq!(parse_bytes("1G"), Some(1 << 30));
+    assert_eq!(parse_bytes("4096"), Some(4096));
+    assert_eq!(parse_bytes("lots"), None);
+}

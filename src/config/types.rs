@@ -232,12 +232,55 @@ pub struct Logs {
     /// Run directories kept under `.agent/logs/` (the current run's included); older
     /// ones are removed when a run starts, and by `ralph clean`.
     pub keep_runs: u32,
+    /// Bytes one attempt's log may take on disk (head plus rotating tail): a flood
+    /// never fills the disk. An integer, or a string like "64MiB" / "500KB".
+    #[serde(deserialize_with = "bytes")]
+    pub max_attempt_log: u64,
 }
+
+/// The least `max_attempt_log` allowed: room for a head and a few tail segments.
+pub const MIN_ATTEMPT_LOG: u64 = 64 * 1024;
 
 impl Default for Logs {
     fn default() -> Self {
-        Self { keep_runs: 20 }
+        Self { keep_runs: 20, max_attempt_log: 64 * 1024 * 1024 }
     }
+}
+
+/// A byte count: an integer, or a number with a unit (B, KB/KiB, MB/MiB, GB/GiB;
+/// K, M, G read as binary units).
+fn bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Int(u64),
+        Text(String),
+    }
+    match Raw::deserialize(d)? {
+        Raw::Int(n) => Ok(n),
+        Raw::Text(s) => parse_bytes(&s).ok_or_else(|| {
+            serde::de::Error::custom(format!("{s:?} is not a size; write bytes as a number or like \"64MiB\""))
+        }),
+    }
+}
+
+/// Parses "64MiB", "500 KB", "1G", "4096".
+pub fn parse_bytes(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num.parse().ok()?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1000,
+        "k" | "kib" => 1024,
+        "mb" => 1000 * 1000,
+        "m" | "mib" => 1024 * 1024,
+        "gb" => 1000 * 1000 * 1000,
+        "g" | "gib" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    n.checked_mul(mult)
 }
 
 /// The kinds of agent ralph knows how to drive.

@@ -111,6 +111,13 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
             ),
         ));
     }
+    let max_log = config.logs.max_attempt_log;
+    if max_log < super::types::MIN_ATTEMPT_LOG {
+        return Err(cx.at(
+            &keys!["logs", "max_attempt_log"],
+            format!("[logs] max_attempt_log must be at least 64KiB, not {max_log} bytes"),
+        ));
+    }
     let t = &config.timeouts;
     let o = &config.offline;
     let mut durations = vec![

@@ -5,8 +5,11 @@
 pub mod agent_group;
 pub mod env;
 pub mod escalation;
+pub mod escaped;
 pub mod group;
 pub mod leftovers;
+pub mod lines;
+pub mod long_line;
 pub mod preflight;
 
 pub use escalation::{Escalation, Step};

@@ -1,4 +1,6 @@
-//! ralph's own log: `tracing` to `.agent/logs/<run-id>/ralph.log`.
+//! ralph's own log: `tracing` to `.agent/logs/<run-id>/ralph.log`, redacted like
+//! every other file ralph writes (it quotes agents' errors), owner-only, and never
+//! through a symbolic link.
 //!
 //! Levels: info by default (every journal event, every signal sent), debug with
 //! `-v` (each decision with its inputs: classification, policy, escalation steps,
@@ -44,17 +46,32 @@ pub fn filter(ralph_log: Option<&str>, verbose: u8) -> (EnvFilter, Option<String
 /// Starts logging to `path`. A log that cannot be opened is not worth failing a run;
 /// returns a warning for the user when something was off.
 pub fn init(path: &Path, verbose: u8, format: LogFormat) -> Option<String> {
-    let file = match std::fs::OpenOptions::new().create(true).append(true).open(path) {
+    let file = match crate::state::private::append_file(path) {
         Ok(f) => f,
         Err(e) => return Some(format!("cannot open the log {}: {e}", path.display())),
     };
     let (filter, warning) = filter(std::env::var("RALPH_LOG").ok().as_deref(), verbose);
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).with_writer(Mutex::new(file));
+    let builder =
+        tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).with_writer(Mutex::new(Redacting(file)));
     let _ = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
     };
     warning
+}
+
+/// Redacts each write: the formatter hands over one whole event per write.
+struct Redacting(std::fs::File);
+
+impl std::io::Write for Redacting {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write_all(&crate::state::redact::redact_bytes(buf))?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }
 
 #[cfg(test)]

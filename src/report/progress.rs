@@ -17,6 +17,7 @@ use jiff::tz::TimeZone;
 use crate::agent::AgentEvent;
 use crate::outcome::RunEnd;
 use crate::state::checkpoint::Checkpoint;
+use crate::state::redact::redact;
 
 use super::clock;
 use super::lines::{self, Escalating};
@@ -87,6 +88,7 @@ impl Reporter {
 
     /// A message worth a line of its own.
     pub fn line(&self, message: &str) {
+        let message = &redact(message);
         match (self.mode, &self.bar) {
             (Mode::Quiet, _) => {}
             (Mode::Terminal, Some(bar)) => bar.println(format!("{} {message}", self.clock())),
@@ -209,6 +211,7 @@ impl Reporter {
     /// A wait begins: its length, what it waits for and until when, once as a line;
     /// then, on a terminal, a countdown that ticks.
     pub fn waiting(&mut self, why: &str, delay: Duration) {
+        let why = &redact(why);
         let until = jiff::Timestamp::now().checked_add(delay);
         let until_clock = until.map(|t| clock::hms(t, &self.tz)).unwrap_or_default();
         self.clear();
@@ -272,7 +275,7 @@ impl Reporter {
         if self.mode == Mode::Quiet && *end == RunEnd::Completed {
             return;
         }
-        eprintln!("{}", summary.render(end, checkpoint));
+        eprintln!("{}", redact(&summary.render(end, checkpoint)));
     }
 
     /// Replaces the live line.

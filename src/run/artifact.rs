@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use crate::config::DoneSignal;
+use crate::state::redact::redact;
 
 use super::dispatch::Dispatcher;
 
@@ -19,8 +20,8 @@ impl Dispatcher {
         };
         let Some(text) = text else { return };
         let path = self.r.artifacts_dir.join(format!("{phase_name}.md"));
-        if let Err(e) = std::fs::create_dir_all(&self.r.artifacts_dir)
-            .and_then(|()| crate::state::atomic::write_atomic(&path, text.as_bytes()))
+        if let Err(e) = crate::state::private::ensure_dir(&self.r.artifacts_dir)
+            .and_then(|()| crate::state::atomic::write_atomic(&path, redact(&text).as_bytes()))
         {
             tracing::warn!("cannot keep the artifact of phase {phase_name}: {e}");
         }

@@ -7,14 +7,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use std::io::{BufWriter, Write};
-
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::time::{Instant, sleep_until};
 
 use crate::agent::AgentEvent;
 use crate::agent::launch::Prepared;
 use crate::config::Timeouts;
+use crate::process::lines::{Item, LineReader};
 use crate::process::{Escalation, Step, agent_group, signal_group, spawn};
 use crate::recovery::classify::{EndedBy, Exit};
 use crate::report::lines::EndWhy;
@@ -23,6 +21,8 @@ use crate::state::checkpoint::Usage;
 use crate::state::redact::redact;
 use crate::supervise::note::LastTool;
 use crate::supervise::{Intervention, Supervisor};
+
+use super::attempt_log::AttemptLog;
 
 /// Structured events kept for the classifier.
 const EVENTS_KEPT: usize = 64;
@@ -97,6 +97,7 @@ pub async fn run(
     signals: &mut Signals,
     observer: &mut dyn Observer,
     log_path: &Path,
+    max_log: u64,
 ) -> Outcome {
     let started = Instant::now();
     let mut state = Collected::new(prepared.text_output);
@@ -113,16 +114,16 @@ pub async fn run(
     let _group = GroupGuard;
     // Plain buffered writes: a page-cache write takes microseconds, while tokio's
     // file type would hop to a blocking thread for every line.
-    let mut log = match std::fs::File::create(log_path) {
-        Ok(f) => Some(BufWriter::new(f)),
-        Err(e) => {
-            tracing::warn!("cannot write the attempt log {}: {e}", log_path.display());
-            None
-        }
-    };
+    let mut log = AttemptLog::create(log_path, max_log);
     let mut parser = prepared.parser;
-    let mut out = BufReader::new(stdout).lines();
-    let mut err = BufReader::new(stderr).lines();
+    let attempt_id = prepared.attempt_id.clone();
+    let agent_pid = i32::try_from(pgid).unwrap_or(i32::MAX);
+    // Bytes, not `String` lines: one invalid UTF-8 byte must not end the reading.
+    let mut out = LineReader::new(stdout);
+    let mut err = LineReader::new(stderr);
+    // Whether a long line of each stream has started in the log.
+    let (mut out_long, mut err_long) = (false, false);
+    let mut pending_out: Option<String> = None;
     let (mut out_open, mut err_open) = (true, true);
     let mut supervisor = if prepared.quiet_tools {
         // Its tools run unseen: silence is bounded by the tool limit, never by the
@@ -163,71 +164,43 @@ pub async fn run(
         }
         let (watch_at, watch_reason) = supervisor.deadline();
         let escalate_at = escalation.as_ref().and_then(|(_, at)| *at);
+        let flush_at = log.flush_at();
         tokio::select! {
-            line = out.next_line(), if out_open => match line {
-                Ok(Some(line)) => {
-                    write_log(&mut log, &line, false);
-                    let events = parser.parse_line(&line);
-                    for event in &events {
-                        match event {
-                            // The parser's anomalies: what a person debugging a night
-                            // wants to see first when an agent "says nothing".
-                            AgentEvent::Unknown { kind } if kind == "non-json" => {
-                                tracing::debug!(line = %redact(&line), "agent output that is not its stream format");
-                            }
-                            AgentEvent::Unknown { kind } => tracing::debug!(kind, "agent event of an unknown kind"),
-                            other => tracing::trace!(event = ?other, "agent event"),
-                        }
-                    }
-                    let mut found = None;
-                    if events.is_empty() {
-                        found = supervisor.on_event(None, Instant::now());
-                        observer.event(None);
-                    }
-                    // Lines that are not the agent's structured events (a CLI's own
-                    // error printout) are evidence for the classifier.
-                    let unparsed = events.iter().all(|e| matches!(e, AgentEvent::Unknown { kind } if kind == "non-json"));
-                    for event in events {
-                        found = found.or(supervisor.on_event(Some(&event), Instant::now()));
-                        observer.event(Some(&event));
-                        if matches!(event, AgentEvent::ToolStarted { .. } | AgentEvent::ToolFinished { .. })
-                            && let Some(tool) = supervisor.last_tool()
-                        {
-                            observer.tool(&tool);
-                        }
-                        if let Some(id) = state.absorb(event) {
-                            observer.session(&id);
-                        }
-                    }
-                    if prepared.text_output {
-                        state.push_stdout(&line);
-                    }
-                    if prepared.text_output || unparsed {
-                        state.push_text(&line);
-                    }
-                    if let Some(found) = found
-                        && exit.is_none()
-                        && escalation.is_none()
-                        && stopping.is_none()
-                    {
-                        tracing::info!("ending the attempt: {} ({})", found.detector, found.evidence);
-                        ended_by = found.ended_by;
-                        esc_why = EndWhy::Intervention(found.detector.to_string());
-                        intervention = Some(found);
-                        escalation = Some(begin(Escalation::start_with(prepared.stop_signal, timeouts.grace), pgid));
-                        tell(observer, &esc_why, escalation.as_ref());
-                    }
-                }
-                _ => out_open = false,
-            },
-            line = err.next_line(), if err_open => match line {
-                Ok(Some(line)) => {
-                    write_log(&mut log, &line, true);
+            item = out.next(), if out_open => match item {
+                Some(Item::LongPart(bytes)) => {
+                    log.part(&bytes, false, !out_long);
+                    out_long = true;
+                    // A long line still arriving is output, not a stall.
                     let _ = supervisor.on_event(None, Instant::now());
-                    observer.event(None);
-                    state.push_text(&line);
                 }
-                _ => err_open = false,
+                Some(Item::Line(bytes)) => {
+                    log.line(&bytes, false);
+                    pending_out = Some(String::from_utf8_lossy(&bytes).into_owned());
+                }
+                Some(Item::LongEnd(summary)) => {
+                    log.end_line();
+                    out_long = false;
+                    pending_out = Some(summary);
+                }
+                None => out_open = false,
+            },
+            item = err.next(), if err_open => match item {
+                Some(Item::LongPart(bytes)) => {
+                    log.part(&bytes, true, !err_long);
+                    err_long = true;
+                    // A long line still arriving is output, not a stall.
+                    let _ = supervisor.on_event(None, Instant::now());
+                }
+                Some(Item::Line(bytes)) => {
+                    log.line(&bytes, true);
+                    on_stderr(&mut supervisor, observer, &mut state, &String::from_utf8_lossy(&bytes));
+                }
+                Some(Item::LongEnd(summary)) => {
+                    log.end_line();
+                    err_long = false;
+                    on_stderr(&mut supervisor, observer, &mut state, &summary);
+                }
+                None => err_open = false,
             },
             status = child.wait(), if exit.is_none() => {
                 exit = Some(match status {
@@ -261,6 +234,8 @@ pub async fn run(
                     tell(observer, &esc_why, escalation.as_ref());
                 }
             },
+            // What was shown is on disk within moments: a kill -9 loses little.
+            _ = sleep_until(flush_at.unwrap_or_else(Instant::now)), if flush_at.is_some() => log.flush(),
             _ = sleep_until(drain_deadline.unwrap_or_else(Instant::now)), if drain_deadline.is_some() => {
                 out_open = false;
                 err_open = false;
@@ -284,15 +259,68 @@ pub async fn run(
                 InterruptAction::Stop(_) => {}
                 InterruptAction::ForceExit => {
                     let _ = signal_group(pgid, Signal::SIGKILL);
+                    end_escaped(&attempt_id, agent_pid);
                     return state.finish(End::ForceExit, started);
                 }
                 InterruptAction::Ignore => {}
             },
         }
+        // A stdout line is handled outside the `select!`, whichever way it came.
+        if let Some(line) = pending_out.take() {
+            let events = parser.parse_line(&line);
+            for event in &events {
+                match event {
+                    // The parser's anomalies: what a person debugging a night wants
+                    // to see first when an agent "says nothing".
+                    AgentEvent::Unknown { kind } if kind == "non-json" => {
+                        tracing::debug!(line = %redact(&line), "agent output that is not its stream format");
+                    }
+                    AgentEvent::Unknown { kind } => tracing::debug!(kind, "agent event of an unknown kind"),
+                    other => tracing::trace!(event = ?other, "agent event"),
+                }
+            }
+            let mut found = None;
+            if events.is_empty() {
+                found = supervisor.on_event(None, Instant::now());
+                observer.event(None);
+            }
+            // Lines that are not the agent's structured events (a CLI's own
+            // error printout) are evidence for the classifier.
+            let unparsed = events.iter().all(|e| matches!(e, AgentEvent::Unknown { kind } if kind == "non-json"));
+            for event in events {
+                found = found.or(supervisor.on_event(Some(&event), Instant::now()));
+                observer.event(Some(&event));
+                if matches!(event, AgentEvent::ToolStarted { .. } | AgentEvent::ToolFinished { .. })
+                    && let Some(tool) = supervisor.last_tool()
+                {
+                    observer.tool(&tool);
+                }
+                if let Some(id) = state.absorb(event) {
+                    observer.session(&id);
+                }
+            }
+            if prepared.text_output {
+                state.push_stdout(&line);
+            }
+            if prepared.text_output || unparsed {
+                state.push_text(&line);
+            }
+            if let Some(found) = found
+                && exit.is_none()
+                && escalation.is_none()
+                && stopping.is_none()
+            {
+                tracing::info!("ending the attempt: {} ({})", found.detector, found.evidence);
+                ended_by = found.ended_by;
+                esc_why = EndWhy::Intervention(found.detector.to_string());
+                intervention = Some(found);
+                escalation = Some(begin(Escalation::start_with(prepared.stop_signal, timeouts.grace), pgid));
+                tell(observer, &esc_why, escalation.as_ref());
+            }
+        }
     }
-    if let Some(mut log) = log {
-        let _ = log.flush();
-    }
+    log.flush();
+    end_escaped(&attempt_id, agent_pid);
     let exit = exit.unwrap_or(Exit::Code(-1));
     let end = match stopping {
         Some(cause) => End::Stopped(cause),
@@ -379,14 +407,20 @@ fn exit_of(status: std::process::ExitStatus) -> Exit {
     }
 }
 
-fn write_log(log: &mut Option<BufWriter<std::fs::File>>, line: &str, stderr: bool) {
-    let Some(w) = log.as_mut() else { return };
-    let prefix = if stderr { "[stderr] " } else { "" };
-    // Flushed per line (a page-cache write, microseconds): `ralph logs -f` and a
-    // person's `tail -f` see the transcript as it happens, not when the attempt ends.
-    if writeln!(w, "{prefix}{}", redact(line)).and_then(|()| w.flush()).is_err() {
-        *log = None;
+/// Nothing the agent started outlives its attempt, not even what left its process
+/// group (see `process::escaped`).
+fn end_escaped(attempt_id: &str, agent_pid: i32) {
+    let killed = crate::process::escaped::end_attempt(attempt_id, &[agent_pid]);
+    if !killed.is_empty() {
+        tracing::info!("ended {} process(es) that had left the agent's process group: {killed:?}", killed.len());
     }
+}
+
+/// A line of stderr: evidence for the classifier, and a sign of life.
+fn on_stderr(supervisor: &mut Supervisor, observer: &mut dyn Observer, state: &mut Collected, line: &str) {
+    let _ = supervisor.on_event(None, Instant::now());
+    observer.event(None);
+    state.push_text(line);
 }
 
 /// What the attempt gathered from the agent's output.

@@ -51,6 +51,8 @@ pub struct Dispatcher {
     pub(super) touched: crate::git::attribution::Touched,
     /// The transcript of the attempt last started, for the last error's record.
     pub(super) last_log: Option<std::path::PathBuf>,
+    /// A state file the disk had no room for: nothing new starts until it is written.
+    pub(super) disk_full: Option<std::path::PathBuf>,
 }
 
 impl Dispatcher {
@@ -68,6 +70,7 @@ impl Dispatcher {
             notifier,
             touched,
             last_log: None,
+            disk_full: None,
         }
     }
 
@@ -90,6 +93,12 @@ impl Dispatcher {
             Err(e) => Err(e),
         };
         let end = match end {
+            // The final state must reach the disk too.
+            Ok(end) if end != RunEnd::ForceExit => match self.disk_wait(&mut signals).await {
+                Ok(Some(stopped)) => stopped,
+                Ok(None) => end,
+                Err(e) => return Err(e),
+            },
             Ok(end) => end,
             Err(e) => {
                 // ralph's own failure: what is on disk stays the last valid state.
@@ -109,6 +118,11 @@ impl Dispatcher {
 
     pub(super) async fn dispatch(&mut self, signals: &mut Signals) -> Result<RunEnd, RalphError> {
         loop {
+            // A full disk is an outage: the last good checkpoint stays on disk and
+            // nothing new starts until the current state is written.
+            if let Some(end) = self.disk_wait(signals).await? {
+                return Ok(end);
+            }
             if let Some(stop) = self.cap_reached() {
                 return self.stop(stop);
             }
@@ -221,6 +235,7 @@ impl Dispatcher {
         self.save_with(Durability::Ordered)?;
         self.emit(RunEvent::AttemptStarted {
             attempt: attempt_no,
+            env_withheld: prepared.as_ref().map(|p| p.withheld_env.clone()).unwrap_or_default(),
             phase: pos.phase_name.clone(),
             phase_number: pos.phase + 1,
             phase_count: self.r.loaded.phases.len(),
@@ -257,7 +272,10 @@ impl Dispatcher {
         self.last_log = Some(log_path.clone());
         // What the agent was told, beside what it answered: the first thing to read
         // when a run goes wrong.
-        if let Err(e) = std::fs::write(self.r.logs_dir.join(format!("{stem}.prompt.md")), &prompt) {
+        let prompt_log = self.r.logs_dir.join(format!("{stem}.prompt.md"));
+        if let Err(e) = crate::state::private::create_file(&prompt_log)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, redact(&prompt).as_bytes()))
+        {
             tracing::warn!("cannot keep the prompt of attempt {attempt_no}: {e}");
         }
         let mut timeouts = self.r.loaded.config.timeouts.clone();
@@ -265,7 +283,8 @@ impl Dispatcher {
             // An attempt never runs past the run's own time limit.
             timeouts.attempt = timeouts.attempt.min(left);
         }
-        let mut outcome = attempt::run(prepared, &timeouts, signals, self, &log_path).await;
+        let max_log = self.r.loaded.config.logs.max_attempt_log;
+        let mut outcome = attempt::run(prepared, &timeouts, signals, self, &log_path, max_log).await;
         self.r.reporter.attempt_finished();
         if artifact_stamp(&self.r.dir, &phase.done) != artifact && artifact.is_some_or_created(&self.r.dir, &phase.done)
         {
@@ -505,6 +524,11 @@ impl Dispatcher {
             &self.phase().name,
         );
         self.r.reporter.summary(&self.summary, end, &self.r.checkpoint);
+        // A final state the disk had no room for is not a clean stop: the lock keeps
+        // its content, as the checkpoint on disk still says `running`.
+        if self.disk_full.is_some() {
+            return Ok(());
+        }
         if let Some(lock) = self.r.lock.take()
             && let Err(e) = lock.release()
         {
@@ -622,11 +646,27 @@ impl Dispatcher {
         cp.progress.position.chain = chain;
         cp.elapsed_secs = elapsed;
         cp.updated_at = now();
-        let Some(path) = &self.r.checkpoint_path else { return Ok(()) };
-        store::save_json_with(path, cp, durability)
-            .map_err(|e| RalphError::io(format!("cannot write the checkpoint {}", path.display()), e))?;
-        self.register_status();
-        Ok(())
+        let Some(path) = self.r.checkpoint_path.clone() else { return Ok(()) };
+        let path = &path;
+        // Reasons, errors and recovery notes quote the agent (its last tool call's
+        // input among them): on disk they are redacted like every log.
+        let mut value = serde_json::to_value(&*cp)
+            .map_err(|e| RalphError::Internal(format!("cannot encode the checkpoint: {e}")))?;
+        crate::state::redact::redact_json(&mut value);
+        match store::save_json_with(path, &value, durability) {
+            Ok(()) => {
+                self.register_status();
+                Ok(())
+            }
+            // Not a failure: the previous checkpoint is intact, and the dispatcher
+            // waits for space before it starts anything new.
+            Err(e) if crate::state::disk::is_full(&e) => {
+                tracing::warn!("disk full writing the checkpoint {}: {e}", path.display());
+                self.disk_full = Some(path.clone());
+                Ok(())
+            }
+            Err(e) => Err(RalphError::io(format!("cannot write the checkpoint {}", path.display()), e)),
+        }
     }
 
     /// Hands a run event to every subscriber: the tracing log, the journal, the
@@ -635,6 +675,9 @@ impl Dispatcher {
         tracing::info!(kind = event.kind(), ?event);
         if let Err(e) = self.r.journal.record(&event) {
             tracing::warn!("cannot append to the journal: {e}");
+            if crate::state::disk::is_full(&e) {
+                self.disk_full = self.disk_full.take().or_else(|| self.r.journal.path().map(|p| p.to_path_buf()));
+            }
         }
         self.summary.observe(&event);
         self.notifier.observe(&event, &self.r.checkpoint.run_id);

@@ -185,8 +185,8 @@ fn email_known(repo: &Repo) -> Result<bool, GitError> {
 fn credential_values(loaded: &Loaded) -> Vec<String> {
     let mut values = BTreeSet::new();
     for agent in loaded.config.agents.values() {
-        let env = crate::process::env::scrubbed(std::env::vars(), agent.kind, &agent.pass_env, Vec::new());
-        for (k, v) in env {
+        let env = crate::process::env::build(std::env::vars(), agent.kind, &agent.pass_env, Vec::new());
+        for (k, v) in env.vars {
             if crate::process::env::looks_secret(&k) && v.len() >= 8 {
                 values.insert(v);
             }

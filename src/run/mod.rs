@@ -4,6 +4,8 @@
 
 mod artifact;
 pub mod attempt;
+mod attempt_log;
+mod disk_wait;
 pub mod dispatch;
 mod failure;
 pub mod git_step;
@@ -49,6 +51,11 @@ pub use crate::outcome::RunEnd;
 
 /// `ralph run`: set up, then dispatch until the workflow ends.
 pub async fn run(options: Options) -> Result<RunEnd, RalphError> {
+    // Orphans of agents (a daemon that called setsid) come back to ralph, which ends
+    // them with their attempt; see `process::escaped`.
+    if !crate::process::escaped::become_subreaper() {
+        tracing::warn!("cannot become a child subreaper: escaped agent processes are found by their environment only");
+    }
     let Some((ready, signals)) = setup::prepare(&options).await? else { return Ok(RunEnd::Declined) };
     dispatch::Dispatcher::new(ready).run(signals).await
 }

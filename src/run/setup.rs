@@ -83,6 +83,16 @@ pub async fn prepare(options: &Options) -> Result<Option<(Ready, Signals)>, Ralp
         .map_err(|e| RalphError::setup(format!("cannot create {}", agent_dir.display()), e))?;
     let acquired = crate::state::lock::acquire(&agent_dir.join("ralph.lock"))?;
     let mut signals = Signals::install().map_err(|e| RalphError::io("cannot install signal handlers", e))?;
+    // Until the run starts nothing changed: a problem found before then releases
+    // the lock cleanly (a dropped lock otherwise counts as an interrupted run).
+    let mut lock = ReleaseUnlessKept(Some(acquired.lock));
+    // Writes killed half-way leave their temporary files; only the lock holder
+    // writes here, so whatever is left is garbage.
+    let removed =
+        store::remove_leftover_temp_files(&agent_dir) + store::remove_leftover_temp_files(&agent_dir.join("artifacts"));
+    if removed > 0 {
+        tracing::info!("removed {removed} temporary file(s) of interrupted writes");
+    }
     let reporter = Reporter::new(options.quiet, std::io::stderr().is_terminal());
     reporter.header(&dir);
     if let Some(stale) = &acquired.stale {
@@ -141,11 +151,13 @@ pub async fn prepare(options: &Options) -> Result<Option<(Ready, Signals)>, Ralp
         match retention::move_previous_journal(&agent_dir) {
             Ok(Some(to)) => tracing::info!("moved the previous run's journal to {}", to.display()),
             Ok(None) => {}
+            // A planted link is refused, never moved along or followed.
+            Err(e) if crate::state::private::is_refused(&e) => return Err(RalphError::setup("the journal", e)),
             Err(e) => reporter.line(&format!("note: cannot move the previous journal into its run's logs: {e}")),
         }
     }
     let logs_dir = agent_dir.join("logs").join(&checkpoint.run_id);
-    std::fs::create_dir_all(&logs_dir)
+    crate::state::private::ensure_dirs(&agent_dir, &Path::new("logs").join(&checkpoint.run_id))
         .map_err(|e| RalphError::setup(format!("cannot create {}", logs_dir.display()), e))?;
     let keep = loaded.config.logs.keep_runs as usize;
     match retention::prune(&agent_dir.join("logs"), Some(&checkpoint.run_id), keep) {
@@ -179,7 +191,7 @@ pub async fn prepare(options: &Options) -> Result<Option<(Ready, Signals)>, Ralp
             logs_dir,
             artifacts_dir,
             reporter,
-            lock: Some(acquired.lock),
+            lock: lock.0.take(),
             resumed,
             from: options.from.clone(),
             git,
@@ -528,4 +540,15 @@ pub fn now() -> String {
 fn new_run_id() -> String {
     let ts = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ");
     format!("{ts}-{}", std::process::id())
+}
+
+/// Releases the run lock cleanly when set-up fails before the run starts.
+struct ReleaseUnlessKept(Option<crate::state::lock::RunLock>);
+
+impl Drop for ReleaseUnlessKept {
+    fn drop(&mut self) {
+        if let Some(lock) = self.0.take() {
+            let _ = lock.release();
+        }
+    }
 }

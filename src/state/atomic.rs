@@ -36,6 +36,9 @@ pub enum Durability {
 
 /// Replaces `path` with `bytes` atomically, as durable as `durability` says.
 pub fn replace(path: &Path, bytes: &[u8], durability: Durability) -> io::Result<()> {
+    if let Some(e) = super::disk::injected() {
+        return Err(e);
+    }
     let dir = parent_dir(path);
     let mut tmp = tempfile::Builder::new()
         .prefix(".tmp")

@@ -12,42 +12,63 @@
 //! power cut can lose the last few lines, and a crash mid-write leaves at most
 //! one torn line, which readers skip.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, BufRead, Write};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::Path;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde_json::Value;
 
 use super::redact::redact_json;
 
+/// Lines kept in memory while the disk is full, at most.
+const PENDING_MAX: usize = 10_000;
+
 /// Appends events to the journal, or nothing when disabled.
 #[derive(Debug)]
 pub struct Journal {
     file: Option<File>,
+    path: Option<PathBuf>,
+    /// Lines a full disk refused, written first once there is space again.
+    pending: Vec<String>,
 }
 
 impl Journal {
     /// Opens (creating, mode 0600) the journal for appending.
     pub fn open(path: &Path) -> io::Result<Journal> {
-        let mut file = OpenOptions::new().append(true).read(true).create(true).mode(0o600).open(path)?;
+        // Never through a planted link (it would append to the link's target).
+        let mut file = super::private::append_file(path)?;
         // A torn last line from a crash would swallow our first event into an
         // unparseable line; start on a fresh line instead.
-        let len = file.metadata()?.len();
-        if len > 0 {
-            let mut last = [0u8; 1];
-            file.read_exact_at(&mut last, len - 1)?;
-            if last[0] != b'\n' {
-                file.write_all(b"\n")?;
-            }
-        }
-        Ok(Journal { file: Some(file) })
+        fresh_line(&mut file)?;
+        Ok(Journal { file: Some(file), path: Some(path.to_path_buf()), pending: Vec::new() })
     }
 
     /// A journal that writes nothing (`checkpoint_enabled = false`, tests).
     pub fn disabled() -> Journal {
-        Journal { file: None }
+        Journal { file: None, path: None, pending: Vec::new() }
+    }
+
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Writes the lines a full disk refused; an error leaves them pending.
+    pub fn flush_pending(&mut self) -> io::Result<()> {
+        let Some(file) = self.file.as_mut() else { return Ok(()) };
+        if !self.pending.is_empty() {
+            // The refused write may have left part of a line.
+            fresh_line(file)?;
+        }
+        while let Some(line) = self.pending.first() {
+            if let Some(e) = super::disk::injected() {
+                return Err(e);
+            }
+            file.write_all(line.as_bytes())?;
+            self.pending.remove(0);
+        }
+        Ok(())
     }
 
     pub fn is_enabled(&self) -> bool {
@@ -62,10 +83,24 @@ impl Journal {
             return Ok(());
         };
         let line = render(&jiff::Timestamp::now().to_string(), kind, fields)?;
-        // One write of the whole line: with O_APPEND the kernel places it at the
-        // end in one piece, so a crash tears at most this line.
-        file.write_all(line.as_bytes())?;
-        file.flush()
+        let _ = file;
+        // Order is kept: nothing new is written before what a full disk refused.
+        let written = self.flush_pending().and_then(|()| {
+            if let Some(e) = super::disk::injected() {
+                return Err(e);
+            }
+            let Some(file) = self.file.as_mut() else { return Ok(()) };
+            // One write of the whole line: with O_APPEND the kernel places it at the
+            // end in one piece, so a crash tears at most this line.
+            file.write_all(line.as_bytes())
+        });
+        if let Err(e) = written {
+            if super::disk::is_full(&e) && self.pending.len() < PENDING_MAX {
+                self.pending.push(line);
+            }
+            return Err(e);
+        }
+        Ok(())
     }
 }
 
@@ -78,6 +113,19 @@ impl Journal {
         }
         self.append(event.kind(), &value)
     }
+}
+
+/// Ends a torn last line, so the next line starts fresh.
+fn fresh_line(file: &mut File) -> io::Result<()> {
+    let len = file.metadata()?.len();
+    if len > 0 {
+        let mut last = [0u8; 1];
+        file.read_exact_at(&mut last, len - 1)?;
+        if last[0] != b'\n' {
+            file.write_all(b"\n")?;
+        }
+    }
+    Ok(())
 }
 
 fn render<T: Serialize>(at: &str, kind: &str, fields: &T) -> io::Result<String> {
@@ -175,7 +223,7 @@ mod tests {
         j.append("one", &json!({})).unwrap();
         drop(j);
         // A crash mid-write.
-        let mut f = OpenOptions::new().append(true).open(&p).unwrap();
+        let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
         f.write_all(b"{\"at\":\"2026-").unwrap();
         drop(f);
         assert_eq!(read_all(&p).unwrap().len(), 1);

@@ -17,7 +17,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
@@ -124,9 +124,10 @@ impl Acquired {
     }
 }
 
-/// The held run lock. Release with [`RunLock::release`]; dropping it releases too
-/// (best effort), except while panicking: a panic is not a clean stop, so the
-/// content stays and the next run reports it as stale.
+/// The held run lock. Release with [`RunLock::release`] once the final state is
+/// saved. Dropping it unlocks but keeps the content: a drop is never a clean stop
+/// (a second Ctrl+C, an I/O error, a panic leave the checkpoint `running`), so the
+/// next run reports it as stale.
 #[derive(Debug)]
 pub struct RunLock {
     file: Option<Flock<File>>,
@@ -161,17 +162,6 @@ impl RunLock {
     }
 }
 
-impl Drop for RunLock {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            // Closing the descriptor (dropping the Flock) releases the flock and
-            // keeps the content: the next ralph sees an interrupted run.
-            return;
-        }
-        let _ = self.release_inner();
-    }
-}
-
 /// Takes the run lock at `path` without blocking, creating the file (mode 0600)
 /// if needed, and records this process in it.
 ///
@@ -184,13 +174,8 @@ pub fn acquire(path: &Path) -> Result<Acquired, LockError> {
     // A file unlinked and recreated by someone else between our open and our
     // flock would leave us locking an orphan inode; retry a few times.
     for _ in 0..5 {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(path)
+        // Never through a planted symbolic link (it would truncate its target).
+        let file = super::private::open(path, OpenOptions::new().read(true).write(true).create(true).truncate(false))
             .map_err(io_err)?;
         let mut file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
             Ok(f) => f,
@@ -234,11 +219,13 @@ fn parse(content: &str) -> Option<LockInfo> {
     serde_json::from_str(content.trim()).ok()
 }
 
+/// Lossy: garbage (non-UTF-8) content is a stale lock, not an error that blocks
+/// every start.
 fn read_content(file: &mut File) -> io::Result<String> {
-    let mut s = String::new();
+    let mut bytes = Vec::new();
     file.seek(SeekFrom::Start(0))?;
-    file.read_to_string(&mut s)?;
-    Ok(s)
+    file.read_to_end(&mut bytes)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 fn write_info(file: &mut File, info: &LockInfo) -> io::Result<()> {
@@ -283,9 +270,36 @@ mod tests {
 
         let b = acquire(&p).unwrap();
         assert!(!b.previous_run_crashed());
-        drop(b); // Drop releases cleanly too.
-        assert_eq!(std::fs::metadata(&p).unwrap().len(), 0);
+        b.lock.release().unwrap();
         assert!(!acquire(&p).unwrap().previous_run_crashed());
+    }
+
+    #[test]
+    fn a_drop_is_not_a_clean_stop() {
+        // A second Ctrl+C or an I/O-error exit drops the lock without the final
+        // save: the next ralph must see an interrupted run.
+        let (_d, p) = lock_path();
+        drop(acquire(&p).unwrap());
+        assert_eq!(acquire(&p).unwrap().stale.map(|i| i.pid), Some(std::process::id()));
+    }
+
+    #[test]
+    fn non_utf8_content_is_stale_not_an_error() {
+        let (_d, p) = lock_path();
+        std::fs::write(&p, b"\xff\xfe\x00garbage").unwrap();
+        let a = acquire(&p).unwrap();
+        assert!(a.stale_unreadable && a.previous_run_crashed());
+    }
+
+    #[test]
+    fn a_planted_link_is_not_followed() {
+        let (d, p) = lock_path();
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        std::os::unix::fs::symlink(&victim, &p).unwrap();
+        let err = acquire(&p).unwrap_err().to_string();
+        assert!(err.contains("ralph.lock is a symbolic link"), "{err}");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
     }
 
     #[test]

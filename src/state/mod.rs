@@ -3,9 +3,11 @@
 
 pub mod atomic;
 pub mod checkpoint;
+pub mod disk;
 pub mod format;
 pub mod journal;
 pub mod lock;
+pub mod private;
 pub mod redact;
 pub mod registry;
 pub mod retention;

@@ -7,8 +7,53 @@
 //! linear and adds no dependency. It errs on the side of hiding: a false positive
 //! costs a log line's readability, a false negative leaks a key.
 
+use std::sync::RwLock;
+
 /// What a secret is replaced with.
 pub const REDACTED: &str = "[REDACTED]";
+
+/// Shorter values are not hidden by value: they would hide ordinary words.
+const MIN_VALUE: usize = 6;
+
+/// The exact values of credentials ralph hands to agents: no pattern catches
+/// `ANTHROPIC_API_KEY=sk-ant-secret123` echoed as the bare value, so every place that
+/// redacts hides these too. Process-wide because every writer needs it.
+static VALUES: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// Adds credential values to hide wherever ralph redacts (too-short ones are skipped).
+pub fn hide_values<'a>(values: impl IntoIterator<Item = &'a str>) {
+    let Ok(mut known) = VALUES.write() else { return };
+    for v in values {
+        let v = v.trim();
+        if v.len() >= MIN_VALUE && !known.iter().any(|k| k == v) {
+            known.push(v.to_owned());
+        }
+    }
+    // Longest first, so a value that contains another is hidden whole.
+    known.sort_by_key(|k| std::cmp::Reverse(k.len()));
+}
+
+/// [`redact`] applied to every string value of a JSON tree (keys stay).
+pub fn redact_json(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => *s = redact(s),
+        Value::Array(a) => a.iter_mut().for_each(redact_json),
+        Value::Object(m) => m.values_mut().for_each(redact_json),
+        _ => {}
+    }
+}
+
+/// [`redact`] for bytes that may not be UTF-8: valid runs are redacted, other bytes
+/// pass through as received.
+pub fn redact_bytes(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.extend_from_slice(redact(chunk.valid()).as_bytes());
+        out.extend_from_slice(chunk.invalid());
+    }
+    out
+}
 
 /// Returns `text` with secrets replaced by [`REDACTED`]:
 ///
@@ -23,6 +68,21 @@ pub const REDACTED: &str = "[REDACTED]";
 ///   secret), and so do `null`/`true`/`false`, `$VARIABLE` references and
 ///   nested objects.
 pub fn redact(text: &str) -> String {
+    let patterned = redact_patterns(text);
+    let Ok(known) = VALUES.read() else { return patterned };
+    if known.is_empty() {
+        return patterned;
+    }
+    let mut out = patterned;
+    for v in known.iter() {
+        if out.contains(v.as_str()) {
+            out = out.replace(v.as_str(), REDACTED);
+        }
+    }
+    out
+}
+
+fn redact_patterns(text: &str) -> String {
     let b = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut copied = 0;
@@ -41,17 +101,6 @@ pub fn redact(text: &str) -> String {
     }
     out.push_str(&text[copied..]);
     out
-}
-
-/// [`redact`] applied to every string in a JSON value.
-pub fn redact_json(v: &mut serde_json::Value) {
-    use serde_json::Value;
-    match v {
-        Value::String(s) => *s = redact(s),
-        Value::Array(a) => a.iter_mut().for_each(redact_json),
-        Value::Object(m) => m.values_mut().for_each(redact_json),
-        _ => {}
-    }
 }
 
 /// Non-ASCII bytes count as word bytes so that no match starts inside a
@@ -270,6 +319,15 @@ mod tests {
         keeps("");
         keeps("ünïcödé key: 🔑 sk-short");
         keeps("already [REDACTED] and api_key=[REDACTED]");
+    }
+
+    #[test]
+    fn exact_credential_values_are_hidden() {
+        hide_values(["sk-ant-secret123", "abc"]);
+        hides("the key is sk-ant-secret123.", "the key is [REDACTED].");
+        // Too short to hide by value: ordinary words would go.
+        keeps("abc is fine");
+        assert_eq!(redact_bytes(b"\xffsk-ant-secret123\xfe"), b"\xff[REDACTED]\xfe");
     }
 
     #[test]

@@ -59,7 +59,8 @@ pub fn prune(logs: &Path, current: Option<&str>, keep: usize) -> io::Result<Vec<
 
 /// The run a journal belongs to: the run id of its last `run_started`.
 pub fn journal_run(journal: &Path) -> io::Result<Option<String>> {
-    let file = match std::fs::File::open(journal) {
+    // Never through a link a repository may have planted.
+    let file = match crate::state::private::open(journal, std::fs::OpenOptions::new().read(true)) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),

@@ -5,7 +5,7 @@
 
 use std::fs::{DirBuilder, Permissions};
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -42,7 +42,11 @@ pub fn save_json_with<T: Serialize>(path: &Path, value: &T, durability: Durabili
 /// the line and column; invalid UTF-8 counts as corrupt too, not as an I/O error,
 /// because retrying will not help and the file must be kept for inspection.
 pub fn load_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, StoreError> {
-    let bytes = match std::fs::read(path) {
+    let read = super::private::open(path, std::fs::OpenOptions::new().read(true)).and_then(|mut f| {
+        let mut b = Vec::new();
+        io::Read::read_to_end(&mut f, &mut b).map(|_| b)
+    });
+    let bytes = match read {
         Ok(b) => b,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {
@@ -98,6 +102,19 @@ pub fn set_aside(path: &Path, label: &str) -> io::Result<PathBuf> {
     Err(io::Error::other("no free name to set the file aside"))
 }
 
+/// Removes the temporary files of writes that were killed half-way (`.tmp*` in
+/// `dir`); returns how many. Only the lock holder may call it: nobody else writes
+/// there then.
+pub fn remove_leftover_temp_files(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".tmp"))
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file() || t.is_symlink()))
+        .filter(|e| std::fs::remove_file(e.path()).is_ok())
+        .count()
+}
+
 /// What `.agent/.gitignore` ignores: everything ralph writes at run time. Not
 /// `ralph.toml` or prompt files, which a project may commit, and not the
 /// `.gitignore` itself.
@@ -114,18 +131,22 @@ artifacts/
 .tmp*
 ";
 
-/// Creates `agent_dir` (mode 0700 when new) and writes its `.gitignore` unless one
-/// exists already: a user's own file wins and is never rewritten.
+/// Creates `agent_dir` (or makes an existing one private, refusing a link in its
+/// place) and writes its `.gitignore` unless one exists already: a user's own file
+/// wins and is never rewritten.
 pub fn ensure_gitignore(agent_dir: &Path) -> io::Result<()> {
-    DirBuilder::new().recursive(true).mode(0o700).create(agent_dir)?;
+    if let Some(parent) = agent_dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        DirBuilder::new().recursive(true).create(parent)?;
+    }
+    super::private::ensure_dir(agent_dir)?;
     let path = agent_dir.join(".gitignore");
-    if path.exists() {
+    if std::fs::symlink_metadata(&path).is_ok() {
         return Ok(());
     }
     let mut tmp = tempfile::Builder::new()
         .prefix(".tmp")
-        // Meant to be committed with the project like any .gitignore.
-        .permissions(Permissions::from_mode(0o644))
+        // Private like everything ralph writes here (git keeps no read bits).
+        .permissions(Permissions::from_mode(super::private::FILE_MODE))
         .tempfile_in(agent_dir)?;
     tmp.write_all(GITIGNORE.as_bytes())?;
     tmp.as_file().sync_all()?;
@@ -201,6 +222,27 @@ mod tests {
     }
 
     #[test]
+    fn leftover_temp_files_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..3 {
+            std::fs::write(dir.path().join(format!(".tmpAbC{i}")), b"torn").unwrap();
+        }
+        std::fs::write(dir.path().join("checkpoint.json"), b"{}").unwrap();
+        assert_eq!(remove_leftover_temp_files(dir.path()), 3);
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("checkpoint.json")]);
+    }
+
+    #[test]
+    fn a_linked_checkpoint_is_not_read_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.json");
+        std::os::unix::fs::symlink("/etc/hostname", &p).unwrap();
+        let err = load_json::<S>(&p).unwrap_err().to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+    }
+
+    #[test]
     fn set_aside_never_overwrites() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("checkpoint.json");
@@ -252,13 +294,13 @@ mod tests {
     }
 
     #[test]
-    fn gitignore_keeps_existing_dir_mode() {
+    fn an_existing_agent_dir_is_made_private() {
         let dir = tempfile::tempdir().unwrap();
         let agent = dir.path().join(".agent");
         std::fs::create_dir(&agent).unwrap();
         std::fs::set_permissions(&agent, Permissions::from_mode(0o755)).unwrap();
         ensure_gitignore(&agent).unwrap();
-        assert_eq!(std::fs::metadata(&agent).unwrap().mode() & 0o777, 0o755);
+        assert_eq!(std::fs::metadata(&agent).unwrap().mode() & 0o777, 0o700);
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod commands;
 mod config;
 mod gemini;
 mod git;
+mod hostile;
 mod limits;
 mod opencode;
 mod passes;

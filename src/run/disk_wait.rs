@@ -1,0 +1,69 @@
+//! Waiting out a full disk: ENOSPC or EDQUOT on the checkpoint or the journal is an
+//! outage like a lost network. The last good checkpoint stays on disk (writes are
+//! atomic), the attempt that was running has finished, and nothing new starts:
+//! ralph shows `disk full on <path> (<free> free)`, tries again with backoff, and
+//! continues once the state is written, so no iteration recorded done is repeated.
+//! Like every environmental wait it gives way to a signal at once and is bounded
+//! by `[general] max_runtime`.
+
+use crate::error::RalphError;
+use crate::signal::{InterruptAction, Signals};
+use crate::state::atomic::Durability;
+use crate::state::disk;
+
+use super::RunEnd;
+use super::dispatch::Dispatcher;
+
+impl Dispatcher {
+    /// Waits until the state that a full disk refused is written; `Some` when the run
+    /// ends meanwhile (a signal).
+    pub(super) async fn disk_wait(&mut self, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
+        let mut tries = 0u32;
+        while let Some(path) = self.disk_full.clone() {
+            let free = disk::free_bytes(&path).map_or_else(|| "unknown".to_string(), disk::human);
+            let why = format!("disk full on {} ({free} free)", path.display());
+            let mut delay = disk::backoff(tries);
+            if let Some(left) = self.runtime_left() {
+                if left.is_zero() {
+                    return Err(RalphError::io(
+                        format!("{why}; [general] max_runtime ran out while waiting for space"),
+                        std::io::Error::from_raw_os_error(nix::libc::ENOSPC),
+                    ));
+                }
+                delay = delay.min(left);
+            }
+            if tries == 0 {
+                tracing::warn!("waiting: {why}");
+            }
+            self.r.reporter.waiting(&why, delay);
+            let action = tokio::select! {
+                () = tokio::time::sleep(delay) => None,
+                action = signals.next() => Some(action),
+            };
+            self.r.reporter.waiting_done();
+            match action {
+                Some(InterruptAction::Stop(cause)) => return self.stopped(cause, None).map(Some),
+                Some(InterruptAction::ForceExit) => return Ok(Some(RunEnd::ForceExit)),
+                Some(InterruptAction::Ignore) | None => {}
+            }
+            // Try again: the checkpoint first (it is what a restart resumes from),
+            // then the journal lines that were refused.
+            self.disk_full = None;
+            self.save_with(Durability::Durable)?;
+            if self.disk_full.is_none()
+                && let Err(e) = self.r.journal.flush_pending()
+            {
+                if !disk::is_full(&e) {
+                    tracing::warn!("cannot append to the journal: {e}");
+                }
+                self.disk_full = disk::is_full(&e).then(|| self.r.journal.path().map(|p| p.to_path_buf())).flatten();
+            }
+            if self.disk_full.is_none() {
+                tracing::info!("disk space is back on {}", path.display());
+                self.r.reporter.line(&format!("disk space is back on {}: continuing", path.display()));
+            }
+            tries = tries.saturating_add(1);
+        }
+        Ok(None)
+    }
+}

@@ -1,0 +1,90 @@
+//! A full disk is an outage, not a failure: telling ENOSPC and EDQUOT apart from
+//! other write errors, how much space is free, and how long to wait before the next
+//! try. The waiting itself is the dispatcher's (`run::dispatch`), which keeps the
+//! last good checkpoint on disk and starts nothing new until the state is saved.
+//!
+//! Debug builds have a fault hook for the tests: while the file named by
+//! `RALPH_TEST_DISK_FULL` exists, every checkpoint and journal write fails with
+//! ENOSPC. Release builds do not have it.
+
+use std::io;
+use std::path::Path;
+use std::time::Duration;
+
+/// The first wait after a write found the disk full.
+const FIRST_WAIT: Duration = Duration::from_secs(1);
+/// The longest wait between tries.
+const MAX_WAIT: Duration = Duration::from_secs(30);
+
+/// Whether `e` says the disk (or the user's quota) is full. By kind, not only by
+/// errno: `tempfile` wraps the OS error with the path, which keeps the kind but not
+/// the raw code.
+pub fn is_full(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(nix::libc::ENOSPC | nix::libc::EDQUOT))
+        || matches!(e.kind(), io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded)
+}
+
+/// The wait before try `n` (0-based): doubling from 1 s up to 30 s.
+pub fn backoff(n: u32) -> Duration {
+    FIRST_WAIT.saturating_mul(2u32.saturating_pow(n.min(16))).min(MAX_WAIT)
+}
+
+/// Bytes free for this user on the file system of `path`.
+pub fn free_bytes(path: &Path) -> Option<u64> {
+    let dir = if path.is_dir() { path } else { path.parent()? };
+    let st = nix::sys::statvfs::statvfs(dir).ok()?;
+    st.blocks_available().checked_mul(st.fragment_size())
+}
+
+/// `1.2 MiB`, `512 B`.
+pub fn human(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 { format!("{bytes} B") } else { format!("{value:.1} {}", UNITS[unit]) }
+}
+
+/// The test fault hook (debug builds only): ENOSPC while the marker file exists.
+pub fn injected() -> Option<io::Error> {
+    if !cfg!(debug_assertions) {
+        return None;
+    }
+    let marker = std::env::var_os("RALPH_TEST_DISK_FULL")?;
+    Path::new(&marker).exists().then(|| io::Error::from_raw_os_error(nix::libc::ENOSPC))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_means_enospc_or_edquot() {
+        assert!(is_full(&io::Error::from_raw_os_error(nix::libc::ENOSPC)));
+        assert!(is_full(&io::Error::from_raw_os_error(nix::libc::EDQUOT)));
+        assert!(!is_full(&io::Error::from_raw_os_error(nix::libc::EACCES)));
+        assert!(!is_full(&io::Error::other("x")));
+        // As tempfile reports it: the path added, the raw code gone.
+        let wrapped = io::Error::new(io::ErrorKind::StorageFull, "no space at path /x/.tmp1");
+        assert!(is_full(&wrapped));
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_a_cap() {
+        assert_eq!(backoff(0), Duration::from_secs(1));
+        assert_eq!(backoff(1), Duration::from_secs(2));
+        assert_eq!(backoff(4), Duration::from_secs(16));
+        assert_eq!(backoff(5), MAX_WAIT);
+        assert_eq!(backoff(1000), MAX_WAIT);
+    }
+
+    #[test]
+    fn sizes_read_like_a_person_writes_them() {
+        assert_eq!(human(512), "512 B");
+        assert_eq!(human(1536), "1.5 KiB");
+        assert_eq!(human(5 * 1024 * 1024), "5.0 MiB");
+    }
+}

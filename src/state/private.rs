@@ -1,0 +1,158 @@
+//! How ralph opens what it writes under `.agent/`: files owner-only (0600) and
+//! never through a symbolic link (`O_NOFOLLOW`), directories owner-only (0700),
+//! real directories and owned by the user. A repository can ship an `.agent/`
+//! with a link in it; following one would let a checkout make ralph truncate or
+//! append to any file its user can write, so a link is refused with an error that
+//! names it. Modes are set on every open, not just on creation, so an `.agent/`
+//! that existed before with wider modes is made private too.
+
+use std::fs::{DirBuilder, File, OpenOptions, Permissions};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+
+/// Mode of every file ralph writes under `.agent/`.
+pub const FILE_MODE: u32 = 0o600;
+/// Mode of every directory ralph makes under (and including) `.agent/`.
+pub const DIR_MODE: u32 = 0o700;
+
+/// Creates or truncates `path` for writing.
+pub fn create_file(path: &Path) -> io::Result<File> {
+    open(path, OpenOptions::new().write(true).create(true).truncate(true))
+}
+
+/// Opens `path` for appending, creating it when missing.
+pub fn append_file(path: &Path) -> io::Result<File> {
+    open(path, OpenOptions::new().append(true).read(true).create(true))
+}
+
+/// Opens `path` with `options`, refusing a symbolic link, and makes it 0600.
+pub fn open(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
+    let file =
+        options.mode(FILE_MODE).custom_flags(nix::libc::O_NOFOLLOW).open(path).map_err(|e| link_error(path, e))?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(refused(format!("{} is not a regular file; ralph will not write to it", path.display())));
+    }
+    if meta.mode() & 0o777 != FILE_MODE {
+        file.set_permissions(Permissions::from_mode(FILE_MODE))?;
+    }
+    Ok(file)
+}
+
+/// `O_NOFOLLOW` fails with ELOOP on a link: say which link, and what to do.
+fn link_error(path: &Path, e: io::Error) -> io::Error {
+    if e.raw_os_error() == Some(nix::libc::ELOOP) {
+        return refused_link(path);
+    }
+    e
+}
+
+/// A link or foreign directory where ralph keeps its state: a person must look.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(String);
+
+fn refused_link(path: &Path) -> io::Error {
+    refused(format!(
+        "{} is a symbolic link; ralph does not follow links in its state directory (remove it and start again)",
+        path.display()
+    ))
+}
+
+fn refused(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, Refused(message))
+}
+
+/// Whether `e` is a refusal of this module (not an ordinary I/O failure).
+pub fn is_refused(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<Refused>())
+}
+
+/// Makes sure `dir` is a real directory owned by this user with mode 0700,
+/// creating it (one level) when missing.
+pub fn ensure_dir(dir: &Path) -> io::Result<()> {
+    match std::fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            match DirBuilder::new().mode(DIR_MODE).create(dir) {
+                Ok(()) => {}
+                // Made meanwhile (another ralph): check it like any existing one.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return ensure_dir(dir),
+                Err(e) => return Err(e),
+            }
+            // The umask may have narrowed the mode further; set it exactly.
+            std::fs::set_permissions(dir, Permissions::from_mode(DIR_MODE))
+        }
+        Err(e) => Err(e),
+        Ok(meta) if meta.file_type().is_symlink() => Err(refused_link(dir)),
+        Ok(meta) if !meta.is_dir() => {
+            Err(refused(format!("{} is not a directory; ralph keeps its state there", dir.display())))
+        }
+        Ok(meta) if meta.uid() != nix::unistd::geteuid().as_raw() => Err(refused(format!(
+            "{} belongs to another user (uid {}); ralph keeps its state only in directories of its own user",
+            dir.display(),
+            meta.uid()
+        ))),
+        Ok(meta) if meta.mode() & 0o777 != DIR_MODE => std::fs::set_permissions(dir, Permissions::from_mode(DIR_MODE)),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// [`ensure_dir`] for `root` and every directory from it down to `root/sub`.
+pub fn ensure_dirs(root: &Path, sub: &Path) -> io::Result<()> {
+    ensure_dir(root)?;
+    let mut dir = root.to_path_buf();
+    for part in sub.components() {
+        dir.push(part);
+        ensure_dir(&dir)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn files_are_private_even_when_they_existed_wider() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        std::fs::write(&p, b"old").unwrap();
+        std::fs::set_permissions(&p, Permissions::from_mode(0o644)).unwrap();
+        drop(append_file(&p).unwrap());
+        assert_eq!(std::fs::metadata(&p).unwrap().mode() & 0o777, 0o600);
+        drop(create_file(&d.path().join("g")).unwrap());
+        assert_eq!(std::fs::metadata(d.path().join("g")).unwrap().mode() & 0o777, 0o600);
+    }
+
+    #[test]
+    fn links_are_refused_and_named() {
+        let d = tempfile::tempdir().unwrap();
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let link = d.path().join("ralph.lock");
+        symlink(&victim, &link).unwrap();
+        for result in [create_file(&link), append_file(&link)] {
+            let e = result.unwrap_err();
+            assert!(e.to_string().contains("ralph.lock is a symbolic link"), "{e}");
+        }
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        let dir_link = d.path().join("logs");
+        symlink(d.path(), &dir_link).unwrap();
+        let e = ensure_dir(&dir_link).unwrap_err();
+        assert!(e.to_string().contains("logs is a symbolic link"), "{e}");
+    }
+
+    #[test]
+    fn directories_are_made_private() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join(".agent");
+        std::fs::create_dir(&root).unwrap();
+        std::fs::set_permissions(&root, Permissions::from_mode(0o755)).unwrap();
+        ensure_dirs(&root, Path::new("logs/run")).unwrap();
+        for p in [root.clone(), root.join("logs"), root.join("logs/run")] {
+            assert_eq!(std::fs::metadata(&p).unwrap().mode() & 0o777, 0o700, "{}", p.display());
+        }
+    }
+}
