@@ -169,7 +169,7 @@ mod tests {
         // A notifier ralph started: its child, in ralph's own process group; tokio
         // waits for it, so even its zombie is not ours to reap.
         let helper = Proc { pid: 70, ppid: 10, pgid: 10, zombie: false, marked: false };
-        assert!(to_end(&[helper.clone()], ME, &[]).is_empty());
+        assert!(to_end(std::slice::from_ref(&helper), ME, &[]).is_empty());
         assert!(to_reap(&[Proc { zombie: true, ..helper }], ME, &[]).is_empty());
     }
 
