@@ -96,7 +96,19 @@ pub struct Retry {
     pub storm_recoveries: u32,
     #[serde(with = "humantime_serde")]
     pub storm_window: Duration,
+    /// Longest unbroken streak of `environmental` failures (minus offline pauses and
+    /// rate-limit waits) before the run fails: a misclassified persistent error must
+    /// not be retried forever.
+    #[serde(with = "humantime_serde")]
+    pub max_environmental_wait: Duration,
+    /// First wait between `agent`-category retries of one agent, doubling per failure
+    /// up to [`AGENT_BACKOFF_MAX`]; zero retries at once.
+    #[serde(with = "humantime_serde")]
+    pub agent_backoff_base: Duration,
 }
+
+/// The longest wait between `agent`-category retries of one agent.
+pub const AGENT_BACKOFF_MAX: Duration = Duration::from_secs(60);
 
 impl Default for Retry {
     fn default() -> Self {
@@ -111,6 +123,8 @@ impl Default for Retry {
             max_rate_limit_wait: Duration::from_secs(6 * 3600),
             storm_recoveries: 3,
             storm_window: Duration::from_secs(600),
+            max_environmental_wait: Duration::from_secs(6 * 3600),
+            agent_backoff_base: Duration::from_secs(2),
         }
     }
 }

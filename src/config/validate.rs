@@ -114,6 +114,7 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
         (keys!["retry", "backoff_max"], r.backoff_max),
         (keys!["retry", "max_rate_limit_wait"], r.max_rate_limit_wait),
         (keys!["retry", "storm_window"], r.storm_window),
+        (keys!["retry", "max_environmental_wait"], r.max_environmental_wait),
         (keys!["timeouts", "stall"], t.stall),
         (keys!["timeouts", "tool"], t.tool),
         (keys!["timeouts", "attempt"], t.attempt),

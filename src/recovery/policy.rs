@@ -4,9 +4,11 @@
 
 use std::time::Duration;
 
-use crate::config::{Phase, Retry};
+use crate::config::{AGENT_BACKOFF_MAX, Phase, Retry};
+use crate::supervise::storm;
 use crate::workflow::Progress;
 use crate::workflow::done::Completion;
+use crate::workflow::progress::EnvironmentalStreak;
 
 use super::{Category, Classification};
 
@@ -22,6 +24,10 @@ pub enum Cap {
     Iterations,
     Runtime,
     Cost,
+    /// One unbroken streak of environmental failures ran past `max_environmental_wait`.
+    EnvironmentalWait,
+    /// No agent of the chain can run before `max_rate_limit_wait`.
+    RateLimitWait,
 }
 
 impl Cap {
@@ -35,6 +41,8 @@ impl Cap {
             Cap::Iterations => "iteration cap exhausted",
             Cap::Runtime => "max_runtime exhausted",
             Cap::Cost => "max_cost_usd exhausted",
+            Cap::EnvironmentalWait => "max_environmental_wait exhausted",
+            Cap::RateLimitWait => "max_rate_limit_wait exhausted",
         }
     }
 }
@@ -61,8 +69,11 @@ pub enum Next {
     /// Every phase is done.
     Finished,
     /// Try the same agent again after `delay` (resuming its session if one is set).
+    /// With `probe_first` the providers are probed before the delay, and while they
+    /// do not answer the run pauses (the offline pause) instead of retrying.
     Retry {
         delay: Duration,
+        probe_first: bool,
     },
     /// The agent's budget is spent (or it is rate-limited and the config says
     /// fallover): the next agent of the chain takes over.
@@ -72,9 +83,11 @@ pub enum Next {
         new_cycle: bool,
         why: FalloverWhy,
     },
-    /// Wait until this unix second (a rate-limit reset), then try again.
+    /// Wait until the unix second `at` (a rate-limit reset plus a margin), then try
+    /// again; `reset` is the time the provider reported, the one shown.
     WaitUntil {
         at: i64,
+        reset: i64,
         reason: String,
     },
     Stop(Stop),
@@ -123,6 +136,7 @@ pub fn on_success(progress: &mut Progress, phases: &[Phase], completion: Complet
     counters.ambiguous_failures = 0;
     counters.retry_streak = 0;
     counters.done_claims = 0;
+    progress.environmental_streak = None;
     progress.resume_session = None;
     progress.recovery_note = None;
     progress.recoveries.clear();
@@ -191,6 +205,14 @@ pub fn on_failure(
     // Resuming a session the agent does not know, or one whose context is full,
     // would fail the same way again.
     let session = if failure.fresh_session { None } else { session };
+    if failure.category == Category::Environmental {
+        if let Some(stop) = environmental_streak(progress, limits.retry, failure, facts.now) {
+            return Next::Stop(stop);
+        }
+    } else {
+        // The streak ends when an attempt ends any other way.
+        progress.environmental_streak = None;
+    }
     if failure.reset_tool_registry {
         return on_tool_unavailable(progress, limits, failure);
     }
@@ -202,7 +224,10 @@ pub fn on_failure(
         Category::Environmental => {
             progress.counters.retry_streak += 1;
             progress.resume_session = session;
-            Next::Retry { delay: backoff(limits.retry, progress.counters.retry_streak, facts.jitter) }
+            Next::Retry {
+                delay: backoff(limits.retry, progress.counters.retry_streak, facts.jitter),
+                probe_first: true,
+            }
         }
         Category::Ambiguous => {
             progress.counters.ambiguous_failures += 1;
@@ -221,10 +246,65 @@ pub fn on_failure(
                 });
             }
             progress.resume_session = session;
-            Next::Retry { delay: backoff(limits.retry, progress.counters.retry_streak, facts.jitter) }
+            Next::Retry {
+                delay: backoff(limits.retry, progress.counters.retry_streak, facts.jitter),
+                probe_first: false,
+            }
         }
         Category::Agent => on_agent_failure(progress, phases, limits, session),
     }
+}
+
+/// Opens or extends the streak of environmental failures, and ends the run when the
+/// streak (its wall time minus offline pauses and rate-limit waits, which have bounds
+/// of their own) ran past `[retry] max_environmental_wait`.
+fn environmental_streak(progress: &mut Progress, retry: &Retry, failure: &Classification, now: i64) -> Option<Stop> {
+    let streak = progress.environmental_streak.get_or_insert(EnvironmentalStreak { since: now, excluded_secs: 0 });
+    let counted = now.saturating_sub(streak.since).saturating_sub(streak.excluded_secs).max(0);
+    let max = retry.max_environmental_wait;
+    if u64::try_from(counted).unwrap_or(0) < max.as_secs() {
+        return None;
+    }
+    Some(Stop::Failed {
+        cap: Cap::EnvironmentalWait,
+        message: format!(
+            "{}: environmental failures for {} without a successful attempt (last: {}); \
+             raise [retry] max_environmental_wait to keep retrying longer",
+            Cap::EnvironmentalWait.phrase(),
+            humantime::format_duration(Duration::from_secs(u64::try_from(counted).unwrap_or(0))),
+            failure.reason
+        ),
+    })
+}
+
+/// The continue storm: after a retry that resumes the session, too many recoveries of
+/// the iteration within `[retry] storm_window` make the next attempt start fresh
+/// (resuming keeps feeding the agent the context that went wrong). Only the agent's
+/// own failures count: an outage or a rate limit says nothing about the session's
+/// context. Returns the evidence when the storm fired.
+pub fn continue_storm(
+    progress: &mut Progress,
+    retry: &Retry,
+    failure: &Classification,
+    next: &Next,
+    now: i64,
+) -> Option<String> {
+    if failure.category != Category::Agent || !matches!(next, Next::Retry { .. }) || progress.resume_session.is_none() {
+        return None;
+    }
+    let window = i64::try_from(retry.storm_window.as_secs()).unwrap_or(i64::MAX);
+    progress.recoveries.push(now);
+    storm::prune(&mut progress.recoveries, now, window);
+    let threshold = usize::try_from(retry.storm_recoveries).unwrap_or(usize::MAX);
+    if !storm::is_storm(&progress.recoveries, now, window, threshold) {
+        return None;
+    }
+    progress.resume_session = None;
+    progress.recoveries.clear();
+    Some(format!(
+        "{threshold} recoveries of this iteration within {}: the next attempt starts a fresh session",
+        humantime::format_duration(retry.storm_window)
+    ))
 }
 
 /// The agent lost a tool it was given: a new session (which rebuilds the agent's tool
@@ -244,7 +324,7 @@ fn on_tool_unavailable(progress: &mut Progress, limits: Limits<'_>, failure: &Cl
         });
     }
     progress.resume_session = None;
-    Next::Retry { delay: Duration::ZERO }
+    Next::Retry { delay: Duration::ZERO, probe_first: false }
 }
 
 fn on_agent_failure(progress: &mut Progress, phases: &[Phase], limits: Limits<'_>, session: Option<String>) -> Next {
@@ -255,8 +335,10 @@ fn on_agent_failure(progress: &mut Progress, phases: &[Phase], limits: Limits<'_
             RecoveryAction::Resume => session,
             RecoveryAction::Fresh => None,
         };
-        // Agent failures are budgeted, so they are retried at once.
-        return Next::Retry { delay: Duration::ZERO };
+        // Agent failures are budgeted, so they need no long backoff; a short one keeps
+        // a crash loop from restarting the agent many times a second.
+        let delay = agent_backoff(limits.retry, progress.counters.agent_failures);
+        return Next::Retry { delay, probe_first: false };
     }
     let Some(phase) = phases.get(progress.position.phase) else {
         return Next::Finished;
@@ -289,6 +371,13 @@ fn on_agent_failure(progress: &mut Progress, phases: &[Phase], limits: Limits<'_
     progress.resume_session = None;
     let to = phase.chain.get(next_index).cloned().unwrap_or_default();
     Next::Fallover { from, to, new_cycle, why: FalloverWhy::Budget }
+}
+
+/// The wait before the `n`th agent-category retry of one agent:
+/// `agent_backoff_base · 2^(n−1)`, at most [`AGENT_BACKOFF_MAX`].
+pub fn agent_backoff(retry: &Retry, n: u32) -> Duration {
+    let exp = n.saturating_sub(1).min(30);
+    retry.agent_backoff_base.saturating_mul(1u32 << exp).min(AGENT_BACKOFF_MAX)
 }
 
 /// Exponential backoff with jitter: `base · 2^(streak−1)`, capped at `max`, then
@@ -364,7 +453,7 @@ mod tests {
         let f = agent_failure();
         assert_eq!(
             on_failure(&mut p, &phases, limits(&retry), &f, facts(Some("s1".into()))),
-            Next::Retry { delay: Duration::ZERO }
+            Next::Retry { delay: Duration::from_secs(2), probe_first: false }
         );
         assert_eq!(p.resume_session.as_deref(), Some("s1"));
         assert_eq!(
@@ -398,7 +487,7 @@ mod tests {
         f.fresh_session = true;
         assert_eq!(
             on_failure(&mut p, &phases, limits(&retry), &f, facts(Some("s1".into()))),
-            Next::Retry { delay: Duration::ZERO }
+            Next::Retry { delay: Duration::from_secs(2), probe_first: false }
         );
         assert_eq!(p.resume_session, None);
     }
@@ -433,7 +522,7 @@ mod tests {
         for _ in 0..2 {
             assert_eq!(
                 on_failure(&mut p, &phases, limits(&retry), &f, facts(Some("s".into()))),
-                Next::Retry { delay: Duration::ZERO }
+                Next::Retry { delay: Duration::ZERO, probe_first: false }
             );
             assert_eq!(p.resume_session, None);
             assert_eq!(p.position.agent_index, 0, "no agent budget is used");
@@ -472,5 +561,77 @@ mod tests {
         assert_eq!(full, [5, 10, 20, 40, 60, 60]);
         assert_eq!(backoff(&retry, 1, 0.0), Duration::from_millis(2500));
         assert_eq!(backoff(&retry, u32::MAX, 1.0), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn agent_retries_back_off_doubling_to_a_minute() {
+        let retry = Retry { agent_attempts: 100, ..Retry::default() };
+        let phases = [phase("dev", &["a"], 1, false)];
+        let mut p = Progress::new("dev");
+        let delays: Vec<u64> = (0..7)
+            .map(|_| match on_failure(&mut p, &phases, limits(&retry), &agent_failure(), facts(None)) {
+                Next::Retry { delay, probe_first: false } => delay.as_secs(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(delays, [2, 4, 8, 16, 32, 60, 60]);
+        let at_once = Retry { agent_backoff_base: Duration::ZERO, ..retry };
+        assert_eq!(agent_backoff(&at_once, 3), Duration::ZERO);
+    }
+
+    #[test]
+    fn an_environmental_streak_is_bounded_without_max_runtime() {
+        let retry = Retry { max_environmental_wait: Duration::from_secs(3600), ..Retry::default() };
+        let phases = [phase("dev", &["a"], 1, false)];
+        let mut p = Progress::new("dev");
+        let env = Classification::new(Category::Environmental, "provider_overloaded", "the provider is overloaded");
+        let at = |now| Facts { now, ..Facts::default() };
+        assert!(matches!(
+            on_failure(&mut p, &phases, limits(&retry), &env, at(1_000)),
+            Next::Retry { probe_first: true, .. }
+        ));
+        // An hour offline does not count.
+        p.exclude_from_streak(3_600);
+        assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &env, at(5_000)), Next::Retry { .. }));
+        match on_failure(&mut p, &phases, limits(&retry), &env, at(8_200)) {
+            Next::Stop(Stop::Failed { cap: Cap::EnvironmentalWait, message }) => {
+                assert!(message.starts_with("max_environmental_wait exhausted"), "{message}");
+                assert!(message.contains("the provider is overloaded"), "{message}");
+                assert!(message.contains("[retry] max_environmental_wait"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Any other ending of an attempt ends the streak.
+        let mut p = Progress::new("dev");
+        let _ = on_failure(&mut p, &phases, limits(&retry), &env, at(0));
+        let _ = on_failure(&mut p, &phases, limits(&retry), &agent_failure(), at(3_000));
+        assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &env, at(4_000)), Next::Retry { .. }));
+        assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &env, at(7_000)), Next::Retry { .. }));
+        let _ = on_success(&mut p, &phases, Completion::Done);
+        assert_eq!(p.environmental_streak, None);
+    }
+
+    #[test]
+    fn only_the_agents_own_failures_make_a_continue_storm() {
+        let retry = Retry { agent_attempts: 100, ..Retry::default() };
+        let phases = [phase("dev", &["a"], 1, false)];
+        let mut p = Progress::new("dev");
+        let overloaded = Classification::new(Category::Environmental, "provider_overloaded", "529");
+        for now in [0, 60, 120, 180] {
+            let next = on_failure(&mut p, &phases, limits(&retry), &overloaded, facts_at(Some("s".into()), now));
+            assert_eq!(continue_storm(&mut p, &retry, &overloaded, &next, now), None);
+        }
+        assert_eq!(p.resume_session.as_deref(), Some("s"), "the session survives an outage");
+        let mut fired = None;
+        for now in [200, 260, 320] {
+            let next = on_failure(&mut p, &phases, limits(&retry), &agent_failure(), facts_at(Some("s".into()), now));
+            fired = continue_storm(&mut p, &retry, &agent_failure(), &next, now);
+        }
+        assert!(fired.is_some_and(|e| e.starts_with("3 recoveries")));
+        assert_eq!(p.resume_session, None);
+    }
+
+    fn facts_at(session: Option<String>, now: i64) -> Facts {
+        Facts { session, now, ..Facts::default() }
     }
 }

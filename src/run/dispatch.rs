@@ -10,7 +10,6 @@ use tokio::time::Instant;
 use crate::agent::AgentEvent;
 use crate::agent::launch::{self, Request};
 use crate::error::RalphError;
-use crate::recovery::Category;
 use crate::recovery::classify::{EndedBy, Exit};
 use crate::recovery::policy::{self, Cap, FalloverWhy, Next, Stop};
 use crate::recovery::rate_limit;
@@ -298,17 +297,11 @@ impl Dispatcher {
                 self.journal("phase_done", json!({"phase": self.phase().name}));
                 return Ok(Some(RunEnd::Completed));
             }
-            Next::Retry { delay } => {
+            Next::Retry { delay, probe_first } => {
                 let session = self.r.checkpoint.progress.resume_session.clone();
                 self.journal("retry", json!({"delay_ms": delay.as_millis() as u64, "resume_session": session}));
                 self.save()?;
-                let environmental = self
-                    .r
-                    .checkpoint
-                    .last_error
-                    .as_ref()
-                    .is_some_and(|e| e.classification.category == Category::Environmental);
-                if environmental {
+                if probe_first {
                     match self.offline_pause(signals).await? {
                         Offline::Stopped(end) => return Ok(Some(end)),
                         // Back online: the interrupted attempt is retried at once.
@@ -338,8 +331,8 @@ impl Dispatcher {
                 ));
                 self.save()?;
             }
-            Next::WaitUntil { at, reason } => {
-                self.journal("rate_limit_wait", json!({"until": at, "reason": reason}));
+            Next::WaitUntil { at, reset, reason } => {
+                self.journal("rate_limit_wait", json!({"until": at, "reset": reset, "reason": reason}));
                 return self.wait_for_reset(at, &reason, signals).await;
             }
             Next::Stop(stop) => return self.stop(stop).map(Some),

@@ -12,7 +12,7 @@ use crate::signal::Signals;
 use crate::state::checkpoint::LastError;
 use crate::supervise::completion::Claim;
 use crate::supervise::note::{self, LastTool, NoteContext, Trouble};
-use crate::supervise::{storm, trouble};
+use crate::supervise::trouble;
 
 use super::RunEnd;
 use super::attempt::Outcome;
@@ -96,24 +96,8 @@ impl Dispatcher {
         };
         let progress = &mut self.r.checkpoint.progress;
         let next = policy::on_failure(progress, &self.r.loaded.phases, limits, &failure, facts);
-        let mut storm = None;
-        if matches!(next, Next::Retry { .. }) && progress.resume_session.is_some() {
-            let window = i64::try_from(retry.storm_window.as_secs()).unwrap_or(i64::MAX);
-            progress.recoveries.push(now);
-            storm::prune(&mut progress.recoveries, now, window);
-            let threshold = usize::try_from(retry.storm_recoveries).unwrap_or(usize::MAX);
-            if storm::is_storm(&progress.recoveries, now, window, threshold) {
-                // Resuming keeps feeding the agent the context that went wrong.
-                progress.resume_session = None;
-                progress.recoveries.clear();
-                storm = Some(format!(
-                    "{threshold} recoveries of this iteration within {}",
-                    humantime::format_duration(retry.storm_window)
-                ));
-            }
-        }
-        if let Some(evidence) = storm {
-            self.intervene("continue_storm", &format!("{evidence}: the next attempt starts a fresh session"));
+        if let Some(evidence) = policy::continue_storm(progress, retry, &failure, &next, now) {
+            self.intervene("continue_storm", &evidence);
         }
         let trouble = trouble::trouble(&failure, outcome.intervention.as_ref(), claim, first_claim);
         let note = self.note(trouble, outcome.last_tool.clone());

@@ -9,6 +9,7 @@ use tokio::time::Instant;
 
 use crate::error::RalphError;
 use crate::recovery::probe::{self, ProbeResult};
+use crate::recovery::rate_limit;
 use crate::signal::{InterruptAction, Signals};
 use crate::state::checkpoint::Status;
 
@@ -56,11 +57,16 @@ impl Dispatcher {
         signals: &mut Signals,
     ) -> Result<Option<RunEnd>, RalphError> {
         self.r.checkpoint.progress.rate_limit_until = Some(at);
-        let left = u64::try_from(at.saturating_sub(unix_now())).unwrap_or(0);
+        let started = unix_now();
+        let left = u64::try_from(at.saturating_sub(started)).unwrap_or(0);
         if left > 0 {
-            let until = jiff::Timestamp::from_second(at).map(|t| t.to_string()).unwrap_or_else(|_| at.to_string());
-            let why = format!("{why}: waiting until {until}");
-            if let Some(end) = self.wait(Duration::from_secs(left), &why, signals).await? {
+            // Shown as the provider reported it; the margin is ralph's own.
+            let reset = rate_limit::show_time(at.saturating_sub(rate_limit::MARGIN_SECS));
+            let why = format!("{why}: waiting for the reported reset at {reset}");
+            let end = self.wait(Duration::from_secs(left), &why, signals).await?;
+            // A rate-limit wait has its own bound, not the environmental streak's.
+            self.r.checkpoint.progress.exclude_from_streak(unix_now().saturating_sub(started));
+            if let Some(end) = end {
                 return Ok(Some(end));
             }
         }
@@ -78,7 +84,6 @@ impl Dispatcher {
         }
         let endpoints = self.probe_endpoints();
         let timeout = self.r.loaded.config.offline.timeout;
-        let interval = self.r.loaded.config.offline.interval;
         // The first probe gives way to a signal too: Ctrl+C never waits for a timeout.
         let first = loop {
             tokio::select! {
@@ -105,6 +110,17 @@ impl Dispatcher {
         self.r.reporter.line(&format!("Offline — paused (since {since_clock})"));
         self.r.checkpoint.status = Status::Waiting;
         self.save()?;
+        let paused_at = unix_now();
+        let outcome = self.offline_rounds(&endpoints, signals).await;
+        // The offline pause has its own bound, not the environmental streak's.
+        self.r.checkpoint.progress.exclude_from_streak(unix_now().saturating_sub(paused_at));
+        outcome
+    }
+
+    /// Probes every `[offline] interval` until an endpoint answers.
+    async fn offline_rounds(&mut self, endpoints: &[String], signals: &mut Signals) -> Result<Offline, RalphError> {
+        let timeout = self.r.loaded.config.offline.timeout;
+        let interval = self.r.loaded.config.offline.interval;
         loop {
             if let Some(stop) = self.cap_reached() {
                 // A network that never returns is bounded by the run's time limit.
@@ -112,7 +128,7 @@ impl Dispatcher {
             }
             let round = async {
                 tokio::time::sleep(interval).await;
-                probe::probe(&endpoints, timeout).await
+                probe::probe(endpoints, timeout).await
             };
             tokio::select! {
                 result = round => {

@@ -87,6 +87,30 @@ pub struct Progress {
     /// a running total over a session (Codex): a resumed launch starts from these.
     #[serde(default)]
     pub session_tokens: BTreeMap<String, (u64, u64)>,
+    /// The open streak of environmental failures, bounded by `[retry]
+    /// max_environmental_wait`; `None` after any other ending of an attempt.
+    #[serde(default)]
+    pub environmental_streak: Option<EnvironmentalStreak>,
+}
+
+/// An unbroken run of environmental failures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvironmentalStreak {
+    /// Unix second of the streak's first failure.
+    pub since: i64,
+    /// Seconds of it spent in offline pauses and rate-limit waits, which have bounds
+    /// of their own and do not count.
+    pub excluded_secs: i64,
+}
+
+impl Progress {
+    /// Time spent waiting for the network or a rate-limit reset does not count
+    /// against the environmental streak.
+    pub fn exclude_from_streak(&mut self, secs: i64) {
+        if let Some(streak) = self.environmental_streak.as_mut() {
+            streak.excluded_secs = streak.excluded_secs.saturating_add(secs.max(0));
+        }
+    }
 }
 
 impl Progress {
@@ -111,6 +135,7 @@ impl Progress {
             recoveries: Vec::new(),
             offline_since: None,
             session_tokens: BTreeMap::new(),
+            environmental_streak: None,
         }
     }
 }

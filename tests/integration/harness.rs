@@ -41,7 +41,11 @@ pub fn fast(retry: &str, timeouts: &str, body: &str) -> String {
         }
         s
     }
-    let retry = table("retry", &[("backoff_base", "\"50ms\""), ("backoff_max", "\"200ms\"")], retry);
+    let retry = table(
+        "retry",
+        &[("backoff_base", "\"50ms\""), ("backoff_max", "\"200ms\""), ("agent_backoff_base", "\"0s\"")],
+        retry,
+    );
     let timeouts = table("timeouts", &[("stall", "\"3s\""), ("grace", "\"1s\"")], timeouts);
     format!("{retry}\n{timeouts}\n{body}")
 }
