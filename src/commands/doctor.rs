@@ -81,7 +81,7 @@ async fn check_agent(name: &str, agent: &AgentConfig, timeout: &Duration) -> Vec
                 agent.env.get(var).cloned().or_else(|| std::env::var(var).ok())
             });
         if !endpoints.is_empty() {
-            out.push(match probe::probe(&endpoints, *timeout).await {
+            out.push(match crate::run::connect::probe(&endpoints, *timeout).await {
                 ProbeResult::Online => {
                     Check { ok: true, what: format!("agent {name}: provider {} answers", endpoints.join(", ")) }
                 }

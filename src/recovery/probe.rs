@@ -1,71 +1,26 @@
-//! The connectivity probe of design.md §5: is the network (the agents' providers)
-//! reachable at all? A TCP connect with a short timeout to each endpoint, all at
-//! once; one success is enough. Also the default endpoints for a set of agents.
+//! Which endpoints tell whether the network (the agents' providers) is reachable,
+//! and what a failed attempt means when they do not answer (design.md §5). Pure: the
+//! TCP connect itself is the shell's (`run::connect`).
+//!
+//! An endpoint from `[offline] probe` always counts. A default one (a provider's
+//! host, or the proxy in front of it) counts only once it has answered during this
+//! run: a sandbox or a proxy that blocks TCP to the provider must never pin a run in
+//! "offline" because of a default it could never reach.
 
-use std::collections::BTreeMap;
-use std::net::{TcpStream, ToSocketAddrs};
-use std::time::{Duration, Instant};
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::{AgentConfig, AgentKind};
+
+use super::{Category, Classification};
+
+/// The rule of a failure that the probe explained: the providers did not answer.
+pub const OFFLINE: &str = "offline";
 
 /// What the probe found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProbeResult {
     Online,
     Offline { last_error: String },
-}
-
-/// Connects to every `host:port` in `endpoints` concurrently, each bounded by
-/// `timeout` (name resolution included). With no endpoints there is nothing to judge
-/// by, and the answer is `Online`: a run must never pause on a guess.
-pub async fn probe(endpoints: &[String], timeout: Duration) -> ProbeResult {
-    if endpoints.is_empty() {
-        return ProbeResult::Online;
-    }
-    // std's blocking connect runs on the blocking pool (tokio's `net` feature is not
-    // enabled); a resolver that outlives the timeout is left to finish there.
-    let mut set = tokio::task::JoinSet::new();
-    for endpoint in endpoints {
-        let endpoint = endpoint.clone();
-        set.spawn_blocking(move || connect(&endpoint, timeout));
-    }
-    let mut last_error = String::from("no endpoint answered");
-    let waited = tokio::time::timeout(timeout, async {
-        while let Some(joined) = set.join_next().await {
-            match joined {
-                Ok(Ok(())) => return true,
-                Ok(Err(e)) => last_error = e,
-                Err(e) => last_error = format!("probe task failed: {e}"),
-            }
-        }
-        false
-    })
-    .await;
-    match waited {
-        Ok(true) => ProbeResult::Online,
-        Ok(false) => ProbeResult::Offline { last_error },
-        Err(_) => {
-            ProbeResult::Offline { last_error: format!("no endpoint answered within {timeout:?} ({last_error})") }
-        }
-    }
-}
-
-/// One endpoint: every address it resolves to, until one accepts.
-fn connect(endpoint: &str, timeout: Duration) -> Result<(), String> {
-    let started = Instant::now();
-    let addrs = endpoint.to_socket_addrs().map_err(|e| format!("{endpoint}: {e}"))?;
-    let mut last = format!("{endpoint}: no address");
-    for addr in addrs {
-        let left = timeout.saturating_sub(started.elapsed());
-        if left.is_zero() {
-            return Err(format!("{endpoint}: timed out"));
-        }
-        match TcpStream::connect_timeout(&addr, left) {
-            Ok(_) => return Ok(()),
-            Err(e) => last = format!("{endpoint} ({addr}): {e}"),
-        }
-    }
-    Err(last)
 }
 
 /// The providers the configured agents talk to, as `host:port`, sorted and without
@@ -129,40 +84,53 @@ fn host_port(url: &str) -> Option<String> {
     Some(format!("{host}:{port}"))
 }
 
+/// The endpoints whose silence means "offline": `[offline] probe` when set, else the
+/// default `candidates` that answered at least once during this run.
+pub fn judged(explicit: Option<&[String]>, candidates: &[String], answered: &BTreeSet<String>) -> Vec<String> {
+    match explicit {
+        Some(explicit) => explicit.to_vec(),
+        None => candidates.iter().filter(|e| answered.contains(*e)).cloned().collect(),
+    }
+}
+
+/// Whether a failed attempt is worth a probe of its own: any failure that is not a
+/// person's to fix. (Environmental ones are probed by the retry decision itself.)
+pub fn probe_after(failure: &Classification) -> bool {
+    matches!(failure.category, Category::Agent | Category::Ambiguous)
+}
+
+/// An agent that hangs or dies because the network is gone looks like a stall, a
+/// timeout or a crash; when the providers do not answer right after it, the failure
+/// is the outage's, not the agent's: environmental, no budget, the offline pause.
+pub fn offline_failure(failure: &Classification, probe_error: &str) -> Classification {
+    Classification::new(
+        Category::Environmental,
+        OFFLINE,
+        format!(
+            "the providers do not answer ({probe_error}); the attempt's failure ({}: {}) is taken for the outage's",
+            failure.rule, failure.reason
+        ),
+    )
+}
+
+/// The endpoints worth probing for these agents: their default providers, or the
+/// proxy their traffic goes through (`HTTPS_PROXY`, `ALL_PROXY`) when one is set and
+/// a provider is not on loopback.
+pub fn candidates(agents: &BTreeMap<String, AgentConfig>, env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+    let endpoints = default_endpoints(agents, env);
+    let proxy = ["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"]
+        .iter()
+        .find_map(|var| env(var).filter(|v| !v.is_empty()))
+        .and_then(|url| proxy_endpoint(&url));
+    match proxy {
+        Some(proxy) if endpoints.iter().any(|e| !is_loopback(e)) => vec![proxy],
+        _ => endpoints,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test]
-    async fn open_port_is_online_closed_port_is_offline() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        let timeout = Duration::from_secs(2);
-        assert_eq!(probe(std::slice::from_ref(&addr), timeout).await, ProbeResult::Online);
-        drop(listener);
-        match probe(std::slice::from_ref(&addr), timeout).await {
-            ProbeResult::Offline { last_error } => assert!(last_error.contains(&addr), "{last_error}"),
-            ProbeResult::Online => panic!("a closed port answered"),
-        }
-    }
-
-    #[tokio::test]
-    async fn one_reachable_endpoint_is_enough() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let closed = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().to_string()
-        };
-        let open = listener.local_addr().unwrap().to_string();
-        assert_eq!(probe(&[closed, open], Duration::from_secs(2)).await, ProbeResult::Online);
-    }
-
-    #[tokio::test]
-    async fn bad_endpoints_and_none() {
-        assert_eq!(probe(&[], Duration::from_millis(100)).await, ProbeResult::Online);
-        let r = probe(&["no port here".to_string()], Duration::from_secs(1)).await;
-        assert!(matches!(r, ProbeResult::Offline { .. }), "{r:?}");
-    }
 
     fn agent(kind: AgentKind, env: &[(&str, &str)]) -> AgentConfig {
         let mut a: AgentConfig = toml::from_str(&format!("kind = \"{}\"", kind.as_str())).unwrap();
@@ -193,6 +161,29 @@ mod tests {
 
         let only_commands: BTreeMap<_, _> = [("cmd".to_string(), agent(AgentKind::Command, &[]))].into();
         assert!(default_endpoints(&only_commands, &none).is_empty());
+    }
+
+    #[test]
+    fn a_default_counts_only_once_it_answered() {
+        let candidates = vec!["api.anthropic.com:443".to_string(), "127.0.0.1:9".to_string()];
+        let mut answered = BTreeSet::new();
+        assert!(judged(None, &candidates, &answered).is_empty(), "never reached: no evidence of being offline");
+        answered.insert("127.0.0.1:9".to_string());
+        assert_eq!(judged(None, &candidates, &answered), ["127.0.0.1:9"]);
+        let explicit = vec!["10.0.0.1:443".to_string()];
+        assert_eq!(judged(Some(&explicit), &candidates, &BTreeSet::new()), explicit, "[offline] probe always counts");
+    }
+
+    #[test]
+    fn only_agent_and_ambiguous_failures_get_a_probe_of_their_own() {
+        let f = |c| Classification::new(c, "x", "y");
+        assert!(probe_after(&f(Category::Agent)));
+        assert!(probe_after(&f(Category::Ambiguous)));
+        assert!(!probe_after(&f(Category::UserConfig)));
+        assert!(!probe_after(&f(Category::Environmental)));
+        let offline = offline_failure(&f(Category::Agent), "127.0.0.1:9: refused");
+        assert_eq!((offline.category, offline.rule.as_str()), (Category::Environmental, OFFLINE));
+        assert!(offline.reason.contains("x: y") && offline.reason.contains("refused"), "{}", offline.reason);
     }
 
     #[test]

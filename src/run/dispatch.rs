@@ -2,6 +2,8 @@
 //! do (done signals, classification, policy), carries it out (attempts, waits), and
 //! writes the checkpoint after every transition and the journal for every event.
 
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
@@ -25,6 +27,7 @@ use crate::workflow::prompt;
 use super::RunEnd;
 use super::artifact::artifact_stamp;
 use super::attempt::{self, End, Observer, Outcome};
+use super::failure::Ending;
 use super::setup::{Ready, now};
 use super::waits::Offline;
 
@@ -39,12 +42,22 @@ pub struct Dispatcher {
     /// the phase ends (written then, not after every iteration: it is only read by
     /// the next phase).
     pub(super) last_success: Option<String>,
+    /// Default probe endpoints that answered during this run (filled in the
+    /// background): only those count as evidence of being offline.
+    pub(super) answered: Arc<Mutex<BTreeSet<String>>>,
 }
 
 impl Dispatcher {
     pub fn new(ready: Ready) -> Self {
         let elapsed_before = ready.checkpoint.elapsed_secs;
-        Self { r: ready, started: Instant::now(), elapsed_before, summary: Summary::default(), last_success: None }
+        Self {
+            r: ready,
+            started: Instant::now(),
+            elapsed_before,
+            summary: Summary::default(),
+            last_success: None,
+            answered: Arc::default(),
+        }
     }
 
     pub async fn run(mut self) -> Result<RunEnd, RalphError> {
@@ -52,6 +65,7 @@ impl Dispatcher {
         let kind = if self.r.resumed { "run_resumed" } else { "run_started" };
         self.journal(kind, json!({"run_id": self.r.checkpoint.run_id, "pid": std::process::id()}));
         self.save()?;
+        self.probe_defaults_in_background();
         let end = self.dispatch(&mut signals).await;
         let end = match end {
             Ok(end) => end,
@@ -267,9 +281,15 @@ impl Dispatcher {
                     if completion == Completion::Goal { " (goal reached)" } else { "" }
                 ));
                 self.summary.iterations += 1;
+                self.probe_defaults_in_background();
                 policy::on_success(&mut self.r.checkpoint.progress, &self.r.loaded.phases, completion)
             }
-            Completion::NotDone(missing) => self.after_failure(outcome, exit, ended_by, claim, missing),
+            Completion::NotDone(missing) => {
+                match self.after_failure(outcome, Ending { exit, ended_by, claim, missing }, signals).await? {
+                    Ok(next) => next,
+                    Err(end) => return Ok(Some(end)),
+                }
+            }
         };
         self.carry_out(next, signals).await
     }

@@ -7,6 +7,7 @@ use serde_json::json;
 use crate::error::RalphError;
 use crate::recovery::classify::{self, EndedBy, Exit};
 use crate::recovery::policy::{self, Facts, Limits, Next, Stop};
+use crate::recovery::probe::{self, ProbeResult};
 use crate::recovery::{Category, Classification, reset};
 use crate::signal::Signals;
 use crate::state::checkpoint::LastError;
@@ -18,6 +19,14 @@ use super::RunEnd;
 use super::attempt::Outcome;
 use super::dispatch::{Dispatcher, unix_now};
 use super::setup::now;
+
+/// How a failed attempt ended, as the classifier needs it.
+pub(super) struct Ending<'a> {
+    pub exit: Exit,
+    pub ended_by: EndedBy,
+    pub claim: Claim,
+    pub missing: &'a str,
+}
 
 impl Dispatcher {
     /// The agent could not be started. A missing or forbidden binary needs a human;
@@ -44,15 +53,16 @@ impl Dispatcher {
     }
 
     /// Classifies a failed attempt, records it, asks the policy what next, and leaves
-    /// the recovery note for the next attempt.
-    pub(super) fn after_failure(
+    /// the recovery note for the next attempt. A failure that is not a person's to fix
+    /// is checked against the network first: when the providers do not answer, it
+    /// was the outage's (`Err` when a signal stopped the run during that probe).
+    pub(super) async fn after_failure(
         &mut self,
         outcome: &Outcome,
-        exit: Exit,
-        ended_by: EndedBy,
-        claim: Claim,
-        missing: &str,
-    ) -> Next {
+        ending: Ending<'_>,
+        signals: &mut Signals,
+    ) -> Result<Result<Next, RunEnd>, RalphError> {
+        let Ending { exit, ended_by, claim, missing } = ending;
         let agent = self.current_agent();
         let report = classify::Report {
             kind: self.r.loaded.config.agents.get(&agent).map_or(crate::config::AgentKind::Command, |a| a.kind),
@@ -62,7 +72,15 @@ impl Dispatcher {
             text_tail: &outcome.text_tail,
             missing_done: missing,
         };
-        let failure = classify::classify(&report);
+        let mut failure = classify::classify(&report);
+        if probe::probe_after(&failure) {
+            let endpoints = self.probe_endpoints();
+            match self.probe_once(&endpoints, signals).await? {
+                Err(end) => return Ok(Err(end)),
+                Ok(ProbeResult::Offline { last_error }) => failure = probe::offline_failure(&failure, &last_error),
+                Ok(ProbeResult::Online) => {}
+            }
+        }
         self.record_failure(&agent, &failure, outcome);
         if let Some(found) = &outcome.intervention {
             self.intervene(found.detector, &found.evidence);
@@ -99,10 +117,12 @@ impl Dispatcher {
         if let Some(evidence) = policy::continue_storm(progress, retry, &failure, &next, now) {
             self.intervene("continue_storm", &evidence);
         }
-        let trouble = trouble::trouble(&failure, outcome.intervention.as_ref(), claim, first_claim);
+        // An outage explains the ending better than the detector that saw it.
+        let intervention = outcome.intervention.as_ref().filter(|_| failure.rule != probe::OFFLINE);
+        let trouble = trouble::trouble(&failure, intervention, claim, first_claim);
         let note = self.note(trouble, outcome.last_tool.clone());
         self.r.checkpoint.progress.recovery_note = Some(note);
-        next
+        Ok(Ok(next))
     }
 
     /// The self-contained recovery note for the next attempt.

@@ -4,6 +4,7 @@
 
 mod artifact;
 pub mod attempt;
+pub mod connect;
 pub mod dispatch;
 mod failure;
 pub mod setup;

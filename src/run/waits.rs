@@ -8,12 +8,17 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use crate::error::RalphError;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::config::AgentConfig;
 use crate::recovery::probe::{self, ProbeResult};
 use crate::recovery::rate_limit;
 use crate::signal::{InterruptAction, Signals};
 use crate::state::checkpoint::Status;
 
 use super::RunEnd;
+use super::connect;
 use super::dispatch::{Dispatcher, unix_now};
 
 impl Dispatcher {
@@ -83,17 +88,9 @@ impl Dispatcher {
             return self.stopped(cause, None).map(Offline::Stopped);
         }
         let endpoints = self.probe_endpoints();
-        let timeout = self.r.loaded.config.offline.timeout;
-        // The first probe gives way to a signal too: Ctrl+C never waits for a timeout.
-        let first = loop {
-            tokio::select! {
-                result = probe::probe(&endpoints, timeout) => break result,
-                action = signals.next() => match action {
-                    InterruptAction::Stop(cause) => return self.stopped(cause, None).map(Offline::Stopped),
-                    InterruptAction::ForceExit => return Ok(Offline::Stopped(RunEnd::ForceExit)),
-                    InterruptAction::Ignore => {}
-                },
-            }
+        let first = match self.probe_once(&endpoints, signals).await? {
+            Ok(result) => result,
+            Err(end) => return Ok(Offline::Stopped(end)),
         };
         let ProbeResult::Offline { last_error } = first else {
             if self.r.checkpoint.progress.offline_since.take().is_some() {
@@ -128,7 +125,7 @@ impl Dispatcher {
             }
             let round = async {
                 tokio::time::sleep(interval).await;
-                probe::probe(endpoints, timeout).await
+                connect::probe(endpoints, timeout).await
             };
             tokio::select! {
                 result = round => {
@@ -157,28 +154,85 @@ impl Dispatcher {
         self.save()
     }
 
-    /// `[offline] probe`, or the providers of the current phase's agents.
+    /// One probe of `endpoints`, which gives way to a signal: Ctrl+C never waits for
+    /// a connect timeout (`Err` with how the run ended then).
+    pub(super) async fn probe_once(
+        &mut self,
+        endpoints: &[String],
+        signals: &mut Signals,
+    ) -> Result<Result<ProbeResult, RunEnd>, RalphError> {
+        if let Some(cause) = signals.stopping() {
+            return self.stopped(cause, None).map(Err);
+        }
+        let timeout = self.r.loaded.config.offline.timeout;
+        let probe = connect::probe(endpoints, timeout);
+        tokio::pin!(probe);
+        loop {
+            tokio::select! {
+                result = &mut probe => {
+                    if result == ProbeResult::Online {
+                        self.remember_answered(endpoints);
+                    }
+                    return Ok(Ok(result));
+                }
+                action = signals.next() => match action {
+                    InterruptAction::Stop(cause) => return self.stopped(cause, None).map(Err),
+                    InterruptAction::ForceExit => return Ok(Err(RunEnd::ForceExit)),
+                    InterruptAction::Ignore => {}
+                },
+            }
+        }
+    }
+
+    /// The endpoints whose silence means "offline" now (the core decides which).
     pub(super) fn probe_endpoints(&self) -> Vec<String> {
         let config = &self.r.loaded.config;
-        if let Some(explicit) = &config.offline.probe {
-            return explicit.clone();
-        }
-        let chain: std::collections::BTreeMap<String, crate::config::AgentConfig> = self
-            .phase()
-            .chain
+        let answered = self.answered.lock().map(|a| a.clone()).unwrap_or_default();
+        probe::judged(config.offline.probe.as_deref(), &self.candidates(true), &answered)
+    }
+
+    /// The default endpoints of the current phase's agents, or of every phase's.
+    fn candidates(&self, this_phase: bool) -> Vec<String> {
+        let config = &self.r.loaded.config;
+        let phases: Vec<&crate::config::Phase> =
+            if this_phase { vec![self.phase()] } else { self.r.loaded.phases.iter().collect() };
+        let agents: BTreeMap<String, AgentConfig> = phases
             .iter()
+            .flat_map(|p| p.chain.iter())
             .filter_map(|name| config.agents.get(name).map(|a| (name.clone(), a.clone())))
             .collect();
         let env = |var: &str| std::env::var(var).ok().filter(|v| !v.is_empty());
-        let endpoints = probe::default_endpoints(&chain, &env);
-        // Through a proxy, the proxy is what must answer.
-        let proxy = ["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"]
-            .iter()
-            .find_map(|var| env(var))
-            .and_then(|url| probe::proxy_endpoint(&url));
-        match proxy {
-            Some(proxy) if endpoints.iter().any(|e| !probe::is_loopback(e)) => vec![proxy],
-            _ => endpoints,
+        probe::candidates(&agents, &env)
+    }
+
+    /// With a single endpoint, an answer is that endpoint's.
+    fn remember_answered(&self, endpoints: &[String]) {
+        if let ([one], Ok(mut answered)) = (endpoints, self.answered.lock()) {
+            answered.insert(one.clone());
+        }
+    }
+
+    /// Probes every default endpoint of the run's agents, each on its own, without
+    /// waiting: those that answer become evidence for later offline checks. Run at
+    /// the start and after each successful attempt; `[offline] probe` needs none.
+    pub(super) fn probe_defaults_in_background(&self) {
+        if self.r.loaded.config.offline.probe.is_some() {
+            return;
+        }
+        let timeout = self.r.loaded.config.offline.timeout;
+        let pending: Vec<String> = {
+            let Ok(answered) = self.answered.lock() else { return };
+            self.candidates(false).into_iter().filter(|e| !answered.contains(e)).collect()
+        };
+        for endpoint in pending {
+            let answered = Arc::clone(&self.answered);
+            tokio::spawn(async move {
+                if connect::probe(std::slice::from_ref(&endpoint), timeout).await == ProbeResult::Online
+                    && let Ok(mut answered) = answered.lock()
+                {
+                    answered.insert(endpoint);
+                }
+            });
         }
     }
 }

@@ -340,3 +340,51 @@ steps = [{{ error = "API Error: Unable to connect to API (ConnectionRefused)" }}
     p.ralph().run().expect_code(1).stderr_has("Offline — paused").stderr_has("max_runtime exhausted");
     assert_eq!(p.events("attempt_started").len(), 1);
 }
+
+#[test]
+fn an_agent_failure_while_the_providers_do_not_answer_is_the_outage() {
+    // The agent dies with no words (as a CLI does when the network is gone); the
+    // probe then finds the provider unreachable: no budget, the offline pause.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    drop(listener);
+    let p = Project::new().config(&fast(
+        "agent_attempts = 1",
+        "",
+        &chain_of(
+            r#""a", "b""#,
+            &format!(
+                r#"
+[offline]
+probe = ["127.0.0.1:{port}"]
+interval = "200ms"
+timeout = "500ms"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{{ say = "Working." }}, {{ exit = 1 }}]
+[[agents.a.script]]
+steps = [{{ done = "Back online and finished." }}]
+[agents.b]
+kind = "sim"
+[[agents.b.script]]
+steps = [{{ done = "b finished." }}]
+"#
+            ),
+            "",
+        ),
+    ));
+    let run = p.ralph().spawn();
+    p.wait_for_checkpoint(|cp| cp["progress"]["offline_since"].is_i64(), Duration::from_secs(10));
+    let provider = std::net::TcpListener::bind(("127.0.0.1", port)).expect("reopen the port");
+    let out = run.finish();
+    drop(provider);
+    out.expect_code(0).stderr_has("Offline — paused (since ").stderr_has("Recovery resumed after offline");
+    let failed = p.events("attempt_failed");
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["category"], json!("environmental"));
+    assert_eq!(failed[0]["rule"], json!("offline"));
+    let cp = p.checkpoint();
+    assert_eq!(cp["progress"]["counters"]["fallovers"], json!(0), "no budget was spent: a did not fall over to b");
+    assert!(p.events("attempt_succeeded").iter().all(|e| e["agent"] == json!("a")));
+}
