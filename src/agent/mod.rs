@@ -10,5 +10,6 @@ pub mod launch;
 pub mod opencode;
 pub mod sim;
 pub mod text;
+pub mod versions;
 
 pub use event::{AgentEvent, LineParser};

@@ -429,3 +429,17 @@ fn permission_modes_are_checked_per_kind() {
     let sim = BASE.replace("kind = \"sim\"", "kind = \"sim\"\npermission_mode = \"auto\"");
     assert_has(&err(&sim), &["permission_mode is not allowed for kind = \"sim\""]);
 }
+
+#[test]
+fn error_patterns_are_regular_expressions_of_command_agents() {
+    let with =
+        |pattern: &str| format!("{COMMAND}[[agents.a.errors]]\npattern = '{pattern}'\ncategory = \"environmental\"\n");
+    let loaded = load(&with(r"quota resets in (?P<reset_in>\d+)s"));
+    assert_eq!(loaded.config.agents["a"].errors.len(), 1);
+    let e = err(&with("unclosed ("));
+    assert_has(&e, &["[agents.a] errors pattern \"unclosed (\" is not a regular expression"]);
+    let claude = with("x")
+        .replace("kind = \"command\"", "kind = \"claude\"")
+        .replace("command = [\"./agent\", \"{prompt}\"]\n", "");
+    assert_has(&err(&claude), &["[agents.a] errors is not allowed for kind = \"claude\""]);
+}

@@ -277,6 +277,32 @@ pub struct AgentConfig {
     /// Per-launch scripts (kind = "sim"); launch N uses entry N, the last repeats.
     #[serde(default)]
     pub script: Vec<SimScript>,
+    /// The agent's own error wordings and what they mean (kind = "command").
+    #[serde(default)]
+    pub errors: Vec<ErrorPattern>,
+}
+
+/// `[[agents.NAME.errors]]`: a wording of a `command` agent's own errors. Matched
+/// (as a regular expression) where the agent reports its own error: error events
+/// and the last lines of its stderr. A named group `reset_at` (unix seconds or an
+/// RFC 3339 time) or `reset_in` (seconds or a duration like "5m") is the time a
+/// limit resets: with `category = "environmental"` the failure then takes the
+/// rate-limit path.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorPattern {
+    pub pattern: String,
+    pub category: ErrorCategory,
+}
+
+/// The category a configured error pattern puts a failure in.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCategory {
+    Environmental,
+    Agent,
+    UserConfig,
+    Ambiguous,
 }
 
 /// `[phases.NAME]`

@@ -163,13 +163,14 @@ fn human(d: Duration) -> String {
 const CLI_KINDS: &str = "kind = \"claude\", \"codex\", \"opencode\" or \"gemini\"";
 
 /// Which kinds a per-kind key belongs to, for "only applies to" hints.
-const KEY_KINDS: [(&str, &str); 6] = [
+const KEY_KINDS: [(&str, &str); 7] = [
     ("model", CLI_KINDS),
     ("binary", CLI_KINDS),
     ("permission_mode", CLI_KINDS),
     ("command", "kind = \"command\""),
     ("resume", "kind = \"command\""),
     ("output", "kind = \"command\""),
+    ("errors", "kind = \"command\" (and \"sim\")"),
 ];
 
 fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), ConfigError> {
@@ -183,11 +184,13 @@ fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Confi
         ("output", agent.output.is_some()),
         ("script", !agent.script.is_empty()),
         ("permission_mode", agent.permission_mode.is_some()),
+        ("errors", !agent.errors.is_empty()),
     ];
     let forbidden: &[&str] = match agent.kind {
         AgentKind::Command => &["script", "model", "binary", "permission_mode"],
         AgentKind::Sim => &["command", "resume", "output", "binary", "model", "permission_mode"],
-        _ => &["command", "resume", "output", "script"],
+        // The CLI kinds' wordings are ralph's own table.
+        _ => &["command", "resume", "output", "script", "errors"],
     };
     for (key, present) in set {
         if present && forbidden.contains(&key) {
@@ -216,6 +219,19 @@ fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Confi
                     "[agents.{name}] permission_mode = \"{mode}\" is not a mode of kind = \"{kind}\"; \
                      allowed: {list} (default \"{}\")",
                     allowed.first().copied().unwrap_or_default()
+                ),
+            ));
+        }
+    }
+    for (i, e) in agent.errors.iter().enumerate() {
+        if let Err(err) = regex::Regex::new(&e.pattern) {
+            let detail = err.to_string().lines().last().unwrap_or_default().trim().to_string();
+            return Err(cx.at(
+                &keys!["agents", name, "errors", i, "pattern"],
+                format!(
+                    "[agents.{name}] errors pattern {:?} is not a regular expression ({detail}); \
+                     see docs/configuration.md for the syntax",
+                    e.pattern
                 ),
             ));
         }

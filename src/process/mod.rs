@@ -6,6 +6,7 @@ pub mod env;
 pub mod escalation;
 pub mod group;
 pub mod leftovers;
+pub mod version;
 
 pub use escalation::{Escalation, Step};
 pub use group::{Launch, signal_group, spawn};

@@ -5,8 +5,9 @@
 //! start a new session or to rebuild the tool registry.
 
 use crate::agent::AgentEvent;
-use crate::config::AgentKind;
+use crate::config::{AgentKind, ErrorCategory, ErrorPattern};
 
+use super::policy::RATE_LIMITED;
 use super::{Category, Classification};
 
 /// How an attempt ended, as far as the process is concerned.
@@ -45,8 +46,15 @@ pub struct Report<'a> {
     pub events: &'a [AgentEvent],
     /// The tail of stderr and of the non-event part of stdout.
     pub text_tail: &'a str,
+    /// The tail of stderr alone: its last lines are where an agent reports its own
+    /// error in words.
+    pub stderr_tail: &'a str,
     /// Why the done signal is missing, when the agent exited 0.
     pub missing_done: &'a str,
+    /// The agent's own error wordings (`[agents.X] errors`).
+    pub errors: &'a [ErrorPattern],
+    /// Now, in unix seconds (for a configured pattern's `reset_in`).
+    pub now: i64,
 }
 
 type Matcher = fn(&Report<'_>) -> Option<String>;
@@ -58,8 +66,12 @@ enum Evidence {
     Structured(Matcher),
     /// Any of these phrases in the attempt's error text (see [`ErrorText`]).
     Phrases { about: &'static str, any: &'static [&'static str] },
-    /// As `Phrases`, and also the output of failed tool calls.
-    ToolPhrases { about: &'static str, any: &'static [&'static str] },
+    /// Any of these words (whole words, any case) where the agent reports its own
+    /// error (see [`OwnErrorText`]): common wordings that any agent may use, and that
+    /// a project's own output may contain too.
+    OwnWords { about: &'static str, any: &'static [&'static str] },
+    /// The agent's configured wordings (`[agents.X] errors`), in its own error text.
+    Configured,
 }
 
 /// What the next attempt must do differently.
@@ -95,7 +107,13 @@ impl Rule {
 pub const TOOL_UNAVAILABLE: &str = "tool_unavailable";
 
 use Category::{Agent, Ambiguous, Environmental, UserConfig};
-use Evidence::{Phrases, Structured, ToolPhrases};
+use Evidence::{Configured, OwnWords, Phrases, Structured};
+
+/// The rule of a failure that a configured pattern (`[agents.X] errors`) explained.
+pub const CONFIGURED_ERROR: &str = "configured_error";
+
+/// The rule of an agent CLI refusing an argument ralph passes (a changed CLI).
+pub const CLI_REJECTED_ARGUMENT: &str = "cli_rejected_argument";
 
 // Phrases are matched ASCII-case-insensitively against normalised lines (escaped
 // quotes unescaped, `": ` squeezed to `":`); `#` stands for one digit and a trailing
@@ -252,12 +270,23 @@ const STREAM_INTERRUPTED: &[&str] = &[
     "model stream ended without a finish reason", // gemini, exit 0
 ];
 
-const TOOL_MISSING: &[&str] = &[
-    "no such tool available",         // claude
-    "is not registered",              // tool-dispatch runtime error
-    "not found in registry",          // gemini (guess)
-    "tried to call unavailable tool", // ai sdk, opencode (guess)
+// Argument parsers' words for an option they do not know: commander (claude), clap
+// (codex), yargs (gemini, opencode), getopt, Python's argparse.
+const REJECTED_ARGUMENT: &[&str] = &[
+    "unknown option",
+    "unexpected argument",
+    "unrecognized option",
+    "unrecognized arguments",
+    "unknown argument",
+    "unknown arguments",
+    "unknown flag",
 ];
+
+// Common wordings any agent may use for its own error (word-bounded, own error text only).
+const COMMON_QUOTA: &[&str] = &["you exceeded your current quota"];
+const COMMON_RATE: &[&str] = &["rate limit exceeded", "too many requests"];
+const COMMON_OVERLOADED: &[&str] = &["overloaded", "service unavailable"];
+const COMMON_UNREACHABLE: &[&str] = &["connection refused", "connection error"];
 
 /// The table, in order: first match wins. ralph's own verdicts first, then the
 /// agent's structured events, then phrases (user errors before session state before
@@ -277,22 +306,28 @@ const RULES: &[Rule] = &[
     structured("provider_overloaded", Environmental, provider_overloaded),
     structured("provider_error", Environmental, provider_error),
     structured("session_not_found", Agent, gemini_input_error).then(Then::Fresh),
+    // The user's own wordings for the agent come before ralph's guesses.
+    Rule::new(CONFIGURED_ERROR, Ambiguous, Configured),
+    own(CLI_REJECTED_ARGUMENT, UserConfig, "the agent CLI rejected an argument ralph passes", REJECTED_ARGUMENT),
     phrases("session_not_found", Agent, "the agent does not know the session", SESSION_NOT_FOUND).then(Then::Fresh),
     phrases("auth_failed", UserConfig, "the provider rejected the credentials", AUTH),
     phrases("billing_disabled", UserConfig, "the provider account has no credit or quota", BILLING),
+    own("billing_disabled", UserConfig, "the provider account has no credit or quota", COMMON_QUOTA),
     phrases("model_invalid", UserConfig, "the provider does not know the model", MODEL),
     phrases("context_too_long", Agent, "the conversation outgrew the context window", CONTEXT).then(Then::Fresh),
     phrases("rate_limited", Environmental, "the provider's rate or usage limit was reached", RATE),
+    own("rate_limited", Environmental, "the provider's rate or usage limit was reached", COMMON_RATE),
     phrases("provider_overloaded", Environmental, "the provider is overloaded", OVERLOADED),
+    own("provider_overloaded", Environmental, "the provider is overloaded", COMMON_OVERLOADED),
     phrases("provider_error", Environmental, "the provider failed", SERVER),
     phrases("dns_failure", Environmental, "the provider's host name did not resolve", DNS),
     phrases("connection_reset", Environmental, "the connection to the provider was reset", RESET),
     phrases("connection_refused", Environmental, "the provider could not be reached", REFUSED),
+    own("connection_refused", Environmental, "the provider could not be reached", COMMON_UNREACHABLE),
     phrases("request_timeout", Environmental, "the provider request timed out", TIMEOUT),
     phrases("stream_stalled", Environmental, "the provider's stream went silent", STREAM_STALLED),
     phrases("stream_interrupted", Environmental, "the provider's stream ended early", STREAM_INTERRUPTED),
-    Rule::new(TOOL_UNAVAILABLE, Agent, ToolPhrases { about: "a tool the agent was given is gone", any: TOOL_MISSING })
-        .then(Then::ResetTools),
+    structured(TOOL_UNAVAILABLE, Agent, tool_unavailable).then(Then::ResetTools),
     structured("provider_error", Environmental, server_error_code),
     structured("crashed", Agent, crashed),
     structured("killed_from_outside", Ambiguous, killed_from_outside),
@@ -308,16 +343,26 @@ const fn phrases(name: &'static str, category: Category, about: &'static str, an
     Rule::new(name, category, Phrases { about, any })
 }
 
+const fn own(name: &'static str, category: Category, about: &'static str, any: &'static [&'static str]) -> Rule {
+    Rule::new(name, category, OwnWords { about, any })
+}
+
 /// Classifies a failed attempt. Every failure lands in exactly one category; one
 /// that no rule explains is `ambiguous`.
 pub fn classify(report: &Report<'_>) -> Classification {
     let text = ErrorText::of(report, false);
-    let with_tools = ErrorText::of(report, true);
+    let own = OwnErrorText::of(report);
     for rule in RULES {
         let reason = match rule.evidence {
             Structured(matches) => matches(report),
             Phrases { about, any } => text.find(any).map(|line| format!("{about}: {line}")),
-            ToolPhrases { about, any } => with_tools.find(any).map(|line| format!("{about}: {line}")),
+            OwnWords { about, any } => own.find(any).map(|line| format!("{about}: {line}")),
+            Configured => {
+                if let Some(c) = configured(report, &own) {
+                    return c;
+                }
+                None
+            }
         };
         if let Some(reason) = reason {
             let mut c = Classification::new(rule.category, rule.name, reason);
@@ -327,6 +372,104 @@ pub fn classify(report: &Report<'_>) -> Classification {
         }
     }
     Classification::new(Ambiguous, "unexplained", "the attempt failed in a way ralph cannot explain")
+}
+
+/// The first configured pattern that matches the agent's own error text, with the
+/// reset time it captured. Patterns were checked when the config loaded; one that
+/// does not compile here is skipped.
+fn configured(report: &Report<'_>, own: &OwnErrorText<'_>) -> Option<Classification> {
+    for pattern in report.errors {
+        let Ok(re) = regex::Regex::new(&pattern.pattern) else { continue };
+        for line in own.lines.iter().rev() {
+            let Some(caps) = re.captures(line) else { continue };
+            let reset = caps
+                .name("reset_at")
+                .and_then(|m| parse_reset_at(m.as_str()))
+                .or_else(|| caps.name("reset_in").and_then(|m| parse_reset_in(m.as_str(), report.now)));
+            let category = match pattern.category {
+                ErrorCategory::Environmental => Environmental,
+                ErrorCategory::Agent => Agent,
+                ErrorCategory::UserConfig => UserConfig,
+                ErrorCategory::Ambiguous => Ambiguous,
+            };
+            let excerpt = excerpt_at(line, caps.get(0).map_or(0, |m| m.start()));
+            let rule = if category == Environmental && reset.is_some() { RATE_LIMITED } else { CONFIGURED_ERROR };
+            let mut c = Classification::new(category, rule, format!("the agent reported: {excerpt}"));
+            c.reset_at = reset;
+            return Some(c);
+        }
+    }
+    None
+}
+
+fn parse_reset_at(text: &str) -> Option<i64> {
+    let text = text.trim();
+    text.parse::<i64>().ok().or_else(|| text.parse::<jiff::Timestamp>().ok().map(|t| t.as_second()))
+}
+
+fn parse_reset_in(text: &str, now: i64) -> Option<i64> {
+    let text = text.trim();
+    let secs = match text.parse::<u64>() {
+        Ok(secs) => secs,
+        Err(_) => humantime::parse_duration(text).ok()?.as_secs(),
+    };
+    now.checked_add(i64::try_from(secs).ok()?)
+}
+
+/// Lines of stderr read as the agent's own error report.
+const OWN_STDERR_LINES: usize = 5;
+
+/// Where an agent reports its own error: its error events, its results marked as
+/// errors, and the last few lines of its stderr. Never tool results or assistant
+/// text: a project's test suite prints "connection refused" too.
+struct OwnErrorText<'a> {
+    lines: Vec<&'a str>,
+}
+
+impl<'a> OwnErrorText<'a> {
+    fn of(r: &Report<'a>) -> Self {
+        let mut lines: Vec<&'a str> = Vec::new();
+        for e in r.events {
+            match e {
+                AgentEvent::Result { text, is_error: true, .. } => lines.extend(text.lines()),
+                AgentEvent::Error { message } => lines.extend(message.lines()),
+                _ => {}
+            }
+        }
+        let stderr: Vec<&'a str> = r.stderr_tail.lines().filter(|l| !l.trim().is_empty()).collect();
+        lines.extend(&stderr[stderr.len().saturating_sub(OWN_STDERR_LINES)..]);
+        // A CLI's notices of its own retries are not the failure (see `ErrorText`).
+        lines.retain(|l| !l.to_ascii_lowercase().contains("reconnecting..."));
+        Self { lines }
+    }
+
+    /// The last line holding any of `words` as whole words (any case), as an excerpt.
+    fn find(&self, words: &[&str]) -> Option<String> {
+        self.lines.iter().rev().find_map(|line| {
+            let lower = line.to_ascii_lowercase();
+            words.iter().find_map(|w| word_position(&lower, w)).map(|at| excerpt_at(line, at))
+        })
+    }
+}
+
+/// The first place `word` occurs in `hay` with no letter or digit on either side.
+fn word_position(hay: &str, word: &str) -> Option<usize> {
+    let bytes = hay.as_bytes();
+    let mut from = 0;
+    while let Some(found) = hay.get(from..)?.find(word) {
+        let at = from + found;
+        let end = at + word.len();
+        let before = at == 0 || !bytes[at - 1].is_ascii_alphanumeric();
+        let after = end >= bytes.len() || !bytes[end].is_ascii_alphanumeric();
+        if before && after {
+            return Some(at);
+        }
+        from = at + 1;
+        while !hay.is_char_boundary(from) {
+            from += 1;
+        }
+    }
+    None
 }
 
 /// The text an attempt's failure can be read from: the text tail, failed results and
@@ -343,6 +486,10 @@ const EXCERPT_CHARS: usize = 200;
 
 impl<'a> ErrorText<'a> {
     fn of(r: &Report<'a>, tool_outputs: bool) -> Self {
+        Self { lines: Self::sources(r, tool_outputs).into_iter().map(|l| (l, normalise(l))).collect() }
+    }
+
+    fn sources(r: &Report<'a>, tool_outputs: bool) -> Vec<&'a str> {
         let mut sources: Vec<&'a str> = vec![r.text_tail];
         for e in r.events {
             match e {
@@ -352,15 +499,13 @@ impl<'a> ErrorText<'a> {
                 _ => {}
             }
         }
-        let lines = sources
+        sources
             .into_iter()
             .flat_map(str::lines)
             // Codex announces each of its own retries ("Reconnecting... 2/5 (...)");
             // they are not the failure, the final error is.
             .filter(|l| !l.to_ascii_lowercase().contains("reconnecting..."))
-            .map(|l| (l, normalise(l)))
-            .collect();
-        Self { lines }
+            .collect()
     }
 
     /// The last line containing any of `phrases`, as an excerpt around the match
@@ -381,6 +526,14 @@ fn excerpt(line: &str, phrase: &str) -> String {
     // Offsets are shared with the ASCII-lowercased line; normalising may shift them,
     // in which case the excerpt starts at the line's beginning.
     let at = position(&line.to_ascii_lowercase(), phrase).unwrap_or(0);
+    excerpt_at(line, at)
+}
+
+/// Up to [`EXCERPT_CHARS`] of `line` from a little before byte offset `at`.
+fn excerpt_at(line: &str, at: usize) -> String {
+    let lead = line.len() - line.trim_start().len();
+    let line = line.trim();
+    let at = at.saturating_sub(lead).min(line.len());
     let mut start = at.saturating_sub(EXCERPT_LEAD);
     while !line.is_char_boundary(start) {
         start -= 1;
@@ -417,6 +570,34 @@ fn position(hay: &str, pattern: &str) -> Option<usize> {
         let bounded = p.last() != Some(&b'#') || !h.get(i + p.len()).is_some_and(u8::is_ascii_digit);
         same && bounded
     })
+}
+
+/// A tool the agent was given is gone: Claude's "No such tool available", or a
+/// runtime's tool-dispatch error ("tool X is not registered", "Tool \"X\" not found
+/// in registry", "tried to call unavailable tool"), in error text or a failed tool
+/// call's output. Only the dispatch shape counts: a failed `systemctl` or `docker`
+/// saying "is not registered" or "not found in registry" is not a lost tool.
+fn tool_unavailable(r: &Report<'_>) -> Option<String> {
+    let about = "a tool the agent was given is gone";
+    ErrorText::sources(r, true).into_iter().rev().find_map(|line| {
+        let lower = line.to_ascii_lowercase();
+        let at = ["no such tool available", "tried to call unavailable tool"]
+            .iter()
+            .find_map(|p| lower.find(p))
+            .or_else(|| tool_dispatch(&lower, "is not registered"))
+            .or_else(|| tool_dispatch(&lower, "not found in registry"))?;
+        Some(format!("{about}: {}", excerpt_at(line, at)))
+    })
+}
+
+/// Where `phrase` follows "tool NAME" (the name quoted or not): a tool dispatcher's
+/// error, as opposed to any program's.
+fn tool_dispatch(lower: &str, phrase: &str) -> Option<usize> {
+    let at = word_position(lower, phrase)?;
+    let mut words = lower[..at].split_whitespace().rev();
+    let _name = words.next()?;
+    let tool = words.next()?.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+    (tool == "tool").then_some(at)
 }
 
 fn stall(r: &Report<'_>) -> Option<String> {
@@ -607,7 +788,10 @@ mod tests {
             ended_by: EndedBy::Agent,
             events,
             text_tail: "",
+            stderr_tail: "",
             missing_done: "exit 0 without the done tag",
+            errors: &[],
+            now: 0,
         }
     }
 
@@ -662,7 +846,10 @@ mod tests {
             ended_by: EndedBy::Agent,
             events,
             text_tail: tail,
+            stderr_tail: tail,
             missing_done: "exit 0 without the done tag",
+            errors: &[],
+            now: 0,
         }
     }
 
@@ -679,7 +866,7 @@ mod tests {
                 assert_eq!(c, rule.category, "{} appears with two categories", rule.name);
             }
             seen.insert(rule.name, rule.category);
-            if let Phrases { any, .. } | ToolPhrases { any, .. } = rule.evidence {
+            if let Phrases { any, .. } | OwnWords { any, .. } = rule.evidence {
                 for p in any {
                     assert_eq!(*p, normalise(p), "{}: phrase {p:?} is not normalised", rule.name);
                     assert!(
@@ -842,5 +1029,117 @@ mod tests {
         };
         assert!(reason.contains("The model is overloaded"), "{reason}");
         assert!(reason.starts_with("the provider is overloaded: …"), "{reason}");
+    }
+
+    fn stderr_report<'a>(stdout: &'a str, stderr: &'a str, events: &'a [AgentEvent]) -> Report<'a> {
+        Report {
+            kind: AgentKind::Command,
+            exit: Exit::Code(1),
+            ended_by: EndedBy::Agent,
+            events,
+            text_tail: stdout,
+            stderr_tail: stderr,
+            missing_done: "",
+            errors: &[],
+            now: 1_000,
+        }
+    }
+
+    #[test]
+    fn common_wordings_from_any_agent_in_its_own_error() {
+        let cases = [
+            ("Error: rate limit exceeded", Category::Environmental, "rate_limited"),
+            ("HTTP 429 Too Many Requests", Category::Environmental, "rate_limited"),
+            ("Overloaded", Category::Environmental, "provider_overloaded"),
+            ("error: Server is overloaded, try later", Category::Environmental, "provider_overloaded"),
+            ("503 Service Unavailable", Category::Environmental, "provider_overloaded"),
+            ("Error: connection refused", Category::Environmental, "connection_refused"),
+            ("API Error: Connection error.", Category::Environmental, "connection_refused"),
+            ("You exceeded your current quota, please check your plan", Category::UserConfig, "billing_disabled"),
+        ];
+        for (line, category, rule) in cases {
+            let stderr = format!("starting\n{line}\n");
+            let c = classify(&stderr_report("", &stderr, &[]));
+            assert_eq!((c.category, c.rule.as_str()), (category, rule), "{line}");
+            // The same words in an error event of a structured agent.
+            let events = [AgentEvent::Error { message: line.to_string() }];
+            assert_eq!(classify(&stderr_report("", "", &events)).rule, rule, "{line} as an event");
+        }
+    }
+
+    #[test]
+    fn common_wordings_elsewhere_are_not_the_agents_error() {
+        // A text agent's stdout (its test suite's output), tool results, assistant
+        // text, early stderr lines, and words inside longer words.
+        let tool = [AgentEvent::ToolFinished { id: "t".into(), is_error: true, output: "Connection refused".into() }];
+        let said = [AgentEvent::Text { text: "The server is overloaded, I think.".into() }];
+        let early = "Too Many Requests\n1\n2\n3\n4\n5\n";
+        for (stdout, stderr, events) in [
+            ("test_db ... connection refused\nFAILED", "", &[][..]),
+            ("", "", &tool[..]),
+            ("", "", &said[..]),
+            ("", early, &[][..]),
+            ("", "flag --not-overloadedness set", &[][..]),
+        ] {
+            let c = classify(&stderr_report(stdout, stderr, events));
+            assert_eq!(c.rule, "exit_nonzero", "{stdout:?} {stderr:?} {events:?}");
+        }
+    }
+
+    #[test]
+    fn a_rejected_flag_is_the_users_to_fix() {
+        for line in [
+            "error: unknown option '--output-format'",
+            "error: unexpected argument '--skip-git-repo-check' found",
+            "Unknown arguments: yolo",
+        ] {
+            let c = classify(&stderr_report("", line, &[]));
+            assert_eq!((c.category, c.rule.as_str()), (Category::UserConfig, CLI_REJECTED_ARGUMENT), "{line}");
+        }
+    }
+
+    #[test]
+    fn only_a_tool_dispatch_error_is_a_lost_tool() {
+        let out = |output: &str| [AgentEvent::ToolFinished { id: "t".into(), is_error: true, output: output.into() }];
+        for gone in [
+            "Error: tool mcp__ralph__declare_complete is not registered",
+            "Tool \"declare_complete\" is not registered",
+            "No such tool available: mcp__x",
+        ] {
+            let events = out(gone);
+            assert_eq!(classify(&stderr_report("", "", &events)).rule, TOOL_UNAVAILABLE, "{gone}");
+        }
+        for other in [
+            "Failed to start foo.service: Unit foo.service is not registered",
+            "Error: image foo not found in registry",
+            "the handler is not registered yet",
+        ] {
+            let events = out(other);
+            assert_eq!(classify(&stderr_report("", "", &events)).rule, "exit_nonzero", "{other}");
+        }
+    }
+
+    #[test]
+    fn configured_wordings_classify_and_capture_the_reset() {
+        let errors = [
+            ErrorPattern {
+                pattern: r"quota resets in (?P<reset_in>\d+)s".into(),
+                category: ErrorCategory::Environmental,
+            },
+            ErrorPattern { pattern: r"(?i)licen[cs]e expired".into(), category: ErrorCategory::UserConfig },
+            ErrorPattern { pattern: r"blip".into(), category: ErrorCategory::Environmental },
+        ];
+        let mut r = stderr_report("", "warming up\nmy-agent: quota resets in 90s", &[]);
+        r.errors = &errors;
+        let c = classify(&r);
+        assert_eq!((c.category, c.rule.as_str(), c.reset_at), (Category::Environmental, RATE_LIMITED, Some(1_090)));
+        r.stderr_tail = "License expired on 2026-01-01";
+        let c = classify(&r);
+        assert_eq!((c.category, c.rule.as_str()), (Category::UserConfig, CONFIGURED_ERROR));
+        assert!(c.reason.contains("License expired"), "{}", c.reason);
+        r.stderr_tail = "network blip";
+        assert_eq!(classify(&r).category, Category::Environmental);
+        assert_eq!(parse_reset_at("2026-01-15T12:00:00Z"), Some(1_768_478_400));
+        assert_eq!(parse_reset_in("5m", 0), Some(300));
     }
 }

@@ -52,11 +52,21 @@ pub struct Classification {
     /// tool registry rebuilt, counted against the `tool-registry-reset` cap.
     #[serde(default)]
     pub reset_tool_registry: bool,
+    /// When a limit resets (unix seconds), as a configured error pattern captured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reset_at: Option<i64>,
 }
 
 impl Classification {
     /// A classification that carries no instruction for the next attempt.
     pub fn new(category: Category, rule: impl Into<String>, reason: impl Into<String>) -> Self {
-        Self { category, rule: rule.into(), reason: reason.into(), fresh_session: false, reset_tool_registry: false }
+        Self {
+            category,
+            rule: rule.into(),
+            reason: reason.into(),
+            fresh_session: false,
+            reset_tool_registry: false,
+            reset_at: None,
+        }
     }
 }

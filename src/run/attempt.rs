@@ -54,6 +54,8 @@ pub struct Outcome {
     pub events: Vec<AgentEvent>,
     /// The end of stderr and of unparsed stdout, redacted.
     pub text_tail: String,
+    /// The end of stderr alone, redacted: where an agent words its own error.
+    pub stderr_tail: String,
     pub usage: Usage,
     pub duration: Duration,
     /// For `done = "file:PATH"`: the artifact exists and changed (set by the caller).
@@ -179,6 +181,7 @@ pub async fn run(
                     let _ = supervisor.on_event(None, Instant::now());
                     observer.event(None);
                     state.push_text(&line);
+                    state.push_stderr(&line);
                 }
                 _ => err_open = false,
             },
@@ -312,6 +315,8 @@ struct Collected {
     tail: String,
     /// The end of stdout alone: a text agent's final message.
     stdout_tail: String,
+    /// The end of stderr alone.
+    stderr_tail: String,
     usage: Usage,
 }
 
@@ -325,6 +330,7 @@ impl Collected {
             events: VecDeque::new(),
             tail: String::new(),
             stdout_tail: String::new(),
+            stderr_tail: String::new(),
             usage: Usage::default(),
         }
     }
@@ -363,6 +369,10 @@ impl Collected {
         push_bounded(&mut self.tail, line);
     }
 
+    fn push_stderr(&mut self, line: &str) {
+        push_bounded(&mut self.stderr_tail, line);
+    }
+
     fn push_stdout(&mut self, line: &str) {
         push_bounded(&mut self.stdout_tail, line);
     }
@@ -381,6 +391,7 @@ impl Collected {
             result_is_error,
             events: self.events.into(),
             text_tail: redact(&self.tail),
+            stderr_tail: redact(&self.stderr_tail),
             usage: self.usage,
             duration: started.elapsed(),
             artifact_changed: false,

@@ -206,6 +206,7 @@ impl Dispatcher {
                     result_is_error: false,
                     events: Vec::new(),
                     text_tail: String::new(),
+                    stderr_tail: String::new(),
                     usage: Default::default(),
                     duration: Duration::ZERO,
                     artifact_changed: false,

@@ -4,7 +4,9 @@
 
 use serde_json::json;
 
+use crate::agent::{launch, versions};
 use crate::error::RalphError;
+use crate::process;
 use crate::recovery::classify::{self, EndedBy, Exit};
 use crate::recovery::policy::{self, Facts, Limits, Next, Stop};
 use crate::recovery::probe::{self, ProbeResult};
@@ -64,13 +66,17 @@ impl Dispatcher {
     ) -> Result<Result<Next, RunEnd>, RalphError> {
         let Ending { exit, ended_by, claim, missing } = ending;
         let agent = self.current_agent();
+        let agent_cfg = self.r.loaded.config.agents.get(&agent);
         let report = classify::Report {
-            kind: self.r.loaded.config.agents.get(&agent).map_or(crate::config::AgentKind::Command, |a| a.kind),
+            kind: agent_cfg.map_or(crate::config::AgentKind::Command, |a| a.kind),
             exit,
             ended_by,
             events: &outcome.events,
             text_tail: &outcome.text_tail,
+            stderr_tail: &outcome.stderr_tail,
             missing_done: missing,
+            errors: agent_cfg.map_or(&[], |a| &a.errors),
+            now: unix_now(),
         };
         let mut failure = classify::classify(&report);
         if probe::probe_after(&failure) {
@@ -80,6 +86,9 @@ impl Dispatcher {
                 Ok(ProbeResult::Offline { last_error }) => failure = probe::offline_failure(&failure, &last_error),
                 Ok(ProbeResult::Online) => {}
             }
+        }
+        if failure.rule == classify::CLI_REJECTED_ARGUMENT {
+            failure.reason = self.with_versions(&agent, &failure.reason).await;
         }
         self.record_failure(&agent, &failure, outcome);
         if let Some(found) = &outcome.intervention {
@@ -107,8 +116,9 @@ impl Dispatcher {
         let limits = Limits { retry, max_cycles: self.r.loaded.config.general.max_cycles };
         let facts = Facts {
             session: outcome.session.clone(),
-            rate_limit_reset: reset::reset_time(&outcome.events, &outcome.text_tail, jiff::Timestamp::now())
-                .map(|r| r.at.as_second()),
+            rate_limit_reset: failure.reset_at.or_else(|| {
+                reset::reset_time(&outcome.events, &outcome.text_tail, jiff::Timestamp::now()).map(|r| r.at.as_second())
+            }),
             now,
             jitter: jitter(),
         };
@@ -123,6 +133,27 @@ impl Dispatcher {
         let note = self.note(trouble, outcome.last_tool.clone());
         self.r.checkpoint.progress.recovery_note = Some(note);
         Ok(Ok(next))
+    }
+
+    /// A CLI that refused an argument ralph passes was most likely updated: the
+    /// message names its version and the one ralph was tested with.
+    async fn with_versions(&self, agent: &str, reason: &str) -> String {
+        let Some(cfg) = self.r.loaded.config.agents.get(agent) else { return reason.to_string() };
+        let Some(tested) = versions::tested(cfg.kind) else {
+            return format!("{reason}; check the agent's command and its version");
+        };
+        let installed = match launch::find_binary(cfg, cfg.kind.as_str(), agent) {
+            Ok(binary) => match process::version::installed(&binary).await {
+                Ok(text) => versions::number(&text).unwrap_or(text.as_str()).to_string(),
+                Err(e) => format!("unknown ({e})"),
+            },
+            Err(e) => format!("unknown ({e})"),
+        };
+        format!(
+            "{reason}; the installed {} is version {installed}, ralph was tested with {tested}: \
+             install {tested} or a ralph that supports {installed} (`ralph doctor` compares them)",
+            cfg.kind.as_str()
+        )
     }
 
     /// The self-contained recovery note for the next attempt.
