@@ -553,6 +553,7 @@ mod tests {
         let req = Request {
             agent: "cx",
             prompt: "-do it",
+            prompt_file: Path::new("/w/p.md"),
             resume: None,
             launch: 1,
             cwd,

@@ -497,6 +497,7 @@ mod tests {
         let mut req = Request {
             agent: "g",
             prompt: "--do the thing",
+            prompt_file: Path::new("/w/p.md"),
             resume: None,
             launch: 1,
             cwd: Path::new("/w"),

@@ -47,6 +47,8 @@ pub enum LaunchError {
 pub struct Request<'a> {
     pub agent: &'a str,
     pub prompt: &'a str,
+    /// A file holding the prompt (for `{prompt_file}`).
+    pub prompt_file: &'a Path,
     /// Resume this session instead of starting a fresh one.
     pub resume: Option<&'a str>,
     /// 1-based launch number of this agent in the run.
@@ -129,7 +131,12 @@ fn command_argv(cfg: &AgentConfig, req: &Request<'_>) -> Result<Vec<String>, Lau
         })?,
     };
     let session = req.resume.unwrap_or("");
-    Ok(template.iter().map(|arg| arg.replace("{prompt}", req.prompt).replace("{session}", session)).collect())
+    let file = req.prompt_file.display().to_string();
+    // {prompt_file} first: its name contains "{prompt" but is not {prompt}.
+    Ok(template
+        .iter()
+        .map(|arg| arg.replace("{prompt_file}", &file).replace("{prompt}", req.prompt).replace("{session}", session))
+        .collect())
 }
 
 fn claude_argv(cfg: &AgentConfig, req: &Request<'_>) -> Result<Vec<String>, LaunchError> {

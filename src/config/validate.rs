@@ -267,12 +267,13 @@ fn check_command(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Con
             ),
         ));
     }
-    if !argv.iter().any(|a| a.contains("{prompt}")) {
+    if !argv.iter().any(|a| a.contains("{prompt}") || a.contains("{prompt_file}")) {
         return Err(cx.at(
             &keys!["agents", name, "command"],
             format!(
                 "[agents.{name}] command has no {{prompt}}; put {{prompt}} in the argument \
-                 where the prompt text goes, e.g. [\"{}\", \"--prompt\", \"{{prompt}}\"]",
+                 where the prompt text goes, e.g. [\"{}\", \"--prompt\", \"{{prompt}}\"], \
+                 or {{prompt_file}} where a file holding it goes (no length limit)",
                 argv[0]
             ),
         ));

@@ -8,6 +8,7 @@ pub mod policy;
 pub mod probe;
 pub mod rate_limit;
 pub mod reset;
+pub mod spawn;
 
 use serde::{Deserialize, Serialize};
 

@@ -38,7 +38,7 @@ pub enum End {
     /// The user's second Ctrl+C: the group was killed, exit now.
     ForceExit,
     /// The agent could not be started.
-    SpawnFailed(std::io::Error),
+    SpawnFailed { error: std::io::Error, program: String },
 }
 
 /// Everything the attempt left behind.
@@ -77,7 +77,8 @@ pub trait Observer {
 impl Outcome {
     /// An attempt that produced nothing (it could not start).
     pub fn empty() -> Self {
-        Collected::new(false).finish(End::SpawnFailed(std::io::Error::other("not started")), Instant::now())
+        let end = End::SpawnFailed { error: std::io::Error::other("not started"), program: String::new() };
+        Collected::new(false).finish(end, Instant::now())
     }
 }
 
@@ -91,13 +92,14 @@ pub async fn run(
 ) -> Outcome {
     let started = Instant::now();
     let mut state = Collected::new(prepared.text_output);
+    let program = prepared.launch.argv.first().cloned().unwrap_or_default();
     let mut child = match spawn(&prepared.launch) {
         Ok(child) => child,
-        Err(e) => return state.finish(End::SpawnFailed(e), started),
+        Err(error) => return state.finish(End::SpawnFailed { error, program }, started),
     };
     let (Some(pgid), Some(stdout), Some(stderr)) = (child.id(), child.stdout.take(), child.stderr.take()) else {
-        let err = std::io::Error::other("the agent's pipes were not set up");
-        return state.finish(End::SpawnFailed(err), started);
+        let error = std::io::Error::other("the agent's pipes were not set up");
+        return state.finish(End::SpawnFailed { error, program }, started);
     };
     // Plain buffered writes: a page-cache write takes microseconds, while tokio's
     // file type would hop to a blocking thread for every line.

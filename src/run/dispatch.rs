@@ -126,8 +126,8 @@ impl Dispatcher {
             match outcome.end {
                 End::ForceExit => return Ok(RunEnd::ForceExit),
                 End::Stopped(cause) => return self.stopped(cause, outcome.session),
-                End::SpawnFailed(ref e) => {
-                    if let Some(end) = self.spawn_failed(&agent, e, signals).await? {
+                End::SpawnFailed { ref error, ref program } => {
+                    if let Some(end) = self.spawn_failed(&agent, program, error, signals).await? {
                         return Ok(end);
                     }
                 }
@@ -157,11 +157,20 @@ impl Dispatcher {
         let agent_cfg = self.r.loaded.config.agents.get(&agent).cloned().ok_or_else(|| {
             RalphError::ResumeMismatch(format!("agent {agent} is no longer configured; run `ralph --no-resume`"))
         })?;
+        let pos_name = self.r.checkpoint.progress.position.phase_name.clone();
+        let stem = format!("attempt-{attempt_no:04}-{pos_name}-{agent}");
+        // What the agent was told, beside what it answered: the first thing to read
+        // when a run goes wrong. A `command` agent may read it as {prompt_file}.
+        let prompt_file = self.r.logs_dir.join(format!("{stem}.prompt.md"));
+        if let Err(e) = std::fs::write(&prompt_file, &prompt) {
+            tracing::warn!("cannot keep the prompt of attempt {attempt_no}: {e}");
+        }
         let prepared = launch::prepare(
             &agent_cfg,
             Request {
                 agent: &agent,
                 prompt: &prompt,
+                prompt_file: &prompt_file,
                 resume: resume.as_deref(),
                 launch: launch_no,
                 cwd: &self.r.dir,
@@ -200,7 +209,10 @@ impl Dispatcher {
             Ok(p) => p,
             Err(e) => {
                 return Ok(Outcome {
-                    end: End::SpawnFailed(std::io::Error::new(std::io::ErrorKind::NotFound, e.to_string())),
+                    end: End::SpawnFailed {
+                        error: std::io::Error::new(std::io::ErrorKind::NotFound, e.to_string()),
+                        program: String::new(),
+                    },
                     session: None,
                     final_message: None,
                     result_is_error: false,
@@ -216,13 +228,7 @@ impl Dispatcher {
             }
         };
         let artifact = artifact_stamp(&self.r.dir, &phase.done);
-        let stem = format!("attempt-{attempt_no:04}-{}-{agent}", pos.phase_name);
         let log_path = self.r.logs_dir.join(format!("{stem}.log"));
-        // What the agent was told, beside what it answered: the first thing to read
-        // when a run goes wrong.
-        if let Err(e) = std::fs::write(self.r.logs_dir.join(format!("{stem}.prompt.md")), &prompt) {
-            tracing::warn!("cannot keep the prompt of attempt {attempt_no}: {e}");
-        }
         let mut timeouts = self.r.loaded.config.timeouts.clone();
         if let Some(left) = self.runtime_left() {
             // An attempt never runs past the run's own time limit.

@@ -10,7 +10,7 @@ use crate::process;
 use crate::recovery::classify::{self, EndedBy, Exit};
 use crate::recovery::policy::{self, Facts, Limits, Next, Stop};
 use crate::recovery::probe::{self, ProbeResult};
-use crate::recovery::{Category, Classification, reset};
+use crate::recovery::{Category, Classification, reset, spawn};
 use crate::signal::Signals;
 use crate::state::checkpoint::LastError;
 use crate::supervise::completion::Claim;
@@ -31,22 +31,30 @@ pub(super) struct Ending<'a> {
 }
 
 impl Dispatcher {
-    /// The agent could not be started. A missing or forbidden binary needs a human;
-    /// anything else (no memory, too many processes, a binary being replaced by its
-    /// own auto-update) is retried like an outage.
+    /// The agent could not be started. A launch that can never succeed as configured
+    /// (a missing or non-executable binary, a prompt too long for an argument) needs a
+    /// person (exit 3); anything else (no memory, too many processes, a binary being
+    /// replaced by its own auto-update) is retried like an outage.
     pub(super) async fn spawn_failed(
         &mut self,
         agent: &str,
+        program: &str,
         error: &std::io::Error,
         signals: &mut Signals,
     ) -> Result<Option<RunEnd>, RalphError> {
         use std::io::ErrorKind;
         self.r.checkpoint.in_flight = None;
-        let message = format!("agent {agent}: cannot start it: {error}");
-        if matches!(error.kind(), ErrorKind::NotFound | ErrorKind::PermissionDenied) {
-            return self.stop(Stop::Blocked { message }).map(Some);
+        let failure = match error.raw_os_error() {
+            // ralph's own checks before exec (the binary not on PATH) carry no errno.
+            None if matches!(error.kind(), ErrorKind::NotFound | ErrorKind::PermissionDenied) => {
+                Classification::new(Category::UserConfig, spawn::LAUNCH_IMPOSSIBLE, format!("{error}"))
+            }
+            errno => spawn::classify(agent, program, errno, &error.to_string()),
+        };
+        if failure.category == Category::UserConfig {
+            self.record_failure(agent, &failure, &Outcome::empty());
+            return self.stop(Stop::Blocked { message: failure.reason }).map(Some);
         }
-        let failure = Classification::new(Category::Environmental, "spawn_failed", message);
         self.record_failure(agent, &failure, &Outcome::empty());
         let limits = Limits { retry: &self.r.loaded.config.retry, max_cycles: self.r.loaded.config.general.max_cycles };
         let facts = Facts { session: None, rate_limit_reset: None, now: unix_now(), jitter: jitter() };

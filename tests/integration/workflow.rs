@@ -424,3 +424,56 @@ chain = "main"
     ));
     p.ralph().run().expect_code(0);
 }
+
+/// A goal longer than one command-line argument may be (128 KiB on Linux).
+fn long_goal() -> String {
+    let mut goal = String::from("Build the frobnicator.\n");
+    while goal.len() < 200 * 1024 {
+        goal.push_str("Every requirement of the frobnicator is spelled out here at length.\n");
+    }
+    goal
+}
+
+#[test]
+fn a_prompt_too_long_for_an_argument_is_the_users_to_fix_not_an_outage() {
+    let p = Project::new().file("PROMPT.md", &long_goal()).config(&fast(
+        "",
+        "",
+        r#"
+[agents.sh]
+kind = "command"
+command = ["sh", "-c", "echo '<promise>DONE</promise>'", "{prompt}"]
+
+[chains]
+main = ["sh"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    p.ralph().run().expect_code(3).stderr_has("cannot start sh").stderr_has("{prompt_file}");
+    assert_eq!(p.events("attempt_started").len(), 1, "no retries of a launch that cannot work");
+    assert_eq!(p.events("attempt_failed")[0]["rule"], json!("launch_impossible"));
+}
+
+#[test]
+fn a_command_agent_reads_a_long_prompt_from_its_prompt_file() {
+    let p = Project::new().file("PROMPT.md", &long_goal()).config(&fast(
+        "",
+        "",
+        r#"
+[agents.sh]
+kind = "command"
+command = ["sh", "-c", "cp \"$0\" prompt.txt; echo '<promise>DONE</promise>'", "{prompt_file}"]
+
+[chains]
+main = ["sh"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    p.ralph().run().expect_code(0);
+    let got = p.read("prompt.txt");
+    assert!(got.len() > 200 * 1024 && got.contains("Build the frobnicator."), "{} bytes", got.len());
+}
