@@ -43,7 +43,9 @@ use crate::config::AgentConfig;
 pub fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> {
     let mut argv = vec![
         binary.display().to_string(),
-        format!("--prompt={}", req.prompt),
+        // The prompt comes on stdin (see `launch::prepare`); `--prompt` is appended
+        // to it, so an empty one keeps headless mode and adds nothing.
+        "--prompt=".to_string(),
         "--output-format".to_string(),
         "stream-json".to_string(),
         format!("--approval-mode={}", cfg.kind.permission_mode(cfg.permission_mode.as_deref())),
@@ -509,7 +511,7 @@ mod tests {
             argv(&cfg, &req, bin),
             [
                 "/bin/gemini",
-                "--prompt=--do the thing",
+                "--prompt=",
                 "--output-format",
                 "stream-json",
                 "--approval-mode=yolo",

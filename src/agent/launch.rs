@@ -87,8 +87,12 @@ pub fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchEr
     // OpenCode ignores SIGINT (measured: it ran on ~58 s); SIGTERM ends it at once.
     let stop_signal = if cfg.kind == AgentKind::Opencode { Signal::SIGTERM } else { Signal::SIGINT };
     let quiet_tools = cfg.kind == AgentKind::Opencode;
+    // The real CLIs read the prompt from stdin (see each adapter's argv), so its
+    // length is not bounded by the system's limit on one argument (128 KiB).
+    let stdin = matches!(cfg.kind, AgentKind::Claude | AgentKind::Codex | AgentKind::Gemini | AgentKind::Opencode)
+        .then(|| req.prompt.to_string());
     Ok(Prepared {
-        launch: Launch { argv, cwd: req.cwd.to_path_buf(), env },
+        launch: Launch { argv, cwd: req.cwd.to_path_buf(), env, stdin },
         stop_signal,
         parser,
         quiet_tools,
@@ -143,8 +147,8 @@ fn claude_argv(cfg: &AgentConfig, req: &Request<'_>) -> Result<Vec<String>, Laun
     let binary = find_binary(cfg, "claude", req.agent)?;
     let mut argv = vec![
         binary.display().to_string(),
-        // `-p` is a flag; the prompt goes last, after `--`, so a prompt that starts
-        // with `-` is not read as an option (measured: "unknown option").
+        // `-p` is a flag; the prompt comes on stdin, so a prompt that starts with `-`
+        // is never read as an option (measured as an argument: "unknown option").
         "-p".to_string(),
         "--output-format".to_string(),
         "stream-json".to_string(),
@@ -160,7 +164,7 @@ fn claude_argv(cfg: &AgentConfig, req: &Request<'_>) -> Result<Vec<String>, Laun
         argv.extend(["--resume".to_string(), session.to_string()]);
     }
     argv.extend(cfg.args.iter().cloned());
-    argv.extend(["--".to_string(), req.prompt.to_string()]);
+    // No prompt argument: `claude -p` reads it from stdin (see `prepare`).
     Ok(argv)
 }
 

@@ -101,6 +101,18 @@ pub async fn run(
         let error = std::io::Error::other("the agent's pipes were not set up");
         return state.finish(End::SpawnFailed { error, program }, started);
     };
+    if let (Some(text), Some(mut pipe)) = (prepared.launch.stdin.clone(), child.stdin.take()) {
+        // Written while the output is read (a long prompt fills the pipe before the
+        // agent reads it), then closed: the agent sees the end of its input. An agent
+        // that exits without reading all of it ends the write with EPIPE, harmlessly.
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            if let Err(e) = pipe.write_all(text.as_bytes()).await {
+                tracing::debug!("writing the prompt to the agent's stdin: {e}");
+            }
+            drop(pipe);
+        });
+    }
     // Plain buffered writes: a page-cache write takes microseconds, while tokio's
     // file type would hop to a blocking thread for every line.
     let mut log = match std::fs::File::create(log_path) {

@@ -208,3 +208,16 @@ fn a_flag_the_cli_rejects_is_the_users_to_fix_and_names_the_version() {
     assert_eq!(p.events("attempt_failed")[0]["rule"], json!("cli_rejected_argument"));
     assert!(provider.message_requests().is_empty());
 }
+
+#[test]
+fn a_prompt_longer_than_an_argument_reaches_claude_on_stdin() {
+    let provider = FakeProvider::start(vec![Reply::Text("Read it all.\n\n<promise>DONE</promise>".into())]);
+    let Some(p) = project(&provider, "", "") else { return };
+    p.write("PROMPT.md", &crate::harness::long_goal("END-OF-GOAL-7731"));
+    p.ralph().run().expect_code(0);
+    let requests = provider.message_requests();
+    assert!(
+        requests.iter().any(|r| r.body.to_string().contains("END-OF-GOAL-7731")),
+        "the whole goal reached the model"
+    );
+}

@@ -450,3 +450,15 @@ impl Project {
         }
     }
 }
+
+/// A goal longer than one command-line argument may be (128 KiB on Linux), starting
+/// with a dash (never to be read as an option) and ending with `marker`.
+pub fn long_goal(marker: &str) -> String {
+    let mut goal = String::from("-- Build the frobnicator.\n");
+    while goal.len() < 200 * 1024 {
+        goal.push_str("Every requirement of the frobnicator is spelled out here at length.\n");
+    }
+    goal.push_str(marker);
+    goal.push('\n');
+    goal
+}

@@ -213,3 +213,16 @@ fn ctrl_c_ends_opencode_without_waiting_out_the_grace() {
     out.expect_code(130);
     assert_eq!(p.checkpoint()["status"], json!("paused"));
 }
+
+#[test]
+fn a_prompt_longer_than_an_argument_reaches_opencode_on_stdin() {
+    let provider = FakeChat::start(vec![ChatReply::Text("Read it all.\n\n<promise>DONE</promise>".into())]);
+    let Some(p) = project(&provider, "", "") else { return };
+    p.write("PROMPT.md", &crate::harness::long_goal("END-OF-GOAL-7731"));
+    run(&p).expect_code(0);
+    let requests = provider.chat_requests();
+    assert!(
+        requests.iter().any(|r| r.body.to_string().contains("END-OF-GOAL-7731")),
+        "the whole goal reached the model"
+    );
+}

@@ -425,18 +425,9 @@ chain = "main"
     p.ralph().run().expect_code(0);
 }
 
-/// A goal longer than one command-line argument may be (128 KiB on Linux).
-fn long_goal() -> String {
-    let mut goal = String::from("Build the frobnicator.\n");
-    while goal.len() < 200 * 1024 {
-        goal.push_str("Every requirement of the frobnicator is spelled out here at length.\n");
-    }
-    goal
-}
-
 #[test]
 fn a_prompt_too_long_for_an_argument_is_the_users_to_fix_not_an_outage() {
-    let p = Project::new().file("PROMPT.md", &long_goal()).config(&fast(
+    let p = Project::new().file("PROMPT.md", &crate::harness::long_goal("END")).config(&fast(
         "",
         "",
         r#"
@@ -458,7 +449,7 @@ chain = "main"
 
 #[test]
 fn a_command_agent_reads_a_long_prompt_from_its_prompt_file() {
-    let p = Project::new().file("PROMPT.md", &long_goal()).config(&fast(
+    let p = Project::new().file("PROMPT.md", &crate::harness::long_goal("END")).config(&fast(
         "",
         "",
         r#"
