@@ -27,6 +27,9 @@ pub struct Prepared {
     pub quiet_tools: bool,
     /// The final message is the end of stdout rather than a result event.
     pub text_output: bool,
+    /// The agent reports its cost while it runs (OpenCode, per step), so the cost cap
+    /// can end the attempt in progress; the others report it only at the end.
+    pub running_cost: bool,
 }
 
 /// Why an agent cannot be launched; all of these need a human.
@@ -97,6 +100,7 @@ pub fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchEr
         parser,
         quiet_tools,
         text_output,
+        running_cost: cfg.kind == AgentKind::Opencode,
     })
 }
 

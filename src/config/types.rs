@@ -400,6 +400,9 @@ pub struct SimTool {
     /// Start the call and never finish it.
     #[serde(default)]
     pub hang: bool,
+    /// The result is an error (`is_error`), as a refused or failed tool call's is.
+    #[serde(default)]
+    pub error: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]

@@ -34,6 +34,10 @@ pub enum EndedBy {
     ToolText,
     /// ralph: the agent wrote a tool call in its thinking instead of making it.
     ToolTextInThinking,
+    /// ralph: the cost the agent reported during the attempt reached `max_cost_usd`.
+    CostCap,
+    /// ralph: the agent's tool calls were refused permission again and again.
+    PermissionDenials,
 }
 
 /// What the classifier looks at.
@@ -111,6 +115,9 @@ use Evidence::{Configured, OwnWords, Phrases, Structured};
 
 /// The rule of a failure that a configured pattern (`[agents.X] errors`) explained.
 pub const CONFIGURED_ERROR: &str = "configured_error";
+
+/// The rule of an attempt ended after repeated permission denials.
+pub const REPEATED_PERMISSION_DENIALS: &str = "repeated_permission_denials";
 
 /// The rule of an agent CLI refusing an argument ralph passes (a changed CLI).
 pub const CLI_REJECTED_ARGUMENT: &str = "cli_rejected_argument";
@@ -299,6 +306,8 @@ const RULES: &[Rule] = &[
     structured("tool_call_loop", Agent, tool_call_loop),
     structured("tool_text", Agent, tool_text),
     structured("tool_text_in_thinking", Agent, tool_text_in_thinking),
+    structured("cost_cap", Agent, cost_cap),
+    structured(REPEATED_PERMISSION_DENIALS, Agent, permission_denials),
     structured("binary_missing", UserConfig, binary_missing),
     structured("auth_failed", UserConfig, auth_failed),
     structured("billing_disabled", UserConfig, billing_code),
@@ -638,6 +647,17 @@ fn tool_text(r: &Report<'_>) -> Option<String> {
 fn tool_text_in_thinking(r: &Report<'_>) -> Option<String> {
     (r.ended_by == EndedBy::ToolTextInThinking)
         .then(|| "the agent wrote a tool call in its thinking instead of making it".into())
+}
+
+/// Not the agent's fault, but the run stops on the cost cap before any budget matters.
+fn cost_cap(r: &Report<'_>) -> Option<String> {
+    (r.ended_by == EndedBy::CostCap).then(|| "the run's cost reached [general] max_cost_usd during the attempt".into())
+}
+
+/// A policy violation repeated (design.md §4: an `agent` failure).
+fn permission_denials(r: &Report<'_>) -> Option<String> {
+    (r.ended_by == EndedBy::PermissionDenials)
+        .then(|| "the agent's tool calls were refused permission repeatedly".into())
 }
 
 fn attempt_timeout(r: &Report<'_>) -> Option<String> {

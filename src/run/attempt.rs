@@ -86,6 +86,7 @@ impl Outcome {
 pub async fn run(
     prepared: Prepared,
     timeouts: &Timeouts,
+    cost_left: Option<f64>,
     signals: &mut Signals,
     observer: &mut dyn Observer,
     log_path: &Path,
@@ -134,7 +135,8 @@ pub async fn run(
         Supervisor::new(&limits, started)
     } else {
         Supervisor::new(timeouts, started)
-    };
+    }
+    .with_cost_left(cost_left.filter(|_| prepared.running_cost));
     let mut exit: Option<Exit> = None;
     let mut ended_by = EndedBy::Agent;
     let mut intervention: Option<Intervention> = None;

@@ -131,6 +131,16 @@ impl Dispatcher {
                         return Ok(end);
                     }
                 }
+                End::Exited { ended_by: EndedBy::CostCap, .. } => {
+                    // The attempt was ended on the cost cap: the run stops on it.
+                    if let Some(found) = &outcome.intervention {
+                        self.intervene(found.detector, &found.evidence);
+                    }
+                    self.r.checkpoint.in_flight = None;
+                    if let Some(stop) = self.cap_reached() {
+                        return self.stop(stop);
+                    }
+                }
                 End::Exited { exit, ended_by } => {
                     if let Some(end) = self.after_attempt(&outcome, exit, ended_by, signals).await? {
                         return Ok(end);
@@ -234,7 +244,8 @@ impl Dispatcher {
             // An attempt never runs past the run's own time limit.
             timeouts.attempt = timeouts.attempt.min(left);
         }
-        let mut outcome = attempt::run(prepared, &timeouts, signals, self, &log_path).await;
+        let cost_left = self.r.loaded.config.general.max_cost_usd.map(|max| max - self.r.checkpoint.usage.cost_usd);
+        let mut outcome = attempt::run(prepared, &timeouts, cost_left, signals, self, &log_path).await;
         self.r.reporter.attempt_finished();
         if artifact_stamp(&self.r.dir, &phase.done) != artifact && artifact.is_some_or_created(&self.r.dir, &phase.done)
         {

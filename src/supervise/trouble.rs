@@ -25,7 +25,11 @@ pub fn trouble(
             EndedBy::Loop => Trouble::Loop { description: found.evidence.clone() },
             EndedBy::ToolText => Trouble::ToolText { in_thinking: false, excerpt: excerpt(&found.evidence) },
             EndedBy::ToolTextInThinking => Trouble::ToolText { in_thinking: true, excerpt: excerpt(&found.evidence) },
-            EndedBy::ToolTimeout | EndedBy::AttemptTimeout | EndedBy::Agent => Trouble::Other(found.evidence.clone()),
+            EndedBy::ToolTimeout
+            | EndedBy::AttemptTimeout
+            | EndedBy::Agent
+            | EndedBy::CostCap
+            | EndedBy::PermissionDenials => Trouble::Other(found.evidence.clone()),
         };
     }
     match (failure.rule.as_str(), claim) {
