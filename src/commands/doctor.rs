@@ -73,10 +73,10 @@ async fn check_agent(name: &str, agent: &AgentConfig, timeout: &Duration) -> Vec
     if agent.kind != AgentKind::Command {
         out.push(version(name, agent.kind, &binary).await);
         out.push(credentials(name, agent));
-        let endpoints =
-            probe::default_endpoints(&std::iter::once((name.to_string(), agent.clone())).collect(), &|var| {
-                agent.env.get(var).cloned().or_else(|| std::env::var(var).ok())
-            });
+        let agents = std::iter::once((name.to_string(), agent.clone())).collect();
+        let env = |var: &str| std::env::var(var).ok();
+        let read = |path: &Path| std::fs::read_to_string(path).ok();
+        let endpoints = probe::default_endpoints(&agents, &env, &read);
         if !endpoints.is_empty() {
             out.push(match crate::run::connect::probe(&endpoints, *timeout).await {
                 ProbeResult::Online => {

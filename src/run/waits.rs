@@ -202,7 +202,8 @@ impl Dispatcher {
             .filter_map(|name| config.agents.get(name).map(|a| (name.clone(), a.clone())))
             .collect();
         let env = |var: &str| std::env::var(var).ok().filter(|v| !v.is_empty());
-        probe::candidates(&agents, &env)
+        let read = |path: &std::path::Path| std::fs::read_to_string(path).ok();
+        probe::candidates(&agents, &env, &read)
     }
 
     /// With a single endpoint, an answer is that endpoint's.
