@@ -279,6 +279,7 @@ fn resume(
         c.ambiguous_failures = 0;
         c.retry_streak = 0;
         pos.cycle = 1;
+        cp.progress.environmental_streak = None;
     }
     // An attempt that was running when ralph stopped continues its session.
     if let Some(in_flight) = cp.in_flight.take() {

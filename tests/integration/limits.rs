@@ -388,3 +388,120 @@ steps = [{{ done = "b finished." }}]
     assert_eq!(cp["progress"]["counters"]["fallovers"], json!(0), "no budget was spent: a did not fall over to b");
     assert!(p.events("attempt_succeeded").iter().all(|e| e["agent"] == json!("a")));
 }
+
+#[test]
+fn a_reset_beyond_max_rate_limit_wait_falls_over_to_a_healthy_agent_even_when_waiting() {
+    let p = Project::new().config(&fast(
+        "max_rate_limit_wait = \"2s\"",
+        "",
+        &chain_of(
+            r#""a", "b""#,
+            r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ rate_limit = "1h" }, { error = "You've hit your limit" }]
+[agents.b]
+kind = "sim"
+[[agents.b.script]]
+steps = [{ done = "b did it" }]
+"#,
+            "",
+        ),
+    ));
+    p.ralph().run().expect_code(0);
+    assert_eq!(count(&p.journal(), "fallover", "to", &json!("b")), 1);
+    assert_eq!(p.events("attempt_started").len(), 2, "a once, then b: a's limit was never asked again");
+}
+
+#[test]
+fn a_reset_beyond_max_rate_limit_wait_with_nobody_else_fails_naming_it() {
+    let p = Project::new().config(&fast(
+        "max_rate_limit_wait = \"2s\"",
+        "",
+        &chain_of(
+            r#""a""#,
+            r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ rate_limit = "1h" }, { error = "You've hit your limit" }]
+"#,
+            "",
+        ),
+    ));
+    p.ralph().run().expect_code(1).stderr_has("max_rate_limit_wait exhausted").stderr_has("raise max_rate_limit_wait");
+    assert_eq!(p.events("attempt_started").len(), 1);
+}
+
+#[test]
+fn an_agent_crash_loop_backs_off_between_retries() {
+    let p = Project::new().config(&fast(
+        "agent_attempts = 3\nagent_backoff_base = \"20s\"",
+        "",
+        &chain_of(
+            r#""a""#,
+            r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ crash = "SIGSEGV" }]
+"#,
+            "",
+        ),
+    ));
+    // A 20 s backoff after the first crash: the run is waiting, not restarting.
+    let run = p.ralph().spawn();
+    p.wait_for_checkpoint(|cp| cp["status"] == json!("waiting"), Duration::from_secs(10));
+    assert_eq!(p.events("attempt_started").len(), 1, "the crashed agent is not restarted at once");
+    run.signal(Signal::SIGINT);
+    run.finish().expect_code(130);
+}
+
+#[test]
+fn an_environmental_streak_is_bounded_without_max_runtime() {
+    let p = Project::new().config(&fast(
+        "max_environmental_wait = \"1s\"",
+        "",
+        &chain_of(
+            r#""a""#,
+            r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ error = "API Error: 529 Overloaded. This is a server-side issue, usually temporary" }]
+"#,
+            "",
+        ),
+    ));
+    p.ralph()
+        .run()
+        .expect_code(1)
+        .stderr_has("max_environmental_wait exhausted")
+        .stderr_has("the provider is overloaded");
+}
+
+#[test]
+fn overloads_do_not_make_a_continue_storm() {
+    let overloaded = r#"[[agents.a.script]]
+steps = [{ say = "Working." }, { error = "API Error: 529 Overloaded. This is a server-side issue, usually temporary" }]
+"#;
+    let p = Project::new().config(&fast(
+        "storm_recoveries = 2",
+        "",
+        &chain_of(
+            r#""a""#,
+            &format!(
+                "[agents.a]\nkind = \"sim\"\n{}{}[[agents.a.script]]\nsteps = [{{ done = \"finished\" }}]\n",
+                overloaded.repeat(3),
+                ""
+            ),
+            "",
+        ),
+    ));
+    p.ralph().run().expect_code(0);
+    assert!(p.events("intervention").iter().all(|e| e["detector"] != json!("continue_storm")));
+    let started = p.events("attempt_started");
+    assert_eq!(started.len(), 4);
+    assert!(started[1..].iter().all(|e| e["resume_session"].is_string()), "the session survives the outage");
+}
