@@ -137,9 +137,15 @@ impl Dispatcher {
                         self.intervene(found.detector, &found.evidence);
                     }
                     self.r.checkpoint.in_flight = None;
-                    if let Some(stop) = self.cap_reached() {
-                        return self.stop(stop);
-                    }
+                    let stop = self.cap_reached().unwrap_or_else(|| Stop::Failed {
+                        cap: Cap::Cost,
+                        message: format!(
+                            "{}: the run has cost ${:.2}",
+                            Cap::Cost.phrase(),
+                            self.r.checkpoint.usage.cost_usd
+                        ),
+                    });
+                    return self.stop(stop);
                 }
                 End::Exited { exit, ended_by } => {
                     if let Some(end) = self.after_attempt(&outcome, exit, ended_by, signals).await? {

@@ -13,15 +13,16 @@ use crate::agent::AgentEvent;
 pub const LIMIT: u32 = 3;
 
 /// Words of a tool result that reports a denial by the agent's own permission
-/// settings: Claude Code ("Claude requested permissions to use Bash, but you haven't
-/// granted it yet"; "Permission to use Bash has been denied"), Gemini CLI ("denied by
-/// policy"), OpenCode ("a rule which prevents you from using this specific tool call").
-const DENIAL: &[&str] = &[
-    "requested permissions to use",
-    "permission to use",
-    "denied by policy",
-    "prevents you from using this specific tool call",
-    "the tool use was rejected",
+/// settings, each with a second word the same result must hold: Claude Code ("Claude
+/// requested permissions to use Bash, but you haven't granted it yet"; "Permission to
+/// use Bash has been denied"), Gemini CLI ("denied by policy"), OpenCode ("a rule which
+/// prevents you from using this specific tool call").
+const DENIAL: &[(&str, &str)] = &[
+    ("requested permissions to use", "granted"),
+    ("permission to use", "denied"),
+    ("denied by policy", "denied"),
+    ("prevents you from using this specific tool call", "rule"),
+    ("the tool use was rejected", "rejected"),
 ];
 
 #[derive(Debug, Default)]
@@ -56,11 +57,7 @@ impl Denials {
 
 fn is_denial(output: &str) -> bool {
     let lower = output.to_ascii_lowercase();
-    DENIAL.iter().any(|p| lower.contains(p))
-        && (lower.contains("denied")
-            || lower.contains("permission")
-            || lower.contains("rejected")
-            || lower.contains("prevents"))
+    DENIAL.iter().any(|(phrase, also)| lower.contains(phrase) && lower.contains(also))
 }
 
 #[cfg(test)]
@@ -99,6 +96,7 @@ mod tests {
             let id = format!("t{i}");
             let _ = d.on_event(&started(&id, "Bash"));
             assert_eq!(d.on_event(&finished(&id, "cat: /root/secret: Permission denied")), None);
+            assert_eq!(d.on_event(&finished(&id, "curl: you do not have permission to use this API")), None);
         }
     }
 }

@@ -492,9 +492,8 @@ steps = [{ say = "Working." }, { error = "API Error: 529 Overloaded. This is a s
         &chain_of(
             r#""a""#,
             &format!(
-                "[agents.a]\nkind = \"sim\"\n{}{}[[agents.a.script]]\nsteps = [{{ done = \"finished\" }}]\n",
-                overloaded.repeat(3),
-                ""
+                "[agents.a]\nkind = \"sim\"\n{}[[agents.a.script]]\nsteps = [{{ done = \"finished\" }}]\n",
+                overloaded.repeat(3)
             ),
             "",
         ),
