@@ -670,11 +670,13 @@ fn binary_missing(r: &Report<'_>) -> Option<String> {
     if r.exit != Exit::Code(127) {
         return None;
     }
-    let tail = r.text_tail.to_ascii_lowercase();
-    ["command not found", ": not found", "no such file or directory"]
-        .iter()
-        .any(|p| tail.contains(p))
-        .then(|| "the agent's command was not found (exit 127)".into())
+    let said = ["command not found", ": not found", "no such file or directory"];
+    let line = r.text_tail.lines().rev().find(|l| {
+        let lower = l.to_ascii_lowercase();
+        said.iter().any(|p| lower.contains(p))
+    })?;
+    // The shell's line names the path that was missing.
+    Some(format!("the agent's command was not found (exit 127): {}", excerpt_at(line, 0)))
 }
 
 fn api_status(r: &Report<'_>) -> Option<u16> {

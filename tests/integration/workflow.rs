@@ -468,3 +468,52 @@ chain = "main"
     let got = p.read("prompt.txt");
     assert!(got.len() > 200 * 1024 && got.contains("Build the frobnicator."), "{} bytes", got.len());
 }
+
+#[test]
+fn an_agent_program_that_cannot_be_executed_is_the_users_to_fix() {
+    use std::os::unix::fs::PermissionsExt;
+    // Executable, but not a program: no #! line, not a binary format. (exec falls
+    // back to /bin/sh for such a file, which then fails on it: exit 127.)
+    let p = Project::new().file("agent.bin", "\u{1}\u{2}\u{3} not a program\n").config(&fast(
+        "",
+        "",
+        r#"
+[agents.bad]
+kind = "command"
+command = ["./agent.bin", "{prompt}"]
+
+[chains]
+main = ["bad"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    std::fs::set_permissions(p.join("agent.bin"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let out = p.ralph().run();
+    assert_eq!(p.events("attempt_started").len(), 1, "never retried");
+    out.expect_code(3).stderr_has("agent.bin");
+}
+
+#[test]
+fn an_agent_script_with_a_bad_interpreter_is_the_users_to_fix() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new().file("agent.sh", "#!/no/such/interpreter\necho hi\n").config(&fast(
+        "",
+        "",
+        r#"
+[agents.bad]
+kind = "command"
+command = ["./agent.sh", "{prompt}"]
+
+[chains]
+main = ["bad"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    std::fs::set_permissions(p.join("agent.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    p.ralph().run().expect_code(3).stderr_has("agent.sh").stderr_has("interpreter named on its #! line");
+    assert_eq!(p.events("attempt_started").len(), 1, "never retried");
+}
