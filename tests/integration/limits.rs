@@ -504,3 +504,73 @@ steps = [{ say = "Working." }, { error = "API Error: 529 Overloaded. This is a s
     assert_eq!(started.len(), 4);
     assert!(started[1..].iter().all(|e| e["resume_session"].is_string()), "the session survives the outage");
 }
+
+/// A stand-in for `claude` (its stream format, argv ignored): waits for the file
+/// `go`, then fails the first time and finishes the second.
+const FAKE_CLAUDE: &str = r#"#!/bin/sh
+while [ ! -e go ]; do sleep 0.05; done
+if [ -e second ]; then
+  echo '{"type":"result","subtype":"success","is_error":false,"result":"done <promise>DONE</promise>","session_id":"s1"}'
+  exit 0
+fi
+touch second
+exit 1
+"#;
+
+fn fake_claude_project(port: u16) -> Project {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new().file("fake-claude", FAKE_CLAUDE);
+    std::fs::set_permissions(p.join("fake-claude"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let body = format!(
+        r#"
+[offline]
+interval = "200ms"
+timeout = "500ms"
+[agents.claude]
+kind = "claude"
+binary = "{binary}"
+env = {{ ANTHROPIC_BASE_URL = "http://127.0.0.1:{port}", ANTHROPIC_API_KEY = "dummy" }}
+[chains]
+main = ["claude"]
+[phases.develop]
+chain = "main"
+"#,
+        binary = p.join("fake-claude").display()
+    );
+    p.config(&fast("agent_attempts = 1", "", &body))
+}
+
+#[test]
+fn a_default_endpoint_that_answered_earlier_makes_a_silent_failure_the_outage() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let p = fake_claude_project(port);
+    let run = p.ralph().spawn();
+    p.wait_for_checkpoint(|cp| cp["in_flight"].is_object(), Duration::from_secs(10));
+    // The provider answered the start-up probe; now the network goes.
+    std::thread::sleep(Duration::from_millis(300));
+    drop(listener);
+    p.write("go", "");
+    p.wait_for_checkpoint(|cp| cp["progress"]["offline_since"].is_i64(), Duration::from_secs(10));
+    let provider = std::net::TcpListener::bind(("127.0.0.1", port)).expect("reopen the port");
+    let out = run.finish();
+    drop(provider);
+    out.expect_code(0).stderr_has("Offline — paused").stderr_has("Recovery resumed after offline");
+    let failed = p.events("attempt_failed");
+    assert_eq!((failed[0]["category"].clone(), failed[0]["rule"].clone()), (json!("environmental"), json!("offline")));
+}
+
+#[test]
+fn a_default_endpoint_never_reached_in_this_run_is_no_evidence_of_being_offline() {
+    // A sandbox that blocks TCP to the provider: the failure keeps its own category
+    // and the run never pauses on a host it could not reach.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = closed.local_addr().expect("addr").port();
+    drop(closed);
+    let p = fake_claude_project(port);
+    p.write("go", "");
+    p.ralph().run().expect_code(0);
+    let failed = p.events("attempt_failed");
+    assert_eq!(failed[0]["rule"], json!("exit_nonzero"));
+    assert!(p.events("offline").is_empty());
+}
