@@ -1,5 +1,8 @@
-//! Recovery: what kind of failure an attempt was ([`classify`]) and what to do next
-//! ([`policy`]). Both are pure functions; the dispatcher executes their decisions.
+//! Recovery: what kind of failure an attempt was ([`classify`], and [`spawn`] for a
+//! launch that failed before the agent ran), what to do next ([`policy`],
+//! [`rate_limit`]), and which endpoints tell whether the network is gone ([`probe`];
+//! the TCP connect itself is the shell's). All pure; the dispatcher executes their
+//! decisions.
 
 pub mod classify;
 #[cfg(test)]

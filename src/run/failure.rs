@@ -1,6 +1,8 @@
-//! Failed attempts: the classification, the journal and terminal record, the
+//! Failed attempts: the classification (checked against the network: a failure while
+//! the providers do not answer is the outage's), the journal and terminal record, the
 //! interventions, the policy's decision with its continue-storm check, and the
-//! self-contained recovery note the next attempt gets.
+//! self-contained recovery note the next attempt gets. Launches that failed before
+//! the agent ran are classified by `recovery::spawn`.
 
 use serde_json::json;
 

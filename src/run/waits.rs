@@ -1,6 +1,8 @@
 //! Waiting without spending anything: backoff, rate-limit resets (persisted, so a
-//! restart keeps waiting), and the offline pause with its TCP probes. Every wait
-//! gives way to a signal at once.
+//! restart keeps waiting), and the offline pause with its TCP probes (which endpoints
+//! count is the core's, `recovery::probe`; the probes of the default endpoints that
+//! make them count run here, in the background). Every wait gives way to a signal at
+//! once.
 
 use std::time::Duration;
 
