@@ -315,7 +315,8 @@ const RULES: &[Rule] = &[
     structured("provider_overloaded", Environmental, provider_overloaded),
     structured("provider_error", Environmental, provider_error),
     structured("session_not_found", Agent, gemini_input_error).then(Then::Fresh),
-    // The user's own wordings for the agent come before ralph's guesses.
+    // The user's own wordings for the agent come before ralph's guesses (the category
+    // here is a placeholder: each pattern brings its own).
     Rule::new(CONFIGURED_ERROR, Ambiguous, Configured),
     own(CLI_REJECTED_ARGUMENT, UserConfig, "the agent CLI rejected an argument ralph passes", REJECTED_ARGUMENT),
     phrases("session_not_found", Agent, "the agent does not know the session", SESSION_NOT_FOUND).then(Then::Fresh),
