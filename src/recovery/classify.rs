@@ -7,8 +7,7 @@
 use crate::agent::AgentEvent;
 use crate::config::{AgentKind, ErrorCategory, ErrorPattern};
 
-use super::policy::RATE_LIMITED;
-use super::{Category, Classification};
+use super::{Category, Classification, Rule};
 
 /// How an attempt ended, as far as the process is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,15 +89,15 @@ enum Then {
 
 /// One named rule. A concept may appear twice (structured evidence early, phrases
 /// later), always with the same name and category.
-struct Rule {
-    name: &'static str,
+struct Entry {
+    name: Rule,
     category: Category,
     evidence: Evidence,
     then: Then,
 }
 
-impl Rule {
-    const fn new(name: &'static str, category: Category, evidence: Evidence) -> Self {
+impl Entry {
+    const fn new(name: Rule, category: Category, evidence: Evidence) -> Self {
         Self { name, category, evidence, then: Then::Default }
     }
 
@@ -107,20 +106,8 @@ impl Rule {
     }
 }
 
-/// The rule name the policy counts against the `tool-registry-reset` cap.
-pub const TOOL_UNAVAILABLE: &str = "tool_unavailable";
-
 use Category::{Agent, Ambiguous, Environmental, UserConfig};
 use Evidence::{Configured, OwnWords, Phrases, Structured};
-
-/// The rule of a failure that a configured pattern (`[agents.X] errors`) explained.
-pub const CONFIGURED_ERROR: &str = "configured_error";
-
-/// The rule of an attempt ended after repeated permission denials.
-pub const REPEATED_PERMISSION_DENIALS: &str = "repeated_permission_denials";
-
-/// The rule of an agent CLI refusing an argument ralph passes (a changed CLI).
-pub const CLI_REJECTED_ARGUMENT: &str = "cli_rejected_argument";
 
 // Phrases are matched ASCII-case-insensitively against normalised lines (escaped
 // quotes unescaped, `": ` squeezed to `":`); `#` stands for one digit and a trailing
@@ -298,63 +285,63 @@ const COMMON_UNREACHABLE: &[&str] = &["connection refused", "connection error"];
 /// The table, in order: first match wins. ralph's own verdicts first, then the
 /// agent's structured events, then phrases (user errors before session state before
 /// transient ones), then how the process ended.
-const RULES: &[Rule] = &[
-    structured("stall_in_provider_retry", Environmental, stall_in_provider_retry),
-    structured("stall", Agent, stall),
-    structured("tool_timeout", Agent, tool_timeout),
-    structured("attempt_timeout", Agent, attempt_timeout),
-    structured("tool_call_loop", Agent, tool_call_loop),
-    structured("tool_text", Agent, tool_text),
-    structured("tool_text_in_thinking", Agent, tool_text_in_thinking),
-    structured("cost_cap", Agent, cost_cap),
-    structured(REPEATED_PERMISSION_DENIALS, Agent, permission_denials),
-    structured("binary_missing", UserConfig, binary_missing),
-    structured("auth_failed", UserConfig, auth_failed),
-    structured("billing_disabled", UserConfig, billing_code),
-    structured("rate_limited", Environmental, rate_limited),
-    structured("provider_overloaded", Environmental, provider_overloaded),
-    structured("provider_error", Environmental, provider_error),
-    structured("session_not_found", Agent, gemini_input_error).then(Then::Fresh),
+const RULES: &[Entry] = &[
+    structured(Rule::StallInProviderRetry, Environmental, stall_in_provider_retry),
+    structured(Rule::Stall, Agent, stall),
+    structured(Rule::ToolTimeout, Agent, tool_timeout),
+    structured(Rule::AttemptTimeout, Agent, attempt_timeout),
+    structured(Rule::ToolCallLoop, Agent, tool_call_loop),
+    structured(Rule::ToolText, Agent, tool_text),
+    structured(Rule::ToolTextInThinking, Agent, tool_text_in_thinking),
+    structured(Rule::CostCap, Agent, cost_cap),
+    structured(Rule::RepeatedPermissionDenials, Agent, permission_denials),
+    structured(Rule::BinaryMissing, UserConfig, binary_missing),
+    structured(Rule::AuthFailed, UserConfig, auth_failed),
+    structured(Rule::BillingDisabled, UserConfig, billing_code),
+    structured(Rule::RateLimited, Environmental, rate_limited),
+    structured(Rule::ProviderOverloaded, Environmental, provider_overloaded),
+    structured(Rule::ProviderError, Environmental, provider_error),
+    structured(Rule::SessionNotFound, Agent, gemini_input_error).then(Then::Fresh),
     // The user's own wordings for the agent come before ralph's guesses (the category
     // here is a placeholder: each pattern brings its own).
-    Rule::new(CONFIGURED_ERROR, Ambiguous, Configured),
-    own(CLI_REJECTED_ARGUMENT, UserConfig, "the agent CLI rejected an argument ralph passes", REJECTED_ARGUMENT),
-    phrases("session_not_found", Agent, "the agent does not know the session", SESSION_NOT_FOUND).then(Then::Fresh),
-    phrases("auth_failed", UserConfig, "the provider rejected the credentials", AUTH),
-    phrases("billing_disabled", UserConfig, "the provider account has no credit or quota", BILLING),
-    own("billing_disabled", UserConfig, "the provider account has no credit or quota", COMMON_QUOTA),
-    phrases("model_invalid", UserConfig, "the provider does not know the model", MODEL),
-    phrases("context_too_long", Agent, "the conversation outgrew the context window", CONTEXT).then(Then::Fresh),
-    phrases("rate_limited", Environmental, "the provider's rate or usage limit was reached", RATE),
-    own("rate_limited", Environmental, "the provider's rate or usage limit was reached", COMMON_RATE),
-    phrases("provider_overloaded", Environmental, "the provider is overloaded", OVERLOADED),
-    own("provider_overloaded", Environmental, "the provider is overloaded", COMMON_OVERLOADED),
-    phrases("provider_error", Environmental, "the provider failed", SERVER),
-    phrases("dns_failure", Environmental, "the provider's host name did not resolve", DNS),
-    phrases("connection_reset", Environmental, "the connection to the provider was reset", RESET),
-    phrases("connection_refused", Environmental, "the provider could not be reached", REFUSED),
-    own("connection_refused", Environmental, "the provider could not be reached", COMMON_UNREACHABLE),
-    phrases("request_timeout", Environmental, "the provider request timed out", TIMEOUT),
-    phrases("stream_stalled", Environmental, "the provider's stream went silent", STREAM_STALLED),
-    phrases("stream_interrupted", Environmental, "the provider's stream ended early", STREAM_INTERRUPTED),
-    structured(TOOL_UNAVAILABLE, Agent, tool_unavailable).then(Then::ResetTools),
-    structured("provider_error", Environmental, server_error_code),
-    structured("crashed", Agent, crashed),
-    structured("killed_from_outside", Ambiguous, killed_from_outside),
-    structured("exit_nonzero", Agent, exit_nonzero),
-    structured("no_done_signal", Agent, no_done_signal),
+    Entry::new(Rule::ConfiguredError, Ambiguous, Configured),
+    own(Rule::CliRejectedArgument, UserConfig, "the agent CLI rejected an argument ralph passes", REJECTED_ARGUMENT),
+    phrases(Rule::SessionNotFound, Agent, "the agent does not know the session", SESSION_NOT_FOUND).then(Then::Fresh),
+    phrases(Rule::AuthFailed, UserConfig, "the provider rejected the credentials", AUTH),
+    phrases(Rule::BillingDisabled, UserConfig, "the provider account has no credit or quota", BILLING),
+    own(Rule::BillingDisabled, UserConfig, "the provider account has no credit or quota", COMMON_QUOTA),
+    phrases(Rule::ModelInvalid, UserConfig, "the provider does not know the model", MODEL),
+    phrases(Rule::ContextTooLong, Agent, "the conversation outgrew the context window", CONTEXT).then(Then::Fresh),
+    phrases(Rule::RateLimited, Environmental, "the provider's rate or usage limit was reached", RATE),
+    own(Rule::RateLimited, Environmental, "the provider's rate or usage limit was reached", COMMON_RATE),
+    phrases(Rule::ProviderOverloaded, Environmental, "the provider is overloaded", OVERLOADED),
+    own(Rule::ProviderOverloaded, Environmental, "the provider is overloaded", COMMON_OVERLOADED),
+    phrases(Rule::ProviderError, Environmental, "the provider failed", SERVER),
+    phrases(Rule::DnsFailure, Environmental, "the provider's host name did not resolve", DNS),
+    phrases(Rule::ConnectionReset, Environmental, "the connection to the provider was reset", RESET),
+    phrases(Rule::ConnectionRefused, Environmental, "the provider could not be reached", REFUSED),
+    own(Rule::ConnectionRefused, Environmental, "the provider could not be reached", COMMON_UNREACHABLE),
+    phrases(Rule::RequestTimeout, Environmental, "the provider request timed out", TIMEOUT),
+    phrases(Rule::StreamStalled, Environmental, "the provider's stream went silent", STREAM_STALLED),
+    phrases(Rule::StreamInterrupted, Environmental, "the provider's stream ended early", STREAM_INTERRUPTED),
+    structured(Rule::ToolUnavailable, Agent, tool_unavailable).then(Then::ResetTools),
+    structured(Rule::ProviderError, Environmental, server_error_code),
+    structured(Rule::Crashed, Agent, crashed),
+    structured(Rule::KilledFromOutside, Ambiguous, killed_from_outside),
+    structured(Rule::ExitNonzero, Agent, exit_nonzero),
+    structured(Rule::NoDoneSignal, Agent, no_done_signal),
 ];
 
-const fn structured(name: &'static str, category: Category, matches: Matcher) -> Rule {
-    Rule::new(name, category, Structured(matches))
+const fn structured(name: Rule, category: Category, matches: Matcher) -> Entry {
+    Entry::new(name, category, Structured(matches))
 }
 
-const fn phrases(name: &'static str, category: Category, about: &'static str, any: &'static [&'static str]) -> Rule {
-    Rule::new(name, category, Phrases { about, any })
+const fn phrases(name: Rule, category: Category, about: &'static str, any: &'static [&'static str]) -> Entry {
+    Entry::new(name, category, Phrases { about, any })
 }
 
-const fn own(name: &'static str, category: Category, about: &'static str, any: &'static [&'static str]) -> Rule {
-    Rule::new(name, category, OwnWords { about, any })
+const fn own(name: Rule, category: Category, about: &'static str, any: &'static [&'static str]) -> Entry {
+    Entry::new(name, category, OwnWords { about, any })
 }
 
 /// Classifies a failed attempt. Every failure lands in exactly one category; one
@@ -381,7 +368,7 @@ pub fn classify(report: &Report<'_>) -> Classification {
             return c;
         }
     }
-    Classification::new(Ambiguous, "unexplained", "the attempt failed in a way ralph cannot explain")
+    Classification::new(Ambiguous, Rule::Unexplained, "the attempt failed in a way ralph cannot explain")
 }
 
 /// The first configured pattern that matches the agent's own error text, with the
@@ -403,7 +390,8 @@ fn configured(report: &Report<'_>, own: &OwnErrorText<'_>) -> Option<Classificat
                 ErrorCategory::Ambiguous => Ambiguous,
             };
             let excerpt = excerpt_at(line, caps.get(0).map_or(0, |m| m.start()));
-            let rule = if category == Environmental && reset.is_some() { RATE_LIMITED } else { CONFIGURED_ERROR };
+            let rule =
+                if category == Environmental && reset.is_some() { Rule::RateLimited } else { Rule::ConfiguredError };
             let mut c = Classification::new(category, rule, format!("the agent reported: {excerpt}"));
             c.reset_at = reset;
             return Some(c);
@@ -831,7 +819,7 @@ mod tests {
     fn a_kill_from_outside_is_ambiguous_a_crash_is_agent() {
         let c = classify(&report(Exit::Signal(9), &[]));
         assert_eq!((c.category, c.rule.as_str()), (Category::Ambiguous, "killed_from_outside"));
-        assert_eq!(classify(&report(Exit::Signal(6), &[])).rule, "crashed");
+        assert_eq!(classify(&report(Exit::Signal(6), &[])).rule.as_str(), "crashed");
     }
 
     #[test]
@@ -845,21 +833,21 @@ mod tests {
         let c = classify(&report(Exit::Signal(11), &[]));
         assert_eq!((c.category, c.rule.as_str()), (Category::Agent, "crashed"));
         assert!(c.reason.contains("SIGSEGV"));
-        assert_eq!(classify(&report(Exit::Code(2), &[])).rule, "exit_nonzero");
+        assert_eq!(classify(&report(Exit::Code(2), &[])).rule.as_str(), "exit_nonzero");
     }
 
     #[test]
     fn structured_provider_errors_come_first() {
         assert_eq!(classify(&report(Exit::Code(1), &[error_result(401)])).category, Category::UserConfig);
         assert_eq!(classify(&report(Exit::Code(1), &[error_result(529)])).category, Category::Environmental);
-        assert_eq!(classify(&report(Exit::Code(1), &[error_result(429)])).rule, "rate_limited");
+        assert_eq!(classify(&report(Exit::Code(1), &[error_result(429)])).rule.as_str(), "rate_limited");
     }
 
     #[test]
     fn ralph_ending_the_attempt_is_named() {
         let mut r = report(Exit::Signal(2), &[]);
         r.ended_by = EndedBy::Stall;
-        assert_eq!(classify(&r).rule, "stall");
+        assert_eq!(classify(&r).rule.as_str(), "stall");
     }
 
     fn text_report<'a>(kind: AgentKind, exit: Exit, events: &'a [AgentEvent], tail: &'a str) -> Report<'a> {
@@ -878,14 +866,14 @@ mod tests {
 
     fn rule_of(tail: &str) -> (Category, String) {
         let c = classify(&text_report(AgentKind::Command, Exit::Code(1), &[], tail));
-        (c.category, c.rule)
+        (c.category, c.rule.to_string())
     }
 
     #[test]
     fn the_table_is_consistent() {
-        let mut seen: std::collections::BTreeMap<&str, Category> = std::collections::BTreeMap::new();
+        let mut seen: std::collections::BTreeMap<Rule, Category> = std::collections::BTreeMap::new();
         for rule in RULES {
-            if let Some(&c) = seen.get(rule.name) {
+            if let Some(&c) = seen.get(&rule.name) {
                 assert_eq!(c, rule.category, "{} appears with two categories", rule.name);
             }
             seen.insert(rule.name, rule.category);
@@ -900,7 +888,7 @@ mod tests {
                 }
             }
         }
-        assert!(seen.contains_key(TOOL_UNAVAILABLE));
+        assert!(seen.contains_key(&Rule::ToolUnavailable));
     }
 
     #[test]
@@ -956,7 +944,7 @@ mod tests {
             },
         ];
         let c = classify(&text_report(AgentKind::Claude, Exit::Code(0), &events, ""));
-        assert_eq!(c.rule, "no_done_signal");
+        assert_eq!(c.rule.as_str(), "no_done_signal");
     }
 
     #[test]
@@ -967,7 +955,7 @@ mod tests {
             output: "<tool_use_error>Error: No such tool available: mcp__ralph__done</tool_use_error>".into(),
         }];
         let c = classify(&text_report(AgentKind::Claude, Exit::Code(0), &events, ""));
-        assert_eq!((c.category, c.rule.as_str()), (Category::Agent, TOOL_UNAVAILABLE));
+        assert_eq!((c.category, c.rule), (Category::Agent, Rule::ToolUnavailable));
         assert!(c.fresh_session && c.reset_tool_registry);
         assert!(c.reason.contains("No such tool available"), "{}", c.reason);
     }
@@ -979,7 +967,7 @@ mod tests {
         let c = classify(&text_report(AgentKind::Gemini, Exit::Code(42), &[], ""));
         assert_eq!((c.rule.as_str(), c.fresh_session), ("session_not_found", true));
         // Exit 42 means nothing special for other kinds.
-        assert_eq!(classify(&text_report(AgentKind::Claude, Exit::Code(42), &[], "")).rule, "exit_nonzero");
+        assert_eq!(classify(&text_report(AgentKind::Claude, Exit::Code(42), &[], "")).rule.as_str(), "exit_nonzero");
         assert!(!classify(&text_report(AgentKind::Claude, Exit::Code(1), &[], "")).fresh_session);
     }
 
@@ -1002,13 +990,13 @@ mod tests {
         if let AgentEvent::Result { text, .. } = &mut r {
             *text = "API Error: 529 Overloaded (Invalid API key rotation pending)".into();
         }
-        assert_eq!(classify(&report(Exit::Code(1), &[r])).rule, "provider_overloaded");
-        assert_eq!(classify(&report(Exit::Code(1), &[error_result(500)])).rule, "provider_error");
+        assert_eq!(classify(&report(Exit::Code(1), &[r])).rule.as_str(), "provider_overloaded");
+        assert_eq!(classify(&report(Exit::Code(1), &[error_result(500)])).rule.as_str(), "provider_error");
         let allowed_after_rejected = [
             AgentEvent::RateLimit { status: "rejected".into(), resets_at: None, limit_type: None },
             AgentEvent::RateLimit { status: "allowed".into(), resets_at: None, limit_type: None },
         ];
-        assert_eq!(classify(&report(Exit::Code(1), &allowed_after_rejected)).rule, "exit_nonzero");
+        assert_eq!(classify(&report(Exit::Code(1), &allowed_after_rejected)).rule.as_str(), "exit_nonzero");
     }
 
     #[test]
@@ -1019,23 +1007,23 @@ mod tests {
         ];
         let mut r = report(Exit::Signal(2), &events);
         r.ended_by = EndedBy::Stall;
-        assert_eq!(classify(&r).rule, "stall_in_provider_retry");
+        assert_eq!(classify(&r).rule.as_str(), "stall_in_provider_retry");
         let events = [
             AgentEvent::ApiRetry { attempt: 1, error: "x".into(), status: None },
             AgentEvent::Text { text: "ok".into() },
         ];
         let mut r = report(Exit::Signal(2), &events);
         r.ended_by = EndedBy::Stall;
-        assert_eq!(classify(&r).rule, "stall");
+        assert_eq!(classify(&r).rule.as_str(), "stall");
     }
 
     #[test]
     fn missing_binary_needs_exit_127_and_the_shell_saying_so() {
         let c = classify(&text_report(AgentKind::Command, Exit::Code(127), &[], "bash: my-agent: command not found"));
         assert_eq!((c.category, c.rule.as_str()), (Category::UserConfig, "binary_missing"));
-        assert_eq!(classify(&text_report(AgentKind::Command, Exit::Code(127), &[], "")).rule, "exit_nonzero");
+        assert_eq!(classify(&text_report(AgentKind::Command, Exit::Code(127), &[], "")).rule.as_str(), "exit_nonzero");
         assert_eq!(
-            classify(&text_report(AgentKind::Command, Exit::Code(1), &[], "bash: rg: command not found")).rule,
+            classify(&text_report(AgentKind::Command, Exit::Code(1), &[], "bash: rg: command not found")).rule.as_str(),
             "exit_nonzero"
         );
     }
@@ -1086,7 +1074,7 @@ mod tests {
             assert_eq!((c.category, c.rule.as_str()), (category, rule), "{line}");
             // The same words in an error event of a structured agent.
             let events = [AgentEvent::Error { message: line.to_string() }];
-            assert_eq!(classify(&stderr_report("", "", &events)).rule, rule, "{line} as an event");
+            assert_eq!(classify(&stderr_report("", "", &events)).rule.as_str(), rule, "{line} as an event");
         }
     }
 
@@ -1105,7 +1093,7 @@ mod tests {
             ("", "flag --not-overloadedness set", &[][..]),
         ] {
             let c = classify(&stderr_report(stdout, stderr, events));
-            assert_eq!(c.rule, "exit_nonzero", "{stdout:?} {stderr:?} {events:?}");
+            assert_eq!(c.rule.as_str(), "exit_nonzero", "{stdout:?} {stderr:?} {events:?}");
         }
     }
 
@@ -1117,7 +1105,7 @@ mod tests {
             "Unknown arguments: yolo",
         ] {
             let c = classify(&stderr_report("", line, &[]));
-            assert_eq!((c.category, c.rule.as_str()), (Category::UserConfig, CLI_REJECTED_ARGUMENT), "{line}");
+            assert_eq!((c.category, c.rule), (Category::UserConfig, Rule::CliRejectedArgument), "{line}");
         }
     }
 
@@ -1130,7 +1118,7 @@ mod tests {
             "No such tool available: mcp__x",
         ] {
             let events = out(gone);
-            assert_eq!(classify(&stderr_report("", "", &events)).rule, TOOL_UNAVAILABLE, "{gone}");
+            assert_eq!(classify(&stderr_report("", "", &events)).rule, Rule::ToolUnavailable, "{gone}");
         }
         for other in [
             "Failed to start foo.service: Unit foo.service is not registered",
@@ -1138,7 +1126,7 @@ mod tests {
             "the handler is not registered yet",
         ] {
             let events = out(other);
-            assert_eq!(classify(&stderr_report("", "", &events)).rule, "exit_nonzero", "{other}");
+            assert_eq!(classify(&stderr_report("", "", &events)).rule.as_str(), "exit_nonzero", "{other}");
         }
     }
 
@@ -1155,10 +1143,10 @@ mod tests {
         let mut r = stderr_report("", "warming up\nmy-agent: quota resets in 90s", &[]);
         r.errors = &errors;
         let c = classify(&r);
-        assert_eq!((c.category, c.rule.as_str(), c.reset_at), (Category::Environmental, RATE_LIMITED, Some(1_090)));
+        assert_eq!((c.category, c.rule, c.reset_at), (Category::Environmental, Rule::RateLimited, Some(1_090)));
         r.stderr_tail = "License expired on 2026-01-01";
         let c = classify(&r);
-        assert_eq!((c.category, c.rule.as_str()), (Category::UserConfig, CONFIGURED_ERROR));
+        assert_eq!((c.category, c.rule), (Category::UserConfig, Rule::ConfiguredError));
         assert!(c.reason.contains("License expired"), "{}", c.reason);
         r.stderr_tail = "network blip";
         assert_eq!(classify(&r).category, Category::Environmental);

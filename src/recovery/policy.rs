@@ -10,7 +10,7 @@ use crate::workflow::Progress;
 use crate::workflow::done::Completion;
 use crate::workflow::progress::EnvironmentalStreak;
 
-use super::{Category, Classification};
+use super::{Category, Classification, Rule};
 
 /// A cap that ended the run. Each has a stable message prefix users can match on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -101,9 +101,6 @@ pub enum FalloverWhy {
     /// The agent is rate-limited and `on_rate_limit = "fallover"`.
     RateLimit,
 }
-
-/// The classifier rule that sends a failure down the rate-limit path.
-pub const RATE_LIMITED: &str = "rate_limited";
 
 /// How a retry of an agent failure continues: in the same session when one is
 /// known, otherwise with a fresh session. (The one place this is decided.)
@@ -218,7 +215,7 @@ pub fn on_failure(
     }
     match failure.category {
         Category::UserConfig => Next::Stop(Stop::Blocked { message: failure.reason.clone() }),
-        Category::Environmental if failure.rule == RATE_LIMITED => {
+        Category::Environmental if failure.rule == Rule::RateLimited => {
             super::rate_limit::on_rate_limit(progress, phases, limits.retry, &facts, session)
         }
         Category::Environmental => {
@@ -408,7 +405,7 @@ mod tests {
     }
 
     fn agent_failure() -> Classification {
-        Classification::new(Category::Agent, "crashed", "crashed")
+        Classification::new(Category::Agent, Rule::Crashed, "crashed")
     }
 
     fn facts(session: Option<String>) -> Facts {
@@ -483,7 +480,7 @@ mod tests {
         let retry = Retry { agent_attempts: 3, ..Retry::default() };
         let phases = [phase("dev", &["a"], 1, false)];
         let mut p = Progress::new("dev");
-        let mut f = Classification::new(Category::Agent, "session_not_found", "unknown session");
+        let mut f = Classification::new(Category::Agent, Rule::SessionNotFound, "unknown session");
         f.fresh_session = true;
         assert_eq!(
             on_failure(&mut p, &phases, limits(&retry), &f, facts(Some("s1".into()))),
@@ -503,7 +500,7 @@ mod tests {
         let retry = Retry { agent_attempts: 1, ..Retry::default() };
         let phases = [phase("dev", &["a"], 1, false)];
         let mut p = Progress::new("dev");
-        let env = Classification::new(Category::Environmental, "provider_overloaded", "529");
+        let env = Classification::new(Category::Environmental, Rule::ProviderOverloaded, "529");
         for _ in 0..10 {
             assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &env, facts(None)), Next::Retry { .. }));
         }
@@ -516,7 +513,7 @@ mod tests {
         let retry = Retry { agent_attempts: 1, tool_registry_resets: 2, ..Retry::default() };
         let phases = [phase("dev", &["a", "b"], 1, false)];
         let mut p = Progress::new("dev");
-        let mut f = Classification::new(Category::Agent, "tool_unavailable", "No such tool available: mcp__x");
+        let mut f = Classification::new(Category::Agent, Rule::ToolUnavailable, "No such tool available: mcp__x");
         f.fresh_session = true;
         f.reset_tool_registry = true;
         for _ in 0..2 {
@@ -540,12 +537,12 @@ mod tests {
         let retry = Retry { ambiguous_attempts: 2, ..Retry::default() };
         let phases = [phase("dev", &["a"], 1, false)];
         let mut p = Progress::new("dev");
-        let uc = Classification::new(Category::UserConfig, "auth_failed", "401");
+        let uc = Classification::new(Category::UserConfig, Rule::AuthFailed, "401");
         assert!(matches!(
             on_failure(&mut p, &phases, limits(&retry), &uc, facts(None)),
             Next::Stop(Stop::Blocked { .. })
         ));
-        let amb = Classification::new(Category::Ambiguous, "unexplained", "?");
+        let amb = Classification::new(Category::Ambiguous, Rule::Unexplained, "?");
         assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &amb, facts(None)), Next::Retry { .. }));
         assert!(matches!(
             on_failure(&mut p, &phases, limits(&retry), &amb, facts(None)),
@@ -584,7 +581,7 @@ mod tests {
         let retry = Retry { max_environmental_wait: Duration::from_secs(3600), ..Retry::default() };
         let phases = [phase("dev", &["a"], 1, false)];
         let mut p = Progress::new("dev");
-        let env = Classification::new(Category::Environmental, "provider_overloaded", "the provider is overloaded");
+        let env = Classification::new(Category::Environmental, Rule::ProviderOverloaded, "the provider is overloaded");
         let at = |now| Facts { now, ..Facts::default() };
         assert!(matches!(
             on_failure(&mut p, &phases, limits(&retry), &env, at(1_000)),
@@ -616,7 +613,7 @@ mod tests {
         let retry = Retry { agent_attempts: 100, ..Retry::default() };
         let phases = [phase("dev", &["a"], 1, false)];
         let mut p = Progress::new("dev");
-        let overloaded = Classification::new(Category::Environmental, "provider_overloaded", "529");
+        let overloaded = Classification::new(Category::Environmental, Rule::ProviderOverloaded, "529");
         for now in [0, 60, 120, 180] {
             let next = on_failure(&mut p, &phases, limits(&retry), &overloaded, facts_at(Some("s".into()), now));
             assert_eq!(continue_storm(&mut p, &retry, &overloaded, &next, now), None);

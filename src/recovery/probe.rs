@@ -12,10 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::{AgentConfig, AgentKind};
 
-use super::{Category, Classification};
-
-/// The rule of a failure that the probe explained: the providers did not answer.
-pub const OFFLINE: &str = "offline";
+use super::{Category, Classification, Rule};
 
 /// What the probe found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -195,7 +192,7 @@ pub fn probe_after(failure: &Classification) -> bool {
 pub fn offline_failure(failure: &Classification, probe_error: &str) -> Classification {
     Classification::new(
         Category::Environmental,
-        OFFLINE,
+        Rule::Offline,
         format!(
             "the providers do not answer ({probe_error}); the attempt's failure ({}: {}) is taken for the outage's",
             failure.rule, failure.reason
@@ -270,14 +267,14 @@ mod tests {
 
     #[test]
     fn only_agent_and_ambiguous_failures_get_a_probe_of_their_own() {
-        let f = |c| Classification::new(c, "x", "y");
+        let f = |c| Classification::new(c, Rule::Crashed, "y");
         assert!(probe_after(&f(Category::Agent)));
         assert!(probe_after(&f(Category::Ambiguous)));
         assert!(!probe_after(&f(Category::UserConfig)));
         assert!(!probe_after(&f(Category::Environmental)));
         let offline = offline_failure(&f(Category::Agent), "127.0.0.1:9: refused");
-        assert_eq!((offline.category, offline.rule.as_str()), (Category::Environmental, OFFLINE));
-        assert!(offline.reason.contains("x: y") && offline.reason.contains("refused"), "{}", offline.reason);
+        assert_eq!((offline.category, offline.rule), (Category::Environmental, Rule::Offline));
+        assert!(offline.reason.contains("crashed: y") && offline.reason.contains("refused"), "{}", offline.reason);
     }
 
     #[test]

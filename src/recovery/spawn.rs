@@ -7,12 +7,7 @@
 
 use nix::errno::Errno;
 
-use super::{Category, Classification};
-
-/// The rule of a launch that can never succeed as configured.
-pub const LAUNCH_IMPOSSIBLE: &str = "launch_impossible";
-/// The rule of a launch that failed for a passing reason.
-pub const SPAWN_FAILED: &str = "spawn_failed";
+use super::{Category, Classification, Rule};
 
 /// Classifies a failed launch of `agent`'s `program` from the OS error number.
 pub fn classify(agent: &str, program: &str, errno: Option<i32>, message: &str) -> Classification {
@@ -35,12 +30,12 @@ pub fn classify(agent: &str, program: &str, errno: Option<i32>, message: &str) -
     match hint {
         Some(hint) => Classification::new(
             Category::UserConfig,
-            LAUNCH_IMPOSSIBLE,
+            Rule::LaunchImpossible,
             format!("agent {agent}: cannot start {program}: {message}: {hint}"),
         ),
         None => Classification::new(
             Category::Environmental,
-            SPAWN_FAILED,
+            Rule::SpawnFailed,
             format!("agent {agent}: cannot start {program}: {message}"),
         ),
     }
@@ -54,7 +49,7 @@ mod tests {
     fn launches_that_can_never_succeed_need_a_person() {
         for errno in [Errno::E2BIG, Errno::ENOEXEC, Errno::EACCES, Errno::ENOENT, Errno::ELOOP] {
             let c = classify("a", "/bin/agent", Some(errno as i32), "boom");
-            assert_eq!((c.category, c.rule.as_str()), (Category::UserConfig, LAUNCH_IMPOSSIBLE), "{errno}");
+            assert_eq!((c.category, c.rule), (Category::UserConfig, Rule::LaunchImpossible), "{errno}");
             assert!(c.reason.contains("/bin/agent"), "{}", c.reason);
         }
         let c = classify("a", "/bin/agent", Some(Errno::E2BIG as i32), "Argument list too long");
@@ -65,7 +60,7 @@ mod tests {
     fn passing_launch_failures_are_retried() {
         for errno in [Some(Errno::ENOMEM as i32), Some(Errno::EAGAIN as i32), Some(Errno::ETXTBSY as i32), None] {
             let c = classify("a", "x", errno, "boom");
-            assert_eq!((c.category, c.rule.as_str()), (Category::Environmental, SPAWN_FAILED), "{errno:?}");
+            assert_eq!((c.category, c.rule), (Category::Environmental, Rule::SpawnFailed), "{errno:?}");
         }
     }
 }

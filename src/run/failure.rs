@@ -12,7 +12,7 @@ use crate::process;
 use crate::recovery::classify::{self, EndedBy, Exit};
 use crate::recovery::policy::{self, Facts, Limits, Next, Stop};
 use crate::recovery::probe::{self, ProbeResult};
-use crate::recovery::{Category, Classification, reset, spawn};
+use crate::recovery::{Category, Classification, Rule, reset, spawn};
 use crate::signal::Signals;
 use crate::state::checkpoint::LastError;
 use crate::supervise::completion::Claim;
@@ -49,7 +49,7 @@ impl Dispatcher {
         let failure = match error.raw_os_error() {
             // ralph's own checks before exec (the binary not on PATH) carry no errno.
             None if matches!(error.kind(), ErrorKind::NotFound | ErrorKind::PermissionDenied) => {
-                Classification::new(Category::UserConfig, spawn::LAUNCH_IMPOSSIBLE, format!("{error}"))
+                Classification::new(Category::UserConfig, Rule::LaunchImpossible, format!("{error}"))
             }
             errno => spawn::classify(agent, program, errno, &error.to_string()),
         };
@@ -97,7 +97,7 @@ impl Dispatcher {
                 Ok(ProbeResult::Online) => {}
             }
         }
-        if failure.rule == classify::CLI_REJECTED_ARGUMENT {
+        if failure.rule == Rule::CliRejectedArgument {
             failure.reason = self.with_versions(&agent, &failure.reason).await;
         }
         self.record_failure(&agent, &failure, outcome);
@@ -105,7 +105,7 @@ impl Dispatcher {
             self.intervene(found.detector, &found.evidence);
         }
         let mut first_claim = false;
-        if failure.rule == "no_done_signal" {
+        if failure.rule == Rule::NoDoneSignal {
             match claim {
                 Claim::ClaimedInWords(words) => {
                     let claims = &mut self.r.checkpoint.progress.counters.done_claims;
@@ -138,7 +138,7 @@ impl Dispatcher {
             self.intervene("continue_storm", &evidence);
         }
         // An outage explains the ending better than the detector that saw it.
-        let intervention = outcome.intervention.as_ref().filter(|_| failure.rule != probe::OFFLINE);
+        let intervention = outcome.intervention.as_ref().filter(|_| failure.rule != Rule::Offline);
         let trouble = trouble::trouble(&failure, intervention, claim, first_claim);
         let note = self.note(trouble, outcome.last_tool.clone());
         self.r.checkpoint.progress.recovery_note = Some(note);

@@ -3,8 +3,8 @@
 //! agent's final message claimed. Also the "done so far" line from the progress.
 
 use crate::config::Phase;
-use crate::recovery::Classification;
 use crate::recovery::classify::EndedBy;
+use crate::recovery::{Classification, Rule};
 use crate::workflow::Progress;
 
 use super::Intervention;
@@ -32,14 +32,14 @@ pub fn trouble(
             | EndedBy::PermissionDenials => Trouble::Other(found.evidence.clone()),
         };
     }
-    match (failure.rule.as_str(), claim) {
-        ("no_done_signal", Claim::ClaimedInWords(_)) if first_claim => Trouble::DoneClaimWithoutSignal,
-        ("no_done_signal", Claim::ReadyToContinue(_)) => {
+    match (failure.rule, claim) {
+        (Rule::NoDoneSignal, Claim::ClaimedInWords(_)) if first_claim => Trouble::DoneClaimWithoutSignal,
+        (Rule::NoDoneSignal, Claim::ReadyToContinue(_)) => {
             Trouble::Other("it stopped to announce or ask about the next step instead of doing it".into())
         }
-        ("no_done_signal", _) => Trouble::NoDoneSignal,
-        ("crashed" | "exit_nonzero", _) => Trouble::Crash { detail: failure.reason.clone() },
-        ("rate_limited", _) => Trouble::Limit { detail: failure.reason.clone() },
+        (Rule::NoDoneSignal, _) => Trouble::NoDoneSignal,
+        (Rule::Crashed | Rule::ExitNonzero, _) => Trouble::Crash { detail: failure.reason.clone() },
+        (Rule::RateLimited, _) => Trouble::Limit { detail: failure.reason.clone() },
         _ => Trouble::Other(failure.reason.clone()),
     }
 }
@@ -101,7 +101,7 @@ mod tests {
 
     #[test]
     fn only_the_first_claim_in_words_gets_the_nudge() {
-        let f = Classification::new(Category::Agent, "no_done_signal", "exit 0");
+        let f = Classification::new(Category::Agent, Rule::NoDoneSignal, "exit 0");
         let claim = Claim::ClaimedInWords("all done");
         assert_eq!(trouble(&f, None, claim, true), Trouble::DoneClaimWithoutSignal);
         assert_eq!(trouble(&f, None, claim, false), Trouble::NoDoneSignal);
@@ -109,7 +109,7 @@ mod tests {
 
     #[test]
     fn interventions_name_the_trouble() {
-        let f = Classification::new(Category::Agent, "tool_text", "tool text");
+        let f = Classification::new(Category::Agent, Rule::ToolText, "tool text");
         let found = Intervention {
             ended_by: EndedBy::ToolTextInThinking,
             detector: "tool_text_in_thinking",
