@@ -12,11 +12,11 @@
 use serde::Serialize;
 
 use crate::config::CommitMode;
-use crate::recovery::Category;
 use crate::recovery::policy::Cap;
+use crate::recovery::{Category, Rule};
 use crate::signal::StopCause;
 use crate::state::checkpoint::{Status, Usage};
-use crate::supervise::completion::Rule;
+use crate::supervise::completion::Rule as SignOffRule;
 use crate::workflow::done::SignOff;
 
 /// Why the chain moved to another agent, as the journal names it.
@@ -102,7 +102,7 @@ pub enum RunEvent {
         attempt: u32,
         agent: String,
         category: Category,
-        rule: String,
+        rule: Rule,
         reason: String,
         session: Option<String>,
         /// The end of the agent's output, redacted.
@@ -116,7 +116,7 @@ pub enum RunEvent {
     Signoff {
         attempt: u32,
         verdict: SignOff,
-        rule: Rule,
+        rule: SignOffRule,
         words: String,
     },
     /// The attempt was ended by a stop signal (Ctrl+C, SIGTERM, SIGHUP); its session
@@ -176,9 +176,11 @@ pub enum RunEvent {
         to: String,
         why: String,
     },
-    /// Waiting for a reported rate-limit reset (unix seconds).
+    /// Waiting for a reported rate-limit reset: `reset` as the provider reported it,
+    /// `until` with ralph's margin (unix seconds).
     RateLimitWait {
         until: i64,
+        reset: i64,
         reason: String,
     },
     /// The providers are unreachable: the run pauses (unix seconds).

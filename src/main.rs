@@ -80,10 +80,14 @@ fn run_command(args: RunArgs) -> i32 {
         Ok(rt) => rt,
         Err(e) => return fail(ralph::error::RalphError::io("cannot start the runtime", e)),
     };
-    match runtime.block_on(run::run(options)) {
+    let code = match runtime.block_on(run::run(options)) {
         Ok(end) => exit::code(exit::Ending::Run(&end)),
         Err(e) => fail(e),
-    }
+    };
+    // A background connectivity probe still resolving a host name must not hold
+    // up the exit.
+    runtime.shutdown_background();
+    code
 }
 
 fn dir(place: &Place) -> Result<std::path::PathBuf, ralph::error::RalphError> {

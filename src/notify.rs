@@ -115,7 +115,7 @@ mod tests {
         assert!(wanted(&ended(Status::Failed), false));
         assert!(wanted(&ended(Status::Blocked), false));
         assert!(!wanted(&ended(Status::Paused), false));
-        assert!(wanted(&RunEvent::RateLimitWait { until: 1, reason: "limit".into() }, false));
+        assert!(wanted(&RunEvent::RateLimitWait { until: 1, reset: 1, reason: "limit".into() }, false));
         assert!(wanted(&RunEvent::Offline { since: 1, endpoints: vec![], error: String::new() }, false));
         let resumed = RunEvent::RunResumed { run_id: "r".into(), pid: 1, from: None, phase: "p".into(), pass: 1 };
         assert!(wanted(&resumed, true));

@@ -70,7 +70,8 @@ pub fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> 
     if let Some(session) = req.resume {
         argv.push(session.to_string());
     }
-    argv.push(req.prompt.to_string());
+    // `-`: the prompt is read from stdin (see `launch::prepare`), whatever its length.
+    argv.push("-".to_string());
     argv
 }
 
@@ -553,6 +554,7 @@ mod tests {
         let req = Request {
             agent: "cx",
             prompt: "-do it",
+            prompt_file: Path::new("/w/p.md"),
             resume: None,
             launch: 1,
             cwd,
@@ -574,11 +576,12 @@ mod tests {
         ];
         let mut fresh = vec!["/bin/codex", "exec"];
         fresh.extend(flags);
-        fresh.push("-do it");
+        // The prompt comes on stdin: `-` stands for it.
+        fresh.push("-");
         assert_eq!(argv(&cfg, &req, bin), fresh);
         let mut resume = vec!["/bin/codex", "exec", "resume"];
         resume.extend(flags);
-        resume.extend([TID, "-do it"]);
+        resume.extend([TID, "-"]);
         assert_eq!(argv(&cfg, &Request { resume: Some(TID), ..req }, bin), resume);
         let bare = agent("kind = \"codex\"\n");
         assert!(!argv(&bare, &req, bin).contains(&"-m".to_string()));

@@ -43,7 +43,9 @@ use crate::config::AgentConfig;
 pub fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> {
     let mut argv = vec![
         binary.display().to_string(),
-        format!("--prompt={}", req.prompt),
+        // The prompt comes on stdin (see `launch::prepare`); `--prompt` is appended
+        // to it, so an empty one keeps headless mode and adds nothing.
+        "--prompt=".to_string(),
         "--output-format".to_string(),
         "stream-json".to_string(),
         format!("--approval-mode={}", cfg.kind.permission_mode(cfg.permission_mode.as_deref())),
@@ -497,6 +499,7 @@ mod tests {
         let mut req = Request {
             agent: "g",
             prompt: "--do the thing",
+            prompt_file: Path::new("/w/p.md"),
             resume: None,
             launch: 1,
             cwd: Path::new("/w"),
@@ -508,7 +511,7 @@ mod tests {
             argv(&cfg, &req, bin),
             [
                 "/bin/gemini",
-                "--prompt=--do the thing",
+                "--prompt=",
                 "--output-format",
                 "stream-json",
                 "--approval-mode=yolo",

@@ -31,6 +31,9 @@ pub struct Prepared {
     pub withheld_env: Vec<String>,
     /// Marks every process of this attempt (see `process::escaped`).
     pub attempt_id: String,
+    /// The agent reports its cost while it runs (OpenCode, per step), so the cost cap
+    /// can end the attempt in progress; the others report it only at the end.
+    pub running_cost: bool,
 }
 
 /// Why an agent cannot be launched; all of these need a human.
@@ -63,6 +66,8 @@ pub fn parser_for(cfg: &AgentConfig) -> Option<Box<dyn LineParser>> {
 pub struct Request<'a> {
     pub agent: &'a str,
     pub prompt: &'a str,
+    /// A file holding the prompt (for `{prompt_file}`).
+    pub prompt_file: &'a Path,
     /// Resume this session instead of starting a fresh one.
     pub resume: Option<&'a str>,
     /// 1-based launch number of this agent in the run.
@@ -107,14 +112,19 @@ pub fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchEr
     // OpenCode ignores SIGINT (measured: it ran on ~58 s); SIGTERM ends it at once.
     let stop_signal = if cfg.kind == AgentKind::Opencode { Signal::SIGTERM } else { Signal::SIGINT };
     let quiet_tools = cfg.kind == AgentKind::Opencode;
+    // The real CLIs read the prompt from stdin (see each adapter's argv), so its
+    // length is not bounded by the system's limit on one argument (128 KiB).
+    let stdin = matches!(cfg.kind, AgentKind::Claude | AgentKind::Codex | AgentKind::Gemini | AgentKind::Opencode)
+        .then(|| req.prompt.to_string());
     Ok(Prepared {
-        launch: Launch { argv, cwd: req.cwd.to_path_buf(), env: env.vars },
+        launch: Launch { argv, cwd: req.cwd.to_path_buf(), env: env.vars, stdin },
         withheld_env: env.withheld,
         attempt_id,
         stop_signal,
         parser,
         quiet_tools,
         text_output,
+        running_cost: cfg.kind == AgentKind::Opencode,
     })
 }
 
@@ -153,15 +163,20 @@ fn command_argv(cfg: &AgentConfig, req: &Request<'_>) -> Result<Vec<String>, Lau
         })?,
     };
     let session = req.resume.unwrap_or("");
-    Ok(template.iter().map(|arg| arg.replace("{prompt}", req.prompt).replace("{session}", session)).collect())
+    let file = req.prompt_file.display().to_string();
+    // {prompt_file} first: its name contains "{prompt" but is not {prompt}.
+    Ok(template
+        .iter()
+        .map(|arg| arg.replace("{prompt_file}", &file).replace("{prompt}", req.prompt).replace("{session}", session))
+        .collect())
 }
 
 fn claude_argv(cfg: &AgentConfig, req: &Request<'_>) -> Result<Vec<String>, LaunchError> {
     let binary = find_binary(cfg, "claude", req.agent)?;
     let mut argv = vec![
         binary.display().to_string(),
-        // `-p` is a flag; the prompt goes last, after `--`, so a prompt that starts
-        // with `-` is not read as an option (measured: "unknown option").
+        // `-p` is a flag; the prompt comes on stdin, so a prompt that starts with `-`
+        // is never read as an option (measured as an argument: "unknown option").
         "-p".to_string(),
         "--output-format".to_string(),
         "stream-json".to_string(),
@@ -177,7 +192,7 @@ fn claude_argv(cfg: &AgentConfig, req: &Request<'_>) -> Result<Vec<String>, Laun
         argv.extend(["--resume".to_string(), session.to_string()]);
     }
     argv.extend(cfg.args.iter().cloned());
-    argv.extend(["--".to_string(), req.prompt.to_string()]);
+    // No prompt argument: `claude -p` reads it from stdin (see `prepare`).
     Ok(argv)
 }
 

@@ -11,5 +11,6 @@ pub mod opencode;
 pub mod preflight;
 pub mod sim;
 pub mod text;
+pub mod versions;
 
 pub use event::{AgentEvent, LineParser};

@@ -62,7 +62,7 @@ pub fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> 
         argv.extend(["--session".to_string(), session.to_string()]);
     }
     argv.extend(cfg.args.iter().cloned());
-    argv.extend(["--".to_string(), req.prompt.to_string()]);
+    // No message argument: `opencode run` reads it from stdin (see `launch::prepare`).
     argv
 }
 
@@ -485,7 +485,16 @@ mod tests {
     }
 
     fn request<'a>(prompt: &'a str, resume: Option<&'a str>) -> Request<'a> {
-        Request { agent: "oc", prompt, resume, launch: 1, cwd: Path::new("/w"), run_id: "r", session_tokens: (0, 0) }
+        Request {
+            agent: "oc",
+            prompt,
+            prompt_file: Path::new("/w/p.md"),
+            resume,
+            launch: 1,
+            cwd: Path::new("/w"),
+            run_id: "r",
+            session_tokens: (0, 0),
+        }
     }
 
     #[test]
@@ -493,23 +502,11 @@ mod tests {
         let bin = Path::new("/bin/opencode");
         assert_eq!(
             argv(&config(Some("fake/fake-model"), &[]), &request("-do it", None), bin),
-            ["/bin/opencode", "run", "--format", "json", "--thinking", "-m", "fake/fake-model", "--", "-do it"]
+            ["/bin/opencode", "run", "--format", "json", "--thinking", "-m", "fake/fake-model"]
         );
         assert_eq!(
             argv(&config(None, &["--agent", "build"]), &request("go on", Some("ses_1")), bin),
-            [
-                "/bin/opencode",
-                "run",
-                "--format",
-                "json",
-                "--thinking",
-                "--session",
-                "ses_1",
-                "--agent",
-                "build",
-                "--",
-                "go on"
-            ]
+            ["/bin/opencode", "run", "--format", "json", "--thinking", "--session", "ses_1", "--agent", "build",]
         );
     }
 

@@ -3,17 +3,14 @@
 //! credentials (present or not, never their values) and whether its provider answers.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use crate::agent::preflight;
+use crate::agent::versions;
 use crate::config::{self, AgentConfig, AgentKind};
 use crate::error::RalphError;
-use crate::process::env;
+use crate::process::{self, env};
 use crate::recovery::probe::{self, ProbeResult};
-
-/// How long `--version` may take.
-const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One line of the report.
 struct Check {
@@ -70,14 +67,14 @@ async fn check_agent(name: &str, agent: &AgentConfig, dir: &Path, timeout: &Dura
     };
     out.push(Check { ok: true, what: format!("agent {name}: {}", binary.display()) });
     if agent.kind != AgentKind::Command {
-        out.push(version(name, &binary).await);
+        out.push(version(name, agent.kind, &binary).await);
         out.push(credentials(name, agent));
-        let endpoints =
-            probe::default_endpoints(&std::iter::once((name.to_string(), agent.clone())).collect(), &|var| {
-                agent.env.get(var).cloned().or_else(|| std::env::var(var).ok())
-            });
+        let agents = std::iter::once((name.to_string(), agent.clone())).collect();
+        let env = |var: &str| std::env::var(var).ok();
+        let read = |path: &Path| std::fs::read_to_string(path).ok();
+        let endpoints = probe::default_endpoints(&agents, &env, &read);
         if !endpoints.is_empty() {
-            out.push(match probe::probe(&endpoints, *timeout).await {
+            out.push(match crate::run::connect::probe(&endpoints, *timeout).await {
                 ProbeResult::Online => {
                     Check { ok: true, what: format!("agent {name}: provider {} answers", endpoints.join(", ")) }
                 }
@@ -91,22 +88,26 @@ async fn check_agent(name: &str, agent: &AgentConfig, dir: &Path, timeout: &Dura
     out
 }
 
-async fn version(name: &str, binary: &Path) -> Check {
-    let run = tokio::process::Command::new(binary)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    match tokio::time::timeout(VERSION_TIMEOUT, run).await {
-        Ok(Ok(out)) if out.status.success() => {
-            let text = String::from_utf8_lossy(&out.stdout);
-            Check { ok: true, what: format!("agent {name}: version {}", text.lines().next().unwrap_or("").trim()) }
+/// The installed version, compared with the one ralph was tested with: a CLI of
+/// another version may have renamed a flag ralph passes.
+async fn version(name: &str, kind: AgentKind, binary: &Path) -> Check {
+    match process::version::installed(binary).await {
+        Ok(text) => {
+            let tested = versions::tested(kind);
+            let what = match (versions::number(&text), tested) {
+                (Some(have), Some(want)) if have == want => {
+                    format!("agent {name}: version {have} (the version ralph was tested with)")
+                }
+                (have, Some(want)) => format!(
+                    "agent {name}: version {} differs from {want}, the version ralph was tested with; \
+                     if its launches fail with an unknown option, pin {want} or update ralph",
+                    have.unwrap_or(text.as_str())
+                ),
+                (have, None) => format!("agent {name}: version {}", have.unwrap_or(text.as_str())),
+            };
+            Check { ok: true, what }
         }
-        Ok(Ok(out)) => Check { ok: false, what: format!("agent {name}: `--version` failed ({})", out.status) },
-        Ok(Err(e)) => Check { ok: false, what: format!("agent {name}: cannot run it: {e}") },
-        Err(_) => Check { ok: false, what: format!("agent {name}: `--version` did not answer within 10s") },
+        Err(e) => Check { ok: false, what: format!("agent {name}: {e}") },
     }
 }
 

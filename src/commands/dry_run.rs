@@ -77,6 +77,7 @@ fn previews(dir: &Path, loaded: &Loaded, goal: &str, templates: &[String]) -> Ve
                     Request {
                         agent: &agent,
                         prompt: &text,
+                        prompt_file: Path::new("<the prompt file>"),
                         resume: None,
                         launch: 1,
                         cwd: dir,

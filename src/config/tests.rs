@@ -530,3 +530,17 @@ fn max_attempt_log_takes_sizes_with_units_and_a_floor() {
     assert_eq!(parse_bytes("4096"), Some(4096));
     assert_eq!(parse_bytes("lots"), None);
 }
+
+#[test]
+fn error_patterns_are_regular_expressions_of_command_agents() {
+    let with =
+        |pattern: &str| format!("{COMMAND}[[agents.a.errors]]\npattern = '{pattern}'\ncategory = \"environmental\"\n");
+    let loaded = load(&with(r"quota resets in (?P<reset_in>\d+)s"));
+    assert_eq!(loaded.config.agents["a"].errors.len(), 1);
+    let e = err(&with("unclosed ("));
+    assert_has(&e, &["[agents.a] errors pattern \"unclosed (\" is not a regular expression"]);
+    let claude = with("x")
+        .replace("kind = \"command\"", "kind = \"claude\"")
+        .replace("command = [\"./agent\", \"{prompt}\"]\n", "");
+    assert_has(&err(&claude), &["[agents.a] errors is not allowed for kind = \"claude\""]);
+}

@@ -119,7 +119,19 @@ pub struct Retry {
     pub storm_recoveries: u32,
     #[serde(with = "humantime_serde")]
     pub storm_window: Duration,
+    /// Longest unbroken streak of `environmental` failures (minus offline pauses and
+    /// rate-limit waits) before the run fails: a misclassified persistent error must
+    /// not be retried forever.
+    #[serde(with = "humantime_serde")]
+    pub max_environmental_wait: Duration,
+    /// First wait between `agent`-category retries of one agent, doubling per failure
+    /// up to [`AGENT_BACKOFF_MAX`]; zero retries at once.
+    #[serde(with = "humantime_serde")]
+    pub agent_backoff_base: Duration,
 }
+
+/// The longest wait between `agent`-category retries of one agent.
+pub const AGENT_BACKOFF_MAX: Duration = Duration::from_secs(60);
 
 impl Default for Retry {
     fn default() -> Self {
@@ -134,6 +146,8 @@ impl Default for Retry {
             max_rate_limit_wait: Duration::from_secs(6 * 3600),
             storm_recoveries: 3,
             storm_window: Duration::from_secs(600),
+            max_environmental_wait: Duration::from_secs(6 * 3600),
+            agent_backoff_base: Duration::from_secs(2),
         }
     }
 }
@@ -376,6 +390,32 @@ pub struct AgentConfig {
     /// Per-launch scripts (kind = "sim"); launch N uses entry N, the last repeats.
     #[serde(default)]
     pub script: Vec<SimScript>,
+    /// The agent's own error wordings and what they mean (kind = "command").
+    #[serde(default)]
+    pub errors: Vec<ErrorPattern>,
+}
+
+/// `[[agents.NAME.errors]]`: a wording of a `command` agent's own errors. Matched
+/// (as a regular expression) where the agent reports its own error: error events
+/// and the last lines of its stderr. A named group `reset_at` (unix seconds or an
+/// RFC 3339 time) or `reset_in` (seconds or a duration like "5m") is the time a
+/// limit resets: with `category = "environmental"` the failure then takes the
+/// rate-limit path.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorPattern {
+    pub pattern: String,
+    pub category: ErrorCategory,
+}
+
+/// The category a configured error pattern puts a failure in.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCategory {
+    Environmental,
+    Agent,
+    UserConfig,
+    Ambiguous,
 }
 
 impl AgentConfig {
@@ -481,6 +521,9 @@ pub struct SimTool {
     /// Start the call and never finish it.
     #[serde(default)]
     pub hang: bool,
+    /// The result is an error (`is_error`), as a refused or failed tool call's is.
+    #[serde(default)]
+    pub error: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]

@@ -125,6 +125,7 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
         (keys!["retry", "backoff_max"], r.backoff_max),
         (keys!["retry", "max_rate_limit_wait"], r.max_rate_limit_wait),
         (keys!["retry", "storm_window"], r.storm_window),
+        (keys!["retry", "max_environmental_wait"], r.max_environmental_wait),
         (keys!["timeouts", "stall"], t.stall),
         (keys!["timeouts", "tool"], t.tool),
         (keys!["timeouts", "attempt"], t.attempt),
@@ -211,13 +212,14 @@ fn human(d: Duration) -> String {
 const CLI_KINDS: &str = "kind = \"claude\", \"codex\", \"opencode\" or \"gemini\"";
 
 /// Which kinds a per-kind key belongs to, for "only applies to" hints.
-const KEY_KINDS: [(&str, &str); 6] = [
+const KEY_KINDS: [(&str, &str); 7] = [
     ("model", CLI_KINDS),
     ("binary", CLI_KINDS),
     ("permission_mode", CLI_KINDS),
     ("command", "kind = \"command\""),
     ("resume", "kind = \"command\""),
     ("output", "kind = \"command\""),
+    ("errors", "kind = \"command\" (and \"sim\")"),
 ];
 
 fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), ConfigError> {
@@ -231,11 +233,13 @@ fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Confi
         ("output", agent.output.is_some()),
         ("script", !agent.script.is_empty()),
         ("permission_mode", agent.permission_mode.is_some()),
+        ("errors", !agent.errors.is_empty()),
     ];
     let forbidden: &[&str] = match agent.kind {
         AgentKind::Command => &["script", "model", "binary", "permission_mode"],
         AgentKind::Sim => &["command", "resume", "output", "binary", "model", "permission_mode"],
-        _ => &["command", "resume", "output", "script"],
+        // The CLI kinds' wordings are ralph's own table.
+        _ => &["command", "resume", "output", "script", "errors"],
     };
     for (key, present) in set {
         if present && forbidden.contains(&key) {
@@ -264,6 +268,19 @@ fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Confi
                     "[agents.{name}] permission_mode = \"{mode}\" is not a mode of kind = \"{kind}\"; \
                      allowed: {list} (default \"{}\")",
                     allowed.first().copied().unwrap_or_default()
+                ),
+            ));
+        }
+    }
+    for (i, e) in agent.errors.iter().enumerate() {
+        if let Err(err) = regex::Regex::new(&e.pattern) {
+            let detail = err.to_string().lines().last().unwrap_or_default().trim().to_string();
+            return Err(cx.at(
+                &keys!["agents", name, "errors", i, "pattern"],
+                format!(
+                    "[agents.{name}] errors pattern {:?} is not a regular expression ({detail}); \
+                     see docs/configuration.md for the syntax",
+                    e.pattern
                 ),
             ));
         }
@@ -299,12 +316,13 @@ fn check_command(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Con
             ),
         ));
     }
-    if !argv.iter().any(|a| a.contains("{prompt}")) {
+    if !argv.iter().any(|a| a.contains("{prompt}") || a.contains("{prompt_file}")) {
         return Err(cx.at(
             &keys!["agents", name, "command"],
             format!(
                 "[agents.{name}] command has no {{prompt}}; put {{prompt}} in the argument \
-                 where the prompt text goes, e.g. [\"{}\", \"--prompt\", \"{{prompt}}\"]",
+                 where the prompt text goes, e.g. [\"{}\", \"--prompt\", \"{{prompt}}\"], \
+                 or {{prompt_file}} where a file holding it goes (no length limit)",
                 argv[0]
             ),
         ));

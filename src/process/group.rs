@@ -15,12 +15,15 @@ pub struct Launch {
     pub cwd: PathBuf,
     /// The complete environment of the child (already scrubbed).
     pub env: Vec<(String, String)>,
+    /// Text for the child's stdin (the prompt, which no argument could hold when
+    /// long), written by the caller and then closed; `None` is `/dev/null`.
+    pub stdin: Option<String>,
 }
 
 /// Starts the agent: own process group (so a terminal's Ctrl+C reaches ralph only,
 /// and ralph can end the agent with everything it started), stdin `/dev/null`
-/// (agents that read stdin when it is not a terminal would otherwise hang),
-/// stdout and stderr piped to ralph.
+/// (agents that read stdin when it is not a terminal would otherwise hang) or a
+/// pipe the caller writes the prompt to and closes, stdout and stderr piped to ralph.
 pub fn spawn(launch: &Launch) -> std::io::Result<Child> {
     let (program, args) =
         launch.argv.split_first().ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty argv"))?;
@@ -39,7 +42,7 @@ pub fn spawn(launch: &Launch) -> std::io::Result<Child> {
         .current_dir(&launch.cwd)
         .env_clear()
         .envs(launch.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
+        .stdin(if launch.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
@@ -61,9 +64,9 @@ pub fn spawn(launch: &Launch) -> std::io::Result<Child> {
             Ok(())
         });
     }
-    // The error names the program: "No such file or directory" alone does not say
-    // which file (a binary removed after the run started).
-    cmd.spawn().map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", program.display())))
+    // Kept as the OS gave it: its errno decides whether the launch can ever succeed
+    // (`recovery::spawn`), which names the program.
+    cmd.spawn()
 }
 
 /// Sends `signal` to the whole process group `pgid`. A group that is already gone

@@ -11,6 +11,7 @@ pub mod leftovers;
 pub mod lines;
 pub mod long_line;
 pub mod preflight;
+pub mod version;
 
 pub use escalation::{Escalation, Step};
 pub use group::{Launch, signal_group, spawn};

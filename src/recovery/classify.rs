@@ -5,9 +5,9 @@
 //! start a new session or to rebuild the tool registry.
 
 use crate::agent::AgentEvent;
-use crate::config::AgentKind;
+use crate::config::{AgentKind, ErrorCategory, ErrorPattern};
 
-use super::{Category, Classification};
+use super::{Category, Classification, Rule};
 
 /// How an attempt ended, as far as the process is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +33,10 @@ pub enum EndedBy {
     ToolText,
     /// ralph: the agent wrote a tool call in its thinking instead of making it.
     ToolTextInThinking,
+    /// ralph: the cost the agent reported during the attempt reached `max_cost_usd`.
+    CostCap,
+    /// ralph: the agent's tool calls were refused permission again and again.
+    PermissionDenials,
 }
 
 /// What the classifier looks at.
@@ -45,8 +49,15 @@ pub struct Report<'a> {
     pub events: &'a [AgentEvent],
     /// The tail of stderr and of the non-event part of stdout.
     pub text_tail: &'a str,
+    /// The tail of stderr alone: its last lines are where an agent reports its own
+    /// error in words.
+    pub stderr_tail: &'a str,
     /// Why the done signal is missing, when the agent exited 0.
     pub missing_done: &'a str,
+    /// The agent's own error wordings (`[agents.X] errors`).
+    pub errors: &'a [ErrorPattern],
+    /// Now, in unix seconds (for a configured pattern's `reset_in`).
+    pub now: i64,
 }
 
 type Matcher = fn(&Report<'_>) -> Option<String>;
@@ -58,8 +69,12 @@ enum Evidence {
     Structured(Matcher),
     /// Any of these phrases in the attempt's error text (see [`ErrorText`]).
     Phrases { about: &'static str, any: &'static [&'static str] },
-    /// As `Phrases`, and also the output of failed tool calls.
-    ToolPhrases { about: &'static str, any: &'static [&'static str] },
+    /// Any of these words (whole words, any case) where the agent reports its own
+    /// error (see [`OwnErrorText`]): common wordings that any agent may use, and that
+    /// a project's own output may contain too.
+    OwnWords { about: &'static str, any: &'static [&'static str] },
+    /// The agent's configured wordings (`[agents.X] errors`), in its own error text.
+    Configured,
 }
 
 /// What the next attempt must do differently.
@@ -74,15 +89,15 @@ enum Then {
 
 /// One named rule. A concept may appear twice (structured evidence early, phrases
 /// later), always with the same name and category.
-struct Rule {
-    name: &'static str,
+struct Entry {
+    name: Rule,
     category: Category,
     evidence: Evidence,
     then: Then,
 }
 
-impl Rule {
-    const fn new(name: &'static str, category: Category, evidence: Evidence) -> Self {
+impl Entry {
+    const fn new(name: Rule, category: Category, evidence: Evidence) -> Self {
         Self { name, category, evidence, then: Then::Default }
     }
 
@@ -91,11 +106,8 @@ impl Rule {
     }
 }
 
-/// The rule name the policy counts against the `tool-registry-reset` cap.
-pub const TOOL_UNAVAILABLE: &str = "tool_unavailable";
-
 use Category::{Agent, Ambiguous, Environmental, UserConfig};
-use Evidence::{Phrases, Structured, ToolPhrases};
+use Evidence::{Configured, OwnWords, Phrases, Structured};
 
 // Phrases are matched ASCII-case-insensitively against normalised lines (escaped
 // quotes unescaped, `": ` squeezed to `":`); `#` stands for one digit and a trailing
@@ -252,72 +264,102 @@ const STREAM_INTERRUPTED: &[&str] = &[
     "model stream ended without a finish reason", // gemini, exit 0
 ];
 
-const TOOL_MISSING: &[&str] = &[
-    "no such tool available",         // claude
-    "is not registered",              // tool-dispatch runtime error
-    "not found in registry",          // gemini (guess)
-    "tried to call unavailable tool", // ai sdk, opencode (guess)
+// Argument parsers' words for an option they do not know: commander (claude), clap
+// (codex), yargs (gemini, opencode), getopt, Python's argparse.
+const REJECTED_ARGUMENT: &[&str] = &[
+    "unknown option",
+    "unexpected argument",
+    "unrecognized option",
+    "unrecognized arguments",
+    "unknown argument",
+    "unknown arguments",
+    "unknown flag",
 ];
+
+// Common wordings any agent may use for its own error (word-bounded, own error text only).
+const COMMON_QUOTA: &[&str] = &["you exceeded your current quota"];
+const COMMON_RATE: &[&str] = &["rate limit exceeded", "too many requests"];
+const COMMON_OVERLOADED: &[&str] = &["overloaded", "service unavailable"];
+const COMMON_UNREACHABLE: &[&str] = &["connection refused", "connection error"];
 
 /// The table, in order: first match wins. ralph's own verdicts first, then the
 /// agent's structured events, then phrases (user errors before session state before
 /// transient ones), then how the process ended.
-const RULES: &[Rule] = &[
-    structured("stall_in_provider_retry", Environmental, stall_in_provider_retry),
-    structured("stall", Agent, stall),
-    structured("tool_timeout", Agent, tool_timeout),
-    structured("attempt_timeout", Agent, attempt_timeout),
-    structured("tool_call_loop", Agent, tool_call_loop),
-    structured("tool_text", Agent, tool_text),
-    structured("tool_text_in_thinking", Agent, tool_text_in_thinking),
-    structured("binary_missing", UserConfig, binary_missing),
-    structured("auth_failed", UserConfig, auth_failed),
-    structured("billing_disabled", UserConfig, billing_code),
-    structured("rate_limited", Environmental, rate_limited),
-    structured("provider_overloaded", Environmental, provider_overloaded),
-    structured("provider_error", Environmental, provider_error),
-    structured("session_not_found", Agent, gemini_input_error).then(Then::Fresh),
-    phrases("session_not_found", Agent, "the agent does not know the session", SESSION_NOT_FOUND).then(Then::Fresh),
-    phrases("auth_failed", UserConfig, "the provider rejected the credentials", AUTH),
-    phrases("billing_disabled", UserConfig, "the provider account has no credit or quota", BILLING),
-    phrases("model_invalid", UserConfig, "the provider does not know the model", MODEL),
-    phrases("context_too_long", Agent, "the conversation outgrew the context window", CONTEXT).then(Then::Fresh),
-    phrases("rate_limited", Environmental, "the provider's rate or usage limit was reached", RATE),
-    phrases("provider_overloaded", Environmental, "the provider is overloaded", OVERLOADED),
-    phrases("provider_error", Environmental, "the provider failed", SERVER),
-    phrases("dns_failure", Environmental, "the provider's host name did not resolve", DNS),
-    phrases("connection_reset", Environmental, "the connection to the provider was reset", RESET),
-    phrases("connection_refused", Environmental, "the provider could not be reached", REFUSED),
-    phrases("request_timeout", Environmental, "the provider request timed out", TIMEOUT),
-    phrases("stream_stalled", Environmental, "the provider's stream went silent", STREAM_STALLED),
-    phrases("stream_interrupted", Environmental, "the provider's stream ended early", STREAM_INTERRUPTED),
-    Rule::new(TOOL_UNAVAILABLE, Agent, ToolPhrases { about: "a tool the agent was given is gone", any: TOOL_MISSING })
-        .then(Then::ResetTools),
-    structured("provider_error", Environmental, server_error_code),
-    structured("crashed", Agent, crashed),
-    structured("killed_from_outside", Ambiguous, killed_from_outside),
-    structured("exit_nonzero", Agent, exit_nonzero),
-    structured("no_done_signal", Agent, no_done_signal),
+const RULES: &[Entry] = &[
+    structured(Rule::StallInProviderRetry, Environmental, stall_in_provider_retry),
+    structured(Rule::Stall, Agent, stall),
+    structured(Rule::ToolTimeout, Agent, tool_timeout),
+    structured(Rule::AttemptTimeout, Agent, attempt_timeout),
+    structured(Rule::ToolCallLoop, Agent, tool_call_loop),
+    structured(Rule::ToolText, Agent, tool_text),
+    structured(Rule::ToolTextInThinking, Agent, tool_text_in_thinking),
+    structured(Rule::CostCap, Agent, cost_cap),
+    structured(Rule::RepeatedPermissionDenials, Agent, permission_denials),
+    structured(Rule::BinaryMissing, UserConfig, binary_missing),
+    structured(Rule::AuthFailed, UserConfig, auth_failed),
+    structured(Rule::BillingDisabled, UserConfig, billing_code),
+    structured(Rule::RateLimited, Environmental, rate_limited),
+    structured(Rule::ProviderOverloaded, Environmental, provider_overloaded),
+    structured(Rule::ProviderError, Environmental, provider_error),
+    structured(Rule::SessionNotFound, Agent, gemini_input_error).then(Then::Fresh),
+    // The user's own wordings for the agent come before ralph's guesses (the category
+    // here is a placeholder: each pattern brings its own).
+    Entry::new(Rule::ConfiguredError, Ambiguous, Configured),
+    own(Rule::CliRejectedArgument, UserConfig, "the agent CLI rejected an argument ralph passes", REJECTED_ARGUMENT),
+    phrases(Rule::SessionNotFound, Agent, "the agent does not know the session", SESSION_NOT_FOUND).then(Then::Fresh),
+    phrases(Rule::AuthFailed, UserConfig, "the provider rejected the credentials", AUTH),
+    phrases(Rule::BillingDisabled, UserConfig, "the provider account has no credit or quota", BILLING),
+    own(Rule::BillingDisabled, UserConfig, "the provider account has no credit or quota", COMMON_QUOTA),
+    phrases(Rule::ModelInvalid, UserConfig, "the provider does not know the model", MODEL),
+    phrases(Rule::ContextTooLong, Agent, "the conversation outgrew the context window", CONTEXT).then(Then::Fresh),
+    phrases(Rule::RateLimited, Environmental, "the provider's rate or usage limit was reached", RATE),
+    own(Rule::RateLimited, Environmental, "the provider's rate or usage limit was reached", COMMON_RATE),
+    phrases(Rule::ProviderOverloaded, Environmental, "the provider is overloaded", OVERLOADED),
+    own(Rule::ProviderOverloaded, Environmental, "the provider is overloaded", COMMON_OVERLOADED),
+    phrases(Rule::ProviderError, Environmental, "the provider failed", SERVER),
+    phrases(Rule::DnsFailure, Environmental, "the provider's host name did not resolve", DNS),
+    phrases(Rule::ConnectionReset, Environmental, "the connection to the provider was reset", RESET),
+    phrases(Rule::ConnectionRefused, Environmental, "the provider could not be reached", REFUSED),
+    own(Rule::ConnectionRefused, Environmental, "the provider could not be reached", COMMON_UNREACHABLE),
+    phrases(Rule::RequestTimeout, Environmental, "the provider request timed out", TIMEOUT),
+    phrases(Rule::StreamStalled, Environmental, "the provider's stream went silent", STREAM_STALLED),
+    phrases(Rule::StreamInterrupted, Environmental, "the provider's stream ended early", STREAM_INTERRUPTED),
+    structured(Rule::ToolUnavailable, Agent, tool_unavailable).then(Then::ResetTools),
+    structured(Rule::ProviderError, Environmental, server_error_code),
+    structured(Rule::Crashed, Agent, crashed),
+    structured(Rule::KilledFromOutside, Ambiguous, killed_from_outside),
+    structured(Rule::ExitNonzero, Agent, exit_nonzero),
+    structured(Rule::NoDoneSignal, Agent, no_done_signal),
 ];
 
-const fn structured(name: &'static str, category: Category, matches: Matcher) -> Rule {
-    Rule::new(name, category, Structured(matches))
+const fn structured(name: Rule, category: Category, matches: Matcher) -> Entry {
+    Entry::new(name, category, Structured(matches))
 }
 
-const fn phrases(name: &'static str, category: Category, about: &'static str, any: &'static [&'static str]) -> Rule {
-    Rule::new(name, category, Phrases { about, any })
+const fn phrases(name: Rule, category: Category, about: &'static str, any: &'static [&'static str]) -> Entry {
+    Entry::new(name, category, Phrases { about, any })
+}
+
+const fn own(name: Rule, category: Category, about: &'static str, any: &'static [&'static str]) -> Entry {
+    Entry::new(name, category, OwnWords { about, any })
 }
 
 /// Classifies a failed attempt. Every failure lands in exactly one category; one
 /// that no rule explains is `ambiguous`.
 pub fn classify(report: &Report<'_>) -> Classification {
     let text = ErrorText::of(report, false);
-    let with_tools = ErrorText::of(report, true);
+    let own = OwnErrorText::of(report);
     for rule in RULES {
         let reason = match rule.evidence {
             Structured(matches) => matches(report),
             Phrases { about, any } => text.find(any).map(|line| format!("{about}: {line}")),
-            ToolPhrases { about, any } => with_tools.find(any).map(|line| format!("{about}: {line}")),
+            OwnWords { about, any } => own.find(any).map(|line| format!("{about}: {line}")),
+            Configured => {
+                if let Some(c) = configured(report, &own) {
+                    return c;
+                }
+                None
+            }
         };
         if let Some(reason) = reason {
             let mut c = Classification::new(rule.category, rule.name, reason);
@@ -326,7 +368,106 @@ pub fn classify(report: &Report<'_>) -> Classification {
             return c;
         }
     }
-    Classification::new(Ambiguous, "unexplained", "the attempt failed in a way ralph cannot explain")
+    Classification::new(Ambiguous, Rule::Unexplained, "the attempt failed in a way ralph cannot explain")
+}
+
+/// The first configured pattern that matches the agent's own error text, with the
+/// reset time it captured. Patterns were checked when the config loaded; one that
+/// does not compile here is skipped.
+fn configured(report: &Report<'_>, own: &OwnErrorText<'_>) -> Option<Classification> {
+    for pattern in report.errors {
+        let Ok(re) = regex::Regex::new(&pattern.pattern) else { continue };
+        for line in own.lines.iter().rev() {
+            let Some(caps) = re.captures(line) else { continue };
+            let reset = caps
+                .name("reset_at")
+                .and_then(|m| parse_reset_at(m.as_str()))
+                .or_else(|| caps.name("reset_in").and_then(|m| parse_reset_in(m.as_str(), report.now)));
+            let category = match pattern.category {
+                ErrorCategory::Environmental => Environmental,
+                ErrorCategory::Agent => Agent,
+                ErrorCategory::UserConfig => UserConfig,
+                ErrorCategory::Ambiguous => Ambiguous,
+            };
+            let excerpt = excerpt_at(line, caps.get(0).map_or(0, |m| m.start()));
+            let rule =
+                if category == Environmental && reset.is_some() { Rule::RateLimited } else { Rule::ConfiguredError };
+            let mut c = Classification::new(category, rule, format!("the agent reported: {excerpt}"));
+            c.reset_at = reset;
+            return Some(c);
+        }
+    }
+    None
+}
+
+fn parse_reset_at(text: &str) -> Option<i64> {
+    let text = text.trim();
+    text.parse::<i64>().ok().or_else(|| text.parse::<jiff::Timestamp>().ok().map(|t| t.as_second()))
+}
+
+fn parse_reset_in(text: &str, now: i64) -> Option<i64> {
+    let text = text.trim();
+    let secs = match text.parse::<u64>() {
+        Ok(secs) => secs,
+        Err(_) => humantime::parse_duration(text).ok()?.as_secs(),
+    };
+    now.checked_add(i64::try_from(secs).ok()?)
+}
+
+/// Lines of stderr read as the agent's own error report.
+const OWN_STDERR_LINES: usize = 5;
+
+/// Where an agent reports its own error: its error events, its results marked as
+/// errors, and the last few lines of its stderr. Never tool results or assistant
+/// text: a project's test suite prints "connection refused" too.
+struct OwnErrorText<'a> {
+    lines: Vec<&'a str>,
+}
+
+impl<'a> OwnErrorText<'a> {
+    fn of(r: &Report<'a>) -> Self {
+        let mut lines: Vec<&'a str> = Vec::new();
+        for e in r.events {
+            match e {
+                AgentEvent::Result { text, is_error: true, .. } => lines.extend(text.lines()),
+                AgentEvent::Error { message } => lines.extend(message.lines()),
+                _ => {}
+            }
+        }
+        let stderr: Vec<&'a str> = r.stderr_tail.lines().filter(|l| !l.trim().is_empty()).collect();
+        lines.extend(&stderr[stderr.len().saturating_sub(OWN_STDERR_LINES)..]);
+        // A CLI's notices of its own retries are not the failure (see `ErrorText`).
+        lines.retain(|l| !l.to_ascii_lowercase().contains("reconnecting..."));
+        Self { lines }
+    }
+
+    /// The last line holding any of `words` as whole words (any case), as an excerpt.
+    fn find(&self, words: &[&str]) -> Option<String> {
+        self.lines.iter().rev().find_map(|line| {
+            let lower = line.to_ascii_lowercase();
+            words.iter().find_map(|w| word_position(&lower, w)).map(|at| excerpt_at(line, at))
+        })
+    }
+}
+
+/// The first place `word` occurs in `hay` with no letter or digit on either side.
+fn word_position(hay: &str, word: &str) -> Option<usize> {
+    let bytes = hay.as_bytes();
+    let mut from = 0;
+    while let Some(found) = hay.get(from..)?.find(word) {
+        let at = from + found;
+        let end = at + word.len();
+        let before = at == 0 || !bytes[at - 1].is_ascii_alphanumeric();
+        let after = end >= bytes.len() || !bytes[end].is_ascii_alphanumeric();
+        if before && after {
+            return Some(at);
+        }
+        from = at + 1;
+        while !hay.is_char_boundary(from) {
+            from += 1;
+        }
+    }
+    None
 }
 
 /// The text an attempt's failure can be read from: the text tail, failed results and
@@ -343,6 +484,10 @@ const EXCERPT_CHARS: usize = 200;
 
 impl<'a> ErrorText<'a> {
     fn of(r: &Report<'a>, tool_outputs: bool) -> Self {
+        Self { lines: Self::sources(r, tool_outputs).into_iter().map(|l| (l, normalise(l))).collect() }
+    }
+
+    fn sources(r: &Report<'a>, tool_outputs: bool) -> Vec<&'a str> {
         let mut sources: Vec<&'a str> = vec![r.text_tail];
         for e in r.events {
             match e {
@@ -352,15 +497,13 @@ impl<'a> ErrorText<'a> {
                 _ => {}
             }
         }
-        let lines = sources
+        sources
             .into_iter()
             .flat_map(str::lines)
             // Codex announces each of its own retries ("Reconnecting... 2/5 (...)");
             // they are not the failure, the final error is.
             .filter(|l| !l.to_ascii_lowercase().contains("reconnecting..."))
-            .map(|l| (l, normalise(l)))
-            .collect();
-        Self { lines }
+            .collect()
     }
 
     /// The last line containing any of `phrases`, as an excerpt around the match
@@ -381,6 +524,14 @@ fn excerpt(line: &str, phrase: &str) -> String {
     // Offsets are shared with the ASCII-lowercased line; normalising may shift them,
     // in which case the excerpt starts at the line's beginning.
     let at = position(&line.to_ascii_lowercase(), phrase).unwrap_or(0);
+    excerpt_at(line, at)
+}
+
+/// Up to [`EXCERPT_CHARS`] of `line` from a little before byte offset `at`.
+fn excerpt_at(line: &str, at: usize) -> String {
+    let lead = line.len() - line.trim_start().len();
+    let line = line.trim();
+    let at = at.saturating_sub(lead).min(line.len());
     let mut start = at.saturating_sub(EXCERPT_LEAD);
     while !line.is_char_boundary(start) {
         start -= 1;
@@ -417,6 +568,34 @@ fn position(hay: &str, pattern: &str) -> Option<usize> {
         let bounded = p.last() != Some(&b'#') || !h.get(i + p.len()).is_some_and(u8::is_ascii_digit);
         same && bounded
     })
+}
+
+/// A tool the agent was given is gone: Claude's "No such tool available", or a
+/// runtime's tool-dispatch error ("tool X is not registered", "Tool \"X\" not found
+/// in registry", "tried to call unavailable tool"), in error text or a failed tool
+/// call's output. Only the dispatch shape counts: a failed `systemctl` or `docker`
+/// saying "is not registered" or "not found in registry" is not a lost tool.
+fn tool_unavailable(r: &Report<'_>) -> Option<String> {
+    let about = "a tool the agent was given is gone";
+    ErrorText::sources(r, true).into_iter().rev().find_map(|line| {
+        let lower = line.to_ascii_lowercase();
+        let at = ["no such tool available", "tried to call unavailable tool"]
+            .iter()
+            .find_map(|p| lower.find(p))
+            .or_else(|| tool_dispatch(&lower, "is not registered"))
+            .or_else(|| tool_dispatch(&lower, "not found in registry"))?;
+        Some(format!("{about}: {}", excerpt_at(line, at)))
+    })
+}
+
+/// Where `phrase` follows "tool NAME" (the name quoted or not): a tool dispatcher's
+/// error, as opposed to any program's.
+fn tool_dispatch(lower: &str, phrase: &str) -> Option<usize> {
+    let at = word_position(lower, phrase)?;
+    let mut words = lower[..at].split_whitespace().rev();
+    let _name = words.next()?;
+    let tool = words.next()?.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+    (tool == "tool").then_some(at)
 }
 
 fn stall(r: &Report<'_>) -> Option<String> {
@@ -459,6 +638,17 @@ fn tool_text_in_thinking(r: &Report<'_>) -> Option<String> {
         .then(|| "the agent wrote a tool call in its thinking instead of making it".into())
 }
 
+/// Not the agent's fault, but the run stops on the cost cap before any budget matters.
+fn cost_cap(r: &Report<'_>) -> Option<String> {
+    (r.ended_by == EndedBy::CostCap).then(|| "the run's cost reached [general] max_cost_usd during the attempt".into())
+}
+
+/// A policy violation repeated (design.md §4: an `agent` failure).
+fn permission_denials(r: &Report<'_>) -> Option<String> {
+    (r.ended_by == EndedBy::PermissionDenials)
+        .then(|| "the agent's tool calls were refused permission repeatedly".into())
+}
+
 fn attempt_timeout(r: &Report<'_>) -> Option<String> {
     (r.ended_by == EndedBy::AttemptTimeout).then(|| "the attempt ran past [timeouts] attempt".into())
 }
@@ -469,11 +659,13 @@ fn binary_missing(r: &Report<'_>) -> Option<String> {
     if r.exit != Exit::Code(127) {
         return None;
     }
-    let tail = r.text_tail.to_ascii_lowercase();
-    ["command not found", ": not found", "no such file or directory"]
-        .iter()
-        .any(|p| tail.contains(p))
-        .then(|| "the agent's command was not found (exit 127)".into())
+    let said = ["command not found", ": not found", "no such file or directory"];
+    let line = r.text_tail.lines().rev().find(|l| {
+        let lower = l.to_ascii_lowercase();
+        said.iter().any(|p| lower.contains(p))
+    })?;
+    // The shell's line names the path that was missing.
+    Some(format!("the agent's command was not found (exit 127): {}", excerpt_at(line, 0)))
 }
 
 fn api_status(r: &Report<'_>) -> Option<u16> {
@@ -607,7 +799,10 @@ mod tests {
             ended_by: EndedBy::Agent,
             events,
             text_tail: "",
+            stderr_tail: "",
             missing_done: "exit 0 without the done tag",
+            errors: &[],
+            now: 0,
         }
     }
 
@@ -624,7 +819,7 @@ mod tests {
     fn a_kill_from_outside_is_ambiguous_a_crash_is_agent() {
         let c = classify(&report(Exit::Signal(9), &[]));
         assert_eq!((c.category, c.rule.as_str()), (Category::Ambiguous, "killed_from_outside"));
-        assert_eq!(classify(&report(Exit::Signal(6), &[])).rule, "crashed");
+        assert_eq!(classify(&report(Exit::Signal(6), &[])).rule.as_str(), "crashed");
     }
 
     #[test]
@@ -638,21 +833,21 @@ mod tests {
         let c = classify(&report(Exit::Signal(11), &[]));
         assert_eq!((c.category, c.rule.as_str()), (Category::Agent, "crashed"));
         assert!(c.reason.contains("SIGSEGV"));
-        assert_eq!(classify(&report(Exit::Code(2), &[])).rule, "exit_nonzero");
+        assert_eq!(classify(&report(Exit::Code(2), &[])).rule.as_str(), "exit_nonzero");
     }
 
     #[test]
     fn structured_provider_errors_come_first() {
         assert_eq!(classify(&report(Exit::Code(1), &[error_result(401)])).category, Category::UserConfig);
         assert_eq!(classify(&report(Exit::Code(1), &[error_result(529)])).category, Category::Environmental);
-        assert_eq!(classify(&report(Exit::Code(1), &[error_result(429)])).rule, "rate_limited");
+        assert_eq!(classify(&report(Exit::Code(1), &[error_result(429)])).rule.as_str(), "rate_limited");
     }
 
     #[test]
     fn ralph_ending_the_attempt_is_named() {
         let mut r = report(Exit::Signal(2), &[]);
         r.ended_by = EndedBy::Stall;
-        assert_eq!(classify(&r).rule, "stall");
+        assert_eq!(classify(&r).rule.as_str(), "stall");
     }
 
     fn text_report<'a>(kind: AgentKind, exit: Exit, events: &'a [AgentEvent], tail: &'a str) -> Report<'a> {
@@ -662,24 +857,27 @@ mod tests {
             ended_by: EndedBy::Agent,
             events,
             text_tail: tail,
+            stderr_tail: tail,
             missing_done: "exit 0 without the done tag",
+            errors: &[],
+            now: 0,
         }
     }
 
     fn rule_of(tail: &str) -> (Category, String) {
         let c = classify(&text_report(AgentKind::Command, Exit::Code(1), &[], tail));
-        (c.category, c.rule)
+        (c.category, c.rule.to_string())
     }
 
     #[test]
     fn the_table_is_consistent() {
-        let mut seen: std::collections::BTreeMap<&str, Category> = std::collections::BTreeMap::new();
+        let mut seen: std::collections::BTreeMap<Rule, Category> = std::collections::BTreeMap::new();
         for rule in RULES {
-            if let Some(&c) = seen.get(rule.name) {
+            if let Some(&c) = seen.get(&rule.name) {
                 assert_eq!(c, rule.category, "{} appears with two categories", rule.name);
             }
             seen.insert(rule.name, rule.category);
-            if let Phrases { any, .. } | ToolPhrases { any, .. } = rule.evidence {
+            if let Phrases { any, .. } | OwnWords { any, .. } = rule.evidence {
                 for p in any {
                     assert_eq!(*p, normalise(p), "{}: phrase {p:?} is not normalised", rule.name);
                     assert!(
@@ -690,7 +888,7 @@ mod tests {
                 }
             }
         }
-        assert!(seen.contains_key(TOOL_UNAVAILABLE));
+        assert!(seen.contains_key(&Rule::ToolUnavailable));
     }
 
     #[test]
@@ -746,7 +944,7 @@ mod tests {
             },
         ];
         let c = classify(&text_report(AgentKind::Claude, Exit::Code(0), &events, ""));
-        assert_eq!(c.rule, "no_done_signal");
+        assert_eq!(c.rule.as_str(), "no_done_signal");
     }
 
     #[test]
@@ -757,7 +955,7 @@ mod tests {
             output: "<tool_use_error>Error: No such tool available: mcp__ralph__done</tool_use_error>".into(),
         }];
         let c = classify(&text_report(AgentKind::Claude, Exit::Code(0), &events, ""));
-        assert_eq!((c.category, c.rule.as_str()), (Category::Agent, TOOL_UNAVAILABLE));
+        assert_eq!((c.category, c.rule), (Category::Agent, Rule::ToolUnavailable));
         assert!(c.fresh_session && c.reset_tool_registry);
         assert!(c.reason.contains("No such tool available"), "{}", c.reason);
     }
@@ -769,7 +967,7 @@ mod tests {
         let c = classify(&text_report(AgentKind::Gemini, Exit::Code(42), &[], ""));
         assert_eq!((c.rule.as_str(), c.fresh_session), ("session_not_found", true));
         // Exit 42 means nothing special for other kinds.
-        assert_eq!(classify(&text_report(AgentKind::Claude, Exit::Code(42), &[], "")).rule, "exit_nonzero");
+        assert_eq!(classify(&text_report(AgentKind::Claude, Exit::Code(42), &[], "")).rule.as_str(), "exit_nonzero");
         assert!(!classify(&text_report(AgentKind::Claude, Exit::Code(1), &[], "")).fresh_session);
     }
 
@@ -792,13 +990,13 @@ mod tests {
         if let AgentEvent::Result { text, .. } = &mut r {
             *text = "API Error: 529 Overloaded (Invalid API key rotation pending)".into();
         }
-        assert_eq!(classify(&report(Exit::Code(1), &[r])).rule, "provider_overloaded");
-        assert_eq!(classify(&report(Exit::Code(1), &[error_result(500)])).rule, "provider_error");
+        assert_eq!(classify(&report(Exit::Code(1), &[r])).rule.as_str(), "provider_overloaded");
+        assert_eq!(classify(&report(Exit::Code(1), &[error_result(500)])).rule.as_str(), "provider_error");
         let allowed_after_rejected = [
             AgentEvent::RateLimit { status: "rejected".into(), resets_at: None, limit_type: None },
             AgentEvent::RateLimit { status: "allowed".into(), resets_at: None, limit_type: None },
         ];
-        assert_eq!(classify(&report(Exit::Code(1), &allowed_after_rejected)).rule, "exit_nonzero");
+        assert_eq!(classify(&report(Exit::Code(1), &allowed_after_rejected)).rule.as_str(), "exit_nonzero");
     }
 
     #[test]
@@ -809,23 +1007,23 @@ mod tests {
         ];
         let mut r = report(Exit::Signal(2), &events);
         r.ended_by = EndedBy::Stall;
-        assert_eq!(classify(&r).rule, "stall_in_provider_retry");
+        assert_eq!(classify(&r).rule.as_str(), "stall_in_provider_retry");
         let events = [
             AgentEvent::ApiRetry { attempt: 1, error: "x".into(), status: None },
             AgentEvent::Text { text: "ok".into() },
         ];
         let mut r = report(Exit::Signal(2), &events);
         r.ended_by = EndedBy::Stall;
-        assert_eq!(classify(&r).rule, "stall");
+        assert_eq!(classify(&r).rule.as_str(), "stall");
     }
 
     #[test]
     fn missing_binary_needs_exit_127_and_the_shell_saying_so() {
         let c = classify(&text_report(AgentKind::Command, Exit::Code(127), &[], "bash: my-agent: command not found"));
         assert_eq!((c.category, c.rule.as_str()), (Category::UserConfig, "binary_missing"));
-        assert_eq!(classify(&text_report(AgentKind::Command, Exit::Code(127), &[], "")).rule, "exit_nonzero");
+        assert_eq!(classify(&text_report(AgentKind::Command, Exit::Code(127), &[], "")).rule.as_str(), "exit_nonzero");
         assert_eq!(
-            classify(&text_report(AgentKind::Command, Exit::Code(1), &[], "bash: rg: command not found")).rule,
+            classify(&text_report(AgentKind::Command, Exit::Code(1), &[], "bash: rg: command not found")).rule.as_str(),
             "exit_nonzero"
         );
     }
@@ -842,5 +1040,117 @@ mod tests {
         };
         assert!(reason.contains("The model is overloaded"), "{reason}");
         assert!(reason.starts_with("the provider is overloaded: …"), "{reason}");
+    }
+
+    fn stderr_report<'a>(stdout: &'a str, stderr: &'a str, events: &'a [AgentEvent]) -> Report<'a> {
+        Report {
+            kind: AgentKind::Command,
+            exit: Exit::Code(1),
+            ended_by: EndedBy::Agent,
+            events,
+            text_tail: stdout,
+            stderr_tail: stderr,
+            missing_done: "",
+            errors: &[],
+            now: 1_000,
+        }
+    }
+
+    #[test]
+    fn common_wordings_from_any_agent_in_its_own_error() {
+        let cases = [
+            ("Error: rate limit exceeded", Category::Environmental, "rate_limited"),
+            ("HTTP 429 Too Many Requests", Category::Environmental, "rate_limited"),
+            ("Overloaded", Category::Environmental, "provider_overloaded"),
+            ("error: Server is overloaded, try later", Category::Environmental, "provider_overloaded"),
+            ("503 Service Unavailable", Category::Environmental, "provider_overloaded"),
+            ("Error: connection refused", Category::Environmental, "connection_refused"),
+            ("API Error: Connection error.", Category::Environmental, "connection_refused"),
+            ("You exceeded your current quota, please check your plan", Category::UserConfig, "billing_disabled"),
+        ];
+        for (line, category, rule) in cases {
+            let stderr = format!("starting\n{line}\n");
+            let c = classify(&stderr_report("", &stderr, &[]));
+            assert_eq!((c.category, c.rule.as_str()), (category, rule), "{line}");
+            // The same words in an error event of a structured agent.
+            let events = [AgentEvent::Error { message: line.to_string() }];
+            assert_eq!(classify(&stderr_report("", "", &events)).rule.as_str(), rule, "{line} as an event");
+        }
+    }
+
+    #[test]
+    fn common_wordings_elsewhere_are_not_the_agents_error() {
+        // A text agent's stdout (its test suite's output), tool results, assistant
+        // text, early stderr lines, and words inside longer words.
+        let tool = [AgentEvent::ToolFinished { id: "t".into(), is_error: true, output: "Connection refused".into() }];
+        let said = [AgentEvent::Text { text: "The server is overloaded, I think.".into() }];
+        let early = "Too Many Requests\n1\n2\n3\n4\n5\n";
+        for (stdout, stderr, events) in [
+            ("test_db ... connection refused\nFAILED", "", &[][..]),
+            ("", "", &tool[..]),
+            ("", "", &said[..]),
+            ("", early, &[][..]),
+            ("", "flag --not-overloadedness set", &[][..]),
+        ] {
+            let c = classify(&stderr_report(stdout, stderr, events));
+            assert_eq!(c.rule.as_str(), "exit_nonzero", "{stdout:?} {stderr:?} {events:?}");
+        }
+    }
+
+    #[test]
+    fn a_rejected_flag_is_the_users_to_fix() {
+        for line in [
+            "error: unknown option '--output-format'",
+            "error: unexpected argument '--skip-git-repo-check' found",
+            "Unknown arguments: yolo",
+        ] {
+            let c = classify(&stderr_report("", line, &[]));
+            assert_eq!((c.category, c.rule), (Category::UserConfig, Rule::CliRejectedArgument), "{line}");
+        }
+    }
+
+    #[test]
+    fn only_a_tool_dispatch_error_is_a_lost_tool() {
+        let out = |output: &str| [AgentEvent::ToolFinished { id: "t".into(), is_error: true, output: output.into() }];
+        for gone in [
+            "Error: tool mcp__ralph__declare_complete is not registered",
+            "Tool \"declare_complete\" is not registered",
+            "No such tool available: mcp__x",
+        ] {
+            let events = out(gone);
+            assert_eq!(classify(&stderr_report("", "", &events)).rule, Rule::ToolUnavailable, "{gone}");
+        }
+        for other in [
+            "Failed to start foo.service: Unit foo.service is not registered",
+            "Error: image foo not found in registry",
+            "the handler is not registered yet",
+        ] {
+            let events = out(other);
+            assert_eq!(classify(&stderr_report("", "", &events)).rule.as_str(), "exit_nonzero", "{other}");
+        }
+    }
+
+    #[test]
+    fn configured_wordings_classify_and_capture_the_reset() {
+        let errors = [
+            ErrorPattern {
+                pattern: r"quota resets in (?P<reset_in>\d+)s".into(),
+                category: ErrorCategory::Environmental,
+            },
+            ErrorPattern { pattern: r"(?i)licen[cs]e expired".into(), category: ErrorCategory::UserConfig },
+            ErrorPattern { pattern: r"blip".into(), category: ErrorCategory::Environmental },
+        ];
+        let mut r = stderr_report("", "warming up\nmy-agent: quota resets in 90s", &[]);
+        r.errors = &errors;
+        let c = classify(&r);
+        assert_eq!((c.category, c.rule, c.reset_at), (Category::Environmental, Rule::RateLimited, Some(1_090)));
+        r.stderr_tail = "License expired on 2026-01-01";
+        let c = classify(&r);
+        assert_eq!((c.category, c.rule), (Category::UserConfig, Rule::ConfiguredError));
+        assert!(c.reason.contains("License expired"), "{}", c.reason);
+        r.stderr_tail = "network blip";
+        assert_eq!(classify(&r).category, Category::Environmental);
+        assert_eq!(parse_reset_at("2026-01-15T12:00:00Z"), Some(1_768_478_400));
+        assert_eq!(parse_reset_in("5m", 0), Some(300));
     }
 }

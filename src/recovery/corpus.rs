@@ -130,8 +130,8 @@ fn ended_by(s: Option<&String>) -> EndedBy {
     }
 }
 
-/// Events and text tail as an attempt would gather them.
-fn evidence(cli: &str, case: &Case) -> (Vec<AgentEvent>, String) {
+/// Events, text tail and stderr as an attempt would gather them.
+fn evidence(cli: &str, case: &Case) -> (Vec<AgentEvent>, String, String) {
     let mut events = Vec::new();
     let mut tail = String::new();
     let parser: Option<Box<dyn LineParser>> = match cli {
@@ -168,7 +168,7 @@ fn evidence(cli: &str, case: &Case) -> (Vec<AgentEvent>, String) {
         tail.push_str(line);
         tail.push('\n');
     }
-    (events, tail)
+    (events, tail, case.stderr.join("\n"))
 }
 
 #[test]
@@ -186,14 +186,17 @@ fn every_case_classifies_as_expected() {
         );
         let expect = h.get("expect").unwrap_or_else(|| panic!("{name}: no expect line"));
         let (want_category, want_rule) = expect.split_once(' ').unwrap();
-        let (events, tail) = evidence(cli, case);
+        let (events, tail, stderr) = evidence(cli, case);
         let report = Report {
             kind: kind_of(cli),
             exit: exit(h.get("exit").map_or("1", String::as_str)),
             ended_by: ended_by(h.get("ended_by")),
             events: &events,
             text_tail: &tail,
+            stderr_tail: &stderr,
             missing_done: "exit 0 without the done tag",
+            errors: &[],
+            now: NOW,
         };
         let got = classify(&report);
         if (got.category, got.rule.as_str()) != (category(want_category), want_rule) {

@@ -4,12 +4,14 @@
 
 use std::time::Duration;
 
-use crate::config::{Phase, RepeatGroup, Retry};
+use crate::config::{AGENT_BACKOFF_MAX, Phase, RepeatGroup, Retry};
+use crate::supervise::storm;
 use crate::workflow::Progress;
 use crate::workflow::advance::{self, PhaseEnd};
 use crate::workflow::done::Completion;
+use crate::workflow::progress::EnvironmentalStreak;
 
-use super::{Category, Classification};
+use super::{Category, Classification, Rule};
 
 /// A cap that ended the run. Each has a stable message prefix users can match on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -23,6 +25,10 @@ pub enum Cap {
     Iterations,
     Runtime,
     Cost,
+    /// One unbroken streak of environmental failures ran past `max_environmental_wait`.
+    EnvironmentalWait,
+    /// No agent of the chain can run before `max_rate_limit_wait`.
+    RateLimitWait,
 }
 
 impl Cap {
@@ -36,6 +42,8 @@ impl Cap {
             Cap::Iterations => "iteration cap exhausted",
             Cap::Runtime => "max_runtime exhausted",
             Cap::Cost => "max_cost_usd exhausted",
+            Cap::EnvironmentalWait => "max_environmental_wait exhausted",
+            Cap::RateLimitWait => "max_rate_limit_wait exhausted",
         }
     }
 
@@ -49,6 +57,8 @@ impl Cap {
             Cap::Iterations => format!("[phases.{phase}] iterations"),
             Cap::Runtime => "[general] max_runtime".into(),
             Cap::Cost => "[general] max_cost_usd".into(),
+            Cap::EnvironmentalWait => "[retry] max_environmental_wait".into(),
+            Cap::RateLimitWait => "[retry] max_rate_limit_wait".into(),
         }
     }
 
@@ -57,7 +67,12 @@ impl Cap {
     /// caps stop a resumed run again at once unless the key is raised.
     pub fn renewed_by_resume(self) -> bool {
         match self {
-            Cap::MaxCycles | Cap::ToolRegistryResets | Cap::McpRestarts | Cap::AmbiguousAttempts => true,
+            Cap::MaxCycles
+            | Cap::ToolRegistryResets
+            | Cap::McpRestarts
+            | Cap::AmbiguousAttempts
+            | Cap::EnvironmentalWait
+            | Cap::RateLimitWait => true,
             Cap::Iterations | Cap::Runtime | Cap::Cost => false,
         }
     }
@@ -88,8 +103,11 @@ pub enum Next {
         end: PhaseEnd,
     },
     /// Try the same agent again after `delay` (resuming its session if one is set).
+    /// With `probe_first` the providers are probed before the delay, and while they
+    /// do not answer the run pauses (the offline pause) instead of retrying.
     Retry {
         delay: Duration,
+        probe_first: bool,
     },
     /// The agent's budget is spent (or it is rate-limited and the config says
     /// fallover): the next agent of the chain takes over.
@@ -99,9 +117,11 @@ pub enum Next {
         new_cycle: bool,
         why: FalloverWhy,
     },
-    /// Wait until this unix second (a rate-limit reset), then try again.
+    /// Wait until the unix second `at` (a rate-limit reset plus a margin), then try
+    /// again; `reset` is the time the provider reported, the one shown.
     WaitUntil {
         at: i64,
+        reset: i64,
         reason: String,
     },
     Stop(Stop),
@@ -115,9 +135,6 @@ pub enum FalloverWhy {
     /// The agent is rate-limited and `on_rate_limit = "fallover"`.
     RateLimit,
 }
-
-/// The classifier rule that sends a failure down the rate-limit path.
-pub const RATE_LIMITED: &str = "rate_limited";
 
 /// How a retry of an agent failure continues: in the same session when one is
 /// known, otherwise with a fresh session. (The one place this is decided.)
@@ -156,6 +173,7 @@ pub fn on_success(
     counters.ambiguous_failures = 0;
     counters.retry_streak = 0;
     counters.confirmations = 0;
+    progress.environmental_streak = None;
     progress.resume_session = None;
     progress.recovery_note = None;
     progress.recoveries.clear();
@@ -240,18 +258,29 @@ pub fn on_failure(
     // Resuming a session the agent does not know, or one whose context is full,
     // would fail the same way again.
     let session = if failure.fresh_session { None } else { session };
+    if failure.category == Category::Environmental {
+        if let Some(stop) = environmental_streak(progress, limits.retry, failure, facts.now) {
+            return Next::Stop(stop);
+        }
+    } else {
+        // The streak ends when an attempt ends any other way.
+        progress.environmental_streak = None;
+    }
     if failure.reset_tool_registry {
         return on_tool_unavailable(progress, limits, failure);
     }
     match failure.category {
         Category::UserConfig => Next::Stop(Stop::Blocked { message: failure.reason.clone() }),
-        Category::Environmental if failure.rule == RATE_LIMITED => {
+        Category::Environmental if failure.rule == Rule::RateLimited => {
             super::rate_limit::on_rate_limit(progress, phases, limits.retry, &facts, session)
         }
         Category::Environmental => {
             progress.counters.retry_streak += 1;
             progress.resume_session = session;
-            Next::Retry { delay: backoff(limits.retry, progress.counters.retry_streak, facts.jitter) }
+            Next::Retry {
+                delay: backoff(limits.retry, progress.counters.retry_streak, facts.jitter),
+                probe_first: true,
+            }
         }
         Category::Ambiguous => {
             progress.counters.ambiguous_failures += 1;
@@ -270,10 +299,65 @@ pub fn on_failure(
                 });
             }
             progress.resume_session = session;
-            Next::Retry { delay: backoff(limits.retry, progress.counters.retry_streak, facts.jitter) }
+            Next::Retry {
+                delay: backoff(limits.retry, progress.counters.retry_streak, facts.jitter),
+                probe_first: false,
+            }
         }
         Category::Agent => on_agent_failure(progress, phases, limits, session),
     }
+}
+
+/// Opens or extends the streak of environmental failures, and ends the run when the
+/// streak (its wall time minus offline pauses and rate-limit waits, which have bounds
+/// of their own) ran past `[retry] max_environmental_wait`.
+fn environmental_streak(progress: &mut Progress, retry: &Retry, failure: &Classification, now: i64) -> Option<Stop> {
+    let streak = progress.environmental_streak.get_or_insert(EnvironmentalStreak { since: now, excluded_secs: 0 });
+    let counted = now.saturating_sub(streak.since).saturating_sub(streak.excluded_secs).max(0);
+    let max = retry.max_environmental_wait;
+    if u64::try_from(counted).unwrap_or(0) < max.as_secs() {
+        return None;
+    }
+    Some(Stop::Failed {
+        cap: Cap::EnvironmentalWait,
+        message: format!(
+            "{}: environmental failures for {} without a successful attempt (last: {}); \
+             raise [retry] max_environmental_wait to keep retrying longer",
+            Cap::EnvironmentalWait.phrase(),
+            humantime::format_duration(Duration::from_secs(u64::try_from(counted).unwrap_or(0))),
+            failure.reason
+        ),
+    })
+}
+
+/// The continue storm: after a retry that resumes the session, too many recoveries of
+/// the iteration within `[retry] storm_window` make the next attempt start fresh
+/// (resuming keeps feeding the agent the context that went wrong). Only the agent's
+/// own failures count: an outage or a rate limit says nothing about the session's
+/// context. Returns the evidence when the storm fired.
+pub fn continue_storm(
+    progress: &mut Progress,
+    retry: &Retry,
+    failure: &Classification,
+    next: &Next,
+    now: i64,
+) -> Option<String> {
+    if failure.category != Category::Agent || !matches!(next, Next::Retry { .. }) || progress.resume_session.is_none() {
+        return None;
+    }
+    let window = i64::try_from(retry.storm_window.as_secs()).unwrap_or(i64::MAX);
+    progress.recoveries.push(now);
+    storm::prune(&mut progress.recoveries, now, window);
+    let threshold = usize::try_from(retry.storm_recoveries).unwrap_or(usize::MAX);
+    if !storm::is_storm(&progress.recoveries, now, window, threshold) {
+        return None;
+    }
+    progress.resume_session = None;
+    progress.recoveries.clear();
+    Some(format!(
+        "{threshold} recoveries of this iteration within {}: the next attempt starts a fresh session",
+        humantime::format_duration(retry.storm_window)
+    ))
 }
 
 /// The agent lost a tool it was given: a new session (which rebuilds the agent's tool
@@ -293,7 +377,7 @@ fn on_tool_unavailable(progress: &mut Progress, limits: Limits<'_>, failure: &Cl
         });
     }
     progress.resume_session = None;
-    Next::Retry { delay: Duration::ZERO }
+    Next::Retry { delay: Duration::ZERO, probe_first: false }
 }
 
 fn on_agent_failure(progress: &mut Progress, phases: &[Phase], limits: Limits<'_>, session: Option<String>) -> Next {
@@ -304,8 +388,10 @@ fn on_agent_failure(progress: &mut Progress, phases: &[Phase], limits: Limits<'_
             RecoveryAction::Resume => session,
             RecoveryAction::Fresh => None,
         };
-        // Agent failures are budgeted, so they are retried at once.
-        return Next::Retry { delay: Duration::ZERO };
+        // Agent failures are budgeted, so they need no long backoff; a short one keeps
+        // a crash loop from restarting the agent many times a second.
+        let delay = agent_backoff(limits.retry, progress.counters.agent_failures);
+        return Next::Retry { delay, probe_first: false };
     }
     let Some(phase) = phases.get(progress.position.phase) else {
         return Next::Finished { end: PhaseEnd::default() };
@@ -340,6 +426,13 @@ fn on_agent_failure(progress: &mut Progress, phases: &[Phase], limits: Limits<'_
     Next::Fallover { from, to, new_cycle, why: FalloverWhy::Budget }
 }
 
+/// The wait before the `n`th agent-category retry of one agent:
+/// `agent_backoff_base · 2^(n−1)`, at most [`AGENT_BACKOFF_MAX`].
+pub fn agent_backoff(retry: &Retry, n: u32) -> Duration {
+    let exp = n.saturating_sub(1).min(30);
+    retry.agent_backoff_base.saturating_mul(1u32 << exp).min(AGENT_BACKOFF_MAX)
+}
+
 /// Exponential backoff with jitter: `base · 2^(streak−1)`, capped at `max`, then
 /// scaled into [50 %, 100 %] by `jitter` ∈ [0, 1) so that many runs hitting one
 /// outage do not retry in lockstep.
@@ -368,7 +461,7 @@ mod tests {
     }
 
     fn agent_failure() -> Classification {
-        Classification::new(Category::Agent, "crashed", "crashed")
+        Classification::new(Category::Agent, Rule::Crashed, "crashed")
     }
 
     fn facts(session: Option<String>) -> Facts {
@@ -495,7 +588,7 @@ mod tests {
         let f = agent_failure();
         // Pass 1's review falls over to b (cycle budget used) and resets the tool registry once.
         assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &f, facts(None)), Next::Fallover { .. }));
-        let mut tool = Classification::new(Category::Agent, "tool_unavailable", "No such tool");
+        let mut tool = Classification::new(Category::Agent, Rule::ToolUnavailable, "No such tool");
         tool.reset_tool_registry = true;
         let _ = on_failure(&mut p, &phases, limits(&retry), &tool, facts(None));
         let _ = on_success(&mut p, &phases, repeat, Completion::Done);
@@ -540,7 +633,7 @@ mod tests {
         let f = agent_failure();
         assert_eq!(
             on_failure(&mut p, &phases, limits(&retry), &f, facts(Some("s1".into()))),
-            Next::Retry { delay: Duration::ZERO }
+            Next::Retry { delay: Duration::from_secs(2), probe_first: false }
         );
         assert_eq!(p.resume_session.as_deref(), Some("s1"));
         assert_eq!(
@@ -570,11 +663,11 @@ mod tests {
         let retry = Retry { agent_attempts: 3, ..Retry::default() };
         let phases = [phase("dev", &["a"], 1, false)];
         let mut p = Progress::new("dev");
-        let mut f = Classification::new(Category::Agent, "session_not_found", "unknown session");
+        let mut f = Classification::new(Category::Agent, Rule::SessionNotFound, "unknown session");
         f.fresh_session = true;
         assert_eq!(
             on_failure(&mut p, &phases, limits(&retry), &f, facts(Some("s1".into()))),
-            Next::Retry { delay: Duration::ZERO }
+            Next::Retry { delay: Duration::from_secs(2), probe_first: false }
         );
         assert_eq!(p.resume_session, None);
     }
@@ -590,7 +683,7 @@ mod tests {
         let retry = Retry { agent_attempts: 1, ..Retry::default() };
         let phases = [phase("dev", &["a"], 1, false)];
         let mut p = Progress::new("dev");
-        let env = Classification::new(Category::Environmental, "provider_overloaded", "529");
+        let env = Classification::new(Category::Environmental, Rule::ProviderOverloaded, "529");
         for _ in 0..10 {
             assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &env, facts(None)), Next::Retry { .. }));
         }
@@ -603,13 +696,13 @@ mod tests {
         let retry = Retry { agent_attempts: 1, tool_registry_resets: 2, ..Retry::default() };
         let phases = [phase("dev", &["a", "b"], 1, false)];
         let mut p = Progress::new("dev");
-        let mut f = Classification::new(Category::Agent, "tool_unavailable", "No such tool available: mcp__x");
+        let mut f = Classification::new(Category::Agent, Rule::ToolUnavailable, "No such tool available: mcp__x");
         f.fresh_session = true;
         f.reset_tool_registry = true;
         for _ in 0..2 {
             assert_eq!(
                 on_failure(&mut p, &phases, limits(&retry), &f, facts(Some("s".into()))),
-                Next::Retry { delay: Duration::ZERO }
+                Next::Retry { delay: Duration::ZERO, probe_first: false }
             );
             assert_eq!(p.resume_session, None);
             assert_eq!(p.position.agent_index, 0, "no agent budget is used");
@@ -627,12 +720,12 @@ mod tests {
         let retry = Retry { ambiguous_attempts: 2, ..Retry::default() };
         let phases = [phase("dev", &["a"], 1, false)];
         let mut p = Progress::new("dev");
-        let uc = Classification::new(Category::UserConfig, "auth_failed", "401");
+        let uc = Classification::new(Category::UserConfig, Rule::AuthFailed, "401");
         assert!(matches!(
             on_failure(&mut p, &phases, limits(&retry), &uc, facts(None)),
             Next::Stop(Stop::Blocked { .. })
         ));
-        let amb = Classification::new(Category::Ambiguous, "unexplained", "?");
+        let amb = Classification::new(Category::Ambiguous, Rule::Unexplained, "?");
         assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &amb, facts(None)), Next::Retry { .. }));
         assert!(matches!(
             on_failure(&mut p, &phases, limits(&retry), &amb, facts(None)),
@@ -648,5 +741,77 @@ mod tests {
         assert_eq!(full, [5, 10, 20, 40, 60, 60]);
         assert_eq!(backoff(&retry, 1, 0.0), Duration::from_millis(2500));
         assert_eq!(backoff(&retry, u32::MAX, 1.0), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn agent_retries_back_off_doubling_to_a_minute() {
+        let retry = Retry { agent_attempts: 100, ..Retry::default() };
+        let phases = [phase("dev", &["a"], 1, false)];
+        let mut p = Progress::new("dev");
+        let delays: Vec<u64> = (0..7)
+            .map(|_| match on_failure(&mut p, &phases, limits(&retry), &agent_failure(), facts(None)) {
+                Next::Retry { delay, probe_first: false } => delay.as_secs(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(delays, [2, 4, 8, 16, 32, 60, 60]);
+        let at_once = Retry { agent_backoff_base: Duration::ZERO, ..retry };
+        assert_eq!(agent_backoff(&at_once, 3), Duration::ZERO);
+    }
+
+    #[test]
+    fn an_environmental_streak_is_bounded_without_max_runtime() {
+        let retry = Retry { max_environmental_wait: Duration::from_secs(3600), ..Retry::default() };
+        let phases = [phase("dev", &["a"], 1, false)];
+        let mut p = Progress::new("dev");
+        let env = Classification::new(Category::Environmental, Rule::ProviderOverloaded, "the provider is overloaded");
+        let at = |now| Facts { now, ..Facts::default() };
+        assert!(matches!(
+            on_failure(&mut p, &phases, limits(&retry), &env, at(1_000)),
+            Next::Retry { probe_first: true, .. }
+        ));
+        // An hour offline does not count.
+        p.exclude_from_streak(3_600);
+        assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &env, at(5_000)), Next::Retry { .. }));
+        match on_failure(&mut p, &phases, limits(&retry), &env, at(8_200)) {
+            Next::Stop(Stop::Failed { cap: Cap::EnvironmentalWait, message }) => {
+                assert!(message.starts_with("max_environmental_wait exhausted"), "{message}");
+                assert!(message.contains("the provider is overloaded"), "{message}");
+                assert!(message.contains("[retry] max_environmental_wait"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Any other ending of an attempt ends the streak.
+        let mut p = Progress::new("dev");
+        let _ = on_failure(&mut p, &phases, limits(&retry), &env, at(0));
+        let _ = on_failure(&mut p, &phases, limits(&retry), &agent_failure(), at(3_000));
+        assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &env, at(4_000)), Next::Retry { .. }));
+        assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &env, at(7_000)), Next::Retry { .. }));
+        let _ = on_success(&mut p, &phases, None, Completion::Done);
+        assert_eq!(p.environmental_streak, None);
+    }
+
+    #[test]
+    fn only_the_agents_own_failures_make_a_continue_storm() {
+        let retry = Retry { agent_attempts: 100, ..Retry::default() };
+        let phases = [phase("dev", &["a"], 1, false)];
+        let mut p = Progress::new("dev");
+        let overloaded = Classification::new(Category::Environmental, Rule::ProviderOverloaded, "529");
+        for now in [0, 60, 120, 180] {
+            let next = on_failure(&mut p, &phases, limits(&retry), &overloaded, facts_at(Some("s".into()), now));
+            assert_eq!(continue_storm(&mut p, &retry, &overloaded, &next, now), None);
+        }
+        assert_eq!(p.resume_session.as_deref(), Some("s"), "the session survives an outage");
+        let mut fired = None;
+        for now in [200, 260, 320] {
+            let next = on_failure(&mut p, &phases, limits(&retry), &agent_failure(), facts_at(Some("s".into()), now));
+            fired = continue_storm(&mut p, &retry, &agent_failure(), &next, now);
+        }
+        assert!(fired.is_some_and(|e| e.starts_with("3 recoveries")));
+        assert_eq!(p.resume_session, None);
+    }
+
+    fn facts_at(session: Option<String>, now: i64) -> Facts {
+        Facts { session, now, ..Facts::default() }
     }
 }

@@ -1,12 +1,18 @@
-//! The connectivity probe of design.md §5: is the network (the agents' providers)
-//! reachable at all? A TCP connect with a short timeout to each endpoint, all at
-//! once; one success is enough. Also the default endpoints for a set of agents.
+//! Which endpoints tell whether the network (the agents' providers) is reachable,
+//! and what a failed attempt means when they do not answer (design.md §5). Pure: the
+//! TCP connect itself is the shell's (`run::connect`).
+//!
+//! An endpoint from `[offline] probe` always counts. A default one (a provider's
+//! host, or the proxy in front of it) counts only once it has answered during this
+//! run: a sandbox or a proxy that blocks TCP to the provider must never pin a run in
+//! "offline" because of a default it could never reach.
 
-use std::collections::BTreeMap;
-use std::net::{TcpStream, ToSocketAddrs};
-use std::time::{Duration, Instant};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
 use crate::config::{AgentConfig, AgentKind};
+
+use super::{Category, Classification, Rule};
 
 /// What the probe found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,84 +21,120 @@ pub enum ProbeResult {
     Offline { last_error: String },
 }
 
-/// Connects to every `host:port` in `endpoints` concurrently, each bounded by
-/// `timeout` (name resolution included). With no endpoints there is nothing to judge
-/// by, and the answer is `Online`: a run must never pause on a guess.
-pub async fn probe(endpoints: &[String], timeout: Duration) -> ProbeResult {
-    if endpoints.is_empty() {
-        return ProbeResult::Online;
-    }
-    // std's blocking connect runs on the blocking pool (tokio's `net` feature is not
-    // enabled); a resolver that outlives the timeout is left to finish there.
-    let mut set = tokio::task::JoinSet::new();
-    for endpoint in endpoints {
-        let endpoint = endpoint.clone();
-        set.spawn_blocking(move || connect(&endpoint, timeout));
-    }
-    let mut last_error = String::from("no endpoint answered");
-    let waited = tokio::time::timeout(timeout, async {
-        while let Some(joined) = set.join_next().await {
-            match joined {
-                Ok(Ok(())) => return true,
-                Ok(Err(e)) => last_error = e,
-                Err(e) => last_error = format!("probe task failed: {e}"),
-            }
-        }
-        false
-    })
-    .await;
-    match waited {
-        Ok(true) => ProbeResult::Online,
-        Ok(false) => ProbeResult::Offline { last_error },
-        Err(_) => {
-            ProbeResult::Offline { last_error: format!("no endpoint answered within {timeout:?} ({last_error})") }
-        }
-    }
-}
-
-/// One endpoint: every address it resolves to, until one accepts.
-fn connect(endpoint: &str, timeout: Duration) -> Result<(), String> {
-    let started = Instant::now();
-    let addrs = endpoint.to_socket_addrs().map_err(|e| format!("{endpoint}: {e}"))?;
-    let mut last = format!("{endpoint}: no address");
-    for addr in addrs {
-        let left = timeout.saturating_sub(started.elapsed());
-        if left.is_zero() {
-            return Err(format!("{endpoint}: timed out"));
-        }
-        match TcpStream::connect_timeout(&addr, left) {
-            Ok(_) => return Ok(()),
-            Err(e) => last = format!("{endpoint} ({addr}): {e}"),
-        }
-    }
-    Err(last)
-}
+/// Reads a file's text (the shell's `std::fs::read_to_string`; tests pass a map).
+pub type ReadFile<'a> = &'a dyn Fn(&Path) -> Option<String>;
 
 /// The providers the configured agents talk to, as `host:port`, sorted and without
-/// duplicates. A base URL set for the agent (its `env`, then ralph's environment)
-/// wins over the vendor's public host. Codex and OpenCode read their provider from
-/// their own config files and `command`/`sim` agents have none, so they contribute
-/// nothing: a wrong guess would pin a run in "offline" on a machine that reaches
-/// its real provider fine.
-pub fn default_endpoints(agents: &BTreeMap<String, AgentConfig>, env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+/// duplicates (the table in docs/recovery.md). A base URL set for the agent (its
+/// `env`, then ralph's environment) or in the CLI's own config wins over the vendor's
+/// public host; a provider ralph cannot tell has no default (a wrong guess would
+/// only be ignored, see [`judged`], but it would cost a probe), and `command`/`sim`
+/// agents have none.
+pub fn default_endpoints(
+    agents: &BTreeMap<String, AgentConfig>,
+    env: &dyn Fn(&str) -> Option<String>,
+    read: ReadFile<'_>,
+) -> Vec<String> {
     let mut out: Vec<String> = agents
         .values()
         .filter_map(|agent| {
-            let (var, vendor) = match agent.kind {
-                AgentKind::Claude => ("ANTHROPIC_BASE_URL", "api.anthropic.com:443"),
-                AgentKind::Gemini => ("GOOGLE_GEMINI_BASE_URL", "generativelanguage.googleapis.com:443"),
-                AgentKind::Codex | AgentKind::Opencode | AgentKind::Command | AgentKind::Sim => return None,
-            };
-            let set = agent.env.get(var).cloned().or_else(|| env(var)).filter(|v| !v.trim().is_empty());
-            match set {
-                Some(url) => host_port(&url),
-                None => Some(vendor.to_string()),
+            let lookup = |var: &str| agent.env.get(var).cloned().or_else(|| env(var)).filter(|v| !v.trim().is_empty());
+            match agent.kind {
+                AgentKind::Claude => Some(url_or(lookup("ANTHROPIC_BASE_URL"), "api.anthropic.com:443")),
+                AgentKind::Gemini => {
+                    Some(url_or(lookup("GOOGLE_GEMINI_BASE_URL"), "generativelanguage.googleapis.com:443"))
+                }
+                AgentKind::Codex => codex_endpoint(&lookup, read),
+                AgentKind::Opencode => opencode_endpoint(agent, &lookup, read),
+                AgentKind::Command | AgentKind::Sim => None,
             }
+            .flatten()
         })
         .collect();
     out.sort();
     out.dedup();
     out
+}
+
+/// The URL's `host:port` when one is set, else the vendor's.
+fn url_or(url: Option<String>, vendor: &str) -> Option<String> {
+    match url {
+        Some(url) => host_port(&url),
+        None => Some(vendor.to_string()),
+    }
+}
+
+/// Codex: `OPENAI_BASE_URL`, else the selected provider's `base_url` in
+/// `$CODEX_HOME/config.toml` (default `~/.codex`), else OpenAI's host for the
+/// built-in `openai` provider; another provider without a `base_url` has none.
+fn codex_endpoint(lookup: &dyn Fn(&str) -> Option<String>, read: ReadFile<'_>) -> Option<Option<String>> {
+    if let Some(url) = lookup("OPENAI_BASE_URL") {
+        return Some(host_port(&url));
+    }
+    let home = lookup("CODEX_HOME").map(PathBuf::from).or_else(|| lookup("HOME").map(|h| Path::new(&h).join(".codex")));
+    let config: Option<toml::Table> =
+        home.and_then(|h| read(&h.join("config.toml"))).and_then(|text| toml::from_str(&text).ok());
+    let provider = config
+        .as_ref()
+        .and_then(|c| c.get("model_provider"))
+        .and_then(toml::Value::as_str)
+        .unwrap_or("openai")
+        .to_string();
+    let base_url = config
+        .as_ref()
+        .and_then(|c| c.get("model_providers"))
+        .and_then(|p| p.get(&provider))
+        .and_then(|p| p.get("base_url"))
+        .and_then(toml::Value::as_str);
+    match base_url {
+        Some(url) => Some(host_port(url)),
+        None if provider == "openai" => Some(Some("api.openai.com:443".to_string())),
+        None => None,
+    }
+}
+
+/// OpenCode: the provider of the model (`provider/model`, from the agent's `model`
+/// or the config's), its `options.baseURL` in the config (`OPENCODE_CONFIG`, else
+/// `$XDG_CONFIG_HOME/opencode/opencode.json`), else the host of a provider ralph
+/// knows; an unknown provider has none.
+fn opencode_endpoint(
+    agent: &AgentConfig,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    read: ReadFile<'_>,
+) -> Option<Option<String>> {
+    let config_path = lookup("OPENCODE_CONFIG").map(PathBuf::from).or_else(|| {
+        lookup("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .or_else(|| lookup("HOME").map(|h| Path::new(&h).join(".config")))
+            .map(|dir| dir.join("opencode/opencode.json"))
+    });
+    let config: Option<serde_json::Value> =
+        config_path.and_then(|p| read(&p)).and_then(|text| serde_json::from_str(&text).ok());
+    let model = agent
+        .model
+        .clone()
+        .or_else(|| config.as_ref().and_then(|c| c.get("model")).and_then(|m| m.as_str()).map(str::to_string))?;
+    let (provider, _) = model.split_once('/')?;
+    let base_url = config
+        .as_ref()
+        .and_then(|c| c.pointer(&format!("/provider/{provider}/options/baseURL")))
+        .and_then(|u| u.as_str());
+    if let Some(url) = base_url {
+        return Some(host_port(url));
+    }
+    let vendor = match provider {
+        "anthropic" => return Some(url_or(lookup("ANTHROPIC_BASE_URL"), "api.anthropic.com:443")),
+        "openai" => return Some(url_or(lookup("OPENAI_BASE_URL"), "api.openai.com:443")),
+        "google" => "generativelanguage.googleapis.com:443",
+        "openrouter" => "openrouter.ai:443",
+        "groq" => "api.groq.com:443",
+        "mistral" => "api.mistral.ai:443",
+        "deepseek" => "api.deepseek.com:443",
+        "xai" => "api.x.ai:443",
+        "opencode" => "opencode.ai:443",
+        _ => return None,
+    };
+    Some(Some(vendor.to_string()))
 }
 
 /// `host:port` of a URL, the port defaulting by scheme. None for what is not a URL.
@@ -129,40 +171,57 @@ fn host_port(url: &str) -> Option<String> {
     Some(format!("{host}:{port}"))
 }
 
+/// The endpoints whose silence means "offline": `[offline] probe` when set, else the
+/// default `candidates` that answered at least once during this run.
+pub fn judged(explicit: Option<&[String]>, candidates: &[String], answered: &BTreeSet<String>) -> Vec<String> {
+    match explicit {
+        Some(explicit) => explicit.to_vec(),
+        None => candidates.iter().filter(|e| answered.contains(*e)).cloned().collect(),
+    }
+}
+
+/// Whether a failed attempt is worth a probe of its own: any failure that is not a
+/// person's to fix. (Environmental ones are probed by the retry decision itself.)
+pub fn probe_after(failure: &Classification) -> bool {
+    matches!(failure.category, Category::Agent | Category::Ambiguous)
+}
+
+/// An agent that hangs or dies because the network is gone looks like a stall, a
+/// timeout or a crash; when the providers do not answer right after it, the failure
+/// is the outage's, not the agent's: environmental, no budget, the offline pause.
+pub fn offline_failure(failure: &Classification, probe_error: &str) -> Classification {
+    Classification::new(
+        Category::Environmental,
+        Rule::Offline,
+        format!(
+            "the providers do not answer ({probe_error}); the attempt's failure ({}: {}) is taken for the outage's",
+            failure.rule, failure.reason
+        ),
+    )
+}
+
+/// The endpoints worth probing for these agents: their default providers, or the
+/// proxy their traffic goes through (`HTTPS_PROXY`, `ALL_PROXY`) when one is set and
+/// a provider is not on loopback.
+pub fn candidates(
+    agents: &BTreeMap<String, AgentConfig>,
+    env: &dyn Fn(&str) -> Option<String>,
+    read: ReadFile<'_>,
+) -> Vec<String> {
+    let endpoints = default_endpoints(agents, env, read);
+    let proxy = ["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"]
+        .iter()
+        .find_map(|var| env(var).filter(|v| !v.is_empty()))
+        .and_then(|url| proxy_endpoint(&url));
+    match proxy {
+        Some(proxy) if endpoints.iter().any(|e| !is_loopback(e)) => vec![proxy],
+        _ => endpoints,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test]
-    async fn open_port_is_online_closed_port_is_offline() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        let timeout = Duration::from_secs(2);
-        assert_eq!(probe(std::slice::from_ref(&addr), timeout).await, ProbeResult::Online);
-        drop(listener);
-        match probe(std::slice::from_ref(&addr), timeout).await {
-            ProbeResult::Offline { last_error } => assert!(last_error.contains(&addr), "{last_error}"),
-            ProbeResult::Online => panic!("a closed port answered"),
-        }
-    }
-
-    #[tokio::test]
-    async fn one_reachable_endpoint_is_enough() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let closed = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().to_string()
-        };
-        let open = listener.local_addr().unwrap().to_string();
-        assert_eq!(probe(&[closed, open], Duration::from_secs(2)).await, ProbeResult::Online);
-    }
-
-    #[tokio::test]
-    async fn bad_endpoints_and_none() {
-        assert_eq!(probe(&[], Duration::from_millis(100)).await, ProbeResult::Online);
-        let r = probe(&["no port here".to_string()], Duration::from_secs(1)).await;
-        assert!(matches!(r, ProbeResult::Offline { .. }), "{r:?}");
-    }
 
     fn agent(kind: AgentKind, env: &[(&str, &str)]) -> AgentConfig {
         let mut a: AgentConfig = toml::from_str(&format!("kind = \"{}\"", kind.as_str())).unwrap();
@@ -177,22 +236,93 @@ mod tests {
         agents.insert("c2".to_string(), agent(AgentKind::Claude, &[]));
         agents.insert("cmd".to_string(), agent(AgentKind::Command, &[]));
         agents.insert("sim".to_string(), agent(AgentKind::Sim, &[]));
-        agents.insert("codex".to_string(), agent(AgentKind::Codex, &[]));
         let none = |_: &str| None;
-        assert_eq!(default_endpoints(&agents, &none), ["api.anthropic.com:443"]);
+        let no_files = |_: &Path| None;
+        assert_eq!(default_endpoints(&agents, &none, &no_files), ["api.anthropic.com:443"]);
 
         let fake = |k: &str| (k == "ANTHROPIC_BASE_URL").then(|| "http://127.0.0.1:8089/anthropic".to_string());
-        assert_eq!(default_endpoints(&agents, &fake), ["127.0.0.1:8089"]);
+        assert_eq!(default_endpoints(&agents, &fake, &no_files), ["127.0.0.1:8089"]);
 
         agents.insert("c3".to_string(), agent(AgentKind::Claude, &[("ANTHROPIC_BASE_URL", "https://proxy.example")]));
         agents.insert("g".to_string(), agent(AgentKind::Gemini, &[]));
         assert_eq!(
-            default_endpoints(&agents, &fake),
+            default_endpoints(&agents, &fake, &no_files),
             ["127.0.0.1:8089", "generativelanguage.googleapis.com:443", "proxy.example:443"]
         );
 
         let only_commands: BTreeMap<_, _> = [("cmd".to_string(), agent(AgentKind::Command, &[]))].into();
-        assert!(default_endpoints(&only_commands, &none).is_empty());
+        assert!(default_endpoints(&only_commands, &none, &no_files).is_empty());
+    }
+
+    #[test]
+    fn a_default_counts_only_once_it_answered() {
+        let candidates = vec!["api.anthropic.com:443".to_string(), "127.0.0.1:9".to_string()];
+        let mut answered = BTreeSet::new();
+        assert!(judged(None, &candidates, &answered).is_empty(), "never reached: no evidence of being offline");
+        answered.insert("127.0.0.1:9".to_string());
+        assert_eq!(judged(None, &candidates, &answered), ["127.0.0.1:9"]);
+        let explicit = vec!["10.0.0.1:443".to_string()];
+        assert_eq!(judged(Some(&explicit), &candidates, &BTreeSet::new()), explicit, "[offline] probe always counts");
+    }
+
+    #[test]
+    fn only_agent_and_ambiguous_failures_get_a_probe_of_their_own() {
+        let f = |c| Classification::new(c, Rule::Crashed, "y");
+        assert!(probe_after(&f(Category::Agent)));
+        assert!(probe_after(&f(Category::Ambiguous)));
+        assert!(!probe_after(&f(Category::UserConfig)));
+        assert!(!probe_after(&f(Category::Environmental)));
+        let offline = offline_failure(&f(Category::Agent), "127.0.0.1:9: refused");
+        assert_eq!((offline.category, offline.rule), (Category::Environmental, Rule::Offline));
+        assert!(offline.reason.contains("crashed: y") && offline.reason.contains("refused"), "{}", offline.reason);
+    }
+
+    #[test]
+    fn codex_follows_its_base_url_then_its_config_then_openai() {
+        let codex = |env: &[(&str, &str)]| -> BTreeMap<String, AgentConfig> {
+            [("cx".to_string(), agent(AgentKind::Codex, env))].into()
+        };
+        let none = |_: &str| None;
+        let no_files = |_: &Path| None;
+        assert_eq!(default_endpoints(&codex(&[]), &none, &no_files), ["api.openai.com:443"]);
+        let set = codex(&[("OPENAI_BASE_URL", "http://127.0.0.1:9000/v1")]);
+        assert_eq!(default_endpoints(&set, &none, &no_files), ["127.0.0.1:9000"]);
+        let config = |p: &Path| {
+            (p == Path::new("/cx/config.toml")).then(|| {
+                "model_provider = \"fake\"\n[model_providers.fake]\nbase_url = \"http://127.0.0.1:8123/v1\"\n"
+                    .to_string()
+            })
+        };
+        let home = codex(&[("CODEX_HOME", "/cx")]);
+        assert_eq!(default_endpoints(&home, &none, &config), ["127.0.0.1:8123"]);
+        let other = |p: &Path| (p == Path::new("/cx/config.toml")).then(|| "model_provider = \"mine\"\n".to_string());
+        assert!(default_endpoints(&home, &none, &other).is_empty(), "an unknown provider has no default");
+    }
+
+    #[test]
+    fn opencode_follows_its_models_provider() {
+        let oc = |model: Option<&str>, env: &[(&str, &str)]| -> BTreeMap<String, AgentConfig> {
+            let mut a = agent(AgentKind::Opencode, env);
+            a.model = model.map(str::to_string);
+            [("oc".to_string(), a)].into()
+        };
+        let none = |_: &str| None;
+        let no_files = |_: &Path| None;
+        assert_eq!(
+            default_endpoints(&oc(Some("anthropic/claude-sonnet-4-5"), &[]), &none, &no_files),
+            ["api.anthropic.com:443"]
+        );
+        assert_eq!(default_endpoints(&oc(Some("openai/gpt-5"), &[]), &none, &no_files), ["api.openai.com:443"]);
+        assert!(default_endpoints(&oc(Some("mystery/m"), &[]), &none, &no_files).is_empty());
+        assert!(default_endpoints(&oc(None, &[]), &none, &no_files).is_empty(), "no model, no provider");
+        let config = |p: &Path| {
+            (p == Path::new("/oc.json")).then(|| {
+                r#"{"model":"fake/fake-model","provider":{"fake":{"options":{"baseURL":"http://127.0.0.1:7777/v1"}}}}"#
+                    .to_string()
+            })
+        };
+        let with_config = oc(None, &[("OPENCODE_CONFIG", "/oc.json")]);
+        assert_eq!(default_endpoints(&with_config, &none, &config), ["127.0.0.1:7777"]);
     }
 
     #[test]

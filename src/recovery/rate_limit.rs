@@ -5,13 +5,18 @@
 use crate::config::{OnRateLimit, Phase, Retry};
 use crate::workflow::Progress;
 
-use super::policy::{Facts, FalloverWhy, Next, backoff};
+use super::policy::{Cap, Facts, FalloverWhy, Next, Stop, backoff};
 
 /// Seconds added to a reported reset: providers' clocks and ours differ a little, and
 /// retrying a second early costs a whole new limit error.
 pub const MARGIN_SECS: i64 = 2;
 
-/// The attempt hit a limit; `reset` is when it ends, if the agent said.
+/// The attempt hit a limit; `facts.rate_limit_reset` is when it ends, if the agent
+/// said. A reset within `max_rate_limit_wait` is waited for (or, with `on_rate_limit =
+/// "fallover"`, another agent takes over); one further away moves to an agent of the
+/// chain that is not limited itself, and when there is none the run fails naming the
+/// reset and the key to raise: waiting a capped while and asking again only repeats
+/// the same answer.
 pub fn on_rate_limit(
     progress: &mut Progress,
     phases: &[Phase],
@@ -21,14 +26,14 @@ pub fn on_rate_limit(
 ) -> Next {
     let now = facts.now;
     progress.resume_session = session;
-    let Some(reset) = facts.rate_limit_reset else {
+    let Some(reported) = facts.rate_limit_reset else {
         // No reset time: an ordinary environmental retry with backoff.
         progress.counters.retry_streak += 1;
-        return Next::Retry { delay: backoff(retry, progress.counters.retry_streak, facts.jitter) };
+        return Next::Retry { delay: backoff(retry, progress.counters.retry_streak, facts.jitter), probe_first: true };
     };
     let max_wait = i64::try_from(retry.max_rate_limit_wait.as_secs()).unwrap_or(i64::MAX);
-    let reset = if reset > now {
-        reset
+    let reset = if reported > now {
+        reported
     } else {
         // A reset already past (a skewed clock, a stale notice): back off as for any
         // environmental failure, so a limit repeated with an old time is not asked
@@ -37,12 +42,14 @@ pub fn on_rate_limit(
         let delay = backoff(retry, progress.counters.retry_streak, facts.jitter);
         now.saturating_add(i64::try_from(delay.as_secs()).unwrap_or(i64::MAX))
     };
-    let until = (reset + MARGIN_SECS).min(now.saturating_add(max_wait));
+    let until = reset.saturating_add(MARGIN_SECS);
+    let within_cap = until.saturating_sub(now) <= max_wait;
     let Some(phase) = phases.get(progress.position.phase) else {
-        return Next::WaitUntil { at: until, reason: "rate limit".into() };
+        return Next::WaitUntil { at: until, reset, reason: "rate limit".into() };
     };
     let agent = phase.chain.get(progress.position.agent_index).cloned().unwrap_or_default();
-    if retry.on_rate_limit == OnRateLimit::Fallover && phase.chain.len() > 1 {
+    let may_fall_over = retry.on_rate_limit == OnRateLimit::Fallover || !within_cap;
+    if may_fall_over && phase.chain.len() > 1 {
         progress.cooldowns.insert(agent.clone(), until);
         if let Some(index) = next_available(phase, progress, now) {
             progress.position.agent_index = index;
@@ -53,13 +60,47 @@ pub fn on_rate_limit(
             let to = phase.chain.get(index).cloned().unwrap_or_default();
             return Next::Fallover { from: agent, to, new_cycle: false, why: FalloverWhy::RateLimit };
         }
-        // Every agent of the chain is limited: wait for the first reset.
-        let earliest = progress.cooldowns.values().copied().min().unwrap_or(until);
-        progress.rate_limit_until = Some(earliest);
-        return Next::WaitUntil { at: earliest, reason: "every agent of the chain is rate-limited".into() };
+        // Every agent of the chain is limited: wait for the first reset, if it comes
+        // within the cap.
+        let earliest =
+            phase.chain.iter().filter_map(|name| progress.cooldowns.get(name)).copied().min().unwrap_or(until);
+        if earliest.saturating_sub(now) <= max_wait {
+            progress.rate_limit_until = Some(earliest);
+            return Next::WaitUntil {
+                at: earliest,
+                reset: earliest.saturating_sub(MARGIN_SECS),
+                reason: "every agent of the chain is rate-limited".into(),
+            };
+        }
+        return beyond_cap(retry, "every agent of the chain is rate-limited", earliest.saturating_sub(MARGIN_SECS));
+    }
+    if !within_cap {
+        return beyond_cap(retry, &format!("agent {agent} is rate-limited"), reset);
     }
     progress.rate_limit_until = Some(until);
-    Next::WaitUntil { at: until, reason: format!("agent {agent} is rate-limited") }
+    Next::WaitUntil { at: until, reset, reason: format!("agent {agent} is rate-limited") }
+}
+
+/// No agent can run before `max_rate_limit_wait`: the run fails (exit 1) with the
+/// reported reset and the key to raise.
+fn beyond_cap(retry: &Retry, why: &str, reset: i64) -> Next {
+    Next::Stop(Stop::Failed {
+        cap: Cap::RateLimitWait,
+        message: format!(
+            "{}: {why} until {} (reported reset), longer than [retry] max_rate_limit_wait = {}; \
+             raise max_rate_limit_wait to wait for it, or add an agent that is not limited to the chain",
+            Cap::RateLimitWait.phrase(),
+            show_time(reset),
+            humantime::format_duration(retry.max_rate_limit_wait)
+        ),
+    })
+}
+
+/// A unix second as a local wall-clock time with its zone.
+pub fn show_time(at: i64) -> String {
+    jiff::Timestamp::from_second(at)
+        .map(|t| t.to_zoned_datetime(jiff::tz::TimeZone::system()).strftime("%Y-%m-%d %H:%M:%S %Z").to_string())
+        .unwrap_or_else(|_| at.to_string())
 }
 
 /// The first agent after the current one (wrapping) that is not cooling down.
@@ -114,8 +155,8 @@ mod tests {
         let mut p = Progress::new("dev");
         let first = on_rate_limit(&mut p, &[phase(&["a"])], &retry, &facts(Some(900), 1_000), None);
         let second = on_rate_limit(&mut p, &[phase(&["a"])], &retry, &facts(Some(900), 1_000), None);
-        assert_eq!(first, Next::WaitUntil { at: 1_007, reason: "agent a is rate-limited".into() });
-        assert_eq!(second, Next::WaitUntil { at: 1_012, reason: "agent a is rate-limited".into() });
+        assert_eq!(first, Next::WaitUntil { at: 1_007, reset: 1_005, reason: "agent a is rate-limited".into() });
+        assert_eq!(second, Next::WaitUntil { at: 1_012, reset: 1_010, reason: "agent a is rate-limited".into() });
     }
 
     #[test]
@@ -124,18 +165,52 @@ mod tests {
         let phases = [phase(&["a", "b"])];
         let mut p = Progress::new("dev");
         let next = on_rate_limit(&mut p, &phases, &retry, &facts(Some(1_000), 900), Some("s".into()));
-        assert_eq!(next, Next::WaitUntil { at: 1_002, reason: "agent a is rate-limited".into() });
+        assert_eq!(next, Next::WaitUntil { at: 1_002, reset: 1_000, reason: "agent a is rate-limited".into() });
         assert_eq!(p.rate_limit_until, Some(1_002));
         assert_eq!(p.resume_session.as_deref(), Some("s"));
         assert_eq!(p.counters.agent_failures, 0);
     }
 
     #[test]
-    fn the_wait_is_capped_by_max_rate_limit_wait() {
+    fn a_reset_beyond_the_cap_with_no_other_agent_fails_naming_it() {
         let retry = Retry { max_rate_limit_wait: Duration::from_secs(60), ..Retry::default() };
         let mut p = Progress::new("dev");
-        let next = on_rate_limit(&mut p, &[phase(&["a"])], &retry, &facts(Some(100_000), 0), None);
-        assert_eq!(next, Next::WaitUntil { at: 60, reason: "agent a is rate-limited".into() });
+        match on_rate_limit(&mut p, &[phase(&["a"])], &retry, &facts(Some(100_000), 0), None) {
+            Next::Stop(Stop::Failed { cap: Cap::RateLimitWait, message }) => {
+                assert!(message.starts_with("max_rate_limit_wait exhausted"), "{message}");
+                assert!(message.contains(&show_time(100_000)), "{message}");
+                assert!(message.contains("raise max_rate_limit_wait"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_reset_beyond_the_cap_falls_over_even_in_wait_mode() {
+        let retry = Retry { max_rate_limit_wait: Duration::from_secs(60), ..Retry::default() };
+        let phases = [phase(&["a", "b"])];
+        let mut p = Progress::new("dev");
+        let next = on_rate_limit(&mut p, &phases, &retry, &facts(Some(100_000), 0), None);
+        assert_eq!(
+            next,
+            Next::Fallover { from: "a".into(), to: "b".into(), new_cycle: false, why: FalloverWhy::RateLimit }
+        );
+        // The healthy agent runs until the primary's reset, then the chain returns.
+        assert_eq!(return_after_reset(&mut p, &phases, 1_000), None);
+        assert_eq!(return_after_reset(&mut p, &phases, 100_002), Some(("b".into(), "a".into())));
+        // b limited too, far away: nobody can run before the cap.
+        let mut p = Progress::new("dev");
+        let _ = on_rate_limit(&mut p, &phases, &retry, &facts(Some(100_000), 0), None);
+        assert!(matches!(
+            on_rate_limit(&mut p, &phases, &retry, &facts(Some(200_000), 0), None),
+            Next::Stop(Stop::Failed { cap: Cap::RateLimitWait, .. })
+        ));
+        // A reset within the cap in wait mode is waited for, not fallen over from.
+        let mut p = Progress::new("dev");
+        assert_eq!(
+            on_rate_limit(&mut p, &phases, &retry, &facts(Some(30), 0), None),
+            Next::WaitUntil { at: 32, reset: 30, reason: "agent a is rate-limited".into() }
+        );
     }
 
     #[test]
@@ -173,6 +248,9 @@ mod tests {
         let mut p = Progress::new("dev");
         let _ = on_rate_limit(&mut p, &phases, &retry, &facts(Some(100), 0), None);
         let next = on_rate_limit(&mut p, &phases, &retry, &facts(Some(50), 0), None);
-        assert_eq!(next, Next::WaitUntil { at: 52, reason: "every agent of the chain is rate-limited".into() });
+        assert_eq!(
+            next,
+            Next::WaitUntil { at: 52, reset: 50, reason: "every agent of the chain is rate-limited".into() }
+        );
     }
 }

@@ -195,7 +195,7 @@ mod tests {
             attempt: 3,
             agent: "a".into(),
             category: Category::Agent,
-            rule: "stall".into(),
+            rule: crate::recovery::Rule::Stall,
             reason: "the agent stalled".into(),
             session: None,
             evidence: String::new(),

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use crate::config::Config;
+use crate::recovery::Rule;
 use crate::recovery::policy::Cap;
 use crate::run::RunEnd;
 use crate::state::checkpoint::LastError;
@@ -38,6 +39,16 @@ pub fn next_step(
             Some(Cap::Iterations) => {
                 format!("raise [phases.{phase}] iterations in {file}, or make the goal reachable, then {resume}")
             }
+            Some(Cap::EnvironmentalWait) => format!(
+                "the outage outlasted [retry] max_environmental_wait in {file} (now {}): check the provider \
+                 and the network (the last error says which), then {resume}",
+                humantime::format_duration(config.retry.max_environmental_wait)
+            ),
+            Some(Cap::RateLimitWait) => format!(
+                "the reported reset is later than [retry] max_rate_limit_wait in {file} (now {}): raise it, or \
+                 add an agent that is not limited to the chain, then {resume}",
+                humantime::format_duration(config.retry.max_rate_limit_wait)
+            ),
             Some(cap) => {
                 let (key, now) = match cap {
                     Cap::ToolRegistryResets => ("[retry] tool_registry_resets", config.retry.tool_registry_resets),
@@ -63,8 +74,8 @@ fn blocked(last_error: Option<&LastError>, config: &Config, file: &str) -> Strin
     };
     let agent = &e.agent;
     let kind = config.agents.get(agent).map(|a| a.kind);
-    match e.classification.rule.as_str() {
-        "auth_failed" => {
+    match e.classification.rule {
+        Rule::AuthFailed => {
             let vars = kind.map(crate::process::env::allowlist).unwrap_or_default();
             let which = match vars.first() {
                 Some(first) => format!("set {first} (or another credential it reads, or log in with its CLI)"),
@@ -72,10 +83,10 @@ fn blocked(last_error: Option<&LastError>, config: &Config, file: &str) -> Strin
             };
             format!("the provider refused agent {agent}'s credentials: {which}, then {resume}")
         }
-        "billing_disabled" => {
+        Rule::BillingDisabled => {
             format!("add credit or quota to the provider account of agent {agent}, then {resume}")
         }
-        "launch_failed" => format!(
+        Rule::LaunchImpossible | Rule::BinaryMissing => format!(
             "install the program of agent {agent}, or set its path ([agents.{agent}] binary or command) in {file}, then {resume}"
         ),
         _ => format!("fix the cause ({}), then {resume}", e.classification.reason),
@@ -94,6 +105,7 @@ mod tests {
     }
 
     fn error(rule: &str) -> LastError {
+        let rule: Rule = serde_json::from_value(serde_json::Value::String(rule.into())).unwrap_or(Rule::Other);
         LastError {
             classification: Classification::new(Category::UserConfig, rule, "the provider said no"),
             agent: "claude".into(),
@@ -118,7 +130,7 @@ mod tests {
             step(failed(), Some(Cap::MaxCycles), None),
             step(blocked(), None, Some(&error("auth_failed"))),
             step(blocked(), None, Some(&error("billing_disabled"))),
-            step(blocked(), None, Some(&error("launch_failed"))),
+            step(blocked(), None, Some(&error("launch_impossible"))),
             step(blocked(), None, None),
         ];
         insta::assert_snapshot!(lines.join("\n"));

@@ -222,7 +222,7 @@ pub(crate) mod tests {
             last_error: Some(LastError {
                 classification: Classification::new(
                     Category::UserConfig,
-                    "auth_failed",
+                    crate::recovery::Rule::AuthFailed,
                     "the provider rejected the credentials",
                 ),
                 agent: "claude".into(),

@@ -39,7 +39,7 @@ pub enum End {
     /// The user's second Ctrl+C: the group was killed, exit now.
     ForceExit,
     /// The agent could not be started.
-    SpawnFailed(std::io::Error),
+    SpawnFailed { error: std::io::Error, program: String },
 }
 
 /// Everything the attempt left behind.
@@ -55,6 +55,8 @@ pub struct Outcome {
     pub events: Vec<AgentEvent>,
     /// The end of stderr and of unparsed stdout, redacted.
     pub text_tail: String,
+    /// The end of stderr alone, redacted: where an agent words its own error.
+    pub stderr_tail: String,
     pub usage: Usage,
     pub duration: Duration,
     /// For `done = "file:PATH"`: the artifact exists and changed (set by the caller).
@@ -86,7 +88,8 @@ pub trait Observer {
 impl Outcome {
     /// An attempt that produced nothing (it could not start).
     pub fn empty() -> Self {
-        Collected::new(false).finish(End::SpawnFailed(std::io::Error::other("not started")), Instant::now())
+        let end = End::SpawnFailed { error: std::io::Error::other("not started"), program: String::new() };
+        Collected::new(false).finish(end, Instant::now())
     }
 }
 
@@ -94,6 +97,7 @@ impl Outcome {
 pub async fn run(
     prepared: Prepared,
     timeouts: &Timeouts,
+    cost_left: Option<f64>,
     signals: &mut Signals,
     observer: &mut dyn Observer,
     log_path: &Path,
@@ -101,17 +105,30 @@ pub async fn run(
 ) -> Outcome {
     let started = Instant::now();
     let mut state = Collected::new(prepared.text_output);
+    let program = prepared.launch.argv.first().cloned().unwrap_or_default();
     let mut child = match spawn(&prepared.launch) {
         Ok(child) => child,
-        Err(e) => return state.finish(End::SpawnFailed(e), started),
+        Err(error) => return state.finish(End::SpawnFailed { error, program }, started),
     };
     let (Some(pgid), Some(stdout), Some(stderr)) = (child.id(), child.stdout.take(), child.stderr.take()) else {
-        let err = std::io::Error::other("the agent's pipes were not set up");
-        return state.finish(End::SpawnFailed(err), started);
+        let error = std::io::Error::other("the agent's pipes were not set up");
+        return state.finish(End::SpawnFailed { error, program }, started);
     };
     // The signal paths that bypass this loop (second Ctrl+C, Ctrl+Z) need the group.
     agent_group::set(pgid);
     let _group = GroupGuard;
+    if let (Some(text), Some(mut pipe)) = (prepared.launch.stdin.clone(), child.stdin.take()) {
+        // Written while the output is read (a long prompt fills the pipe before the
+        // agent reads it), then closed: the agent sees the end of its input. An agent
+        // that exits without reading all of it ends the write with EPIPE, harmlessly.
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            if let Err(e) = pipe.write_all(text.as_bytes()).await {
+                tracing::debug!("writing the prompt to the agent's stdin: {e}");
+            }
+            drop(pipe);
+        });
+    }
     // Plain buffered writes: a page-cache write takes microseconds, while tokio's
     // file type would hop to a blocking thread for every line.
     let mut log = AttemptLog::create(log_path, max_log);
@@ -133,7 +150,8 @@ pub async fn run(
         Supervisor::new(&limits, started)
     } else {
         Supervisor::new(timeouts, started)
-    };
+    }
+    .with_cost_left(cost_left.filter(|_| prepared.running_cost));
     let mut exit: Option<Exit> = None;
     let mut ended_by = EndedBy::Agent;
     let mut intervention: Option<Intervention> = None;
@@ -421,6 +439,7 @@ fn on_stderr(supervisor: &mut Supervisor, observer: &mut dyn Observer, state: &m
     let _ = supervisor.on_event(None, Instant::now());
     observer.event(None);
     state.push_text(line);
+    state.push_stderr(line);
 }
 
 /// What the attempt gathered from the agent's output.
@@ -434,6 +453,8 @@ struct Collected {
     tail: String,
     /// The end of stdout alone: a text agent's final message.
     stdout_tail: String,
+    /// The end of stderr alone.
+    stderr_tail: String,
     usage: Usage,
 }
 
@@ -447,6 +468,7 @@ impl Collected {
             events: VecDeque::new(),
             tail: String::new(),
             stdout_tail: String::new(),
+            stderr_tail: String::new(),
             usage: Usage::default(),
         }
     }
@@ -485,6 +507,10 @@ impl Collected {
         push_bounded(&mut self.tail, line);
     }
 
+    fn push_stderr(&mut self, line: &str) {
+        push_bounded(&mut self.stderr_tail, line);
+    }
+
     fn push_stdout(&mut self, line: &str) {
         push_bounded(&mut self.stdout_tail, line);
     }
@@ -503,6 +529,7 @@ impl Collected {
             result_is_error,
             events: self.events.into(),
             text_tail: redact(&self.tail),
+            stderr_tail: redact(&self.stderr_tail),
             usage: self.usage,
             duration: started.elapsed(),
             artifact_changed: false,

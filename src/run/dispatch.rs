@@ -2,6 +2,8 @@
 //! do (done signals, classification, policy), carries it out (attempts, waits), and
 //! writes the checkpoint after every transition and the journal for every event.
 
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -11,7 +13,6 @@ use crate::agent::launch::{self, Request};
 use crate::error::RalphError;
 use crate::events::{self, RunEvent};
 use crate::notify::Notifier;
-use crate::recovery::Category;
 use crate::recovery::classify::{EndedBy, Exit};
 use crate::recovery::policy::{self, Cap, FalloverWhy, Next, Stop};
 use crate::recovery::rate_limit;
@@ -29,6 +30,7 @@ use crate::workflow::{advance, prompt};
 use super::RunEnd;
 use super::artifact::artifact_stamp;
 use super::attempt::{self, End, Observer, Outcome};
+use super::failure::Ending;
 use super::git_step::Step;
 use super::setup::{Ready, now};
 use super::waits::Offline;
@@ -53,6 +55,9 @@ pub struct Dispatcher {
     pub(super) last_log: Option<std::path::PathBuf>,
     /// A state file the disk had no room for: nothing new starts until it is written.
     pub(super) disk_full: Option<std::path::PathBuf>,
+    /// Default probe endpoints that answered during this run (filled in the
+    /// background): only those count as evidence of being offline.
+    pub(super) answered: Arc<Mutex<BTreeSet<String>>>,
 }
 
 impl Dispatcher {
@@ -71,6 +76,7 @@ impl Dispatcher {
             touched,
             last_log: None,
             disk_full: None,
+            answered: Arc::default(),
         }
     }
 
@@ -87,6 +93,7 @@ impl Dispatcher {
         });
         self.journal_git_start();
         self.save()?;
+        self.probe_defaults_in_background();
         let end = match self.resume_pending(&mut signals).await {
             Ok(Some(end)) => Ok(end),
             Ok(None) => self.dispatch(&mut signals).await,
@@ -175,10 +182,26 @@ impl Dispatcher {
                         .line(&crate::report::lines::agent_stopped(&agent, outcome.last_signal.map(|s| s.as_str())));
                     return self.stopped(cause, outcome.session);
                 }
-                End::SpawnFailed(ref e) => {
-                    if let Some(end) = self.spawn_failed(&agent, e, signals).await? {
+                End::SpawnFailed { ref error, ref program } => {
+                    if let Some(end) = self.spawn_failed(&agent, program, error, signals).await? {
                         return Ok(end);
                     }
+                }
+                End::Exited { ended_by: EndedBy::CostCap, .. } => {
+                    // The attempt was ended on the cost cap: the run stops on it.
+                    if let Some(found) = &outcome.intervention {
+                        self.intervene(found.detector, &found.evidence);
+                    }
+                    self.r.checkpoint.in_flight = None;
+                    let stop = self.cap_reached().unwrap_or_else(|| Stop::Failed {
+                        cap: Cap::Cost,
+                        message: format!(
+                            "{}: the run has cost ${:.2}",
+                            Cap::Cost.phrase(),
+                            self.r.checkpoint.usage.cost_usd
+                        ),
+                    });
+                    return self.stop(stop);
                 }
                 End::Exited { exit, ended_by } => {
                     if let Some(end) = self.after_attempt(&outcome, exit, ended_by, signals).await? {
@@ -206,11 +229,20 @@ impl Dispatcher {
         let agent_cfg = self.r.loaded.config.agents.get(&agent).cloned().ok_or_else(|| {
             RalphError::ResumeMismatch(format!("agent {agent} is no longer configured; run `ralph --no-resume`"))
         })?;
+        let pos_name = self.r.checkpoint.progress.position.phase_name.clone();
+        let stem = format!("attempt-{attempt_no:04}-{pos_name}-{agent}");
+        // What the agent was told, beside what it answered: the first thing to read
+        // when a run goes wrong. A `command` agent may read it as {prompt_file}.
+        let prompt_file = self.r.logs_dir.join(format!("{stem}.prompt.md"));
+        if let Err(e) = std::fs::write(&prompt_file, &prompt) {
+            tracing::warn!("cannot keep the prompt of attempt {attempt_no}: {e}");
+        }
         let prepared = launch::prepare(
             &agent_cfg,
             Request {
                 agent: &agent,
                 prompt: &prompt,
+                prompt_file: &prompt_file,
                 resume: resume.as_deref(),
                 launch: launch_no,
                 cwd: &self.r.dir,
@@ -251,12 +283,16 @@ impl Dispatcher {
             Ok(p) => p,
             Err(e) => {
                 return Ok(Outcome {
-                    end: End::SpawnFailed(std::io::Error::new(std::io::ErrorKind::NotFound, e.to_string())),
+                    end: End::SpawnFailed {
+                        error: std::io::Error::new(std::io::ErrorKind::NotFound, e.to_string()),
+                        program: String::new(),
+                    },
                     session: None,
                     final_message: None,
                     result_is_error: false,
                     events: Vec::new(),
                     text_tail: String::new(),
+                    stderr_tail: String::new(),
                     usage: Default::default(),
                     duration: Duration::ZERO,
                     artifact_changed: false,
@@ -267,7 +303,6 @@ impl Dispatcher {
             }
         };
         let artifact = artifact_stamp(&self.r.dir, &phase.done);
-        let stem = format!("attempt-{attempt_no:04}-{}-{agent}", pos.phase_name);
         let log_path = self.r.logs_dir.join(format!("{stem}.log"));
         self.last_log = Some(log_path.clone());
         // What the agent was told, beside what it answered: the first thing to read
@@ -284,7 +319,8 @@ impl Dispatcher {
             timeouts.attempt = timeouts.attempt.min(left);
         }
         let max_log = self.r.loaded.config.logs.max_attempt_log;
-        let mut outcome = attempt::run(prepared, &timeouts, signals, self, &log_path, max_log).await;
+        let cost_left = self.r.loaded.config.general.max_cost_usd.map(|max| max - self.r.checkpoint.usage.cost_usd);
+        let mut outcome = attempt::run(prepared, &timeouts, cost_left, signals, self, &log_path, max_log).await;
         self.r.reporter.attempt_finished();
         if artifact_stamp(&self.r.dir, &phase.done) != artifact && artifact.is_some_or_created(&self.r.dir, &phase.done)
         {
@@ -349,12 +385,15 @@ impl Dispatcher {
                 });
                 self.last_success = Some(outcome.final_message.clone().unwrap_or_default());
                 match self.commit_done(completion.clone(), outcome.final_message.as_deref().unwrap_or_default())? {
-                    Step::Done => policy::on_success(
-                        &mut self.r.checkpoint.progress,
-                        &self.r.loaded.phases,
-                        self.r.loaded.repeat,
-                        completion,
-                    ),
+                    Step::Done => {
+                        self.probe_defaults_in_background();
+                        policy::on_success(
+                            &mut self.r.checkpoint.progress,
+                            &self.r.loaded.phases,
+                            self.r.loaded.repeat,
+                            completion,
+                        )
+                    }
                     Step::Rejected(output) => self.commit_rejected(outcome, &output),
                     Step::Blocked(message) => Next::Stop(Stop::Blocked { message }),
                 }
@@ -363,7 +402,13 @@ impl Dispatcher {
                 self.ask_to_confirm(outcome, &claim, phase.until_complete)?;
                 return Ok(None);
             }
-            Completion::NotDone(missing) => self.after_failure(outcome, exit, ended_by, &claim, &missing),
+            Completion::NotDone(missing) => {
+                let ending = Ending { exit, ended_by, claim: &claim, missing: &missing };
+                match self.after_failure(outcome, ending, signals).await? {
+                    Ok(next) => next,
+                    Err(end) => return Ok(Some(end)),
+                }
+            }
         };
         self.carry_out(next, signals).await
     }
@@ -405,17 +450,11 @@ impl Dispatcher {
                 self.phase_ended(&end);
                 return Ok(Some(RunEnd::Completed));
             }
-            Next::Retry { delay } => {
+            Next::Retry { delay, probe_first } => {
                 let session = self.r.checkpoint.progress.resume_session.clone();
                 self.emit(RunEvent::Retry { delay_ms: delay.as_millis() as u64, resume_session: session });
                 self.save()?;
-                let environmental = self
-                    .r
-                    .checkpoint
-                    .last_error
-                    .as_ref()
-                    .is_some_and(|e| e.classification.category == Category::Environmental);
-                if environmental {
+                if probe_first {
                     match self.offline_pause(signals).await? {
                         Offline::Stopped(end) => return Ok(Some(end)),
                         // Back online: the interrupted attempt is retried at once.
@@ -438,8 +477,8 @@ impl Dispatcher {
                 self.emit(RunEvent::Fallover { from, to, cycle, why, new_cycle });
                 self.save()?;
             }
-            Next::WaitUntil { at, reason } => {
-                self.emit(RunEvent::RateLimitWait { until: at, reason: reason.clone() });
+            Next::WaitUntil { at, reset, reason } => {
+                self.emit(RunEvent::RateLimitWait { until: at, reset, reason: reason.clone() });
                 return self.wait_for_reset(at, &reason, signals).await;
             }
             Next::Stop(stop) => return self.stop(stop).map(Some),

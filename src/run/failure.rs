@@ -1,18 +1,23 @@
-//! Failed attempts: the classification, the journal and terminal record, the
+//! Failed attempts: the classification (checked against the network: a failure while
+//! the providers do not answer is the outage's), the journal and terminal record, the
 //! interventions, the policy's decision with its continue-storm check, and the
-//! self-contained recovery note the next attempt gets.
+//! self-contained recovery note the next attempt gets. Launches that failed before
+//! the agent ran are classified by `recovery::spawn`.
 
+use crate::agent::{launch, versions};
 use crate::config::DoneSignal;
 use crate::error::RalphError;
 use crate::events::RunEvent;
+use crate::process;
 use crate::recovery::classify::{self, EndedBy, Exit};
 use crate::recovery::policy::{self, Facts, Limits, Next, Stop};
-use crate::recovery::{Category, Classification, reset};
+use crate::recovery::probe::{self, ProbeResult};
+use crate::recovery::{Category, Classification, Rule, reset, spawn};
 use crate::signal::Signals;
 use crate::state::checkpoint::LastError;
 use crate::supervise::completion::{Claim, Why};
 use crate::supervise::note::{self, LastTool, NoteContext, Trouble};
-use crate::supervise::{storm, trouble};
+use crate::supervise::trouble;
 use crate::workflow::done::SignOff;
 
 use super::RunEnd;
@@ -20,26 +25,39 @@ use super::attempt::Outcome;
 use super::dispatch::{Dispatcher, unix_now};
 use super::setup::now;
 
+/// How a failed attempt ended, as the classifier needs it.
+pub(super) struct Ending<'a> {
+    pub exit: Exit,
+    pub ended_by: EndedBy,
+    pub claim: &'a Claim,
+    pub missing: &'a str,
+}
+
 impl Dispatcher {
-    /// The agent could not be started. A missing or forbidden binary needs a human;
-    /// anything else (no memory, too many processes, a binary being replaced by its
-    /// own auto-update) is retried like an outage.
+    /// The agent could not be started. A launch that can never succeed as configured
+    /// (a missing or non-executable binary, a prompt too long for an argument) needs a
+    /// person (exit 3); anything else (no memory, too many processes, a binary being
+    /// replaced by its own auto-update) is retried like an outage.
     pub(super) async fn spawn_failed(
         &mut self,
         agent: &str,
+        program: &str,
         error: &std::io::Error,
         signals: &mut Signals,
     ) -> Result<Option<RunEnd>, RalphError> {
         use std::io::ErrorKind;
         self.r.checkpoint.in_flight = None;
-        let message = format!("agent {agent}: cannot start it: {error}");
-        if matches!(error.kind(), ErrorKind::NotFound | ErrorKind::PermissionDenied) {
-            // Kept as the last error, so the summary can say which program to install.
-            let failure = Classification::new(Category::UserConfig, "launch_failed", message.clone());
+        let failure = match error.raw_os_error() {
+            // ralph's own checks before exec (the binary not on PATH) carry no errno.
+            None if matches!(error.kind(), ErrorKind::NotFound | ErrorKind::PermissionDenied) => {
+                Classification::new(Category::UserConfig, Rule::LaunchImpossible, format!("{error}"))
+            }
+            errno => spawn::classify(agent, program, errno, &error.to_string()),
+        };
+        if failure.category == Category::UserConfig {
             self.record_failure(agent, &failure, &Outcome::empty());
-            return self.stop(Stop::Blocked { message }).map(Some);
+            return self.stop(Stop::Blocked { message: failure.reason }).map(Some);
         }
-        let failure = Classification::new(Category::Environmental, "spawn_failed", message);
         self.record_failure(agent, &failure, &Outcome::empty());
         let limits = Limits { retry: &self.r.loaded.config.retry, max_cycles: self.r.loaded.config.general.max_cycles };
         let facts = Facts { session: None, rate_limit_reset: None, now: unix_now(), jitter: jitter() };
@@ -48,35 +66,51 @@ impl Dispatcher {
     }
 
     /// Classifies a failed attempt, records it, asks the policy what next, and leaves
-    /// the recovery note for the next attempt.
-    pub(super) fn after_failure(
+    /// the recovery note for the next attempt. A failure that is not a person's to fix
+    /// is checked against the network first: when the providers do not answer, it
+    /// was the outage's (`Err` when a signal stopped the run during that probe).
+    pub(super) async fn after_failure(
         &mut self,
         outcome: &Outcome,
-        exit: Exit,
-        ended_by: EndedBy,
-        claim: &Claim,
-        missing: &str,
-    ) -> Next {
+        ending: Ending<'_>,
+        signals: &mut Signals,
+    ) -> Result<Result<Next, RunEnd>, RalphError> {
+        let Ending { exit, ended_by, claim, missing } = ending;
         let agent = self.current_agent();
+        let agent_cfg = self.r.loaded.config.agents.get(&agent);
         let report = classify::Report {
-            kind: self.r.loaded.config.agents.get(&agent).map_or(crate::config::AgentKind::Command, |a| a.kind),
+            kind: agent_cfg.map_or(crate::config::AgentKind::Command, |a| a.kind),
             exit,
             ended_by,
             events: &outcome.events,
             text_tail: &outcome.text_tail,
+            stderr_tail: &outcome.stderr_tail,
             missing_done: missing,
+            errors: agent_cfg.map_or(&[], |a| &a.errors),
+            now: unix_now(),
         };
-        let failure = classify::classify(&report);
+        let mut failure = classify::classify(&report);
         tracing::debug!(
             agent, ?exit, ?ended_by, missing, events = outcome.events.len(), tail_bytes = outcome.text_tail.len(),
             category = failure.category.as_str(), rule = %failure.rule, reason = %failure.reason,
             fresh_session = failure.fresh_session, "classified the failed attempt"
         );
+        if probe::probe_after(&failure) {
+            let endpoints = self.probe_endpoints();
+            match self.probe_once(&endpoints, signals).await? {
+                Err(end) => return Ok(Err(end)),
+                Ok(ProbeResult::Offline { last_error }) => failure = probe::offline_failure(&failure, &last_error),
+                Ok(ProbeResult::Online) => {}
+            }
+        }
+        if failure.rule == Rule::CliRejectedArgument {
+            failure.reason = self.with_versions(&agent, &failure.reason).await;
+        }
         self.record_failure(&agent, &failure, outcome);
         if let Some(found) = &outcome.intervention {
             self.intervene(found.detector, &found.evidence);
         }
-        if failure.rule == "no_done_signal" {
+        if failure.rule == Rule::NoDoneSignal {
             match claim {
                 // Only where a tag decides: a file phase's tag is no sign-off.
                 Claim::Denied(why) if self.phase().done == DoneSignal::Tag || self.phase().until_complete => {
@@ -93,8 +127,9 @@ impl Dispatcher {
         let limits = Limits { retry, max_cycles: self.r.loaded.config.general.max_cycles };
         let facts = Facts {
             session: outcome.session.clone(),
-            rate_limit_reset: reset::reset_time(&outcome.events, &outcome.text_tail, jiff::Timestamp::now())
-                .map(|r| r.at.as_second()),
+            rate_limit_reset: failure.reset_at.or_else(|| {
+                reset::reset_time(&outcome.events, &outcome.text_tail, jiff::Timestamp::now()).map(|r| r.at.as_second())
+            }),
             now,
             jitter: jitter(),
         };
@@ -102,29 +137,36 @@ impl Dispatcher {
         let progress = &mut self.r.checkpoint.progress;
         let next = policy::on_failure(progress, &self.r.loaded.phases, limits, &failure, facts);
         tracing::debug!(?next, counters = ?progress.counters, position = ?progress.position, "policy decision");
-        let mut storm = None;
-        if matches!(next, Next::Retry { .. }) && progress.resume_session.is_some() {
-            let window = i64::try_from(retry.storm_window.as_secs()).unwrap_or(i64::MAX);
-            progress.recoveries.push(now);
-            storm::prune(&mut progress.recoveries, now, window);
-            let threshold = usize::try_from(retry.storm_recoveries).unwrap_or(usize::MAX);
-            if storm::is_storm(&progress.recoveries, now, window, threshold) {
-                // Resuming keeps feeding the agent the context that went wrong.
-                progress.resume_session = None;
-                progress.recoveries.clear();
-                storm = Some(format!(
-                    "{threshold} recoveries of this iteration within {}",
-                    humantime::format_duration(retry.storm_window)
-                ));
-            }
+        if let Some(evidence) = policy::continue_storm(progress, retry, &failure, &next, now) {
+            self.intervene("continue_storm", &evidence);
         }
-        if let Some(evidence) = storm {
-            self.intervene("continue_storm", &format!("{evidence}: the next attempt starts a fresh session"));
-        }
-        let trouble = trouble::trouble(&failure, outcome.intervention.as_ref(), claim);
+        // An outage explains the ending better than the detector that saw it.
+        let intervention = outcome.intervention.as_ref().filter(|_| failure.rule != Rule::Offline);
+        let trouble = trouble::trouble(&failure, intervention, claim);
         let note = self.note(trouble, outcome.last_tool.clone());
         self.r.checkpoint.progress.recovery_note = Some(note);
-        next
+        Ok(Ok(next))
+    }
+
+    /// A CLI that refused an argument ralph passes was most likely updated: the
+    /// message names its version and the one ralph was tested with.
+    async fn with_versions(&self, agent: &str, reason: &str) -> String {
+        let Some(cfg) = self.r.loaded.config.agents.get(agent) else { return reason.to_string() };
+        let Some(tested) = versions::tested(cfg.kind) else {
+            return format!("{reason}; check the agent's command and its version");
+        };
+        let installed = match launch::find_binary(cfg, cfg.kind.as_str(), agent) {
+            Ok(binary) => match process::version::installed(&binary).await {
+                Ok(text) => versions::number(&text).unwrap_or(text.as_str()).to_string(),
+                Err(e) => format!("unknown ({e})"),
+            },
+            Err(e) => format!("unknown ({e})"),
+        };
+        format!(
+            "{reason}; the installed {} is version {installed}, ralph was tested with {tested}: \
+             install {tested} or a ralph that supports {installed} (`ralph doctor` compares them)",
+            cfg.kind.as_str()
+        )
     }
 
     /// The self-contained recovery note for the next attempt.
@@ -169,7 +211,7 @@ impl Dispatcher {
             attempt: attempt_no,
             agent: agent.to_string(),
             category: failure.category,
-            rule: failure.rule.clone(),
+            rule: failure.rule,
             reason: failure.reason.clone(),
             session: outcome.session.clone(),
             evidence: tail.clone(),

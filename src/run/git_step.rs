@@ -375,7 +375,7 @@ impl Dispatcher {
         let agent = self.current_agent();
         let failure = Classification::new(
             Category::Agent,
-            "commit_rejected",
+            crate::recovery::Rule::CommitRejected,
             "a git hook rejected the commit of the iteration's work".to_string(),
         );
         self.record_failure(&agent, &failure, outcome);

@@ -5,6 +5,7 @@
 mod artifact;
 pub mod attempt;
 mod attempt_log;
+pub mod connect;
 mod disk_wait;
 pub mod dispatch;
 mod failure;

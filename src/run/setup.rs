@@ -453,6 +453,7 @@ fn resume(
         c.confirmations = 0;
         pos.cycle = 1;
         cp.progress.recoveries.clear();
+        cp.progress.environmental_streak = None;
     }
     // The attempt ralph lost track of is told that the last tool call it started
     // has an unknown outcome. This replaces any older note: the crash is the latest

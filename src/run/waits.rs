@@ -1,20 +1,27 @@
 //! Waiting without spending anything: backoff, rate-limit resets (persisted, so a
-//! restart keeps waiting), and the offline pause with its TCP probes. Every wait
-//! gives way to a signal at once.
+//! restart keeps waiting), and the offline pause with its TCP probes (which endpoints
+//! count is the core's, `recovery::probe`; the probes of the default endpoints that
+//! make them count run here, in the background). Every wait gives way to a signal at
+//! once.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use crate::error::RalphError;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::config::AgentConfig;
 use crate::events::RunEvent;
 use crate::recovery::probe::{self, ProbeResult};
+use crate::recovery::rate_limit;
 use crate::signal::{InterruptAction, Signals};
 use crate::state::checkpoint::Status;
 
 use super::RunEnd;
+use super::connect;
 use super::dispatch::{Dispatcher, unix_now};
 
 impl Dispatcher {
@@ -59,9 +66,16 @@ impl Dispatcher {
         signals: &mut Signals,
     ) -> Result<Option<RunEnd>, RalphError> {
         self.r.checkpoint.progress.rate_limit_until = Some(at);
-        let left = u64::try_from(at.saturating_sub(unix_now())).unwrap_or(0);
+        let started = unix_now();
+        let left = u64::try_from(at.saturating_sub(started)).unwrap_or(0);
         if left > 0 {
-            if let Some(end) = self.wait(Duration::from_secs(left), why, signals).await? {
+            // Shown as the provider reported it; the margin is ralph's own.
+            let reset = rate_limit::show_time(at.saturating_sub(rate_limit::MARGIN_SECS));
+            let why = format!("{why}: waiting for the reported reset at {reset}");
+            let end = self.wait(Duration::from_secs(left), &why, signals).await?;
+            // A rate-limit wait has its own bound, not the environmental streak's.
+            self.r.checkpoint.progress.exclude_from_streak(unix_now().saturating_sub(started));
+            if let Some(end) = end {
                 return Ok(Some(end));
             }
         }
@@ -78,20 +92,11 @@ impl Dispatcher {
             return self.stopped(cause, None).map(Offline::Stopped);
         }
         let endpoints = self.probe_endpoints();
-        let timeout = self.r.loaded.config.offline.timeout;
-        let interval = self.r.loaded.config.offline.interval;
-        // The first probe gives way to a signal too: Ctrl+C never waits for a timeout.
-        let first = loop {
-            tokio::select! {
-                result = probe::probe(&endpoints, timeout) => break result,
-                action = signals.next() => match action {
-                    InterruptAction::Stop(cause) => return self.stopped(cause, None).map(Offline::Stopped),
-                    InterruptAction::ForceExit => return Ok(Offline::Stopped(RunEnd::ForceExit)),
-                    InterruptAction::Ignore => {}
-                },
-            }
+        let first = match self.probe_once(&endpoints, signals).await? {
+            Ok(result) => result,
+            Err(end) => return Ok(Offline::Stopped(end)),
         };
-        tracing::debug!(?endpoints, ?timeout, result = ?first, "connectivity probe");
+        tracing::debug!(?endpoints, result = ?first, "connectivity probe");
         let ProbeResult::Offline { last_error } = first else {
             if self.r.checkpoint.progress.offline_since.take().is_some() {
                 self.back_online()?;
@@ -101,10 +106,27 @@ impl Dispatcher {
         };
         let since = *self.r.checkpoint.progress.offline_since.get_or_insert_with(unix_now);
         self.emit(RunEvent::Offline { since, endpoints: endpoints.clone(), error: last_error });
+        let interval = self.r.loaded.config.offline.interval;
         let next_probe = Arc::new(AtomicU64::new(self.r.reporter.probe_clock(interval)));
         self.r.reporter.offline(since, &endpoints, Arc::clone(&next_probe));
         self.r.checkpoint.status = Status::Waiting;
         self.save()?;
+        let paused_at = unix_now();
+        let outcome = self.offline_rounds(&endpoints, &next_probe, signals).await;
+        // The offline pause has its own bound, not the environmental streak's.
+        self.r.checkpoint.progress.exclude_from_streak(unix_now().saturating_sub(paused_at));
+        outcome
+    }
+
+    /// Probes every `[offline] interval` until an endpoint answers.
+    async fn offline_rounds(
+        &mut self,
+        endpoints: &[String],
+        next_probe: &AtomicU64,
+        signals: &mut Signals,
+    ) -> Result<Offline, RalphError> {
+        let timeout = self.r.loaded.config.offline.timeout;
+        let interval = self.r.loaded.config.offline.interval;
         loop {
             if let Some(stop) = self.cap_reached() {
                 // A network that never returns is bounded by the run's time limit.
@@ -113,7 +135,7 @@ impl Dispatcher {
             next_probe.store(self.r.reporter.probe_clock(interval), Ordering::Relaxed);
             let round = async {
                 tokio::time::sleep(interval).await;
-                probe::probe(&endpoints, timeout).await
+                connect::probe(endpoints, timeout).await
             };
             tokio::select! {
                 result = round => {
@@ -143,28 +165,86 @@ impl Dispatcher {
         self.save()
     }
 
-    /// `[offline] probe`, or the providers of the current phase's agents.
+    /// One probe of `endpoints`, which gives way to a signal: Ctrl+C never waits for
+    /// a connect timeout (`Err` with how the run ended then).
+    pub(super) async fn probe_once(
+        &mut self,
+        endpoints: &[String],
+        signals: &mut Signals,
+    ) -> Result<Result<ProbeResult, RunEnd>, RalphError> {
+        if let Some(cause) = signals.stopping() {
+            return self.stopped(cause, None).map(Err);
+        }
+        let timeout = self.r.loaded.config.offline.timeout;
+        let probe = connect::probe(endpoints, timeout);
+        tokio::pin!(probe);
+        loop {
+            tokio::select! {
+                result = &mut probe => {
+                    if result == ProbeResult::Online {
+                        self.remember_answered(endpoints);
+                    }
+                    return Ok(Ok(result));
+                }
+                action = signals.next() => match action {
+                    InterruptAction::Stop(cause) => return self.stopped(cause, None).map(Err),
+                    InterruptAction::ForceExit => return Ok(Err(RunEnd::ForceExit)),
+                    InterruptAction::Ignore => {}
+                },
+            }
+        }
+    }
+
+    /// The endpoints whose silence means "offline" now (the core decides which).
     pub(super) fn probe_endpoints(&self) -> Vec<String> {
         let config = &self.r.loaded.config;
-        if let Some(explicit) = &config.offline.probe {
-            return explicit.clone();
-        }
-        let chain: std::collections::BTreeMap<String, crate::config::AgentConfig> = self
-            .phase()
-            .chain
+        let answered = self.answered.lock().map(|a| a.clone()).unwrap_or_default();
+        probe::judged(config.offline.probe.as_deref(), &self.candidates(true), &answered)
+    }
+
+    /// The default endpoints of the current phase's agents, or of every phase's.
+    fn candidates(&self, this_phase: bool) -> Vec<String> {
+        let config = &self.r.loaded.config;
+        let phases: Vec<&crate::config::Phase> =
+            if this_phase { vec![self.phase()] } else { self.r.loaded.phases.iter().collect() };
+        let agents: BTreeMap<String, AgentConfig> = phases
             .iter()
+            .flat_map(|p| p.chain.iter())
             .filter_map(|name| config.agents.get(name).map(|a| (name.clone(), a.clone())))
             .collect();
         let env = |var: &str| std::env::var(var).ok().filter(|v| !v.is_empty());
-        let endpoints = probe::default_endpoints(&chain, &env);
-        // Through a proxy, the proxy is what must answer.
-        let proxy = ["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"]
-            .iter()
-            .find_map(|var| env(var))
-            .and_then(|url| probe::proxy_endpoint(&url));
-        match proxy {
-            Some(proxy) if endpoints.iter().any(|e| !probe::is_loopback(e)) => vec![proxy],
-            _ => endpoints,
+        let read = |path: &std::path::Path| std::fs::read_to_string(path).ok();
+        probe::candidates(&agents, &env, &read)
+    }
+
+    /// With a single endpoint, an answer is that endpoint's.
+    fn remember_answered(&self, endpoints: &[String]) {
+        if let ([one], Ok(mut answered)) = (endpoints, self.answered.lock()) {
+            answered.insert(one.clone());
+        }
+    }
+
+    /// Probes every default endpoint of the run's agents, each on its own, without
+    /// waiting: those that answer become evidence for later offline checks. Run at
+    /// the start and after each successful attempt; `[offline] probe` needs none.
+    pub(super) fn probe_defaults_in_background(&self) {
+        if self.r.loaded.config.offline.probe.is_some() {
+            return;
+        }
+        let timeout = self.r.loaded.config.offline.timeout;
+        let pending: Vec<String> = {
+            let Ok(answered) = self.answered.lock() else { return };
+            self.candidates(false).into_iter().filter(|e| !answered.contains(e)).collect()
+        };
+        for endpoint in pending {
+            let answered = Arc::clone(&self.answered);
+            tokio::spawn(async move {
+                if connect::probe(std::slice::from_ref(&endpoint), timeout).await == ProbeResult::Online
+                    && let Ok(mut answered) = answered.lock()
+                {
+                    answered.insert(endpoint);
+                }
+            });
         }
     }
 }

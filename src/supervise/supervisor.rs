@@ -10,6 +10,7 @@ use crate::agent::AgentEvent;
 use crate::config::Timeouts;
 use crate::recovery::classify::EndedBy;
 
+use super::denials::Denials;
 use super::loops::LoopDetector;
 use super::note::{LastTool, ToolState};
 use super::{Watch, tool_text};
@@ -27,20 +28,48 @@ pub struct Intervention {
 pub struct Supervisor {
     watch: Watch,
     loops: LoopDetector,
+    denials: Denials,
+    /// What the run may still spend (`max_cost_usd` minus the cost so far), and what
+    /// this attempt reported so far, for kinds that report cost while they run.
+    cost_left: Option<f64>,
+    cost: f64,
     /// The last tool call: its id, and what the recovery note says about it.
     last_tool: Option<(String, LastTool)>,
 }
 
 impl Supervisor {
     pub fn new(timeouts: &Timeouts, now: Instant) -> Self {
-        Self { watch: Watch::new(timeouts, now), loops: LoopDetector::default(), last_tool: None }
+        Self {
+            watch: Watch::new(timeouts, now),
+            loops: LoopDetector::default(),
+            denials: Denials::default(),
+            cost_left: None,
+            cost: 0.0,
+            last_tool: None,
+        }
+    }
+
+    /// Ends the attempt once the cost it reports reaches `left` (the rest of
+    /// `[general] max_cost_usd`).
+    #[must_use]
+    pub fn with_cost_left(mut self, left: Option<f64>) -> Self {
+        self.cost_left = left;
+        self
     }
 
     /// Takes in one output line's event (`None` for output that is not an event).
     #[must_use]
     pub fn on_event(&mut self, event: Option<&AgentEvent>, now: Instant) -> Option<Intervention> {
         self.watch.on_event(event, now);
-        match event? {
+        let event = event?;
+        if let Some(evidence) = self.denials.on_event(event) {
+            return Some(Intervention {
+                ended_by: EndedBy::PermissionDenials,
+                detector: "repeated_permission_denials",
+                evidence,
+            });
+        }
+        match event {
             AgentEvent::ToolStarted { id, name, input } => {
                 self.last_tool = Some((
                     id.clone(),
@@ -70,6 +99,18 @@ impl Supervisor {
                 detector: "tool_text_in_thinking",
                 evidence: format!("{}: {}", found.pattern, found.excerpt),
             }),
+            AgentEvent::Usage { cost_usd: Some(cost), .. } => {
+                self.cost += cost;
+                let left = self.cost_left?;
+                (self.cost >= left).then(|| Intervention {
+                    ended_by: EndedBy::CostCap,
+                    detector: "max_cost_usd",
+                    evidence: format!(
+                        "the attempt reported ${:.2} while the run had ${left:.2} left of [general] max_cost_usd",
+                        self.cost
+                    ),
+                })
+            }
             _ => None,
         }
     }
@@ -163,5 +204,17 @@ mod tests {
         let done = AgentEvent::ToolFinished { id: "t1".into(), is_error: false, output: "ok".into() };
         let _ = s.on_event(Some(&done), now);
         assert_eq!(s.last_tool().map(|t| t.state), Some(ToolState::Finished));
+    }
+
+    #[test]
+    fn a_running_cost_past_the_rest_of_the_budget_ends_the_attempt() {
+        let t0 = Instant::now();
+        let mut s = Supervisor::new(&timeouts(), t0).with_cost_left(Some(0.6));
+        let step = |c| AgentEvent::Usage { input_tokens: 1, output_tokens: 1, cost_usd: Some(c) };
+        assert_eq!(s.on_event(Some(&step(0.5)), t0), None);
+        let hit = s.on_event(Some(&step(0.5)), t0).expect("over the cap");
+        assert_eq!((hit.ended_by, hit.detector), (EndedBy::CostCap, "max_cost_usd"));
+        let mut unlimited = Supervisor::new(&timeouts(), t0);
+        assert_eq!(unlimited.on_event(Some(&step(100.0)), t0), None);
     }
 }

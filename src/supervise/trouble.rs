@@ -3,8 +3,8 @@
 //! agent's final message claimed. Also the "done so far" line from the progress.
 
 use crate::config::Phase;
-use crate::recovery::Classification;
 use crate::recovery::classify::EndedBy;
+use crate::recovery::{Classification, Rule};
 use crate::workflow::Progress;
 
 use super::Intervention;
@@ -20,17 +20,21 @@ pub fn trouble(failure: &Classification, intervention: Option<&Intervention>, cl
             EndedBy::Loop => Trouble::Loop { description: found.evidence.clone() },
             EndedBy::ToolText => Trouble::ToolText { in_thinking: false, excerpt: excerpt(&found.evidence) },
             EndedBy::ToolTextInThinking => Trouble::ToolText { in_thinking: true, excerpt: excerpt(&found.evidence) },
-            EndedBy::ToolTimeout | EndedBy::AttemptTimeout | EndedBy::Agent => Trouble::Other(found.evidence.clone()),
+            EndedBy::ToolTimeout
+            | EndedBy::AttemptTimeout
+            | EndedBy::Agent
+            | EndedBy::CostCap
+            | EndedBy::PermissionDenials => Trouble::Other(found.evidence.clone()),
         };
     }
-    match (failure.rule.as_str(), claim) {
-        ("no_done_signal", Claim::Denied(why)) => Trouble::SignOffRejected { why: why.describe() },
-        ("no_done_signal", Claim::ReadyToContinue(_)) => {
+    match (failure.rule, claim) {
+        (Rule::NoDoneSignal, Claim::Denied(why)) => Trouble::SignOffRejected { why: why.describe() },
+        (Rule::NoDoneSignal, Claim::ReadyToContinue(_)) => {
             Trouble::Other("it stopped to announce or ask about the next step instead of doing it".into())
         }
-        ("no_done_signal", _) => Trouble::NoDoneSignal,
-        ("crashed" | "exit_nonzero", _) => Trouble::Crash { detail: failure.reason.clone() },
-        ("rate_limited", _) => Trouble::Limit { detail: failure.reason.clone() },
+        (Rule::NoDoneSignal, _) => Trouble::NoDoneSignal,
+        (Rule::Crashed | Rule::ExitNonzero, _) => Trouble::Crash { detail: failure.reason.clone() },
+        (Rule::RateLimited, _) => Trouble::Limit { detail: failure.reason.clone() },
         _ => Trouble::Other(failure.reason.clone()),
     }
 }
@@ -92,7 +96,7 @@ mod tests {
 
     #[test]
     fn a_rejected_sign_off_names_its_rule_and_words() {
-        let f = Classification::new(Category::Agent, "no_done_signal", "exit 0");
+        let f = Classification::new(Category::Agent, Rule::NoDoneSignal, "exit 0");
         let claim = crate::supervise::completion::judge("The flaky test still fails.\n<promise>DONE</promise>");
         assert_eq!(
             trouble(&f, None, &claim),
@@ -103,7 +107,7 @@ mod tests {
 
     #[test]
     fn interventions_name_the_trouble() {
-        let f = Classification::new(Category::Agent, "tool_text", "tool text");
+        let f = Classification::new(Category::Agent, Rule::ToolText, "tool text");
         let found = Intervention {
             ended_by: EndedBy::ToolTextInThinking,
             detector: "tool_text_in_thinking",

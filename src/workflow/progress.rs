@@ -114,6 +114,10 @@ pub struct Progress {
     /// results were reused from the last run, for the prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<FromStart>,
+    /// The open streak of environmental failures, bounded by `[retry]
+    /// max_environmental_wait`; `None` after any other ending of an attempt.
+    #[serde(default)]
+    pub environmental_streak: Option<EnvironmentalStreak>,
 }
 
 /// A run started at a later phase with `ralph --from`.
@@ -125,6 +129,26 @@ pub struct FromStart {
     pub reused: Vec<String>,
     /// Earlier phases with no result on disk.
     pub missing: Vec<String>,
+}
+
+/// An unbroken run of environmental failures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvironmentalStreak {
+    /// Unix second of the streak's first failure.
+    pub since: i64,
+    /// Seconds of it spent in offline pauses and rate-limit waits, which have bounds
+    /// of their own and do not count.
+    pub excluded_secs: i64,
+}
+
+impl Progress {
+    /// Time spent waiting for the network or a rate-limit reset does not count
+    /// against the environmental streak.
+    pub fn exclude_from_streak(&mut self, secs: i64) {
+        if let Some(streak) = self.environmental_streak.as_mut() {
+            streak.excluded_secs = streak.excluded_secs.saturating_add(secs.max(0));
+        }
+    }
 }
 
 impl Progress {
@@ -165,6 +189,7 @@ impl Progress {
             session_tokens: BTreeMap::new(),
             review: None,
             from: None,
+            environmental_streak: None,
         }
     }
 }

@@ -187,3 +187,37 @@ fn a_prompt_starting_with_a_dash_is_a_prompt_not_an_option() {
     let first = provider.message_requests().into_iter().next().expect("a request");
     assert!(first.body.to_string().contains("a template that starts like an option"));
 }
+
+#[test]
+fn a_flag_the_cli_rejects_is_the_users_to_fix_and_names_the_version() {
+    // As after an update that renamed a flag ralph passes: one attempt, exit 3,
+    // both versions named, no budget burnt on retries.
+    let provider = FakeProvider::start(Vec::new());
+    let Some(p) = project(&provider, "agent_attempts = 5", "") else { return };
+    let config = p.read("ralph.toml").replace(
+        "model = \"claude-sonnet-4-5\"",
+        "model = \"claude-sonnet-4-5\"\nargs = [\"--no-such-flag-in-any-version\"]",
+    );
+    p.write("ralph.toml", &config);
+    p.ralph()
+        .run()
+        .expect_code(3)
+        .stderr_has("rejected an argument ralph passes")
+        .stderr_has("ralph was tested with 2.1.197");
+    assert_eq!(p.events("attempt_started").len(), 1);
+    assert_eq!(p.events("attempt_failed")[0]["rule"], json!("cli_rejected_argument"));
+    assert!(provider.message_requests().is_empty());
+}
+
+#[test]
+fn a_prompt_longer_than_an_argument_reaches_claude_on_stdin() {
+    let provider = FakeProvider::start(vec![Reply::Text("Read it all.\n\n<promise>DONE</promise>".into())]);
+    let Some(p) = project(&provider, "", "") else { return };
+    p.write("PROMPT.md", &crate::harness::long_goal("END-OF-GOAL-7731"));
+    p.ralph().run().expect_code(0);
+    let requests = provider.message_requests();
+    assert!(
+        requests.iter().any(|r| r.body.to_string().contains("END-OF-GOAL-7731")),
+        "the whole goal reached the model"
+    );
+}

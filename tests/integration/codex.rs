@@ -166,3 +166,16 @@ fn a_stalled_provider_stream_is_cut_by_ralph() {
     let failed = p.events("attempt_failed");
     assert_eq!(failed[0]["rule"], json!("stall"), "{failed:#?}");
 }
+
+#[test]
+fn a_prompt_longer_than_an_argument_reaches_codex_on_stdin() {
+    let provider = FakeOpenAi::start(vec![Reply::Text("Read it all.\n\n<promise>DONE</promise>".into())]);
+    let Some(p) = project(&provider, "", "") else { return };
+    p.write("PROMPT.md", &crate::harness::long_goal("END-OF-GOAL-7731"));
+    p.ralph().run().expect_code(0);
+    let requests = provider.response_requests();
+    assert!(
+        requests.iter().any(|r| r.body.to_string().contains("END-OF-GOAL-7731")),
+        "the whole goal reached the model"
+    );
+}

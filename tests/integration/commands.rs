@@ -346,7 +346,7 @@ chain = "main"
     let p = Project::new().config(&config(r#", ANTHROPIC_API_KEY = "sk-ant-secret-value""#));
     let out = p.ralph().args(["doctor"]).run();
     out.expect_code(3)
-        .stdout_has("ok   agent claude: version 2.1.197")
+        .stdout_has("ok   agent claude: version 2.1.197 (the version ralph was tested with)")
         .stdout_has("credentials present (ANTHROPIC_API_KEY)")
         .stdout_has(&format!("provider 127.0.0.1:{port} answers"))
         .stdout_has("FAIL agent missing: no-such-agent-binary not found on PATH");
@@ -355,4 +355,20 @@ chain = "main"
     let p = Project::new().config(&config(""));
     let out = p.ralph().args(["doctor"]).env("ANTHROPIC_API_KEY", "").run();
     out.expect_code(3).stdout_has("FAIL agent claude: no credentials found").stdout_has("unreachable");
+}
+
+#[test]
+fn doctor_says_when_an_agent_cli_differs_from_the_tested_version() {
+    use std::os::unix::fs::PermissionsExt;
+    // A `codex` that says it is another version than the pinned one.
+    let p = Project::new().file("codex", "#!/bin/sh\necho 'codex-cli 9.9.9'\n");
+    std::fs::set_permissions(p.join("codex"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let config = format!(
+        "[agents.codex]\nkind = \"codex\"\nbinary = \"{}\"\nenv = {{ OPENAI_BASE_URL = \"http://127.0.0.1:9\" }}\n[chains]\nmain = [\"codex\"]\n[phases.develop]\nchain = \"main\"\n",
+        p.join("codex").display()
+    );
+    let p = p.config(&config);
+    let out = p.ralph().args(["doctor"]).run();
+    out.stdout_has("agent codex: version 9.9.9 differs from 0.171.0, the version ralph was tested with")
+        .stdout_has("provider 127.0.0.1:9");
 }

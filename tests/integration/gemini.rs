@@ -159,3 +159,16 @@ fn a_stream_reset_mid_response_is_not_done_though_gemini_exits_0() {
     assert_eq!(failed[0]["category"], json!("environmental"), "{failed:#?}");
     assert_eq!(p.checkpoint()["progress"]["counters"]["agent_failures"], json!(0));
 }
+
+#[test]
+fn a_prompt_longer_than_an_argument_reaches_gemini_on_stdin() {
+    let provider = FakeGemini::start(vec![Reply::Text("Read it all.\n\n<promise>DONE</promise>".into())]);
+    let Some(p) = project(&provider, "", "") else { return };
+    p.write("PROMPT.md", &crate::harness::long_goal("END-OF-GOAL-7731"));
+    p.ralph().timeout(RUN_LIMIT).run().expect_code(0);
+    let requests = provider.content_requests();
+    assert!(
+        requests.iter().any(|r| r.body.to_string().contains("END-OF-GOAL-7731")),
+        "the whole goal reached the model"
+    );
+}

@@ -41,7 +41,11 @@ pub fn fast(retry: &str, timeouts: &str, body: &str) -> String {
         }
         s
     }
-    let retry = table("retry", &[("backoff_base", "\"50ms\""), ("backoff_max", "\"200ms\"")], retry);
+    let retry = table(
+        "retry",
+        &[("backoff_base", "\"50ms\""), ("backoff_max", "\"200ms\""), ("agent_backoff_base", "\"0s\"")],
+        retry,
+    );
     let timeouts = table("timeouts", &[("stall", "\"3s\""), ("grace", "\"1s\"")], timeouts);
     format!("{retry}\n{timeouts}\n{body}")
 }
@@ -460,4 +464,16 @@ impl Project {
             thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// A goal longer than one command-line argument may be (128 KiB on Linux), starting
+/// with a dash (never to be read as an option) and ending with `marker`.
+pub fn long_goal(marker: &str) -> String {
+    let mut goal = String::from("-- Build the frobnicator.\n");
+    while goal.len() < 200 * 1024 {
+        goal.push_str("Every requirement of the frobnicator is spelled out here at length.\n");
+    }
+    goal.push_str(marker);
+    goal.push('\n');
+    goal
 }

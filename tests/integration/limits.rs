@@ -438,3 +438,235 @@ chain = "main"
         .stderr_has("raise [general] max_cycles in ")
         .stderr_has("`ralph --resume`");
 }
+
+#[test]
+fn an_agent_failure_while_the_providers_do_not_answer_is_the_outage() {
+    // The agent dies with no words (as a CLI does when the network is gone); the
+    // probe then finds the provider unreachable: no budget, the offline pause.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    drop(listener);
+    let p = Project::new().config(&fast(
+        "agent_attempts = 1",
+        "",
+        &chain_of(
+            r#""a", "b""#,
+            &format!(
+                r#"
+[offline]
+probe = ["127.0.0.1:{port}"]
+interval = "200ms"
+timeout = "500ms"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{{ say = "Working." }}, {{ exit = 1 }}]
+[[agents.a.script]]
+steps = [{{ done = "Back online and finished." }}]
+[agents.b]
+kind = "sim"
+[[agents.b.script]]
+steps = [{{ done = "b finished." }}]
+"#
+            ),
+            "",
+        ),
+    ));
+    let run = p.ralph().spawn();
+    p.wait_for_checkpoint(|cp| cp["progress"]["offline_since"].is_i64(), Duration::from_secs(10));
+    let provider = std::net::TcpListener::bind(("127.0.0.1", port)).expect("reopen the port");
+    let out = run.finish();
+    drop(provider);
+    out.expect_code(0).stderr_has("Offline — paused (since ").stderr_has("Recovery resumed after offline");
+    let failed = p.events("attempt_failed");
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["category"], json!("environmental"));
+    assert_eq!(failed[0]["rule"], json!("offline"));
+    let cp = p.checkpoint();
+    assert_eq!(cp["progress"]["counters"]["fallovers"], json!(0), "no budget was spent: a did not fall over to b");
+    assert!(p.events("attempt_succeeded").iter().all(|e| e["agent"] == json!("a")));
+}
+
+#[test]
+fn a_reset_beyond_max_rate_limit_wait_falls_over_to_a_healthy_agent_even_when_waiting() {
+    let p = Project::new().config(&fast(
+        "max_rate_limit_wait = \"2s\"",
+        "",
+        &chain_of(
+            r#""a", "b""#,
+            r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ rate_limit = "1h" }, { error = "You've hit your limit" }]
+[agents.b]
+kind = "sim"
+[[agents.b.script]]
+steps = [{ done = "b did it" }]
+"#,
+            "",
+        ),
+    ));
+    p.ralph().run().expect_code(0);
+    assert_eq!(count(&p.journal(), "fallover", "to", &json!("b")), 1);
+    assert_eq!(p.events("attempt_started").len(), 2, "a once, then b: a's limit was never asked again");
+}
+
+#[test]
+fn a_reset_beyond_max_rate_limit_wait_with_nobody_else_fails_naming_it() {
+    let p = Project::new().config(&fast(
+        "max_rate_limit_wait = \"2s\"",
+        "",
+        &chain_of(
+            r#""a""#,
+            r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ rate_limit = "1h" }, { error = "You've hit your limit" }]
+"#,
+            "",
+        ),
+    ));
+    p.ralph().run().expect_code(1).stderr_has("max_rate_limit_wait exhausted").stderr_has("raise max_rate_limit_wait");
+    assert_eq!(p.events("attempt_started").len(), 1);
+}
+
+#[test]
+fn an_agent_crash_loop_backs_off_between_retries() {
+    let p = Project::new().config(&fast(
+        "agent_attempts = 3\nagent_backoff_base = \"20s\"",
+        "",
+        &chain_of(
+            r#""a""#,
+            r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ crash = "SIGSEGV" }]
+"#,
+            "",
+        ),
+    ));
+    // A 20 s backoff after the first crash: the run is waiting, not restarting.
+    let run = p.ralph().spawn();
+    p.wait_for_checkpoint(|cp| cp["status"] == json!("waiting"), Duration::from_secs(10));
+    assert_eq!(p.events("attempt_started").len(), 1, "the crashed agent is not restarted at once");
+    run.signal(Signal::SIGINT);
+    run.finish().expect_code(130);
+}
+
+#[test]
+fn an_environmental_streak_is_bounded_without_max_runtime() {
+    let p = Project::new().config(&fast(
+        "max_environmental_wait = \"1s\"",
+        "",
+        &chain_of(
+            r#""a""#,
+            r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ error = "API Error: 529 Overloaded. This is a server-side issue, usually temporary" }]
+"#,
+            "",
+        ),
+    ));
+    p.ralph()
+        .run()
+        .expect_code(1)
+        .stderr_has("max_environmental_wait exhausted")
+        .stderr_has("the provider is overloaded");
+}
+
+#[test]
+fn overloads_do_not_make_a_continue_storm() {
+    let overloaded = r#"[[agents.a.script]]
+steps = [{ say = "Working." }, { error = "API Error: 529 Overloaded. This is a server-side issue, usually temporary" }]
+"#;
+    let p = Project::new().config(&fast(
+        "storm_recoveries = 2",
+        "",
+        &chain_of(
+            r#""a""#,
+            &format!(
+                "[agents.a]\nkind = \"sim\"\n{}[[agents.a.script]]\nsteps = [{{ done = \"finished\" }}]\n",
+                overloaded.repeat(3)
+            ),
+            "",
+        ),
+    ));
+    p.ralph().run().expect_code(0);
+    assert!(p.events("intervention").iter().all(|e| e["detector"] != json!("continue_storm")));
+    let started = p.events("attempt_started");
+    assert_eq!(started.len(), 4);
+    assert!(started[1..].iter().all(|e| e["resume_session"].is_string()), "the session survives the outage");
+}
+
+fn fake_claude_project(port: u16) -> Project {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new().file("fake-claude", FAKE_CLAUDE);
+    std::fs::set_permissions(p.join("fake-claude"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let body = format!(
+        r#"
+[offline]
+interval = "200ms"
+timeout = "500ms"
+[agents.claude]
+kind = "claude"
+binary = "{binary}"
+env = {{ ANTHROPIC_BASE_URL = "http://127.0.0.1:{port}", ANTHROPIC_API_KEY = "dummy" }}
+[chains]
+main = ["claude"]
+[phases.develop]
+chain = "main"
+"#,
+        binary = p.join("fake-claude").display()
+    );
+    p.config(&fast("agent_attempts = 1", "", &body))
+}
+
+#[test]
+fn a_default_endpoint_that_answered_earlier_makes_a_silent_failure_the_outage() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let p = fake_claude_project(port);
+    let run = p.ralph().spawn();
+    p.wait_for_checkpoint(|cp| cp["in_flight"].is_object(), Duration::from_secs(10));
+    // The provider answered the start-up probe; now the network goes.
+    std::thread::sleep(Duration::from_millis(300));
+    drop(listener);
+    p.write("go", "");
+    p.wait_for_checkpoint(|cp| cp["progress"]["offline_since"].is_i64(), Duration::from_secs(10));
+    let provider = std::net::TcpListener::bind(("127.0.0.1", port)).expect("reopen the port");
+    let out = run.finish();
+    drop(provider);
+    out.expect_code(0).stderr_has("Offline — paused").stderr_has("Recovery resumed after offline");
+    let failed = p.events("attempt_failed");
+    assert_eq!((failed[0]["category"].clone(), failed[0]["rule"].clone()), (json!("environmental"), json!("offline")));
+}
+
+#[test]
+fn a_default_endpoint_never_reached_in_this_run_is_no_evidence_of_being_offline() {
+    // A sandbox that blocks TCP to the provider: the failure keeps its own category
+    // and the run never pauses on a host it could not reach.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = closed.local_addr().expect("addr").port();
+    drop(closed);
+    let p = fake_claude_project(port);
+    p.write("go", "");
+    p.ralph().run().expect_code(0);
+    let failed = p.events("attempt_failed");
+    assert_eq!(failed[0]["rule"], json!("exit_nonzero"));
+    assert!(p.events("offline").is_empty());
+}
+
+const FAKE_CLAUDE: &str = r#"#!/bin/sh
+while [ ! -e go ]; do sleep 0.05; done
+if [ -e second ]; then
+  echo '{"type":"result","subtype":"success","is_error":false,"result":"done <promise>DONE</promise>","session_id":"s1"}'
+  exit 0
+fi
+touch second
+exit 1
+"#;

@@ -213,3 +213,42 @@ fn ctrl_c_ends_opencode_without_waiting_out_the_grace() {
     out.expect_code(130);
     assert_eq!(p.checkpoint()["status"], json!("paused"));
 }
+
+#[test]
+fn a_prompt_longer_than_an_argument_reaches_opencode_on_stdin() {
+    let provider = FakeChat::start(vec![ChatReply::Text("Read it all.\n\n<promise>DONE</promise>".into())]);
+    let Some(p) = project(&provider, "", "") else { return };
+    p.write("PROMPT.md", &crate::harness::long_goal("END-OF-GOAL-7731"));
+    run(&p).expect_code(0);
+    let requests = provider.chat_requests();
+    assert!(
+        requests.iter().any(|r| r.body.to_string().contains("END-OF-GOAL-7731")),
+        "the whole goal reached the model"
+    );
+}
+
+#[test]
+fn the_cost_cap_stops_the_attempt_in_progress() {
+    // OpenCode reports its cost per step: a step that costs $1 (100 input tokens at
+    // $10,000 per million) ends the attempt under a $0.60 cap, before it finishes.
+    let provider = FakeChat::start(Vec::new());
+    let Some(p) = project(&provider, "", "") else { return };
+    let mut config: Value = serde_json::from_str(&p.read(".oc/opencode.json")).expect("opencode.json");
+    config["provider"]["fake"]["models"]["fake-model"]["cost"] = json!({"input": 10_000, "output": 0});
+    p.write(".oc/opencode.json", &config.to_string());
+    let toml = p.read("ralph.toml");
+    p.write("ralph.toml", &format!("{toml}\n[general]\nmax_cost_usd = 0.6\n"));
+    let target = p.join("out.txt").display().to_string();
+    provider.then(vec![
+        ChatReply::Write { path: target.clone(), content: "one\n".into() },
+        ChatReply::Write { path: target.clone(), content: "two\n".into() },
+        ChatReply::Write { path: target, content: "three\n".into() },
+        ChatReply::Text("Wrote it.\n\n<promise>DONE</promise>".into()),
+    ]);
+    run(&p).expect_code(1).stderr_has("max_cost_usd exhausted");
+    assert_eq!(p.events("attempt_started").len(), 1);
+    let interventions = p.events("intervention");
+    assert!(interventions.iter().any(|e| e["detector"] == json!("max_cost_usd")), "{interventions:#?}");
+    let cost = p.checkpoint()["usage"]["cost_usd"].as_f64().unwrap_or(0.0);
+    assert!((0.6..3.0).contains(&cost), "one step may overshoot the cap, not the whole attempt: ${cost}");
+}

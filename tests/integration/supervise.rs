@@ -146,3 +146,52 @@ steps = [{ done = "Verified: build and tests pass." }]
     assert_eq!(started[1]["resume_session"], json!("sim-a-1"));
     assert!(p.prompt_of(2).contains("complete and verified"));
 }
+
+#[test]
+fn repeated_permission_denials_end_the_attempt_naming_the_tool() {
+    let denied = "Claude requested permissions to use Bash, but you haven't granted it yet.";
+    let p = Project::new().config(&fast(
+        "agent_attempts = 2",
+        "",
+        &format!(
+            r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [
+  {{ tool = {{ name = "Bash", input = {{ command = "rm -rf build" }}, result = "{denied}", error = true }} }},
+  {{ tool = {{ name = "Bash", input = {{ command = "rm -r build" }}, result = "{denied}", error = true }} }},
+  {{ tool = {{ name = "Bash", input = {{ command = "rm build" }}, result = "{denied}", error = true }} }},
+  {{ say = "I will keep trying." }},
+  {{ hang = true }},
+]
+[[agents.a.script]]
+steps = [{{ done = "Worked within my permissions." }}]
+[chains]
+main = ["a"]
+[phases.develop]
+chain = "main"
+"#
+        ),
+    ));
+    p.ralph().run().expect_code(0);
+    let failed = p.events("attempt_failed");
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["category"], json!("agent"));
+    assert_eq!(failed[0]["rule"], json!("repeated_permission_denials"));
+    let interventions = p.events("intervention");
+    assert!(
+        interventions.iter().any(|e| e["detector"] == json!("repeated_permission_denials")
+            && e["evidence"].as_str().is_some_and(|t| t.contains("Bash"))),
+        "{interventions:#?}"
+    );
+    let note = std::fs::read_dir(p.join(".agent/logs"))
+        .expect("logs")
+        .flatten()
+        .flat_map(|run| std::fs::read_dir(run.path()).expect("run logs").flatten())
+        .map(|f| f.path())
+        .find(|f| f.to_string_lossy().contains("attempt-0002") && f.to_string_lossy().ends_with(".prompt.md"))
+        .map(|f| std::fs::read_to_string(f).expect("prompt"))
+        .expect("the second attempt's prompt");
+    assert!(note.contains("refused permission") && note.contains("Bash"), "{note}");
+}

@@ -504,3 +504,98 @@ chain = "main"
     assert_eq!(p.checkpoint()["status"], "blocked");
     assert_eq!(p.events("attempt_started").len(), 2);
 }
+
+#[test]
+fn a_prompt_too_long_for_an_argument_is_the_users_to_fix_not_an_outage() {
+    let p = Project::new().file("PROMPT.md", &crate::harness::long_goal("END")).config(&fast(
+        "",
+        "",
+        r#"
+[agents.sh]
+kind = "command"
+command = ["sh", "-c", "echo '<promise>DONE</promise>'", "{prompt}"]
+
+[chains]
+main = ["sh"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    p.ralph().run().expect_code(3).stderr_has("cannot start sh").stderr_has("{prompt_file}");
+    assert_eq!(p.events("attempt_started").len(), 1, "no retries of a launch that cannot work");
+    assert_eq!(p.events("attempt_failed")[0]["rule"], json!("launch_impossible"));
+}
+
+#[test]
+fn a_command_agent_reads_a_long_prompt_from_its_prompt_file() {
+    let p = Project::new().file("PROMPT.md", &crate::harness::long_goal("END")).config(&fast(
+        "",
+        "",
+        r#"
+[agents.sh]
+kind = "command"
+command = ["sh", "-c", "cp \"$0\" prompt.txt; echo '<promise>DONE</promise>'", "{prompt_file}"]
+
+[chains]
+main = ["sh"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    p.ralph().run().expect_code(0);
+    let got = p.read("prompt.txt");
+    assert!(got.len() > 200 * 1024 && got.contains("Build the frobnicator."), "{} bytes", got.len());
+}
+
+#[test]
+fn an_agent_program_that_cannot_be_executed_is_the_users_to_fix() {
+    use std::os::unix::fs::PermissionsExt;
+    // Executable, but not a program: no #! line, not a binary format. (exec falls
+    // back to /bin/sh for such a file, which then fails on it: exit 127.)
+    let p = Project::new().file("agent.bin", "\u{1}\u{2}\u{3} not a program\n").config(&fast(
+        "",
+        "",
+        r#"
+[agents.bad]
+kind = "command"
+command = ["./agent.bin", "{prompt}"]
+
+[chains]
+main = ["bad"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    std::fs::set_permissions(p.join("agent.bin"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let out = p.ralph().run();
+    assert_eq!(p.events("attempt_started").len(), 1, "never retried");
+    out.expect_code(3).stderr_has("agent.bin");
+}
+
+#[test]
+fn an_agent_script_with_a_bad_interpreter_is_the_users_to_fix() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new().file("agent.sh", "#!/no/such/interpreter\necho hi\n").config(&fast(
+        "",
+        "",
+        r#"
+[agents.bad]
+kind = "command"
+command = ["./agent.sh", "{prompt}"]
+
+[chains]
+main = ["bad"]
+
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    std::fs::set_permissions(p.join("agent.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    // Found by the pre-flight before anything starts (exit 2); were it to appear
+    // after the start, the launch's errno says the same (`recovery::spawn`).
+    p.ralph().run().expect_code(2).stderr_has("agent.sh").stderr_has("#! interpreter /no/such/interpreter");
+    assert!(p.events("attempt_started").is_empty(), "nothing was launched");
+}

@@ -187,7 +187,7 @@ impl Sim<'_> {
                 if let Some(d) = tool.duration {
                     thread::sleep(d);
                 }
-                self.tool_finish(&id, &tool.result, false)?;
+                self.tool_finish(&id, &tool.result, tool.error)?;
             }
             SimStep::Write(w) => {
                 let path = self.cwd.join(&w.path);

@@ -85,6 +85,7 @@ fn full_script_round_trips_through_the_parser() {
             result: "a.txt\nb.txt".into(),
             duration: Some(Duration::from_millis(5)),
             hang: false,
+            error: false,
         }),
         SimStep::Write(SimWrite { path: "docs/PLAN.md".into(), content: "# Plan\n".into() }),
         SimStep::Stderr("warming up".into()),
@@ -232,6 +233,7 @@ fn tool_without_input_sends_empty_object() {
             result: String::new(),
             duration: None,
             hang: false,
+            error: false,
         })],
     );
     assert_eq!(
