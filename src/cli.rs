@@ -74,6 +74,11 @@ pub struct RunArgs {
     /// Archive the checkpoint (never deleted) and start fresh.
     #[arg(long, conflicts_with = "inspect_checkpoint")]
     pub no_resume: bool,
+    /// For job engines: resume an unfinished run, start one when there is none,
+    /// exit 0 when the run is completed, keep the exit code of a paused, failed or
+    /// blocked run without resuming it.
+    #[arg(long, conflicts_with_all = ["resume", "no_resume", "inspect_checkpoint"])]
+    pub resume_or_start: bool,
     /// Show what would be resumed; change nothing.
     #[arg(long)]
     pub inspect_checkpoint: bool,

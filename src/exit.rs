@@ -8,6 +8,9 @@ pub const FAILED: i32 = 1;
 pub const USAGE: i32 = 2;
 /// Blocked: a human must act (credentials, billing, a missing binary).
 pub const BLOCKED: i32 = 3;
+/// An internal error: a bug, or a state ralph cannot wait out (its lease on the run
+/// directory was taken over by another host).
+pub const INTERNAL: i32 = 4;
 /// Stopped by the user's Ctrl+C (SIGINT); the checkpoint is `paused`.
 pub const INTERRUPTED: i32 = 130;
 /// Stopped by SIGHUP (a closed terminal); the checkpoint is `interrupted`.

@@ -15,7 +15,7 @@ const CAPS: [&str; 6] =
     ["max_cycles", "agent_attempts", "ambiguous_attempts", "tool_registry_resets", "mcp_restarts", "iterations"];
 
 /// Where the keys of the fixed tables live, for a key written in the wrong table.
-const HOMES: [(&str, &str); 24] = [
+const HOMES: [(&str, &str); 25] = [
     ("prompt", "general"),
     ("max_cycles", "general"),
     ("max_runtime", "general"),
@@ -38,6 +38,7 @@ const HOMES: [(&str, &str); 24] = [
     ("probe", "offline"),
     ("interval", "offline"),
     ("timeout", "offline"),
+    ("lease_timeout", "watch"),
     ("chain", "phases.NAME"),
     ("kind", "agents.NAME"),
 ];

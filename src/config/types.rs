@@ -23,6 +23,8 @@ pub struct Config {
     #[serde(default)]
     pub offline: Offline,
     #[serde(default)]
+    pub watch: Watch,
+    #[serde(default)]
     pub agents: BTreeMap<String, AgentConfig>,
     #[serde(default)]
     pub chains: BTreeMap<String, Vec<String>>,
@@ -167,6 +169,23 @@ pub struct Offline {
 impl Default for Offline {
     fn default() -> Self {
         Self { probe: None, interval: Duration::from_secs(10), timeout: Duration::from_secs(3) }
+    }
+}
+
+/// `[watch]`: who owns a run directory, and when another ralph may take it over.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Watch {
+    /// How long a lease held by another host must go without a renewal, measured on
+    /// this host's monotonic clock, before this ralph takes the run over. The owner
+    /// renews four times per `lease_timeout`.
+    #[serde(with = "humantime_serde")]
+    pub lease_timeout: Duration,
+}
+
+impl Default for Watch {
+    fn default() -> Self {
+        Self { lease_timeout: Duration::from_secs(60) }
     }
 }
 

@@ -120,6 +120,7 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
         (keys!["timeouts", "grace"], t.grace),
         (keys!["offline", "interval"], o.interval),
         (keys!["offline", "timeout"], o.timeout),
+        (keys!["watch", "lease_timeout"], config.watch.lease_timeout),
     ];
     if let Some(max) = g.max_runtime {
         durations.push((keys!["general", "max_runtime"], max));

@@ -50,6 +50,15 @@ impl Dispatcher {
 
     pub async fn run(mut self) -> Result<RunEnd, RalphError> {
         let mut signals = Signals::install().map_err(|e| RalphError::io("cannot install signal handlers", e))?;
+        if let Some(t) = self.r.takeover.take() {
+            let from = t.from.as_ref();
+            self.journal(
+                "lease_taken_over",
+                json!({"from_host": from.map(|f| &f.host), "from_pid": from.map(|f| f.pid),
+                       "from_boot_id": from.map(|f| &f.boot_id), "from_renewals": from.map(|f| f.renewals),
+                       "waited_ms": t.waited.as_millis() as u64, "why": t.why}),
+            );
+        }
         let kind = if self.r.resumed { "run_resumed" } else { "run_started" };
         self.journal(kind, json!({"run_id": self.r.checkpoint.run_id, "pid": std::process::id()}));
         self.save()?;
@@ -398,6 +407,11 @@ impl Dispatcher {
         self.summary.usage = self.r.checkpoint.usage.clone();
         self.summary.failures = self.r.checkpoint.progress.counters.failures.clone();
         self.r.reporter.summary(&self.summary, end, &self.r.checkpoint);
+        if let Some(lease) = self.r.lease.take()
+            && let Err(e) = lease.release()
+        {
+            tracing::warn!("cannot release the lease: {e}");
+        }
         if let Some(lock) = self.r.lock.take()
             && let Err(e) = lock.release()
         {

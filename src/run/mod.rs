@@ -6,6 +6,7 @@ mod artifact;
 pub mod attempt;
 pub mod dispatch;
 mod failure;
+pub mod ownership;
 pub mod setup;
 pub mod start;
 mod waits;
@@ -24,6 +25,9 @@ pub enum ResumeFlag {
     Resume,
     /// `--no-resume`
     Fresh,
+    /// `--resume-or-start`: resume an unfinished run, start one when there is none,
+    /// leave a completed, paused, failed or blocked run as it is.
+    ResumeOrStart,
 }
 
 /// How `ralph run` was invoked.
@@ -64,6 +68,8 @@ impl RunEnd {
 
 /// `ralph run`: set up, then dispatch until the workflow ends.
 pub async fn run(options: Options) -> Result<RunEnd, RalphError> {
-    let ready = setup::prepare(&options)?;
-    dispatch::Dispatcher::new(ready).run().await
+    match setup::prepare(&options)? {
+        setup::Prepared::Ready(ready) => dispatch::Dispatcher::new(*ready).run().await,
+        setup::Prepared::Settled(end) => Ok(end),
+    }
 }

@@ -15,8 +15,11 @@ use crate::state::store::{self, StoreError};
 use crate::workflow::Progress;
 use crate::workflow::prompt;
 
+use super::ownership::{self, Lease, Takeover, WhenHeld};
 use super::start::{self, Start};
-use super::{Options, ResumeFlag};
+use super::{Options, ResumeFlag, RunEnd};
+use crate::signal::StopCause;
+use crate::state::lease_file;
 
 /// A run ready to dispatch.
 pub struct Ready {
@@ -33,10 +36,20 @@ pub struct Ready {
     pub artifacts_dir: PathBuf,
     pub reporter: Reporter,
     pub lock: Option<RunLock>,
+    pub lease: Option<Lease>,
+    /// The lease was taken over from a ralph that went away (journaled at start).
+    pub takeover: Option<Takeover>,
     pub resumed: bool,
 }
 
-pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
+/// What setup found: a run to dispatch, or (`--resume-or-start`) a run that is
+/// already settled and keeps its exit code.
+pub enum Prepared {
+    Ready(Box<Ready>),
+    Settled(RunEnd),
+}
+
+pub fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     let dir = options.dir.clone();
     let path = config::find(&dir, options.config.as_deref())?;
     let loaded = config::load(&path)?;
@@ -51,15 +64,27 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
     let agent_dir = dir.join(".agent");
     store::ensure_gitignore(&agent_dir)
         .map_err(|e| RalphError::io(format!("cannot create {}", agent_dir.display()), e))?;
-    let acquired = crate::state::lock::acquire(&agent_dir.join("ralph.lock")).map_err(|e| match e {
-        LockError::Held { .. } => RalphError::Locked(e.to_string()),
-        other => RalphError::io("cannot take the run lock", std::io::Error::other(other.to_string())),
-    })?;
     let reporter = Reporter::new(options.quiet, std::io::stderr().is_terminal());
-    if let Some(stale) = &acquired.stale {
+    let when_held = if options.resume == ResumeFlag::ResumeOrStart { WhenHeld::Wait } else { WhenHeld::Refuse };
+    // A simulated host (tests) has no kernel in common with the others: only the
+    // lease protects the directory then.
+    let lock = match lease_file::simulated_host() {
+        Some(_) => None,
+        None => Some(take_lock(&agent_dir.join("ralph.lock"), when_held, &reporter)?),
+    };
+    let (lease, takeover) = ownership::acquire(
+        &agent_dir.join("ralph.lease"),
+        &lease_file::identity(),
+        loaded.config.watch.lease_timeout,
+        when_held,
+        &|line| reporter.line(line),
+    )?;
+    if let Some(t) = takeover.as_ref().filter(|t| !t.waited.is_zero())
+        && let Some(from) = &t.from
+    {
         reporter.line(&format!(
-            "the previous ralph here (pid {} on {}, started {}) ended without a clean stop: its run was interrupted",
-            stale.pid, stale.host, stale.started_at
+            "took the run directory over from ralph pid {} on host {}: its lease was {}",
+            from.pid, from.host, t.why
         ));
     }
 
@@ -87,6 +112,7 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
                     reporter.line(&format!("archived the previous checkpoint as {}", aside.display()));
                     (fresh_checkpoint(&loaded, &prompt_checksum), false)
                 }
+                (Start::Settled, Some(cp)) => return Ok(Prepared::Settled(settled(&cp, &reporter))),
                 (Start::NothingToResume, existing) => {
                     let why = match existing {
                         Some(cp) => format!("the run {} is {}", cp.run_id, cp.status.as_str()),
@@ -110,7 +136,7 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
     } else {
         Journal::disabled()
     };
-    Ok(Ready {
+    Ok(Prepared::Ready(Box::new(Ready {
         dir,
         loaded,
         goal,
@@ -121,9 +147,63 @@ pub fn prepare(options: &Options) -> Result<Ready, RalphError> {
         logs_dir,
         artifacts_dir: agent_dir.join("artifacts"),
         reporter,
-        lock: Some(acquired.lock),
+        lock,
+        lease: Some(lease),
+        takeover,
         resumed,
-    })
+    })))
+}
+
+/// The end of a run `--resume-or-start` leaves as it is, said in one line.
+fn settled(cp: &Checkpoint, reporter: &Reporter) -> RunEnd {
+    let reason = cp.stop_reason.clone().unwrap_or_else(|| "no reason recorded".to_string());
+    let end = match cp.status {
+        Status::Failed => RunEnd::Failed(reason),
+        Status::Blocked => RunEnd::Blocked(reason),
+        Status::Paused => RunEnd::Stopped(cp.stop_cause.unwrap_or(StopCause::User)),
+        _ => RunEnd::Completed,
+    };
+    if end == RunEnd::Completed {
+        reporter.line(&format!("the run {} is already completed; nothing to do", cp.run_id));
+    } else {
+        reporter.line(&format!(
+            "the run {} is {}{}; --resume-or-start leaves it as it is (`ralph --resume` continues it)",
+            cp.run_id,
+            cp.status.as_str(),
+            cp.stop_reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default()
+        ));
+    }
+    end
+}
+
+/// Takes the flock of this host; `--resume-or-start` waits while another ralph of
+/// this host holds it, the other modes refuse.
+fn take_lock(path: &Path, when_held: WhenHeld, reporter: &Reporter) -> Result<RunLock, RalphError> {
+    let mut told = false;
+    loop {
+        match crate::state::lock::acquire(path) {
+            Ok(acquired) => {
+                if let Some(stale) = &acquired.stale {
+                    reporter.line(&format!(
+                        "the previous ralph here (pid {} on {}, started {}) ended without a clean stop: its run was interrupted",
+                        stale.pid, stale.host, stale.started_at
+                    ));
+                }
+                return Ok(acquired.lock);
+            }
+            Err(e @ LockError::Held { .. }) if when_held == WhenHeld::Wait => {
+                if !told {
+                    reporter.line(&format!("{e}; waiting for it (--resume-or-start)"));
+                    told = true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
+            Err(e @ LockError::Held { .. }) => return Err(RalphError::Locked(e.to_string())),
+            Err(other) => {
+                return Err(RalphError::io("cannot take the run lock", std::io::Error::other(other.to_string())));
+            }
+        }
+    }
 }
 
 /// We hold the lock, so no ralph of that run is alive: whatever still carries its
