@@ -40,12 +40,24 @@ pub struct Dispatcher {
     /// the phase ends (written then, not after every iteration: it is only read by
     /// the next phase).
     pub(super) last_success: Option<String>,
+    /// Journal lines about a transition that the next checkpoint save records
+    /// (attempt outcomes), appended right after that save: a kill between the two
+    /// loses a line, never lets the journal claim what the checkpoint does not hold
+    /// (an iteration journaled done and then run again).
+    pub(super) after_save: Vec<(&'static str, serde_json::Value)>,
 }
 
 impl Dispatcher {
     pub fn new(ready: Ready) -> Self {
         let elapsed_before = ready.checkpoint.elapsed_secs;
-        Self { r: ready, started: Instant::now(), elapsed_before, summary: Summary::default(), last_success: None }
+        Self {
+            r: ready,
+            started: Instant::now(),
+            elapsed_before,
+            summary: Summary::default(),
+            last_success: None,
+            after_save: Vec::new(),
+        }
     }
 
     pub async fn run(mut self) -> Result<RunEnd, RalphError> {
@@ -61,6 +73,15 @@ impl Dispatcher {
         }
         let kind = if self.r.resumed { "run_resumed" } else { "run_started" };
         self.journal(kind, json!({"run_id": self.r.checkpoint.run_id, "pid": std::process::id()}));
+        if let Some(i) = self.r.interrupted.take() {
+            // The attempt that ran when the previous ralph died: it has no outcome
+            // line of its own, and this one accounts for it once the checkpoint no
+            // longer holds it in flight (else a kill right here would journal it twice).
+            self.journal_after_save(
+                "attempt_interrupted",
+                json!({"attempt": i.attempt, "agent": i.agent, "session": i.session, "started_at": i.started_at}),
+            );
+        }
         self.save()?;
         let end = self.dispatch(&mut signals).await;
         let end = match end {
@@ -263,7 +284,7 @@ impl Dispatcher {
         let attempt_no = self.r.checkpoint.progress.counters.attempts;
         let next = match completion {
             Completion::Done | Completion::Goal => {
-                self.journal(
+                self.journal_after_save(
                     "attempt_succeeded",
                     json!({"attempt": attempt_no, "agent": agent, "goal": completion == Completion::Goal,
                            "duration_ms": outcome.duration.as_millis() as u64, "session": outcome.session,
@@ -361,6 +382,10 @@ impl Dispatcher {
         let interrupted_note = self.note(Trouble::Interrupted, None);
         let cp = &mut self.r.checkpoint;
         if let Some(in_flight) = cp.in_flight.take() {
+            self.after_save.push((
+                "attempt_interrupted",
+                json!({"attempt": in_flight.attempt, "agent": in_flight.agent, "signal": cause.signal_name()}),
+            ));
             // The attempt did not fail: it was stopped. Its session continues later.
             if let Some(s) = session.or(in_flight.session) {
                 cp.progress.sessions.insert(in_flight.agent, s.clone());
@@ -518,9 +543,19 @@ impl Dispatcher {
         let cp = &mut self.r.checkpoint;
         cp.elapsed_secs = elapsed;
         cp.updated_at = now();
-        let Some(path) = &self.r.checkpoint_path else { return Ok(()) };
-        store::save_json_with(path, cp, durability)
-            .map_err(|e| RalphError::io(format!("cannot write the checkpoint {}", path.display()), e))
+        if let Some(path) = &self.r.checkpoint_path {
+            store::save_json_with(path, cp, durability)
+                .map_err(|e| RalphError::io(format!("cannot write the checkpoint {}", path.display()), e))?;
+        }
+        for (kind, fields) in std::mem::take(&mut self.after_save) {
+            self.journal(kind, fields);
+        }
+        Ok(())
+    }
+
+    /// Journals a line about a transition once the checkpoint holding it is saved.
+    pub(super) fn journal_after_save(&mut self, kind: &'static str, fields: serde_json::Value) {
+        self.after_save.push((kind, fields));
     }
 
     pub(super) fn journal(&mut self, kind: &str, fields: serde_json::Value) {

@@ -148,7 +148,7 @@ impl Dispatcher {
     pub(super) fn record_failure(&mut self, agent: &str, failure: &Classification, outcome: &Outcome) {
         let attempt_no = self.r.checkpoint.progress.counters.attempts;
         let tail = tail_chars(&outcome.text_tail, 2000);
-        self.journal(
+        self.journal_after_save(
             "attempt_failed",
             json!({"attempt": attempt_no, "agent": agent, "category": failure.category, "rule": failure.rule,
                    "reason": failure.reason, "session": outcome.session, "evidence": tail,

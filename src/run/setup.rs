@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::config::{self, Loaded};
 use crate::error::RalphError;
 use crate::report::Reporter;
-use crate::state::checkpoint::{self, Checkpoint, Status};
+use crate::state::checkpoint::{self, Checkpoint, InFlight, Status};
 use crate::state::journal::Journal;
 use crate::state::lock::{LockError, RunLock};
 use crate::state::store::{self, StoreError};
@@ -40,6 +40,9 @@ pub struct Ready {
     /// The lease was taken over from a ralph that went away (journaled at start).
     pub takeover: Option<Takeover>,
     pub resumed: bool,
+    /// The attempt that was running when the previous ralph of this run died or
+    /// was stopped (journaled at start as `attempt_interrupted`).
+    pub interrupted: Option<InFlight>,
 }
 
 /// What setup found: a run to dispatch, or (`--resume-or-start`) a run that is
@@ -91,6 +94,7 @@ pub fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     let enabled = loaded.config.general.workflow.checkpoint_enabled;
     let checkpoint_path = enabled.then(|| agent_dir.join("checkpoint.json"));
     let prompt_checksum = checksum(goal.as_bytes());
+    let mut interrupted = None;
     let (checkpoint, resumed) = match &checkpoint_path {
         None => (fresh_checkpoint(&loaded, &prompt_checksum), false),
         Some(cp_path) => {
@@ -105,7 +109,11 @@ pub fn prepare(options: &Options) -> Result<Prepared, RalphError> {
                 decision = start::decide(existing.as_ref(), flag);
             }
             match (decision, existing) {
-                (Start::Resume, Some(cp)) => (resume(cp, &loaded, &prompt_checksum, &reporter)?, true),
+                (Start::Resume, Some(mut cp)) => {
+                    interrupted = cp.in_flight.clone();
+                    cp = resume(cp, &loaded, &prompt_checksum, &reporter)?;
+                    (cp, true)
+                }
                 (Start::ArchiveThenFresh, Some(_)) => {
                     let aside = store::set_aside(cp_path, "archived")
                         .map_err(|e| RalphError::io("cannot archive the old checkpoint", e))?;
@@ -151,6 +159,7 @@ pub fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         lease: Some(lease),
         takeover,
         resumed,
+        interrupted,
     })))
 }
 
