@@ -16,6 +16,7 @@ mod codex;
 mod commands;
 mod config;
 mod crash;
+mod deploy;
 mod engine;
 mod gemini;
 mod limits;
