@@ -130,6 +130,10 @@ pub fn prepare(options: &Options) -> Result<Prepared, RalphError> {
                         "nothing to resume: {why}; run `ralph` to start a new run"
                     )));
                 }
+                (_, None) if flag == ResumeFlag::ResumeOrStart => {
+                    refuse_over_corrupt(&agent_dir)?;
+                    (fresh_checkpoint(&loaded, &prompt_checksum), false)
+                }
                 _ => (fresh_checkpoint(&loaded, &prompt_checksum), false),
             }
         }
@@ -161,6 +165,27 @@ pub fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         resumed,
         interrupted,
     })))
+}
+
+/// No checkpoint, but one that did not parse was kept aside: that run is not over,
+/// and a job engine restarting ralph must not start a new one over its work tree
+/// (a crash never leaves a torn checkpoint; a person has to look).
+fn refuse_over_corrupt(agent_dir: &Path) -> Result<(), RalphError> {
+    let Ok(entries) = std::fs::read_dir(agent_dir) else { return Ok(()) };
+    let mut corrupt: Vec<String> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("checkpoint.corrupt-"))
+        .collect();
+    corrupt.sort();
+    match corrupt.last() {
+        None => Ok(()),
+        Some(name) => Err(RalphError::ResumeMismatch(format!(
+            "there is no checkpoint, but one that did not parse is kept aside as {}; --resume-or-start does not \
+             start a new run over it: repair it and move it back to checkpoint.json, or run `ralph --no-resume` once",
+            agent_dir.join(name).display()
+        ))),
+    }
 }
 
 /// The end of a run `--resume-or-start` leaves as it is, said in one line.

@@ -7,9 +7,10 @@
 //! four times per `[watch] lease_timeout`. Another ralph decides from it:
 //!
 //! * no lease, or an unreadable one: the directory is free;
-//! * a lease of this host: the kernel's flock on `ralph.lock` (which this ralph
-//!   already holds) says its owner is gone, or the boot id says the host rebooted
-//!   since: take it at once;
+//! * a lease written under this kernel (the same boot id, whatever the container's
+//!   host name): the flock on `ralph.lock`, which this ralph already holds, says
+//!   its owner is gone; or a lease of this host name from an earlier boot: take it
+//!   at once;
 //! * a lease of another host: live until the pair (token, renewals) has not
 //!   changed for `lease_timeout`, timed on the taker's own monotonic clock. The
 //!   other host's clock is never read: clocks of two machines disagree, a counter
@@ -47,11 +48,16 @@ pub struct Identity {
 }
 
 impl Identity {
-    /// Whether `record` was written on this machine in this boot (or a boot id is
-    /// unknown, where only the host name can tell).
-    fn same_boot(&self, record: &LeaseRecord) -> bool {
-        record.host == self.host
-            && (record.boot_id == self.boot_id || record.boot_id.is_empty() || self.boot_id.is_empty())
+    /// Whether `record` was written under this kernel, where the flock on
+    /// `ralph.lock` reaches: the same boot id (containers of one machine share it
+    /// while their host names differ), or the same host name when a boot id is
+    /// unknown.
+    fn same_kernel(&self, record: &LeaseRecord) -> bool {
+        if record.boot_id.is_empty() || self.boot_id.is_empty() {
+            record.host == self.host
+        } else {
+            record.boot_id == self.boot_id
+        }
     }
 }
 
@@ -80,8 +86,8 @@ pub fn first_look(me: &Identity, found: &Found) -> FirstLook {
     match found {
         Found::Free => FirstLook::Take,
         Found::Unreadable => FirstLook::TakeOver("the lease file does not parse"),
-        Found::Held(r) if me.same_boot(r) => {
-            FirstLook::TakeOver("its owner ran on this host, whose lock says it is gone")
+        Found::Held(r) if me.same_kernel(r) => {
+            FirstLook::TakeOver("its owner ran on this machine, whose lock says it is gone")
         }
         Found::Held(r) if r.host == me.host => FirstLook::TakeOver("this host rebooted since its owner ran"),
         Found::Held(r) => FirstLook::Watch(r.clone()),
@@ -189,6 +195,13 @@ mod tests {
         assert!(matches!(first_look(&me(), &rebooted), FirstLook::TakeOver(w) if w.contains("rebooted")));
         let unknown_boot = Found::Held(record("node-a", "", "t", 3));
         assert!(matches!(first_look(&me(), &unknown_boot), FirstLook::TakeOver(_)));
+    }
+
+    #[test]
+    fn another_container_of_this_machine_is_this_kernel() {
+        // A new pod on the same node: another host name, the node's boot id.
+        let r = Found::Held(record("pod-2", "boot-1", "t", 3));
+        assert!(matches!(first_look(&me(), &r), FirstLook::TakeOver(w) if w.contains("machine")));
     }
 
     #[test]

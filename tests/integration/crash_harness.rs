@@ -305,7 +305,9 @@ fn stop_later(mut run: Running, delay: Duration, signal: Signal) -> (bool, Optio
     // It may have ended by itself in the last instant.
     let stopped = match signal {
         Signal::SIGKILL => out.signal == Some(9),
-        _ => out.code == Some(143),
+        // 143 after an orderly stop; killed by the signal itself when it came
+        // before ralph installed its handlers (nothing had started yet).
+        _ => out.code == Some(143) || out.signal == Some(signal as i32),
     };
     if stopped { (true, None) } else { (false, Some(out)) }
 }

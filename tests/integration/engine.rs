@@ -225,3 +225,17 @@ fn another_host_refuses_a_live_lease_without_resume_or_start() {
     alpha.signal(Signal::SIGKILL);
     let _ = alpha.finish();
 }
+
+/// A checkpoint that does not parse is never a crash's doing: `--resume-or-start`
+/// keeps it aside and exits 2, and the next start refuses to begin a new run over
+/// it instead of starting over the work tree.
+#[test]
+fn resume_or_start_never_starts_over_a_corrupt_checkpoint() {
+    let p = two_iterations();
+    p.write(".agent/checkpoint.json", "{ torn");
+    p.ralph().args(["--resume-or-start"]).run().expect_code(2).stderr_has("kept aside as");
+    p.ralph().args(["--resume-or-start"]).run().expect_code(2).stderr_has("does not start a new run over it");
+    assert!(!p.exists(".agent/checkpoint.json"));
+    p.ralph().args(["--no-resume"]).run().expect_code(0);
+    p.ralph().args(["--resume-or-start"]).run().expect_code(0).stderr_has("already completed");
+}
