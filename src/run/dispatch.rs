@@ -539,6 +539,9 @@ impl Dispatcher {
     }
 
     pub(super) fn save_with(&mut self, durability: Durability) -> Result<(), RalphError> {
+        if let Some(lease) = &self.r.lease {
+            lease.ensure_held();
+        }
         let elapsed = self.elapsed();
         let cp = &mut self.r.checkpoint;
         cp.elapsed_secs = elapsed;
@@ -559,6 +562,9 @@ impl Dispatcher {
     }
 
     pub(super) fn journal(&mut self, kind: &str, fields: serde_json::Value) {
+        if let Some(lease) = &self.r.lease {
+            lease.ensure_held();
+        }
         tracing::info!(kind, %fields);
         if let Err(e) = self.r.journal.append(kind, &fields) {
             tracing::warn!("cannot append to the journal: {e}");

@@ -190,6 +190,18 @@ impl Lease {
         Lease { path: path.to_path_buf(), token, stop: Some(tx), heartbeat }
     }
 
+    /// Stops ralph at once (see [`lost`]) when another ralph holds the lease now.
+    /// Called before every write of the run's state: after a freeze the main
+    /// thread may get to a write before the heartbeat gets to its next look. An
+    /// unreadable lease is not a loss (the next look decides).
+    pub fn ensure_held(&self) {
+        if let Ok(found) = lease_file::read(&self.path)
+            && let Renewal::Lost(winner) = lease::renewal(&self.token, &found)
+        {
+            lost(&winner);
+        }
+    }
+
     /// Stops renewing and empties the lease if it is still ours.
     pub fn release(mut self) -> std::io::Result<()> {
         self.release_inner()

@@ -239,3 +239,30 @@ fn resume_or_start_never_starts_over_a_corrupt_checkpoint() {
     p.ralph().args(["--no-resume"]).run().expect_code(0);
     p.ralph().args(["--resume-or-start"]).run().expect_code(0).stderr_has("already completed");
 }
+
+/// An owner frozen (SIGSTOP) for longer than the lease timeout loses the run to
+/// the other host; when it wakes up it stops at once (exit 4) without writing the
+/// run's state, and the new owner finishes the work, each iteration once.
+#[test]
+fn a_frozen_owner_that_lost_its_lease_stops_without_writing() {
+    let p = shared_volume();
+    let alpha = p.ralph().args(["--resume-or-start"]).env("RALPH_TEST_HOST", "alpha").spawn();
+    p.wait_for_checkpoint(|cp| cp["in_flight"]["attempt"] == 1, Duration::from_secs(30));
+    alpha.signal(Signal::SIGSTOP);
+    let beta =
+        p.ralph().args(["--resume-or-start"]).env("RALPH_TEST_HOST", "beta").timeout(Duration::from_secs(60)).spawn();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while p.events("lease_taken_over").is_empty() {
+        assert!(Instant::now() < deadline, "beta did not take over");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    alpha.signal(Signal::SIGCONT);
+    let out = alpha.finish();
+    out.expect_code(4).stderr_has("took this run over");
+    beta.finish().expect_code(0);
+    let cp = p.checkpoint();
+    assert_eq!(cp["status"], "completed");
+    assert_eq!(cp["progress"]["counters"]["iterations_done"], 3);
+    assert_eq!(p.events("attempt_succeeded").len(), 3);
+    assert_eq!(p.events("run_ended").len(), 1);
+}
