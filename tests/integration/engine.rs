@@ -7,10 +7,8 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
-use crate::crash_harness::{
-    Rng, assert_no_agent_left, audit, env_count, journal_lines, multi_phase, restart_until_done, seed,
-};
-use crate::harness::{Project, fast};
+use crate::crash_harness::{Rng, audit, env_count, journal_lines, multi_phase, restart_until_done, seed};
+use crate::harness::{Project, fast, gone_within};
 
 fn two_iterations() -> Project {
     Project::new().config(&fast(
@@ -152,6 +150,7 @@ kind = "sim"
 
 [[agents.a.script]]
 steps = [
+  { pidfile = "agent.pid" },
   { tool = { name = "Bash", input = { command = "make" }, result = "ok", duration = "1500ms" } },
   { done = "one" },
 ]
@@ -190,11 +189,12 @@ fn two_hosts_on_one_directory_work_one_at_a_time() {
     assert_eq!(p.events("run_started").len(), 1);
     assert!(p.events("run_resumed").is_empty(), "beta started while alpha's lease was live");
     assert!(p.events("lease_taken_over").is_empty());
-    let run_id = p.checkpoint()["run_id"].as_str().unwrap().to_string();
     let lines_before_kill = p.journal().len();
+    let alphas_agent = p.pid_file("agent.pid");
     alpha.signal(Signal::SIGKILL);
     assert_eq!(alpha.finish().signal, Some(9));
-    assert_no_agent_left(&run_id, "after alpha was killed");
+    // Alpha's agent dies with it, well before beta may take over.
+    assert!(gone_within(alphas_agent, Duration::from_secs(5)), "alpha's agent outlived it");
 
     let out = beta.finish();
     out.expect_code(0).stderr_has("took the run directory over from ralph pid").stderr_has("host alpha");
@@ -203,9 +203,12 @@ fn two_hosts_on_one_directory_work_one_at_a_time() {
     assert_eq!(taken.len(), 1, "{journal:#?}");
     assert_eq!(taken[0]["from_host"], "alpha");
     assert!(taken[0]["waited_ms"].as_u64().unwrap() >= 1000, "{:#}", taken[0]);
-    // Everything beta wrote comes after alpha's last line.
+    // Beta's first line (the takeover) comes after everything alpha wrote before
+    // it was killed, and beta is the only ralph that resumed.
     let first_beta = journal.iter().position(|e| e["kind"] == "lease_taken_over").unwrap();
-    assert_eq!(first_beta, lines_before_kill, "{journal:#?}");
+    assert!(first_beta >= lines_before_kill, "{journal:#?}");
+    assert_eq!(journal[first_beta + 1]["kind"], "run_resumed", "{journal:#?}");
+    assert_eq!(journal.iter().filter(|e| e["kind"] == "run_resumed").count(), 1);
     assert_eq!(p.checkpoint()["status"], "completed");
     let succeeded = journal.iter().filter(|e| e["kind"] == "attempt_succeeded").count();
     assert_eq!(succeeded, 3);
