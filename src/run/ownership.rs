@@ -118,7 +118,7 @@ pub fn acquire(
                 continue;
             }
         }
-        let lease = Lease::start(path, record, timeout);
+        let lease = Lease::start(path, record, timeout).map_err(io)?;
         return Ok((lease, takeover));
     }
 }
@@ -165,29 +165,26 @@ fn new_token() -> String {
 }
 
 impl Lease {
-    fn start(path: &Path, mut record: LeaseRecord, timeout: Duration) -> Lease {
+    fn start(path: &Path, mut record: LeaseRecord, timeout: Duration) -> std::io::Result<Lease> {
         let (tx, rx) = mpsc::channel::<()>();
         let every = lease::renew_every(timeout);
         let file = path.to_path_buf();
         let token = record.token.clone();
-        let heartbeat = thread::Builder::new()
-            .name("lease".into())
-            .spawn(move || {
-                while let Err(RecvTimeoutError::Timeout) = rx.recv_timeout(every) {
-                    match lease_file::read(&file).map(|found| lease::renewal(&record.token, &found)) {
-                        Ok(Renewal::Renew) => {
-                            record.renewals += 1;
-                            if let Err(e) = lease_file::write(&file, &record) {
-                                tracing::warn!("cannot renew the lease {}: {e}", file.display());
-                            }
+        let heartbeat = thread::Builder::new().name("lease".into()).spawn(move || {
+            while let Err(RecvTimeoutError::Timeout) = rx.recv_timeout(every) {
+                match lease_file::read(&file).map(|found| lease::renewal(&record.token, &found)) {
+                    Ok(Renewal::Renew) => {
+                        record.renewals += 1;
+                        if let Err(e) = lease_file::write(&file, &record) {
+                            tracing::warn!("cannot renew the lease {}: {e}", file.display());
                         }
-                        Ok(Renewal::Lost(winner)) => lost(&winner),
-                        Err(e) => tracing::warn!("cannot read the lease {}: {e}", file.display()),
                     }
+                    Ok(Renewal::Lost(winner)) => lost(&winner),
+                    Err(e) => tracing::warn!("cannot read the lease {}: {e}", file.display()),
                 }
-            })
-            .ok();
-        Lease { path: path.to_path_buf(), token, stop: Some(tx), heartbeat }
+            }
+        })?;
+        Ok(Lease { path: path.to_path_buf(), token, stop: Some(tx), heartbeat: Some(heartbeat) })
     }
 
     /// Stops ralph at once (see [`lost`]) when another ralph holds the lease now.
