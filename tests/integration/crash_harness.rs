@@ -341,7 +341,8 @@ pub fn audit(p: &Project, s: &Scenario, h: &History) {
     let mine: Vec<&Life> =
         h.lives.iter().filter(|l| l.after.as_ref().is_some_and(|o| o.run_id == last.run_id)).collect();
 
-    let mut started: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    // attempt -> ((phase, iteration), journal line)
+    let mut started: BTreeMap<u64, ((u64, u64), usize)> = BTreeMap::new();
     let mut outcomes: BTreeMap<u64, Vec<String>> = BTreeMap::new();
     let mut succeeded: BTreeMap<(u64, u64), u64> = BTreeMap::new();
     let mut last_attempt = 0;
@@ -360,12 +361,12 @@ pub fn audit(p: &Project, s: &Scenario, h: &History) {
                     let o = life.after.as_ref().map(|o| (o.position.1, o.position.2)).unwrap_or_default();
                     assert!(at >= o, "attempt {n} runs {at:?}, behind the checkpoint's {o:?} seen before it");
                 }
-                started.insert(n, at);
+                started.insert(n, (at, *line));
             }
             "attempt_succeeded" | "attempt_failed" | "attempt_interrupted" => {
                 outcomes.entry(n).or_default().push(kind.to_string());
                 if kind == "attempt_succeeded" {
-                    let at = *started.get(&n).unwrap_or_else(|| panic!("attempt {n} succeeded without starting"));
+                    let (at, _) = *started.get(&n).unwrap_or_else(|| panic!("attempt {n} succeeded without starting"));
                     *succeeded.entry(at).or_insert(0) += 1;
                 }
             }
@@ -379,13 +380,19 @@ pub fn audit(p: &Project, s: &Scenario, h: &History) {
     // Every attempt: one outcome line, or the kill fell between the checkpoint that
     // recorded its outcome and the line (that checkpoint has nothing in flight).
     let killed: Vec<&Observed> = mine.iter().filter(|l| l.killed).filter_map(|l| l.after.as_ref()).collect();
-    for n in started.keys() {
+    for (n, (_, line)) in &started {
         match outcomes.get(n).map_or(0, Vec::len) {
             1 => {}
-            0 => assert!(
-                killed.iter().any(|o| o.in_flight.is_none() && o.attempts >= *n),
-                "attempt {n} has no outcome and no kill explains it"
-            ),
+            0 => {
+                // The ralph that ran it: the first life whose journal ends past the
+                // attempt's start. Killed with the outcome saved and the attempt
+                // the last one started (the next save would have flushed the line).
+                let life = mine.iter().find(|l| l.journal_len > *line);
+                let explained = life.is_some_and(|l| {
+                    l.killed && l.after.as_ref().is_some_and(|o| o.in_flight.is_none() && o.attempts == *n)
+                });
+                assert!(explained, "attempt {n} has no outcome and no kill explains it: {life:#?}");
+            }
             k => panic!("attempt {n} has {k} outcome lines: {:?}", outcomes[n]),
         }
     }
