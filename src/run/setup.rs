@@ -1,6 +1,7 @@
 //! Everything before the first attempt: the config, the goal, the templates, the
-//! lock, the checkpoint decision (fresh, resume, ask), logging and the journal. Every
-//! problem found here is reported before anything runs.
+//! lock and the lease (see `ownership`), the checkpoint decision (fresh, resume,
+//! ask, or leave a settled run as it is), logging and the journal. Every problem
+//! found here is reported before anything runs.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -109,10 +110,9 @@ pub fn prepare(options: &Options) -> Result<Prepared, RalphError> {
                 decision = start::decide(existing.as_ref(), flag);
             }
             match (decision, existing) {
-                (Start::Resume, Some(mut cp)) => {
+                (Start::Resume, Some(cp)) => {
                     interrupted = cp.in_flight.clone();
-                    cp = resume(cp, &loaded, &prompt_checksum, &reporter)?;
-                    (cp, true)
+                    (resume(cp, &loaded, &prompt_checksum, &reporter)?, true)
                 }
                 (Start::ArchiveThenFresh, Some(_)) => {
                     let aside = store::set_aside(cp_path, "archived")

@@ -384,10 +384,12 @@ pub fn audit(p: &Project, s: &Scenario, h: &History) {
         match outcomes.get(n).map_or(0, Vec::len) {
             1 => {}
             0 => {
-                // The ralph that ran it: the first life whose journal ends past the
-                // attempt's start. Killed with the outcome saved and the attempt
-                // the last one started (the next save would have flushed the line).
-                let life = mine.iter().find(|l| l.journal_len > *line);
+                // From the ralph that ran it (the first life whose journal ends past
+                // the attempt's start) on, the first checkpoint that no longer holds
+                // it in flight recorded its end, and that ralph was killed before the
+                // line that follows the save: nothing in flight, no later attempt.
+                let ran = mine.iter().position(|l| l.journal_len > *line).unwrap_or(mine.len());
+                let life = mine[ran..].iter().find(|l| l.after.as_ref().is_none_or(|o| o.in_flight != Some(*n)));
                 let explained = life.is_some_and(|l| {
                     l.killed && l.after.as_ref().is_some_and(|o| o.in_flight.is_none() && o.attempts == *n)
                 });
