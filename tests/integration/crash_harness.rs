@@ -79,13 +79,19 @@ pub struct Scenario {
 /// between success, a crash (an `agent` failure) and a 529 (`environmental`), each
 /// attempt with a tool call, a file write and a cost.
 pub fn multi_phase() -> Scenario {
-    let ok = r#"steps = [
+    multi_phase_with("30ms")
+}
+
+/// [`multi_phase`] with each successful attempt's tool call taking `tool`.
+pub fn multi_phase_with(tool: &str) -> Scenario {
+    let ok = &r#"steps = [
   { say = "working" },
-  { tool = { name = "Bash", input = { command = "make" }, result = "ok", duration = "30ms" } },
+  { tool = { name = "Bash", input = { command = "make" }, result = "ok", duration = "TOOL" } },
   { write = { path = "work.txt", content = "w" } },
   { usage = { input_tokens = 10, output_tokens = 5, cost_usd = 0.01 } },
   { done = "finished" },
-]"#;
+]"#
+    .replace("TOOL", tool);
     let crash = r#"steps = [{ sleep = "20ms" }, { crash = "SIGSEGV" }]"#;
     let overloaded =
         r#"steps = [{ error = "API Error: 529 Overloaded. This is a server-side issue, usually temporary" }]"#;
