@@ -114,6 +114,11 @@ pub struct RunArgs {
     /// run; with --resume, move the unfinished run to this phase.
     #[arg(long, value_name = "PHASE", conflicts_with = "inspect_checkpoint")]
     pub from: Option<String>,
+    /// For job engines: resume an unfinished run, start one when there is none,
+    /// exit 0 when the run is completed, keep the exit code of a paused, failed or
+    /// blocked run without resuming it.
+    #[arg(long, conflicts_with_all = ["resume", "no_resume", "inspect_checkpoint"])]
+    pub resume_or_start: bool,
     /// Show what would be resumed; change nothing.
     #[arg(long)]
     pub inspect_checkpoint: bool,

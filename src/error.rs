@@ -21,6 +21,9 @@ pub enum RalphError {
     /// The run lock: another ralph holds it, or it cannot be taken.
     #[error(transparent)]
     Lock(#[from] LockError),
+    /// A ralph on another host holds the run directory's lease.
+    #[error("{0}")]
+    LeaseHeld(String),
     /// The checkpoint does not parse; it was moved aside.
     #[error(
         "the checkpoint {} does not parse ({message}); it was kept aside as {}. Run `ralph --no-resume` to start fresh, or repair it and move it back to resume",

@@ -119,13 +119,25 @@ pub enum RunEvent {
         rule: SignOffRule,
         words: String,
     },
-    /// The attempt was ended by a stop signal (Ctrl+C, SIGTERM, SIGHUP); its session
-    /// continues on resume.
-    AttemptStopped {
+    /// The attempt ended without an outcome of its own: a stop signal ended it
+    /// (`signal`: Ctrl+C, SIGTERM, SIGHUP; its session continues on resume), or the
+    /// ralph running it died (`signal` null, journaled by the ralph that resumes).
+    AttemptInterrupted {
         attempt: u32,
         agent: String,
         session: Option<String>,
-        signal: String,
+        started_at: Option<String>,
+        signal: Option<String>,
+    },
+    /// This ralph took the run directory's lease over from a ralph on another host
+    /// (or one that died on this host) after it went unrenewed.
+    LeaseTakenOver {
+        from_host: Option<String>,
+        from_pid: Option<u32>,
+        from_boot_id: Option<String>,
+        from_renewals: Option<u64>,
+        waited_ms: u64,
+        why: String,
     },
     /// One of ralph's detectors stepped in (stall, loop, tool text, storm, nudge…).
     Intervention {
@@ -260,7 +272,8 @@ impl RunEvent {
             RunEvent::AttemptStarted { .. } => "attempt_started",
             RunEvent::AttemptSucceeded { .. } => "attempt_succeeded",
             RunEvent::AttemptFailed { .. } => "attempt_failed",
-            RunEvent::AttemptStopped { .. } => "attempt_stopped",
+            RunEvent::AttemptInterrupted { .. } => "attempt_interrupted",
+            RunEvent::LeaseTakenOver { .. } => "lease_taken_over",
             RunEvent::Signoff { .. } => "signoff",
             RunEvent::Intervention { .. } => "intervention",
             RunEvent::IterationStarted { .. } => "iteration_started",

@@ -25,7 +25,8 @@ pub const USAGE: i32 = 2;
 /// Blocked: a person must act after the run started (credentials, billing, a
 /// binary gone).
 pub const BLOCKED: i32 = 3;
-/// An internal error: a bug, or an I/O failure ralph cannot wait out.
+/// An internal error: a bug, an I/O failure ralph cannot wait out, or the run
+/// directory's lease taken over by another host.
 pub const INTERNAL: i32 = 4;
 /// Stopped by the user's Ctrl+C (SIGINT); the checkpoint is `paused`.
 pub const INTERRUPTED: i32 = 130;
@@ -59,6 +60,7 @@ pub fn code(ending: Ending<'_>) -> i32 {
             | RalphError::Prompt { .. }
             | RalphError::Goal { .. }
             | RalphError::Lock(LockError::Held { .. } | LockError::Io { .. })
+            | RalphError::LeaseHeld(_)
             | RalphError::CheckpointCorrupt { .. }
             | RalphError::CheckpointTooNew { .. }
             | RalphError::CheckpointInvalid { .. }

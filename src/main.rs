@@ -63,9 +63,10 @@ fn run_command(args: RunArgs) -> i32 {
     let options = Options {
         dir,
         config: args.config,
-        resume: match (args.resume, args.no_resume) {
-            (true, _) => ResumeFlag::Resume,
-            (_, true) => ResumeFlag::Fresh,
+        resume: match (args.resume, args.no_resume, args.resume_or_start) {
+            (true, _, _) => ResumeFlag::Resume,
+            (_, true, _) => ResumeFlag::Fresh,
+            (_, _, true) => ResumeFlag::ResumeOrStart,
             _ => ResumeFlag::Ask,
         },
         from: args.from,

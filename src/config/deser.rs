@@ -57,6 +57,7 @@ const HOMES: &[(&str, &str)] = &[
     ("restart_backoff", "watch"),
     ("keep_runs", "logs"),
     ("max_attempt_log", "logs"),
+    ("lease_timeout", "watch"),
     ("chain", "phases.NAME"),
     ("kind", "agents.NAME"),
 ];

@@ -207,7 +207,8 @@ impl Default for Offline {
     }
 }
 
-/// `[watch]`: how `ralph watch` treats this project's runs.
+/// `[watch]`: how `ralph watch` treats this project's runs, and who owns a run
+/// directory on a volume shared between hosts.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Watch {
@@ -220,11 +221,21 @@ pub struct Watch {
     /// that crashed (at most 30 minutes).
     #[serde(with = "humantime_serde")]
     pub restart_backoff: Duration,
+    /// How long a lease held by another host must go without a renewal, measured on
+    /// this host's monotonic clock, before this ralph takes the run over. The owner
+    /// renews four times per `lease_timeout`.
+    #[serde(with = "humantime_serde")]
+    pub lease_timeout: Duration,
 }
 
 impl Default for Watch {
     fn default() -> Self {
-        Self { resume_after_shutdown: true, max_restarts: 3, restart_backoff: Duration::from_secs(30) }
+        Self {
+            resume_after_shutdown: true,
+            max_restarts: 3,
+            restart_backoff: Duration::from_secs(30),
+            lease_timeout: Duration::from_secs(60),
+        }
     }
 }
 

@@ -133,6 +133,7 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
         (keys!["offline", "interval"], o.interval),
         (keys!["offline", "timeout"], o.timeout),
         (keys!["watch", "restart_backoff"], config.watch.restart_backoff),
+        (keys!["watch", "lease_timeout"], config.watch.lease_timeout),
     ];
     if let Some(timeout) = config.notify.timeout {
         durations.push((keys!["notify", "timeout"], timeout));

@@ -164,7 +164,8 @@ pub fn line(event: &RunEvent) -> Option<String> {
         | RunEvent::RunResumed { .. }
         | RunEvent::RunError { .. }
         | RunEvent::RunEnded { .. }
-        | RunEvent::AttemptStopped { .. }
+        | RunEvent::AttemptInterrupted { .. }
+        | RunEvent::LeaseTakenOver { .. }
         | RunEvent::Offline { .. }
         | RunEvent::StopRequested { .. }
         | RunEvent::AttemptStarted { .. }

@@ -58,6 +58,11 @@ pub struct Dispatcher {
     /// Default probe endpoints that answered during this run (filled in the
     /// background): only those count as evidence of being offline.
     pub(super) answered: Arc<Mutex<BTreeSet<String>>>,
+    /// Events about a transition that the next checkpoint save records (attempt
+    /// outcomes), emitted right after that save: a kill between the two loses a
+    /// journal line, never lets the journal claim what the checkpoint does not hold
+    /// (an iteration journaled done and then run again).
+    pub(super) after_save: Vec<RunEvent>,
 }
 
 impl Dispatcher {
@@ -77,12 +82,24 @@ impl Dispatcher {
             last_log: None,
             disk_full: None,
             answered: Arc::default(),
+            after_save: Vec::new(),
         }
     }
 
     /// Dispatches until the workflow ends. `signals` were installed when the lock
     /// was taken, so nothing that came since is lost.
     pub async fn run(mut self, mut signals: Signals) -> Result<RunEnd, RalphError> {
+        if let Some(t) = self.r.takeover.take() {
+            let from = t.from.as_ref();
+            self.emit(RunEvent::LeaseTakenOver {
+                from_host: from.map(|f| f.host.clone()),
+                from_pid: from.map(|f| f.pid),
+                from_boot_id: from.map(|f| f.boot_id.clone()),
+                from_renewals: from.map(|f| f.renewals),
+                waited_ms: t.waited.as_millis() as u64,
+                why: t.why.to_string(),
+            });
+        }
         let (run_id, pid, from) = (self.r.checkpoint.run_id.clone(), std::process::id(), self.r.from.clone());
         let pos = &self.r.checkpoint.progress.position;
         let (phase, pass) = (pos.phase_name.clone(), pos.pass);
@@ -91,6 +108,18 @@ impl Dispatcher {
         } else {
             RunEvent::RunStarted { run_id, pid, from, phase, pass }
         });
+        if let Some(i) = self.r.interrupted.take() {
+            // The attempt that ran when the previous ralph died: it has no outcome
+            // line of its own, and this one accounts for it once the checkpoint no
+            // longer holds it in flight (else a kill right here would journal it twice).
+            self.emit_after_save(RunEvent::AttemptInterrupted {
+                attempt: i.attempt,
+                agent: i.agent,
+                session: i.session,
+                started_at: Some(i.started_at),
+                signal: None,
+            });
+        }
         self.journal_git_start();
         self.save()?;
         self.probe_defaults_in_background();
@@ -371,7 +400,7 @@ impl Dispatcher {
                 if let Claim::Doubtful { why, .. } = &claim {
                     self.signoff(SignOff::AcceptedWithDoubt, why);
                 }
-                self.emit(RunEvent::AttemptSucceeded {
+                self.emit_after_save(RunEvent::AttemptSucceeded {
                     attempt: attempt_no,
                     agent,
                     phase: phase.name.clone(),
@@ -501,12 +530,14 @@ impl Dispatcher {
         let last_tool = self.r.checkpoint.in_flight.as_ref().and_then(|f| f.tool.as_ref()).map(in_flight_tool);
         let interrupted_note = self.note(Trouble::Interrupted, last_tool);
         if let Some(in_flight) = self.r.checkpoint.in_flight.clone() {
-            // The journal tells every attempt's end, this one included.
-            self.emit(RunEvent::AttemptStopped {
+            // The journal tells every attempt's end, this one included, once the
+            // checkpoint no longer holds it in flight.
+            self.emit_after_save(RunEvent::AttemptInterrupted {
                 attempt: in_flight.attempt,
                 agent: in_flight.agent,
                 session: session.clone().or(in_flight.session),
-                signal: cause.signal_name().to_string(),
+                started_at: None,
+                signal: Some(cause.signal_name().to_string()),
             });
         }
         let cp = &mut self.r.checkpoint;
@@ -563,6 +594,11 @@ impl Dispatcher {
             &self.phase().name,
         );
         self.r.reporter.summary(&self.summary, end, &self.r.checkpoint);
+        if let Some(lease) = self.r.lease.take()
+            && let Err(e) = lease.release()
+        {
+            tracing::warn!("cannot release the lease: {e}");
+        }
         // A final state the disk had no room for is not a clean stop: the lock keeps
         // its content, as the checkpoint on disk still says `running`.
         if self.disk_full.is_some() {
@@ -676,6 +712,9 @@ impl Dispatcher {
     }
 
     pub(super) fn save_with(&mut self, durability: Durability) -> Result<(), RalphError> {
+        if let Some(lease) = &self.r.lease {
+            lease.ensure_held();
+        }
         let elapsed = self.elapsed();
         // The chain the position refers to, so a resume under another config can
         // tell which agent owns the session.
@@ -685,7 +724,10 @@ impl Dispatcher {
         cp.progress.position.chain = chain;
         cp.elapsed_secs = elapsed;
         cp.updated_at = now();
-        let Some(path) = self.r.checkpoint_path.clone() else { return Ok(()) };
+        let Some(path) = self.r.checkpoint_path.clone() else {
+            self.emit_saved();
+            return Ok(());
+        };
         let path = &path;
         // Reasons, errors and recovery notes quote the agent (its last tool call's
         // input among them): on disk they are redacted like every log.
@@ -695,6 +737,7 @@ impl Dispatcher {
         match store::save_json_with(path, &value, durability) {
             Ok(()) => {
                 self.register_status();
+                self.emit_saved();
                 Ok(())
             }
             // Not a failure: the previous checkpoint is intact, and the dispatcher
@@ -702,15 +745,31 @@ impl Dispatcher {
             Err(e) if crate::state::disk::is_full(&e) => {
                 tracing::warn!("disk full writing the checkpoint {}: {e}", path.display());
                 self.disk_full = Some(path.clone());
+                self.emit_saved();
                 Ok(())
             }
             Err(e) => Err(RalphError::io(format!("cannot write the checkpoint {}", path.display()), e)),
         }
     }
 
+    /// Emits `event` right after the next checkpoint save (see `after_save`).
+    pub(super) fn emit_after_save(&mut self, event: RunEvent) {
+        self.after_save.push(event);
+    }
+
+    fn emit_saved(&mut self) {
+        for event in std::mem::take(&mut self.after_save) {
+            self.emit(event);
+        }
+    }
+
     /// Hands a run event to every subscriber: the tracing log, the journal, the
     /// session's counters and the terminal.
     pub(super) fn emit(&mut self, event: RunEvent) {
+        // Fencing: a ralph whose lease another host took writes nothing more.
+        if let Some(lease) = &self.r.lease {
+            lease.ensure_held();
+        }
         tracing::info!(kind = event.kind(), ?event);
         if let Err(e) = self.r.journal.record(&event) {
             tracing::warn!("cannot append to the journal: {e}");

@@ -207,7 +207,7 @@ impl Dispatcher {
             _ => outcome.text_tail.clone(),
         };
         let tail = tail_chars(&evidence, 2000);
-        self.emit(RunEvent::AttemptFailed {
+        self.emit_after_save(RunEvent::AttemptFailed {
             attempt: attempt_no,
             agent: agent.to_string(),
             category: failure.category,

@@ -10,6 +10,7 @@ mod disk_wait;
 pub mod dispatch;
 mod failure;
 pub mod git_step;
+pub mod ownership;
 mod passes;
 mod registration;
 pub mod setup;
@@ -31,6 +32,9 @@ pub enum ResumeFlag {
     Resume,
     /// `--no-resume`
     Fresh,
+    /// `--resume-or-start`: resume an unfinished run, start one when there is none,
+    /// leave a completed, paused, failed or blocked run as it is.
+    ResumeOrStart,
 }
 
 /// How `ralph run` was invoked.
@@ -57,6 +61,8 @@ pub async fn run(options: Options) -> Result<RunEnd, RalphError> {
     if !crate::process::escaped::become_subreaper() {
         tracing::warn!("cannot become a child subreaper: escaped agent processes are found by their environment only");
     }
-    let Some((ready, signals)) = setup::prepare(&options).await? else { return Ok(RunEnd::Declined) };
-    dispatch::Dispatcher::new(ready).run(signals).await
+    match setup::prepare(&options).await? {
+        setup::Prepared::Ready(ready, signals) => dispatch::Dispatcher::new(*ready).run(signals).await,
+        setup::Prepared::Settled(end) => Ok(end),
+    }
 }

@@ -1,6 +1,7 @@
 //! Everything before the first attempt: the config, the goal, the templates, the
-//! lock, the checkpoint decision (fresh, resume, ask), logging and the journal. Every
-//! problem found here is reported before anything runs.
+//! lock and the lease (see `ownership`), the checkpoint decision (fresh, resume,
+//! ask, or leave a settled run as it is), logging and the journal. Every problem
+//! found here is reported before anything runs.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -9,10 +10,11 @@ use crate::config::{self, Loaded};
 use crate::error::RalphError;
 use crate::recovery::resume;
 use crate::report::Reporter;
-use crate::signal::{InterruptAction, Signals};
-use crate::state::checkpoint::{self, Checkpoint, Status, ToolCall};
+use crate::signal::{InterruptAction, Signals, StopCause};
+use crate::state::checkpoint::{self, Checkpoint, InFlight, Status, ToolCall};
 use crate::state::format::{self, FormatError, ReadError};
 use crate::state::journal::Journal;
+use crate::state::lease_file;
 use crate::state::lock::RunLock;
 use crate::state::retention;
 use crate::state::store;
@@ -20,8 +22,9 @@ use crate::supervise::note::{self, LastTool, NoteContext, ToolState, Trouble};
 use crate::workflow::Progress;
 use crate::workflow::{advance, prompt};
 
+use super::ownership::{self, Lease, Takeover, WhenHeld};
 use super::start::{self, Answer, Start};
-use super::{Options, ResumeFlag};
+use super::{Options, ResumeFlag, RunEnd};
 
 /// A run ready to dispatch.
 pub struct Ready {
@@ -38,19 +41,30 @@ pub struct Ready {
     pub artifacts_dir: PathBuf,
     pub reporter: Reporter,
     pub lock: Option<RunLock>,
+    pub lease: Option<Lease>,
+    /// The lease was taken over from a ralph that went away (journaled at start).
+    pub takeover: Option<Takeover>,
     pub resumed: bool,
     /// `--from`: the phase the run started at or was moved to, for the journal.
     pub from: Option<String>,
     /// Git features, when the project is in a repository (docs/git.md).
     pub git: Option<super::git_step::GitSession>,
+    /// The attempt that was running when the previous ralph of this run died or
+    /// was stopped (journaled at start as `attempt_interrupted`).
+    pub interrupted: Option<InFlight>,
 }
 
-/// Prepares the run. The signal handlers are installed as soon as the lock is
-/// taken and returned with the run: a Ctrl+C from then on (at the resume question
-/// too) ends ralph in order and releases the lock, instead of leaving a lock that
-/// the next run would report as a crash.
-/// `None` when the user chose to quit at the resume question.
-pub async fn prepare(options: &Options) -> Result<Option<(Ready, Signals)>, RalphError> {
+/// What setup found: a run to dispatch (with the signal handlers installed as soon
+/// as the lock was taken, so a Ctrl+C from then on, at the resume question too,
+/// ends ralph in order and releases the lock), or a run that stays as it is: the
+/// user quit at the resume question, or (`--resume-or-start`) the run is settled
+/// and keeps its exit code.
+pub enum Prepared {
+    Ready(Box<Ready>, Signals),
+    Settled(RunEnd),
+}
+
+pub async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     let dir = options.dir.clone();
     let path = config::find(&dir, options.config.as_deref())?;
     let loaded = config::load(&path)?;
@@ -81,11 +95,34 @@ pub async fn prepare(options: &Options) -> Result<Option<(Ready, Signals)>, Ralp
     let agent_dir = agent_dir_of(&dir);
     store::ensure_gitignore(&agent_dir)
         .map_err(|e| RalphError::setup(format!("cannot create {}", agent_dir.display()), e))?;
-    let acquired = crate::state::lock::acquire(&agent_dir.join("ralph.lock"))?;
+    let reporter = Reporter::new(options.quiet, std::io::stderr().is_terminal());
+    reporter.header(&dir);
+    let when_held = if options.resume == ResumeFlag::ResumeOrStart { WhenHeld::Wait } else { WhenHeld::Refuse };
+    // A simulated host (tests) has no kernel in common with the others: only the
+    // lease protects the directory then.
+    let taken = match lease_file::simulated_host() {
+        Some(_) => None,
+        None => Some(take_lock(&agent_dir.join("ralph.lock"), when_held, &reporter)?),
+    };
     let mut signals = Signals::install().map_err(|e| RalphError::io("cannot install signal handlers", e))?;
     // Until the run starts nothing changed: a problem found before then releases
     // the lock cleanly (a dropped lock otherwise counts as an interrupted run).
-    let mut lock = ReleaseUnlessKept(Some(acquired.lock));
+    let mut lock = ReleaseUnlessKept(taken);
+    let (lease, takeover) = ownership::acquire(
+        &agent_dir.join("ralph.lease"),
+        &lease_file::identity(),
+        loaded.config.watch.lease_timeout,
+        when_held,
+        &|line| reporter.line(line),
+    )?;
+    if let Some(t) = takeover.as_ref().filter(|t| !t.waited.is_zero())
+        && let Some(from) = &t.from
+    {
+        reporter.line(&format!(
+            "took the run directory over from ralph pid {} on host {}: its lease was {}",
+            from.pid, from.host, t.why
+        ));
+    }
     // Writes killed half-way leave their temporary files; only the lock holder
     // writes here, so whatever is left is garbage.
     let removed =
@@ -93,20 +130,11 @@ pub async fn prepare(options: &Options) -> Result<Option<(Ready, Signals)>, Ralp
     if removed > 0 {
         tracing::info!("removed {removed} temporary file(s) of interrupted writes");
     }
-    let reporter = Reporter::new(options.quiet, std::io::stderr().is_terminal());
-    reporter.header(&dir);
-    if let Some(stale) = &acquired.stale {
-        reporter.line(&format!(
-            "the previous ralph here (pid {} on {}, started {}) ended without a clean stop: its run was interrupted",
-            stale.pid,
-            stale.host,
-            crate::report::clock::stamp(&stale.started_at, &crate::report::clock::zone())
-        ));
-    }
 
     let enabled = loaded.config.general.workflow.checkpoint_enabled;
     let checkpoint_path = enabled.then(|| agent_dir.join("checkpoint.json"));
     let prompt_checksum = checksum(goal.as_bytes());
+    let mut interrupted = None;
     let (mut checkpoint, resumed) = match &checkpoint_path {
         None => (fresh(&prompt_checksum)?, false),
         Some(cp_path) => {
@@ -118,19 +146,23 @@ pub async fn prepare(options: &Options) -> Result<Option<(Ready, Signals)>, Ralp
             let mut decision = start::decide(existing.as_ref(), flag);
             if decision == Start::Ask {
                 let Some(answer) = ask(cp_path, existing.as_ref(), from, &mut signals).await? else {
-                    return Ok(None);
+                    return Ok(Prepared::Settled(RunEnd::Declined));
                 };
                 flag = answer;
                 decision = start::decide(existing.as_ref(), flag);
             }
             match (decision, existing) {
-                (Start::Resume, Some(cp)) => (resume(cp, &loaded, &goal, &prompt_checksum, from, &reporter)?, true),
+                (Start::Resume, Some(cp)) => {
+                    interrupted = cp.in_flight.clone();
+                    (resume(cp, &loaded, &goal, &prompt_checksum, from, &reporter)?, true)
+                }
                 (Start::ArchiveThenFresh, Some(_)) => {
                     let aside = store::set_aside(cp_path, "archived")
                         .map_err(|e| RalphError::setup("cannot archive the old checkpoint", e))?;
                     reporter.line(&format!("archived the previous checkpoint as {}", aside.display()));
                     (fresh(&prompt_checksum)?, false)
                 }
+                (Start::Settled, Some(cp)) => return Ok(Prepared::Settled(settled(&cp, &reporter))),
                 (Start::NothingToResume, existing) => {
                     let why = match existing {
                         Some(cp) => format!("the run {} is {}", cp.run_id, cp.status.as_str()),
@@ -139,6 +171,10 @@ pub async fn prepare(options: &Options) -> Result<Option<(Ready, Signals)>, Ralp
                     return Err(RalphError::NothingToResume(format!(
                         "nothing to resume: {why}; run `ralph` to start a new run"
                     )));
+                }
+                (_, None) if flag == ResumeFlag::ResumeOrStart => {
+                    refuse_over_corrupt(&agent_dir)?;
+                    (fresh(&prompt_checksum)?, false)
                 }
                 _ => (fresh(&prompt_checksum)?, false),
             }
@@ -179,8 +215,8 @@ pub async fn prepare(options: &Options) -> Result<Option<(Ready, Signals)>, Ralp
     } else {
         Journal::disabled()
     };
-    Ok(Some((
-        Ready {
+    Ok(Prepared::Ready(
+        Box::new(Ready {
             dir,
             loaded,
             goal,
@@ -192,12 +228,87 @@ pub async fn prepare(options: &Options) -> Result<Option<(Ready, Signals)>, Ralp
             artifacts_dir,
             reporter,
             lock: lock.0.take(),
+            lease: Some(lease),
+            takeover,
             resumed,
             from: options.from.clone(),
             git,
-        },
+            interrupted,
+        }),
         signals,
-    )))
+    ))
+}
+
+/// No checkpoint, but one that did not parse was kept aside: that run is not over,
+/// and a job engine restarting ralph must not start a new one over its work tree
+/// (a crash never leaves a torn checkpoint; a person has to look).
+fn refuse_over_corrupt(agent_dir: &Path) -> Result<(), RalphError> {
+    let Ok(entries) = std::fs::read_dir(agent_dir) else { return Ok(()) };
+    let mut corrupt: Vec<String> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("checkpoint.corrupt-"))
+        .collect();
+    corrupt.sort();
+    match corrupt.last() {
+        None => Ok(()),
+        Some(name) => Err(RalphError::ResumeMismatch(format!(
+            "there is no checkpoint, but one that did not parse is kept aside as {}; --resume-or-start does not \
+             start a new run over it: repair it and move it back to checkpoint.json, or run `ralph --no-resume` once",
+            agent_dir.join(name).display()
+        ))),
+    }
+}
+
+/// The end of a run `--resume-or-start` leaves as it is, said in one line.
+fn settled(cp: &Checkpoint, reporter: &Reporter) -> RunEnd {
+    let reason = cp.stop_reason.clone().unwrap_or_else(|| "no reason recorded".to_string());
+    let end = match cp.status {
+        Status::Failed => RunEnd::Failed(reason),
+        Status::Blocked => RunEnd::Blocked(reason),
+        Status::Paused => RunEnd::Stopped(cp.stop_cause.unwrap_or(StopCause::User)),
+        _ => RunEnd::Completed,
+    };
+    if end == RunEnd::Completed {
+        reporter.line(&format!("the run {} is already completed; nothing to do", cp.run_id));
+    } else {
+        reporter.line(&format!(
+            "the run {} is {}{}; --resume-or-start leaves it as it is (`ralph --resume` continues it)",
+            cp.run_id,
+            cp.status.as_str(),
+            cp.stop_reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default()
+        ));
+    }
+    end
+}
+
+/// Takes the flock of this host; `--resume-or-start` waits while another ralph of
+/// this host holds it, the other modes refuse.
+fn take_lock(path: &Path, when_held: WhenHeld, reporter: &Reporter) -> Result<RunLock, RalphError> {
+    let mut told = false;
+    loop {
+        match crate::state::lock::acquire(path) {
+            Ok(acquired) => {
+                if let Some(stale) = &acquired.stale {
+                    reporter.line(&format!(
+                        "the previous ralph here (pid {} on {}, started {}) ended without a clean stop: its run was interrupted",
+                        stale.pid,
+                        stale.host,
+                        crate::report::clock::stamp(&stale.started_at, &crate::report::clock::zone())
+                    ));
+                }
+                return Ok(acquired.lock);
+            }
+            Err(e @ crate::state::lock::LockError::Held { .. }) if when_held == WhenHeld::Wait => {
+                if !told {
+                    reporter.line(&format!("{e}; waiting for it (--resume-or-start)"));
+                    told = true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
+            Err(e) => return Err(RalphError::Lock(e)),
+        }
+    }
 }
 
 /// We hold the lock, so no ralph of that run is alive: whatever still carries its

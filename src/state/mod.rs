@@ -1,11 +1,13 @@
 //! State on disk under `.agent/`: atomic files, the checkpoint, the journal, the lock,
-//! and what `logs/` keeps.
+//! what `logs/` keeps, and the lease.
 
 pub mod atomic;
 pub mod checkpoint;
 pub mod disk;
 pub mod format;
 pub mod journal;
+pub mod lease;
+pub mod lease_file;
 pub mod lock;
 pub mod private;
 pub mod redact;

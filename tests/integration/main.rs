@@ -1,6 +1,7 @@
 //! Integration tests: the real `ralph` binary against the built-in scripted agent
 //! (`kind = "sim"`) and small command agents, each in its own temp directory.
 
+mod crash_harness;
 mod fake_chat;
 mod fake_gemini;
 mod fake_openai;
@@ -14,6 +15,9 @@ mod claude;
 mod codex;
 mod commands;
 mod config;
+mod crash;
+mod deploy;
+mod engine;
 mod gemini;
 mod git;
 mod hostile;

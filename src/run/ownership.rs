@@ -1,0 +1,308 @@
+//! Taking and keeping the lease of the run directory (the rules are in
+//! [`crate::state::lease`]): wait for another host's lease to expire, take it
+//! over, renew it from a heartbeat thread while the run lives, release it at the
+//! end. A heartbeat that finds the lease taken over stops ralph at once.
+//!
+//! The heartbeat is a plain thread, not a task of the run's event loop: it keeps
+//! renewing while the loop is busy, and it can stop the process even when the loop
+//! is blocked. It forks nothing, so the agents' parent-death signal stays tied to
+//! the main thread.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crate::error::RalphError;
+use crate::state::lease::{self, FirstLook, Found, Identity, LeaseRecord, Renewal, Seen, Watch};
+use crate::state::lease_file;
+
+/// Whether to wait while another host's lease is live (`--resume-or-start`), or
+/// refuse as soon as it is seen renewed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhenHeld {
+    Wait,
+    Refuse,
+}
+
+/// A lease this ralph took over from an owner that went away.
+#[derive(Debug, Clone)]
+pub struct Takeover {
+    pub from: Option<LeaseRecord>,
+    /// How long the lease was watched without a renewal (zero when the owner was
+    /// known to be gone at once).
+    pub waited: Duration,
+    pub why: String,
+}
+
+/// The held lease; renewed until released or dropped.
+#[derive(Debug)]
+pub struct Lease {
+    path: PathBuf,
+    token: String,
+    stop: Option<mpsc::Sender<()>>,
+    heartbeat: Option<JoinHandle<()>>,
+}
+
+/// Takes the lease at `path`, waiting as long as `when_held` says; `say` tells the
+/// user what is going on.
+pub fn acquire(
+    path: &Path,
+    me: &Identity,
+    timeout: Duration,
+    when_held: WhenHeld,
+    say: &dyn Fn(&str),
+) -> Result<(Lease, Option<Takeover>), RalphError> {
+    let io = |e: std::io::Error| RalphError::setup(format!("cannot use the lease {}", path.display()), e);
+    let poll = (timeout / 8).clamp(Duration::from_millis(10), Duration::from_secs(1));
+    let mut told = false;
+    loop {
+        let found = lease_file::read(path).map_err(io)?;
+        let takeover = match lease::first_look(me, &found) {
+            FirstLook::Take => None,
+            FirstLook::TakeOver(why) => Some(Takeover {
+                from: match found {
+                    Found::Held(r) => Some(r),
+                    _ => None,
+                },
+                waited: Duration::ZERO,
+                why: why.to_string(),
+            }),
+            FirstLook::Watch(record) => {
+                if !told {
+                    say(&format!(
+                        "the run directory is leased by ralph pid {} on host {} (renewed {} times); \
+                         it is taken over only after {} without a renewal",
+                        record.pid,
+                        record.host,
+                        record.renewals,
+                        humantime::format_duration(timeout)
+                    ));
+                    told = true;
+                }
+                match watch(path, me, &record, timeout, poll, when_held).map_err(io)? {
+                    Watched::Free => continue,
+                    Watched::Expired(takeover) => Some(takeover),
+                    Watched::Live(record) => {
+                        return Err(RalphError::LeaseHeld(format!(
+                            "another ralph (pid {} on host {}) holds the lease of this directory and renewed it \
+                             while this one watched; wait for it to finish, or use --resume-or-start to wait",
+                            record.pid, record.host
+                        )));
+                    }
+                }
+            }
+        };
+        let record = LeaseRecord {
+            host: me.host.clone(),
+            boot_id: me.boot_id.clone(),
+            pid: std::process::id(),
+            token: new_token(),
+            renewals: 0,
+            acquired_at: jiff::Timestamp::now().to_string(),
+        };
+        lease_file::write(path, &record).map_err(io)?;
+        if takeover.as_ref().is_some_and(|t| !t.waited.is_zero()) {
+            // Two hosts that saw the same lease expire both write; the last write
+            // wins. Look again after a renewal period: a loser backs off before it
+            // has done anything.
+            thread::sleep(lease::renew_every(timeout).min(Duration::from_secs(2)));
+            if let Renewal::Lost(winner) = lease::renewal(&record.token, &lease_file::read(path).map_err(io)?) {
+                say(&format!("host {} took the lease at the same time; it continues the run", winner.host));
+                if when_held == WhenHeld::Refuse {
+                    return Err(RalphError::LeaseHeld(format!(
+                        "another ralph (pid {} on host {}) took the lease of this directory",
+                        winner.pid, winner.host
+                    )));
+                }
+                continue;
+            }
+        }
+        let lease = Lease::start(path, record, timeout).map_err(io)?;
+        return Ok((lease, takeover));
+    }
+}
+
+enum Watched {
+    Free,
+    Live(LeaseRecord),
+    Expired(Takeover),
+}
+
+fn watch(
+    path: &Path,
+    me: &Identity,
+    record: &LeaseRecord,
+    timeout: Duration,
+    poll: Duration,
+    when_held: WhenHeld,
+) -> std::io::Result<Watched> {
+    let mut w = Watch::start(record, Instant::now(), timeout);
+    loop {
+        thread::sleep(poll);
+        match w.observe(me, &lease_file::read(path)?, Instant::now()) {
+            Seen::Free => return Ok(Watched::Free),
+            Seen::Renewed(r) if when_held == WhenHeld::Refuse => return Ok(Watched::Live(r)),
+            Seen::Renewed(_) | Seen::Unchanged { .. } => {}
+            Seen::Expired { record, waited } => {
+                return Ok(Watched::Expired(Takeover {
+                    why: format!("not renewed for {}", humantime::format_duration(round(waited))),
+                    from: Some(record),
+                    waited,
+                }));
+            }
+        }
+    }
+}
+
+fn round(d: Duration) -> Duration {
+    Duration::from_millis(d.as_millis() as u64)
+}
+
+fn new_token() -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    format!("{}-{nanos:x}", std::process::id())
+}
+
+impl Lease {
+    fn start(path: &Path, mut record: LeaseRecord, timeout: Duration) -> std::io::Result<Lease> {
+        let (tx, rx) = mpsc::channel::<()>();
+        let every = lease::renew_every(timeout);
+        let file = path.to_path_buf();
+        let token = record.token.clone();
+        let heartbeat = thread::Builder::new().name("lease".into()).spawn(move || {
+            while let Err(RecvTimeoutError::Timeout) = rx.recv_timeout(every) {
+                match lease_file::read(&file).map(|found| lease::renewal(&record.token, &found)) {
+                    Ok(Renewal::Renew) => {
+                        record.renewals += 1;
+                        if let Err(e) = lease_file::write(&file, &record) {
+                            tracing::warn!("cannot renew the lease {}: {e}", file.display());
+                        }
+                    }
+                    Ok(Renewal::Lost(winner)) => lost(&winner),
+                    Err(e) => tracing::warn!("cannot read the lease {}: {e}", file.display()),
+                }
+            }
+        })?;
+        Ok(Lease { path: path.to_path_buf(), token, stop: Some(tx), heartbeat: Some(heartbeat) })
+    }
+
+    /// Stops ralph at once (see [`lost`]) when another ralph holds the lease now.
+    /// Called before every write of the run's state: after a freeze the main
+    /// thread may get to a write before the heartbeat gets to its next look. An
+    /// unreadable lease is not a loss (the next look decides).
+    pub fn ensure_held(&self) {
+        if let Ok(found) = lease_file::read(&self.path)
+            && let Renewal::Lost(winner) = lease::renewal(&self.token, &found)
+        {
+            lost(&winner);
+        }
+    }
+
+    /// Stops renewing and empties the lease if it is still ours.
+    pub fn release(mut self) -> std::io::Result<()> {
+        self.release_inner()
+    }
+
+    fn stop_heartbeat(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(h) = self.heartbeat.take() {
+            let _ = h.join();
+        }
+    }
+
+    fn release_inner(&mut self) -> std::io::Result<()> {
+        if self.stop.is_none() {
+            return Ok(());
+        }
+        self.stop_heartbeat();
+        match lease::renewal(&self.token, &lease_file::read(&self.path)?) {
+            Renewal::Renew => lease_file::clear(&self.path),
+            Renewal::Lost(_) => Ok(()),
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            // Not a clean stop: the record stays, and the next ralph takes it over.
+            self.stop_heartbeat();
+            return;
+        }
+        let _ = self.release_inner();
+    }
+}
+
+/// Another ralph owns the run now: whatever this one would still write could
+/// overwrite its state. Leave at once; the agents die with ralph (parent-death
+/// signal), the checkpoint stays as the new owner writes it.
+fn lost(winner: &LeaseRecord) -> ! {
+    eprintln!(
+        "ralph: ralph pid {} on host {} took this run over while this ralph was not renewing its lease \
+         (frozen or cut off for longer than [watch] lease_timeout); stopping at once without touching the run's state",
+        winner.pid, winner.host
+    );
+    std::process::exit(crate::exit::INTERNAL)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn me(host: &str) -> Identity {
+        Identity { host: host.into(), boot_id: format!("boot-{host}") }
+    }
+
+    #[test]
+    fn free_lease_is_taken_renewed_and_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("ralph.lease");
+        let (lease, takeover) = acquire(&p, &me("a"), Duration::from_millis(200), WhenHeld::Refuse, &|_| {}).unwrap();
+        assert!(takeover.is_none());
+        let renewals = |p: &Path| match lease_file::read(p).unwrap() {
+            Found::Held(r) => r.renewals,
+            other => panic!("{other:?}"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while renewals(&p) < 2 {
+            assert!(Instant::now() < deadline, "no renewal");
+            thread::sleep(Duration::from_millis(10));
+        }
+        lease.release().unwrap();
+        assert_eq!(lease_file::read(&p).unwrap(), Found::Free);
+    }
+
+    #[test]
+    fn another_hosts_dead_lease_is_taken_over_after_the_timeout() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("ralph.lease");
+        let theirs = LeaseRecord {
+            host: "b".into(),
+            boot_id: "boot-b".into(),
+            pid: 9,
+            token: "old".into(),
+            renewals: 5,
+            acquired_at: String::new(),
+        };
+        lease_file::write(&p, &theirs).unwrap();
+        let timeout = Duration::from_millis(300);
+        let (lease, takeover) = acquire(&p, &me("a"), timeout, WhenHeld::Refuse, &|_| {}).unwrap();
+        let takeover = takeover.unwrap();
+        assert_eq!(takeover.from, Some(theirs));
+        assert!(takeover.waited >= timeout);
+        drop(lease);
+    }
+
+    #[test]
+    fn a_live_lease_is_refused_when_not_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("ralph.lease");
+        let (held, _) = acquire(&p, &me("b"), Duration::from_millis(200), WhenHeld::Refuse, &|_| {}).unwrap();
+        let err = acquire(&p, &me("a"), Duration::from_millis(200), WhenHeld::Refuse, &|_| {}).unwrap_err();
+        assert!(err.to_string().contains("on host b"), "{err}");
+        held.release().unwrap();
+    }
+}

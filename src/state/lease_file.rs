@@ -1,0 +1,82 @@
+//! Reading and writing `.agent/ralph.lease` (see [`super::lease`] for what it
+//! means). Every write replaces the whole file atomically, so a reader on any
+//! host sees one complete record or none.
+
+use std::io;
+use std::path::Path;
+
+use super::atomic::{self, Durability};
+use super::lease::{Found, Identity, LeaseRecord};
+
+/// Test-only: pretend to be the host named here (two "hosts" on one machine share
+/// a kernel, so a simulated host also skips the kernel's flock, which another
+/// machine could not see). Never set it in production.
+pub const TEST_HOST_VAR: &str = "RALPH_TEST_HOST";
+
+/// This machine, or the simulated one of [`TEST_HOST_VAR`].
+pub fn identity() -> Identity {
+    match simulated_host() {
+        Some(host) => Identity { boot_id: format!("test-boot-of-{host}"), host },
+        None => Identity {
+            host: nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default(),
+            boot_id: super::lock::boot_id(),
+        },
+    }
+}
+
+/// The simulated host name, when a test set one.
+pub fn simulated_host() -> Option<String> {
+    std::env::var(TEST_HOST_VAR).ok().filter(|h| !h.is_empty())
+}
+
+pub fn read(path: &Path) -> io::Result<Found> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Found::Free),
+        Err(e) if e.kind() == io::ErrorKind::InvalidData => return Ok(Found::Unreadable),
+        Err(e) => return Err(e),
+    };
+    if text.trim().is_empty() {
+        return Ok(Found::Free);
+    }
+    Ok(serde_json::from_str::<LeaseRecord>(text.trim()).map_or(Found::Unreadable, Found::Held))
+}
+
+pub fn write(path: &Path, record: &LeaseRecord) -> io::Result<()> {
+    let mut line = serde_json::to_vec(record).map_err(io::Error::other)?;
+    line.push(b'\n');
+    atomic::replace(path, &line, Durability::Durable)
+}
+
+/// Empties the lease (a clean release). The file stays, like the lock's.
+pub fn clear(path: &Path) -> io::Result<()> {
+    atomic::replace(path, b"", Durability::Durable)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_free_states() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("ralph.lease");
+        assert_eq!(read(&p).unwrap(), Found::Free);
+        let r = LeaseRecord {
+            host: "h".into(),
+            boot_id: "b".into(),
+            pid: 1,
+            token: "t".into(),
+            renewals: 2,
+            acquired_at: "now".into(),
+        };
+        write(&p, &r).unwrap();
+        assert_eq!(read(&p).unwrap(), Found::Held(r));
+        clear(&p).unwrap();
+        assert_eq!(read(&p).unwrap(), Found::Free);
+        std::fs::write(&p, "{\"host\": ").unwrap();
+        assert_eq!(read(&p).unwrap(), Found::Unreadable);
+        std::fs::write(&p, [0xff, 0xfe, 0x00]).unwrap();
+        assert_eq!(read(&p).unwrap(), Found::Unreadable);
+    }
+}
