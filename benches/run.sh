@@ -121,6 +121,28 @@ done
 report "start-up + tear-down of a one-call run" "$(printf '%s\n' "${one[@]}" | median) ms" "<= 4 ms" \
     "runs: ${one[*]}"
 
+# CPU time with sub-millisecond resolution (GNU time rounds to 10 ms): perf's
+# task-clock over ralph and its agents. Unlike wall time, it does not grow with the
+# run queue of a loaded machine.
+if perf stat -x, -e task-clock true >/dev/null 2>&1; then
+    task_clock() {
+        (cd "$1" && perf stat -x, -e task-clock -o "$WORK/perf.out" "$RALPH" -q </dev/null >/dev/null 2>&1) || true
+        awk -F, '$3 == "task-clock" {print $1}' "$WORK/perf.out"
+    }
+    bare_clock() {
+        perf stat -x, -e task-clock -o "$WORK/perf.out" sh -c "for i in \$(seq $1); do /usr/bin/true prompt; done" \
+            >/dev/null 2>&1
+        awk -F, '$3 == "task-clock" {print $1}' "$WORK/perf.out"
+    }
+    c100=$(task_clock "$(workspace "$(quick_config $CALLS)")")
+    c1=$(task_clock "$(workspace "$(quick_config 1)")")
+    b100=$(bare_clock $CALLS)
+    report "  CPU per call (perf task-clock, ralph and agents)" \
+        "$(awk -v a="$c100" -v b="$c1" -v n=$CALLS 'BEGIN {printf "%.3f ms", (a - b) / (n - 1)}')" "-" \
+        "a bare spawn of true from sh: $(awk -v a="$b100" -v n=$CALLS 'BEGIN {printf "%.3f ms", a / n}')"
+    report "  CPU of a one-call run (perf task-clock)" "${c1} ms" "-" "start-up + tear-down + one call"
+fi
+
 # --- floods: throughput, CPU, peak RSS --------------------------------------------
 line99=$(printf '%099d' 0 | tr 0 x)
 flood_config() {
@@ -275,6 +297,33 @@ calls=$(awk '$NF == "total" {print $(NF-1)}' "$WORK/idle.st")
 report "syscalls in ${IDLE_SECS} s of a silent agent (strace -c -f)" "${calls:-0}" "none but timers" \
     "$(awk 'NR > 2 && $NF != "total" && $NF !~ /^-/ && NF >= 5 {printf "%s=%s ", $NF, $4}' "$WORK/idle.st")"
 report "  context switches of ralph's $threads threads (/proc), ${IDLE_SECS} s" "$((c1 - c0))" "none but timers"
+
+# --- ralph watch over many registered runs ----------------------------------------
+# One finished run registers itself; its project is copied WATCH_RUNS - 1 times and
+# its registry entry with it (the file name is the first 8 bytes of the SHA-256 of
+# the project path, src/state/registry.rs), then `ralph watch --once` is timed.
+WATCH_RUNS=${WATCH_RUNS:-1000}
+reg="$XDG_STATE_HOME/ralph/runs"
+rm -rf "$reg"
+src=$(workspace "$(quick_config 1)")
+time_ralph "$src" >/dev/null
+entry=$(ls "$reg"/*.json | grep -v '\.watch\.json$' | head -1)
+for ((i = 1; i < WATCH_RUNS; i++)); do
+    dst="$WORK/watched/p$i"
+    mkdir -p "$dst"
+    cp -r "$src/.agent" "$src/ralph.toml" "$src/PROMPT.md" "$dst/"
+    key=$(printf '%s' "$dst" | sha256sum | cut -c1-16)
+    sed "s|$src|$dst|g" "$entry" >"$reg/$key.json"
+done
+passes=()
+for ((r = 0; r < ROUNDS; r++)); do
+    t0=$(now)
+    "$RALPH" watch --once </dev/null >/dev/null 2>&1 || true
+    t1=$(now)
+    passes+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f\n", (b - a) * 1000}')")
+done
+report "ralph watch --once over $(ls "$reg"/*.json | grep -vc '\.watch\.json$') registered runs" \
+    "$(printf '%s\n' "${passes[@]}" | median) ms" "<= 20 ms a pass" "runs (whole process): ${passes[*]}"
 
 # --- Ctrl+C (also in cargo bench --bench overhead) -----------------------------------
 echo
