@@ -202,6 +202,16 @@ pub enum RunEvent {
         error: String,
     },
     Online {},
+    /// The disk had no room for the checkpoint or the journal: the run waits (an
+    /// outage, not a failure); `free` as the file system reported it.
+    DiskFull {
+        path: String,
+        free: String,
+    },
+    /// Space is back: the waiting writes went through and the run continues.
+    DiskSpaceBack {
+        path: String,
+    },
     /// A new run's git baseline (docs/git.md).
     GitBaseline {
         top: String,
@@ -287,6 +297,8 @@ impl RunEvent {
             RunEvent::RateLimitWait { .. } => "rate_limit_wait",
             RunEvent::Offline { .. } => "offline",
             RunEvent::Online {} => "online",
+            RunEvent::DiskFull { .. } => "disk_full",
+            RunEvent::DiskSpaceBack { .. } => "disk_space_back",
             RunEvent::CapReached { .. } => "cap_reached",
             RunEvent::GitBaseline { .. } => "git_baseline",
             RunEvent::GitCommit { .. } => "git_commit",

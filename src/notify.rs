@@ -2,7 +2,7 @@
 //! the event as one JSON object on stdin. A subscriber of the run-event stream.
 //!
 //! Told: the run completed, failed or is blocked; a long wait began (a rate-limit
-//! reset, the offline pause); the run was resumed by `ralph watch`. A failing or slow
+//! reset, the offline pause, a full disk); the run was resumed by `ralph watch`. A failing or slow
 //! notifier never blocks or breaks the run: each runs as its own task, is killed
 //! after its timeout, and its failure is only logged.
 
@@ -25,7 +25,7 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 pub fn wanted(event: &RunEvent, resumed_by_watch: bool) -> bool {
     match event {
         RunEvent::RunEnded { status, .. } => matches!(status, Status::Completed | Status::Failed | Status::Blocked),
-        RunEvent::RateLimitWait { .. } | RunEvent::Offline { .. } => true,
+        RunEvent::RateLimitWait { .. } | RunEvent::Offline { .. } | RunEvent::DiskFull { .. } => true,
         RunEvent::RunResumed { .. } => resumed_by_watch,
         _ => false,
     }

@@ -159,6 +159,8 @@ pub fn line(event: &RunEvent) -> Option<String> {
         ),
         RunEvent::GitCommitRejected { key, .. } => format!("git: a hook rejected the commit of {key}"),
         RunEvent::GitStaleLockRemoved { path } => format!("git: removed {path} left by an interrupted commit"),
+        RunEvent::DiskFull { path, free } => format!("waiting: disk full on {path} ({free} free)"),
+        RunEvent::DiskSpaceBack { path } => format!("disk space is back on {path}: continuing"),
         RunEvent::Online {} => "Recovery resumed after offline".to_string(),
         RunEvent::RunStarted { .. }
         | RunEvent::RunResumed { .. }

@@ -7,6 +7,7 @@
 //! by `[general] max_runtime`.
 
 use crate::error::RalphError;
+use crate::events::RunEvent;
 use crate::signal::{InterruptAction, Signals};
 use crate::state::atomic::Durability;
 use crate::state::disk;
@@ -33,7 +34,7 @@ impl Dispatcher {
                 delay = delay.min(left);
             }
             if tries == 0 {
-                tracing::warn!("waiting: {why}");
+                self.emit(RunEvent::DiskFull { path: path.display().to_string(), free: free.clone() });
             }
             self.r.reporter.waiting(&why, delay);
             let action = tokio::select! {
@@ -59,8 +60,7 @@ impl Dispatcher {
                 self.disk_full = disk::is_full(&e).then(|| self.r.journal.path().map(|p| p.to_path_buf())).flatten();
             }
             if self.disk_full.is_none() {
-                tracing::info!("disk space is back on {}", path.display());
-                self.r.reporter.line(&format!("disk space is back on {}: continuing", path.display()));
+                self.emit(RunEvent::DiskSpaceBack { path: path.display().to_string() });
             }
             tries = tries.saturating_add(1);
         }

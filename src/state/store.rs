@@ -125,6 +125,7 @@ checkpoint.json
 checkpoint.*.json
 events.jsonl
 ralph.lock
+ralph.lease
 logs/
 artifacts/
 *.sock

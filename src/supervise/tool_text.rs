@@ -46,7 +46,21 @@ pub fn detect_in_thinking(text: &str) -> Option<ToolText> {
     scan(text, Mode::Thinking)
 }
 
+/// Every pattern starts at one of these bytes (`<` for tags, tokens and cut-off
+/// tags, `[` for `[TOOL_CALLS]`, `{` for JSON calls). Masking code only removes
+/// text, so a line without any of them cannot match: the common case (prose)
+/// costs one byte scan instead of a masked copy and a dozen substring searches.
+const TRIGGERS: [u8; 3] = [b'<', b'[', b'{'];
+
 fn scan(text: &str, mode: Mode) -> Option<ToolText> {
+    if !text.bytes().any(|b| TRIGGERS.contains(&b)) {
+        return None;
+    }
+    scan_masked(text, mode)
+}
+
+/// [`scan`] without the trigger-byte shortcut.
+fn scan_masked(text: &str, mode: Mode) -> Option<ToolText> {
     if text.chars().filter(|c| !c.is_whitespace()).count() < MIN_CHARS {
         return None;
     }

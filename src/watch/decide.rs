@@ -59,6 +59,13 @@ pub enum Verdict {
     Resume { restarts: u32 },
 }
 
+/// Whether a run in this status can ever be resumed by the watcher: only then does
+/// [`decide`] look at [`Facts::missing`], which costs a `PATH` search per program, so
+/// the pass gathers it for these runs alone.
+pub fn may_resume(status: Status) -> bool {
+    matches!(status, Status::Running | Status::Waiting | Status::Interrupted)
+}
+
 pub fn decide(f: &Facts<'_>) -> Verdict {
     if !f.dir_exists {
         return Verdict::Stale;
@@ -164,6 +171,39 @@ mod tests {
             now,
             missing: vec![],
         })
+    }
+
+    /// The pass leaves `missing` empty for a run that cannot be resumed; that must
+    /// never change a verdict.
+    #[test]
+    fn what_is_missing_matters_only_for_runs_that_may_resume() {
+        let e = entry();
+        let none = WatchState::default();
+        for status in [
+            Status::Running,
+            Status::Waiting,
+            Status::Interrupted,
+            Status::Paused,
+            Status::Completed,
+            Status::Failed,
+            Status::Blocked,
+        ] {
+            let cp = checkpoint(status, 2);
+            let facts = |missing: Vec<String>| Facts {
+                entry: &e,
+                checkpoint: Some(&cp),
+                dir_exists: true,
+                allowed: true,
+                owner_alive: false,
+                state: &none,
+                boot_id: "boot-2",
+                now: 0,
+                missing,
+            };
+            let with = decide(&facts(vec!["program claude".into()]));
+            let without = decide(&facts(vec![]));
+            assert_eq!(with != without, may_resume(status), "{status:?}: {with:?} / {without:?}");
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::state::registry::{self, Entry, WatchState};
 use crate::state::{format, lock, store};
 
 use super::Options;
-use super::decide::{Facts, Verdict, decide};
+use super::decide::{Facts, Verdict, decide, may_resume};
 
 /// Watches until Ctrl+C or SIGTERM (or one pass with `--once`).
 pub(super) async fn watch(registry: &Path, options: &Options) -> Result<i32, RalphError> {
@@ -93,7 +93,10 @@ fn handle(registry: &Path, entry: &Entry, boot: &str, options: &Options, childre
         state: &state,
         boot_id: boot,
         now: jiff::Timestamp::now().as_second(),
-        missing: missing(entry),
+        missing: match &checkpoint {
+            Some(cp) if may_resume(cp.status) => missing(entry),
+            _ => Vec::new(),
+        },
     };
     let verdict = decide(&facts);
     let dir = entry.dir.display();

@@ -112,9 +112,12 @@ fn a_crash_before_the_first_checkpoint_starts_the_run() {
     );
     p.ralph().args(["--resume-or-start"]).run().expect_code(0).stderr_has("interrupted");
     assert_eq!(p.checkpoint()["status"], "completed");
-    // The torn line of the crash stays (skipped by readers); the run after it is whole.
+    // The lost run's journal, torn line and all, moved into that run's logs (never
+    // deleted); the new run's journal is whole.
+    let lost = std::fs::read_to_string(p.join(".agent/logs/lost/events.jsonl")).unwrap_or_default();
+    assert!(lost.contains("\"run_id\":\"lost\"") && lost.contains("{\"at\":"), "{lost}");
     let journal = journal_lines(&p);
-    assert_eq!(journal.iter().filter(|l| l.is_none()).count(), 1);
+    assert_eq!(journal.iter().filter(|l| l.is_none()).count(), 0);
     let started = journal.iter().flatten().filter(|e| e["kind"] == "attempt_started").count();
     assert_eq!(started, 2);
 }

@@ -425,7 +425,7 @@ iterations = 2
     ));
     let marker = p.join("full.marker");
     let run = p.ralph().env("RALPH_TEST_DISK_FULL", marker.display().to_string()).spawn();
-    p.wait_for_log("waiting: disk full on", crate::harness::DEFAULT_TIMEOUT);
+    p.wait_for_log("kind=\"disk_full\"", crate::harness::DEFAULT_TIMEOUT);
     // The last good checkpoint is on disk: the attempt started, nothing recorded done.
     let cp = p.checkpoint();
     assert_eq!(cp["progress"]["counters"]["iterations_done"], 0, "{cp:#}");

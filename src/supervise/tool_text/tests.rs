@@ -176,3 +176,21 @@ fn corpus_negatives_are_never_detected() {
         files.iter().filter(|(_, t)| detect_in_thinking(t).is_some()).map(|(n, _)| n.as_str()).collect();
     assert!(in_thinking.is_empty(), "flagged as thinking: {in_thinking:?}");
 }
+
+/// The trigger-byte shortcut never changes an answer: on every corpus text the
+/// shortcut and the full scan agree, and with the trigger bytes taken out no text
+/// matches in the full scan either.
+#[test]
+fn the_trigger_byte_shortcut_changes_no_answer() {
+    let texts: Vec<String> = corpus("positive").into_iter().chain(corpus("negative")).map(|(_, t)| t).collect();
+    for text in &texts {
+        for mode in [Mode::Message, Mode::Thinking] {
+            assert_eq!(super::scan(text, mode), super::scan_masked(text, mode), "{text:?}");
+            let stripped: String = text.chars().filter(|c| !matches!(c, '<' | '[' | '{')).collect();
+            assert_eq!(super::scan_masked(&stripped, mode), None, "{stripped:?}");
+        }
+    }
+    let prose = "Reading src/run/attempt.rs to see where the per-line work happens; next the parser.";
+    assert_eq!(detect(prose), None);
+    assert_eq!(pattern("[TOOL_CALLS][{\"name\": \"ls\", \"arguments\": {}}]"), Some("special-token"));
+}
