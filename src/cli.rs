@@ -44,6 +44,9 @@ pub enum Command {
         /// The config file (default: ./ralph.toml, then ./.agent/ralph.toml).
         #[arg(short = 'c', long = "config", value_name = "FILE")]
         config: Option<PathBuf>,
+        /// Print the report as JSON: {"ok", "problems", "checks": [{"ok", "what", "note"?}]}.
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         place: Place,
     },

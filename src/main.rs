@@ -19,8 +19,8 @@ fn main() {
         Some(Command::Init { force, place }) => {
             dir(&place).map_or_else(fail, |d| report(commands::init::main(&d, force)))
         }
-        Some(Command::Doctor { config, place }) => {
-            dir(&place).map_or_else(fail, |d| report(commands::doctor::main(&d, config.as_deref())))
+        Some(Command::Doctor { config, json, place }) => {
+            dir(&place).map_or_else(fail, |d| report(commands::doctor::main(&d, config.as_deref(), json)))
         }
         Some(Command::Status { json, all, prune, place }) => {
             if all || prune {

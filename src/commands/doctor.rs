@@ -1,6 +1,8 @@
-//! `ralph doctor`: checks what a run needs before the user goes to sleep: the
-//! config, the goal file, and for each configured agent its binary, version,
-//! credentials (present or not, never their values) and whether its provider answers.
+//! `ralph doctor [--json]`: checks what a run needs before the user goes to sleep:
+//! the config, the goal file (present and written), a writable `.agent/`, and for
+//! each agent its binary (the run's own pre-flight), version, credentials (present
+//! or not, never their values), environment and whether its provider answers.
+//! Only agents a chain uses can fail the check; an unused one gets notes.
 
 use std::path::Path;
 use std::time::Duration;
@@ -13,45 +15,90 @@ use crate::process::{self, env};
 use crate::recovery::probe::{self, ProbeResult};
 
 /// One line of the report.
+#[derive(Debug, serde::Serialize)]
 struct Check {
     ok: bool,
     what: String,
+    /// A finding that cannot stop a run (an agent no chain uses): shown, never failed.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    note: bool,
 }
 
-pub fn main(dir: &Path, config_path: Option<&Path>) -> Result<i32, RalphError> {
+impl Check {
+    fn new(ok: bool, what: String) -> Self {
+        Self { ok, what, note: false }
+    }
+}
+
+pub fn main(dir: &Path, config_path: Option<&Path>, json: bool) -> Result<i32, RalphError> {
     let path = config::find(dir, config_path)?;
     let loaded = config::load(&path)?;
-    let mut checks = vec![Check { ok: true, what: format!("config {} is valid", path.display()) }];
+    let mut checks = vec![Check::new(true, format!("config {} is valid", path.display()))];
     let goal = dir.join(&loaded.config.general.prompt);
-    checks.push(match std::fs::metadata(&goal) {
-        Ok(_) => Check { ok: true, what: format!("goal file {}", goal.display()) },
-        Err(e) => Check { ok: false, what: format!("goal file {}: {e}", goal.display()) },
+    checks.push(match std::fs::read_to_string(&goal) {
+        Ok(text) => match crate::workflow::goal::check(&text) {
+            None => Check::new(true, format!("goal file {}", goal.display())),
+            Some(problem) => Check::new(false, format!("goal file {}: {}", goal.display(), problem.describe())),
+        },
+        Err(e) => Check::new(false, format!("goal file {}: {e}", goal.display())),
     });
+    checks.push(state_dir(dir));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| RalphError::io("cannot start the runtime", e))?;
+    let used: std::collections::BTreeSet<&String> = loaded.phases.iter().flat_map(|p| p.chain.iter()).collect();
     for (name, agent) in &loaded.config.agents {
-        checks.extend(runtime.block_on(check_agent(name, agent, dir, &loaded.config.offline.timeout)));
+        let mut agent_checks = runtime.block_on(check_agent(name, agent, dir, &loaded.config.offline.timeout));
+        if !used.contains(name) {
+            // The shipped example defines agents for later use: not a failure.
+            for check in &mut agent_checks {
+                check.note = true;
+                check.what = format!("{} (no chain uses it)", check.what);
+            }
+        }
+        checks.extend(agent_checks);
     }
-    let mut failed = 0;
-    for check in &checks {
-        println!("{} {}", if check.ok { "ok  " } else { "FAIL" }, check.what);
-        failed += usize::from(!check.ok);
-    }
-    if failed == 0 {
-        println!("everything a run needs is in place");
-        Ok(crate::exit::DONE)
+    let failed = checks.iter().filter(|c| !c.ok && !c.note).count();
+    if json {
+        let report = serde_json::json!({"ok": failed == 0, "problems": failed, "checks": checks});
+        println!("{}", serde_json::to_string_pretty(&report).map_err(|e| RalphError::Internal(e.to_string()))?);
     } else {
-        println!("{failed} problem(s): fix them before an unattended run");
-        Ok(crate::exit::BLOCKED)
+        for check in &checks {
+            let mark = match (check.ok, check.note) {
+                (true, _) => "ok  ",
+                (false, true) => "note",
+                (false, false) => "FAIL",
+            };
+            println!("{mark} {}", check.what);
+        }
+        if failed == 0 {
+            println!("everything a run needs is in place");
+        } else {
+            println!("{failed} problem(s): fix them before an unattended run");
+        }
+    }
+    Ok(if failed == 0 { crate::exit::DONE } else { crate::exit::BLOCKED })
+}
+
+/// Whether ralph can write its state: `.agent/` (or, before the first run, the
+/// project directory that will hold it), tried with a temporary file.
+fn state_dir(dir: &Path) -> Check {
+    let agent_dir = dir.join(".agent");
+    let place = if agent_dir.exists() { agent_dir } else { dir.to_path_buf() };
+    if std::fs::symlink_metadata(&place).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Check::new(false, format!("{} is a symbolic link; ralph does not follow links", place.display()));
+    }
+    match tempfile::Builder::new().prefix(".tmp-doctor").tempfile_in(&place) {
+        Ok(_) => Check::new(true, format!("{} is writable", place.display())),
+        Err(e) => Check::new(false, format!("{} is not writable: {e}", place.display())),
     }
 }
 
 async fn check_agent(name: &str, agent: &AgentConfig, dir: &Path, timeout: &Duration) -> Vec<Check> {
     let mut out = vec![environment(name, agent)];
     if agent.kind == AgentKind::Sim {
-        out.push(Check { ok: true, what: format!("agent {name}: the built-in scripted agent") });
+        out.push(Check::new(true, format!("agent {name}: the built-in scripted agent")));
         return out;
     }
     // The same check the run does before its first attempt.
@@ -61,11 +108,11 @@ async fn check_agent(name: &str, agent: &AgentConfig, dir: &Path, timeout: &Dura
             None => return out,
         },
         Err(problem) => {
-            out.push(Check { ok: false, what: problem });
+            out.push(Check::new(false, problem));
             return out;
         }
     };
-    out.push(Check { ok: true, what: format!("agent {name}: {}", binary.display()) });
+    out.push(Check::new(true, format!("agent {name}: {}", binary.display())));
     if agent.kind != AgentKind::Command {
         out.push(version(name, agent.kind, &binary).await);
         out.push(credentials(name, agent));
@@ -76,12 +123,12 @@ async fn check_agent(name: &str, agent: &AgentConfig, dir: &Path, timeout: &Dura
         if !endpoints.is_empty() {
             out.push(match crate::run::connect::probe(&endpoints, *timeout).await {
                 ProbeResult::Online => {
-                    Check { ok: true, what: format!("agent {name}: provider {} answers", endpoints.join(", ")) }
+                    Check::new(true, format!("agent {name}: provider {} answers", endpoints.join(", ")))
                 }
-                ProbeResult::Offline { last_error } => Check {
-                    ok: false,
-                    what: format!("agent {name}: provider {} unreachable: {last_error}", endpoints.join(", ")),
-                },
+                ProbeResult::Offline { last_error } => Check::new(
+                    false,
+                    format!("agent {name}: provider {} unreachable: {last_error}", endpoints.join(", ")),
+                ),
             });
         }
     }
@@ -105,9 +152,9 @@ async fn version(name: &str, kind: AgentKind, binary: &Path) -> Check {
                 ),
                 (have, None) => format!("agent {name}: version {}", have.unwrap_or(text.as_str())),
             };
-            Check { ok: true, what }
+            Check::new(true, what)
         }
-        Err(e) => Check { ok: false, what: format!("agent {name}: {e}") },
+        Err(e) => Check::new(false, format!("agent {name}: {e}")),
     }
 }
 
@@ -123,7 +170,7 @@ fn environment(name: &str, agent: &AgentConfig) -> Check {
     } else {
         format!("{} (add names or globs to [agents.{name}] pass_env to pass them)", built.withheld.join(", "))
     };
-    Check { ok: true, what: format!("agent {name}: environment gets {}; withholds {withheld}", passed.join(", ")) }
+    Check::new(true, format!("agent {name}: environment gets {}; withholds {withheld}", passed.join(", ")))
 }
 
 /// Which credential the agent would get, by name only.
@@ -136,14 +183,14 @@ fn credentials(name: &str, agent: &AgentConfig) -> Check {
     let login = agent.kind == AgentKind::Claude
         && std::env::var_os("HOME").is_some_and(|h| Path::new(&h).join(".claude/.credentials.json").exists());
     match (present.is_empty(), login) {
-        (false, _) => Check { ok: true, what: format!("agent {name}: credentials present ({})", present.join(", ")) },
-        (true, true) => Check { ok: true, what: format!("agent {name}: credentials present (a Claude login)") },
-        (true, false) => Check {
-            ok: false,
-            what: format!(
+        (false, _) => Check::new(true, format!("agent {name}: credentials present ({})", present.join(", "))),
+        (true, true) => Check::new(true, format!("agent {name}: credentials present (a Claude login)")),
+        (true, false) => Check::new(
+            false,
+            format!(
                 "agent {name}: no credentials found (looked for {} and a CLI login)",
                 env::allowlist(agent.kind).join(", ")
             ),
-        },
+        ),
     }
 }

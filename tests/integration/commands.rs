@@ -345,11 +345,13 @@ chain = "main"
     };
     let p = Project::new().config(&config(r#", ANTHROPIC_API_KEY = "sk-ant-secret-value""#));
     let out = p.ralph().args(["doctor"]).run();
-    out.expect_code(3)
+    // `missing` is in no chain: a note, not a failure.
+    out.expect_code(0)
         .stdout_has("ok   agent claude: version 2.1.197 (the version ralph was tested with)")
         .stdout_has("credentials present (ANTHROPIC_API_KEY)")
         .stdout_has(&format!("provider 127.0.0.1:{port} answers"))
-        .stdout_has("FAIL agent missing: no-such-agent-binary not found on PATH");
+        .stdout_has("note agent missing: no-such-agent-binary not found on PATH")
+        .stdout_has("(no chain uses it)");
     assert!(!out.stdout.contains("sk-ant-secret-value"), "a secret was printed");
     drop(provider);
     let p = Project::new().config(&config(""));
@@ -371,4 +373,37 @@ fn doctor_says_when_an_agent_cli_differs_from_the_tested_version() {
     let out = p.ralph().args(["doctor"]).run();
     out.stdout_has("agent codex: version 9.9.9 differs from 0.171.0, the version ralph was tested with")
         .stdout_has("provider 127.0.0.1:9");
+}
+
+#[test]
+fn doctor_passes_the_shipped_example_and_speaks_json() {
+    let p = Project::new()
+        .config(include_str!("../../ralph.example.toml"))
+        .file("PROMPT.md", "Build the calculator; `cargo test` passes.\n");
+    // The example's CLI agents are in no chain: notes, so the example passes.
+    let out = p.ralph().args(["doctor", "--json"]).env("PATH", "/usr/bin:/bin").run();
+    out.expect_code(0);
+    let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}\n{out}"));
+    assert_eq!(report["ok"], true, "{report:#}");
+    let checks = report["checks"].as_array().expect("checks");
+    assert!(checks.iter().any(|c| c["what"].as_str().is_some_and(|w| w.contains("is writable"))), "{report:#}");
+    assert!(checks.iter().any(|c| c["note"] == true), "{report:#}");
+}
+
+#[test]
+fn doctor_fails_an_unwritable_state_directory_and_an_unedited_goal() {
+    let p = Project::new()
+        .config(
+            "[agents.a]\nkind = \"sim\"\n[[agents.a.script]]\nsteps = [{ done = \"ok\" }]\n\
+             [chains]\nmain = [\"a\"]\n[phases.develop]\nchain = \"main\"\n",
+        )
+        .file("PROMPT.md", "");
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::os::unix::fs::symlink(outside.path(), p.join(".agent")).expect("symlink");
+    p.ralph()
+        .args(["doctor"])
+        .run()
+        .expect_code(3)
+        .stdout_has("FAIL goal file")
+        .stdout_has(".agent is a symbolic link");
 }
