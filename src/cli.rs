@@ -58,6 +58,29 @@ pub enum Command {
         #[command(flatten)]
         place: Place,
     },
+    /// Ask the running ralph of this directory to stop after the current iteration
+    /// (paused, resumable), or at once like a first Ctrl+C with --now; wait for it
+    /// to end and exit with its exit status.
+    Stop {
+        /// Stop now, like a first Ctrl+C.
+        #[arg(long)]
+        now: bool,
+        /// How long to wait for the run to end.
+        #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = humantime::parse_duration)]
+        timeout: std::time::Duration,
+        #[command(flatten)]
+        place: Place,
+    },
+    /// The MCP server for the agent of a running ralph, over stdio (launched by the
+    /// agent's CLI; ralph registers it per attempt).
+    Mcp {
+        /// The run's control socket (default: $RALPH_SOCKET).
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+        /// The attempt this server belongs to (default: $RALPH_ATTEMPT).
+        #[arg(long, value_name = "ID")]
+        attempt: Option<u32>,
+    },
     /// The watchdog: resume runs interrupted by a crash, a kill or a reboot.
     Watch(WatchCli),
     /// Shell completions.

@@ -164,6 +164,39 @@ pub enum RunEvent {
         cap: Cap,
         message: String,
     },
+    /// `ralph stop` asked the run to stop `paused` after the current iteration.
+    StopRequested {},
+    /// The agent's `report_progress` (MCP): a heartbeat with a message.
+    AgentProgress {
+        attempt: u32,
+        message: String,
+    },
+    /// The agent's `save_checkpoint` (MCP): verified progress, used in later
+    /// recovery notes.
+    AgentCheckpoint {
+        attempt: u32,
+        summary: String,
+        files_touched: Vec<String>,
+        steps_done: Vec<String>,
+        next_steps: Vec<String>,
+    },
+    /// The agent's `report_interruption` (MCP): it gives up on this attempt.
+    AgentInterruption {
+        attempt: u32,
+        reason: String,
+    },
+    /// The agent's `declare_complete` (MCP), with its evidence.
+    CompletionDeclared {
+        attempt: u32,
+        summary: String,
+        evidence: String,
+        goal_complete: bool,
+    },
+    /// The agent's `cancel_task` (MCP): the run stops `blocked`.
+    TaskCancelled {
+        attempt: u32,
+        reason: String,
+    },
 }
 
 impl RunEvent {
@@ -190,6 +223,12 @@ impl RunEvent {
             RunEvent::Offline { .. } => "offline",
             RunEvent::Online {} => "online",
             RunEvent::CapReached { .. } => "cap_reached",
+            RunEvent::StopRequested {} => "stop_requested",
+            RunEvent::AgentProgress { .. } => "agent_progress",
+            RunEvent::AgentCheckpoint { .. } => "agent_checkpoint",
+            RunEvent::AgentInterruption { .. } => "agent_interruption",
+            RunEvent::CompletionDeclared { .. } => "completion_declared",
+            RunEvent::TaskCancelled { .. } => "task_cancelled",
         }
     }
 }

@@ -8,6 +8,9 @@
 //! [`Incoming`] values.
 
 use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio::sync::mpsc;
+
+use crate::control::Inbound;
 
 /// A signal ralph reacts to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +52,8 @@ pub enum InterruptAction {
     ForceExit,
     /// Already stopping; nothing more to do.
     Ignore,
+    /// Messages from the control socket wait in [`Signals::take_inbox`].
+    Control,
 }
 
 /// Remembers whether an orderly stop is already under way.
@@ -82,12 +87,16 @@ impl InterruptState {
     }
 }
 
-/// The process's SIGINT, SIGTERM and SIGHUP streams, plus the state machine.
+/// The process's SIGINT, SIGTERM and SIGHUP streams, plus the state machine, plus
+/// the control socket's messages (`ralph stop --now` is a first Ctrl+C; the rest are
+/// handed to the dispatcher, which waits on this one stream wherever it waits).
 pub struct Signals {
     int: Signal,
     term: Signal,
     hup: Signal,
     pub state: InterruptState,
+    control: Option<mpsc::Receiver<Inbound>>,
+    inbox: Vec<Inbound>,
 }
 
 impl Signals {
@@ -98,7 +107,19 @@ impl Signals {
             term: signal(SignalKind::terminate())?,
             hup: signal(SignalKind::hangup())?,
             state: InterruptState::default(),
+            control: None,
+            inbox: Vec::new(),
         })
+    }
+
+    /// Listens to the control socket's messages too.
+    pub fn attach(&mut self, control: mpsc::Receiver<Inbound>) {
+        self.control = Some(control);
+    }
+
+    /// The control messages received since the last call.
+    pub fn take_inbox(&mut self) -> Vec<Inbound> {
+        std::mem::take(&mut self.inbox)
     }
 
     /// Waits for the next signal and returns what to do about it.
@@ -107,6 +128,13 @@ impl Signals {
             _ = self.int.recv() => Incoming::Interrupt,
             _ = self.term.recv() => Incoming::Terminate,
             _ = self.hup.recv() => Incoming::Hangup,
+            Some(msg) = recv(&mut self.control) => match msg {
+                Inbound::Stop { now: true } => Incoming::Interrupt,
+                other => {
+                    self.inbox.push(other);
+                    return InterruptAction::Control;
+                }
+            },
         };
         self.state.on_signal(incoming)
     }
@@ -114,6 +142,13 @@ impl Signals {
     /// The stop under way, if any.
     pub fn stopping(&self) -> Option<StopCause> {
         self.state.stopping()
+    }
+}
+
+async fn recv(control: &mut Option<mpsc::Receiver<Inbound>>) -> Option<Inbound> {
+    match control {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -558,6 +558,7 @@ mod tests {
             cwd,
             run_id: "r",
             session_tokens: (0, 0),
+            control: None,
         };
         let bin = Path::new("/bin/codex");
         let flags = [

@@ -502,6 +502,7 @@ mod tests {
             cwd: Path::new("/w"),
             run_id: "r",
             session_tokens: (0, 0),
+            control: None,
         };
         let bin = Path::new("/bin/gemini");
         assert_eq!(

@@ -56,6 +56,8 @@ pub struct Request<'a> {
     pub run_id: &'a str,
     /// Input and output tokens already counted for the resumed session.
     pub session_tokens: (u64, u64),
+    /// The run's control socket and this attempt's number, for `ralph mcp`.
+    pub control: Option<(&'a Path, u32)>,
 }
 
 pub fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchError> {
@@ -80,7 +82,20 @@ pub fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchEr
         }
     };
     let marker = (crate::process::leftovers::RUN_ID_VAR.to_string(), req.run_id.to_string());
-    let extra = extra.into_iter().chain(cfg.env.iter().map(|(k, v)| (k.clone(), v.clone()))).chain([marker]);
+    // A scripted or command agent may run `ralph mcp` itself: it finds its run here.
+    let control = req
+        .control
+        .filter(|_| matches!(cfg.kind, AgentKind::Sim | AgentKind::Command))
+        .map(|(socket, attempt)| {
+            [
+                (crate::commands::mcp::ENV_SOCKET.to_string(), socket.display().to_string()),
+                (crate::commands::mcp::ENV_ATTEMPT.to_string(), attempt.to_string()),
+            ]
+        })
+        .into_iter()
+        .flatten();
+    let extra =
+        extra.into_iter().chain(cfg.env.iter().map(|(k, v)| (k.clone(), v.clone()))).chain([marker]).chain(control);
     let env = env::scrubbed(std::env::vars(), cfg.kind, &cfg.pass_env, extra);
     // OpenCode ignores SIGINT (measured: it ran on ~58 s); SIGTERM ends it at once.
     let stop_signal = if cfg.kind == AgentKind::Opencode { Signal::SIGTERM } else { Signal::SIGINT };

@@ -485,7 +485,16 @@ mod tests {
     }
 
     fn request<'a>(prompt: &'a str, resume: Option<&'a str>) -> Request<'a> {
-        Request { agent: "oc", prompt, resume, launch: 1, cwd: Path::new("/w"), run_id: "r", session_tokens: (0, 0) }
+        Request {
+            agent: "oc",
+            prompt,
+            resume,
+            launch: 1,
+            cwd: Path::new("/w"),
+            run_id: "r",
+            session_tokens: (0, 0),
+            control: None,
+        }
     }
 
     #[test]

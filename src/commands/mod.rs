@@ -5,6 +5,8 @@ pub mod demo;
 pub mod doctor;
 pub mod init;
 pub mod inspect;
+pub mod mcp;
 pub mod sim;
 pub mod status;
+pub mod stop;
 pub mod watch;

@@ -395,6 +395,22 @@ pub enum SimStep {
     Done(String),
     /// Final message ending with `<promise>COMPLETE</promise>`.
     Goal(String),
+    /// Start `ralph mcp` as an MCP client of its own run and call one tool, shown as
+    /// the tool call `mcp__ralph__<tool>`; `kill = true` kills the server afterwards.
+    Mcp(SimMcp),
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SimMcp {
+    pub tool: String,
+    #[serde(default)]
+    pub arguments: serde_json::Value,
+    #[serde(default)]
+    pub kill: bool,
+    /// Print nothing about the call (a heartbeat is then the only sign of life).
+    #[serde(default)]
+    pub silent: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]

@@ -509,9 +509,7 @@ fn parse_done(done: &str) -> Result<DoneSignal, String> {
     match done {
         "tag" => Ok(DoneSignal::Tag),
         "exit0" => Ok(DoneSignal::Exit0),
-        "mcp" => Err("done = \"mcp\" needs the MCP server, which this build does not have yet; \
-                      use \"tag\""
-            .into()),
+        "mcp" => Ok(DoneSignal::Mcp),
         _ => match done.strip_prefix("file:") {
             Some(file) if !file.trim().is_empty() => Ok(DoneSignal::File(PathBuf::from(file))),
             Some(_) => Err("done = \"file:\" needs a path, like \"file:PLAN.md\"".into()),

@@ -40,6 +40,12 @@ pub fn line(event: &RunEvent) -> Option<String> {
         RunEvent::Fallback { from, to, .. } => format!("the rate limit of {to} has reset: back from {from} to {to}"),
         RunEvent::Offline { since, .. } => format!("Offline — paused (since {})", local_clock(*since)),
         RunEvent::Online {} => "Recovery resumed after offline".to_string(),
+        RunEvent::StopRequested {} => "ralph stop: stopping after this iteration".to_string(),
+        RunEvent::AgentProgress { message, .. } => format!("agent: {message}"),
+        RunEvent::AgentCheckpoint { summary, .. } => format!("agent saved a checkpoint: {summary}"),
+        RunEvent::AgentInterruption { reason, .. } => format!("agent gave up: {reason}"),
+        RunEvent::CompletionDeclared { summary, .. } => format!("agent declared the work complete: {summary}"),
+        RunEvent::TaskCancelled { reason, .. } => format!("agent cancelled the task: {reason}"),
         RunEvent::RunStarted { .. }
         | RunEvent::RunResumed { .. }
         | RunEvent::RunError { .. }

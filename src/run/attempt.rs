@@ -70,6 +70,8 @@ pub trait Observer {
     fn session(&mut self, id: &str);
     /// Any output arrived.
     fn event(&mut self, event: Option<&AgentEvent>);
+    /// Messages from the control socket; true when one is a heartbeat of the agent.
+    fn control(&mut self, inbox: Vec<crate::control::Inbound>) -> bool;
 }
 
 impl Outcome {
@@ -224,6 +226,11 @@ pub async fn run(
                     return state.finish(End::ForceExit, started);
                 }
                 InterruptAction::Ignore => {}
+                InterruptAction::Control => {
+                    if observer.control(signals.take_inbox()) {
+                        let _ = supervisor.on_event(None, Instant::now());
+                    }
+                }
             },
         }
     }

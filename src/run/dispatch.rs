@@ -44,6 +44,8 @@ pub struct Dispatcher {
     /// The status last written to the run registry.
     pub(super) registered: Option<Status>,
     pub(super) notifier: Notifier,
+    /// The control socket and what the agent told ralph through it.
+    pub(super) control: super::control::ControlState,
 }
 
 impl Dispatcher {
@@ -58,11 +60,13 @@ impl Dispatcher {
             last_success: None,
             registered: None,
             notifier,
+            control: Default::default(),
         }
     }
 
     pub async fn run(mut self) -> Result<RunEnd, RalphError> {
         let mut signals = Signals::install().map_err(|e| RalphError::io("cannot install signal handlers", e))?;
+        self.listen(&mut signals);
         let (run_id, pid, from) = (self.r.checkpoint.run_id.clone(), std::process::id(), self.r.from.clone());
         let pos = &self.r.checkpoint.progress.position;
         let (phase, pass) = (pos.phase_name.clone(), pos.pass);
@@ -120,7 +124,14 @@ impl Dispatcher {
             match pending {
                 Some(InterruptAction::Stop(cause)) => return self.stopped(cause, None),
                 Some(InterruptAction::ForceExit) => return Ok(RunEnd::ForceExit),
+                Some(InterruptAction::Control) => {
+                    let _ = self.serve_inbox(signals);
+                }
                 Some(InterruptAction::Ignore) | None => {}
+            }
+            // `ralph stop`: the iteration it came in has ended.
+            if self.iteration_ended_since_stop() {
+                return self.stopped(StopCause::User, None);
             }
             // A stop that came as the last attempt ended, after its result was kept.
             if let Some(cause) = signals.stopping() {
@@ -176,6 +187,7 @@ impl Dispatcher {
                     .as_ref()
                     .and_then(|s| self.r.checkpoint.progress.session_tokens.get(s).copied())
                     .unwrap_or_default(),
+                control: self.control.server.as_ref().map(|s| (s.socket(), attempt_no)),
             },
         );
         let cp = &mut self.r.checkpoint;
@@ -252,6 +264,11 @@ impl Dispatcher {
             self.r.checkpoint.progress.sessions.insert(agent.clone(), session.clone());
         }
         self.r.checkpoint.in_flight = None;
+        if let Some(reason) = self.control.cancelled.take() {
+            // The agent's own judgement that no one but a person can go on.
+            let message = format!("the agent cancelled the task: {reason}");
+            return self.stop(Stop::Blocked { message }).map(Some);
+        }
         let claim = done::judge(outcome.final_message.as_deref());
         let completion = if ended_by == EndedBy::Agent {
             done::evaluate(
@@ -261,6 +278,11 @@ impl Dispatcher {
                     claim,
                     result_is_error: outcome.result_is_error,
                     artifact_changed: outcome.artifact_changed,
+                    declared: self
+                        .control
+                        .declared
+                        .filter(|(attempt, _)| *attempt == self.r.checkpoint.progress.counters.attempts)
+                        .map(|(_, goal)| goal),
                 },
             )
         } else {
@@ -533,6 +555,7 @@ impl Dispatcher {
         if let RunEvent::Intervention { detector, .. } = &event {
             *self.r.checkpoint.progress.counters.interventions.entry(detector.clone()).or_insert(0) += 1;
         }
+        self.publish(&event);
         self.r.reporter.event(&event);
     }
 }
@@ -550,6 +573,10 @@ impl Observer for Dispatcher {
 
     fn event(&mut self, event: Option<&AgentEvent>) {
         self.r.reporter.agent_event(event);
+    }
+
+    fn control(&mut self, inbox: Vec<crate::control::Inbound>) -> bool {
+        self.apply_inbox(inbox)
     }
 }
 

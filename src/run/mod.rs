@@ -4,6 +4,7 @@
 
 mod artifact;
 pub mod attempt;
+mod control;
 pub mod dispatch;
 mod failure;
 mod passes;

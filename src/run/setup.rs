@@ -290,6 +290,7 @@ fn fresh_checkpoint(
         prompt_checksum: prompt_checksum.to_string(),
         started_at: now.clone(),
         updated_at: now,
+        agent_checkpoint: None,
     })
 }
 

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use crate::error::RalphError;
 use crate::events::RunEvent;
 use crate::recovery::probe::{self, ProbeResult};
-use crate::signal::{InterruptAction, Signals};
+use crate::signal::{InterruptAction, Signals, StopCause};
 use crate::state::checkpoint::Status;
 
 use super::RunEnd;
@@ -39,6 +39,10 @@ impl Dispatcher {
                     InterruptAction::Stop(cause) => return self.stopped(cause, None).map(Some),
                     InterruptAction::ForceExit => return Ok(Some(RunEnd::ForceExit)),
                     InterruptAction::Ignore => {}
+                    // Nothing of the iteration runs while waiting: `ralph stop` stops here.
+                    InterruptAction::Control => if self.serve_inbox(signals) {
+                        return self.stopped(StopCause::User, None).map(Some);
+                    },
                 },
             }
         }
@@ -87,6 +91,9 @@ impl Dispatcher {
                     InterruptAction::Stop(cause) => return self.stopped(cause, None).map(Offline::Stopped),
                     InterruptAction::ForceExit => return Ok(Offline::Stopped(RunEnd::ForceExit)),
                     InterruptAction::Ignore => {}
+                    InterruptAction::Control => if self.serve_inbox(signals) {
+                        return self.stopped(StopCause::User, None).map(Offline::Stopped);
+                    },
                 },
             }
         };
@@ -120,6 +127,9 @@ impl Dispatcher {
                     InterruptAction::Stop(cause) => return self.stopped(cause, None).map(Offline::Stopped),
                     InterruptAction::ForceExit => return Ok(Offline::Stopped(RunEnd::ForceExit)),
                     InterruptAction::Ignore => {}
+                    InterruptAction::Control => if self.serve_inbox(signals) {
+                        return self.stopped(StopCause::User, None).map(Offline::Stopped);
+                    },
                 },
             }
         }

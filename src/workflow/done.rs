@@ -23,6 +23,8 @@ pub struct Evidence {
     pub result_is_error: bool,
     /// For `file:PATH`: the file exists and its content changed during the attempt.
     pub artifact_changed: bool,
+    /// The attempt's accepted `declare_complete`, with its `goal_complete`.
+    pub declared: Option<bool>,
 }
 
 /// Judges a final message; an absent one says nothing.
@@ -49,6 +51,14 @@ pub fn evaluate(signal: &DoneSignal, ev: &Evidence) -> Completion {
     if ev.result_is_error {
         return Completion::NotDone("the agent's final result is an error");
     }
+    // Only the tool decides, for the iteration and for the goal alike.
+    if *signal == DoneSignal::Mcp {
+        return match ev.declared {
+            Some(true) => Completion::Goal,
+            Some(false) => Completion::Done,
+            None => Completion::NotDone("exit 0 without calling declare_complete"),
+        };
+    }
     if ev.claim == Claim::Goal {
         return Completion::Goal;
     }
@@ -62,6 +72,7 @@ pub fn evaluate(signal: &DoneSignal, ev: &Evidence) -> Completion {
         DoneSignal::Exit0 => Completion::Done,
         DoneSignal::File(_) if ev.artifact_changed => Completion::Done,
         DoneSignal::File(_) => Completion::NotDone("exit 0 without writing the artifact"),
+        DoneSignal::Mcp => Completion::NotDone("exit 0 without calling declare_complete"),
     }
 }
 
@@ -71,7 +82,25 @@ mod tests {
     use std::path::PathBuf;
 
     fn ev(msg: Option<&str>) -> Evidence {
-        Evidence { exited_cleanly: true, claim: judge(msg), result_is_error: false, artifact_changed: false }
+        Evidence {
+            exited_cleanly: true,
+            claim: judge(msg),
+            result_is_error: false,
+            artifact_changed: false,
+            declared: None,
+        }
+    }
+
+    #[test]
+    fn with_done_mcp_only_declare_complete_decides() {
+        let goal_tag = ev(Some("<promise>COMPLETE</promise>"));
+        assert!(matches!(evaluate(&DoneSignal::Mcp, &goal_tag), Completion::NotDone(_)));
+        let declared = Evidence { declared: Some(false), ..ev(None) };
+        assert_eq!(evaluate(&DoneSignal::Mcp, &declared), Completion::Done);
+        let goal = Evidence { declared: Some(true), ..ev(None) };
+        assert_eq!(evaluate(&DoneSignal::Mcp, &goal), Completion::Goal);
+        // With another signal, a declaration is recorded but does not decide.
+        assert!(matches!(evaluate(&DoneSignal::Tag, &declared), Completion::NotDone(_)));
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod claude;
 mod codex;
 mod commands;
 mod config;
+mod control;
 mod gemini;
 mod limits;
 mod opencode;
