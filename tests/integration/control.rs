@@ -254,3 +254,26 @@ fn ralph_mcp_lists_its_tools_and_says_when_no_run_is_reachable() {
     let err = &replies[2]["error"];
     assert!(err["message"].as_str().unwrap_or("").contains("no ralph run is reachable"), "{:#}", replies[2]);
 }
+
+#[test]
+fn a_saved_checkpoint_reaches_the_next_attempts_recovery_note() {
+    let first = r#"
+        { mcp = { tool = "save_checkpoint", arguments = { summary = "parser written and tested", steps_done = ["parser"], next_steps = ["the CLI flag"] } } },
+        { mcp = { tool = "report_interruption", arguments = { reason = "the package registry is down" } } },
+        { exit = 1 }"#;
+    let p = project("tag", "", 1, first, r#"{ done = "finished" }"#);
+    p.ralph().run().expect_code(0);
+    assert_eq!(p.events("agent_interruption").len(), 1);
+    assert_eq!(p.events("attempt_failed").len(), 1);
+    let run_id = p.checkpoint()["run_id"].as_str().unwrap().to_string();
+    let prompt = std::fs::read_dir(p.join(&format!(".agent/logs/{run_id}")))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .find(|e| {
+            e.file_name().to_string_lossy().starts_with("attempt-0002")
+                && e.file_name().to_string_lossy().ends_with(".prompt.md")
+        })
+        .expect("the second attempt's prompt");
+    let text = std::fs::read_to_string(prompt.path()).unwrap();
+    assert!(text.contains("parser written and tested") && text.contains("the CLI flag"), "{text}");
+}
