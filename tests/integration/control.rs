@@ -277,3 +277,41 @@ fn a_saved_checkpoint_reaches_the_next_attempts_recovery_note() {
     let text = std::fs::read_to_string(prompt.path()).unwrap();
     assert!(text.contains("parser written and tested") && text.contains("the CLI flag"), "{text}");
 }
+
+/// The official MCP Python SDK, as a `command` agent of a live run, starts
+/// `ralph mcp --socket PATH --attempt ID`, lists the tools and calls every one.
+#[test]
+fn the_official_python_sdk_lists_and_calls_every_tool() {
+    let Some(python) = crate::real_cli::python_mcp() else { return };
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/python_client.py");
+    let p = Project::new().config(&fast(
+        "",
+        "",
+        &format!(
+            r#"
+[agents.py]
+kind = "command"
+command = [{python:?}, {script:?}, "{{prompt}}"]
+output = "text"
+env = {{ RALPH_BIN = {ralph:?} }}
+
+[chains]
+main = ["py"]
+
+[phases.develop]
+chain = "main"
+done = "mcp"
+"#,
+            python = python.display().to_string(),
+            ralph = crate::harness::RALPH,
+        ),
+    ));
+    // cancel_task is the last call: the run stops blocked with its reason.
+    let out = p.ralph().timeout(Duration::from_secs(60)).run();
+    out.expect_code(3);
+    for kind in ["agent_progress", "agent_checkpoint", "agent_interruption", "completion_declared", "task_cancelled"] {
+        assert_eq!(p.events(kind).len(), 1, "{kind}: {out:?}");
+    }
+    assert_eq!(p.events("attempt_started").len(), 1);
+    assert!(p.checkpoint()["stop_reason"].as_str().unwrap_or("").contains("ends the drill"));
+}
