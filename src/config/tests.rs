@@ -344,6 +344,10 @@ fn done_signals() {
     assert_eq!(load(&with("exit0")).phases[0].done, DoneSignal::Exit0);
     assert_eq!(load(&with("tag")).phases[0].done, DoneSignal::Tag);
     assert_eq!(load(&with("mcp")).phases[0].done, DoneSignal::Mcp);
+    // A CLI that ralph does not register `ralph mcp` with could never complete it.
+    let claude = format!("[agents.c]\nkind = \"claude\"\n{}", with("mcp").replace("main = [\"a\"]", "main = [\"c\"]"));
+    let e = err(&claude);
+    assert_has(&e, &["done = \"mcp\" needs every agent", "agent c (kind = \"claude\")"]);
     let e = err(&with("file:"));
     assert_has(&e, &["ralph.toml:10:1:", "needs a path"]);
     let e = err(&with("tga"));

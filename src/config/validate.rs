@@ -441,6 +441,21 @@ fn resolve_phase(cx: &Cx<'_>, config: &Config, name: &str) -> Result<Phase, Conf
             parse_done(done).map_err(|m| cx.at(&keys!["phases", name, "done"], format!("[phases.{name}] done: {m}")))?
         }
     };
+    if done == DoneSignal::Mcp
+        && let Some((agent, kind)) =
+            chain.iter().filter_map(|a| config.agents.get(a).map(|c| (a, c.kind))).find(|(_, kind)| !mcp_wired(*kind))
+    {
+        return Err(cx.at(
+            &keys!["phases", name, "done"],
+            format!(
+                "[phases.{name}] done = \"mcp\" needs every agent of chain {} to reach `ralph mcp`, but agent \
+                 {agent} (kind = \"{}\") is not wired to it yet (see docs/mcp.md); use \"tag\", or a \
+                 \"command\" or \"sim\" agent",
+                p.chain,
+                kind.as_str()
+            ),
+        ));
+    }
     Ok(Phase {
         name: name.to_owned(),
         chain_name: p.chain.clone(),
@@ -503,6 +518,12 @@ fn resolve_repeat(cx: &Cx<'_>, config: &Config, phases: &[Phase]) -> Result<Opti
     let first = order.iter().position(|p| p == first_name).unwrap_or(0);
     let last = indices.last().copied().unwrap_or(first);
     Ok(Some(RepeatGroup { first, last, passes: repeat.passes }))
+}
+
+/// The agent kinds that reach `ralph mcp` today: the ones that get the socket in
+/// their environment. The CLIs' own MCP registration is not wired yet.
+fn mcp_wired(kind: crate::config::AgentKind) -> bool {
+    matches!(kind, crate::config::AgentKind::Command | crate::config::AgentKind::Sim)
 }
 
 fn parse_done(done: &str) -> Result<DoneSignal, String> {
