@@ -272,18 +272,18 @@ fn check_command(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Con
             ),
         ));
     }
-    if let Some(resume) = &agent.resume {
-        if resume.first().is_none_or(|p| p.is_empty()) || !resume.iter().any(|a| a.contains("{session}")) {
-            return Err(cx.at(
-                &keys!["agents", name, "resume"],
-                format!(
-                    "[agents.{name}] resume must be a program and arguments with {{session}} \
-                     where the session id goes, e.g. [\"{}\", \"--resume\", \"{{session}}\", \
-                     \"--prompt\", \"{{prompt}}\"]; remove it if the agent cannot resume",
-                    argv[0]
-                ),
-            ));
-        }
+    if let Some(resume) = &agent.resume
+        && (resume.first().is_none_or(|p| p.is_empty()) || !resume.iter().any(|a| a.contains("{session}")))
+    {
+        return Err(cx.at(
+            &keys!["agents", name, "resume"],
+            format!(
+                "[agents.{name}] resume must be a program and arguments with {{session}} \
+                 where the session id goes, e.g. [\"{}\", \"--resume\", \"{{session}}\", \
+                 \"--prompt\", \"{{prompt}}\"]; remove it if the agent cannot resume",
+                argv[0]
+            ),
+        ));
     }
     Ok(())
 }
