@@ -38,7 +38,7 @@ pub enum LaunchError {
     Unsupported { agent: String, kind: &'static str },
     #[error("agent {agent}: {message}")]
     Invalid { agent: String, message: String },
-    #[error("cannot find ralph's own executable for the scripted agent: {0}")]
+    #[error("cannot find ralph's own executable (for the scripted agent or ralph mcp): {0}")]
     SelfExe(std::io::Error),
 }
 
@@ -167,9 +167,25 @@ fn claude_argv(cfg: &AgentConfig, req: &Request<'_>) -> Result<Vec<String>, Laun
     if let Some(session) = req.resume {
         argv.extend(["--resume".to_string(), session.to_string()]);
     }
+    if let Some((socket, attempt)) = req.control {
+        argv.extend(claude_mcp_args(socket, attempt)?);
+    }
     argv.extend(cfg.args.iter().cloned());
     argv.extend(["--".to_string(), req.prompt.to_string()]);
     Ok(argv)
+}
+
+/// `ralph mcp` registered with Claude Code for this attempt only: an inline
+/// `--mcp-config` (never the user's settings) and its tools allowed, since `-p`
+/// cannot ask for permission.
+fn claude_mcp_args(socket: &Path, attempt: u32) -> Result<Vec<String>, LaunchError> {
+    let exe = std::env::current_exe().map_err(LaunchError::SelfExe)?;
+    let server = serde_json::json!({"mcpServers": {"ralph": {
+        "type": "stdio",
+        "command": exe.display().to_string(),
+        "args": ["mcp", "--socket", socket.display().to_string(), "--attempt", attempt.to_string()],
+    }}});
+    Ok(vec!["--mcp-config".to_string(), server.to_string(), "--allowedTools".to_string(), "mcp__ralph".to_string()])
 }
 
 /// Claude Code without side traffic, auto-update or telemetry, and with its own API

@@ -345,9 +345,9 @@ fn done_signals() {
     assert_eq!(load(&with("tag")).phases[0].done, DoneSignal::Tag);
     assert_eq!(load(&with("mcp")).phases[0].done, DoneSignal::Mcp);
     // A CLI that ralph does not register `ralph mcp` with could never complete it.
-    let claude = format!("[agents.c]\nkind = \"claude\"\n{}", with("mcp").replace("main = [\"a\"]", "main = [\"c\"]"));
-    let e = err(&claude);
-    assert_has(&e, &["done = \"mcp\" needs every agent", "agent c (kind = \"claude\")"]);
+    let codex = format!("[agents.c]\nkind = \"codex\"\n{}", with("mcp").replace("main = [\"a\"]", "main = [\"c\"]"));
+    let e = err(&codex);
+    assert_has(&e, &["done = \"mcp\" needs every agent", "agent c (kind = \"codex\")"]);
     let e = err(&with("file:"));
     assert_has(&e, &["ralph.toml:10:1:", "needs a path"]);
     let e = err(&with("tga"));

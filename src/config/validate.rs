@@ -523,7 +523,7 @@ fn resolve_repeat(cx: &Cx<'_>, config: &Config, phases: &[Phase]) -> Result<Opti
 /// The agent kinds that reach `ralph mcp` today: the ones that get the socket in
 /// their environment. The CLIs' own MCP registration is not wired yet.
 fn mcp_wired(kind: crate::config::AgentKind) -> bool {
-    matches!(kind, crate::config::AgentKind::Command | crate::config::AgentKind::Sim)
+    matches!(kind, crate::config::AgentKind::Command | crate::config::AgentKind::Sim | crate::config::AgentKind::Claude)
 }
 
 fn parse_done(done: &str) -> Result<DoneSignal, String> {
