@@ -347,7 +347,9 @@ fn done_signals() {
     // A CLI that ralph does not register `ralph mcp` with could never complete it.
     let codex = format!("[agents.c]\nkind = \"codex\"\n{}", with("mcp").replace("main = [\"a\"]", "main = [\"c\"]"));
     let e = err(&codex);
-    assert_has(&e, &["done = \"mcp\" needs every agent", "agent c (kind = \"codex\")"]);
+    assert_has(&e, &["done = \"mcp\" needs every agent", "agent c (codex)"]);
+    let off = with("mcp").replace("kind = \"sim\"", "kind = \"sim\"\nmcp = false");
+    assert_has(&err(&off), &["agent a (mcp = false)"]);
     let e = err(&with("file:"));
     assert_has(&e, &["ralph.toml:10:1:", "needs a path"]);
     let e = err(&with("tga"));

@@ -311,9 +311,16 @@ pub struct AgentConfig {
     /// Credential-like variables to pass through in addition to the kind's allowlist.
     #[serde(default)]
     pub pass_env: Vec<String>,
+    /// Register `ralph mcp` with the agent for each attempt (see docs/mcp.md).
+    #[serde(default = "yes")]
+    pub mcp: bool,
     /// Per-launch scripts (kind = "sim"); launch N uses entry N, the last repeats.
     #[serde(default)]
     pub script: Vec<SimScript>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// `[phases.NAME]`

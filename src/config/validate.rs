@@ -442,17 +442,19 @@ fn resolve_phase(cx: &Cx<'_>, config: &Config, name: &str) -> Result<Phase, Conf
         }
     };
     if done == DoneSignal::Mcp
-        && let Some((agent, kind)) =
-            chain.iter().filter_map(|a| config.agents.get(a).map(|c| (a, c.kind))).find(|(_, kind)| !mcp_wired(*kind))
+        && let Some((agent, why)) = chain
+            .iter()
+            .filter_map(|a| config.agents.get(a).map(|c| (a, c)))
+            .find(|(_, c)| !c.mcp || !mcp_wired(c.kind))
+            .map(|(a, c)| (a, if c.mcp { c.kind.as_str() } else { "mcp = false" }))
     {
         return Err(cx.at(
             &keys!["phases", name, "done"],
             format!(
                 "[phases.{name}] done = \"mcp\" needs every agent of chain {} to reach `ralph mcp`, but agent \
-                 {agent} (kind = \"{}\") is not wired to it yet (see docs/mcp.md); use \"tag\", or a \
-                 \"command\" or \"sim\" agent",
-                p.chain,
-                kind.as_str()
+                 {agent} ({why}) does not (see docs/mcp.md); use \"tag\", or a \"claude\", \"command\" \
+                 or \"sim\" agent with mcp on",
+                p.chain
             ),
         ));
     }

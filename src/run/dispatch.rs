@@ -187,7 +187,7 @@ impl Dispatcher {
                     .as_ref()
                     .and_then(|s| self.r.checkpoint.progress.session_tokens.get(s).copied())
                     .unwrap_or_default(),
-                control: self.control.server.as_ref().map(|s| (s.socket(), attempt_no)),
+                control: self.control.server.as_ref().filter(|_| agent_cfg.mcp).map(|s| (s.socket(), attempt_no)),
             },
         );
         let cp = &mut self.r.checkpoint;

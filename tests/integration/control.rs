@@ -315,3 +315,24 @@ done = "mcp"
     assert_eq!(p.events("attempt_started").len(), 1);
     assert!(p.checkpoint()["stop_reason"].as_str().unwrap_or("").contains("ends the drill"));
 }
+
+#[test]
+fn mcp_false_leaves_the_agent_without_ralphs_tools() {
+    let first = r#"{ mcp = { tool = "report_progress", arguments = { message = "anyone there?" } } }, { done = "ok" }"#;
+    let p = project("tag", "", 1, first, r#"{ done = "x" }"#);
+    let config = p.read("ralph.toml").replace("kind = \"sim\"\n", "kind = \"sim\"\nmcp = false\n");
+    p.write("ralph.toml", &config);
+    p.ralph().run().expect_code(0);
+    assert!(p.events("agent_progress").is_empty());
+    let run_id = p.checkpoint()["run_id"].as_str().unwrap().to_string();
+    let log = std::fs::read_dir(p.join(&format!(".agent/logs/{run_id}")))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .find(|e| {
+            e.file_name().to_string_lossy().starts_with("attempt-0001")
+                && e.file_name().to_string_lossy().ends_with(".log")
+        })
+        .expect("the attempt log");
+    let text = std::fs::read_to_string(log.path()).unwrap();
+    assert!(text.contains("no ralph run is reachable"), "{text}");
+}
