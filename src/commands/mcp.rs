@@ -79,8 +79,7 @@ struct ReasonArgs {
 struct CompleteArgs {
     /// What was done.
     summary: String,
-    /// How the work was verified: the commands run and what they showed (at least
-    /// 20 characters; "done", "tested" and the like are refused).
+    /// How the work was verified: the commands run and what they showed (at least 20 characters; "done", "tested" and the like are refused).
     evidence: String,
     /// True only when the whole goal is reached and verified, not just this iteration.
     #[serde(default)]
