@@ -78,7 +78,12 @@ pub fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchEr
         }
         AgentKind::Opencode => {
             let binary = find_binary(cfg, "opencode", req.agent)?;
-            (opencode::argv(cfg, &req, &binary), opencode::env(), Box::new(opencode::OpenCodeParser::new()))
+            let mut env = opencode::env();
+            if let Some((socket, attempt)) = req.control {
+                let exe = std::env::current_exe().map_err(LaunchError::SelfExe)?;
+                env.push(opencode::mcp_env(&exe, socket, attempt));
+            }
+            (opencode::argv(cfg, &req, &binary), env, Box::new(opencode::OpenCodeParser::new()))
         }
     };
     let marker = (crate::process::leftovers::RUN_ID_VAR.to_string(), req.run_id.to_string());

@@ -452,8 +452,8 @@ fn resolve_phase(cx: &Cx<'_>, config: &Config, name: &str) -> Result<Phase, Conf
             &keys!["phases", name, "done"],
             format!(
                 "[phases.{name}] done = \"mcp\" needs every agent of chain {} to reach `ralph mcp`, but agent \
-                 {agent} ({why}) does not (see docs/mcp.md); use \"tag\", or a \"claude\", \"codex\", \
-                 \"command\" or \"sim\" agent with mcp on",
+                 {agent} ({why}) does not (see docs/mcp.md); use \"tag\", or an agent of another \
+                 kind (gemini is not wired yet) with mcp on",
                 p.chain
             ),
         ));
@@ -523,11 +523,9 @@ fn resolve_repeat(cx: &Cx<'_>, config: &Config, phases: &[Phase]) -> Result<Opti
 }
 
 /// The agent kinds that reach `ralph mcp` today: the ones that get the socket in
-/// their environment, and the CLIs ralph registers it with (Gemini and OpenCode not
-/// yet).
+/// their environment, and the CLIs ralph registers it with (Gemini not yet).
 fn mcp_wired(kind: crate::config::AgentKind) -> bool {
-    use crate::config::AgentKind;
-    matches!(kind, AgentKind::Command | AgentKind::Sim | AgentKind::Claude | AgentKind::Codex)
+    kind != crate::config::AgentKind::Gemini
 }
 
 fn parse_done(done: &str) -> Result<DoneSignal, String> {

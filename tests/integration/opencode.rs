@@ -213,3 +213,28 @@ fn ctrl_c_ends_opencode_without_waiting_out_the_grace() {
     out.expect_code(130);
     assert_eq!(p.checkpoint()["status"], json!("paused"));
 }
+
+/// ralph registers `ralph mcp` with OpenCode for the attempt
+/// (`OPENCODE_CONFIG_CONTENT`); the provider answers with a call of
+/// `ralph_declare_complete`, OpenCode runs it through `ralph mcp`, and the
+/// `done = "mcp"` phase completes by it.
+#[test]
+fn opencode_completes_a_done_mcp_phase_through_ralph_mcp() {
+    let provider = FakeChat::start(Vec::new());
+    let Some(p) = project(&provider, "agent_attempts = 1", "") else { return };
+    let config = p.read("ralph.toml").replace("chain = \"main\"\n", "chain = \"main\"\ndone = \"mcp\"\n");
+    p.write("ralph.toml", &format!("[general]\nmax_runtime = \"60s\"\n{config}"));
+    provider.then(vec![
+        ChatReply::Call {
+            name: "ralph_declare_complete".into(),
+            arguments: serde_json::json!({"summary": "nothing to build", "evidence": "read the goal; ran ls: no files needed"}),
+        },
+        ChatReply::Text("Declared.".into()),
+    ]);
+    let out = run(&p);
+    let requests = provider.requests();
+    let offered = requests.iter().map(|r| r.body["tools"].to_string()).find(|t| t.contains("declare_complete"));
+    let declared = p.events("completion_declared");
+    assert_eq!(declared.len(), 1, "offered: {offered:?}\n{out:?}\n{:#?}", p.events("attempt_failed"));
+    out.expect_code(0);
+}
