@@ -74,7 +74,19 @@ pub fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchEr
         }
         AgentKind::Gemini => {
             let binary = find_binary(cfg, "gemini", req.agent)?;
-            (gemini::argv(cfg, &req, &binary), gemini::env(), Box::new(gemini::GeminiParser::default()))
+            let mut env = gemini::env();
+            if let Some((socket, attempt)) = req.control {
+                let exe = std::env::current_exe().map_err(LaunchError::SelfExe)?;
+                let invalid = |e: std::io::Error| LaunchError::Invalid {
+                    agent: req.agent.to_string(),
+                    message: format!("cannot write the settings that register ralph mcp: {e}"),
+                };
+                let name = format!("gemini-{}.json", crate::control::path::socket_name(req.cwd));
+                let file = crate::control::path::secure_dir().map_err(invalid)?.join(name);
+                let var = gemini::mcp_env(&exe, socket, attempt, &file).map_err(invalid)?;
+                env.push(var);
+            }
+            (gemini::argv(cfg, &req, &binary), env, Box::new(gemini::GeminiParser::default()))
         }
         AgentKind::Opencode => {
             let binary = find_binary(cfg, "opencode", req.agent)?;

@@ -445,15 +445,14 @@ fn resolve_phase(cx: &Cx<'_>, config: &Config, name: &str) -> Result<Phase, Conf
         && let Some((agent, why)) = chain
             .iter()
             .filter_map(|a| config.agents.get(a).map(|c| (a, c)))
-            .find(|(_, c)| !c.mcp || !mcp_wired(c.kind))
-            .map(|(a, c)| (a, if c.mcp { c.kind.as_str() } else { "mcp = false" }))
+            .find(|(_, c)| !c.mcp)
+            .map(|(a, _)| (a, "mcp = false"))
     {
         return Err(cx.at(
             &keys!["phases", name, "done"],
             format!(
                 "[phases.{name}] done = \"mcp\" needs every agent of chain {} to reach `ralph mcp`, but agent \
-                 {agent} ({why}) does not (see docs/mcp.md); use \"tag\", or an agent of another \
-                 kind (gemini is not wired yet) with mcp on",
+                 {agent} ({why}) does not (see docs/mcp.md); use \"tag\", or turn mcp on",
                 p.chain
             ),
         ));
@@ -520,12 +519,6 @@ fn resolve_repeat(cx: &Cx<'_>, config: &Config, phases: &[Phase]) -> Result<Opti
     let first = order.iter().position(|p| p == first_name).unwrap_or(0);
     let last = indices.last().copied().unwrap_or(first);
     Ok(Some(RepeatGroup { first, last, passes: repeat.passes }))
-}
-
-/// The agent kinds that reach `ralph mcp` today: the ones that get the socket in
-/// their environment, and the CLIs ralph registers it with (Gemini not yet).
-fn mcp_wired(kind: crate::config::AgentKind) -> bool {
-    kind != crate::config::AgentKind::Gemini
 }
 
 fn parse_done(done: &str) -> Result<DoneSignal, String> {

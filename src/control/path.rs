@@ -37,6 +37,23 @@ pub fn private_dir() -> std::io::Result<PathBuf> {
     Ok(dir)
 }
 
+/// A private directory for per-attempt files that a CLI refuses to read from a
+/// path with a group- or world-writable ancestor (Gemini's settings): under
+/// `$XDG_RUNTIME_DIR` when set, else `$HOME/.cache/ralph/private` (never the temp dir,
+/// whose sticky `/tmp` is such an ancestor). Created 0700.
+pub fn secure_dir() -> std::io::Result<PathBuf> {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|d| !d.is_empty()) {
+        return private_dir();
+    }
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "neither XDG_RUNTIME_DIR nor HOME is set"))?;
+    let dir = PathBuf::from(home).join(".cache").join("ralph").join("private");
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir)?;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+    Ok(dir)
+}
+
 /// The socket's file name for a project directory.
 pub fn socket_name(project: &Path) -> String {
     let digest = Sha256::digest(project.as_os_str().as_encoded_bytes());
