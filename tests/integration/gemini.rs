@@ -179,7 +179,8 @@ fn gemini_completes_a_done_mcp_phase_through_ralph_mcp() {
     ]);
     let out = p.ralph().run();
     let offered =
-        provider.requests().iter().map(|r| r.body["tools"].to_string()).find(|t| t.contains("declare_complete"));
+        provider.requests().iter().any(|r| r.body["tools"].to_string().contains("mcp_ralph_declare_complete"));
+    assert!(offered, "Gemini offers the tool as mcp_ralph_declare_complete");
     let declared = p.events("completion_declared");
     assert_eq!(declared.len(), 1, "{out:?}\n{:#?}", p.events("attempt_failed").first());
     out.expect_code(0);
