@@ -197,6 +197,13 @@ pub enum RunEvent {
         attempt: u32,
         reason: String,
     },
+    /// `ralph mcp` closed its session without shutting down while the agent ran:
+    /// `restarts` of `cap` (`[retry] mcp_restarts`) used.
+    McpLost {
+        attempt: u32,
+        restarts: u32,
+        cap: u32,
+    },
 }
 
 impl RunEvent {
@@ -229,6 +236,7 @@ impl RunEvent {
             RunEvent::AgentInterruption { .. } => "agent_interruption",
             RunEvent::CompletionDeclared { .. } => "completion_declared",
             RunEvent::TaskCancelled { .. } => "task_cancelled",
+            RunEvent::McpLost { .. } => "mcp_lost",
         }
     }
 }

@@ -24,19 +24,40 @@ pub const ENV_ATTEMPT: &str = "RALPH_ATTEMPT";
 pub fn main(socket: Option<PathBuf>, attempt: Option<u32>) -> Result<i32, RalphError> {
     let socket = socket.or_else(|| std::env::var_os(ENV_SOCKET).map(PathBuf::from));
     let attempt = attempt.or_else(|| std::env::var(ENV_ATTEMPT).ok().and_then(|a| a.trim().parse().ok()));
-    let server = Ralph { socket, attempt, tool_router: Ralph::tool_router() };
+    let server = Ralph { socket: socket.clone(), attempt, tool_router: Ralph::tool_router() };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| RalphError::io("cannot start the runtime", e))?;
-    runtime.block_on(async {
+    // The session tells the run this server lives; without a run the tools say so.
+    let session = match (&socket, attempt) {
+        (Some(s), Some(a)) => client::open_session(s, a).map_err(|e| tracing::warn!("{e}")).ok(),
+        _ => None,
+    };
+    let served = runtime.block_on(async {
+        use tokio::signal::unix::{SignalKind, signal};
         let running = server
             .serve(rmcp::transport::stdio())
             .await
             .map_err(|e| RalphError::Internal(format!("mcp: cannot start: {e}")))?;
-        running.waiting().await.map_err(|e| RalphError::Internal(format!("mcp: {e}")))?;
-        Ok::<_, RalphError>(())
-    })?;
+        let (Ok(mut term), Ok(mut int), Ok(mut hup)) =
+            (signal(SignalKind::terminate()), signal(SignalKind::interrupt()), signal(SignalKind::hangup()))
+        else {
+            return running.waiting().await.map(|_| ()).map_err(|e| RalphError::Internal(format!("mcp: {e}")));
+        };
+        // A CLI that ends its MCP servers with a signal is shutting them down, not
+        // crashing them.
+        tokio::select! {
+            r = running.waiting() => r.map(|_| ()).map_err(|e| RalphError::Internal(format!("mcp: {e}"))),
+            _ = term.recv() => Ok(()),
+            _ = int.recv() => Ok(()),
+            _ = hup.recv() => Ok(()),
+        }
+    });
+    if let (Some(stream), Some(a)) = (session, attempt) {
+        client::end_session(stream, a);
+    }
+    served?;
     Ok(crate::exit::DONE)
 }
 

@@ -51,6 +51,40 @@ pub fn call(socket: &Path, request: &Request) -> Result<Reply, ClientError> {
     serde_json::from_str(reply.trim()).map_err(|e| bad(format!("{e}: {}", reply.trim())))
 }
 
+/// Opens the session of `ralph mcp`: a connection that stays open while the server
+/// lives, so the run tells a crash (closed without [`end_session`]) from a shutdown.
+pub fn open_session(socket: &Path, attempt: u32) -> Result<UnixStream, ClientError> {
+    let unreachable = |source| ClientError::Unreachable { path: socket.to_path_buf(), source };
+    let bad = |detail: String| ClientError::Protocol { path: socket.to_path_buf(), detail };
+    let mut stream = UnixStream::connect(socket).map_err(unreachable)?;
+    let creds = nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)
+        .map_err(|e| unreachable(e.into()))?;
+    let me = nix::unistd::getuid().as_raw();
+    if creds.uid() != me {
+        return Err(ClientError::ForeignServer { path: socket.to_path_buf(), server: creds.uid(), me });
+    }
+    stream.set_read_timeout(Some(TIMEOUT)).map_err(unreachable)?;
+    stream.set_write_timeout(Some(TIMEOUT)).map_err(unreachable)?;
+    let mut line = serde_json::to_string(&Request::Hello { attempt }).map_err(|e| bad(e.to_string()))?;
+    line.push('\n');
+    stream.write_all(line.as_bytes()).map_err(unreachable)?;
+    let mut reply = String::new();
+    BufReader::new(&stream).take_line(&mut reply).map_err(unreachable)?;
+    let reply: Reply = serde_json::from_str(reply.trim()).map_err(|e| bad(format!("{e}: {}", reply.trim())))?;
+    if !reply.ok {
+        return Err(bad(reply.error.unwrap_or_default()));
+    }
+    Ok(stream)
+}
+
+/// Ends the session in order.
+pub fn end_session(mut stream: UnixStream, attempt: u32) {
+    if let Ok(mut line) = serde_json::to_string(&Request::Bye { attempt }) {
+        line.push('\n');
+        let _ = stream.write_all(line.as_bytes());
+    }
+}
+
 /// Reads one line of at most 1 MiB (a reply carries the live state, never more).
 trait TakeLine {
     fn take_line(self, out: &mut String) -> std::io::Result<usize>;

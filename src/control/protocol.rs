@@ -147,6 +147,11 @@ pub enum Inbound {
     Bye {
         attempt: u32,
     },
+    /// The session connection of `ralph mcp` closed without its `bye`: the server
+    /// crashed or was killed.
+    McpLost {
+        attempt: u32,
+    },
     Progress {
         attempt: u32,
         message: String,

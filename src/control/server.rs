@@ -89,16 +89,33 @@ async fn serve(listener: UnixListener, live: Arc<Mutex<Live>>, tx: mpsc::Sender<
         let (live, tx) = (live.clone(), tx.clone());
         tokio::spawn(async move {
             let _permit = permit;
-            let _ = tokio::time::timeout(IDLE, connection(stream, uid, &live, &tx)).await;
+            if let Ok(Some((stream, attempt))) = tokio::time::timeout(IDLE, connection(stream, uid, &live, &tx)).await {
+                session(stream, attempt, &tx).await;
+            }
         });
     }
 }
 
-/// Serves one connection: one request, one reply.
-async fn connection(mut stream: UnixStream, uid: u32, live: &Mutex<Live>, tx: &mpsc::Sender<Inbound>) {
+/// Serves one connection: one request, one reply. An accepted `hello` keeps the
+/// connection as the session of `ralph mcp`: returned for [`session`].
+async fn connection(
+    mut stream: UnixStream,
+    uid: u32,
+    live: &Mutex<Live>,
+    tx: &mpsc::Sender<Inbound>,
+) -> Option<(UnixStream, u32)> {
+    let mut hello = None;
     let reply = match stream.peer_cred() {
         Ok(cred) if cred.uid() == uid => match read_line(&mut stream).await {
-            Ok(line) => answer(&line, live, tx),
+            Ok(line) => {
+                let reply = answer(&line, live, tx);
+                if reply.ok
+                    && let Ok(protocol::Request::Hello { attempt }) = protocol::parse(&line)
+                {
+                    hello = Some(attempt);
+                }
+                reply
+            }
             Err(e) => Reply::error(e),
         },
         _ => Reply::error("permission denied: only the user running ralph may use its socket"),
@@ -106,11 +123,27 @@ async fn connection(mut stream: UnixStream, uid: u32, live: &Mutex<Live>, tx: &m
     let mut text = serde_json::to_string(&reply).unwrap_or_else(|_| r#"{"ok":false}"#.to_string());
     text.push('\n');
     let _ = stream.write_all(text.as_bytes()).await;
+    if let Some(attempt) = hello {
+        return Some((stream, attempt));
+    }
     let _ = stream.shutdown().await;
     // Closing with unread input would reset the connection and lose the reply to a
     // client still writing an oversized line: read it away (bounded by `IDLE`).
     let mut sink = [0u8; 64 * 1024];
     while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
+    None
+}
+
+/// The session of one `ralph mcp`: open until its `bye` (an orderly shutdown) or
+/// until it closes without one (it crashed or was killed), which the run hears.
+async fn session(mut stream: UnixStream, attempt: u32, tx: &mpsc::Sender<Inbound>) {
+    let orderly = matches!(
+        read_line(&mut stream).await.ok().map(|l| protocol::parse(&l)),
+        Some(Ok(protocol::Request::Bye { .. }))
+    );
+    if !orderly {
+        let _ = tx.try_send(Inbound::McpLost { attempt });
+    }
 }
 
 fn answer(line: &[u8], live: &Mutex<Live>, tx: &mpsc::Sender<Inbound>) -> Reply {

@@ -17,7 +17,7 @@ use super::{Category, Classification};
 pub enum Cap {
     MaxCycles,
     ToolRegistryResets,
-    /// MCP server crash restarts (counted once ralph runs an MCP server).
+    /// Crashes of `ralph mcp` while its agent ran.
     McpRestarts,
     AmbiguousAttempts,
     Iterations,

@@ -46,6 +46,9 @@ pub fn line(event: &RunEvent) -> Option<String> {
         RunEvent::AgentInterruption { reason, .. } => format!("agent gave up: {reason}"),
         RunEvent::CompletionDeclared { summary, .. } => format!("agent declared the work complete: {summary}"),
         RunEvent::TaskCancelled { reason, .. } => format!("agent cancelled the task: {reason}"),
+        RunEvent::McpLost { restarts, cap, .. } => {
+            format!("ralph mcp crashed while the agent ran ({restarts} of {cap} restarts)")
+        }
         RunEvent::RunStarted { .. }
         | RunEvent::RunResumed { .. }
         | RunEvent::RunError { .. }

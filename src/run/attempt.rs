@@ -70,8 +70,9 @@ pub trait Observer {
     fn session(&mut self, id: &str);
     /// Any output arrived.
     fn event(&mut self, event: Option<&AgentEvent>);
-    /// Messages from the control socket; true when one is a heartbeat of the agent.
-    fn control(&mut self, inbox: Vec<crate::control::Inbound>) -> bool;
+    /// Messages from the control socket, while the agent runs or not (any more);
+    /// true when one is a heartbeat of the agent.
+    fn control(&mut self, inbox: Vec<crate::control::Inbound>, agent_running: bool) -> bool;
 }
 
 impl Outcome {
@@ -227,7 +228,7 @@ pub async fn run(
                 }
                 InterruptAction::Ignore => {}
                 InterruptAction::Control => {
-                    if observer.control(signals.take_inbox()) {
+                    if observer.control(signals.take_inbox(), exit.is_none()) {
                         let _ = supervisor.on_event(None, Instant::now());
                     }
                 }

@@ -27,6 +27,9 @@ pub struct ControlState {
     pub cancelled: Option<String>,
     /// `report_interruption` of the running attempt.
     pub interruption: Option<String>,
+    /// `ralph mcp` crashed more often than `[retry] mcp_restarts` allows; the run
+    /// stops when the attempt ends.
+    pub restarts_exhausted: bool,
 }
 
 impl Dispatcher {
@@ -55,12 +58,12 @@ impl Dispatcher {
     /// `ralph stop` while nothing of the iteration runs).
     pub(super) fn serve_inbox(&mut self, signals: &mut Signals) -> bool {
         let inbox = signals.take_inbox();
-        self.apply_inbox(inbox);
+        self.apply_inbox(inbox, false);
         self.control.stop_after.is_some()
     }
 
     /// Applies the socket's messages; true when one was the agent's heartbeat.
-    pub(super) fn apply_inbox(&mut self, inbox: Vec<Inbound>) -> bool {
+    pub(super) fn apply_inbox(&mut self, inbox: Vec<Inbound>, agent_running: bool) -> bool {
         let mut heartbeat = false;
         for msg in inbox {
             heartbeat |= !matches!(msg, Inbound::Stop { .. });
@@ -72,6 +75,18 @@ impl Dispatcher {
                     }
                 }
                 Inbound::Hello { .. } | Inbound::Bye { .. } => {}
+                // Only a server lost while its agent still runs is a crash: the
+                // agent's own exit (and ralph's cleanup of its group) ends it too.
+                Inbound::McpLost { attempt }
+                    if agent_running && attempt == self.r.checkpoint.progress.counters.attempts =>
+                {
+                    let counters = &mut self.r.checkpoint.progress.counters;
+                    counters.mcp_restarts += 1;
+                    let (restarts, cap) = (counters.mcp_restarts, self.r.loaded.config.retry.mcp_restarts);
+                    self.control.restarts_exhausted |= restarts > cap;
+                    self.emit(RunEvent::McpLost { attempt, restarts, cap });
+                }
+                Inbound::McpLost { .. } => {}
                 Inbound::Progress { attempt, message } => self.emit(RunEvent::AgentProgress { attempt, message }),
                 Inbound::Checkpoint { attempt, summary, files_touched, steps_done, next_steps } => {
                     let pos = &self.r.checkpoint.progress.position;

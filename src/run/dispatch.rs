@@ -264,6 +264,15 @@ impl Dispatcher {
             self.r.checkpoint.progress.sessions.insert(agent.clone(), session.clone());
         }
         self.r.checkpoint.in_flight = None;
+        if std::mem::take(&mut self.control.restarts_exhausted) {
+            let (used, cap) =
+                (self.r.checkpoint.progress.counters.mcp_restarts, self.r.loaded.config.retry.mcp_restarts);
+            let message = format!(
+                "{}: ralph mcp crashed {used} times in the run ([retry] mcp_restarts = {cap})",
+                Cap::McpRestarts.phrase()
+            );
+            return self.stop(Stop::Failed { cap: Cap::McpRestarts, message }).map(Some);
+        }
         if let Some(reason) = self.control.cancelled.take() {
             // The agent's own judgement that no one but a person can go on.
             let message = format!("the agent cancelled the task: {reason}");
@@ -575,8 +584,8 @@ impl Observer for Dispatcher {
         self.r.reporter.agent_event(event);
     }
 
-    fn control(&mut self, inbox: Vec<crate::control::Inbound>) -> bool {
-        self.apply_inbox(inbox)
+    fn control(&mut self, inbox: Vec<crate::control::Inbound>, agent_running: bool) -> bool {
+        self.apply_inbox(inbox, agent_running)
     }
 }
 

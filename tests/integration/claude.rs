@@ -208,6 +208,8 @@ fn claude_completes_a_done_mcp_phase_through_ralph_mcp() {
     let declared = p.events("completion_declared");
     assert_eq!(declared.len(), 1, "{out:?}\n{:#?}", p.journal());
     out.expect_code(0);
+    // The CLI's shutdown of its server is no crash.
+    assert!(p.events("mcp_lost").is_empty(), "{:?}", p.events("mcp_lost"));
     assert_eq!(declared[0]["evidence"], json!("read the goal; ran ls: no files needed"));
     // The tool's answer went back to the model.
     let requests = provider.message_requests();

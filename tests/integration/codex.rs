@@ -191,6 +191,8 @@ fn codex_completes_a_done_mcp_phase_through_ralph_mcp() {
     let declared = p.events("completion_declared");
     assert_eq!(declared.len(), 1, "{out:?}\n{:#?}", p.events("attempt_failed"));
     out.expect_code(0);
+    // The CLI's shutdown of its server is no crash.
+    assert!(p.events("mcp_lost").is_empty(), "{:?}", p.events("mcp_lost"));
     let outputs = requests.get(1).map(|r| r.body["input"].to_string()).unwrap_or_default();
     assert!(outputs.contains("completion recorded"), "the tool's answer went back to the model: {outputs}");
 }

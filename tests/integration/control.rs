@@ -148,6 +148,7 @@ fn declare_complete_decides_a_done_mcp_phase_and_refuses_placeholders() {
     assert_eq!(declared[0]["evidence"], "cargo test: 12 passed, 0 failed");
     assert_eq!(p.events("agent_checkpoint").len(), 1);
     assert_eq!(p.events("attempt_succeeded").len(), 1);
+    assert!(p.events("mcp_lost").is_empty(), "servers shut down in order are no crash");
     let run_id = p.checkpoint()["run_id"].as_str().unwrap().to_string();
     let logs = p.join(&format!(".agent/logs/{run_id}"));
     let log = std::fs::read_dir(&logs)
@@ -335,4 +336,48 @@ fn mcp_false_leaves_the_agent_without_ralphs_tools() {
         .expect("the attempt log");
     let text = std::fs::read_to_string(log.path()).unwrap();
     assert!(text.contains("no ralph run is reachable"), "{text}");
+}
+
+/// A `ralph mcp` killed while its agent runs is a crash, counted against
+/// `[retry] mcp_restarts`; past it the run stops `failed` with the cap's phrase. One
+/// that is shut down in order (stdin closed) is not.
+#[test]
+fn crashed_mcp_servers_use_up_the_restart_budget() {
+    // Different messages: the same call three times would be a tool-call loop.
+    let crash = |m: &str| {
+        format!(
+            r#"{{ mcp = {{ tool = "report_progress", arguments = {{ message = "{m}" }}, kill = true }} }}, {{ sleep = "500ms" }}"#
+        )
+    };
+    let first = format!(
+        r#"{{ mcp = {{ tool = "report_progress", arguments = {{ message = "orderly" }} }} }}, {{ sleep = "500ms" }}, {}, {}, {}, {{ done = "ok" }}"#,
+        crash("one"),
+        crash("two"),
+        crash("three")
+    );
+    let p = Project::new().config(&fast(
+        "mcp_restarts = 2",
+        "",
+        &format!(
+            r#"
+[agents.a]
+kind = "sim"
+
+[[agents.a.script]]
+steps = [{first}]
+
+[chains]
+main = ["a"]
+
+[phases.develop]
+chain = "main"
+"#
+        ),
+    ));
+    p.ralph().run().expect_code(1).stderr_has("restart budget exhausted");
+    let lost = p.events("mcp_lost");
+    assert_eq!(lost.len(), 3, "{lost:?}\n{:#?}", p.events("attempt_failed"));
+    assert_eq!(lost[2]["restarts"], 3);
+    assert_eq!(p.checkpoint()["status"], "failed");
+    assert_eq!(p.events("cap_reached")[0]["cap"], "mcp_restarts", "{:?}", p.events("cap_reached"));
 }

@@ -184,6 +184,8 @@ fn gemini_completes_a_done_mcp_phase_through_ralph_mcp() {
     let declared = p.events("completion_declared");
     assert_eq!(declared.len(), 1, "{out:?}\n{:#?}", p.events("attempt_failed").first());
     out.expect_code(0);
+    // The CLI's shutdown of its server is no crash.
+    assert!(p.events("mcp_lost").is_empty(), "{:?}", p.events("mcp_lost"));
     // The user's own settings file was not touched.
     assert!(!p.read(".home/.gemini/settings.json").contains("ralph"));
 }

@@ -237,4 +237,6 @@ fn opencode_completes_a_done_mcp_phase_through_ralph_mcp() {
     let declared = p.events("completion_declared");
     assert_eq!(declared.len(), 1, "offered: {offered:?}\n{out:?}\n{:#?}", p.events("attempt_failed"));
     out.expect_code(0);
+    // The CLI's shutdown of its server is no crash.
+    assert!(p.events("mcp_lost").is_empty(), "{:?}", p.events("mcp_lost"));
 }
