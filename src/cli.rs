@@ -64,6 +64,29 @@ pub enum Command {
         #[command(flatten)]
         place: Place,
     },
+    /// Ask the running ralph of this directory to stop after the current iteration
+    /// (paused, resumable), or at once like a first Ctrl+C with --now; wait for it
+    /// to end and exit with its exit status.
+    Stop {
+        /// Stop now, like a first Ctrl+C.
+        #[arg(long)]
+        now: bool,
+        /// How long to wait for the run to end.
+        #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = humantime::parse_duration)]
+        timeout: std::time::Duration,
+        #[command(flatten)]
+        place: Place,
+    },
+    /// The MCP server for the agent of a running ralph, over stdio (launched by the
+    /// agent's CLI; ralph registers it per attempt).
+    Mcp {
+        /// The run's control socket (default: $RALPH_SOCKET).
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+        /// The attempt this server belongs to (default: $RALPH_ATTEMPT).
+        #[arg(long, value_name = "ID")]
+        attempt: Option<u32>,
+    },
     /// The watchdog: resume runs interrupted by a crash, a kill or a reboot.
     Watch(WatchCli),
     /// The transcript of the current or last attempt, readable (parsed events for a
@@ -79,9 +102,9 @@ pub enum Command {
         #[command(flatten)]
         place: Place,
     },
-    /// Remove the logs of old runs, keeping the newest [logs] keep_runs (or --keep).
+    /// Remove the logs of old runs, keeping the newest `[logs] keep_runs` (or --keep).
     Clean {
-        /// Run directories to keep (default: [logs] keep_runs, 20).
+        /// Run directories to keep (default: `[logs] keep_runs`, 20).
         #[arg(long, value_name = "N")]
         keep: Option<u32>,
         /// The config file (default: ./ralph.toml, then ./.agent/ralph.toml).
@@ -144,7 +167,7 @@ pub struct RunArgs {
     /// Only errors and the final summary of an unfinished run.
     #[arg(short, long, conflicts_with = "verbose")]
     pub quiet: bool,
-    /// More detail in .agent/logs/<run>/ralph.log: -v each decision with its inputs,
+    /// More detail in `.agent/logs/<run>/ralph.log`: -v each decision with its inputs,
     /// -vv every agent event. RALPH_LOG (RUST_LOG syntax) overrides.
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,

@@ -268,6 +268,46 @@ pub enum RunEvent {
         cap: Cap,
         message: String,
     },
+    /// `ralph stop` asked the run to stop `paused` after the current iteration.
+    StopAfterIteration {},
+    /// The agent's `report_progress` (MCP): a heartbeat with a message.
+    AgentProgress {
+        attempt: u32,
+        message: String,
+    },
+    /// The agent's `save_checkpoint` (MCP): verified progress, used in later
+    /// recovery notes.
+    AgentCheckpoint {
+        attempt: u32,
+        summary: String,
+        files_touched: Vec<String>,
+        steps_done: Vec<String>,
+        next_steps: Vec<String>,
+    },
+    /// The agent's `report_interruption` (MCP): it gives up on this attempt.
+    AgentInterruption {
+        attempt: u32,
+        reason: String,
+    },
+    /// The agent's `declare_complete` (MCP), with its evidence.
+    CompletionDeclared {
+        attempt: u32,
+        summary: String,
+        evidence: String,
+        goal_complete: bool,
+    },
+    /// The agent's `cancel_task` (MCP): the run stops `blocked`.
+    TaskCancelled {
+        attempt: u32,
+        reason: String,
+    },
+    /// `ralph mcp` closed its session without shutting down while the agent ran:
+    /// `restarts` of `cap` (`[retry] mcp_restarts`) used.
+    McpLost {
+        attempt: u32,
+        restarts: u32,
+        cap: u32,
+    },
 }
 
 impl RunEvent {
@@ -308,6 +348,13 @@ impl RunEvent {
             RunEvent::GitCommitRejected { .. } => "git_commit_rejected",
             RunEvent::GitError { .. } => "git_error",
             RunEvent::GitStaleLockRemoved { .. } => "git_stale_lock_removed",
+            RunEvent::StopAfterIteration {} => "stop_after_iteration",
+            RunEvent::AgentProgress { .. } => "agent_progress",
+            RunEvent::AgentCheckpoint { .. } => "agent_checkpoint",
+            RunEvent::AgentInterruption { .. } => "agent_interruption",
+            RunEvent::CompletionDeclared { .. } => "completion_declared",
+            RunEvent::TaskCancelled { .. } => "task_cancelled",
+            RunEvent::McpLost { .. } => "mcp_lost",
         }
     }
 }

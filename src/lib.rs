@@ -14,6 +14,7 @@ pub mod agent;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod control;
 pub mod error;
 pub mod events;
 pub mod exit;

@@ -29,6 +29,10 @@ fn main() {
                 dir(&place).map_or_else(fail, |d| report(commands::status::main(&d, json)))
             }
         }
+        Some(Command::Stop { now, timeout, place }) => {
+            dir(&place).map_or_else(fail, |d| report(commands::stop::main(&d, now, timeout)))
+        }
+        Some(Command::Mcp { socket, attempt }) => report(commands::mcp::main(socket, attempt)),
         Some(Command::Watch(watch)) => report(commands::watch::main(&watch)),
         Some(Command::Logs { follow, config, place }) => {
             dir(&place).map_or_else(fail, |d| report(commands::logs::main(&d, config.as_deref(), follow)))

@@ -13,6 +13,9 @@
 use std::time::Duration;
 
 use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio::sync::mpsc;
+
+use crate::control::Inbound;
 
 use crate::process::agent_group;
 
@@ -56,6 +59,8 @@ pub enum InterruptAction {
     ForceExit,
     /// Already stopping; nothing more to do.
     Ignore,
+    /// Messages from the control socket wait in [`Signals::take_inbox`].
+    Control,
 }
 
 /// Remembers whether an orderly stop is already under way.
@@ -89,7 +94,10 @@ impl InterruptState {
     }
 }
 
-/// The process's SIGINT, SIGTERM, SIGHUP and SIGTSTP streams, plus the state machine.
+/// The process's SIGINT, SIGTERM, SIGHUP and SIGTSTP streams, plus the state
+/// machine, plus the control socket's messages (`ralph stop --now` is a first
+/// Ctrl+C; the rest are handed to the dispatcher, which waits on this one stream
+/// wherever it waits).
 pub struct Signals {
     int: Signal,
     term: Signal,
@@ -98,6 +106,8 @@ pub struct Signals {
     pub state: InterruptState,
     /// Time spent suspended (Ctrl+Z until `fg`), in total.
     suspended: Duration,
+    control: Option<mpsc::Receiver<Inbound>>,
+    inbox: Vec<Inbound>,
 }
 
 impl Signals {
@@ -110,7 +120,19 @@ impl Signals {
             tstp: signal(SignalKind::from_raw(nix::libc::SIGTSTP))?,
             state: InterruptState::default(),
             suspended: Duration::ZERO,
+            control: None,
+            inbox: Vec::new(),
         })
+    }
+
+    /// Listens to the control socket's messages too.
+    pub fn attach(&mut self, control: mpsc::Receiver<Inbound>) {
+        self.control = Some(control);
+    }
+
+    /// The control messages received since the last call.
+    pub fn take_inbox(&mut self) -> Vec<Inbound> {
+        std::mem::take(&mut self.inbox)
     }
 
     /// Waits for the next signal and returns what to do about it. Ctrl+Z, whatever
@@ -126,6 +148,13 @@ impl Signals {
                 self.suspended += agent_group::suspend();
                 return InterruptAction::Ignore;
             }
+            Some(msg) = recv(&mut self.control) => match msg {
+                Inbound::Stop { now: true } => Incoming::Interrupt,
+                other => {
+                    self.inbox.push(other);
+                    return InterruptAction::Control;
+                }
+            },
         };
         match self.state.on_signal(incoming) {
             action @ InterruptAction::Stop(_) => {
@@ -147,6 +176,13 @@ impl Signals {
     /// The stop under way, if any.
     pub fn stopping(&self) -> Option<StopCause> {
         self.state.stopping()
+    }
+}
+
+async fn recv(control: &mut Option<mpsc::Receiver<Inbound>>) -> Option<Inbound> {
+    match control {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -75,10 +75,10 @@ fn parse_system(obj: &Value, out: &mut Vec<AgentEvent>) {
         "init" => {
             // A resumed session may report the id the parser already holds; the init
             // line still gets its own event because it marks the start of the attempt.
-            if out.is_empty() {
-                if let Some(id) = str_field(obj, "session_id").filter(|s| !s.is_empty()) {
-                    out.push(AgentEvent::Session { id: id.to_owned() });
-                }
+            if out.is_empty()
+                && let Some(id) = str_field(obj, "session_id").filter(|s| !s.is_empty())
+            {
+                out.push(AgentEvent::Session { id: id.to_owned() });
             }
         }
         "api_retry" => out.push(AgentEvent::ApiRetry {

@@ -62,6 +62,21 @@ pub fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> 
         ]),
     }
     argv.extend(["-c", "analytics.enabled=false"].map(str::to_string));
+    if let Some((socket, attempt)) = req.control
+        && let Ok(exe) = std::env::current_exe()
+    {
+        // `ralph mcp` for this run only, as `-c` overrides (never the user's
+        // config.toml); an argv, since Codex starts MCP servers with a cleared
+        // environment. Values are TOML: JSON strings are valid TOML basic strings.
+        let args =
+            serde_json::json!(["mcp", "--socket", socket.display().to_string(), "--attempt", attempt.to_string()]);
+        argv.extend([
+            "-c".to_string(),
+            format!("mcp_servers.ralph.command={}", serde_json::Value::from(exe.display().to_string())),
+            "-c".to_string(),
+            format!("mcp_servers.ralph.args={args}"),
+        ]);
+    }
     if let Some(model) = &cfg.model {
         argv.extend(["-m".to_string(), model.clone()]);
     }
@@ -560,6 +575,7 @@ mod tests {
             cwd,
             run_id: "r",
             session_tokens: (0, 0),
+            control: None,
         };
         let bin = Path::new("/bin/codex");
         let flags = [

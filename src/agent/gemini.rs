@@ -74,6 +74,23 @@ pub fn env() -> Vec<(String, String)> {
 
 const TELEMETRY: &str = "GEMINI_TELEMETRY_ENABLED";
 
+/// `ralph mcp` for this attempt. Gemini reads MCP servers only from settings files;
+/// its system settings file can be moved with `GEMINI_CLI_SYSTEM_SETTINGS_PATH`, and
+/// `mcpServers` is shallow-merged over the user's and the project's, so a file that
+/// holds only this server adds it without touching theirs (it replaces a machine's
+/// own system settings file for this attempt, if there is one). Gemini skips a
+/// settings file with a group- or world-writable ancestor directory, so `file` must
+/// be in a private one.
+pub fn mcp_env(exe: &Path, socket: &Path, attempt: u32, file: &Path) -> std::io::Result<(String, String)> {
+    let settings = serde_json::json!({"mcpServers": {"ralph": {
+        "command": exe.display().to_string(),
+        "args": ["mcp", "--socket", socket.display().to_string(), "--attempt", attempt.to_string()],
+        "trust": true,
+    }}});
+    crate::state::atomic::write_atomic(file, settings.to_string().as_bytes())?;
+    Ok(("GEMINI_CLI_SYSTEM_SETTINGS_PATH".to_string(), file.display().to_string()))
+}
+
 /// One per attempt.
 #[derive(Debug, Default)]
 pub struct GeminiParser {
@@ -505,6 +522,7 @@ mod tests {
             cwd: Path::new("/w"),
             run_id: "r",
             session_tokens: (0, 0),
+            control: None,
         };
         let bin = Path::new("/bin/gemini");
         assert_eq!(

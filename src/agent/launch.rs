@@ -45,7 +45,7 @@ pub enum LaunchError {
     Unsupported { agent: String, kind: &'static str },
     #[error("agent {agent}: {message}")]
     Invalid { agent: String, message: String },
-    #[error("cannot find ralph's own executable for the scripted agent: {0}")]
+    #[error("cannot find ralph's own executable (for the scripted agent or ralph mcp): {0}")]
     SelfExe(std::io::Error),
 }
 
@@ -77,6 +77,8 @@ pub struct Request<'a> {
     pub run_id: &'a str,
     /// Input and output tokens already counted for the resumed session.
     pub session_tokens: (u64, u64),
+    /// The run's control socket and this attempt's number, for `ralph mcp`.
+    pub control: Option<(&'a Path, u32)>,
 }
 
 pub fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchError> {
@@ -93,18 +95,50 @@ pub fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchEr
         }
         AgentKind::Gemini => {
             let binary = find_binary(cfg, "gemini", req.agent)?;
-            (gemini::argv(cfg, &req, &binary), gemini::env(), Box::new(gemini::GeminiParser::default()))
+            let mut env = gemini::env();
+            if let Some((socket, attempt)) = req.control {
+                let exe = std::env::current_exe().map_err(LaunchError::SelfExe)?;
+                let invalid = |e: std::io::Error| LaunchError::Invalid {
+                    agent: req.agent.to_string(),
+                    message: format!("cannot write the settings that register ralph mcp: {e}"),
+                };
+                let name = format!("gemini-{}.json", crate::control::path::socket_name(req.cwd));
+                let file = crate::control::path::secure_dir().map_err(invalid)?.join(name);
+                let var = gemini::mcp_env(&exe, socket, attempt, &file).map_err(invalid)?;
+                env.push(var);
+            }
+            (gemini::argv(cfg, &req, &binary), env, Box::new(gemini::GeminiParser::default()))
         }
         AgentKind::Opencode => {
             let binary = find_binary(cfg, "opencode", req.agent)?;
-            (opencode::argv(cfg, &req, &binary), opencode::env(), Box::new(opencode::OpenCodeParser::new()))
+            let mut env = opencode::env();
+            if let Some((socket, attempt)) = req.control {
+                let exe = std::env::current_exe().map_err(LaunchError::SelfExe)?;
+                env.push(opencode::mcp_env(&exe, socket, attempt));
+            }
+            (opencode::argv(cfg, &req, &binary), env, Box::new(opencode::OpenCodeParser::new()))
         }
     };
     let marker = (crate::process::leftovers::RUN_ID_VAR.to_string(), req.run_id.to_string());
     let attempt_id = format!("{}:{}:{}", req.run_id, req.agent, req.launch);
     let attempt_marker = (crate::process::escaped::ATTEMPT_ID_VAR.to_string(), attempt_id.clone());
-    let extra =
-        extra.into_iter().chain(cfg.env.iter().map(|(k, v)| (k.clone(), v.clone()))).chain([marker, attempt_marker]);
+    // A scripted or command agent may run `ralph mcp` itself: it finds its run here.
+    let control = req
+        .control
+        .filter(|_| matches!(cfg.kind, AgentKind::Sim | AgentKind::Command))
+        .map(|(socket, attempt)| {
+            [
+                (crate::commands::mcp::ENV_SOCKET.to_string(), socket.display().to_string()),
+                (crate::commands::mcp::ENV_ATTEMPT.to_string(), attempt.to_string()),
+            ]
+        })
+        .into_iter()
+        .flatten();
+    let extra = extra
+        .into_iter()
+        .chain(cfg.env.iter().map(|(k, v)| (k.clone(), v.clone())))
+        .chain([marker, attempt_marker])
+        .chain(control);
     let env = env::build(std::env::vars(), cfg.kind, &cfg.pass_env, extra);
     // No pattern catches a bare `sk-ant-secret123`: hide the exact values ralph hands
     // over wherever it writes.
@@ -191,9 +225,25 @@ fn claude_argv(cfg: &AgentConfig, req: &Request<'_>) -> Result<Vec<String>, Laun
     if let Some(session) = req.resume {
         argv.extend(["--resume".to_string(), session.to_string()]);
     }
+    if let Some((socket, attempt)) = req.control {
+        argv.extend(claude_mcp_args(socket, attempt)?);
+    }
     argv.extend(cfg.args.iter().cloned());
     // No prompt argument: `claude -p` reads it from stdin (see `prepare`).
     Ok(argv)
+}
+
+/// `ralph mcp` registered with Claude Code for this attempt only: an inline
+/// `--mcp-config` (never the user's settings) and its tools allowed, since `-p`
+/// cannot ask for permission.
+fn claude_mcp_args(socket: &Path, attempt: u32) -> Result<Vec<String>, LaunchError> {
+    let exe = std::env::current_exe().map_err(LaunchError::SelfExe)?;
+    let server = serde_json::json!({"mcpServers": {"ralph": {
+        "type": "stdio",
+        "command": exe.display().to_string(),
+        "args": ["mcp", "--socket", socket.display().to_string(), "--attempt", attempt.to_string()],
+    }}});
+    Ok(vec!["--mcp-config".to_string(), server.to_string(), "--allowedTools".to_string(), "mcp__ralph".to_string()])
 }
 
 /// Claude Code without side traffic, auto-update or telemetry, and with its own API

@@ -83,6 +83,18 @@ pub fn env() -> Vec<(String, String)> {
     .collect()
 }
 
+/// `ralph mcp` for this attempt: `OPENCODE_CONFIG_CONTENT`, which OpenCode 1.18
+/// merges over the user's and the project's configs (never written into them). An
+/// agent's own `env` entry of the same name wins.
+pub fn mcp_env(exe: &Path, socket: &Path, attempt: u32) -> (String, String) {
+    let config = serde_json::json!({"mcp": {"ralph": {
+        "type": "local",
+        "command": [exe.display().to_string(), "mcp", "--socket", socket.display().to_string(), "--attempt", attempt.to_string()],
+        "enabled": true,
+    }}});
+    ("OPENCODE_CONFIG_CONTENT".to_string(), config.to_string())
+}
+
 /// One per attempt: remembers the session id (so `Session` is emitted when it first
 /// appears or changes) and the tool calls already reported as started.
 #[derive(Debug, Default)]
@@ -494,6 +506,7 @@ mod tests {
             cwd: Path::new("/w"),
             run_id: "r",
             session_tokens: (0, 0),
+            control: None,
         }
     }
 

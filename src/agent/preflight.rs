@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::config::{AgentConfig, AgentKind, Loaded};
 use crate::process::preflight::check_program;
 
-/// The programs `cfg` starts (argv[0] of its launch and of its resume); none for
+/// The programs `cfg` starts (`argv[0]` of its launch and of its resume); none for
 /// the built-in scripted agent, which is ralph itself.
 pub fn programs(cfg: &AgentConfig) -> Vec<PathBuf> {
     match cfg.kind {

@@ -82,6 +82,7 @@ fn previews(dir: &Path, loaded: &Loaded, goal: &str, templates: &[String]) -> Ve
                         launch: 1,
                         cwd: dir,
                         run_id: "dry-run",
+                        control: None,
                         session_tokens: (0, 0),
                     },
                 )
@@ -130,6 +131,7 @@ pub fn render(config: &Path, goal: &Path, previews: &[Preview]) -> String {
             DoneSignal::Tag => "the done tag".to_string(),
             DoneSignal::Exit0 => "exit 0".to_string(),
             DoneSignal::File(path) => format!("the file {}", path.display()),
+            DoneSignal::Mcp => "the agent's declare_complete (MCP)".to_string(),
         };
         let _ = writeln!(
             s,

@@ -8,6 +8,8 @@ pub mod dry_run;
 pub mod init;
 pub mod inspect;
 pub mod logs;
+pub mod mcp;
 pub mod sim;
 pub mod status;
+pub mod stop;
 pub mod watch;

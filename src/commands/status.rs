@@ -9,6 +9,20 @@ use crate::state::lock;
 use crate::state::redact::redact;
 
 pub fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
+    // A running ralph answers for itself; otherwise the checkpoint tells.
+    let live = crate::control::client::socket_of(dir)
+        .and_then(|s| crate::control::client::call(&s, &crate::control::Request::Status {}))
+        .ok()
+        .and_then(|r| r.live);
+    if let Some(live) = live {
+        if json {
+            let value = serde_json::json!({ "dir": dir.display().to_string(), "live": true, "pid": live.pid, "live_state": live });
+            println!("{}", serde_json::to_string_pretty(&value).map_err(|e| RalphError::Internal(e.to_string()))?);
+        } else {
+            print!("{}", describe_live(&live));
+        }
+        return Ok(crate::exit::DONE);
+    }
     let cp = super::inspect::read(dir)?;
     let holder = super::inspect::live_holder(dir);
     if json {
@@ -23,6 +37,27 @@ pub fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
         (Some(cp), None) => print!("{}", redact(&super::inspect::describe(cp, false))),
     }
     Ok(crate::exit::DONE)
+}
+
+/// The live state, as `ralph status` prints it.
+fn describe_live(live: &crate::control::Live) -> String {
+    let mut out = format!(
+        "live: ralph pid {}, run {}\nstatus: {}\nphase: {}, iteration {} of {}\nagent: {}, attempt {}\n",
+        live.pid, live.run_id, live.status, live.phase, live.iteration, live.iterations, live.agent, live.attempt
+    );
+    if let Some(w) = &live.waiting_for {
+        out.push_str(&format!("waiting for: {w}\n"));
+    }
+    if let Some(e) = &live.last_event {
+        out.push_str(&format!("last event: {e}\n"));
+    }
+    if live.stop_requested {
+        out.push_str("stopping after this iteration (ralph stop)\n");
+    }
+    if let Some(c) = &live.last_checkpoint {
+        out.push_str(&format!("agent's last checkpoint: {c}\n"));
+    }
+    out
 }
 
 /// One registered run, as `status --all` shows it.

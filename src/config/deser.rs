@@ -87,10 +87,10 @@ fn explain(spans: &Spans<'_>, key: &[Seg], text: &str, message: &str) -> String 
         let table = key.split_last().map_or(&[][..], |(_, t)| t);
         let place = if table.is_empty() { "at the top level".to_owned() } else { format!("in [{}]", Dotted(table)) };
         let mut hint = did_you_mean(name, allowed.iter().copied());
-        if hint.is_empty() {
-            if let Some((_, home)) = HOMES.iter().find(|(k, _)| *k == name) {
-                hint = format!("; `{name}` belongs in [{home}]");
-            }
+        if hint.is_empty()
+            && let Some((_, home)) = HOMES.iter().find(|(k, _)| *k == name)
+        {
+            hint = format!("; `{name}` belongs in [{home}]");
         }
         return format!("unknown key `{name}` {place} (allowed keys: {}){hint}", one_of(&allowed));
     }

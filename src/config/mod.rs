@@ -33,6 +33,9 @@ pub enum DoneSignal {
     Exit0,
     /// The file exists and changed during the attempt (path relative to the project).
     File(PathBuf),
+    /// The agent called the MCP tool `declare_complete` (with `goal_complete` for the
+    /// goal of `until = "complete"`).
+    Mcp,
 }
 
 /// A phase after validation: its chain resolved to agent names, its rules explicit.

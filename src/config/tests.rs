@@ -75,7 +75,7 @@ fn example_file_shows_every_step_kind() {
         loaded.config.agents.values().flat_map(|a| &a.script).flat_map(|s| &s.steps).map(step_name).collect();
     seen.sort_unstable();
     seen.dedup();
-    assert_eq!(seen.len(), 19, "steps shown: {seen:?}");
+    assert_eq!(seen.len(), 20, "steps shown: {seen:?}");
 }
 
 fn step_name(step: &SimStep) -> &'static str {
@@ -99,6 +99,7 @@ fn step_name(step: &SimStep) -> &'static str {
         SimStep::Usage(_) => "usage",
         SimStep::Done(_) => "done",
         SimStep::Goal(_) => "goal",
+        SimStep::Mcp(_) => "mcp",
     }
 }
 
@@ -351,8 +352,10 @@ fn done_signals() {
     let with = |done: &str| format!("{BASE}done = {done:?}\n");
     assert_eq!(load(&with("exit0")).phases[0].done, DoneSignal::Exit0);
     assert_eq!(load(&with("tag")).phases[0].done, DoneSignal::Tag);
-    let e = err(&with("mcp"));
-    assert_has(&e, &["ralph.toml:10:1:", "done = \"mcp\" needs the MCP server", "use \"tag\""]);
+    assert_eq!(load(&with("mcp")).phases[0].done, DoneSignal::Mcp);
+    // A CLI that ralph does not register `ralph mcp` with could never complete it.
+    let off = with("mcp").replace("kind = \"sim\"", "kind = \"sim\"\nmcp = false");
+    assert_has(&err(&off), &["done = \"mcp\" needs every agent", "agent a (mcp = false)"]);
     let e = err(&with("file:"));
     assert_has(&e, &["ralph.toml:10:1:", "needs a path"]);
     let e = err(&with("tga"));

@@ -398,6 +398,9 @@ pub struct AgentConfig {
     /// Credential-like variables to pass through in addition to the kind's allowlist.
     #[serde(default)]
     pub pass_env: Vec<String>,
+    /// Register `ralph mcp` with the agent for each attempt (see docs/mcp.md).
+    #[serde(default = "yes")]
+    pub mcp: bool,
     /// Per-launch scripts (kind = "sim"); launch N uses entry N, the last repeats.
     #[serde(default)]
     pub script: Vec<SimScript>,
@@ -435,6 +438,10 @@ impl AgentConfig {
     pub fn can_resume(&self) -> bool {
         self.kind != AgentKind::Command || self.resume.is_some()
     }
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// `[phases.NAME]`
@@ -516,6 +523,22 @@ pub enum SimStep {
     Done(String),
     /// Final message ending with `<promise>COMPLETE</promise>`.
     Goal(String),
+    /// Start `ralph mcp` as an MCP client of its own run and call one tool, shown as
+    /// the tool call `mcp__ralph__<tool>`; `kill = true` kills the server afterwards.
+    Mcp(SimMcp),
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SimMcp {
+    pub tool: String,
+    #[serde(default)]
+    pub arguments: serde_json::Value,
+    #[serde(default)]
+    pub kill: bool,
+    /// Print nothing about the call (a heartbeat is then the only sign of life).
+    #[serde(default)]
+    pub silent: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -596,9 +619,9 @@ pub struct GitConfig {
     pub max_new_file: ByteSize,
     /// The commit message; `{phase}`, `{iteration}`, `{title}`, `{summary}`, `{run_id}`.
     pub message: String,
-    /// "Name <email>"; default: the user's git identity.
+    /// `"Name <email>"`; default: the user's git identity.
     pub author: Option<String>,
-    /// "Name <email>"; default: the user's git identity.
+    /// `"Name <email>"`; default: the user's git identity.
     pub committer: Option<String>,
 }
 

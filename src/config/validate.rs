@@ -328,18 +328,18 @@ fn check_command(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Con
             ),
         ));
     }
-    if let Some(resume) = &agent.resume {
-        if resume.first().is_none_or(|p| p.is_empty()) || !resume.iter().any(|a| a.contains("{session}")) {
-            return Err(cx.at(
-                &keys!["agents", name, "resume"],
-                format!(
-                    "[agents.{name}] resume must be a program and arguments with {{session}} \
-                     where the session id goes, e.g. [\"{}\", \"--resume\", \"{{session}}\", \
-                     \"--prompt\", \"{{prompt}}\"]; remove it if the agent cannot resume",
-                    argv[0]
-                ),
-            ));
-        }
+    if let Some(resume) = &agent.resume
+        && (resume.first().is_none_or(|p| p.is_empty()) || !resume.iter().any(|a| a.contains("{session}")))
+    {
+        return Err(cx.at(
+            &keys!["agents", name, "resume"],
+            format!(
+                "[agents.{name}] resume must be a program and arguments with {{session}} \
+                 where the session id goes, e.g. [\"{}\", \"--resume\", \"{{session}}\", \
+                 \"--prompt\", \"{{prompt}}\"]; remove it if the agent cannot resume",
+                argv[0]
+            ),
+        ));
     }
     Ok(())
 }
@@ -497,6 +497,22 @@ fn resolve_phase(cx: &Cx<'_>, config: &Config, name: &str) -> Result<Phase, Conf
             parse_done(done).map_err(|m| cx.at(&keys!["phases", name, "done"], format!("[phases.{name}] done: {m}")))?
         }
     };
+    if done == DoneSignal::Mcp
+        && let Some((agent, why)) = chain
+            .iter()
+            .filter_map(|a| config.agents.get(a).map(|c| (a, c)))
+            .find(|(_, c)| !c.mcp)
+            .map(|(a, _)| (a, "mcp = false"))
+    {
+        return Err(cx.at(
+            &keys!["phases", name, "done"],
+            format!(
+                "[phases.{name}] done = \"mcp\" needs every agent of chain {} to reach `ralph mcp`, but agent \
+                 {agent} ({why}) does not (see docs/mcp.md); use \"tag\", or turn mcp on",
+                p.chain
+            ),
+        ));
+    }
     Ok(Phase {
         name: name.to_owned(),
         chain_name: p.chain.clone(),
@@ -565,9 +581,7 @@ fn parse_done(done: &str) -> Result<DoneSignal, String> {
     match done {
         "tag" => Ok(DoneSignal::Tag),
         "exit0" => Ok(DoneSignal::Exit0),
-        "mcp" => Err("done = \"mcp\" needs the MCP server, which this build does not have yet; \
-                      use \"tag\""
-            .into()),
+        "mcp" => Ok(DoneSignal::Mcp),
         _ => match done.strip_prefix("file:") {
             Some(file) if !file.trim().is_empty() => Ok(DoneSignal::File(PathBuf::from(file))),
             Some(_) => Err("done = \"file:\" needs a path, like \"file:PLAN.md\"".into()),

@@ -1,5 +1,5 @@
 //! Commit messages, the `Ralph-Run:`/`Ralph-Iteration:` trailers that make commits
-//! findable on resume, identities ("Name <email>") and branch names. Pure text.
+//! findable on resume, identities (`"Name <email>"`) and branch names. Pure text.
 
 /// The trailer naming the run a commit belongs to.
 pub const RUN_TRAILER: &str = "Ralph-Run";
@@ -19,7 +19,7 @@ pub struct Identity {
 }
 
 impl Identity {
-    /// Parses "Name <email>"; both parts must be present.
+    /// Parses `"Name <email>"`; both parts must be present.
     pub fn parse(text: &str) -> Option<Identity> {
         let text = text.trim();
         let open = text.find('<')?;
@@ -69,7 +69,7 @@ pub struct MessageContext<'a> {
 }
 
 /// The agent's final message as a commit body: done/goal tags removed, secrets
-/// redacted, whitespace trimmed, at most [`MAX_SUMMARY`] characters.
+/// redacted, whitespace trimmed, at most `MAX_SUMMARY` characters.
 pub fn summarize(final_message: &str) -> String {
     let mut text = final_message.to_string();
     for tag in ["<promise>DONE</promise>", "<promise>COMPLETE</promise>"] {

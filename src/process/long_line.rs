@@ -3,7 +3,7 @@
 //! long string its first and last [`KEEP`] bytes, so memory stays flat whatever the
 //! line length. A 100 MB tool result may come before its `is_error`, and a done tag
 //! sits at the end of a long final message: both survive. A line that is not JSON
-//! (or whose structure alone outgrows [`STRUCTURE_CAP`]) keeps its own first and
+//! (or whose structure alone outgrows `STRUCTURE_CAP`) keeps its own first and
 //! last [`KEEP`] bytes. Pure: bytes in, a compacted line out.
 
 use std::collections::VecDeque;

@@ -19,7 +19,7 @@ use super::{Category, Classification, Rule};
 pub enum Cap {
     MaxCycles,
     ToolRegistryResets,
-    /// MCP server crash restarts (counted once ralph runs an MCP server).
+    /// Crashes of `ralph mcp` while its agent ran.
     McpRestarts,
     AmbiguousAttempts,
     Iterations,

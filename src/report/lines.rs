@@ -1,5 +1,5 @@
 //! The texts a person reads, as pure functions (the snapshot tests read them): the
-//! line of each run event ([`line`], one match over [`RunEvent`], so the terminal and
+//! line of each run event ([`line()`], one match over [`RunEvent`], so the terminal and
 //! the journal never tell different stories; `None` for events without a line of
 //! their own, which the live display or the summary shows), and the live display's
 //! own texts: the first line, the attempt line, a wait, the offline pause, an agent
@@ -162,6 +162,15 @@ pub fn line(event: &RunEvent) -> Option<String> {
         RunEvent::DiskFull { path, free } => format!("waiting: disk full on {path} ({free} free)"),
         RunEvent::DiskSpaceBack { path } => format!("disk space is back on {path}: continuing"),
         RunEvent::Online {} => "Recovery resumed after offline".to_string(),
+        RunEvent::StopAfterIteration {} => "ralph stop: stopping after this iteration".to_string(),
+        RunEvent::AgentProgress { message, .. } => format!("agent: {message}"),
+        RunEvent::AgentCheckpoint { summary, .. } => format!("agent saved a checkpoint: {summary}"),
+        RunEvent::AgentInterruption { reason, .. } => format!("agent gave up: {reason}"),
+        RunEvent::CompletionDeclared { summary, .. } => format!("agent declared the work complete: {summary}"),
+        RunEvent::TaskCancelled { reason, .. } => format!("agent cancelled the task: {reason}"),
+        RunEvent::McpLost { restarts, cap, .. } => {
+            format!("ralph mcp crashed while the agent ran ({restarts} of {cap} restarts)")
+        }
         RunEvent::RunStarted { .. }
         | RunEvent::RunResumed { .. }
         | RunEvent::RunError { .. }

@@ -241,6 +241,7 @@ pub(crate) mod tests {
             started_at: "2026-01-01T00:00:00Z".into(),
             updated_at: "2026-01-01T00:01:15Z".into(),
             git: None,
+            agent_checkpoint: None,
         }
     }
 

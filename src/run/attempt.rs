@@ -83,6 +83,9 @@ pub trait Observer {
     /// ralph sent `sent` to the agent's group to end it, and will send `next` at
     /// `next_at` if it is still there.
     fn escalating(&mut self, why: EndWhy, sent: Signal, next: Option<(Signal, Instant)>);
+    /// Messages from the control socket, while the agent runs or not (any more);
+    /// true when one is a heartbeat of the agent.
+    fn control(&mut self, inbox: Vec<crate::control::Inbound>, agent_running: bool) -> bool;
 }
 
 impl Outcome {
@@ -281,6 +284,11 @@ pub async fn run(
                     return state.finish(End::ForceExit, started);
                 }
                 InterruptAction::Ignore => {}
+                InterruptAction::Control => {
+                    if observer.control(signals.take_inbox(), exit.is_none()) {
+                        let _ = supervisor.on_event(None, Instant::now());
+                    }
+                }
             },
         }
         // A stdout line is handled outside the `select!`, whichever way it came.

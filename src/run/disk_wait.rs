@@ -45,6 +45,11 @@ impl Dispatcher {
             match action {
                 Some(InterruptAction::Stop(cause)) => return self.stopped(cause, None).map(Some),
                 Some(InterruptAction::ForceExit) => return Ok(Some(RunEnd::ForceExit)),
+                Some(InterruptAction::Control) => {
+                    if self.serve_inbox(signals) {
+                        return self.stopped(crate::signal::StopCause::User, None).map(Some);
+                    }
+                }
                 Some(InterruptAction::Ignore) | None => {}
             }
             // Try again: the checkpoint first (it is what a restart resumes from),

@@ -63,6 +63,8 @@ pub struct Dispatcher {
     /// journal line, never lets the journal claim what the checkpoint does not hold
     /// (an iteration journaled done and then run again).
     pub(super) after_save: Vec<RunEvent>,
+    /// The control socket and what the agent told ralph through it.
+    pub(super) control: super::control::ControlState,
 }
 
 impl Dispatcher {
@@ -83,12 +85,14 @@ impl Dispatcher {
             disk_full: None,
             answered: Arc::default(),
             after_save: Vec::new(),
+            control: Default::default(),
         }
     }
 
     /// Dispatches until the workflow ends. `signals` were installed when the lock
     /// was taken, so nothing that came since is lost.
     pub async fn run(mut self, mut signals: Signals) -> Result<RunEnd, RalphError> {
+        self.listen(&mut signals);
         if let Some(t) = self.r.takeover.take() {
             let from = t.from.as_ref();
             self.emit(RunEvent::LeaseTakenOver {
@@ -189,7 +193,14 @@ impl Dispatcher {
             match pending {
                 Some(InterruptAction::Stop(cause)) => return self.stopped(cause, None),
                 Some(InterruptAction::ForceExit) => return self.forced(signals, None),
+                Some(InterruptAction::Control) => {
+                    let _ = self.serve_inbox(signals);
+                }
                 Some(InterruptAction::Ignore) | None => {}
+            }
+            // `ralph stop`: the iteration it came in has ended.
+            if self.iteration_ended_since_stop() {
+                return self.stopped(StopCause::User, None);
             }
             // A stop that came as the last attempt ended, after its result was kept.
             if let Some(cause) = signals.stopping() {
@@ -280,6 +291,7 @@ impl Dispatcher {
                     .as_ref()
                     .and_then(|s| self.r.checkpoint.progress.session_tokens.get(s).copied())
                     .unwrap_or_default(),
+                control: self.control.server.as_ref().filter(|_| agent_cfg.mcp).map(|s| (s.socket(), attempt_no)),
             },
         );
         let cp = &mut self.r.checkpoint;
@@ -372,6 +384,20 @@ impl Dispatcher {
             self.r.checkpoint.progress.sessions.insert(agent.clone(), session.clone());
         }
         self.r.checkpoint.in_flight = None;
+        if std::mem::take(&mut self.control.restarts_exhausted) {
+            let (used, cap) =
+                (self.r.checkpoint.progress.counters.mcp_restarts, self.r.loaded.config.retry.mcp_restarts);
+            let message = format!(
+                "{}: ralph mcp crashed {used} times in the run ([retry] mcp_restarts = {cap})",
+                Cap::McpRestarts.phrase()
+            );
+            return self.stop(Stop::Failed { cap: Cap::McpRestarts, message }).map(Some);
+        }
+        if let Some(reason) = self.control.cancelled.take() {
+            // The agent's own judgement that no one but a person can go on.
+            let message = format!("the agent cancelled the task: {reason}");
+            return self.stop(Stop::Blocked { message }).map(Some);
+        }
         let claim = done::judge(outcome.final_message.as_deref());
         let resumable = self.r.loaded.config.agents.get(&agent).is_some_and(crate::config::AgentConfig::can_resume);
         let completion = if ended_by == EndedBy::Agent {
@@ -384,6 +410,11 @@ impl Dispatcher {
                     artifact_changed: outcome.artifact_changed,
                     session_known: outcome.session.is_some() && resumable,
                     already_asked: self.r.checkpoint.progress.counters.confirmations > 0,
+                    declared: self
+                        .control
+                        .declared
+                        .filter(|(attempt, _)| *attempt == self.r.checkpoint.progress.counters.attempts)
+                        .map(|(_, goal)| goal),
                 },
             )
         } else {
@@ -782,6 +813,7 @@ impl Dispatcher {
         if let RunEvent::Intervention { detector, .. } = &event {
             *self.r.checkpoint.progress.counters.interventions.entry(detector.clone()).or_insert(0) += 1;
         }
+        self.publish(&event);
         self.r.reporter.event(&event);
     }
 }
@@ -843,6 +875,10 @@ impl Observer for Dispatcher {
             next: next.map(|(s, _)| s.as_str()),
         };
         self.r.reporter.escalating(&view, next.map(|(_, at)| at.into_std()));
+    }
+
+    fn control(&mut self, inbox: Vec<crate::control::Inbound>, agent_running: bool) -> bool {
+        self.apply_inbox(inbox, agent_running)
     }
 }
 

@@ -78,12 +78,17 @@ impl Dispatcher {
         let Ending { exit, ended_by, claim, missing } = ending;
         let agent = self.current_agent();
         let agent_cfg = self.r.loaded.config.agents.get(&agent);
+        // `report_interruption`: the agent's own reason is evidence like its output.
+        let text_tail = match self.control.interruption.take() {
+            Some(reason) => format!("{}\nthe agent reported an interruption: {reason}\n", outcome.text_tail),
+            None => outcome.text_tail.clone(),
+        };
         let report = classify::Report {
             kind: agent_cfg.map_or(crate::config::AgentKind::Command, |a| a.kind),
             exit,
             ended_by,
             events: &outcome.events,
-            text_tail: &outcome.text_tail,
+            text_tail: &text_tail,
             stderr_tail: &outcome.stderr_tail,
             missing_done: missing,
             errors: agent_cfg.map_or(&[], |a| &a.errors),
@@ -174,7 +179,7 @@ impl Dispatcher {
         let progress = &self.r.checkpoint.progress;
         let phase = self.phase();
         let done = trouble::done_summary(progress, &self.r.loaded.phases);
-        note::note(&NoteContext {
+        let mut text = note::note(&NoteContext {
             goal: &self.r.goal,
             phase: &phase.name,
             iteration: progress.position.iteration,
@@ -182,7 +187,18 @@ impl Dispatcher {
             done_summary: &done,
             what_went_wrong: trouble,
             last_tool,
-        })
+        });
+        // The agent's own `save_checkpoint` of this iteration: verified progress.
+        if let Some(saved) = self
+            .r
+            .checkpoint
+            .agent_checkpoint
+            .as_ref()
+            .filter(|c| c.phase == phase.name && c.iteration == progress.position.iteration)
+        {
+            text.push_str(&note::saved_progress(saved));
+        }
+        text
     }
 
     /// Records what the judge made of a sign-off it did not simply accept: the

@@ -6,6 +6,7 @@ mod artifact;
 pub mod attempt;
 mod attempt_log;
 pub mod connect;
+mod control;
 mod disk_wait;
 pub mod dispatch;
 mod failure;

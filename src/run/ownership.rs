@@ -187,7 +187,7 @@ impl Lease {
         Ok(Lease { path: path.to_path_buf(), token, stop: Some(tx), heartbeat: Some(heartbeat) })
     }
 
-    /// Stops ralph at once (see [`lost`]) when another ralph holds the lease now.
+    /// Stops ralph at once (see `lost`) when another ralph holds the lease now.
     /// Called before every write of the run's state: after a freeze the main
     /// thread may get to a write before the heartbeat gets to its next look. An
     /// unreadable lease is not a loss (the next look decides).

@@ -455,7 +455,8 @@ async fn read_answer(signals: &mut Signals) -> Result<Option<String>, RalphError
             answer = &mut rx => return Ok(answer.unwrap_or(None)),
             action = signals.next() => match action {
                 InterruptAction::Stop(cause) => return Err(RalphError::StoppedBeforeStart(cause)),
-                InterruptAction::ForceExit | InterruptAction::Ignore => {}
+                // The control socket listens only once the run has started.
+                InterruptAction::ForceExit | InterruptAction::Ignore | InterruptAction::Control => {}
             },
         }
     }
@@ -504,6 +505,7 @@ fn fresh_checkpoint(
         started_at: now.clone(),
         updated_at: now,
         git: None,
+        agent_checkpoint: None,
     })
 }
 

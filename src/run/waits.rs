@@ -17,7 +17,7 @@ use crate::config::AgentConfig;
 use crate::events::RunEvent;
 use crate::recovery::probe::{self, ProbeResult};
 use crate::recovery::rate_limit;
-use crate::signal::{InterruptAction, Signals};
+use crate::signal::{InterruptAction, Signals, StopCause};
 use crate::state::checkpoint::Status;
 
 use super::RunEnd;
@@ -49,6 +49,10 @@ impl Dispatcher {
                     InterruptAction::Stop(cause) => return self.stopped(cause, None).map(Some),
                     InterruptAction::ForceExit => return Ok(Some(RunEnd::ForceExit)),
                     InterruptAction::Ignore => {}
+                    // Nothing of the iteration runs while waiting: `ralph stop` stops here.
+                    InterruptAction::Control => if self.serve_inbox(signals) {
+                        return self.stopped(StopCause::User, None).map(Some);
+                    },
                 },
             }
         }
@@ -148,6 +152,9 @@ impl Dispatcher {
                     InterruptAction::Stop(cause) => return self.stopped(cause, None).map(Offline::Stopped),
                     InterruptAction::ForceExit => return Ok(Offline::Stopped(RunEnd::ForceExit)),
                     InterruptAction::Ignore => {}
+                    InterruptAction::Control => if self.serve_inbox(signals) {
+                        return self.stopped(StopCause::User, None).map(Offline::Stopped);
+                    },
                 },
             }
         }
@@ -190,6 +197,9 @@ impl Dispatcher {
                     InterruptAction::Stop(cause) => return self.stopped(cause, None).map(Err),
                     InterruptAction::ForceExit => return Ok(Err(RunEnd::ForceExit)),
                     InterruptAction::Ignore => {}
+                    InterruptAction::Control => if self.serve_inbox(signals) {
+                        return self.stopped(StopCause::User, None).map(Err);
+                    },
                 },
             }
         }

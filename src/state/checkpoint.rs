@@ -152,4 +152,18 @@ pub struct Checkpoint {
     /// git features are off or the checkpoint predates them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub git: Option<crate::git::record::GitState>,
+    /// The agent's latest `save_checkpoint` (MCP); its history is in the journal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_checkpoint: Option<AgentCheckpoint>,
+}
+
+/// Verified progress the agent saved through `save_checkpoint`, bounded by the
+/// control protocol's text limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentCheckpoint {
+    pub phase: String,
+    pub iteration: u32,
+    pub summary: String,
+    pub steps_done: Vec<String>,
+    pub next_steps: Vec<String>,
 }

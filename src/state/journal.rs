@@ -3,7 +3,7 @@
 //! checkpoint stays small.
 //!
 //! Each line is `{"at":"<RFC 3339>","kind":"<kind>", ...fields}`. String values
-//! pass through [`redact`] first: agent output ends up here and must not carry
+//! pass through [`redact`](crate::state::redact::redact) first: agent output ends up here and must not carry
 //! credentials to disk.
 //!
 //! No fsync per event: the checkpoint is the durable record that resume relies

@@ -88,14 +88,14 @@ fn redact_patterns(text: &str) -> String {
     let mut copied = 0;
     let mut i = 0;
     while i < b.len() {
-        if i == 0 || !is_word(b[i - 1]) {
-            if let Some((start, end)) = assignment(text, i).or_else(|| token(b, i)) {
-                out.push_str(&text[copied..start]);
-                out.push_str(REDACTED);
-                copied = end;
-                i = end;
-                continue;
-            }
+        if (i == 0 || !is_word(b[i - 1]))
+            && let Some((start, end)) = assignment(text, i).or_else(|| token(b, i))
+        {
+            out.push_str(&text[copied..start]);
+            out.push_str(REDACTED);
+            copied = end;
+            i = end;
+            continue;
         }
         i += 1;
     }

@@ -6,7 +6,7 @@
 //! agent is still at it, or postpone, negate, cite or quote the tag ("I will print
 //! the tag once…", "end your final message with"), or where the tag is in code,
 //! quoted, or followed by more text. A tag embedded at the end of a clause whose
-//! words leave a doubt ("…so users can pipe <tag>") is *doubtful*: the shell asks
+//! words leave a doubt ("…so users can pipe `<tag>`") is *doubtful*: the shell asks
 //! the agent to confirm rather than failing finished work. Ordinary words ("no
 //! failures", "would", "output") are never a denial.
 //!

@@ -214,5 +214,16 @@ fn quoted(excerpt: &str) -> String {
     format!("`{}`", one_line(&excerpt.replace('`', "'"), DETAIL_CHARS))
 }
 
+/// The agent's last `save_checkpoint` of the iteration, as a part of the note.
+pub fn saved_progress(saved: &crate::state::checkpoint::AgentCheckpoint) -> String {
+    let list = |items: &[String]| items.iter().map(|i| format!("\n  - {i}")).collect::<String>();
+    format!(
+        "\n\nVerified progress an earlier attempt saved (save_checkpoint): {}\nSteps done:{}\nNext steps:{}\n",
+        saved.summary,
+        list(&saved.steps_done),
+        list(&saved.next_steps)
+    )
+}
+
 #[cfg(test)]
 mod tests;

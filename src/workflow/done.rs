@@ -31,6 +31,8 @@ pub struct Evidence<'a> {
     pub session_known: bool,
     /// This iteration already had its confirmation question.
     pub already_asked: bool,
+    /// The attempt's accepted `declare_complete`, with its `goal_complete`.
+    pub declared: Option<bool>,
 }
 
 /// Judges a final message; an absent one says nothing.
@@ -72,6 +74,14 @@ pub fn evaluate(signal: &DoneSignal, ev: &Evidence<'_>) -> Completion {
     if ev.result_is_error {
         return Completion::NotDone("the agent's final result is an error".into());
     }
+    // Only the tool decides, for the iteration and for the goal alike.
+    if *signal == DoneSignal::Mcp {
+        return match ev.declared {
+            Some(true) => Completion::Goal,
+            Some(false) => Completion::Done,
+            None => Completion::NotDone("exit 0 without calling declare_complete".into()),
+        };
+    }
     let can_ask = ev.session_known && !ev.already_asked;
     let tag_decides = *signal == DoneSignal::Tag;
     match ev.claim {
@@ -98,6 +108,7 @@ pub fn evaluate(signal: &DoneSignal, ev: &Evidence<'_>) -> Completion {
         DoneSignal::Exit0 => Completion::Done,
         DoneSignal::File(_) if ev.artifact_changed => Completion::Done,
         DoneSignal::File(_) => Completion::NotDone("exit 0 without writing the artifact".into()),
+        DoneSignal::Mcp => Completion::NotDone("exit 0 without calling declare_complete".into()),
     }
 }
 
@@ -118,7 +129,20 @@ mod tests {
             artifact_changed: false,
             session_known: false,
             already_asked: false,
+            declared: None,
         }
+    }
+
+    #[test]
+    fn with_done_mcp_only_declare_complete_decides() {
+        let goal_tag = ev(Some("<promise>COMPLETE</promise>"));
+        assert!(matches!(evaluate(&DoneSignal::Mcp, &goal_tag), Completion::NotDone(_)));
+        let declared = Evidence { declared: Some(false), ..ev(None) };
+        assert_eq!(evaluate(&DoneSignal::Mcp, &declared), Completion::Done);
+        let goal = Evidence { declared: Some(true), ..ev(None) };
+        assert_eq!(evaluate(&DoneSignal::Mcp, &goal), Completion::Goal);
+        // With another signal, a declaration is recorded but does not decide.
+        assert!(matches!(evaluate(&DoneSignal::Tag, &declared), Completion::NotDone(_)));
     }
 
     #[test]

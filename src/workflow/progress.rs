@@ -59,7 +59,7 @@ pub struct Counters {
     pub retry_streak: u32,
     /// Tool-registry resets in the run.
     pub tool_registry_resets: u32,
-    /// MCP server crash restarts in the run.
+    /// Crashes of `ralph mcp` while its agent ran, in the run.
     pub mcp_restarts: u32,
     /// Failures by category in the whole run.
     pub failures: BTreeMap<Category, u32>,

@@ -171,6 +171,10 @@ fn done_instruction(done: &DoneSignal, until_complete: bool, review: bool) -> St
             "When this iteration's work is finished and verified, end your final message with {DONE_TAG} on its own line. Do not print it otherwise.{goal}"
         ),
         DoneSignal::Exit0 => format!("When this iteration's work is finished, exit.{goal}"),
+        DoneSignal::Mcp => format!(
+            "When this iteration's work is finished and verified, call the tool declare_complete of the ralph MCP server with a summary and the evidence of how you verified it (the commands you ran and what they showed), then end your turn.{}",
+            if until_complete { " If the whole goal is reached and verified, pass goal_complete: true." } else { "" }
+        ),
         DoneSignal::File(path) => format!(
             "This iteration is done when you have written {}. Write it only when its content is complete.{goal}",
             path.display()

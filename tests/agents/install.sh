@@ -18,3 +18,5 @@ while read -r name package version; do
   echo "install.sh: installing $package@$version into $target" >&2
   npm install --prefix "$target" "$package@$version" --no-audit --no-fund --loglevel=error >&2
 done < "$here/versions.txt"
+# The MCP Python SDK, an MCP client for the `ralph mcp` tests.
+"$here/install-python-mcp.sh"

@@ -221,3 +221,32 @@ fn a_prompt_longer_than_an_argument_reaches_claude_on_stdin() {
         "the whole goal reached the model"
     );
 }
+
+/// ralph registers `ralph mcp` with Claude Code for the attempt; the provider
+/// answers with a call of `declare_complete`, Claude runs it through `ralph mcp`, and
+/// the `done = "mcp"` phase completes by it.
+#[test]
+fn claude_completes_a_done_mcp_phase_through_ralph_mcp() {
+    let provider = FakeProvider::start(Vec::new());
+    let Some(p) = project(&provider, "agent_attempts = 1", "") else { return };
+    let config = p.read("ralph.toml").replace("chain = \"main\"\n", "chain = \"main\"\ndone = \"mcp\"\n");
+    p.write("ralph.toml", &config);
+    provider.then(vec![
+        Reply::Tool {
+            name: "mcp__ralph__declare_complete".into(),
+            input: json!({"summary": "nothing to build", "evidence": "read the goal; ran ls: no files needed"}),
+        },
+        Reply::Text("Declared.".into()),
+    ]);
+    let out = p.ralph().run();
+    let declared = p.events("completion_declared");
+    assert_eq!(declared.len(), 1, "{out:?}\n{:#?}", p.journal());
+    out.expect_code(0);
+    // The CLI's shutdown of its server is no crash.
+    assert!(p.events("mcp_lost").is_empty(), "{:?}", p.events("mcp_lost"));
+    assert_eq!(declared[0]["evidence"], json!("read the goal; ran ls: no files needed"));
+    // The tool's answer went back to the model.
+    let requests = provider.message_requests();
+    let last = requests.last().expect("requests").body.to_string();
+    assert!(last.contains("completion recorded"), "{last}");
+}

@@ -179,3 +179,33 @@ fn a_prompt_longer_than_an_argument_reaches_codex_on_stdin() {
         "the whole goal reached the model"
     );
 }
+
+/// ralph registers `ralph mcp` with Codex for the attempt (`-c mcp_servers.ralph.*`);
+/// the provider answers with a call of `declare_complete`, Codex runs it through
+/// `ralph mcp`, and the `done = "mcp"` phase completes by it.
+#[test]
+fn codex_completes_a_done_mcp_phase_through_ralph_mcp() {
+    let provider = FakeOpenAi::start(vec![
+        Reply::Call {
+            namespace: Some("mcp__ralph".into()),
+            name: "declare_complete".into(),
+            arguments: json!({"summary": "nothing to build", "evidence": "read the goal; ran ls: no files needed"}),
+        },
+        Reply::Text("Declared.".into()),
+    ]);
+    let Some(p) = project(&provider, "agent_attempts = 1", "") else { return };
+    let config = p.read("ralph.toml").replace("chain = \"main\"\n", "chain = \"main\"\ndone = \"mcp\"\n");
+    // A failure ends within seconds instead of retrying the exhausted fake provider.
+    p.write("ralph.toml", &format!("[general]\nmax_runtime = \"10s\"\n{config}"));
+    let out = p.ralph().run();
+    let requests = provider.response_requests();
+    let offered = requests.first().map(|r| r.body["tools"].to_string()).unwrap_or_default();
+    assert!(offered.contains("\"mcp__ralph\"") && offered.contains("declare_complete"), "{offered}");
+    let declared = p.events("completion_declared");
+    assert_eq!(declared.len(), 1, "{out:?}\n{:#?}", p.events("attempt_failed"));
+    out.expect_code(0);
+    // The CLI's shutdown of its server is no crash.
+    assert!(p.events("mcp_lost").is_empty(), "{:?}", p.events("mcp_lost"));
+    let outputs = requests.get(1).map(|r| r.body["input"].to_string()).unwrap_or_default();
+    assert!(outputs.contains("completion recorded"), "the tool's answer went back to the model: {outputs}");
+}

@@ -23,6 +23,8 @@ pub enum ChatReply {
     /// A call to OpenCode's `write` tool (`filePath` must be absolute), ending the
     /// turn with `finish_reason: "tool_calls"`.
     Write { path: String, content: String },
+    /// A call of any tool by name (e.g. OpenCode's `ralph_declare_complete`).
+    Call { name: String, arguments: serde_json::Value },
     /// A final text message.
     Text(String),
     /// An HTTP error with an OpenAI-shaped body
@@ -154,11 +156,17 @@ fn answer(conn: &mut Conn, reply: &ChatReply, model: &str, call: u32) {
     };
     let mut out = Head::sse().end();
     match reply {
-        ChatReply::Write { path, content } => {
-            let args = json!({"filePath": path, "content": content}).to_string();
+        ChatReply::Write { .. } | ChatReply::Call { .. } => {
+            let (name, args) = match reply {
+                ChatReply::Write { path, content } => {
+                    ("write".to_string(), json!({"filePath": path, "content": content}).to_string())
+                }
+                ChatReply::Call { name, arguments } => (name.clone(), arguments.to_string()),
+                _ => unreachable!(),
+            };
             out.push_str(&chunk(
                 json!({"role": "assistant", "tool_calls": [{"index": 0, "id": format!("call_fake_{call}"),
-                       "type": "function", "function": {"name": "write", "arguments": ""}}]}),
+                       "type": "function", "function": {"name": name, "arguments": ""}}]}),
                 None,
                 None,
             ));

@@ -23,6 +23,8 @@ use crate::http_fake::{Conn, Fake, Head, Scripted, Turn};
 pub enum Reply {
     /// A `write_file` function call (the CLI resolves a relative path against its cwd).
     Write { path: String, content: String },
+    /// A call of any function by name, with its args.
+    Call { name: String, args: Value },
     /// A final text, streamed in a few chunks.
     Text(String),
     /// An HTTP error with a Google-shaped body
@@ -200,6 +202,9 @@ fn answer(conn: &mut Conn, reply: &Reply, path: &str) -> bool {
             Some("STOP"),
             true,
         )],
+        Reply::Call { name, args } => {
+            vec![chunk(&model, json!([{"functionCall": {"name": name, "args": args}}]), Some("STOP"), true)]
+        }
         Reply::Text(text) => {
             // Three chunks, as a real stream splits a reply: the CLI must join them.
             let cut = |n: usize| text.char_indices().nth(n).map_or(text.len(), |(i, _)| i);

@@ -23,6 +23,9 @@ use crate::http_fake::{Conn, Fake, Head, Scripted, Turn, sse_event as sse};
 pub enum Reply {
     /// An `exec_command` function call running `cmd` (in the turn's cwd).
     Exec { cmd: String },
+    /// A call of any function tool, with JSON arguments; `namespace` for a tool of a
+    /// namespace (Codex offers each MCP server's tools as the namespace `mcp__NAME`).
+    Call { namespace: Option<String>, name: String, arguments: Value },
     /// A final assistant message (preceded by a short reasoning item).
     Text(String),
     /// An HTTP error with an OpenAI-shaped body `{"error": {message, type, param, code}}`.
@@ -127,6 +130,14 @@ fn answer(conn: &mut Conn, reply: &Reply, n: u32) {
         Reply::Exec { cmd } => vec![json!({"type": "function_call", "id": format!("fc_{n}"),
             "call_id": format!("call_{n}"), "name": "exec_command",
             "arguments": json!({"cmd": cmd}).to_string()})],
+        Reply::Call { namespace, name, arguments } => {
+            let mut call = json!({"type": "function_call", "id": format!("fc_{n}"),
+                "call_id": format!("call_{n}"), "name": name, "arguments": arguments.to_string()});
+            if let Some(ns) = namespace {
+                call["namespace"] = json!(ns);
+            }
+            vec![call]
+        }
         Reply::Text(text) => vec![
             json!({"type": "reasoning", "id": format!("rs_{n}"),
                    "summary": [{"type": "summary_text", "text": "Checking the work."}]}),

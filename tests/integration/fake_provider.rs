@@ -22,6 +22,9 @@ use crate::http_fake::{Conn, Fake, Head, Scripted, Turn, sse_event as sse};
 pub enum Reply {
     /// A `Write` tool call (absolute path), ending the turn with `tool_use`.
     Write { path: String, content: String },
+    /// A call of any tool (e.g. `mcp__ralph__declare_complete`), ending the turn
+    /// with `tool_use`.
+    Tool { name: String, input: Value },
     /// A final text message.
     Text(String),
     /// An HTTP error with a provider-shaped body. `kind` and `message` are the
@@ -218,6 +221,9 @@ fn answer(conn: &mut Conn, reply: &Reply, model: &str, streaming: bool) {
                         "input": {"file_path": path, "content": content}})],
             "tool_use",
         ),
+        Reply::Tool { name, input } => {
+            (vec![json!({"type": "tool_use", "id": "toolu_fake_2", "name": name, "input": input})], "tool_use")
+        }
         Reply::Text(text) => (vec![json!({"type": "text", "text": text})], "end_turn"),
         // Answered above, for every API.
         Reply::Status { .. } => return,

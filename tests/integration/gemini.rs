@@ -172,3 +172,33 @@ fn a_prompt_longer_than_an_argument_reaches_gemini_on_stdin() {
         "the whole goal reached the model"
     );
 }
+
+/// ralph registers `ralph mcp` with Gemini for the attempt (a system settings file
+/// of its own, `GEMINI_CLI_SYSTEM_SETTINGS_PATH`); the provider answers with a call
+/// of `declare_complete`, Gemini runs it through `ralph mcp`, and the
+/// `done = "mcp"` phase completes by it.
+#[test]
+fn gemini_completes_a_done_mcp_phase_through_ralph_mcp() {
+    let provider = FakeGemini::start(Vec::new());
+    let Some(p) = project(&provider, "agent_attempts = 1", "") else { return };
+    let config = p.read("ralph.toml").replace("chain = \"main\"\n", "chain = \"main\"\ndone = \"mcp\"\n");
+    p.write("ralph.toml", &format!("[general]\nmax_runtime = \"60s\"\n{config}"));
+    provider.then(vec![
+        Reply::Call {
+            name: "mcp_ralph_declare_complete".into(),
+            args: json!({"summary": "nothing to build", "evidence": "read the goal; ran ls: no files needed"}),
+        },
+        Reply::Text("Declared.".into()),
+    ]);
+    let out = p.ralph().run();
+    let offered =
+        provider.requests().iter().any(|r| r.body["tools"].to_string().contains("mcp_ralph_declare_complete"));
+    assert!(offered, "Gemini offers the tool as mcp_ralph_declare_complete");
+    let declared = p.events("completion_declared");
+    assert_eq!(declared.len(), 1, "{out:?}\n{:#?}", p.events("attempt_failed").first());
+    out.expect_code(0);
+    // The CLI's shutdown of its server is no crash.
+    assert!(p.events("mcp_lost").is_empty(), "{:?}", p.events("mcp_lost"));
+    // The user's own settings file was not touched.
+    assert!(!p.read(".home/.gemini/settings.json").contains("ralph"));
+}

@@ -15,6 +15,7 @@ mod claude;
 mod codex;
 mod commands;
 mod config;
+mod control;
 mod crash;
 mod deploy;
 mod engine;

@@ -252,3 +252,30 @@ fn the_cost_cap_stops_the_attempt_in_progress() {
     let cost = p.checkpoint()["usage"]["cost_usd"].as_f64().unwrap_or(0.0);
     assert!((0.6..3.0).contains(&cost), "one step may overshoot the cap, not the whole attempt: ${cost}");
 }
+
+/// ralph registers `ralph mcp` with OpenCode for the attempt
+/// (`OPENCODE_CONFIG_CONTENT`); the provider answers with a call of
+/// `ralph_declare_complete`, OpenCode runs it through `ralph mcp`, and the
+/// `done = "mcp"` phase completes by it.
+#[test]
+fn opencode_completes_a_done_mcp_phase_through_ralph_mcp() {
+    let provider = FakeChat::start(Vec::new());
+    let Some(p) = project(&provider, "agent_attempts = 1", "") else { return };
+    let config = p.read("ralph.toml").replace("chain = \"main\"\n", "chain = \"main\"\ndone = \"mcp\"\n");
+    p.write("ralph.toml", &format!("[general]\nmax_runtime = \"60s\"\n{config}"));
+    provider.then(vec![
+        ChatReply::Call {
+            name: "ralph_declare_complete".into(),
+            arguments: serde_json::json!({"summary": "nothing to build", "evidence": "read the goal; ran ls: no files needed"}),
+        },
+        ChatReply::Text("Declared.".into()),
+    ]);
+    let out = run(&p);
+    let requests = provider.requests();
+    let offered = requests.iter().map(|r| r.body["tools"].to_string()).find(|t| t.contains("declare_complete"));
+    let declared = p.events("completion_declared");
+    assert_eq!(declared.len(), 1, "offered: {offered:?}\n{out:?}\n{:#?}", p.events("attempt_failed"));
+    out.expect_code(0);
+    // The CLI's shutdown of its server is no crash.
+    assert!(p.events("mcp_lost").is_empty(), "{:?}", p.events("mcp_lost"));
+}

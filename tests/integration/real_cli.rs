@@ -29,3 +29,24 @@ pub fn find(name: &str) -> Option<PathBuf> {
     eprintln!("\n*** SKIPPED: {message} ***\n");
     None
 }
+
+/// The venv python with the pinned MCP Python SDK, if installed.
+pub fn python_mcp() -> Option<PathBuf> {
+    let reqs = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/agents/python-requirements.txt");
+    let text = std::fs::read_to_string(reqs).expect("tests/agents/python-requirements.txt");
+    let version = text.lines().find_map(|l| l.strip_prefix("mcp==")).expect("mcp is pinned").trim().to_string();
+    let dir = std::env::var_os("RALPH_AGENTS_DIR").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache").join("ralph-agents")
+    });
+    let python = dir.join(format!("python-mcp-{version}")).join("bin").join("python");
+    if python.exists() {
+        return Some(python);
+    }
+    let message =
+        format!("mcp {version} (Python) is not installed at {}: run tests/agents/install.sh", python.display());
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{message}");
+    }
+    eprintln!("\n*** SKIPPED: {message} ***\n");
+    None
+}

@@ -6,6 +6,7 @@
 //! std code: it runs as its own process (`ralph` re-executing itself), and process-level
 //! steps (crash, hang, ignore, grandchild) live in `os`.
 
+mod mcp;
 mod os;
 pub mod wire;
 
@@ -188,6 +189,20 @@ impl Sim<'_> {
                     thread::sleep(d);
                 }
                 self.tool_finish(&id, &tool.result, tool.error)?;
+            }
+            SimStep::Mcp(m) if m.silent => {
+                let arguments = if m.arguments.is_null() { json!({}) } else { m.arguments.clone() };
+                if let Err(e) = mcp::call(&m.tool, &arguments, m.kill) {
+                    self.stderr_line(&format!("ralph mcp failed: {e}"));
+                }
+            }
+            SimStep::Mcp(m) => {
+                let arguments = if m.arguments.is_null() { json!({}) } else { m.arguments.clone() };
+                let id = self.tool_start(&format!("mcp__ralph__{}", m.tool), &arguments)?;
+                match mcp::call(&m.tool, &arguments, m.kill) {
+                    Ok((text, is_error)) => self.tool_finish(&id, &text, is_error)?,
+                    Err(e) => self.tool_finish(&id, &format!("ralph mcp failed: {e}"), true)?,
+                }
             }
             SimStep::Write(w) => {
                 let path = self.cwd.join(&w.path);

@@ -1,0 +1,97 @@
+//! The client end of the control socket, used by `ralph status`, `ralph stop`,
+//! `ralph mcp` and the scripted agent. The socket path may come from a hostile
+//! repository's `.agent/`, so the client talks only to a server of its own uid.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::path;
+use super::protocol::{Reply, Request};
+
+/// How long a request may take before the client gives up.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("no running ralph for {0} (no control socket recorded)")]
+    NoRun(String),
+    #[error("no running ralph answers at {path}: {source}")]
+    Unreachable { path: PathBuf, source: std::io::Error },
+    #[error("refusing {path}: it is served by uid {server}, not by this user (uid {me})")]
+    ForeignServer { path: PathBuf, server: u32, me: u32 },
+    #[error("the control socket {path} answered badly: {detail}")]
+    Protocol { path: PathBuf, detail: String },
+}
+
+/// The socket of the run in `project`, from its record.
+pub fn socket_of(project: &Path) -> Result<PathBuf, ClientError> {
+    path::recorded(project).ok_or_else(|| ClientError::NoRun(project.display().to_string()))
+}
+
+/// Sends one request and reads its reply.
+pub fn call(socket: &Path, request: &Request) -> Result<Reply, ClientError> {
+    let unreachable = |source| ClientError::Unreachable { path: socket.to_path_buf(), source };
+    let bad = |detail: String| ClientError::Protocol { path: socket.to_path_buf(), detail };
+    let mut stream = UnixStream::connect(socket).map_err(unreachable)?;
+    let creds = nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)
+        .map_err(|e| unreachable(e.into()))?;
+    let me = nix::unistd::getuid().as_raw();
+    if creds.uid() != me {
+        return Err(ClientError::ForeignServer { path: socket.to_path_buf(), server: creds.uid(), me });
+    }
+    stream.set_read_timeout(Some(TIMEOUT)).map_err(unreachable)?;
+    stream.set_write_timeout(Some(TIMEOUT)).map_err(unreachable)?;
+    let mut line = serde_json::to_string(request).map_err(|e| bad(e.to_string()))?;
+    line.push('\n');
+    stream.write_all(line.as_bytes()).map_err(unreachable)?;
+    let mut reply = String::new();
+    BufReader::new(&stream).take_line(&mut reply).map_err(unreachable)?;
+    serde_json::from_str(reply.trim()).map_err(|e| bad(format!("{e}: {}", reply.trim())))
+}
+
+/// Opens the session of `ralph mcp`: a connection that stays open while the server
+/// lives, so the run tells a crash (closed without [`end_session`]) from a shutdown.
+pub fn open_session(socket: &Path, attempt: u32) -> Result<UnixStream, ClientError> {
+    let unreachable = |source| ClientError::Unreachable { path: socket.to_path_buf(), source };
+    let bad = |detail: String| ClientError::Protocol { path: socket.to_path_buf(), detail };
+    let mut stream = UnixStream::connect(socket).map_err(unreachable)?;
+    let creds = nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)
+        .map_err(|e| unreachable(e.into()))?;
+    let me = nix::unistd::getuid().as_raw();
+    if creds.uid() != me {
+        return Err(ClientError::ForeignServer { path: socket.to_path_buf(), server: creds.uid(), me });
+    }
+    stream.set_read_timeout(Some(TIMEOUT)).map_err(unreachable)?;
+    stream.set_write_timeout(Some(TIMEOUT)).map_err(unreachable)?;
+    let mut line = serde_json::to_string(&Request::Hello { attempt }).map_err(|e| bad(e.to_string()))?;
+    line.push('\n');
+    stream.write_all(line.as_bytes()).map_err(unreachable)?;
+    let mut reply = String::new();
+    BufReader::new(&stream).take_line(&mut reply).map_err(unreachable)?;
+    let reply: Reply = serde_json::from_str(reply.trim()).map_err(|e| bad(format!("{e}: {}", reply.trim())))?;
+    if !reply.ok {
+        return Err(bad(reply.error.unwrap_or_default()));
+    }
+    Ok(stream)
+}
+
+/// Ends the session in order.
+pub fn end_session(mut stream: UnixStream, attempt: u32) {
+    if let Ok(mut line) = serde_json::to_string(&Request::Bye { attempt }) {
+        line.push('\n');
+        let _ = stream.write_all(line.as_bytes());
+    }
+}
+
+/// Reads one line of at most 1 MiB (a reply carries the live state, never more).
+trait TakeLine {
+    fn take_line(self, out: &mut String) -> std::io::Result<usize>;
+}
+
+impl<R: BufRead> TakeLine for R {
+    fn take_line(self, out: &mut String) -> std::io::Result<usize> {
+        self.take(1 << 20).read_line(out)
+    }
+}

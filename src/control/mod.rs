@@ -1,0 +1,12 @@
+//! The run's control socket: how `ralph status`, `ralph stop` and `ralph mcp` talk to
+//! a running ralph. [`protocol`] is the pure half (requests, replies, limits and the
+//! rules that accept or refuse a request); [`path`] chooses where the socket lives;
+//! [`server`] listens inside the run and hands what the run must act on to the
+//! dispatcher through a channel; [`client`] is the other end.
+
+pub mod client;
+pub mod path;
+pub mod protocol;
+pub mod server;
+
+pub use protocol::{Inbound, Live, Reply, Request};
