@@ -22,7 +22,7 @@ pub fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     let cp = read(dir)?;
     let holder = live_holder(dir);
     if json {
-        println!("{}", to_json(dir, cp.as_ref(), holder.as_ref())?);
+        println!("{}", to_json(dir, cp.as_ref(), holder.as_ref(), None)?);
         return Ok(crate::exit::DONE);
     }
     match &cp {
@@ -74,13 +74,20 @@ pub fn live_holder(dir: &Path) -> Option<LockInfo> {
 }
 
 /// The one JSON shape of `status --json` and `--inspect-checkpoint --json`:
-/// `{"dir", "live", "pid", "checkpoint"}`, the checkpoint `null` when there is none.
-pub fn to_json(dir: &Path, cp: Option<&Checkpoint>, holder: Option<&LockInfo>) -> Result<String, RalphError> {
+/// `{"dir", "live", "pid", "checkpoint", "live_state"}`, the checkpoint `null` when there is
+/// none, `live_state` what a running ralph answered over its control socket (`status`).
+pub fn to_json(
+    dir: &Path,
+    cp: Option<&Checkpoint>,
+    holder: Option<&LockInfo>,
+    live_state: Option<&crate::control::Live>,
+) -> Result<String, RalphError> {
     let mut value = serde_json::json!({
         "dir": dir.display().to_string(),
-        "live": holder.is_some(),
-        "pid": holder.map(|h| h.pid),
+        "live": holder.is_some() || live_state.is_some(),
+        "pid": live_state.map(|l| l.pid).or(holder.map(|h| h.pid)),
         "checkpoint": cp,
+        "live_state": live_state,
     });
     redact_json(&mut value);
     serde_json::to_string_pretty(&value).map_err(|e| RalphError::Internal(e.to_string()))

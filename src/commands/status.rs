@@ -16,8 +16,9 @@ pub fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
         .and_then(|r| r.live);
     if let Some(live) = live {
         if json {
-            let value = serde_json::json!({ "dir": dir.display().to_string(), "live": true, "pid": live.pid, "live_state": live });
-            println!("{}", serde_json::to_string_pretty(&value).map_err(|e| RalphError::Internal(e.to_string()))?);
+            let cp = super::inspect::read(dir).ok().flatten();
+            let holder = super::inspect::live_holder(dir);
+            println!("{}", super::inspect::to_json(dir, cp.as_ref(), holder.as_ref(), Some(&live))?);
         } else {
             print!("{}", describe_live(&live));
         }
@@ -26,7 +27,7 @@ pub fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     let cp = super::inspect::read(dir)?;
     let holder = super::inspect::live_holder(dir);
     if json {
-        println!("{}", super::inspect::to_json(dir, cp.as_ref(), holder.as_ref())?);
+        println!("{}", super::inspect::to_json(dir, cp.as_ref(), holder.as_ref(), None)?);
         return Ok(crate::exit::DONE);
     }
     match (&cp, &holder) {

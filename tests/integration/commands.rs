@@ -67,7 +67,7 @@ fn a_live_run_is_not_called_unclean_and_both_json_views_have_one_shape() {
         k
     };
     assert_eq!(keys(&status_json), keys(&inspect_json));
-    assert_eq!(keys(&status_json), ["checkpoint", "dir", "live", "pid"]);
+    assert_eq!(keys(&status_json), ["checkpoint", "dir", "live", "live_state", "pid"]);
     // The attempt that Ctrl+C ended has its own journal event.
     let stopped = p.events("attempt_interrupted");
     assert_eq!(stopped.len(), 1, "{:#?}", p.journal());

@@ -101,7 +101,7 @@ fn stop_lets_the_iteration_finish_then_pauses() {
     let cp = p.checkpoint();
     assert_eq!(cp["status"], "paused", "{cp:#}");
     assert_eq!(p.events("attempt_succeeded").len(), 1, "the running iteration finished");
-    assert_eq!(p.events("stop_requested").len(), 1);
+    assert_eq!(p.events("stop_after_iteration").len(), 1);
     assert_eq!(cp["progress"]["position"]["iteration"], 2);
     p.ralph().args(["--resume"]).run().expect_code(0);
 }
