@@ -40,6 +40,7 @@ pub fn main(dir: &Path, config_path: Option<&Path>) -> Result<i32, RalphError> {
     let templates = crate::run::setup::load_templates(dir, &loaded)?;
     let previews = previews(dir, &loaded, &goal, &templates);
     print!("{}", render(&loaded.path, &prompt_path, &previews));
+    print!("\n{}", crate::run::git_step::preview(dir, &loaded));
     Ok(crate::exit::DONE)
 }
 

@@ -147,6 +147,45 @@ pub fn setup(
 }
 
 /// ralph's own files, relative to the top: the config, the goal, `.agent/`.
+/// What a new run here would do with git, for `--dry-run`: read-only (git status and
+/// the branch), nothing is created or committed.
+pub fn preview(dir: &Path, loaded: &Loaded) -> String {
+    let config = &loaded.config.git;
+    let repo = match Repo::discover(dir) {
+        Discovery::Repo(repo) => repo,
+        Discovery::NotARepo => return "git: not a repository: nothing would be committed\n".to_string(),
+        Discovery::NoGit => return "git: git is not installed: nothing would be committed\n".to_string(),
+    };
+    let unit = match config.commit {
+        CommitMode::Off => return "git: [git] commit = \"off\": nothing would be committed\n".to_string(),
+        CommitMode::Iteration => "each finished iteration",
+        CommitMode::Phase => "each finished phase",
+    };
+    let on = match (&config.branch, repo.branch().ok().flatten()) {
+        (Some(wanted), _) => format!("branch {wanted} ([git] branch)"),
+        (None, Some(current)) => format!("branch {current}"),
+        (None, None) => "the detached HEAD".to_string(),
+    };
+    let top = repo.top().to_path_buf();
+    let exempt = exempt(&top, dir, &loaded.path, &dir.join(&loaded.config.general.prompt));
+    let mut s = format!(
+        "git: would commit {unit} on {on}: the files changed during it, new ones included (not over {} bytes, \
+         none holding a credential value); never ralph.toml, the goal file or .agent/\n",
+        config.max_new_file.0
+    );
+    match repo.status().map(|changed| plan::dirty_at_start(&changed, &exempt)) {
+        Ok(dirty) if dirty.is_empty() => s.push_str("git: the working tree is clean\n"),
+        Ok(dirty) => s.push_str(&format!(
+            "git: {} file(s) changed now ({}): a new run refuses them without --allow-dirty, which keeps them \
+             out of every commit\n",
+            dirty.len(),
+            dirty.join(", ")
+        )),
+        Err(e) => s.push_str(&format!("git: cannot read the working tree: {e}\n")),
+    }
+    s
+}
+
 fn exempt(top: &Path, dir: &Path, config: &Path, goal: &Path) -> Exempt {
     let rel = |p: &Path| -> Option<String> {
         let real = std::fs::canonicalize(p).ok().or_else(|| {

@@ -644,3 +644,27 @@ fn a_git_failure_blocks_the_run_and_resume_makes_the_pending_commit_once() {
     assert_eq!(commits[0].1, ["x.txt"]);
     assert_eq!(r.p.checkpoint()["progress"]["counters"]["attempts"], 1);
 }
+
+#[test]
+fn dry_run_says_what_would_be_committed_and_changes_nothing() {
+    let r = Repo::with(
+        &sim(
+            &[r#"[{ write = { path = "src/a.rs", content = "// a\n" } }, { done = "a" }]"#],
+            "[phases.develop]\nchain = \"main\"\n",
+        ),
+        &[("notes.txt", "mine\n")],
+        true,
+    );
+    r.p.write("notes.txt", "my edit\n");
+    let before = r.git(&["status", "--porcelain"]);
+    let out = r.ralph().args(["--dry-run"]).run();
+    out.expect_code(0)
+        .stdout_has("git: would commit each finished iteration on branch main")
+        .stdout_has("git: 1 file(s) changed now (notes.txt)")
+        .stdout_has("--allow-dirty");
+    assert_eq!(r.git(&["status", "--porcelain"]), before, "a dry run changed the working tree");
+    assert!(r.commits().is_empty());
+    // Outside a repository, one line says so.
+    let p = Project::new().config(&sim(&[r#"[{ done = "a" }]"#], "[phases.develop]\nchain = \"main\"\n"));
+    p.ralph().args(["--dry-run"]).run().expect_code(0).stdout_has("git: not a repository");
+}
