@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::agent::preflight;
 use crate::agent::versions;
-use crate::config::{self, AgentConfig, AgentKind};
+use crate::config::{AgentConfig, AgentKind};
 use crate::error::RalphError;
 use crate::process::{self, env};
 use crate::recovery::probe::{self, ProbeResult};
@@ -31,8 +31,8 @@ impl Check {
 }
 
 pub fn main(dir: &Path, config_path: Option<&Path>, json: bool) -> Result<i32, RalphError> {
-    let path = config::find(dir, config_path)?;
-    let loaded = config::load(&path)?;
+    let path = crate::run::config_file::find(dir, config_path)?;
+    let loaded = crate::run::config_file::load(&path)?;
     let mut checks = vec![Check::new(true, format!("config {} is valid", path.display()))];
     let goal = dir.join(&loaded.config.general.prompt);
     checks.push(match std::fs::read_to_string(&goal) {

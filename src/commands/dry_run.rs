@@ -6,7 +6,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::agent::launch::{self, Request};
-use crate::config::{self, DoneSignal, Loaded};
+use crate::config::{DoneSignal, Loaded};
 use crate::error::RalphError;
 use crate::workflow::prompt;
 
@@ -26,8 +26,8 @@ pub struct Preview {
 }
 
 pub fn main(dir: &Path, config_path: Option<&Path>) -> Result<i32, RalphError> {
-    let path = config::find(dir, config_path)?;
-    let loaded = config::load(&path)?;
+    let path = crate::run::config_file::find(dir, config_path)?;
+    let loaded = crate::run::config_file::load(&path)?;
     let prompt_path = dir.join(&loaded.config.general.prompt);
     let goal = std::fs::read_to_string(&prompt_path).map_err(|source| RalphError::Prompt {
         path: prompt_path.clone(),

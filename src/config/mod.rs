@@ -1,6 +1,7 @@
-//! Finding, reading and validating `ralph.toml`.
+//! Parsing and validating `ralph.toml` (pure: finding and reading the file is the
+//! shell's, `run::config_file`).
 //!
-//! `load` turns a file into a [`Loaded`] configuration or a [`ConfigError`] that names
+//! `parse` turns a file's text into a [`Loaded`] configuration or a [`ConfigError`] that names
 //! the file, line and column, the key, and what is allowed. Everything that can be
 //! checked without running anything is checked here, so a bad config exits 2 before
 //! any agent starts.
@@ -83,24 +84,6 @@ pub struct Loaded {
     pub repeat: Option<RepeatGroup>,
     /// sha256 of the file's bytes, hex.
     pub checksum: String,
-}
-
-/// Finds the config file: `explicit` if given, else the first of [`SEARCH_PATHS`]
-/// under `dir` that exists.
-pub fn find(dir: &Path, explicit: Option<&Path>) -> Result<PathBuf, ConfigError> {
-    if let Some(path) = explicit {
-        let path = if path.is_absolute() { path.to_path_buf() } else { dir.join(path) };
-        return if path.is_file() { Ok(path) } else { Err(ConfigError::NotFound { searched: vec![path] }) };
-    }
-    let candidates: Vec<PathBuf> = SEARCH_PATHS.iter().map(|p| dir.join(p)).collect();
-    candidates.iter().find(|p| p.is_file()).cloned().ok_or(ConfigError::NotFound { searched: candidates })
-}
-
-/// Reads and validates the config at `path`.
-pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
-    let source =
-        std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
-    parse(path, &source)
 }
 
 /// Parses and validates `source`; `path` is used in messages.

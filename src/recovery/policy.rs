@@ -78,6 +78,33 @@ impl Cap {
     }
 }
 
+/// The caps on the run's totals, checked before every attempt: active time over all
+/// resumes (`elapsed_secs`) against `max_runtime`, reported cost against
+/// `max_cost_usd`.
+pub fn run_cap(general: &crate::config::General, elapsed_secs: f64, cost_usd: f64) -> Option<Stop> {
+    if let Some(max) = general.max_runtime
+        && elapsed_secs >= max.as_secs_f64()
+    {
+        return Some(Stop::Failed {
+            cap: Cap::Runtime,
+            message: format!(
+                "{}: the run has been active for {}",
+                Cap::Runtime.phrase(),
+                humantime::format_duration(max)
+            ),
+        });
+    }
+    if let Some(max) = general.max_cost_usd
+        && cost_usd >= max
+    {
+        return Some(Stop::Failed {
+            cap: Cap::Cost,
+            message: format!("{}: the run has cost ${cost_usd:.2} of ${max:.2}", Cap::Cost.phrase()),
+        });
+    }
+    None
+}
+
 /// Why a run stops before finishing.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Stop {
@@ -813,5 +840,21 @@ mod tests {
 
     fn facts_at(session: Option<String>, now: i64) -> Facts {
         Facts { session, now, ..Facts::default() }
+    }
+
+    #[test]
+    fn run_caps_stop_at_their_limits_and_not_before() {
+        let general = crate::config::General {
+            max_runtime: Some(Duration::from_secs(60)),
+            max_cost_usd: Some(2.0),
+            ..Default::default()
+        };
+        assert_eq!(run_cap(&general, 59.9, 1.99), None);
+        assert!(matches!(run_cap(&general, 60.0, 0.0), Some(Stop::Failed { cap: Cap::Runtime, .. })));
+        match run_cap(&general, 0.0, 2.5) {
+            Some(Stop::Failed { cap: Cap::Cost, message }) => assert!(message.contains("$2.50 of $2.00"), "{message}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(run_cap(&crate::config::General::default(), 1e9, 1e9), None);
     }
 }

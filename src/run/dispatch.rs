@@ -645,29 +645,7 @@ impl Dispatcher {
 
     /// The runtime and cost caps, checked before every attempt.
     pub(super) fn cap_reached(&self) -> Option<Stop> {
-        let general = &self.r.loaded.config.general;
-        let cp = &self.r.checkpoint;
-        if let Some(max) = general.max_runtime
-            && self.elapsed() >= max.as_secs_f64()
-        {
-            return Some(Stop::Failed {
-                cap: Cap::Runtime,
-                message: format!(
-                    "{}: the run has been active for {}",
-                    Cap::Runtime.phrase(),
-                    humantime::format_duration(max)
-                ),
-            });
-        }
-        if let Some(max) = general.max_cost_usd
-            && cp.usage.cost_usd >= max
-        {
-            return Some(Stop::Failed {
-                cap: Cap::Cost,
-                message: format!("{}: the run has cost ${:.2} of ${max:.2}", Cap::Cost.phrase(), cp.usage.cost_usd),
-            });
-        }
-        None
+        policy::run_cap(&self.r.loaded.config.general, self.elapsed(), self.r.checkpoint.usage.cost_usd)
     }
 
     pub(super) fn prompt(&self, resuming: bool) -> String {

@@ -5,6 +5,7 @@
 mod artifact;
 pub mod attempt;
 mod attempt_log;
+pub mod config_file;
 pub mod connect;
 mod control;
 mod disk_wait;

@@ -6,7 +6,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use crate::config::{self, Loaded};
+use crate::config::Loaded;
 use crate::error::RalphError;
 use crate::recovery::resume;
 use crate::report::Reporter;
@@ -66,8 +66,8 @@ pub enum Prepared {
 
 pub async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     let dir = options.dir.clone();
-    let path = config::find(&dir, options.config.as_deref())?;
-    let loaded = config::load(&path)?;
+    let path = super::config_file::find(&dir, options.config.as_deref())?;
+    let loaded = super::config_file::load(&path)?;
     let prompt_path = dir.join(&loaded.config.general.prompt);
     let goal = std::fs::read_to_string(&prompt_path).map_err(|source| RalphError::Prompt {
         path: prompt_path.clone(),
