@@ -775,6 +775,12 @@ impl Dispatcher {
     /// Hands a run event to every subscriber: the tracing log, the journal, the
     /// session's counters and the terminal.
     pub(super) fn emit(&mut self, event: RunEvent) {
+        // Behind an event that waits for the save, so the journal and the terminal
+        // keep the order things happened in (an iteration's end before its phase's).
+        if !self.after_save.is_empty() {
+            self.after_save.push(event);
+            return;
+        }
         // Fencing: a ralph whose lease another host took writes nothing more.
         if let Some(lease) = &self.r.lease {
             lease.ensure_held();
