@@ -194,16 +194,8 @@ pub fn on_success(
     let Some(phase) = phases.get(progress.position.phase) else {
         return Next::Finished { end: PhaseEnd::default() };
     };
-    let counters = &mut progress.counters;
-    counters.iterations_done += 1;
-    counters.agent_failures = 0;
-    counters.ambiguous_failures = 0;
-    counters.retry_streak = 0;
-    counters.confirmations = 0;
-    progress.environmental_streak = None;
-    progress.resume_session = None;
-    progress.recovery_note = None;
-    progress.recoveries.clear();
+    progress.counters.iterations_done += 1;
+    progress.start_iteration();
     // Progress was made, so the chain gets its full allowance of cycles again.
     progress.position.cycle = 1;
 

@@ -181,14 +181,7 @@ pub fn move_to(
     let in_group = |i: usize| repeat.is_some_and(|g| g.contains(i));
     let pass = if in_group(progress.position.phase) && in_group(index) { progress.position.pass } else { 1 };
     enter(&mut progress.position, phases, index, pass, repeat);
-    let c = &mut progress.counters;
-    c.agent_failures = 0;
-    c.ambiguous_failures = 0;
-    c.retry_streak = 0;
-    c.confirmations = 0;
-    progress.resume_session = None;
-    progress.recovery_note = None;
-    progress.recoveries.clear();
+    progress.start_iteration();
     Ok(())
 }
 

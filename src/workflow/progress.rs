@@ -152,6 +152,21 @@ impl Progress {
 }
 
 impl Progress {
+    /// Everything that belongs to one iteration starts afresh: its budgets, its
+    /// session, its recovery note, its storm window and environmental streak. One
+    /// place, so a new iteration-scoped field is reset wherever an iteration begins.
+    pub fn start_iteration(&mut self) {
+        let c = &mut self.counters;
+        c.agent_failures = 0;
+        c.ambiguous_failures = 0;
+        c.retry_streak = 0;
+        c.confirmations = 0;
+        self.environmental_streak = None;
+        self.resume_session = None;
+        self.recovery_note = None;
+        self.recoveries.clear();
+    }
+
     /// Counts an attempt's tokens to its session, and forgets the sessions no later
     /// attempt can resume (only the last session of each agent and the one to resume
     /// next), so the checkpoint stays bounded however many launches a run makes.
