@@ -149,11 +149,12 @@ mod tests {
         for found in [&[][..], &["claude", "codex"][..]] {
             let text = starter(found);
             let unfilled = text.split('{').skip(1).any(|rest| {
-                rest.split_once('}').is_some_and(|(name, _)| !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+                rest.split_once('}').is_some_and(|(name, _)| {
+                    !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                })
             });
             assert!(!unfilled, "a placeholder is left:\n{text}");
-            let loaded = crate::config::parse(Path::new("ralph.toml"), &text)
-                .unwrap_or_else(|e| panic!("{e}\n{text}"));
+            let loaded = crate::config::parse(Path::new("ralph.toml"), &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
             let defaults = Config::default();
             assert_eq!(loaded.config.timeouts, defaults.timeouts);
             assert_eq!(loaded.config.retry.agent_attempts, defaults.retry.agent_attempts);

@@ -19,9 +19,8 @@ fn keys() -> Vec<(String, String)> {
             collect(section, table, &mut out);
         }
     }
-    let agent: AgentConfig =
-        toml::from_str("kind = \"command\"\n[[errors]]\npattern = \"x\"\ncategory = \"agent\"\n")
-            .unwrap_or_else(|e| panic!("minimal agent: {e}"));
+    let agent: AgentConfig = toml::from_str("kind = \"command\"\n[[errors]]\npattern = \"x\"\ncategory = \"agent\"\n")
+        .unwrap_or_else(|e| panic!("minimal agent: {e}"));
     collect("agents.NAME", &serde_json::to_value(agent).unwrap_or(Value::Null), &mut out);
     let phase: PhaseConfig = toml::from_str("chain = \"main\"").unwrap_or_else(|e| panic!("minimal phase: {e}"));
     collect("phases.NAME", &serde_json::to_value(phase).unwrap_or(Value::Null), &mut out);

@@ -199,12 +199,10 @@ fn check_git(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
         }
     }
     if g.max_new_file.0 == 0 {
-        return Err(
-            cx.at(
-                &keys!["git", "max_new_file"],
-                format!("[git] max_new_file must be more than 0 (default \"{}\")", GitConfig::default().max_new_file),
-            )
-        );
+        return Err(cx.at(
+            &keys!["git", "max_new_file"],
+            format!("[git] max_new_file must be more than 0 (default \"{}\")", GitConfig::default().max_new_file),
+        ));
     }
     if g.message.trim().is_empty() {
         return Err(cx.at(&keys!["git", "message"], "[git] message is empty; leave it out for the default".into()));

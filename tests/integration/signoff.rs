@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::harness::{Project, fast};
+use crate::harness::{Project, fast, sim_project};
 
 /// A command agent (plain text output, so no session to resume) whose final message
 /// is the file `final.txt`.
@@ -134,29 +134,11 @@ steps = [{ done = "Verified: build and tests pass." }]
 
 #[test]
 fn the_question_is_asked_once_per_iteration() {
-    let p = Project::new().config(&fast(
-        "agent_attempts = 2",
-        "",
-        r#"
-[general]
-max_cycles = 1
-
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ say = "All done." }]
-[[agents.a.script]]
-steps = [{ say = "Yes, all done." }]
-[[agents.a.script]]
-steps = [{ done = "" }]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .retry("agent_attempts = 2")
+        .general("max_cycles = 1")
+        .sim("a", &[r#"[{ say = "All done." }]"#, r#"[{ say = "Yes, all done." }]"#, r#"[{ done = "" }]"#])
+        .build();
     p.ralph().run().expect_code(0);
     assert_eq!(verdicts(&p).len(), 1, "{:?}", verdicts(&p));
     let failed = p.events("attempt_failed");
