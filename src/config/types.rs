@@ -657,7 +657,7 @@ impl std::fmt::Display for ByteSize {
         let n = self.0;
         let (value, unit) = [(30, "GB"), (20, "MB"), (10, "KB")]
             .into_iter()
-            .find(|(shift, _)| n != 0 && n % (1 << shift) == 0)
+            .find(|(shift, _)| n != 0 && n.is_multiple_of(1 << shift))
             .map_or((n, "B"), |(shift, unit)| (n >> shift, unit));
         if unit == "B" { write!(f, "{value}") } else { write!(f, "{value}{unit}") }
     }

@@ -8,19 +8,15 @@ use serde_json::json;
 
 use crate::harness::{Project, count, fast, sim_project};
 
-fn chain_of(agents: &str, scripts: &str, phase_extra: &str) -> String {
-    format!(
-        r#"
-{scripts}
+/// A loopback port that nothing listens on (until the test opens it).
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("addr").port()
+}
 
-[chains]
-main = [{agents}]
-
-[phases.develop]
-chain = "main"
-{phase_extra}
-"#
-    )
+/// `[offline]` probing `port` every 200 ms, each probe bounded by `timeout`.
+fn offline(port: u16, timeout: &str) -> String {
+    format!("[offline]\nprobe = [\"127.0.0.1:{port}\"]\ninterval = \"200ms\"\ntimeout = \"{timeout}\"")
 }
 
 #[test]
@@ -141,31 +137,18 @@ fn the_runtime_cap_ends_the_run_with_its_message() {
 fn offline_pauses_without_budget_and_resumes_when_the_network_returns() {
     // A loopback port that is closed now and opened by the test later stands in for
     // the provider.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    drop(listener);
-    let p = Project::new().config(&fast(
-        "agent_attempts = 1",
-        "",
-        &chain_of(
-            r#""a""#,
-            &format!(
-                r#"
-[offline]
-probe = ["127.0.0.1:{port}"]
-interval = "200ms"
-timeout = "500ms"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{{ error = "API Error: Unable to connect to API (ConnectionRefused)" }}]
-[[agents.a.script]]
-steps = [{{ done = "Back online and finished." }}]
-"#
-            ),
-            "",
-        ),
-    ));
+    let port = closed_port();
+    let p = sim_project()
+        .retry("agent_attempts = 1")
+        .toml(&offline(port, "500ms"))
+        .sim(
+            "a",
+            &[
+                r#"[{ error = "API Error: Unable to connect to API (ConnectionRefused)" }]"#,
+                r#"[{ done = "Back online and finished." }]"#,
+            ],
+        )
+        .build();
     let run = p.ralph().spawn();
     p.wait_for_checkpoint(|cp| cp["progress"]["offline_since"].is_i64(), Duration::from_secs(10));
     assert_eq!(p.events("attempt_started").len(), 1, "an attempt started while offline");
@@ -221,51 +204,23 @@ fn max_cycles_and_recovery_attempt_messages_name_their_caps() {
 
 #[test]
 fn an_offline_pause_that_never_ends_is_bounded_by_max_runtime() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    drop(listener);
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        &chain_of(
-            r#""a""#,
-            &format!(
-                r#"
-[general]
-max_runtime = "2s"
-[offline]
-probe = ["127.0.0.1:{port}"]
-interval = "200ms"
-timeout = "200ms"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{{ error = "API Error: Unable to connect to API (ConnectionRefused)" }}]
-"#
-            ),
-            "",
-        ),
-    ));
+    let port = closed_port();
+    let p = sim_project()
+        .general(r#"max_runtime = "2s""#)
+        .toml(&offline(port, "200ms"))
+        .sim("a", &[r#"[{ error = "API Error: Unable to connect to API (ConnectionRefused)" }]"#])
+        .build();
     p.ralph().run().expect_code(1).stderr_has("Offline — paused").stderr_has("max_runtime exhausted");
     assert_eq!(p.events("attempt_started").len(), 1);
 }
 
 #[test]
 fn resume_gives_a_failed_run_a_fresh_tool_registry_budget() {
-    const LOST: &str = r#"[[agents.a.script]]
-steps = [{ error = "<tool_use_error>Error: No such tool available: mcp__ralph__report_progress</tool_use_error>" }]
-"#;
-    let p = Project::new().config(&fast(
-        "tool_registry_resets = 1\nagent_attempts = 9",
-        "",
-        &chain_of(
-            r#""a""#,
-            &format!(
-                "[agents.a]\nkind = \"sim\"\n{LOST}{LOST}{LOST}[[agents.a.script]]\nsteps = [{{ done = \"done\" }}]\n"
-            ),
-            "",
-        ),
-    ));
+    const LOST: &str = r#"[{ error = "<tool_use_error>Error: No such tool available: mcp__ralph__report_progress</tool_use_error>" }]"#;
+    let p = sim_project()
+        .retry("tool_registry_resets = 1\nagent_attempts = 9")
+        .sim("a", &[LOST, LOST, LOST, r#"[{ done = "done" }]"#])
+        .build();
     let out = p.ralph().run();
     out.expect_code(1).stderr_has("tool-registry-reset exhausted").stderr_has("[retry] tool_registry_resets");
     // The third launch loses its tool again: with a fresh budget that is one reset,
@@ -321,35 +276,13 @@ fn the_summary_after_a_cap_names_the_key_to_raise() {
 fn an_agent_failure_while_the_providers_do_not_answer_is_the_outage() {
     // The agent dies with no words (as a CLI does when the network is gone); the
     // probe then finds the provider unreachable: no budget, the offline pause.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    drop(listener);
-    let p = Project::new().config(&fast(
-        "agent_attempts = 1",
-        "",
-        &chain_of(
-            r#""a", "b""#,
-            &format!(
-                r#"
-[offline]
-probe = ["127.0.0.1:{port}"]
-interval = "200ms"
-timeout = "500ms"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{{ say = "Working." }}, {{ exit = 1 }}]
-[[agents.a.script]]
-steps = [{{ done = "Back online and finished." }}]
-[agents.b]
-kind = "sim"
-[[agents.b.script]]
-steps = [{{ done = "b finished." }}]
-"#
-            ),
-            "",
-        ),
-    ));
+    let port = closed_port();
+    let p = sim_project()
+        .retry("agent_attempts = 1")
+        .toml(&offline(port, "500ms"))
+        .sim("a", &[r#"[{ say = "Working." }, { exit = 1 }]"#, r#"[{ done = "Back online and finished." }]"#])
+        .sim("b", &[r#"[{ done = "b finished." }]"#])
+        .build();
     let run = p.ralph().spawn();
     p.wait_for_checkpoint(|cp| cp["progress"]["offline_since"].is_i64(), Duration::from_secs(10));
     let provider = std::net::TcpListener::bind(("127.0.0.1", port)).expect("reopen the port");
@@ -416,21 +349,11 @@ fn an_environmental_streak_is_bounded_without_max_runtime() {
 
 #[test]
 fn overloads_do_not_make_a_continue_storm() {
-    let overloaded = r#"[[agents.a.script]]
-steps = [{ say = "Working." }, { error = "API Error: 529 Overloaded. This is a server-side issue, usually temporary" }]
-"#;
-    let p = Project::new().config(&fast(
-        "storm_recoveries = 2",
-        "",
-        &chain_of(
-            r#""a""#,
-            &format!(
-                "[agents.a]\nkind = \"sim\"\n{}[[agents.a.script]]\nsteps = [{{ done = \"finished\" }}]\n",
-                overloaded.repeat(3)
-            ),
-            "",
-        ),
-    ));
+    let overloaded = r#"[{ say = "Working." }, { error = "API Error: 529 Overloaded. This is a server-side issue, usually temporary" }]"#;
+    let p = sim_project()
+        .retry("storm_recoveries = 2")
+        .sim("a", &[overloaded, overloaded, overloaded, r#"[{ done = "finished" }]"#])
+        .build();
     p.ralph().run().expect_code(0);
     assert!(p.events("intervention").iter().all(|e| e["detector"] != json!("continue_storm")));
     let started = p.events("attempt_started");

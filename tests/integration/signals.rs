@@ -334,23 +334,15 @@ printf '%s\n' '{"type":"system","subtype":"init","session_id":"s-usage"}'
 printf '%s\n' '{"type":"result","subtype":"success","is_error":false,"result":"partial","session_id":"s-usage","total_cost_usd":0.5,"usage":{"input_tokens":100,"output_tokens":20}}'
 exec sleep 60
 "#;
-    let p = Project::new()
-        .config(&fast(
-            "",
-            r#"grace = "30s""#,
-            r#"
-[agents.a]
-kind = "command"
+    let p = sim_project()
+        .timeouts(r#"grace = "30s""#)
+        .agent(
+            "a",
+            r#"kind = "command"
 command = ["./agent.sh", "{prompt}"]
-output = "claude-stream-json"
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#,
-        ))
+output = "claude-stream-json""#,
+        )
+        .build()
         .file("agent.sh", agent_script);
     std::fs::set_permissions(p.join("agent.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let run = p.ralph().spawn();

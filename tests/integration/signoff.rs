@@ -10,49 +10,22 @@ use crate::harness::{Project, fast, sim_project};
 /// A command agent (plain text output, so no session to resume) whose final message
 /// is the file `final.txt`.
 fn command_agent(retry: &str, message: &str) -> Project {
-    Project::new().file("final.txt", message).config(&fast(
-        retry,
-        "",
-        r#"
-[general]
-max_cycles = 1
-
-[agents.sh]
-kind = "command"
-command = ["sh", "-c", "cat final.txt", "{prompt}"]
-
-[chains]
-main = ["sh"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ))
+    sim_project()
+        .retry(retry)
+        .general("max_cycles = 1")
+        .command("sh", r#"["sh", "-c", "cat final.txt", "{prompt}"]"#)
+        .file("final.txt", message)
+        .build()
 }
 
 /// A scripted agent (it reports a session) with one attempt of budget and one
 /// cycle: any failure would end the run.
 fn sim_agent(scripts: &str) -> Project {
-    Project::new().config(&fast(
-        "agent_attempts = 1",
-        "",
-        &format!(
-            r#"
-[general]
-max_cycles = 1
-
-[agents.a]
-kind = "sim"
-{scripts}
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#
-        ),
-    ))
+    sim_project()
+        .retry("agent_attempts = 1")
+        .general("max_cycles = 1")
+        .agent("a", &format!("kind = \"sim\"\n{scripts}"))
+        .build()
 }
 
 fn verdicts(p: &Project) -> Vec<(String, String)> {

@@ -152,21 +152,10 @@ fn command_agent_with_done_tag() {
 
 #[test]
 fn command_agent_receives_the_prompt_as_an_argument() {
-    let p = Project::new().file("PROMPT.md", "Build the frobnicator.\n").config(&fast(
-        "",
-        "",
-        r#"
-[agents.sh]
-kind = "command"
-command = ["sh", "-c", "printf '%s' \"$0\" > prompt.txt; echo '<promise>DONE</promise>'", "{prompt}"]
-
-[chains]
-main = ["sh"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .command("sh", r#"["sh", "-c", "printf '%s' \"$0\" > prompt.txt; echo '<promise>DONE</promise>'", "{prompt}"]"#)
+        .file("PROMPT.md", "Build the frobnicator.\n")
+        .build();
     p.ralph().run().expect_code(0);
     assert!(p.read("prompt.txt").contains("Build the frobnicator."), "{}", p.read("prompt.txt"));
 }
@@ -298,39 +287,14 @@ fn a_text_agents_final_message_is_its_stdout_not_its_stderr() {
 #[test]
 fn every_agent_of_a_used_chain_is_checked_before_the_run_starts() {
     use std::os::unix::fs::PermissionsExt;
-    let p = Project::new()
-        .config(&fast(
-            "",
-            "",
-            r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ done = "done by the first agent" }]
-
-[agents.gone]
-kind = "command"
-command = ["/nonexistent/dir/agent-bin", "{prompt}"]
-
-[agents.noexec]
-kind = "command"
-command = ["./noexec.sh", "{prompt}"]
-
-[agents.badbang]
-kind = "command"
-command = ["./badbang.sh", "{prompt}"]
-
-[agents.spare]
-kind = "command"
-command = ["/nonexistent/unused-agent", "{prompt}"]
-
-[chains]
-main = ["a", "gone", "noexec", "badbang"]
-
-[phases.develop]
-chain = "main"
-"#,
-        ))
+    let p = sim_project()
+        .sim("a", &[r#"[{ done = "done by the first agent" }]"#])
+        .command("gone", r#"["/nonexistent/dir/agent-bin", "{prompt}"]"#)
+        .command("noexec", r#"["./noexec.sh", "{prompt}"]"#)
+        .command("badbang", r#"["./badbang.sh", "{prompt}"]"#)
+        .command("spare", r#"["/nonexistent/unused-agent", "{prompt}"]"#)
+        .chain(&["a", "gone", "noexec", "badbang"])
+        .build()
         .file("noexec.sh", "#!/bin/sh\nexit 0\n")
         .file("badbang.sh", "#!/no/such/interpreter\nexit 0\n");
     fs::set_permissions(p.join("noexec.sh"), fs::Permissions::from_mode(0o644)).expect("chmod");
@@ -348,23 +312,14 @@ chain = "main"
 #[test]
 fn a_binary_that_disappears_after_the_start_blocks_the_run() {
     use std::os::unix::fs::PermissionsExt;
-    let p = Project::new()
-        .config(&fast(
-            "",
-            "",
-            r#"
-[agents.a]
-kind = "command"
+    let p = sim_project()
+        .agent(
+            "a",
+            r#"kind = "command"
 command = ["./agent.sh", "{prompt}"]
-output = "text"
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#,
-        ))
+output = "text""#,
+        )
+        .build()
         .file("agent.sh", "#!/bin/sh\nrm -f \"$0\"\nexit 1\n");
     fs::set_permissions(p.join("agent.sh"), fs::Permissions::from_mode(0o755)).expect("chmod");
     let out = p.ralph().run();
@@ -422,21 +377,10 @@ fn an_agent_program_that_cannot_be_executed_is_the_users_to_fix() {
     use std::os::unix::fs::PermissionsExt;
     // Executable, but not a program: no #! line, not a binary format. (exec falls
     // back to /bin/sh for such a file, which then fails on it: exit 127.)
-    let p = Project::new().file("agent.bin", "\u{1}\u{2}\u{3} not a program\n").config(&fast(
-        "",
-        "",
-        r#"
-[agents.bad]
-kind = "command"
-command = ["./agent.bin", "{prompt}"]
-
-[chains]
-main = ["bad"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .command("bad", r#"["./agent.bin", "{prompt}"]"#)
+        .file("agent.bin", "\u{1}\u{2}\u{3} not a program\n")
+        .build();
     std::fs::set_permissions(p.join("agent.bin"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let out = p.ralph().run();
     assert_eq!(p.events("attempt_started").len(), 1, "never retried");
@@ -446,21 +390,10 @@ chain = "main"
 #[test]
 fn an_agent_script_with_a_bad_interpreter_is_the_users_to_fix() {
     use std::os::unix::fs::PermissionsExt;
-    let p = Project::new().file("agent.sh", "#!/no/such/interpreter\necho hi\n").config(&fast(
-        "",
-        "",
-        r#"
-[agents.bad]
-kind = "command"
-command = ["./agent.sh", "{prompt}"]
-
-[chains]
-main = ["bad"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .command("bad", r#"["./agent.sh", "{prompt}"]"#)
+        .file("agent.sh", "#!/no/such/interpreter\necho hi\n")
+        .build();
     std::fs::set_permissions(p.join("agent.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
     // Found by the pre-flight before anything starts (exit 2); were it to appear
     // after the start, the launch's errno says the same (`recovery::spawn`).
