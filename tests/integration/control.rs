@@ -265,9 +265,11 @@ fn a_saved_checkpoint_reaches_the_next_attempts_recovery_note() {
 fn the_official_python_sdk_lists_and_calls_every_tool() {
     let Some(python) = crate::real_cli::python_mcp() else { return };
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/python_client.py");
+    // Its first word is a call over MCP after Python has loaded the SDK: 5 s on a
+    // loaded machine, longer than the fast stall limit.
     let p = Project::new().config(&fast(
         "",
-        "",
+        r#"stall = "30s""#,
         &format!(
             r#"
 [agents.py]
