@@ -14,27 +14,11 @@ fn sh_agent(script: &str, timeouts: &str, extra: &str) -> String {
 
 /// [`sh_agent`] with `[general]` entries.
 fn sh_agent_with(general: &str, script: &str, timeouts: &str, extra: &str) -> String {
-    fast(
-        "",
-        timeouts,
-        &format!(
-            r#"
-[general]
-{general}
-
-[agents.sh]
-kind = "command"
-command = ["sh", "-c", {script:?}, "{{prompt}}"]
-{extra}
-
-[chains]
-main = ["sh"]
-
-[phases.develop]
-chain = "main"
-"#
-        ),
-    )
+    sim_project()
+        .timeouts(timeouts)
+        .general(general)
+        .agent("sh", &format!("kind = \"command\"\ncommand = [\"sh\", \"-c\", {script:?}, \"{{prompt}}\"]\n{extra}"))
+        .config_text()
 }
 
 /// Every attempt log of the run, as bytes.
