@@ -104,7 +104,7 @@ pub enum Command {
     },
     /// Remove the logs of old runs, keeping the newest `[logs] keep_runs` (or --keep).
     Clean {
-        /// Run directories to keep (default: `[logs] keep_runs`, 20).
+        /// Run directories to keep (default: `[logs] keep_runs`).
         #[arg(long, value_name = "N")]
         keep: Option<u32>,
         /// The config file (default: ./ralph.toml, then ./.agent/ralph.toml).

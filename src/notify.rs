@@ -19,8 +19,6 @@ use crate::state::checkpoint::Status;
 /// The variable `ralph watch` sets for the runs it resumes.
 pub const RESUMED_BY: &str = "RALPH_RESUMED_BY";
 
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// Whether a person wants to hear of this event.
 pub fn wanted(event: &RunEvent, resumed_by_watch: bool) -> bool {
     match event {
@@ -43,7 +41,7 @@ impl Notifier {
     pub fn new(config: &crate::config::Notify, dir: &std::path::Path) -> Self {
         Self {
             command: config.command.clone(),
-            timeout: config.timeout.unwrap_or(DEFAULT_TIMEOUT),
+            timeout: config.timeout,
             dir: dir.display().to_string(),
             resumed_by_watch: std::env::var(RESUMED_BY).is_ok_and(|v| v == "watch"),
             tasks: JoinSet::new(),

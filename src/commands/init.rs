@@ -3,9 +3,9 @@
 //! It writes only what is missing: a user's files are kept, or with `--force`
 //! backed up before they are replaced.
 
-use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
+use crate::config::Config;
 use crate::error::RalphError;
 
 /// The CLIs ralph can drive, as (kind, binary).
@@ -97,34 +97,37 @@ fn backup(path: &Path) -> Result<PathBuf, RalphError> {
     Err(RalphError::Usage(format!("{}: too many backups beside it; remove some", path.display())))
 }
 
-/// The starter config for the agents found.
+/// The starter `ralph.toml`; `{name}` placeholders are filled in by [`starter`].
+const TEMPLATE: &str = include_str!("init.toml");
+
+/// The agent of the starter when no CLI is installed, so that the file runs.
+const SIM_AGENT: &str = include_str!("init_sim.toml");
+
+/// The starter config for the agents found: the template, with the defaults it
+/// spells out read from the `Default` impls.
 pub fn starter(found: &[&str]) -> String {
-    let usable = found;
-    let mut s = String::from(
-        "# ralph.toml — see ralph.example.toml in ralph's repository for every key.\n\n\
-         [general]\nprompt = \"PROMPT.md\"\nmax_cycles = 3\nmax_runtime = \"8h\"\n\n\
-         [general.workflow]\ncheckpoint_enabled = true\nphases = [\"plan\", \"develop\", \"review\"]\n\n\
-         [retry]\nagent_attempts = 3\n\n[timeouts]\nstall = \"5m\"\ntool = \"30m\"\nattempt = \"2h\"\ngrace = \"10s\"\n\n",
-    );
-    for kind in usable {
-        let _ = writeln!(s, "[agents.{kind}]\nkind = \"{kind}\"\n");
-    }
-    let chain: Vec<String> = if usable.is_empty() {
-        s.push_str(
-            "# No supported agent CLI was found on PATH: this scripted agent lets you try ralph.\n\
-             [agents.sim]\nkind = \"sim\"\n\n[[agents.sim.script]]\nsteps = [\n  { say = \"Working on it.\" },\n  { write = { path = \"PLAN.md\", content = \"1. do the thing\\n\" } },\n  { goal = \"Done: the goal is complete.\" },\n]\n\n",
-        );
-        vec!["\"sim\"".to_string()]
+    let defaults = Config::default();
+    let human = |d| humantime::format_duration(d).to_string();
+    let (agents, chain) = if found.is_empty() {
+        (SIM_AGENT.to_string(), vec!["\"sim\"".to_string()])
     } else {
-        usable.iter().map(|k| format!("\"{k}\"")).collect()
+        let tables = found.iter().map(|kind| format!("[agents.{kind}]\nkind = \"{kind}\"\n\n")).collect();
+        (tables, found.iter().map(|k| format!("\"{k}\"")).collect())
     };
-    let _ = writeln!(s, "[chains]\nmain = [{}]\n", chain.join(", "));
-    s.push_str(
-        "[phases.plan]\nchain = \"main\"\ndone = \"file:PLAN.md\"\n\n\
-         [phases.develop]\nchain = \"main\"\nuntil = \"complete\"\niterations = 20\n\n\
-         [phases.review]\nchain = \"main\"\n",
-    );
-    s
+    let t = &defaults.timeouts;
+    [
+        ("prompt", defaults.general.prompt.display().to_string()),
+        ("max_cycles", defaults.general.max_cycles.to_string()),
+        ("agent_attempts", defaults.retry.agent_attempts.to_string()),
+        ("stall", human(t.stall)),
+        ("tool", human(t.tool)),
+        ("attempt", human(t.attempt)),
+        ("grace", human(t.grace)),
+        ("agents", agents),
+        ("chain", chain.join(", ")),
+    ]
+    .iter()
+    .fold(TEMPLATE.to_string(), |text, (name, value)| text.replace(&format!("{{{name}}}"), value))
 }
 
 #[cfg(test)]
@@ -137,5 +140,26 @@ mod tests {
         assert_eq!(action(false, true), Action::Write);
         assert_eq!(action(true, false), Action::Keep);
         assert_eq!(action(true, true), Action::Replace);
+    }
+
+    /// Every placeholder is filled, and the file is a valid config that states the
+    /// defaults it spells out.
+    #[test]
+    fn the_starter_is_a_valid_config_for_the_agents_found() {
+        for found in [&[][..], &["claude", "codex"][..]] {
+            let text = starter(found);
+            let unfilled = text.split('{').skip(1).any(|rest| {
+                rest.split_once('}').is_some_and(|(name, _)| {
+                    !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                })
+            });
+            assert!(!unfilled, "a placeholder is left:\n{text}");
+            let loaded = crate::config::parse(Path::new("ralph.toml"), &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            let defaults = Config::default();
+            assert_eq!(loaded.config.timeouts, defaults.timeouts);
+            assert_eq!(loaded.config.retry.agent_attempts, defaults.retry.agent_attempts);
+            assert_eq!(loaded.config.general.max_cycles, defaults.general.max_cycles);
+            assert_eq!(loaded.phases[0].chain.len(), found.len().max(1), "{text}");
+        }
     }
 }

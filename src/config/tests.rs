@@ -526,12 +526,27 @@ fn git_keys_are_checked() {
 
 #[test]
 fn max_attempt_log_takes_sizes_with_units_and_a_floor() {
-    use super::types::parse_bytes;
-    assert_eq!(parse_bytes("64MiB"), Some(64 << 20));
-    assert_eq!(parse_bytes("500 KB"), Some(500_000));
-    assert_eq!(parse_bytes("1G"), Some(1 << 30));
-    assert_eq!(parse_bytes("4096"), Some(4096));
-    assert_eq!(parse_bytes("lots"), None);
+    use super::ByteSize;
+    let parse = |t: &str| ByteSize::parse(t).map(u64::from);
+    assert_eq!(parse("64MiB"), Some(64 << 20));
+    assert_eq!(parse("500 KB"), Some(500 << 10));
+    assert_eq!(parse("1G"), Some(1 << 30));
+    assert_eq!(parse("4096"), Some(4096));
+    assert_eq!(parse("lots"), None);
+    assert_eq!(load(&format!("[logs]\nmax_attempt_log = \"128KB\"\n{BASE}")).config.logs.max_attempt_log, 128 << 10);
+    let e = err(&format!("[logs]\nmax_attempt_log = \"1KB\"\n{BASE}"));
+    assert_has(&e, &["max_attempt_log must be at least 64KB"]);
+    let e = err(&format!("[logs]\nmax_attempt_log = \"lots\"\n{BASE}"));
+    assert_has(&e, &["is not a size"]);
+}
+
+#[test]
+fn a_size_reads_back_as_it_is_written() {
+    use super::ByteSize;
+    for (n, text) in [(5 << 20, "5MB"), (64 << 10, "64KB"), (1 << 30, "1GB"), (1000, "1000"), (0, "0")] {
+        assert_eq!(ByteSize(n).to_string(), text);
+        assert_eq!(ByteSize::parse(text), Some(ByteSize(n)));
+    }
 }
 
 #[test]

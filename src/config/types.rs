@@ -240,14 +240,20 @@ impl Default for Watch {
 }
 
 /// `[notify]`: a program told about the events a person wants to hear of.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Notify {
     /// argv (no shell); the event arrives as one JSON object on stdin.
     pub command: Option<Vec<String>>,
     /// How long the notifier may take before it is killed.
     #[serde(with = "humantime_serde")]
-    pub timeout: Option<Duration>,
+    pub timeout: Duration,
+}
+
+impl Default for Notify {
+    fn default() -> Self {
+        Self { command: None, timeout: Duration::from_secs(10) }
+    }
 }
 
 /// `[logs]`
@@ -258,7 +264,7 @@ pub struct Logs {
     /// ones are removed when a run starts, and by `ralph clean`.
     pub keep_runs: u32,
     /// Bytes one attempt's log may take on disk (head plus rotating tail): a flood
-    /// never fills the disk. An integer, or a string like "64MiB" / "500KB".
+    /// never fills the disk. An integer, or a string like "64MiB" / "500KB" ([`ByteSize`]).
     #[serde(deserialize_with = "bytes")]
     pub max_attempt_log: u64,
 }
@@ -268,44 +274,13 @@ pub const MIN_ATTEMPT_LOG: u64 = 64 * 1024;
 
 impl Default for Logs {
     fn default() -> Self {
-        Self { keep_runs: 20, max_attempt_log: 64 * 1024 * 1024 }
+        Self { keep_runs: 20, max_attempt_log: 64 << 20 }
     }
 }
 
-/// A byte count: an integer, or a number with a unit (B, KB/KiB, MB/MiB, GB/GiB;
-/// K, M, G read as binary units).
+/// `max_attempt_log` as a plain count, read by the one size parser, [`ByteSize`].
 fn bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        Int(u64),
-        Text(String),
-    }
-    match Raw::deserialize(d)? {
-        Raw::Int(n) => Ok(n),
-        Raw::Text(s) => parse_bytes(&s).ok_or_else(|| {
-            serde::de::Error::custom(format!("{s:?} is not a size; write bytes as a number or like \"64MiB\""))
-        }),
-    }
-}
-
-/// Parses "64MiB", "500 KB", "1G", "4096".
-pub fn parse_bytes(text: &str) -> Option<u64> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num.parse().ok()?;
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kb" => 1000,
-        "k" | "kib" => 1024,
-        "mb" => 1000 * 1000,
-        "m" | "mib" => 1024 * 1024,
-        "gb" => 1000 * 1000 * 1000,
-        "g" | "gib" => 1024 * 1024 * 1024,
-        _ => return None,
-    };
-    n.checked_mul(mult)
+    ByteSize::deserialize(d).map(u64::from)
 }
 
 /// The kinds of agent ralph knows how to drive.
@@ -444,13 +419,16 @@ fn yes() -> bool {
     true
 }
 
+/// `[phases.NAME] iterations` when the key is left out.
+pub const DEFAULT_ITERATIONS: u32 = 1;
+
 /// `[phases.NAME]`
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct PhaseConfig {
     /// The agent chain, a key of `[chains]`.
     pub chain: String,
-    /// Iterations to run (or, with `until = "complete"`, the cap). Default 1.
+    /// Iterations to run (or, with `until = "complete"`, the cap); default [`DEFAULT_ITERATIONS`].
     #[serde(default)]
     pub iterations: Option<u32>,
     #[serde(default)]
@@ -634,7 +612,7 @@ impl Default for GitConfig {
             commit: CommitMode::Iteration,
             branch: None,
             only_agent_files: false,
-            max_new_file: ByteSize(5 * 1024 * 1024),
+            max_new_file: ByteSize(5 << 20),
             message: DEFAULT_COMMIT_MESSAGE.to_string(),
             author: None,
             committer: None,
@@ -642,7 +620,8 @@ impl Default for GitConfig {
     }
 }
 
-/// A size in bytes, written as a number or as "5MB", "512KB", "1GB" (powers of 1024).
+/// A size in bytes, written as a number or as "5MB", "512KB", "1GiB": every unit is
+/// a power of 1024 (K = KB = KiB), the one reading of sizes in `ralph.toml`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(into = "u64")]
 pub struct ByteSize(pub u64);
@@ -654,20 +633,33 @@ impl From<ByteSize> for u64 {
 }
 
 impl ByteSize {
-    /// Parses "5MB", "512 KB", "1gb", "100" (bytes).
+    /// Parses "5MB", "512 KB", "1gb", "64MiB", "100" (bytes).
     pub fn parse(text: &str) -> Option<ByteSize> {
         let t = text.trim();
         let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
         let (digits, unit) = t.split_at(split);
         let n: u64 = digits.parse().ok()?;
-        let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-            "" | "b" => 1,
-            "k" | "kb" | "kib" => 1024,
-            "m" | "mb" | "mib" => 1024 * 1024,
-            "g" | "gb" | "gib" => 1024 * 1024 * 1024,
+        let shift = match unit.trim().to_ascii_lowercase().as_str() {
+            "" | "b" => 0,
+            "k" | "kb" | "kib" => 10,
+            "m" | "mb" | "mib" => 20,
+            "g" | "gb" | "gib" => 30,
             _ => return None,
         };
-        n.checked_mul(mult).map(ByteSize)
+        n.checked_mul(1 << shift).map(ByteSize)
+    }
+}
+
+/// A size as people write it: the largest unit that divides it ("5MB", "64KiB" is
+/// "64KB"); used where a message or a generated file states a default.
+impl std::fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0;
+        let (value, unit) = [(30, "GB"), (20, "MB"), (10, "KB")]
+            .into_iter()
+            .find(|(shift, _)| n != 0 && n.is_multiple_of(1 << shift))
+            .map_or((n, "B"), |(shift, unit)| (n >> shift, unit));
+        if unit == "B" { write!(f, "{value}") } else { write!(f, "{value}{unit}") }
     }
 }
 

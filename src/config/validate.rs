@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::locate::{Dotted, KeyPath, Seg, Spans, keys};
 use super::suggest::{did_you_mean, did_you_mean_or_list, one_of};
-use super::types::permission_modes;
+use super::types::{ByteSize, DEFAULT_ITERATIONS, GitConfig, permission_modes};
 use super::{AgentConfig, AgentKind, Config, ConfigError, DoneSignal, Loaded, Phase, RepeatGroup, SimStep};
 
 pub(super) fn parse(path: &Path, source: &str) -> Result<Loaded, ConfigError> {
@@ -87,15 +87,17 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
             "[general] prompt is empty; name the goal file, e.g. prompt = \"PROMPT.md\"".into(),
         ));
     }
+    // The defaults the messages name are the `Default` impls', never a copy.
+    let d = Config::default();
     let caps = [
-        (keys!["general", "max_cycles"], g.max_cycles, 3),
-        (keys!["retry", "agent_attempts"], r.agent_attempts, 3),
-        (keys!["retry", "ambiguous_attempts"], r.ambiguous_attempts, 5),
-        (keys!["retry", "tool_registry_resets"], r.tool_registry_resets, 3),
-        (keys!["retry", "mcp_restarts"], r.mcp_restarts, 3),
-        (keys!["retry", "storm_recoveries"], r.storm_recoveries, 3),
-        (keys!["watch", "max_restarts"], config.watch.max_restarts, 3),
-        (keys!["logs", "keep_runs"], config.logs.keep_runs, 20),
+        (keys!["general", "max_cycles"], g.max_cycles, d.general.max_cycles),
+        (keys!["retry", "agent_attempts"], r.agent_attempts, d.retry.agent_attempts),
+        (keys!["retry", "ambiguous_attempts"], r.ambiguous_attempts, d.retry.ambiguous_attempts),
+        (keys!["retry", "tool_registry_resets"], r.tool_registry_resets, d.retry.tool_registry_resets),
+        (keys!["retry", "mcp_restarts"], r.mcp_restarts, d.retry.mcp_restarts),
+        (keys!["retry", "storm_recoveries"], r.storm_recoveries, d.retry.storm_recoveries),
+        (keys!["watch", "max_restarts"], config.watch.max_restarts, d.watch.max_restarts),
+        (keys!["logs", "keep_runs"], config.logs.keep_runs, d.logs.keep_runs),
     ];
     for (key, value, default) in caps {
         if value == 0 {
@@ -115,7 +117,10 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
     if max_log < super::types::MIN_ATTEMPT_LOG {
         return Err(cx.at(
             &keys!["logs", "max_attempt_log"],
-            format!("[logs] max_attempt_log must be at least 64KiB, not {max_log} bytes"),
+            format!(
+                "[logs] max_attempt_log must be at least {}, not {max_log} bytes",
+                ByteSize(super::types::MIN_ATTEMPT_LOG)
+            ),
         ));
     }
     let t = &config.timeouts;
@@ -134,10 +139,8 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
         (keys!["offline", "timeout"], o.timeout),
         (keys!["watch", "restart_backoff"], config.watch.restart_backoff),
         (keys!["watch", "lease_timeout"], config.watch.lease_timeout),
+        (keys!["notify", "timeout"], config.notify.timeout),
     ];
-    if let Some(timeout) = config.notify.timeout {
-        durations.push((keys!["notify", "timeout"], timeout));
-    }
     if let Some(max) = g.max_runtime {
         durations.push((keys!["general", "max_runtime"], max));
     }
@@ -196,9 +199,10 @@ fn check_git(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
         }
     }
     if g.max_new_file.0 == 0 {
-        return Err(
-            cx.at(&keys!["git", "max_new_file"], "[git] max_new_file must be more than 0 (default \"5MB\")".into())
-        );
+        return Err(cx.at(
+            &keys!["git", "max_new_file"],
+            format!("[git] max_new_file must be more than 0 (default \"{}\")", GitConfig::default().max_new_file),
+        ));
     }
     if g.message.trim().is_empty() {
         return Err(cx.at(&keys!["git", "message"], "[git] message is empty; leave it out for the default".into()));
@@ -488,7 +492,7 @@ fn resolve_phase(cx: &Cx<'_>, config: &Config, name: &str) -> Result<Phase, Conf
     if p.iterations == Some(0) {
         return Err(cx.at(
             &keys!["phases", name, "iterations"],
-            format!("[phases.{name}] iterations must be at least 1, not 0 (default 1)"),
+            format!("[phases.{name}] iterations must be at least 1, not 0 (default {DEFAULT_ITERATIONS})"),
         ));
     }
     let done = match &p.done {
@@ -517,7 +521,7 @@ fn resolve_phase(cx: &Cx<'_>, config: &Config, name: &str) -> Result<Phase, Conf
         name: name.to_owned(),
         chain_name: p.chain.clone(),
         chain: chain.clone(),
-        iterations: p.iterations.unwrap_or(1),
+        iterations: p.iterations.unwrap_or(DEFAULT_ITERATIONS),
         until_complete: p.until.is_some(),
         done,
         prompt: p.prompt.clone(),

@@ -6,7 +6,7 @@
 use serde_json::json;
 
 use crate::fake_provider::{FakeProvider, Reply};
-use crate::harness::{Project, fast};
+use crate::harness::{Project, STREAM_STALL, STREAM_STALL_RETRY, STREAM_STALL_RUN, fast};
 use crate::real_cli;
 
 /// A project whose only agent is the real `claude`, pointed at `provider`, with its
@@ -105,10 +105,11 @@ fn bad_credentials_block_at_once() {
 fn a_stalled_provider_stream_is_cut_by_ralph() {
     let provider = FakeProvider::start(vec![Reply::StallAfterFirstEvent])
         .fallback(Reply::Text("Back.\n\n<promise>DONE</promise>".into()));
-    let Some(p) = project(&provider, "", r#"stall = "3s""#) else { return };
-    p.ralph().run().expect_code(0);
+    let Some(p) = project(&provider, STREAM_STALL_RETRY, STREAM_STALL) else { return };
+    p.ralph().timeout(STREAM_STALL_RUN).run().expect_code(0);
     let failed = p.events("attempt_failed");
-    assert_eq!(failed[0]["rule"], json!("stall"), "{failed:#?}");
+    assert!(!failed.is_empty() && failed.iter().all(|f| f["rule"] == json!("stall")), "{failed:#?}");
+    assert!(!provider.message_requests().is_empty(), "the stall came from the provider's stream");
 }
 
 #[test]

@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use crate::fake_openai::{FakeOpenAi, Reply};
-use crate::harness::{Project, fast};
+use crate::harness::{Project, STREAM_STALL, STREAM_STALL_RETRY, STREAM_STALL_RUN, fast};
 
 /// A project whose only agent is the real `codex`, pointed at `provider` through its
 /// own `CODEX_HOME/config.toml` (and its own HOME), with Codex's own retries off so
@@ -161,10 +161,11 @@ fn bad_credentials_block_at_once() {
 fn a_stalled_provider_stream_is_cut_by_ralph() {
     let provider = FakeOpenAi::start(vec![Reply::StallAfterFirstEvent])
         .fallback(Reply::Text("Back.\n\n<promise>DONE</promise>".into()));
-    let Some(p) = project(&provider, "", r#"stall = "8s""#) else { return };
-    p.ralph().run().expect_code(0);
+    let Some(p) = project(&provider, STREAM_STALL_RETRY, STREAM_STALL) else { return };
+    p.ralph().timeout(STREAM_STALL_RUN).run().expect_code(0);
     let failed = p.events("attempt_failed");
-    assert_eq!(failed[0]["rule"], json!("stall"), "{failed:#?}");
+    assert!(!failed.is_empty() && failed.iter().all(|f| f["rule"] == json!("stall")), "{failed:#?}");
+    assert!(!provider.response_requests().is_empty(), "the stall came from the provider's stream");
 }
 
 #[test]

@@ -4,26 +4,25 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::harness::{Project, cleanup, fast};
+use crate::harness::{Project, cleanup, fast, sim_project};
 
-const AGENT: &str = r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ pidfile = "agent.pid" }, { tool = { name = "Bash", input = { command = "make" }, hang = true } }]
-[[agents.a.script]]
-steps = [{ done = "ok" }]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#;
+/// One agent `a` whose first launch hangs in a tool call (its pid in `agent.pid`),
+/// and whose later launches finish.
+fn hanging_agent() -> Project {
+    sim_project()
+        .sim(
+            "a",
+            &[
+                r#"[{ pidfile = "agent.pid" }, { tool = { name = "Bash", input = { command = "make" }, hang = true } }]"#,
+                r#"[{ done = "ok" }]"#,
+            ],
+        )
+        .build()
+}
 
 #[test]
 fn second_ralph_in_the_same_directory_is_refused() {
-    let p = Project::new().config(&fast("", "", AGENT));
+    let p = hanging_agent();
     let run = p.ralph().spawn();
     let agent = p.pid_file("agent.pid");
     let out = p.ralph().args(["--resume"]).run();
@@ -46,7 +45,7 @@ fn second_ralph_in_the_same_directory_is_refused() {
 
 #[test]
 fn a_live_run_is_not_called_unclean_and_both_json_views_have_one_shape() {
-    let p = Project::new().config(&fast("", "", AGENT));
+    let p = hanging_agent();
     let run = p.ralph().spawn();
     let agent = p.pid_file("agent.pid");
     let status = p.ralph().args(["status"]).run();
@@ -139,7 +138,7 @@ chain = "main"
 
 #[test]
 fn logs_prints_the_last_attempt_readably_and_follows_a_live_one() {
-    let p = Project::new().config(&fast("", "", AGENT));
+    let p = hanging_agent();
     // Nothing yet.
     p.ralph().args(["logs"]).run().expect_code(2).stderr_has("no attempt logs");
     let run = p.ralph().spawn();
@@ -164,27 +163,19 @@ fn logs_prints_the_last_attempt_readably_and_follows_a_live_one() {
 }
 
 /// One crash, then done: a decision worth logging.
-const CRASH_THEN_DONE: &str = r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ say = "working" }, { crash = "SIGSEGV" }]
-[[agents.a.script]]
-steps = [{ done = "ok" }]
-[chains]
-main = ["a"]
-[phases.develop]
-chain = "main"
-"#;
+/// One agent `a` that crashes once, then finishes.
+fn crash_then_done() -> Project {
+    sim_project().sim("a", &[r#"[{ say = "working" }, { crash = "SIGSEGV" }]"#, r#"[{ done = "ok" }]"#]).build()
+}
 
 #[test]
 fn verbose_levels_log_decisions_and_agent_events() {
-    let p = Project::new().config(&fast("", "", CRASH_THEN_DONE));
+    let p = crash_then_done();
     p.ralph().run().expect_code(0);
     let log = p.ralph_log();
     assert!(log.contains("attempt_failed") && !log.contains("policy decision"), "{log}");
 
-    let p = Project::new().config(&fast("", "", CRASH_THEN_DONE));
+    let p = crash_then_done();
     p.ralph().args(["-v"]).run().expect_code(0).stderr_has("log: ");
     let log = p.ralph_log();
     for needle in ["classified the failed attempt", "rule=crashed", "policy decision", "judged the attempt"] {
@@ -192,14 +183,14 @@ fn verbose_levels_log_decisions_and_agent_events() {
     }
     assert!(!log.contains("agent event"), "{log}");
 
-    let p = Project::new().config(&fast("", "", CRASH_THEN_DONE));
+    let p = crash_then_done();
     p.ralph().args(["-vv"]).run().expect_code(0);
     assert!(p.ralph_log().contains("agent event"));
 }
 
 #[test]
 fn ralph_log_takes_rust_log_syntax_and_json_is_for_machines() {
-    let p = Project::new().config(&fast("", "", CRASH_THEN_DONE));
+    let p = crash_then_done();
     p.ralph().env("RALPH_LOG", "warn,ralph::run::failure=debug").args(["--log-format", "json"]).run().expect_code(0);
     let log = p.ralph_log();
     let lines: Vec<serde_json::Value> =
@@ -208,13 +199,13 @@ fn ralph_log_takes_rust_log_syntax_and_json_is_for_machines() {
     // Only what the filter let through: no info lines of other modules.
     assert!(lines.iter().all(|v| v["level"] != "INFO"), "{log}");
 
-    let p = Project::new().config(&fast("", "", CRASH_THEN_DONE));
+    let p = crash_then_done();
     p.ralph().env("RALPH_LOG", "ralph=loud").run().expect_code(0).stderr_has("RALPH_LOG");
 }
 
 #[test]
 fn status_after_a_run() {
-    let p = Project::new().config(&fast("", "", AGENT));
+    let p = hanging_agent();
     let run = p.ralph().spawn();
     let agent = p.pid_file("agent.pid");
     run.signal(Signal::SIGINT);
@@ -258,7 +249,7 @@ fn init_writes_a_config_that_runs_once_the_goal_is_written() {
 
 #[test]
 fn an_empty_goal_is_refused() {
-    let p = Project::new().config(&fast("", "", AGENT)).file("PROMPT.md", "# Goal\n\n<!-- todo -->\n");
+    let p = hanging_agent().file("PROMPT.md", "# Goal\n\n<!-- todo -->\n");
     p.ralph().run().expect_code(2).stderr_has("the goal file is empty").stderr_has("what you want built");
     assert!(!p.exists(".agent/checkpoint.json"));
 }

@@ -9,37 +9,17 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::harness::{DEFAULT_TIMEOUT, Project, fast};
+use crate::harness::{DEFAULT_TIMEOUT, Project, fast, sim_project};
 
 /// One agent `a` running `first` on its first launch and `later` after.
 fn project(done: &str, timeouts: &str, iterations: u32, first: &str, later: &str) -> Project {
-    Project::new().config(&fast(
-        "agent_attempts = 2",
-        timeouts,
-        &format!(
-            r#"
-[general]
-max_cycles = 1
-
-[agents.a]
-kind = "sim"
-
-[[agents.a.script]]
-steps = [{first}]
-
-[[agents.a.script]]
-steps = [{later}]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-iterations = {iterations}
-done = "{done}"
-"#
-        ),
-    ))
+    sim_project()
+        .retry("agent_attempts = 2")
+        .timeouts(timeouts)
+        .general("max_cycles = 1")
+        .sim("a", &[&format!("[{first}]"), &format!("[{later}]")])
+        .phase(&format!("iterations = {iterations}\ndone = \"{done}\""))
+        .build()
 }
 
 fn socket_of(p: &Project) -> PathBuf {
@@ -285,9 +265,11 @@ fn a_saved_checkpoint_reaches_the_next_attempts_recovery_note() {
 fn the_official_python_sdk_lists_and_calls_every_tool() {
     let Some(python) = crate::real_cli::python_mcp() else { return };
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/python_client.py");
+    // Its first word is a call over MCP after Python has loaded the SDK: 5 s on a
+    // loaded machine, longer than the fast stall limit.
     let p = Project::new().config(&fast(
         "",
-        "",
+        r#"stall = "30s""#,
         &format!(
             r#"
 [agents.py]
@@ -355,25 +337,7 @@ fn crashed_mcp_servers_use_up_the_restart_budget() {
         crash("two"),
         crash("three")
     );
-    let p = Project::new().config(&fast(
-        "mcp_restarts = 2",
-        "",
-        &format!(
-            r#"
-[agents.a]
-kind = "sim"
-
-[[agents.a.script]]
-steps = [{first}]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#
-        ),
-    ));
+    let p = sim_project().retry("mcp_restarts = 2").sim("a", &[&format!("[{first}]")]).build();
     p.ralph().run().expect_code(1).stderr_has("restart budget exhausted");
     let lost = p.events("mcp_lost");
     assert_eq!(lost.len(), 3, "{lost:?}\n{:#?}", p.events("attempt_failed"));

@@ -3,7 +3,7 @@
 //! test at 1000 kills is `scripts/crash-consistency.sh`; figures in
 //! docs/reliability.md.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::crash_harness::{Rng, audit, crash_until_done, env_count, multi_phase, seed};
 use crate::harness::Project;
@@ -20,6 +20,8 @@ fn sigkill_at_random_moments_loses_nothing() {
     let started = Instant::now();
     let (mut kills, mut runs, mut lives) = (0, 0, 0);
     while kills < target {
+        // Each ralph has its timeout; this bounds the loop when kills keep missing.
+        assert!(started.elapsed() < Duration::from_secs(900), "seed {seed}: {kills} kills in 15 minutes");
         let p = Project::new().config(&scenario.config);
         let history = crash_until_done(&p, &scenario, &mut rng, KILLS_PER_RUN.min(target - kills));
         audit(&p, &scenario, &history);

@@ -8,27 +8,13 @@ use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
 use crate::crash_harness::{Rng, audit, env_count, journal_lines, multi_phase_with, restart_until_done, seed};
-use crate::harness::{Project, fast, gone_within};
+use crate::harness::{Project, gone_within, sim_project};
 
 fn two_iterations() -> Project {
-    Project::new().config(&fast(
-        "",
-        "",
-        r#"
-[agents.a]
-kind = "sim"
-
-[[agents.a.script]]
-steps = [{ write = { path = "work.txt", content = "w" } }, { done = "one" }]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-iterations = 2
-"#,
-    ))
+    sim_project()
+        .sim("a", &[r#"[{ write = { path = "work.txt", content = "w" } }, { done = "one" }]"#])
+        .phase("iterations = 2")
+        .build()
 }
 
 fn attempts(p: &Project) -> usize {
@@ -143,31 +129,21 @@ fn engine_restart_loop_until_exit_0_does_the_work_once() {
 /// The config of the two-host test: three iterations, each with a tool call long
 /// enough that a kill lands mid-attempt; a 1 s lease.
 fn shared_volume() -> Project {
-    Project::new().config(&fast(
-        "",
-        "",
-        r#"
-[watch]
-lease_timeout = "1s"
-
-[agents.a]
-kind = "sim"
-
-[[agents.a.script]]
-steps = [
+    sim_project()
+        .toml(
+            r#"[watch]
+lease_timeout = "1s""#,
+        )
+        .sim(
+            "a",
+            &[r#"[
   { pidfile = "agent.pid" },
   { tool = { name = "Bash", input = { command = "make" }, result = "ok", duration = "1500ms" } },
   { done = "one" },
-]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-iterations = 3
-"#,
-    ))
+]"#],
+        )
+        .phase("iterations = 3")
+        .build()
 }
 
 fn lease_host(p: &Project) -> Option<String> {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::fake_gemini::{FakeGemini, Reply};
-use crate::harness::{Project, fast};
+use crate::harness::{Project, STREAM_STALL, STREAM_STALL_RETRY, STREAM_STALL_RUN, fast};
 use crate::real_cli;
 
 /// Failed Gemini runs take ~5 s each (the CLI lingers after its error result).
@@ -138,14 +138,16 @@ fn bad_credentials_block_at_once() {
 fn a_stalled_provider_stream_is_cut_by_ralph() {
     let provider = FakeGemini::start(vec![Reply::StallAfterFirstChunk])
         .fallback(Reply::Text("Back.\n\n<promise>DONE</promise>".into()));
-    let Some(p) = project(&provider, "", r#"stall = "8s""#) else { return };
-    p.ralph().timeout(RUN_LIMIT).run().expect_code(0);
+    let Some(p) = project(&provider, STREAM_STALL_RETRY, STREAM_STALL) else { return };
+    p.ralph().timeout(STREAM_STALL_RUN).run().expect_code(0);
     let failed = p.events("attempt_failed");
-    assert_eq!(failed[0]["rule"], json!("stall"), "{failed:#?}");
+    assert!(!failed.is_empty() && failed.iter().all(|f| f["rule"] == json!("stall")), "{failed:#?}");
+    assert!(!provider.content_requests().is_empty(), "the stall came from the provider's stream");
     // Nothing was kept of the stalled session: the next attempt starts afresh
-    // instead of failing a `--resume` (exit 42).
-    assert_eq!(failed.len(), 1, "{failed:#?}");
-    assert_eq!(p.events("attempt_started")[1]["resume_session"], json!(null));
+    // instead of failing a `--resume` (exit 42; a stall of a slow start-up on a
+    // loaded machine comes first at most, and it has no session either).
+    let started = p.events("attempt_started");
+    assert!(started.iter().skip(1).all(|s| s["resume_session"] == json!(null)), "{started:#?}");
 }
 
 #[test]

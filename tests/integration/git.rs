@@ -397,25 +397,10 @@ fn not_a_repository_runs_fine_with_one_line() {
     assert!(p.checkpoint()["git"].is_null());
 }
 
-/// A small deterministic generator: the seed is printed, so a failure replays.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
 #[test]
 fn kill_9_around_the_commit_resumes_into_exactly_one_commit_per_iteration() {
-    let seed = std::env::var("RALPH_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64) | 1
-    });
-    eprintln!("seed {seed} (RALPH_TEST_SEED={seed} replays it)");
-    let mut rng = Rng(seed);
+    let seed = crate::crash_harness::seed("RALPH_TEST_SEED");
+    let mut rng = crate::crash_harness::Rng::new(seed);
     // Every launch adds a file of its own, so a rerun iteration makes more work that
     // must be committed too, and none may be lost.
     let agent = "#!/bin/sh\nmkdir -p work\necho $$ > work/f-$$.txt\n";

@@ -50,6 +50,138 @@ pub fn fast(retry: &str, timeouts: &str, body: &str) -> String {
     format!("{retry}\n{timeouts}\n{body}")
 }
 
+/// The project most tests run: [`fast`] retries and timeouts, agents in one chain
+/// `main`, and one phase `develop` on it. Each method adds to one part of the
+/// `ralph.toml`, so a test states only what it is about:
+///
+/// ```ignore
+/// sim_project().retry("agent_attempts = 1").sim("a", &[r#"[{ crash = "SIGSEGV" }]"#]).build()
+/// ```
+pub fn sim_project() -> SimProject {
+    SimProject::default()
+}
+
+/// The builder of [`sim_project`]; [`SimProject::build`] writes the project.
+#[derive(Default)]
+pub struct SimProject {
+    retry: String,
+    timeouts: String,
+    general: String,
+    /// `(name, the keys of its table and its script tables)`, in chain order.
+    agents: Vec<(String, String)>,
+    chain: Option<Vec<String>>,
+    phase: String,
+    rest: String,
+    files: Vec<(String, String)>,
+}
+
+impl SimProject {
+    /// `[retry]` entries (`key = value` lines) over the fast defaults.
+    pub fn retry(mut self, entries: &str) -> Self {
+        self.retry.push_str(&format!("{entries}\n"));
+        self
+    }
+
+    /// `[timeouts]` entries over the fast defaults.
+    pub fn timeouts(mut self, entries: &str) -> Self {
+        self.timeouts.push_str(&format!("{entries}\n"));
+        self
+    }
+
+    /// `[general]` entries.
+    pub fn general(mut self, entries: &str) -> Self {
+        self.general.push_str(&format!("{entries}\n"));
+        self
+    }
+
+    /// A scripted agent: launch N runs `scripts[N]` (the last repeats), each the
+    /// `steps` array of one `[[agents.NAME.script]]`.
+    pub fn sim(self, name: &str, scripts: &[&str]) -> Self {
+        let mut table = String::from("kind = \"sim\"\n");
+        for steps in scripts {
+            table.push_str(&format!("[[agents.{name}.script]]\nsteps = {steps}\n"));
+        }
+        self.agent(name, &table)
+    }
+
+    /// A `kind = "command"` agent running `argv` (a TOML array).
+    pub fn command(self, name: &str, argv: &str) -> Self {
+        self.agent(name, &format!("kind = \"command\"\ncommand = {argv}\n"))
+    }
+
+    /// An agent with its table's keys as written (`kind = …` first).
+    pub fn agent(mut self, name: &str, table: &str) -> Self {
+        self.agents.push((name.to_string(), table.to_string()));
+        self
+    }
+
+    /// The chain `main`, when it is not every agent in the order added.
+    pub fn chain(mut self, agents: &[&str]) -> Self {
+        self.chain = Some(agents.iter().map(|a| (*a).to_string()).collect());
+        self
+    }
+
+    /// `[phases.develop]` entries besides its chain.
+    pub fn phase(mut self, entries: &str) -> Self {
+        self.phase.push_str(&format!("{entries}\n"));
+        self
+    }
+
+    /// Any other tables, as written.
+    pub fn toml(mut self, text: &str) -> Self {
+        self.rest.push_str(&format!("{text}\n"));
+        self
+    }
+
+    /// Another file of the project.
+    pub fn file(mut self, rel: &str, text: &str) -> Self {
+        self.files.push((rel.to_string(), text.to_string()));
+        self
+    }
+
+    /// The `ralph.toml` text.
+    pub fn config_text(&self) -> String {
+        let mut body = String::new();
+        if !self.general.is_empty() {
+            body.push_str(&format!("[general]\n{}\n", self.general));
+        }
+        body.push_str(&self.rest);
+        for (name, table) in &self.agents {
+            body.push_str(&format!("[agents.{name}]\n{table}\n"));
+        }
+        let chain = self.chain.clone().unwrap_or_else(|| self.agents.iter().map(|(n, _)| n.clone()).collect());
+        let chain: Vec<String> = chain.iter().map(|a| format!("{a:?}")).collect();
+        body.push_str(&format!(
+            "[chains]\nmain = [{}]\n\n[phases.develop]\nchain = \"main\"\n{}",
+            chain.join(", "),
+            self.phase
+        ));
+        fast(&self.retry, &self.timeouts, &body)
+    }
+
+    /// A [`Project`] with this `ralph.toml` and the files.
+    pub fn build(self) -> Project {
+        let p = Project::new().config(&self.config_text());
+        for (rel, text) in &self.files {
+            p.write(rel, text);
+        }
+        p
+    }
+}
+
+/// The `[timeouts]` of the real-CLI stall tests: a stall limit longer than a CLI
+/// takes to start on a loaded machine (Node start-ups of 20 s were seen at a load of
+/// 17 on two cores), and inside the fakes' stalls (60 s and more), so that the stall
+/// ralph cuts is the provider's.
+pub const STREAM_STALL: &str = r#"stall = "30s""#;
+
+/// The `[retry]` of the real-CLI stall tests: a start-up slow enough to count as a
+/// stall too must not use up the budget before the provider's stall is reached.
+pub const STREAM_STALL_RETRY: &str = "agent_attempts = 5";
+
+/// The bound on a real-CLI stall test's run: a stall limit or two past the start.
+pub const STREAM_STALL_RUN: Duration = Duration::from_secs(180);
+
 /// A temp directory with a `PROMPT.md`.
 pub struct Project {
     tmp: TempDir,
@@ -439,6 +571,21 @@ impl Project {
             }
         }
         text
+    }
+
+    /// Waits (bounded) for the first journal event of `kind`, and returns it. A line
+    /// being written (not yet whole) is passed over until it is.
+    pub fn wait_for_event(&self, kind: &str, timeout: Duration) -> Value {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let text = fs::read_to_string(self.join(".agent/events.jsonl")).unwrap_or_default();
+            let found = text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).find(|e| e["kind"] == kind);
+            if let Some(event) = found {
+                return event;
+            }
+            assert!(Instant::now() < deadline, "no {kind:?} event in the journal within {timeout:?}:\n{text}");
+            thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Waits (bounded) until the checkpoint on disk satisfies `ok`.

@@ -5,7 +5,7 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::harness::{Project, fast};
+use crate::harness::{Project, fast, sim_project};
 
 /// A one-agent workflow running `script` with `sh -c`.
 fn sh_agent(script: &str, timeouts: &str, extra: &str) -> String {
@@ -14,27 +14,11 @@ fn sh_agent(script: &str, timeouts: &str, extra: &str) -> String {
 
 /// [`sh_agent`] with `[general]` entries.
 fn sh_agent_with(general: &str, script: &str, timeouts: &str, extra: &str) -> String {
-    fast(
-        "",
-        timeouts,
-        &format!(
-            r#"
-[general]
-{general}
-
-[agents.sh]
-kind = "command"
-command = ["sh", "-c", {script:?}, "{{prompt}}"]
-{extra}
-
-[chains]
-main = ["sh"]
-
-[phases.develop]
-chain = "main"
-"#
-        ),
-    )
+    sim_project()
+        .timeouts(timeouts)
+        .general(general)
+        .agent("sh", &format!("kind = \"command\"\ncommand = [\"sh\", \"-c\", {script:?}, \"{{prompt}}\"]\n{extra}"))
+        .config_text()
 }
 
 /// Every attempt log of the run, as bytes.
@@ -232,23 +216,10 @@ fn leftovers_of_kills_are_cleaned_and_a_garbage_lock_is_stale() {
 #[test]
 fn a_second_ctrl_c_does_not_mark_the_lock_stopped_cleanly() {
     use nix::sys::signal::Signal;
-    let p = Project::new().config(&fast(
-        "",
-        r#"grace = "30s""#,
-        r#"
-[agents.a]
-kind = "sim"
-
-[[agents.a.script]]
-steps = [{ ignore = ["SIGINT", "SIGTERM"] }, { pidfile = "agent.pid" }, { tool = { name = "Bash", input = { command = "make" }, hang = true } }]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .timeouts(r#"grace = "30s""#)
+        .sim("a", &[r#"[{ ignore = ["SIGINT", "SIGTERM"] }, { pidfile = "agent.pid" }, { tool = { name = "Bash", input = { command = "make" }, hang = true } }]"#])
+        .build();
     let run = p.ralph().spawn();
     let agent = p.pid_file("agent.pid");
     run.signal(Signal::SIGINT);

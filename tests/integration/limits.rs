@@ -6,41 +6,31 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use serde_json::json;
 
-use crate::harness::{Project, count, fast};
+use crate::harness::{Project, count, fast, sim_project};
 
-fn chain_of(agents: &str, scripts: &str, phase_extra: &str) -> String {
-    format!(
-        r#"
-{scripts}
+/// A loopback port that nothing listens on (until the test opens it).
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("addr").port()
+}
 
-[chains]
-main = [{agents}]
-
-[phases.develop]
-chain = "main"
-{phase_extra}
-"#
-    )
+/// `[offline]` probing `port` every 200 ms, each probe bounded by `timeout`.
+fn offline(port: u16, timeout: &str) -> String {
+    format!("[offline]\nprobe = [\"127.0.0.1:{port}\"]\ninterval = \"200ms\"\ntimeout = \"{timeout}\"")
 }
 
 #[test]
 fn a_usage_limit_waits_for_the_reported_reset_then_completes_without_budget() {
-    let p = Project::new().config(&fast(
-        "agent_attempts = 1",
-        "",
-        &chain_of(
-            r#""a""#,
-            r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ rate_limit = "2s" }, { error = "Claude AI usage limit reached" }]
-[[agents.a.script]]
-steps = [{ done = "Finished after the reset." }]
-"#,
-            "",
-        ),
-    ));
+    let p = sim_project()
+        .retry("agent_attempts = 1")
+        .sim(
+            "a",
+            &[
+                r#"[{ rate_limit = "2s" }, { error = "Claude AI usage limit reached" }]"#,
+                r#"[{ done = "Finished after the reset." }]"#,
+            ],
+        )
+        .build();
     let out = p.ralph().run();
     out.expect_code(0);
     let waits = p.events("rate_limit_wait");
@@ -58,22 +48,15 @@ steps = [{ done = "Finished after the reset." }]
 
 #[test]
 fn a_restart_during_a_rate_limit_wait_keeps_waiting_for_the_same_reset() {
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        &chain_of(
-            r#""a""#,
-            r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ rate_limit = "4s" }, { error = "Claude AI usage limit reached" }]
-[[agents.a.script]]
-steps = [{ done = "Finished after the reset." }]
-"#,
-            "",
-        ),
-    ));
+    let p = sim_project()
+        .sim(
+            "a",
+            &[
+                r#"[{ rate_limit = "4s" }, { error = "Claude AI usage limit reached" }]"#,
+                r#"[{ done = "Finished after the reset." }]"#,
+            ],
+        )
+        .build();
     let run = p.ralph().spawn();
     p.wait_for_checkpoint(|cp| cp["status"] == json!("waiting"), Duration::from_secs(10));
     let until = p.checkpoint()["progress"]["rate_limit_until"].as_i64().expect("rate_limit_until in the checkpoint");
@@ -89,26 +72,12 @@ steps = [{ done = "Finished after the reset." }]
 
 #[test]
 fn fallover_on_rate_limit_switches_agent_and_costs_no_cycle() {
-    let p = Project::new().config(&fast(
-        "on_rate_limit = \"fallover\"",
-        "",
-        &chain_of(
-            r#""a", "b""#,
-            r#"
-[general]
-max_cycles = 1
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ rate_limit = "1h" }, { error = "You've hit your limit" }]
-[agents.b]
-kind = "sim"
-[[agents.b.script]]
-steps = [{ done = "b did it" }]
-"#,
-            "",
-        ),
-    ));
+    let p = sim_project()
+        .retry("on_rate_limit = \"fallover\"")
+        .general("max_cycles = 1")
+        .sim("a", &[r#"[{ rate_limit = "1h" }, { error = "You've hit your limit" }]"#])
+        .sim("b", &[r#"[{ done = "b did it" }]"#])
+        .build();
     p.ralph().run().expect_code(0);
     assert_eq!(count(&p.journal(), "fallover", "to", &json!("b")), 1);
     assert!(p.checkpoint()["progress"]["cooldowns"]["a"].as_i64().is_some());
@@ -116,26 +85,18 @@ steps = [{ done = "b did it" }]
 
 #[test]
 fn an_overload_storm_that_ends_completes_without_using_the_budget() {
-    let p = Project::new().config(&fast(
-        "agent_attempts = 1",
-        "",
-        &chain_of(
-            r#""a""#,
-            r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ error = "API Error: 529 Overloaded. This is a server-side issue, usually temporary" }]
-[[agents.a.script]]
-steps = [{ error = "API Error: 529 Overloaded. This is a server-side issue, usually temporary" }]
-[[agents.a.script]]
-steps = [{ error = "API Error: 500 Internal server error. This is a server-side issue" }]
-[[agents.a.script]]
-steps = [{ done = "the provider is back" }]
-"#,
-            "",
-        ),
-    ));
+    let p = sim_project()
+        .retry("agent_attempts = 1")
+        .sim(
+            "a",
+            &[
+                r#"[{ error = "API Error: 529 Overloaded. This is a server-side issue, usually temporary" }]"#,
+                r#"[{ error = "API Error: 529 Overloaded. This is a server-side issue, usually temporary" }]"#,
+                r#"[{ error = "API Error: 500 Internal server error. This is a server-side issue" }]"#,
+                r#"[{ done = "the provider is back" }]"#,
+            ],
+        )
+        .build();
     p.ralph().run().expect_code(0);
     let cp = p.checkpoint();
     assert_eq!(cp["progress"]["counters"]["failures"]["environmental"], json!(3));
@@ -144,22 +105,11 @@ steps = [{ done = "the provider is back" }]
 
 #[test]
 fn the_cost_cap_ends_the_run_with_its_message() {
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        &chain_of(
-            r#""a""#,
-            r#"
-[general]
-max_cost_usd = 1.0
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ usage = { input_tokens = 1000, output_tokens = 100, cost_usd = 0.6 } }, { done = "one" }]
-"#,
-            "iterations = 5",
-        ),
-    ));
+    let p = sim_project()
+        .general("max_cost_usd = 1.0")
+        .sim("a", &[r#"[{ usage = { input_tokens = 1000, output_tokens = 100, cost_usd = 0.6 } }, { done = "one" }]"#])
+        .phase("iterations = 5")
+        .build();
     let out = p.ralph().run();
     out.expect_code(1)
         .stderr_has("max_cost_usd exhausted")
@@ -175,22 +125,11 @@ steps = [{ usage = { input_tokens = 1000, output_tokens = 100, cost_usd = 0.6 } 
 
 #[test]
 fn the_runtime_cap_ends_the_run_with_its_message() {
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        &chain_of(
-            r#""a""#,
-            r#"
-[general]
-max_runtime = "1s"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ sleep = "600ms" }, { done = "one" }]
-"#,
-            "iterations = 10",
-        ),
-    ));
+    let p = sim_project()
+        .general(r#"max_runtime = "1s""#)
+        .sim("a", &[r#"[{ sleep = "600ms" }, { done = "one" }]"#])
+        .phase("iterations = 10")
+        .build();
     p.ralph().run().expect_code(1).stderr_has("max_runtime exhausted");
 }
 
@@ -198,31 +137,18 @@ steps = [{ sleep = "600ms" }, { done = "one" }]
 fn offline_pauses_without_budget_and_resumes_when_the_network_returns() {
     // A loopback port that is closed now and opened by the test later stands in for
     // the provider.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    drop(listener);
-    let p = Project::new().config(&fast(
-        "agent_attempts = 1",
-        "",
-        &chain_of(
-            r#""a""#,
-            &format!(
-                r#"
-[offline]
-probe = ["127.0.0.1:{port}"]
-interval = "200ms"
-timeout = "500ms"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{{ error = "API Error: Unable to connect to API (ConnectionRefused)" }}]
-[[agents.a.script]]
-steps = [{{ done = "Back online and finished." }}]
-"#
-            ),
-            "",
-        ),
-    ));
+    let port = closed_port();
+    let p = sim_project()
+        .retry("agent_attempts = 1")
+        .toml(&offline(port, "500ms"))
+        .sim(
+            "a",
+            &[
+                r#"[{ error = "API Error: Unable to connect to API (ConnectionRefused)" }]"#,
+                r#"[{ done = "Back online and finished." }]"#,
+            ],
+        )
+        .build();
     let run = p.ralph().spawn();
     p.wait_for_checkpoint(|cp| cp["progress"]["offline_since"].is_i64(), Duration::from_secs(10));
     assert_eq!(p.events("attempt_started").len(), 1, "an attempt started while offline");
@@ -239,20 +165,10 @@ steps = [{{ done = "Back online and finished." }}]
 
 #[test]
 fn the_ambiguous_cap_ends_the_run_with_its_message() {
-    let p = Project::new().config(&fast(
-        "ambiguous_attempts = 2",
-        "",
-        &chain_of(
-            r#""a""#,
-            r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ say = "Working." }, { crash = "SIGKILL" }]
-"#,
-            "",
-        ),
-    ));
+    let p = sim_project()
+        .retry("ambiguous_attempts = 2")
+        .sim("a", &[r#"[{ say = "Working." }, { crash = "SIGKILL" }]"#])
+        .build();
     p.ralph().run().expect_code(1).stderr_has("ambiguous-attempt exhausted");
     let failed = p.events("attempt_failed");
     assert_eq!(failed.len(), 2);
@@ -261,20 +177,10 @@ steps = [{ say = "Working." }, { crash = "SIGKILL" }]
 
 #[test]
 fn the_tool_registry_reset_cap_ends_the_run_with_its_message() {
-    let p = Project::new().config(&fast(
-        "tool_registry_resets = 2\nagent_attempts = 9",
-        "",
-        &chain_of(
-            r#""a""#,
-            r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ error = "<tool_use_error>Error: No such tool available: mcp__ralph__report_progress</tool_use_error>" }]
-"#,
-            "",
-        ),
-    ));
+    let p = sim_project()
+        .retry("tool_registry_resets = 2\nagent_attempts = 9")
+        .sim("a", &[r#"[{ error = "<tool_use_error>Error: No such tool available: mcp__ralph__report_progress</tool_use_error>" }]"#])
+        .build();
     p.ralph().run().expect_code(1).stderr_has("tool-registry-reset exhausted");
     let started = p.events("attempt_started");
     assert_eq!(started.len(), 3, "two resets, then the cap");
@@ -283,26 +189,12 @@ steps = [{ error = "<tool_use_error>Error: No such tool available: mcp__ralph__r
 
 #[test]
 fn max_cycles_and_recovery_attempt_messages_name_their_caps() {
-    let p = Project::new().config(&fast(
-        "agent_attempts = 1",
-        "",
-        &chain_of(
-            r#""a", "b""#,
-            r#"
-[general]
-max_cycles = 1
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ exit = 2 }]
-[agents.b]
-kind = "sim"
-[[agents.b.script]]
-steps = [{ exit = 2 }]
-"#,
-            "",
-        ),
-    ));
+    let p = sim_project()
+        .retry("agent_attempts = 1")
+        .general("max_cycles = 1")
+        .sim("a", &["[{ exit = 2 }]"])
+        .sim("b", &["[{ exit = 2 }]"])
+        .build();
     p.ralph()
         .run()
         .expect_code(1)
@@ -312,51 +204,23 @@ steps = [{ exit = 2 }]
 
 #[test]
 fn an_offline_pause_that_never_ends_is_bounded_by_max_runtime() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    drop(listener);
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        &chain_of(
-            r#""a""#,
-            &format!(
-                r#"
-[general]
-max_runtime = "2s"
-[offline]
-probe = ["127.0.0.1:{port}"]
-interval = "200ms"
-timeout = "200ms"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{{ error = "API Error: Unable to connect to API (ConnectionRefused)" }}]
-"#
-            ),
-            "",
-        ),
-    ));
+    let port = closed_port();
+    let p = sim_project()
+        .general(r#"max_runtime = "2s""#)
+        .toml(&offline(port, "200ms"))
+        .sim("a", &[r#"[{ error = "API Error: Unable to connect to API (ConnectionRefused)" }]"#])
+        .build();
     p.ralph().run().expect_code(1).stderr_has("Offline — paused").stderr_has("max_runtime exhausted");
     assert_eq!(p.events("attempt_started").len(), 1);
 }
 
 #[test]
 fn resume_gives_a_failed_run_a_fresh_tool_registry_budget() {
-    const LOST: &str = r#"[[agents.a.script]]
-steps = [{ error = "<tool_use_error>Error: No such tool available: mcp__ralph__report_progress</tool_use_error>" }]
-"#;
-    let p = Project::new().config(&fast(
-        "tool_registry_resets = 1\nagent_attempts = 9",
-        "",
-        &chain_of(
-            r#""a""#,
-            &format!(
-                "[agents.a]\nkind = \"sim\"\n{LOST}{LOST}{LOST}[[agents.a.script]]\nsteps = [{{ done = \"done\" }}]\n"
-            ),
-            "",
-        ),
-    ));
+    const LOST: &str = r#"[{ error = "<tool_use_error>Error: No such tool available: mcp__ralph__report_progress</tool_use_error>" }]"#;
+    let p = sim_project()
+        .retry("tool_registry_resets = 1\nagent_attempts = 9")
+        .sim("a", &[LOST, LOST, LOST, r#"[{ done = "done" }]"#])
+        .build();
     let out = p.ralph().run();
     out.expect_code(1).stderr_has("tool-registry-reset exhausted").stderr_has("[retry] tool_registry_resets");
     // The third launch loses its tool again: with a fresh budget that is one reset,
@@ -367,20 +231,11 @@ steps = [{ error = "<tool_use_error>Error: No such tool available: mcp__ralph__r
 
 #[test]
 fn a_cap_on_a_run_total_names_the_key_to_raise_instead_of_a_resume() {
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        &chain_of(
-            r#""a""#,
-            r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ done = "one step done, the goal is not reached" }]
-"#,
-            "until = \"complete\"\niterations = 1",
-        ),
-    ));
+    let p = sim_project()
+        .sim("a", &[r#"[{ done = "one step done, the goal is not reached" }]"#])
+        .phase(r#"until = "complete""#)
+        .phase("iterations = 1")
+        .build();
     let out = p.ralph().run();
     out.expect_code(1).stderr_has("iteration cap exhausted").stderr_has("raise [phases.develop] iterations");
     assert!(!out.stderr.contains("with a fresh budget"), "{out}");
@@ -388,20 +243,9 @@ steps = [{ done = "one step done, the goal is not reached" }]
 
 #[test]
 fn the_summary_of_a_blocked_run_shows_the_error_its_log_and_the_credential_to_set() {
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ say = "calling the API" }, { error = "API Error: 401 {\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key\"}}" }]
-[chains]
-main = ["a"]
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .sim("a", &[r#"[{ say = "calling the API" }, { error = "API Error: 401 {\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key\"}}" }]"#])
+        .build();
     let out = p.ralph().run();
     out.expect_code(3)
         .stderr_has("last error: ")
@@ -415,22 +259,11 @@ chain = "main"
 
 #[test]
 fn the_summary_after_a_cap_names_the_key_to_raise() {
-    let p = Project::new().config(&fast(
-        "agent_attempts = 1",
-        "",
-        r#"
-[general]
-max_cycles = 1
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ crash = "SIGSEGV" }]
-[chains]
-main = ["a"]
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .retry("agent_attempts = 1")
+        .general("max_cycles = 1")
+        .sim("a", &[r#"[{ crash = "SIGSEGV" }]"#])
+        .build();
     let out = p.ralph().run();
     out.expect_code(1)
         .stderr_has("last error: the agent crashed")
@@ -443,35 +276,13 @@ chain = "main"
 fn an_agent_failure_while_the_providers_do_not_answer_is_the_outage() {
     // The agent dies with no words (as a CLI does when the network is gone); the
     // probe then finds the provider unreachable: no budget, the offline pause.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    drop(listener);
-    let p = Project::new().config(&fast(
-        "agent_attempts = 1",
-        "",
-        &chain_of(
-            r#""a", "b""#,
-            &format!(
-                r#"
-[offline]
-probe = ["127.0.0.1:{port}"]
-interval = "200ms"
-timeout = "500ms"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{{ say = "Working." }}, {{ exit = 1 }}]
-[[agents.a.script]]
-steps = [{{ done = "Back online and finished." }}]
-[agents.b]
-kind = "sim"
-[[agents.b.script]]
-steps = [{{ done = "b finished." }}]
-"#
-            ),
-            "",
-        ),
-    ));
+    let port = closed_port();
+    let p = sim_project()
+        .retry("agent_attempts = 1")
+        .toml(&offline(port, "500ms"))
+        .sim("a", &[r#"[{ say = "Working." }, { exit = 1 }]"#, r#"[{ done = "Back online and finished." }]"#])
+        .sim("b", &[r#"[{ done = "b finished." }]"#])
+        .build();
     let run = p.ralph().spawn();
     p.wait_for_checkpoint(|cp| cp["progress"]["offline_since"].is_i64(), Duration::from_secs(10));
     let provider = std::net::TcpListener::bind(("127.0.0.1", port)).expect("reopen the port");
@@ -489,24 +300,11 @@ steps = [{{ done = "b finished." }}]
 
 #[test]
 fn a_reset_beyond_max_rate_limit_wait_falls_over_to_a_healthy_agent_even_when_waiting() {
-    let p = Project::new().config(&fast(
-        "max_rate_limit_wait = \"2s\"",
-        "",
-        &chain_of(
-            r#""a", "b""#,
-            r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ rate_limit = "1h" }, { error = "You've hit your limit" }]
-[agents.b]
-kind = "sim"
-[[agents.b.script]]
-steps = [{ done = "b did it" }]
-"#,
-            "",
-        ),
-    ));
+    let p = sim_project()
+        .retry("max_rate_limit_wait = \"2s\"")
+        .sim("a", &[r#"[{ rate_limit = "1h" }, { error = "You've hit your limit" }]"#])
+        .sim("b", &[r#"[{ done = "b did it" }]"#])
+        .build();
     p.ralph().run().expect_code(0);
     assert_eq!(count(&p.journal(), "fallover", "to", &json!("b")), 1);
     assert_eq!(p.events("attempt_started").len(), 2, "a once, then b: a's limit was never asked again");
@@ -514,40 +312,20 @@ steps = [{ done = "b did it" }]
 
 #[test]
 fn a_reset_beyond_max_rate_limit_wait_with_nobody_else_fails_naming_it() {
-    let p = Project::new().config(&fast(
-        "max_rate_limit_wait = \"2s\"",
-        "",
-        &chain_of(
-            r#""a""#,
-            r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ rate_limit = "1h" }, { error = "You've hit your limit" }]
-"#,
-            "",
-        ),
-    ));
+    let p = sim_project()
+        .retry("max_rate_limit_wait = \"2s\"")
+        .sim("a", &[r#"[{ rate_limit = "1h" }, { error = "You've hit your limit" }]"#])
+        .build();
     p.ralph().run().expect_code(1).stderr_has("max_rate_limit_wait exhausted").stderr_has("raise max_rate_limit_wait");
     assert_eq!(p.events("attempt_started").len(), 1);
 }
 
 #[test]
 fn an_agent_crash_loop_backs_off_between_retries() {
-    let p = Project::new().config(&fast(
-        "agent_attempts = 3\nagent_backoff_base = \"20s\"",
-        "",
-        &chain_of(
-            r#""a""#,
-            r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ crash = "SIGSEGV" }]
-"#,
-            "",
-        ),
-    ));
+    let p = sim_project()
+        .retry("agent_attempts = 3\nagent_backoff_base = \"20s\"")
+        .sim("a", &[r#"[{ crash = "SIGSEGV" }]"#])
+        .build();
     // A 20 s backoff after the first crash: the run is waiting, not restarting.
     let run = p.ralph().spawn();
     p.wait_for_checkpoint(|cp| cp["status"] == json!("waiting"), Duration::from_secs(10));
@@ -558,20 +336,10 @@ steps = [{ crash = "SIGSEGV" }]
 
 #[test]
 fn an_environmental_streak_is_bounded_without_max_runtime() {
-    let p = Project::new().config(&fast(
-        "max_environmental_wait = \"1s\"",
-        "",
-        &chain_of(
-            r#""a""#,
-            r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ error = "API Error: 529 Overloaded. This is a server-side issue, usually temporary" }]
-"#,
-            "",
-        ),
-    ));
+    let p = sim_project()
+        .retry("max_environmental_wait = \"1s\"")
+        .sim("a", &[r#"[{ error = "API Error: 529 Overloaded. This is a server-side issue, usually temporary" }]"#])
+        .build();
     p.ralph()
         .run()
         .expect_code(1)
@@ -581,21 +349,11 @@ steps = [{ error = "API Error: 529 Overloaded. This is a server-side issue, usua
 
 #[test]
 fn overloads_do_not_make_a_continue_storm() {
-    let overloaded = r#"[[agents.a.script]]
-steps = [{ say = "Working." }, { error = "API Error: 529 Overloaded. This is a server-side issue, usually temporary" }]
-"#;
-    let p = Project::new().config(&fast(
-        "storm_recoveries = 2",
-        "",
-        &chain_of(
-            r#""a""#,
-            &format!(
-                "[agents.a]\nkind = \"sim\"\n{}[[agents.a.script]]\nsteps = [{{ done = \"finished\" }}]\n",
-                overloaded.repeat(3)
-            ),
-            "",
-        ),
-    ));
+    let overloaded = r#"[{ say = "Working." }, { error = "API Error: 529 Overloaded. This is a server-side issue, usually temporary" }]"#;
+    let p = sim_project()
+        .retry("storm_recoveries = 2")
+        .sim("a", &[overloaded, overloaded, overloaded, r#"[{ done = "finished" }]"#])
+        .build();
     p.ralph().run().expect_code(0);
     assert!(p.events("intervention").iter().all(|e| e["detector"] != json!("continue_storm")));
     let started = p.events("attempt_started");

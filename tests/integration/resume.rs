@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::harness::{Project, alive, cleanup, fast, gone_within};
+use crate::harness::{Project, alive, cleanup, fast, gone_within, sim_project};
 
 /// Three develop iterations; the second writes a marker, then runs a tool call that
 /// takes 60 s (long enough to be interrupted).
@@ -218,25 +218,11 @@ fn inspect_checkpoint_with_a_corrupt_checkpoint_moves_nothing() {
 
 #[test]
 fn checkpoint_disabled_writes_nothing_and_every_run_starts_over() {
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        r#"
-[general.workflow]
-checkpoint_enabled = false
-
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ pidfile = "agent.pid" }, { write = { path = "it1.txt", content = "1" } }, { tool = { name = "Bash", input = { command = "make" }, hang = true } }]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .toml(r#"[general.workflow]
+checkpoint_enabled = false"#)
+        .sim("a", &[r#"[{ pidfile = "agent.pid" }, { write = { path = "it1.txt", content = "1" } }, { tool = { name = "Bash", input = { command = "make" }, hang = true } }]"#])
+        .build();
     let run = p.ralph().spawn();
     let agent = p.pid_file("agent.pid");
     p.wait_for_file("it1.txt", Duration::from_secs(30));
@@ -262,24 +248,9 @@ chain = "main"
 /// before anything else happens.
 #[test]
 fn kill_9_of_ralph_then_the_next_ralph_ends_the_grandchild() {
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ grandchild = { pidfile = "gc.pid", lives = "60s" } }, { pidfile = "agent.pid" }, { tool = { name = "Bash", input = { command = "make" }, hang = true } }]
-[[agents.a.script]]
-steps = [{ done = "finished" }]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .sim("a", &[r#"[{ grandchild = { pidfile = "gc.pid", lives = "60s" } }, { pidfile = "agent.pid" }, { tool = { name = "Bash", input = { command = "make" }, hang = true } }]"#, r#"[{ done = "finished" }]"#])
+        .build();
     let run = p.ralph().spawn();
     let agent = p.pid_file("agent.pid");
     let gc = p.pid_file("gc.pid");
@@ -299,26 +270,9 @@ chain = "main"
 /// One agent whose first launch hangs in `Bash make` (never a stall) and whose
 /// later launches finish.
 fn hangs_in_make() -> Project {
-    Project::new().config(&fast(
-        "",
-        "",
-        r#"
-[agents.a]
-kind = "sim"
-
-[[agents.a.script]]
-steps = [{ pidfile = "agent.pid" }, { tool = { name = "Bash", input = { command = "make deploy" }, hang = true } }]
-
-[[agents.a.script]]
-steps = [{ done = "finished after the resume" }]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ))
+    sim_project()
+        .sim("a", &[r#"[{ pidfile = "agent.pid" }, { tool = { name = "Bash", input = { command = "make deploy" }, hang = true } }]"#, r#"[{ done = "finished after the resume" }]"#])
+        .build()
 }
 
 #[test]

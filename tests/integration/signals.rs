@@ -6,35 +6,17 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use serde_json::json;
 
-use crate::harness::{DEFAULT_TIMEOUT, Project, alive, cleanup, fast, gone_within};
+use crate::harness::{DEFAULT_TIMEOUT, Project, alive, cleanup, fast, gone_within, sim_project};
 
 const GONE: Duration = Duration::from_secs(5);
 
 /// One agent `a` whose first launch runs `first` (then hangs in a tool call, which is
 /// never a stall), and whose later launches finish.
 fn project(timeouts: &str, first: &str) -> Project {
-    Project::new().config(&fast(
-        "",
-        timeouts,
-        &format!(
-            r#"
-[agents.a]
-kind = "sim"
-
-[[agents.a.script]]
-steps = [{first} {{ pidfile = "agent.pid" }}, {{ tool = {{ name = "Bash", input = {{ command = "make" }}, hang = true }} }}]
-
-[[agents.a.script]]
-steps = [{{ done = "finished after the resume" }}]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#
-        ),
-    ))
+    let hangs = format!(
+        r#"[{first} {{ pidfile = "agent.pid" }}, {{ tool = {{ name = "Bash", input = {{ command = "make" }}, hang = true }} }}]"#
+    );
+    sim_project().timeouts(timeouts).sim("a", &[&hangs, r#"[{ done = "finished after the resume" }]"#]).build()
 }
 
 #[test]
@@ -132,22 +114,9 @@ fn stubborn_grandchild_is_killed_with_the_group() {
 
 #[test]
 fn grandchild_of_an_agent_that_exits_normally_is_killed_when_the_attempt_ends() {
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ grandchild = { pidfile = "gc.pid", lives = "60s" } }, { done = "done, with a server left running" }]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .sim("a", &[r#"[{ grandchild = { pidfile = "gc.pid", lives = "60s" } }, { done = "done, with a server left running" }]"#])
+        .build();
     let out = p.ralph().run();
     let gc = p.pid_file("gc.pid");
     let gone = gone_within(gc, GONE);
@@ -220,22 +189,10 @@ fn wait_for_state(pid: i32, state: char) -> bool {
 
 #[test]
 fn ctrl_z_stops_the_agent_with_ralph_and_pauses_the_stall_clock() {
-    let p = Project::new().config(&fast(
-        "",
-        r#"stall = "2s""#,
-        r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ pidfile = "agent.pid" }, { sleep = "1s" }, { done = "done after fg" }]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .timeouts(r#"stall = "2s""#)
+        .sim("a", &[r#"[{ pidfile = "agent.pid" }, { sleep = "1s" }, { done = "done after fg" }]"#])
+        .build();
     let run = p.ralph().spawn();
     let agent = p.pid_file("agent.pid");
     run.signal(Signal::SIGTSTP);
@@ -352,30 +309,18 @@ fn sighup_interrupts_with_129() {
 
 #[test]
 fn ctrl_c_during_backoff_pauses() {
-    let p = Project::new().config(&fast(
-        r#"backoff_base = "20s"
-backoff_max = "20s""#,
-        "",
-        r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ pidfile = "agent.pid" }, { crash = "SIGSEGV" }]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    // A crash is an `agent` failure: its retry waits `agent_backoff_base`.
+    let p = sim_project().retry(r#"agent_backoff_base = "20s""#).sim("a", &[r#"[{ crash = "SIGSEGV" }]"#]).build();
     let run = p.ralph().spawn();
-    p.wait_for_log("\"retry\"", DEFAULT_TIMEOUT);
+    // The journal says the retry waits: the Ctrl+C lands in that wait, not in a launch.
+    let retry = p.wait_for_event("retry", DEFAULT_TIMEOUT);
+    assert!(retry["delay_ms"].as_u64().is_some_and(|ms| ms >= 10_000), "no real backoff: {retry}");
     run.signal(Signal::SIGINT);
     let out = run.wait(Duration::from_secs(10));
     out.expect_code(130);
     let cp = p.checkpoint();
     assert_eq!(cp["status"], "paused", "{cp:#}");
+    assert_eq!(p.events("attempt_started").len(), 1, "the retry was launched: the stop came after the backoff");
 }
 
 #[test]
@@ -389,23 +334,15 @@ printf '%s\n' '{"type":"system","subtype":"init","session_id":"s-usage"}'
 printf '%s\n' '{"type":"result","subtype":"success","is_error":false,"result":"partial","session_id":"s-usage","total_cost_usd":0.5,"usage":{"input_tokens":100,"output_tokens":20}}'
 exec sleep 60
 "#;
-    let p = Project::new()
-        .config(&fast(
-            "",
-            r#"grace = "30s""#,
-            r#"
-[agents.a]
-kind = "command"
+    let p = sim_project()
+        .timeouts(r#"grace = "30s""#)
+        .agent(
+            "a",
+            r#"kind = "command"
 command = ["./agent.sh", "{prompt}"]
-output = "claude-stream-json"
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#,
-        ))
+output = "claude-stream-json""#,
+        )
+        .build()
         .file("agent.sh", agent_script);
     std::fs::set_permissions(p.join("agent.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let run = p.ralph().spawn();

@@ -5,54 +5,27 @@
 
 use serde_json::{Value, json};
 
-use crate::harness::{Project, fast};
+use crate::harness::{Project, fast, sim_project};
 
 /// A command agent (plain text output, so no session to resume) whose final message
 /// is the file `final.txt`.
 fn command_agent(retry: &str, message: &str) -> Project {
-    Project::new().file("final.txt", message).config(&fast(
-        retry,
-        "",
-        r#"
-[general]
-max_cycles = 1
-
-[agents.sh]
-kind = "command"
-command = ["sh", "-c", "cat final.txt", "{prompt}"]
-
-[chains]
-main = ["sh"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ))
+    sim_project()
+        .retry(retry)
+        .general("max_cycles = 1")
+        .command("sh", r#"["sh", "-c", "cat final.txt", "{prompt}"]"#)
+        .file("final.txt", message)
+        .build()
 }
 
 /// A scripted agent (it reports a session) with one attempt of budget and one
 /// cycle: any failure would end the run.
 fn sim_agent(scripts: &str) -> Project {
-    Project::new().config(&fast(
-        "agent_attempts = 1",
-        "",
-        &format!(
-            r#"
-[general]
-max_cycles = 1
-
-[agents.a]
-kind = "sim"
-{scripts}
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#
-        ),
-    ))
+    sim_project()
+        .retry("agent_attempts = 1")
+        .general("max_cycles = 1")
+        .agent("a", &format!("kind = \"sim\"\n{scripts}"))
+        .build()
 }
 
 fn verdicts(p: &Project) -> Vec<(String, String)> {
@@ -134,29 +107,11 @@ steps = [{ done = "Verified: build and tests pass." }]
 
 #[test]
 fn the_question_is_asked_once_per_iteration() {
-    let p = Project::new().config(&fast(
-        "agent_attempts = 2",
-        "",
-        r#"
-[general]
-max_cycles = 1
-
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ say = "All done." }]
-[[agents.a.script]]
-steps = [{ say = "Yes, all done." }]
-[[agents.a.script]]
-steps = [{ done = "" }]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .retry("agent_attempts = 2")
+        .general("max_cycles = 1")
+        .sim("a", &[r#"[{ say = "All done." }]"#, r#"[{ say = "Yes, all done." }]"#, r#"[{ done = "" }]"#])
+        .build();
     p.ralph().run().expect_code(0);
     assert_eq!(verdicts(&p).len(), 1, "{:?}", verdicts(&p));
     let failed = p.events("attempt_failed");

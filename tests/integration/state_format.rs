@@ -3,29 +3,16 @@
 //! one names its field, `--no-resume` sets either aside and starts in one call, and
 //! problems found before the first attempt are exit 2 with the path named.
 
-use crate::harness::{Project, fast};
+use crate::harness::{Project, sim_project};
 
 fn project() -> Project {
-    Project::new().config(&fast(
-        "",
-        "",
-        r#"
-[agents.a]
-kind = "sim"
-
-[[agents.a.script]]
-steps = [{ done = "finished" }]
-
-[chains]
-main = ["a"]
-
-[general.workflow]
-phases = ["develop"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ))
+    sim_project()
+        .toml(
+            r#"[general.workflow]
+phases = ["develop"]"#,
+        )
+        .sim("a", &[r#"[{ done = "finished" }]"#])
+        .build()
 }
 
 /// A real checkpoint of a paused run with one field changed.

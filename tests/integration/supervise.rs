@@ -4,26 +4,10 @@
 
 use serde_json::json;
 
-use crate::harness::{Project, fast};
+use crate::harness::{Project, fast, sim_project};
 
 fn one_agent(retry: &str, timeouts: &str, scripts: &str) -> Project {
-    Project::new().config(&fast(
-        retry,
-        timeouts,
-        &format!(
-            r#"
-[agents.a]
-kind = "sim"
-{scripts}
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#
-        ),
-    ))
+    sim_project().retry(retry).timeouts(timeouts).agent("a", &format!("kind = \"sim\"\n{scripts}")).build()
 }
 
 /// The detectors of the run's interventions, in order.

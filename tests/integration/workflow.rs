@@ -4,7 +4,7 @@ use std::fs;
 
 use serde_json::json;
 
-use crate::harness::{Project, count, fast};
+use crate::harness::{Project, count, fast, sim_project};
 
 #[test]
 fn full_multi_phase_run_completes() {
@@ -66,32 +66,11 @@ chain = "main"
 
 #[test]
 fn fallover_after_agent_failures_resumes_the_session_then_next_agent_completes() {
-    let p = Project::new().config(&fast(
-        "agent_attempts = 2",
-        "",
-        r#"
-[agents.a]
-kind = "sim"
-
-[[agents.a.script]]
-steps = [{ say = "starting" }, { crash = "SIGSEGV" }]
-
-[[agents.a.script]]
-steps = [{ say = "all good, I think" }]
-
-[agents.b]
-kind = "sim"
-
-[[agents.b.script]]
-steps = [{ done = "finished" }]
-
-[chains]
-main = ["a", "b"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .retry("agent_attempts = 2")
+        .sim("a", &[r#"[{ say = "starting" }, { crash = "SIGSEGV" }]"#, r#"[{ say = "all good, I think" }]"#])
+        .sim("b", &[r#"[{ done = "finished" }]"#])
+        .build();
     p.ralph().run().expect_code(0).stderr_has("falling over to b");
     let started = p.events("attempt_started");
     assert_eq!(started.len(), 3, "{started:#?}");
@@ -119,30 +98,11 @@ chain = "main"
 
 #[test]
 fn max_cycles_exhausted_fails_the_run() {
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        r#"
-[general]
-max_cycles = 2
-
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ exit = 1 }]
-
-[agents.b]
-kind = "sim"
-[[agents.b.script]]
-steps = [{ crash = "SIGABRT" }]
-
-[chains]
-main = ["a", "b"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .general("max_cycles = 2")
+        .sim("a", &["[{ exit = 1 }]"])
+        .sim("b", &[r#"[{ crash = "SIGABRT" }]"#])
+        .build();
     let out = p.ralph().run();
     out.expect_code(1).stderr_has("max_cycles exhausted");
     let cp = p.checkpoint();
@@ -153,25 +113,7 @@ chain = "main"
 
 #[test]
 fn exit_zero_without_done_signal_is_an_agent_failure() {
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        r#"
-[general]
-max_cycles = 1
-
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ say = "I am done." }]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project().general("max_cycles = 1").sim("a", &[r#"[{ say = "I am done." }]"#]).build();
     p.ralph().run().expect_code(1);
     let failed = p.events("attempt_failed");
     assert!(!failed.is_empty());
@@ -185,24 +127,11 @@ chain = "main"
 
 #[test]
 fn iteration_cap_exhausted_when_the_goal_never_comes() {
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ done = "one more step done" }]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-until = "complete"
-iterations = 2
-"#,
-    ));
+    let p = sim_project()
+        .sim("a", &[r#"[{ done = "one more step done" }]"#])
+        .phase(r#"until = "complete""#)
+        .phase("iterations = 2")
+        .build();
     p.ralph().run().expect_code(1).stderr_has("iteration cap exhausted");
     assert_eq!(p.events("attempt_succeeded").len(), 2);
     assert_eq!(p.checkpoint()["status"], "failed");
@@ -210,21 +139,12 @@ iterations = 2
 
 #[test]
 fn command_agent_with_done_tag() {
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        r#"
-[agents.sh]
-kind = "command"
-command = ["sh", "-c", "echo working; echo ran > ran.txt; echo '<promise>DONE</promise>'", "{prompt}"]
-
-[chains]
-main = ["sh"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .command(
+            "sh",
+            r#"["sh", "-c", "echo working; echo ran > ran.txt; echo '<promise>DONE</promise>'", "{prompt}"]"#,
+        )
+        .build();
     p.ralph().run().expect_code(0);
     assert_eq!(p.read("ran.txt"), "ran\n");
     assert_eq!(p.checkpoint()["status"], "completed");
@@ -232,21 +152,10 @@ chain = "main"
 
 #[test]
 fn command_agent_receives_the_prompt_as_an_argument() {
-    let p = Project::new().file("PROMPT.md", "Build the frobnicator.\n").config(&fast(
-        "",
-        "",
-        r#"
-[agents.sh]
-kind = "command"
-command = ["sh", "-c", "printf '%s' \"$0\" > prompt.txt; echo '<promise>DONE</promise>'", "{prompt}"]
-
-[chains]
-main = ["sh"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .command("sh", r#"["sh", "-c", "printf '%s' \"$0\" > prompt.txt; echo '<promise>DONE</promise>'", "{prompt}"]"#)
+        .file("PROMPT.md", "Build the frobnicator.\n")
+        .build();
     p.ralph().run().expect_code(0);
     assert!(p.read("prompt.txt").contains("Build the frobnicator."), "{}", p.read("prompt.txt"));
 }
@@ -303,22 +212,8 @@ done = "exit0"
 
 #[test]
 fn bad_credentials_block_the_run() {
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ error = "API Error: 401 Invalid API key · Fix external API key" }]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p =
+        sim_project().sim("a", &[r#"[{ error = "API Error: 401 Invalid API key · Fix external API key" }]"#]).build();
     let out = p.ralph().run();
     out.expect_code(3);
     let cp = p.checkpoint();
@@ -357,24 +252,10 @@ done = "file:PLAN.md"
 
 #[test]
 fn stalled_agent_is_ended_and_its_session_resumed() {
-    let p = Project::new().config(&fast(
-        "",
-        r#"stall = "1s""#,
-        r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ say = "thinking..." }, { hang = true }]
-[[agents.a.script]]
-steps = [{ done = "back on track" }]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .timeouts(r#"stall = "1s""#)
+        .sim("a", &[r#"[{ say = "thinking..." }, { hang = true }]"#, r#"[{ done = "back on track" }]"#])
+        .build();
     p.ralph().run().expect_code(0);
     let failed = p.events("attempt_failed");
     assert_eq!(failed.len(), 1);
@@ -385,84 +266,35 @@ chain = "main"
 
 #[test]
 fn a_quiet_tool_call_is_not_a_stall() {
-    let p = Project::new().config(&fast(
-        "",
-        r#"stall = "1s""#,
-        r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ tool = { name = "Bash", input = { command = "cargo build" }, result = "ok", duration = "2500ms" } }, { done = "built" }]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .timeouts(r#"stall = "1s""#)
+        .sim("a", &[r#"[{ tool = { name = "Bash", input = { command = "cargo build" }, result = "ok", duration = "2500ms" } }, { done = "built" }]"#])
+        .build();
     p.ralph().run().expect_code(0);
     assert!(p.events("attempt_failed").is_empty());
 }
 
 #[test]
 fn a_text_agents_final_message_is_its_stdout_not_its_stderr() {
-    let p = Project::new().config(&fast(
-        "agent_attempts = 1",
-        "",
-        r#"
-[general]
-max_cycles = 1
-[agents.cmd]
-kind = "command"
-command = ["sh", "-c", "echo working; echo '<promise>DONE</promise>'; echo 'a log line after the tag' >&2", "{prompt}"]
-
-[chains]
-main = ["cmd"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .retry("agent_attempts = 1")
+        .general("max_cycles = 1")
+        .command("cmd", r#"["sh", "-c", "echo working; echo '<promise>DONE</promise>'; echo 'a log line after the tag' >&2", "{prompt}"]"#)
+        .build();
     p.ralph().run().expect_code(0);
 }
 
 #[test]
 fn every_agent_of_a_used_chain_is_checked_before_the_run_starts() {
     use std::os::unix::fs::PermissionsExt;
-    let p = Project::new()
-        .config(&fast(
-            "",
-            "",
-            r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ done = "done by the first agent" }]
-
-[agents.gone]
-kind = "command"
-command = ["/nonexistent/dir/agent-bin", "{prompt}"]
-
-[agents.noexec]
-kind = "command"
-command = ["./noexec.sh", "{prompt}"]
-
-[agents.badbang]
-kind = "command"
-command = ["./badbang.sh", "{prompt}"]
-
-[agents.spare]
-kind = "command"
-command = ["/nonexistent/unused-agent", "{prompt}"]
-
-[chains]
-main = ["a", "gone", "noexec", "badbang"]
-
-[phases.develop]
-chain = "main"
-"#,
-        ))
+    let p = sim_project()
+        .sim("a", &[r#"[{ done = "done by the first agent" }]"#])
+        .command("gone", r#"["/nonexistent/dir/agent-bin", "{prompt}"]"#)
+        .command("noexec", r#"["./noexec.sh", "{prompt}"]"#)
+        .command("badbang", r#"["./badbang.sh", "{prompt}"]"#)
+        .command("spare", r#"["/nonexistent/unused-agent", "{prompt}"]"#)
+        .chain(&["a", "gone", "noexec", "badbang"])
+        .build()
         .file("noexec.sh", "#!/bin/sh\nexit 0\n")
         .file("badbang.sh", "#!/no/such/interpreter\nexit 0\n");
     fs::set_permissions(p.join("noexec.sh"), fs::Permissions::from_mode(0o644)).expect("chmod");
@@ -480,23 +312,14 @@ chain = "main"
 #[test]
 fn a_binary_that_disappears_after_the_start_blocks_the_run() {
     use std::os::unix::fs::PermissionsExt;
-    let p = Project::new()
-        .config(&fast(
-            "",
-            "",
-            r#"
-[agents.a]
-kind = "command"
+    let p = sim_project()
+        .agent(
+            "a",
+            r#"kind = "command"
 command = ["./agent.sh", "{prompt}"]
-output = "text"
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#,
-        ))
+output = "text""#,
+        )
+        .build()
         .file("agent.sh", "#!/bin/sh\nrm -f \"$0\"\nexit 1\n");
     fs::set_permissions(p.join("agent.sh"), fs::Permissions::from_mode(0o755)).expect("chmod");
     let out = p.ralph().run();
@@ -554,21 +377,10 @@ fn an_agent_program_that_cannot_be_executed_is_the_users_to_fix() {
     use std::os::unix::fs::PermissionsExt;
     // Executable, but not a program: no #! line, not a binary format. (exec falls
     // back to /bin/sh for such a file, which then fails on it: exit 127.)
-    let p = Project::new().file("agent.bin", "\u{1}\u{2}\u{3} not a program\n").config(&fast(
-        "",
-        "",
-        r#"
-[agents.bad]
-kind = "command"
-command = ["./agent.bin", "{prompt}"]
-
-[chains]
-main = ["bad"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .command("bad", r#"["./agent.bin", "{prompt}"]"#)
+        .file("agent.bin", "\u{1}\u{2}\u{3} not a program\n")
+        .build();
     std::fs::set_permissions(p.join("agent.bin"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let out = p.ralph().run();
     assert_eq!(p.events("attempt_started").len(), 1, "never retried");
@@ -578,21 +390,10 @@ chain = "main"
 #[test]
 fn an_agent_script_with_a_bad_interpreter_is_the_users_to_fix() {
     use std::os::unix::fs::PermissionsExt;
-    let p = Project::new().file("agent.sh", "#!/no/such/interpreter\necho hi\n").config(&fast(
-        "",
-        "",
-        r#"
-[agents.bad]
-kind = "command"
-command = ["./agent.sh", "{prompt}"]
-
-[chains]
-main = ["bad"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .command("bad", r#"["./agent.sh", "{prompt}"]"#)
+        .file("agent.sh", "#!/no/such/interpreter\necho hi\n")
+        .build();
     std::fs::set_permissions(p.join("agent.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
     // Found by the pre-flight before anything starts (exit 2); were it to appear
     // after the start, the launch's errno says the same (`recovery::spawn`).
