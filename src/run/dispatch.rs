@@ -24,6 +24,7 @@ use crate::state::redact::redact;
 use crate::state::store;
 use crate::supervise::completion::Claim;
 use crate::supervise::note::{self, LastTool, ToolState, Trouble};
+use crate::supervise::watch;
 use crate::workflow::done::{self, Completion, Evidence, SignOff};
 use crate::workflow::{advance, prompt};
 
@@ -254,8 +255,44 @@ impl Dispatcher {
 
     /// Starts and runs one attempt of the current position.
     pub(super) async fn attempt(&mut self, signals: &mut Signals) -> Result<Outcome, RalphError> {
+        let (prepared, stem, prompt) = self.begin_attempt()?;
+        let prepared = match prepared {
+            Ok(p) => p,
+            Err(e) => {
+                let error = std::io::Error::new(std::io::ErrorKind::NotFound, e.to_string());
+                return Ok(Outcome::not_started(error, String::new()));
+            }
+        };
+        let done = self.phase().done.clone();
+        let artifact = artifact_stamp(&self.r.dir, &done);
+        let log_path = self.r.logs_dir.join(format!("{stem}.log"));
+        self.last_log = Some(log_path.clone());
+        // What the agent was told, beside what it answered: the first thing to read
+        // when a run goes wrong.
+        let prompt_log = self.r.logs_dir.join(format!("{stem}.prompt.md"));
+        if let Err(e) = crate::state::private::create_file(&prompt_log)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, redact(&prompt).as_bytes()))
+        {
+            tracing::warn!("cannot keep the prompt of attempt {}: {e}", self.r.checkpoint.progress.counters.attempts);
+        }
+        let config = &self.r.loaded.config;
+        let limits = watch::attempt_limits(&config.timeouts, prepared.quiet_tools, self.runtime_left());
+        let max_log = config.logs.max_attempt_log;
+        let cost_left = config.general.max_cost_usd.map(|max| max - self.r.checkpoint.usage.cost_usd);
+        let mut outcome = attempt::run(prepared, &limits, cost_left, signals, self, &log_path, max_log).await;
+        self.r.reporter.attempt_finished();
+        if artifact_stamp(&self.r.dir, &done) != artifact && artifact.is_some_or_created(&self.r.dir, &done) {
+            outcome.artifact_changed = true;
+        }
+        Ok(outcome)
+    }
+
+    /// Counts the attempt, renders its prompt, prepares its launch, and records it
+    /// in flight (saved, then journaled). Returns the launch, the name stem of its
+    /// logs, and the prompt.
+    fn begin_attempt(&mut self) -> Result<(Result<launch::Prepared, launch::LaunchError>, String, String), RalphError> {
         let agent = self.current_agent();
-        let phase = self.phase().clone();
+        let iterations = self.phase().iterations;
         let cp = &mut self.r.checkpoint;
         cp.progress.counters.attempts += 1;
         let launch_no = {
@@ -313,61 +350,14 @@ impl Dispatcher {
             phase_number: pos.phase + 1,
             phase_count: self.r.loaded.phases.len(),
             iteration: pos.iteration,
-            iterations: phase.iterations,
+            iterations,
             pass: pos.pass,
             passes: pos.passes,
             agent: agent.clone(),
             cycle: pos.cycle,
             resume_session: resume.clone(),
         });
-        let prepared = match prepared {
-            Ok(p) => p,
-            Err(e) => {
-                return Ok(Outcome {
-                    end: End::SpawnFailed {
-                        error: std::io::Error::new(std::io::ErrorKind::NotFound, e.to_string()),
-                        program: String::new(),
-                    },
-                    session: None,
-                    final_message: None,
-                    result_is_error: false,
-                    events: Vec::new(),
-                    text_tail: String::new(),
-                    stderr_tail: String::new(),
-                    usage: Default::default(),
-                    duration: Duration::ZERO,
-                    artifact_changed: false,
-                    intervention: None,
-                    last_tool: None,
-                    last_signal: None,
-                });
-            }
-        };
-        let artifact = artifact_stamp(&self.r.dir, &phase.done);
-        let log_path = self.r.logs_dir.join(format!("{stem}.log"));
-        self.last_log = Some(log_path.clone());
-        // What the agent was told, beside what it answered: the first thing to read
-        // when a run goes wrong.
-        let prompt_log = self.r.logs_dir.join(format!("{stem}.prompt.md"));
-        if let Err(e) = crate::state::private::create_file(&prompt_log)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, redact(&prompt).as_bytes()))
-        {
-            tracing::warn!("cannot keep the prompt of attempt {attempt_no}: {e}");
-        }
-        let mut timeouts = self.r.loaded.config.timeouts.clone();
-        if let Some(left) = self.runtime_left() {
-            // An attempt never runs past the run's own time limit.
-            timeouts.attempt = timeouts.attempt.min(left);
-        }
-        let max_log = self.r.loaded.config.logs.max_attempt_log;
-        let cost_left = self.r.loaded.config.general.max_cost_usd.map(|max| max - self.r.checkpoint.usage.cost_usd);
-        let mut outcome = attempt::run(prepared, &timeouts, cost_left, signals, self, &log_path, max_log).await;
-        self.r.reporter.attempt_finished();
-        if artifact_stamp(&self.r.dir, &phase.done) != artifact && artifact.is_some_or_created(&self.r.dir, &phase.done)
-        {
-            outcome.artifact_changed = true;
-        }
-        Ok(outcome)
+        Ok((prepared, stem, prompt))
     }
 
     /// Evaluates a finished attempt and carries out the policy's decision.

@@ -42,19 +42,8 @@ impl Dispatcher {
         self.r.reporter.waiting(why, delay);
         self.r.checkpoint.status = Status::Waiting;
         self.save()?;
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep_until(until) => break,
-                action = signals.next() => match action {
-                    InterruptAction::Stop(cause) => return self.stopped(cause, None).map(Some),
-                    InterruptAction::ForceExit => return Ok(Some(RunEnd::ForceExit)),
-                    InterruptAction::Ignore => {}
-                    // Nothing of the iteration runs while waiting: `ralph stop` stops here.
-                    InterruptAction::Control => if self.serve_inbox(signals) {
-                        return self.stopped(StopCause::User, None).map(Some);
-                    },
-                },
-            }
+        if let Err(end) = self.race(tokio::time::sleep_until(until), signals).await? {
+            return Ok(Some(end));
         }
         self.r.reporter.waiting_done();
         self.r.checkpoint.status = Status::Running;
@@ -141,21 +130,14 @@ impl Dispatcher {
                 tokio::time::sleep(interval).await;
                 connect::probe(endpoints, timeout).await
             };
-            tokio::select! {
-                result = round => {
+            match self.race(round, signals).await? {
+                Ok(result) => {
                     tracing::debug!(?result, "offline probe");
                     if result == ProbeResult::Online {
                         break;
                     }
                 }
-                action = signals.next() => match action {
-                    InterruptAction::Stop(cause) => return self.stopped(cause, None).map(Offline::Stopped),
-                    InterruptAction::ForceExit => return Ok(Offline::Stopped(RunEnd::ForceExit)),
-                    InterruptAction::Ignore => {}
-                    InterruptAction::Control => if self.serve_inbox(signals) {
-                        return self.stopped(StopCause::User, None).map(Offline::Stopped);
-                    },
-                },
+                Err(end) => return Ok(Offline::Stopped(end)),
             }
         }
         self.r.reporter.waiting_done();
@@ -183,16 +165,26 @@ impl Dispatcher {
             return self.stopped(cause, None).map(Err);
         }
         let timeout = self.r.loaded.config.offline.timeout;
-        let probe = connect::probe(endpoints, timeout);
-        tokio::pin!(probe);
+        let result = self.race(connect::probe(endpoints, timeout), signals).await?;
+        if let Ok(ProbeResult::Online) = result {
+            self.remember_answered(endpoints);
+        }
+        Ok(result)
+    }
+
+    /// The one way the dispatcher awaits something: `future`, unless a signal stops
+    /// the run first (`Err` with how it ended). Control messages are served
+    /// meanwhile; as nothing of the iteration runs while waiting, `ralph stop` stops
+    /// here.
+    pub(super) async fn race<T>(
+        &mut self,
+        future: impl std::future::Future<Output = T>,
+        signals: &mut Signals,
+    ) -> Result<Result<T, RunEnd>, RalphError> {
+        tokio::pin!(future);
         loop {
             tokio::select! {
-                result = &mut probe => {
-                    if result == ProbeResult::Online {
-                        self.remember_answered(endpoints);
-                    }
-                    return Ok(Ok(result));
-                }
+                result = &mut future => return Ok(Ok(result)),
                 action = signals.next() => match action {
                     InterruptAction::Stop(cause) => return self.stopped(cause, None).map(Err),
                     InterruptAction::ForceExit => return Ok(Err(RunEnd::ForceExit)),
