@@ -99,6 +99,19 @@ pub fn describe(cp: &Checkpoint, live: bool) -> String {
     describe_in(cp, live, &crate::report::clock::zone())
 }
 
+/// What `--resume` would do with the run.
+fn what_resume_does(cp: &Checkpoint, live: bool) -> String {
+    match (&cp.progress.resume_session, &cp.in_flight) {
+        _ if live => "not now, a ralph is running this run".to_string(),
+        _ if !cp.status.unfinished() => {
+            format!("nothing to resume, the run is {}; `ralph` starts a new run", cp.status.as_str())
+        }
+        (Some(session), _) => format!("continues session {session}"),
+        (None, Some(f)) if f.session.is_some() => "continues the in-flight session".to_string(),
+        _ => "starts a fresh session".to_string(),
+    }
+}
+
 /// [`describe`] with the times shown in `tz`.
 pub fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) -> String {
     let stamp = |t: &str| crate::report::clock::stamp(t, tz);
@@ -145,24 +158,7 @@ pub fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) -> Stri
             f.session.as_deref().unwrap_or("not yet known")
         );
     }
-    match (&p.resume_session, &cp.in_flight) {
-        _ if live => {
-            let _ = writeln!(s, "  resume: not now, a ralph is running this run");
-        }
-        _ if !cp.status.unfinished() => {
-            let _ =
-                writeln!(s, "  resume: nothing to resume, the run is {}; `ralph` starts a new run", cp.status.as_str());
-        }
-        (Some(session), _) => {
-            let _ = writeln!(s, "  resume: continues session {session}");
-        }
-        (None, Some(f)) if f.session.is_some() => {
-            let _ = writeln!(s, "  resume: continues the in-flight session");
-        }
-        _ => {
-            let _ = writeln!(s, "  resume: starts a fresh session");
-        }
-    }
+    let _ = writeln!(s, "  resume: {}", what_resume_does(cp, live));
     let c = &p.counters;
     let _ = writeln!(
         s,

@@ -78,46 +78,9 @@ fn check_names(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
     Ok(())
 }
 
-fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
-    let g = &config.general;
-    let r = &config.retry;
-    if g.prompt.as_os_str().is_empty() {
-        return Err(cx.at(
-            &keys!["general", "prompt"],
-            "[general] prompt is empty; name the goal file, e.g. prompt = \"PROMPT.md\"".into(),
-        ));
-    }
-    let caps = [
-        (keys!["general", "max_cycles"], g.max_cycles, 3),
-        (keys!["retry", "agent_attempts"], r.agent_attempts, 3),
-        (keys!["retry", "ambiguous_attempts"], r.ambiguous_attempts, 5),
-        (keys!["retry", "tool_registry_resets"], r.tool_registry_resets, 3),
-        (keys!["retry", "mcp_restarts"], r.mcp_restarts, 3),
-        (keys!["retry", "storm_recoveries"], r.storm_recoveries, 3),
-        (keys!["watch", "max_restarts"], config.watch.max_restarts, 3),
-        (keys!["logs", "keep_runs"], config.logs.keep_runs, 20),
-    ];
-    for (key, value, default) in caps {
-        if value == 0 {
-            return Err(cx.at(&key, format!("{} must be at least 1, not 0 (default {default})", KeyPath(&key))));
-        }
-    }
-    if let Some(cost) = g.max_cost_usd.filter(|c| !(c.is_finite() && *c > 0.0)) {
-        return Err(cx.at(
-            &keys!["general", "max_cost_usd"],
-            format!(
-                "[general] max_cost_usd must be a number of dollars above 0, not {cost}; \
-                 remove the key for no limit"
-            ),
-        ));
-    }
-    let max_log = config.logs.max_attempt_log;
-    if max_log < super::types::MIN_ATTEMPT_LOG {
-        return Err(cx.at(
-            &keys!["logs", "max_attempt_log"],
-            format!("[logs] max_attempt_log must be at least 64KiB, not {max_log} bytes"),
-        ));
-    }
+/// Every duration is above 0, and the backoff's base is not above its maximum.
+fn check_durations(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
+    let (g, r) = (&config.general, &config.retry);
     let t = &config.timeouts;
     let o = &config.offline;
     let mut durations = vec![
@@ -158,6 +121,51 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
             ),
         ));
     }
+    Ok(())
+}
+
+fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
+    let g = &config.general;
+    let r = &config.retry;
+    if g.prompt.as_os_str().is_empty() {
+        return Err(cx.at(
+            &keys!["general", "prompt"],
+            "[general] prompt is empty; name the goal file, e.g. prompt = \"PROMPT.md\"".into(),
+        ));
+    }
+    let caps = [
+        (keys!["general", "max_cycles"], g.max_cycles, 3),
+        (keys!["retry", "agent_attempts"], r.agent_attempts, 3),
+        (keys!["retry", "ambiguous_attempts"], r.ambiguous_attempts, 5),
+        (keys!["retry", "tool_registry_resets"], r.tool_registry_resets, 3),
+        (keys!["retry", "mcp_restarts"], r.mcp_restarts, 3),
+        (keys!["retry", "storm_recoveries"], r.storm_recoveries, 3),
+        (keys!["watch", "max_restarts"], config.watch.max_restarts, 3),
+        (keys!["logs", "keep_runs"], config.logs.keep_runs, 20),
+    ];
+    for (key, value, default) in caps {
+        if value == 0 {
+            return Err(cx.at(&key, format!("{} must be at least 1, not 0 (default {default})", KeyPath(&key))));
+        }
+    }
+    if let Some(cost) = g.max_cost_usd.filter(|c| !(c.is_finite() && *c > 0.0)) {
+        return Err(cx.at(
+            &keys!["general", "max_cost_usd"],
+            format!(
+                "[general] max_cost_usd must be a number of dollars above 0, not {cost}; \
+                 remove the key for no limit"
+            ),
+        ));
+    }
+    let max_log = config.logs.max_attempt_log;
+    if max_log < super::types::MIN_ATTEMPT_LOG {
+        return Err(cx.at(
+            &keys!["logs", "max_attempt_log"],
+            format!("[logs] max_attempt_log must be at least 64KiB, not {max_log} bytes"),
+        ));
+    }
+    check_durations(cx, config)?;
+    let o = &config.offline;
     if config.notify.command.as_ref().is_some_and(|c| c.first().is_none_or(|p| p.trim().is_empty())) {
         return Err(cx.at(
             &keys!["notify", "command"],

@@ -157,99 +157,110 @@ impl Dispatcher {
         Ok(end)
     }
 
+    /// The loop: whatever must happen before an attempt, the attempt, and what its
+    /// outcome decides, until one of them ends the run.
     pub(super) async fn dispatch(&mut self, signals: &mut Signals) -> Result<RunEnd, RalphError> {
         loop {
-            // A full disk is an outage: the last good checkpoint stays on disk and
-            // nothing new starts until the current state is written.
-            if let Some(end) = self.disk_wait(signals).await? {
+            if let Some(end) = self.before_attempt(signals).await? {
                 return Ok(end);
-            }
-            if let Some(stop) = self.cap_reached() {
-                return self.stop(stop);
-            }
-            // An offline pause survives a restart: probe before any attempt.
-            if self.r.checkpoint.progress.offline_since.is_some()
-                && let Offline::Stopped(end) = self.offline_pause(signals).await?
-            {
-                return Ok(end);
-            }
-            // A rate-limit wait survives a restart: a resumed run keeps waiting.
-            if let Some(at) = self.r.checkpoint.progress.rate_limit_until
-                && let Some(end) = self.wait_for_reset(at, "rate limit", signals).await?
-            {
-                return Ok(end);
-            }
-            if let Some((from, to)) =
-                rate_limit::return_after_reset(&mut self.r.checkpoint.progress, &self.r.loaded.phases, unix_now())
-            {
-                self.emit(RunEvent::Fallback { from, to, why: "rate limit reset".to_string() });
-            }
-            // A signal that came while the last attempt was being handled stops the
-            // run here, before anything new starts.
-            let pending = tokio::select! {
-                biased;
-                action = signals.next() => Some(action),
-                () = std::future::ready(()) => None,
-            };
-            match pending {
-                Some(InterruptAction::Stop(cause)) => return self.stopped(cause, None),
-                Some(InterruptAction::ForceExit) => return self.forced(signals, None),
-                Some(InterruptAction::Control) => {
-                    let _ = self.serve_inbox(signals);
-                }
-                Some(InterruptAction::Ignore) | None => {}
-            }
-            // `ralph stop`: the iteration it came in has ended.
-            if self.iteration_ended_since_stop() {
-                return self.stopped(StopCause::User, None);
-            }
-            // A stop that came as the last attempt ended, after its result was kept.
-            if let Some(cause) = signals.stopping() {
-                return self.stopped(cause, None);
             }
             let outcome = self.attempt(signals).await?;
-            let agent = self.current_agent();
-            self.add_usage(&outcome);
-            match outcome.end {
-                End::ForceExit => return self.forced(signals, outcome.session),
-                End::Stopped(cause) => {
-                    // The attempt's own view of its last tool call is the freshest.
-                    if let (Some(in_flight), Some(tool)) = (self.r.checkpoint.in_flight.as_mut(), &outcome.last_tool) {
-                        in_flight.tool = Some(tool_call(tool));
-                    }
-                    // The live line of the stop is gone: this line stays.
-                    self.r
-                        .reporter
-                        .line(&crate::report::lines::agent_stopped(&agent, outcome.last_signal.map(|s| s.as_str())));
-                    return self.stopped(cause, outcome.session);
-                }
-                End::SpawnFailed { ref error, ref program } => {
-                    if let Some(end) = self.spawn_failed(&agent, program, error, signals).await? {
-                        return Ok(end);
-                    }
-                }
-                End::Exited { ended_by: EndedBy::CostCap, .. } => {
-                    // The attempt was ended on the cost cap: the run stops on it.
-                    if let Some(found) = &outcome.intervention {
-                        self.intervene(found.detector, &found.evidence);
-                    }
-                    self.r.checkpoint.in_flight = None;
-                    let stop = self.cap_reached().unwrap_or_else(|| Stop::Failed {
-                        cap: Cap::Cost,
-                        message: format!(
-                            "{}: the run has cost ${:.2}",
-                            Cap::Cost.phrase(),
-                            self.r.checkpoint.usage.cost_usd
-                        ),
-                    });
-                    return self.stop(stop);
-                }
-                End::Exited { exit, ended_by } => {
-                    if let Some(end) = self.after_attempt(&outcome, exit, ended_by, signals).await? {
-                        return Ok(end);
-                    }
-                }
+            if let Some(end) = self.after_outcome(outcome, signals).await? {
+                return Ok(end);
             }
+        }
+    }
+
+    /// The waits and stops that come before the next attempt; `Some` when the run
+    /// ends there.
+    async fn before_attempt(&mut self, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
+        // A full disk is an outage: the last good checkpoint stays on disk and
+        // nothing new starts until the current state is written.
+        if let Some(end) = self.disk_wait(signals).await? {
+            return Ok(Some(end));
+        }
+        if let Some(stop) = self.cap_reached() {
+            return self.stop(stop).map(Some);
+        }
+        // An offline pause survives a restart: probe before any attempt.
+        if self.r.checkpoint.progress.offline_since.is_some()
+            && let Offline::Stopped(end) = self.offline_pause(signals).await?
+        {
+            return Ok(Some(end));
+        }
+        // A rate-limit wait survives a restart: a resumed run keeps waiting.
+        if let Some(at) = self.r.checkpoint.progress.rate_limit_until
+            && let Some(end) = self.wait_for_reset(at, "rate limit", signals).await?
+        {
+            return Ok(Some(end));
+        }
+        if let Some((from, to)) =
+            rate_limit::return_after_reset(&mut self.r.checkpoint.progress, &self.r.loaded.phases, unix_now())
+        {
+            self.emit(RunEvent::Fallback { from, to, why: "rate limit reset".to_string() });
+        }
+        // A signal that came while the last attempt was being handled stops the
+        // run here, before anything new starts.
+        let pending = tokio::select! {
+            biased;
+            action = signals.next() => Some(action),
+            () = std::future::ready(()) => None,
+        };
+        match pending {
+            Some(InterruptAction::Stop(cause)) => return self.stopped(cause, None).map(Some),
+            Some(InterruptAction::ForceExit) => return self.forced(signals, None).map(Some),
+            Some(InterruptAction::Control) => {
+                let _ = self.serve_inbox(signals);
+            }
+            Some(InterruptAction::Ignore) | None => {}
+        }
+        // `ralph stop`: the iteration it came in has ended.
+        if self.iteration_ended_since_stop() {
+            return self.stopped(StopCause::User, None).map(Some);
+        }
+        // A stop that came as the last attempt ended, after its result was kept.
+        if let Some(cause) = signals.stopping() {
+            return self.stopped(cause, None).map(Some);
+        }
+        Ok(None)
+    }
+
+    /// Records an attempt's outcome and carries out what it decides; `Some` when the
+    /// run ends there.
+    async fn after_outcome(&mut self, outcome: Outcome, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
+        let agent = self.current_agent();
+        self.add_usage(&outcome);
+        match outcome.end {
+            End::ForceExit => self.forced(signals, outcome.session).map(Some),
+            End::Stopped(cause) => {
+                // The attempt's own view of its last tool call is the freshest.
+                if let (Some(in_flight), Some(tool)) = (self.r.checkpoint.in_flight.as_mut(), &outcome.last_tool) {
+                    in_flight.tool = Some(tool_call(tool));
+                }
+                // The live line of the stop is gone: this line stays.
+                self.r
+                    .reporter
+                    .line(&crate::report::lines::agent_stopped(&agent, outcome.last_signal.map(|s| s.as_str())));
+                self.stopped(cause, outcome.session).map(Some)
+            }
+            End::SpawnFailed { ref error, ref program } => self.spawn_failed(&agent, program, error, signals).await,
+            End::Exited { ended_by: EndedBy::CostCap, .. } => {
+                // The attempt was ended on the cost cap: the run stops on it.
+                if let Some(found) = &outcome.intervention {
+                    self.intervene(found.detector, &found.evidence);
+                }
+                self.r.checkpoint.in_flight = None;
+                let stop = self.cap_reached().unwrap_or_else(|| Stop::Failed {
+                    cap: Cap::Cost,
+                    message: format!(
+                        "{}: the run has cost ${:.2}",
+                        Cap::Cost.phrase(),
+                        self.r.checkpoint.usage.cost_usd
+                    ),
+                });
+                self.stop(stop).map(Some)
+            }
+            End::Exited { exit, ended_by } => self.after_attempt(&outcome, exit, ended_by, signals).await,
         }
     }
 
@@ -374,42 +385,11 @@ impl Dispatcher {
             self.r.checkpoint.progress.sessions.insert(agent.clone(), session.clone());
         }
         self.r.checkpoint.in_flight = None;
-        if std::mem::take(&mut self.control.restarts_exhausted) {
-            let (used, cap) =
-                (self.r.checkpoint.progress.counters.mcp_restarts, self.r.loaded.config.retry.mcp_restarts);
-            let message = format!(
-                "{}: ralph mcp crashed {used} times in the run ([retry] mcp_restarts = {cap})",
-                Cap::McpRestarts.phrase()
-            );
-            return self.stop(Stop::Failed { cap: Cap::McpRestarts, message }).map(Some);
-        }
-        if let Some(reason) = self.control.cancelled.take() {
-            // The agent's own judgement that no one but a person can go on.
-            let message = format!("the agent cancelled the task: {reason}");
-            return self.stop(Stop::Blocked { message }).map(Some);
+        if let Some(stop) = self.control_stop() {
+            return self.stop(stop).map(Some);
         }
         let claim = done::judge(outcome.final_message.as_deref());
-        let resumable = self.r.loaded.config.agents.get(&agent).is_some_and(crate::config::AgentConfig::can_resume);
-        let completion = if ended_by == EndedBy::Agent {
-            done::evaluate(
-                &phase.done,
-                &Evidence {
-                    exited_cleanly: exit == Exit::Code(0),
-                    claim: &claim,
-                    result_is_error: outcome.result_is_error,
-                    artifact_changed: outcome.artifact_changed,
-                    session_known: outcome.session.is_some() && resumable,
-                    already_asked: self.r.checkpoint.progress.counters.confirmations > 0,
-                    declared: self
-                        .control
-                        .declared
-                        .filter(|(attempt, _)| *attempt == self.r.checkpoint.progress.counters.attempts)
-                        .map(|(_, goal)| goal),
-                },
-            )
-        } else {
-            Completion::NotDone("ended by ralph".into())
-        };
+        let completion = self.completion(outcome, exit, ended_by, &claim);
         let attempt_no = self.r.checkpoint.progress.counters.attempts;
         tracing::debug!(
             attempt = attempt_no, ?exit, ?ended_by, ?claim, ?completion, done = ?phase.done,
@@ -461,6 +441,50 @@ impl Dispatcher {
             }
         };
         self.carry_out(next, signals).await
+    }
+
+    /// What the agent said through the control socket that ends the run: `ralph mcp`
+    /// crashed too often, or the agent cancelled the task.
+    fn control_stop(&mut self) -> Option<Stop> {
+        if std::mem::take(&mut self.control.restarts_exhausted) {
+            let (used, cap) =
+                (self.r.checkpoint.progress.counters.mcp_restarts, self.r.loaded.config.retry.mcp_restarts);
+            let message = format!(
+                "{}: ralph mcp crashed {used} times in the run ([retry] mcp_restarts = {cap})",
+                Cap::McpRestarts.phrase()
+            );
+            return Some(Stop::Failed { cap: Cap::McpRestarts, message });
+        }
+        // The agent's own judgement that no one but a person can go on.
+        let reason = self.control.cancelled.take()?;
+        Some(Stop::Blocked { message: format!("the agent cancelled the task: {reason}") })
+    }
+
+    /// Whether the attempt finished the iteration (the phase's done signal, judged
+    /// by the core on the attempt's evidence).
+    fn completion(&self, outcome: &Outcome, exit: Exit, ended_by: EndedBy, claim: &Claim) -> Completion {
+        if ended_by != EndedBy::Agent {
+            return Completion::NotDone("ended by ralph".into());
+        }
+        let agent = self.current_agent();
+        let resumable = self.r.loaded.config.agents.get(&agent).is_some_and(crate::config::AgentConfig::can_resume);
+        let counters = &self.r.checkpoint.progress.counters;
+        done::evaluate(
+            &self.phase().done,
+            &Evidence {
+                exited_cleanly: exit == Exit::Code(0),
+                claim,
+                result_is_error: outcome.result_is_error,
+                artifact_changed: outcome.artifact_changed,
+                session_known: outcome.session.is_some() && resumable,
+                already_asked: counters.confirmations > 0,
+                declared: self
+                    .control
+                    .declared
+                    .filter(|(attempt, _)| *attempt == counters.attempts)
+                    .map(|(_, goal)| goal),
+            },
+        )
     }
 
     /// Resumes the agent's session with the confirmation question: no failure, no
