@@ -33,7 +33,7 @@ use super::artifact::artifact_stamp;
 use super::attempt::{self, End, Observer, Outcome};
 use super::failure::Ending;
 use super::git_step::Step;
-use super::setup::{Ready, now};
+use super::setup::Ready;
 use super::waits::Offline;
 
 pub struct Dispatcher {
@@ -66,6 +66,8 @@ pub struct Dispatcher {
     pub(super) after_save: Vec<RunEvent>,
     /// The control socket and what the agent told ralph through it.
     pub(super) control: super::control::ControlState,
+    /// The run's one clock: the shell reads it and hands the time to the core.
+    pub(super) clock: fn() -> jiff::Timestamp,
 }
 
 impl Dispatcher {
@@ -87,7 +89,18 @@ impl Dispatcher {
             answered: Arc::default(),
             after_save: Vec::new(),
             control: Default::default(),
+            clock: jiff::Timestamp::now,
         }
+    }
+
+    /// The time, from the run's clock.
+    pub(super) fn now(&self) -> jiff::Timestamp {
+        (self.clock)()
+    }
+
+    /// [`Self::now`] in unix seconds, as the core's rate-limit and backoff rules count.
+    pub(super) fn unix_now(&self) -> i64 {
+        self.now().as_second()
     }
 
     /// Dispatches until the workflow ends. `signals` were installed when the lock
@@ -121,7 +134,7 @@ impl Dispatcher {
                 attempt: i.attempt,
                 agent: i.agent,
                 session: i.session,
-                started_at: Some(i.started_at),
+                started_at: Some(i.started_at.to_string()),
                 signal: None,
             });
         }
@@ -194,8 +207,9 @@ impl Dispatcher {
         {
             return Ok(Some(end));
         }
+        let now = self.unix_now();
         if let Some((from, to)) =
-            rate_limit::return_after_reset(&mut self.r.checkpoint.progress, &self.r.loaded.phases, unix_now())
+            rate_limit::return_after_reset(&mut self.r.checkpoint.progress, &self.r.loaded.phases, now)
         {
             self.emit(RunEvent::Fallback { from, to, why: "rate limit reset".to_string() });
         }
@@ -342,13 +356,14 @@ impl Dispatcher {
                 control: self.control.server.as_ref().filter(|_| agent_cfg.mcp).map(|s| (s.socket(), attempt_no)),
             },
         );
+        let started_at = self.now();
         let cp = &mut self.r.checkpoint;
         cp.status = Status::Running;
         cp.in_flight = Some(InFlight {
             agent: agent.clone(),
             attempt: attempt_no,
             session: resume.clone(),
-            started_at: now(),
+            started_at,
             tool: None,
         });
         let pos = cp.progress.position.clone();
@@ -743,10 +758,11 @@ impl Dispatcher {
         // tell which agent owns the session.
         let agents = &self.r.loaded.config.agents;
         let chain = crate::recovery::resume::chain_of(self.phase(), &|name| agents.get(name).map(|a| a.kind));
+        let now = self.now();
         let cp = &mut self.r.checkpoint;
         cp.progress.position.chain = chain;
         cp.elapsed_secs = elapsed;
-        cp.updated_at = now();
+        cp.updated_at = now;
         let Some(path) = self.r.checkpoint_path.clone() else {
             self.emit_saved();
             return Ok(());
@@ -896,8 +912,4 @@ fn in_flight_tool(tool: &ToolCall) -> LastTool {
         input_summary: tool.input.clone(),
         state: if tool.finished { ToolState::Finished } else { ToolState::StartedNoResult },
     }
-}
-
-pub(super) fn unix_now() -> i64 {
-    jiff::Timestamp::now().as_second()
 }

@@ -530,7 +530,7 @@ fn fresh_checkpoint(
     from: Option<&str>,
     artifacts_dir: &Path,
 ) -> Result<Checkpoint, RalphError> {
-    let now = now();
+    let now = jiff::Timestamp::now();
     let first = loaded.phases.first().map(|p| p.name.as_str()).unwrap_or("");
     let has_artifact = |phase: &str| artifacts_dir.join(format!("{phase}.md")).is_file();
     let progress = match from {
@@ -558,7 +558,7 @@ fn fresh_checkpoint(
         config_path: loaded.path.display().to_string(),
         config_checksum: loaded.checksum.clone(),
         prompt_checksum: prompt_checksum.to_string(),
-        started_at: now.clone(),
+        started_at: now,
         updated_at: now,
         git: None,
         agent_checkpoint: None,
@@ -701,10 +701,6 @@ fn crash_note(progress: &Progress, loaded: &Loaded, goal: &str, tool: Option<&To
 pub fn checksum(bytes: &[u8]) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
-}
-
-pub fn now() -> String {
-    jiff::Timestamp::now().to_string()
 }
 
 fn new_run_id() -> String {

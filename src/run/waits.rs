@@ -22,7 +22,7 @@ use crate::state::checkpoint::Status;
 
 use super::RunEnd;
 use super::connect;
-use super::dispatch::{Dispatcher, unix_now};
+use super::dispatch::Dispatcher;
 
 impl Dispatcher {
     /// Waits `delay` (status `waiting`), unless a signal stops the run first.
@@ -59,7 +59,7 @@ impl Dispatcher {
         signals: &mut Signals,
     ) -> Result<Option<RunEnd>, RalphError> {
         self.r.checkpoint.progress.rate_limit_until = Some(at);
-        let started = unix_now();
+        let started = self.unix_now();
         let left = u64::try_from(at.saturating_sub(started)).unwrap_or(0);
         if left > 0 {
             // Shown as the provider reported it; the margin is ralph's own.
@@ -67,7 +67,7 @@ impl Dispatcher {
             let why = format!("{why}: waiting for the reported reset at {reset}");
             let end = self.wait(Duration::from_secs(left), &why, signals).await?;
             // A rate-limit wait has its own bound, not the environmental streak's.
-            self.r.checkpoint.progress.exclude_from_streak(unix_now().saturating_sub(started));
+            self.r.checkpoint.progress.exclude_from_streak(self.unix_now().saturating_sub(started));
             if let Some(end) = end {
                 return Ok(Some(end));
             }
@@ -97,17 +97,18 @@ impl Dispatcher {
             }
             return Ok(Offline::Online);
         };
-        let since = *self.r.checkpoint.progress.offline_since.get_or_insert_with(unix_now);
+        let now = self.unix_now();
+        let since = *self.r.checkpoint.progress.offline_since.get_or_insert(now);
         self.emit(RunEvent::Offline { since, endpoints: endpoints.clone(), error: last_error });
         let interval = self.r.loaded.config.offline.interval;
         let next_probe = Arc::new(AtomicU64::new(self.r.reporter.probe_clock(interval)));
         self.r.reporter.offline(since, &endpoints, Arc::clone(&next_probe));
         self.r.checkpoint.status = Status::Waiting;
         self.save()?;
-        let paused_at = unix_now();
+        let paused_at = self.unix_now();
         let outcome = self.offline_rounds(&endpoints, &next_probe, signals).await;
         // The offline pause has its own bound, not the environmental streak's.
-        self.r.checkpoint.progress.exclude_from_streak(unix_now().saturating_sub(paused_at));
+        self.r.checkpoint.progress.exclude_from_streak(self.unix_now().saturating_sub(paused_at));
         outcome
     }
 

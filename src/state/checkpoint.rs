@@ -65,7 +65,8 @@ pub struct InFlight {
     pub attempt: u32,
     /// The session the attempt resumed or reported, if known yet.
     pub session: Option<String>,
-    pub started_at: String,
+    /// Timestamps are RFC 3339 strings on disk, as they always were.
+    pub started_at: jiff::Timestamp,
     /// The last tool call the agent started: after a crash its outcome is unknown,
     /// and the resumed attempt is told to check it before redoing it.
     #[serde(default)]
@@ -92,7 +93,7 @@ pub struct LastError {
     pub agent: String,
     /// The end of the agent's output, redacted.
     pub text_tail: String,
-    pub at: String,
+    pub at: jiff::Timestamp,
     /// The failed attempt's transcript, for the summary and `status`.
     #[serde(default)]
     pub log: Option<String>,
@@ -146,8 +147,8 @@ pub struct Checkpoint {
     pub config_path: String,
     pub config_checksum: String,
     pub prompt_checksum: String,
-    pub started_at: String,
-    pub updated_at: String,
+    pub started_at: jiff::Timestamp,
+    pub updated_at: jiff::Timestamp,
     /// Git-aware runs: the baseline, the commits made, a commit pending (absent when
     /// git features are off or the checkpoint predates them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
