@@ -155,6 +155,9 @@ mod tests {
                 assert_eq!(written.pointer(key), on_disk.pointer(key), "{name}: {key}");
             }
         }
+        // The untyped reader took any string; so does this one.
+        let odd = edit("v1-current.json", |v| v["updated_at"] = "yesterday".into());
+        assert_eq!(parse(&odd).unwrap().updated_at, jiff::Timestamp::UNIX_EPOCH);
     }
 
     #[test]
