@@ -196,9 +196,7 @@ struct Escalating {
 
 /// The attempt while its agent runs: each arm of the `select!` is one step here.
 struct Running<'a> {
-    parser: Box<dyn crate::agent::event::LineParser>,
-    stop_signal: Signal,
-    attempt_id: String,
+    prepared: Prepared,
     limits: &'a Timeouts,
     observer: &'a mut dyn Observer,
     pgid: u32,
@@ -233,9 +231,6 @@ impl<'a> Running<'a> {
     ) -> Self {
         let supervisor = Supervisor::new(limits, started).with_cost_left(cost_left.filter(|_| prepared.running_cost));
         Self {
-            parser: prepared.parser,
-            stop_signal: prepared.stop_signal,
-            attempt_id: prepared.attempt_id,
             limits,
             observer,
             pgid,
@@ -243,6 +238,7 @@ impl<'a> Running<'a> {
             log,
             collected: Collected::new(prepared.text_output),
             supervisor,
+            prepared,
             out: Stream { open: true, long: false },
             err: Stream { open: true, long: false },
             pending_out: None,
@@ -330,7 +326,7 @@ impl<'a> Running<'a> {
     /// outcome.
     fn stdout_line(&mut self) {
         let Some(line) = self.pending_out.take() else { return };
-        let events = self.parser.parse_line(&line);
+        let events = self.prepared.parser.parse_line(&line);
         trace_events(&line, &events);
         let mut found = None;
         if events.is_empty() {
@@ -399,7 +395,7 @@ impl<'a> Running<'a> {
         match &mut self.escalation {
             Some(under_way) => under_way.why = why,
             None => {
-                let (esc, step) = Escalation::start_with(self.stop_signal, self.limits.grace);
+                let (esc, step) = Escalation::start_with(self.prepared.stop_signal, self.limits.grace);
                 let next_at = send(step, self.pgid);
                 self.escalation = Some(Escalating { esc, next_at, why });
             }
@@ -459,13 +455,13 @@ impl<'a> Running<'a> {
     /// The user's second Ctrl+C: kill the group, exit now.
     fn force_exit(self) -> Outcome {
         let _ = signal_group(self.pgid, Signal::SIGKILL);
-        end_escaped(&self.attempt_id, self.pgid);
+        end_escaped(&self.prepared.attempt_id, self.pgid);
         self.collected.finish(End::ForceExit, self.started)
     }
 
     fn finish(mut self) -> Outcome {
         self.log.flush();
-        end_escaped(&self.attempt_id, self.pgid);
+        end_escaped(&self.prepared.attempt_id, self.pgid);
         let end = match self.stopping {
             Some(cause) => End::Stopped(cause),
             None => End::Exited { exit: self.exit.unwrap_or(Exit::Code(-1)), ended_by: self.ended_by },

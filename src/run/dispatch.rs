@@ -280,7 +280,7 @@ impl Dispatcher {
 
     /// Starts and runs one attempt of the current position.
     pub(super) async fn attempt(&mut self, signals: &mut Signals) -> Result<Outcome, RalphError> {
-        let (prepared, stem, prompt) = self.begin_attempt()?;
+        let (prepared, stem) = self.begin_attempt()?;
         let prepared = match prepared {
             Ok(p) => p,
             Err(e) => {
@@ -292,14 +292,6 @@ impl Dispatcher {
         let artifact = artifact_stamp(&self.r.dir, &done);
         let log_path = self.r.logs_dir.join(format!("{stem}.log"));
         self.last_log = Some(log_path.clone());
-        // What the agent was told, beside what it answered: the first thing to read
-        // when a run goes wrong.
-        let prompt_log = self.r.logs_dir.join(format!("{stem}.prompt.md"));
-        if let Err(e) = crate::state::private::create_file(&prompt_log)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, redact(&prompt).as_bytes()))
-        {
-            tracing::warn!("cannot keep the prompt of attempt {}: {e}", self.r.checkpoint.progress.counters.attempts);
-        }
         let config = &self.r.loaded.config;
         let limits = watch::attempt_limits(&config.timeouts, prepared.quiet_tools, self.runtime_left());
         let max_log = config.logs.max_attempt_log;
@@ -313,9 +305,8 @@ impl Dispatcher {
     }
 
     /// Counts the attempt, renders its prompt, prepares its launch, and records it
-    /// in flight (saved, then journaled). Returns the launch, the name stem of its
-    /// logs, and the prompt.
-    fn begin_attempt(&mut self) -> Result<(Result<launch::Prepared, launch::LaunchError>, String, String), RalphError> {
+    /// in flight (saved, then journaled). Returns the launch and the name stem of its logs.
+    fn begin_attempt(&mut self) -> Result<(Result<launch::Prepared, launch::LaunchError>, String), RalphError> {
         let agent = self.current_agent();
         let iterations = self.phase().iterations;
         let cp = &mut self.r.checkpoint;
@@ -336,7 +327,9 @@ impl Dispatcher {
         // What the agent was told, beside what it answered: the first thing to read
         // when a run goes wrong. A `command` agent may read it as {prompt_file}.
         let prompt_file = self.r.logs_dir.join(format!("{stem}.prompt.md"));
-        if let Err(e) = std::fs::write(&prompt_file, &prompt) {
+        if let Err(e) = crate::state::private::create_file(&prompt_file)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, redact(&prompt).as_bytes()))
+        {
             tracing::warn!("cannot keep the prompt of attempt {attempt_no}: {e}");
         }
         let prepared = launch::prepare(
@@ -383,7 +376,7 @@ impl Dispatcher {
             cycle: pos.cycle,
             resume_session: resume.clone(),
         });
-        Ok((prepared, stem, prompt))
+        Ok((prepared, stem))
     }
 
     /// Evaluates a finished attempt and carries out the policy's decision.

@@ -613,16 +613,7 @@ fn resume(
     if matches!(cp.status, Status::Failed | Status::Blocked) {
         // The user resumes a stopped run after fixing something: the iteration gets
         // a fresh budget; the run's totals are kept.
-        let c = &mut cp.progress.counters;
-        c.agent_failures = 0;
-        c.ambiguous_failures = 0;
-        c.retry_streak = 0;
-        c.tool_registry_resets = 0;
-        c.mcp_restarts = 0;
-        c.confirmations = 0;
-        pos.cycle = 1;
-        cp.progress.recoveries.clear();
-        cp.progress.environmental_streak = None;
+        cp.progress.renew_budgets();
     }
     // The attempt ralph lost track of is told that the last tool call it started
     // has an unknown outcome. This replaces any older note: the crash is the latest
