@@ -137,7 +137,8 @@ pub async fn run(
     let log = AttemptLog::create(log_path, max_log);
     let mut a = Running::new(prepared, limits, cost_left, observer, log, pgid, started);
     a.suspended = signals.suspended();
-    while !a.complete() {
+    // Until the agent is gone and its output read.
+    while a.exit.is_none() || a.out.open || a.err.open {
         a.catch_up_suspension(signals.suspended());
         let (watch_at, watch_reason) = a.supervisor.deadline();
         let escalate_at = a.escalation.as_ref().and_then(|e| e.next_at);
@@ -146,13 +147,17 @@ pub async fn run(
             item = out.next(), if a.out.open => a.stdout(item),
             item = err.next(), if a.err.open => a.stderr(item),
             status = child.wait(), if running => a.exited(status),
-            _ = sleep_until(watch_at), if running && a.escalation.is_none() => a.clock_ran_out(watch_reason),
+            _ = sleep_until(watch_at), if running && a.escalation.is_none() => {
+                a.intervene(clock_intervention(watch_reason, limits));
+            }
             _ = sleep_until(escalate_at.unwrap_or_else(Instant::now)), if running && escalate_at.is_some() => {
                 a.grace_elapsed();
             }
             // What was shown is on disk within moments: a kill -9 loses little.
             _ = sleep_until(flush_at.unwrap_or_else(Instant::now)), if flush_at.is_some() => a.log.flush(),
-            _ = sleep_until(drain_at.unwrap_or_else(Instant::now)), if drain_at.is_some() => a.drained(),
+            _ = sleep_until(drain_at.unwrap_or_else(Instant::now)), if drain_at.is_some() => {
+                (a.out.open, a.err.open) = (false, false);
+            }
             action = signals.next() => if a.signal(action, signals) {
                 return a.force_exit();
             },
@@ -250,11 +255,6 @@ impl<'a> Running<'a> {
             drain_at: None,
             suspended: Duration::ZERO,
         }
-    }
-
-    /// The agent is gone and its output read.
-    fn complete(&self) -> bool {
-        self.exit.is_some() && !self.out.open && !self.err.open
     }
 
     /// Time stopped by Ctrl+Z is neither silence nor attempt time.
@@ -369,15 +369,6 @@ impl<'a> Running<'a> {
         let _ = signal_group(self.pgid, Signal::SIGKILL);
         agent_group::clear();
         self.drain_at = Some(Instant::now() + DRAIN);
-    }
-
-    fn drained(&mut self) {
-        self.out.open = false;
-        self.err.open = false;
-    }
-
-    fn clock_ran_out(&mut self, reason: EndedBy) {
-        self.intervene(clock_intervention(reason, self.limits));
     }
 
     /// ralph ends the attempt: a detector or its clock found why.
