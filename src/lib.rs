@@ -10,6 +10,8 @@
 //!   (checkpoint, journal, lock), [`run`] (the dispatcher loop), [`report`]
 //!   (what the user sees), [`commands`] (the subcommands).
 
+#![warn(clippy::too_many_lines)]
+
 pub mod agent;
 pub mod cli;
 pub mod commands;

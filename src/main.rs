@@ -1,5 +1,7 @@
 //! The `ralph` binary: parse the command line, run, map the outcome to an exit code.
 
+#![warn(clippy::too_many_lines)]
+
 use clap::{CommandFactory, Parser};
 
 use ralph::cli::{Cli, Command, Place, RunArgs};

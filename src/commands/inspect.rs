@@ -99,9 +99,30 @@ pub fn describe(cp: &Checkpoint, live: bool) -> String {
     describe_in(cp, live, &crate::report::clock::zone())
 }
 
+fn last_error(s: &mut String, e: &crate::state::checkpoint::LastError, at: &str) {
+    let c = &e.classification;
+    let _ = writeln!(s, "  last error: {} ({}, {}) from {} at {at}", c.reason, c.category.as_str(), c.rule, e.agent);
+    if let Some(log) = &e.log {
+        let _ = writeln!(s, "  its log: {log}");
+    }
+}
+
+/// What `--resume` would do with the run.
+fn what_resume_does(cp: &Checkpoint, live: bool) -> String {
+    match (&cp.progress.resume_session, &cp.in_flight) {
+        _ if live => "not now, a ralph is running this run".to_string(),
+        _ if !cp.status.unfinished() => {
+            format!("nothing to resume, the run is {}; `ralph` starts a new run", cp.status.as_str())
+        }
+        (Some(session), _) => format!("continues session {session}"),
+        (None, Some(f)) if f.session.is_some() => "continues the in-flight session".to_string(),
+        _ => "starts a fresh session".to_string(),
+    }
+}
+
 /// [`describe`] with the times shown in `tz`.
 pub fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) -> String {
-    let stamp = |t: &str| crate::report::clock::stamp(t, tz);
+    let stamp = |t: jiff::Timestamp| crate::report::clock::stamp(&t.to_string(), tz);
     let mut s = String::new();
     let p = &cp.progress;
     let pos = &p.position;
@@ -112,7 +133,7 @@ pub fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) -> Stri
         cp.status.as_str(),
         if cp.clean_stop || live { "" } else { " (no clean stop)" }
     );
-    let _ = writeln!(s, "  started {}, last written {}", stamp(&cp.started_at), stamp(&cp.updated_at));
+    let _ = writeln!(s, "  started {}, last written {}", stamp(cp.started_at), stamp(cp.updated_at));
     let pass = pos.passes.map(|n| format!(", review/fix pass {} of {n}", pos.pass)).unwrap_or_default();
     let _ = writeln!(
         s,
@@ -129,7 +150,7 @@ pub fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) -> Stri
     if let Some(from) = &p.from {
         let _ = writeln!(s, "  started at phase {} (--from)", from.phase);
     }
-    let unix = |secs: i64| jiff::Timestamp::from_second(secs).map(|t| stamp(&t.to_string())).unwrap_or_default();
+    let unix = |secs: i64| jiff::Timestamp::from_second(secs).map(stamp).unwrap_or_default();
     if let Some(at) = p.rate_limit_until {
         let _ = writeln!(s, "  waiting: for a rate-limit reset at {}", unix(at));
     }
@@ -145,24 +166,7 @@ pub fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) -> Stri
             f.session.as_deref().unwrap_or("not yet known")
         );
     }
-    match (&p.resume_session, &cp.in_flight) {
-        _ if live => {
-            let _ = writeln!(s, "  resume: not now, a ralph is running this run");
-        }
-        _ if !cp.status.unfinished() => {
-            let _ =
-                writeln!(s, "  resume: nothing to resume, the run is {}; `ralph` starts a new run", cp.status.as_str());
-        }
-        (Some(session), _) => {
-            let _ = writeln!(s, "  resume: continues session {session}");
-        }
-        (None, Some(f)) if f.session.is_some() => {
-            let _ = writeln!(s, "  resume: continues the in-flight session");
-        }
-        _ => {
-            let _ = writeln!(s, "  resume: starts a fresh session");
-        }
-    }
+    let _ = writeln!(s, "  resume: {}", what_resume_does(cp, live));
     let c = &p.counters;
     let _ = writeln!(
         s,
@@ -176,18 +180,7 @@ pub fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) -> Stri
         let _ = writeln!(s, "  failures: {}", crate::report::counts(&c.failures, |k| k.as_str()));
     }
     if let Some(e) = &cp.last_error {
-        let _ = writeln!(
-            s,
-            "  last error: {} ({}, {}) from {} at {}",
-            e.classification.reason,
-            e.classification.category.as_str(),
-            e.classification.rule,
-            e.agent,
-            stamp(&e.at)
-        );
-        if let Some(log) = &e.log {
-            let _ = writeln!(s, "  its log: {log}");
-        }
+        last_error(&mut s, e, &stamp(e.at));
     }
     if let Some(reason) = &cp.stop_reason {
         let _ = writeln!(s, "  stopped because: {reason}");
@@ -231,7 +224,7 @@ mod tests {
             agent: "claude".into(),
             attempt: 5,
             session: Some("sess-2".into()),
-            started_at: "2026-01-01T00:01:10Z".into(),
+            started_at: "2026-01-01T00:01:10Z".parse().unwrap(),
             tool: None,
         });
         let text = describe_in(&cp, true, &jiff::tz::TimeZone::UTC);

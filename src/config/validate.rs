@@ -78,6 +78,50 @@ fn check_names(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// Every duration is above 0, and the backoff's base is not above its maximum.
+fn check_durations(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
+    let (g, r) = (&config.general, &config.retry);
+    let t = &config.timeouts;
+    let o = &config.offline;
+    let mut durations = vec![
+        (keys!["retry", "backoff_base"], r.backoff_base),
+        (keys!["retry", "backoff_max"], r.backoff_max),
+        (keys!["retry", "max_rate_limit_wait"], r.max_rate_limit_wait),
+        (keys!["retry", "storm_window"], r.storm_window),
+        (keys!["retry", "max_environmental_wait"], r.max_environmental_wait),
+        (keys!["timeouts", "stall"], t.stall),
+        (keys!["timeouts", "tool"], t.tool),
+        (keys!["timeouts", "attempt"], t.attempt),
+        (keys!["timeouts", "grace"], t.grace),
+        (keys!["offline", "interval"], o.interval),
+        (keys!["offline", "timeout"], o.timeout),
+        (keys!["watch", "restart_backoff"], config.watch.restart_backoff),
+        (keys!["watch", "lease_timeout"], config.watch.lease_timeout),
+        (keys!["notify", "timeout"], config.notify.timeout),
+    ];
+    if let Some(max) = g.max_runtime {
+        durations.push((keys!["general", "max_runtime"], max));
+    }
+    for (key, value) in durations {
+        if value.is_zero() {
+            let hint = if key[1] == Seg::from("max_runtime") { "; remove the key for no limit" } else { "" };
+            return Err(cx.at(&key, format!("{} must be longer than 0, like \"5m\" or \"30s\"{hint}", KeyPath(&key))));
+        }
+    }
+    if r.backoff_base > r.backoff_max {
+        return Err(cx.at(
+            &keys!["retry", "backoff_base"],
+            format!(
+                "[retry] backoff_base ({}) is longer than backoff_max ({}); \
+                 backoff_base must be ≤ backoff_max",
+                human(r.backoff_base),
+                human(r.backoff_max)
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
     let g = &config.general;
     let r = &config.retry;
@@ -123,44 +167,8 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
             ),
         ));
     }
-    let t = &config.timeouts;
+    check_durations(cx, config)?;
     let o = &config.offline;
-    let mut durations = vec![
-        (keys!["retry", "backoff_base"], r.backoff_base),
-        (keys!["retry", "backoff_max"], r.backoff_max),
-        (keys!["retry", "max_rate_limit_wait"], r.max_rate_limit_wait),
-        (keys!["retry", "storm_window"], r.storm_window),
-        (keys!["retry", "max_environmental_wait"], r.max_environmental_wait),
-        (keys!["timeouts", "stall"], t.stall),
-        (keys!["timeouts", "tool"], t.tool),
-        (keys!["timeouts", "attempt"], t.attempt),
-        (keys!["timeouts", "grace"], t.grace),
-        (keys!["offline", "interval"], o.interval),
-        (keys!["offline", "timeout"], o.timeout),
-        (keys!["watch", "restart_backoff"], config.watch.restart_backoff),
-        (keys!["watch", "lease_timeout"], config.watch.lease_timeout),
-        (keys!["notify", "timeout"], config.notify.timeout),
-    ];
-    if let Some(max) = g.max_runtime {
-        durations.push((keys!["general", "max_runtime"], max));
-    }
-    for (key, value) in durations {
-        if value.is_zero() {
-            let hint = if key[1] == Seg::from("max_runtime") { "; remove the key for no limit" } else { "" };
-            return Err(cx.at(&key, format!("{} must be longer than 0, like \"5m\" or \"30s\"{hint}", KeyPath(&key))));
-        }
-    }
-    if r.backoff_base > r.backoff_max {
-        return Err(cx.at(
-            &keys!["retry", "backoff_base"],
-            format!(
-                "[retry] backoff_base ({}) is longer than backoff_max ({}); \
-                 backoff_base must be ≤ backoff_max",
-                human(r.backoff_base),
-                human(r.backoff_max)
-            ),
-        ));
-    }
     if config.notify.command.as_ref().is_some_and(|c| c.first().is_none_or(|p| p.trim().is_empty())) {
         return Err(cx.at(
             &keys!["notify", "command"],

@@ -106,14 +106,7 @@ pub fn killed(agent: Option<&str>) -> String {
 pub fn line(event: &RunEvent) -> Option<String> {
     Some(match event {
         RunEvent::AttemptSucceeded { phase, iteration, goal, review, until_complete, .. } => {
-            // "goal reached" only where the goal ends the phase: elsewhere the run
-            // goes on, and it would read as the end.
-            let why = match (goal, review, until_complete) {
-                (true, true, _) => " (nothing left to fix)",
-                (true, false, true) => " (goal reached)",
-                _ => "",
-            };
-            format!("{phase} iteration {iteration} done{why}")
+            format!("{phase} iteration {iteration} done{}", goal_note(*goal, *review, *until_complete))
         }
         RunEvent::AttemptFailed { attempt, category, rule, reason, .. } => {
             format!("attempt {attempt} failed ({}, {rule}): {reason}", category.as_str())
@@ -189,6 +182,16 @@ pub fn line(event: &RunEvent) -> Option<String> {
         | RunEvent::GitError { .. }
         | RunEvent::PassesEnded { clean: true, .. } => return None,
     })
+}
+
+/// "goal reached" only where the goal ends the phase: elsewhere the run goes on,
+/// and it would read as the end.
+fn goal_note(goal: bool, review: bool, until_complete: bool) -> &'static str {
+    match (goal, review, until_complete) {
+        (true, true, _) => " (nothing left to fix)",
+        (true, false, true) => " (goal reached)",
+        _ => "",
+    }
 }
 
 fn short(hash: &str) -> &str {

@@ -110,7 +110,7 @@ mod tests {
             classification: Classification::new(Category::UserConfig, rule, "the provider said no"),
             agent: "claude".into(),
             text_tail: String::new(),
-            at: String::new(),
+            at: jiff::Timestamp::UNIX_EPOCH,
             log: None,
         }
     }

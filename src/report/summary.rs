@@ -229,7 +229,7 @@ pub(crate) mod tests {
                 text_tail:
                     "starting\n\nAPI Error: 401 {\"type\":\"error\",\"error\":{\"type\":\"authentication_error\"}}\n"
                         .into(),
-                at: "2026-01-01T00:01:00Z".into(),
+                at: "2026-01-01T00:01:00Z".parse().unwrap(),
                 log: Some(".agent/logs/20260101T000000Z-42/attempt-0004-develop-claude.log".into()),
             }),
             usage: Default::default(),
@@ -238,8 +238,8 @@ pub(crate) mod tests {
             config_path: "ralph.toml".into(),
             config_checksum: String::new(),
             prompt_checksum: String::new(),
-            started_at: "2026-01-01T00:00:00Z".into(),
-            updated_at: "2026-01-01T00:01:15Z".into(),
+            started_at: "2026-01-01T00:00:00Z".parse().unwrap(),
+            updated_at: "2026-01-01T00:01:15Z".parse().unwrap(),
             git: None,
             agent_checkpoint: None,
         }

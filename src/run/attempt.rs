@@ -1,6 +1,7 @@
 //! One attempt: spawn the agent, read its output as events, keep its clock, and end
 //! it (with grace) when it stalls, overruns, or the user stops the run. The child's
-//! exit and its output are awaited in one `select!`, never polled.
+//! exit and its output are awaited in one `select!`, never polled; each of its arms
+//! is one named step of [`Running`].
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -20,7 +21,7 @@ use crate::signal::{InterruptAction, Signals, StopCause};
 use crate::state::checkpoint::Usage;
 use crate::state::redact::redact;
 use crate::supervise::note::LastTool;
-use crate::supervise::{Intervention, Supervisor};
+use crate::supervise::{Intervention, Supervisor, final_message};
 
 use super::attempt_log::AttemptLog;
 
@@ -91,15 +92,23 @@ pub trait Observer {
 impl Outcome {
     /// An attempt that produced nothing (it could not start).
     pub fn empty() -> Self {
-        let end = End::SpawnFailed { error: std::io::Error::other("not started"), program: String::new() };
-        Collected::new(false).finish(end, Instant::now())
+        Self::not_started(std::io::Error::other("not started"), String::new())
+    }
+
+    /// An attempt whose agent could not be started.
+    pub fn not_started(error: std::io::Error, program: String) -> Self {
+        Collected::new(false).finish(End::SpawnFailed { error, program }, Instant::now())
     }
 }
 
-/// Runs one attempt to its end.
+/// After the agent exits, its pipes may be held open by something it left behind:
+/// the group is killed then, and the rest of the output gets this long to drain.
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// Runs one attempt to its end under `limits` (see `supervise::watch::attempt_limits`).
 pub async fn run(
     prepared: Prepared,
-    timeouts: &Timeouts,
+    limits: &Timeouts,
     cost_left: Option<f64>,
     signals: &mut Signals,
     observer: &mut dyn Observer,
@@ -107,256 +116,367 @@ pub async fn run(
     max_log: u64,
 ) -> Outcome {
     let started = Instant::now();
-    let mut state = Collected::new(prepared.text_output);
     let program = prepared.launch.argv.first().cloned().unwrap_or_default();
-    let mut child = match spawn(&prepared.launch) {
-        Ok(child) => child,
-        Err(error) => return state.finish(End::SpawnFailed { error, program }, started),
-    };
-    let (Some(pgid), Some(stdout), Some(stderr)) = (child.id(), child.stdout.take(), child.stderr.take()) else {
-        let error = std::io::Error::other("the agent's pipes were not set up");
-        return state.finish(End::SpawnFailed { error, program }, started);
+    let spawned =
+        spawn(&prepared.launch).and_then(|mut child| match (child.id(), child.stdout.take(), child.stderr.take()) {
+            (Some(pgid), Some(out), Some(err)) => Ok((child, pgid, out, err)),
+            _ => Err(std::io::Error::other("the agent's pipes were not set up")),
+        });
+    let (mut child, pgid, stdout, stderr) = match spawned {
+        Ok(spawned) => spawned,
+        Err(error) => return Collected::new(prepared.text_output).finish(End::SpawnFailed { error, program }, started),
     };
     // The signal paths that bypass this loop (second Ctrl+C, Ctrl+Z) need the group.
     agent_group::set(pgid);
     let _group = GroupGuard;
-    if let (Some(text), Some(mut pipe)) = (prepared.launch.stdin.clone(), child.stdin.take()) {
-        // Written while the output is read (a long prompt fills the pipe before the
-        // agent reads it), then closed: the agent sees the end of its input. An agent
-        // that exits without reading all of it ends the write with EPIPE, harmlessly.
-        tokio::spawn(async move {
-            use tokio::io::AsyncWriteExt;
-            if let Err(e) = pipe.write_all(text.as_bytes()).await {
-                tracing::debug!("writing the prompt to the agent's stdin: {e}");
-            }
-            drop(pipe);
-        });
-    }
+    write_prompt(prepared.launch.stdin.clone(), child.stdin.take());
+    // Bytes, not `String` lines: one invalid UTF-8 byte must not end the reading.
+    let (mut out, mut err) = (LineReader::new(stdout), LineReader::new(stderr));
     // Plain buffered writes: a page-cache write takes microseconds, while tokio's
     // file type would hop to a blocking thread for every line.
-    let mut log = AttemptLog::create(log_path, max_log);
-    let mut parser = prepared.parser;
-    let attempt_id = prepared.attempt_id.clone();
-    let agent_pid = i32::try_from(pgid).unwrap_or(i32::MAX);
-    // Bytes, not `String` lines: one invalid UTF-8 byte must not end the reading.
-    let mut out = LineReader::new(stdout);
-    let mut err = LineReader::new(stderr);
-    // Whether a long line of each stream has started in the log.
-    let (mut out_long, mut err_long) = (false, false);
-    let mut pending_out: Option<String> = None;
-    let (mut out_open, mut err_open) = (true, true);
-    let mut supervisor = if prepared.quiet_tools {
-        // Its tools run unseen: silence is bounded by the tool limit, never by the
-        // stall limit, so a long build is not taken for a stall.
-        let mut limits = timeouts.clone();
-        limits.stall = limits.stall.max(limits.tool);
-        Supervisor::new(&limits, started)
-    } else {
-        Supervisor::new(timeouts, started)
-    }
-    .with_cost_left(cost_left.filter(|_| prepared.running_cost));
-    let mut exit: Option<Exit> = None;
-    let mut ended_by = EndedBy::Agent;
-    let mut intervention: Option<Intervention> = None;
-    let mut stopping: Option<StopCause> = None;
-    let mut escalation: Option<(Escalation, Option<Instant>)> = None;
-    // Why the escalation under way was begun, for the display.
-    let mut esc_why = EndWhy::User;
-    // After the agent exits, its pipes may be held open by something it left behind;
-    // the group is killed then, and the rest of the output gets this long to drain.
-    let mut drain_deadline: Option<Instant> = None;
-    let mut suspended = signals.suspended();
-
-    loop {
-        if exit.is_some() && !out_open && !err_open {
-            break;
-        }
-        // Time stopped by Ctrl+Z is neither silence nor attempt time.
-        let paused = signals.suspended().saturating_sub(suspended);
-        if !paused.is_zero() {
-            suspended = signals.suspended();
-            supervisor.pause(paused);
-            if let Some((_, Some(at))) = escalation.as_mut() {
-                *at += paused;
-            }
-            if let Some(at) = drain_deadline.as_mut() {
-                *at += paused;
-            }
-        }
-        let (watch_at, watch_reason) = supervisor.deadline();
-        let escalate_at = escalation.as_ref().and_then(|(_, at)| *at);
-        let flush_at = log.flush_at();
+    let log = AttemptLog::create(log_path, max_log);
+    let mut a = Running::new(prepared, limits, cost_left, observer, log, pgid, started);
+    a.suspended = signals.suspended();
+    // Until the agent is gone and its output read.
+    while a.exit.is_none() || a.out.open || a.err.open {
+        a.catch_up_suspension(signals.suspended());
+        let (watch_at, watch_reason) = a.supervisor.deadline();
+        let escalate_at = a.escalation.as_ref().and_then(|e| e.next_at);
+        let (flush_at, drain_at, running) = (a.log.flush_at(), a.drain_at, a.exit.is_none());
         tokio::select! {
-            item = out.next(), if out_open => match item {
-                Some(Item::LongPart(bytes)) => {
-                    log.part(&bytes, false, !out_long);
-                    out_long = true;
-                    // A long line still arriving is output, not a stall.
-                    let _ = supervisor.on_event(None, Instant::now());
-                }
-                Some(Item::Line(bytes)) => {
-                    log.line(&bytes, false);
-                    pending_out = Some(String::from_utf8_lossy(&bytes).into_owned());
-                }
-                Some(Item::LongEnd(summary)) => {
-                    log.end_line();
-                    out_long = false;
-                    pending_out = Some(summary);
-                }
-                None => out_open = false,
-            },
-            item = err.next(), if err_open => match item {
-                Some(Item::LongPart(bytes)) => {
-                    log.part(&bytes, true, !err_long);
-                    err_long = true;
-                    // A long line still arriving is output, not a stall.
-                    let _ = supervisor.on_event(None, Instant::now());
-                }
-                Some(Item::Line(bytes)) => {
-                    log.line(&bytes, true);
-                    on_stderr(&mut supervisor, observer, &mut state, &String::from_utf8_lossy(&bytes));
-                }
-                Some(Item::LongEnd(summary)) => {
-                    log.end_line();
-                    err_long = false;
-                    on_stderr(&mut supervisor, observer, &mut state, &summary);
-                }
-                None => err_open = false,
-            },
-            status = child.wait(), if exit.is_none() => {
-                exit = Some(match status {
-                    Ok(s) => exit_of(s),
-                    Err(_) => Exit::Code(-1),
-                });
-                // Nothing the agent started may outlive its attempt.
-                let _ = signal_group(pgid, Signal::SIGKILL);
-                agent_group::clear();
-                drain_deadline = Some(Instant::now() + Duration::from_secs(2));
-            },
-            _ = sleep_until(watch_at), if exit.is_none() && escalation.is_none() => {
-                ended_by = watch_reason;
-                let found = clock_intervention(watch_reason, timeouts);
-                tracing::info!("ending the attempt: {} ({})", found.detector, found.evidence);
-                esc_why = EndWhy::Intervention(found.detector.to_string());
-                intervention = Some(found);
-                escalation = Some(begin(Escalation::start_with(prepared.stop_signal, timeouts.grace), pgid));
-                tell(observer, &esc_why, escalation.as_ref());
-            },
-            _ = sleep_until(escalate_at.unwrap_or_else(Instant::now)), if exit.is_none() && escalate_at.is_some() => {
-                let mut stronger = false;
-                if let Some((esc, at)) = escalation.as_mut() {
-                    let before = esc.last_signal();
-                    let step = esc.grace_elapsed();
-                    *at = send(step, pgid);
-                    stronger = esc.last_signal() != before;
-                }
-                // A repeated SIGKILL is no news for the person watching.
-                if stronger {
-                    tell(observer, &esc_why, escalation.as_ref());
-                }
-            },
+            item = out.next(), if a.out.open => a.stdout(item),
+            item = err.next(), if a.err.open => a.stderr(item),
+            status = child.wait(), if running => a.exited(status),
+            _ = sleep_until(watch_at), if running && a.escalation.is_none() => {
+                a.intervene(clock_intervention(watch_reason, limits));
+            }
+            _ = sleep_until(escalate_at.unwrap_or_else(Instant::now)), if running && escalate_at.is_some() => {
+                a.grace_elapsed();
+            }
             // What was shown is on disk within moments: a kill -9 loses little.
-            _ = sleep_until(flush_at.unwrap_or_else(Instant::now)), if flush_at.is_some() => log.flush(),
-            _ = sleep_until(drain_deadline.unwrap_or_else(Instant::now)), if drain_deadline.is_some() => {
-                out_open = false;
-                err_open = false;
-            },
-            action = signals.next() => match action {
-                // Once the agent has exited, its attempt is complete: the stop is
-                // remembered by the signal state and honoured by the dispatcher after
-                // it has recorded this attempt's result.
-                InterruptAction::Stop(cause) if exit.is_none() => {
-                    stopping = Some(cause);
-                    observer.stopping(cause);
-                    esc_why = match cause {
-                        StopCause::User => EndWhy::User,
-                        other => EndWhy::Signal(other.signal_name()),
-                    };
-                    if escalation.is_none() {
-                        escalation = Some(begin(Escalation::start_with(prepared.stop_signal, timeouts.grace), pgid));
-                    }
-                    tell(observer, &esc_why, escalation.as_ref());
-                }
-                InterruptAction::Stop(_) => {}
-                InterruptAction::ForceExit => {
-                    let _ = signal_group(pgid, Signal::SIGKILL);
-                    end_escaped(&attempt_id, agent_pid);
-                    return state.finish(End::ForceExit, started);
-                }
-                InterruptAction::Ignore => {}
-                InterruptAction::Control => {
-                    if observer.control(signals.take_inbox(), exit.is_none()) {
-                        let _ = supervisor.on_event(None, Instant::now());
-                    }
-                }
+            _ = sleep_until(flush_at.unwrap_or_else(Instant::now)), if flush_at.is_some() => a.log.flush(),
+            _ = sleep_until(drain_at.unwrap_or_else(Instant::now)), if drain_at.is_some() => {
+                (a.out.open, a.err.open) = (false, false);
+            }
+            action = signals.next() => if a.signal(action, signals) {
+                return a.force_exit();
             },
         }
         // A stdout line is handled outside the `select!`, whichever way it came.
-        if let Some(line) = pending_out.take() {
-            let events = parser.parse_line(&line);
-            for event in &events {
-                match event {
-                    // The parser's anomalies: what a person debugging a night wants
-                    // to see first when an agent "says nothing".
-                    AgentEvent::Unknown { kind } if kind == "non-json" => {
-                        tracing::debug!(line = %redact(&line), "agent output that is not its stream format");
-                    }
-                    AgentEvent::Unknown { kind } => tracing::debug!(kind, "agent event of an unknown kind"),
-                    other => tracing::trace!(event = ?other, "agent event"),
-                }
-            }
-            let mut found = None;
-            if events.is_empty() {
-                found = supervisor.on_event(None, Instant::now());
-                observer.event(None);
-            }
-            // Lines that are not the agent's structured events (a CLI's own
-            // error printout) are evidence for the classifier.
-            let unparsed = events.iter().all(|e| matches!(e, AgentEvent::Unknown { kind } if kind == "non-json"));
-            for event in events {
-                found = found.or(supervisor.on_event(Some(&event), Instant::now()));
-                observer.event(Some(&event));
-                if matches!(event, AgentEvent::ToolStarted { .. } | AgentEvent::ToolFinished { .. })
-                    && let Some(tool) = supervisor.last_tool()
-                {
-                    observer.tool(&tool);
-                }
-                if let Some(id) = state.absorb(event) {
-                    observer.session(&id);
-                }
-            }
-            if prepared.text_output {
-                state.push_stdout(&line);
-            }
-            if prepared.text_output || unparsed {
-                state.push_text(&line);
-            }
-            if let Some(found) = found
-                && exit.is_none()
-                && escalation.is_none()
-                && stopping.is_none()
-            {
-                tracing::info!("ending the attempt: {} ({})", found.detector, found.evidence);
-                ended_by = found.ended_by;
-                esc_why = EndWhy::Intervention(found.detector.to_string());
-                intervention = Some(found);
-                escalation = Some(begin(Escalation::start_with(prepared.stop_signal, timeouts.grace), pgid));
-                tell(observer, &esc_why, escalation.as_ref());
-            }
+        a.stdout_line();
+    }
+    a.finish()
+}
+
+/// Writes the prompt to the agent's stdin while its output is read (a long prompt
+/// fills the pipe before the agent reads it), then closes it: the agent sees the end
+/// of its input. An agent that exits without reading all of it ends the write with
+/// EPIPE, harmlessly.
+fn write_prompt(text: Option<String>, pipe: Option<tokio::process::ChildStdin>) {
+    let (Some(text), Some(mut pipe)) = (text, pipe) else { return };
+    tokio::spawn(async move {
+        use tokio::io::AsyncWriteExt;
+        if let Err(e) = pipe.write_all(text.as_bytes()).await {
+            tracing::debug!("writing the prompt to the agent's stdin: {e}");
+        }
+        drop(pipe);
+    });
+}
+
+/// One of the agent's output streams.
+struct Stream {
+    open: bool,
+    /// A long line has started in the log.
+    long: bool,
+}
+
+/// ralph is ending the agent with grace.
+struct Escalating {
+    esc: Escalation,
+    /// When the next, stronger signal is due.
+    next_at: Option<Instant>,
+    /// Why, for the display.
+    why: EndWhy,
+}
+
+/// The attempt while its agent runs: each arm of the `select!` is one step here.
+struct Running<'a> {
+    prepared: Prepared,
+    limits: &'a Timeouts,
+    observer: &'a mut dyn Observer,
+    pgid: u32,
+    started: Instant,
+    log: AttemptLog,
+    collected: Collected,
+    supervisor: Supervisor,
+    out: Stream,
+    err: Stream,
+    /// A stdout line read and not yet handled.
+    pending_out: Option<String>,
+    exit: Option<Exit>,
+    ended_by: EndedBy,
+    intervention: Option<Intervention>,
+    stopping: Option<StopCause>,
+    escalation: Option<Escalating>,
+    /// Set when the agent exits (see [`DRAIN`]).
+    drain_at: Option<Instant>,
+    /// Time stopped by Ctrl+Z so far, as last seen.
+    suspended: Duration,
+}
+
+impl<'a> Running<'a> {
+    fn new(
+        prepared: Prepared,
+        limits: &'a Timeouts,
+        cost_left: Option<f64>,
+        observer: &'a mut dyn Observer,
+        log: AttemptLog,
+        pgid: u32,
+        started: Instant,
+    ) -> Self {
+        let supervisor = Supervisor::new(limits, started).with_cost_left(cost_left.filter(|_| prepared.running_cost));
+        Self {
+            limits,
+            observer,
+            pgid,
+            started,
+            log,
+            collected: Collected::new(prepared.text_output),
+            supervisor,
+            prepared,
+            out: Stream { open: true, long: false },
+            err: Stream { open: true, long: false },
+            pending_out: None,
+            exit: None,
+            ended_by: EndedBy::Agent,
+            intervention: None,
+            stopping: None,
+            escalation: None,
+            drain_at: None,
+            suspended: Duration::ZERO,
         }
     }
-    log.flush();
-    end_escaped(&attempt_id, agent_pid);
-    let exit = exit.unwrap_or(Exit::Code(-1));
-    let end = match stopping {
-        Some(cause) => End::Stopped(cause),
-        None => End::Exited { exit, ended_by },
-    };
-    let mut outcome = state.finish(end, started);
-    outcome.intervention = if stopping.is_some() { None } else { intervention };
-    outcome.last_tool = supervisor.last_tool();
-    outcome.last_signal = escalation.map(|(esc, _)| esc.last_signal());
-    outcome
+
+    /// Time stopped by Ctrl+Z is neither silence nor attempt time.
+    fn catch_up_suspension(&mut self, suspended: Duration) {
+        let paused = suspended.saturating_sub(self.suspended);
+        if paused.is_zero() {
+            return;
+        }
+        self.suspended = suspended;
+        self.supervisor.pause(paused);
+        if let Some(at) = self.escalation.as_mut().and_then(|e| e.next_at.as_mut()) {
+            *at += paused;
+        }
+        if let Some(at) = self.drain_at.as_mut() {
+            *at += paused;
+        }
+    }
+
+    fn stdout(&mut self, item: Option<Item>) {
+        match item {
+            Some(Item::LongPart(bytes)) => self.long_part(&bytes, false),
+            Some(Item::Line(bytes)) => {
+                self.log.line(&bytes, false);
+                self.pending_out = Some(String::from_utf8_lossy(&bytes).into_owned());
+            }
+            Some(Item::LongEnd(summary)) => {
+                self.log.end_line();
+                self.out.long = false;
+                self.pending_out = Some(summary);
+            }
+            None => self.out.open = false,
+        }
+    }
+
+    fn stderr(&mut self, item: Option<Item>) {
+        match item {
+            Some(Item::LongPart(bytes)) => self.long_part(&bytes, true),
+            Some(Item::Line(bytes)) => {
+                self.log.line(&bytes, true);
+                self.stderr_line(&String::from_utf8_lossy(&bytes));
+            }
+            Some(Item::LongEnd(summary)) => {
+                self.log.end_line();
+                self.err.long = false;
+                self.stderr_line(&summary);
+            }
+            None => self.err.open = false,
+        }
+    }
+
+    /// Part of a long line: logged as it comes; a long line still arriving is
+    /// output, not a stall.
+    fn long_part(&mut self, bytes: &[u8], stderr: bool) {
+        let stream = if stderr { &mut self.err } else { &mut self.out };
+        self.log.part(bytes, stderr, !stream.long);
+        stream.long = true;
+        let _ = self.supervisor.on_event(None, Instant::now());
+    }
+
+    /// A line of stderr: evidence for the classifier, and a sign of life.
+    fn stderr_line(&mut self, line: &str) {
+        let _ = self.supervisor.on_event(None, Instant::now());
+        self.observer.event(None);
+        self.collected.push_text(line);
+        self.collected.push_stderr(line);
+    }
+
+    /// A stdout line: the agent's events, for the supervisor, the observer and the
+    /// outcome.
+    fn stdout_line(&mut self) {
+        let Some(line) = self.pending_out.take() else { return };
+        let events = self.prepared.parser.parse_line(&line);
+        trace_events(&line, &events);
+        let mut found = None;
+        if events.is_empty() {
+            found = self.supervisor.on_event(None, Instant::now());
+            self.observer.event(None);
+        }
+        // Lines that are not the agent's structured events (a CLI's own error
+        // printout) are evidence for the classifier.
+        let unparsed = events.iter().all(|e| matches!(e, AgentEvent::Unknown { kind } if kind == "non-json"));
+        for event in events {
+            found = found.or(self.supervisor.on_event(Some(&event), Instant::now()));
+            self.observer.event(Some(&event));
+            if matches!(event, AgentEvent::ToolStarted { .. } | AgentEvent::ToolFinished { .. })
+                && let Some(tool) = self.supervisor.last_tool()
+            {
+                self.observer.tool(&tool);
+            }
+            if let Some(id) = self.collected.absorb(event) {
+                self.observer.session(&id);
+            }
+        }
+        if self.collected.text_output {
+            self.collected.push_stdout(&line);
+        }
+        if self.collected.text_output || unparsed {
+            self.collected.push_text(&line);
+        }
+        if let Some(found) = found
+            && self.exit.is_none()
+            && self.escalation.is_none()
+            && self.stopping.is_none()
+        {
+            self.intervene(found);
+        }
+    }
+
+    fn exited(&mut self, status: std::io::Result<std::process::ExitStatus>) {
+        self.exit = Some(status.map_or(Exit::Code(-1), exit_of));
+        // Nothing the agent started may outlive its attempt.
+        let _ = signal_group(self.pgid, Signal::SIGKILL);
+        agent_group::clear();
+        self.drain_at = Some(Instant::now() + DRAIN);
+    }
+
+    /// ralph ends the attempt: a detector or its clock found why.
+    fn intervene(&mut self, found: Intervention) {
+        tracing::info!("ending the attempt: {} ({})", found.detector, found.evidence);
+        self.ended_by = found.ended_by;
+        let why = EndWhy::Intervention(found.detector.to_string());
+        self.intervention = Some(found);
+        self.escalate(why);
+    }
+
+    /// The one way an escalation starts: the agent's stop signal, then stronger ones
+    /// after each grace period. One under way only changes its reason.
+    fn escalate(&mut self, why: EndWhy) {
+        match &mut self.escalation {
+            Some(under_way) => under_way.why = why,
+            None => {
+                let (esc, step) = Escalation::start_with(self.prepared.stop_signal, self.limits.grace);
+                let next_at = send(step, self.pgid);
+                self.escalation = Some(Escalating { esc, next_at, why });
+            }
+        }
+        self.tell();
+    }
+
+    fn grace_elapsed(&mut self) {
+        let Some(e) = self.escalation.as_mut() else { return };
+        let before = e.esc.last_signal();
+        let step = e.esc.grace_elapsed();
+        e.next_at = send(step, self.pgid);
+        // A repeated SIGKILL is no news for the person watching.
+        if e.esc.last_signal() != before {
+            self.tell();
+        }
+    }
+
+    /// Tells the observer where the escalation stands: the signal sent, and the next
+    /// one with its time (none after SIGKILL, which is only repeated).
+    fn tell(&mut self) {
+        let Some(e) = &self.escalation else { return };
+        let sent = e.esc.last_signal();
+        let next = match sent {
+            Signal::SIGINT => Some(Signal::SIGTERM),
+            Signal::SIGKILL => None,
+            _ => Some(Signal::SIGKILL),
+        };
+        self.observer.escalating(e.why.clone(), sent, next.zip(e.next_at));
+    }
+
+    /// A signal or a control message; true on the user's second Ctrl+C.
+    fn signal(&mut self, action: InterruptAction, signals: &mut Signals) -> bool {
+        match action {
+            // Once the agent has exited, its attempt is complete: the stop is
+            // remembered by the signal state and honoured by the dispatcher after
+            // it has recorded this attempt's result.
+            InterruptAction::Stop(cause) if self.exit.is_none() => {
+                self.stopping = Some(cause);
+                self.observer.stopping(cause);
+                self.escalate(match cause {
+                    StopCause::User => EndWhy::User,
+                    other => EndWhy::Signal(other.signal_name()),
+                });
+            }
+            InterruptAction::Stop(_) | InterruptAction::Ignore => {}
+            InterruptAction::ForceExit => return true,
+            InterruptAction::Control => {
+                if self.observer.control(signals.take_inbox(), self.exit.is_none()) {
+                    let _ = self.supervisor.on_event(None, Instant::now());
+                }
+            }
+        }
+        false
+    }
+
+    /// The user's second Ctrl+C: kill the group, exit now.
+    fn force_exit(self) -> Outcome {
+        let _ = signal_group(self.pgid, Signal::SIGKILL);
+        end_escaped(&self.prepared.attempt_id, self.pgid);
+        self.collected.finish(End::ForceExit, self.started)
+    }
+
+    fn finish(mut self) -> Outcome {
+        self.log.flush();
+        end_escaped(&self.prepared.attempt_id, self.pgid);
+        let end = match self.stopping {
+            Some(cause) => End::Stopped(cause),
+            None => End::Exited { exit: self.exit.unwrap_or(Exit::Code(-1)), ended_by: self.ended_by },
+        };
+        let mut outcome = self.collected.finish(end, self.started);
+        outcome.intervention = if self.stopping.is_some() { None } else { self.intervention };
+        outcome.last_tool = self.supervisor.last_tool();
+        outcome.last_signal = self.escalation.map(|e| e.esc.last_signal());
+        outcome
+    }
+}
+
+/// The parser's anomalies: what a person debugging a night wants to see first when
+/// an agent "says nothing".
+fn trace_events(line: &str, events: &[AgentEvent]) {
+    for event in events {
+        match event {
+            AgentEvent::Unknown { kind } if kind == "non-json" => {
+                tracing::debug!(line = %redact(line), "agent output that is not its stream format");
+            }
+            AgentEvent::Unknown { kind } => tracing::debug!(kind, "agent event of an unknown kind"),
+            other => tracing::trace!(event = ?other, "agent event"),
+        }
+    }
 }
 
 /// Forgets the agent's group however the attempt ends.
@@ -397,23 +517,6 @@ fn fmt(d: Duration) -> String {
     humantime::format_duration(d).to_string()
 }
 
-/// Tells the observer where the escalation stands: the signal sent, and the next one
-/// with its time (none after SIGKILL, which is only repeated).
-fn tell(observer: &mut dyn Observer, why: &EndWhy, escalation: Option<&(Escalation, Option<Instant>)>) {
-    let Some((esc, at)) = escalation else { return };
-    let sent = esc.last_signal();
-    let next = match sent {
-        Signal::SIGINT => Some(Signal::SIGTERM),
-        Signal::SIGKILL => None,
-        _ => Some(Signal::SIGKILL),
-    };
-    observer.escalating(why.clone(), sent, next.zip(*at));
-}
-
-fn begin((esc, step): (Escalation, Step), pgid: u32) -> (Escalation, Option<Instant>) {
-    (esc, send(step, pgid))
-}
-
 /// Sends the step's signal; returns when to escalate next.
 fn send(step: Step, pgid: u32) -> Option<Instant> {
     let Step::Send { signal, wait } = step;
@@ -435,19 +538,12 @@ fn exit_of(status: std::process::ExitStatus) -> Exit {
 
 /// Nothing the agent started outlives its attempt, not even what left its process
 /// group (see `process::escaped`).
-fn end_escaped(attempt_id: &str, agent_pid: i32) {
+fn end_escaped(attempt_id: &str, pgid: u32) {
+    let agent_pid = i32::try_from(pgid).unwrap_or(i32::MAX);
     let killed = crate::process::escaped::end_attempt(attempt_id, &[agent_pid]);
     if !killed.is_empty() {
         tracing::info!("ended {} process(es) that had left the agent's process group: {killed:?}", killed.len());
     }
-}
-
-/// A line of stderr: evidence for the classifier, and a sign of life.
-fn on_stderr(supervisor: &mut Supervisor, observer: &mut dyn Observer, state: &mut Collected, line: &str) {
-    let _ = supervisor.on_event(None, Instant::now());
-    observer.event(None);
-    state.push_text(line);
-    state.push_stderr(line);
 }
 
 /// What the attempt gathered from the agent's output.
@@ -524,12 +620,8 @@ impl Collected {
     }
 
     fn finish(self, end: End, started: Instant) -> Outcome {
-        let (final_message, result_is_error) = match self.result {
-            Some((text, is_error)) if !text.is_empty() || self.last_text.is_none() => (Some(text), is_error),
-            Some((_, is_error)) => (self.last_text, is_error),
-            None if self.text_output => (Some(self.stdout_tail.clone()), false),
-            None => (self.last_text, false),
-        };
+        let stdout_tail = self.text_output.then_some(self.stdout_tail);
+        let (final_message, result_is_error) = final_message::choose(self.result, self.last_text, stdout_tail);
         Outcome {
             end,
             session: self.session,

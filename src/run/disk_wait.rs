@@ -8,7 +8,7 @@
 
 use crate::error::RalphError;
 use crate::events::RunEvent;
-use crate::signal::{InterruptAction, Signals};
+use crate::signal::Signals;
 use crate::state::atomic::Durability;
 use crate::state::disk;
 
@@ -37,20 +37,10 @@ impl Dispatcher {
                 self.emit(RunEvent::DiskFull { path: path.display().to_string(), free: free.clone() });
             }
             self.r.reporter.waiting(&why, delay);
-            let action = tokio::select! {
-                () = tokio::time::sleep(delay) => None,
-                action = signals.next() => Some(action),
-            };
+            let waited = self.race(tokio::time::sleep(delay), signals).await;
             self.r.reporter.waiting_done();
-            match action {
-                Some(InterruptAction::Stop(cause)) => return self.stopped(cause, None).map(Some),
-                Some(InterruptAction::ForceExit) => return Ok(Some(RunEnd::ForceExit)),
-                Some(InterruptAction::Control) => {
-                    if self.serve_inbox(signals) {
-                        return self.stopped(crate::signal::StopCause::User, None).map(Some);
-                    }
-                }
-                Some(InterruptAction::Ignore) | None => {}
+            if let Err(end) = waited? {
+                return Ok(Some(end));
             }
             // Try again: the checkpoint first (it is what a restart resumes from),
             // then the journal lines that were refused.

@@ -24,6 +24,7 @@ use crate::state::redact::redact;
 use crate::state::store;
 use crate::supervise::completion::Claim;
 use crate::supervise::note::{self, LastTool, ToolState, Trouble};
+use crate::supervise::watch;
 use crate::workflow::done::{self, Completion, Evidence, SignOff};
 use crate::workflow::{advance, prompt};
 
@@ -32,7 +33,7 @@ use super::artifact::artifact_stamp;
 use super::attempt::{self, End, Observer, Outcome};
 use super::failure::Ending;
 use super::git_step::Step;
-use super::setup::{Ready, now};
+use super::setup::Ready;
 use super::waits::Offline;
 
 pub struct Dispatcher {
@@ -65,6 +66,8 @@ pub struct Dispatcher {
     pub(super) after_save: Vec<RunEvent>,
     /// The control socket and what the agent told ralph through it.
     pub(super) control: super::control::ControlState,
+    /// The run's one clock: the shell reads it and hands the time to the core.
+    pub(super) clock: fn() -> jiff::Timestamp,
 }
 
 impl Dispatcher {
@@ -86,7 +89,18 @@ impl Dispatcher {
             answered: Arc::default(),
             after_save: Vec::new(),
             control: Default::default(),
+            clock: jiff::Timestamp::now,
         }
+    }
+
+    /// The time, from the run's clock.
+    pub(super) fn now(&self) -> jiff::Timestamp {
+        (self.clock)()
+    }
+
+    /// [`Self::now`] in unix seconds, as the core's rate-limit and backoff rules count.
+    pub(super) fn unix_now(&self) -> i64 {
+        self.now().as_second()
     }
 
     /// Dispatches until the workflow ends. `signals` were installed when the lock
@@ -120,7 +134,7 @@ impl Dispatcher {
                 attempt: i.attempt,
                 agent: i.agent,
                 session: i.session,
-                started_at: Some(i.started_at),
+                started_at: Some(i.started_at.to_string()),
                 signal: None,
             });
         }
@@ -156,106 +170,145 @@ impl Dispatcher {
         Ok(end)
     }
 
+    /// The loop: whatever must happen before an attempt, the attempt, and what its
+    /// outcome decides, until one of them ends the run.
     pub(super) async fn dispatch(&mut self, signals: &mut Signals) -> Result<RunEnd, RalphError> {
         loop {
-            // A full disk is an outage: the last good checkpoint stays on disk and
-            // nothing new starts until the current state is written.
-            if let Some(end) = self.disk_wait(signals).await? {
+            if let Some(end) = self.before_attempt(signals).await? {
                 return Ok(end);
-            }
-            if let Some(stop) = self.cap_reached() {
-                return self.stop(stop);
-            }
-            // An offline pause survives a restart: probe before any attempt.
-            if self.r.checkpoint.progress.offline_since.is_some()
-                && let Offline::Stopped(end) = self.offline_pause(signals).await?
-            {
-                return Ok(end);
-            }
-            // A rate-limit wait survives a restart: a resumed run keeps waiting.
-            if let Some(at) = self.r.checkpoint.progress.rate_limit_until
-                && let Some(end) = self.wait_for_reset(at, "rate limit", signals).await?
-            {
-                return Ok(end);
-            }
-            if let Some((from, to)) =
-                rate_limit::return_after_reset(&mut self.r.checkpoint.progress, &self.r.loaded.phases, unix_now())
-            {
-                self.emit(RunEvent::Fallback { from, to, why: "rate limit reset".to_string() });
-            }
-            // A signal that came while the last attempt was being handled stops the
-            // run here, before anything new starts.
-            let pending = tokio::select! {
-                biased;
-                action = signals.next() => Some(action),
-                () = std::future::ready(()) => None,
-            };
-            match pending {
-                Some(InterruptAction::Stop(cause)) => return self.stopped(cause, None),
-                Some(InterruptAction::ForceExit) => return self.forced(signals, None),
-                Some(InterruptAction::Control) => {
-                    let _ = self.serve_inbox(signals);
-                }
-                Some(InterruptAction::Ignore) | None => {}
-            }
-            // `ralph stop`: the iteration it came in has ended.
-            if self.iteration_ended_since_stop() {
-                return self.stopped(StopCause::User, None);
-            }
-            // A stop that came as the last attempt ended, after its result was kept.
-            if let Some(cause) = signals.stopping() {
-                return self.stopped(cause, None);
             }
             let outcome = self.attempt(signals).await?;
-            let agent = self.current_agent();
-            self.add_usage(&outcome);
-            match outcome.end {
-                End::ForceExit => return self.forced(signals, outcome.session),
-                End::Stopped(cause) => {
-                    // The attempt's own view of its last tool call is the freshest.
-                    if let (Some(in_flight), Some(tool)) = (self.r.checkpoint.in_flight.as_mut(), &outcome.last_tool) {
-                        in_flight.tool = Some(tool_call(tool));
-                    }
-                    // The live line of the stop is gone: this line stays.
-                    self.r
-                        .reporter
-                        .line(&crate::report::lines::agent_stopped(&agent, outcome.last_signal.map(|s| s.as_str())));
-                    return self.stopped(cause, outcome.session);
-                }
-                End::SpawnFailed { ref error, ref program } => {
-                    if let Some(end) = self.spawn_failed(&agent, program, error, signals).await? {
-                        return Ok(end);
-                    }
-                }
-                End::Exited { ended_by: EndedBy::CostCap, .. } => {
-                    // The attempt was ended on the cost cap: the run stops on it.
-                    if let Some(found) = &outcome.intervention {
-                        self.intervene(found.detector, &found.evidence);
-                    }
-                    self.r.checkpoint.in_flight = None;
-                    let stop = self.cap_reached().unwrap_or_else(|| Stop::Failed {
-                        cap: Cap::Cost,
-                        message: format!(
-                            "{}: the run has cost ${:.2}",
-                            Cap::Cost.phrase(),
-                            self.r.checkpoint.usage.cost_usd
-                        ),
-                    });
-                    return self.stop(stop);
-                }
-                End::Exited { exit, ended_by } => {
-                    if let Some(end) = self.after_attempt(&outcome, exit, ended_by, signals).await? {
-                        return Ok(end);
-                    }
-                }
+            if let Some(end) = self.after_outcome(outcome, signals).await? {
+                return Ok(end);
             }
+        }
+    }
+
+    /// The waits and stops that come before the next attempt; `Some` when the run
+    /// ends there.
+    async fn before_attempt(&mut self, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
+        // A full disk is an outage: the last good checkpoint stays on disk and
+        // nothing new starts until the current state is written.
+        if let Some(end) = self.disk_wait(signals).await? {
+            return Ok(Some(end));
+        }
+        if let Some(stop) = self.cap_reached() {
+            return self.stop(stop).map(Some);
+        }
+        // An offline pause survives a restart: probe before any attempt.
+        if self.r.checkpoint.progress.offline_since.is_some()
+            && let Offline::Stopped(end) = self.offline_pause(signals).await?
+        {
+            return Ok(Some(end));
+        }
+        // A rate-limit wait survives a restart: a resumed run keeps waiting.
+        if let Some(at) = self.r.checkpoint.progress.rate_limit_until
+            && let Some(end) = self.wait_for_reset(at, "rate limit", signals).await?
+        {
+            return Ok(Some(end));
+        }
+        let now = self.unix_now();
+        if let Some((from, to)) =
+            rate_limit::return_after_reset(&mut self.r.checkpoint.progress, &self.r.loaded.phases, now)
+        {
+            self.emit(RunEvent::Fallback { from, to, why: "rate limit reset".to_string() });
+        }
+        // A signal that came while the last attempt was being handled stops the
+        // run here, before anything new starts.
+        let pending = tokio::select! {
+            biased;
+            action = signals.next() => Some(action),
+            () = std::future::ready(()) => None,
+        };
+        match pending {
+            Some(InterruptAction::Stop(cause)) => return self.stopped(cause, None).map(Some),
+            Some(InterruptAction::ForceExit) => return self.forced(signals, None).map(Some),
+            Some(InterruptAction::Control) => {
+                let _ = self.serve_inbox(signals);
+            }
+            Some(InterruptAction::Ignore) | None => {}
+        }
+        // `ralph stop`: the iteration it came in has ended.
+        if self.iteration_ended_since_stop() {
+            return self.stopped(StopCause::User, None).map(Some);
+        }
+        // A stop that came as the last attempt ended, after its result was kept.
+        if let Some(cause) = signals.stopping() {
+            return self.stopped(cause, None).map(Some);
+        }
+        Ok(None)
+    }
+
+    /// Records an attempt's outcome and carries out what it decides; `Some` when the
+    /// run ends there.
+    async fn after_outcome(&mut self, outcome: Outcome, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
+        let agent = self.current_agent();
+        self.add_usage(&outcome);
+        match outcome.end {
+            End::ForceExit => self.forced(signals, outcome.session).map(Some),
+            End::Stopped(cause) => {
+                // The attempt's own view of its last tool call is the freshest.
+                if let (Some(in_flight), Some(tool)) = (self.r.checkpoint.in_flight.as_mut(), &outcome.last_tool) {
+                    in_flight.tool = Some(tool_call(tool));
+                }
+                // The live line of the stop is gone: this line stays.
+                self.r
+                    .reporter
+                    .line(&crate::report::lines::agent_stopped(&agent, outcome.last_signal.map(|s| s.as_str())));
+                self.stopped(cause, outcome.session).map(Some)
+            }
+            End::SpawnFailed { ref error, ref program } => self.spawn_failed(&agent, program, error, signals).await,
+            End::Exited { ended_by: EndedBy::CostCap, .. } => {
+                // The attempt was ended on the cost cap: the run stops on it.
+                if let Some(found) = &outcome.intervention {
+                    self.intervene(found.detector, &found.evidence);
+                }
+                self.r.checkpoint.in_flight = None;
+                let stop = self.cap_reached().unwrap_or_else(|| Stop::Failed {
+                    cap: Cap::Cost,
+                    message: format!(
+                        "{}: the run has cost ${:.2}",
+                        Cap::Cost.phrase(),
+                        self.r.checkpoint.usage.cost_usd
+                    ),
+                });
+                self.stop(stop).map(Some)
+            }
+            End::Exited { exit, ended_by } => self.after_attempt(&outcome, exit, ended_by, signals).await,
         }
     }
 
     /// Starts and runs one attempt of the current position.
     pub(super) async fn attempt(&mut self, signals: &mut Signals) -> Result<Outcome, RalphError> {
+        let (prepared, stem) = self.begin_attempt()?;
+        let prepared = match prepared {
+            Ok(p) => p,
+            Err(e) => {
+                let error = std::io::Error::new(std::io::ErrorKind::NotFound, e.to_string());
+                return Ok(Outcome::not_started(error, String::new()));
+            }
+        };
+        let done = self.phase().done.clone();
+        let artifact = artifact_stamp(&self.r.dir, &done);
+        let log_path = self.r.logs_dir.join(format!("{stem}.log"));
+        self.last_log = Some(log_path.clone());
+        let config = &self.r.loaded.config;
+        let limits = watch::attempt_limits(&config.timeouts, prepared.quiet_tools, self.runtime_left());
+        let max_log = config.logs.max_attempt_log;
+        let cost_left = config.general.max_cost_usd.map(|max| max - self.r.checkpoint.usage.cost_usd);
+        let mut outcome = attempt::run(prepared, &limits, cost_left, signals, self, &log_path, max_log).await;
+        self.r.reporter.attempt_finished();
+        if artifact_stamp(&self.r.dir, &done) != artifact && artifact.is_some_or_created(&self.r.dir, &done) {
+            outcome.artifact_changed = true;
+        }
+        Ok(outcome)
+    }
+
+    /// Counts the attempt, renders its prompt, prepares its launch, and records it
+    /// in flight (saved, then journaled). Returns the launch and the name stem of its logs.
+    fn begin_attempt(&mut self) -> Result<(Result<launch::Prepared, launch::LaunchError>, String), RalphError> {
         let agent = self.current_agent();
-        let phase = self.phase().clone();
+        let iterations = self.phase().iterations;
         let cp = &mut self.r.checkpoint;
         cp.progress.counters.attempts += 1;
         let launch_no = {
@@ -274,7 +327,9 @@ impl Dispatcher {
         // What the agent was told, beside what it answered: the first thing to read
         // when a run goes wrong. A `command` agent may read it as {prompt_file}.
         let prompt_file = self.r.logs_dir.join(format!("{stem}.prompt.md"));
-        if let Err(e) = std::fs::write(&prompt_file, &prompt) {
+        if let Err(e) = crate::state::private::create_file(&prompt_file)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, redact(&prompt).as_bytes()))
+        {
             tracing::warn!("cannot keep the prompt of attempt {attempt_no}: {e}");
         }
         let prepared = launch::prepare(
@@ -294,13 +349,14 @@ impl Dispatcher {
                 control: self.control.server.as_ref().filter(|_| agent_cfg.mcp).map(|s| (s.socket(), attempt_no)),
             },
         );
+        let started_at = self.now();
         let cp = &mut self.r.checkpoint;
         cp.status = Status::Running;
         cp.in_flight = Some(InFlight {
             agent: agent.clone(),
             attempt: attempt_no,
             session: resume.clone(),
-            started_at: now(),
+            started_at,
             tool: None,
         });
         let pos = cp.progress.position.clone();
@@ -313,61 +369,14 @@ impl Dispatcher {
             phase_number: pos.phase + 1,
             phase_count: self.r.loaded.phases.len(),
             iteration: pos.iteration,
-            iterations: phase.iterations,
+            iterations,
             pass: pos.pass,
             passes: pos.passes,
             agent: agent.clone(),
             cycle: pos.cycle,
             resume_session: resume.clone(),
         });
-        let prepared = match prepared {
-            Ok(p) => p,
-            Err(e) => {
-                return Ok(Outcome {
-                    end: End::SpawnFailed {
-                        error: std::io::Error::new(std::io::ErrorKind::NotFound, e.to_string()),
-                        program: String::new(),
-                    },
-                    session: None,
-                    final_message: None,
-                    result_is_error: false,
-                    events: Vec::new(),
-                    text_tail: String::new(),
-                    stderr_tail: String::new(),
-                    usage: Default::default(),
-                    duration: Duration::ZERO,
-                    artifact_changed: false,
-                    intervention: None,
-                    last_tool: None,
-                    last_signal: None,
-                });
-            }
-        };
-        let artifact = artifact_stamp(&self.r.dir, &phase.done);
-        let log_path = self.r.logs_dir.join(format!("{stem}.log"));
-        self.last_log = Some(log_path.clone());
-        // What the agent was told, beside what it answered: the first thing to read
-        // when a run goes wrong.
-        let prompt_log = self.r.logs_dir.join(format!("{stem}.prompt.md"));
-        if let Err(e) = crate::state::private::create_file(&prompt_log)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, redact(&prompt).as_bytes()))
-        {
-            tracing::warn!("cannot keep the prompt of attempt {attempt_no}: {e}");
-        }
-        let mut timeouts = self.r.loaded.config.timeouts.clone();
-        if let Some(left) = self.runtime_left() {
-            // An attempt never runs past the run's own time limit.
-            timeouts.attempt = timeouts.attempt.min(left);
-        }
-        let max_log = self.r.loaded.config.logs.max_attempt_log;
-        let cost_left = self.r.loaded.config.general.max_cost_usd.map(|max| max - self.r.checkpoint.usage.cost_usd);
-        let mut outcome = attempt::run(prepared, &timeouts, cost_left, signals, self, &log_path, max_log).await;
-        self.r.reporter.attempt_finished();
-        if artifact_stamp(&self.r.dir, &phase.done) != artifact && artifact.is_some_or_created(&self.r.dir, &phase.done)
-        {
-            outcome.artifact_changed = true;
-        }
-        Ok(outcome)
+        Ok((prepared, stem))
     }
 
     /// Evaluates a finished attempt and carries out the policy's decision.
@@ -384,42 +393,11 @@ impl Dispatcher {
             self.r.checkpoint.progress.sessions.insert(agent.clone(), session.clone());
         }
         self.r.checkpoint.in_flight = None;
-        if std::mem::take(&mut self.control.restarts_exhausted) {
-            let (used, cap) =
-                (self.r.checkpoint.progress.counters.mcp_restarts, self.r.loaded.config.retry.mcp_restarts);
-            let message = format!(
-                "{}: ralph mcp crashed {used} times in the run ([retry] mcp_restarts = {cap})",
-                Cap::McpRestarts.phrase()
-            );
-            return self.stop(Stop::Failed { cap: Cap::McpRestarts, message }).map(Some);
-        }
-        if let Some(reason) = self.control.cancelled.take() {
-            // The agent's own judgement that no one but a person can go on.
-            let message = format!("the agent cancelled the task: {reason}");
-            return self.stop(Stop::Blocked { message }).map(Some);
+        if let Some(stop) = self.control_stop() {
+            return self.stop(stop).map(Some);
         }
         let claim = done::judge(outcome.final_message.as_deref());
-        let resumable = self.r.loaded.config.agents.get(&agent).is_some_and(crate::config::AgentConfig::can_resume);
-        let completion = if ended_by == EndedBy::Agent {
-            done::evaluate(
-                &phase.done,
-                &Evidence {
-                    exited_cleanly: exit == Exit::Code(0),
-                    claim: &claim,
-                    result_is_error: outcome.result_is_error,
-                    artifact_changed: outcome.artifact_changed,
-                    session_known: outcome.session.is_some() && resumable,
-                    already_asked: self.r.checkpoint.progress.counters.confirmations > 0,
-                    declared: self
-                        .control
-                        .declared
-                        .filter(|(attempt, _)| *attempt == self.r.checkpoint.progress.counters.attempts)
-                        .map(|(_, goal)| goal),
-                },
-            )
-        } else {
-            Completion::NotDone("ended by ralph".into())
-        };
+        let completion = self.completion(outcome, exit, ended_by, &claim);
         let attempt_no = self.r.checkpoint.progress.counters.attempts;
         tracing::debug!(
             attempt = attempt_no, ?exit, ?ended_by, ?claim, ?completion, done = ?phase.done,
@@ -471,6 +449,50 @@ impl Dispatcher {
             }
         };
         self.carry_out(next, signals).await
+    }
+
+    /// What the agent said through the control socket that ends the run: `ralph mcp`
+    /// crashed too often, or the agent cancelled the task.
+    fn control_stop(&mut self) -> Option<Stop> {
+        if std::mem::take(&mut self.control.restarts_exhausted) {
+            let (used, cap) =
+                (self.r.checkpoint.progress.counters.mcp_restarts, self.r.loaded.config.retry.mcp_restarts);
+            let message = format!(
+                "{}: ralph mcp crashed {used} times in the run ([retry] mcp_restarts = {cap})",
+                Cap::McpRestarts.phrase()
+            );
+            return Some(Stop::Failed { cap: Cap::McpRestarts, message });
+        }
+        // The agent's own judgement that no one but a person can go on.
+        let reason = self.control.cancelled.take()?;
+        Some(Stop::Blocked { message: format!("the agent cancelled the task: {reason}") })
+    }
+
+    /// Whether the attempt finished the iteration (the phase's done signal, judged
+    /// by the core on the attempt's evidence).
+    fn completion(&self, outcome: &Outcome, exit: Exit, ended_by: EndedBy, claim: &Claim) -> Completion {
+        if ended_by != EndedBy::Agent {
+            return Completion::NotDone("ended by ralph".into());
+        }
+        let agent = self.current_agent();
+        let resumable = self.r.loaded.config.agents.get(&agent).is_some_and(crate::config::AgentConfig::can_resume);
+        let counters = &self.r.checkpoint.progress.counters;
+        done::evaluate(
+            &self.phase().done,
+            &Evidence {
+                exited_cleanly: exit == Exit::Code(0),
+                claim,
+                result_is_error: outcome.result_is_error,
+                artifact_changed: outcome.artifact_changed,
+                session_known: outcome.session.is_some() && resumable,
+                already_asked: counters.confirmations > 0,
+                declared: self
+                    .control
+                    .declared
+                    .filter(|(attempt, _)| *attempt == counters.attempts)
+                    .map(|(_, goal)| goal),
+            },
+        )
     }
 
     /// Resumes the agent's session with the confirmation question: no failure, no
@@ -729,10 +751,11 @@ impl Dispatcher {
         // tell which agent owns the session.
         let agents = &self.r.loaded.config.agents;
         let chain = crate::recovery::resume::chain_of(self.phase(), &|name| agents.get(name).map(|a| a.kind));
+        let now = self.now();
         let cp = &mut self.r.checkpoint;
         cp.progress.position.chain = chain;
         cp.elapsed_secs = elapsed;
-        cp.updated_at = now();
+        cp.updated_at = now;
         let Some(path) = self.r.checkpoint_path.clone() else {
             self.emit_saved();
             return Ok(());
@@ -882,8 +905,4 @@ fn in_flight_tool(tool: &ToolCall) -> LastTool {
         input_summary: tool.input.clone(),
         state: if tool.finished { ToolState::Finished } else { ToolState::StartedNoResult },
     }
-}
-
-pub(super) fn unix_now() -> i64 {
-    jiff::Timestamp::now().as_second()
 }

@@ -22,8 +22,7 @@ use crate::workflow::done::SignOff;
 
 use super::RunEnd;
 use super::attempt::Outcome;
-use super::dispatch::{Dispatcher, unix_now};
-use super::setup::now;
+use super::dispatch::Dispatcher;
 
 /// How a failed attempt ended, as the classifier needs it.
 pub(super) struct Ending<'a> {
@@ -60,7 +59,7 @@ impl Dispatcher {
         }
         self.record_failure(agent, &failure, &Outcome::empty());
         let limits = Limits { retry: &self.r.loaded.config.retry, max_cycles: self.r.loaded.config.general.max_cycles };
-        let facts = Facts { session: None, rate_limit_reset: None, now: unix_now(), jitter: jitter() };
+        let facts = Facts { session: None, rate_limit_reset: None, now: self.unix_now(), jitter: jitter(self.now()) };
         let next = policy::on_failure(&mut self.r.checkpoint.progress, &self.r.loaded.phases, limits, &failure, facts);
         self.carry_out(next, signals).await
     }
@@ -92,7 +91,7 @@ impl Dispatcher {
             stderr_tail: &outcome.stderr_tail,
             missing_done: missing,
             errors: agent_cfg.map_or(&[], |a| &a.errors),
-            now: unix_now(),
+            now: self.unix_now(),
         };
         let mut failure = classify::classify(&report);
         tracing::debug!(
@@ -127,22 +126,22 @@ impl Dispatcher {
                 _ => {}
             }
         }
-        let now = unix_now();
+        let now = self.now();
         let retry = &self.r.loaded.config.retry;
         let limits = Limits { retry, max_cycles: self.r.loaded.config.general.max_cycles };
         let facts = Facts {
             session: outcome.session.clone(),
-            rate_limit_reset: failure.reset_at.or_else(|| {
-                reset::reset_time(&outcome.events, &outcome.text_tail, jiff::Timestamp::now()).map(|r| r.at.as_second())
-            }),
-            now,
-            jitter: jitter(),
+            rate_limit_reset: failure
+                .reset_at
+                .or_else(|| reset::reset_time(&outcome.events, &outcome.text_tail, now).map(|r| r.at.as_second())),
+            now: now.as_second(),
+            jitter: jitter(now),
         };
         tracing::debug!(?facts, "policy inputs");
         let progress = &mut self.r.checkpoint.progress;
         let next = policy::on_failure(progress, &self.r.loaded.phases, limits, &failure, facts);
         tracing::debug!(?next, counters = ?progress.counters, position = ?progress.position, "policy decision");
-        if let Some(evidence) = policy::continue_storm(progress, retry, &failure, &next, now) {
+        if let Some(evidence) = policy::continue_storm(progress, retry, &failure, &next, now.as_second()) {
             self.intervene("continue_storm", &evidence);
         }
         // An outage explains the ending better than the detector that saw it.
@@ -242,7 +241,7 @@ impl Dispatcher {
             classification: failure.clone(),
             agent: agent.to_string(),
             text_tail: tail,
-            at: now(),
+            at: self.now(),
             log,
         });
     }
@@ -250,9 +249,8 @@ impl Dispatcher {
 
 /// A number in [0, 1) for the backoff's jitter. The clock's nanoseconds are random
 /// enough to keep many runs hit by one outage from retrying in lockstep.
-fn jitter() -> f64 {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-    f64::from(nanos) / 1e9
+fn jitter(now: jiff::Timestamp) -> f64 {
+    f64::from(now.subsec_nanosecond().unsigned_abs()) / 1e9
 }
 
 fn tail_chars(text: &str, max: usize) -> String {

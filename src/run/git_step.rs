@@ -29,7 +29,7 @@ use crate::workflow::done::Completion;
 
 use super::RunEnd;
 use super::attempt::Outcome;
-use super::dispatch::{Dispatcher, unix_now};
+use super::dispatch::Dispatcher;
 
 /// Files larger than this are not searched for credential values (they are logs or
 /// binaries; a new one is held back by `max_new_file` anyway).
@@ -420,7 +420,7 @@ impl Dispatcher {
         self.record_failure(&agent, &failure, outcome);
         let limits = Limits { retry: &self.r.loaded.config.retry, max_cycles: self.r.loaded.config.general.max_cycles };
         let facts =
-            PolicyFacts { session: outcome.session.clone(), rate_limit_reset: None, now: unix_now(), jitter: 0.5 };
+            PolicyFacts { session: outcome.session.clone(), rate_limit_reset: None, now: self.unix_now(), jitter: 0.5 };
         let next = policy::on_failure(&mut self.r.checkpoint.progress, &self.r.loaded.phases, limits, &failure, facts);
         let what = format!(
             "Your work is not committed: the repository's git hook rejected the commit with this output:\n\n{}\n\nFix what it reports, then end with the done signal again.",

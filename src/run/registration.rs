@@ -11,7 +11,6 @@ use crate::state::lock::LockInfo;
 use crate::state::registry::{self, Entry};
 
 use super::dispatch::Dispatcher;
-use super::setup::now;
 
 impl Dispatcher {
     /// Writes the registry entry when the checkpoint's status differs from the one
@@ -58,7 +57,7 @@ fn entry(project: &std::path::Path, loaded: &Loaded, cp: &Checkpoint) -> Entry {
         resume_after_shutdown: watch.resume_after_shutdown,
         max_restarts: watch.max_restarts,
         restart_backoff_secs: watch.restart_backoff.as_secs(),
-        updated_at: now(),
+        updated_at: cp.updated_at.to_string(),
         file: std::path::PathBuf::new(),
     }
 }

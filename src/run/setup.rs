@@ -66,32 +66,9 @@ pub enum Prepared {
 
 pub async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     let dir = options.dir.clone();
-    let path = super::config_file::find(&dir, options.config.as_deref())?;
-    let loaded = super::config_file::load(&path)?;
-    let prompt_path = dir.join(&loaded.config.general.prompt);
-    let goal = std::fs::read_to_string(&prompt_path).map_err(|source| RalphError::Prompt {
-        path: prompt_path.clone(),
-        config: path.clone(),
-        source,
-    })?;
-    if let Some(problem) = crate::workflow::goal::check(&goal) {
-        return Err(RalphError::Goal { path: prompt_path, problem });
-    }
-    let templates = load_templates(&dir, &loaded)?;
+    let (loaded, goal, templates) = read_inputs(&dir, options)?;
     let from = options.from.as_deref();
-    if let Some(name) = from {
-        // An unknown phase is a usage error before anything is touched.
-        advance::start_at(&loaded.phases, loaded.repeat, name, |_| false).map_err(|e| from_error(&e, &path))?;
-    }
-    // Every agent the chains may reach, checked now rather than when the chain
-    // gets there in the middle of the night.
-    let problems = crate::agent::preflight::check_used(&loaded, &dir);
-    if !problems.is_empty() {
-        return Err(RalphError::Preflight(problems));
-    }
     let artifacts_dir = agent_dir_of(&dir).join("artifacts");
-    let fresh = |prompt_checksum: &str| fresh_checkpoint(&loaded, prompt_checksum, from, &artifacts_dir);
-
     let agent_dir = agent_dir_of(&dir);
     store::ensure_gitignore(&agent_dir)
         .map_err(|e| RalphError::setup(format!("cannot create {}", agent_dir.display()), e))?;
@@ -108,21 +85,7 @@ pub async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     // Until the run starts nothing changed: a problem found before then releases
     // the lock cleanly (a dropped lock otherwise counts as an interrupted run).
     let mut lock = ReleaseUnlessKept(taken);
-    let (lease, takeover) = ownership::acquire(
-        &agent_dir.join("ralph.lease"),
-        &lease_file::identity(),
-        loaded.config.watch.lease_timeout,
-        when_held,
-        &|line| reporter.line(line),
-    )?;
-    if let Some(t) = takeover.as_ref().filter(|t| !t.waited.is_zero())
-        && let Some(from) = &t.from
-    {
-        reporter.line(&format!(
-            "took the run directory over from ralph pid {} on host {}: its lease was {}",
-            from.pid, from.host, t.why
-        ));
-    }
+    let (lease, takeover) = take_lease(&agent_dir, &loaded, when_held, &reporter)?;
     // Writes killed half-way leave their temporary files; only the lock holder
     // writes here, so whatever is left is garbage.
     let removed =
@@ -130,91 +93,23 @@ pub async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     if removed > 0 {
         tracing::info!("removed {removed} temporary file(s) of interrupted writes");
     }
-
     let enabled = loaded.config.general.workflow.checkpoint_enabled;
     let checkpoint_path = enabled.then(|| agent_dir.join("checkpoint.json"));
-    let prompt_checksum = checksum(goal.as_bytes());
-    let mut interrupted = None;
-    let (mut checkpoint, resumed) = match &checkpoint_path {
-        None => (fresh(&prompt_checksum)?, false),
-        Some(cp_path) => {
-            let existing = load_checkpoint(cp_path, options.resume, &reporter)?;
-            if let Some(cp) = &existing {
-                end_leftovers(&cp.run_id, &reporter);
-            }
-            let mut flag = options.resume;
-            let mut decision = start::decide(existing.as_ref(), flag);
-            if decision == Start::Ask {
-                let Some(answer) = ask(cp_path, existing.as_ref(), from, &mut signals).await? else {
-                    return Ok(Prepared::Settled(RunEnd::Declined));
-                };
-                flag = answer;
-                decision = start::decide(existing.as_ref(), flag);
-            }
-            match (decision, existing) {
-                (Start::Resume, Some(cp)) => {
-                    interrupted = cp.in_flight.clone();
-                    (resume(cp, &loaded, &goal, &prompt_checksum, from, &reporter)?, true)
-                }
-                (Start::ArchiveThenFresh, Some(_)) => {
-                    let aside = store::set_aside(cp_path, "archived")
-                        .map_err(|e| RalphError::setup("cannot archive the old checkpoint", e))?;
-                    reporter.line(&format!("archived the previous checkpoint as {}", aside.display()));
-                    (fresh(&prompt_checksum)?, false)
-                }
-                (Start::Settled, Some(cp)) => return Ok(Prepared::Settled(settled(&cp, &reporter))),
-                (Start::NothingToResume, existing) => {
-                    let why = match existing {
-                        Some(cp) => format!("the run {} is {}", cp.run_id, cp.status.as_str()),
-                        None => format!("there is no checkpoint at {}", cp_path.display()),
-                    };
-                    return Err(RalphError::NothingToResume(format!(
-                        "nothing to resume: {why}; run `ralph` to start a new run"
-                    )));
-                }
-                (_, None) if flag == ResumeFlag::ResumeOrStart => {
-                    refuse_over_corrupt(&agent_dir)?;
-                    (fresh(&prompt_checksum)?, false)
-                }
-                _ => (fresh(&prompt_checksum)?, false),
-            }
-        }
+    let inputs = Inputs {
+        loaded: &loaded,
+        goal: &goal,
+        from,
+        agent_dir: &agent_dir,
+        artifacts_dir: &artifacts_dir,
+        reporter: &reporter,
     };
-
+    let (mut checkpoint, resumed, interrupted) =
+        match choose_checkpoint(&inputs, checkpoint_path.as_deref(), options.resume, &mut signals).await? {
+            Ok(chosen) => chosen,
+            Err(end) => return Ok(Prepared::Settled(end)),
+        };
     let git = super::git_step::setup(&dir, &loaded, &mut checkpoint, resumed, options.allow_dirty, &reporter)?;
-    if enabled && !resumed {
-        // The previous run's history goes with its logs, so it is pruned with them.
-        match retention::move_previous_journal(&agent_dir) {
-            Ok(Some(to)) => tracing::info!("moved the previous run's journal to {}", to.display()),
-            Ok(None) => {}
-            // A planted link is refused, never moved along or followed.
-            Err(e) if crate::state::private::is_refused(&e) => return Err(RalphError::setup("the journal", e)),
-            Err(e) => reporter.line(&format!("note: cannot move the previous journal into its run's logs: {e}")),
-        }
-    }
-    let logs_dir = agent_dir.join("logs").join(&checkpoint.run_id);
-    crate::state::private::ensure_dirs(&agent_dir, &Path::new("logs").join(&checkpoint.run_id))
-        .map_err(|e| RalphError::setup(format!("cannot create {}", logs_dir.display()), e))?;
-    let keep = loaded.config.logs.keep_runs as usize;
-    match retention::prune(&agent_dir.join("logs"), Some(&checkpoint.run_id), keep) {
-        Ok(pruned) if !pruned.is_empty() => {
-            tracing::info!("removed the logs of {} older run(s) ([logs] keep_runs = {keep})", pruned.len());
-        }
-        Ok(_) => {}
-        Err(e) => reporter.line(&format!("note: cannot remove old run logs: {e}")),
-    }
-    let log_path = logs_dir.join("ralph.log");
-    if let Some(warning) = crate::report::log::init(&log_path, options.verbose, options.log_format) {
-        reporter.line(&format!("note: {warning}"));
-    }
-    if options.verbose > 0 {
-        reporter.line(&format!("log: {}", log_path.display()));
-    }
-    let journal = if enabled {
-        Journal::open(&agent_dir.join("events.jsonl")).map_err(|e| RalphError::setup("cannot open the journal", e))?
-    } else {
-        Journal::disabled()
-    };
+    let (logs_dir, journal) = open_logs(&agent_dir, &loaded, &checkpoint, enabled && !resumed, options, &reporter)?;
     Ok(Prepared::Ready(
         Box::new(Ready {
             dir,
@@ -237,6 +132,167 @@ pub async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         }),
         signals,
     ))
+}
+
+/// The config, the goal and the phases' templates, checked (an unknown `--from`
+/// phase and every agent the chains may reach among them) before anything is touched.
+fn read_inputs(dir: &Path, options: &Options) -> Result<(Loaded, String, Vec<String>), RalphError> {
+    let path = super::config_file::find(dir, options.config.as_deref())?;
+    let loaded = super::config_file::load(&path)?;
+    let prompt_path = dir.join(&loaded.config.general.prompt);
+    let goal = std::fs::read_to_string(&prompt_path).map_err(|source| RalphError::Prompt {
+        path: prompt_path.clone(),
+        config: path.clone(),
+        source,
+    })?;
+    if let Some(problem) = crate::workflow::goal::check(&goal) {
+        return Err(RalphError::Goal { path: prompt_path, problem });
+    }
+    let templates = load_templates(dir, &loaded)?;
+    if let Some(name) = options.from.as_deref() {
+        // An unknown phase is a usage error before anything is touched.
+        advance::start_at(&loaded.phases, loaded.repeat, name, |_| false).map_err(|e| from_error(&e, &path))?;
+    }
+    // Every agent the chains may reach, checked now rather than when the chain
+    // gets there in the middle of the night.
+    let problems = crate::agent::preflight::check_used(&loaded, dir);
+    if !problems.is_empty() {
+        return Err(RalphError::Preflight(problems));
+    }
+    Ok((loaded, goal, templates))
+}
+
+/// The lease on the run directory (see `ownership`), said when taken over.
+fn take_lease(
+    agent_dir: &Path,
+    loaded: &Loaded,
+    when_held: WhenHeld,
+    reporter: &Reporter,
+) -> Result<(Lease, Option<Takeover>), RalphError> {
+    let (lease, takeover) = ownership::acquire(
+        &agent_dir.join("ralph.lease"),
+        &lease_file::identity(),
+        loaded.config.watch.lease_timeout,
+        when_held,
+        &|line| reporter.line(line),
+    )?;
+    if let Some(t) = takeover.as_ref().filter(|t| !t.waited.is_zero())
+        && let Some(from) = &t.from
+    {
+        reporter.line(&format!(
+            "took the run directory over from ralph pid {} on host {}: its lease was {}",
+            from.pid, from.host, t.why
+        ));
+    }
+    Ok((lease, takeover))
+}
+
+/// What choosing the run's checkpoint reads.
+struct Inputs<'a> {
+    loaded: &'a Loaded,
+    goal: &'a str,
+    from: Option<&'a str>,
+    agent_dir: &'a Path,
+    artifacts_dir: &'a Path,
+    reporter: &'a Reporter,
+}
+
+/// The checkpoint this run goes on with: a new one, or the one on disk resumed
+/// (with the attempt that was in flight); `Err` when the run is settled as it is.
+async fn choose_checkpoint(
+    i: &Inputs<'_>,
+    cp_path: Option<&Path>,
+    resume_flag: ResumeFlag,
+    signals: &mut Signals,
+) -> Result<Result<(Checkpoint, bool, Option<InFlight>), RunEnd>, RalphError> {
+    let prompt_checksum = checksum(i.goal.as_bytes());
+    let fresh =
+        || fresh_checkpoint(i.loaded, &prompt_checksum, i.from, i.artifacts_dir).map(|cp| Ok((cp, false, None)));
+    let Some(cp_path) = cp_path else { return fresh() };
+    let existing = load_checkpoint(cp_path, resume_flag, i.reporter)?;
+    if let Some(cp) = &existing {
+        end_leftovers(&cp.run_id, i.reporter);
+    }
+    let mut flag = resume_flag;
+    let mut decision = start::decide(existing.as_ref(), flag);
+    if decision == Start::Ask {
+        let Some(answer) = ask(cp_path, existing.as_ref(), i.from, signals).await? else {
+            return Ok(Err(RunEnd::Declined));
+        };
+        flag = answer;
+        decision = start::decide(existing.as_ref(), flag);
+    }
+    match (decision, existing) {
+        (Start::Resume, Some(cp)) => {
+            let interrupted = cp.in_flight.clone();
+            Ok(Ok((resume(cp, i.loaded, i.goal, &prompt_checksum, i.from, i.reporter)?, true, interrupted)))
+        }
+        (Start::ArchiveThenFresh, Some(_)) => {
+            let aside = store::set_aside(cp_path, "archived")
+                .map_err(|e| RalphError::setup("cannot archive the old checkpoint", e))?;
+            i.reporter.line(&format!("archived the previous checkpoint as {}", aside.display()));
+            fresh()
+        }
+        (Start::Settled, Some(cp)) => Ok(Err(settled(&cp, i.reporter))),
+        (Start::NothingToResume, existing) => {
+            let why = match existing {
+                Some(cp) => format!("the run {} is {}", cp.run_id, cp.status.as_str()),
+                None => format!("there is no checkpoint at {}", cp_path.display()),
+            };
+            Err(RalphError::NothingToResume(format!("nothing to resume: {why}; run `ralph` to start a new run")))
+        }
+        (_, None) if flag == ResumeFlag::ResumeOrStart => {
+            refuse_over_corrupt(i.agent_dir)?;
+            fresh()
+        }
+        _ => fresh(),
+    }
+}
+
+/// The run's logs directory (older runs' pruned, the previous journal moved in when
+/// `new_run` keeps one), ralph's own log, and the journal.
+fn open_logs(
+    agent_dir: &Path,
+    loaded: &Loaded,
+    checkpoint: &Checkpoint,
+    new_run: bool,
+    options: &Options,
+    reporter: &Reporter,
+) -> Result<(PathBuf, Journal), RalphError> {
+    if new_run {
+        // The previous run's history goes with its logs, so it is pruned with them.
+        match retention::move_previous_journal(agent_dir) {
+            Ok(Some(to)) => tracing::info!("moved the previous run's journal to {}", to.display()),
+            Ok(None) => {}
+            // A planted link is refused, never moved along or followed.
+            Err(e) if crate::state::private::is_refused(&e) => return Err(RalphError::setup("the journal", e)),
+            Err(e) => reporter.line(&format!("note: cannot move the previous journal into its run's logs: {e}")),
+        }
+    }
+    let logs_dir = agent_dir.join("logs").join(&checkpoint.run_id);
+    crate::state::private::ensure_dirs(agent_dir, &Path::new("logs").join(&checkpoint.run_id))
+        .map_err(|e| RalphError::setup(format!("cannot create {}", logs_dir.display()), e))?;
+    let keep = loaded.config.logs.keep_runs as usize;
+    match retention::prune(&agent_dir.join("logs"), Some(&checkpoint.run_id), keep) {
+        Ok(pruned) if !pruned.is_empty() => {
+            tracing::info!("removed the logs of {} older run(s) ([logs] keep_runs = {keep})", pruned.len());
+        }
+        Ok(_) => {}
+        Err(e) => reporter.line(&format!("note: cannot remove old run logs: {e}")),
+    }
+    let log_path = logs_dir.join("ralph.log");
+    if let Some(warning) = crate::report::log::init(&log_path, options.verbose, options.log_format) {
+        reporter.line(&format!("note: {warning}"));
+    }
+    if options.verbose > 0 {
+        reporter.line(&format!("log: {}", log_path.display()));
+    }
+    let journal = if loaded.config.general.workflow.checkpoint_enabled {
+        Journal::open(&agent_dir.join("events.jsonl")).map_err(|e| RalphError::setup("cannot open the journal", e))?
+    } else {
+        Journal::disabled()
+    };
+    Ok((logs_dir, journal))
 }
 
 /// No checkpoint, but one that did not parse was kept aside: that run is not over,
@@ -474,7 +530,7 @@ fn fresh_checkpoint(
     from: Option<&str>,
     artifacts_dir: &Path,
 ) -> Result<Checkpoint, RalphError> {
-    let now = now();
+    let now = jiff::Timestamp::now();
     let first = loaded.phases.first().map(|p| p.name.as_str()).unwrap_or("");
     let has_artifact = |phase: &str| artifacts_dir.join(format!("{phase}.md")).is_file();
     let progress = match from {
@@ -502,7 +558,7 @@ fn fresh_checkpoint(
         config_path: loaded.path.display().to_string(),
         config_checksum: loaded.checksum.clone(),
         prompt_checksum: prompt_checksum.to_string(),
-        started_at: now.clone(),
+        started_at: now,
         updated_at: now,
         git: None,
         agent_checkpoint: None,
@@ -557,16 +613,7 @@ fn resume(
     if matches!(cp.status, Status::Failed | Status::Blocked) {
         // The user resumes a stopped run after fixing something: the iteration gets
         // a fresh budget; the run's totals are kept.
-        let c = &mut cp.progress.counters;
-        c.agent_failures = 0;
-        c.ambiguous_failures = 0;
-        c.retry_streak = 0;
-        c.tool_registry_resets = 0;
-        c.mcp_restarts = 0;
-        c.confirmations = 0;
-        pos.cycle = 1;
-        cp.progress.recoveries.clear();
-        cp.progress.environmental_streak = None;
+        cp.progress.renew_budgets();
     }
     // The attempt ralph lost track of is told that the last tool call it started
     // has an unknown outcome. This replaces any older note: the crash is the latest
@@ -645,10 +692,6 @@ fn crash_note(progress: &Progress, loaded: &Loaded, goal: &str, tool: Option<&To
 pub fn checksum(bytes: &[u8]) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
-}
-
-pub fn now() -> String {
-    jiff::Timestamp::now().to_string()
 }
 
 fn new_run_id() -> String {

@@ -22,7 +22,7 @@ use crate::state::checkpoint::Status;
 
 use super::RunEnd;
 use super::connect;
-use super::dispatch::{Dispatcher, unix_now};
+use super::dispatch::Dispatcher;
 
 impl Dispatcher {
     /// Waits `delay` (status `waiting`), unless a signal stops the run first.
@@ -42,19 +42,8 @@ impl Dispatcher {
         self.r.reporter.waiting(why, delay);
         self.r.checkpoint.status = Status::Waiting;
         self.save()?;
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep_until(until) => break,
-                action = signals.next() => match action {
-                    InterruptAction::Stop(cause) => return self.stopped(cause, None).map(Some),
-                    InterruptAction::ForceExit => return Ok(Some(RunEnd::ForceExit)),
-                    InterruptAction::Ignore => {}
-                    // Nothing of the iteration runs while waiting: `ralph stop` stops here.
-                    InterruptAction::Control => if self.serve_inbox(signals) {
-                        return self.stopped(StopCause::User, None).map(Some);
-                    },
-                },
-            }
+        if let Err(end) = self.race(tokio::time::sleep_until(until), signals).await? {
+            return Ok(Some(end));
         }
         self.r.reporter.waiting_done();
         self.r.checkpoint.status = Status::Running;
@@ -70,7 +59,7 @@ impl Dispatcher {
         signals: &mut Signals,
     ) -> Result<Option<RunEnd>, RalphError> {
         self.r.checkpoint.progress.rate_limit_until = Some(at);
-        let started = unix_now();
+        let started = self.unix_now();
         let left = u64::try_from(at.saturating_sub(started)).unwrap_or(0);
         if left > 0 {
             // Shown as the provider reported it; the margin is ralph's own.
@@ -78,7 +67,7 @@ impl Dispatcher {
             let why = format!("{why}: waiting for the reported reset at {reset}");
             let end = self.wait(Duration::from_secs(left), &why, signals).await?;
             // A rate-limit wait has its own bound, not the environmental streak's.
-            self.r.checkpoint.progress.exclude_from_streak(unix_now().saturating_sub(started));
+            self.r.checkpoint.progress.exclude_from_streak(self.unix_now().saturating_sub(started));
             if let Some(end) = end {
                 return Ok(Some(end));
             }
@@ -108,17 +97,18 @@ impl Dispatcher {
             }
             return Ok(Offline::Online);
         };
-        let since = *self.r.checkpoint.progress.offline_since.get_or_insert_with(unix_now);
+        let now = self.unix_now();
+        let since = *self.r.checkpoint.progress.offline_since.get_or_insert(now);
         self.emit(RunEvent::Offline { since, endpoints: endpoints.clone(), error: last_error });
         let interval = self.r.loaded.config.offline.interval;
         let next_probe = Arc::new(AtomicU64::new(self.r.reporter.probe_clock(interval)));
         self.r.reporter.offline(since, &endpoints, Arc::clone(&next_probe));
         self.r.checkpoint.status = Status::Waiting;
         self.save()?;
-        let paused_at = unix_now();
+        let paused_at = self.unix_now();
         let outcome = self.offline_rounds(&endpoints, &next_probe, signals).await;
         // The offline pause has its own bound, not the environmental streak's.
-        self.r.checkpoint.progress.exclude_from_streak(unix_now().saturating_sub(paused_at));
+        self.r.checkpoint.progress.exclude_from_streak(self.unix_now().saturating_sub(paused_at));
         outcome
     }
 
@@ -141,21 +131,14 @@ impl Dispatcher {
                 tokio::time::sleep(interval).await;
                 connect::probe(endpoints, timeout).await
             };
-            tokio::select! {
-                result = round => {
+            match self.race(round, signals).await? {
+                Ok(result) => {
                     tracing::debug!(?result, "offline probe");
                     if result == ProbeResult::Online {
                         break;
                     }
                 }
-                action = signals.next() => match action {
-                    InterruptAction::Stop(cause) => return self.stopped(cause, None).map(Offline::Stopped),
-                    InterruptAction::ForceExit => return Ok(Offline::Stopped(RunEnd::ForceExit)),
-                    InterruptAction::Ignore => {}
-                    InterruptAction::Control => if self.serve_inbox(signals) {
-                        return self.stopped(StopCause::User, None).map(Offline::Stopped);
-                    },
-                },
+                Err(end) => return Ok(Offline::Stopped(end)),
             }
         }
         self.r.reporter.waiting_done();
@@ -183,16 +166,26 @@ impl Dispatcher {
             return self.stopped(cause, None).map(Err);
         }
         let timeout = self.r.loaded.config.offline.timeout;
-        let probe = connect::probe(endpoints, timeout);
-        tokio::pin!(probe);
+        let result = self.race(connect::probe(endpoints, timeout), signals).await?;
+        if let Ok(ProbeResult::Online) = result {
+            self.remember_answered(endpoints);
+        }
+        Ok(result)
+    }
+
+    /// The one way the dispatcher awaits something: `future`, unless a signal stops
+    /// the run first (`Err` with how it ended). Control messages are served
+    /// meanwhile; as nothing of the iteration runs while waiting, `ralph stop` stops
+    /// here.
+    pub(super) async fn race<T>(
+        &mut self,
+        future: impl std::future::Future<Output = T>,
+        signals: &mut Signals,
+    ) -> Result<Result<T, RunEnd>, RalphError> {
+        tokio::pin!(future);
         loop {
             tokio::select! {
-                result = &mut probe => {
-                    if result == ProbeResult::Online {
-                        self.remember_answered(endpoints);
-                    }
-                    return Ok(Ok(result));
-                }
+                result = &mut future => return Ok(Ok(result)),
                 action = signals.next() => match action {
                     InterruptAction::Stop(cause) => return self.stopped(cause, None).map(Err),
                     InterruptAction::ForceExit => return Ok(Err(RunEnd::ForceExit)),

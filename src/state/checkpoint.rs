@@ -65,7 +65,8 @@ pub struct InFlight {
     pub attempt: u32,
     /// The session the attempt resumed or reported, if known yet.
     pub session: Option<String>,
-    pub started_at: String,
+    #[serde(deserialize_with = "timestamp")]
+    pub started_at: jiff::Timestamp,
     /// The last tool call the agent started: after a crash its outcome is unknown,
     /// and the resumed attempt is told to check it before redoing it.
     #[serde(default)]
@@ -92,7 +93,8 @@ pub struct LastError {
     pub agent: String,
     /// The end of the agent's output, redacted.
     pub text_tail: String,
-    pub at: String,
+    #[serde(deserialize_with = "timestamp")]
+    pub at: jiff::Timestamp,
     /// The failed attempt's transcript, for the summary and `status`.
     #[serde(default)]
     pub log: Option<String>,
@@ -146,8 +148,10 @@ pub struct Checkpoint {
     pub config_path: String,
     pub config_checksum: String,
     pub prompt_checksum: String,
-    pub started_at: String,
-    pub updated_at: String,
+    #[serde(deserialize_with = "timestamp")]
+    pub started_at: jiff::Timestamp,
+    #[serde(deserialize_with = "timestamp")]
+    pub updated_at: jiff::Timestamp,
     /// Git-aware runs: the baseline, the commits made, a commit pending (absent when
     /// git features are off or the checkpoint predates them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -166,4 +170,12 @@ pub struct AgentCheckpoint {
     pub summary: String,
     pub steps_done: Vec<String>,
     pub next_steps: Vec<String>,
+}
+
+/// A timestamp as every ralph wrote it, an RFC 3339 string. The reader before they
+/// were typed took any string: one that does not parse reads as the epoch rather
+/// than making the whole checkpoint unreadable.
+fn timestamp<'de, D: serde::Deserializer<'de>>(d: D) -> Result<jiff::Timestamp, D::Error> {
+    let text = String::deserialize(d)?;
+    Ok(text.parse().unwrap_or(jiff::Timestamp::UNIX_EPOCH))
 }

@@ -146,6 +146,21 @@ mod tests {
     }
 
     #[test]
+    fn timestamps_are_typed_and_written_as_before() {
+        // `jiff::Timestamp` in memory, the same RFC 3339 string on disk.
+        for name in ["v1-first.json", "v1-current.json"] {
+            let on_disk: Value = serde_json::from_slice(&sample(name)).unwrap();
+            let written = serde_json::to_value(parse(&sample(name)).unwrap()).unwrap();
+            for key in ["/started_at", "/updated_at", "/last_error/at", "/in_flight/started_at"] {
+                assert_eq!(written.pointer(key), on_disk.pointer(key), "{name}: {key}");
+            }
+        }
+        // The untyped reader took any string; so does this one.
+        let odd = edit("v1-current.json", |v| v["updated_at"] = "yesterday".into());
+        assert_eq!(parse(&odd).unwrap().updated_at, jiff::Timestamp::UNIX_EPOCH);
+    }
+
+    #[test]
     fn a_newer_version_is_too_new_not_corrupt() {
         let bytes = edit("v1-current.json", |v| v["version"] = 2.into());
         assert!(matches!(parse(&bytes), Err(FormatError::TooNew { version: 2 })));

@@ -1,12 +1,14 @@
 //! Supervising a live attempt, pure over events and text: the silence and time
 //! limits ([`watch`]), tool calls printed as text ([`tool_text`]), tool-call loops
 //! ([`loops`]), repeated permission denials ([`denials`]), continue storms ([`storm`]), honest completion in the final message
-//! ([`completion`]) and the recovery note for the next attempt ([`note`]). Each
+//! ([`completion`]), which text is the final message ([`final_message`]) and the
+//! recovery note for the next attempt ([`note`]). Each
 //! detector decides from values passed in only (no I/O, no clock of its own), so it
 //! is tested with paused time, fixed instants and text corpora, and no processes.
 
 pub mod completion;
 pub mod denials;
+pub mod final_message;
 pub mod loops;
 mod markdown;
 pub mod note;

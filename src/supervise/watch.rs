@@ -11,6 +11,21 @@ use crate::agent::AgentEvent;
 use crate::config::Timeouts;
 use crate::recovery::classify::EndedBy;
 
+/// The limits one attempt runs under: the configured ones, where an agent whose tool
+/// calls run unseen (`quiet_tools`) has its silence bounded by the tool limit, never
+/// by the stall limit (a long build is not a stall), and no attempt runs past what
+/// is left of the run's own time limit.
+pub fn attempt_limits(timeouts: &Timeouts, quiet_tools: bool, runtime_left: Option<Duration>) -> Timeouts {
+    let mut limits = timeouts.clone();
+    if quiet_tools {
+        limits.stall = limits.stall.max(limits.tool);
+    }
+    if let Some(left) = runtime_left {
+        limits.attempt = limits.attempt.min(left);
+    }
+    limits
+}
+
 /// The timers of one attempt.
 #[derive(Debug, Clone)]
 pub struct Watch {
@@ -91,6 +106,25 @@ mod tests {
             attempt: Duration::from_secs(3600),
             grace: Duration::from_secs(1),
         }
+    }
+
+    #[test]
+    fn quiet_tools_bound_silence_by_the_tool_limit() {
+        let t = timeouts();
+        assert_eq!(attempt_limits(&t, false, None).stall, t.stall);
+        let quiet = attempt_limits(&t, true, None);
+        assert_eq!((quiet.stall, quiet.tool), (t.tool, t.tool));
+        // A tool limit below the stall limit never shortens the silence allowed.
+        let short_tool = Timeouts { tool: Duration::from_secs(10), ..timeouts() };
+        assert_eq!(attempt_limits(&short_tool, true, None).stall, t.stall);
+    }
+
+    #[test]
+    fn no_attempt_outlasts_the_run() {
+        let t = timeouts();
+        assert_eq!(attempt_limits(&t, false, None).attempt, t.attempt);
+        assert_eq!(attempt_limits(&t, false, Some(Duration::from_secs(5))).attempt, Duration::from_secs(5));
+        assert_eq!(attempt_limits(&t, false, Some(Duration::from_secs(86_400))).attempt, t.attempt);
     }
 
     #[tokio::test(start_paused = true)]

@@ -182,12 +182,12 @@ fn block(registry: &Path, entry: &Entry, why: &str) -> Result<bool, String> {
     cp.status = Status::Blocked;
     cp.stop_reason = Some(why.to_string());
     cp.clean_stop = true;
-    cp.updated_at = jiff::Timestamp::now().to_string();
+    cp.updated_at = jiff::Timestamp::now();
     store::save_json(&path, &cp).map_err(|e| e.to_string())?;
     lock.release().map_err(|e| e.to_string())?;
     let mut updated = entry.clone();
     updated.status = Status::Blocked;
-    updated.updated_at = cp.updated_at.clone();
+    updated.updated_at = cp.updated_at.to_string();
     registry::write(registry, &updated).map_err(|e| e.to_string())?;
     Ok(true)
 }

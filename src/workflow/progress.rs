@@ -167,6 +167,18 @@ impl Progress {
         self.recoveries.clear();
     }
 
+    /// A failed or blocked run resumed after a person fixed something: the
+    /// iteration's budgets start afresh, and so does the chain's cycle; its session
+    /// and recovery note are kept for the resumed attempt, and the run's totals stay.
+    pub fn renew_budgets(&mut self) {
+        let (session, note) = (self.resume_session.take(), self.recovery_note.take());
+        self.start_iteration();
+        (self.resume_session, self.recovery_note) = (session, note);
+        self.counters.tool_registry_resets = 0;
+        self.counters.mcp_restarts = 0;
+        self.position.cycle = 1;
+    }
+
     /// Counts an attempt's tokens to its session, and forgets the sessions no later
     /// attempt can resume (only the last session of each agent and the one to resume
     /// next), so the checkpoint stays bounded however many launches a run makes.
@@ -229,5 +241,19 @@ mod tests {
         p.sessions.insert("agent0".into(), "s1000".into());
         p.add_session_tokens("s1000", 1, 1);
         assert!(p.session_tokens.contains_key("s997"));
+    }
+
+    #[test]
+    fn renewed_budgets_keep_the_session_and_the_note() {
+        let mut p = Progress::new("develop");
+        let c = &mut p.counters;
+        (c.agent_failures, c.ambiguous_failures, c.retry_streak, c.confirmations) = (3, 2, 4, 1);
+        (c.tool_registry_resets, c.mcp_restarts, c.attempts) = (1, 2, 9);
+        (p.position.cycle, p.resume_session, p.recovery_note) = (3, Some("s1".into()), Some("note".into()));
+        p.renew_budgets();
+        let c = &p.counters;
+        let budgets = [c.agent_failures, c.ambiguous_failures, c.retry_streak, c.confirmations, c.tool_registry_resets];
+        assert_eq!((budgets, c.mcp_restarts, p.position.cycle, c.attempts), ([0; 5], 0, 1, 9));
+        assert_eq!((p.resume_session.as_deref(), p.recovery_note.as_deref()), (Some("s1"), Some("note")));
     }
 }

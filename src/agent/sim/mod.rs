@@ -190,30 +190,8 @@ impl Sim<'_> {
                 }
                 self.tool_finish(&id, &tool.result, tool.error)?;
             }
-            SimStep::Mcp(m) if m.silent => {
-                let arguments = if m.arguments.is_null() { json!({}) } else { m.arguments.clone() };
-                if let Err(e) = mcp::call(&m.tool, &arguments, m.kill) {
-                    self.stderr_line(&format!("ralph mcp failed: {e}"));
-                }
-            }
-            SimStep::Mcp(m) => {
-                let arguments = if m.arguments.is_null() { json!({}) } else { m.arguments.clone() };
-                let id = self.tool_start(&format!("mcp__ralph__{}", m.tool), &arguments)?;
-                match mcp::call(&m.tool, &arguments, m.kill) {
-                    Ok((text, is_error)) => self.tool_finish(&id, &text, is_error)?,
-                    Err(e) => self.tool_finish(&id, &format!("ralph mcp failed: {e}"), true)?,
-                }
-            }
-            SimStep::Write(w) => {
-                let path = self.cwd.join(&w.path);
-                let shown = path.display().to_string();
-                let input = json!({"file_path": shown, "content": w.content});
-                let id = self.tool_start("Write", &input)?;
-                match write_file(&path, &w.content) {
-                    Ok(()) => self.tool_finish(&id, &format!("File created successfully at: {shown}"), false)?,
-                    Err(e) => self.tool_finish(&id, &format!("Error writing {shown}: {e}"), true)?,
-                }
-            }
+            SimStep::Mcp(m) => self.mcp(m)?,
+            SimStep::Write(w) => self.write(w)?,
             SimStep::Sleep(d) => thread::sleep(*d),
             SimStep::Hang(true) => {
                 self.flush_all();
@@ -253,25 +231,7 @@ impl Sim<'_> {
                     self.stderr_line(&format!("ralph sim: ignore: {problem}"));
                 }
             }
-            SimStep::Grandchild(g) => {
-                // A broken fixture (no `sleep`, unwritable pidfile) must fail loudly, not
-                // look like a well-behaved agent: exit 2 without a result.
-                let pid = match os::spawn_grandchild(&self.cwd, g.lives) {
-                    Ok(pid) => pid,
-                    Err(e) => {
-                        self.stderr_line(&format!("ralph sim: grandchild: cannot spawn sleep: {e}"));
-                        return Ok(Flow::Exit(2));
-                    }
-                };
-                if let Err(e) = os::write_pidfile(&self.cwd.join(&g.pidfile), pid) {
-                    self.stderr_line(&format!("ralph sim: grandchild pidfile: {e}"));
-                    return Ok(Flow::Exit(2));
-                }
-                let secs = format!("{:.3}", g.lives.as_secs_f64());
-                let input = json!({"command": format!("sleep {secs}"), "run_in_background": true});
-                let id = self.tool_start("Bash", &input)?;
-                self.tool_finish(&id, &format!("Command running in background with ID: {pid}"), false)?;
-            }
+            SimStep::Grandchild(g) => return self.grandchild(g),
             SimStep::Pidfile(path) => {
                 if let Err(e) = os::write_pidfile(&self.cwd.join(path), std::process::id()) {
                     self.stderr_line(&format!("ralph sim: pidfile: {e}"));
@@ -282,6 +242,54 @@ impl Sim<'_> {
             SimStep::Done(text) => self.say(&tagged(text, "<promise>DONE</promise>"))?,
             SimStep::Goal(text) => self.say(&tagged(text, "<promise>COMPLETE</promise>"))?,
         }
+        Ok(Flow::Next)
+    }
+
+    /// A call of a `ralph mcp` tool, shown as a tool call unless it is silent.
+    fn mcp(&mut self, m: &crate::config::SimMcp) -> io::Result<()> {
+        let arguments = if m.arguments.is_null() { json!({}) } else { m.arguments.clone() };
+        if m.silent {
+            if let Err(e) = mcp::call(&m.tool, &arguments, m.kill) {
+                self.stderr_line(&format!("ralph mcp failed: {e}"));
+            }
+            return Ok(());
+        }
+        let id = self.tool_start(&format!("mcp__ralph__{}", m.tool), &arguments)?;
+        match mcp::call(&m.tool, &arguments, m.kill) {
+            Ok((text, is_error)) => self.tool_finish(&id, &text, is_error),
+            Err(e) => self.tool_finish(&id, &format!("ralph mcp failed: {e}"), true),
+        }
+    }
+
+    fn write(&mut self, w: &crate::config::SimWrite) -> io::Result<()> {
+        let path = self.cwd.join(&w.path);
+        let shown = path.display().to_string();
+        let input = json!({"file_path": shown, "content": w.content});
+        let id = self.tool_start("Write", &input)?;
+        match write_file(&path, &w.content) {
+            Ok(()) => self.tool_finish(&id, &format!("File created successfully at: {shown}"), false),
+            Err(e) => self.tool_finish(&id, &format!("Error writing {shown}: {e}"), true),
+        }
+    }
+
+    fn grandchild(&mut self, g: &crate::config::SimGrandchild) -> io::Result<Flow> {
+        // A broken fixture (no `sleep`, unwritable pidfile) must fail loudly, not
+        // look like a well-behaved agent: exit 2 without a result.
+        let pid = match os::spawn_grandchild(&self.cwd, g.lives) {
+            Ok(pid) => pid,
+            Err(e) => {
+                self.stderr_line(&format!("ralph sim: grandchild: cannot spawn sleep: {e}"));
+                return Ok(Flow::Exit(2));
+            }
+        };
+        if let Err(e) = os::write_pidfile(&self.cwd.join(&g.pidfile), pid) {
+            self.stderr_line(&format!("ralph sim: grandchild pidfile: {e}"));
+            return Ok(Flow::Exit(2));
+        }
+        let secs = format!("{:.3}", g.lives.as_secs_f64());
+        let input = json!({"command": format!("sleep {secs}"), "run_in_background": true});
+        let id = self.tool_start("Bash", &input)?;
+        self.tool_finish(&id, &format!("Command running in background with ID: {pid}"), false)?;
         Ok(Flow::Next)
     }
 }

@@ -127,7 +127,19 @@ fn full_script_round_trips_through_the_parser() {
         },
     ];
     assert_eq!(ev[..expected_prefix.len()], expected_prefix[..]);
-    let rest = &ev[expected_prefix.len()..];
+    the_rest_of_the_full_script(&ev[expected_prefix.len()..]);
+
+    // One JSON object per line, each stamped with the session.
+    let v = json_lines(&run);
+    assert_eq!(v.len(), 15);
+    assert!(v.iter().all(|l| l["session_id"] == "sim-builder-2"));
+    // Four tool results, so five model turns.
+    assert_eq!(v[14]["num_turns"], 5);
+}
+
+/// The full script's events after its Write step: the rate limit, the tool text,
+/// the repeated tool and the done message with its usage.
+fn the_rest_of_the_full_script(rest: &[AgentEvent]) {
     let AgentEvent::RateLimit { status, resets_at, limit_type } = &rest[0] else {
         panic!("expected rate limit, got {:?}", rest[0]);
     };
@@ -155,13 +167,6 @@ fn full_script_round_trips_through_the_parser() {
             },
         ]
     );
-
-    // One JSON object per line, each stamped with the session.
-    let v = json_lines(&run);
-    assert_eq!(v.len(), 15);
-    assert!(v.iter().all(|l| l["session_id"] == "sim-builder-2"));
-    // Four tool results, so five model turns.
-    assert_eq!(v[14]["num_turns"], 5);
 }
 
 #[test]
