@@ -67,6 +67,8 @@ pub struct Outcome {
     pub last_tool: Option<LastTool>,
     /// The last signal ralph sent to end the agent, if it had to.
     pub last_signal: Option<Signal>,
+    /// The log, when a full disk still holds part of it back (`run::disk_wait`).
+    pub unsaved_log: Option<AttemptLog>,
 }
 
 /// What the dispatcher wants to hear while the attempt runs.
@@ -86,6 +88,8 @@ pub trait Observer {
     /// Messages from the control socket, while the agent runs or not (any more);
     /// true when one is a heartbeat of the agent.
     fn control(&mut self, inbox: Vec<crate::control::Inbound>, agent_running: bool) -> bool;
+    /// The attempt log found the disk full, or space back.
+    fn log_disk(&mut self, event: crate::events::RunEvent);
 }
 
 impl Outcome {
@@ -291,6 +295,9 @@ pub async fn run(
                 }
             },
         }
+        for event in log.take_news() {
+            observer.log_disk(event);
+        }
         // A stdout line is handled outside the `select!`, whichever way it came.
         if let Some(line) = pending_out.take() {
             let events = parser.parse_line(&line);
@@ -346,6 +353,9 @@ pub async fn run(
         }
     }
     log.flush();
+    for event in log.take_news() {
+        observer.log_disk(event);
+    }
     end_escaped(&attempt_id, agent_pid);
     let exit = exit.unwrap_or(Exit::Code(-1));
     let end = match stopping {
@@ -356,6 +366,7 @@ pub async fn run(
     outcome.intervention = if stopping.is_some() { None } else { intervention };
     outcome.last_tool = supervisor.last_tool();
     outcome.last_signal = escalation.map(|(esc, _)| esc.last_signal());
+    outcome.unsaved_log = (!log.on_disk()).then_some(log);
     outcome
 }
 
@@ -544,6 +555,7 @@ impl Collected {
             intervention: None,
             last_tool: None,
             last_signal: None,
+            unsaved_log: None,
         }
     }
 }
