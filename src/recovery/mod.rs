@@ -7,6 +7,7 @@
 pub mod classify;
 #[cfg(test)]
 mod corpus;
+pub mod decision;
 pub mod policy;
 pub mod probe;
 pub mod rate_limit;

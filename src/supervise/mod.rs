@@ -7,6 +7,7 @@
 
 pub mod completion;
 pub mod denials;
+pub mod ended_by;
 pub mod loops;
 mod markdown;
 pub mod note;

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 
 use tokio::time::{Duration, Instant};
 
+use super::ended_by::EndedBy;
 use crate::agent::AgentEvent;
 use crate::config::Timeouts;
-use crate::recovery::classify::EndedBy;
 
 /// The timers of one attempt.
 #[derive(Debug, Clone)]
