@@ -60,7 +60,7 @@ pub use crate::outcome::RunEnd;
 pub async fn run(options: Options) -> Result<RunEnd, RalphError> {
     // Orphans of agents (a daemon that called setsid) come back to ralph, which ends
     // them with their attempt; see `process::escaped`.
-    if !crate::process::escaped::become_subreaper() {
+    if !crate::os::become_subreaper() {
         tracing::warn!("cannot become a child subreaper: escaped agent processes are found by their environment only");
     }
     match setup::prepare(&options).await? {
