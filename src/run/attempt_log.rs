@@ -227,6 +227,7 @@ impl AttemptLog {
     fn drain(&mut self) {
         let Some(file) = self.file.as_mut() else {
             self.buf = Vec::new();
+            self.dirty_since = None;
             return;
         };
         let mut done = 0;
@@ -256,6 +257,7 @@ impl AttemptLog {
                 tracing::warn!("stopped writing the attempt log {}: {e}", self.current().display());
                 self.file = None;
                 self.buf = Vec::new();
+                self.dirty_since = None;
             }
         }
     }
