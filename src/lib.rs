@@ -22,6 +22,7 @@ pub mod events;
 pub mod exit;
 pub mod git;
 pub mod notify;
+pub mod os;
 pub mod outcome;
 pub mod process;
 pub mod recovery;

@@ -1,7 +1,8 @@
 //! `ralph logs [-f]`: the transcript of the current or last attempt, readable: a
 //! structured stream (Claude Code, Codex, Gemini, OpenCode, the scripted agent) is
-//! shown as its parsed events, a text agent's output as it is. `-f` follows it, and
-//! the attempts after it, while a ralph runs here.
+//! shown as its parsed events, a text agent's output as it is. `-f` follows it
+//! (across the tail segments of a bounded log), and the attempts after it, while a
+//! ralph runs here.
 
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -35,8 +36,8 @@ pub fn main(dir: &Path, config: Option<&Path>, follow: bool) -> Result<i32, Ralp
         };
         let mut parser = parser(loaded.as_ref(), &path);
         println!("==> {} <==", path.display());
-        let more = print_file(&path, parser.as_deref_mut(), follow, || {
-            // Stop following this file once a later attempt exists, or no ralph runs.
+        let more = print_attempt(&path, parser.as_deref_mut(), follow, || {
+            // Stop following this attempt once a later one exists, or no ralph runs.
             last_attempt(&run, Some(number)).is_none() && crate::commands::inspect::live_holder(dir).is_some()
         })?;
         shown = Some(number);
@@ -92,25 +93,78 @@ fn parser(loaded: Option<&crate::config::Loaded>, path: &Path) -> Option<Box<dyn
     crate::agent::launch::parser_for(loaded.config.agents.get(agent)?)
 }
 
-/// Prints `path` readably; with `follow`, keeps printing what is appended while
-/// `keep_going` says so. Returns whether following should go on to a later attempt.
-fn print_file(
-    path: &Path,
+/// Prints an attempt's log: the head file, then its tail segments in order (a
+/// bounded log goes on in `<head>.1`, `.2`, …; the writer finishes a file before it
+/// starts the next, and deletes the oldest of them, so a reader that fell behind
+/// skips to the oldest one left, whose first line says how much was cut).
+/// Returns whether following should go on to a later attempt.
+fn print_attempt(
+    head: &Path,
     mut parser: Option<&mut (dyn LineParser + '_)>,
     follow: bool,
     keep_going: impl Fn() -> bool,
 ) -> Result<bool, RalphError> {
+    let (mut number, mut path) = (0, head.to_path_buf());
+    // The end of a line the writer split between two segments.
+    let mut carry = Vec::new();
+    loop {
+        let more = print_file(&path, parser.as_deref_mut(), follow, &mut carry, || {
+            next_segment(head, number).is_none() && keep_going()
+        })?;
+        let next = next_segment(head, number);
+        // Segments were deleted in between: the line's end is not its start.
+        if next.as_ref().is_none_or(|(n, _)| *n != number + 1) && !carry.is_empty() {
+            show(parser.as_deref_mut(), &std::mem::take(&mut carry));
+        }
+        match next {
+            Some((n, next)) => (number, path) = (n, next),
+            None => return Ok(more),
+        }
+    }
+}
+
+/// The lowest-numbered tail segment of the log `head` above `after`.
+fn next_segment(head: &Path, after: u32) -> Option<(u32, PathBuf)> {
+    let name = head.file_name()?.to_string_lossy().into_owned();
+    std::fs::read_dir(head.parent()?)
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let file = e.file_name().to_string_lossy().into_owned();
+            let n: u32 = file.strip_prefix(&name)?.strip_prefix('.')?.parse().ok()?;
+            (n > after).then(|| (n, e.path()))
+        })
+        .min_by_key(|(n, _)| *n)
+}
+
+/// Prints `path` readably, bytes as lossy UTF-8; with `follow`, keeps printing
+/// what is appended while `keep_going` says so (and reads to the end once more
+/// after it stops saying so: what was written just before counts). `carry` comes
+/// in as the unfinished line of the previous segment, and goes out as this file's.
+/// Returns whether following should go on to a later attempt.
+fn print_file(
+    path: &Path,
+    mut parser: Option<&mut (dyn LineParser + '_)>,
+    follow: bool,
+    carry: &mut Vec<u8>,
+    keep_going: impl Fn() -> bool,
+) -> Result<bool, RalphError> {
     let file = std::fs::File::open(path).map_err(|e| RalphError::io(format!("cannot read {}", path.display()), e))?;
     let mut reader = BufReader::new(file);
-    let mut line = String::new();
+    let mut line = Vec::new();
+    let mut last_pass = false;
     loop {
         line.clear();
-        let n =
-            reader.read_line(&mut line).map_err(|e| RalphError::io(format!("cannot read {}", path.display()), e))?;
-        if n > 0 && line.ends_with('\n') {
-            for out in render_line(parser.as_deref_mut(), line.trim_end_matches('\n')) {
-                println!("{out}");
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| RalphError::io(format!("cannot read {}", path.display()), e))?;
+        if n > 0 && line.ends_with(b"\n") {
+            line.pop();
+            // The cut marker that opens a segment comes before the split line's end.
+            if !carry.is_empty() && !is_cut_marker(&line) {
+                line.splice(0..0, carry.drain(..));
             }
+            show(parser.as_deref_mut(), &line);
             continue;
         }
         // End of the file, or a line still being written: keep it for the next read.
@@ -118,25 +172,36 @@ fn print_file(
             let back = i64::try_from(n).unwrap_or(0);
             let _ = reader.seek(SeekFrom::Current(-back));
         }
-        if !follow {
-            if n > 0 {
-                for out in render_line(parser.as_deref_mut(), line.trim_end()) {
-                    println!("{out}");
-                }
-            }
-            return Ok(false);
+        if !follow || last_pass {
+            carry.extend_from_slice(&line);
+            return Ok(follow && more_to_follow(path));
         }
         if !keep_going() {
-            return Ok(crate::commands::logs::more_to_follow(path));
+            last_pass = true;
+            continue;
         }
         std::thread::sleep(POLL);
     }
 }
 
+fn show(parser: Option<&mut (dyn LineParser + '_)>, line: &[u8]) {
+    for out in render_line(parser, String::from_utf8_lossy(line).trim_end_matches('\r')) {
+        println!("{out}");
+    }
+}
+
+/// The first line of a tail segment written after older ones were deleted.
+fn is_cut_marker(line: &[u8]) -> bool {
+    line.starts_with(b"[ralph: ") && line.ends_with(b" bytes of output cut before this point]")
+}
+
 /// After a file ends: a later attempt may follow.
 fn more_to_follow(path: &Path) -> bool {
     let Some(run) = path.parent() else { return false };
-    let current = path.file_name().and_then(|n| attempt_number(&n.to_string_lossy()));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    // A tail segment `<head>.N` belongs to the attempt of its head.
+    let head = name.rsplit_once(".log.").map_or(name.as_str(), |(stem, _)| stem);
+    let current = attempt_number(&format!("{}.log", head.trim_end_matches(".log")));
     last_attempt(run, current).is_some()
 }
 

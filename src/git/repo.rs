@@ -278,8 +278,8 @@ impl Repo {
                 break Some(status);
             }
             if Instant::now() >= deadline {
-                let pgid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
-                let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+                let pgid = i32::try_from(child.id()).unwrap_or(i32::MAX);
+                let _ = crate::os::signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
                 let _ = child.wait();
                 break None;
             }

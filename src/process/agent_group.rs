@@ -13,8 +13,7 @@ use std::os::fd::IntoRawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, killpg, raise};
-use nix::unistd::Pid;
+use nix::sys::signal::{Signal, raise};
 
 /// The running agent's process group id; 0 when none runs.
 static GROUP: AtomicI32 = AtomicI32::new(0);
@@ -39,7 +38,7 @@ pub fn clear() {
 fn signal_current(signal: Signal) {
     let pgid = GROUP.load(Ordering::SeqCst);
     if pgid > 0 {
-        let _ = killpg(Pid::from_raw(pgid), signal);
+        let _ = crate::os::signal_group(pgid, signal);
     }
 }
 

@@ -23,11 +23,6 @@ pub const ATTEMPT_ID_VAR: &str = "RALPH_ATTEMPT_ID";
 /// How long the attempt's end waits for what it killed to go.
 const END_WAIT: Duration = Duration::from_secs(2);
 
-/// Makes ralph the reaper of its descendants' orphans; false when the kernel refuses.
-pub fn become_subreaper() -> bool {
-    nix::sys::prctl::set_child_subreaper(true).is_ok()
-}
-
 /// One process, as much as the decision needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Proc {
@@ -109,7 +104,7 @@ pub fn end_attempt(attempt_id: &str, owned: &[i32]) -> Vec<i32> {
     let deadline = Instant::now() + END_WAIT;
     let mut killed: Vec<i32> = Vec::new();
     loop {
-        let procs = scan(Path::new("/proc"), attempt_id);
+        let procs = scan(crate::os::proc_root(), attempt_id);
         for pid in to_reap(&procs, me, owned) {
             reap(pid);
         }

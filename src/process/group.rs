@@ -3,8 +3,7 @@
 use std::path::PathBuf;
 use std::process::Stdio;
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use tokio::process::{Child, Command};
 
 /// Everything needed to start one agent process.
@@ -57,7 +56,7 @@ pub fn spawn(launch: &Launch) -> std::io::Result<Child> {
             // If ralph is killed outright (kill -9, OOM), its agent dies with it
             // instead of editing files unsupervised. What the agent started is found
             // by its RALPH_RUN_ID on the next start (see `leftovers`).
-            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
+            crate::os::die_with_parent()?;
             if nix::unistd::getppid() != parent {
                 return Err(std::io::Error::other("ralph exited while the agent started"));
             }
@@ -75,7 +74,7 @@ pub fn signal_group(pgid: u32, signal: Signal) -> std::io::Result<()> {
     let Ok(raw) = i32::try_from(pgid) else {
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "pgid out of range"));
     };
-    match killpg(Pid::from_raw(raw), signal) {
+    match crate::os::signal_group(raw, signal) {
         Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),
         Err(e) => Err(std::io::Error::from(e)),
     }
@@ -83,5 +82,5 @@ pub fn signal_group(pgid: u32, signal: Signal) -> std::io::Result<()> {
 
 /// Whether any process of the group `pgid` is still alive.
 pub fn group_alive(pgid: u32) -> bool {
-    i32::try_from(pgid).is_ok_and(|raw| killpg(Pid::from_raw(raw), None).is_ok())
+    i32::try_from(pgid).is_ok_and(|raw| crate::os::signal_group(raw, None).is_ok())
 }

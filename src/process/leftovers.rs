@@ -29,7 +29,7 @@ pub fn find(proc_root: &Path, run_id: &str) -> Vec<i32> {
 
 /// Kills (SIGKILL) every leftover process of the run; returns their pids.
 pub fn kill_all(run_id: &str) -> Vec<i32> {
-    let pids = find(Path::new("/proc"), run_id);
+    let pids = find(crate::os::proc_root(), run_id);
     for pid in &pids {
         let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
     }

@@ -1,6 +1,12 @@
-//! Agent processes: spawned in their own process group with stdin on `/dev/null`,
-//! from an argument array (never a shell string), with a scrubbed environment; ended
-//! with SIGINT → grace → SIGTERM → grace → SIGKILL sent to the whole group.
+//! Agent processes: spawned in their own process group from an argument array
+//! (never a shell string, [`group`]) with an allowlisted environment ([`env`](mod@env));
+//! ended with SIGINT → grace → SIGTERM → grace → SIGKILL sent to the whole group
+//! ([`escalation`], and [`agent_group`] for the signal paths outside the attempt
+//! loop); their output read as lines of bytes, whatever the bytes and the line
+//! length ([`lines`], [`long_line`]); what escaped the group ([`escaped`]) or a
+//! dead ralph left behind ([`leftovers`]) found and ended; a program's pre-flight
+//! and version ([`preflight`], [`version`]). The Linux-specific calls are
+//! `crate::os`'s.
 
 pub mod agent_group;
 pub mod env;

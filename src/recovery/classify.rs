@@ -9,34 +9,13 @@ use crate::config::{AgentKind, ErrorCategory, ErrorPattern};
 
 use super::{Category, Classification, Rule};
 
+pub use crate::supervise::ended_by::EndedBy;
+
 /// How an attempt ended, as far as the process is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     Code(i32),
     Signal(i32),
-}
-
-/// Who ended the attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EndedBy {
-    /// The agent exited on its own.
-    Agent,
-    /// ralph: no event for the stall timeout while no tool was running.
-    Stall,
-    /// ralph: one tool call ran past the tool timeout.
-    ToolTimeout,
-    /// ralph: the attempt ran past the attempt timeout.
-    AttemptTimeout,
-    /// ralph: the agent repeated the same tool calls.
-    Loop,
-    /// ralph: the agent printed a tool call as text instead of making it.
-    ToolText,
-    /// ralph: the agent wrote a tool call in its thinking instead of making it.
-    ToolTextInThinking,
-    /// ralph: the cost the agent reported during the attempt reached `max_cost_usd`.
-    CostCap,
-    /// ralph: the agent's tool calls were refused permission again and again.
-    PermissionDenials,
 }
 
 /// What the classifier looks at.

@@ -1,12 +1,14 @@
 //! Recovery: what kind of failure an attempt was ([`classify`], and [`spawn`] for a
 //! launch that failed before the agent ran), what to do next ([`policy`],
-//! [`rate_limit`]), and which endpoints tell whether the network is gone ([`probe`];
-//! the TCP connect itself is the shell's). All pure; the dispatcher executes their
-//! decisions.
+//! [`rate_limit`], returning the [`decision`] types), when a provider's limit resets
+//! ([`reset`]), what a resume continues under the current config ([`resume`]), and
+//! which endpoints tell whether the network is gone ([`probe`]; the TCP connect
+//! itself is the shell's). All pure; the dispatcher executes their decisions.
 
 pub mod classify;
 #[cfg(test)]
 mod corpus;
+pub mod decision;
 pub mod policy;
 pub mod probe;
 pub mod rate_limit;

@@ -5,7 +5,7 @@
 use crate::config::{OnRateLimit, Phase, Retry};
 use crate::workflow::Progress;
 
-use super::policy::{Cap, Facts, FalloverWhy, Next, Stop, backoff};
+use super::decision::{Cap, Facts, FalloverWhy, Next, Stop, backoff};
 
 /// Seconds added to a reported reset: providers' clocks and ours differ a little, and
 /// retrying a second early costs a whole new limit error.

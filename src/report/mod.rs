@@ -1,6 +1,8 @@
-//! What the user sees: a live progress line on a terminal, timestamped plain lines
-//! otherwise, nothing but errors with `-q`; the end-of-run summary; and ralph's own
-//! log file ([`log`]).
+//! What the user sees: the line of each run event and the live display's texts
+//! ([`lines`], pure), a live progress line on a terminal (`progress`, `term`),
+//! timestamped plain lines otherwise, nothing but errors with `-q`; local times
+//! ([`clock`]); the end-of-run summary ([`summary`]) and the exact next step
+//! (`next`); and ralph's own log file ([`log`]).
 
 pub mod clock;
 pub mod lines;

@@ -68,6 +68,8 @@ pub struct Outcome {
     pub last_tool: Option<LastTool>,
     /// The last signal ralph sent to end the agent, if it had to.
     pub last_signal: Option<Signal>,
+    /// The log, when a full disk still holds part of it back (`run::disk_wait`).
+    pub unsaved_log: Option<AttemptLog>,
 }
 
 /// What the dispatcher wants to hear while the attempt runs.
@@ -87,6 +89,8 @@ pub trait Observer {
     /// Messages from the control socket, while the agent runs or not (any more);
     /// true when one is a heartbeat of the agent.
     fn control(&mut self, inbox: Vec<crate::control::Inbound>, agent_running: bool) -> bool;
+    /// The attempt log found the disk full, or space back.
+    fn log_disk(&mut self, event: crate::events::RunEvent);
 }
 
 impl Outcome {
@@ -163,6 +167,7 @@ pub async fn run(
             },
         }
         // A stdout line is handled outside the `select!`, whichever way it came.
+        a.log_news();
         a.stdout_line();
     }
     a.finish()
@@ -450,8 +455,16 @@ impl<'a> Running<'a> {
         self.collected.finish(End::ForceExit, self.started)
     }
 
+    /// The log's disk-full and space-back news, for the dispatcher.
+    fn log_news(&mut self) {
+        for event in self.log.take_news() {
+            self.observer.log_disk(event);
+        }
+    }
+
     fn finish(mut self) -> Outcome {
         self.log.flush();
+        self.log_news();
         end_escaped(&self.prepared.attempt_id, self.pgid);
         let end = match self.stopping {
             Some(cause) => End::Stopped(cause),
@@ -461,6 +474,7 @@ impl<'a> Running<'a> {
         outcome.intervention = if self.stopping.is_some() { None } else { self.intervention };
         outcome.last_tool = self.supervisor.last_tool();
         outcome.last_signal = self.escalation.map(|e| e.esc.last_signal());
+        outcome.unsaved_log = (!self.log.on_disk()).then_some(self.log);
         outcome
     }
 }
@@ -636,6 +650,7 @@ impl Collected {
             intervention: None,
             last_tool: None,
             last_signal: None,
+            unsaved_log: None,
         }
     }
 }

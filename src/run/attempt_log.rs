@@ -5,26 +5,39 @@
 //! The first half of `[logs] max_attempt_log` goes to `<stem>.log` (the head: how
 //! the attempt started). Past it, output goes to tail segments `<stem>.log.1`,
 //! `.2`, … of an eighth each; when four exist the oldest is deleted, and each new
-//! segment starts with a marker saying how many bytes were cut before it. Writes
+//! segment starts with a marker saying how many bytes were cut before it. A line
+//! ends in the file it started in unless it is longer than a segment. Writes
 //! are buffered and flushed at least every [`FLUSH_EVERY`], so a kill -9 loses at
-//! most that much of what the agent printed, and `tail -F` can follow the newest
-//! segment. A log that cannot be written is given up on with a warning, never a
-//! failed attempt.
+//! most that much of what the agent printed, and `ralph logs -f` can follow.
+//!
+//! A full disk (ENOSPC, EDQUOT) is an outage here too, never a failed attempt and
+//! never a stalled agent: the output keeps being read, what the disk refused stays
+//! in memory (at most [`HELD_MAX`] more; beyond it a marker says how many bytes
+//! were lost), the write is tried again with the disk backoff, and the log goes on
+//! once space is back. The dispatcher hears of it as `disk_full` and
+//! `disk_space_back` events, and keeps trying after the attempt ends
+//! (`run::disk_wait`). Any other write error gives the log up with a warning.
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::events::RunEvent;
+use crate::state::disk;
 use crate::state::redact::redact_bytes;
 
 /// The longest a written byte waits in the buffer.
 pub const FLUSH_EVERY: Duration = Duration::from_millis(200);
 /// Tail segments kept.
 const SEGMENTS: usize = 4;
+/// Bytes buffered before they are written, whatever the flush interval.
+const BUFFER: usize = 64 * 1024;
+/// Output held in memory while the disk is full, at most.
+pub const HELD_MAX: usize = 1024 * 1024;
 
 /// Where the agent's output is written.
 #[derive(Debug)]
@@ -32,23 +45,55 @@ pub struct AttemptLog {
     path: PathBuf,
     head: u64,
     segment: u64,
-    w: Option<BufWriter<File>>,
-    /// Bytes in the file being written.
+    file: Option<File>,
+    /// Bytes of the current file not written yet.
+    buf: Vec<u8>,
+    /// Bytes in the file being written (the buffer included).
     written: u64,
     /// The current tail segment's number (0: the head file).
     number: u32,
     /// Tail segments on disk, oldest first, with their sizes.
     kept: VecDeque<(PathBuf, u64)>,
     cut: u64,
+    /// Whether the head ends with the note naming the tail segments.
+    noted: bool,
+    /// Whether the last byte written ended a line.
+    at_line_start: bool,
     /// When unflushed bytes were first written.
     dirty_since: Option<Instant>,
+    /// Set while the disk is full.
+    full: Option<Full>,
+    /// Events for the dispatcher, oldest first.
+    news: Vec<RunEvent>,
+    /// Unit tests: writes fail with ENOSPC while this file exists.
+    #[cfg(test)]
+    full_while: Option<PathBuf>,
+}
+
+/// The waiting out of a full disk.
+#[derive(Debug)]
+struct Full {
+    tries: u32,
+    retry_at: Instant,
+    /// Output that came meanwhile, in order, bounded by [`HELD_MAX`].
+    held: Vec<u8>,
+    /// Bytes past the bound, dropped.
+    lost: u64,
+}
+
+impl Full {
+    fn hold(&mut self, bytes: &[u8]) {
+        let room = HELD_MAX.saturating_sub(self.held.len()).min(bytes.len());
+        self.held.extend_from_slice(&bytes[..room]);
+        self.lost += (bytes.len() - room) as u64;
+    }
 }
 
 impl AttemptLog {
     /// Creates the log (owner-only, never through a symlink), at most `max` bytes.
     pub fn create(path: &Path, max: u64) -> Self {
-        let w = match crate::state::private::create_file(path) {
-            Ok(f) => Some(BufWriter::new(f)),
+        let file = match crate::state::private::create_file(path) {
+            Ok(f) => Some(f),
             Err(e) => {
                 tracing::warn!("cannot write the attempt log {}: {e}", path.display());
                 None
@@ -58,12 +103,19 @@ impl AttemptLog {
             path: path.to_path_buf(),
             head: max / 2,
             segment: (max / 2 / SEGMENTS as u64).max(1),
-            w,
+            file,
+            buf: Vec::new(),
             written: 0,
             number: 0,
             kept: VecDeque::new(),
             cut: 0,
+            noted: false,
+            at_line_start: true,
             dirty_since: None,
+            full: None,
+            news: Vec::new(),
+            #[cfg(test)]
+            full_while: None,
         }
     }
 
@@ -85,19 +137,46 @@ impl AttemptLog {
         self.write(b"\n");
     }
 
-    /// When the buffer must be flushed next, if it holds anything.
+    /// When [`flush`](Self::flush) must be called next, if anything waits: the
+    /// flush interval, or the next try on a full disk.
     pub fn flush_at(&self) -> Option<Instant> {
+        if let Some(full) = &self.full {
+            return Some(full.retry_at);
+        }
         self.dirty_since.map(|t| t + FLUSH_EVERY)
     }
 
+    /// Writes what is buffered; on a full disk, tries again and, once space is
+    /// back, writes what was held meanwhile.
     pub fn flush(&mut self) {
-        self.dirty_since = None;
-        if let Some(w) = self.w.as_mut()
-            && let Err(e) = w.flush()
-        {
-            tracing::warn!("stopped writing the attempt log: {e}");
-            self.w = None;
+        self.drain();
+        if !self.buf.is_empty() {
+            return;
         }
+        let Some(full) = self.full.take() else { return };
+        self.news.push(RunEvent::DiskSpaceBack { path: self.current().display().to_string() });
+        self.write(&full.held);
+        if full.lost > 0 {
+            let newline = if full.held.last().is_some_and(|b| *b != b'\n') { "\n" } else { "" };
+            let marker = format!("{newline}[ralph: {} bytes of output lost while the disk was full]\n", full.lost);
+            self.write(marker.as_bytes());
+        }
+        self.drain();
+    }
+
+    /// What happened to the disk since the last call, for the dispatcher.
+    pub fn take_news(&mut self) -> Vec<RunEvent> {
+        std::mem::take(&mut self.news)
+    }
+
+    /// Whether everything received is on disk (or the log was given up).
+    pub fn on_disk(&self) -> bool {
+        self.file.is_none() || (self.full.is_none() && self.buf.is_empty())
+    }
+
+    /// The file written now.
+    pub fn current(&self) -> &Path {
+        self.kept.back().map_or(&self.path, |(p, _)| p)
     }
 
     fn limit(&self) -> u64 {
@@ -105,40 +184,116 @@ impl AttemptLog {
     }
 
     fn write(&mut self, mut bytes: &[u8]) {
-        while !bytes.is_empty() && self.w.is_some() {
-            if self.written >= self.limit() {
+        while !bytes.is_empty() && self.file.is_some() {
+            if let Some(full) = self.full.as_mut() {
+                full.hold(bytes);
+                return;
+            }
+            let limit = self.limit();
+            if self.written >= limit && (self.at_line_start || self.written >= limit + self.segment) {
                 self.rotate();
                 continue;
             }
-            let room = usize::try_from(self.limit() - self.written).unwrap_or(usize::MAX);
-            let (now, rest) = bytes.split_at(room.min(bytes.len()));
+            let take = if self.written < limit {
+                usize::try_from(limit - self.written).unwrap_or(usize::MAX)
+            } else {
+                // Past the limit in the middle of a line: the line ends in this file
+                // (a reader sees it whole), unless it is longer than a segment.
+                let room = usize::try_from(limit + self.segment - self.written).unwrap_or(usize::MAX);
+                bytes.iter().position(|b| *b == b'\n').map_or(bytes.len(), |i| i + 1).min(room)
+            };
+            let (now, rest) = bytes.split_at(take.min(bytes.len()));
             self.raw(now);
             bytes = rest;
         }
     }
 
     fn raw(&mut self, bytes: &[u8]) {
-        let Some(w) = self.w.as_mut() else { return };
-        if let Err(e) = w.write_all(bytes) {
-            tracing::warn!("stopped writing the attempt log: {e}");
-            self.w = None;
-            return;
+        if let Some(last) = bytes.last() {
+            self.at_line_start = *last == b'\n';
         }
+        self.buf.extend_from_slice(bytes);
         self.written += bytes.len() as u64;
         if let Some(segment) = self.kept.back_mut() {
             segment.1 += bytes.len() as u64;
         }
         self.dirty_since.get_or_insert_with(Instant::now);
+        if self.buf.len() >= BUFFER {
+            self.drain();
+        }
+    }
+
+    /// Writes the buffer to the file, keeping what the disk refused.
+    fn drain(&mut self) {
+        let Some(file) = self.file.as_mut() else {
+            self.buf = Vec::new();
+            self.dirty_since = None;
+            return;
+        };
+        let mut done = 0;
+        let result = loop {
+            if done == self.buf.len() {
+                break Ok(());
+            }
+            #[cfg(test)]
+            if self.full_while.as_ref().is_some_and(|p| p.exists()) {
+                break Err(io::Error::from_raw_os_error(nix::libc::ENOSPC));
+            }
+            if let Some(e) = disk::injected() {
+                break Err(e);
+            }
+            match file.write(&self.buf[done..]) {
+                Ok(0) => break Err(io::Error::from(io::ErrorKind::WriteZero)),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
+        self.buf.drain(..done);
+        match result {
+            Ok(()) => self.dirty_since = None,
+            Err(e) if disk::is_full(&e) => self.disk_full(),
+            Err(e) => {
+                tracing::warn!("stopped writing the attempt log {}: {e}", self.current().display());
+                self.file = None;
+                self.buf = Vec::new();
+                self.dirty_since = None;
+            }
+        }
+    }
+
+    /// A write found the disk full: hold the output and try again later.
+    fn disk_full(&mut self) {
+        let now = Instant::now();
+        match self.full.as_mut() {
+            Some(full) => {
+                full.tries = full.tries.saturating_add(1);
+                full.retry_at = now + disk::backoff(full.tries);
+            }
+            None => {
+                let path = self.current().to_path_buf();
+                let free = disk::free_bytes(&path).map_or_else(|| "unknown".to_string(), disk::human);
+                tracing::warn!("disk full writing the attempt log {}", path.display());
+                self.news.push(RunEvent::DiskFull { path: path.display().to_string(), free });
+                self.full = Some(Full { tries: 0, retry_at: now + disk::backoff(0), held: Vec::new(), lost: 0 });
+            }
+        }
     }
 
     /// Closes the current file and starts the next tail segment.
     fn rotate(&mut self) {
-        if self.number == 0 {
+        if self.number == 0 && !self.noted {
             let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let note = format!("\n[ralph: the output goes on in {name}.1, {name}.2, …]\n");
-            let _ = self.w.as_mut().map(|w| w.write_all(note.as_bytes()));
+            let newline = if self.at_line_start { "" } else { "\n" };
+            let note = format!("{newline}[ralph: the output goes on in {name}.1, {name}.2, …]\n");
+            self.buf.extend_from_slice(note.as_bytes());
+            self.noted = true;
         }
-        self.flush();
+        self.drain();
+        // The rest waits for space, and the next segment with it.
+        if self.full.is_some() || self.file.is_none() {
+            return;
+        }
         if self.kept.len() == SEGMENTS
             && let Some((oldest, size)) = self.kept.pop_front()
         {
@@ -150,8 +305,8 @@ impl AttemptLog {
         name.push(format!(".{}", self.number));
         let path = PathBuf::from(name);
         self.written = 0;
-        self.w = match crate::state::private::create_file(&path) {
-            Ok(f) => Some(BufWriter::new(f)),
+        self.file = match crate::state::private::create_file(&path) {
+            Ok(f) => Some(f),
             Err(e) => {
                 tracing::warn!("cannot write the attempt log {}: {e}", path.display());
                 None
@@ -160,11 +315,10 @@ impl AttemptLog {
         self.kept.push_back((path, 0));
         if self.cut > 0 {
             let marker = format!("[ralph: {} bytes of output cut before this point]\n", self.cut);
-            let _ = self.w.as_mut().map(|w| w.write_all(marker.as_bytes()));
+            self.buf.extend_from_slice(marker.as_bytes());
         }
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,5 +368,86 @@ mod tests {
         log.flush();
         assert_eq!(log.flush_at(), None);
         assert_eq!(std::fs::read(d.path().join("a.log")).unwrap(), b"hello\n");
+    }
+
+    fn kinds(log: &mut AttemptLog) -> Vec<&'static str> {
+        log.take_news().iter().map(RunEvent::kind).collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_disk_holds_the_output_and_writes_it_in_order_when_space_is_back() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("a.log");
+        let marker = d.path().join("full");
+        let mut log = AttemptLog::create(&path, 1 << 20);
+        log.full_while = Some(marker.clone());
+        log.line(b"before", false);
+        log.flush();
+        std::fs::write(&marker, "").unwrap();
+        log.line(b"while full 1", false);
+        log.flush();
+        assert_eq!(kinds(&mut log), ["disk_full"]);
+        assert!(!log.on_disk());
+        // Tried again with backoff, not at every flush interval.
+        assert_eq!(log.flush_at(), Some(Instant::now() + disk::backoff(0)));
+        log.line(b"while full 2", true);
+        log.flush();
+        assert_eq!(log.flush_at(), Some(Instant::now() + disk::backoff(1)));
+        assert_eq!(std::fs::read(&path).unwrap(), b"before\n");
+        std::fs::remove_file(&marker).unwrap();
+        log.line(b"after", false);
+        log.flush();
+        assert_eq!(kinds(&mut log), ["disk_space_back"]);
+        assert!(log.on_disk());
+        assert_eq!(
+            String::from_utf8(std::fs::read(&path).unwrap()).unwrap(),
+            "before\nwhile full 1\n[stderr] while full 2\nafter\n"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_long_full_disk_keeps_memory_bounded_and_marks_the_gap() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("a.log");
+        let marker = d.path().join("full");
+        std::fs::write(&marker, "").unwrap();
+        let mut log = AttemptLog::create(&path, 64 << 20);
+        log.full_while = Some(marker.clone());
+        let line = [b'x'; 1023];
+        for _ in 0..3 * 1024 {
+            log.line(&line, false);
+        }
+        let held = log.full.as_ref().map(|f| f.held.len()).unwrap_or_default();
+        assert!(log.buf.len() + held <= BUFFER + HELD_MAX, "{} bytes in memory", log.buf.len() + held);
+        std::fs::remove_file(&marker).unwrap();
+        log.flush();
+        log.line(b"the end", false);
+        log.flush();
+        let text = String::from_utf8(std::fs::read(&path).unwrap()).unwrap();
+        let lost = 3 * 1024 * 1024 - (BUFFER + HELD_MAX);
+        assert!(
+            text.contains(&format!("[ralph: {lost} bytes of output lost while the disk was full]\n")),
+            "{}",
+            text.len()
+        );
+        assert!(text.ends_with("the end\n"));
+    }
+
+    #[tokio::test]
+    async fn a_line_ends_in_the_file_it_started_in() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("a.log");
+        let mut log = AttemptLog::create(&path, 1024);
+        for i in 0..100 {
+            log.line(format!("{i:03}-{}", "y".repeat(46)).as_bytes(), false);
+        }
+        log.flush();
+        for e in std::fs::read_dir(d.path()).unwrap().flatten() {
+            let text = std::fs::read_to_string(e.path()).unwrap();
+            assert!(text.ends_with('\n'), "{text}");
+            for line in text.lines().filter(|l| !l.starts_with("[ralph: ")) {
+                assert_eq!(line.len(), 50, "{line:?} in {}", e.path().display());
+            }
+        }
     }
 }

@@ -1,6 +1,7 @@
-//! Waiting out a full disk: ENOSPC or EDQUOT on the checkpoint or the journal is an
-//! outage like a lost network. The last good checkpoint stays on disk (writes are
-//! atomic), the attempt that was running has finished, and nothing new starts:
+//! Waiting out a full disk: ENOSPC or EDQUOT on the checkpoint, the journal or an
+//! attempt log's end (`run::attempt_log`) is an outage like a lost network. The
+//! last good checkpoint stays on disk (writes are atomic), the attempt that was
+//! running has finished, and nothing new starts:
 //! ralph shows `disk full on <path> (<free> free)`, tries again with backoff, and
 //! continues once the state is written, so no iteration recorded done is repeated.
 //! Like every environmental wait it gives way to a signal at once and is bounded
@@ -53,6 +54,17 @@ impl Dispatcher {
                     tracing::warn!("cannot append to the journal: {e}");
                 }
                 self.disk_full = disk::is_full(&e).then(|| self.r.journal.path().map(|p| p.to_path_buf())).flatten();
+            }
+            if self.disk_full.is_none()
+                && let Some(log) = self.unsaved_log.as_mut()
+            {
+                log.flush();
+                let _ = log.take_news();
+                if log.on_disk() {
+                    self.unsaved_log = None;
+                } else {
+                    self.disk_full = Some(log.current().to_path_buf());
+                }
             }
             if self.disk_full.is_none() {
                 self.emit(RunEvent::DiskSpaceBack { path: path.display().to_string() });

@@ -56,6 +56,8 @@ pub struct Dispatcher {
     pub(super) last_log: Option<std::path::PathBuf>,
     /// A state file the disk had no room for: nothing new starts until it is written.
     pub(super) disk_full: Option<std::path::PathBuf>,
+    /// The last attempt's log, part of which a full disk refused.
+    pub(super) unsaved_log: Option<super::attempt_log::AttemptLog>,
     /// Default probe endpoints that answered during this run (filled in the
     /// background): only those count as evidence of being offline.
     pub(super) answered: Arc<Mutex<BTreeSet<String>>>,
@@ -86,6 +88,7 @@ impl Dispatcher {
             touched,
             last_log: None,
             disk_full: None,
+            unsaved_log: None,
             answered: Arc::default(),
             after_save: Vec::new(),
             control: Default::default(),
@@ -297,6 +300,11 @@ impl Dispatcher {
         let max_log = config.logs.max_attempt_log;
         let cost_left = config.general.max_cost_usd.map(|max| max - self.r.checkpoint.usage.cost_usd);
         let mut outcome = attempt::run(prepared, &limits, cost_left, signals, self, &log_path, max_log).await;
+        // What a full disk held back is written before anything new starts.
+        if let Some(log) = outcome.unsaved_log.take() {
+            self.disk_full.get_or_insert_with(|| log.current().to_path_buf());
+            self.unsaved_log = Some(log);
+        }
         self.r.reporter.attempt_finished();
         if artifact_stamp(&self.r.dir, &done) != artifact && artifact.is_some_or_created(&self.r.dir, &done) {
             outcome.artifact_changed = true;
@@ -886,6 +894,10 @@ impl Observer for Dispatcher {
 
     fn control(&mut self, inbox: Vec<crate::control::Inbound>, agent_running: bool) -> bool {
         self.apply_inbox(inbox, agent_running)
+    }
+
+    fn log_disk(&mut self, event: RunEvent) {
+        self.emit(event);
     }
 }
 

@@ -1,6 +1,12 @@
-//! Running a workflow: [`setup`] turns the directory, the config and any checkpoint
-//! into a ready run (or a precise error), [`dispatch`] is the one loop that owns the
-//! run state and drives attempts, and [`attempt`] runs one agent process.
+//! Running a workflow, the shell around the pure core: [`setup`] turns the directory,
+//! the config ([`config_file`] reads it) and any checkpoint ([`start`]: fresh or
+//! resume) into a ready run (or a precise error), [`dispatch`] is the one loop that
+//! owns the run state and drives attempts, and [`attempt`] runs one agent process
+//! and writes its log (`attempt_log`). Around the loop, each carrying out decisions
+//! made elsewhere: failed attempts (`failure`), waits (`waits`, `disk_wait`, the
+//! probe's TCP connect in [`connect`]), phase artifacts (`artifact`), the repeating
+//! passes (`passes`), git steps ([`git_step`]), the lease ([`ownership`]), the
+//! registry entry (`registration`) and the control socket (`control`).
 
 mod artifact;
 pub mod attempt;
@@ -60,7 +66,7 @@ pub use crate::outcome::RunEnd;
 pub async fn run(options: Options) -> Result<RunEnd, RalphError> {
     // Orphans of agents (a daemon that called setsid) come back to ralph, which ends
     // them with their attempt; see `process::escaped`.
-    if !crate::process::escaped::become_subreaper() {
+    if !crate::os::become_subreaper() {
         tracing::warn!("cannot become a child subreaper: escaped agent processes are found by their environment only");
     }
     match setup::prepare(&options).await? {

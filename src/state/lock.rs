@@ -67,16 +67,7 @@ impl LockInfo {
     }
 }
 
-/// The kernel's boot id, which changes on every boot; empty when unreadable
-/// (non-Linux, restricted /proc).
-///
-/// `RALPH_BOOT_ID_FILE` names another file to read it from: a test hook that
-/// simulates a reboot (documented in docs/operations.md as test-only).
-pub fn boot_id() -> String {
-    let path = std::env::var_os("RALPH_BOOT_ID_FILE")
-        .map_or_else(|| PathBuf::from("/proc/sys/kernel/random/boot_id"), PathBuf::from);
-    std::fs::read_to_string(path).map(|s| s.trim().to_owned()).unwrap_or_default()
-}
+pub use crate::os::boot_id;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {

@@ -1,5 +1,8 @@
-//! State on disk under `.agent/`: atomic files, the checkpoint, the journal, the lock,
-//! what `logs/` keeps, and the lease.
+//! State on disk under `.agent/`: atomic and private files (no symlinks followed,
+//! 0600/0700), the checkpoint and the one reader of its format (`format`), the
+//! journal, the lock, the lease, what `logs/` keeps, redaction of what is written,
+//! telling a full disk from a failure (`disk`); and the run registry under
+//! `$XDG_STATE_HOME`.
 
 pub mod atomic;
 pub mod checkpoint;

@@ -15,7 +15,10 @@
 
 use serde::Serialize;
 
-use crate::workflow::done::{DONE_TAG, GOAL_TAG};
+/// The done signal: the iteration's work is finished.
+pub const DONE_TAG: &str = "<promise>DONE</promise>";
+/// The goal signal: the whole goal is reached.
+pub const GOAL_TAG: &str = "<promise>COMPLETE</promise>";
 
 /// What the final message says about completion.
 #[must_use]

@@ -1,13 +1,16 @@
 //! Supervising a live attempt, pure over events and text: the silence and time
 //! limits ([`watch`]), tool calls printed as text ([`tool_text`]), tool-call loops
-//! ([`loops`]), repeated permission denials ([`denials`]), continue storms ([`storm`]), honest completion in the final message
-//! ([`completion`]), which text is the final message ([`final_message`]) and the
-//! recovery note for the next attempt ([`note`]). Each
+//! ([`loops`]), repeated permission denials ([`denials`]), continue storms
+//! ([`storm`]), who ended the attempt ([`ended_by`]), honest completion in the final
+//! message and the done tags ([`completion`]), which text is the final message
+//! ([`final_message`]), and what went wrong and the recovery note for the next
+//! attempt ([`trouble`], [`note`]). Each
 //! detector decides from values passed in only (no I/O, no clock of its own), so it
 //! is tested with paused time, fixed instants and text corpora, and no processes.
 
 pub mod completion;
 pub mod denials;
+pub mod ended_by;
 pub mod final_message;
 pub mod loops;
 mod markdown;

@@ -3,8 +3,8 @@
 //! resumed one may have lost its tail, so the note restates the goal, where the
 //! work stands, what went wrong and what to do about the last tool call.
 
+use super::completion::{DONE_TAG, GOAL_TAG};
 use crate::supervise::completion::{Rule, Why};
-use crate::workflow::done::{DONE_TAG, GOAL_TAG};
 
 /// What ended the previous attempt, as far as the note is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]

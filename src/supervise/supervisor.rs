@@ -6,9 +6,9 @@
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::ended_by::EndedBy;
 use crate::agent::AgentEvent;
 use crate::config::Timeouts;
-use crate::recovery::classify::EndedBy;
 
 use super::denials::Denials;
 use super::loops::LoopDetector;

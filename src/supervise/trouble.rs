@@ -2,8 +2,8 @@
 //! classification, ralph's intervention (if it ended the attempt), and what the
 //! agent's final message claimed. Also the "done so far" line from the progress.
 
+use super::ended_by::EndedBy;
 use crate::config::Phase;
-use crate::recovery::classify::EndedBy;
 use crate::recovery::{Classification, Rule};
 use crate::workflow::Progress;
 

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 
 use tokio::time::{Duration, Instant};
 
+use super::ended_by::EndedBy;
 use crate::agent::AgentEvent;
 use crate::config::Timeouts;
-use crate::recovery::classify::EndedBy;
 
 /// The limits one attempt runs under: the configured ones, where an agent whose tool
 /// calls run unseen (`quiet_tools`) has its silence bounded by the tool limit, never

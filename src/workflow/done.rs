@@ -13,8 +13,7 @@
 use crate::config::DoneSignal;
 use crate::supervise::completion::{self, Claim};
 
-pub const DONE_TAG: &str = "<promise>DONE</promise>";
-pub const GOAL_TAG: &str = "<promise>COMPLETE</promise>";
+pub use crate::supervise::completion::{DONE_TAG, GOAL_TAG};
 
 /// What an attempt left behind that bears on completion.
 #[derive(Debug, Clone, Copy)]

@@ -338,6 +338,34 @@ fn a_flood_of_output_is_bounded_on_disk() {
 }
 
 #[test]
+fn logs_follow_reads_a_bounded_log_across_its_tail_segments_in_order() {
+    // Numbers in batches with pauses, about 240 KB against a 64 KiB bound: the log
+    // rotates through its tail segments while `ralph logs -f` follows it.
+    let script = "i=0; while [ $i -lt 40 ]; do seq $((i*1000+1)) $((i*1000+1000)); i=$((i+1)); sleep 0.05; done; \
+        echo 'All finished.'; echo '<promise>DONE</promise>'";
+    let p = Project::new()
+        .config(&format!("{}\n[logs]\nmax_attempt_log = \"64KiB\"\n", sh_agent(script, "", r#"output = "text""#)));
+    let run = p.ralph().spawn();
+    let deadline = std::time::Instant::now() + crate::harness::DEFAULT_TIMEOUT;
+    while !files_under(&p.join(".agent/logs")).iter().any(|f| f.to_string_lossy().ends_with("-develop-sh.log")) {
+        assert!(std::time::Instant::now() < deadline, "no attempt log appeared");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let follow = p.ralph().args(["logs", "-f"]).spawn();
+    run.finish().expect_code(0);
+    let followed = follow.finish();
+    let printed = p.ralph().args(["logs"]).run();
+    for out in [&followed, &printed] {
+        out.expect_code(0);
+        let numbers: Vec<u64> = out.stdout.lines().filter_map(|l| l.trim().parse().ok()).collect();
+        assert!(numbers.windows(2).all(|w| w[0] < w[1]), "out of order: {numbers:?}");
+        assert_eq!((numbers.first(), numbers.last()), (Some(&1), Some(&40_000)), "{out}");
+        assert!(out.stdout.contains("bytes of output cut before this point"), "{out}");
+        assert!(out.stdout.contains("<promise>DONE</promise>"), "{out}");
+    }
+}
+
+#[test]
 fn a_huge_line_does_not_hide_the_done_signal_or_the_result() {
     // One 20 MB stream-json line (a tool result), then the final result whose long
     // text ends with the done tag.
@@ -483,4 +511,53 @@ exit $code"#,
     assert_eq!(cp["status"], "completed");
     assert_eq!(cp["progress"]["counters"]["iterations_done"], 2);
     assert_eq!(cp["progress"]["counters"]["attempts"], 2, "an iteration was repeated");
+}
+
+#[test]
+fn an_attempt_log_waits_out_a_full_disk_and_loses_nothing() {
+    if !can_mount_tmpfs() {
+        eprintln!("skipped: cannot mount a tmpfs in a user namespace here");
+        return;
+    }
+    // `.agent/` is a 1 MiB tmpfs; the agent fills it, then prints while it is full
+    // and waits (up to 20 s) for the watcher to free the space, which it does once
+    // ralph says it is waiting. The log used to stop at the first refused write.
+    let script = "dd if=/dev/zero of=.agent/filler bs=4k count=1024 2>/dev/null; \
+        echo 'printed on a full disk'; i=0; \
+        while [ -f .agent/filler ] && [ $i -lt 200 ]; do echo \"still full $i\"; i=$((i+1)); sleep 0.1; done; \
+        echo 'printed after space came back'; echo '<promise>DONE</promise>'";
+    let p = Project::new().config(&sh_agent(script, "", r#"output = "text""#));
+    let wrapper = format!(
+        r#"set -e
+mkdir -p .agent
+mount -t tmpfs -o size=1m tmpfs .agent
+( until grep -q 'disk full on' ralph.err 2>/dev/null; do sleep 0.05; done; rm -f .agent/filler ) &
+watcher=$!
+set +e
+{ralph} 2> ralph.err
+code=$?
+kill $watcher 2>/dev/null
+cp -r .agent agent-copy
+exit $code"#,
+        ralph = crate::harness::RALPH
+    );
+    let out = std::process::Command::new("timeout")
+        .args(["60", "unshare", "-rm", "sh", "-c", &wrapper])
+        .current_dir(p.path())
+        .env("XDG_STATE_HOME", p.join(".xdg-state"))
+        .output()
+        .expect("run unshare");
+    let err = p.read("ralph.err");
+    assert_eq!(out.status.code(), Some(0), "{err}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(err.contains("waiting: disk full on"), "{err}");
+    let log = files_under(&p.join("agent-copy/logs"))
+        .into_iter()
+        .find(|f| f.to_string_lossy().ends_with("-develop-sh.log"))
+        .expect("the attempt log");
+    let text = fs::read_to_string(&log).unwrap_or_default();
+    let full = text.find("printed on a full disk").unwrap_or_else(|| panic!("lost while full:\n{text}"));
+    let back = text.find("printed after space came back").unwrap_or_else(|| panic!("lost after:\n{text}"));
+    assert!(full < back && text.contains("still full 0\n"), "{text}");
+    let events: Vec<String> = p.read("agent-copy/events.jsonl").lines().map(String::from).collect();
+    assert!(events.iter().any(|e| e.contains("\"disk_full\"") && e.contains("develop-sh.log")), "{events:?}");
 }

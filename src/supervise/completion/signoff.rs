@@ -5,8 +5,8 @@
 
 use super::denial;
 use super::{Claim, Rule, Why, normalize};
+use super::{DONE_TAG, GOAL_TAG};
 use crate::supervise::markdown::mask_code;
-use crate::workflow::done::{DONE_TAG, GOAL_TAG};
 
 /// How many lines of the last paragraph before the tag are read for a denial.
 const PARAGRAPH_LINES: usize = 8;

@@ -3,8 +3,8 @@
 //! agent's last word and wins.
 
 use super::{Claim, normalize};
+use super::{DONE_TAG, GOAL_TAG};
 use crate::supervise::markdown::mask_code;
-use crate::workflow::done::{DONE_TAG, GOAL_TAG};
 
 const CLAIMS: &[&str] = &[
     "all done",

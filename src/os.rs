@@ -1,0 +1,82 @@
+//! The Linux-specific calls, in one place: `prctl` (the subreaper, the parent-death
+//! signal), the `/proc` file system, the kernel's boot id, and signalling a process
+//! group. Everything else reaches the operating system through portable APIs; a
+//! port to another system starts here. A test below fails when one of these calls
+//! appears anywhere else in `src/`.
+
+use std::path::{Path, PathBuf};
+
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+
+/// Where the kernel shows its processes.
+pub fn proc_root() -> &'static Path {
+    Path::new("/proc")
+}
+
+/// Makes ralph the reaper of its descendants' orphans; false when the kernel refuses.
+pub fn become_subreaper() -> bool {
+    nix::sys::prctl::set_child_subreaper(true).is_ok()
+}
+
+/// Has the calling process killed when its parent dies. Async-signal-safe (one
+/// system call, no allocation): it runs between fork and exec.
+#[inline]
+pub fn die_with_parent() -> std::io::Result<()> {
+    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)
+}
+
+/// Sends `signal` (or, with `None`, only checks) to every process of group `pgid`.
+pub fn signal_group(pgid: i32, signal: impl Into<Option<Signal>>) -> nix::Result<()> {
+    nix::sys::signal::killpg(Pid::from_raw(pgid), signal)
+}
+
+/// The kernel's boot id, which changes on every boot; empty when unreadable
+/// (non-Linux, restricted /proc).
+///
+/// `RALPH_BOOT_ID_FILE` names another file to read it from: a test hook that
+/// simulates a reboot (documented in docs/operations.md as test-only).
+pub fn boot_id() -> String {
+    let path = std::env::var_os("RALPH_BOOT_ID_FILE")
+        .map_or_else(|| PathBuf::from("/proc/sys/kernel/random/boot_id"), PathBuf::from);
+    std::fs::read_to_string(path).map(|s| s.trim().to_owned()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// What only this module may call, as it is spelled in code.
+    const LINUX_ONLY: [&str; 5] = ["prctl", "\"/proc", "random/boot_id", "killpg", "setpgid"];
+
+    fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("read src/").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                rust_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    #[test]
+    fn linux_specific_calls_live_only_here() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        let mut found = Vec::new();
+        for file in files.iter().filter(|f| !f.ends_with("src/os.rs")) {
+            let text = std::fs::read_to_string(file).expect("read a source file");
+            for (n, line) in text.lines().enumerate() {
+                // Comments may name them; code may not.
+                let code = line.split("//").next().unwrap_or_default();
+                for call in LINUX_ONLY.iter().filter(|c| code.contains(*c)) {
+                    found.push(format!("{}:{}: {call}", file.strip_prefix(&src).unwrap_or(file).display(), n + 1));
+                }
+            }
+        }
+        assert!(found.is_empty(), "Linux-specific calls outside src/os.rs:\n{}", found.join("\n"));
+        assert!(files.len() > 50, "the scan found only {} files", files.len());
+    }
+}

@@ -1,0 +1,155 @@
+//! The decisions the recovery policy returns and the facts it reads: what the
+//! dispatcher does next ([`Next`]), why a run stops ([`Stop`], [`Cap`]), and the
+//! backoff. A leaf that `policy` and `rate_limit` both build on, so neither imports
+//! the other for its types.
+
+use std::time::Duration;
+
+use crate::config::Retry;
+use crate::workflow::advance::PhaseEnd;
+
+/// A cap that ended the run. Each has a stable message prefix users can match on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cap {
+    MaxCycles,
+    ToolRegistryResets,
+    /// Crashes of `ralph mcp` while its agent ran.
+    McpRestarts,
+    AmbiguousAttempts,
+    Iterations,
+    Runtime,
+    Cost,
+    /// One unbroken streak of environmental failures ran past `max_environmental_wait`.
+    EnvironmentalWait,
+    /// No agent of the chain can run before `max_rate_limit_wait`.
+    RateLimitWait,
+}
+
+impl Cap {
+    /// The stable phrase that names the cap in messages.
+    pub fn phrase(self) -> &'static str {
+        match self {
+            Cap::MaxCycles => "max_cycles exhausted",
+            Cap::ToolRegistryResets => "tool-registry-reset exhausted",
+            Cap::McpRestarts => "restart budget exhausted",
+            Cap::AmbiguousAttempts => "ambiguous-attempt exhausted",
+            Cap::Iterations => "iteration cap exhausted",
+            Cap::Runtime => "max_runtime exhausted",
+            Cap::Cost => "max_cost_usd exhausted",
+            Cap::EnvironmentalWait => "max_environmental_wait exhausted",
+            Cap::RateLimitWait => "max_rate_limit_wait exhausted",
+        }
+    }
+
+    /// The config key that sets this cap (`phase` names the phase for per-phase caps).
+    pub fn key(self, phase: &str) -> String {
+        match self {
+            Cap::MaxCycles => "[general] max_cycles".into(),
+            Cap::ToolRegistryResets => "[retry] tool_registry_resets".into(),
+            Cap::McpRestarts => "[retry] mcp_restarts".into(),
+            Cap::AmbiguousAttempts => "[retry] ambiguous_attempts".into(),
+            Cap::Iterations => format!("[phases.{phase}] iterations"),
+            Cap::Runtime => "[general] max_runtime".into(),
+            Cap::Cost => "[general] max_cost_usd".into(),
+            Cap::EnvironmentalWait => "[retry] max_environmental_wait".into(),
+            Cap::RateLimitWait => "[retry] max_rate_limit_wait".into(),
+        }
+    }
+
+    /// Whether `--resume` of a run stopped by this cap starts with its budget
+    /// renewed. The run's totals (iterations, active time, cost) are kept, so their
+    /// caps stop a resumed run again at once unless the key is raised.
+    pub fn renewed_by_resume(self) -> bool {
+        match self {
+            Cap::MaxCycles
+            | Cap::ToolRegistryResets
+            | Cap::McpRestarts
+            | Cap::AmbiguousAttempts
+            | Cap::EnvironmentalWait
+            | Cap::RateLimitWait => true,
+            Cap::Iterations | Cap::Runtime | Cap::Cost => false,
+        }
+    }
+}
+
+/// Why a run stops before finishing.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stop {
+    /// A budget or cap ran out (exit 1).
+    Failed { cap: Cap, message: String },
+    /// A human must act (exit 3).
+    Blocked { message: String },
+}
+
+/// What the dispatcher does next.
+#[must_use]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Next {
+    /// The iteration is done; the next one of the same phase follows.
+    NextIteration,
+    /// The phase is done; the next phase (or the next pass) follows.
+    NextPhase {
+        finished: String,
+        end: PhaseEnd,
+    },
+    /// Every phase is done.
+    Finished {
+        end: PhaseEnd,
+    },
+    /// Try the same agent again after `delay` (resuming its session if one is set).
+    /// With `probe_first` the providers are probed before the delay, and while they
+    /// do not answer the run pauses (the offline pause) instead of retrying.
+    Retry {
+        delay: Duration,
+        probe_first: bool,
+    },
+    /// The agent's budget is spent (or it is rate-limited and the config says
+    /// fallover): the next agent of the chain takes over.
+    Fallover {
+        from: String,
+        to: String,
+        new_cycle: bool,
+        why: FalloverWhy,
+    },
+    /// Wait until the unix second `at` (a rate-limit reset plus a margin), then try
+    /// again; `reset` is the time the provider reported, the one shown.
+    WaitUntil {
+        at: i64,
+        reset: i64,
+        reason: String,
+    },
+    Stop(Stop),
+}
+
+/// Why the chain moved to another agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FalloverWhy {
+    /// The agent used its `agent_attempts` (`recovery-attempt exhausted`).
+    Budget,
+    /// The agent is rate-limited and `on_rate_limit = "fallover"`.
+    RateLimit,
+}
+
+/// What else the policy needs to know about a failed attempt.
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    /// The session id the attempt reported, if any.
+    pub session: Option<String>,
+    /// When the provider's rate limit resets (unix seconds), if it said.
+    pub rate_limit_reset: Option<i64>,
+    /// Now, in unix seconds.
+    pub now: i64,
+    /// A random number in [0, 1) for the backoff's jitter.
+    pub jitter: f64,
+}
+
+/// Exponential backoff with jitter: `base · 2^(streak−1)`, capped at `max`, then
+/// scaled into [50 %, 100 %] by `jitter` ∈ [0, 1) so that many runs hitting one
+/// outage do not retry in lockstep.
+pub fn backoff(retry: &Retry, streak: u32, jitter: f64) -> Duration {
+    let exp = streak.saturating_sub(1).min(30);
+    let raw = retry.backoff_base.saturating_mul(1u32 << exp);
+    let capped = raw.min(retry.backoff_max);
+    capped.mul_f64(0.5 + 0.5 * jitter.clamp(0.0, 1.0))
+}
