@@ -1,7 +1,7 @@
 //! One attempt: spawn the agent, read its output as events, keep its clock, and end
 //! it (with grace) when it stalls, overruns, or the user stops the run. The child's
 //! exit and its output are awaited in one `select!`, never polled; each of its arms
-//! is one named step of [`Running`].
+//! is one named step of `Running`.
 
 use std::collections::VecDeque;
 use std::path::Path;
