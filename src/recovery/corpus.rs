@@ -23,7 +23,7 @@ use super::Category;
 use super::classify::{EndedBy, Exit, Report, classify};
 use super::reset::reset_time;
 use crate::agent::claude_stream::ClaudeStreamParser;
-use crate::agent::{AgentEvent, LineParser};
+use crate::agent::{AgentEvent, LineParser, kinds};
 use crate::config::AgentKind;
 
 /// The corpus clock: 2026-01-15T12:00:00Z.
@@ -93,13 +93,10 @@ fn cases() -> Vec<(String, Case)> {
 }
 
 fn kind_of(cli: &str) -> AgentKind {
-    match cli {
-        "claude" => AgentKind::Claude,
-        "codex" => AgentKind::Codex,
-        "opencode" => AgentKind::Opencode,
-        "gemini" => AgentKind::Gemini,
-        "ralph" => AgentKind::Sim,
-        other => panic!("unknown corpus directory {other}"),
+    match kinds::ALL.into_iter().find(|d| d.kind.as_str() == cli) {
+        Some(d) => d.kind,
+        None if cli == "ralph" => AgentKind::Sim,
+        None => panic!("unknown corpus directory {cli}"),
     }
 }
 
@@ -134,12 +131,10 @@ fn ended_by(s: Option<&String>) -> EndedBy {
 fn evidence(cli: &str, case: &Case) -> (Vec<AgentEvent>, String, String) {
     let mut events = Vec::new();
     let mut tail = String::new();
-    let parser: Option<Box<dyn LineParser>> = match cli {
-        "claude" | "ralph" => Some(Box::new(ClaudeStreamParser::new())),
-        "codex" => Some(Box::new(crate::agent::codex::CodexParser::new())),
-        "gemini" => Some(Box::new(crate::agent::gemini::GeminiParser::default())),
-        "opencode" => Some(Box::new(crate::agent::opencode::OpenCodeParser::new())),
-        _ => None,
+    let parser: Option<Box<dyn LineParser>> = match kinds::ALL.into_iter().find(|d| d.kind.as_str() == cli) {
+        Some(d) => Some((d.parser)((0, 0))),
+        None if cli == "ralph" => Some(Box::new(ClaudeStreamParser::new())),
+        None => None,
     };
     if let Some(mut parser) = parser {
         for line in &case.stdout {
