@@ -1,5 +1,6 @@
-//! The Codex CLI (`@openai/codex`): how it is launched and resumed headless, and the
-//! parser for its `codex exec --json` output (one JSON object per line).
+//! The Codex CLI (`@openai/codex`): its descriptor (how it is launched and resumed
+//! headless, and the rest ralph knows about it), and the parser for its
+//! `codex exec --json` output (one JSON object per line).
 //!
 //! Observed with Codex CLI 0.171.0 against a fake Responses provider:
 //!
@@ -24,9 +25,8 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
-
 use nix::sys::signal::Signal;
+use serde_json::{Value, json};
 
 use super::descriptor::{Descriptor, Lookup, ReadFile, Request, host_port, mcp_args};
 use super::event::{AgentEvent, LineParser};

@@ -1,5 +1,6 @@
-//! Gemini CLI: how it is launched and resumed, and the parser for its headless
-//! `--output-format stream-json` (one JSON object per line).
+//! Gemini CLI: its descriptor (how it is launched and resumed, and the rest ralph
+//! knows about it), and the parser for its headless `--output-format stream-json`
+//! (one JSON object per line).
 //!
 //! Observed with Gemini CLI 0.61.0 (see `docs/agents.md`):
 //!
@@ -25,9 +26,8 @@
 
 use std::path::Path;
 
-use serde_json::Value;
-
 use nix::sys::signal::Signal;
+use serde_json::Value;
 
 use super::descriptor::{Descriptor, Env, LaunchError, Request, mcp_args, url_or};
 use super::event::{AgentEvent, LineParser};

@@ -1,5 +1,6 @@
-//! OpenCode (`opencode run --format json`): how it is launched and resumed, and the
-//! parser for its JSON events (one object per line).
+//! OpenCode (`opencode run --format json`): its descriptor (how it is launched and
+//! resumed, and the rest ralph knows about it), and the parser for its JSON events
+//! (one object per line).
 //!
 //! What OpenCode 1.18.33 prints (read from its `run` command and observed against a
 //! fake provider on 127.0.0.1): `step_start`, `reasoning` (only with `--thinking`),
@@ -31,9 +32,8 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
 use nix::sys::signal::Signal;
+use serde_json::Value;
 
 use super::descriptor::{Descriptor, Env, LaunchError, Lookup, ReadFile, Request, host_port, mcp_args, url_or};
 use super::event::{AgentEvent, LineParser};
