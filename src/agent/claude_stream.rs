@@ -25,11 +25,6 @@ impl ClaudeStreamParser {
         Self::default()
     }
 
-    /// The last session id seen, if any.
-    pub fn session_id(&self) -> Option<&str> {
-        self.session_id.as_deref()
-    }
-
     fn note_session(&mut self, obj: &Value, out: &mut Vec<AgentEvent>) {
         let Some(id) = obj.get("session_id").and_then(Value::as_str) else {
             return;

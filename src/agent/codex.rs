@@ -1,5 +1,6 @@
-//! The Codex CLI (`@openai/codex`): how it is launched and resumed headless, and the
-//! parser for its `codex exec --json` output (one JSON object per line).
+//! The Codex CLI (`@openai/codex`): its descriptor (how it is launched and resumed
+//! headless, and the rest ralph knows about it), and the parser for its
+//! `codex exec --json` output (one JSON object per line).
 //!
 //! Observed with Codex CLI 0.171.0 against a fake Responses provider:
 //!
@@ -22,14 +23,38 @@
 //! accessors, no input can panic, and every non-blank line yields at least one event.
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
+use super::descriptor::{Descriptor, Lookup, ReadFile, Request, host_port, mcp_args};
 use super::event::{AgentEvent, LineParser};
 use super::json::{self, Line, str_field, string_or_empty, u64_field, unknown};
-use super::launch::Request;
-use crate::config::AgentConfig;
+use crate::config::{AgentConfig, AgentKind};
+
+pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
+    kind: AgentKind::Codex,
+    binary: "codex",
+    tested_version: "0.171.0",
+    argv: |cfg, req, binary| Ok(argv(cfg, req, binary)),
+    // Codex 0.171 has no environment switch for telemetry or updates: `codex exec`
+    // never checks for updates, and analytics are off on the command line (see
+    // `argv`). Its request retries are the user's `config.toml`'s.
+    env: |_| Ok(Vec::new()),
+    passes: &["OPENAI_*", "CODEX_*", "AZURE_OPENAI_*"],
+    credentials: &["OPENAI_API_KEY", "CODEX_API_KEY"],
+    login: None,
+    nesting_markers: &["CODEX_SANDBOX"],
+    endpoint,
+    // "bypass" = --dangerously-bypass-approvals-and-sandbox; the others are sandbox modes.
+    permission_modes: &["bypass", "workspace-write", "read-only", "danger-full-access"],
+    stop_signal: Signal::SIGINT,
+    quiet_tools: false,
+    running_cost: false,
+    parser: |(input, output)| Box::new(CodexParser::with_baseline(input, output)),
+    unknown_session_exit: None,
+};
 
 /// The argv of one launch:
 ///
@@ -52,7 +77,7 @@ pub fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> 
     }
     argv.extend(["--json", "--skip-git-repo-check"].map(str::to_string));
     // `-c` works for `exec` and `exec resume` alike (resume has no `--sandbox`).
-    match cfg.kind.permission_mode(cfg.permission_mode.as_deref()) {
+    match DESCRIPTOR.permission_mode(cfg) {
         "bypass" => argv.push("--dangerously-bypass-approvals-and-sandbox".to_string()),
         sandbox => argv.extend([
             "-c".to_string(),
@@ -68,8 +93,7 @@ pub fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> 
         // `ralph mcp` for this run only, as `-c` overrides (never the user's
         // config.toml); an argv, since Codex starts MCP servers with a cleared
         // environment. Values are TOML: JSON strings are valid TOML basic strings.
-        let args =
-            serde_json::json!(["mcp", "--socket", socket.display().to_string(), "--attempt", attempt.to_string()]);
+        let args = json!(mcp_args(socket, attempt));
         argv.extend([
             "-c".to_string(),
             format!("mcp_servers.ralph.command={}", serde_json::Value::from(exe.display().to_string())),
@@ -90,19 +114,38 @@ pub fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> 
     argv
 }
 
-/// Extra environment for Codex. Codex 0.171 has no environment switch for telemetry
-/// or updates: `codex exec` never checks for updates, and analytics are turned off
-/// on the command line (`-c analytics.enabled=false`, see [`argv`]). Its own request
-/// retries are left to the user's `config.toml` (`request_max_retries`,
-/// `stream_max_retries`), which is where Codex reads them from.
-pub fn env() -> Vec<(String, String)> {
-    Vec::new()
+/// `OPENAI_BASE_URL`, else the selected provider's `base_url` in
+/// `$CODEX_HOME/config.toml` (default `~/.codex`), else OpenAI's host for the
+/// built-in `openai` provider; another provider without a `base_url` has none.
+fn endpoint(_: &AgentConfig, lookup: Lookup<'_>, read: ReadFile<'_>) -> Option<String> {
+    if let Some(url) = lookup("OPENAI_BASE_URL") {
+        return host_port(&url);
+    }
+    let home = lookup("CODEX_HOME").map(PathBuf::from).or_else(|| lookup("HOME").map(|h| Path::new(&h).join(".codex")));
+    let config: Option<toml::Table> =
+        home.and_then(|h| read(&h.join("config.toml"))).and_then(|text| toml::from_str(&text).ok());
+    let provider = config
+        .as_ref()
+        .and_then(|c| c.get("model_provider"))
+        .and_then(toml::Value::as_str)
+        .unwrap_or("openai")
+        .to_string();
+    let base_url = config
+        .as_ref()
+        .and_then(|c| c.get("model_providers"))
+        .and_then(|p| p.get(&provider))
+        .and_then(|p| p.get("base_url"))
+        .and_then(toml::Value::as_str);
+    match base_url {
+        Some(url) => host_port(url),
+        None if provider == "openai" => Some("api.openai.com:443".to_string()),
+        None => None,
+    }
 }
 
 /// One per attempt.
 #[derive(Debug, Default)]
 pub struct CodexParser {
-    session_id: Option<String>,
     /// The last `agent_message` of the current turn: the final answer at `turn.completed`.
     last_message: Option<String>,
     /// Tool items that got a `ToolStarted` and no `ToolFinished` yet.
@@ -124,10 +167,6 @@ impl CodexParser {
     }
 
     /// The thread id seen, if any.
-    pub fn session_id(&self) -> Option<&str> {
-        self.session_id.as_deref()
-    }
-
     fn item(&mut self, obj: &Value, completed: bool, out: &mut Vec<AgentEvent>) {
         let Some(item) = obj.get("item").filter(|i| i.is_object()) else {
             return;
@@ -199,9 +238,8 @@ impl LineParser for CodexParser {
         match kind.as_str() {
             "thread.started" => {
                 // Always reported: it marks the start of the launch, even when a
-                // resume reports the id this parser already holds.
+                // resume reports the id it resumed.
                 if let Some(id) = str_field(&obj, "thread_id").filter(|s| !s.is_empty()) {
-                    self.session_id = Some(id.to_owned());
                     out.push(AgentEvent::Session { id: id.to_owned() });
                 }
             }
@@ -601,6 +639,5 @@ mod tests {
         assert_eq!(argv(&cfg, &Request { resume: Some(TID), ..req }, bin), resume);
         let bare = agent("kind = \"codex\"\n");
         assert!(!argv(&bare, &req, bin).contains(&"-m".to_string()));
-        assert!(env().iter().all(|(k, _)| !k.is_empty()));
     }
 }

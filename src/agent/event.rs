@@ -46,25 +46,6 @@ pub enum AgentEvent {
     Unknown { kind: String },
 }
 
-impl AgentEvent {
-    /// A short name for logs and the journal.
-    pub fn name(&self) -> &'static str {
-        match self {
-            AgentEvent::Session { .. } => "session",
-            AgentEvent::Text { .. } => "text",
-            AgentEvent::Thinking { .. } => "thinking",
-            AgentEvent::ToolStarted { .. } => "tool_started",
-            AgentEvent::ToolFinished { .. } => "tool_finished",
-            AgentEvent::RateLimit { .. } => "rate_limit",
-            AgentEvent::ApiRetry { .. } => "api_retry",
-            AgentEvent::Error { .. } => "error",
-            AgentEvent::Usage { .. } => "usage",
-            AgentEvent::Result { .. } => "result",
-            AgentEvent::Unknown { .. } => "unknown",
-        }
-    }
-}
-
 /// Turns one output line into zero or more events. One implementation per format.
 pub trait LineParser: Send {
     fn parse_line(&mut self, line: &str) -> Vec<AgentEvent>;

@@ -1,5 +1,6 @@
-//! Gemini CLI: how it is launched and resumed, and the parser for its headless
-//! `--output-format stream-json` (one JSON object per line).
+//! Gemini CLI: its descriptor (how it is launched and resumed, and the rest ralph
+//! knows about it), and the parser for its headless `--output-format stream-json`
+//! (one JSON object per line).
 //!
 //! Observed with Gemini CLI 0.61.0 (see `docs/agents.md`):
 //!
@@ -25,12 +26,33 @@
 
 use std::path::Path;
 
+use nix::sys::signal::Signal;
 use serde_json::Value;
 
+use super::descriptor::{Descriptor, Env, LaunchError, Request, mcp_args, url_or};
 use super::event::{AgentEvent, LineParser};
 use super::json::{self, Line, status_field, str_field, string_or_empty, u64_field, unknown};
-use super::launch::Request;
-use crate::config::AgentConfig;
+use crate::config::{AgentConfig, AgentKind};
+
+pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
+    kind: AgentKind::Gemini,
+    binary: "gemini",
+    tested_version: "0.61.0",
+    argv: |cfg, req, binary| Ok(argv(cfg, req, binary)),
+    env: launch_env,
+    passes: &["GEMINI_*", "GOOGLE_*", "CLOUDSDK_*"],
+    credentials: &["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS"],
+    login: None,
+    nesting_markers: &[],
+    endpoint: |_, lookup, _| url_or(lookup("GOOGLE_GEMINI_BASE_URL"), "generativelanguage.googleapis.com:443"),
+    permission_modes: &["yolo", "auto_edit", "default", "plan"],
+    stop_signal: Signal::SIGINT,
+    quiet_tools: false,
+    running_cost: false,
+    parser: |_| Box::new(GeminiParser::default()),
+    // Its input-error code; its other exit codes are HTTP statuses mod 256.
+    unknown_session_exit: Some(42),
+};
 
 /// `gemini --prompt=PROMPT --output-format stream-json --yolo --skip-trust [-m MODEL]
 /// [--resume SESSION] [args…]`.
@@ -48,7 +70,7 @@ pub fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> 
         "--prompt=".to_string(),
         "--output-format".to_string(),
         "stream-json".to_string(),
-        format!("--approval-mode={}", cfg.kind.permission_mode(cfg.permission_mode.as_deref())),
+        format!("--approval-mode={}", DESCRIPTOR.permission_mode(cfg)),
         "--skip-trust".to_string(),
     ];
     if let Some(model) = &cfg.model {
@@ -65,7 +87,7 @@ pub fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> 
 /// settings only (`$HOME/.gemini/settings.json`: `general.maxAttempts`,
 /// `general.enableAutoUpdate`, `privacy.usageStatisticsEnabled`), not variables.
 /// A user's own `GEMINI_TELEMETRY_ENABLED` wins.
-pub fn env() -> Vec<(String, String)> {
+pub fn env() -> Env {
     if std::env::var_os(TELEMETRY).is_some() {
         return Vec::new();
     }
@@ -73,6 +95,22 @@ pub fn env() -> Vec<(String, String)> {
 }
 
 const TELEMETRY: &str = "GEMINI_TELEMETRY_ENABLED";
+
+/// [`env`], and `ralph mcp` registered when the run has its control socket.
+fn launch_env(req: &Request<'_>) -> Result<Env, LaunchError> {
+    let mut env = env();
+    if let Some((socket, attempt)) = req.control {
+        let exe = std::env::current_exe().map_err(LaunchError::SelfExe)?;
+        let invalid = |e: std::io::Error| LaunchError::Invalid {
+            agent: req.agent.to_string(),
+            message: format!("cannot write the settings that register ralph mcp: {e}"),
+        };
+        let name = format!("gemini-{}.json", crate::control::path::socket_name(req.cwd));
+        let file = crate::control::path::secure_dir().map_err(invalid)?.join(name);
+        env.push(mcp_env(&exe, socket, attempt, &file).map_err(invalid)?);
+    }
+    Ok(env)
+}
 
 /// `ralph mcp` for this attempt. Gemini reads MCP servers only from settings files;
 /// its system settings file can be moved with `GEMINI_CLI_SYSTEM_SETTINGS_PATH`, and
@@ -84,7 +122,7 @@ const TELEMETRY: &str = "GEMINI_TELEMETRY_ENABLED";
 pub fn mcp_env(exe: &Path, socket: &Path, attempt: u32, file: &Path) -> std::io::Result<(String, String)> {
     let settings = serde_json::json!({"mcpServers": {"ralph": {
         "command": exe.display().to_string(),
-        "args": ["mcp", "--socket", socket.display().to_string(), "--attempt", attempt.to_string()],
+        "args": mcp_args(socket, attempt),
         "trust": true,
     }}});
     crate::state::atomic::write_atomic(file, settings.to_string().as_bytes())?;
@@ -110,11 +148,6 @@ pub struct GeminiParser {
 impl GeminiParser {
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// The last session id seen, if any.
-    pub fn session_id(&self) -> Option<&str> {
-        self.session_id.as_deref()
     }
 
     /// Ends the message being streamed, if any, as one `Text`.
@@ -386,7 +419,6 @@ mod tests {
                 },
             ]
         );
-        assert_eq!(p.session_id(), Some("19d159ee-d23d-451e-85b8-755a5246dc90"));
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! OpenCode (`opencode run --format json`): how it is launched and resumed, and the
-//! parser for its JSON events (one object per line).
+//! OpenCode (`opencode run --format json`): its descriptor (how it is launched and
+//! resumed, and the rest ralph knows about it), and the parser for its JSON events
+//! (one object per line).
 //!
 //! What OpenCode 1.18.33 prints (read from its `run` command and observed against a
 //! fake provider on 127.0.0.1): `step_start`, `reasoning` (only with `--thinking`),
@@ -29,14 +30,37 @@
 //! and no input can panic.
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use nix::sys::signal::Signal;
 use serde_json::Value;
 
+use super::descriptor::{Descriptor, Env, LaunchError, Lookup, ReadFile, Request, host_port, mcp_args, url_or};
 use super::event::{AgentEvent, LineParser};
 use super::json::{self, Line, str_field, string_or_empty, u64_field, unknown};
-use super::launch::Request;
-use crate::config::AgentConfig;
+use crate::config::{AgentConfig, AgentKind};
+
+pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
+    kind: AgentKind::Opencode,
+    binary: "opencode",
+    tested_version: "1.18.33",
+    argv: |cfg, req, binary| Ok(argv(cfg, req, binary)),
+    env: launch_env,
+    passes: &["OPENCODE_*", "OPENAI_*", "ANTHROPIC_*", "OPENROUTER_*", "GEMINI_*", "GOOGLE_*"],
+    credentials: &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"],
+    login: None,
+    nesting_markers: &["OPENCODE"],
+    endpoint,
+    // "config" = what OPENCODE_CONFIG's `permission` says; "auto" = --auto.
+    permission_modes: &["config", "auto"],
+    // It ignores SIGINT (measured: it ran on ~58 s); SIGTERM ends it at once.
+    stop_signal: Signal::SIGTERM,
+    quiet_tools: true,
+    // Per step, as it goes.
+    running_cost: true,
+    parser: |_| Box::new(OpenCodeParser::new()),
+    unknown_session_exit: None,
+};
 
 /// `BINARY run --format json --thinking [-m MODEL] [--session ID] [args…] -- PROMPT`.
 ///
@@ -52,7 +76,7 @@ pub fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> 
         "json".to_string(),
         "--thinking".to_string(),
     ];
-    if cfg.kind.permission_mode(cfg.permission_mode.as_deref()) == "auto" {
+    if DESCRIPTOR.permission_mode(cfg) == "auto" {
         argv.push("--auto".to_string());
     }
     if let Some(model) = &cfg.model {
@@ -70,7 +94,7 @@ pub fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> 
 /// or sharing: no side traffic beyond the provider (it still tries a background npm
 /// install of its plugin package, which fails harmlessly offline). An agent's own
 /// `env` entries win over these.
-pub fn env() -> Vec<(String, String)> {
+pub fn env() -> Env {
     [
         "OPENCODE_DISABLE_AUTOUPDATE",
         "OPENCODE_DISABLE_MODELS_FETCH",
@@ -89,10 +113,59 @@ pub fn env() -> Vec<(String, String)> {
 pub fn mcp_env(exe: &Path, socket: &Path, attempt: u32) -> (String, String) {
     let config = serde_json::json!({"mcp": {"ralph": {
         "type": "local",
-        "command": [exe.display().to_string(), "mcp", "--socket", socket.display().to_string(), "--attempt", attempt.to_string()],
+        "command": std::iter::once(exe.display().to_string()).chain(mcp_args(socket, attempt)).collect::<Vec<_>>(),
         "enabled": true,
     }}});
     ("OPENCODE_CONFIG_CONTENT".to_string(), config.to_string())
+}
+
+/// The provider of the model (`provider/model`, from the agent's `model` or the
+/// config's), its `options.baseURL` in the config (`OPENCODE_CONFIG`, else
+/// `$XDG_CONFIG_HOME/opencode/opencode.json`), else the host of a provider ralph
+/// knows; an unknown provider has none.
+fn endpoint(agent: &AgentConfig, lookup: Lookup<'_>, read: ReadFile<'_>) -> Option<String> {
+    let config_path = lookup("OPENCODE_CONFIG").map(PathBuf::from).or_else(|| {
+        lookup("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .or_else(|| lookup("HOME").map(|h| Path::new(&h).join(".config")))
+            .map(|dir| dir.join("opencode/opencode.json"))
+    });
+    let config: Option<Value> = config_path.and_then(|p| read(&p)).and_then(|text| serde_json::from_str(&text).ok());
+    let model = agent
+        .model
+        .clone()
+        .or_else(|| config.as_ref().and_then(|c| c.get("model")).and_then(|m| m.as_str()).map(str::to_string))?;
+    let (provider, _) = model.split_once('/')?;
+    let base_url = config
+        .as_ref()
+        .and_then(|c| c.pointer(&format!("/provider/{provider}/options/baseURL")))
+        .and_then(|u| u.as_str());
+    if let Some(url) = base_url {
+        return host_port(url);
+    }
+    let vendor = match provider {
+        "anthropic" => return url_or(lookup("ANTHROPIC_BASE_URL"), "api.anthropic.com:443"),
+        "openai" => return url_or(lookup("OPENAI_BASE_URL"), "api.openai.com:443"),
+        "google" => "generativelanguage.googleapis.com:443",
+        "openrouter" => "openrouter.ai:443",
+        "groq" => "api.groq.com:443",
+        "mistral" => "api.mistral.ai:443",
+        "deepseek" => "api.deepseek.com:443",
+        "xai" => "api.x.ai:443",
+        "opencode" => "opencode.ai:443",
+        _ => return None,
+    };
+    Some(vendor.to_string())
+}
+
+/// [`env`], and `ralph mcp` registered when the run has its control socket.
+fn launch_env(req: &Request<'_>) -> Result<Env, LaunchError> {
+    let mut env = env();
+    if let Some((socket, attempt)) = req.control {
+        let exe = std::env::current_exe().map_err(LaunchError::SelfExe)?;
+        env.push(mcp_env(&exe, socket, attempt));
+    }
+    Ok(env)
 }
 
 /// One per attempt: remembers the session id (so `Session` is emitted when it first
@@ -106,11 +179,6 @@ pub struct OpenCodeParser {
 impl OpenCodeParser {
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// The last session id seen, if any.
-    pub fn session_id(&self) -> Option<&str> {
-        self.session_id.as_deref()
     }
 
     fn note_session(&mut self, obj: &Value, out: &mut Vec<AgentEvent>) {

@@ -23,7 +23,10 @@ pub fn programs(cfg: &AgentConfig) -> Vec<PathBuf> {
             }
             out
         }
-        kind => vec![cfg.binary.clone().unwrap_or_else(|| kind.as_str().into())],
+        kind => super::kinds::descriptor(kind)
+            .map(|d| cfg.binary.clone().unwrap_or_else(|| d.binary.into()))
+            .into_iter()
+            .collect(),
     }
 }
 

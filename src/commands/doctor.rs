@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::agent::preflight;
-use crate::agent::versions;
+use crate::agent::{kinds, versions};
 use crate::config::{AgentConfig, AgentKind};
 use crate::error::RalphError;
 use crate::process::{self, env};
@@ -140,7 +140,7 @@ async fn check_agent(name: &str, agent: &AgentConfig, dir: &Path, timeout: &Dura
 async fn version(name: &str, kind: AgentKind, binary: &Path) -> Check {
     match process::version::installed(binary).await {
         Ok(text) => {
-            let tested = versions::tested(kind);
+            let tested = kinds::descriptor(kind).map(|d| d.tested_version);
             let what = match (versions::number(&text), tested) {
                 (Some(have), Some(want)) if have == want => {
                     format!("agent {name}: version {have} (the version ralph was tested with)")
@@ -180,12 +180,13 @@ fn credentials(name: &str, agent: &AgentConfig) -> Check {
         .copied()
         .filter(|var| agent.env.contains_key(*var) || std::env::var_os(var).is_some_and(|v| !v.is_empty()))
         .collect();
-    let login = agent.kind == AgentKind::Claude
-        && std::env::var_os("HOME").is_some_and(|h| Path::new(&h).join(".claude/.credentials.json").exists());
+    let login = kinds::descriptor(agent.kind)
+        .and_then(|d| d.login)
+        .filter(|(file, _)| std::env::var_os("HOME").is_some_and(|h| Path::new(&h).join(file).exists()));
     match (present.is_empty(), login) {
         (false, _) => Check::new(true, format!("agent {name}: credentials present ({})", present.join(", "))),
-        (true, true) => Check::new(true, format!("agent {name}: credentials present (a Claude login)")),
-        (true, false) => Check::new(
+        (true, Some((_, login))) => Check::new(true, format!("agent {name}: credentials present ({login})")),
+        (true, None) => Check::new(
             false,
             format!(
                 "agent {name}: no credentials found (looked for {} and a CLI login)",

@@ -5,7 +5,8 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use crate::agent::launch::{self, Request};
+use crate::agent::descriptor::Request;
+use crate::agent::launch;
 use crate::config::{DoneSignal, Loaded};
 use crate::error::RalphError;
 use crate::workflow::prompt;

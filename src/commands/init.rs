@@ -5,12 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::agent::kinds;
 use crate::config::Config;
 use crate::error::RalphError;
-
-/// The CLIs ralph can drive, as (kind, binary).
-const KNOWN: [(&str, &str); 4] =
-    [("claude", "claude"), ("codex", "codex"), ("opencode", "opencode"), ("gemini", "gemini")];
 
 /// What `init` does with one file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,7 +30,8 @@ pub fn action(exists: bool, force: bool) -> Action {
 }
 
 pub fn main(dir: &Path, force: bool) -> Result<i32, RalphError> {
-    let found: Vec<&str> = KNOWN.iter().filter(|(_, bin)| which::which(bin).is_ok()).map(|(kind, _)| *kind).collect();
+    let found: Vec<&str> =
+        kinds::ALL.iter().filter(|d| which::which(d.binary).is_ok()).map(|d| d.kind.as_str()).collect();
     let config = starter(&found);
     let files = [("ralph.toml", config.as_str()), ("PROMPT.md", crate::workflow::goal::STARTER)];
     let mut wrote = Vec::new();
@@ -56,9 +54,8 @@ pub fn main(dir: &Path, force: bool) -> Result<i32, RalphError> {
     }
     if wrote.contains(&"ralph.toml") {
         if found.is_empty() {
-            println!(
-                "no agent CLI found on PATH (claude, codex, opencode, gemini): the chain uses the built-in scripted agent"
-            );
+            let known = kinds::names().collect::<Vec<_>>().join(", ");
+            println!("no agent CLI found on PATH ({known}): the chain uses the built-in scripted agent");
         } else {
             println!("agents found on PATH: {}", found.join(", "));
         }

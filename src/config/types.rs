@@ -295,27 +295,7 @@ pub enum AgentKind {
     Sim,
 }
 
-/// The permission modes a CLI kind accepts, the default first: each suits unattended
-/// work (nobody is there to answer a prompt) and works as root.
-pub fn permission_modes(kind: AgentKind) -> &'static [&'static str] {
-    match kind {
-        // `bypassPermissions` is refused under root; `acceptEdits` is not.
-        AgentKind::Claude => &["acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "plan"],
-        // "bypass" = --dangerously-bypass-approvals-and-sandbox; the others are sandbox modes.
-        AgentKind::Codex => &["bypass", "workspace-write", "read-only", "danger-full-access"],
-        AgentKind::Gemini => &["yolo", "auto_edit", "default", "plan"],
-        // "config" = what OPENCODE_CONFIG's `permission` says; "auto" = --auto.
-        AgentKind::Opencode => &["config", "auto"],
-        AgentKind::Command | AgentKind::Sim => &[],
-    }
-}
-
 impl AgentKind {
-    /// The configured permission mode, or the kind's default.
-    pub fn permission_mode(self, configured: Option<&str>) -> &str {
-        configured.unwrap_or_else(|| permission_modes(self).first().copied().unwrap_or(""))
-    }
-
     pub fn as_str(self) -> &'static str {
         match self {
             AgentKind::Claude => "claude",
@@ -360,8 +340,8 @@ pub struct AgentConfig {
     /// Output format (kind = "command").
     #[serde(default)]
     pub output: Option<OutputFormat>,
-    /// How much the CLI may do without asking (CLI agents); see
-    /// [`permission_modes`] for each kind's values and default.
+    /// How much the CLI may do without asking (CLI agents); each kind's values and
+    /// default are in its descriptor (docs/agents.md lists them).
     #[serde(default)]
     pub permission_mode: Option<String>,
     /// Extra arguments appended to every launch (CLI agents).

@@ -12,8 +12,9 @@ use sha2::{Digest, Sha256};
 
 use super::locate::{Dotted, KeyPath, Seg, Spans, keys};
 use super::suggest::{did_you_mean, did_you_mean_or_list, one_of};
-use super::types::{ByteSize, DEFAULT_ITERATIONS, GitConfig, permission_modes};
+use super::types::{ByteSize, DEFAULT_ITERATIONS, GitConfig};
 use super::{AgentConfig, AgentKind, Config, ConfigError, DoneSignal, Loaded, Phase, RepeatGroup, SimStep};
+use crate::agent::kinds;
 
 pub(super) fn parse(path: &Path, source: &str) -> Result<Loaded, ConfigError> {
     let spans = Spans::new(source);
@@ -222,13 +223,18 @@ fn human(d: Duration) -> String {
     humantime::format_duration(d).to_string()
 }
 
-const CLI_KINDS: &str = "kind = \"claude\", \"codex\", \"opencode\" or \"gemini\"";
+/// `kind = "claude", "codex", … or "gemini"`: the CLI kinds.
+fn cli_kinds() -> String {
+    let list = kinds::names().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ");
+    match list.rsplit_once(", ") {
+        Some((rest, last)) => format!("kind = {rest} or {last}"),
+        None => format!("kind = {list}"),
+    }
+}
 
-/// Which kinds a per-kind key belongs to, for "only applies to" hints.
-const KEY_KINDS: [(&str, &str); 7] = [
-    ("model", CLI_KINDS),
-    ("binary", CLI_KINDS),
-    ("permission_mode", CLI_KINDS),
+/// Which kinds a per-kind key belongs to, for "only applies to" hints; the CLI
+/// kinds' keys are not listed.
+const KEY_KINDS: [(&str, &str); 4] = [
     ("command", "kind = \"command\""),
     ("resume", "kind = \"command\""),
     ("output", "kind = \"command\""),
@@ -256,7 +262,11 @@ fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Confi
     };
     for (key, present) in set {
         if present && forbidden.contains(&key) {
-            let belongs = KEY_KINDS.iter().find(|(k, _)| *k == key).map_or("kind = \"sim\"", |(_, kinds)| kinds);
+            let belongs = match KEY_KINDS.iter().find(|(k, _)| *k == key) {
+                Some((_, owner)) => owner.to_string(),
+                None if ["model", "binary", "permission_mode"].contains(&key) => cli_kinds(),
+                None => "kind = \"sim\"".to_string(),
+            };
             return Err(cx.at(
                 &here(key),
                 format!(
@@ -272,7 +282,7 @@ fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Confi
         _ => {}
     }
     if let Some(mode) = &agent.permission_mode {
-        let allowed = permission_modes(agent.kind);
+        let allowed = kinds::descriptor(agent.kind).map_or(&[][..], |d| d.permission_modes);
         if !allowed.contains(&mode.as_str()) {
             let list = allowed.iter().map(|m| format!("\"{m}\"")).collect::<Vec<_>>().join(", ");
             return Err(cx.at(

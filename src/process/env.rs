@@ -6,11 +6,8 @@
 //! because their names lack a marker word. Pure: names and values in, the child's
 //! environment and the withheld names out.
 
+use crate::agent::kinds;
 use crate::config::AgentKind;
-
-/// Variables that mark "running inside another agent" and change CLI behaviour.
-/// Never passed, not even through `pass_env`.
-const NESTING_MARKERS: &[&str] = &["CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CODEX_SANDBOX", "OPENCODE"];
 
 /// What every agent gets (patterns: `*` matches any run of characters): the user,
 /// the shell and terminal, the locale, proxies, the temp dir, certificates,
@@ -115,41 +112,12 @@ pub const BASE: &[&str] = &[
 
 /// Each kind's own credentials and settings (patterns as in [`BASE`]).
 pub fn kind_vars(kind: AgentKind) -> &'static [&'static str] {
-    match kind {
-        // Bedrock and Vertex set-ups are Claude Code's own settings too.
-        AgentKind::Claude => &[
-            "ANTHROPIC_*",
-            "CLAUDE_*",
-            "DISABLE_*",
-            "MCP_*",
-            "AWS_*",
-            "CLOUD_ML_REGION",
-            "VERTEX_*",
-            "GOOGLE_APPLICATION_CREDENTIALS",
-        ],
-        AgentKind::Codex => &["OPENAI_*", "CODEX_*", "AZURE_OPENAI_*"],
-        AgentKind::Opencode => &["OPENCODE_*", "OPENAI_*", "ANTHROPIC_*", "OPENROUTER_*", "GEMINI_*", "GOOGLE_*"],
-        AgentKind::Gemini => &["GEMINI_*", "GOOGLE_*", "CLOUDSDK_*"],
-        AgentKind::Command | AgentKind::Sim => &[],
-    }
+    kinds::descriptor(kind).map_or(&[], |d| d.passes)
 }
 
 /// The credentials each kind looks for (what `ralph doctor` checks for).
 pub fn allowlist(kind: AgentKind) -> &'static [&'static str] {
-    match kind {
-        AgentKind::Claude => &[
-            "ANTHROPIC_API_KEY",
-            "ANTHROPIC_AUTH_TOKEN",
-            "CLAUDE_CODE_OAUTH_TOKEN",
-            "AWS_ACCESS_KEY_ID",
-            "AWS_SECRET_ACCESS_KEY",
-            "AWS_SESSION_TOKEN",
-        ],
-        AgentKind::Codex => &["OPENAI_API_KEY", "CODEX_API_KEY"],
-        AgentKind::Opencode => &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"],
-        AgentKind::Gemini => &["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS"],
-        AgentKind::Command | AgentKind::Sim => &[],
-    }
+    kinds::descriptor(kind).map_or(&[], |d| d.credentials)
 }
 
 /// Parts of a variable name (split at `_` and `-`) that mark it as a credential:
@@ -187,7 +155,9 @@ pub fn glob_match(pattern: &str, name: &str) -> bool {
 
 /// Whether the agent gets `name` from ralph's environment.
 pub fn passes(name: &str, kind: AgentKind, pass_env: &[String]) -> bool {
-    !NESTING_MARKERS.contains(&name)
+    // "Running inside another agent" changes a CLI's behaviour: never passed, not
+    // even through `pass_env`.
+    !kinds::ALL.iter().any(|d| d.nesting_markers.contains(&name))
         && (BASE.iter().chain(kind_vars(kind)).any(|p| glob_match(p, name))
             || pass_env.iter().any(|p| glob_match(p, name)))
 }

@@ -4,7 +4,7 @@
 //! specific phrases, never on bare numbers. A rule may also tell the next attempt to
 //! start a new session or to rebuild the tool registry.
 
-use crate::agent::AgentEvent;
+use crate::agent::{AgentEvent, kinds};
 use crate::config::{AgentKind, ErrorCategory, ErrorPattern};
 
 use super::{Category, Classification, Rule};
@@ -280,7 +280,7 @@ const RULES: &[Entry] = &[
     structured(Rule::RateLimited, Environmental, rate_limited),
     structured(Rule::ProviderOverloaded, Environmental, provider_overloaded),
     structured(Rule::ProviderError, Environmental, provider_error),
-    structured(Rule::SessionNotFound, Agent, gemini_input_error).then(Then::Fresh),
+    structured(Rule::SessionNotFound, Agent, unknown_session_exit).then(Then::Fresh),
     // The user's own wordings for the agent come before ralph's guesses (the category
     // here is a placeholder: each pattern brings its own).
     Entry::new(Rule::ConfiguredError, Ambiguous, Configured),
@@ -712,11 +712,12 @@ fn server_error_code(r: &Report<'_>) -> Option<String> {
     error_code(r, "server_error").then(|| "the provider failed (server_error)".into())
 }
 
-/// Gemini exits 42 (its input-error code) when `--resume` names a session it does
-/// not have. Its other exit codes are HTTP statuses mod 256 and are not used.
-fn gemini_input_error(r: &Report<'_>) -> Option<String> {
-    (r.kind == AgentKind::Gemini && r.exit == Exit::Code(42))
-        .then(|| "gemini exited 42 (input error, as for an unknown --resume id)".into())
+/// The exit code a CLI ends with when `--resume` names a session it does not have
+/// (Gemini's 42, its input-error code).
+fn unknown_session_exit(r: &Report<'_>) -> Option<String> {
+    let code = kinds::descriptor(r.kind)?.unknown_session_exit?;
+    (r.exit == Exit::Code(code))
+        .then(|| format!("{} exited {code} (input error, as for an unknown --resume id)", r.kind.as_str()))
 }
 
 fn crashed(r: &Report<'_>) -> Option<String> {

@@ -23,19 +23,15 @@ use super::Category;
 use super::classify::{EndedBy, Exit, Report, classify};
 use super::reset::reset_time;
 use crate::agent::claude_stream::ClaudeStreamParser;
-use crate::agent::{AgentEvent, LineParser};
+use crate::agent::{AgentEvent, LineParser, kinds};
 use crate::config::AgentKind;
 
 /// The corpus clock: 2026-01-15T12:00:00Z.
 const NOW: i64 = 1_768_478_400;
 
-/// Cases each CLI must cover.
-const REQUIRED: &[(&str, &[&str])] = &[
-    ("claude", &["overloaded", "500", "429", "usage_limit", "refused", "reset", "dns", "stalled", "401", "403"]),
-    ("codex", &["overloaded", "500", "429", "usage_limit", "refused", "reset", "dns", "stalled", "401", "403"]),
-    ("opencode", &["overloaded", "500", "429", "usage_limit", "refused", "reset", "dns", "stalled", "401", "403"]),
-    ("gemini", &["overloaded", "500", "429", "usage_limit", "refused", "reset", "dns", "stalled", "401", "403"]),
-];
+/// Cases each CLI kind must cover.
+const REQUIRED: &[&str] =
+    &["overloaded", "500", "429", "usage_limit", "refused", "reset", "dns", "stalled", "401", "403"];
 
 /// Every CLI also covers these rules.
 const REQUIRED_RULES: &[&str] = &["model_invalid", "context_too_long", "tool_unavailable", "session_not_found"];
@@ -93,13 +89,10 @@ fn cases() -> Vec<(String, Case)> {
 }
 
 fn kind_of(cli: &str) -> AgentKind {
-    match cli {
-        "claude" => AgentKind::Claude,
-        "codex" => AgentKind::Codex,
-        "opencode" => AgentKind::Opencode,
-        "gemini" => AgentKind::Gemini,
-        "ralph" => AgentKind::Sim,
-        other => panic!("unknown corpus directory {other}"),
+    match kinds::ALL.into_iter().find(|d| d.kind.as_str() == cli) {
+        Some(d) => d.kind,
+        None if cli == "ralph" => AgentKind::Sim,
+        None => panic!("unknown corpus directory {cli}"),
     }
 }
 
@@ -134,12 +127,10 @@ fn ended_by(s: Option<&String>) -> EndedBy {
 fn evidence(cli: &str, case: &Case) -> (Vec<AgentEvent>, String, String) {
     let mut events = Vec::new();
     let mut tail = String::new();
-    let parser: Option<Box<dyn LineParser>> = match cli {
-        "claude" | "ralph" => Some(Box::new(ClaudeStreamParser::new())),
-        "codex" => Some(Box::new(crate::agent::codex::CodexParser::new())),
-        "gemini" => Some(Box::new(crate::agent::gemini::GeminiParser::default())),
-        "opencode" => Some(Box::new(crate::agent::opencode::OpenCodeParser::new())),
-        _ => None,
+    let parser: Option<Box<dyn LineParser>> = match kinds::ALL.into_iter().find(|d| d.kind.as_str() == cli) {
+        Some(d) => Some((d.parser)((0, 0))),
+        None if cli == "ralph" => Some(Box::new(ClaudeStreamParser::new())),
+        None => None,
     };
     if let Some(mut parser) = parser {
         for line in &case.stdout {
@@ -232,13 +223,13 @@ fn every_case_classifies_as_expected() {
 #[test]
 fn every_cli_covers_the_required_cases() {
     let all = cases();
-    for (cli, needles) in REQUIRED {
+    for cli in kinds::names() {
         let names: Vec<String> = all
             .iter()
             .filter(|(c, _)| c == cli)
             .map(|(_, case)| case.path.file_stem().unwrap().to_string_lossy().to_string())
             .collect();
-        for needle in *needles {
+        for needle in REQUIRED {
             assert!(names.iter().any(|n| n.contains(needle)), "{cli}: no case named like {needle:?}");
         }
         for rule in REQUIRED_RULES {

@@ -8,9 +8,10 @@
 //! "offline" because of a default it could never reach.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 
-use crate::config::{AgentConfig, AgentKind};
+use crate::agent::descriptor::ReadFile;
+use crate::agent::kinds;
+use crate::config::AgentConfig;
 
 use super::{Category, Classification, Rule};
 
@@ -20,9 +21,6 @@ pub enum ProbeResult {
     Online,
     Offline { last_error: String },
 }
-
-/// Reads a file's text (the shell's `std::fs::read_to_string`; tests pass a map).
-pub type ReadFile<'a> = &'a dyn Fn(&Path) -> Option<String>;
 
 /// The providers the configured agents talk to, as `host:port`, sorted and without
 /// duplicates (the table in docs/recovery.md). A base URL set for the agent (its
@@ -39,136 +37,12 @@ pub fn default_endpoints(
         .values()
         .filter_map(|agent| {
             let lookup = |var: &str| agent.env.get(var).cloned().or_else(|| env(var)).filter(|v| !v.trim().is_empty());
-            match agent.kind {
-                AgentKind::Claude => Some(url_or(lookup("ANTHROPIC_BASE_URL"), "api.anthropic.com:443")),
-                AgentKind::Gemini => {
-                    Some(url_or(lookup("GOOGLE_GEMINI_BASE_URL"), "generativelanguage.googleapis.com:443"))
-                }
-                AgentKind::Codex => codex_endpoint(&lookup, read),
-                AgentKind::Opencode => opencode_endpoint(agent, &lookup, read),
-                AgentKind::Command | AgentKind::Sim => None,
-            }
-            .flatten()
+            (kinds::descriptor(agent.kind)?.endpoint)(agent, &lookup, read)
         })
         .collect();
     out.sort();
     out.dedup();
     out
-}
-
-/// The URL's `host:port` when one is set, else the vendor's.
-fn url_or(url: Option<String>, vendor: &str) -> Option<String> {
-    match url {
-        Some(url) => host_port(&url),
-        None => Some(vendor.to_string()),
-    }
-}
-
-/// Codex: `OPENAI_BASE_URL`, else the selected provider's `base_url` in
-/// `$CODEX_HOME/config.toml` (default `~/.codex`), else OpenAI's host for the
-/// built-in `openai` provider; another provider without a `base_url` has none.
-fn codex_endpoint(lookup: &dyn Fn(&str) -> Option<String>, read: ReadFile<'_>) -> Option<Option<String>> {
-    if let Some(url) = lookup("OPENAI_BASE_URL") {
-        return Some(host_port(&url));
-    }
-    let home = lookup("CODEX_HOME").map(PathBuf::from).or_else(|| lookup("HOME").map(|h| Path::new(&h).join(".codex")));
-    let config: Option<toml::Table> =
-        home.and_then(|h| read(&h.join("config.toml"))).and_then(|text| toml::from_str(&text).ok());
-    let provider = config
-        .as_ref()
-        .and_then(|c| c.get("model_provider"))
-        .and_then(toml::Value::as_str)
-        .unwrap_or("openai")
-        .to_string();
-    let base_url = config
-        .as_ref()
-        .and_then(|c| c.get("model_providers"))
-        .and_then(|p| p.get(&provider))
-        .and_then(|p| p.get("base_url"))
-        .and_then(toml::Value::as_str);
-    match base_url {
-        Some(url) => Some(host_port(url)),
-        None if provider == "openai" => Some(Some("api.openai.com:443".to_string())),
-        None => None,
-    }
-}
-
-/// OpenCode: the provider of the model (`provider/model`, from the agent's `model`
-/// or the config's), its `options.baseURL` in the config (`OPENCODE_CONFIG`, else
-/// `$XDG_CONFIG_HOME/opencode/opencode.json`), else the host of a provider ralph
-/// knows; an unknown provider has none.
-fn opencode_endpoint(
-    agent: &AgentConfig,
-    lookup: &dyn Fn(&str) -> Option<String>,
-    read: ReadFile<'_>,
-) -> Option<Option<String>> {
-    let config_path = lookup("OPENCODE_CONFIG").map(PathBuf::from).or_else(|| {
-        lookup("XDG_CONFIG_HOME")
-            .map(PathBuf::from)
-            .or_else(|| lookup("HOME").map(|h| Path::new(&h).join(".config")))
-            .map(|dir| dir.join("opencode/opencode.json"))
-    });
-    let config: Option<serde_json::Value> =
-        config_path.and_then(|p| read(&p)).and_then(|text| serde_json::from_str(&text).ok());
-    let model = agent
-        .model
-        .clone()
-        .or_else(|| config.as_ref().and_then(|c| c.get("model")).and_then(|m| m.as_str()).map(str::to_string))?;
-    let (provider, _) = model.split_once('/')?;
-    let base_url = config
-        .as_ref()
-        .and_then(|c| c.pointer(&format!("/provider/{provider}/options/baseURL")))
-        .and_then(|u| u.as_str());
-    if let Some(url) = base_url {
-        return Some(host_port(url));
-    }
-    let vendor = match provider {
-        "anthropic" => return Some(url_or(lookup("ANTHROPIC_BASE_URL"), "api.anthropic.com:443")),
-        "openai" => return Some(url_or(lookup("OPENAI_BASE_URL"), "api.openai.com:443")),
-        "google" => "generativelanguage.googleapis.com:443",
-        "openrouter" => "openrouter.ai:443",
-        "groq" => "api.groq.com:443",
-        "mistral" => "api.mistral.ai:443",
-        "deepseek" => "api.deepseek.com:443",
-        "xai" => "api.x.ai:443",
-        "opencode" => "opencode.ai:443",
-        _ => return None,
-    };
-    Some(Some(vendor.to_string()))
-}
-
-/// `host:port` of a URL, the port defaulting by scheme. None for what is not a URL.
-fn host_port(url: &str) -> Option<String> {
-    let url = url.trim();
-    let (scheme, rest) = url.split_once("://")?;
-    let default_port = match scheme.to_ascii_lowercase().as_str() {
-        "https" => 443,
-        "http" => 80,
-        _ => return None,
-    };
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let authority = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
-    if authority.is_empty() {
-        return None;
-    }
-    // An IPv6 literal keeps its brackets; its colons are not a port separator.
-    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let (addr, after) = v6.split_once(']')?;
-        (format!("[{addr}]"), after.strip_prefix(':'))
-    } else {
-        match authority.rsplit_once(':') {
-            Some((h, p)) => (h.to_string(), Some(p)),
-            None => (authority.to_string(), None),
-        }
-    };
-    if host.is_empty() || host == "[]" {
-        return None;
-    }
-    let port = match port {
-        Some(p) => p.parse::<u16>().ok()?,
-        None => default_port,
-    };
-    Some(format!("{host}:{port}"))
 }
 
 /// The endpoints whose silence means "offline": `[offline] probe` when set, else the
@@ -221,7 +95,10 @@ pub fn candidates(
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
+    use crate::config::AgentKind;
 
     fn agent(kind: AgentKind, env: &[(&str, &str)]) -> AgentConfig {
         let mut a: AgentConfig = toml::from_str(&format!("kind = \"{}\"", kind.as_str())).unwrap();
@@ -323,25 +200,6 @@ mod tests {
         };
         let with_config = oc(None, &[("OPENCODE_CONFIG", "/oc.json")]);
         assert_eq!(default_endpoints(&with_config, &none, &config), ["127.0.0.1:7777"]);
-    }
-
-    #[test]
-    fn urls_to_host_port() {
-        let cases = [
-            ("https://api.anthropic.com", Some("api.anthropic.com:443")),
-            ("http://127.0.0.1:8089/v1/messages?beta=true", Some("127.0.0.1:8089")),
-            ("HTTP://localhost", Some("localhost:80")),
-            ("https://user:secret@gw.example:8443/x", Some("gw.example:8443")),
-            ("http://[::1]:9000/", Some("[::1]:9000")),
-            ("https://[2001:db8::1]", Some("[2001:db8::1]:443")),
-            ("api.anthropic.com", None),
-            ("ftp://x", None),
-            ("http://", None),
-            ("http://host:notaport", None),
-        ];
-        for (url, want) in cases {
-            assert_eq!(host_port(url).as_deref(), want, "{url}");
-        }
     }
 }
 

@@ -9,7 +9,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::agent::AgentEvent;
-use crate::agent::launch::{self, Request};
+use crate::agent::descriptor::{LaunchError, Request};
+use crate::agent::launch;
 use crate::error::RalphError;
 use crate::events::{self, RunEvent};
 use crate::notify::Notifier;
@@ -314,7 +315,7 @@ impl Dispatcher {
 
     /// Counts the attempt, renders its prompt, prepares its launch, and records it
     /// in flight (saved, then journaled). Returns the launch and the name stem of its logs.
-    fn begin_attempt(&mut self) -> Result<(Result<launch::Prepared, launch::LaunchError>, String), RalphError> {
+    fn begin_attempt(&mut self) -> Result<(Result<launch::Prepared, LaunchError>, String), RalphError> {
         let agent = self.current_agent();
         let iterations = self.phase().iterations;
         let cp = &mut self.r.checkpoint;

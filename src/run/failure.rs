@@ -4,7 +4,7 @@
 //! self-contained recovery note the next attempt gets. Launches that failed before
 //! the agent ran are classified by `recovery::spawn`.
 
-use crate::agent::{launch, versions};
+use crate::agent::{kinds, launch, versions};
 use crate::config::DoneSignal;
 use crate::error::RalphError;
 use crate::events::RunEvent;
@@ -156,10 +156,11 @@ impl Dispatcher {
     /// message names its version and the one ralph was tested with.
     async fn with_versions(&self, agent: &str, reason: &str) -> String {
         let Some(cfg) = self.r.loaded.config.agents.get(agent) else { return reason.to_string() };
-        let Some(tested) = versions::tested(cfg.kind) else {
+        let Some(cli) = kinds::descriptor(cfg.kind) else {
             return format!("{reason}; check the agent's command and its version");
         };
-        let installed = match launch::find_binary(cfg, cfg.kind.as_str(), agent) {
+        let tested = cli.tested_version;
+        let installed = match launch::find_binary(cfg, cli.binary, agent) {
             Ok(binary) => match process::version::installed(&binary).await {
                 Ok(text) => versions::number(&text).unwrap_or(text.as_str()).to_string(),
                 Err(e) => format!("unknown ({e})"),

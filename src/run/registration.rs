@@ -65,13 +65,9 @@ fn entry(project: &std::path::Path, loaded: &Loaded, cp: &Checkpoint) -> Entry {
 /// The program an agent launches, as configured (a name looked up on `PATH`, or a
 /// path); `None` for the built-in scripted agent, which is ralph itself.
 pub fn program(agent: &AgentConfig) -> Option<String> {
-    let default = match agent.kind {
-        AgentKind::Claude => "claude",
-        AgentKind::Codex => "codex",
-        AgentKind::Opencode => "opencode",
-        AgentKind::Gemini => "gemini",
-        AgentKind::Command => return agent.command.as_ref().and_then(|c| c.first()).cloned(),
-        AgentKind::Sim => return None,
-    };
+    if agent.kind == AgentKind::Command {
+        return agent.command.as_ref().and_then(|c| c.first()).cloned();
+    }
+    let default = crate::agent::kinds::descriptor(agent.kind)?.binary;
     Some(agent.binary.as_ref().map_or_else(|| default.to_string(), |b| b.display().to_string()))
 }
