@@ -20,8 +20,8 @@ use std::time::Duration;
 use divan::counter::BytesCount;
 use divan::{Bencher, Divan};
 use ralph::bench::{
-    AgentEvent, AgentKind, ClaudeStreamParser, Durability, EndedBy, Exit, LineParser, Report, Supervisor,
-    TextParser, Timeouts, classify, redact, store, tool_text,
+    AgentEvent, AgentKind, ClaudeStreamParser, Durability, EndedBy, Exit, LineParser, Report, Supervisor, TextParser,
+    Timeouts, classify, redact, store, tool_text,
 };
 
 fn main() {

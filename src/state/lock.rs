@@ -172,11 +172,7 @@ pub fn acquire(path: &Path) -> Result<Acquired, LockError> {
         };
         let info = LockInfo::current();
         write_info(&mut file, &info).map_err(io_err)?;
-        return Ok(Acquired {
-            lock: RunLock { file: Some(file) },
-            stale,
-            stale_unreadable,
-        });
+        return Ok(Acquired { lock: RunLock { file: Some(file) }, stale, stale_unreadable });
     }
     Err(io_err(io::Error::other("the lock file keeps being replaced while locking it")))
 }
