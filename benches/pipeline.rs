@@ -19,14 +19,10 @@ use std::time::Duration;
 
 use divan::counter::BytesCount;
 use divan::{Bencher, Divan};
-use ralph::agent::claude_stream::ClaudeStreamParser;
-use ralph::agent::text::TextParser;
-use ralph::agent::{AgentEvent, LineParser};
-use ralph::config::{AgentKind, Timeouts};
-use ralph::recovery::classify::{self, EndedBy, Exit, Report};
-use ralph::state::atomic::Durability;
-use ralph::state::{redact, store};
-use ralph::supervise::{Supervisor, tool_text};
+use ralph::bench::{
+    AgentEvent, AgentKind, ClaudeStreamParser, Durability, EndedBy, Exit, LineParser, Report, Supervisor, TextParser,
+    Timeouts, classify, redact, store, tool_text,
+};
 
 fn main() {
     Divan::from_args().min_time(Duration::from_millis(300)).main();
@@ -206,7 +202,7 @@ mod durable {
     use std::io::Write;
 
     use divan::Bencher;
-    use ralph::state::atomic::{self, Durability};
+    use ralph::bench::{Durability, atomic};
 
     /// A 300-byte journal line, the size of an `attempt_succeeded` event.
     const EVENT: &[u8] = &[b'x'; 299];

@@ -39,8 +39,6 @@ pub const TERMINATED: i32 = 143;
 #[derive(Debug, Clone, Copy)]
 pub enum Ending<'a> {
     Run(&'a RunEnd),
-    /// A subcommand (`status`, `doctor`, …) that picked its code from the constants.
-    Code(i32),
     Error(&'a RalphError),
 }
 
@@ -48,7 +46,6 @@ pub enum Ending<'a> {
 /// not compile until it has a code.
 pub fn code(ending: Ending<'_>) -> i32 {
     match ending {
-        Ending::Code(code) => code,
         Ending::Run(RunEnd::Completed | RunEnd::Declined) => DONE,
         Ending::Run(RunEnd::Failed(_)) => FAILED,
         Ending::Run(RunEnd::Blocked(_)) => BLOCKED,

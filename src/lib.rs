@@ -10,26 +10,42 @@
 //!   (checkpoint, journal, lock), [`run`] (the dispatcher loop), [`report`]
 //!   (what the user sees), [`commands`] (the subcommands).
 
-#![warn(clippy::too_many_lines)]
+mod agent;
+mod app;
+mod cli;
+mod commands;
+mod config;
+mod control;
+mod error;
+mod events;
+mod exit;
+mod git;
+mod notify;
+mod os;
+mod outcome;
+mod process;
+mod recovery;
+mod report;
+mod run;
+mod signal;
+mod state;
+mod supervise;
+mod watch;
+mod workflow;
 
-pub mod agent;
-pub mod cli;
-pub mod commands;
-pub mod config;
-pub mod control;
-pub mod error;
-pub mod events;
-pub mod exit;
-pub mod git;
-pub mod notify;
-pub mod os;
-pub mod outcome;
-pub mod process;
-pub mod recovery;
-pub mod report;
-pub mod run;
-pub mod signal;
-pub mod state;
-pub mod supervise;
-pub mod watch;
-pub mod workflow;
+pub use app::main;
+
+/// What the benchmarks in `benches/` measure, and nothing else: the rest of the crate
+/// is private to it.
+#[doc(hidden)]
+pub mod bench {
+    pub use crate::agent::claude_stream::ClaudeStreamParser;
+    pub use crate::agent::event::{AgentEvent, LineParser};
+    pub use crate::agent::text::TextParser;
+    pub use crate::config::{AgentKind, Timeouts};
+    pub use crate::recovery::classify::{self, EndedBy, Exit, Report};
+    pub use crate::state::atomic::{self, Durability};
+    pub use crate::state::{redact, store};
+    pub use crate::supervise::supervisor::Supervisor;
+    pub use crate::supervise::tool_text;
+}

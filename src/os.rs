@@ -1,6 +1,6 @@
 //! The Linux-specific calls, in one place: `prctl` (the subreaper, the parent-death
-//! signal), the `/proc` file system, the kernel's boot id, and signalling a process
-//! group. Everything else reaches the operating system through portable APIs; a
+//! signal), the `/proc` file system, the kernel's boot id, signalling a process
+//! group, and a socket peer's credentials. Everything else reaches the operating system through portable APIs; a
 //! port to another system starts here. A test below fails when one of these calls
 //! appears anywhere else in `src/`.
 
@@ -31,6 +31,12 @@ pub fn signal_group(pgid: i32, signal: impl Into<Option<Signal>>) -> nix::Result
     nix::sys::signal::killpg(Pid::from_raw(pgid), signal)
 }
 
+/// The user id of the process at the other end of a Unix socket (`SO_PEERCRED`).
+pub fn peer_uid(stream: &std::os::unix::net::UnixStream) -> std::io::Result<u32> {
+    let creds = nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)?;
+    Ok(creds.uid())
+}
+
 /// The kernel's boot id, which changes on every boot; empty when unreadable
 /// (non-Linux, restricted /proc).
 ///
@@ -47,7 +53,7 @@ mod tests {
     use std::path::Path;
 
     /// What only this module may call, as it is spelled in code.
-    const LINUX_ONLY: [&str; 5] = ["prctl", "\"/proc", "random/boot_id", "killpg", "setpgid"];
+    const LINUX_ONLY: [&str; 6] = ["prctl", "\"/proc", "random/boot_id", "killpg", "setpgid", "PeerCredentials"];
 
     fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
         for entry in std::fs::read_dir(dir).expect("read src/").flatten() {

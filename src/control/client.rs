@@ -30,17 +30,24 @@ pub fn socket_of(project: &Path) -> Result<PathBuf, ClientError> {
     path::recorded(project).ok_or_else(|| ClientError::NoRun(project.display().to_string()))
 }
 
+/// Connects to `socket`, and only to a server of the same user: a socket path from a
+/// hostile record must not hand requests (or a session) to someone else's process.
+fn connect(socket: &Path) -> Result<UnixStream, ClientError> {
+    let unreachable = |source| ClientError::Unreachable { path: socket.to_path_buf(), source };
+    let stream = UnixStream::connect(socket).map_err(unreachable)?;
+    let server = crate::os::peer_uid(&stream).map_err(unreachable)?;
+    let me = nix::unistd::getuid().as_raw();
+    if server != me {
+        return Err(ClientError::ForeignServer { path: socket.to_path_buf(), server, me });
+    }
+    Ok(stream)
+}
+
 /// Sends one request and reads its reply.
 pub fn call(socket: &Path, request: &Request) -> Result<Reply, ClientError> {
     let unreachable = |source| ClientError::Unreachable { path: socket.to_path_buf(), source };
     let bad = |detail: String| ClientError::Protocol { path: socket.to_path_buf(), detail };
-    let mut stream = UnixStream::connect(socket).map_err(unreachable)?;
-    let creds = nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)
-        .map_err(|e| unreachable(e.into()))?;
-    let me = nix::unistd::getuid().as_raw();
-    if creds.uid() != me {
-        return Err(ClientError::ForeignServer { path: socket.to_path_buf(), server: creds.uid(), me });
-    }
+    let mut stream = connect(socket)?;
     stream.set_read_timeout(Some(TIMEOUT)).map_err(unreachable)?;
     stream.set_write_timeout(Some(TIMEOUT)).map_err(unreachable)?;
     let mut line = serde_json::to_string(request).map_err(|e| bad(e.to_string()))?;
@@ -56,13 +63,7 @@ pub fn call(socket: &Path, request: &Request) -> Result<Reply, ClientError> {
 pub fn open_session(socket: &Path, attempt: u32) -> Result<UnixStream, ClientError> {
     let unreachable = |source| ClientError::Unreachable { path: socket.to_path_buf(), source };
     let bad = |detail: String| ClientError::Protocol { path: socket.to_path_buf(), detail };
-    let mut stream = UnixStream::connect(socket).map_err(unreachable)?;
-    let creds = nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)
-        .map_err(|e| unreachable(e.into()))?;
-    let me = nix::unistd::getuid().as_raw();
-    if creds.uid() != me {
-        return Err(ClientError::ForeignServer { path: socket.to_path_buf(), server: creds.uid(), me });
-    }
+    let mut stream = connect(socket)?;
     stream.set_read_timeout(Some(TIMEOUT)).map_err(unreachable)?;
     stream.set_write_timeout(Some(TIMEOUT)).map_err(unreachable)?;
     let mut line = serde_json::to_string(&Request::Hello { attempt }).map_err(|e| bad(e.to_string()))?;

@@ -9,4 +9,4 @@ pub mod path;
 pub mod protocol;
 pub mod server;
 
-pub use protocol::{Inbound, Live, Reply, Request};
+pub use protocol::{Inbound, Live, Request};

@@ -163,11 +163,6 @@ pub fn find_commit(log: &str, run_id: &str, key: &str) -> Option<String> {
     })
 }
 
-/// Whether any commit of that log output was made by this run (any iteration).
-pub fn made_by_run(body: &str, run_id: &str) -> bool {
-    body.lines().any(|l| trailer_value(l, RUN_TRAILER) == Some(run_id))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,6 +237,5 @@ mod tests {
         assert_eq!(find_commit(log, "R1", "develop/2").as_deref(), Some("aaa"));
         assert_eq!(find_commit(log, "R1", "develop/3"), None);
         assert_eq!(find_commit(log, "R0", "develop/1"), None);
-        assert!(made_by_run("x\n\nRalph-Run: R1\n", "R1"));
     }
 }

@@ -21,19 +21,9 @@ pub enum Step {
 }
 
 impl Escalation {
-    /// Begins with SIGINT, the signal a terminal would have sent.
-    pub fn start(grace: Duration) -> (Self, Step) {
-        Self::start_with(Signal::SIGINT, grace)
-    }
-
     /// Begins with `first` (SIGINT, or SIGTERM for an agent known to ignore SIGINT).
     pub fn start_with(first: Signal, grace: Duration) -> (Self, Step) {
         (Self { sent: first, grace }, Step::Send { signal: first, wait: Some(grace) })
-    }
-
-    /// Begins with SIGKILL (the user's second Ctrl+C).
-    pub fn kill_now(grace: Duration) -> (Self, Step) {
-        (Self { sent: Signal::SIGKILL, grace }, Step::Send { signal: Signal::SIGKILL, wait: None })
     }
 
     /// The grace period ran out and the agent is still there.
@@ -61,7 +51,7 @@ mod tests {
     #[test]
     fn escalates_int_term_kill() {
         let g = Duration::from_secs(10);
-        let (mut e, first) = Escalation::start(g);
+        let (mut e, first) = Escalation::start_with(Signal::SIGINT, g);
         assert_eq!(first, Step::Send { signal: Signal::SIGINT, wait: Some(g) });
         assert_eq!(e.grace_elapsed(), Step::Send { signal: Signal::SIGTERM, wait: Some(g) });
         assert_eq!(e.grace_elapsed(), Step::Send { signal: Signal::SIGKILL, wait: Some(g) });
@@ -75,12 +65,5 @@ mod tests {
         let (mut e, first) = Escalation::start_with(Signal::SIGTERM, g);
         assert_eq!(first, Step::Send { signal: Signal::SIGTERM, wait: Some(g) });
         assert_eq!(e.grace_elapsed(), Step::Send { signal: Signal::SIGKILL, wait: Some(g) });
-    }
-
-    #[test]
-    fn kill_now_sends_sigkill_and_does_not_wait() {
-        let (e, step) = Escalation::kill_now(Duration::from_secs(1));
-        assert_eq!(step, Step::Send { signal: Signal::SIGKILL, wait: None });
-        assert_eq!(e.last_signal(), Signal::SIGKILL);
     }
 }

@@ -79,8 +79,3 @@ pub fn signal_group(pgid: u32, signal: Signal) -> std::io::Result<()> {
         Err(e) => Err(std::io::Error::from(e)),
     }
 }
-
-/// Whether any process of the group `pgid` is still alive.
-pub fn group_alive(pgid: u32) -> bool {
-    i32::try_from(pgid).is_ok_and(|raw| crate::os::signal_group(raw, None).is_ok())
-}

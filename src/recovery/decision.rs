@@ -41,36 +41,6 @@ impl Cap {
             Cap::RateLimitWait => "max_rate_limit_wait exhausted",
         }
     }
-
-    /// The config key that sets this cap (`phase` names the phase for per-phase caps).
-    pub fn key(self, phase: &str) -> String {
-        match self {
-            Cap::MaxCycles => "[general] max_cycles".into(),
-            Cap::ToolRegistryResets => "[retry] tool_registry_resets".into(),
-            Cap::McpRestarts => "[retry] mcp_restarts".into(),
-            Cap::AmbiguousAttempts => "[retry] ambiguous_attempts".into(),
-            Cap::Iterations => format!("[phases.{phase}] iterations"),
-            Cap::Runtime => "[general] max_runtime".into(),
-            Cap::Cost => "[general] max_cost_usd".into(),
-            Cap::EnvironmentalWait => "[retry] max_environmental_wait".into(),
-            Cap::RateLimitWait => "[retry] max_rate_limit_wait".into(),
-        }
-    }
-
-    /// Whether `--resume` of a run stopped by this cap starts with its budget
-    /// renewed. The run's totals (iterations, active time, cost) are kept, so their
-    /// caps stop a resumed run again at once unless the key is raised.
-    pub fn renewed_by_resume(self) -> bool {
-        match self {
-            Cap::MaxCycles
-            | Cap::ToolRegistryResets
-            | Cap::McpRestarts
-            | Cap::AmbiguousAttempts
-            | Cap::EnvironmentalWait
-            | Cap::RateLimitWait => true,
-            Cap::Iterations | Cap::Runtime | Cap::Cost => false,
-        }
-    }
 }
 
 /// Why a run stops before finishing.

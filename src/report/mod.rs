@@ -13,7 +13,7 @@ pub mod summary;
 mod term;
 
 pub use next::next_step;
-pub use progress::{AttemptLine, Reporter};
+pub use progress::Reporter;
 #[cfg(test)]
 pub(crate) use summary::tests::checkpoint as summary_fixture;
 pub use summary::{Summary, counts};

@@ -5,9 +5,9 @@
 use std::path::Path;
 
 use crate::config::Config;
+use crate::outcome::RunEnd;
 use crate::recovery::Rule;
 use crate::recovery::policy::Cap;
-use crate::run::RunEnd;
 use crate::state::checkpoint::LastError;
 
 /// What the person reading the summary should do next; `None` for a finished run.

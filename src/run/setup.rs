@@ -352,6 +352,10 @@ fn take_lock(path: &Path, when_held: WhenHeld, reporter: &Reporter) -> Result<Ru
                         stale.host,
                         crate::report::clock::stamp(&stale.started_at, &crate::report::clock::zone())
                     ));
+                } else if acquired.stale_unreadable {
+                    reporter.line(
+                        "the previous ralph here ended without a clean stop (its lock file does not parse): its run was interrupted",
+                    );
                 }
                 return Ok(acquired.lock);
             }

@@ -5,11 +5,6 @@
 //! (a broken generation the agent keeps picking up). Past the threshold, the next
 //! attempt starts a fresh session instead of resuming.
 
-/// Recoveries counted by default.
-pub const DEFAULT_THRESHOLD: usize = 3;
-/// The default window, in seconds.
-pub const DEFAULT_WINDOW_SECS: i64 = 600;
-
 /// Whether `recoveries` (unix seconds of the current iteration's recoveries) hold at
 /// least `threshold` entries within `window_secs` before `now`.
 ///
@@ -34,6 +29,9 @@ fn in_window(at: i64, now: i64, window_secs: i64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const DEFAULT_THRESHOLD: usize = 3;
+    const DEFAULT_WINDOW_SECS: i64 = 600;
 
     const NOW: i64 = 1_700_000_000;
 

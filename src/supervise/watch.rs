@@ -74,16 +74,6 @@ impl Watch {
         if self.attempt_deadline <= silence.0 { (self.attempt_deadline, EndedBy::AttemptTimeout) } else { silence }
     }
 
-    /// The instant of the last output, for "last event Ns ago".
-    pub fn last_event(&self) -> Instant {
-        self.last_event
-    }
-
-    /// Whether a tool call is running.
-    pub fn tool_running(&self) -> bool {
-        !self.tools_in_flight.is_empty()
-    }
-
     /// The attempt was suspended (Ctrl+Z) for `paused`: every clock moves on by
     /// that much, so time stopped counts neither as silence nor as attempt time.
     pub fn pause(&mut self, paused: Duration) {
@@ -138,7 +128,6 @@ mod tests {
         let mut quiet = Watch::new(&timeouts(), t0);
         quiet.pause(Duration::from_secs(30));
         assert_eq!(quiet.deadline(), (t0 + Duration::from_secs(90), EndedBy::Stall));
-        assert_eq!(quiet.last_event(), t0 + Duration::from_secs(30));
     }
 
     fn started(id: &str) -> AgentEvent {
@@ -165,7 +154,6 @@ mod tests {
         let t0 = Instant::now();
         let mut w = Watch::new(&timeouts(), t0);
         w.on_event(Some(&started("t1")), t0);
-        assert!(w.tool_running());
         assert_eq!(w.deadline(), (t0 + Duration::from_secs(600), EndedBy::ToolTimeout));
         let t1 = t0 + Duration::from_secs(300);
         w.on_event(Some(&AgentEvent::ToolFinished { id: "t1".into(), is_error: false, output: String::new() }), t1);

@@ -10,4 +10,4 @@ pub mod goal;
 pub mod progress;
 pub mod prompt;
 
-pub use progress::{Position, Progress};
+pub use progress::Progress;

@@ -561,3 +561,14 @@ exit $code"#,
     let events: Vec<String> = p.read("agent-copy/events.jsonl").lines().map(String::from).collect();
     assert!(events.iter().any(|e| e.contains("\"disk_full\"") && e.contains("develop-sh.log")), "{events:?}");
 }
+
+#[test]
+fn a_lock_file_that_does_not_parse_is_reported_as_an_interrupted_run() {
+    // A crash mid-write, or an edit by hand: who held it is unknown, but the run
+    // before did not stop cleanly, and the user is told so.
+    let p = sim_project().sim("a", &[r#"[{ done = "ok" }]"#]).build();
+    p.write(".agent/ralph.lock", "pid=garbage\u{1}");
+    let out = p.ralph().args(["--no-resume"]).run();
+    out.expect_code(0);
+    assert!(out.stderr.contains("its lock file does not parse"), "{out}");
+}

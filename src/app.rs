@@ -1,0 +1,118 @@
+//! The command line, dispatched: parse it, run the chosen command, map the outcome to
+//! an exit code. `src/main.rs` only exits with it, so that everything else can stay
+//! private to the crate.
+
+use clap::{CommandFactory, Parser};
+
+use crate::cli::{Cli, Command, Place, RunArgs};
+use crate::run::{self, Options, ResumeFlag};
+use crate::{commands, exit};
+
+/// Runs the command line ralph was started with and returns its exit code.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    let code = match cli.command {
+        // The scripted agent is a plain synchronous program: no runtime, no handlers.
+        Some(Command::Sim(sim)) => commands::sim::main(sim),
+        Some(Command::Completions { shell }) => {
+            clap_complete::generate(shell, &mut Cli::command(), "ralph", &mut std::io::stdout());
+            exit::DONE
+        }
+        Some(Command::Demo { keep }) => report(commands::demo::main(keep)),
+        Some(Command::Init { force, place }) => {
+            dir(&place).map_or_else(fail, |d| report(commands::init::main(&d, force)))
+        }
+        Some(Command::Doctor { config, json, place }) => {
+            dir(&place).map_or_else(fail, |d| report(commands::doctor::main(&d, config.as_deref(), json)))
+        }
+        Some(Command::Status { json, all, prune, place }) => {
+            if all || prune {
+                report(commands::status::all(json, prune))
+            } else {
+                dir(&place).map_or_else(fail, |d| report(commands::status::main(&d, json)))
+            }
+        }
+        Some(Command::Stop { now, timeout, place }) => {
+            dir(&place).map_or_else(fail, |d| report(commands::stop::main(&d, now, timeout)))
+        }
+        Some(Command::Mcp { socket, attempt }) => report(commands::mcp::main(socket, attempt)),
+        Some(Command::Watch(watch)) => report(commands::watch::main(&watch)),
+        Some(Command::Logs { follow, config, place }) => {
+            dir(&place).map_or_else(fail, |d| report(commands::logs::main(&d, config.as_deref(), follow)))
+        }
+        Some(Command::Clean { keep, config, place }) => {
+            dir(&place).map_or_else(fail, |d| report(commands::clean::main(&d, config.as_deref(), keep)))
+        }
+        Some(Command::Run(args)) => run_command(args),
+        None => run_command(cli.run),
+    };
+    code
+}
+
+fn run_command(args: RunArgs) -> i32 {
+    let dir = match dir(&args.place) {
+        Ok(d) => d,
+        Err(e) => return fail(e),
+    };
+    if args.dry_run {
+        return report(commands::dry_run::main(&dir, args.config.as_deref()));
+    }
+    if args.inspect_checkpoint {
+        return report(commands::inspect::main(&dir, args.json));
+    }
+    if let (Some(phase), true) = (&args.from, args.no_resume) {
+        return fail(crate::error::RalphError::Usage(format!(
+            "--from {phase} cannot be used with --no-resume: `ralph --from {phase}` starts a new run at phase \
+             {phase}, `ralph --resume --from {phase}` moves the unfinished run there, and `ralph --no-resume` \
+             starts a new run at the first phase"
+        )));
+    }
+    let options = Options {
+        dir,
+        config: args.config,
+        resume: match (args.resume, args.no_resume, args.resume_or_start) {
+            (true, _, _) => ResumeFlag::Resume,
+            (_, true, _) => ResumeFlag::Fresh,
+            (_, _, true) => ResumeFlag::ResumeOrStart,
+            _ => ResumeFlag::Ask,
+        },
+        from: args.from,
+        quiet: args.quiet,
+        verbose: args.verbose,
+        allow_dirty: args.allow_dirty,
+        log_format: args.log_format,
+    };
+    // One thread: the agent is forked from it, so its parent-death signal is tied to
+    // ralph's life rather than to a worker thread's.
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return fail(crate::error::RalphError::io("cannot start the runtime", e)),
+    };
+    let code = match runtime.block_on(run::run(options)) {
+        Ok(end) => exit::code(exit::Ending::Run(&end)),
+        Err(e) => fail(e),
+    };
+    // A background connectivity probe still resolving a host name must not hold
+    // up the exit.
+    runtime.shutdown_background();
+    code
+}
+
+fn dir(place: &Place) -> Result<std::path::PathBuf, crate::error::RalphError> {
+    match &place.dir {
+        Some(d) => std::fs::canonicalize(d)
+            .map_err(|e| crate::error::RalphError::setup(format!("cannot use {}", d.display()), e)),
+        None => {
+            std::env::current_dir().map_err(|e| crate::error::RalphError::setup("cannot read the current directory", e))
+        }
+    }
+}
+
+fn report(result: Result<i32, crate::error::RalphError>) -> i32 {
+    result.unwrap_or_else(fail)
+}
+
+fn fail(error: crate::error::RalphError) -> i32 {
+    eprintln!("ralph: {}", crate::state::redact::redact(&error.to_string()));
+    exit::for_error(&error)
+}
