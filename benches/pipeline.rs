@@ -21,7 +21,7 @@ use divan::counter::BytesCount;
 use divan::{Bencher, Divan};
 use ralph::bench::{
     AgentEvent, AgentKind, ClaudeStreamParser, Durability, EndedBy, Exit, LineParser, Report, Supervisor, TextParser,
-    Timeouts, classify, redact, store, tool_text,
+    Timeouts, classify, redact, save_json_with, tool_text_detect,
 };
 
 fn main() {
@@ -72,12 +72,12 @@ fn stream_line(kind: &str) -> &'static str {
 #[divan::bench(name = "redact", args = ["clean", "secret"])]
 fn redact_line(b: Bencher, kind: &str) {
     let line = if kind == "clean" { TEXT_LINE } else { SECRET_LINE };
-    b.counter(bytes(line)).bench(|| redact::redact(black_box(line)));
+    b.counter(bytes(line)).bench(|| redact(black_box(line)));
 }
 
 #[divan::bench(name = "detect/tool_text")]
 fn detect_tool_text(b: Bencher) {
-    b.counter(bytes(TEXT_LINE)).bench(|| tool_text::detect(black_box(TEXT_LINE)));
+    b.counter(bytes(TEXT_LINE)).bench(|| tool_text_detect(black_box(TEXT_LINE)));
 }
 
 #[divan::bench(name = "detect/supervisor_text_event")]
@@ -92,7 +92,7 @@ fn supervisor_text(b: Bencher) {
 /// goes to a `Vec` here (the file cost is in `benches/run.sh`).
 fn per_line(parser: &mut dyn LineParser, sup: &mut Supervisor, log: &mut Vec<u8>, line: &str) {
     use std::io::Write;
-    let _ = writeln!(log, "{}", redact::redact(line));
+    let _ = writeln!(log, "{}", redact(line));
     for event in parser.parse_line(line) {
         let _ = sup.on_event(Some(&event), tokio::time::Instant::now());
     }
@@ -131,7 +131,7 @@ fn classify_error(b: Bencher) {
     ];
     let tail = "npm warn deprecated\nError: something went wrong while talking to the provider\n".repeat(20);
     b.bench(|| {
-        classify::classify(black_box(&Report {
+        classify(black_box(&Report {
             kind: AgentKind::Claude,
             exit: Exit::Code(1),
             ended_by: EndedBy::Agent,
@@ -184,7 +184,7 @@ fn checkpoint_write(b: Bencher, durability: &str) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("checkpoint.json");
     let value = checkpoint();
-    b.bench_local(|| store::save_json_with(&path, &value, durability).expect("checkpoint write"));
+    b.bench_local(|| save_json_with(&path, &value, durability).expect("checkpoint write"));
 }
 
 #[divan::bench(name = "checkpoint/serialize")]
@@ -202,7 +202,7 @@ mod durable {
     use std::io::Write;
 
     use divan::Bencher;
-    use ralph::bench::{Durability, atomic};
+    use ralph::bench::{Durability, replace};
 
     /// A 300-byte journal line, the size of an `attempt_succeeded` event.
     const EVENT: &[u8] = &[b'x'; 299];
@@ -251,6 +251,6 @@ mod durable {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("checkpoint.json");
         let bytes = serde_json::to_vec_pretty(&super::checkpoint()).expect("serialize");
-        b.bench_local(|| atomic::replace(&path, &bytes, Durability::Ordered).expect("replace"));
+        b.bench_local(|| replace(&path, &bytes, Durability::Ordered).expect("replace"));
     }
 }

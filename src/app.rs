@@ -11,7 +11,7 @@ use crate::{commands, exit};
 /// Runs the command line ralph was started with and returns its exit code.
 pub fn main() -> i32 {
     let cli = Cli::parse();
-    let code = match cli.command {
+    match cli.command {
         // The scripted agent is a plain synchronous program: no runtime, no handlers.
         Some(Command::Sim(sim)) => commands::sim::main(sim),
         Some(Command::Completions { shell }) => {
@@ -45,8 +45,7 @@ pub fn main() -> i32 {
         }
         Some(Command::Run(args)) => run_command(args),
         None => run_command(cli.run),
-    };
-    code
+    }
 }
 
 fn run_command(args: RunArgs) -> i32 {

@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand};
     about = "Run coding agents unattended through a workflow of phases and agent chains, and finish the work when things break.",
     args_conflicts_with_subcommands = true
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
     #[command(flatten)]
@@ -19,7 +19,7 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run the workflow in this directory (the default).
     Run(RunArgs),
     /// A complete run on the built-in scripted agent in a temp directory: a crash,
@@ -122,14 +122,14 @@ pub enum Command {
 
 /// Where the project is.
 #[derive(Debug, Clone, Args)]
-pub struct Place {
+pub(crate) struct Place {
     /// The project directory (default: the current directory).
     #[arg(short = 'C', long = "dir", value_name = "DIR", global = true)]
     pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// Continue the run in .agent/checkpoint.json.
     #[arg(long, conflicts_with_all = ["no_resume", "inspect_checkpoint"])]
     pub resume: bool,
@@ -177,7 +177,7 @@ pub struct RunArgs {
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct SimCli {
+pub(crate) struct SimCli {
     #[arg(long)]
     pub agent: String,
     #[arg(long)]
@@ -193,7 +193,7 @@ pub struct SimCli {
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct WatchCli {
+pub(crate) struct WatchCli {
     /// One pass over the registry, then exit (cron, tests).
     #[arg(long)]
     pub once: bool,

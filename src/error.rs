@@ -9,7 +9,7 @@ use crate::config::ConfigError;
 use crate::state::lock::LockError;
 
 #[derive(Debug, thiserror::Error)]
-pub enum RalphError {
+pub(crate) enum RalphError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// The goal file is missing or unreadable.
@@ -99,7 +99,7 @@ fn resume_hint(from: Option<&str>) -> String {
 
 impl RalphError {
     /// An I/O failure once the run is under way (exit 4).
-    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         if crate::state::private::is_refused(&source) {
             return RalphError::UnsafeState(source.to_string());
         }
@@ -107,7 +107,7 @@ impl RalphError {
     }
 
     /// An I/O failure before the first attempt (exit 2).
-    pub fn setup(context: impl Into<String>, source: std::io::Error) -> Self {
+    pub(crate) fn setup(context: impl Into<String>, source: std::io::Error) -> Self {
         if crate::state::private::is_refused(&source) {
             return RalphError::UnsafeState(source.to_string());
         }

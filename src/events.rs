@@ -22,7 +22,7 @@ use crate::workflow::done::SignOff;
 /// Why the chain moved to another agent, as the journal names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum FalloverWhy {
+pub(crate) enum FalloverWhy {
     /// The agent used its `agent_attempts` (`recovery-attempt exhausted`).
     RecoveryAttempts,
     /// The agent is rate-limited and `on_rate_limit = "fallover"`.
@@ -32,7 +32,7 @@ pub enum FalloverWhy {
 /// One thing that happened in a run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum RunEvent {
+pub(crate) enum RunEvent {
     RunStarted {
         run_id: String,
         pid: u32,
@@ -312,7 +312,7 @@ pub enum RunEvent {
 
 impl RunEvent {
     /// The journal's `"kind"` of this event.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             RunEvent::RunStarted { .. } => "run_started",
             RunEvent::RunResumed { .. } => "run_resumed",
@@ -371,7 +371,8 @@ mod tests {
     /// The variant names declared in this file's enum, in snake_case.
     fn declared_kinds() -> Vec<String> {
         let source = read("src/events.rs");
-        let body = source.split("pub enum RunEvent {").nth(1).and_then(|rest| rest.split("\n}\n").next()).unwrap_or("");
+        let body =
+            source.split("pub(crate) enum RunEvent {").nth(1).and_then(|rest| rest.split("\n}\n").next()).unwrap_or("");
         body.lines()
             .filter_map(|l| l.strip_prefix("    ").filter(|l| l.starts_with(|c: char| c.is_ascii_uppercase())))
             .map(|l| {

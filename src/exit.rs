@@ -16,35 +16,35 @@ use crate::signal::StopCause;
 use crate::state::lock::LockError;
 
 /// The workflow finished: every phase reached its done signal.
-pub const DONE: i32 = 0;
+pub(crate) const DONE: i32 = 0;
 /// The run failed: a budget or cap was exhausted, or an agent failure ended it.
-pub const FAILED: i32 = 1;
+pub(crate) const FAILED: i32 = 1;
 /// A problem found before the first attempt (usage, configuration, pre-flight,
 /// state ralph cannot use).
-pub const USAGE: i32 = 2;
+pub(crate) const USAGE: i32 = 2;
 /// Blocked: a person must act after the run started (credentials, billing, a
 /// binary gone).
-pub const BLOCKED: i32 = 3;
+pub(crate) const BLOCKED: i32 = 3;
 /// An internal error: a bug, an I/O failure ralph cannot wait out, or the run
 /// directory's lease taken over by another host.
-pub const INTERNAL: i32 = 4;
+pub(crate) const INTERNAL: i32 = 4;
 /// Stopped by the user's Ctrl+C (SIGINT); the checkpoint is `paused`.
-pub const INTERRUPTED: i32 = 130;
+pub(crate) const INTERRUPTED: i32 = 130;
 /// Stopped by SIGHUP (a closed terminal); the checkpoint is `interrupted`.
-pub const HANGUP: i32 = 129;
+pub(crate) const HANGUP: i32 = 129;
 /// Stopped by SIGTERM (shutdown, service manager); the checkpoint is `interrupted`.
-pub const TERMINATED: i32 = 143;
+pub(crate) const TERMINATED: i32 = 143;
 
 /// How a command ended: a run's own outcome, a subcommand's chosen code, or an error.
 #[derive(Debug, Clone, Copy)]
-pub enum Ending<'a> {
+pub(crate) enum Ending<'a> {
     Run(&'a RunEnd),
     Error(&'a RalphError),
 }
 
 /// The exit-code table: one exhaustive match, so a new outcome or error variant does
 /// not compile until it has a code.
-pub fn code(ending: Ending<'_>) -> i32 {
+pub(crate) fn code(ending: Ending<'_>) -> i32 {
     match ending {
         Ending::Run(RunEnd::Completed | RunEnd::Declined) => DONE,
         Ending::Run(RunEnd::Failed(_)) => FAILED,
@@ -77,7 +77,7 @@ pub fn code(ending: Ending<'_>) -> i32 {
 }
 
 /// The code for an error (shorthand for [`code`]).
-pub fn for_error(error: &RalphError) -> i32 {
+pub(crate) fn for_error(error: &RalphError) -> i32 {
     code(Ending::Error(error))
 }
 

@@ -3,12 +3,15 @@
 //!
 //! The crate is split into a pure decision core and a thin I/O shell:
 //!
-//! * pure: [`config`] (types and validation), [`workflow`] (phases, repeat rules,
-//!   done signals, prompts), [`recovery`] (classification and policy),
-//!   [`signal`] (the interrupt state machine), [`agent`] parsers.
-//! * shell: [`process`] (process groups, graceful termination), [`state`]
-//!   (checkpoint, journal, lock), [`run`] (the dispatcher loop), [`report`]
-//!   (what the user sees), [`commands`] (the subcommands).
+//! * pure: `config` (types and validation), `workflow` (phases, repeat rules,
+//!   done signals, prompts), `recovery` (classification and policy),
+//!   `signal` (the interrupt state machine), `agent` parsers.
+//! * shell: `process` (process groups, graceful termination), `state`
+//!   (checkpoint, journal, lock), `run` (the dispatcher loop), `report`
+//!   (what the user sees), `commands` (the subcommands).
+//!
+//! Every module is private to the crate: the binary calls [`main`], and the
+//! benchmarks reach what they measure through the hidden `bench` module.
 
 mod agent;
 mod app;
@@ -43,9 +46,10 @@ pub mod bench {
     pub use crate::agent::event::{AgentEvent, LineParser};
     pub use crate::agent::text::TextParser;
     pub use crate::config::{AgentKind, Timeouts};
-    pub use crate::recovery::classify::{self, EndedBy, Exit, Report};
-    pub use crate::state::atomic::{self, Durability};
-    pub use crate::state::{redact, store};
+    pub use crate::recovery::classify::{EndedBy, Exit, Report, classify};
+    pub use crate::state::atomic::{Durability, replace};
+    pub use crate::state::redact::redact;
+    pub use crate::state::store::save_json_with;
     pub use crate::supervise::supervisor::Supervisor;
-    pub use crate::supervise::tool_text;
+    pub use crate::supervise::tool_text::detect as tool_text_detect;
 }

@@ -17,10 +17,10 @@ use crate::events::RunEvent;
 use crate::state::checkpoint::Status;
 
 /// The variable `ralph watch` sets for the runs it resumes.
-pub const RESUMED_BY: &str = "RALPH_RESUMED_BY";
+pub(crate) const RESUMED_BY: &str = "RALPH_RESUMED_BY";
 
 /// Whether a person wants to hear of this event.
-pub fn wanted(event: &RunEvent, resumed_by_watch: bool) -> bool {
+pub(crate) fn wanted(event: &RunEvent, resumed_by_watch: bool) -> bool {
     match event {
         RunEvent::RunEnded { status, .. } => matches!(status, Status::Completed | Status::Failed | Status::Blocked),
         RunEvent::RateLimitWait { .. } | RunEvent::Offline { .. } | RunEvent::DiskFull { .. } => true,
@@ -29,7 +29,7 @@ pub fn wanted(event: &RunEvent, resumed_by_watch: bool) -> bool {
     }
 }
 
-pub struct Notifier {
+pub(crate) struct Notifier {
     command: Option<Vec<String>>,
     timeout: Duration,
     dir: String,
@@ -38,7 +38,7 @@ pub struct Notifier {
 }
 
 impl Notifier {
-    pub fn new(config: &crate::config::Notify, dir: &std::path::Path) -> Self {
+    pub(crate) fn new(config: &crate::config::Notify, dir: &std::path::Path) -> Self {
         Self {
             command: config.command.clone(),
             timeout: config.timeout,
@@ -49,7 +49,7 @@ impl Notifier {
     }
 
     /// Starts the notifier for `event` if one is configured and the event is wanted.
-    pub fn observe(&mut self, event: &RunEvent, run_id: &str) {
+    pub(crate) fn observe(&mut self, event: &RunEvent, run_id: &str) {
         let Some(argv) = self.command.clone() else { return };
         if !wanted(event, self.resumed_by_watch) {
             return;
@@ -75,7 +75,7 @@ impl Notifier {
     }
 
     /// Gives the notifiers still running at the end of the run their time, no more.
-    pub async fn flush(&mut self) {
+    pub(crate) async fn flush(&mut self) {
         let all = async { while self.tasks.join_next().await.is_some() {} };
         if tokio::time::timeout(self.timeout, all).await.is_err() {
             self.tasks.abort_all();

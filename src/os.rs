@@ -10,29 +10,29 @@ use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 
 /// Where the kernel shows its processes.
-pub fn proc_root() -> &'static Path {
+pub(crate) fn proc_root() -> &'static Path {
     Path::new("/proc")
 }
 
 /// Makes ralph the reaper of its descendants' orphans; false when the kernel refuses.
-pub fn become_subreaper() -> bool {
+pub(crate) fn become_subreaper() -> bool {
     nix::sys::prctl::set_child_subreaper(true).is_ok()
 }
 
 /// Has the calling process killed when its parent dies. Async-signal-safe (one
 /// system call, no allocation): it runs between fork and exec.
 #[inline]
-pub fn die_with_parent() -> std::io::Result<()> {
+pub(crate) fn die_with_parent() -> std::io::Result<()> {
     nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)
 }
 
 /// Sends `signal` (or, with `None`, only checks) to every process of group `pgid`.
-pub fn signal_group(pgid: i32, signal: impl Into<Option<Signal>>) -> nix::Result<()> {
+pub(crate) fn signal_group(pgid: i32, signal: impl Into<Option<Signal>>) -> nix::Result<()> {
     nix::sys::signal::killpg(Pid::from_raw(pgid), signal)
 }
 
 /// The user id of the process at the other end of a Unix socket (`SO_PEERCRED`).
-pub fn peer_uid(stream: &std::os::unix::net::UnixStream) -> std::io::Result<u32> {
+pub(crate) fn peer_uid(stream: &std::os::unix::net::UnixStream) -> std::io::Result<u32> {
     let creds = nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)?;
     Ok(creds.uid())
 }
@@ -42,7 +42,7 @@ pub fn peer_uid(stream: &std::os::unix::net::UnixStream) -> std::io::Result<u32>
 ///
 /// `RALPH_BOOT_ID_FILE` names another file to read it from: a test hook that
 /// simulates a reboot (documented in docs/operations.md as test-only).
-pub fn boot_id() -> String {
+pub(crate) fn boot_id() -> String {
     let path = std::env::var_os("RALPH_BOOT_ID_FILE")
         .map_or_else(|| PathBuf::from("/proc/sys/kernel/random/boot_id"), PathBuf::from);
     std::fs::read_to_string(path).map(|s| s.trim().to_owned()).unwrap_or_default()

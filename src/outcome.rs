@@ -6,7 +6,7 @@ use crate::signal::StopCause;
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq)]
-pub enum RunEnd {
+pub(crate) enum RunEnd {
     Completed,
     /// A cap or budget ran out.
     Failed(String),

@@ -21,7 +21,7 @@ use crate::process::agent_group;
 
 /// A signal ralph reacts to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Incoming {
+pub(crate) enum Incoming {
     Interrupt,
     Terminate,
     Hangup,
@@ -30,7 +30,7 @@ pub enum Incoming {
 /// Why an orderly stop was asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum StopCause {
+pub(crate) enum StopCause {
     /// Ctrl+C: the user's decision; the run stays paused until `--resume`.
     User,
     /// SIGTERM: a shutdown or a service manager.
@@ -40,7 +40,7 @@ pub enum StopCause {
 }
 
 impl StopCause {
-    pub fn signal_name(self) -> &'static str {
+    pub(crate) fn signal_name(self) -> &'static str {
         match self {
             StopCause::User => "SIGINT",
             StopCause::Terminate => "SIGTERM",
@@ -52,7 +52,7 @@ impl StopCause {
 /// What the shell must do about a signal.
 #[must_use]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InterruptAction {
+pub(crate) enum InterruptAction {
     /// Start nothing new, end the agent with grace, save, exit.
     Stop(StopCause),
     /// Kill the agent's group and exit immediately.
@@ -65,12 +65,12 @@ pub enum InterruptAction {
 
 /// Remembers whether an orderly stop is already under way.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct InterruptState {
+pub(crate) struct InterruptState {
     stopping: Option<StopCause>,
 }
 
 impl InterruptState {
-    pub fn on_signal(&mut self, incoming: Incoming) -> InterruptAction {
+    pub(crate) fn on_signal(&mut self, incoming: Incoming) -> InterruptAction {
         match (self.stopping, incoming) {
             (None, Incoming::Interrupt) => self.begin(StopCause::User),
             (None, Incoming::Terminate) => self.begin(StopCause::Terminate),
@@ -89,7 +89,7 @@ impl InterruptState {
     }
 
     /// The stop under way, if any.
-    pub fn stopping(&self) -> Option<StopCause> {
+    pub(crate) fn stopping(&self) -> Option<StopCause> {
         self.stopping
     }
 }
@@ -98,7 +98,7 @@ impl InterruptState {
 /// machine, plus the control socket's messages (`ralph stop --now` is a first
 /// Ctrl+C; the rest are handed to the dispatcher, which waits on this one stream
 /// wherever it waits).
-pub struct Signals {
+pub(crate) struct Signals {
     int: Signal,
     term: Signal,
     hup: Signal,
@@ -112,7 +112,7 @@ pub struct Signals {
 
 impl Signals {
     /// Installs the handlers. From here on these signals no longer kill ralph.
-    pub fn install() -> std::io::Result<Self> {
+    pub(crate) fn install() -> std::io::Result<Self> {
         Ok(Self {
             int: signal(SignalKind::interrupt())?,
             term: signal(SignalKind::terminate())?,
@@ -126,12 +126,12 @@ impl Signals {
     }
 
     /// Listens to the control socket's messages too.
-    pub fn attach(&mut self, control: mpsc::Receiver<Inbound>) {
+    pub(crate) fn attach(&mut self, control: mpsc::Receiver<Inbound>) {
         self.control = Some(control);
     }
 
     /// The control messages received since the last call.
-    pub fn take_inbox(&mut self) -> Vec<Inbound> {
+    pub(crate) fn take_inbox(&mut self) -> Vec<Inbound> {
         std::mem::take(&mut self.inbox)
     }
 
@@ -139,7 +139,7 @@ impl Signals {
     /// else is under way, is carried out here (the call returns after `fg`) and
     /// reported as [`InterruptAction::Ignore`]; [`Signals::suspended`] tells how
     /// long it took.
-    pub async fn next(&mut self) -> InterruptAction {
+    pub(crate) async fn next(&mut self) -> InterruptAction {
         let incoming = tokio::select! {
             _ = self.int.recv() => Incoming::Interrupt,
             _ = self.term.recv() => Incoming::Terminate,
@@ -169,12 +169,12 @@ impl Signals {
     }
 
     /// Total time ralph spent suspended; the attempt's clocks leave it out.
-    pub fn suspended(&self) -> Duration {
+    pub(crate) fn suspended(&self) -> Duration {
         self.suspended
     }
 
     /// The stop under way, if any.
-    pub fn stopping(&self) -> Option<StopCause> {
+    pub(crate) fn stopping(&self) -> Option<StopCause> {
         self.state.stopping()
     }
 }

@@ -70,7 +70,7 @@ pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
 /// run tools without approval prompts that works as root and without a sandbox
 /// helper (ralph owns the isolation); `--` keeps a prompt starting with `-` a
 /// prompt. Analytics are off (otherwise every run also talks to `ab.chatgpt.com`).
-pub fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> {
+pub(crate) fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> {
     let mut argv = vec![binary.display().to_string(), "exec".to_string()];
     if req.resume.is_some() {
         argv.push("resume".to_string());
@@ -145,7 +145,7 @@ fn endpoint(_: &AgentConfig, lookup: Lookup<'_>, read: ReadFile<'_>) -> Option<S
 
 /// One per attempt.
 #[derive(Debug, Default)]
-pub struct CodexParser {
+pub(crate) struct CodexParser {
     /// The last `agent_message` of the current turn: the final answer at `turn.completed`.
     last_message: Option<String>,
     /// Tool items that got a `ToolStarted` and no `ToolFinished` yet.
@@ -155,18 +155,13 @@ pub struct CodexParser {
 }
 
 impl CodexParser {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// A parser for a resumed thread whose earlier launches already reported
     /// `input_tokens`/`output_tokens` in total: Codex's usage is cumulative over the
     /// thread, so the resumed launch's first `turn.completed` includes them.
-    pub fn with_baseline(input_tokens: u64, output_tokens: u64) -> Self {
+    pub(crate) fn with_baseline(input_tokens: u64, output_tokens: u64) -> Self {
         Self { usage_seen: (input_tokens, output_tokens), ..Self::default() }
     }
 
-    /// The thread id seen, if any.
     fn item(&mut self, obj: &Value, completed: bool, out: &mut Vec<AgentEvent>) {
         let Some(item) = obj.get("item").filter(|i| i.is_object()) else {
             return;
@@ -348,7 +343,7 @@ mod tests {
     use crate::config::AgentConfig;
 
     fn parse_all(lines: &[&str]) -> Vec<AgentEvent> {
-        let mut p = CodexParser::new();
+        let mut p = CodexParser::default();
         lines.iter().flat_map(|l| p.parse_line(l)).collect()
     }
 
@@ -400,7 +395,7 @@ mod tests {
     fn usage_is_a_delta_over_the_thread_total() {
         // A resumed launch of the same thread reported 600/21 after an earlier 300/14.
         let second = r#"{"type":"turn.completed","usage":{"input_tokens":600,"cached_input_tokens":30,"cache_write_input_tokens":0,"output_tokens":21,"reasoning_output_tokens":6}}"#;
-        let mut p = CodexParser::new();
+        let mut p = CodexParser::default();
         let usage = |evs: Vec<AgentEvent>| evs.into_iter().find(|e| matches!(e, AgentEvent::Usage { .. }));
         assert_eq!(
             usage(p.parse_line(RUN[7])),
@@ -416,7 +411,7 @@ mod tests {
             Some(AgentEvent::Usage { input_tokens: 300, output_tokens: 7, cost_usd: None })
         );
         // A turn with no message: an empty result, no stale text from an earlier turn.
-        let mut p = CodexParser::new();
+        let mut p = CodexParser::default();
         p.parse_line(RUN[6]);
         p.parse_line(RUN[2]);
         assert_eq!(
@@ -555,7 +550,7 @@ mod tests {
         ];
         let item_types =
             ["agent_message", "reasoning", "command_execution", "file_change", "mcp_tool_call", "web_search", "error"];
-        let mut p = CodexParser::new();
+        let mut p = CodexParser::default();
         for t in types {
             for s in &shapes {
                 for key in ["thread_id", "item", "usage", "error", "message"] {

@@ -12,7 +12,7 @@ use crate::config::{AgentConfig, AgentKind};
 
 /// What one attempt asks of the agent.
 #[derive(Debug, Clone, Copy)]
-pub struct Request<'a> {
+pub(crate) struct Request<'a> {
     pub agent: &'a str,
     pub prompt: &'a str,
     /// A file holding the prompt (for `{prompt_file}`).
@@ -32,7 +32,7 @@ pub struct Request<'a> {
 
 /// Why an agent cannot be launched; all of these need a human.
 #[derive(Debug, thiserror::Error)]
-pub enum LaunchError {
+pub(crate) enum LaunchError {
     #[error("agent {agent}: the {binary} binary was not found on PATH; install it or set [agents.{agent}] binary")]
     BinaryMissing { agent: String, binary: String },
     #[error("agent {agent}: {message}")]
@@ -46,7 +46,7 @@ pub(crate) type Env = Vec<(String, String)>;
 /// A variable of the agent's environment (its `env` table, then ralph's), if set.
 pub(crate) type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 /// Reads a file's text (the shell's `std::fs::read_to_string`; tests pass a map).
-pub type ReadFile<'a> = &'a dyn Fn(&Path) -> Option<String>;
+pub(crate) type ReadFile<'a> = &'a dyn Fn(&Path) -> Option<String>;
 
 /// One agent CLI. Adding a kind is a new file with one of these, its entry in
 /// `agent::kinds::ALL`, and its `AgentKind` variant.

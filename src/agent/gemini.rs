@@ -62,7 +62,7 @@ pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
 /// tool call and, unlike Claude's bypass flag, works as root; `--skip-trust` trusts
 /// the working directory for this session only. An explicit model saves the CLI a
 /// routing request to pick one.
-pub fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> {
+pub(crate) fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> {
     let mut argv = vec![
         binary.display().to_string(),
         // The prompt comes on stdin (see `launch::prepare`); `--prompt` is appended
@@ -87,7 +87,7 @@ pub fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> 
 /// settings only (`$HOME/.gemini/settings.json`: `general.maxAttempts`,
 /// `general.enableAutoUpdate`, `privacy.usageStatisticsEnabled`), not variables.
 /// A user's own `GEMINI_TELEMETRY_ENABLED` wins.
-pub fn env() -> Env {
+pub(crate) fn env() -> Env {
     if std::env::var_os(TELEMETRY).is_some() {
         return Vec::new();
     }
@@ -119,7 +119,7 @@ fn launch_env(req: &Request<'_>) -> Result<Env, LaunchError> {
 /// own system settings file for this attempt, if there is one). Gemini skips a
 /// settings file with a group- or world-writable ancestor directory, so `file` must
 /// be in a private one.
-pub fn mcp_env(exe: &Path, socket: &Path, attempt: u32, file: &Path) -> std::io::Result<(String, String)> {
+pub(crate) fn mcp_env(exe: &Path, socket: &Path, attempt: u32, file: &Path) -> std::io::Result<(String, String)> {
     let settings = serde_json::json!({"mcpServers": {"ralph": {
         "command": exe.display().to_string(),
         "args": mcp_args(socket, attempt),
@@ -131,7 +131,7 @@ pub fn mcp_env(exe: &Path, socket: &Path, attempt: u32, file: &Path) -> std::io:
 
 /// One per attempt.
 #[derive(Debug, Default)]
-pub struct GeminiParser {
+pub(crate) struct GeminiParser {
     session_id: Option<String>,
     /// Whether `Session` was emitted for `session_id`: only once a model turn was
     /// complete, because Gemini keeps no session that failed before, and resuming
@@ -146,10 +146,6 @@ pub struct GeminiParser {
 }
 
 impl GeminiParser {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// Ends the message being streamed, if any, as one `Text`.
     fn flush(&mut self, out: &mut Vec<AgentEvent>) {
         if !self.open {
@@ -346,7 +342,7 @@ mod tests {
     use serde_json::json;
 
     fn parse_all(lines: &[&str]) -> Vec<AgentEvent> {
-        let mut p = GeminiParser::new();
+        let mut p = GeminiParser::default();
         lines.iter().flat_map(|l| p.parse_line(l)).collect()
     }
 
@@ -400,7 +396,7 @@ mod tests {
             r#"{"type":"message","timestamp":"2026-11-30T17:00:34.086Z","role":"assistant","content":"\n\n<promise>DONE</promise>","delta":true}"#,
             r#"{"type":"result","timestamp":"2026-11-30T17:00:34.165Z","status":"success","stats":{"total_tokens":107,"input_tokens":100,"output_tokens":7,"cached":0,"input":100,"duration_ms":121,"tool_calls":0,"models":{}}}"#,
         ];
-        let mut p = GeminiParser::new();
+        let mut p = GeminiParser::default();
         let per_line: Vec<Vec<AgentEvent>> = lines.iter().map(|l| p.parse_line(l)).collect();
         // Chunks yield nothing until the message ends.
         assert!(per_line[2].is_empty() && per_line[3].is_empty() && per_line[4].is_empty());
@@ -500,7 +496,7 @@ mod tests {
 
     #[test]
     fn a_resumed_run_reports_its_session_once() {
-        let mut p = GeminiParser::new();
+        let mut p = GeminiParser::default();
         let ev: Vec<AgentEvent> =
             [INIT, DONE, SUCCESS, INIT, DONE, SUCCESS].iter().flat_map(|l| p.parse_line(l)).collect();
         let sessions = ev.iter().filter(|e| matches!(e, AgentEvent::Session { .. })).count();
@@ -578,7 +574,7 @@ mod tests {
 
     #[test]
     fn garbage_never_panics() {
-        let mut p = GeminiParser::new();
+        let mut p = GeminiParser::default();
         let types = ["init", "message", "tool_use", "tool_result", "error", "result", "other", ""];
         let keys = [
             "session_id",

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::event::AgentEvent;
 
 /// What one output line is.
-pub enum Line {
+pub(crate) enum Line {
     /// Nothing but whitespace: not an event, not activity.
     Blank,
     /// Not a JSON object (a stray log line, a bare scalar): no event, but proof that
@@ -16,7 +16,7 @@ pub enum Line {
     Object(Value),
 }
 
-pub fn line(text: &str) -> Line {
+pub(crate) fn line(text: &str) -> Line {
     let text = text.trim();
     if text.is_empty() {
         return Line::Blank;
@@ -28,25 +28,25 @@ pub fn line(text: &str) -> Line {
 }
 
 /// The event for an event kind a parser does not know (tolerated, logged).
-pub fn unknown(kind: &str) -> AgentEvent {
+pub(crate) fn unknown(kind: &str) -> AgentEvent {
     AgentEvent::Unknown { kind: kind.to_owned() }
 }
 
-pub fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+pub(crate) fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
-pub fn string_or_empty(v: &Value, key: &str) -> String {
+pub(crate) fn string_or_empty(v: &Value, key: &str) -> String {
     str_field(v, key).unwrap_or("").to_owned()
 }
 
-pub fn bool_field(v: &Value, key: &str) -> bool {
+pub(crate) fn bool_field(v: &Value, key: &str) -> bool {
     v.get(key).and_then(Value::as_bool).unwrap_or(false)
 }
 
 /// Non-negative integers, tolerating floats and numeric strings (seen in the wild for
 /// timestamps and status codes).
-pub fn u64_field(v: &Value, key: &str) -> Option<u64> {
+pub(crate) fn u64_field(v: &Value, key: &str) -> Option<u64> {
     match v.get(key)? {
         Value::Number(n) => n.as_u64().or_else(|| n.as_f64().filter(|f| f.is_finite() && *f >= 0.0).map(|f| f as u64)),
         Value::String(s) => s.trim().parse().ok(),
@@ -54,7 +54,7 @@ pub fn u64_field(v: &Value, key: &str) -> Option<u64> {
     }
 }
 
-pub fn i64_field(v: &Value, key: &str) -> Option<i64> {
+pub(crate) fn i64_field(v: &Value, key: &str) -> Option<i64> {
     match v.get(key)? {
         Value::Number(n) => n.as_i64().or_else(|| {
             n.as_f64().filter(|f| f.is_finite() && *f >= i64::MIN as f64 && *f <= i64::MAX as f64).map(|f| f as i64)
@@ -65,13 +65,13 @@ pub fn i64_field(v: &Value, key: &str) -> Option<i64> {
 }
 
 /// An HTTP status field (100–599).
-pub fn status_field(v: &Value, key: &str) -> Option<u16> {
+pub(crate) fn status_field(v: &Value, key: &str) -> Option<u16> {
     u64_field(v, key).and_then(|n| u16::try_from(n).ok()).filter(is_status)
 }
 
 /// The HTTP status right after one of `markers` in an error text, e.g. Codex's
 /// "unexpected status 401 Unauthorized" or a quoted body's `"code":401`.
-pub fn status_after(message: &str, markers: &[&str]) -> Option<u16> {
+pub(crate) fn status_after(message: &str, markers: &[&str]) -> Option<u16> {
     markers.iter().find_map(|marker| {
         let at = message.find(marker)? + marker.len();
         let digits: String = message[at..].trim_start().chars().take_while(char::is_ascii_digit).collect();
@@ -86,13 +86,13 @@ fn is_status(n: &u16) -> bool {
 /// Robustness checks every parser runs on itself: odd values in every field,
 /// truncated real lines, junk. A parser passes by not panicking.
 #[cfg(test)]
-pub mod fuzz {
+pub(crate) mod fuzz {
     use serde_json::{Value, json};
 
-    use crate::agent::LineParser;
+    use crate::agent::event::LineParser;
 
     /// Values of every JSON shape, including ones no CLI sends.
-    pub fn odd_values() -> Vec<Value> {
+    pub(crate) fn odd_values() -> Vec<Value> {
         vec![
             json!(null),
             json!(1e300),
@@ -107,7 +107,7 @@ pub mod fuzz {
     }
 
     /// Every event type with every key set to every odd value.
-    pub fn each_field(p: &mut dyn LineParser, types: &[&str], keys: &[&str]) {
+    pub(crate) fn each_field(p: &mut dyn LineParser, types: &[&str], keys: &[&str]) {
         for t in types {
             for k in keys {
                 for v in odd_values() {
@@ -120,14 +120,14 @@ pub mod fuzz {
     }
 
     /// Every prefix of a real line.
-    pub fn truncations(p: &mut dyn LineParser, line: &str) {
+    pub(crate) fn truncations(p: &mut dyn LineParser, line: &str) {
         for i in (0..line.len()).filter(|i| line.is_char_boundary(*i)) {
             p.parse_line(&line[..i]);
         }
     }
 
     /// Broken JSON and 2000 lines of deterministic byte soup.
-    pub fn junk(p: &mut dyn LineParser, mut seed: u32) {
+    pub(crate) fn junk(p: &mut dyn LineParser, mut seed: u32) {
         for junk in ["{", "}", "[]", "\u{fffd}\u{0}", "{\"type\":", "{\"type\":null}", "nul"] {
             p.parse_line(junk);
         }

@@ -16,7 +16,7 @@ use super::kinds;
 use super::text::TextParser;
 
 /// A launch ready to spawn.
-pub struct Prepared {
+pub(crate) struct Prepared {
     pub launch: Launch,
     /// The first signal of the escalation that ends the agent.
     pub stop_signal: Signal,
@@ -37,7 +37,7 @@ pub struct Prepared {
 
 /// The parser of an agent's stdout, for reading a transcript back (`ralph logs`);
 /// `None` for plain text output.
-pub fn parser_for(cfg: &AgentConfig) -> Option<Box<dyn LineParser>> {
+pub(crate) fn parser_for(cfg: &AgentConfig) -> Option<Box<dyn LineParser>> {
     match kinds::descriptor(cfg.kind) {
         Some(cli) => Some((cli.parser)((0, 0))),
         None if cfg.kind == AgentKind::Command && cfg.output.unwrap_or_default() == OutputFormat::Text => None,
@@ -45,7 +45,7 @@ pub fn parser_for(cfg: &AgentConfig) -> Option<Box<dyn LineParser>> {
     }
 }
 
-pub fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchError> {
+pub(crate) fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchError> {
     let text_output = cfg.kind == AgentKind::Command && cfg.output.unwrap_or_default() == OutputFormat::Text;
     let cli = kinds::descriptor(cfg.kind);
     let (argv, extra, parser): (Vec<String>, Env, Box<dyn LineParser>) = match cli {
@@ -142,7 +142,7 @@ fn command_argv(cfg: &AgentConfig, req: &Request<'_>) -> Result<Vec<String>, Lau
 }
 
 /// The configured binary, or the default name found on PATH.
-pub fn find_binary(cfg: &AgentConfig, default: &str, agent: &str) -> Result<PathBuf, LaunchError> {
+pub(crate) fn find_binary(cfg: &AgentConfig, default: &str, agent: &str) -> Result<PathBuf, LaunchError> {
     let name = cfg.binary.clone().unwrap_or_else(|| PathBuf::from(default));
     which::which(&name)
         .map_err(|_| LaunchError::BinaryMissing { agent: agent.to_string(), binary: name.display().to_string() })

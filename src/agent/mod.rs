@@ -3,18 +3,18 @@
 //! resumed, and the built-in scripted agent.
 
 pub(crate) mod claude;
-pub mod claude_stream;
-pub mod codex;
-pub mod descriptor;
-pub mod event;
-pub mod gemini;
+pub(crate) mod claude_stream;
+pub(crate) mod codex;
+pub(crate) mod descriptor;
+pub(crate) mod event;
+pub(crate) mod gemini;
 pub(crate) mod json;
 pub(crate) mod kinds;
-pub mod launch;
-pub mod opencode;
-pub mod preflight;
-pub mod sim;
-pub mod text;
-pub mod versions;
+pub(crate) mod launch;
+pub(crate) mod opencode;
+pub(crate) mod preflight;
+pub(crate) mod sim;
+pub(crate) mod text;
+pub(crate) mod versions;
 
-pub use event::{AgentEvent, LineParser};
+pub(crate) use event::AgentEvent;

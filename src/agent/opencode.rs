@@ -68,7 +68,7 @@ pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
 /// evidence for the supervisor); `--` keeps a prompt that starts with `-` a prompt.
 /// The model is `provider/model` as OpenCode spells it; without one, the config's
 /// `model` is used. A resume continues the same session id.
-pub fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> {
+pub(crate) fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> {
     let mut argv = vec![
         binary.display().to_string(),
         "run".to_string(),
@@ -94,7 +94,7 @@ pub fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> 
 /// or sharing: no side traffic beyond the provider (it still tries a background npm
 /// install of its plugin package, which fails harmlessly offline). An agent's own
 /// `env` entries win over these.
-pub fn env() -> Env {
+pub(crate) fn env() -> Env {
     [
         "OPENCODE_DISABLE_AUTOUPDATE",
         "OPENCODE_DISABLE_MODELS_FETCH",
@@ -110,7 +110,7 @@ pub fn env() -> Env {
 /// `ralph mcp` for this attempt: `OPENCODE_CONFIG_CONTENT`, which OpenCode 1.18
 /// merges over the user's and the project's configs (never written into them). An
 /// agent's own `env` entry of the same name wins.
-pub fn mcp_env(exe: &Path, socket: &Path, attempt: u32) -> (String, String) {
+pub(crate) fn mcp_env(exe: &Path, socket: &Path, attempt: u32) -> (String, String) {
     let config = serde_json::json!({"mcp": {"ralph": {
         "type": "local",
         "command": std::iter::once(exe.display().to_string()).chain(mcp_args(socket, attempt)).collect::<Vec<_>>(),
@@ -171,13 +171,13 @@ fn launch_env(req: &Request<'_>) -> Result<Env, LaunchError> {
 /// One per attempt: remembers the session id (so `Session` is emitted when it first
 /// appears or changes) and the tool calls already reported as started.
 #[derive(Debug, Default)]
-pub struct OpenCodeParser {
+pub(crate) struct OpenCodeParser {
     session_id: Option<String>,
     started: HashSet<String>,
 }
 
 impl OpenCodeParser {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 

@@ -9,7 +9,7 @@ use crate::process::preflight::check_program;
 
 /// The programs `cfg` starts (`argv[0]` of its launch and of its resume); none for
 /// the built-in scripted agent, which is ralph itself.
-pub fn programs(cfg: &AgentConfig) -> Vec<PathBuf> {
+pub(crate) fn programs(cfg: &AgentConfig) -> Vec<PathBuf> {
     match cfg.kind {
         AgentKind::Sim => Vec::new(),
         AgentKind::Command => {
@@ -32,7 +32,7 @@ pub fn programs(cfg: &AgentConfig) -> Vec<PathBuf> {
 
 /// Checks every program of agent `name`; returns the resolved paths, or the
 /// problem in a sentence that says what to fix.
-pub fn check_agent(name: &str, cfg: &AgentConfig, cwd: &Path) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn check_agent(name: &str, cfg: &AgentConfig, cwd: &Path) -> Result<Vec<PathBuf>, String> {
     let path_var = cfg.env.get("PATH").map(std::ffi::OsString::from).or_else(|| std::env::var_os("PATH"));
     let key = if cfg.kind == AgentKind::Command { "command" } else { "binary" };
     programs(cfg)
@@ -45,7 +45,7 @@ pub fn check_agent(name: &str, cfg: &AgentConfig, cwd: &Path) -> Result<Vec<Path
 }
 
 /// The problems of the agents in the chains of the configured phases, one line each.
-pub fn check_used(loaded: &Loaded, cwd: &Path) -> Vec<String> {
+pub(crate) fn check_used(loaded: &Loaded, cwd: &Path) -> Vec<String> {
     let used: BTreeSet<&str> = loaded.phases.iter().flat_map(|p| p.chain.iter().map(String::as_str)).collect();
     used.into_iter()
         .filter_map(|name| loaded.config.agents.get(name).map(|cfg| (name, cfg)))

@@ -5,7 +5,7 @@
 
 /// The first word of `text` that looks like a version number ("2.1.197" in
 /// "2.1.197 (Claude Code)", "0.171.0" in "codex-cli 0.171.0").
-pub fn number(text: &str) -> Option<&str> {
+pub(crate) fn number(text: &str) -> Option<&str> {
     text.split_whitespace().map(|w| w.trim_start_matches('v')).find(|w| {
         let parts: Vec<&str> = w.split('.').collect();
         parts.len() >= 2 && parts.iter().all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))

@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::error::RalphError;
 use crate::state::retention;
 
-pub fn main(dir: &Path, config: Option<&Path>, keep: Option<u32>) -> Result<i32, RalphError> {
+pub(crate) fn main(dir: &Path, config: Option<&Path>, keep: Option<u32>) -> Result<i32, RalphError> {
     let keep = match keep {
         Some(0) => return Err(RalphError::Usage("--keep must be at least 1".into())),
         Some(n) => n,

@@ -18,7 +18,7 @@ use crate::error::RalphError;
 const CONFIG: &str = include_str!("demo.toml");
 const GOAL: &str = "Build a command-line calculator that evaluates + - * / with precedence.\n";
 
-pub fn main(keep: bool) -> Result<i32, RalphError> {
+pub(crate) fn main(keep: bool) -> Result<i32, RalphError> {
     let tmp = tempfile::Builder::new()
         .prefix("ralph-demo-")
         .tempdir()

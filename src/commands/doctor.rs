@@ -30,7 +30,7 @@ impl Check {
     }
 }
 
-pub fn main(dir: &Path, config_path: Option<&Path>, json: bool) -> Result<i32, RalphError> {
+pub(crate) fn main(dir: &Path, config_path: Option<&Path>, json: bool) -> Result<i32, RalphError> {
     let path = crate::run::config_file::find(dir, config_path)?;
     let loaded = crate::run::config_file::load(&path)?;
     let mut checks = vec![Check::new(true, format!("config {} is valid", path.display()))];

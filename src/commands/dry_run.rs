@@ -13,7 +13,7 @@ use crate::workflow::prompt;
 
 /// What the first attempt of one phase would be.
 #[derive(Debug, Clone)]
-pub struct Preview {
+pub(crate) struct Preview {
     pub phase: String,
     pub chain_name: String,
     pub chain: Vec<String>,
@@ -26,7 +26,7 @@ pub struct Preview {
     pub argv: Result<Vec<String>, String>,
 }
 
-pub fn main(dir: &Path, config_path: Option<&Path>) -> Result<i32, RalphError> {
+pub(crate) fn main(dir: &Path, config_path: Option<&Path>) -> Result<i32, RalphError> {
     let path = crate::run::config_file::find(dir, config_path)?;
     let loaded = crate::run::config_file::load(&path)?;
     let prompt_path = dir.join(&loaded.config.general.prompt);
@@ -106,7 +106,7 @@ fn previews(dir: &Path, loaded: &Loaded, goal: &str, templates: &[String]) -> Ve
 }
 
 /// The whole preview as text.
-pub fn render(config: &Path, goal: &Path, previews: &[Preview]) -> String {
+pub(crate) fn render(config: &Path, goal: &Path, previews: &[Preview]) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "dry run: nothing is launched or written");
     let _ = writeln!(s, "config: {}", config.display());

@@ -11,7 +11,7 @@ use crate::error::RalphError;
 
 /// What `init` does with one file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
+pub(crate) enum Action {
     /// Missing: written.
     Write,
     /// Present: left as it is.
@@ -21,7 +21,7 @@ pub enum Action {
 }
 
 /// Never destroys work: a present file is kept, or with `--force` backed up first.
-pub fn action(exists: bool, force: bool) -> Action {
+pub(crate) fn action(exists: bool, force: bool) -> Action {
     match (exists, force) {
         (false, _) => Action::Write,
         (true, false) => Action::Keep,
@@ -29,7 +29,7 @@ pub fn action(exists: bool, force: bool) -> Action {
     }
 }
 
-pub fn main(dir: &Path, force: bool) -> Result<i32, RalphError> {
+pub(crate) fn main(dir: &Path, force: bool) -> Result<i32, RalphError> {
     let found: Vec<&str> =
         kinds::ALL.iter().filter(|d| which::which(d.binary).is_ok()).map(|d| d.kind.as_str()).collect();
     let config = starter(&found);
@@ -102,7 +102,7 @@ const SIM_AGENT: &str = include_str!("init_sim.toml");
 
 /// The starter config for the agents found: the template, with the defaults it
 /// spells out read from the `Default` impls.
-pub fn starter(found: &[&str]) -> String {
+pub(crate) fn starter(found: &[&str]) -> String {
     let defaults = Config::default();
     let human = |d| humantime::format_duration(d).to_string();
     let (agents, chain) = if found.is_empty() {

@@ -13,12 +13,12 @@ use crate::state::redact::{redact, redact_json};
 
 /// Reads the checkpoint of the project in `dir`, without changing anything. The
 /// same reader and the same refusals as `--resume`, so the two always agree.
-pub fn read(dir: &Path) -> Result<Option<Checkpoint>, RalphError> {
+pub(crate) fn read(dir: &Path) -> Result<Option<Checkpoint>, RalphError> {
     let path = dir.join(".agent").join("checkpoint.json");
     format::read(&path).map_err(|e| crate::run::setup::refusal(&path, e))
 }
 
-pub fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
+pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     let cp = read(dir)?;
     let holder = live_holder(dir);
     if json {
@@ -69,14 +69,14 @@ fn since(dir: &Path, cp: &Checkpoint) -> String {
 }
 
 /// The ralph that holds this directory's lock, if it is alive.
-pub fn live_holder(dir: &Path) -> Option<LockInfo> {
+pub(crate) fn live_holder(dir: &Path) -> Option<LockInfo> {
     lock::read_info(&dir.join(".agent").join("ralph.lock")).filter(|info| info.process_alive())
 }
 
 /// The one JSON shape of `status --json` and `--inspect-checkpoint --json`:
 /// `{"dir", "live", "pid", "checkpoint", "live_state"}`, the checkpoint `null` when there is
 /// none, `live_state` what a running ralph answered over its control socket (`status`).
-pub fn to_json(
+pub(crate) fn to_json(
     dir: &Path,
     cp: Option<&Checkpoint>,
     holder: Option<&LockInfo>,
@@ -95,7 +95,7 @@ pub fn to_json(
 
 /// A human description of where a run stands and what `--resume` would do. `live`:
 /// a ralph is running it now (so "no clean stop" is no news).
-pub fn describe(cp: &Checkpoint, live: bool) -> String {
+pub(crate) fn describe(cp: &Checkpoint, live: bool) -> String {
     describe_in(cp, live, &crate::report::clock::zone())
 }
 
@@ -121,7 +121,7 @@ fn what_resume_does(cp: &Checkpoint, live: bool) -> String {
 }
 
 /// [`describe`] with the times shown in `tz`.
-pub fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) -> String {
+pub(crate) fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) -> String {
     let stamp = |t: jiff::Timestamp| crate::report::clock::stamp(&t.to_string(), tz);
     let mut s = String::new();
     let p = &cp.progress;

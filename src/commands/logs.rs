@@ -17,7 +17,7 @@ const POLL: Duration = Duration::from_millis(200);
 /// Characters of a tool's input or output shown on one line.
 const WIDTH: usize = 200;
 
-pub fn main(dir: &Path, config: Option<&Path>, follow: bool) -> Result<i32, RalphError> {
+pub(crate) fn main(dir: &Path, config: Option<&Path>, follow: bool) -> Result<i32, RalphError> {
     let logs = dir.join(".agent").join("logs");
     let run = current_run(dir, &logs)
         .ok_or_else(|| RalphError::Usage(format!("no attempt logs in {}: no run has started here", logs.display())))?;
@@ -77,7 +77,7 @@ fn last_attempt(run: &Path, after: Option<u32>) -> Option<(u32, PathBuf)> {
 }
 
 /// `attempt-0007-develop-a.log` → 7; `None` for other files (prompts, ralph.log).
-pub fn attempt_number(name: &str) -> Option<u32> {
+pub(crate) fn attempt_number(name: &str) -> Option<u32> {
     let rest = name.strip_prefix("attempt-")?.strip_suffix(".log")?;
     let (number, _) = rest.split_once('-')?;
     number.parse().ok()
@@ -207,7 +207,7 @@ fn more_to_follow(path: &Path) -> bool {
 
 /// One line of a transcript as a person reads it: parsed events for a structured
 /// stream, the line itself otherwise (and for anything the parser does not know).
-pub fn render_line(parser: Option<&mut (dyn LineParser + '_)>, line: &str) -> Vec<String> {
+pub(crate) fn render_line(parser: Option<&mut (dyn LineParser + '_)>, line: &str) -> Vec<String> {
     if let Some(rest) = line.strip_prefix("[stderr] ") {
         return vec![format!("stderr: {rest}")];
     }
@@ -221,7 +221,7 @@ pub fn render_line(parser: Option<&mut (dyn LineParser + '_)>, line: &str) -> Ve
 }
 
 /// One event, readable; `None` for bookkeeping nobody reads.
-pub fn render_event(event: &AgentEvent) -> Option<String> {
+pub(crate) fn render_event(event: &AgentEvent) -> Option<String> {
     Some(match event {
         AgentEvent::Session { id } => format!("· session {id}"),
         AgentEvent::Text { text } => text.trim_end().to_string(),

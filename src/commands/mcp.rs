@@ -18,10 +18,10 @@ use crate::control::protocol::Request;
 use crate::error::RalphError;
 
 /// The environment variables a `command` or `sim` agent gets.
-pub const ENV_SOCKET: &str = "RALPH_SOCKET";
-pub const ENV_ATTEMPT: &str = "RALPH_ATTEMPT";
+pub(crate) const ENV_SOCKET: &str = "RALPH_SOCKET";
+pub(crate) const ENV_ATTEMPT: &str = "RALPH_ATTEMPT";
 
-pub fn main(socket: Option<PathBuf>, attempt: Option<u32>) -> Result<i32, RalphError> {
+pub(crate) fn main(socket: Option<PathBuf>, attempt: Option<u32>) -> Result<i32, RalphError> {
     let socket = socket.or_else(|| std::env::var_os(ENV_SOCKET).map(PathBuf::from));
     let attempt = attempt.or_else(|| std::env::var(ENV_ATTEMPT).ok().and_then(|a| a.trim().parse().ok()));
     let server = Ralph { socket: socket.clone(), attempt, tool_router: Ralph::tool_router() };

@@ -1,15 +1,15 @@
 //! The subcommands other than `run`: each takes parsed arguments and returns an exit
 //! code or an error.
 
-pub mod clean;
-pub mod demo;
-pub mod doctor;
-pub mod dry_run;
-pub mod init;
-pub mod inspect;
-pub mod logs;
-pub mod mcp;
-pub mod sim;
-pub mod status;
-pub mod stop;
-pub mod watch;
+pub(crate) mod clean;
+pub(crate) mod demo;
+pub(crate) mod doctor;
+pub(crate) mod dry_run;
+pub(crate) mod init;
+pub(crate) mod inspect;
+pub(crate) mod logs;
+pub(crate) mod mcp;
+pub(crate) mod sim;
+pub(crate) mod status;
+pub(crate) mod stop;
+pub(crate) mod watch;

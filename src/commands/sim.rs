@@ -4,7 +4,7 @@ use crate::agent::sim::{self, SimArgs};
 use crate::cli::SimCli;
 use crate::config::SimStep;
 
-pub fn main(cli: SimCli) -> i32 {
+pub(crate) fn main(cli: SimCli) -> i32 {
     let steps: Vec<SimStep> = match serde_json::from_str(&cli.steps) {
         Ok(steps) => steps,
         Err(e) => {

@@ -8,7 +8,7 @@ use crate::error::RalphError;
 use crate::state::lock;
 use crate::state::redact::redact;
 
-pub fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
+pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     // A running ralph answers for itself; otherwise the checkpoint tells.
     let live = crate::control::client::socket_of(dir)
         .and_then(|s| crate::control::client::call(&s, &crate::control::Request::Status {}))
@@ -79,7 +79,7 @@ struct Row {
 }
 
 /// `ralph status --all [--json] [--prune]`.
-pub fn all(json: bool, prune: bool) -> Result<i32, RalphError> {
+pub(crate) fn all(json: bool, prune: bool) -> Result<i32, RalphError> {
     use crate::state::registry;
     let Some(reg) = registry::dir() else {
         return Err(RalphError::Usage("cannot find the run registry: neither XDG_STATE_HOME nor HOME is set".into()));

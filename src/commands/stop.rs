@@ -14,7 +14,7 @@ use crate::signal::StopCause;
 use crate::state::checkpoint::Status;
 use crate::state::lock;
 
-pub fn main(dir: &Path, now: bool, timeout: Duration) -> Result<i32, RalphError> {
+pub(crate) fn main(dir: &Path, now: bool, timeout: Duration) -> Result<i32, RalphError> {
     let socket = client::socket_of(dir).map_err(|e| RalphError::Usage(e.to_string()))?;
     let reply = client::call(&socket, &Request::Stop { now }).map_err(|e| RalphError::Usage(e.to_string()))?;
     if !reply.ok {

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
+pub(crate) enum ConfigError {
     #[error("no ralph.toml found (looked for {}); run `ralph init` to write one, or pass -c FILE", list(.searched))]
     NotFound { searched: Vec<PathBuf> },
     #[error("cannot read {}: {source}", .path.display())]

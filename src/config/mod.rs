@@ -11,7 +11,7 @@ mod deser;
 mod documented;
 mod error;
 mod locate;
-pub mod suggest;
+pub(crate) mod suggest;
 #[cfg(test)]
 mod tests;
 mod types;
@@ -19,15 +19,15 @@ mod validate;
 
 use std::path::{Path, PathBuf};
 
-pub use error::ConfigError;
+pub(crate) use error::ConfigError;
 pub use types::*;
 
 /// The file names searched for, in order, when `-c` is not given.
-pub const SEARCH_PATHS: [&str; 2] = ["ralph.toml", ".agent/ralph.toml"];
+pub(crate) const SEARCH_PATHS: [&str; 2] = ["ralph.toml", ".agent/ralph.toml"];
 
 /// How one iteration of a phase proves it is done.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum DoneSignal {
+pub(crate) enum DoneSignal {
     /// The agent's final message ends with `<promise>DONE</promise>` (or the goal tag).
     Tag,
     /// The agent exited 0.
@@ -41,7 +41,7 @@ pub enum DoneSignal {
 
 /// A phase after validation: its chain resolved to agent names, its rules explicit.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Phase {
+pub(crate) struct Phase {
     pub name: String,
     pub chain_name: String,
     /// Agent names, in fallover order; never empty.
@@ -56,7 +56,7 @@ pub struct Phase {
 
 /// The repeating group of phases, resolved to indices into the phase order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RepeatGroup {
+pub(crate) struct RepeatGroup {
     /// The group's first phase: the review, whose goal signal means "nothing left".
     pub first: usize,
     /// The group's last phase (the fix); after it the next pass starts.
@@ -67,14 +67,14 @@ pub struct RepeatGroup {
 
 impl RepeatGroup {
     /// Whether the phase at `index` belongs to the group.
-    pub fn contains(&self, index: usize) -> bool {
+    pub(crate) fn contains(&self, index: usize) -> bool {
         (self.first..=self.last).contains(&index)
     }
 }
 
 /// A configuration that passed every check.
 #[derive(Debug, Clone)]
-pub struct Loaded {
+pub(crate) struct Loaded {
     /// The file it came from.
     pub path: PathBuf,
     pub config: Config,
@@ -87,6 +87,6 @@ pub struct Loaded {
 }
 
 /// Parses and validates `source`; `path` is used in messages.
-pub fn parse(path: &Path, source: &str) -> Result<Loaded, ConfigError> {
+pub(crate) fn parse(path: &Path, source: &str) -> Result<Loaded, ConfigError> {
     validate::parse(path, source)
 }

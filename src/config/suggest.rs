@@ -17,7 +17,7 @@ where
 }
 
 /// `; did you mean `x`?` or nothing.
-pub fn did_you_mean<'a, I>(word: &str, candidates: I) -> String
+pub(crate) fn did_you_mean<'a, I>(word: &str, candidates: I) -> String
 where
     I: IntoIterator<Item = &'a str>,
 {
@@ -28,7 +28,7 @@ where
 }
 
 /// `; did you mean `x`?` when a candidate is close, else `; LABEL: `a` or `b``.
-pub fn did_you_mean_or_list(word: &str, candidates: &[&str], label: &str) -> String {
+pub(crate) fn did_you_mean_or_list(word: &str, candidates: &[&str], label: &str) -> String {
     match did_you_mean(word, candidates.iter().copied()) {
         s if s.is_empty() => format!("; {label}: {}", one_of(candidates)),
         s => s,
@@ -36,7 +36,7 @@ pub fn did_you_mean_or_list(word: &str, candidates: &[&str], label: &str) -> Str
 }
 
 /// "`a`, `b` or `c`"; "(none)" for an empty list.
-pub fn one_of<S: AsRef<str>>(names: &[S]) -> String {
+pub(crate) fn one_of<S: AsRef<str>>(names: &[S]) -> String {
     let quoted: Vec<String> = names.iter().map(|n| format!("`{}`", n.as_ref())).collect();
     match quoted.split_last() {
         None => "(none)".to_owned(),

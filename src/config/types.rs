@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 /// The whole configuration file.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct Config {
+pub(crate) struct Config {
     #[serde(default)]
     pub general: General,
     #[serde(default)]
@@ -41,7 +41,7 @@ pub struct Config {
 /// `[general]`
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
-pub struct General {
+pub(crate) struct General {
     /// The goal file, relative to the project directory.
     pub prompt: PathBuf,
     /// Passes through a phase's chain before the phase fails.
@@ -69,7 +69,7 @@ impl Default for General {
 /// `[general.workflow]`
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
-pub struct Workflow {
+pub(crate) struct Workflow {
     pub checkpoint_enabled: bool,
     /// Phase names in the order they run. Empty means "the order of the
     /// `[phases.*]` tables in the file".
@@ -90,7 +90,7 @@ impl Default for Workflow {
 /// most `passes` times.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
-pub struct Repeat {
+pub(crate) struct Repeat {
     /// Consecutive phases in workflow order; the first one gives the verdict.
     pub phases: Vec<String>,
     /// Passes through the group at most, at least 1.
@@ -100,7 +100,7 @@ pub struct Repeat {
 /// `[retry]`
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
-pub struct Retry {
+pub(crate) struct Retry {
     /// `agent`-category failures per agent per iteration before fallover.
     pub agent_attempts: u32,
     /// `ambiguous` failures per iteration before the run fails.
@@ -131,7 +131,7 @@ pub struct Retry {
 }
 
 /// The longest wait between `agent`-category retries of one agent.
-pub const AGENT_BACKOFF_MAX: Duration = Duration::from_secs(60);
+pub(crate) const AGENT_BACKOFF_MAX: Duration = Duration::from_secs(60);
 
 impl Default for Retry {
     fn default() -> Self {
@@ -155,7 +155,7 @@ impl Default for Retry {
 /// What to do when a provider reports a rate or usage limit.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
-pub enum OnRateLimit {
+pub(crate) enum OnRateLimit {
     Wait,
     Fallover,
 }
@@ -192,7 +192,7 @@ impl Default for Timeouts {
 /// `[offline]`
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
-pub struct Offline {
+pub(crate) struct Offline {
     /// `host:port` endpoints; unset means the configured agents' providers.
     pub probe: Option<Vec<String>>,
     #[serde(with = "humantime_serde")]
@@ -211,7 +211,7 @@ impl Default for Offline {
 /// directory on a volume shared between hosts.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
-pub struct Watch {
+pub(crate) struct Watch {
     /// Resume a run stopped by SIGTERM or SIGHUP (a shutdown, a closed terminal).
     pub resume_after_shutdown: bool,
     /// Resumes by the watcher that end in another crash, in a row, before the run is
@@ -242,7 +242,7 @@ impl Default for Watch {
 /// `[notify]`: a program told about the events a person wants to hear of.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
-pub struct Notify {
+pub(crate) struct Notify {
     /// argv (no shell); the event arrives as one JSON object on stdin.
     pub command: Option<Vec<String>>,
     /// How long the notifier may take before it is killed.
@@ -259,7 +259,7 @@ impl Default for Notify {
 /// `[logs]`
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
-pub struct Logs {
+pub(crate) struct Logs {
     /// Run directories kept under `.agent/logs/` (the current run's included); older
     /// ones are removed when a run starts, and by `ralph clean`.
     pub keep_runs: u32,
@@ -270,7 +270,7 @@ pub struct Logs {
 }
 
 /// The least `max_attempt_log` allowed: room for a head and a few tail segments.
-pub const MIN_ATTEMPT_LOG: u64 = 64 * 1024;
+pub(crate) const MIN_ATTEMPT_LOG: u64 = 64 * 1024;
 
 impl Default for Logs {
     fn default() -> Self {
@@ -311,7 +311,7 @@ impl AgentKind {
 /// How a `kind = "command"` agent's stdout is read.
 #[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
-pub enum OutputFormat {
+pub(crate) enum OutputFormat {
     /// Plain text; the final message is the end of stdout.
     #[default]
     Text,
@@ -323,7 +323,7 @@ pub enum OutputFormat {
 /// not belong to the agent's kind.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct AgentConfig {
+pub(crate) struct AgentConfig {
     pub kind: AgentKind,
     /// Passed on every launch and every resume (CLI agents).
     #[serde(default)]
@@ -390,7 +390,7 @@ pub enum ErrorCategory {
 impl AgentConfig {
     /// Whether a session this agent reported can be continued: every CLI kind can,
     /// a plain command only with a `resume` template.
-    pub fn can_resume(&self) -> bool {
+    pub(crate) fn can_resume(&self) -> bool {
         self.kind != AgentKind::Command || self.resume.is_some()
     }
 }
@@ -400,12 +400,12 @@ fn yes() -> bool {
 }
 
 /// `[phases.NAME] iterations` when the key is left out.
-pub const DEFAULT_ITERATIONS: u32 = 1;
+pub(crate) const DEFAULT_ITERATIONS: u32 = 1;
 
 /// `[phases.NAME]`
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct PhaseConfig {
+pub(crate) struct PhaseConfig {
     /// The agent chain, a key of `[chains]`.
     pub chain: String,
     /// Iterations to run (or, with `until = "complete"`, the cap); default [`DEFAULT_ITERATIONS`].
@@ -424,7 +424,7 @@ pub struct PhaseConfig {
 /// The repeat rule of a phase.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
-pub enum Until {
+pub(crate) enum Until {
     /// Repeat until the goal signal, at most `iterations` times.
     Complete,
 }
@@ -432,7 +432,7 @@ pub enum Until {
 /// One launch's script for the built-in scripted agent.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct SimScript {
+pub(crate) struct SimScript {
     pub steps: Vec<SimStep>,
 }
 
@@ -440,7 +440,7 @@ pub struct SimScript {
 /// e.g. `{ say = "hello" }` or `{ write = { path = "PLAN.md", content = "..." } }`.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum SimStep {
+pub(crate) enum SimStep {
     /// An assistant text message.
     Say(String),
     /// A thinking block.
@@ -488,7 +488,7 @@ pub enum SimStep {
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct SimMcp {
+pub(crate) struct SimMcp {
     pub tool: String,
     #[serde(default)]
     pub arguments: serde_json::Value,
@@ -501,7 +501,7 @@ pub struct SimMcp {
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct SimTool {
+pub(crate) struct SimTool {
     pub name: String,
     #[serde(default)]
     pub input: serde_json::Value,
@@ -520,7 +520,7 @@ pub struct SimTool {
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct SimWrite {
+pub(crate) struct SimWrite {
     pub path: PathBuf,
     #[serde(default)]
     pub content: String,
@@ -528,7 +528,7 @@ pub struct SimWrite {
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct SimRepeat {
+pub(crate) struct SimRepeat {
     pub name: String,
     #[serde(default)]
     pub input: serde_json::Value,
@@ -537,7 +537,7 @@ pub struct SimRepeat {
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct SimGrandchild {
+pub(crate) struct SimGrandchild {
     pub pidfile: PathBuf,
     #[serde(with = "humantime_serde")]
     pub lives: Duration,
@@ -545,7 +545,7 @@ pub struct SimGrandchild {
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
-pub struct SimUsage {
+pub(crate) struct SimUsage {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cost_usd: f64,
@@ -554,7 +554,7 @@ pub struct SimUsage {
 /// When ralph commits the agents' work (`[git] commit`).
 #[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
-pub enum CommitMode {
+pub(crate) enum CommitMode {
     /// One commit after every finished iteration.
     #[default]
     Iteration,
@@ -567,7 +567,7 @@ pub enum CommitMode {
 /// `[git]`: what ralph does in a git repository (see `docs/git.md`).
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
-pub struct GitConfig {
+pub(crate) struct GitConfig {
     pub commit: CommitMode,
     /// Create this branch at the start of a new run and commit on it.
     pub branch: Option<String>,
@@ -584,7 +584,7 @@ pub struct GitConfig {
 }
 
 /// The default commit message template.
-pub const DEFAULT_COMMIT_MESSAGE: &str = "ralph: {phase} iteration {iteration}: {title}\n\n{summary}";
+pub(crate) const DEFAULT_COMMIT_MESSAGE: &str = "ralph: {phase} iteration {iteration}: {title}\n\n{summary}";
 
 impl Default for GitConfig {
     fn default() -> Self {

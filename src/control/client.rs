@@ -14,7 +14,7 @@ use super::protocol::{Reply, Request};
 const TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
-pub enum ClientError {
+pub(crate) enum ClientError {
     #[error("no running ralph for {0} (no control socket recorded)")]
     NoRun(String),
     #[error("no running ralph answers at {path}: {source}")]
@@ -26,7 +26,7 @@ pub enum ClientError {
 }
 
 /// The socket of the run in `project`, from its record.
-pub fn socket_of(project: &Path) -> Result<PathBuf, ClientError> {
+pub(crate) fn socket_of(project: &Path) -> Result<PathBuf, ClientError> {
     path::recorded(project).ok_or_else(|| ClientError::NoRun(project.display().to_string()))
 }
 
@@ -44,7 +44,7 @@ fn connect(socket: &Path) -> Result<UnixStream, ClientError> {
 }
 
 /// Sends one request and reads its reply.
-pub fn call(socket: &Path, request: &Request) -> Result<Reply, ClientError> {
+pub(crate) fn call(socket: &Path, request: &Request) -> Result<Reply, ClientError> {
     let unreachable = |source| ClientError::Unreachable { path: socket.to_path_buf(), source };
     let bad = |detail: String| ClientError::Protocol { path: socket.to_path_buf(), detail };
     let mut stream = connect(socket)?;
@@ -60,7 +60,7 @@ pub fn call(socket: &Path, request: &Request) -> Result<Reply, ClientError> {
 
 /// Opens the session of `ralph mcp`: a connection that stays open while the server
 /// lives, so the run tells a crash (closed without [`end_session`]) from a shutdown.
-pub fn open_session(socket: &Path, attempt: u32) -> Result<UnixStream, ClientError> {
+pub(crate) fn open_session(socket: &Path, attempt: u32) -> Result<UnixStream, ClientError> {
     let unreachable = |source| ClientError::Unreachable { path: socket.to_path_buf(), source };
     let bad = |detail: String| ClientError::Protocol { path: socket.to_path_buf(), detail };
     let mut stream = connect(socket)?;
@@ -79,7 +79,7 @@ pub fn open_session(socket: &Path, attempt: u32) -> Result<UnixStream, ClientErr
 }
 
 /// Ends the session in order.
-pub fn end_session(mut stream: UnixStream, attempt: u32) {
+pub(crate) fn end_session(mut stream: UnixStream, attempt: u32) {
     if let Ok(mut line) = serde_json::to_string(&Request::Bye { attempt }) {
         line.push('\n');
         let _ = stream.write_all(line.as_bytes());

@@ -4,9 +4,9 @@
 //! [`server`] listens inside the run and hands what the run must act on to the
 //! dispatcher through a channel; [`client`] is the other end.
 
-pub mod client;
-pub mod path;
-pub mod protocol;
-pub mod server;
+pub(crate) mod client;
+pub(crate) mod path;
+pub(crate) mod protocol;
+pub(crate) mod server;
 
-pub use protocol::{Inbound, Live, Request};
+pub(crate) use protocol::{Inbound, Live, Request};

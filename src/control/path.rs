@@ -10,13 +10,13 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 /// The file in `.agent/` that records the socket's path.
-pub const RECORD: &str = "control.sock.path";
+pub(crate) const RECORD: &str = "control.sock.path";
 /// Longest socket path the kernel takes (`sun_path` less its terminating NUL).
-pub const MAX_PATH: usize = 107;
+pub(crate) const MAX_PATH: usize = 107;
 
 /// The private directory for this user's sockets, created 0700 if missing; refused if
 /// it is a symlink, someone else's, or open to others.
-pub fn private_dir() -> std::io::Result<PathBuf> {
+pub(crate) fn private_dir() -> std::io::Result<PathBuf> {
     let uid = nix::unistd::getuid().as_raw();
     let dir = match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
         Some(d) => PathBuf::from(d).join("ralph"),
@@ -41,7 +41,7 @@ pub fn private_dir() -> std::io::Result<PathBuf> {
 /// path with a group- or world-writable ancestor (Gemini's settings): under
 /// `$XDG_RUNTIME_DIR` when set, else `$HOME/.cache/ralph/private` (never the temp dir,
 /// whose sticky `/tmp` is such an ancestor). Created 0700.
-pub fn secure_dir() -> std::io::Result<PathBuf> {
+pub(crate) fn secure_dir() -> std::io::Result<PathBuf> {
     if std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|d| !d.is_empty()) {
         return private_dir();
     }
@@ -55,19 +55,19 @@ pub fn secure_dir() -> std::io::Result<PathBuf> {
 }
 
 /// The socket's file name for a project directory.
-pub fn socket_name(project: &Path) -> String {
+pub(crate) fn socket_name(project: &Path) -> String {
     let digest = Sha256::digest(project.as_os_str().as_encoded_bytes());
     let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
     format!("run-{hex}.sock")
 }
 
 /// Where the project's record of its socket path is.
-pub fn record_of(project: &Path) -> PathBuf {
+pub(crate) fn record_of(project: &Path) -> PathBuf {
     project.join(".agent").join(RECORD)
 }
 
 /// The socket path recorded for a project, if any.
-pub fn recorded(project: &Path) -> Option<PathBuf> {
+pub(crate) fn recorded(project: &Path) -> Option<PathBuf> {
     let text = std::fs::read_to_string(record_of(project)).ok()?;
     let line = text.lines().next()?.trim();
     (!line.is_empty()).then(|| PathBuf::from(line))

@@ -5,12 +5,12 @@
 use serde::{Deserialize, Serialize};
 
 /// The longest request line accepted, in bytes; a longer one gets an error reply.
-pub const MAX_LINE: usize = 64 * 1024;
+pub(crate) const MAX_LINE: usize = 64 * 1024;
 /// Evidence shorter than this (after trimming) does not prove anything.
-pub const MIN_EVIDENCE: usize = 20;
+pub(crate) const MIN_EVIDENCE: usize = 20;
 /// Evidence that says nothing about how the work was verified (compared lowercase,
 /// trimmed, without a final full stop).
-pub const PLACEHOLDERS: &[&str] = &[
+pub(crate) const PLACEHOLDERS: &[&str] = &[
     "done",
     "n/a",
     "na",
@@ -31,12 +31,12 @@ pub const PLACEHOLDERS: &[&str] = &[
     "tests pass",
 ];
 /// Bytes kept of any free text an agent sends (a summary, a reason).
-pub const MAX_TEXT: usize = 4 * 1024;
+pub(crate) const MAX_TEXT: usize = 4 * 1024;
 
 /// A request, as `{"op": "...", ...}`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
-pub enum Request {
+pub(crate) enum Request {
     /// The live state.
     Status {},
     /// Stop after the current iteration (`now = false`) or as a first Ctrl+C.
@@ -86,7 +86,7 @@ pub enum Request {
 
 /// A reply: `{"ok": true, ...}` or `{"ok": false, "error": "..."}`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-pub struct Reply {
+pub(crate) struct Reply {
     pub ok: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -97,20 +97,20 @@ pub struct Reply {
 }
 
 impl Reply {
-    pub fn ok(message: impl Into<String>) -> Self {
+    pub(crate) fn ok(message: impl Into<String>) -> Self {
         Self { ok: true, error: None, message: Some(message.into()), live: None }
     }
-    pub fn error(error: impl Into<String>) -> Self {
+    pub(crate) fn error(error: impl Into<String>) -> Self {
         Self { ok: false, error: Some(error.into()), message: None, live: None }
     }
-    pub fn live(live: Live) -> Self {
+    pub(crate) fn live(live: Live) -> Self {
         Self { ok: true, error: None, message: None, live: Some(live) }
     }
 }
 
 /// What a running ralph is doing, as the dispatcher last published it.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-pub struct Live {
+pub(crate) struct Live {
     pub run_id: String,
     pub pid: u32,
     pub phase: String,
@@ -137,7 +137,7 @@ pub struct Live {
 
 /// What the dispatcher is told by the socket. Each names the attempt it belongs to.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Inbound {
+pub(crate) enum Inbound {
     Stop {
         now: bool,
     },
@@ -180,7 +180,7 @@ pub enum Inbound {
 }
 
 /// Reads one request line (without its newline).
-pub fn parse(line: &[u8]) -> Result<Request, String> {
+pub(crate) fn parse(line: &[u8]) -> Result<Request, String> {
     if line.len() > MAX_LINE {
         return Err(format!("request too long: {} bytes, at most {MAX_LINE}", line.len()));
     }
@@ -189,7 +189,7 @@ pub fn parse(line: &[u8]) -> Result<Request, String> {
 }
 
 /// Why this evidence is refused, if it is.
-pub fn check_evidence(evidence: &str) -> Result<(), String> {
+pub(crate) fn check_evidence(evidence: &str) -> Result<(), String> {
     let trimmed = evidence.trim();
     let bare = trimmed.trim_end_matches('.').to_lowercase();
     if PLACEHOLDERS.contains(&bare.as_str()) {
@@ -208,7 +208,7 @@ pub fn check_evidence(evidence: &str) -> Result<(), String> {
 }
 
 /// Cuts free text to [`MAX_TEXT`] bytes on a char boundary.
-pub fn bounded(text: &str) -> String {
+pub(crate) fn bounded(text: &str) -> String {
     let text = text.trim();
     if text.len() <= MAX_TEXT {
         return text.to_string();
@@ -221,7 +221,7 @@ pub fn bounded(text: &str) -> String {
 }
 
 /// What to do with a request: the reply, and what (if anything) the dispatcher must hear.
-pub fn route(request: Request, live: &Live) -> (Reply, Option<Inbound>) {
+pub(crate) fn route(request: Request, live: &Live) -> (Reply, Option<Inbound>) {
     let stale = |attempt: u32| -> Option<Reply> {
         (attempt != live.attempt || live.attempt == 0).then(|| {
             Reply::error(format!(

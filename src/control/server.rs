@@ -19,15 +19,15 @@ use super::path;
 use super::protocol::{self, Inbound, Live, MAX_LINE, Reply};
 
 /// Connections served at once; more are closed without a reply.
-pub const MAX_CLIENTS: usize = 16;
+pub(crate) const MAX_CLIENTS: usize = 16;
 /// A connection that sends no complete line in this time is closed.
 const IDLE: Duration = Duration::from_secs(10);
 /// Messages waiting for the dispatcher; beyond that clients hear "busy".
-pub const QUEUE: usize = 64;
+pub(crate) const QUEUE: usize = 64;
 
 /// The listening socket; dropping it stops listening and removes the socket and its
 /// record.
-pub struct Server {
+pub(crate) struct Server {
     socket: PathBuf,
     record: PathBuf,
     task: JoinHandle<()>,
@@ -36,7 +36,7 @@ pub struct Server {
 impl Server {
     /// Binds the project's socket (replacing a stale one), records its path in
     /// `.agent/`, and starts serving.
-    pub fn start(project: &Path, live: Arc<Mutex<Live>>, tx: mpsc::Sender<Inbound>) -> std::io::Result<Self> {
+    pub(crate) fn start(project: &Path, live: Arc<Mutex<Live>>, tx: mpsc::Sender<Inbound>) -> std::io::Result<Self> {
         let socket = path::private_dir()?.join(path::socket_name(project));
         if socket.as_os_str().len() > path::MAX_PATH {
             return Err(std::io::Error::other(format!("socket path {} is too long", socket.display())));
@@ -58,7 +58,7 @@ impl Server {
         Ok(Self { socket, record, task })
     }
 
-    pub fn socket(&self) -> &Path {
+    pub(crate) fn socket(&self) -> &Path {
         &self.socket
     }
 }

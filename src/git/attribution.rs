@@ -38,7 +38,7 @@ const READ_ONLY: &[&str] = &[
 
 /// What the agent reported in the current iteration.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Touched {
+pub(crate) struct Touched {
     /// A tool that can change any file ran, or earlier attempts are unknown.
     unknown: bool,
     /// The paths as the agent wrote them.
@@ -47,17 +47,17 @@ pub struct Touched {
 
 impl Touched {
     /// Nothing known: the iteration's earlier attempts ran in an earlier process.
-    pub fn unknown() -> Self {
+    pub(crate) fn unknown() -> Self {
         Touched { unknown: true, files: BTreeSet::new() }
     }
 
     /// At the start of a process: a resumed iteration's earlier attempts ran in
     /// another process, so what they edited is unknown.
-    pub fn at_start(resumed: bool) -> Self {
+    pub(crate) fn at_start(resumed: bool) -> Self {
         if resumed { Touched::unknown() } else { Touched::default() }
     }
 
-    pub fn observe(&mut self, event: &AgentEvent) {
+    pub(crate) fn observe(&mut self, event: &AgentEvent) {
         let AgentEvent::ToolStarted { name, input, .. } = event else { return };
         let lower = name.to_ascii_lowercase();
         if READ_ONLY.contains(&lower.as_str()) {
@@ -77,7 +77,7 @@ impl Touched {
     /// agent ran (relative paths are relative to it); `bases` are directories with
     /// their path relative to the top (the top itself with `""`, and the project
     /// directory as the agent saw it, which may differ from git's by symlinks).
-    pub fn files(&self, bases: &[(&Path, &str)], cwd: &Path) -> Option<BTreeSet<String>> {
+    pub(crate) fn files(&self, bases: &[(&Path, &str)], cwd: &Path) -> Option<BTreeSet<String>> {
         if self.unknown {
             return None;
         }

@@ -2,9 +2,9 @@
 //! findable on resume, identities (`"Name <email>"`) and branch names. Pure text.
 
 /// The trailer naming the run a commit belongs to.
-pub const RUN_TRAILER: &str = "Ralph-Run";
+pub(crate) const RUN_TRAILER: &str = "Ralph-Run";
 /// The trailer naming the iteration (or phase) a commit holds.
-pub const ITERATION_TRAILER: &str = "Ralph-Iteration";
+pub(crate) const ITERATION_TRAILER: &str = "Ralph-Iteration";
 
 /// Longest kept summary, in characters.
 const MAX_SUMMARY: usize = 4000;
@@ -13,14 +13,14 @@ const MAX_TITLE: usize = 72;
 
 /// A git identity.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Identity {
+pub(crate) struct Identity {
     pub name: String,
     pub email: String,
 }
 
 impl Identity {
     /// Parses `"Name <email>"`; both parts must be present.
-    pub fn parse(text: &str) -> Option<Identity> {
+    pub(crate) fn parse(text: &str) -> Option<Identity> {
         let text = text.trim();
         let open = text.find('<')?;
         let rest = text[open + 1..].strip_suffix('>')?;
@@ -36,7 +36,7 @@ impl Identity {
 
 /// Whether `name` can be a branch name. A subset of `git check-ref-format`, checked
 /// when the config loads so a bad name is a config error, not a failure mid-run.
-pub fn check_branch(name: &str) -> Result<(), &'static str> {
+pub(crate) fn check_branch(name: &str) -> Result<(), &'static str> {
     let bad_char = |c: char| c.is_whitespace() || c.is_control() || "~^:?*[\\".contains(c);
     if name.is_empty() {
         Err("is empty")
@@ -53,13 +53,13 @@ pub fn check_branch(name: &str) -> Result<(), &'static str> {
 
 /// The key of an iteration in the `Ralph-Iteration:` trailer: `develop/3`, and
 /// `develop/3/pass-2` from the second pass of the workflow on.
-pub fn iteration_key(phase: &str, iteration: u32, pass: u32) -> String {
+pub(crate) fn iteration_key(phase: &str, iteration: u32, pass: u32) -> String {
     if pass > 1 { format!("{phase}/{iteration}/pass-{pass}") } else { format!("{phase}/{iteration}") }
 }
 
 /// What a commit message is made from.
 #[derive(Debug, Clone, Copy)]
-pub struct MessageContext<'a> {
+pub(crate) struct MessageContext<'a> {
     pub phase: &'a str,
     pub iteration: u32,
     pub run_id: &'a str,
@@ -70,7 +70,7 @@ pub struct MessageContext<'a> {
 
 /// The agent's final message as a commit body: done/goal tags removed, secrets
 /// redacted, whitespace trimmed, at most `MAX_SUMMARY` characters.
-pub fn summarize(final_message: &str) -> String {
+pub(crate) fn summarize(final_message: &str) -> String {
     let mut text = final_message.to_string();
     for tag in ["<promise>DONE</promise>", "<promise>COMPLETE</promise>"] {
         text = text.replace(tag, "");
@@ -88,7 +88,7 @@ pub fn summarize(final_message: &str) -> String {
 }
 
 /// The first non-empty line of the summary, short enough for a subject line.
-pub fn title(summary: &str) -> String {
+pub(crate) fn title(summary: &str) -> String {
     let line = summary.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("done");
     let line = line.trim_start_matches('#').trim();
     if line.chars().count() > MAX_TITLE {
@@ -100,7 +100,7 @@ pub fn title(summary: &str) -> String {
 }
 
 /// The full message: the template filled in, then the trailers as the last paragraph.
-pub fn render(template: &str, ctx: &MessageContext<'_>) -> String {
+pub(crate) fn render(template: &str, ctx: &MessageContext<'_>) -> String {
     let title = title(ctx.summary);
     let body = template
         .replace("{phase}", ctx.phase)
@@ -143,7 +143,7 @@ fn trailer_value<'a>(line: &'a str, key: &str) -> Option<&'a str> {
 }
 
 /// Whether a commit message carries both trailers with these values.
-pub fn has_trailers(message: &str, run_id: &str, key: &str) -> bool {
+pub(crate) fn has_trailers(message: &str, run_id: &str, key: &str) -> bool {
     let mut run = false;
     let mut iteration = false;
     for line in message.lines() {
@@ -155,7 +155,7 @@ pub fn has_trailers(message: &str, run_id: &str, key: &str) -> bool {
 
 /// The newest commit of `git log -z --format=%H%n%B` output that carries the run's
 /// trailers for `key`.
-pub fn find_commit(log: &str, run_id: &str, key: &str) -> Option<String> {
+pub(crate) fn find_commit(log: &str, run_id: &str, key: &str) -> Option<String> {
     log.split('\0').filter(|r| !r.trim().is_empty()).find_map(|record| {
         let record = record.trim_start_matches('\n');
         let (hash, body) = record.split_once('\n').unwrap_or((record, ""));

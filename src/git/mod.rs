@@ -16,9 +16,9 @@
 //! --porcelain -z`, `log -z`, `diff-tree --numstat`) is a small, stable surface, and
 //! any machine that has a repository has `git`.
 
-pub mod attribution;
-pub mod message;
-pub mod plan;
-pub mod preflight;
-pub mod record;
-pub mod repo;
+pub(crate) mod attribution;
+pub(crate) mod message;
+pub(crate) mod plan;
+pub(crate) mod preflight;
+pub(crate) mod record;
+pub(crate) mod repo;

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 /// One changed path from `git status --porcelain=v1 -z --no-renames`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Changed {
+pub(crate) struct Changed {
     /// Relative to the repository's top, `/`-separated.
     pub path: String,
     /// Not tracked by git (and not ignored): a new file.
@@ -17,7 +17,7 @@ pub struct Changed {
 
 /// Parses `git status --porcelain=v1 -z --no-renames --untracked-files=all`.
 /// Ignored entries (`!!`) are skipped; unknown shapes are skipped too.
-pub fn parse_status(output: &[u8]) -> Vec<Changed> {
+pub(crate) fn parse_status(output: &[u8]) -> Vec<Changed> {
     output
         .split(|b| *b == 0)
         .filter(|r| r.len() > 3 && r[2] == b' ')
@@ -35,7 +35,7 @@ pub fn parse_status(output: &[u8]) -> Vec<Changed> {
 
 /// ralph's own files: never part of the dirty check, never committed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Exempt {
+pub(crate) struct Exempt {
     /// Exact paths relative to the top (the config file, the goal file).
     pub files: Vec<String>,
     /// Directory prefixes relative to the top, without the trailing `/` (`.agent`).
@@ -43,7 +43,7 @@ pub struct Exempt {
 }
 
 impl Exempt {
-    pub fn covers(&self, path: &str) -> bool {
+    pub(crate) fn covers(&self, path: &str) -> bool {
         self.files.iter().any(|f| f == path)
             || self
                 .dirs
@@ -53,7 +53,7 @@ impl Exempt {
 }
 
 /// The paths that make a new run's working tree dirty: every change but ralph's own.
-pub fn dirty_at_start(changed: &[Changed], exempt: &Exempt) -> Vec<String> {
+pub(crate) fn dirty_at_start(changed: &[Changed], exempt: &Exempt) -> Vec<String> {
     let mut paths: Vec<String> = changed.iter().filter(|c| !exempt.covers(&c.path)).map(|c| c.path.clone()).collect();
     paths.sort();
     paths.dedup();
@@ -61,13 +61,13 @@ pub fn dirty_at_start(changed: &[Changed], exempt: &Exempt) -> Vec<String> {
 }
 
 /// The changes that may go into a commit: not ralph's, not held back for the run.
-pub fn candidates(changed: Vec<Changed>, exempt: &Exempt, held: &BTreeSet<String>) -> Vec<Changed> {
+pub(crate) fn candidates(changed: Vec<Changed>, exempt: &Exempt, held: &BTreeSet<String>) -> Vec<Changed> {
     changed.into_iter().filter(|c| !exempt.covers(&c.path) && !held.contains(&c.path)).collect()
 }
 
 /// What the shell found out about one candidate.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Facts {
+pub(crate) struct Facts {
     pub change: Changed,
     /// Size in bytes of a file that exists.
     pub size: Option<u64>,
@@ -77,7 +77,7 @@ pub struct Facts {
 
 /// Why a changed file is not in the commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LeftOut {
+pub(crate) enum LeftOut {
     /// The agent reported editing other files and ran no shell: someone else's edit.
     NotTheAgents,
     /// It contains the value of a credential ralph passed to an agent.
@@ -88,7 +88,7 @@ pub enum LeftOut {
 
 impl LeftOut {
     /// Short key for the journal.
-    pub fn key(&self) -> &'static str {
+    pub(crate) fn key(&self) -> &'static str {
         match self {
             LeftOut::NotTheAgents => "not_the_agents",
             LeftOut::Credential => "credential",
@@ -98,11 +98,11 @@ impl LeftOut {
 
     /// Whether the file stays out for the rest of the run (someone else's edit),
     /// rather than being looked at again at the next commit.
-    pub fn held_for_the_run(&self) -> bool {
+    pub(crate) fn held_for_the_run(&self) -> bool {
         matches!(self, LeftOut::NotTheAgents)
     }
 
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             LeftOut::NotTheAgents => "the agent did not report editing it (someone else's change?)".into(),
             LeftOut::Credential => "it contains the value of a credential ralph passed to an agent".into(),
@@ -113,14 +113,14 @@ impl LeftOut {
 
 /// The decision for one commit.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Selection {
+pub(crate) struct Selection {
     pub commit: Vec<String>,
     pub left_out: Vec<(String, LeftOut)>,
 }
 
 /// The rules a commit follows.
 #[derive(Debug, Clone, Copy)]
-pub struct Rules<'a> {
+pub(crate) struct Rules<'a> {
     /// `Some(files the agent reported editing)` when attribution applies (it is on,
     /// and the agent ran no shell or unknown tool in the iteration).
     pub agent_files: Option<&'a BTreeSet<String>>,
@@ -129,7 +129,7 @@ pub struct Rules<'a> {
 
 /// Decides, file by file. Credentials first: a key must never leave the machine in
 /// a commit, whoever wrote the file.
-pub fn select(facts: Vec<Facts>, rules: Rules<'_>) -> Selection {
+pub(crate) fn select(facts: Vec<Facts>, rules: Rules<'_>) -> Selection {
     let mut out = Selection::default();
     for f in facts {
         let why = if f.credential {
@@ -158,7 +158,7 @@ pub fn select(facts: Vec<Facts>, rules: Rules<'_>) -> Selection {
 
 /// Whether `content` holds any of the credential values (each at least 8 bytes; a
 /// shorter "secret" would match by accident everywhere).
-pub fn holds_credential(content: &[u8], values: &[String]) -> bool {
+pub(crate) fn holds_credential(content: &[u8], values: &[String]) -> bool {
     values.iter().filter(|v| v.len() >= 8).any(|v| content.windows(v.len()).any(|w| w == v.as_bytes()))
 }
 

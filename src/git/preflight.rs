@@ -3,7 +3,7 @@
 
 /// What the shell found in the repository.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RepoFacts {
+pub(crate) struct RepoFacts {
     /// Operations in progress: "rebase", "merge", "cherry-pick", "revert".
     pub in_progress: Vec<&'static str>,
     /// `index.lock` exists: a git command is running, or one crashed.
@@ -20,7 +20,7 @@ pub struct RepoFacts {
 
 /// What the user asked for.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Wants<'a> {
+pub(crate) struct Wants<'a> {
     pub commits_on: bool,
     pub allow_dirty: bool,
     pub branch: Option<&'a str>,
@@ -28,7 +28,7 @@ pub struct Wants<'a> {
 
 /// How a new run starts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Baseline {
+pub(crate) struct Baseline {
     /// Dirty paths kept out of every commit (`--allow-dirty`).
     pub held: Vec<String>,
     /// Create and switch to this branch.
@@ -39,7 +39,7 @@ pub struct Baseline {
 
 /// Why a run cannot start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     #[error(
         "a git {0} is in progress in this repository; finish or abort it (`git {0} --continue` or `--abort`) before running ralph"
     )]
@@ -68,7 +68,7 @@ fn list(paths: &[String]) -> String {
 }
 
 /// The checks every start makes, new run or resume.
-pub fn check_always(facts: &RepoFacts, wants: Wants<'_>) -> Result<(), Refusal> {
+pub(crate) fn check_always(facts: &RepoFacts, wants: Wants<'_>) -> Result<(), Refusal> {
     if let Some(op) = facts.in_progress.first() {
         return Err(Refusal::InProgress(op));
     }
@@ -79,7 +79,7 @@ pub fn check_always(facts: &RepoFacts, wants: Wants<'_>) -> Result<(), Refusal> 
 }
 
 /// A new run: the checks, then the baseline.
-pub fn new_run(facts: &RepoFacts, wants: Wants<'_>) -> Result<Baseline, Refusal> {
+pub(crate) fn new_run(facts: &RepoFacts, wants: Wants<'_>) -> Result<Baseline, Refusal> {
     check_always(facts, wants)?;
     if facts.index_locked {
         return Err(Refusal::IndexLocked);

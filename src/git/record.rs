@@ -5,11 +5,11 @@
 use serde::{Deserialize, Serialize};
 
 /// Commits listed in the checkpoint (the journal has them all).
-pub const KEPT_COMMITS: usize = 200;
+pub(crate) const KEPT_COMMITS: usize = 200;
 
 /// The run's git state; `None` in the checkpoint when git features are off.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GitState {
+pub(crate) struct GitState {
     /// The repository's top directory.
     pub top: String,
     /// The commit the run started from; `None` in a repository without commits.
@@ -41,7 +41,7 @@ pub struct GitState {
 
 /// One commit ralph made.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CommitRecord {
+pub(crate) struct CommitRecord {
     pub hash: String,
     /// The `Ralph-Iteration:` key.
     pub key: String,
@@ -53,7 +53,7 @@ pub struct CommitRecord {
 /// An iteration recorded done whose commit may or may not exist: on resume the
 /// trailer lookup decides, so the commit happens exactly once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Pending {
+pub(crate) struct Pending {
     /// The `Ralph-Iteration:` key.
     pub key: String,
     /// The full message, so a commit made on resume is the one that was meant.
@@ -63,7 +63,7 @@ pub struct Pending {
 }
 
 impl GitState {
-    pub fn record(&mut self, commit: CommitRecord) {
+    pub(crate) fn record(&mut self, commit: CommitRecord) {
         self.head = Some(commit.hash.clone());
         self.commits.push(commit);
         self.commit_count += 1;
@@ -73,7 +73,7 @@ impl GitState {
         }
     }
 
-    pub fn hold(&mut self, path: &str) {
+    pub(crate) fn hold(&mut self, path: &str) {
         if !self.held.iter().any(|p| p == path) {
             self.held.push(path.to_string());
             self.held.sort();

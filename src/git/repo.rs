@@ -14,7 +14,7 @@ use super::message::Identity;
 use super::plan::{self, Changed};
 
 #[derive(Debug, thiserror::Error)]
-pub enum GitError {
+pub(crate) enum GitError {
     #[error("cannot run git: {0}")]
     Spawn(#[from] std::io::Error),
     #[error("git {args} failed: {output}")]
@@ -23,7 +23,7 @@ pub enum GitError {
 
 /// Why a commit did not happen.
 #[derive(Debug)]
-pub enum CommitFailure {
+pub(crate) enum CommitFailure {
     /// A hook (pre-commit, commit-msg) said no; its output, for the agent.
     HookRejected(String),
     Other(GitError),
@@ -31,7 +31,7 @@ pub enum CommitFailure {
 
 /// Where the directory stands.
 #[derive(Debug)]
-pub enum Discovery {
+pub(crate) enum Discovery {
     Repo(Repo),
     NotARepo,
     /// No `git` on PATH.
@@ -40,7 +40,7 @@ pub enum Discovery {
 
 /// A repository, by its top directory.
 #[derive(Debug, Clone)]
-pub struct Repo {
+pub(crate) struct Repo {
     top: PathBuf,
     /// The longest a commit (with its hooks) may take.
     commit_timeout: Duration,
@@ -51,14 +51,14 @@ const COMMIT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
 /// The author and committer of ralph's commits, when configured.
 #[derive(Debug, Clone, Default)]
-pub struct Identities {
+pub(crate) struct Identities {
     pub author: Option<Identity>,
     pub committer: Option<Identity>,
 }
 
 impl Repo {
     /// The repository `dir` is in, if any.
-    pub fn discover(dir: &Path) -> Discovery {
+    pub(crate) fn discover(dir: &Path) -> Discovery {
         let out = Command::new("git")
             .arg("-C")
             .arg(dir)
@@ -77,17 +77,17 @@ impl Repo {
         }
     }
 
-    pub fn at(top: &Path) -> Repo {
+    pub(crate) fn at(top: &Path) -> Repo {
         Repo { top: top.to_path_buf(), commit_timeout: COMMIT_TIMEOUT }
     }
 
     /// Bounds a commit with its hooks.
-    pub fn with_commit_timeout(mut self, timeout: Duration) -> Repo {
+    pub(crate) fn with_commit_timeout(mut self, timeout: Duration) -> Repo {
         self.commit_timeout = timeout;
         self
     }
 
-    pub fn top(&self) -> &Path {
+    pub(crate) fn top(&self) -> &Path {
         &self.top
     }
 
@@ -117,25 +117,25 @@ impl Repo {
     }
 
     /// The commit HEAD points at; `None` before the first commit.
-    pub fn head(&self) -> Result<Option<String>, GitError> {
+    pub(crate) fn head(&self) -> Result<Option<String>, GitError> {
         let out = self.output(&["rev-parse", "-q", "--verify", "HEAD^{commit}"])?;
         let hash = String::from_utf8_lossy(&out.stdout).trim().to_string();
         Ok((out.status.success() && !hash.is_empty()).then_some(hash))
     }
 
     /// The current branch; `None` for a detached HEAD.
-    pub fn branch(&self) -> Result<Option<String>, GitError> {
+    pub(crate) fn branch(&self) -> Result<Option<String>, GitError> {
         let out = self.output(&["symbolic-ref", "-q", "--short", "HEAD"])?;
         let name = String::from_utf8_lossy(&out.stdout).trim().to_string();
         Ok((out.status.success() && !name.is_empty()).then_some(name))
     }
 
-    pub fn branch_exists(&self, name: &str) -> Result<bool, GitError> {
+    pub(crate) fn branch_exists(&self, name: &str) -> Result<bool, GitError> {
         let reference = format!("refs/heads/{name}");
         Ok(self.output(&["show-ref", "--verify", "--quiet", &reference])?.status.success())
     }
 
-    pub fn create_branch(&self, name: &str) -> Result<(), GitError> {
+    pub(crate) fn create_branch(&self, name: &str) -> Result<(), GitError> {
         self.run(&["checkout", "-q", "-b", name]).map(|_| ())
     }
 
@@ -146,7 +146,7 @@ impl Repo {
     }
 
     /// Operations in progress that a commit would interfere with.
-    pub fn in_progress(&self) -> Result<Vec<&'static str>, GitError> {
+    pub(crate) fn in_progress(&self) -> Result<Vec<&'static str>, GitError> {
         let markers = [
             ("rebase-merge", "rebase"),
             ("rebase-apply", "rebase"),
@@ -163,19 +163,19 @@ impl Repo {
         Ok(found)
     }
 
-    pub fn index_lock(&self) -> Result<PathBuf, GitError> {
+    pub(crate) fn index_lock(&self) -> Result<PathBuf, GitError> {
         self.git_path("index.lock")
     }
 
     /// A config value, if set.
-    pub fn config(&self, key: &str) -> Result<Option<String>, GitError> {
+    pub(crate) fn config(&self, key: &str) -> Result<Option<String>, GitError> {
         let out = self.output(&["config", "--get", key])?;
         let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
         Ok((out.status.success() && !v.is_empty()).then_some(v))
     }
 
     /// Every changed path: tracked changes, and new files that are not ignored.
-    pub fn status(&self) -> Result<Vec<Changed>, GitError> {
+    pub(crate) fn status(&self) -> Result<Vec<Changed>, GitError> {
         let args = ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"];
         // No opportunistic index refresh: status must never take the index lock
         // while an agent's own git may want it.
@@ -188,7 +188,7 @@ impl Repo {
 
     /// `git log -z --format=%H%n%B` of the commits after `since` (all of HEAD's
     /// history when `None`), newest first.
-    pub fn log_since(&self, since: Option<&str>) -> Result<String, GitError> {
+    pub(crate) fn log_since(&self, since: Option<&str>) -> Result<String, GitError> {
         if self.head()?.is_none() {
             return Ok(String::new());
         }
@@ -197,13 +197,13 @@ impl Repo {
     }
 
     /// The commits in `from..to`, oldest first.
-    pub fn commits_between(&self, from: Option<&str>, to: &str) -> Result<Vec<String>, GitError> {
+    pub(crate) fn commits_between(&self, from: Option<&str>, to: &str) -> Result<Vec<String>, GitError> {
         let range = from.map_or_else(|| to.to_string(), |f| format!("{f}..{to}"));
         Ok(self.run(&["rev-list", "--reverse", "--max-count=1000", &range])?.lines().map(String::from).collect())
     }
 
     /// Files changed, insertions and deletions of one commit.
-    pub fn diff_stats(&self, hash: &str) -> Result<(u32, u32, u32), GitError> {
+    pub(crate) fn diff_stats(&self, hash: &str) -> Result<(u32, u32, u32), GitError> {
         let out = self.run(&["diff-tree", "--numstat", "-r", "--root", "--no-commit-id", hash])?;
         let mut stats = (0, 0, 0);
         for line in out.lines() {
@@ -217,7 +217,7 @@ impl Repo {
 
     /// Commits exactly `paths` (as they are in the working tree) with `message`;
     /// anything else staged stays staged and out of the commit. Hooks run.
-    pub fn commit(&self, paths: &[String], message: &str, who: &Identities) -> Result<String, CommitFailure> {
+    pub(crate) fn commit(&self, paths: &[String], message: &str, who: &Identities) -> Result<String, CommitFailure> {
         let list: Vec<u8> = paths.iter().flat_map(|p| p.bytes().chain(std::iter::once(0))).collect();
         let add = ["add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"];
         self.with_stdin(&add, &list, who).map_err(CommitFailure::Other)?;

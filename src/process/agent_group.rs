@@ -26,12 +26,12 @@ static ARMED: AtomicBool = AtomicBool::new(false);
 const LOOP_GRACE: Duration = Duration::from_secs(2);
 
 /// Records the group of the agent that was just started.
-pub fn set(pgid: u32) {
+pub(crate) fn set(pgid: u32) {
     GROUP.store(i32::try_from(pgid).unwrap_or(0), Ordering::SeqCst);
 }
 
 /// The agent's group is gone (or about to be): nothing to signal any more.
-pub fn clear() {
+pub(crate) fn clear() {
     GROUP.store(0, Ordering::SeqCst);
 }
 
@@ -44,7 +44,7 @@ fn signal_current(signal: Signal) {
 
 /// Ctrl+Z: stops the agent's group, then ralph itself; returns after `fg` (SIGCONT)
 /// with the time spent stopped, once the agent's group is continued too.
-pub fn suspend() -> Duration {
+pub(crate) fn suspend() -> Duration {
     signal_current(Signal::SIGSTOP);
     let stopped = Instant::now();
     if let Err(e) = raise(Signal::SIGSTOP) {
@@ -55,7 +55,7 @@ pub fn suspend() -> Duration {
 }
 
 /// Arms the backstop (once; later calls do nothing).
-pub fn arm_backstop() -> std::io::Result<()> {
+pub(crate) fn arm_backstop() -> std::io::Result<()> {
     if ARMED.swap(true, Ordering::SeqCst) {
         return Ok(());
     }

@@ -12,7 +12,7 @@ use crate::config::AgentKind;
 /// What every agent gets (patterns: `*` matches any run of characters): the user,
 /// the shell and terminal, the locale, proxies, the temp dir, certificates,
 /// toolchains, and git identity.
-pub const BASE: &[&str] = &[
+pub(crate) const BASE: &[&str] = &[
     // who and where
     "PATH",
     "HOME",
@@ -111,12 +111,12 @@ pub const BASE: &[&str] = &[
 ];
 
 /// Each kind's own credentials and settings (patterns as in [`BASE`]).
-pub fn kind_vars(kind: AgentKind) -> &'static [&'static str] {
+pub(crate) fn kind_vars(kind: AgentKind) -> &'static [&'static str] {
     kinds::descriptor(kind).map_or(&[], |d| d.passes)
 }
 
 /// The credentials each kind looks for (what `ralph doctor` checks for).
-pub fn allowlist(kind: AgentKind) -> &'static [&'static str] {
+pub(crate) fn allowlist(kind: AgentKind) -> &'static [&'static str] {
     kinds::descriptor(kind).map_or(&[], |d| d.credentials)
 }
 
@@ -129,7 +129,7 @@ const SECRET_MARKERS: &[&str] = &["KEY", "TOKEN", "SECRET", "PASS", "CREDENTIAL"
 const SECRET_PARTS: &[&str] = &["PAT", "DSN", "AUTH"];
 
 /// Whether a variable's value should be treated as a credential.
-pub fn looks_secret(name: &str) -> bool {
+pub(crate) fn looks_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     // A socket path, not a secret.
     if upper == "SSH_AUTH_SOCK" {
@@ -141,7 +141,7 @@ pub fn looks_secret(name: &str) -> bool {
 
 /// Whether `name` matches `pattern`, where `*` matches any run of characters and
 /// `?` any one character.
-pub fn glob_match(pattern: &str, name: &str) -> bool {
+pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
     fn go(p: &[u8], n: &[u8]) -> bool {
         match p.split_first() {
             None => n.is_empty(),
@@ -154,7 +154,7 @@ pub fn glob_match(pattern: &str, name: &str) -> bool {
 }
 
 /// Whether the agent gets `name` from ralph's environment.
-pub fn passes(name: &str, kind: AgentKind, pass_env: &[String]) -> bool {
+pub(crate) fn passes(name: &str, kind: AgentKind, pass_env: &[String]) -> bool {
     // "Running inside another agent" changes a CLI's behaviour: never passed, not
     // even through `pass_env`.
     !kinds::ALL.iter().any(|d| d.nesting_markers.contains(&name))
@@ -164,7 +164,7 @@ pub fn passes(name: &str, kind: AgentKind, pass_env: &[String]) -> bool {
 
 /// The child's environment and what was kept from it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AgentEnv {
+pub(crate) struct AgentEnv {
     pub vars: Vec<(String, String)>,
     /// Names in ralph's environment the agent does not get, sorted.
     pub withheld: Vec<String>,
@@ -172,7 +172,7 @@ pub struct AgentEnv {
 
 /// Builds the child's environment from `base` (normally `std::env::vars()`); the
 /// `extra` pairs (the kind's settings, the agent's `env` table, the run id) win.
-pub fn build(
+pub(crate) fn build(
     base: impl IntoIterator<Item = (String, String)>,
     kind: AgentKind,
     pass_env: &[String],
@@ -198,7 +198,7 @@ pub fn build(
 
 /// The values among `vars` that are credentials: the kind's own, and any whose name
 /// looks like one.
-pub fn secret_values(vars: &[(String, String)], kind: AgentKind) -> Vec<&str> {
+pub(crate) fn secret_values(vars: &[(String, String)], kind: AgentKind) -> Vec<&str> {
     vars.iter()
         .filter(|(k, _)| looks_secret(k) || allowlist(kind).contains(&k.as_str()))
         .map(|(_, v)| v.as_str())

@@ -7,7 +7,7 @@ use nix::sys::signal::Signal;
 
 /// Where an escalation stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Escalation {
+pub(crate) struct Escalation {
     sent: Signal,
     grace: Duration,
 }
@@ -15,19 +15,19 @@ pub struct Escalation {
 /// The next thing to do.
 #[must_use]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     /// Send this signal to the group, then wait up to `wait` for the exit.
     Send { signal: Signal, wait: Option<Duration> },
 }
 
 impl Escalation {
     /// Begins with `first` (SIGINT, or SIGTERM for an agent known to ignore SIGINT).
-    pub fn start_with(first: Signal, grace: Duration) -> (Self, Step) {
+    pub(crate) fn start_with(first: Signal, grace: Duration) -> (Self, Step) {
         (Self { sent: first, grace }, Step::Send { signal: first, wait: Some(grace) })
     }
 
     /// The grace period ran out and the agent is still there.
-    pub fn grace_elapsed(&mut self) -> Step {
+    pub(crate) fn grace_elapsed(&mut self) -> Step {
         let (signal, wait) = match self.sent {
             Signal::SIGINT => (Signal::SIGTERM, Some(self.grace)),
             // After SIGKILL there is nothing stronger: wait for the exit unbounded
@@ -39,7 +39,7 @@ impl Escalation {
         Step::Send { signal, wait }
     }
 
-    pub fn last_signal(&self) -> Signal {
+    pub(crate) fn last_signal(&self) -> Signal {
         self.sent
     }
 }

@@ -18,14 +18,14 @@ use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
 use nix::unistd::Pid;
 
 /// The variable that marks every process of one attempt.
-pub const ATTEMPT_ID_VAR: &str = "RALPH_ATTEMPT_ID";
+pub(crate) const ATTEMPT_ID_VAR: &str = "RALPH_ATTEMPT_ID";
 
 /// How long the attempt's end waits for what it killed to go.
 const END_WAIT: Duration = Duration::from_secs(2);
 
 /// One process, as much as the decision needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Proc {
+pub(crate) struct Proc {
     pub pid: i32,
     pub ppid: i32,
     /// Its process group: ralph's own helpers (a notifier) share ralph's.
@@ -37,7 +37,7 @@ pub struct Proc {
 
 /// Who ralph is: its pid and its process group.
 #[derive(Debug, Clone, Copy)]
-pub struct Me {
+pub(crate) struct Me {
     pub pid: i32,
     pub pgid: i32,
 }
@@ -52,7 +52,7 @@ fn inherited(p: &Proc, me: Me, owned: &[i32]) -> bool {
 
 /// The live processes to end: the attempt's marked ones, and the orphans that came
 /// back to the subreaper; never a pid tokio owns, never ralph's own helpers.
-pub fn to_end(procs: &[Proc], me: Me, owned: &[i32]) -> Vec<i32> {
+pub(crate) fn to_end(procs: &[Proc], me: Me, owned: &[i32]) -> Vec<i32> {
     procs
         .iter()
         .filter(|p| !p.zombie && p.pid != me.pid && !owned.contains(&p.pid))
@@ -62,13 +62,13 @@ pub fn to_end(procs: &[Proc], me: Me, owned: &[i32]) -> Vec<i32> {
 }
 
 /// The dead orphans to reap: never a pid tokio owns (the agent, a notifier).
-pub fn to_reap(procs: &[Proc], me: Me, owned: &[i32]) -> Vec<i32> {
+pub(crate) fn to_reap(procs: &[Proc], me: Me, owned: &[i32]) -> Vec<i32> {
     procs.iter().filter(|p| p.zombie && inherited(p, me, owned)).map(|p| p.pid).collect()
 }
 
 /// A snapshot of `proc_root` (normally `/proc`), marking processes whose
 /// environment holds `ATTEMPT_ID_VAR=attempt_id`.
-pub fn scan(proc_root: &Path, attempt_id: &str) -> Vec<Proc> {
+pub(crate) fn scan(proc_root: &Path, attempt_id: &str) -> Vec<Proc> {
     let needle = format!("{ATTEMPT_ID_VAR}={attempt_id}");
     let Ok(entries) = std::fs::read_dir(proc_root) else { return Vec::new() };
     entries
@@ -99,7 +99,7 @@ fn parse_stat(stat: &str) -> Option<(char, i32, i32)> {
 
 /// Ends and reaps what escaped the attempt `attempt_id`; `owned` are the pids tokio
 /// owns (the agent). Returns the pids it killed.
-pub fn end_attempt(attempt_id: &str, owned: &[i32]) -> Vec<i32> {
+pub(crate) fn end_attempt(attempt_id: &str, owned: &[i32]) -> Vec<i32> {
     let me = Me { pid: i32::try_from(std::process::id()).unwrap_or(i32::MAX), pgid: nix::unistd::getpgrp().as_raw() };
     let deadline = Instant::now() + END_WAIT;
     let mut killed: Vec<i32> = Vec::new();

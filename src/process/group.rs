@@ -8,7 +8,7 @@ use tokio::process::{Child, Command};
 
 /// Everything needed to start one agent process.
 #[derive(Debug, Clone)]
-pub struct Launch {
+pub(crate) struct Launch {
     /// `argv[0]` is the program; never interpreted by a shell.
     pub argv: Vec<String>,
     pub cwd: PathBuf,
@@ -23,7 +23,7 @@ pub struct Launch {
 /// and ralph can end the agent with everything it started), stdin `/dev/null`
 /// (agents that read stdin when it is not a terminal would otherwise hang) or a
 /// pipe the caller writes the prompt to and closes, stdout and stderr piped to ralph.
-pub fn spawn(launch: &Launch) -> std::io::Result<Child> {
+pub(crate) fn spawn(launch: &Launch) -> std::io::Result<Child> {
     let (program, args) =
         launch.argv.split_first().ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty argv"))?;
     // Resolve the program once here: left to exec, every PATH entry before the right
@@ -70,7 +70,7 @@ pub fn spawn(launch: &Launch) -> std::io::Result<Child> {
 
 /// Sends `signal` to the whole process group `pgid`. A group that is already gone
 /// is not an error.
-pub fn signal_group(pgid: u32, signal: Signal) -> std::io::Result<()> {
+pub(crate) fn signal_group(pgid: u32, signal: Signal) -> std::io::Result<()> {
     let Ok(raw) = i32::try_from(pgid) else {
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "pgid out of range"));
     };

@@ -9,10 +9,10 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 /// The variable that marks an agent process and its descendants.
-pub const RUN_ID_VAR: &str = "RALPH_RUN_ID";
+pub(crate) const RUN_ID_VAR: &str = "RALPH_RUN_ID";
 
 /// Pids of live processes whose environment carries `RALPH_RUN_ID=run_id`.
-pub fn find(proc_root: &Path, run_id: &str) -> Vec<i32> {
+pub(crate) fn find(proc_root: &Path, run_id: &str) -> Vec<i32> {
     let needle = format!("{RUN_ID_VAR}={run_id}");
     let Ok(entries) = std::fs::read_dir(proc_root) else { return Vec::new() };
     let me = std::process::id();
@@ -28,7 +28,7 @@ pub fn find(proc_root: &Path, run_id: &str) -> Vec<i32> {
 }
 
 /// Kills (SIGKILL) every leftover process of the run; returns their pids.
-pub fn kill_all(run_id: &str) -> Vec<i32> {
+pub(crate) fn kill_all(run_id: &str) -> Vec<i32> {
     let pids = find(crate::os::proc_root(), run_id);
     for pid in &pids {
         let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);

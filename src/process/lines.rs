@@ -23,7 +23,7 @@ const CUT_LOOKBACK: usize = 4 * 1024;
 
 /// What the reader produced.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Item {
+pub(crate) enum Item {
     /// A whole line (without its newline), as received.
     Line(Vec<u8>),
     /// Raw bytes of a line too long to hold, for the log only.
@@ -34,7 +34,7 @@ pub enum Item {
 
 /// Splits a byte stream into [`Item`]s.
 #[derive(Debug)]
-pub struct LineReader<R> {
+pub(crate) struct LineReader<R> {
     inner: R,
     scratch: Box<[u8]>,
     /// The incomplete line (normal mode) or the unsent raw bytes (long mode).
@@ -45,7 +45,7 @@ pub struct LineReader<R> {
 }
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
-    pub fn new(inner: R) -> Self {
+    pub(crate) fn new(inner: R) -> Self {
         Self {
             inner,
             scratch: vec![0; READ_CHUNK].into_boxed_slice(),
@@ -58,7 +58,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
 
     /// The next item; `None` at the end of the stream. A read error ends the
     /// stream too, after whatever was read before it.
-    pub async fn next(&mut self) -> Option<Item> {
+    pub(crate) async fn next(&mut self) -> Option<Item> {
         loop {
             if let Some(item) = self.pending.pop_front() {
                 return Some(item);

@@ -9,15 +9,15 @@
 use std::collections::VecDeque;
 
 /// Lines up to this many bytes are handled whole.
-pub const LONG_LINE: usize = 1024 * 1024;
+pub(crate) const LONG_LINE: usize = 1024 * 1024;
 /// Bytes kept at each end of a long string (or of a long non-JSON line).
-pub const KEEP: usize = 4 * 1024;
+pub(crate) const KEEP: usize = 4 * 1024;
 /// The most compacted JSON kept; past it the line is handled as text.
 const STRUCTURE_CAP: usize = 2 * 1024 * 1024;
 
 /// Streams one long line into its compacted form.
 #[derive(Debug)]
-pub struct Compactor {
+pub(crate) struct Compactor {
     mode: Mode,
     /// The compacted line so far (JSON mode) or the head (text mode).
     out: Vec<u8>,
@@ -53,12 +53,12 @@ impl Default for Compactor {
 }
 
 impl Compactor {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self { mode: Mode::Json(Json::default()), out: Vec::new(), tail: VecDeque::new(), cut: 0, started: false }
     }
 
     /// Takes in the next bytes of the line (no newline).
-    pub fn push(&mut self, bytes: &[u8]) {
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
         for &b in bytes {
             if !self.started {
                 if b.is_ascii_whitespace() {
@@ -104,7 +104,7 @@ impl Compactor {
     }
 
     /// The compacted line (lossily decoded).
-    pub fn finish(mut self) -> String {
+    pub(crate) fn finish(mut self) -> String {
         match &mut self.mode {
             Mode::Json(json) => {
                 if json.in_string {

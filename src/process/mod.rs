@@ -8,16 +8,16 @@
 //! and version ([`preflight`], [`version`]). The Linux-specific calls are
 //! `crate::os`'s.
 
-pub mod agent_group;
-pub mod env;
-pub mod escalation;
-pub mod escaped;
-pub mod group;
-pub mod leftovers;
-pub mod lines;
-pub mod long_line;
-pub mod preflight;
-pub mod version;
+pub(crate) mod agent_group;
+pub(crate) mod env;
+pub(crate) mod escalation;
+pub(crate) mod escaped;
+pub(crate) mod group;
+pub(crate) mod leftovers;
+pub(crate) mod lines;
+pub(crate) mod long_line;
+pub(crate) mod preflight;
+pub(crate) mod version;
 
-pub use escalation::{Escalation, Step};
-pub use group::{Launch, signal_group, spawn};
+pub(crate) use escalation::{Escalation, Step};
+pub(crate) use group::{Launch, signal_group, spawn};

@@ -11,7 +11,7 @@ use nix::unistd::{AccessFlags, access};
 
 /// Why a program cannot be started.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ProgramError {
+pub(crate) enum ProgramError {
     #[error("{program} not found on PATH")]
     NotOnPath { program: String },
     #[error("{} does not exist", .path.display())]
@@ -28,7 +28,7 @@ pub enum ProgramError {
 
 /// Resolves `program` the way the agent's spawn does (a name with a `/` relative
 /// to `cwd`, a bare name on `path_var`) and checks that it can be executed.
-pub fn check_program(program: &Path, path_var: Option<&OsStr>, cwd: &Path) -> Result<PathBuf, ProgramError> {
+pub(crate) fn check_program(program: &Path, path_var: Option<&OsStr>, cwd: &Path) -> Result<PathBuf, ProgramError> {
     let path = if program.components().count() > 1 || program.is_absolute() {
         cwd.join(program)
     } else {

@@ -5,10 +5,10 @@ use std::process::Stdio;
 use std::time::Duration;
 
 /// How long `--version` may take.
-pub const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The first line of `binary --version`, or why there is none.
-pub async fn installed(binary: &Path) -> Result<String, String> {
+pub(crate) async fn installed(binary: &Path) -> Result<String, String> {
     let run = tokio::process::Command::new(binary)
         .arg("--version")
         .stdin(Stdio::null())

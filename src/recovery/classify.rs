@@ -746,10 +746,10 @@ fn is_outside_kill(sig: i32) -> bool {
 
 mod libc_signal {
     use nix::sys::signal::Signal;
-    pub const SIGKILL: i32 = Signal::SIGKILL as i32;
-    pub const SIGTERM: i32 = Signal::SIGTERM as i32;
-    pub const SIGHUP: i32 = Signal::SIGHUP as i32;
-    pub const SIGINT: i32 = Signal::SIGINT as i32;
+    pub(super) const SIGKILL: i32 = Signal::SIGKILL as i32;
+    pub(super) const SIGTERM: i32 = Signal::SIGTERM as i32;
+    pub(super) const SIGHUP: i32 = Signal::SIGHUP as i32;
+    pub(super) const SIGINT: i32 = Signal::SIGINT as i32;
 }
 
 fn exit_nonzero(r: &Report<'_>) -> Option<String> {
@@ -764,7 +764,7 @@ fn no_done_signal(r: &Report<'_>) -> Option<String> {
 }
 
 /// "SIGSEGV" for 11, or the number.
-pub fn signal_name(sig: i32) -> String {
+pub(crate) fn signal_name(sig: i32) -> String {
     nix::sys::signal::Signal::try_from(sig).map_or_else(|_| format!("signal {sig}"), |s| s.as_str().to_string())
 }
 

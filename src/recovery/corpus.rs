@@ -23,7 +23,8 @@ use super::Category;
 use super::classify::{EndedBy, Exit, Report, classify};
 use super::reset::reset_time;
 use crate::agent::claude_stream::ClaudeStreamParser;
-use crate::agent::{AgentEvent, LineParser, kinds};
+use crate::agent::event::LineParser;
+use crate::agent::{AgentEvent, kinds};
 use crate::config::AgentKind;
 
 /// The corpus clock: 2026-01-15T12:00:00Z.

@@ -11,7 +11,7 @@ use crate::workflow::advance::PhaseEnd;
 /// A cap that ended the run. Each has a stable message prefix users can match on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Cap {
+pub(crate) enum Cap {
     MaxCycles,
     ToolRegistryResets,
     /// Crashes of `ralph mcp` while its agent ran.
@@ -28,7 +28,7 @@ pub enum Cap {
 
 impl Cap {
     /// The stable phrase that names the cap in messages.
-    pub fn phrase(self) -> &'static str {
+    pub(crate) fn phrase(self) -> &'static str {
         match self {
             Cap::MaxCycles => "max_cycles exhausted",
             Cap::ToolRegistryResets => "tool-registry-reset exhausted",
@@ -45,7 +45,7 @@ impl Cap {
 
 /// Why a run stops before finishing.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Stop {
+pub(crate) enum Stop {
     /// A budget or cap ran out (exit 1).
     Failed { cap: Cap, message: String },
     /// A human must act (exit 3).
@@ -55,11 +55,11 @@ pub enum Stop {
 /// What the dispatcher does next.
 #[must_use]
 #[derive(Debug, Clone, PartialEq)]
-pub enum Next {
+pub(crate) enum Next {
     /// The iteration is done; the next one of the same phase follows.
-    NextIteration,
+    Iteration,
     /// The phase is done; the next phase (or the next pass) follows.
-    NextPhase {
+    Phase {
         finished: String,
         end: PhaseEnd,
     },
@@ -94,7 +94,7 @@ pub enum Next {
 
 /// Why the chain moved to another agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FalloverWhy {
+pub(crate) enum FalloverWhy {
     /// The agent used its `agent_attempts` (`recovery-attempt exhausted`).
     Budget,
     /// The agent is rate-limited and `on_rate_limit = "fallover"`.
@@ -103,7 +103,7 @@ pub enum FalloverWhy {
 
 /// What else the policy needs to know about a failed attempt.
 #[derive(Debug, Clone, Default)]
-pub struct Facts {
+pub(crate) struct Facts {
     /// The session id the attempt reported, if any.
     pub session: Option<String>,
     /// When the provider's rate limit resets (unix seconds), if it said.
@@ -117,7 +117,7 @@ pub struct Facts {
 /// Exponential backoff with jitter: `base · 2^(streak−1)`, capped at `max`, then
 /// scaled into [50 %, 100 %] by `jitter` ∈ [0, 1) so that many runs hitting one
 /// outage do not retry in lockstep.
-pub fn backoff(retry: &Retry, streak: u32, jitter: f64) -> Duration {
+pub(crate) fn backoff(retry: &Retry, streak: u32, jitter: f64) -> Duration {
     let exp = streak.saturating_sub(1).min(30);
     let raw = retry.backoff_base.saturating_mul(1u32 << exp);
     let capped = raw.min(retry.backoff_max);

@@ -5,16 +5,16 @@
 //! which endpoints tell whether the network is gone ([`probe`]; the TCP connect
 //! itself is the shell's). All pure; the dispatcher executes their decisions.
 
-pub mod classify;
+pub(crate) mod classify;
 #[cfg(test)]
 mod corpus;
-pub mod decision;
-pub mod policy;
-pub mod probe;
-pub mod rate_limit;
-pub mod reset;
-pub mod resume;
-pub mod spawn;
+pub(crate) mod decision;
+pub(crate) mod policy;
+pub(crate) mod probe;
+pub(crate) mod rate_limit;
+pub(crate) mod reset;
+pub(crate) mod resume;
+pub(crate) mod spawn;
 
 use serde::{Deserialize, Serialize};
 

@@ -13,12 +13,12 @@ use crate::workflow::progress::EnvironmentalStreak;
 
 use super::{Category, Classification, Rule};
 
-pub use super::decision::{Cap, Facts, FalloverWhy, Next, Stop, backoff};
+pub(crate) use super::decision::{Cap, Facts, FalloverWhy, Next, Stop, backoff};
 
 /// The caps on the run's totals, checked before every attempt: active time over all
 /// resumes (`elapsed_secs`) against `max_runtime`, reported cost against
 /// `max_cost_usd`.
-pub fn run_cap(general: &crate::config::General, elapsed_secs: f64, cost_usd: f64) -> Option<Stop> {
+pub(crate) fn run_cap(general: &crate::config::General, elapsed_secs: f64, cost_usd: f64) -> Option<Stop> {
     if let Some(max) = general.max_runtime
         && elapsed_secs >= max.as_secs_f64()
     {
@@ -46,25 +46,25 @@ pub fn run_cap(general: &crate::config::General, elapsed_secs: f64, cost_usd: f6
 /// known, otherwise with a fresh session. (The one place this is decided.)
 #[must_use]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RecoveryAction {
+pub(crate) enum RecoveryAction {
     Resume,
     Fresh,
 }
 
-pub fn recovery_action(has_session: bool) -> RecoveryAction {
+pub(crate) fn recovery_action(has_session: bool) -> RecoveryAction {
     if has_session { RecoveryAction::Resume } else { RecoveryAction::Fresh }
 }
 
 /// The limits the policy enforces.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits<'a> {
+pub(crate) struct Limits<'a> {
     pub retry: &'a Retry,
     pub max_cycles: u32,
 }
 
 /// The attempt reached its done signal. Where the run goes after a finished phase
 /// (the order, the repeating group) is [`advance::after_phase`]'s decision.
-pub fn on_success(
+pub(crate) fn on_success(
     progress: &mut Progress,
     phases: &[Phase],
     repeat: Option<RepeatGroup>,
@@ -96,7 +96,7 @@ pub fn on_success(
             });
         }
         progress.position.iteration += 1;
-        return Next::NextIteration;
+        return Next::Iteration;
     }
     let finished = phase.name.clone();
     let pos = &progress.position;
@@ -115,7 +115,7 @@ pub fn on_success(
             // The primary agent gets its chance again in every phase, and every pass
             // gives its phases a fresh budget; the run's totals keep counting.
             advance::enter(&mut progress.position, phases, index, pass, repeat);
-            Next::NextPhase { finished, end: boundary.end }
+            Next::Phase { finished, end: boundary.end }
         }
     }
 }
@@ -123,14 +123,14 @@ pub fn on_success(
 /// The judge doubts the agent's sign-off and its session can be resumed: the next
 /// attempt resumes that session with `question` as its prompt. Not a failure, so
 /// no budget, backoff or cycle moves; the count allows one question per iteration.
-pub fn ask_to_confirm(progress: &mut Progress, session: String, question: String) {
+pub(crate) fn ask_to_confirm(progress: &mut Progress, session: String, question: String) {
     progress.counters.confirmations += 1;
     progress.resume_session = Some(session);
     progress.recovery_note = Some(question);
 }
 
 /// The attempt failed.
-pub fn on_failure(
+pub(crate) fn on_failure(
     progress: &mut Progress,
     phases: &[Phase],
     limits: Limits<'_>,
@@ -220,7 +220,7 @@ fn environmental_streak(progress: &mut Progress, retry: &Retry, failure: &Classi
 /// (resuming keeps feeding the agent the context that went wrong). Only the agent's
 /// own failures count: an outage or a rate limit says nothing about the session's
 /// context. Returns the evidence when the storm fired.
-pub fn continue_storm(
+pub(crate) fn continue_storm(
     progress: &mut Progress,
     retry: &Retry,
     failure: &Classification,
@@ -313,7 +313,7 @@ fn on_agent_failure(progress: &mut Progress, phases: &[Phase], limits: Limits<'_
 
 /// The wait before the `n`th agent-category retry of one agent:
 /// `agent_backoff_base · 2^(n−1)`, at most [`AGENT_BACKOFF_MAX`].
-pub fn agent_backoff(retry: &Retry, n: u32) -> Duration {
+pub(crate) fn agent_backoff(retry: &Retry, n: u32) -> Duration {
     let exp = n.saturating_sub(1).min(30);
     retry.agent_backoff_base.saturating_mul(1u32 << exp).min(AGENT_BACKOFF_MAX)
 }
@@ -359,7 +359,7 @@ mod tests {
         assert_eq!((p.position.agent_index, p.position.cycle), (0, 1));
         assert_eq!(p.resume_session.as_deref(), Some("s-1"));
         assert_eq!(p.recovery_note.as_deref(), Some("Is it complete?"));
-        assert_eq!(on_success(&mut p, &phases, None, Completion::Done), Next::NextIteration);
+        assert_eq!(on_success(&mut p, &phases, None, Completion::Done), Next::Iteration);
         assert_eq!(p.counters.confirmations, 0, "the next iteration may ask again");
     }
 
@@ -367,11 +367,11 @@ mod tests {
     fn iterations_then_next_phase_then_finished() {
         let phases = [phase("plan", &["a"], 2, false), phase("dev", &["a", "b"], 1, false)];
         let mut p = Progress::new("plan");
-        assert_eq!(on_success(&mut p, &phases, None, Completion::Done), Next::NextIteration);
+        assert_eq!(on_success(&mut p, &phases, None, Completion::Done), Next::Iteration);
         assert_eq!(p.position.iteration, 2);
         assert_eq!(
             on_success(&mut p, &phases, None, Completion::Done),
-            Next::NextPhase { finished: "plan".into(), end: PhaseEnd::default() }
+            Next::Phase { finished: "plan".into(), end: PhaseEnd::default() }
         );
         assert_eq!((p.position.phase, p.position.iteration), (1, 1));
         assert_eq!(on_success(&mut p, &phases, None, Completion::Done), Next::Finished { end: PhaseEnd::default() });
@@ -382,7 +382,7 @@ mod tests {
     fn until_complete_stops_at_goal_or_fails_at_cap() {
         let phases = [phase("dev", &["a"], 2, true)];
         let mut p = Progress::new("dev");
-        assert_eq!(on_success(&mut p, &phases, None, Completion::Done), Next::NextIteration);
+        assert_eq!(on_success(&mut p, &phases, None, Completion::Done), Next::Iteration);
         assert_eq!(
             on_success(&mut p.clone(), &phases, None, Completion::Goal),
             Next::Finished { end: PhaseEnd::default() }
@@ -416,14 +416,14 @@ mod tests {
             let next = on_success(&mut p, &phases, repeat, Completion::Done);
             assert_eq!(
                 next,
-                Next::NextPhase { finished: "review".into(), end: PhaseEnd { verdict: Some(issues), group: None } }
+                Next::Phase { finished: "review".into(), end: PhaseEnd { verdict: Some(issues), group: None } }
             );
             assert_eq!((p.position.phase_name.as_str(), p.position.pass), ("fix", pass));
             let next = on_success(&mut p, &phases, repeat, Completion::Done);
             let again = GroupMove::NextPass { pass: pass + 1, passes: 3 };
             assert_eq!(
                 next,
-                Next::NextPhase { finished: "fix".into(), end: PhaseEnd { verdict: None, group: Some(again) } }
+                Next::Phase { finished: "fix".into(), end: PhaseEnd { verdict: None, group: Some(again) } }
             );
             assert_eq!(
                 (p.position.phase_name.as_str(), p.position.pass, p.position.passes),
@@ -434,7 +434,7 @@ mod tests {
         let next = on_success(&mut p, &phases, repeat, Completion::Goal);
         assert_eq!(
             next,
-            Next::NextPhase {
+            Next::Phase {
                 finished: "review".into(),
                 end: PhaseEnd { verdict: Some(clean), group: Some(GroupMove::Ended(clean)) }
             }
@@ -449,8 +449,8 @@ mod tests {
         let (mut phases, repeat) = review_fix_commit();
         phases[0].iterations = 3;
         let mut p = Progress::new("review");
-        assert_eq!(on_success(&mut p, &phases, repeat, Completion::Done), Next::NextIteration);
-        assert!(matches!(on_success(&mut p, &phases, repeat, Completion::Goal), Next::NextPhase { .. }));
+        assert_eq!(on_success(&mut p, &phases, repeat, Completion::Done), Next::Iteration);
+        assert!(matches!(on_success(&mut p, &phases, repeat, Completion::Goal), Next::Phase { .. }));
         assert_eq!(p.position.phase_name, "commit");
     }
 
@@ -491,7 +491,7 @@ mod tests {
         let issues = Verdict { pass: 2, passes: 2, clean: false };
         assert_eq!(
             on_success(&mut p, &phases, repeat, Completion::Done),
-            Next::NextPhase {
+            Next::Phase {
                 finished: "fix".into(),
                 end: PhaseEnd { verdict: None, group: Some(GroupMove::Ended(issues)) }
             }

@@ -17,7 +17,7 @@ use super::{Category, Classification, Rule};
 
 /// What the probe found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ProbeResult {
+pub(crate) enum ProbeResult {
     Online,
     Offline { last_error: String },
 }
@@ -28,7 +28,7 @@ pub enum ProbeResult {
 /// public host; a provider ralph cannot tell has no default (a wrong guess would
 /// only be ignored, see [`judged`], but it would cost a probe), and `command`/`sim`
 /// agents have none.
-pub fn default_endpoints(
+pub(crate) fn default_endpoints(
     agents: &BTreeMap<String, AgentConfig>,
     env: &dyn Fn(&str) -> Option<String>,
     read: ReadFile<'_>,
@@ -47,7 +47,7 @@ pub fn default_endpoints(
 
 /// The endpoints whose silence means "offline": `[offline] probe` when set, else the
 /// default `candidates` that answered at least once during this run.
-pub fn judged(explicit: Option<&[String]>, candidates: &[String], answered: &BTreeSet<String>) -> Vec<String> {
+pub(crate) fn judged(explicit: Option<&[String]>, candidates: &[String], answered: &BTreeSet<String>) -> Vec<String> {
     match explicit {
         Some(explicit) => explicit.to_vec(),
         None => candidates.iter().filter(|e| answered.contains(*e)).cloned().collect(),
@@ -56,14 +56,14 @@ pub fn judged(explicit: Option<&[String]>, candidates: &[String], answered: &BTr
 
 /// Whether a failed attempt is worth a probe of its own: any failure that is not a
 /// person's to fix. (Environmental ones are probed by the retry decision itself.)
-pub fn probe_after(failure: &Classification) -> bool {
+pub(crate) fn probe_after(failure: &Classification) -> bool {
     matches!(failure.category, Category::Agent | Category::Ambiguous)
 }
 
 /// An agent that hangs or dies because the network is gone looks like a stall, a
 /// timeout or a crash; when the providers do not answer right after it, the failure
 /// is the outage's, not the agent's: environmental, no budget, the offline pause.
-pub fn offline_failure(failure: &Classification, probe_error: &str) -> Classification {
+pub(crate) fn offline_failure(failure: &Classification, probe_error: &str) -> Classification {
     Classification::new(
         Category::Environmental,
         Rule::Offline,
@@ -77,7 +77,7 @@ pub fn offline_failure(failure: &Classification, probe_error: &str) -> Classific
 /// The endpoints worth probing for these agents: their default providers, or the
 /// proxy their traffic goes through (`HTTPS_PROXY`, `ALL_PROXY`) when one is set and
 /// a provider is not on loopback.
-pub fn candidates(
+pub(crate) fn candidates(
     agents: &BTreeMap<String, AgentConfig>,
     env: &dyn Fn(&str) -> Option<String>,
     read: ReadFile<'_>,
@@ -206,7 +206,7 @@ mod tests {
 /// The `host:port` of a proxy URL (`http://user:pass@proxy:3128/`), where a CLI's
 /// traffic really goes when `HTTPS_PROXY` is set: probing the vendor's host directly
 /// would find a proxied machine "offline" forever.
-pub fn proxy_endpoint(url: &str) -> Option<String> {
+pub(crate) fn proxy_endpoint(url: &str) -> Option<String> {
     let (scheme, rest) = url.split_once("://").unwrap_or(("http", url));
     let authority = rest.split(['/', '?', '#']).next()?;
     let host_port = authority.rsplit_once('@').map_or(authority, |(_, hp)| hp);
@@ -223,7 +223,7 @@ pub fn proxy_endpoint(url: &str) -> Option<String> {
 }
 
 /// Whether an endpoint is on this machine (a fake or local provider, never proxied).
-pub fn is_loopback(endpoint: &str) -> bool {
+pub(crate) fn is_loopback(endpoint: &str) -> bool {
     let host = endpoint.rsplit_once(':').map_or(endpoint, |(h, _)| h).trim_matches(['[', ']']);
     host == "localhost" || host.starts_with("127.") || host == "::1"
 }

@@ -9,7 +9,7 @@ use super::decision::{Cap, Facts, FalloverWhy, Next, Stop, backoff};
 
 /// Seconds added to a reported reset: providers' clocks and ours differ a little, and
 /// retrying a second early costs a whole new limit error.
-pub const MARGIN_SECS: i64 = 2;
+pub(crate) const MARGIN_SECS: i64 = 2;
 
 /// The attempt hit a limit; `facts.rate_limit_reset` is when it ends, if the agent
 /// said. A reset within `max_rate_limit_wait` is waited for (or, with `on_rate_limit =
@@ -17,7 +17,7 @@ pub const MARGIN_SECS: i64 = 2;
 /// chain that is not limited itself, and when there is none the run fails naming the
 /// reset and the key to raise: waiting a capped while and asking again only repeats
 /// the same answer.
-pub fn on_rate_limit(
+pub(crate) fn on_rate_limit(
     progress: &mut Progress,
     phases: &[Phase],
     retry: &Retry,
@@ -97,7 +97,7 @@ fn beyond_cap(retry: &Retry, why: &str, reset: i64) -> Next {
 }
 
 /// A unix second as a local wall-clock time with its zone.
-pub fn show_time(at: i64) -> String {
+pub(crate) fn show_time(at: i64) -> String {
     jiff::Timestamp::from_second(at)
         .map(|t| t.to_zoned_datetime(jiff::tz::TimeZone::system()).strftime("%Y-%m-%d %H:%M:%S %Z").to_string())
         .unwrap_or_else(|_| at.to_string())
@@ -113,7 +113,7 @@ fn next_available(phase: &Phase, progress: &Progress, now: i64) -> Option<usize>
 
 /// Before an attempt: an agent earlier in the chain whose limit has reset takes its
 /// place again. Returns (from, to) when the chain moved back.
-pub fn return_after_reset(progress: &mut Progress, phases: &[Phase], now: i64) -> Option<(String, String)> {
+pub(crate) fn return_after_reset(progress: &mut Progress, phases: &[Phase], now: i64) -> Option<(String, String)> {
     let phase = phases.get(progress.position.phase)?;
     let current = progress.position.agent_index;
     let index = (0..current).find(|&i| {

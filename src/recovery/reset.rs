@@ -10,7 +10,7 @@ use crate::agent::AgentEvent;
 
 /// A reset time and where it was read from (for the journal).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Reset {
+pub(crate) struct Reset {
     pub at: Timestamp,
     pub source: &'static str,
 }
@@ -27,7 +27,7 @@ const SKEW: SignedDuration = SignedDuration::from_mins(5);
 /// `text` is the attempt's text tail; error results and error events are read too.
 /// Values in the past (beyond a little skew) or more than 7 days ahead are ignored,
 /// and the next source is tried.
-pub fn reset_time(events: &[AgentEvent], text: &str, now: Timestamp) -> Option<Reset> {
+pub(crate) fn reset_time(events: &[AgentEvent], text: &str, now: Timestamp) -> Option<Reset> {
     let structured = events.iter().rev().find_map(|e| match e {
         AgentEvent::RateLimit { resets_at: Some(at), .. } => Some(*at),
         _ => None,

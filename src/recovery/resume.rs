@@ -12,7 +12,7 @@ use crate::workflow::progress::{ChainAgent, Progress};
 
 /// The run as the checkpoint recorded it.
 #[derive(Debug, Clone, Copy)]
-pub struct Recorded<'a> {
+pub(crate) struct Recorded<'a> {
     pub progress: &'a Progress,
     pub config_checksum: &'a str,
     pub goal_checksum: &'a str,
@@ -20,7 +20,7 @@ pub struct Recorded<'a> {
 
 /// The config and goal found now.
 #[derive(Clone, Copy)]
-pub struct Current<'a> {
+pub(crate) struct Current<'a> {
     /// How the config file is named in messages.
     pub config_name: &'a str,
     pub config_checksum: &'a str,
@@ -32,7 +32,7 @@ pub struct Current<'a> {
 
 /// What a resume will do.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// The phase's index in the current order; `None` when the config no longer has
     /// the checkpoint's phase (the resume is refused).
     pub phase: Option<usize>,
@@ -48,7 +48,7 @@ pub struct Plan {
 }
 
 /// The chain of `phase` as it stands now, for the checkpoint.
-pub fn chain_of(phase: &Phase, kind: &dyn Fn(&str) -> Option<AgentKind>) -> Vec<ChainAgent> {
+pub(crate) fn chain_of(phase: &Phase, kind: &dyn Fn(&str) -> Option<AgentKind>) -> Vec<ChainAgent> {
     phase
         .chain
         .iter()
@@ -56,7 +56,7 @@ pub fn chain_of(phase: &Phase, kind: &dyn Fn(&str) -> Option<AgentKind>) -> Vec<
         .collect()
 }
 
-pub fn plan(recorded: Recorded<'_>, current: Current<'_>) -> Plan {
+pub(crate) fn plan(recorded: Recorded<'_>, current: Current<'_>) -> Plan {
     let progress = recorded.progress;
     let pos = &progress.position;
     let has_session = progress.resume_session.is_some();

@@ -10,7 +10,7 @@ use nix::errno::Errno;
 use super::{Category, Classification, Rule};
 
 /// Classifies a failed launch of `agent`'s `program` from the OS error number.
-pub fn classify(agent: &str, program: &str, errno: Option<i32>, message: &str) -> Classification {
+pub(crate) fn classify(agent: &str, program: &str, errno: Option<i32>, message: &str) -> Classification {
     let hint = match errno.map(Errno::from_raw) {
         Some(Errno::E2BIG) => Some(
             "the prompt (or the environment) is longer than the system allows on a command line; \

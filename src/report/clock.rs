@@ -8,24 +8,24 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
 /// The zone every shown time is in: the system's.
-pub fn zone() -> TimeZone {
+pub(crate) fn zone() -> TimeZone {
     TimeZone::system()
 }
 
 /// `HH:MM:SS` of `at` in `tz`.
-pub fn hms(at: Timestamp, tz: &TimeZone) -> String {
+pub(crate) fn hms(at: Timestamp, tz: &TimeZone) -> String {
     at.to_zoned_datetime(tz.clone()).strftime("%H:%M:%S").to_string()
 }
 
 /// The zone's name at `at`, as people know it ("CET", "UTC"), or its offset.
-pub fn zone_name(at: Timestamp, tz: &TimeZone) -> String {
+pub(crate) fn zone_name(at: Timestamp, tz: &TimeZone) -> String {
     let zoned = at.to_zoned_datetime(tz.clone());
     let abbreviation = zoned.strftime("%Z").to_string();
     if abbreviation.is_empty() { zoned.strftime("%:z").to_string() } else { abbreviation }
 }
 
 /// A stored RFC 3339 time as `YYYY-MM-DD HH:MM:SS ZONE` in `tz`; unparsable text as is.
-pub fn stamp(rfc3339: &str, tz: &TimeZone) -> String {
+pub(crate) fn stamp(rfc3339: &str, tz: &TimeZone) -> String {
     match rfc3339.parse::<Timestamp>() {
         Ok(at) => format!("{} {}", at.to_zoned_datetime(tz.clone()).strftime("%Y-%m-%d %H:%M:%S"), zone_name(at, tz)),
         Err(_) => rfc3339.to_string(),
@@ -33,7 +33,7 @@ pub fn stamp(rfc3339: &str, tz: &TimeZone) -> String {
 }
 
 /// What is left of a wait, to the second: `2h 05m 09s`, `4m 05s`, `9s`.
-pub fn countdown(left: Duration) -> String {
+pub(crate) fn countdown(left: Duration) -> String {
     // Rounded up: a wait with 0.4 s left has not ended, and must not read "0s".
     let secs = left.as_secs() + u64::from(left.subsec_nanos() > 0);
     let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);

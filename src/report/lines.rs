@@ -17,7 +17,7 @@ use crate::workflow::done::SignOff;
 
 /// An agent being ended by ralph.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Escalating {
+pub(crate) struct Escalating {
     pub agent: String,
     /// Why: the user's (or the machine's) stop, or one of ralph's detectors.
     pub why: EndWhy,
@@ -28,7 +28,7 @@ pub struct Escalating {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EndWhy {
+pub(crate) enum EndWhy {
     /// Ctrl+C: a second one kills at once.
     User,
     /// SIGTERM or SIGHUP: an orderly stop for the machine.
@@ -38,11 +38,11 @@ pub enum EndWhy {
 }
 
 /// The first line of a run: version, directory, and the zone of every time shown.
-pub fn header(version: &str, dir: &Path, zone: &str) -> String {
+pub(crate) fn header(version: &str, dir: &Path, zone: &str) -> String {
     format!("ralph {version} in {} (times are {zone})", dir.display())
 }
 
-pub fn attempt(a: &AttemptLine, cost_usd: f64) -> String {
+pub(crate) fn attempt(a: &AttemptLine, cost_usd: f64) -> String {
     let resumed = a.resumed_session.as_ref().map(|s| format!(" · resuming {s}")).unwrap_or_default();
     let cost = if cost_usd > 0.0 { format!(" · ${cost_usd:.2}") } else { String::new() };
     let pass = a.pass.map(|(pass, passes)| format!(" · pass {pass}/{passes}")).unwrap_or_default();
@@ -53,7 +53,7 @@ pub fn attempt(a: &AttemptLine, cost_usd: f64) -> String {
 }
 
 /// The line that starts a wait: how long, for what, until when.
-pub fn wait_begins(why: &str, delay: Duration, until: &str) -> String {
+pub(crate) fn wait_begins(why: &str, delay: Duration, until: &str) -> String {
     format!("{why}: waiting {} (until {until})", length(delay))
 }
 
@@ -67,11 +67,11 @@ fn length(d: Duration) -> String {
     }
 }
 
-pub fn offline(since: &str, endpoints: &[String]) -> String {
+pub(crate) fn offline(since: &str, endpoints: &[String]) -> String {
     format!("Offline — paused (since {since}); probing {}", endpoints.join(", "))
 }
 
-pub fn escalating(e: &Escalating) -> String {
+pub(crate) fn escalating(e: &Escalating) -> String {
     match &e.why {
         EndWhy::User => {
             format!("stopping: waiting for {} to exit (Ctrl+C again to kill it now) · sent {}", e.agent, e.sent)
@@ -86,7 +86,7 @@ pub fn escalating(e: &Escalating) -> String {
 }
 
 /// The agent is gone after an orderly stop, and what it took.
-pub fn agent_stopped(agent: &str, last_signal: Option<&str>) -> String {
+pub(crate) fn agent_stopped(agent: &str, last_signal: Option<&str>) -> String {
     match last_signal {
         Some(signal) => format!("{agent} exited after {signal}"),
         None => format!("{agent} exited"),
@@ -94,7 +94,7 @@ pub fn agent_stopped(agent: &str, last_signal: Option<&str>) -> String {
 }
 
 /// After the second Ctrl+C.
-pub fn killed(agent: Option<&str>) -> String {
+pub(crate) fn killed(agent: Option<&str>) -> String {
     match agent {
         Some(agent) => format!(
             "killed {agent} and everything it started (SIGKILL); `ralph --resume` continues from the last checkpoint"
@@ -103,7 +103,7 @@ pub fn killed(agent: Option<&str>) -> String {
     }
 }
 
-pub fn line(event: &RunEvent) -> Option<String> {
+pub(crate) fn line(event: &RunEvent) -> Option<String> {
     Some(match event {
         RunEvent::AttemptSucceeded { phase, iteration, goal, review, until_complete, .. } => {
             format!("{phase} iteration {iteration} done{}", goal_note(*goal, *review, *until_complete))

@@ -15,7 +15,7 @@ use tracing_subscriber::EnvFilter;
 
 /// How the log lines are written.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormat {
+pub(crate) enum LogFormat {
     /// Human-readable lines.
     #[default]
     Text,
@@ -25,7 +25,7 @@ pub enum LogFormat {
 
 /// The filter: `RALPH_LOG` when set (and valid), else ralph's events at the level
 /// `-v`/`-vv` chose. Returns a warning when `RALPH_LOG` did not parse.
-pub fn filter(ralph_log: Option<&str>, verbose: u8) -> (EnvFilter, Option<String>) {
+pub(crate) fn filter(ralph_log: Option<&str>, verbose: u8) -> (EnvFilter, Option<String>) {
     let level = match verbose {
         0 => "info",
         1 => "debug",
@@ -45,7 +45,7 @@ pub fn filter(ralph_log: Option<&str>, verbose: u8) -> (EnvFilter, Option<String
 
 /// Starts logging to `path`. A log that cannot be opened is not worth failing a run;
 /// returns a warning for the user when something was off.
-pub fn init(path: &Path, verbose: u8, format: LogFormat) -> Option<String> {
+pub(crate) fn init(path: &Path, verbose: u8, format: LogFormat) -> Option<String> {
     let file = match crate::state::private::append_file(path) {
         Ok(f) => f,
         Err(e) => return Some(format!("cannot open the log {}: {e}", path.display())),

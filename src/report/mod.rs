@@ -4,22 +4,22 @@
 //! ([`clock`]); the end-of-run summary ([`summary`]) and the exact next step
 //! (`next`); and ralph's own log file ([`log`]).
 
-pub mod clock;
-pub mod lines;
-pub mod log;
+pub(crate) mod clock;
+pub(crate) mod lines;
+pub(crate) mod log;
 mod next;
 mod progress;
-pub mod summary;
+pub(crate) mod summary;
 mod term;
 
-pub use next::next_step;
-pub use progress::Reporter;
+pub(crate) use next::next_step;
+pub(crate) use progress::Reporter;
 #[cfg(test)]
 pub(crate) use summary::tests::checkpoint as summary_fixture;
-pub use summary::{Summary, counts};
+pub(crate) use summary::{Summary, counts};
 
 /// "1 attempt", "2 attempts": a count with its noun.
-pub fn plural(n: impl Into<u64>, noun: &str) -> String {
+pub(crate) fn plural(n: impl Into<u64>, noun: &str) -> String {
     let n = n.into();
     if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
 }

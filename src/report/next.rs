@@ -11,7 +11,7 @@ use crate::recovery::policy::Cap;
 use crate::state::checkpoint::LastError;
 
 /// What the person reading the summary should do next; `None` for a finished run.
-pub fn next_step(
+pub(crate) fn next_step(
     end: &RunEnd,
     cap: Option<Cap>,
     last_error: Option<&LastError>,

@@ -26,7 +26,7 @@ use super::term::NoPadTerm;
 
 /// What an attempt line shows.
 #[derive(Debug, Clone)]
-pub struct AttemptLine {
+pub(crate) struct AttemptLine {
     pub phase: String,
     pub phase_number: usize,
     pub phase_count: usize,
@@ -49,7 +49,7 @@ enum Mode {
 /// How often the live line is redrawn: often enough for a countdown to tick.
 const TICK: Duration = Duration::from_millis(250);
 
-pub struct Reporter {
+pub(crate) struct Reporter {
     mode: Mode,
     bar: Option<ProgressBar>,
     /// Milliseconds since `epoch` of the agent's last event, read by the bar.
@@ -63,7 +63,7 @@ pub struct Reporter {
 }
 
 impl Reporter {
-    pub fn new(quiet: bool, terminal: bool) -> Self {
+    pub(crate) fn new(quiet: bool, terminal: bool) -> Self {
         let mode = match (quiet, terminal) {
             (true, _) => Mode::Quiet,
             (false, true) => Mode::Terminal,
@@ -81,13 +81,13 @@ impl Reporter {
     }
 
     /// The first line: which ralph, where, and the zone every time below is in.
-    pub fn header(&self, dir: &std::path::Path) {
+    pub(crate) fn header(&self, dir: &std::path::Path) {
         let now = jiff::Timestamp::now();
         self.line(&lines::header(env!("CARGO_PKG_VERSION"), dir, &clock::zone_name(now, &self.tz)));
     }
 
     /// A message worth a line of its own.
-    pub fn line(&self, message: &str) {
+    pub(crate) fn line(&self, message: &str) {
         let message = &redact(message);
         match (self.mode, &self.bar) {
             (Mode::Quiet, _) => {}
@@ -98,7 +98,7 @@ impl Reporter {
 
     /// Shows a run event: the attempt line for a new attempt, else its line if it
     /// has one ([`super::lines`]).
-    pub fn event(&mut self, event: &crate::events::RunEvent) {
+    pub(crate) fn event(&mut self, event: &crate::events::RunEvent) {
         use crate::events::RunEvent;
         match event {
             RunEvent::AttemptStarted {
@@ -133,11 +133,11 @@ impl Reporter {
     }
 
     /// `HH:MM:SS` of a unix second, in the display's zone.
-    pub fn at(&self, unix_second: i64) -> String {
+    pub(crate) fn at(&self, unix_second: i64) -> String {
         jiff::Timestamp::from_second(unix_second).map(|t| clock::hms(t, &self.tz)).unwrap_or_default()
     }
 
-    pub fn attempt_started(&mut self, a: &AttemptLine) {
+    pub(crate) fn attempt_started(&mut self, a: &AttemptLine) {
         let text = lines::attempt(a, self.cost_usd);
         self.touch();
         self.attempt_text = Some(text.clone());
@@ -163,18 +163,18 @@ impl Reporter {
     }
 
     /// The run's cost so far.
-    pub fn set_cost(&mut self, cost_usd: f64) {
+    pub(crate) fn set_cost(&mut self, cost_usd: f64) {
         self.cost_usd = cost_usd;
     }
 
     /// The agent produced output.
-    pub fn agent_event(&self, _event: Option<&AgentEvent>) {
+    pub(crate) fn agent_event(&self, _event: Option<&AgentEvent>) {
         self.touch();
     }
 
     /// ralph is ending the agent: what it sent, what comes next and when, and (when
     /// the user asked for the stop) that a second Ctrl+C kills it now.
-    pub fn escalating(&mut self, e: &Escalating, next_at: Option<Instant>) {
+    pub(crate) fn escalating(&mut self, e: &Escalating, next_at: Option<Instant>) {
         let text = lines::escalating(e);
         match self.mode {
             Mode::Quiet => {}
@@ -203,14 +203,14 @@ impl Reporter {
         }
     }
 
-    pub fn attempt_finished(&mut self) {
+    pub(crate) fn attempt_finished(&mut self) {
         self.attempt_text = None;
         self.clear();
     }
 
     /// A wait begins: its length, what it waits for and until when, once as a line;
     /// then, on a terminal, a countdown that ticks.
-    pub fn waiting(&mut self, why: &str, delay: Duration) {
+    pub(crate) fn waiting(&mut self, why: &str, delay: Duration) {
         let why = &redact(why);
         let until = jiff::Timestamp::now().checked_add(delay);
         let until_clock = until.map(|t| clock::hms(t, &self.tz)).unwrap_or_default();
@@ -230,7 +230,7 @@ impl Reporter {
     }
 
     /// The offline pause: since when, and a countdown to the next probe.
-    pub fn offline(&mut self, since_unix: i64, endpoints: &[String], next_probe: Arc<AtomicU64>) {
+    pub(crate) fn offline(&mut self, since_unix: i64, endpoints: &[String], next_probe: Arc<AtomicU64>) {
         self.clear();
         self.line(&lines::offline(&self.at(since_unix), endpoints));
         if self.mode == Mode::Terminal {
@@ -253,22 +253,22 @@ impl Reporter {
 
     /// For [`Reporter::offline`]: a clock the waits loop sets to the next probe's
     /// time (milliseconds since this reporter's epoch).
-    pub fn probe_clock(&self, next_in: Duration) -> u64 {
+    pub(crate) fn probe_clock(&self, next_in: Duration) -> u64 {
         (self.epoch.elapsed() + next_in).as_millis() as u64
     }
 
-    pub fn waiting_done(&mut self) {
+    pub(crate) fn waiting_done(&mut self) {
         self.clear();
     }
 
     /// The second Ctrl+C: what was killed, and how to continue.
-    pub fn killed(&mut self, agent: Option<&str>) {
+    pub(crate) fn killed(&mut self, agent: Option<&str>) {
         self.clear();
         // Even with -q: the user asked, and this is the only word of the run's end.
         eprintln!("{}", lines::killed(agent));
     }
 
-    pub fn summary(&mut self, summary: &Summary, end: &RunEnd, checkpoint: &Checkpoint) {
+    pub(crate) fn summary(&mut self, summary: &Summary, end: &RunEnd, checkpoint: &Checkpoint) {
         self.clear();
         // The summary is the run's answer: shown even with -q when the run did not
         // finish, so a quiet cron job still says why.

@@ -15,7 +15,7 @@ use super::plural;
 
 /// Counts of this process's part of the run, plus the run's totals.
 #[derive(Debug, Clone, Default)]
-pub struct Summary {
+pub(crate) struct Summary {
     pub phases: u32,
     pub iterations: u32,
     pub attempts: u32,
@@ -36,7 +36,7 @@ pub struct Summary {
 
 impl Summary {
     /// Counts this session's part of the run from the event stream.
-    pub fn observe(&mut self, event: &crate::events::RunEvent) {
+    pub(crate) fn observe(&mut self, event: &crate::events::RunEvent) {
         use crate::events::RunEvent;
         match event {
             RunEvent::AttemptStarted { .. } => self.attempts += 1,
@@ -53,7 +53,7 @@ impl Summary {
         }
     }
 
-    pub fn render(&self, end: &RunEnd, cp: &Checkpoint) -> String {
+    pub(crate) fn render(&self, end: &RunEnd, cp: &Checkpoint) -> String {
         let mut s = String::new();
         let headline = match end {
             RunEnd::Completed => "ralph: done — every phase finished".to_string(),
@@ -131,7 +131,7 @@ impl Summary {
 const LISTED_COMMITS: usize = 20;
 
 /// The commits ralph made (and any the agents made themselves), one per line.
-pub fn commits(git: &crate::git::record::GitState, this_session: u32) -> String {
+pub(crate) fn commits(git: &crate::git::record::GitState, this_session: u32) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -190,7 +190,7 @@ fn excerpt(text: &str, n: usize) -> Vec<String> {
 }
 
 /// "agent 2, environmental 1": named counts in one line.
-pub fn counts<K>(map: &BTreeMap<K, u32>, name: impl Fn(&K) -> &str) -> String {
+pub(crate) fn counts<K>(map: &BTreeMap<K, u32>, name: impl Fn(&K) -> &str) -> String {
     map.iter().map(|(k, v)| format!("{} {v}", name(k))).collect::<Vec<_>>().join(", ")
 }
 

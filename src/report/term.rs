@@ -14,20 +14,20 @@ use console::Term;
 use indicatif::TermLike;
 
 #[derive(Debug)]
-pub struct NoPadTerm<T: TermLike = Term> {
+pub(super) struct NoPadTerm<T: TermLike = Term> {
     term: T,
     /// A line ended (by its padding) and nothing has been written after it yet.
     line_ended: AtomicBool,
 }
 
 impl NoPadTerm<Term> {
-    pub fn stderr() -> Self {
+    pub(super) fn stderr() -> Self {
         Self::new(Term::stderr())
     }
 }
 
 impl<T: TermLike> NoPadTerm<T> {
-    pub fn new(term: T) -> Self {
+    pub(super) fn new(term: T) -> Self {
         Self { term, line_ended: AtomicBool::new(false) }
     }
 
@@ -48,7 +48,7 @@ impl<T: TermLike> NoPadTerm<T> {
 
 /// indicatif writes a line's padding as one write of spaces only (empty when the
 /// line filled the width).
-pub fn is_padding(s: &str) -> bool {
+pub(super) fn is_padding(s: &str) -> bool {
     s.bytes().all(|b| b == b' ')
 }
 

@@ -32,7 +32,7 @@ const TAIL_BYTES: usize = 8 * 1024;
 
 /// How the attempt ended.
 #[derive(Debug)]
-pub enum End {
+pub(crate) enum End {
     /// The agent process is gone (by itself, or ended by ralph's clock).
     Exited { exit: Exit, ended_by: EndedBy },
     /// The run is stopping (Ctrl+C, SIGTERM, SIGHUP); the agent was ended with grace.
@@ -45,7 +45,7 @@ pub enum End {
 
 /// Everything the attempt left behind.
 #[derive(Debug)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub end: End,
     /// The last session id the agent reported.
     pub session: Option<String>,
@@ -73,7 +73,7 @@ pub struct Outcome {
 }
 
 /// What the dispatcher wants to hear while the attempt runs.
-pub trait Observer {
+pub(crate) trait Observer {
     /// The agent reported a (new) session id; worth a checkpoint.
     fn session(&mut self, id: &str);
     /// Any output arrived.
@@ -95,12 +95,12 @@ pub trait Observer {
 
 impl Outcome {
     /// An attempt that produced nothing (it could not start).
-    pub fn empty() -> Self {
+    pub(crate) fn empty() -> Self {
         Self::not_started(std::io::Error::other("not started"), String::new())
     }
 
     /// An attempt whose agent could not be started.
-    pub fn not_started(error: std::io::Error, program: String) -> Self {
+    pub(crate) fn not_started(error: std::io::Error, program: String) -> Self {
         Collected::new(false).finish(End::SpawnFailed { error, program }, Instant::now())
     }
 }
@@ -110,7 +110,7 @@ impl Outcome {
 const DRAIN: Duration = Duration::from_secs(2);
 
 /// Runs one attempt to its end under `limits` (see `supervise::watch::attempt_limits`).
-pub async fn run(
+pub(crate) async fn run(
     prepared: Prepared,
     limits: &Timeouts,
     cost_left: Option<f64>,

@@ -31,17 +31,17 @@ use crate::state::disk;
 use crate::state::redact::redact_bytes;
 
 /// The longest a written byte waits in the buffer.
-pub const FLUSH_EVERY: Duration = Duration::from_millis(200);
+pub(super) const FLUSH_EVERY: Duration = Duration::from_millis(200);
 /// Tail segments kept.
 const SEGMENTS: usize = 4;
 /// Bytes buffered before they are written, whatever the flush interval.
 const BUFFER: usize = 64 * 1024;
 /// Output held in memory while the disk is full, at most.
-pub const HELD_MAX: usize = 1024 * 1024;
+pub(super) const HELD_MAX: usize = 1024 * 1024;
 
 /// Where the agent's output is written.
 #[derive(Debug)]
-pub struct AttemptLog {
+pub(crate) struct AttemptLog {
     path: PathBuf,
     head: u64,
     segment: u64,
@@ -91,7 +91,7 @@ impl Full {
 
 impl AttemptLog {
     /// Creates the log (owner-only, never through a symlink), at most `max` bytes.
-    pub fn create(path: &Path, max: u64) -> Self {
+    pub(crate) fn create(path: &Path, max: u64) -> Self {
         let file = match crate::state::private::create_file(path) {
             Ok(f) => Some(f),
             Err(e) => {
@@ -120,26 +120,26 @@ impl AttemptLog {
     }
 
     /// One whole line.
-    pub fn line(&mut self, bytes: &[u8], stderr: bool) {
+    pub(crate) fn line(&mut self, bytes: &[u8], stderr: bool) {
         self.part(bytes, stderr, true);
         self.end_line();
     }
 
     /// Part of a line too long to hold; `first` for its first piece.
-    pub fn part(&mut self, bytes: &[u8], stderr: bool, first: bool) {
+    pub(crate) fn part(&mut self, bytes: &[u8], stderr: bool, first: bool) {
         if stderr && first {
             self.write(b"[stderr] ");
         }
         self.write(&redact_bytes(bytes));
     }
 
-    pub fn end_line(&mut self) {
+    pub(crate) fn end_line(&mut self) {
         self.write(b"\n");
     }
 
     /// When [`flush`](Self::flush) must be called next, if anything waits: the
     /// flush interval, or the next try on a full disk.
-    pub fn flush_at(&self) -> Option<Instant> {
+    pub(crate) fn flush_at(&self) -> Option<Instant> {
         if let Some(full) = &self.full {
             return Some(full.retry_at);
         }
@@ -148,7 +148,7 @@ impl AttemptLog {
 
     /// Writes what is buffered; on a full disk, tries again and, once space is
     /// back, writes what was held meanwhile.
-    pub fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         self.drain();
         if !self.buf.is_empty() {
             return;
@@ -165,17 +165,17 @@ impl AttemptLog {
     }
 
     /// What happened to the disk since the last call, for the dispatcher.
-    pub fn take_news(&mut self) -> Vec<RunEvent> {
+    pub(crate) fn take_news(&mut self) -> Vec<RunEvent> {
         std::mem::take(&mut self.news)
     }
 
     /// Whether everything received is on disk (or the log was given up).
-    pub fn on_disk(&self) -> bool {
+    pub(crate) fn on_disk(&self) -> bool {
         self.file.is_none() || (self.full.is_none() && self.buf.is_empty())
     }
 
     /// The file written now.
-    pub fn current(&self) -> &Path {
+    pub(crate) fn current(&self) -> &Path {
         self.kept.back().map_or(&self.path, |(p, _)| p)
     }
 

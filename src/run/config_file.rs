@@ -6,7 +6,7 @@ use crate::config::{ConfigError, Loaded, SEARCH_PATHS, parse};
 
 /// Finds the config file: `explicit` if given, else the first of [`SEARCH_PATHS`]
 /// under `dir` that exists.
-pub fn find(dir: &Path, explicit: Option<&Path>) -> Result<PathBuf, ConfigError> {
+pub(crate) fn find(dir: &Path, explicit: Option<&Path>) -> Result<PathBuf, ConfigError> {
     if let Some(path) = explicit {
         let path = if path.is_absolute() { path.to_path_buf() } else { dir.join(path) };
         return if path.is_file() { Ok(path) } else { Err(ConfigError::NotFound { searched: vec![path] }) };
@@ -16,7 +16,7 @@ pub fn find(dir: &Path, explicit: Option<&Path>) -> Result<PathBuf, ConfigError>
 }
 
 /// Reads and validates the config at `path`.
-pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
+pub(crate) fn load(path: &Path) -> Result<Loaded, ConfigError> {
     let source =
         std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
     parse(path, &source)

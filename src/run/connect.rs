@@ -10,7 +10,7 @@ use crate::recovery::probe::ProbeResult;
 /// Connects to every `host:port` in `endpoints` concurrently, each bounded by
 /// `timeout` (name resolution included). With no endpoints there is nothing to judge
 /// by, and the answer is `Online`: a run must never pause on a guess.
-pub async fn probe(endpoints: &[String], timeout: Duration) -> ProbeResult {
+pub(crate) async fn probe(endpoints: &[String], timeout: Duration) -> ProbeResult {
     if endpoints.is_empty() {
         return ProbeResult::Online;
     }

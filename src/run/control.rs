@@ -16,7 +16,7 @@ use super::dispatch::Dispatcher;
 
 /// What the socket brought in that the dispatcher keeps.
 #[derive(Default)]
-pub struct ControlState {
+pub(super) struct ControlState {
     pub live: Arc<Mutex<Live>>,
     pub server: Option<Server>,
     /// `ralph stop`: the (phase, iteration, pass) it came in.

@@ -37,7 +37,7 @@ use super::git_step::Step;
 use super::setup::Ready;
 use super::waits::Offline;
 
-pub struct Dispatcher {
+pub(crate) struct Dispatcher {
     pub(super) r: Ready,
     /// When this process started dispatching (for the runtime cap).
     pub(super) started: Instant,
@@ -74,7 +74,7 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    pub fn new(ready: Ready) -> Self {
+    pub(crate) fn new(ready: Ready) -> Self {
         let elapsed_before = ready.checkpoint.elapsed_secs;
         let notifier = Notifier::new(&ready.loaded.config.notify, &ready.dir);
         let touched = crate::git::attribution::Touched::at_start(ready.resumed);
@@ -109,7 +109,7 @@ impl Dispatcher {
 
     /// Dispatches until the workflow ends. `signals` were installed when the lock
     /// was taken, so nothing that came since is lost.
-    pub async fn run(mut self, mut signals: Signals) -> Result<RunEnd, RalphError> {
+    pub(crate) async fn run(mut self, mut signals: Signals) -> Result<RunEnd, RalphError> {
         self.listen(&mut signals);
         if let Some(t) = self.r.takeover.take() {
             let from = t.from.as_ref();
@@ -523,12 +523,12 @@ impl Dispatcher {
     pub(super) async fn carry_out(&mut self, next: Next, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
         tracing::debug!(?next, "carrying out");
         match next {
-            Next::NextIteration => {
+            Next::Iteration => {
                 let (phase, iteration) = (self.phase().name.clone(), self.r.checkpoint.progress.position.iteration);
                 self.emit(RunEvent::IterationStarted { phase, iteration });
                 self.save()?;
             }
-            Next::NextPhase { finished, end } => {
+            Next::Phase { finished, end } => {
                 self.save_artifact(&finished);
                 self.emit(RunEvent::PhaseDone { phase: finished });
                 self.phase_ended(&end);

@@ -37,7 +37,7 @@ const MAX_SCANNED: u64 = 64 * 1024 * 1024;
 
 /// A run with git features on.
 #[derive(Debug, Clone)]
-pub struct GitSession {
+pub(crate) struct GitSession {
     repo: Repo,
     config: GitConfig,
     exempt: Exempt,
@@ -52,7 +52,7 @@ pub struct GitSession {
 
 /// What the commit step came to.
 #[derive(Debug)]
-pub enum Step {
+pub(crate) enum Step {
     /// Committed, found already committed, or nothing to commit.
     Done,
     /// A hook rejected the commit: the iteration failed, with this output.
@@ -63,7 +63,7 @@ pub enum Step {
 
 /// Sets git up for the run: nothing outside a repository (one line), the pre-flight
 /// checks and the baseline for a new run, only the checks on resume.
-pub fn setup(
+pub(crate) fn setup(
     dir: &Path,
     loaded: &Loaded,
     checkpoint: &mut Checkpoint,
@@ -149,7 +149,7 @@ pub fn setup(
 /// ralph's own files, relative to the top: the config, the goal, `.agent/`.
 /// What a new run here would do with git, for `--dry-run`: read-only (git status and
 /// the branch), nothing is created or committed.
-pub fn preview(dir: &Path, loaded: &Loaded) -> String {
+pub(crate) fn preview(dir: &Path, loaded: &Loaded) -> String {
     let config = &loaded.config.git;
     let repo = match Repo::discover(dir) {
         Discovery::Repo(repo) => repo,
@@ -269,7 +269,7 @@ impl Dispatcher {
                 let mut progress = self.r.checkpoint.progress.clone();
                 !matches!(
                     policy::on_success(&mut progress, &self.r.loaded.phases, self.r.loaded.repeat, completion.clone()),
-                    Next::NextIteration
+                    Next::Iteration
                 )
             }
         };

@@ -9,20 +9,20 @@
 //! registry entry (`registration`) and the control socket (`control`).
 
 mod artifact;
-pub mod attempt;
+pub(crate) mod attempt;
 mod attempt_log;
-pub mod config_file;
-pub mod connect;
+pub(crate) mod config_file;
+pub(crate) mod connect;
 mod control;
 mod disk_wait;
-pub mod dispatch;
+pub(crate) mod dispatch;
 mod failure;
-pub mod git_step;
-pub mod ownership;
+pub(crate) mod git_step;
+pub(crate) mod ownership;
 mod passes;
 mod registration;
-pub mod setup;
-pub mod start;
+pub(crate) mod setup;
+pub(crate) mod start;
 #[cfg(debug_assertions)]
 mod test_hooks;
 mod waits;
@@ -33,7 +33,7 @@ use crate::error::RalphError;
 
 /// What the user asked for about an existing checkpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ResumeFlag {
+pub(crate) enum ResumeFlag {
     /// Neither flag: ask on a terminal, refuse otherwise.
     Ask,
     /// `--resume`
@@ -47,7 +47,7 @@ pub enum ResumeFlag {
 
 /// How `ralph run` was invoked.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     pub dir: PathBuf,
     pub config: Option<PathBuf>,
     pub resume: ResumeFlag,
@@ -60,10 +60,10 @@ pub struct Options {
     pub log_format: crate::report::log::LogFormat,
 }
 
-pub use crate::outcome::RunEnd;
+pub(crate) use crate::outcome::RunEnd;
 
 /// `ralph run`: set up, then dispatch until the workflow ends.
-pub async fn run(options: Options) -> Result<RunEnd, RalphError> {
+pub(crate) async fn run(options: Options) -> Result<RunEnd, RalphError> {
     // Orphans of agents (a daemon that called setsid) come back to ralph, which ends
     // them with their attempt; see `process::escaped`.
     if !crate::os::become_subreaper() {

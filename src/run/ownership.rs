@@ -20,14 +20,14 @@ use crate::state::lease_file;
 /// Whether to wait while another host's lease is live (`--resume-or-start`), or
 /// refuse as soon as it is seen renewed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WhenHeld {
+pub(crate) enum WhenHeld {
     Wait,
     Refuse,
 }
 
 /// A lease this ralph took over from an owner that went away.
 #[derive(Debug, Clone)]
-pub struct Takeover {
+pub(crate) struct Takeover {
     pub from: Option<LeaseRecord>,
     /// How long the lease was watched without a renewal (zero when the owner was
     /// known to be gone at once).
@@ -37,7 +37,7 @@ pub struct Takeover {
 
 /// The held lease; renewed until released or dropped.
 #[derive(Debug)]
-pub struct Lease {
+pub(crate) struct Lease {
     path: PathBuf,
     token: String,
     stop: Option<mpsc::Sender<()>>,
@@ -46,7 +46,7 @@ pub struct Lease {
 
 /// Takes the lease at `path`, waiting as long as `when_held` says; `say` tells the
 /// user what is going on.
-pub fn acquire(
+pub(crate) fn acquire(
     path: &Path,
     me: &Identity,
     timeout: Duration,
@@ -191,7 +191,7 @@ impl Lease {
     /// Called before every write of the run's state: after a freeze the main
     /// thread may get to a write before the heartbeat gets to its next look. An
     /// unreadable lease is not a loss (the next look decides).
-    pub fn ensure_held(&self) {
+    pub(crate) fn ensure_held(&self) {
         if let Ok(found) = lease_file::read(&self.path)
             && let Renewal::Lost(winner) = lease::renewal(&self.token, &found)
         {
@@ -200,7 +200,7 @@ impl Lease {
     }
 
     /// Stops renewing and empties the lease if it is still ours.
-    pub fn release(mut self) -> std::io::Result<()> {
+    pub(crate) fn release(mut self) -> std::io::Result<()> {
         self.release_inner()
     }
 

@@ -64,7 +64,7 @@ fn entry(project: &std::path::Path, loaded: &Loaded, cp: &Checkpoint) -> Entry {
 
 /// The program an agent launches, as configured (a name looked up on `PATH`, or a
 /// path); `None` for the built-in scripted agent, which is ralph itself.
-pub fn program(agent: &AgentConfig) -> Option<String> {
+pub(super) fn program(agent: &AgentConfig) -> Option<String> {
     if agent.kind == AgentKind::Command {
         return agent.command.as_ref().and_then(|c| c.first()).cloned();
     }

@@ -27,7 +27,7 @@ use super::start::{self, Answer, Start};
 use super::{Options, ResumeFlag, RunEnd};
 
 /// A run ready to dispatch.
-pub struct Ready {
+pub(crate) struct Ready {
     pub dir: PathBuf,
     pub loaded: Loaded,
     pub goal: String,
@@ -59,12 +59,12 @@ pub struct Ready {
 /// ends ralph in order and releases the lock), or a run that stays as it is: the
 /// user quit at the resume question, or (`--resume-or-start`) the run is settled
 /// and keeps its exit code.
-pub enum Prepared {
+pub(crate) enum Prepared {
     Ready(Box<Ready>, Signals),
     Settled(RunEnd),
 }
 
-pub async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
+pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     let dir = options.dir.clone();
     let (loaded, goal, templates) = read_inputs(&dir, options)?;
     let from = options.from.as_deref();
@@ -385,7 +385,7 @@ fn end_leftovers(run_id: &str, reporter: &Reporter) {
 }
 
 /// The prompt template of each phase: its file, or the built-in one.
-pub fn load_templates(dir: &Path, loaded: &Loaded) -> Result<Vec<String>, RalphError> {
+pub(crate) fn load_templates(dir: &Path, loaded: &Loaded) -> Result<Vec<String>, RalphError> {
     loaded
         .phases
         .iter()
@@ -654,7 +654,7 @@ fn resume(
 
 /// What `--resume` of `cp` does under the config and goal found now (also shown
 /// by `--inspect-checkpoint`).
-pub fn resume_plan(cp: &Checkpoint, loaded: &Loaded, prompt_checksum: &str) -> resume::Plan {
+pub(crate) fn resume_plan(cp: &Checkpoint, loaded: &Loaded, prompt_checksum: &str) -> resume::Plan {
     let config_name = loaded.path.display().to_string();
     let kind = |name: &str| loaded.config.agents.get(name).map(|a| a.kind);
     resume::plan(
@@ -693,7 +693,7 @@ fn crash_note(progress: &Progress, loaded: &Loaded, goal: &str, tool: Option<&To
 }
 
 /// sha256, hex.
-pub fn checksum(bytes: &[u8]) -> String {
+pub(crate) fn checksum(bytes: &[u8]) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -13,7 +13,7 @@ use super::ResumeFlag;
 /// What to do with the checkpoint found on disk.
 #[must_use]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Start {
+pub(crate) enum Start {
     /// No checkpoint: a new run.
     Fresh,
     /// A checkpoint exists and is set aside; a new run starts.
@@ -29,7 +29,7 @@ pub enum Start {
     Settled,
 }
 
-pub fn decide(existing: Option<&Checkpoint>, flag: ResumeFlag) -> Start {
+pub(crate) fn decide(existing: Option<&Checkpoint>, flag: ResumeFlag) -> Start {
     match (existing, flag) {
         (None, ResumeFlag::Resume) => Start::NothingToResume,
         (None, _) => Start::Fresh,
@@ -51,14 +51,14 @@ pub fn decide(existing: Option<&Checkpoint>, flag: ResumeFlag) -> Start {
 
 /// An answer to the question on a terminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Answer {
+pub(crate) enum Answer {
     Flag(ResumeFlag),
     /// Leave everything as it is and exit 0: the user decided, nothing failed.
     Quit,
 }
 
 /// The answer to the question on a terminal; `None` when it is not one.
-pub fn parse_answer(line: &str) -> Option<Answer> {
+pub(crate) fn parse_answer(line: &str) -> Option<Answer> {
     match line.trim().to_ascii_lowercase().as_str() {
         "" | "r" | "resume" | "y" | "yes" => Some(Answer::Flag(ResumeFlag::Resume)),
         "n" | "new" | "fresh" => Some(Answer::Flag(ResumeFlag::Fresh)),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 /// Blocks the calling thread (the event loop) for a minute when the environment
 /// variable `var` is set.
-pub fn hang_if_asked(var: &str) {
+pub(super) fn hang_if_asked(var: &str) {
     if std::env::var_os(var).is_some() {
         tracing::info!("test hook {var}: blocking the event loop");
         std::thread::sleep(Duration::from_secs(60));

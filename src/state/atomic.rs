@@ -17,7 +17,7 @@ use std::path::Path;
 /// temp file is removed; a kill between the steps can leave a `.tmp*` file behind
 /// in the directory (ignored by git, see `store::ensure_gitignore`), never a
 /// partial `path`.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     replace(path, bytes, Durability::Durable)
 }
 
@@ -55,7 +55,7 @@ pub fn replace(path: &Path, bytes: &[u8], durability: Durability) -> io::Result<
 }
 
 /// Fsyncs a directory so that a rename or a new entry in it survives a power cut.
-pub fn sync_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 

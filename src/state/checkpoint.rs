@@ -11,12 +11,12 @@ use crate::workflow::Progress;
 /// The format version this ralph writes. It changes only for an incompatible change
 /// (the state-format policy in `docs/operations.md`): a new field is optional with a
 /// default and keeps the version. [`super::format`] reads every version ever written.
-pub const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 1;
 
 /// The run's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub(crate) enum Status {
     /// An attempt is running or about to (also what a crashed run leaves behind).
     Running,
     /// The user stopped the run (Ctrl+C); it waits for `--resume`.
@@ -33,7 +33,7 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Status::Running => "running",
             Status::Paused => "paused",
@@ -47,19 +47,19 @@ impl Status {
 
     /// The status of a run stopped by `cause`: the user's Ctrl+C pauses it (it waits
     /// for `--resume`); SIGTERM and SIGHUP interrupt it (a watchdog may resume it).
-    pub fn stopped_by(cause: StopCause) -> Status {
+    pub(crate) fn stopped_by(cause: StopCause) -> Status {
         if cause == StopCause::User { Status::Paused } else { Status::Interrupted }
     }
 
     /// Whether a run in this status can be continued with `--resume`.
-    pub fn unfinished(self) -> bool {
+    pub(crate) fn unfinished(self) -> bool {
         !matches!(self, Status::Completed)
     }
 }
 
 /// The attempt under way when the checkpoint was written.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct InFlight {
+pub(crate) struct InFlight {
     pub agent: String,
     /// The run-wide attempt number.
     pub attempt: u32,
@@ -75,7 +75,7 @@ pub struct InFlight {
 
 /// A tool call, as the recovery note names it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolCall {
+pub(crate) struct ToolCall {
     pub name: String,
     /// A short, single-line form of its input (a command, a path).
     pub input: String,
@@ -87,7 +87,7 @@ pub struct ToolCall {
 
 /// The last failure.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LastError {
+pub(crate) struct LastError {
     #[serde(flatten)]
     pub classification: Classification,
     pub agent: String,
@@ -102,7 +102,7 @@ pub struct LastError {
 
 /// Cost and tokens so far, over all resumes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Usage {
+pub(crate) struct Usage {
     pub cost_usd: f64,
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -110,13 +110,13 @@ pub struct Usage {
 
 impl Usage {
     /// "$0.1234, 1200 input / 300 output tokens", or `None` when nothing was reported.
-    pub fn describe(&self) -> Option<String> {
+    pub(crate) fn describe(&self) -> Option<String> {
         (self.cost_usd > 0.0 || self.input_tokens > 0).then(|| {
             format!("${:.4}, {} input / {} output tokens", self.cost_usd, self.input_tokens, self.output_tokens)
         })
     }
 
-    pub fn add(&mut self, other: &Usage) {
+    pub(crate) fn add(&mut self, other: &Usage) {
         self.cost_usd += other.cost_usd;
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
@@ -125,7 +125,7 @@ impl Usage {
 
 /// `.agent/checkpoint.json`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Checkpoint {
+pub(crate) struct Checkpoint {
     pub version: u32,
     pub run_id: String,
     pub status: Status,
@@ -164,7 +164,7 @@ pub struct Checkpoint {
 /// Verified progress the agent saved through `save_checkpoint`, bounded by the
 /// control protocol's text limits.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AgentCheckpoint {
+pub(crate) struct AgentCheckpoint {
     pub phase: String,
     pub iteration: u32,
     pub summary: String,

@@ -19,25 +19,25 @@ const MAX_WAIT: Duration = Duration::from_secs(30);
 /// Whether `e` says the disk (or the user's quota) is full. By kind, not only by
 /// errno: `tempfile` wraps the OS error with the path, which keeps the kind but not
 /// the raw code.
-pub fn is_full(e: &io::Error) -> bool {
+pub(crate) fn is_full(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(nix::libc::ENOSPC | nix::libc::EDQUOT))
         || matches!(e.kind(), io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded)
 }
 
 /// The wait before try `n` (0-based): doubling from 1 s up to 30 s.
-pub fn backoff(n: u32) -> Duration {
+pub(crate) fn backoff(n: u32) -> Duration {
     FIRST_WAIT.saturating_mul(2u32.saturating_pow(n.min(16))).min(MAX_WAIT)
 }
 
 /// Bytes free for this user on the file system of `path`.
-pub fn free_bytes(path: &Path) -> Option<u64> {
+pub(crate) fn free_bytes(path: &Path) -> Option<u64> {
     let dir = if path.is_dir() { path } else { path.parent()? };
     let st = nix::sys::statvfs::statvfs(dir).ok()?;
     st.blocks_available().checked_mul(st.fragment_size())
 }
 
 /// `1.2 MiB`, `512 B`.
-pub fn human(bytes: u64) -> String {
+pub(crate) fn human(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut value = bytes as f64;
     let mut unit = 0;
@@ -49,7 +49,7 @@ pub fn human(bytes: u64) -> String {
 }
 
 /// The test fault hook (debug builds only): ENOSPC while the marker file exists.
-pub fn injected() -> Option<io::Error> {
+pub(crate) fn injected() -> Option<io::Error> {
     if !cfg!(debug_assertions) {
         return None;
     }

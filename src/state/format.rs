@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::checkpoint::{Checkpoint, VERSION};
 
 #[derive(Debug, thiserror::Error)]
-pub enum FormatError {
+pub(crate) enum FormatError {
     #[error("{0}")]
     Corrupt(String),
     #[error("format version {version} is newer than the version {VERSION} this ralph reads")]
@@ -31,7 +31,7 @@ pub enum FormatError {
 
 /// Why a checkpoint could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     #[error(transparent)]
     Format(#[from] FormatError),
     #[error("cannot read {}: {source}", path.display())]
@@ -39,7 +39,7 @@ pub enum ReadError {
 }
 
 /// Reads the checkpoint at `path`: `Ok(None)` when there is none. Changes nothing.
-pub fn read(path: &Path) -> Result<Option<Checkpoint>, ReadError> {
+pub(crate) fn read(path: &Path) -> Result<Option<Checkpoint>, ReadError> {
     use std::io::Read;
     // Never through a link a repository may have planted (see `private`).
     let mut bytes = Vec::new();
@@ -53,7 +53,7 @@ pub fn read(path: &Path) -> Result<Option<Checkpoint>, ReadError> {
 }
 
 /// Parses, migrates and checks a checkpoint file's bytes.
-pub fn parse(bytes: &[u8]) -> Result<Checkpoint, FormatError> {
+pub(crate) fn parse(bytes: &[u8]) -> Result<Checkpoint, FormatError> {
     let value: Value = serde_json::from_slice(bytes).map_err(|e| FormatError::Corrupt(e.to_string()))?;
     let version = value
         .get("version")

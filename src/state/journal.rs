@@ -13,7 +13,7 @@
 //! one torn line, which readers skip.
 
 use std::fs::File;
-use std::io::{self, BufRead, Write};
+use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -27,7 +27,7 @@ const PENDING_MAX: usize = 10_000;
 
 /// Appends events to the journal, or nothing when disabled.
 #[derive(Debug)]
-pub struct Journal {
+pub(crate) struct Journal {
     file: Option<File>,
     path: Option<PathBuf>,
     /// Lines a full disk refused, written first once there is space again.
@@ -36,7 +36,7 @@ pub struct Journal {
 
 impl Journal {
     /// Opens (creating, mode 0600) the journal for appending.
-    pub fn open(path: &Path) -> io::Result<Journal> {
+    pub(crate) fn open(path: &Path) -> io::Result<Journal> {
         // Never through a planted link (it would append to the link's target).
         let mut file = super::private::append_file(path)?;
         // A torn last line from a crash would swallow our first event into an
@@ -46,16 +46,16 @@ impl Journal {
     }
 
     /// A journal that writes nothing (`checkpoint_enabled = false`, tests).
-    pub fn disabled() -> Journal {
+    pub(crate) fn disabled() -> Journal {
         Journal { file: None, path: None, pending: Vec::new() }
     }
 
-    pub fn path(&self) -> Option<&Path> {
+    pub(crate) fn path(&self) -> Option<&Path> {
         self.path.as_deref()
     }
 
     /// Writes the lines a full disk refused; an error leaves them pending.
-    pub fn flush_pending(&mut self) -> io::Result<()> {
+    pub(crate) fn flush_pending(&mut self) -> io::Result<()> {
         let Some(file) = self.file.as_mut() else { return Ok(()) };
         if !self.pending.is_empty() {
             // The refused write may have left part of a line.
@@ -71,14 +71,15 @@ impl Journal {
         Ok(())
     }
 
-    pub fn is_enabled(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_enabled(&self) -> bool {
         self.file.is_some()
     }
 
     /// Appends one event. `fields` should serialize to a JSON object, whose keys
     /// are merged into the line; anything else (or an object that uses the
     /// reserved keys `at` or `kind`) goes under `"data"` so nothing is lost.
-    pub fn append<T: Serialize>(&mut self, kind: &str, fields: &T) -> io::Result<()> {
+    pub(crate) fn append<T: Serialize>(&mut self, kind: &str, fields: &T) -> io::Result<()> {
         let Some(file) = self.file.as_mut() else {
             return Ok(());
         };
@@ -106,7 +107,7 @@ impl Journal {
 
 impl Journal {
     /// Appends one run event: its serialisation, with `"kind"` its variant's name.
-    pub fn record(&mut self, event: &crate::events::RunEvent) -> io::Result<()> {
+    pub(crate) fn record(&mut self, event: &crate::events::RunEvent) -> io::Result<()> {
         let mut value = serde_json::to_value(event).map_err(io::Error::other)?;
         if let Value::Object(map) = &mut value {
             map.remove("kind");
@@ -158,14 +159,15 @@ fn json_str(s: &str) -> io::Result<String> {
 /// Every event in the journal, oldest first. A missing journal is empty. Lines
 /// that do not parse are skipped: the torn last line of a crash, which after a
 /// resume may sit in the middle of the file.
-pub fn read_all(path: &Path) -> io::Result<Vec<Value>> {
+#[cfg(test)]
+pub(crate) fn read_all(path: &Path) -> io::Result<Vec<Value>> {
     let file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
     let mut out = Vec::new();
-    for line in io::BufReader::new(file).split(b'\n') {
+    for line in io::BufRead::split(io::BufReader::new(file), b'\n') {
         let line = line?;
         if let Ok(v @ Value::Object(_)) = serde_json::from_slice::<Value>(&line) {
             out.push(v);

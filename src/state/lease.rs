@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 /// `.agent/ralph.lease`
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LeaseRecord {
+pub(crate) struct LeaseRecord {
     pub host: String,
     /// The owner's `/proc/sys/kernel/random/boot_id`; empty when unreadable.
     pub boot_id: String,
@@ -42,7 +42,7 @@ pub struct LeaseRecord {
 
 /// The machine a ralph runs on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Identity {
+pub(crate) struct Identity {
     pub host: String,
     pub boot_id: String,
 }
@@ -63,7 +63,7 @@ impl Identity {
 
 /// What the lease file holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Found {
+pub(crate) enum Found {
     /// Missing or empty: released cleanly, or never taken.
     Free,
     /// Content that does not parse (edited by hand, copied in part).
@@ -73,7 +73,7 @@ pub enum Found {
 
 /// The first decision on a lease, before any watching.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FirstLook {
+pub(crate) enum FirstLook {
     /// Free: take it.
     Take,
     /// Left behind by an owner known to be gone: take it over at once.
@@ -82,7 +82,7 @@ pub enum FirstLook {
     Watch(LeaseRecord),
 }
 
-pub fn first_look(me: &Identity, found: &Found) -> FirstLook {
+pub(crate) fn first_look(me: &Identity, found: &Found) -> FirstLook {
     match found {
         Found::Free => FirstLook::Take,
         Found::Unreadable => FirstLook::TakeOver("the lease file does not parse"),
@@ -96,7 +96,7 @@ pub fn first_look(me: &Identity, found: &Found) -> FirstLook {
 
 /// Watching another host's lease on this host's monotonic clock.
 #[derive(Debug, Clone)]
-pub struct Watch {
+pub(crate) struct Watch {
     seen: (String, u64),
     since: Instant,
     timeout: Duration,
@@ -104,7 +104,7 @@ pub struct Watch {
 
 /// One look at a watched lease.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Seen {
+pub(crate) enum Seen {
     /// The lease was released, or is now one that can be taken at once.
     Free,
     /// The counter (or the holder) changed: the owner is alive; the clock restarts.
@@ -116,11 +116,11 @@ pub enum Seen {
 }
 
 impl Watch {
-    pub fn start(record: &LeaseRecord, now: Instant, timeout: Duration) -> Self {
+    pub(crate) fn start(record: &LeaseRecord, now: Instant, timeout: Duration) -> Self {
         Self { seen: (record.token.clone(), record.renewals), since: now, timeout }
     }
 
-    pub fn observe(&mut self, me: &Identity, found: &Found, now: Instant) -> Seen {
+    pub(crate) fn observe(&mut self, me: &Identity, found: &Found, now: Instant) -> Seen {
         let record = match first_look(me, found) {
             FirstLook::Take | FirstLook::TakeOver(_) => return Seen::Free,
             FirstLook::Watch(r) => r,
@@ -142,14 +142,14 @@ impl Watch {
 
 /// The owner's look before a renewal.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Renewal {
+pub(crate) enum Renewal {
     /// Still ours (or emptied by someone: nobody else claims it): write the next count.
     Renew,
     /// Another ralph holds it now: stop at once, touch nothing.
     Lost(LeaseRecord),
 }
 
-pub fn renewal(token: &str, found: &Found) -> Renewal {
+pub(crate) fn renewal(token: &str, found: &Found) -> Renewal {
     match found {
         Found::Held(r) if r.token != token => Renewal::Lost(r.clone()),
         _ => Renewal::Renew,
@@ -158,7 +158,7 @@ pub fn renewal(token: &str, found: &Found) -> Renewal {
 
 /// Time between renewals: four per timeout, so a taker watching for a whole
 /// timeout sees several renewals of a live owner even when one write is slow.
-pub fn renew_every(timeout: Duration) -> Duration {
+pub(crate) fn renew_every(timeout: Duration) -> Duration {
     timeout / 4
 }
 

@@ -11,10 +11,10 @@ use super::lease::{Found, Identity, LeaseRecord};
 /// Test-only: pretend to be the host named here (two "hosts" on one machine share
 /// a kernel, so a simulated host also skips the kernel's flock, which another
 /// machine could not see). Never set it in production.
-pub const TEST_HOST_VAR: &str = "RALPH_TEST_HOST";
+pub(crate) const TEST_HOST_VAR: &str = "RALPH_TEST_HOST";
 
 /// This machine, or the simulated one of [`TEST_HOST_VAR`].
-pub fn identity() -> Identity {
+pub(crate) fn identity() -> Identity {
     match simulated_host() {
         Some(host) => Identity { boot_id: format!("test-boot-of-{host}"), host },
         None => Identity {
@@ -25,11 +25,11 @@ pub fn identity() -> Identity {
 }
 
 /// The simulated host name, when a test set one.
-pub fn simulated_host() -> Option<String> {
+pub(crate) fn simulated_host() -> Option<String> {
     std::env::var(TEST_HOST_VAR).ok().filter(|h| !h.is_empty())
 }
 
-pub fn read(path: &Path) -> io::Result<Found> {
+pub(crate) fn read(path: &Path) -> io::Result<Found> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Found::Free),
@@ -42,14 +42,14 @@ pub fn read(path: &Path) -> io::Result<Found> {
     Ok(serde_json::from_str::<LeaseRecord>(text.trim()).map_or(Found::Unreadable, Found::Held))
 }
 
-pub fn write(path: &Path, record: &LeaseRecord) -> io::Result<()> {
+pub(crate) fn write(path: &Path, record: &LeaseRecord) -> io::Result<()> {
     let mut line = serde_json::to_vec(record).map_err(io::Error::other)?;
     line.push(b'\n');
     atomic::replace(path, &line, Durability::Durable)
 }
 
 /// Empties the lease (a clean release). The file stays, like the lock's.
-pub fn clear(path: &Path) -> io::Result<()> {
+pub(crate) fn clear(path: &Path) -> io::Result<()> {
     atomic::replace(path, b"", Durability::Durable)
 }
 

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 /// Who holds (or held) the lock.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LockInfo {
+pub(crate) struct LockInfo {
     pub pid: u32,
     pub host: String,
     /// `/proc/sys/kernel/random/boot_id` at start; empty when unreadable.
@@ -37,7 +37,7 @@ pub struct LockInfo {
 
 impl LockInfo {
     /// This process, now.
-    pub fn current() -> LockInfo {
+    pub(crate) fn current() -> LockInfo {
         LockInfo {
             pid: std::process::id(),
             host: nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default(),
@@ -49,7 +49,7 @@ impl LockInfo {
     /// A hint for `ralph status` without taking the lock: does a process with this
     /// pid exist on this host in this boot? Only a hint, because pids are reused;
     /// [`acquire`] never relies on it (the flock decides).
-    pub fn process_alive(&self) -> bool {
+    pub(crate) fn process_alive(&self) -> bool {
         let here = LockInfo::current();
         if self.host != here.host {
             return false;
@@ -67,10 +67,10 @@ impl LockInfo {
     }
 }
 
-pub use crate::os::boot_id;
+pub(crate) use crate::os::boot_id;
 
 #[derive(Debug, thiserror::Error)]
-pub enum LockError {
+pub(crate) enum LockError {
     /// Another live process holds the flock.
     #[error("{}", held_message(path, info.as_ref()))]
     Held { path: PathBuf, info: Option<LockInfo> },
@@ -97,7 +97,7 @@ fn held_message(path: &Path, info: Option<&LockInfo>) -> String {
 
 /// A successfully taken lock, and what it says about the previous run.
 #[derive(Debug)]
-pub struct Acquired {
+pub(crate) struct Acquired {
     pub lock: RunLock,
     /// The previous holder, when it went away without a clean release (killed,
     /// crashed, or the machine rebooted): its run was interrupted.
@@ -113,14 +113,14 @@ pub struct Acquired {
 /// (a second Ctrl+C, an I/O error, a panic leave the checkpoint `running`), so the
 /// next run reports it as stale.
 #[derive(Debug)]
-pub struct RunLock {
+pub(crate) struct RunLock {
     file: Option<Flock<File>>,
 }
 
 impl RunLock {
     /// Clean release: empty the file (the "stopped cleanly" mark, made durable),
     /// then unlock. The file stays, see the module doc.
-    pub fn release(mut self) -> io::Result<()> {
+    pub(crate) fn release(mut self) -> io::Result<()> {
         self.release_inner()
     }
 
@@ -142,7 +142,7 @@ impl RunLock {
 /// treated as stale: the kernel releases a flock only when every descriptor of
 /// the holder's open file is closed, so a live ralph would still hold it; the
 /// pid has been reused, or the file was copied in (backup restore, rsync).
-pub fn acquire(path: &Path) -> Result<Acquired, LockError> {
+pub(crate) fn acquire(path: &Path) -> Result<Acquired, LockError> {
     let io_err = |source: io::Error| LockError::Io { path: path.to_path_buf(), source };
     // A file unlinked and recreated by someone else between our open and our
     // flock would leave us locking an orphan inode; retry a few times.
@@ -180,7 +180,7 @@ pub fn acquire(path: &Path) -> Result<Acquired, LockError> {
 /// The lock file's content, without locking: for `ralph status`. `None` when the
 /// file is missing, empty (clean stop) or unparseable. Whether that process is
 /// still running is a separate question, see [`LockInfo::process_alive`].
-pub fn read_info(path: &Path) -> Option<LockInfo> {
+pub(crate) fn read_info(path: &Path) -> Option<LockInfo> {
     std::fs::read_to_string(path).ok().and_then(|c| parse(&c))
 }
 

@@ -4,16 +4,16 @@
 //! telling a full disk from a failure (`disk`); and the run registry under
 //! `$XDG_STATE_HOME`.
 
-pub mod atomic;
-pub mod checkpoint;
-pub mod disk;
-pub mod format;
-pub mod journal;
-pub mod lease;
-pub mod lease_file;
-pub mod lock;
-pub mod private;
-pub mod redact;
-pub mod registry;
-pub mod retention;
-pub mod store;
+pub(crate) mod atomic;
+pub(crate) mod checkpoint;
+pub(crate) mod disk;
+pub(crate) mod format;
+pub(crate) mod journal;
+pub(crate) mod lease;
+pub(crate) mod lease_file;
+pub(crate) mod lock;
+pub(crate) mod private;
+pub(crate) mod redact;
+pub(crate) mod registry;
+pub(crate) mod retention;
+pub(crate) mod store;

@@ -12,22 +12,22 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsE
 use std::path::Path;
 
 /// Mode of every file ralph writes under `.agent/`.
-pub const FILE_MODE: u32 = 0o600;
+pub(crate) const FILE_MODE: u32 = 0o600;
 /// Mode of every directory ralph makes under (and including) `.agent/`.
-pub const DIR_MODE: u32 = 0o700;
+pub(crate) const DIR_MODE: u32 = 0o700;
 
 /// Creates or truncates `path` for writing.
-pub fn create_file(path: &Path) -> io::Result<File> {
+pub(crate) fn create_file(path: &Path) -> io::Result<File> {
     open(path, OpenOptions::new().write(true).create(true).truncate(true))
 }
 
 /// Opens `path` for appending, creating it when missing.
-pub fn append_file(path: &Path) -> io::Result<File> {
+pub(crate) fn append_file(path: &Path) -> io::Result<File> {
     open(path, OpenOptions::new().append(true).read(true).create(true))
 }
 
 /// Opens `path` with `options`, refusing a symbolic link, and makes it 0600.
-pub fn open(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
+pub(crate) fn open(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
     let file =
         options.mode(FILE_MODE).custom_flags(nix::libc::O_NOFOLLOW).open(path).map_err(|e| link_error(path, e))?;
     let meta = file.metadata()?;
@@ -51,7 +51,7 @@ fn link_error(path: &Path, e: io::Error) -> io::Error {
 /// A link or foreign directory where ralph keeps its state: a person must look.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct Refused(String);
+pub(crate) struct Refused(String);
 
 fn refused_link(path: &Path) -> io::Error {
     refused(format!(
@@ -65,13 +65,13 @@ fn refused(message: String) -> io::Error {
 }
 
 /// Whether `e` is a refusal of this module (not an ordinary I/O failure).
-pub fn is_refused(e: &io::Error) -> bool {
+pub(crate) fn is_refused(e: &io::Error) -> bool {
     e.get_ref().is_some_and(|inner| inner.is::<Refused>())
 }
 
 /// Makes sure `dir` is a real directory owned by this user with mode 0700,
 /// creating it (one level) when missing.
-pub fn ensure_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn ensure_dir(dir: &Path) -> io::Result<()> {
     match std::fs::symlink_metadata(dir) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             match DirBuilder::new().mode(DIR_MODE).create(dir) {
@@ -99,7 +99,7 @@ pub fn ensure_dir(dir: &Path) -> io::Result<()> {
 }
 
 /// [`ensure_dir`] for `root` and every directory from it down to `root/sub`.
-pub fn ensure_dirs(root: &Path, sub: &Path) -> io::Result<()> {
+pub(crate) fn ensure_dirs(root: &Path, sub: &Path) -> io::Result<()> {
     ensure_dir(root)?;
     let mut dir = root.to_path_buf();
     for part in sub.components() {

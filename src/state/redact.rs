@@ -10,7 +10,7 @@
 use std::sync::RwLock;
 
 /// What a secret is replaced with.
-pub const REDACTED: &str = "[REDACTED]";
+pub(crate) const REDACTED: &str = "[REDACTED]";
 
 /// Shorter values are not hidden by value: they would hide ordinary words.
 const MIN_VALUE: usize = 6;
@@ -21,7 +21,7 @@ const MIN_VALUE: usize = 6;
 static VALUES: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
 /// Adds credential values to hide wherever ralph redacts (too-short ones are skipped).
-pub fn hide_values<'a>(values: impl IntoIterator<Item = &'a str>) {
+pub(crate) fn hide_values<'a>(values: impl IntoIterator<Item = &'a str>) {
     let Ok(mut known) = VALUES.write() else { return };
     for v in values {
         let v = v.trim();
@@ -34,7 +34,7 @@ pub fn hide_values<'a>(values: impl IntoIterator<Item = &'a str>) {
 }
 
 /// [`redact`] applied to every string value of a JSON tree (keys stay).
-pub fn redact_json(v: &mut serde_json::Value) {
+pub(crate) fn redact_json(v: &mut serde_json::Value) {
     use serde_json::Value;
     match v {
         Value::String(s) => *s = redact(s),
@@ -46,7 +46,7 @@ pub fn redact_json(v: &mut serde_json::Value) {
 
 /// [`redact`] for bytes that may not be UTF-8: valid runs are redacted, other bytes
 /// pass through as received.
-pub fn redact_bytes(bytes: &[u8]) -> Vec<u8> {
+pub(crate) fn redact_bytes(bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes.len());
     for chunk in bytes.utf8_chunks() {
         out.extend_from_slice(redact(chunk.valid()).as_bytes());
@@ -55,7 +55,7 @@ pub fn redact_bytes(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Returns `text` with secrets replaced by [`REDACTED`]:
+/// Returns `text` with secrets replaced by `REDACTED`:
 ///
 /// * API keys `sk-…` (OpenAI, `sk-ant-…` Anthropic), GitHub `ghp_…`/`gho_…`/
 ///   `ghu_…`/`ghs_…`/`ghr_…`/`github_pat_…`, Slack `xoxb-`/`xoxa-`/`xoxp-`,

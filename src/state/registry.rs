@@ -20,7 +20,7 @@ use super::store;
 
 /// What ralph records about its run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// The project directory (absolute).
     pub dir: PathBuf,
     pub run_id: String,
@@ -67,7 +67,7 @@ fn default_backoff_secs() -> u64 {
 
 /// What the watcher records about the runs it resumed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WatchState {
+pub(crate) struct WatchState {
     /// Resumes by the watcher that ended without a clean stop, in a row.
     pub restarts: u32,
     /// Unix second of the last resume.
@@ -79,7 +79,7 @@ pub struct WatchState {
 }
 
 /// The registry directory, from the environment (`XDG_STATE_HOME`, else `HOME`).
-pub fn dir() -> Option<PathBuf> {
+pub(crate) fn dir() -> Option<PathBuf> {
     let from = |var: &str| std::env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from);
     let base = from("XDG_STATE_HOME").or_else(|| from("HOME").map(|h| h.join(".local").join("state")))?;
     Some(base.join("ralph").join("runs"))
@@ -87,34 +87,34 @@ pub fn dir() -> Option<PathBuf> {
 
 /// The entry's file name for a project directory: stable, short, and free of the
 /// path's own characters.
-pub fn key(project: &Path) -> String {
+pub(crate) fn key(project: &Path) -> String {
     use sha2::Digest;
     let digest = sha2::Sha256::digest(project.as_os_str().as_encoded_bytes());
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
-pub fn entry_path(registry: &Path, project: &Path) -> PathBuf {
+pub(crate) fn entry_path(registry: &Path, project: &Path) -> PathBuf {
     registry.join(format!("{}.json", key(project)))
 }
 
-pub fn watch_path(registry: &Path, project: &Path) -> PathBuf {
+pub(crate) fn watch_path(registry: &Path, project: &Path) -> PathBuf {
     registry.join(format!("{}.watch.json", key(project)))
 }
 
 /// Writes `entry` atomically, creating the registry (mode 0700) when needed. Not
 /// synced: losing an entry to a power cut only delays a resume until the run's next
 /// status change, and the run's own checkpoint stays the truth.
-pub fn write(registry: &Path, entry: &Entry) -> io::Result<()> {
+pub(crate) fn write(registry: &Path, entry: &Entry) -> io::Result<()> {
     create(registry)?;
     store::save_json_with(&entry_path(registry, &entry.dir), entry, Durability::Ordered)
 }
 
-pub fn write_watch(registry: &Path, project: &Path, state: &WatchState) -> io::Result<()> {
+pub(crate) fn write_watch(registry: &Path, project: &Path, state: &WatchState) -> io::Result<()> {
     create(registry)?;
     store::save_json_with(&watch_path(registry, project), state, Durability::Ordered)
 }
 
-pub fn read_watch(registry: &Path, project: &Path) -> WatchState {
+pub(crate) fn read_watch(registry: &Path, project: &Path) -> WatchState {
     store::load_json(&watch_path(registry, project)).ok().flatten().unwrap_or_default()
 }
 
@@ -124,7 +124,7 @@ fn create(registry: &Path) -> io::Result<()> {
 }
 
 /// Every readable entry, with the problems of the unreadable ones.
-pub fn read_all(registry: &Path) -> (Vec<Entry>, Vec<String>) {
+pub(crate) fn read_all(registry: &Path) -> (Vec<Entry>, Vec<String>) {
     let mut entries = Vec::new();
     let mut warnings = Vec::new();
     let Ok(listing) = std::fs::read_dir(registry) else { return (entries, warnings) };
@@ -146,7 +146,7 @@ pub fn read_all(registry: &Path) -> (Vec<Entry>, Vec<String>) {
 
 /// Removes an entry (the file it was read from) and the watcher's bookkeeping for
 /// its project.
-pub fn remove(registry: &Path, entry: &Entry) -> io::Result<()> {
+pub(crate) fn remove(registry: &Path, entry: &Entry) -> io::Result<()> {
     let project = &entry.dir;
     for path in [entry.file.clone(), entry_path(registry, project), watch_path(registry, project)] {
         match std::fs::remove_file(&path) {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// The run directories to remove, from `runs` ordered oldest first: all but the
 /// newest `keep`, never `current`. Pure.
-pub fn to_prune(runs: Vec<String>, current: Option<&str>, keep: usize) -> Vec<String> {
+pub(crate) fn to_prune(runs: Vec<String>, current: Option<&str>, keep: usize) -> Vec<String> {
     let mut kept = 0;
     let mut prune = Vec::new();
     // `current` counts toward `keep` wherever its name sorts.
@@ -33,7 +33,7 @@ pub fn to_prune(runs: Vec<String>, current: Option<&str>, keep: usize) -> Vec<St
 }
 
 /// Removes the run directories [`to_prune`] names under `logs`; returns them.
-pub fn prune(logs: &Path, current: Option<&str>, keep: usize) -> io::Result<Vec<String>> {
+pub(crate) fn prune(logs: &Path, current: Option<&str>, keep: usize) -> io::Result<Vec<String>> {
     let mut runs: Vec<(std::time::SystemTime, String)> = match std::fs::read_dir(logs) {
         Ok(rd) => rd
             .flatten()
@@ -58,7 +58,7 @@ pub fn prune(logs: &Path, current: Option<&str>, keep: usize) -> io::Result<Vec<
 }
 
 /// The run a journal belongs to: the run id of its last `run_started`.
-pub fn journal_run(journal: &Path) -> io::Result<Option<String>> {
+pub(crate) fn journal_run(journal: &Path) -> io::Result<Option<String>> {
     // Never through a link a repository may have planted.
     let file = match crate::state::private::open(journal, std::fs::OpenOptions::new().read(true)) {
         Ok(f) => f,
@@ -81,7 +81,7 @@ pub fn journal_run(journal: &Path) -> io::Result<Option<String>> {
 
 /// Moves the previous run's journal into its run directory, before a new run starts
 /// its own. Returns where it went (`None`: there was none).
-pub fn move_previous_journal(agent_dir: &Path) -> io::Result<Option<PathBuf>> {
+pub(crate) fn move_previous_journal(agent_dir: &Path) -> io::Result<Option<PathBuf>> {
     let journal = agent_dir.join("events.jsonl");
     let Some(run) = journal_run(&journal)? else {
         if journal.exists() {

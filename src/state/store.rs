@@ -15,7 +15,7 @@ use super::atomic::{Durability, parent_dir, replace, sync_dir};
 
 /// Why a state file could not be loaded.
 #[derive(Debug, thiserror::Error)]
-pub enum StoreError {
+pub(crate) enum StoreError {
     /// The file exists but is not valid JSON for the expected type. The caller
     /// must not overwrite it (design §7): set it aside and tell the user.
     #[error("{} is corrupt: {message}", path.display())]
@@ -25,11 +25,11 @@ pub enum StoreError {
 }
 
 /// Writes `value` as pretty JSON with a trailing newline, atomically (mode 0600).
-pub fn save_json<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
+pub(crate) fn save_json<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
     save_json_with(path, value, Durability::Durable)
 }
 
-/// [`save_json`] with a chosen [`Durability`].
+/// `save_json` with a chosen [`Durability`].
 pub fn save_json_with<T: Serialize>(path: &Path, value: &T, durability: Durability) -> io::Result<()> {
     let mut bytes = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
     bytes.push(b'\n');
@@ -41,7 +41,7 @@ pub fn save_json_with<T: Serialize>(path: &Path, value: &T, durability: Durabili
 /// A parse failure is [`StoreError::Corrupt`] with serde's message, which names
 /// the line and column; invalid UTF-8 counts as corrupt too, not as an I/O error,
 /// because retrying will not help and the file must be kept for inspection.
-pub fn load_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, StoreError> {
+pub(crate) fn load_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, StoreError> {
     let read = super::private::open(path, std::fs::OpenOptions::new().read(true)).and_then(|mut f| {
         let mut b = Vec::new();
         io::Read::read_to_end(&mut f, &mut b).map(|_| b)
@@ -66,7 +66,7 @@ pub fn load_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, StoreErr
 /// atomically when the name is taken, where rename would silently replace it; a
 /// kill between the two leaves both names, which loses nothing. File systems
 /// without hard links fall back to check-then-rename.
-pub fn set_aside(path: &Path, label: &str) -> io::Result<PathBuf> {
+pub(crate) fn set_aside(path: &Path, label: &str) -> io::Result<PathBuf> {
     let dir = parent_dir(path);
     let name = path
         .file_name()
@@ -105,7 +105,7 @@ pub fn set_aside(path: &Path, label: &str) -> io::Result<PathBuf> {
 /// Removes the temporary files of writes that were killed half-way (`.tmp*` in
 /// `dir`); returns how many. Only the lock holder may call it: nobody else writes
 /// there then.
-pub fn remove_leftover_temp_files(dir: &Path) -> usize {
+pub(crate) fn remove_leftover_temp_files(dir: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
     entries
         .filter_map(Result::ok)
@@ -135,7 +135,7 @@ artifacts/
 /// Creates `agent_dir` (or makes an existing one private, refusing a link in its
 /// place) and writes its `.gitignore` unless one exists already: a user's own file
 /// wins and is never rewritten.
-pub fn ensure_gitignore(agent_dir: &Path) -> io::Result<()> {
+pub(crate) fn ensure_gitignore(agent_dir: &Path) -> io::Result<()> {
     if let Some(parent) = agent_dir.parent().filter(|p| !p.as_os_str().is_empty()) {
         DirBuilder::new().recursive(true).create(parent)?;
     }

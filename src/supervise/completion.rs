@@ -16,14 +16,14 @@
 use serde::Serialize;
 
 /// The done signal: the iteration's work is finished.
-pub const DONE_TAG: &str = "<promise>DONE</promise>";
+pub(crate) const DONE_TAG: &str = "<promise>DONE</promise>";
 /// The goal signal: the whole goal is reached.
-pub const GOAL_TAG: &str = "<promise>COMPLETE</promise>";
+pub(crate) const GOAL_TAG: &str = "<promise>COMPLETE</promise>";
 
 /// What the final message says about completion.
 #[must_use]
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Claim {
+pub(crate) enum Claim {
     /// Ends with the goal tag: the iteration is done and so is the whole goal.
     Goal,
     /// Ends with the done tag.
@@ -42,7 +42,7 @@ pub enum Claim {
 
 /// Why a tag was doubted or denied: the rule and the agent's words that set it off.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Why {
+pub(crate) struct Why {
     pub rule: Rule,
     pub words: String,
 }
@@ -53,7 +53,7 @@ impl Why {
     }
 
     /// "negated_work (\"the flaky test still fails\")", for lines and journals.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!("{} (\"{}\")", self.rule.as_str(), self.words)
     }
 }
@@ -61,7 +61,7 @@ impl Why {
 /// The rules that doubt or deny a tag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Rule {
+pub(crate) enum Rule {
     /// The words before the tag say the work is not done ("tests still fail").
     NegatedWork,
     /// The words before the tag say the agent is still at the work ("fixing it next").
@@ -89,7 +89,7 @@ pub enum Rule {
 }
 
 impl Rule {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Rule::NegatedWork => "negated_work",
             Rule::StillWorking => "still_working",
@@ -110,7 +110,7 @@ impl Rule {
 impl Claim {
     /// What a confirmation question would be about, and whether the doubted tag is
     /// the goal tag: a doubtful tag or a claim in words; `None` for anything else.
-    pub fn doubt(&self) -> Option<(Why, bool)> {
+    pub(crate) fn doubt(&self) -> Option<(Why, bool)> {
         match self {
             Claim::Doubtful { goal, why } => Some((why.clone(), *goal)),
             Claim::ClaimedInWords(words) => Some((Why::new(Rule::ClaimInWords, *words), false)),
@@ -120,7 +120,7 @@ impl Claim {
 }
 
 /// Judges the agent's final message. Thinking text must never be passed here.
-pub fn judge(final_message: &str) -> Claim {
+pub(crate) fn judge(final_message: &str) -> Claim {
     // Line ends from Windows tools or a PTY must not move the tag off "its own line".
     let msg = final_message.replace("\r\n", "\n").replace('\r', "\n");
     if let Some(notice) = limit_notice(&msg) {

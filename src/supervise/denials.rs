@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use crate::agent::AgentEvent;
 
 /// Denials in one attempt that end it.
-pub const LIMIT: u32 = 3;
+pub(crate) const LIMIT: u32 = 3;
 
 /// Words of a tool result that reports a denial by the agent's own permission
 /// settings, each with a second word the same result must hold: Claude Code ("Claude
@@ -26,7 +26,7 @@ const DENIAL: &[(&str, &str)] = &[
 ];
 
 #[derive(Debug, Default)]
-pub struct Denials {
+pub(crate) struct Denials {
     /// Tool names by call id, to name the denied tool.
     names: HashMap<String, String>,
     count: u32,
@@ -34,7 +34,7 @@ pub struct Denials {
 
 impl Denials {
     /// Takes in one event; at the limit, the evidence naming the denied tool.
-    pub fn on_event(&mut self, event: &AgentEvent) -> Option<String> {
+    pub(crate) fn on_event(&mut self, event: &AgentEvent) -> Option<String> {
         match event {
             AgentEvent::ToolStarted { id, name, .. } => {
                 self.names.insert(id.clone(), name.clone());

@@ -7,7 +7,7 @@
 /// last text event, `stdout_tail` the end of its stdout when its output is plain
 /// text. The result wins, unless it came empty after some text was shown; a text
 /// agent without a result ends with what it printed.
-pub fn choose(
+pub(crate) fn choose(
     result: Option<(String, bool)>,
     last_text: Option<String>,
     stdout_tail: Option<String>,

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 /// The thresholds of the detector.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoopConfig {
+pub(crate) struct LoopConfig {
     /// Identical calls in a row that make a loop.
     pub repeats: usize,
     /// The lengths of repeating sequences looked for.
@@ -29,7 +29,7 @@ impl Default for LoopConfig {
 
 /// What kind of loop was seen.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LoopKind {
+pub(crate) enum LoopKind {
     /// One call, identical, `times` in a row.
     Repeat { times: usize },
     /// A sequence of `length` calls, identical, `times` in a row.
@@ -39,7 +39,7 @@ pub enum LoopKind {
 /// A loop, with a description for the journal and the recovery note.
 #[must_use]
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Loop {
+pub(crate) struct Loop {
     pub kind: LoopKind,
     pub description: String,
 }
@@ -53,7 +53,7 @@ struct Call {
 
 /// Watches the tool calls of one attempt.
 #[derive(Debug, Clone)]
-pub struct LoopDetector {
+pub(crate) struct LoopDetector {
     config: LoopConfig,
     history: VecDeque<Call>,
 }
@@ -66,7 +66,7 @@ impl Default for LoopDetector {
 
 impl LoopDetector {
     /// Thresholds below 2 would call every call a loop, so they are raised to 2.
-    pub fn new(mut config: LoopConfig) -> Self {
+    pub(crate) fn new(mut config: LoopConfig) -> Self {
         config.repeats = config.repeats.max(2);
         config.pattern_times = config.pattern_times.max(2);
         let (lo, hi) = (*config.pattern_lengths.start(), *config.pattern_lengths.end());
@@ -76,7 +76,7 @@ impl LoopDetector {
 
     /// Records a call and says whether it completes a loop. After a loop is
     /// reported the history starts over, so one loop is reported once.
-    pub fn on_tool_call(&mut self, name: &str, input: &Value) -> Option<Loop> {
+    pub(crate) fn on_tool_call(&mut self, name: &str, input: &Value) -> Option<Loop> {
         self.history.push_back(Call { name: name.to_owned(), args: canonical(input) });
         let keep = self.capacity();
         while self.history.len() > keep {

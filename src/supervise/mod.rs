@@ -8,18 +8,18 @@
 //! detector decides from values passed in only (no I/O, no clock of its own), so it
 //! is tested with paused time, fixed instants and text corpora, and no processes.
 
-pub mod completion;
-pub mod denials;
-pub mod ended_by;
-pub mod final_message;
-pub mod loops;
+pub(crate) mod completion;
+pub(crate) mod denials;
+pub(crate) mod ended_by;
+pub(crate) mod final_message;
+pub(crate) mod loops;
 mod markdown;
-pub mod note;
-pub mod storm;
-pub mod supervisor;
-pub mod tool_text;
-pub mod trouble;
-pub mod watch;
+pub(crate) mod note;
+pub(crate) mod storm;
+pub(crate) mod supervisor;
+pub(crate) mod tool_text;
+pub(crate) mod trouble;
+pub(crate) mod watch;
 
-pub use supervisor::{Intervention, Supervisor};
-pub use watch::Watch;
+pub(crate) use supervisor::{Intervention, Supervisor};
+pub(crate) use watch::Watch;

@@ -8,7 +8,7 @@ use crate::supervise::completion::{Rule, Why};
 
 /// What ended the previous attempt, as far as the note is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Trouble {
+pub(crate) enum Trouble {
     Stall,
     Loop {
         description: String,
@@ -49,7 +49,7 @@ pub struct LastTool {
 
 /// Everything a note is made from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NoteContext<'a> {
+pub(crate) struct NoteContext<'a> {
     /// The goal (PROMPT.md); the note keeps its first ~400 characters.
     pub goal: &'a str,
     pub phase: &'a str,
@@ -69,7 +69,7 @@ const GOAL: &str = "Goal: ";
 
 /// The note, a few lines of plain text.
 #[must_use]
-pub fn note(ctx: &NoteContext<'_>) -> String {
+pub(crate) fn note(ctx: &NoteContext<'_>) -> String {
     let mut lines = vec![HEADER.to_owned()];
     let goal = one_line(ctx.goal, GOAL_CHARS);
     if !goal.is_empty() {
@@ -105,7 +105,7 @@ pub fn note(ctx: &NoteContext<'_>) -> String {
 /// between (a pause, then `--resume`): the agent must get the new text. Text that
 /// is not a note made by [`note`] is returned unchanged.
 #[must_use]
-pub fn with_goal(note: &str, goal: &str) -> String {
+pub(crate) fn with_goal(note: &str, goal: &str) -> String {
     let Some(rest) = note.strip_prefix(HEADER) else { return note.to_owned() };
     let mut lines: Vec<String> = rest.lines().map(str::to_owned).collect();
     // `rest` starts with the header's line break: lines[0] is empty.
@@ -171,7 +171,7 @@ fn trouble(t: &Trouble) -> (String, &'static str) {
 /// sign-off or the agent claimed done in words: `why` says what raised the doubt,
 /// `goal` whether the doubted tag was the goal tag.
 #[must_use]
-pub fn confirmation(why: &Why, goal: bool, until_complete: bool) -> String {
+pub(crate) fn confirmation(why: &Why, goal: bool, until_complete: bool) -> String {
     let tag = if goal { GOAL_TAG } else { DONE_TAG };
     let also = if until_complete && !goal {
         format!(" (or {GOAL_TAG} alone if the whole goal is reached and verified)")
@@ -215,7 +215,7 @@ fn quoted(excerpt: &str) -> String {
 }
 
 /// The agent's last `save_checkpoint` of the iteration, as a part of the note.
-pub fn saved_progress(saved: &crate::state::checkpoint::AgentCheckpoint) -> String {
+pub(crate) fn saved_progress(saved: &crate::state::checkpoint::AgentCheckpoint) -> String {
     let list = |items: &[String]| items.iter().map(|i| format!("\n  - {i}")).collect::<String>();
     format!(
         "\n\nVerified progress an earlier attempt saved (save_checkpoint): {}\nSteps done:{}\nNext steps:{}\n",

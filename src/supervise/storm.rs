@@ -12,13 +12,13 @@
 /// and a recovery we just made is certainly within the window. A threshold of 0
 /// disables the rule rather than making every attempt fresh.
 #[must_use]
-pub fn is_storm(recoveries: &[i64], now: i64, window_secs: i64, threshold: usize) -> bool {
+pub(crate) fn is_storm(recoveries: &[i64], now: i64, window_secs: i64, threshold: usize) -> bool {
     threshold > 0 && recoveries.iter().filter(|&&at| in_window(at, now, window_secs)).count() >= threshold
 }
 
 /// Drops the entries that can no longer count, so the list stays small when it is
 /// kept in the checkpoint.
-pub fn prune(recoveries: &mut Vec<i64>, now: i64, window_secs: i64) {
+pub(crate) fn prune(recoveries: &mut Vec<i64>, now: i64, window_secs: i64) {
     recoveries.retain(|&at| in_window(at, now, window_secs));
 }
 

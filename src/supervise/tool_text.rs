@@ -42,7 +42,7 @@ pub fn detect(text: &str) -> Option<ToolText> {
 
 /// A tool call trapped in the agent's thinking.
 #[must_use]
-pub fn detect_in_thinking(text: &str) -> Option<ToolText> {
+pub(crate) fn detect_in_thinking(text: &str) -> Option<ToolText> {
     scan(text, Mode::Thinking)
 }
 

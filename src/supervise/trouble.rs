@@ -13,7 +13,7 @@ use super::note::Trouble;
 
 /// The trouble for the note. A claim in words that got here was already asked about
 /// (or could not be), so it gets the plain "no signal" note.
-pub fn trouble(failure: &Classification, intervention: Option<&Intervention>, claim: &Claim) -> Trouble {
+pub(crate) fn trouble(failure: &Classification, intervention: Option<&Intervention>, claim: &Claim) -> Trouble {
     if let Some(found) = intervention {
         return match found.ended_by {
             EndedBy::Stall => Trouble::Stall,
@@ -45,7 +45,7 @@ fn excerpt(evidence: &str) -> String {
 }
 
 /// What the checkpoint says is done, e.g. "phases plan done; develop iterations 1–2 done".
-pub fn done_summary(progress: &Progress, phases: &[Phase]) -> String {
+pub(crate) fn done_summary(progress: &Progress, phases: &[Phase]) -> String {
     let pos = &progress.position;
     let mut parts = Vec::new();
     let finished: Vec<&str> = phases.iter().take(pos.phase).map(|p| p.name.as_str()).collect();

@@ -15,7 +15,7 @@ use crate::config::Timeouts;
 /// calls run unseen (`quiet_tools`) has its silence bounded by the tool limit, never
 /// by the stall limit (a long build is not a stall), and no attempt runs past what
 /// is left of the run's own time limit.
-pub fn attempt_limits(timeouts: &Timeouts, quiet_tools: bool, runtime_left: Option<Duration>) -> Timeouts {
+pub(crate) fn attempt_limits(timeouts: &Timeouts, quiet_tools: bool, runtime_left: Option<Duration>) -> Timeouts {
     let mut limits = timeouts.clone();
     if quiet_tools {
         limits.stall = limits.stall.max(limits.tool);
@@ -28,7 +28,7 @@ pub fn attempt_limits(timeouts: &Timeouts, quiet_tools: bool, runtime_left: Opti
 
 /// The timers of one attempt.
 #[derive(Debug, Clone)]
-pub struct Watch {
+pub(crate) struct Watch {
     stall: Duration,
     tool: Duration,
     attempt_deadline: Instant,
@@ -38,7 +38,7 @@ pub struct Watch {
 }
 
 impl Watch {
-    pub fn new(timeouts: &Timeouts, now: Instant) -> Self {
+    pub(crate) fn new(timeouts: &Timeouts, now: Instant) -> Self {
         Self {
             stall: timeouts.stall,
             tool: timeouts.tool,
@@ -50,7 +50,7 @@ impl Watch {
 
     /// Any output line resets the silence timer; tool events open and close the
     /// active-tool guard.
-    pub fn on_event(&mut self, event: Option<&AgentEvent>, now: Instant) {
+    pub(crate) fn on_event(&mut self, event: Option<&AgentEvent>, now: Instant) {
         self.last_event = now;
         match event {
             Some(AgentEvent::ToolStarted { id, .. }) => {
@@ -66,7 +66,7 @@ impl Watch {
     }
 
     /// When the attempt must be ended if nothing happens before, and why.
-    pub fn deadline(&self) -> (Instant, EndedBy) {
+    pub(crate) fn deadline(&self) -> (Instant, EndedBy) {
         let silence = match self.tools_in_flight.values().min() {
             Some(oldest) => (*oldest + self.tool, EndedBy::ToolTimeout),
             None => (self.last_event + self.stall, EndedBy::Stall),
@@ -76,7 +76,7 @@ impl Watch {
 
     /// The attempt was suspended (Ctrl+Z) for `paused`: every clock moves on by
     /// that much, so time stopped counts neither as silence nor as attempt time.
-    pub fn pause(&mut self, paused: Duration) {
+    pub(crate) fn pause(&mut self, paused: Duration) {
         self.attempt_deadline += paused;
         self.last_event += paused;
         for started in self.tools_in_flight.values_mut() {

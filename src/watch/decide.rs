@@ -21,7 +21,7 @@ const MAX_BACKOFF_SECS: i64 = 30 * 60;
 
 /// What the watcher found about one run.
 #[derive(Debug)]
-pub struct Facts<'a> {
+pub(crate) struct Facts<'a> {
     pub entry: &'a Entry,
     /// The run's checkpoint; `None` when missing or unreadable.
     pub checkpoint: Option<&'a Checkpoint>,
@@ -40,7 +40,7 @@ pub struct Facts<'a> {
 
 #[must_use]
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// A ralph is running it.
     Live,
     /// Not for the watcher; the reason says why. `reset`: the run stopped cleanly
@@ -62,11 +62,11 @@ pub enum Verdict {
 /// Whether a run in this status can ever be resumed by the watcher: only then does
 /// [`decide`] look at [`Facts::missing`], which costs a `PATH` search per program, so
 /// the pass gathers it for these runs alone.
-pub fn may_resume(status: Status) -> bool {
+pub(crate) fn may_resume(status: Status) -> bool {
     matches!(status, Status::Running | Status::Waiting | Status::Interrupted)
 }
 
-pub fn decide(f: &Facts<'_>) -> Verdict {
+pub(crate) fn decide(f: &Facts<'_>) -> Verdict {
     if !f.dir_exists {
         return Verdict::Stale;
     }

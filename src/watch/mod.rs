@@ -11,9 +11,9 @@
 //! under a lock of its own, so two watchers resume a run once. Ctrl+C and SIGTERM
 //! stop the watcher; the runs it started go on.
 
-pub mod decide;
+pub(crate) mod decide;
 mod pass;
-pub mod unit;
+pub(crate) mod unit;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -22,7 +22,7 @@ use crate::error::RalphError;
 
 /// How `ralph watch` was invoked.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// One pass, then exit.
     pub once: bool,
     /// The periodic scan, in case an inotify event was missed.
@@ -32,7 +32,7 @@ pub struct Options {
     pub roots: Vec<PathBuf>,
 }
 
-pub fn main(options: &Options) -> Result<i32, RalphError> {
+pub(crate) fn main(options: &Options) -> Result<i32, RalphError> {
     let registry = crate::state::registry::dir().ok_or_else(|| {
         RalphError::Usage("cannot find the run registry: neither XDG_STATE_HOME nor HOME is set".into())
     })?;

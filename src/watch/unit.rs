@@ -6,9 +6,9 @@
 use std::path::Path;
 
 /// Where the unit reads the environment the resumed runs need (API keys, `PATH`).
-pub const ENV_FILE: &str = "%h/.config/ralph/watch.env";
+pub(crate) const ENV_FILE: &str = "%h/.config/ralph/watch.env";
 
-pub fn systemd_unit(ralph: &Path) -> String {
+pub(crate) fn systemd_unit(ralph: &Path) -> String {
     format!(
         "\
 [Unit]

@@ -17,7 +17,7 @@ use super::progress::{FromStart, Position, Progress};
 
 /// The review's verdict in one pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Verdict {
+pub(crate) struct Verdict {
     /// The pass the review ran in, from 1.
     pub pass: u32,
     /// The group's passes at most.
@@ -28,7 +28,7 @@ pub struct Verdict {
 
 impl Verdict {
     /// One line for `status`, the summary and the journal's readers.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let Verdict { pass, passes, clean } = *self;
         match (clean, pass >= passes) {
             (true, _) => format!("clean in pass {pass} of {passes}"),
@@ -41,7 +41,7 @@ impl Verdict {
 
 /// What the repeat group did when a phase ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GroupMove {
+pub(crate) enum GroupMove {
     /// Back to the review for this pass.
     NextPass { pass: u32, passes: u32 },
     /// The group is left: the review was clean, or every pass was used.
@@ -50,7 +50,7 @@ pub enum GroupMove {
 
 /// What a phase's end did besides moving on, for the journal and the display.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PhaseEnd {
+pub(crate) struct PhaseEnd {
     /// The finished phase was the group's review.
     pub verdict: Option<Verdict>,
     pub group: Option<GroupMove>,
@@ -59,19 +59,25 @@ pub struct PhaseEnd {
 /// The phase (index) and pass that follow a finished phase; `None` when the
 /// workflow is finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Boundary {
+pub(crate) struct Boundary {
     pub next: Option<(usize, u32)>,
     pub end: PhaseEnd,
 }
 
 /// Whether the phase at `index` is the group's review.
-pub fn is_review(index: usize, repeat: Option<RepeatGroup>) -> bool {
+pub(crate) fn is_review(index: usize, repeat: Option<RepeatGroup>) -> bool {
     repeat.is_some_and(|g| g.first == index)
 }
 
 /// Where the run goes when phase `phase` has finished in pass `pass`; `goal` is
 /// whether its last iteration ended with the goal signal.
-pub fn after_phase(phase: usize, pass: u32, goal: bool, phase_count: usize, repeat: Option<RepeatGroup>) -> Boundary {
+pub(crate) fn after_phase(
+    phase: usize,
+    pass: u32,
+    goal: bool,
+    phase_count: usize,
+    repeat: Option<RepeatGroup>,
+) -> Boundary {
     let after = |index: usize| (index + 1 < phase_count).then_some((index + 1, 1));
     let Some(group) = repeat.filter(|g| g.contains(phase)) else {
         return Boundary { next: after(phase), end: PhaseEnd::default() };
@@ -96,7 +102,7 @@ pub fn after_phase(phase: usize, pass: u32, goal: bool, phase_count: usize, repe
 /// The phase whose result the prompt of the current position gets as `{previous}`:
 /// the one before it, except that the review of a later pass gets the fix of the
 /// pass before.
-pub fn previous_phase(pos: &Position, repeat: Option<RepeatGroup>) -> Option<usize> {
+pub(crate) fn previous_phase(pos: &Position, repeat: Option<RepeatGroup>) -> Option<usize> {
     match repeat {
         Some(g) if pos.phase == g.first && pos.pass > 1 => Some(g.last),
         _ => pos.phase.checked_sub(1),
@@ -105,7 +111,7 @@ pub fn previous_phase(pos: &Position, repeat: Option<RepeatGroup>) -> Option<usi
 
 /// Puts the position at the start of phase `index` in pass `pass`: its first
 /// iteration, the chain's primary agent, a fresh cycle count.
-pub fn enter(pos: &mut Position, phases: &[Phase], index: usize, pass: u32, repeat: Option<RepeatGroup>) {
+pub(crate) fn enter(pos: &mut Position, phases: &[Phase], index: usize, pass: u32, repeat: Option<RepeatGroup>) {
     pos.phase = index;
     pos.phase_name = phases.get(index).map(|p| p.name.clone()).unwrap_or_default();
     pos.iteration = 1;
@@ -116,7 +122,7 @@ pub fn enter(pos: &mut Position, phases: &[Phase], index: usize, pass: u32, repe
 
 /// Makes the pass agree with the (possibly changed) config: inside the group it is
 /// 1..=passes, outside it is 1 and has no total.
-pub fn fit_pass(pos: &mut Position, pass: u32, repeat: Option<RepeatGroup>) {
+pub(crate) fn fit_pass(pos: &mut Position, pass: u32, repeat: Option<RepeatGroup>) {
     match repeat.filter(|g| g.contains(pos.phase)) {
         Some(g) => {
             pos.pass = pass.clamp(1, g.passes);
@@ -132,7 +138,7 @@ pub fn fit_pass(pos: &mut Position, pass: u32, repeat: Option<RepeatGroup>) {
 /// `--from PHASE` names no phase of the workflow.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("--from {name}: the workflow has no phase `{name}`{hint}")]
-pub struct UnknownPhase {
+pub(crate) struct UnknownPhase {
     pub name: String,
     /// "; did you mean ..." or the list of phases.
     pub hint: String,
@@ -151,7 +157,7 @@ fn index_of(phases: &[Phase], name: &str) -> Result<usize, UnknownPhase> {
 /// The start of a new run at phase `name` (`ralph --from`). `has_artifact` says
 /// whether an earlier phase's result from the last run is on disk: those are reused,
 /// and the prompt says so.
-pub fn start_at(
+pub(crate) fn start_at(
     phases: &[Phase],
     repeat: Option<RepeatGroup>,
     name: &str,
@@ -171,7 +177,7 @@ pub fn start_at(
 /// Moves an unfinished run to the start of phase `name` (`ralph --resume --from`).
 /// The run's totals stay; the iteration's budget, session and notes start afresh. A
 /// move within the group keeps the pass; a move into it starts at pass 1.
-pub fn move_to(
+pub(crate) fn move_to(
     progress: &mut Progress,
     phases: &[Phase],
     repeat: Option<RepeatGroup>,

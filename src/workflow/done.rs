@@ -13,11 +13,11 @@
 use crate::config::DoneSignal;
 use crate::supervise::completion::{self, Claim};
 
-pub use crate::supervise::completion::{DONE_TAG, GOAL_TAG};
+pub(crate) use crate::supervise::completion::{DONE_TAG, GOAL_TAG};
 
 /// What an attempt left behind that bears on completion.
 #[derive(Debug, Clone, Copy)]
-pub struct Evidence<'a> {
+pub(crate) struct Evidence<'a> {
     /// Exit status 0, and not ended by ralph.
     pub exited_cleanly: bool,
     /// What the agent's own final message says (see [`judge`]).
@@ -35,14 +35,14 @@ pub struct Evidence<'a> {
 }
 
 /// Judges a final message; an absent one says nothing.
-pub fn judge(final_message: Option<&str>) -> Claim {
+pub(crate) fn judge(final_message: Option<&str>) -> Claim {
     final_message.map_or(Claim::Nothing, completion::judge)
 }
 
 /// The verdict on one attempt.
 #[must_use]
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Completion {
+pub(crate) enum Completion {
     /// The iteration is done and the agent says the whole goal is reached.
     Goal,
     /// The iteration is done.
@@ -57,7 +57,7 @@ pub enum Completion {
 /// What the journal records about a sign-off the judge did not simply accept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum SignOff {
+pub(crate) enum SignOff {
     /// Denied: the attempt failed with `no_done_signal`.
     Rejected,
     /// Doubted (or claimed in words): the session is asked to confirm.
@@ -66,7 +66,7 @@ pub enum SignOff {
     AcceptedWithDoubt,
 }
 
-pub fn evaluate(signal: &DoneSignal, ev: &Evidence<'_>) -> Completion {
+pub(crate) fn evaluate(signal: &DoneSignal, ev: &Evidence<'_>) -> Completion {
     if !ev.exited_cleanly {
         return Completion::NotDone("the agent did not exit cleanly".into());
     }

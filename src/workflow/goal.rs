@@ -5,15 +5,15 @@
 const PLACEHOLDER: &str = "Describe what you want built, how to verify it";
 
 /// The goal file `ralph init` writes.
-pub const STARTER: &str = "# Goal\n\nDescribe what you want built, how to verify it (the commands that must pass),\nand what \"done\" means.\n";
+pub(crate) const STARTER: &str = "# Goal\n\nDescribe what you want built, how to verify it (the commands that must pass),\nand what \"done\" means.\n";
 
 /// What a goal file must say, for the messages that refuse one.
-pub const WHAT_TO_WRITE: &str =
+pub(crate) const WHAT_TO_WRITE: &str =
     "write what you want built, how to verify it (the commands that must pass), and what \"done\" means";
 
 /// Why a goal cannot be run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unusable {
+pub(crate) enum Unusable {
     /// Nothing but whitespace, headings and comments.
     Empty,
     /// Still the starter text of `ralph init`.
@@ -21,7 +21,7 @@ pub enum Unusable {
 }
 
 impl Unusable {
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Unusable::Empty => "the goal file is empty",
             Unusable::Unedited => "the goal file still holds the placeholder text `ralph init` wrote",
@@ -30,7 +30,7 @@ impl Unusable {
 }
 
 /// `None` when the goal says something an agent can work on.
-pub fn check(goal: &str) -> Option<Unusable> {
+pub(crate) fn check(goal: &str) -> Option<Unusable> {
     if goal.contains(PLACEHOLDER) {
         return Some(Unusable::Unedited);
     }

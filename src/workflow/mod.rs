@@ -4,10 +4,10 @@
 //! prompts and their templates ([`prompt`]), and whether the goal file says anything
 //! ([`goal`]).
 
-pub mod advance;
-pub mod done;
-pub mod goal;
-pub mod progress;
-pub mod prompt;
+pub(crate) mod advance;
+pub(crate) mod done;
+pub(crate) mod goal;
+pub(crate) mod progress;
+pub(crate) mod prompt;
 
-pub use progress::Progress;
+pub(crate) use progress::Progress;

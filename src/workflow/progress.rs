@@ -13,7 +13,7 @@ use super::advance::Verdict;
 
 /// The point in the workflow the next attempt belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Position {
+pub(crate) struct Position {
     /// Index into the configured phase order.
     pub phase: usize,
     /// The phase's name, so a resume can tell when the order changed.
@@ -39,14 +39,14 @@ pub struct Position {
 
 /// One agent of a chain, as the checkpoint records it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChainAgent {
+pub(crate) struct ChainAgent {
     pub name: String,
     pub kind: AgentKind,
 }
 
 /// Counters that survive a resume.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Counters {
+pub(crate) struct Counters {
     /// Attempts started in the whole run.
     pub attempts: u32,
     /// Iterations completed in the whole run.
@@ -77,7 +77,7 @@ pub struct Counters {
 
 /// Where the run stands; stored in the checkpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Progress {
+pub(crate) struct Progress {
     pub position: Position,
     pub counters: Counters,
     /// The session to resume in the next attempt; `None` starts a fresh session.
@@ -122,7 +122,7 @@ pub struct Progress {
 
 /// A run started at a later phase with `ralph --from`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FromStart {
+pub(crate) struct FromStart {
     /// The phase the run started at.
     pub phase: String,
     /// Earlier phases whose result from the last run is used.
@@ -133,7 +133,7 @@ pub struct FromStart {
 
 /// An unbroken run of environmental failures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EnvironmentalStreak {
+pub(crate) struct EnvironmentalStreak {
     /// Unix second of the streak's first failure.
     pub since: i64,
     /// Seconds of it spent in offline pauses and rate-limit waits, which have bounds
@@ -144,7 +144,7 @@ pub struct EnvironmentalStreak {
 impl Progress {
     /// Time spent waiting for the network or a rate-limit reset does not count
     /// against the environmental streak.
-    pub fn exclude_from_streak(&mut self, secs: i64) {
+    pub(crate) fn exclude_from_streak(&mut self, secs: i64) {
         if let Some(streak) = self.environmental_streak.as_mut() {
             streak.excluded_secs = streak.excluded_secs.saturating_add(secs.max(0));
         }
@@ -155,7 +155,7 @@ impl Progress {
     /// Everything that belongs to one iteration starts afresh: its budgets, its
     /// session, its recovery note, its storm window and environmental streak. One
     /// place, so a new iteration-scoped field is reset wherever an iteration begins.
-    pub fn start_iteration(&mut self) {
+    pub(crate) fn start_iteration(&mut self) {
         let c = &mut self.counters;
         c.agent_failures = 0;
         c.ambiguous_failures = 0;
@@ -170,7 +170,7 @@ impl Progress {
     /// A failed or blocked run resumed after a person fixed something: the
     /// iteration's budgets start afresh, and so does the chain's cycle; its session
     /// and recovery note are kept for the resumed attempt, and the run's totals stay.
-    pub fn renew_budgets(&mut self) {
+    pub(crate) fn renew_budgets(&mut self) {
         let (session, note) = (self.resume_session.take(), self.recovery_note.take());
         self.start_iteration();
         (self.resume_session, self.recovery_note) = (session, note);
@@ -182,7 +182,7 @@ impl Progress {
     /// Counts an attempt's tokens to its session, and forgets the sessions no later
     /// attempt can resume (only the last session of each agent and the one to resume
     /// next), so the checkpoint stays bounded however many launches a run makes.
-    pub fn add_session_tokens(&mut self, session: &str, input: u64, output: u64) {
+    pub(crate) fn add_session_tokens(&mut self, session: &str, input: u64, output: u64) {
         let tokens = self.session_tokens.entry(session.to_string()).or_default();
         tokens.0 += input;
         tokens.1 += output;
@@ -192,7 +192,7 @@ impl Progress {
     }
 
     /// The start of a run whose first phase is `first_phase`.
-    pub fn new(first_phase: &str) -> Self {
+    pub(crate) fn new(first_phase: &str) -> Self {
         Self {
             position: Position {
                 phase: 0,

@@ -20,7 +20,7 @@ const CONTINUE: &str = include_str!("templates/continue.md");
 /// The built-in template for a phase name: the four phases ralph knows by name have
 /// their own; any other phase (`build`, `test`, ...) gets a neutral one, titled by its
 /// name rather than passed off as one of those four.
-pub fn builtin(phase: &str) -> &'static str {
+pub(crate) fn builtin(phase: &str) -> &'static str {
     match phase {
         "plan" => PLAN,
         "develop" => DEVELOP,
@@ -32,7 +32,7 @@ pub fn builtin(phase: &str) -> &'static str {
 
 /// The goal as the templates embed it: under their own `# Goal` heading, so a goal
 /// file that starts with one (as `ralph init`'s does) is not given a second.
-pub fn goal_body(goal: &str) -> &str {
+pub(crate) fn goal_body(goal: &str) -> &str {
     let goal = goal.trim();
     let (first, rest) = goal.split_once('\n').unwrap_or((goal, ""));
     let heading = first.trim().trim_start_matches('#');
@@ -41,7 +41,7 @@ pub fn goal_body(goal: &str) -> &str {
 
 /// What a prompt is filled with.
 #[derive(Debug, Clone)]
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     pub goal: &'a str,
     pub phase: &'a str,
     /// 1-based position of the phase, and the number of phases.
@@ -64,7 +64,7 @@ pub struct Context<'a> {
 }
 
 /// The full prompt of a fresh session.
-pub fn render(template: &str, ctx: &Context<'_>) -> String {
+pub(crate) fn render(template: &str, ctx: &Context<'_>) -> String {
     let mut previous = match ctx.previous {
         Some((phase, text)) if !text.trim().is_empty() => {
             format!("\n# Result of the previous phase ({phase})\n\n{}\n", text.trim())
@@ -83,7 +83,7 @@ pub fn render(template: &str, ctx: &Context<'_>) -> String {
 
 /// The short prompt sent into a resumed session: the recovery note, and how to
 /// signal done.
-pub fn render_continue(ctx: &Context<'_>, note: &str) -> String {
+pub(crate) fn render_continue(ctx: &Context<'_>, note: &str) -> String {
     fill(CONTINUE, ctx, &[("note", note.trim())])
 }
 
@@ -135,7 +135,7 @@ fn phase_position(ctx: &Context<'_>) -> String {
 /// Says which earlier phases' results a run started with `ralph --from` reused from
 /// the last run (and which it has none of), when the prompt's previous phase is one
 /// of them.
-pub fn from_note(from: &FromStart, previous: Option<&str>) -> Option<String> {
+pub(crate) fn from_note(from: &FromStart, previous: Option<&str>) -> Option<String> {
     let previous = previous?;
     if !from.reused.iter().chain(&from.missing).any(|p| p == previous) {
         return None;

@@ -27,14 +27,14 @@ use crate::harness::{Output, Project, Running, alive, fast};
 
 /// A small deterministic generator (splitmix64): the kill moments of a seed are
 /// the same on every machine, so a failure can be replayed.
-pub struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         Rng(seed)
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -43,7 +43,7 @@ impl Rng {
     }
 
     /// A duration in `[0, max]`.
-    pub fn below(&mut self, max: Duration) -> Duration {
+    pub(crate) fn below(&mut self, max: Duration) -> Duration {
         let ms = max.as_millis().max(1) as u64;
         Duration::from_millis(self.next() % (ms + 1))
     }
@@ -51,7 +51,7 @@ impl Rng {
 
 /// The seed from `var` when set (to replay a failure), else from the clock;
 /// printed either way.
-pub fn seed(var: &str) -> u64 {
+pub(crate) fn seed(var: &str) -> u64 {
     let seed = std::env::var(var).ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64)
     });
@@ -60,12 +60,12 @@ pub fn seed(var: &str) -> u64 {
 }
 
 /// A `usize` from the environment, or `default`.
-pub fn env_count(var: &str, default: usize) -> usize {
+pub(crate) fn env_count(var: &str, default: usize) -> usize {
     std::env::var(var).ok().and_then(|s| s.parse().ok()).unwrap_or(default)
 }
 
 /// A run to crash: its config and what it takes to complete.
-pub struct Scenario {
+pub(crate) struct Scenario {
     pub config: String,
     /// Phase names in order.
     pub phases: Vec<&'static str>,
@@ -78,12 +78,12 @@ pub struct Scenario {
 /// plan (1 iteration), develop (3), review (1); the agent's launches take turns
 /// between success, a crash (an `agent` failure) and a 529 (`environmental`), each
 /// attempt with a tool call, a file write and a cost.
-pub fn multi_phase() -> Scenario {
+pub(crate) fn multi_phase() -> Scenario {
     multi_phase_with("30ms")
 }
 
 /// [`multi_phase`] with each successful attempt's tool call taking `tool`.
-pub fn multi_phase_with(tool: &str) -> Scenario {
+pub(crate) fn multi_phase_with(tool: &str) -> Scenario {
     let ok = &r#"steps = [
   { say = "working" },
   { tool = { name = "Bash", input = { command = "make" }, result = "ok", duration = "TOOL" } },
@@ -129,7 +129,7 @@ chain = "main"
 
 /// What one look at the checkpoint found.
 #[derive(Debug, Clone)]
-pub struct Observed {
+pub(crate) struct Observed {
     pub run_id: String,
     /// (pass, phase index, iteration): where the next attempt belongs.
     pub position: (u64, u64, u64),
@@ -147,7 +147,7 @@ pub struct Observed {
 impl Observed {
     /// Panics unless nothing went backwards since `before`.
     #[track_caller]
-    pub fn not_behind(&self, before: &Observed, context: &str) {
+    pub(crate) fn not_behind(&self, before: &Observed, context: &str) {
         if self.run_id != before.run_id {
             return;
         }
@@ -169,7 +169,7 @@ impl Observed {
 
 /// Reads the checkpoint, which must parse whenever it exists.
 #[track_caller]
-pub fn observe(p: &Project, phases: &[&str]) -> Option<Observed> {
+pub(crate) fn observe(p: &Project, phases: &[&str]) -> Option<Observed> {
     let text = fs::read_to_string(p.checkpoint_path()).ok()?;
     let cp: Value =
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("the checkpoint does not parse: {e}\n{text}"));
@@ -196,7 +196,7 @@ pub fn observe(p: &Project, phases: &[&str]) -> Option<Observed> {
 }
 
 /// Live processes that carry the run's id (agents and what they started).
-pub fn processes_of_run(run_id: &str) -> Vec<i32> {
+pub(crate) fn processes_of_run(run_id: &str) -> Vec<i32> {
     let needle = format!("RALPH_RUN_ID={run_id}");
     let Ok(entries) = fs::read_dir("/proc") else { return Vec::new() };
     entries
@@ -213,7 +213,7 @@ pub fn processes_of_run(run_id: &str) -> Vec<i32> {
 /// Panics if a process of the run is still alive after a short grace (the
 /// parent-death signal is delivered asynchronously).
 #[track_caller]
-pub fn assert_no_agent_left(run_id: &str, context: &str) {
+pub(crate) fn assert_no_agent_left(run_id: &str, context: &str) {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let left = processes_of_run(run_id);
@@ -232,7 +232,7 @@ pub fn assert_no_agent_left(run_id: &str, context: &str) {
 
 /// One start of ralph in the history of a crashed run.
 #[derive(Debug)]
-pub struct Life {
+pub(crate) struct Life {
     /// Whether the harness killed it (else it ended by itself).
     pub killed: bool,
     /// The signal it was stopped with, when stopped: SIGKILL, or SIGTERM as a job
@@ -246,13 +246,13 @@ pub struct Life {
 
 /// The history of one run driven to completion through kills.
 #[derive(Debug)]
-pub struct History {
+pub(crate) struct History {
     pub lives: Vec<Life>,
     pub last: Output,
 }
 
 impl History {
-    pub fn kills(&self) -> usize {
+    pub(crate) fn kills(&self) -> usize {
         self.lives.iter().filter(|l| l.killed).count()
     }
 }
@@ -261,14 +261,20 @@ impl History {
 /// after a random delay, checks what is on disk, and starts it again, until one
 /// ralph ends by itself; at most `max_kills` kills, after which the run goes on
 /// undisturbed. Panics (with the seed printed earlier) on any broken invariant.
-pub fn crash_until_done(p: &Project, s: &Scenario, rng: &mut Rng, max_kills: usize) -> History {
+pub(crate) fn crash_until_done(p: &Project, s: &Scenario, rng: &mut Rng, max_kills: usize) -> History {
     restart_until_done(p, s, rng, max_kills, 0)
 }
 
 /// [`crash_until_done`] as a job engine does it: a share (`sigterm_percent`) of
 /// the stops are SIGTERM (an eviction: ralph stops in order and exits 143), the
 /// rest SIGKILL (a node's death); every stop is followed by a new start.
-pub fn restart_until_done(p: &Project, s: &Scenario, rng: &mut Rng, max_kills: usize, sigterm_percent: u64) -> History {
+pub(crate) fn restart_until_done(
+    p: &Project,
+    s: &Scenario,
+    rng: &mut Rng,
+    max_kills: usize,
+    sigterm_percent: u64,
+) -> History {
     let mut lives: Vec<Life> = Vec::new();
     let mut last_seen: Option<Observed> = None;
     loop {
@@ -319,14 +325,14 @@ fn stop_later(mut run: Running, delay: Duration, signal: Signal) -> (bool, Optio
 }
 
 /// Every line of the journal with its line number; lines torn by a kill are `None`.
-pub fn journal_lines(p: &Project) -> Vec<Option<Value>> {
+pub(crate) fn journal_lines(p: &Project) -> Vec<Option<Value>> {
     let text = fs::read_to_string(p.join(".agent/events.jsonl")).unwrap_or_default();
     text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str::<Value>(l).ok()).collect()
 }
 
 /// Audits a finished history: completion, exactly-once work, accounting.
 #[track_caller]
-pub fn audit(p: &Project, s: &Scenario, h: &History) {
+pub(crate) fn audit(p: &Project, s: &Scenario, h: &History) {
     h.last.expect_code(0);
     let last = observe(p, &s.phases).expect("a checkpoint");
     assert_eq!(last.status, "completed");

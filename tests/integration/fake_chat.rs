@@ -19,7 +19,7 @@ use crate::http_fake::{Conn, Fake, Head, Request, Scripted, Turn, sse_data};
 
 /// What the provider answers to one agent request.
 #[derive(Debug, Clone)]
-pub enum ChatReply {
+pub(crate) enum ChatReply {
     /// A call to OpenCode's `write` tool (`filePath` must be absolute), ending the
     /// turn with `finish_reason: "tool_calls"`.
     Write { path: String, content: String },
@@ -43,7 +43,7 @@ pub enum ChatReply {
 impl ChatReply {
     // `retry-after: 0` makes OpenCode's fixed five retries end at once.
 
-    pub fn overloaded() -> Self {
+    pub(crate) fn overloaded() -> Self {
         ChatReply::Status {
             code: 529,
             kind: "server_error",
@@ -53,7 +53,7 @@ impl ChatReply {
         }
     }
 
-    pub fn server_error() -> Self {
+    pub(crate) fn server_error() -> Self {
         ChatReply::Status {
             code: 500,
             kind: "server_error",
@@ -63,7 +63,7 @@ impl ChatReply {
         }
     }
 
-    pub fn rate_limited() -> Self {
+    pub(crate) fn rate_limited() -> Self {
         ChatReply::Status {
             code: 429,
             kind: "requests",
@@ -73,7 +73,7 @@ impl ChatReply {
         }
     }
 
-    pub fn unauthorized() -> Self {
+    pub(crate) fn unauthorized() -> Self {
         ChatReply::Status {
             code: 401,
             kind: "invalid_request_error",
@@ -87,24 +87,24 @@ impl ChatReply {
 }
 
 /// One logged request (`at`: since the provider started).
-pub type ChatRequest = Request;
+pub(crate) type ChatRequest = Request;
 
 /// The fake Chat Completions API: [`ChatReply`]s answer the agent's requests in order.
-pub type FakeChat = Fake<ChatReply>;
+pub(crate) type FakeChat = Fake<ChatReply>;
 
 impl FakeChat {
     /// The base URL an OpenAI-compatible client wants (`…/v1`).
-    pub fn base_url(&self) -> String {
+    pub(crate) fn base_url(&self) -> String {
         format!("{}/v1", self.origin())
     }
 
     /// The agent's own chat requests (with tools), in order.
-    pub fn chat_requests(&self) -> Vec<ChatRequest> {
+    pub(crate) fn chat_requests(&self) -> Vec<ChatRequest> {
         self.requests_where(|r| r.path.ends_with("/chat/completions") && !is_title(r))
     }
 
     /// The session-title requests.
-    pub fn title_requests(&self) -> Vec<ChatRequest> {
+    pub(crate) fn title_requests(&self) -> Vec<ChatRequest> {
         self.requests_where(is_title)
     }
 }

@@ -15,12 +15,12 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-pub use crate::http_fake::Request;
+pub(crate) use crate::http_fake::Request;
 use crate::http_fake::{Conn, Fake, Head, Scripted, Turn};
 
 /// What the provider answers to one content request.
 #[derive(Debug, Clone)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// A `write_file` function call (the CLI resolves a relative path against its cwd).
     Write { path: String, content: String },
     /// A call of any function by name, with its args.
@@ -37,7 +37,7 @@ pub enum Reply {
 }
 
 impl Reply {
-    pub fn overloaded() -> Self {
+    pub(crate) fn overloaded() -> Self {
         Reply::Status {
             code: 503,
             status: "UNAVAILABLE",
@@ -46,7 +46,7 @@ impl Reply {
         }
     }
 
-    pub fn server_error() -> Self {
+    pub(crate) fn server_error() -> Self {
         Reply::Status {
             code: 500,
             status: "INTERNAL",
@@ -55,7 +55,7 @@ impl Reply {
         }
     }
 
-    pub fn rate_limited(retry_delay: u32) -> Self {
+    pub(crate) fn rate_limited(retry_delay: u32) -> Self {
         Reply::Status {
             code: 429,
             status: "RESOURCE_EXHAUSTED",
@@ -64,7 +64,7 @@ impl Reply {
         }
     }
 
-    pub fn unauthorized() -> Self {
+    pub(crate) fn unauthorized() -> Self {
         Reply::Status {
             code: 401,
             status: "UNAUTHENTICATED",
@@ -76,7 +76,7 @@ impl Reply {
 
 impl Request {
     /// The names of the functions a Gemini request declares.
-    pub fn tools(&self) -> Vec<String> {
+    pub(crate) fn tools(&self) -> Vec<String> {
         self.body["tools"]
             .as_array()
             .into_iter()
@@ -88,16 +88,16 @@ impl Request {
 }
 
 /// The fake Gemini API: [`Reply`]s answer the content requests in order.
-pub type FakeGemini = Fake<Reply>;
+pub(crate) type FakeGemini = Fake<Reply>;
 
 impl FakeGemini {
     /// For `GOOGLE_GEMINI_BASE_URL`.
-    pub fn base_url(&self) -> String {
+    pub(crate) fn base_url(&self) -> String {
         self.origin()
     }
 
     /// The content requests (`generateContent`, `streamGenerateContent`).
-    pub fn content_requests(&self) -> Vec<Request> {
+    pub(crate) fn content_requests(&self) -> Vec<Request> {
         self.requests_where(|r| is_content(&r.method, &r.path))
     }
 }

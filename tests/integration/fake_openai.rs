@@ -15,12 +15,12 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-pub use crate::http_fake::Request;
+pub(crate) use crate::http_fake::Request;
 use crate::http_fake::{Conn, Fake, Head, Scripted, Turn, sse_event as sse};
 
 /// What the provider answers to one `POST /v1/responses`.
 #[derive(Debug, Clone)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// An `exec_command` function call running `cmd` (in the turn's cwd).
     Exec { cmd: String },
     /// A call of any function tool, with JSON arguments; `namespace` for a tool of a
@@ -41,7 +41,7 @@ pub enum Reply {
 }
 
 impl Reply {
-    pub fn overloaded() -> Self {
+    pub(crate) fn overloaded() -> Self {
         Reply::Status {
             code: 529,
             kind: "server_error",
@@ -51,7 +51,7 @@ impl Reply {
         }
     }
 
-    pub fn server_error() -> Self {
+    pub(crate) fn server_error() -> Self {
         Reply::Status {
             code: 500,
             kind: "server_error",
@@ -61,7 +61,7 @@ impl Reply {
         }
     }
 
-    pub fn rate_limited(retry_after: Option<u32>) -> Self {
+    pub(crate) fn rate_limited(retry_after: Option<u32>) -> Self {
         Reply::Status {
             code: 429,
             kind: "requests",
@@ -71,7 +71,7 @@ impl Reply {
         }
     }
 
-    pub fn unauthorized() -> Self {
+    pub(crate) fn unauthorized() -> Self {
         Reply::Status {
             code: 401,
             kind: "invalid_request_error",
@@ -83,22 +83,22 @@ impl Reply {
 }
 
 /// The fake Responses API: [`Reply`]s answer the `/v1/responses` requests in order.
-pub type FakeOpenAi = Fake<Reply>;
+pub(crate) type FakeOpenAi = Fake<Reply>;
 
 impl FakeOpenAi {
     /// The base URL Codex's `[model_providers.X] base_url` takes.
-    pub fn base_url(&self) -> String {
+    pub(crate) fn base_url(&self) -> String {
         format!("{}/v1", self.origin())
     }
 
     /// The `/v1/responses` requests received so far.
-    pub fn response_requests(&self) -> Vec<Request> {
+    pub(crate) fn response_requests(&self) -> Vec<Request> {
         self.requests_where(|r| r.path.starts_with("/v1/responses"))
     }
 }
 
 /// An OpenAI error body, `{"error": {message, type, param, code}}`.
-pub fn error_body(message: &str, kind: &str, code: Option<&str>) -> Value {
+pub(crate) fn error_body(message: &str, kind: &str, code: Option<&str>) -> Value {
     json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
 }
 

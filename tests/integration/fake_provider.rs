@@ -13,13 +13,13 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-pub use crate::http_fake::Request;
+pub(crate) use crate::http_fake::Request;
 use crate::http_fake::{Conn, Fake, Head, Scripted, Turn, sse_event as sse};
 
 /// What the provider answers to one model request (`POST /v1/messages`, or, for
 /// [`Reply::Status`] only, the other APIs' model paths: see [`Api`]).
 #[derive(Debug, Clone)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// A `Write` tool call (absolute path), ending the turn with `tool_use`.
     Write { path: String, content: String },
     /// A call of any tool (e.g. `mcp__ralph__declare_complete`), ending the turn
@@ -39,15 +39,15 @@ pub enum Reply {
 }
 
 impl Reply {
-    pub fn overloaded() -> Self {
+    pub(crate) fn overloaded() -> Self {
         Reply::Status { code: 529, kind: "overloaded_error", message: "Overloaded".into(), retry_after: None }
     }
 
-    pub fn server_error() -> Self {
+    pub(crate) fn server_error() -> Self {
         Reply::Status { code: 500, kind: "api_error", message: "Internal server error".into(), retry_after: None }
     }
 
-    pub fn unauthorized() -> Self {
+    pub(crate) fn unauthorized() -> Self {
         Reply::Status {
             code: 401,
             kind: "authentication_error",
@@ -57,7 +57,7 @@ impl Reply {
     }
 
     /// The same status with a `retry-after` header.
-    pub fn retry_after(self, seconds: u32) -> Self {
+    pub(crate) fn retry_after(self, seconds: u32) -> Self {
         match self {
             Reply::Status { code, kind, message, .. } => {
                 Reply::Status { code, kind, message, retry_after: Some(seconds) }
@@ -67,11 +67,11 @@ impl Reply {
     }
 
     /// Gemini's (and OpenAI's) overload status.
-    pub fn unavailable() -> Self {
+    pub(crate) fn unavailable() -> Self {
         Reply::Status { code: 503, kind: "overloaded_error", message: "Overloaded".into(), retry_after: None }
     }
 
-    pub fn rate_limited(retry_after: u32) -> Self {
+    pub(crate) fn rate_limited(retry_after: u32) -> Self {
         Reply::Status {
             code: 429,
             kind: "rate_limit_error",
@@ -82,27 +82,27 @@ impl Reply {
 }
 
 /// The fake provider: [`Reply`]s answer the model requests of every [`Api`] in order.
-pub type FakeProvider = Fake<Reply>;
+pub(crate) type FakeProvider = Fake<Reply>;
 
 impl FakeProvider {
-    pub fn base_url(&self) -> String {
+    pub(crate) fn base_url(&self) -> String {
         self.origin()
     }
 
     /// The message requests received so far.
-    pub fn message_requests(&self) -> Vec<Request> {
+    pub(crate) fn message_requests(&self) -> Vec<Request> {
         self.requests_where(|r| r.path.starts_with("/v1/messages"))
     }
 
     /// The model requests of any API received so far.
-    pub fn model_requests(&self) -> Vec<Request> {
+    pub(crate) fn model_requests(&self) -> Vec<Request> {
         self.requests_where(|r| Api::of(&r.method, &r.path).is_some())
     }
 }
 
 /// The provider API a request path belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Api {
+pub(crate) enum Api {
     /// `/v1/messages` (Claude Code).
     Anthropic,
     /// `/v1/responses` (Codex CLI).
@@ -116,7 +116,7 @@ pub enum Api {
 impl Api {
     /// The API of a model request, or `None` for side requests (token counting,
     /// telemetry, HEAD probes), which get an empty 200.
-    pub fn of(method: &str, path: &str) -> Option<Api> {
+    pub(crate) fn of(method: &str, path: &str) -> Option<Api> {
         if method != "POST" {
             return None;
         }
@@ -137,7 +137,7 @@ impl Api {
 
 /// An OpenAI error body's `(message, type, code)` for an HTTP status, in OpenAI's
 /// public wording.
-pub fn openai_error(status: u16) -> (&'static str, &'static str, Value) {
+pub(crate) fn openai_error(status: u16) -> (&'static str, &'static str, Value) {
     match status {
         401 => (
             "Incorrect API key provided: dummy-key. You can find your API key at https://platform.openai.com/account/api-keys.",
@@ -152,7 +152,7 @@ pub fn openai_error(status: u16) -> (&'static str, &'static str, Value) {
 
 /// A Gemini error body's `(message, status)` for an HTTP status, in Google's public
 /// wording.
-pub fn gemini_error(status: u16) -> (&'static str, &'static str) {
+pub(crate) fn gemini_error(status: u16) -> (&'static str, &'static str) {
     match status {
         401 => ("API key not valid. Please pass a valid API key.", "UNAUTHENTICATED"),
         429 => ("Resource has been exhausted (e.g. check quota).", "RESOURCE_EXHAUSTED"),

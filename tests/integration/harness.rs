@@ -17,13 +17,13 @@ use serde_json::Value;
 use tempfile::TempDir;
 
 /// Every run of ralph must end within this long unless a test says otherwise.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
-pub const RALPH: &str = env!("CARGO_BIN_EXE_ralph");
+pub(crate) const RALPH: &str = env!("CARGO_BIN_EXE_ralph");
 
 /// A config with fast `[retry]` and `[timeouts]` defaults for tests; `retry` and
 /// `timeouts` entries (`key = value` lines) override or add to them, `body` is the rest.
-pub fn fast(retry: &str, timeouts: &str, body: &str) -> String {
+pub(crate) fn fast(retry: &str, timeouts: &str, body: &str) -> String {
     fn table(name: &str, defaults: &[(&str, &str)], extra: &str) -> String {
         let mut entries: Vec<(String, String)> =
             defaults.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())).collect();
@@ -57,13 +57,13 @@ pub fn fast(retry: &str, timeouts: &str, body: &str) -> String {
 /// ```ignore
 /// sim_project().retry("agent_attempts = 1").sim("a", &[r#"[{ crash = "SIGSEGV" }]"#]).build()
 /// ```
-pub fn sim_project() -> SimProject {
+pub(crate) fn sim_project() -> SimProject {
     SimProject::default()
 }
 
 /// The builder of [`sim_project`]; [`SimProject::build`] writes the project.
 #[derive(Default)]
-pub struct SimProject {
+pub(crate) struct SimProject {
     retry: String,
     timeouts: String,
     general: String,
@@ -77,26 +77,26 @@ pub struct SimProject {
 
 impl SimProject {
     /// `[retry]` entries (`key = value` lines) over the fast defaults.
-    pub fn retry(mut self, entries: &str) -> Self {
+    pub(crate) fn retry(mut self, entries: &str) -> Self {
         self.retry.push_str(&format!("{entries}\n"));
         self
     }
 
     /// `[timeouts]` entries over the fast defaults.
-    pub fn timeouts(mut self, entries: &str) -> Self {
+    pub(crate) fn timeouts(mut self, entries: &str) -> Self {
         self.timeouts.push_str(&format!("{entries}\n"));
         self
     }
 
     /// `[general]` entries.
-    pub fn general(mut self, entries: &str) -> Self {
+    pub(crate) fn general(mut self, entries: &str) -> Self {
         self.general.push_str(&format!("{entries}\n"));
         self
     }
 
     /// A scripted agent: launch N runs `scripts[N]` (the last repeats), each the
     /// `steps` array of one `[[agents.NAME.script]]`.
-    pub fn sim(self, name: &str, scripts: &[&str]) -> Self {
+    pub(crate) fn sim(self, name: &str, scripts: &[&str]) -> Self {
         let mut table = String::from("kind = \"sim\"\n");
         for steps in scripts {
             table.push_str(&format!("[[agents.{name}.script]]\nsteps = {steps}\n"));
@@ -105,42 +105,42 @@ impl SimProject {
     }
 
     /// A `kind = "command"` agent running `argv` (a TOML array).
-    pub fn command(self, name: &str, argv: &str) -> Self {
+    pub(crate) fn command(self, name: &str, argv: &str) -> Self {
         self.agent(name, &format!("kind = \"command\"\ncommand = {argv}\n"))
     }
 
     /// An agent with its table's keys as written (`kind = …` first).
-    pub fn agent(mut self, name: &str, table: &str) -> Self {
+    pub(crate) fn agent(mut self, name: &str, table: &str) -> Self {
         self.agents.push((name.to_string(), table.to_string()));
         self
     }
 
     /// The chain `main`, when it is not every agent in the order added.
-    pub fn chain(mut self, agents: &[&str]) -> Self {
+    pub(crate) fn chain(mut self, agents: &[&str]) -> Self {
         self.chain = Some(agents.iter().map(|a| (*a).to_string()).collect());
         self
     }
 
     /// `[phases.develop]` entries besides its chain.
-    pub fn phase(mut self, entries: &str) -> Self {
+    pub(crate) fn phase(mut self, entries: &str) -> Self {
         self.phase.push_str(&format!("{entries}\n"));
         self
     }
 
     /// Any other tables, as written.
-    pub fn toml(mut self, text: &str) -> Self {
+    pub(crate) fn toml(mut self, text: &str) -> Self {
         self.rest.push_str(&format!("{text}\n"));
         self
     }
 
     /// Another file of the project.
-    pub fn file(mut self, rel: &str, text: &str) -> Self {
+    pub(crate) fn file(mut self, rel: &str, text: &str) -> Self {
         self.files.push((rel.to_string(), text.to_string()));
         self
     }
 
     /// The `ralph.toml` text.
-    pub fn config_text(&self) -> String {
+    pub(crate) fn config_text(&self) -> String {
         let mut body = String::new();
         if !self.general.is_empty() {
             body.push_str(&format!("[general]\n{}\n", self.general));
@@ -160,7 +160,7 @@ impl SimProject {
     }
 
     /// A [`Project`] with this `ralph.toml` and the files.
-    pub fn build(self) -> Project {
+    pub(crate) fn build(self) -> Project {
         let p = Project::new().config(&self.config_text());
         for (rel, text) in &self.files {
             p.write(rel, text);
@@ -173,17 +173,17 @@ impl SimProject {
 /// takes to start on a loaded machine (Node start-ups of 20 s were seen at a load of
 /// 17 on two cores), and inside the fakes' stalls (60 s and more), so that the stall
 /// ralph cuts is the provider's.
-pub const STREAM_STALL: &str = r#"stall = "30s""#;
+pub(crate) const STREAM_STALL: &str = r#"stall = "30s""#;
 
 /// The `[retry]` of the real-CLI stall tests: a start-up slow enough to count as a
 /// stall too must not use up the budget before the provider's stall is reached.
-pub const STREAM_STALL_RETRY: &str = "agent_attempts = 5";
+pub(crate) const STREAM_STALL_RETRY: &str = "agent_attempts = 5";
 
 /// The bound on a real-CLI stall test's run: a stall limit or two past the start.
-pub const STREAM_STALL_RUN: Duration = Duration::from_secs(180);
+pub(crate) const STREAM_STALL_RUN: Duration = Duration::from_secs(180);
 
 /// A temp directory with a `PROMPT.md`.
-pub struct Project {
+pub(crate) struct Project {
     tmp: TempDir,
     /// `XDG_STATE_HOME` of every ralph the test starts: the run registry lives here,
     /// outside the project (a git test sees no stray files) and outside the user's home.
@@ -191,38 +191,38 @@ pub struct Project {
 }
 
 impl Project {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let p = Project::bare();
         p.write("PROMPT.md", "Build the thing.\n");
         p
     }
 
     /// A project without `PROMPT.md`.
-    pub fn bare() -> Self {
+    pub(crate) fn bare() -> Self {
         let dir = || tempfile::Builder::new().prefix("ralph-it-").tempdir().expect("temp dir");
         Project { tmp: dir(), state: dir() }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.tmp.path()
     }
 
-    pub fn join(&self, rel: &str) -> PathBuf {
+    pub(crate) fn join(&self, rel: &str) -> PathBuf {
         self.tmp.path().join(rel)
     }
 
     /// Writes `ralph.toml`.
-    pub fn config(self, toml: &str) -> Self {
+    pub(crate) fn config(self, toml: &str) -> Self {
         self.write("ralph.toml", toml);
         self
     }
 
-    pub fn file(self, rel: &str, text: &str) -> Self {
+    pub(crate) fn file(self, rel: &str, text: &str) -> Self {
         self.write(rel, text);
         self
     }
 
-    pub fn write(&self, rel: &str, text: &str) {
+    pub(crate) fn write(&self, rel: &str, text: &str) {
         let path = self.join(rel);
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent).expect("create dirs");
@@ -230,20 +230,20 @@ impl Project {
         fs::write(&path, text).expect("write file");
     }
 
-    pub fn read(&self, rel: &str) -> String {
+    pub(crate) fn read(&self, rel: &str) -> String {
         fs::read_to_string(self.join(rel)).unwrap_or_else(|e| panic!("cannot read {rel}: {e}"))
     }
 
-    pub fn exists(&self, rel: &str) -> bool {
+    pub(crate) fn exists(&self, rel: &str) -> bool {
         self.join(rel).exists()
     }
 
     /// The run registry of this test's ralphs.
-    pub fn registry(&self) -> PathBuf {
+    pub(crate) fn registry(&self) -> PathBuf {
         self.state.path().join("ralph").join("runs")
     }
 
-    pub fn ralph(&self) -> Ralph {
+    pub(crate) fn ralph(&self) -> Ralph {
         Ralph {
             dir: self.path().to_path_buf(),
             state: self.state.path().to_path_buf(),
@@ -253,17 +253,17 @@ impl Project {
         }
     }
 
-    pub fn checkpoint_path(&self) -> PathBuf {
+    pub(crate) fn checkpoint_path(&self) -> PathBuf {
         self.join(".agent/checkpoint.json")
     }
 
-    pub fn checkpoint(&self) -> Value {
+    pub(crate) fn checkpoint(&self) -> Value {
         let text = fs::read_to_string(self.checkpoint_path()).expect("checkpoint exists");
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("checkpoint does not parse: {e}\n{text}"))
     }
 
     /// Every line of `.agent/events.jsonl`, parsed.
-    pub fn journal(&self) -> Vec<Value> {
+    pub(crate) fn journal(&self) -> Vec<Value> {
         let text = fs::read_to_string(self.join(".agent/events.jsonl")).unwrap_or_default();
         text.lines()
             .filter(|l| !l.trim().is_empty())
@@ -272,12 +272,12 @@ impl Project {
     }
 
     /// The journal events of one kind.
-    pub fn events(&self, kind: &str) -> Vec<Value> {
+    pub(crate) fn events(&self, kind: &str) -> Vec<Value> {
         self.journal().into_iter().filter(|e| e["kind"] == kind).collect()
     }
 
     /// File names in `.agent/`, sorted.
-    pub fn agent_dir_listing(&self) -> Vec<String> {
+    pub(crate) fn agent_dir_listing(&self) -> Vec<String> {
         let mut names: Vec<String> = fs::read_dir(self.join(".agent"))
             .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
             .unwrap_or_default();
@@ -286,7 +286,7 @@ impl Project {
     }
 
     /// Waits (bounded) until `rel` exists; panics after `timeout`.
-    pub fn wait_for_file(&self, rel: &str, timeout: Duration) {
+    pub(crate) fn wait_for_file(&self, rel: &str, timeout: Duration) {
         let path = self.join(rel);
         let deadline = Instant::now() + timeout;
         while !path.exists() {
@@ -296,7 +296,7 @@ impl Project {
     }
 
     /// Reads a pid file, waiting (bounded) for it to be written completely.
-    pub fn pid_file(&self, rel: &str) -> i32 {
+    pub(crate) fn pid_file(&self, rel: &str) -> i32 {
         self.wait_for_file(rel, DEFAULT_TIMEOUT);
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
@@ -310,7 +310,7 @@ impl Project {
 }
 
 /// A `ralph` command line in a project.
-pub struct Ralph {
+pub(crate) struct Ralph {
     dir: PathBuf,
     state: PathBuf,
     args: Vec<String>,
@@ -319,7 +319,7 @@ pub struct Ralph {
 }
 
 #[derive(Debug)]
-pub struct Output {
+pub(crate) struct Output {
     pub code: Option<i32>,
     pub signal: Option<i32>,
     pub stdout: String,
@@ -329,19 +329,19 @@ pub struct Output {
 impl Output {
     /// Panics with the captured output unless the exit code is `code`.
     #[track_caller]
-    pub fn expect_code(&self, code: i32) -> &Self {
+    pub(crate) fn expect_code(&self, code: i32) -> &Self {
         assert_eq!(self.code, Some(code), "unexpected exit\n{self}");
         self
     }
 
     #[track_caller]
-    pub fn stderr_has(&self, needle: &str) -> &Self {
+    pub(crate) fn stderr_has(&self, needle: &str) -> &Self {
         assert!(self.stderr.contains(needle), "stderr lacks {needle:?}\n{self}");
         self
     }
 
     #[track_caller]
-    pub fn stdout_has(&self, needle: &str) -> &Self {
+    pub(crate) fn stdout_has(&self, needle: &str) -> &Self {
         assert!(self.stdout.contains(needle), "stdout lacks {needle:?}\n{self}");
         self
     }
@@ -358,7 +358,7 @@ impl std::fmt::Display for Output {
 }
 
 impl Ralph {
-    pub fn args<I, S>(mut self, args: I) -> Self
+    pub(crate) fn args<I, S>(mut self, args: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
@@ -367,18 +367,18 @@ impl Ralph {
         self
     }
 
-    pub fn env(mut self, key: &str, value: impl Into<String>) -> Self {
+    pub(crate) fn env(mut self, key: &str, value: impl Into<String>) -> Self {
         self.env.push((key.to_string(), value.into()));
         self
     }
 
     /// Runs in `dir` instead of the project directory.
-    pub fn current_dir(mut self, dir: &Path) -> Self {
+    pub(crate) fn current_dir(mut self, dir: &Path) -> Self {
         self.dir = dir.to_path_buf();
         self
     }
 
-    pub fn timeout(mut self, timeout: Duration) -> Self {
+    pub(crate) fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
     }
@@ -401,13 +401,13 @@ impl Ralph {
     }
 
     /// Runs to the end (bounded by the timeout).
-    pub fn run(self) -> Output {
+    pub(crate) fn run(self) -> Output {
         let timeout = self.timeout;
         self.spawn().wait(timeout)
     }
 
     /// Starts ralph and returns at once.
-    pub fn spawn(self) -> Running {
+    pub(crate) fn spawn(self) -> Running {
         let mut child = self.command().spawn().expect("spawn ralph");
         let stdout = reader(child.stdout.take().expect("stdout"));
         let stderr = reader(child.stderr.take().expect("stderr"));
@@ -424,7 +424,7 @@ fn reader(mut r: impl Read + Send + 'static) -> JoinHandle<String> {
 }
 
 /// A ralph that is running.
-pub struct Running {
+pub(crate) struct Running {
     child: Child,
     stdout: Option<JoinHandle<String>>,
     stderr: Option<JoinHandle<String>>,
@@ -432,21 +432,21 @@ pub struct Running {
 }
 
 impl Running {
-    pub fn pid(&self) -> i32 {
+    pub(crate) fn pid(&self) -> i32 {
         self.child.id() as i32
     }
 
-    pub fn signal(&self, signal: Signal) {
+    pub(crate) fn signal(&self, signal: Signal) {
         kill(Pid::from_raw(self.pid()), signal).expect("signal ralph");
     }
 
     /// Whether ralph has exited (without reaping output).
-    pub fn exited(&mut self) -> bool {
+    pub(crate) fn exited(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(Some(_)))
     }
 
     /// Waits for the exit; on timeout kills ralph's group and panics with the output.
-    pub fn wait(mut self, timeout: Duration) -> Output {
+    pub(crate) fn wait(mut self, timeout: Duration) -> Output {
         let deadline = Instant::now() + timeout;
         let status = loop {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
@@ -464,7 +464,7 @@ impl Running {
     }
 
     /// Waits with the default timeout.
-    pub fn finish(self) -> Output {
+    pub(crate) fn finish(self) -> Output {
         let timeout = self.timeout;
         self.wait(timeout)
     }
@@ -499,7 +499,7 @@ impl Drop for Running {
 }
 
 /// Whether `pid` is a live process (a zombie counts as dead).
-pub fn alive(pid: i32) -> bool {
+pub(crate) fn alive(pid: i32) -> bool {
     match fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => {
             // "pid (comm) S ...": the state follows the last ')'.
@@ -511,7 +511,7 @@ pub fn alive(pid: i32) -> bool {
 }
 
 /// Waits (bounded) for `pid` to be gone; returns whether it is.
-pub fn gone_within(pid: i32, timeout: Duration) -> bool {
+pub(crate) fn gone_within(pid: i32, timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
     loop {
         if !alive(pid) {
@@ -525,14 +525,14 @@ pub fn gone_within(pid: i32, timeout: Duration) -> bool {
 }
 
 /// Kills a leftover process so a failing test does not leak it.
-pub fn cleanup(pid: i32) {
+pub(crate) fn cleanup(pid: i32) {
     if alive(pid) {
         let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
     }
 }
 
 /// Counts journal events of `kind` whose `field` equals `value`.
-pub fn count(events: &[Value], kind: &str, field: &str, value: &Value) -> usize {
+pub(crate) fn count(events: &[Value], kind: &str, field: &str, value: &Value) -> usize {
     events.iter().filter(|e| e["kind"] == kind && &e[field] == value).count()
 }
 
@@ -553,17 +553,17 @@ impl Project {
     }
 
     /// The prompt attempt `n` was given (`attempt-NNNN-*.prompt.md`).
-    pub fn prompt_of(&self, n: u32) -> String {
+    pub(crate) fn prompt_of(&self, n: u32) -> String {
         self.attempt_file(n, ".prompt.md")
     }
 
     /// The raw output of attempt `n` (`attempt-NNNN-*.log`).
-    pub fn attempt_log(&self, n: u32) -> String {
+    pub(crate) fn attempt_log(&self, n: u32) -> String {
         self.attempt_file(n, ".log")
     }
 
     /// ralph's own logs (`.agent/logs/*/ralph.log`), concatenated.
-    pub fn ralph_log(&self) -> String {
+    pub(crate) fn ralph_log(&self) -> String {
         let mut text = String::new();
         if let Ok(rd) = fs::read_dir(self.join(".agent/logs")) {
             for entry in rd.flatten() {
@@ -575,7 +575,7 @@ impl Project {
 
     /// Waits (bounded) for the first journal event of `kind`, and returns it. A line
     /// being written (not yet whole) is passed over until it is.
-    pub fn wait_for_event(&self, kind: &str, timeout: Duration) -> Value {
+    pub(crate) fn wait_for_event(&self, kind: &str, timeout: Duration) -> Value {
         let deadline = Instant::now() + timeout;
         loop {
             let text = fs::read_to_string(self.join(".agent/events.jsonl")).unwrap_or_default();
@@ -589,7 +589,7 @@ impl Project {
     }
 
     /// Waits (bounded) until the checkpoint on disk satisfies `ok`.
-    pub fn wait_for_checkpoint(&self, ok: impl Fn(&Value) -> bool, timeout: Duration) {
+    pub(crate) fn wait_for_checkpoint(&self, ok: impl Fn(&Value) -> bool, timeout: Duration) {
         let deadline = Instant::now() + timeout;
         loop {
             // Written atomically: whatever is there parses.
@@ -604,7 +604,7 @@ impl Project {
     }
 
     /// Waits (bounded) until ralph's log contains `needle`.
-    pub fn wait_for_log(&self, needle: &str, timeout: Duration) {
+    pub(crate) fn wait_for_log(&self, needle: &str, timeout: Duration) {
         let deadline = Instant::now() + timeout;
         while !self.ralph_log().contains(needle) {
             assert!(Instant::now() < deadline, "ralph.log lacks {needle:?} after {timeout:?}:\n{}", self.ralph_log());
@@ -615,7 +615,7 @@ impl Project {
 
 /// A goal longer than one command-line argument may be (128 KiB on Linux), starting
 /// with a dash (never to be read as an option) and ending with `marker`.
-pub fn long_goal(marker: &str) -> String {
+pub(crate) fn long_goal(marker: &str) -> String {
     let mut goal = String::from("-- Build the frobnicator.\n");
     while goal.len() < 200 * 1024 {
         goal.push_str("Every requirement of the frobnicator is spelled out here at length.\n");

@@ -19,7 +19,7 @@ use serde_json::Value;
 
 /// One request, as parsed and logged.
 #[derive(Debug, Clone)]
-pub struct Request {
+pub(crate) struct Request {
     pub method: String,
     /// With the query string.
     pub path: String,
@@ -31,14 +31,14 @@ pub struct Request {
 }
 
 impl Request {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 }
 
 /// A fake's reply type: which requests it scripts and how its API puts a reply on
 /// the wire.
-pub trait Scripted: Clone + Send + 'static {
+pub(crate) trait Scripted: Clone + Send + 'static {
     /// Whether `request` takes the next reply of the script (the others are side
     /// requests, answered with `None`).
     fn scripted(request: &Request) -> bool;
@@ -51,7 +51,7 @@ pub trait Scripted: Clone + Send + 'static {
 
 /// Where a request stands, counted from 1 with itself included.
 #[derive(Debug, Clone, Copy)]
-pub struct Turn {
+pub(crate) struct Turn {
     /// Among all the requests.
     pub request: u32,
     /// Among the scripted requests.
@@ -81,14 +81,14 @@ impl<R: Scripted> State<R> {
 
 /// A fake provider on 127.0.0.1 answering with a script of `R`s. One instance per
 /// test, so parallel tests share nothing; every request is logged.
-pub struct Fake<R> {
+pub(crate) struct Fake<R> {
     pub port: u16,
     state: Arc<Mutex<State<R>>>,
 }
 
 impl<R: Scripted> Fake<R> {
     /// Starts the fake; `script` answers the scripted requests in order.
-    pub fn start(script: Vec<R>) -> Self {
+    pub(crate) fn start(script: Vec<R>) -> Self {
         let state = Arc::new(Mutex::new(State { script: script.into(), fallback: None, log: Vec::new(), scripted: 0 }));
         let shared = Arc::clone(&state);
         let port = listen(move |request, conn| {
@@ -101,35 +101,35 @@ impl<R: Scripted> Fake<R> {
 
 impl<R: Clone> Fake<R> {
     /// Appends replies to the script.
-    pub fn then(&self, replies: Vec<R>) {
+    pub(crate) fn then(&self, replies: Vec<R>) {
         self.state.lock().expect("lock").script.extend(replies);
     }
 
     /// What to answer once the script is used up (default: a 500).
-    pub fn fallback(self, reply: R) -> Self {
+    pub(crate) fn fallback(self, reply: R) -> Self {
         self.state.lock().expect("lock").fallback = Some(reply);
         self
     }
 
     /// Every request received so far.
-    pub fn requests(&self) -> Vec<Request> {
+    pub(crate) fn requests(&self) -> Vec<Request> {
         self.state.lock().expect("lock").log.clone()
     }
 
     /// The requests received so far that `keep` keeps.
-    pub fn requests_where(&self, keep: impl Fn(&Request) -> bool) -> Vec<Request> {
+    pub(crate) fn requests_where(&self, keep: impl Fn(&Request) -> bool) -> Vec<Request> {
         self.state.lock().expect("lock").log.iter().filter(|r| keep(r)).cloned().collect()
     }
 
     /// `http://127.0.0.1:PORT`.
-    pub fn origin(&self) -> String {
+    pub(crate) fn origin(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 }
 
 /// Serves 127.0.0.1 on a free port (returned), a thread per connection: `handle`
 /// answers each request and says whether the connection may serve another.
-pub fn listen(handle: impl Fn(Request, &mut Conn) -> bool + Send + Sync + 'static) -> u16 {
+pub(crate) fn listen(handle: impl Fn(Request, &mut Conn) -> bool + Send + Sync + 'static) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake provider");
     let port = listener.local_addr().expect("local addr").port();
     let started = Instant::now();
@@ -202,20 +202,20 @@ fn read_chunked(reader: &mut BufReader<TcpStream>) -> Option<Vec<u8>> {
 }
 
 /// A response's status line and headers, in the order they are added.
-pub struct Head(String);
+pub(crate) struct Head(String);
 
 impl Head {
-    pub fn new(code: u16, reason: &str) -> Self {
+    pub(crate) fn new(code: u16, reason: &str) -> Self {
         Head(format!("HTTP/1.1 {code} {reason}\r\n"))
     }
 
-    pub fn header(mut self, name: &str, value: impl Display) -> Self {
+    pub(crate) fn header(mut self, name: &str, value: impl Display) -> Self {
         let _ = write!(self.0, "{name}: {value}\r\n");
         self
     }
 
     /// A `retry-after` header, if `seconds` is given.
-    pub fn retry_after(self, seconds: Option<u32>) -> Self {
+    pub(crate) fn retry_after(self, seconds: Option<u32>) -> Self {
         match seconds {
             Some(s) => self.header("retry-after", s),
             None => self,
@@ -223,50 +223,50 @@ impl Head {
     }
 
     /// `connection: close`: the body ends with the connection.
-    pub fn close(self) -> Self {
+    pub(crate) fn close(self) -> Self {
         self.header("connection", "close")
     }
 
     /// The head of an SSE stream that ends with the connection.
-    pub fn sse() -> Self {
+    pub(crate) fn sse() -> Self {
         Head::new(200, "OK").header("content-type", "text/event-stream").header("cache-control", "no-cache").close()
     }
 
     /// The head with the blank line that ends it.
-    pub fn end(self) -> String {
+    pub(crate) fn end(self) -> String {
         self.0 + "\r\n"
     }
 }
 
 /// One named SSE event.
-pub fn sse_event(event: &str, data: &Value) -> String {
+pub(crate) fn sse_event(event: &str, data: &Value) -> String {
     format!("event: {event}\ndata: {data}\n\n")
 }
 
 /// One SSE event of data alone.
-pub fn sse_data(data: impl Display) -> String {
+pub(crate) fn sse_data(data: impl Display) -> String {
     format!("data: {data}\n\n")
 }
 
 /// The connection a request came on, for its answer.
-pub struct Conn {
+pub(crate) struct Conn {
     stream: TcpStream,
 }
 
 impl Conn {
     /// Writes `bytes`; whether they went out.
-    pub fn write(&mut self, bytes: impl AsRef<[u8]>) -> bool {
+    pub(crate) fn write(&mut self, bytes: impl AsRef<[u8]>) -> bool {
         self.stream.write_all(bytes.as_ref()).is_ok()
     }
 
     /// `head`, then `body` (two writes).
-    pub fn send(&mut self, head: Head, body: &str) -> bool {
+    pub(crate) fn send(&mut self, head: Head, body: &str) -> bool {
         self.write(head.end()) && self.write(body)
     }
 
     /// A complete JSON answer: `content-type: application/json`, its length,
     /// `retry-after` if given, and `connection: close`.
-    pub fn json(&mut self, code: u16, reason: &str, body: &Value, retry_after: Option<u32>) -> bool {
+    pub(crate) fn json(&mut self, code: u16, reason: &str, body: &Value, retry_after: Option<u32>) -> bool {
         let body = body.to_string();
         let head = Head::new(code, reason)
             .header("content-type", "application/json")
@@ -277,22 +277,22 @@ impl Conn {
     }
 
     /// An answer without a body, closing the connection.
-    pub fn empty(&mut self, code: u16, reason: &str) -> bool {
+    pub(crate) fn empty(&mut self, code: u16, reason: &str) -> bool {
         self.write(Head::new(code, reason).header("content-length", 0).close().end())
     }
 
-    pub fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         let _ = self.stream.flush();
     }
 
     /// Silence for `time`, the connection left open.
-    pub fn stall(&mut self, time: Duration) {
+    pub(crate) fn stall(&mut self, time: Duration) {
         thread::sleep(time);
     }
 
     /// Silence until the client closes the connection, or for `limit` if it sends
     /// nothing.
-    pub fn stall_until_closed(&mut self, limit: Duration) {
+    pub(crate) fn stall_until_closed(&mut self, limit: Duration) {
         let _ = self.stream.set_read_timeout(Some(limit));
         let mut sink = [0u8; 256];
         while matches!(self.stream.read(&mut sink), Ok(n) if n > 0) {}
@@ -300,7 +300,7 @@ impl Conn {
 
     /// Makes the connection's close a reset: with SO_LINGER 0, closing sends RST
     /// (the answer must then end the connection).
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         let reset = nix::libc::linger { l_onoff: 1, l_linger: 0 };
         let _ = nix::sys::socket::setsockopt(&self.stream, nix::sys::socket::sockopt::Linger, &reset);
         let _ = self.stream.shutdown(Shutdown::Read);

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 /// The pinned CLI `name`, if installed.
-pub fn find(name: &str) -> Option<PathBuf> {
+pub(crate) fn find(name: &str) -> Option<PathBuf> {
     let versions = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/agents/versions.txt");
     let text = std::fs::read_to_string(versions).expect("tests/agents/versions.txt");
     let version = text
@@ -31,7 +31,7 @@ pub fn find(name: &str) -> Option<PathBuf> {
 }
 
 /// The venv python with the pinned MCP Python SDK, if installed.
-pub fn python_mcp() -> Option<PathBuf> {
+pub(crate) fn python_mcp() -> Option<PathBuf> {
     let reqs = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/agents/python-requirements.txt");
     let text = std::fs::read_to_string(reqs).expect("tests/agents/python-requirements.txt");
     let version = text.lines().find_map(|l| l.strip_prefix("mcp==")).expect("mcp is pinned").trim().to_string();

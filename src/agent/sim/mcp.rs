@@ -9,10 +9,10 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use serde_json::{Value, json};
 
 /// The protocol revision the scripted client asks for.
-pub const PROTOCOL: &str = "2025-06-18";
+pub(super) const PROTOCOL: &str = "2025-06-18";
 
 /// The tool's result text and whether it was an error (a tool error or an MCP error).
-pub fn call(tool: &str, arguments: &Value, kill: bool) -> io::Result<(String, bool)> {
+pub(super) fn call(tool: &str, arguments: &Value, kill: bool) -> io::Result<(String, bool)> {
     let exe = std::env::current_exe()?;
     let mut child =
         Command::new(exe).arg("mcp").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn()?;

@@ -8,7 +8,7 @@
 
 mod mcp;
 mod os;
-pub mod wire;
+pub(crate) mod wire;
 
 use std::fs;
 use std::io::{self, Write};
@@ -22,7 +22,7 @@ use crate::config::{SimStep, SimUsage};
 
 /// One launch of the scripted agent.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct SimArgs {
+pub(crate) struct SimArgs {
     /// The session to resume; reported back unchanged, like `claude --resume ID`.
     pub session: Option<String>,
     /// The agent's name in `ralph.toml`; part of the fresh session id.
@@ -36,13 +36,13 @@ pub struct SimArgs {
 
 /// The session id a fresh (non-resumed) launch reports. Deterministic so tests can
 /// predict it and check that a resume passes it back.
-pub fn fresh_session_id(agent: &str, launch: u32) -> String {
+pub(crate) fn fresh_session_id(agent: &str, launch: u32) -> String {
     format!("sim-{agent}-{launch}")
 }
 
 /// Runs the script in the current directory on the real stdout/stderr and returns the
 /// exit code; the caller passes it to `std::process::exit`. `crash` steps never return.
-pub fn run(args: SimArgs) -> i32 {
+pub(crate) fn run(args: SimArgs) -> i32 {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let stdout = io::stdout();
     let stderr = io::stderr();
@@ -52,7 +52,7 @@ pub fn run(args: SimArgs) -> i32 {
 /// [`run`] with an explicit workspace and writers, so tests can capture the stream
 /// (without changing the test process's cwd). Relative paths in steps resolve
 /// against `cwd`.
-pub fn run_to(args: SimArgs, cwd: &Path, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+pub(crate) fn run_to(args: SimArgs, cwd: &Path, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let session = args.session.clone().unwrap_or_else(|| fresh_session_id(&args.agent, args.launch));
     let mut sim = Sim {
         out,

@@ -14,7 +14,7 @@ use std::time::Duration;
 use nix::sys::signal::{self, SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal};
 
 /// "SIGSEGV", "sigsegv", "SEGV" and "segv" all name the same signal.
-pub fn parse_signal(name: &str) -> Option<Signal> {
+pub(super) fn parse_signal(name: &str) -> Option<Signal> {
     let upper = name.trim().to_ascii_uppercase();
     let full = if upper.starts_with("SIG") { upper } else { format!("SIG{upper}") };
     full.parse().ok()
@@ -22,7 +22,7 @@ pub fn parse_signal(name: &str) -> Option<Signal> {
 
 /// Dies by `name` (SIGSEGV when empty or unknown), so the parent sees
 /// `ExitStatus::signal()`. Never returns.
-pub fn crash(name: &str) -> ! {
+pub(super) fn crash(name: &str) -> ! {
     let sig = if name.trim().is_empty() { Signal::SIGSEGV } else { parse_signal(name).unwrap_or(Signal::SIGSEGV) };
     // The Rust runtime installs a SIGSEGV/SIGBUS handler for stack-overflow reports
     // that swallows a raised (non-fault) SIGSEGV, and an earlier `ignore` step may have
@@ -44,7 +44,7 @@ pub fn crash(name: &str) -> ! {
 /// Sets each named signal to SIG_IGN; returns one message per name it could not ignore.
 /// The disposition is inherited by children spawned afterwards (a later `grandchild`
 /// ignores them too), which is what a stubborn real agent tree looks like.
-pub fn ignore(names: &[String]) -> Vec<String> {
+pub(super) fn ignore(names: &[String]) -> Vec<String> {
     let mut problems = Vec::new();
     for name in names {
         let Some(sig) = parse_signal(name) else {
@@ -60,14 +60,14 @@ pub fn ignore(names: &[String]) -> Vec<String> {
 }
 
 /// Never returns on its own; only a signal ends it.
-pub fn hang() -> ! {
+pub(super) fn hang() -> ! {
     loop {
         thread::sleep(Duration::from_secs(3600));
     }
 }
 
 /// Writes `pid` to `path`, creating parent directories.
-pub fn write_pidfile(path: &Path, pid: u32) -> io::Result<()> {
+pub(super) fn write_pidfile(path: &Path, pid: u32) -> io::Result<()> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs::create_dir_all(parent)?;
     }
@@ -78,7 +78,7 @@ pub fn write_pidfile(path: &Path, pid: u32) -> io::Result<()> {
 /// with no handle on our stdout/stderr (so its survival cannot hold the parent's pipe
 /// open), and returns its pid. Signal dispositions are inherited: SIGINT/SIGTERM stay
 /// at their default unless an earlier `ignore` step changed them.
-pub fn spawn_grandchild(cwd: &Path, lives: Duration) -> io::Result<u32> {
+pub(super) fn spawn_grandchild(cwd: &Path, lives: Duration) -> io::Result<u32> {
     let mut child = Command::new("sleep")
         .arg(format!("{:.3}", lives.as_secs_f64()))
         .current_dir(cwd)

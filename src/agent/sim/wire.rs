@@ -5,9 +5,9 @@
 use serde_json::{Value, json};
 
 /// The tools the sim claims to have, mirroring Claude Code's core set.
-pub const TOOLS: &[&str] = &["Bash", "Edit", "Glob", "Grep", "Read", "Write"];
+pub(crate) const TOOLS: &[&str] = &["Bash", "Edit", "Glob", "Grep", "Read", "Write"];
 
-pub fn init(session_id: &str, cwd: &str) -> Value {
+pub(crate) fn init(session_id: &str, cwd: &str) -> Value {
     json!({
         "type": "system",
         "subtype": "init",
@@ -40,19 +40,19 @@ fn assistant(session_id: &str, msg_id: &str, block: Value) -> Value {
     })
 }
 
-pub fn text(session_id: &str, msg_id: &str, text: &str) -> Value {
+pub(crate) fn text(session_id: &str, msg_id: &str, text: &str) -> Value {
     assistant(session_id, msg_id, json!({"type": "text", "text": text}))
 }
 
-pub fn thinking(session_id: &str, msg_id: &str, text: &str) -> Value {
+pub(crate) fn thinking(session_id: &str, msg_id: &str, text: &str) -> Value {
     assistant(session_id, msg_id, json!({"type": "thinking", "thinking": text, "signature": ""}))
 }
 
-pub fn tool_use(session_id: &str, msg_id: &str, tool_id: &str, name: &str, input: &Value) -> Value {
+pub(crate) fn tool_use(session_id: &str, msg_id: &str, tool_id: &str, name: &str, input: &Value) -> Value {
     assistant(session_id, msg_id, json!({"type": "tool_use", "id": tool_id, "name": name, "input": input}))
 }
 
-pub fn tool_result(session_id: &str, tool_id: &str, output: &str, is_error: bool) -> Value {
+pub(crate) fn tool_result(session_id: &str, tool_id: &str, output: &str, is_error: bool) -> Value {
     json!({
         "type": "user",
         "message": {
@@ -69,7 +69,7 @@ pub fn tool_result(session_id: &str, tool_id: &str, output: &str, is_error: bool
     })
 }
 
-pub fn rate_limit(session_id: &str, resets_at: i64) -> Value {
+pub(crate) fn rate_limit(session_id: &str, resets_at: i64) -> Value {
     json!({
         "type": "rate_limit_event",
         "rate_limit_info": {
@@ -84,7 +84,7 @@ pub fn rate_limit(session_id: &str, resets_at: i64) -> Value {
 
 /// The fields of a final `result` line.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Outcome<'a> {
+pub(crate) struct Outcome<'a> {
     pub session_id: &'a str,
     pub is_error: bool,
     pub text: &'a str,
@@ -96,7 +96,7 @@ pub struct Outcome<'a> {
     pub cost_usd: f64,
 }
 
-pub fn result(o: &Outcome<'_>) -> Value {
+pub(crate) fn result(o: &Outcome<'_>) -> Value {
     json!({
         "type": "result",
         // Claude Code reports API errors as `success` with `is_error: true`; the sim
@@ -122,7 +122,7 @@ pub fn result(o: &Outcome<'_>) -> Value {
 
 /// The HTTP status an error text names ("API Error: 529 Overloaded", "Request
 /// rejected (429)"), as Claude Code reports it in `api_error_status`.
-pub fn status_in_text(text: &str) -> Option<u16> {
+pub(crate) fn status_in_text(text: &str) -> Option<u16> {
     text.split(|c: char| !c.is_ascii_digit())
         .filter(|tok| tok.len() == 3)
         .filter_map(|tok| tok.parse::<u16>().ok())
