@@ -27,18 +27,8 @@ pub(crate) struct Preview {
 }
 
 pub(crate) fn main(dir: &Path, config_path: Option<&Path>) -> Result<i32, RalphError> {
-    let path = crate::run::config_file::find(dir, config_path)?;
-    let loaded = crate::run::config_file::load(&path)?;
+    let (loaded, goal, templates) = crate::run::setup::read_config_and_goal(dir, config_path)?;
     let prompt_path = dir.join(&loaded.config.general.prompt);
-    let goal = std::fs::read_to_string(&prompt_path).map_err(|source| RalphError::Prompt {
-        path: prompt_path.clone(),
-        config: path.clone(),
-        source,
-    })?;
-    if let Some(problem) = crate::workflow::goal::check(&goal) {
-        return Err(RalphError::Goal { path: prompt_path, problem });
-    }
-    let templates = crate::run::setup::load_templates(dir, &loaded)?;
     let previews = previews(dir, &loaded, &goal, &templates);
     print!("{}", render(&loaded.path, &prompt_path, &previews));
     print!("\n{}", crate::run::git_step::preview(dir, &loaded));

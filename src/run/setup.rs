@@ -137,7 +137,27 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
 /// The config, the goal and the phases' templates, checked (an unknown `--from`
 /// phase and every agent the chains may reach among them) before anything is touched.
 fn read_inputs(dir: &Path, options: &Options) -> Result<(Loaded, String, Vec<String>), RalphError> {
-    let path = super::config_file::find(dir, options.config.as_deref())?;
+    let (loaded, goal, templates) = read_config_and_goal(dir, options.config.as_deref())?;
+    if let Some(name) = options.from.as_deref() {
+        // An unknown phase is a usage error before anything is touched.
+        advance::start_at(&loaded.phases, loaded.repeat, name, |_| false).map_err(|e| from_error(&e, &loaded.path))?;
+    }
+    // Every agent the chains may reach, checked now rather than when the chain
+    // gets there in the middle of the night.
+    let problems = crate::agent::preflight::check_used(&loaded, dir);
+    if !problems.is_empty() {
+        return Err(RalphError::Preflight(problems));
+    }
+    Ok((loaded, goal, templates))
+}
+
+/// The config, the goal in the prompt file (checked) and the phases' templates: what
+/// a run and `--dry-run` both start from.
+pub(crate) fn read_config_and_goal(
+    dir: &Path,
+    config: Option<&Path>,
+) -> Result<(Loaded, String, Vec<String>), RalphError> {
+    let path = super::config_file::find(dir, config)?;
     let loaded = super::config_file::load(&path)?;
     let prompt_path = dir.join(&loaded.config.general.prompt);
     let goal = std::fs::read_to_string(&prompt_path).map_err(|source| RalphError::Prompt {
@@ -149,16 +169,6 @@ fn read_inputs(dir: &Path, options: &Options) -> Result<(Loaded, String, Vec<Str
         return Err(RalphError::Goal { path: prompt_path, problem });
     }
     let templates = load_templates(dir, &loaded)?;
-    if let Some(name) = options.from.as_deref() {
-        // An unknown phase is a usage error before anything is touched.
-        advance::start_at(&loaded.phases, loaded.repeat, name, |_| false).map_err(|e| from_error(&e, &path))?;
-    }
-    // Every agent the chains may reach, checked now rather than when the chain
-    // gets there in the middle of the night.
-    let problems = crate::agent::preflight::check_used(&loaded, dir);
-    if !problems.is_empty() {
-        return Err(RalphError::Preflight(problems));
-    }
     Ok((loaded, goal, templates))
 }
 
