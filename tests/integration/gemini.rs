@@ -164,7 +164,10 @@ fn a_stream_reset_mid_response_is_not_done_though_gemini_exits_0() {
 
 #[test]
 fn a_prompt_longer_than_an_argument_reaches_gemini_on_stdin() {
-    let provider = FakeGemini::start(vec![Reply::Text("Read it all.\n\n<promise>DONE</promise>".into())]);
+    // Every content request gets the answer: a side request of the CLI (a retry of a
+    // slow first turn on a loaded machine) must not take the one scripted reply.
+    let provider =
+        FakeGemini::start(Vec::new()).fallback(Reply::Text("Read it all.\n\n<promise>DONE</promise>".into()));
     let Some(p) = project(&provider, "", "") else { return };
     p.write("PROMPT.md", &crate::harness::long_goal("END-OF-GOAL-7731"));
     p.ralph().timeout(RUN_LIMIT).run().expect_code(0);
