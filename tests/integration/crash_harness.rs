@@ -176,7 +176,7 @@ pub fn observe(p: &Project, phases: &[&str]) -> Option<Observed> {
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("the checkpoint does not parse: {e}\n{text}"));
     // A kill between the journal's snapshot and the rename leaves the newer save in
     // the journal; the next ralph resumes from it (`state::format::read_newest`).
-    let snapshot = journal_lines(p).into_iter().flatten().filter(|e| e["kind"] == "checkpoint").last();
+    let snapshot = journal_lines(p).into_iter().flatten().rfind(|e| e["kind"] == "checkpoint");
     let snapshot = snapshot.map(|e| e["checkpoint"].clone());
     let cp = match snapshot {
         Some(s) if s["run_id"] == file["run_id"] && s["seq"].as_u64() > file["seq"].as_u64() => s,

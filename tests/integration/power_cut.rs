@@ -45,7 +45,7 @@ fn last_synced(sync_log: &str, journal: &str) -> u64 {
         .filter_map(|l| l.split_once('\t'))
         .filter(|(path, _)| path.ends_with(journal))
         .filter_map(|(_, len)| len.parse().ok())
-        .last()
+        .next_back()
         .unwrap_or_else(|| panic!("no sync of {journal} recorded:\n{sync_log}"))
 }
 
