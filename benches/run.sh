@@ -220,6 +220,7 @@ done
 crash_config='[retry]
 backoff_base = "1ms"
 backoff_max = "1ms"
+agent_backoff_base = "1ms"
 [agents.c]
 kind = "sim"
 [[agents.c.script]]
