@@ -93,8 +93,9 @@ ws=$(workspace "$(quick_config $CALLS)")
 (cd "$ws" && strace -f -c -o "$WORK/strace-calls" "$RALPH" -q </dev/null >/dev/null 2>&1) || true
 syncs=$(awk '$NF ~ /^(fsync|fdatasync|sync_file_range)$/ {n += $4} END {print n + 0}' "$WORK/strace-calls")
 renames=$(awk '$NF ~ /^rename/ {n += $4} END {print n + 0}' "$WORK/strace-calls")
+opens=$(awk '$NF == "openat" {n += $4} END {print n + 0}' "$WORK/strace-calls")
 report "  fsyncs / renames in a 100-call run (strace -c -f)" "$syncs / $renames" "-" \
-    "$(awk -v s="$syncs" 'BEGIN {printf "%.1f fsyncs per call", s / 100}')"
+    "$(awk -v s="$syncs" -v o="$opens" 'BEGIN {printf "%.1f fsyncs, %.0f openat per call (the agent'"'"'s too)", s / 100, o / 100}')"
 
 if [[ ${VALGRIND:-1} != 0 ]] && have valgrind; then
     ws=$(workspace "$(quick_config $CALLS)")
@@ -219,6 +220,7 @@ done
 crash_config='[retry]
 backoff_base = "1ms"
 backoff_max = "1ms"
+agent_backoff_base = "1ms"
 [agents.c]
 kind = "sim"
 [[agents.c.script]]

@@ -1,6 +1,7 @@
 //! The Linux-specific calls, in one place: `prctl` (the subreaper, the parent-death
-//! signal), the `/proc` file system, the kernel's boot id, signalling a process
-//! group, and a socket peer's credentials. Everything else reaches the operating system through portable APIs; a
+//! signal), the `/proc` file system and its clock, the kernel's boot id, signalling
+//! a process group, and a socket peer's credentials. Everything else reaches the
+//! operating system through portable APIs; a
 //! port to another system starts here. A test below fails when one of these calls
 //! appears anywhere else in `src/`.
 
@@ -17,6 +18,11 @@ pub(crate) fn proc_root() -> &'static Path {
 /// Makes ralph the reaper of its descendants' orphans; false when the kernel refuses.
 pub(crate) fn become_subreaper() -> bool {
     nix::sys::prctl::set_child_subreaper(true).is_ok()
+}
+
+/// Whether ralph is the reaper of its descendants' orphans now.
+pub(crate) fn is_subreaper() -> bool {
+    nix::sys::prctl::get_child_subreaper().unwrap_or(false)
 }
 
 /// Has the calling process killed when its parent dies. Async-signal-safe (one
@@ -46,6 +52,21 @@ pub(crate) fn boot_id() -> String {
     let path = std::env::var_os("RALPH_BOOT_ID_FILE")
         .map_or_else(|| PathBuf::from("/proc/sys/kernel/random/boot_id"), PathBuf::from);
     std::fs::read_to_string(path).map(|s| s.trim().to_owned()).unwrap_or_default()
+}
+
+/// Clock ticks since boot now: the unit and the clock of a process's start time in
+/// `/proc/PID/stat` (both count the time suspended). `None` when unknown.
+pub(crate) fn ticks_since_boot() -> Option<u64> {
+    let uptime = std::fs::read_to_string(proc_root().join("uptime")).ok()?;
+    let secs: f64 = uptime.split_whitespace().next()?.parse().ok()?;
+    Some((secs * ticks_per_second()? as f64) as u64)
+}
+
+/// The kernel's clock ticks per second (`USER_HZ`), the unit of `/proc` times.
+pub(crate) fn ticks_per_second() -> Option<u64> {
+    // SAFETY: sysconf reads a constant; it has no preconditions.
+    let ticks = unsafe { nix::libc::sysconf(nix::libc::_SC_CLK_TCK) };
+    u64::try_from(ticks).ok().filter(|t| *t > 0)
 }
 
 #[cfg(test)]

@@ -15,7 +15,8 @@ use crate::state::redact::{redact, redact_json};
 /// same reader and the same refusals as `--resume`, so the two always agree.
 pub(crate) fn read(dir: &Path) -> Result<Option<Checkpoint>, RalphError> {
     let path = dir.join(".agent").join("checkpoint.json");
-    format::read(&path).map_err(|e| crate::run::setup::refusal(&path, e))
+    let newest = format::read_newest(&path, &dir.join(".agent").join("events.jsonl"));
+    newest.map(|found| found.map(|n| n.checkpoint)).map_err(|e| crate::run::setup::refusal(&path, e))
 }
 
 pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {

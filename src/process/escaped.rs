@@ -9,6 +9,13 @@
 //! exit status. Only pids that are not the agent's are reaped, each one checked
 //! with `waitid(…, WNOWAIT)` first. Selection is pure (over a snapshot of `/proc`);
 //! the shell reads `/proc`, signals and reaps.
+//!
+//! The scan runs after every attempt, so it is kept small. While ralph is the
+//! subreaper, everything an agent started and left behind is ralph's descendant, so
+//! only those are read (found through `task/TID/children`), not every process of the
+//! machine; otherwise all of `/proc`. And a process's environment is read only when
+//! it started during the attempt (its start time is in the `stat` read anyway): one
+//! that started before cannot carry the attempt's id.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -66,45 +73,99 @@ pub(crate) fn to_reap(procs: &[Proc], me: Me, owned: &[i32]) -> Vec<i32> {
     procs.iter().filter(|p| p.zombie && inherited(p, me, owned)).map(|p| p.pid).collect()
 }
 
-/// A snapshot of `proc_root` (normally `/proc`), marking processes whose
-/// environment holds `ATTEMPT_ID_VAR=attempt_id`.
-pub(crate) fn scan(proc_root: &Path, attempt_id: &str) -> Vec<Proc> {
-    let needle = format!("{ATTEMPT_ID_VAR}={attempt_id}");
+/// Every pid in `proc_root` (normally `/proc`).
+pub(crate) fn all_pids(proc_root: &Path) -> Vec<i32> {
     let Ok(entries) = std::fs::read_dir(proc_root) else { return Vec::new() };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
+    entries.filter_map(Result::ok).filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok())).collect()
+}
+
+/// The descendants of `root`, from every thread's `task/TID/children`; `None` when
+/// the kernel does not show those (then scan [`all_pids`]). A process forked
+/// meanwhile may be missed: the caller scans until nothing is left.
+pub(crate) fn descendants(proc_root: &Path, root: i32) -> Option<Vec<i32>> {
+    let mut found = Vec::new();
+    let mut todo = vec![root];
+    while let Some(pid) = todo.pop() {
+        let Ok(tasks) = std::fs::read_dir(proc_root.join(pid.to_string()).join("task")) else {
+            // Gone meanwhile; for ralph itself, no such files.
+            if pid == root {
+                return None;
+            }
+            continue;
+        };
+        for task in tasks.filter_map(Result::ok) {
+            match std::fs::read_to_string(task.path().join("children")) {
+                Ok(children) => {
+                    for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+                        if !found.contains(&child) {
+                            found.push(child);
+                            todo.push(child);
+                        }
+                    }
+                }
+                Err(_) if pid == root => return None,
+                Err(_) => {}
+            }
+        }
+    }
+    Some(found)
+}
+
+/// A snapshot of `pids` in `proc_root` (normally `/proc`), marking processes whose
+/// environment holds `ATTEMPT_ID_VAR=attempt_id`; with `since` (clock ticks since
+/// boot) only those that started then or later can be marked.
+pub(crate) fn scan(proc_root: &Path, pids: Vec<i32>, attempt_id: &str, since: Option<u64>) -> Vec<Proc> {
+    let needle = format!("{ATTEMPT_ID_VAR}={attempt_id}");
+    pids.into_iter()
         .filter_map(|pid| {
             let dir = proc_root.join(pid.to_string());
             let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
-            let (state, ppid, pgid) = parse_stat(&stat)?;
-            let marked = std::fs::read(dir.join("environ"))
-                .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == needle.as_bytes()));
+            let (state, ppid, pgid, start) = parse_stat(&stat)?;
+            let candidate = match (since, start) {
+                (Some(since), Some(start)) => start >= since,
+                _ => true,
+            };
+            let marked = candidate
+                && std::fs::read(dir.join("environ"))
+                    .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == needle.as_bytes()));
             Some(Proc { pid, ppid, pgid, zombie: state == 'Z' || state == 'X', marked })
         })
         .collect()
 }
 
-/// The state, parent pid and process group from `/proc/PID/stat`
-/// (`pid (comm) S ppid pgrp …`; the command name may hold spaces and parentheses,
-/// so fields count from the last `)`).
-fn parse_stat(stat: &str) -> Option<(char, i32, i32)> {
+/// The state, parent pid, process group and start time (field 22, if present) from
+/// `/proc/PID/stat` (`pid (comm) S ppid pgrp …`; the command name may hold spaces
+/// and parentheses, so fields count from the last `)`).
+fn parse_stat(stat: &str) -> Option<(char, i32, i32, Option<u64>)> {
     let rest = &stat[stat.rfind(')')? + 1..];
     let mut fields = rest.split_whitespace();
     let state = fields.next()?.chars().next()?;
     let ppid = fields.next()?.parse().ok()?;
     let pgid = fields.next()?.parse().ok()?;
-    Some((state, ppid, pgid))
+    // Fields 6 to 21 lie between the process group and the start time.
+    let start = fields.nth(16).and_then(|f| f.parse().ok());
+    Some((state, ppid, pgid, start))
 }
 
-/// Ends and reaps what escaped the attempt `attempt_id`; `owned` are the pids tokio
-/// owns (the agent). Returns the pids it killed.
-pub(crate) fn end_attempt(attempt_id: &str, owned: &[i32]) -> Vec<i32> {
+/// The clock ticks since boot at which an attempt that has run for `ran` began,
+/// a second early: a margin for the clocks' rounding.
+fn attempt_start(ran: Duration) -> Option<u64> {
+    let per_second = crate::os::ticks_per_second()?;
+    let ran = (ran + Duration::from_secs(1)).as_millis().saturating_mul(u128::from(per_second)) / 1000;
+    Some(crate::os::ticks_since_boot()?.saturating_sub(u64::try_from(ran).ok()?))
+}
+
+/// Ends and reaps what escaped the attempt `attempt_id`, which started at
+/// `started`; `owned` are the pids tokio owns (the agent). Returns the pids it killed.
+pub(crate) fn end_attempt(attempt_id: &str, started: Instant, owned: &[i32]) -> Vec<i32> {
+    let since = attempt_start(started.elapsed());
     let me = Me { pid: i32::try_from(std::process::id()).unwrap_or(i32::MAX), pgid: nix::unistd::getpgrp().as_raw() };
     let deadline = Instant::now() + END_WAIT;
     let mut killed: Vec<i32> = Vec::new();
     loop {
-        let procs = scan(crate::os::proc_root(), attempt_id);
+        let root = crate::os::proc_root();
+        let pids = crate::os::is_subreaper().then(|| descendants(root, me.pid)).flatten();
+        let procs = scan(root, pids.unwrap_or_else(|| all_pids(root)), attempt_id, since);
         for pid in to_reap(&procs, me, owned) {
             reap(pid);
         }
@@ -170,7 +231,9 @@ mod tests {
 
     #[test]
     fn reads_state_and_parent_from_stat_with_odd_names() {
-        assert_eq!(parse_stat("123 (my (odd) name) Z 45 123 123 0"), Some(('Z', 45, 123)));
+        assert_eq!(parse_stat("123 (my (odd) name) Z 45 123 123 0"), Some(('Z', 45, 123, None)));
+        let full = "9 (a b) S 1 9 9 0 -1 4194560 90 0 0 0 0 0 0 0 20 0 1 0 4242 2260992 166";
+        assert_eq!(parse_stat(full), Some(('S', 1, 9, Some(4242))));
         assert_eq!(parse_stat("garbage"), None);
     }
 
@@ -187,11 +250,62 @@ mod tests {
         mk("8", "8 (sh) Z 3 8 8", b"");
         assert_eq!(
             {
-                let mut v = scan(root.path(), "r:a:1");
+                let mut v = scan(root.path(), all_pids(root.path()), "r:a:1", None);
                 v.sort_by_key(|p| p.pid);
                 v
             },
             [p(7, 1, false, true), p(8, 3, true, false)]
         );
+    }
+
+    #[test]
+    fn only_a_process_started_during_the_attempt_can_be_marked() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let mk = |pid: u32, start: u32| {
+            let d = root.path().join(pid.to_string());
+            std::fs::create_dir(&d).expect("mkdir");
+            let stat = format!("{pid} (sh) S 1 {pid} {pid} 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 {start} 0 0");
+            std::fs::write(d.join("stat"), stat).expect("write");
+            std::fs::write(d.join("environ"), b"RALPH_ATTEMPT_ID=r:a:1\0").expect("write");
+        };
+        mk(7, 999);
+        mk(8, 1000);
+        mk(9, 1001);
+        let mut v = scan(root.path(), all_pids(root.path()), "r:a:1", Some(1000));
+        v.sort_by_key(|p| p.pid);
+        assert_eq!(v.iter().map(|p| p.marked).collect::<Vec<_>>(), [false, true, true]);
+    }
+
+    #[test]
+    fn descendants_are_found_through_every_threads_children() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let children = |pid: u32, tid: u32, kids: &str| {
+            let d = root.path().join(pid.to_string()).join("task").join(tid.to_string());
+            std::fs::create_dir_all(&d).expect("mkdir");
+            std::fs::write(d.join("children"), kids).expect("write");
+        };
+        children(10, 10, "20 ");
+        children(10, 11, "30 40 ");
+        children(30, 30, "50 ");
+        children(40, 40, "");
+        // 20 and 50 went away meanwhile: no directory.
+        let mut found = descendants(root.path(), 10).expect("shown");
+        found.sort_unstable();
+        assert_eq!(found, [20, 30, 40, 50]);
+        // A kernel without the children files: the caller falls back to every pid.
+        std::fs::remove_file(root.path().join("10/task/11/children")).expect("rm");
+        assert_eq!(descendants(root.path(), 10), None);
+        assert_eq!(descendants(root.path(), 99), None);
+    }
+
+    #[test]
+    fn the_attempt_start_is_on_the_clock_of_proc_stat() {
+        // This test process started before now, on the same clock.
+        let stat = std::fs::read_to_string(crate::os::proc_root().join("self").join("stat")).expect("own stat");
+        let own_start = parse_stat(&stat).and_then(|s| s.3).expect("start time");
+        let now = crate::os::ticks_since_boot().expect("the clock");
+        assert!(own_start <= now, "{own_start} > {now}");
+        let (just_now, a_minute_ago) = (attempt_start(Duration::ZERO), attempt_start(Duration::from_secs(60)));
+        assert!(a_minute_ago < just_now && just_now < Some(now), "{a_minute_ago:?} {just_now:?} {now}");
     }
 }

@@ -212,6 +212,7 @@ pub(crate) mod tests {
         progress.counters.iterations_done = 1;
         Checkpoint {
             version: crate::state::checkpoint::VERSION,
+            seq: 0,
             run_id: "20260101T000000Z-42".into(),
             status,
             clean_stop: true,

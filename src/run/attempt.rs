@@ -451,7 +451,7 @@ impl<'a> Running<'a> {
     /// The user's second Ctrl+C: kill the group, exit now.
     fn force_exit(self) -> Outcome {
         let _ = signal_group(self.pgid, Signal::SIGKILL);
-        end_escaped(&self.prepared.attempt_id, self.pgid);
+        end_escaped(&self.prepared.attempt_id, self.started, self.pgid);
         self.collected.finish(End::ForceExit, self.started)
     }
 
@@ -465,7 +465,7 @@ impl<'a> Running<'a> {
     fn finish(mut self) -> Outcome {
         self.log.flush();
         self.log_news();
-        end_escaped(&self.prepared.attempt_id, self.pgid);
+        end_escaped(&self.prepared.attempt_id, self.started, self.pgid);
         let end = match self.stopping {
             Some(cause) => End::Stopped(cause),
             None => End::Exited { exit: self.exit.unwrap_or(Exit::Code(-1)), ended_by: self.ended_by },
@@ -552,9 +552,9 @@ fn exit_of(status: std::process::ExitStatus) -> Exit {
 
 /// Nothing the agent started outlives its attempt, not even what left its process
 /// group (see `process::escaped`).
-fn end_escaped(attempt_id: &str, pgid: u32) {
+fn end_escaped(attempt_id: &str, started: Instant, pgid: u32) {
     let agent_pid = i32::try_from(pgid).unwrap_or(i32::MAX);
-    let killed = crate::process::escaped::end_attempt(attempt_id, &[agent_pid]);
+    let killed = crate::process::escaped::end_attempt(attempt_id, started.into_std(), &[agent_pid]);
     if !killed.is_empty() {
         tracing::info!("ended {} process(es) that had left the agent's process group: {killed:?}", killed.len());
     }

@@ -12,7 +12,7 @@ use crate::recovery::resume;
 use crate::report::Reporter;
 use crate::signal::{InterruptAction, Signals, StopCause};
 use crate::state::checkpoint::{self, Checkpoint, InFlight, Status, ToolCall};
-use crate::state::format::{self, FormatError, ReadError};
+use crate::state::format::{self, FormatError, ReadError, Stale};
 use crate::state::journal::Journal;
 use crate::state::lease_file;
 use crate::state::lock::RunLock;
@@ -413,12 +413,19 @@ pub(crate) fn load_templates(dir: &Path, loaded: &Loaded) -> Result<Vec<String>,
         .collect()
 }
 
-/// Reads the checkpoint for a run. With `--no-resume` a checkpoint that cannot be
-/// used is set aside and the run starts fresh in the same call: the user asked to
-/// start over, and the file is kept.
+/// Reads the checkpoint for a run: the newer of `checkpoint.json` and the journal's
+/// snapshot, put in place of the file when it is the journal's. With `--no-resume` a
+/// checkpoint that cannot be used is set aside and the run starts fresh in the same
+/// call: the user asked to start over, and the file is kept.
 fn load_checkpoint(path: &Path, flag: ResumeFlag, reporter: &Reporter) -> Result<Option<Checkpoint>, RalphError> {
-    match format::read(path) {
-        Ok(cp) => Ok(cp),
+    match format::read_newest(path, &path.with_file_name("events.jsonl")) {
+        Ok(None) => Ok(None),
+        Ok(Some(newest)) => {
+            if let Some(stale) = &newest.stale {
+                restore(path, &newest.checkpoint, stale, reporter)?;
+            }
+            Ok(Some(newest.checkpoint))
+        }
         Err(ReadError::Format(e)) if flag == ResumeFlag::Fresh => {
             let (label, problem) = match &e {
                 FormatError::Corrupt(message) => ("corrupt", format!("does not parse ({message})")),
@@ -443,6 +450,34 @@ fn load_checkpoint(path: &Path, flag: ResumeFlag, reporter: &Reporter) -> Result
         }),
         Err(e) => Err(refusal(path, e)),
     }
+}
+
+/// Replaces `checkpoint.json` with the journal's newer snapshot (one that does not
+/// parse is set aside first, never lost) and says so.
+fn restore(path: &Path, cp: &Checkpoint, stale: &Stale, reporter: &Reporter) -> Result<(), RalphError> {
+    let why = match stale {
+        Stale::Missing => "is missing".to_string(),
+        Stale::Older(seq) => format!("holds save {seq}, an older one"),
+        Stale::Corrupt(message) => {
+            let aside = store::set_aside(path, "corrupt").map_err(|e| {
+                RalphError::setup(
+                    format!("the checkpoint {} does not parse and cannot be moved aside", path.display()),
+                    e,
+                )
+            })?;
+            format!("does not parse ({message}) and was kept aside as {}", aside.display())
+        }
+    };
+    store::save_json(path, cp)
+        .map_err(|e| RalphError::setup(format!("cannot restore the checkpoint {}", path.display()), e))?;
+    reporter.line(&format!(
+        "note: the checkpoint {} {why}; restored save {} of run {} from the journal (ralph or the machine stopped \
+         before the file reached the disk)",
+        path.display(),
+        cp.seq,
+        cp.run_id
+    ));
+    Ok(())
 }
 
 /// The error for a checkpoint that is refused and left where it is.
@@ -558,6 +593,7 @@ fn fresh_checkpoint(
     };
     Ok(Checkpoint {
         version: checkpoint::VERSION,
+        seq: 0,
         run_id: new_run_id(),
         status: Status::Running,
         clean_stop: false,

@@ -32,6 +32,11 @@ pub enum Durability {
     /// it saves one fsync per agent call, and the next durable write in the
     /// directory makes this one durable too.
     Ordered,
+    /// Nothing is synced: a power cut may leave the old file, the new one, or an
+    /// empty or partial one. Only for a file whose content is also made durable
+    /// elsewhere (the checkpoint, by its snapshot in the fsynced journal); a kill
+    /// still leaves the complete old or new file.
+    Unsynced,
 }
 
 /// Replaces `path` with `bytes` atomically, as durable as `durability` says.
@@ -46,12 +51,15 @@ pub fn replace(path: &Path, bytes: &[u8], durability: Durability) -> io::Result<
         .permissions(Permissions::from_mode(0o600))
         .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    match durability {
-        Durability::Durable => sync_dir(dir),
-        Durability::Ordered => Ok(()),
+    if durability != Durability::Unsynced {
+        tmp.as_file().sync_all()?;
     }
+    tmp.persist(path).map_err(|e| e.error)?;
+    if durability == Durability::Durable {
+        sync_dir(dir)?;
+        super::disk::note_synced(path, bytes.len() as u64);
+    }
+    Ok(())
 }
 
 /// Fsyncs a directory so that a rename or a new entry in it survives a power cut.
@@ -105,6 +113,17 @@ mod tests {
         assert!(p.is_dir());
         assert_eq!(std::fs::read(p.join("inside")).unwrap(), b"x");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn every_durability_replaces_the_whole_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.json");
+        for (d, text) in [(Durability::Durable, "one"), (Durability::Ordered, "two"), (Durability::Unsynced, "3")] {
+            replace(&p, text.as_bytes(), d).unwrap();
+            assert_eq!(std::fs::read_to_string(&p).unwrap(), text);
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "a temp file left by {d:?}");
+        }
     }
 
     #[test]

@@ -127,6 +127,10 @@ impl Usage {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Checkpoint {
     pub version: u32,
+    /// Counts this run's saves: of `checkpoint.json` and the journal's newest
+    /// `checkpoint` snapshot, the higher one is the newer (absent before it existed).
+    #[serde(default)]
+    pub seq: u64,
     pub run_id: String,
     pub status: Status,
     /// True when ralph itself wrote the final state (stop, finish); false while

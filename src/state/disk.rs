@@ -5,7 +5,7 @@
 //!
 //! Debug builds have a fault hook for the tests: while the file named by
 //! `RALPH_TEST_DISK_FULL` exists, every checkpoint and journal write fails with
-//! ENOSPC. Release builds do not have it.
+//! ENOSPC. Release builds do not have it, nor the power-cut hook [`note_synced`].
 
 use std::io;
 use std::path::Path;
@@ -46,6 +46,25 @@ pub(crate) fn human(bytes: u64) -> String {
         unit += 1;
     }
     if unit == 0 { format!("{bytes} B") } else { format!("{value:.1} {}", UNITS[unit]) }
+}
+
+/// The power-cut test hook (debug builds only): with `RALPH_TEST_SYNC_LOG` set,
+/// every state file made durable appends `<path>\t<synced length>` to the file it
+/// names, so a test can cut every file back to what a power cut would have kept.
+pub(crate) fn note_synced(path: &Path, len: u64) {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    let Some(log) = std::env::var_os("RALPH_TEST_SYNC_LOG") else { return };
+    let line = format!("{}\t{len}\n", path.display());
+    let appended = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .and_then(|mut f| io::Write::write_all(&mut f, line.as_bytes()));
+    if let Err(e) = appended {
+        tracing::warn!("test hook RALPH_TEST_SYNC_LOG: {e}");
+    }
 }
 
 /// The test fault hook (debug builds only): ENOSPC while the marker file exists.

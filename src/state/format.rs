@@ -10,7 +10,9 @@
 //! * an older version (or an older shape of the same version) is migrated here;
 //! * a file that parses but describes an impossible position is
 //!   [`FormatError::Invalid`] with the field named: refused and left in place, never
-//!   silently repaired.
+//!   silently repaired;
+//! * [`read_newest`] also reads the journal's newest snapshot, made durable where
+//!   `checkpoint.json` is not, and says when it is the newer one.
 
 use std::io;
 use std::path::Path;
@@ -52,9 +54,66 @@ pub(crate) fn read(path: &Path) -> Result<Option<Checkpoint>, ReadError> {
     Ok(Some(parse(&bytes)?))
 }
 
+/// Why the journal's snapshot is newer than `checkpoint.json`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Stale {
+    /// There is no `checkpoint.json`.
+    Missing,
+    /// It does not parse (a power cut before it reached the disk, or damage): set it
+    /// aside before replacing it.
+    Corrupt(String),
+    /// It holds an older save of the same run (its `seq`).
+    Older(u64),
+}
+
+/// The newest checkpoint of a run directory.
+#[derive(Debug)]
+pub(crate) struct Newest {
+    pub checkpoint: Checkpoint,
+    /// Set when it comes from the journal: what is wrong with `checkpoint.json`.
+    pub stale: Option<Stale>,
+}
+
+/// Reads `checkpoint.json` at `path` and the newest snapshot in the journal at
+/// `journal`; changes nothing. The snapshot wins when it belongs to the same run
+/// and has a higher `seq`, or when the file is missing or does not parse. A file
+/// that is too new or impossible is refused as by [`read`]; so is a too-new
+/// snapshot where it would win. A snapshot that does not parse counts as none.
+pub(crate) fn read_newest(path: &Path, journal: &Path) -> Result<Option<Newest>, ReadError> {
+    let (file, corrupt) = match read(path) {
+        Ok(found) => (found, None),
+        Err(ReadError::Format(FormatError::Corrupt(message))) => (None, Some(message)),
+        Err(e) => return Err(e),
+    };
+    let snapshot = match super::journal::last_snapshot(journal)
+        .map_err(|source| ReadError::Io { path: journal.to_path_buf(), source })?
+    {
+        None => None,
+        Some(value) => match parse_value(value) {
+            Ok(cp) => Some(cp),
+            Err(e @ FormatError::TooNew { .. }) if file.is_none() => return Err(e.into()),
+            Err(_) => None,
+        },
+    };
+    let stale = match (&file, &snapshot) {
+        (_, None) => None,
+        (None, Some(_)) => Some(corrupt.clone().map_or(Stale::Missing, Stale::Corrupt)),
+        (Some(cp), Some(snap)) => (snap.run_id == cp.run_id && snap.seq > cp.seq).then_some(Stale::Older(cp.seq)),
+    };
+    match (stale, snapshot, file, corrupt) {
+        (Some(stale), Some(checkpoint), _, _) => Ok(Some(Newest { checkpoint, stale: Some(stale) })),
+        (_, _, Some(checkpoint), _) => Ok(Some(Newest { checkpoint, stale: None })),
+        (_, _, None, Some(message)) => Err(FormatError::Corrupt(message).into()),
+        (_, _, None, None) => Ok(None),
+    }
+}
+
 /// Parses, migrates and checks a checkpoint file's bytes.
 pub(crate) fn parse(bytes: &[u8]) -> Result<Checkpoint, FormatError> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| FormatError::Corrupt(e.to_string()))?;
+    parse_value(serde_json::from_slice(bytes).map_err(|e| FormatError::Corrupt(e.to_string()))?)
+}
+
+fn parse_value(value: Value) -> Result<Checkpoint, FormatError> {
     let version = value
         .get("version")
         .and_then(Value::as_u64)
@@ -186,6 +245,74 @@ mod tests {
         }
         let bytes = edit("v1-current.json", |v| v["progress"]["position"]["phase_name"] = "".into());
         assert!(matches!(parse(&bytes), Err(FormatError::Invalid { field: "progress.position.phase_name", .. })));
+    }
+
+    /// `checkpoint.json` (`None`: absent) and a journal with the given snapshots.
+    fn newest(file: Option<&[u8]>, snapshots: &[Value]) -> Result<Option<Newest>, ReadError> {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, journal) = (dir.path().join("checkpoint.json"), dir.path().join("events.jsonl"));
+        if let Some(bytes) = file {
+            std::fs::write(&path, bytes).unwrap();
+        }
+        let mut j = super::super::journal::Journal::open(&journal).unwrap();
+        for s in snapshots {
+            j.snapshot(s).unwrap();
+            j.append("attempt_started", &serde_json::json!({})).unwrap();
+        }
+        read_newest(&path, &journal)
+    }
+
+    fn with_seq(seq: u64) -> Value {
+        let mut v: Value = serde_json::from_slice(&sample("v1-current.json")).unwrap();
+        v["seq"] = seq.into();
+        v
+    }
+
+    #[test]
+    fn the_newer_of_file_and_journal_snapshot_wins() {
+        let bytes = |seq| serde_json::to_vec(&with_seq(seq)).unwrap();
+        let pick =
+            |file: Option<&[u8]>, snaps: &[Value]| newest(file, snaps).unwrap().map(|n| (n.checkpoint.seq, n.stale));
+        // No snapshot (an older ralph's journal): the file as before.
+        assert_eq!(pick(Some(&bytes(0)), &[]), Some((0, None)));
+        assert_eq!(pick(None, &[]), None);
+        // The journal's newest snapshot, not its first, against the file.
+        assert_eq!(pick(Some(&bytes(3)), &[with_seq(2), with_seq(4)]), Some((4, Some(Stale::Older(3)))));
+        assert_eq!(pick(Some(&bytes(5)), &[with_seq(4)]), Some((5, None)));
+        // A tie is the file: a watcher may have marked it blocked without a new seq.
+        assert_eq!(pick(Some(&bytes(4)), &[with_seq(4)]), Some((4, None)));
+        // Another run's snapshot never replaces this run's file.
+        let mut other = with_seq(9);
+        other["run_id"] = "another-run".into();
+        assert_eq!(pick(Some(&bytes(1)), &[other]), Some((1, None)));
+    }
+
+    #[test]
+    fn a_missing_or_unparseable_file_is_rebuilt_from_the_journal() {
+        let found = newest(None, &[with_seq(7)]).unwrap().unwrap();
+        assert_eq!((found.checkpoint.seq, found.stale), (7, Some(Stale::Missing)));
+        for torn in [&b""[..], b"{\n  \"version\": 1,\n  \"se", b"\0\0\0\0"] {
+            let found = newest(Some(torn), &[with_seq(7)]).unwrap().unwrap();
+            assert_eq!(found.checkpoint.seq, 7);
+            assert!(matches!(found.stale, Some(Stale::Corrupt(_))), "{:?}", found.stale);
+        }
+        // Without a snapshot a corrupt file is corrupt, as before.
+        assert!(matches!(newest(Some(b"{"), &[]), Err(ReadError::Format(FormatError::Corrupt(_)))));
+        // A snapshot that does not parse is none.
+        assert!(matches!(
+            newest(Some(b"{"), &[serde_json::json!({"x": 1})]),
+            Err(ReadError::Format(FormatError::Corrupt(_)))
+        ));
+    }
+
+    #[test]
+    fn a_newer_format_is_refused_from_the_file_or_the_journal() {
+        let mut too_new = with_seq(7);
+        too_new["version"] = 2.into();
+        let text = serde_json::to_vec(&too_new).unwrap();
+        assert!(matches!(newest(Some(&text), &[with_seq(8)]), Err(ReadError::Format(FormatError::TooNew { .. }))));
+        assert!(matches!(newest(None, &[too_new.clone()]), Err(ReadError::Format(FormatError::TooNew { .. }))));
+        assert!(matches!(newest(Some(b"{"), &[too_new]), Err(ReadError::Format(FormatError::TooNew { .. }))));
     }
 
     #[test]

@@ -6,11 +6,14 @@
 //! pass through [`redact`](crate::state::redact::redact) first: agent output ends up here and must not carry
 //! credentials to disk.
 //!
-//! No fsync per event: the checkpoint is the durable record that resume relies
-//! on, and the journal is history. A line is handed to the kernel with a single
-//! write as soon as it is appended, so it survives ralph being killed; only a
-//! power cut can lose the last few lines, and a crash mid-write leaves at most
-//! one torn line, which readers skip.
+//! No fsync per event: a line is handed to the kernel with a single write as soon
+//! as it is appended, so it survives ralph being killed; only a power cut can lose
+//! the last few lines, and a crash mid-write leaves at most one torn line, which
+//! readers skip. The exception is the `checkpoint` line ([`Journal::snapshot`]): a
+//! durable transition is the whole checkpoint appended here and `fdatasync`ed, one
+//! sync instead of the temp file, fsync, rename and directory fsync a durable
+//! `checkpoint.json` costs; resume takes the newer of the two
+//! ([`crate::state::format::read_newest`]).
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -32,22 +35,30 @@ pub(crate) struct Journal {
     path: Option<PathBuf>,
     /// Lines a full disk refused, written first once there is space again.
     pending: Vec<String>,
+    /// A write failed and may have left part of a line.
+    torn: bool,
 }
 
 impl Journal {
     /// Opens (creating, mode 0600) the journal for appending.
     pub(crate) fn open(path: &Path) -> io::Result<Journal> {
+        let created = std::fs::symlink_metadata(path).is_err();
         // Never through a planted link (it would append to the link's target).
         let mut file = super::private::append_file(path)?;
         // A torn last line from a crash would swallow our first event into an
         // unparseable line; start on a fresh line instead.
         fresh_line(&mut file)?;
-        Ok(Journal { file: Some(file), path: Some(path.to_path_buf()), pending: Vec::new() })
+        if created {
+            // Its snapshots are synced, so its name must survive a power cut too (and
+            // the previous run's journal, moved away just before, must not return).
+            super::atomic::sync_dir(super::atomic::parent_dir(path))?;
+        }
+        Ok(Journal { file: Some(file), path: Some(path.to_path_buf()), pending: Vec::new(), torn: false })
     }
 
     /// A journal that writes nothing (`checkpoint_enabled = false`, tests).
     pub(crate) fn disabled() -> Journal {
-        Journal { file: None, path: None, pending: Vec::new() }
+        Journal { file: None, path: None, pending: Vec::new(), torn: false }
     }
 
     pub(crate) fn path(&self) -> Option<&Path> {
@@ -57,9 +68,10 @@ impl Journal {
     /// Writes the lines a full disk refused; an error leaves them pending.
     pub(crate) fn flush_pending(&mut self) -> io::Result<()> {
         let Some(file) = self.file.as_mut() else { return Ok(()) };
-        if !self.pending.is_empty() {
+        if self.torn {
             // The refused write may have left part of a line.
             fresh_line(file)?;
+            self.torn = false;
         }
         while let Some(line) = self.pending.first() {
             if let Some(e) = super::disk::injected() {
@@ -96,12 +108,45 @@ impl Journal {
             file.write_all(line.as_bytes())
         });
         if let Err(e) = written {
+            self.torn = true;
             if super::disk::is_full(&e) && self.pending.len() < PENDING_MAX {
                 self.pending.push(line);
             }
             return Err(e);
         }
         Ok(())
+    }
+
+    /// Appends `{"at":…,"kind":"checkpoint","checkpoint":<checkpoint>}` and syncs the
+    /// journal: from its return the checkpoint survives a power cut. `checkpoint` is
+    /// written as given (the caller redacted it). On an error nothing is kept
+    /// pending: the caller makes the checkpoint durable another way.
+    pub(crate) fn snapshot(&mut self, checkpoint: &Value) -> io::Result<()> {
+        let line = format!(
+            "{{\"at\":{},\"kind\":\"checkpoint\",\"checkpoint\":{checkpoint}}}\n",
+            json_str(&jiff::Timestamp::now().to_string())?
+        );
+        let written = self.flush_pending().and_then(|()| {
+            if let Some(e) = super::disk::injected() {
+                return Err(e);
+            }
+            let Some(file) = self.file.as_mut() else { return Err(io::Error::other("the journal is disabled")) };
+            file.write_all(line.as_bytes())?;
+            file.sync_data()?;
+            file.metadata()
+        });
+        match written {
+            Ok(meta) => {
+                if let Some(path) = &self.path {
+                    super::disk::note_synced(path, meta.len());
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.torn = true;
+                Err(e)
+            }
+        }
     }
 }
 
@@ -128,6 +173,42 @@ fn fresh_line(file: &mut File) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// The newest `checkpoint` snapshot in the journal at `path` (the checkpoint as
+/// written, unparsed), or `None`. Reads backwards from the end in growing windows:
+/// the journal keeps a whole run's history, the snapshot is near its end. Torn
+/// lines are skipped.
+pub(crate) fn last_snapshot(path: &Path) -> io::Result<Option<Value>> {
+    let file = match super::private::open(path, std::fs::OpenOptions::new().read(true)) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let len = file.metadata()?.len();
+    let mut window: u64 = 64 * 1024;
+    loop {
+        let start = len.saturating_sub(window);
+        let mut buf = vec![0; usize::try_from(len - start).map_err(io::Error::other)?];
+        file.read_exact_at(&mut buf, start)?;
+        // The first line of a window that starts mid-file may be cut: skipped.
+        let whole = if start == 0 { &buf[..] } else { buf.splitn(2, |b| *b == b'\n').nth(1).unwrap_or_default() };
+        let snapshot = whole
+            .rsplit(|b| *b == b'\n')
+            .filter(|line| line.windows(SNAPSHOT_KIND.len()).any(|w| w == SNAPSHOT_KIND))
+            .filter_map(|line| serde_json::from_slice::<Value>(line).ok())
+            .find(|v| v["kind"] == "checkpoint");
+        if let Some(mut v) = snapshot {
+            return Ok(v.get_mut("checkpoint").map(Value::take));
+        }
+        if start == 0 {
+            return Ok(None);
+        }
+        window = window.saturating_mul(4);
+    }
+}
+
+/// What every snapshot line holds, for skipping the others without parsing them.
+const SNAPSHOT_KIND: &[u8] = b"\"kind\":\"checkpoint\"";
 
 fn render<T: Serialize>(at: &str, kind: &str, fields: &T) -> io::Result<String> {
     let mut value = serde_json::to_value(fields).map_err(io::Error::other)?;
@@ -233,6 +314,29 @@ mod tests {
         j.append("two", &json!({})).unwrap();
         let kinds: Vec<_> = read_all(&p).unwrap().iter().map(|v| v["kind"].as_str().unwrap().to_owned()).collect();
         assert_eq!(kinds, ["one", "two"]);
+    }
+
+    #[test]
+    fn the_last_snapshot_is_found_behind_other_lines_and_torn_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("events.jsonl");
+        assert_eq!(last_snapshot(&p).unwrap(), None);
+        let mut j = Journal::open(&p).unwrap();
+        j.append("run_started", &json!({})).unwrap();
+        assert_eq!(last_snapshot(&p).unwrap(), None);
+        // Far apart, so the search needs more than its first window.
+        j.snapshot(&json!({"seq": 1})).unwrap();
+        j.append("filler", &json!({"text": "x".repeat(200 * 1024)})).unwrap();
+        j.snapshot(&json!({"seq": 2})).unwrap();
+        // A line that mentions the kind is not a snapshot unless it is one.
+        j.append("note", &json!({"text": "\"kind\":\"checkpoint\""})).unwrap();
+        for _ in 0..2000 {
+            j.append("attempt_started", &json!({"n": 1})).unwrap();
+        }
+        drop(j);
+        let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        f.write_all(b"{\"at\":\"x\",\"kind\":\"checkpoint\",\"checkpoint\":{\"seq\":3").unwrap();
+        assert_eq!(last_snapshot(&p).unwrap(), Some(json!({"seq": 2})));
     }
 
     #[test]

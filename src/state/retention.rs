@@ -102,6 +102,8 @@ pub(crate) fn move_previous_journal(agent_dir: &Path) -> io::Result<Option<PathB
         n += 1;
     }
     std::fs::rename(&journal, &target)?;
+    // The new journal's creation syncs `agent_dir`; this keeps the old one's new name.
+    super::atomic::sync_dir(&dir)?;
     Ok(Some(target))
 }
 

@@ -178,7 +178,10 @@ fn block(registry: &Path, entry: &Entry, why: &str) -> Result<bool, String> {
         Err(e) => return Err(e.to_string()),
     };
     let path = agent_dir.join("checkpoint.json");
-    let mut cp = format::read(&path).map_err(|e| e.to_string())?.ok_or("the checkpoint is gone")?;
+    // The newest save (after a power cut the journal's), so the resume that reads
+    // the two again sees this one.
+    let newest = format::read_newest(&path, &agent_dir.join("events.jsonl")).map_err(|e| e.to_string())?;
+    let mut cp = newest.ok_or("the checkpoint is gone")?.checkpoint;
     cp.status = Status::Blocked;
     cp.stop_reason = Some(why.to_string());
     cp.clean_stop = true;

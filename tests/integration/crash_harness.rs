@@ -167,12 +167,21 @@ impl Observed {
     }
 }
 
-/// Reads the checkpoint, which must parse whenever it exists.
+/// Reads the checkpoint, which must parse whenever it exists (or the journal's newer
+/// snapshot of it).
 #[track_caller]
 pub(crate) fn observe(p: &Project, phases: &[&str]) -> Option<Observed> {
     let text = fs::read_to_string(p.checkpoint_path()).ok()?;
-    let cp: Value =
+    let file: Value =
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("the checkpoint does not parse: {e}\n{text}"));
+    // A kill between the journal's snapshot and the rename leaves the newer save in
+    // the journal; the next ralph resumes from it (`state::format::read_newest`).
+    let snapshot = journal_lines(p).into_iter().flatten().rfind(|e| e["kind"] == "checkpoint");
+    let snapshot = snapshot.map(|e| e["checkpoint"].clone());
+    let cp = match snapshot {
+        Some(s) if s["run_id"] == file["run_id"] && s["seq"].as_u64() > file["seq"].as_u64() => s,
+        _ => file,
+    };
     assert_eq!(cp["version"], 1, "{cp:#}");
     let u = |v: &Value| v.as_u64().unwrap_or_else(|| panic!("not a count: {v} in {cp:#}"));
     let pos = &cp["progress"]["position"];

@@ -25,6 +25,7 @@ mod hostile;
 mod limits;
 mod opencode;
 mod passes;
+mod power_cut;
 mod resume;
 mod signals;
 mod signoff;
