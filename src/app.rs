@@ -11,6 +11,23 @@ use crate::{commands, exit};
 /// Runs the command line ralph was started with and returns its exit code.
 pub fn main() -> i32 {
     let cli = Cli::parse();
+    let reports_only = match &cli.command {
+        Some(
+            Command::Completions { .. }
+            | Command::Init { .. }
+            | Command::Doctor { .. }
+            | Command::Status { .. }
+            | Command::Stop { .. }
+            | Command::Logs { .. }
+            | Command::Clean { .. },
+        ) => true,
+        Some(Command::Run(args)) => args.dry_run || args.inspect_checkpoint,
+        None => cli.run.dry_run || cli.run.inspect_checkpoint,
+        Some(Command::Sim(_) | Command::Demo { .. } | Command::Mcp { .. } | Command::Watch(_)) => false,
+    };
+    if reports_only {
+        end_quietly_on_a_closed_pipe();
+    }
     match cli.command {
         // The scripted agent is a plain synchronous program: no runtime, no handlers.
         Some(Command::Sim(sim)) => commands::sim::main(sim),
@@ -46,6 +63,17 @@ pub fn main() -> i32 {
         Some(Command::Run(args)) => run_command(args),
         None => run_command(cli.run),
     }
+}
+
+/// A command that only prints (`ralph status | head`) ends quietly when its reader
+/// goes away, as any Unix filter does, instead of panicking on the failed write.
+/// A run keeps SIGPIPE ignored: an agent that closes its end of a pipe early is a
+/// failure ralph handles, not ralph's death.
+fn end_quietly_on_a_closed_pipe() {
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    // SAFETY: restores the default disposition before any other thread exists; no
+    // handler function is involved.
+    let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
 }
 
 fn run_command(args: RunArgs) -> i32 {

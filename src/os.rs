@@ -1,8 +1,8 @@
 //! The Linux-specific calls, in one place: `prctl` (the subreaper, the parent-death
 //! signal), the `/proc` file system and its clock, the kernel's boot id, signalling
-//! a process group, and a socket peer's credentials. Everything else reaches the
-//! operating system through portable APIs; a
-//! port to another system starts here. A test below fails when one of these calls
+//! a process group, a socket peer's credentials, and ralph's own executable.
+//! Everything else reaches the operating system through portable APIs; a port to
+//! another system starts here. A test below fails when one of these calls
 //! appears anywhere else in `src/`.
 
 use std::path::{Path, PathBuf};
@@ -43,6 +43,18 @@ pub(crate) fn peer_uid(stream: &std::os::unix::net::UnixStream) -> std::io::Resu
     Ok(creds.uid())
 }
 
+/// ralph's own executable, to start itself again (`ralph sim`, `ralph mcp`, the
+/// watchdog's unit). When the file was replaced while ralph runs (an upgrade in the
+/// middle of a night's run), the kernel names the old one `PATH (deleted)`, which
+/// cannot be started; the new file at `PATH` is the one to start.
+pub(crate) fn self_exe() -> std::io::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    match exe.to_str().and_then(|s| s.strip_suffix(" (deleted)")).map(PathBuf::from) {
+        Some(replaced) if replaced.is_file() => Ok(replaced),
+        _ => Ok(exe),
+    }
+}
+
 /// The kernel's boot id, which changes on every boot; empty when unreadable
 /// (non-Linux, restricted /proc).
 ///
@@ -74,7 +86,8 @@ mod tests {
     use std::path::Path;
 
     /// What only this module may call, as it is spelled in code.
-    const LINUX_ONLY: [&str; 6] = ["prctl", "\"/proc", "random/boot_id", "killpg", "setpgid", "PeerCredentials"];
+    const LINUX_ONLY: [&str; 7] =
+        ["prctl", "\"/proc", "random/boot_id", "killpg", "setpgid", "PeerCredentials", "current_exe"];
 
     fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
         for entry in std::fs::read_dir(dir).expect("read src/").flatten() {

@@ -79,7 +79,7 @@ fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Result<Vec<Strin
 /// `--mcp-config` (never the user's settings) and its tools allowed, since `-p`
 /// cannot ask for permission.
 fn mcp(socket: &Path, attempt: u32) -> Result<[String; 4], LaunchError> {
-    let exe = std::env::current_exe().map_err(LaunchError::SelfExe)?;
+    let exe = crate::os::self_exe().map_err(LaunchError::SelfExe)?;
     let server = serde_json::json!({"mcpServers": {"ralph": {
         "type": "stdio",
         "command": exe.display().to_string(),

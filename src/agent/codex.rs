@@ -88,7 +88,7 @@ pub(crate) fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<S
     }
     argv.extend(["-c", "analytics.enabled=false"].map(str::to_string));
     if let Some((socket, attempt)) = req.control
-        && let Ok(exe) = std::env::current_exe()
+        && let Ok(exe) = crate::os::self_exe()
     {
         // `ralph mcp` for this run only, as `-c` overrides (never the user's
         // config.toml); an argv, since Codex starts MCP servers with a cleared

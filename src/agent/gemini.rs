@@ -100,7 +100,7 @@ const TELEMETRY: &str = "GEMINI_TELEMETRY_ENABLED";
 fn launch_env(req: &Request<'_>) -> Result<Env, LaunchError> {
     let mut env = env();
     if let Some((socket, attempt)) = req.control {
-        let exe = std::env::current_exe().map_err(LaunchError::SelfExe)?;
+        let exe = crate::os::self_exe().map_err(LaunchError::SelfExe)?;
         let invalid = |e: std::io::Error| LaunchError::Invalid {
             agent: req.agent.to_string(),
             message: format!("cannot write the settings that register ralph mcp: {e}"),

@@ -99,7 +99,7 @@ pub(crate) fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, L
 }
 
 fn sim_argv(cfg: &AgentConfig, req: &Request<'_>) -> Result<Vec<String>, LaunchError> {
-    let exe = std::env::current_exe().map_err(LaunchError::SelfExe)?;
+    let exe = crate::os::self_exe().map_err(LaunchError::SelfExe)?;
     let index = usize::try_from(req.launch.saturating_sub(1)).unwrap_or(usize::MAX);
     let script = cfg.script.get(index).or(cfg.script.last()).ok_or_else(|| LaunchError::Invalid {
         agent: req.agent.to_string(),

@@ -162,7 +162,7 @@ fn endpoint(agent: &AgentConfig, lookup: Lookup<'_>, read: ReadFile<'_>) -> Opti
 fn launch_env(req: &Request<'_>) -> Result<Env, LaunchError> {
     let mut env = env();
     if let Some((socket, attempt)) = req.control {
-        let exe = std::env::current_exe().map_err(LaunchError::SelfExe)?;
+        let exe = crate::os::self_exe().map_err(LaunchError::SelfExe)?;
         env.push(mcp_env(&exe, socket, attempt));
     }
     Ok(env)

@@ -29,7 +29,7 @@ pub(crate) fn main(keep: bool) -> Result<i32, RalphError> {
     };
     write("ralph.toml", CONFIG)?;
     write("PROMPT.md", GOAL)?;
-    let exe = std::env::current_exe().map_err(|e| RalphError::io("cannot find ralph's own executable", e))?;
+    let exe = crate::os::self_exe().map_err(|e| RalphError::io("cannot find ralph's own executable", e))?;
     say(&format!("demo directory: {}", dir.display()));
     say("1/2  `ralph`: plan, then develop; the first agent crashes and falls over; Ctrl+C during a long build");
 

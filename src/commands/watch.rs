@@ -5,7 +5,7 @@ use crate::error::RalphError;
 
 pub(crate) fn main(cli: &WatchCli) -> Result<i32, RalphError> {
     if cli.print_systemd_unit {
-        let exe = std::env::current_exe().map_err(|e| RalphError::io("cannot find ralph's own executable", e))?;
+        let exe = crate::os::self_exe().map_err(|e| RalphError::io("cannot find ralph's own executable", e))?;
         print!("{}", crate::watch::unit::systemd_unit(&exe));
         return Ok(crate::exit::DONE);
     }

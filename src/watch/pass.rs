@@ -145,7 +145,7 @@ fn handle(registry: &Path, entry: &Entry, boot: &str, options: &Options, childre
 /// Starts `ralph --resume` in the run's directory, detached from the watcher's
 /// terminal and process group, its output in the run's log directory.
 fn resume(entry: &Entry, cp: &Checkpoint) -> std::io::Result<(Child, PathBuf)> {
-    let exe = std::env::current_exe()?;
+    let exe = crate::os::self_exe()?;
     let logs = entry.dir.join(".agent").join("logs").join(&cp.run_id);
     std::fs::create_dir_all(&logs)?;
     let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ");

@@ -398,3 +398,87 @@ fn doctor_fails_an_unwritable_state_directory_and_an_unedited_goal() {
         .stdout_has("FAIL goal file")
         .stdout_has(".agent is a symbolic link");
 }
+
+/// `ralph status | head`, `ralph --inspect-checkpoint | head -1`: a reader that goes
+/// away ends a command that only prints quietly (SIGPIPE, as any filter), never
+/// with a panic and its backtrace.
+#[test]
+fn a_closed_pipe_ends_a_printing_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let p = sim_project().sim("a", &[r#"[{ done = "ok" }]"#]).build();
+    p.ralph().run().expect_code(0);
+    for args in [
+        &["completions", "bash"][..],
+        &["status"],
+        &["status", "--json"],
+        &["--inspect-checkpoint"],
+        &["--dry-run"],
+        &["doctor"],
+        &["logs"],
+    ] {
+        // The reader is gone before ralph writes a byte: every write fails.
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let mut child = std::process::Command::new(crate::harness::RALPH)
+            .args(args)
+            .current_dir(p.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn ralph");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("try_wait") {
+                break status;
+            }
+            assert!(std::time::Instant::now() < deadline, "ralph {args:?} did not exit within 30 s");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr).expect("stderr");
+        assert!(!stderr.contains("panicked"), "ralph {args:?} panicked on a closed pipe:\n{stderr}");
+        assert!(
+            status.signal() == Some(13) || status.code() == Some(0),
+            "ralph {args:?} ended with {status:?}:\n{stderr}"
+        );
+    }
+}
+
+/// ralph upgraded in the middle of a run (its file replaced, as `cargo install` or a
+/// package manager does): the next launch of `ralph sim` (and of `ralph mcp`) starts
+/// the new file, not the kernel's `ralph (deleted)` name of the old one.
+#[test]
+fn a_ralph_replaced_during_the_run_still_starts_itself() {
+    let p = sim_project()
+        .retry("agent_attempts = 1")
+        .command("up", r#"["sh", "upgrade.sh", "{prompt}"]"#)
+        .sim("a", &[r#"[{ done = "ok" }]"#])
+        .file("upgrade.sh", "cp bin/ralph bin/ralph.new && mv -f bin/ralph.new bin/ralph\nexit 1\n")
+        .build();
+    std::fs::create_dir_all(p.join("bin")).expect("bin/");
+    std::fs::copy(crate::harness::RALPH, p.join("bin/ralph")).expect("copy ralph");
+    let mut child = std::process::Command::new(p.join("bin/ralph"))
+        .current_dir(p.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn the copy of ralph");
+    let stderr = child.stderr.take().expect("stderr");
+    let reader = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            panic!("ralph did not exit within 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let stderr = reader.join().unwrap_or_default();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("(deleted)"), "{stderr}");
+}

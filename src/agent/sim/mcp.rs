@@ -13,7 +13,7 @@ pub(super) const PROTOCOL: &str = "2025-06-18";
 
 /// The tool's result text and whether it was an error (a tool error or an MCP error).
 pub(super) fn call(tool: &str, arguments: &Value, kill: bool) -> io::Result<(String, bool)> {
-    let exe = std::env::current_exe()?;
+    let exe = crate::os::self_exe()?;
     let mut child =
         Command::new(exe).arg("mcp").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn()?;
     let result = exchange(&mut child, tool, arguments);

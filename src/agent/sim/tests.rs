@@ -328,7 +328,7 @@ fn crash_child() {
 #[test]
 fn crash_dies_by_the_signal() {
     use std::os::unix::process::ExitStatusExt;
-    let exe = std::env::current_exe().expect("test binary");
+    let exe = crate::os::self_exe().expect("test binary");
     for (name, want) in [("", 11), ("SIGSEGV", 11), ("SIGABRT", 6), ("SIGKILL", 9), ("SIGTERM", 15), ("bogus", 11)] {
         let status = std::process::Command::new(&exe)
             .args(["--exact", "agent::sim::tests::crash_child", "--test-threads=1"])
