@@ -348,10 +348,18 @@ fn settled(cp: &Checkpoint, reporter: &Reporter) -> RunEnd {
     end
 }
 
+/// How long the lock may stay held after the ralph recorded in it died: the kernel
+/// frees it when the last process sharing the dead ralph's descriptor is gone, and
+/// a child it was starting (between fork and exec) dies by its parent-death signal
+/// only a moment later. A restart right after a kill -9 waits that out.
+const DEAD_HOLDER_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// Takes the flock of this host; `--resume-or-start` waits while another ralph of
-/// this host holds it, the other modes refuse.
+/// this host holds it, the other modes refuse (after [`DEAD_HOLDER_GRACE`] when the
+/// recorded holder is dead).
 fn take_lock(path: &Path, when_held: WhenHeld, reporter: &Reporter) -> Result<RunLock, RalphError> {
     let mut told = false;
+    let started = std::time::Instant::now();
     loop {
         match crate::state::lock::acquire(path) {
             Ok(acquired) => {
@@ -368,6 +376,11 @@ fn take_lock(path: &Path, when_held: WhenHeld, reporter: &Reporter) -> Result<Ru
                     );
                 }
                 return Ok(acquired.lock);
+            }
+            Err(crate::state::lock::LockError::Held { info: Some(holder), .. })
+                if !holder.process_alive() && started.elapsed() < DEAD_HOLDER_GRACE =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(50));
             }
             Err(e @ crate::state::lock::LockError::Held { .. }) if when_held == WhenHeld::Wait => {
                 if !told {

@@ -572,3 +572,34 @@ fn a_lock_file_that_does_not_parse_is_reported_as_an_interrupted_run() {
     out.expect_code(0);
     assert!(out.stderr.contains("its lock file does not parse"), "{out}");
 }
+
+#[test]
+fn a_lock_held_a_moment_after_its_ralph_died_is_waited_for() {
+    // A ralph killed while starting a child: the child shares its lock descriptor
+    // until it dies by its parent-death signal, a moment after ralph. A restart then
+    // must not refuse with "another ralph is running".
+    use nix::fcntl::{Flock, FlockArg};
+    let p = sim_project().sim("a", &[r#"[{ done = "ok" }]"#]).build();
+    let mut gone = std::process::Command::new("true").spawn().expect("spawn true");
+    let dead = gone.id();
+    gone.wait().expect("wait true");
+    let host = nix::unistd::gethostname().expect("hostname").to_string_lossy().into_owned();
+    let boot = fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    p.write(
+        ".agent/ralph.lock",
+        &format!(
+            "{{\"pid\":{dead},\"host\":{host:?},\"boot_id\":{:?},\"started_at\":\"2026-12-01T00:00:00Z\"}}\n",
+            boot.trim()
+        ),
+    );
+    let file = fs::OpenOptions::new().read(true).write(true).open(p.join(".agent/ralph.lock")).expect("open lock");
+    let held = Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| e).expect("flock");
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(800));
+        drop(held);
+    });
+    let out = p.ralph().args(["--no-resume"]).run();
+    release.join().expect("release thread");
+    out.expect_code(0);
+    assert!(out.stderr.contains("ended without a clean stop"), "{out}");
+}
