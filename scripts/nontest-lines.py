@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""Counts the lines of src/ that are not test code, at a git revision (default HEAD):
+every .rs file minus tests.rs files and the items under #[cfg(test)] (a mod tests {..}
+block or a single item). The figure issue #9 tracks: refactors must not grow it.
+
+    scripts/nontest-lines.py [REV]
+"""
+import subprocess
+import sys
+
+
+def git(*args):
+    return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout
+
+
+def non_test_lines(text):
+    lines, i, n = text.splitlines(), 0, 0
+    while i < len(lines):
+        if lines[i].strip() == "#[cfg(test)]":
+            depth, opened, i = 0, False, i + 1
+            while i < len(lines):
+                line = lines[i]
+                depth += line.count("{") - line.count("}")
+                opened = opened or "{" in line
+                i += 1
+                if (opened and depth <= 0) or (not opened and line.rstrip().endswith(";")):
+                    break
+            continue
+        n, i = n + 1, i + 1
+    return n
+
+
+rev = sys.argv[1] if len(sys.argv) > 1 else "HEAD"
+total = 0
+for path in git("ls-tree", "-r", "--name-only", rev, "src").split():
+    if path.endswith(".rs") and not path.endswith("/tests.rs") and "/tests/" not in path:
+        total += non_test_lines(git("show", f"{rev}:{path}"))
+print(f"{rev}: {total} non-test lines in src/")
