@@ -7,6 +7,7 @@
 //! linear and adds no dependency. It errs on the side of hiding: a false positive
 //! costs a log line's readability, a false negative leaks a key.
 
+use std::borrow::Cow;
 use std::sync::RwLock;
 
 /// What a secret is replaced with.
@@ -45,14 +46,20 @@ pub(crate) fn redact_json(v: &mut serde_json::Value) {
 }
 
 /// [`redact`] for bytes that may not be UTF-8: valid runs are redacted, other bytes
-/// pass through as received.
-pub(crate) fn redact_bytes(bytes: &[u8]) -> Vec<u8> {
+/// pass through as received. Borrowed when nothing is hidden (the common line).
+pub(crate) fn redact_bytes(bytes: &[u8]) -> Cow<'_, [u8]> {
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        return match redacted(text) {
+            Cow::Borrowed(text) => Cow::Borrowed(text.as_bytes()),
+            Cow::Owned(text) => Cow::Owned(text.into_bytes()),
+        };
+    }
     let mut out = Vec::with_capacity(bytes.len());
     for chunk in bytes.utf8_chunks() {
         out.extend_from_slice(redact(chunk.valid()).as_bytes());
         out.extend_from_slice(chunk.invalid());
     }
-    out
+    Cow::Owned(out)
 }
 
 /// Returns `text` with secrets replaced by `REDACTED`:
@@ -68,29 +75,33 @@ pub(crate) fn redact_bytes(bytes: &[u8]) -> Vec<u8> {
 ///   secret), and so do `null`/`true`/`false`, `$VARIABLE` references and
 ///   nested objects.
 pub fn redact(text: &str) -> String {
-    let patterned = redact_patterns(text);
-    let Ok(known) = VALUES.read() else { return patterned };
-    if known.is_empty() {
-        return patterned;
-    }
-    let mut out = patterned;
+    redacted(text).into_owned()
+}
+
+/// [`redact`] without a copy when nothing is hidden.
+pub(crate) fn redacted(text: &str) -> Cow<'_, str> {
+    let mut out = redact_patterns(text);
+    let Ok(known) = VALUES.read() else { return out };
     for v in known.iter() {
         if out.contains(v.as_str()) {
-            out = out.replace(v.as_str(), REDACTED);
+            out = Cow::Owned(out.replace(v.as_str(), REDACTED));
         }
     }
     out
 }
 
-fn redact_patterns(text: &str) -> String {
+fn redact_patterns(text: &str) -> Cow<'_, str> {
     let b = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
+    // Every assignment has its `=` or `:`: most prose has neither.
+    let assignments = memchr::memchr2(b'=', b':', b).is_some();
+    let mut out = None::<String>;
     let mut copied = 0;
     let mut i = 0;
     while i < b.len() {
         if (i == 0 || !is_word(b[i - 1]))
-            && let Some((start, end)) = assignment(text, i).or_else(|| token(b, i))
+            && let Some((start, end)) = assignments.then(|| assignment(text, i)).flatten().or_else(|| token(b, i))
         {
+            let out = out.get_or_insert_with(|| String::with_capacity(text.len() + REDACTED.len()));
             out.push_str(&text[copied..start]);
             out.push_str(REDACTED);
             copied = end;
@@ -99,8 +110,13 @@ fn redact_patterns(text: &str) -> String {
         }
         i += 1;
     }
-    out.push_str(&text[copied..]);
-    out
+    match out {
+        None => Cow::Borrowed(text),
+        Some(mut out) => {
+            out.push_str(&text[copied..]);
+            Cow::Owned(out)
+        }
+    }
 }
 
 /// Non-ASCII bytes count as word bytes so that no match starts inside a
@@ -137,7 +153,7 @@ fn assignment(text: &str, i: usize) -> Option<(usize, usize)> {
     if j == ks || (j < b.len() && is_key_char(b[j])) {
         return None;
     }
-    let key = text[ks..j].to_ascii_lowercase();
+    let ke = j;
     if let Some(q) = quote {
         if b.get(j) != Some(&q) {
             return None;
@@ -154,12 +170,19 @@ fn assignment(text: &str, i: usize) -> Option<(usize, usize)> {
     if matches!(b.get(j), Some(b'=' | b'>' | b':')) {
         return None;
     }
-    let spaced_name = key.contains(['_', '-']) || matches!(key.as_str(), "password" | "passwd");
-    if sep == b':' && quote.is_none() && !spaced_name {
+    // Lowercased on the stack and searched by hand: JSON has a key before every
+    // `:`, and most of them name no secret.
+    let mut lower = [0; MAX_KEY];
+    let key = &mut lower[..ke - ks];
+    key.copy_from_slice(&b[ks..ke]);
+    key.make_ascii_lowercase();
+    let has = |name: &[u8]| key.windows(name.len()).any(|w| w == name);
+    let strong = has(b"secret") || has(b"password") || has(b"passwd");
+    if !(strong || has(b"key") || has(b"token")) {
         return None;
     }
-    let strong = key.contains("secret") || key.contains("password") || key.contains("passwd");
-    if !(strong || key.contains("key") || key.contains("token")) {
+    let spaced_name = has(b"_") || has(b"-") || matches!(&*key, b"password" | b"passwd");
+    if sep == b':' && quote.is_none() && !spaced_name {
         return None;
     }
     j = skip_blanks(b, j);
@@ -200,6 +223,10 @@ fn assignment(text: &str, i: usize) -> Option<(usize, usize)> {
 
 /// A known token format starting at `i`; returns the range to hide.
 fn token(b: &[u8], i: usize) -> Option<(usize, usize)> {
+    // The first bytes of the formats below: most words start otherwise.
+    if !matches!(b[i], b's' | b'g' | b'x' | b'A' | b'b' | b'B') {
+        return None;
+    }
     let rest = &b[i..];
     let alnum = |c: u8| c.is_ascii_alphanumeric();
     let prefixed = |prefix: &[u8], ok: fn(u8) -> bool, min: usize| -> Option<(usize, usize)> {
@@ -327,7 +354,7 @@ mod tests {
         hides("the key is sk-ant-secret123.", "the key is [REDACTED].");
         // Too short to hide by value: ordinary words would go.
         keeps("abc is fine");
-        assert_eq!(redact_bytes(b"\xffsk-ant-secret123\xfe"), b"\xff[REDACTED]\xfe");
+        assert_eq!(&*redact_bytes(b"\xffsk-ant-secret123\xfe"), b"\xff[REDACTED]\xfe");
     }
 
     #[test]
