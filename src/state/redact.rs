@@ -8,7 +8,9 @@
 //! costs a log line's readability, a false negative leaks a key.
 
 use std::borrow::Cow;
-use std::sync::RwLock;
+use std::sync::{LazyLock, RwLock};
+
+use regex::bytes::Regex;
 
 /// What a secret is replaced with.
 pub(crate) const REDACTED: &str = "[REDACTED]";
@@ -79,7 +81,7 @@ pub fn redact(text: &str) -> String {
 }
 
 /// [`redact`] without a copy when nothing is hidden.
-pub(crate) fn redacted(text: &str) -> Cow<'_, str> {
+pub fn redacted(text: &str) -> Cow<'_, str> {
     let mut out = redact_patterns(text);
     let Ok(known) = VALUES.read() else { return out };
     for v in known.iter() {
@@ -92,7 +94,10 @@ pub(crate) fn redacted(text: &str) -> Cow<'_, str> {
 
 fn redact_patterns(text: &str) -> Cow<'_, str> {
     let b = text.as_bytes();
-    // Every assignment has its `=` or `:`: most prose has neither.
+    if !may_hide(b) {
+        return Cow::Borrowed(text);
+    }
+    // Every assignment has its `=` or `:`.
     let assignments = memchr::memchr2(b'=', b':', b).is_some();
     let mut out = None::<String>;
     let mut copied = 0;
@@ -117,6 +122,17 @@ fn redact_patterns(text: &str) -> Cow<'_, str> {
             Cow::Owned(out)
         }
     }
+}
+
+/// What every match of [`assignment`] and [`token`] contains, in some case: a name
+/// with `key`, `token`, `secret` or `passw` in it, or a token's prefix.
+const NEEDLES: &str = "(?i-u)key|token|secret|passw|sk-|github_pat_|xox[bap]-|gh[pousr]_|akia|asia|bearer ";
+
+/// Whether `b` may hold anything to hide: one automaton pass over the line instead
+/// of the word-by-word scan, which most lines (JSON ones too) do not need.
+fn may_hide(b: &[u8]) -> bool {
+    static ANY: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(NEEDLES).ok());
+    ANY.as_ref().is_none_or(|any| any.is_match(b))
 }
 
 /// Non-ASCII bytes count as word bytes so that no match starts inside a
@@ -328,6 +344,15 @@ mod tests {
         hides("client_secret: shh", "client_secret: [REDACTED]");
         hides("https://h/cb?access_token=abc&state=1", "https://h/cb?access_token=[REDACTED]&state=1");
         hides("Password: hunter2", "Password: [REDACTED]");
+    }
+
+    #[test]
+    fn a_name_after_a_long_prefix_is_seen() {
+        for pad in [0, 1, 255, 256, 511, 512, 4096] {
+            let pad = "a".repeat(pad);
+            hides(&format!("{pad} db_secret=hunter22 end"), &format!("{pad} db_secret=[REDACTED] end"));
+            hides(&format!("{pad} Bearer abcdefghijklmnop1234"), &format!("{pad} Bearer [REDACTED]"));
+        }
     }
 
     #[test]
