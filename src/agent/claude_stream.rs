@@ -530,9 +530,12 @@ mod tests {
         fuzz::each_field(&mut both, &types, &keys);
         for t in types {
             for s in fuzz::odd_values() {
-                for block in [json!(s), json!({"type": "text", "text": s}), json!({"type": "tool_use", "id": s, "input": s}),
-                    json!({"type": "tool_result", "content": s, "is_error": s, "tool_use_id": s})]
-                {
+                for block in [
+                    json!(s),
+                    json!({"type": "text", "text": s}),
+                    json!({"type": "tool_use", "id": s, "input": s}),
+                    json!({"type": "tool_result", "content": s, "is_error": s, "tool_use_id": s}),
+                ] {
                     both.parse_line(&json!({"type": t, "message": {"content": [block]}, "session_id": s}).to_string());
                 }
             }

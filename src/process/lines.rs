@@ -178,7 +178,11 @@ mod tests {
     }
 
     impl AsyncRead for Trickle {
-        fn poll_read(mut self: Pin<&mut Self>, _: &mut Context<'_>, out: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            out: &mut ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
             let n = self.step.min(out.remaining()).min(self.data.len() - self.at);
             out.put_slice(&self.data[self.at..self.at + n]);
             self.at += n;
