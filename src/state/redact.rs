@@ -94,14 +94,16 @@ pub fn redacted(text: &str) -> Cow<'_, str> {
 
 fn redact_patterns(text: &str) -> Cow<'_, str> {
     let b = text.as_bytes();
-    let assignments = may_assign(b);
+    let mut names = Names::new(b);
     let mut out = None::<String>;
     let mut copied = 0;
     let mut i = 0;
     while i < b.len() {
         if (i == 0 || !is_word(b[i - 1]))
-            && (assignments || TOKEN_START[usize::from(b[i])])
-            && let Some((start, end)) = assignments.then(|| assignment(text, i)).flatten().or_else(|| token(b, i))
+            && let Some((start, end)) = (names.as_mut().is_some_and(|n| n.near(i)))
+                .then(|| assignment(text, i))
+                .flatten()
+                .or_else(|| TOKEN_START[usize::from(b[i])].then(|| token(b, i)).flatten())
         {
             let out = out.get_or_insert_with(|| String::with_capacity(text.len() + REDACTED.len()));
             out.push_str(&text[copied..start]);
@@ -121,30 +123,38 @@ fn redact_patterns(text: &str) -> Cow<'_, str> {
     }
 }
 
-/// Whether an assignment may be in `b`: it needs a `=` or `:`, and a name with
-/// `key`, `token`, `secret` or `passw` in it (any case). A few searches over the
-/// line instead of a key scan at every word: most lines, JSON ones too, fail one.
-fn may_assign(b: &[u8]) -> bool {
-    static NAMES: LazyLock<[Finder<'static>; 4]> =
-        LazyLock::new(|| [&b"key"[..], b"token", b"secret", b"passw"].map(Finder::new));
-    if memchr::memchr2(b'=', b':', b).is_none() {
-        return false;
+/// Where the names of secrets (`key`, `token`, `secret`, `passw`, any case) are in
+/// a line: an [`assignment`]'s key holds one, so the key scan is tried only at words
+/// that start at most a key's length before one. A JSON line has a key before every
+/// `:`, and few of them name a secret.
+struct Names {
+    lower: Vec<u8>,
+    /// The first name at or after the last position asked about.
+    next: usize,
+}
+
+impl Names {
+    /// `None` when the line has no `=` or `:`, which every assignment has.
+    fn new(b: &[u8]) -> Option<Self> {
+        memchr::memchr2(b'=', b':', b)?;
+        let mut names = Self { lower: b.to_ascii_lowercase(), next: 0 };
+        names.next = names.find(0);
+        Some(names)
     }
-    let mut lower = [0; 256];
-    let mut at = 0;
-    loop {
-        let end = b.len().min(at + lower.len());
-        let chunk = &mut lower[..end - at];
-        chunk.copy_from_slice(&b[at..end]);
-        chunk.make_ascii_lowercase();
-        if NAMES.iter().any(|name| name.find(chunk).is_some()) {
-            return true;
+
+    fn find(&self, from: usize) -> usize {
+        static NAMES: LazyLock<[Finder<'static>; 4]> =
+            LazyLock::new(|| [&b"key"[..], b"token", b"secret", b"passw"].map(Finder::new));
+        let rest = &self.lower[from..];
+        NAMES.iter().filter_map(|name| name.find(rest)).min().map_or(usize::MAX, |at| from + at)
+    }
+
+    /// Whether a key starting at `i` (after a quote, perhaps) may hold a name.
+    fn near(&mut self, i: usize) -> bool {
+        if self.next < i {
+            self.next = self.find(i);
         }
-        if end == b.len() {
-            return false;
-        }
-        // Chunks overlap by a name's length less one.
-        at = end - (b"secret".len() - 1);
+        self.next <= i + 1 + MAX_KEY
     }
 }
 
@@ -377,9 +387,76 @@ mod tests {
         hides("Password: hunter2", "Password: [REDACTED]");
     }
 
+    /// The scan without its shortcuts: both matchers tried at every word start.
+    fn unfiltered(text: &str) -> String {
+        let b = text.as_bytes();
+        let (mut out, mut copied, mut i) = (String::new(), 0, 0);
+        while i < b.len() {
+            if (i == 0 || !is_word(b[i - 1]))
+                && let Some((start, end)) = assignment(text, i).or_else(|| token(b, i))
+            {
+                out.push_str(&text[copied..start]);
+                out.push_str(REDACTED);
+                (copied, i) = (end, end);
+                continue;
+            }
+            i += 1;
+        }
+        out + &text[copied..]
+    }
+
     #[test]
-    fn a_name_across_the_prefilter_chunks_is_seen() {
-        for pad in 240..270 {
+    fn the_shortcuts_change_no_answer() {
+        let long_key = format!("{}_key", "a".repeat(60));
+        let pieces = [
+            "api_key",
+            "X-Api-Key",
+            "\"Secret\"",
+            "TOKEN",
+            "pass-word",
+            "passwd",
+            "my.key.name",
+            &long_key,
+            "=",
+            ":",
+            " : ",
+            "\"",
+            "'",
+            "sk-abcdefghijklmnopqrstuvwxyz",
+            "Bearer abcdefghijklmnopqrstuv",
+            "AKIAIOSFODNN7EXAMPLE",
+            "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            "xoxb-1234567890-abc",
+            "-",
+            ".",
+            " ",
+            "value123",
+            "4096",
+            "null",
+            "$VAR",
+            "{",
+            "}",
+            ",",
+            "é",
+            "0b5c6a1e-1f7e-4a43",
+            "input_tokens",
+            "keys",
+            "Token",
+        ];
+        let mut seed = 12345_u32;
+        let mut next = |n: usize| {
+            seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            (seed >> 16) as usize % n
+        };
+        for _ in 0..20_000 {
+            let line: String = (0..1 + next(12)).map(|_| pieces[next(pieces.len())]).collect();
+            assert_eq!(redact_patterns(&line), unfiltered(&line), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_name_far_into_a_line_is_seen() {
+        for pad in [0, 1, 63, 64, 65, 255, 256, 4096] {
             let pad = "a".repeat(pad);
             hides(&format!("{pad} db_secret=hunter22 end"), &format!("{pad} db_secret=[REDACTED] end"));
             hides(&format!("{pad} Bearer abcdefghijklmnop1234"), &format!("{pad} Bearer [REDACTED]"));
