@@ -4,6 +4,8 @@
 #
 #   benches/run.sh [path/to/ralph]        # default: target/release/ralph
 #   ROUNDS=5 FLOOD_MB=200 LINE_MB=100 LAUNCHES=1000 IDLE_SECS=30 VALGRIND=1 benches/run.sh
+#   ONLY=floods,idle benches/run.sh       # some figures only: calls, startup, floods,
+#                                         # checkpoint, crash, stall, idle, watch
 #
 # Needs: bash, awk, /usr/bin/time (GNU), strace; valgrind (optional) for the
 # instruction counts that stay meaningful on a loaded machine. The runs happen in
@@ -33,6 +35,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # `report FIGURE MEASURED TARGET NOTE`
 report() { printf '%-58s %-26s target %-24s %s\n' "$1" "$2" "$3" "${4:-}"; }
 have() { command -v "$1" >/dev/null 2>&1; }
+want() { [[ -z ${ONLY:-} || ",$ONLY," == *",$1,"* ]]; }
 
 # A fresh workspace with PROMPT.md and the given ralph.toml; prints its path.
 workspace() {
@@ -79,6 +82,7 @@ echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), TMPDIR on 
 echo
 
 # --- overhead per agent call ------------------------------------------------------
+if want calls; then
 per_call=()
 for ((r = 0; r < ROUNDS; r++)); do
     ws=$(workspace "$(quick_config $CALLS)")
@@ -110,8 +114,10 @@ if [[ ${VALGRIND:-1} != 0 ]] && have valgrind; then
         "$(awk -v a="$ir" -v b="$ir1" -v n=$CALLS 'BEGIN {printf "%.0f", (a - b) / (n - 1)}')" "-" \
         "one-call run: $ir1 instructions in ralph's own process"
 fi
+fi
 
 # --- start-up + tear-down -----------------------------------------------------------
+if want startup; then
 one=()
 for ((r = 0; r < ROUNDS * 2; r++)); do
     ws=$(workspace "$(quick_config 1)")
@@ -143,8 +149,10 @@ if perf stat -x, -e task-clock true >/dev/null 2>&1; then
         "a bare spawn of true from sh: $(awk -v a="$b100" -v n=$CALLS 'BEGIN {printf "%.3f ms", a / n}')"
     report "  CPU of a one-call run (perf task-clock)" "${c1} ms" "-" "start-up + tear-down + one call"
 fi
+fi
 
 # --- floods: throughput, CPU, peak RSS --------------------------------------------
+if want floods; then
 line99=$(printf '%099d' 0 | tr 0 x)
 flood_config() {
     # $1: output ("text" or "claude-stream-json"), $2: the generator argv as TOML
@@ -193,8 +201,10 @@ json_line="{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",
 flood "stream-json flood, ${FLOOD_MB} MB of 100-byte events" claude-stream-json \
     "yes '$json_line' | head -n $lines" "$FLOOD_MB"
 flood "one ${LINE_MB} MB line (text)" text "head -c $((LINE_MB * 1000 * 1000)) /dev/zero | tr '\\0' x; echo" "$LINE_MB"
+fi
 
 # --- checkpoint after many launches of a session-reporting agent --------------------
+if want checkpoint; then
 sim_many() {
     cat <<EOF
 [agents.s]
@@ -215,8 +225,10 @@ for n in 100 "$LAUNCHES"; do
     report "checkpoint after $n launches: size" "$(wc -c <"$ws/.agent/checkpoint.json") B" "bounded" \
         "run wall $(awk -v w="$w" -v n="$n" 'BEGIN {printf "%.2f ms per launch", w / n * 1000}')"
 done
+fi
 
 # --- crash -> next attempt ----------------------------------------------------------
+if want crash; then
 crash_config='[retry]
 backoff_base = "1ms"
 backoff_max = "1ms"
@@ -243,8 +255,10 @@ for ((r = 0; r < ROUNDS; r++)); do
 done
 report "agent crash -> next attempt spawned (strace -ttt)" "$(printf '%s\n' "${gaps[@]}" | median) ms" \
     "<= 5 ms (backoff 1 ms)" "runs: ${gaps[*]}"
+fi
 
 # --- stall detection latency ---------------------------------------------------------
+if want stall; then
 stall_config='[retry]
 agent_attempts = 1
 [timeouts]
@@ -270,8 +284,10 @@ for ((r = 0; r < ROUNDS; r++)); do
 done
 report "stall detected after the configured limit (strace -ttt)" "$(printf '%s\n' "${late[@]}" | median) ms" \
     "<= 10 ms" "runs: ${late[*]}"
+fi
 
 # --- wakeups while the agent is silent ---------------------------------------------
+if want idle; then
 idle_config="[agents.q]
 kind = \"sim\"
 [[agents.q.script]]
@@ -299,8 +315,10 @@ calls=$(awk '$NF == "total" {print $(NF-1)}' "$WORK/idle.st")
 report "syscalls in ${IDLE_SECS} s of a silent agent (strace -c -f)" "${calls:-0}" "none but timers" \
     "$(awk 'NR > 2 && $NF != "total" && $NF !~ /^-/ && NF >= 5 {printf "%s=%s ", $NF, $4}' "$WORK/idle.st")"
 report "  context switches of ralph's $threads threads (/proc), ${IDLE_SECS} s" "$((c1 - c0))" "none but timers"
+fi
 
 # --- ralph watch over many registered runs ----------------------------------------
+if want watch; then
 # One finished run registers itself; its project is copied WATCH_RUNS - 1 times and
 # its registry entry with it (the file name is the first 8 bytes of the SHA-256 of
 # the project path, src/state/registry.rs), then `ralph watch --once` is timed.
@@ -326,6 +344,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 done
 report "ralph watch --once over $(ls "$reg"/*.json | grep -vc '\.watch\.json$') registered runs" \
     "$(printf '%s\n' "${passes[@]}" | median) ms" "<= 20 ms a pass" "runs (whole process): ${passes[*]}"
+fi
 
 # --- Ctrl+C (also in cargo bench --bench overhead) -----------------------------------
 echo

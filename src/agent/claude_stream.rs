@@ -3,15 +3,22 @@
 //!
 //! The format is not versioned and grows fields over time, so everything is read
 //! through `serde_json::Value` with lenient accessors: a missing or oddly typed field
-//! degrades to a default instead of dropping the line, and no input can panic.
+//! degrades to a default instead of dropping the line, and no input can panic. The
+//! two kinds that make up nearly every line, assistant messages and tool results,
+//! are first tried through borrowed typed fields ([`json::Obj`], [`json::Str`]),
+//! which build no tree; a line of another kind or an odd shape fails that and takes
+//! the lenient path, so the answers are the same either way.
 //!
 //! Every non-blank line yields at least one event (an `Unknown` when nothing else is
 //! recognised), so callers can measure liveness on events as well as on lines.
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::event::{AgentEvent, LineParser};
-use super::json::{self, Line, bool_field, i64_field, status_field, str_field, string_or_empty, u64_field, unknown};
+use super::json::{
+    self, Line, Obj, Str, bool_field, i64_field, status_field, str_field, string_or_empty, u64_field, unknown,
+};
 
 /// One per attempt; remembers the last session id so `Session` is only emitted when
 /// the id first appears or changes.
@@ -25,20 +32,56 @@ impl ClaudeStreamParser {
         Self::default()
     }
 
-    fn note_session(&mut self, obj: &Value, out: &mut Vec<AgentEvent>) {
-        let Some(id) = obj.get("session_id").and_then(Value::as_str) else {
-            return;
-        };
+    fn note_session(&mut self, id: Option<&str>, out: &mut Vec<AgentEvent>) {
+        let Some(id) = id else { return };
         if id.is_empty() || self.session_id.as_deref() == Some(id) {
             return;
         }
         self.session_id = Some(id.to_owned());
         out.push(AgentEvent::Session { id: id.to_owned() });
     }
-}
 
-impl LineParser for ClaudeStreamParser {
-    fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
+    /// An assistant message or a tool result read through typed fields; `None` for
+    /// any other line, which [`Self::parse_value`] then reads.
+    fn parse_common(&mut self, line: &str) -> Option<Vec<AgentEvent>> {
+        let Obj(common) = serde_json::from_str::<Obj<Common<'_>>>(line.trim()).ok()?;
+        let assistant = match &*common.kind.0 {
+            "assistant" => true,
+            "user" => false,
+            _ => return None,
+        };
+        let mut out = Vec::new();
+        self.note_session(common.session_id.as_ref().map(|s| &*s.0), &mut out);
+        let blocks = common.message.and_then(|m| m.0.content).unwrap_or_default();
+        for Obj(block) in blocks {
+            match (assistant, block.kind.as_ref().map_or("", |k| &*k.0)) {
+                (true, "text") => out.push(AgentEvent::Text { text: Str::owned(block.text) }),
+                (true, "thinking") => out.push(AgentEvent::Thinking { text: Str::owned(block.thinking) }),
+                (true, "redacted_thinking") => out.push(AgentEvent::Thinking { text: String::new() }),
+                (true, "tool_use" | "server_tool_use") => out.push(AgentEvent::ToolStarted {
+                    id: Str::owned(block.id),
+                    name: Str::owned(block.name),
+                    input: block.input.unwrap_or(Value::Null),
+                }),
+                (false, "tool_result") => out.push(AgentEvent::ToolFinished {
+                    id: Str::owned(block.tool_use_id),
+                    is_error: block.is_error.unwrap_or(false),
+                    output: tool_output(block.content.as_ref()),
+                }),
+                _ => {}
+            }
+        }
+        if assistant && let Some(message) = common.error.map(|e| e.0).filter(|e| !e.is_empty()) {
+            out.push(AgentEvent::Error { message: message.into_owned() });
+        }
+        if out.is_empty() {
+            out.push(unknown(&common.kind.0));
+        }
+        Some(out)
+    }
+
+    /// Any line, through `serde_json::Value` and the lenient accessors.
+    fn parse_value(&mut self, line: &str) -> Vec<AgentEvent> {
         let obj = match json::line(line) {
             Line::Object(obj) => obj,
             Line::Blank => return Vec::new(),
@@ -49,7 +92,7 @@ impl LineParser for ClaudeStreamParser {
         let kind = str_field(&obj, "type").unwrap_or("").to_owned();
 
         let mut out = Vec::new();
-        self.note_session(&obj, &mut out);
+        self.note_session(str_field(&obj, "session_id"), &mut out);
         match kind.as_str() {
             "system" => parse_system(&obj, &mut out),
             "assistant" => parse_assistant(&obj, &mut out),
@@ -63,6 +106,52 @@ impl LineParser for ClaudeStreamParser {
         }
         out
     }
+}
+
+impl LineParser for ClaudeStreamParser {
+    fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
+        self.parse_common(line).unwrap_or_else(|| self.parse_value(line))
+    }
+}
+
+/// The fields of an assistant message or a tool result that ralph reads. A field of
+/// another type, or one given twice, fails the line over to the lenient path.
+#[derive(Deserialize)]
+struct Common<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Str<'a>,
+    #[serde(borrow)]
+    session_id: Option<Str<'a>>,
+    #[serde(borrow)]
+    message: Option<Obj<Message<'a>>>,
+    #[serde(borrow)]
+    error: Option<Str<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow)]
+    content: Option<Vec<Obj<Block<'a>>>>,
+}
+
+/// A content block: text, thinking, a tool call or a tool result.
+#[derive(Deserialize)]
+struct Block<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Str<'a>>,
+    #[serde(borrow)]
+    text: Option<Str<'a>>,
+    #[serde(borrow)]
+    thinking: Option<Str<'a>>,
+    #[serde(borrow)]
+    id: Option<Str<'a>>,
+    #[serde(borrow)]
+    name: Option<Str<'a>>,
+    input: Option<Value>,
+    #[serde(borrow)]
+    tool_use_id: Option<Str<'a>>,
+    is_error: Option<bool>,
+    content: Option<Value>,
 }
 
 fn parse_system(obj: &Value, out: &mut Vec<AgentEvent>) {
@@ -390,6 +479,70 @@ mod tests {
                 AgentEvent::Unknown { kind: "untyped".into() },
             ]
         );
+    }
+
+    /// Answers both ways and checks they agree.
+    struct Both(ClaudeStreamParser, ClaudeStreamParser);
+
+    impl LineParser for Both {
+        fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
+            let lenient = self.1.parse_value(line);
+            let typed = self.0.parse_line(line);
+            assert_eq!(typed, lenient, "{line}");
+            typed
+        }
+    }
+
+    #[test]
+    fn the_typed_reading_answers_like_the_lenient_one() {
+        let common = [
+            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"a \"quoted\"\nline é"}]},"session_id":"s1"}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"Bash","input":{"command":"ls"}},{"type":"thinking","thinking":"hm"},{"type":"redacted_thinking"},{"type":"image"}]},"error":"authentication_failed"}"#,
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"a"},"b"],"is_error":true}]},"session_id":"s2"}"#,
+            r#"{"type":"assistant","message":{"content":[]},"error":""}"#,
+            r#"{"type":"assistant","message":null}"#,
+            r#"{"type":"user","message":{"content":null},"session_id":""}"#,
+        ];
+        let mut p = ClaudeStreamParser::new();
+        for line in common {
+            assert!(p.parse_common(line).is_some(), "not read the fast way: {line}");
+        }
+        let odd = [
+            // Arrays where objects belong: a derived struct would read them by position.
+            r#"{"type":"assistant","message":[[{"type":"text","text":"x"}]]}"#,
+            r#"{"type":"assistant","message":{"content":[["text","x",null,null,null,null,null,null,null]]}}"#,
+            r#"["assistant",null,{"content":[{"type":"text","text":"x"}]},null]"#,
+            // Repeated keys: the last one wins in a `Value`.
+            r#"{"type":"assistant","type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t"}]}}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"a","text":"b"}]}}"#,
+            r#"{"type":"user","message":{"content":"hello"}}"#,
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","is_error":"yes"}]}}"#,
+            r#"{"type":"assistant","session_id":7,"message":{"content":[{"type":"text","text":"x"}]}}"#,
+            r#"  {"type":"assistant","message":{"content":[{"type":"text","text":"x"}]}}  "#,
+            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"x"}]}} trailing"#,
+        ];
+        let mut both = Both(ClaudeStreamParser::new(), ClaudeStreamParser::new());
+        for line in common.iter().chain(&odd) {
+            both.parse_line(line);
+        }
+        let types = ["assistant", "user", "system", "result", ""];
+        let keys = ["message", "content", "session_id", "error", "text", "is_error", "input", "type"];
+        fuzz::each_field(&mut both, &types, &keys);
+        for t in types {
+            for s in fuzz::odd_values() {
+                for block in [
+                    json!(s),
+                    json!({"type": "text", "text": s}),
+                    json!({"type": "tool_use", "id": s, "input": s}),
+                    json!({"type": "tool_result", "content": s, "is_error": s, "tool_use_id": s}),
+                ] {
+                    both.parse_line(&json!({"type": t, "message": {"content": [block]}, "session_id": s}).to_string());
+                }
+            }
+        }
+        fuzz::truncations(&mut both, common[1]);
+        fuzz::truncations(&mut both, common[2]);
+        fuzz::junk(&mut both, 777);
     }
 
     #[test]

@@ -1,7 +1,12 @@
 //! Reading the agents' JSON lines: one line to an object (or why not), lenient field
-//! getters (CLIs write numbers as floats or strings in places), and the HTTP status a
-//! CLI quotes inside an error text. Shared by every stream parser.
+//! getters (CLIs write numbers as floats or strings in places), the HTTP status a
+//! CLI quotes inside an error text, and the two pieces of a typed reading that builds
+//! no `Value` tree ([`Obj`], [`Str`]). Shared by every stream parser.
 
+use std::borrow::Cow;
+use std::marker::PhantomData;
+
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor, value::MapAccessDeserializer};
 use serde_json::Value;
 
 use super::event::AgentEvent;
@@ -24,6 +29,55 @@ pub(crate) fn line(text: &str) -> Line {
     match serde_json::from_str(text) {
         Ok(v @ Value::Object(_)) => Line::Object(v),
         _ => Line::NotJson,
+    }
+}
+
+/// A JSON object read as `T`, and nothing else: a derived struct would also take an
+/// array, by position, where the lenient accessors see no fields at all.
+pub(crate) struct Obj<T>(pub T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Object<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Object<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(Object(PhantomData)).map(Obj)
+    }
+}
+
+/// A string field, borrowed from the line unless it has escapes.
+pub(crate) struct Str<'a>(pub Cow<'a, str>);
+
+impl Str<'_> {
+    /// The field's text, empty when it is missing (as `string_or_empty`).
+    pub(crate) fn owned(field: Option<Self>) -> String {
+        field.map(|s| s.0.into_owned()).unwrap_or_default()
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Text;
+        impl<'de> Visitor<'de> for Text {
+            type Value = Cow<'de, str>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Cow::Borrowed(v))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Cow::Owned(v.to_owned()))
+            }
+        }
+        d.deserialize_str(Text).map(Str)
     }
 }
 

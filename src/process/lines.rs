@@ -4,16 +4,17 @@
 //! costs bounded memory: past [`LONG_LINE`] its bytes are handed on in pieces for
 //! the log and the parser gets a [`Compactor`]'s summary.
 //!
-//! `next` is cancel-safe (its only await is one `read` into a scratch buffer), so
-//! it can sit in a `select!` with the child's exit and the clocks.
-
-use std::collections::VecDeque;
+//! Reading and handing on are split so that a flood costs one wakeup per read, not
+//! one per line: [`LineReader::fill`] is cancel-safe (its only await is one `read`
+//! into the buffer's free end), so it can sit in a `select!` with the child's exit
+//! and the clocks, and [`LineReader::pop`] then hands out every item already read,
+//! as slices of the one buffer (no allocation per line).
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::long_line::{Compactor, LONG_LINE};
 
-/// Bytes read per call.
+/// Bytes read per call, at least.
 const READ_CHUNK: usize = 64 * 1024;
 /// A long line's raw bytes are handed on in pieces of about this size.
 const PIECE: usize = 64 * 1024;
@@ -23,11 +24,11 @@ const CUT_LOOKBACK: usize = 4 * 1024;
 
 /// What the reader produced.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Item {
+pub(crate) enum Item<'a> {
     /// A whole line (without its newline), as received.
-    Line(Vec<u8>),
+    Line(&'a [u8]),
     /// Raw bytes of a line too long to hold, for the log only.
-    LongPart(Vec<u8>),
+    LongPart(&'a [u8]),
     /// The end of a long line: what the parser should see of it.
     LongEnd(String),
 }
@@ -36,102 +37,109 @@ pub(crate) enum Item {
 #[derive(Debug)]
 pub(crate) struct LineReader<R> {
     inner: R,
-    scratch: Box<[u8]>,
-    /// The incomplete line (normal mode) or the unsent raw bytes (long mode).
+    /// Bytes read; `buf[pos..end]` are not handed on yet. Its length only grows
+    /// (to at most a long line's threshold plus two reads) and `end` marks the data.
     buf: Vec<u8>,
+    pos: usize,
+    /// Searched for a newline (and, for a long line, given to the compactor) up
+    /// to here.
+    scanned: usize,
+    end: usize,
     long: Option<Compactor>,
-    pending: VecDeque<Item>,
     eof: bool,
 }
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
     pub(crate) fn new(inner: R) -> Self {
-        Self {
-            inner,
-            scratch: vec![0; READ_CHUNK].into_boxed_slice(),
-            buf: Vec::new(),
-            long: None,
-            pending: VecDeque::new(),
-            eof: false,
+        Self { inner, buf: vec![0; READ_CHUNK], pos: 0, scanned: 0, end: 0, long: None, eof: false }
+    }
+
+    /// Reads once, unless an item is waiting already. A read error ends the stream
+    /// like its end does, after whatever was read before it.
+    pub(crate) async fn fill(&mut self) {
+        if self.eof || self.ready() {
+            return;
+        }
+        self.make_room();
+        match self.inner.read(&mut self.buf[self.end..]).await {
+            Ok(0) | Err(_) => self.eof = true,
+            Ok(n) => self.end += n,
         }
     }
 
-    /// The next item; `None` at the end of the stream. A read error ends the
-    /// stream too, after whatever was read before it.
-    pub(crate) async fn next(&mut self) -> Option<Item> {
-        loop {
-            if let Some(item) = self.pending.pop_front() {
-                return Some(item);
-            }
-            if self.eof {
-                return self.flush();
-            }
-            match self.inner.read(&mut self.scratch).await {
-                Ok(0) | Err(_) => self.eof = true,
-                Ok(n) => {
-                    let data = self.scratch[..n].to_vec();
-                    self.feed(&data);
-                }
-            }
+    /// The stream ended and every item of it was handed on.
+    pub(crate) fn done(&self) -> bool {
+        self.eof && self.long.is_none() && self.pos == self.end
+    }
+
+    /// Whether [`pop`](Self::pop) has something without a read.
+    fn ready(&self) -> bool {
+        let unsent = self.end - self.pos;
+        self.long.is_some() && unsent >= PIECE || self.buf[self.scanned..self.end].contains(&b'\n')
+    }
+
+    /// Moves the unsent bytes to the front when the free end is short of a read,
+    /// and grows the buffer when they fill it (a line up to [`LONG_LINE`]).
+    /// Twice a read's room when it grows, so that a line arriving a byte at a time
+    /// is moved once per [`READ_CHUNK`] bytes, not once per read.
+    fn make_room(&mut self) {
+        if self.buf.len() - self.end >= READ_CHUNK {
+            return;
+        }
+        if self.pos > 0 {
+            self.buf.copy_within(self.pos..self.end, 0);
+            (self.scanned, self.end, self.pos) = (self.scanned - self.pos, self.end - self.pos, 0);
+        }
+        if self.buf.len() - self.end < READ_CHUNK {
+            self.buf.resize(self.end + 2 * READ_CHUNK, 0);
         }
     }
 
-    fn flush(&mut self) -> Option<Item> {
-        if self.long.is_some() {
-            self.end_long();
-            return self.pending.pop_front();
-        }
-        if self.buf.is_empty() {
+    /// The next item read, if any.
+    pub(crate) fn pop(&mut self) -> Option<Item<'_>> {
+        let newline = memchr::memchr(b'\n', &self.buf[self.scanned..self.end]).map(|i| self.scanned + i);
+        let line_end = newline.unwrap_or(self.end);
+        if self.long.is_none() {
+            if let Some(i) = newline {
+                let start = std::mem::replace(&mut self.pos, i + 1);
+                self.scanned = self.pos;
+                return Some(Item::Line(&self.buf[start..i]));
+            }
+            self.scanned = self.end;
+            if self.end - self.pos > LONG_LINE {
+                self.long = Some(Compactor::new());
+                self.scanned = self.pos;
+                return self.pop();
+            }
+            if self.eof && self.pos < self.end {
+                let start = std::mem::replace(&mut self.pos, self.end);
+                return Some(Item::Line(&self.buf[start..self.end]));
+            }
             return None;
         }
-        Some(Item::Line(std::mem::take(&mut self.buf)))
-    }
-
-    fn feed(&mut self, mut data: &[u8]) {
-        while !data.is_empty() {
-            let newline = data.iter().position(|b| *b == b'\n');
-            let (part, rest) = match newline {
-                Some(i) => (&data[..i], &data[i + 1..]),
-                None => (data, &[][..]),
-            };
-            if let Some(long) = self.long.as_mut() {
-                long.push(part);
-                self.buf.extend_from_slice(part);
-                self.send_pieces(false);
-                if newline.is_some() {
-                    self.end_long();
-                }
-            } else {
-                self.buf.extend_from_slice(part);
-                if newline.is_some() {
-                    self.pending.push_back(Item::Line(std::mem::take(&mut self.buf)));
-                } else if self.buf.len() > LONG_LINE {
-                    let mut long = Compactor::new();
-                    long.push(&self.buf);
-                    self.long = Some(long);
-                    self.send_pieces(false);
-                }
-            }
-            data = rest;
+        // A long line: the compactor sees each byte once, the log gets it in pieces.
+        if let Some(long) = self.long.as_mut() {
+            long.push(&self.buf[self.scanned..line_end]);
         }
-    }
-
-    fn end_long(&mut self) {
-        self.send_pieces(true);
-        if let Some(long) = self.long.take() {
-            self.pending.push_back(Item::LongEnd(long.finish()));
+        self.scanned = line_end;
+        let unsent = line_end - self.pos;
+        let ended = newline.is_some() || self.eof;
+        if unsent >= PIECE || (ended && unsent > 0) {
+            let size = unsent.min(PIECE);
+            let piece = &self.buf[self.pos..self.pos + size];
+            let cut = if ended && size == unsent { size } else { word_cut(piece) };
+            let start = self.pos;
+            self.pos += cut;
+            return Some(Item::LongPart(&self.buf[start..self.pos]));
         }
-    }
-
-    /// Hands on the raw bytes of a long line in pieces cut between words.
-    fn send_pieces(&mut self, all: bool) {
-        while self.buf.len() >= PIECE || (all && !self.buf.is_empty()) {
-            let end = self.buf.len().min(PIECE);
-            let cut = if all && end == self.buf.len() { end } else { word_cut(&self.buf[..end]) };
-            let rest = self.buf.split_off(cut);
-            let piece = std::mem::replace(&mut self.buf, rest);
-            self.pending.push_back(Item::LongPart(piece));
+        if !ended {
+            return None;
         }
+        if newline.is_some() {
+            self.pos = line_end + 1;
+            self.scanned = self.pos;
+        }
+        self.long.take().map(|long| Item::LongEnd(long.finish()))
     }
 }
 
@@ -147,15 +155,59 @@ fn word_cut(bytes: &[u8]) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use tokio::io::ReadBuf;
+
     use super::*;
 
-    async fn items(input: Vec<u8>) -> Vec<Item> {
-        let mut r = LineReader::new(std::io::Cursor::new(input));
+    /// An [`Item`] kept past the reader's next call.
+    #[derive(Debug, PartialEq, Eq)]
+    enum Got {
+        Line(Vec<u8>),
+        Part(Vec<u8>),
+        End(String),
+    }
+
+    /// Input handed out at most `step` bytes per read, like a pipe under a slow writer.
+    struct Trickle {
+        data: Vec<u8>,
+        at: usize,
+        step: usize,
+    }
+
+    impl AsyncRead for Trickle {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            out: &mut ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            let n = self.step.min(out.remaining()).min(self.data.len() - self.at);
+            out.put_slice(&self.data[self.at..self.at + n]);
+            self.at += n;
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    async fn items_in_steps(data: Vec<u8>, step: usize) -> Vec<Got> {
+        let mut r = LineReader::new(Trickle { data, at: 0, step });
         let mut out = Vec::new();
-        while let Some(item) = r.next().await {
-            out.push(item);
+        while !r.done() {
+            r.fill().await;
+            while let Some(item) = r.pop() {
+                out.push(match item {
+                    Item::Line(b) => Got::Line(b.to_vec()),
+                    Item::LongPart(b) => Got::Part(b.to_vec()),
+                    Item::LongEnd(s) => Got::End(s),
+                });
+            }
         }
         out
+    }
+
+    async fn items(input: Vec<u8>) -> Vec<Got> {
+        items_in_steps(input, usize::MAX).await
     }
 
     #[tokio::test]
@@ -163,11 +215,7 @@ mod tests {
         let out = items(b"a\xff\xfeb\n{\"done\":1}\nlast".to_vec()).await;
         assert_eq!(
             out,
-            vec![
-                Item::Line(b"a\xff\xfeb".to_vec()),
-                Item::Line(b"{\"done\":1}".to_vec()),
-                Item::Line(b"last".to_vec())
-            ]
+            vec![Got::Line(b"a\xff\xfeb".to_vec()), Got::Line(b"{\"done\":1}".to_vec()), Got::Line(b"last".to_vec())]
         );
     }
 
@@ -176,20 +224,36 @@ mod tests {
         let long = format!("{{\"text\":\"{}<promise>DONE</promise>\"}}", "w ".repeat(LONG_LINE));
         let input = format!("before\n{long}\nafter\n").into_bytes();
         let out = items(input).await;
-        assert_eq!(out.first(), Some(&Item::Line(b"before".to_vec())));
-        assert_eq!(out.last(), Some(&Item::Line(b"after".to_vec())));
+        assert_eq!(out.first(), Some(&Got::Line(b"before".to_vec())));
+        assert_eq!(out.last(), Some(&Got::Line(b"after".to_vec())));
         let raw: Vec<u8> = out
             .iter()
             .filter_map(|i| match i {
-                Item::LongPart(p) => Some(p.clone()),
+                Got::Part(p) => Some(p.clone()),
                 _ => None,
             })
             .flatten()
             .collect();
         assert_eq!(raw, long.as_bytes());
-        assert!(out.iter().all(|i| !matches!(i, Item::LongPart(p) if p.len() > PIECE)));
-        let Some(Item::LongEnd(summary)) = out.get(out.len() - 2) else { panic!("no summary") };
+        assert!(out.iter().all(|i| !matches!(i, Got::Part(p) if p.len() > PIECE)));
+        let Some(Got::End(summary)) = out.get(out.len() - 2) else { panic!("no summary") };
         assert!(summary.ends_with("<promise>DONE</promise>\"}"), "{summary}");
+    }
+
+    #[tokio::test]
+    async fn the_items_do_not_depend_on_how_the_bytes_arrive() {
+        let long = format!("{}<promise>DONE</promise>", "word ".repeat(LONG_LINE / 4));
+        let mut input = Vec::new();
+        for i in 0..3000 {
+            input.extend_from_slice(format!("line {i} {}\n", "x".repeat(i % 300)).as_bytes());
+        }
+        input.extend_from_slice(format!("{long}\nafter\n\nno newline at the end").as_bytes());
+        let whole = items(input.clone()).await;
+        assert_eq!(whole.iter().filter(|i| matches!(i, Got::End(_))).count(), 1);
+        assert_eq!(whole.last(), Some(&Got::Line(b"no newline at the end".to_vec())));
+        for step in [1, 7, 4096, READ_CHUNK - 1, READ_CHUNK + 3] {
+            assert_eq!(items_in_steps(input.clone(), step).await, whole, "{step} bytes a read");
+        }
     }
 
     #[test]

@@ -169,7 +169,10 @@ impl Reporter {
 
     /// The agent produced output.
     pub(crate) fn agent_event(&self, _event: Option<&AgentEvent>) {
-        self.touch();
+        // Only the live line shows it: a clock reading per line is a flood's cost.
+        if self.mode == Mode::Terminal {
+            self.touch();
+        }
     }
 
     /// ralph is ending the agent: what it sent, what comes next and when, and (when

@@ -148,8 +148,8 @@ pub(crate) async fn run(
         let escalate_at = a.escalation.as_ref().and_then(|e| e.next_at);
         let (flush_at, drain_at, running) = (a.log.flush_at(), a.drain_at, a.exit.is_none());
         tokio::select! {
-            item = out.next(), if a.out.open => a.stdout(item),
-            item = err.next(), if a.err.open => a.stderr(item),
+            () = out.fill(), if a.out.open => {}
+            () = err.fill(), if a.err.open => {}
             status = child.wait(), if running => a.exited(status),
             _ = sleep_until(watch_at), if running && a.escalation.is_none() => {
                 a.intervene(clock_intervention(watch_reason, limits));
@@ -166,9 +166,22 @@ pub(crate) async fn run(
                 return a.force_exit();
             },
         }
-        // A stdout line is handled outside the `select!`, whichever way it came.
+        // Everything read is handled before the next wait: a flood costs one wakeup
+        // and one clock reading per read, not per line.
+        a.now = Instant::now();
+        while a.out.open
+            && let Some(item) = out.pop()
+        {
+            a.stdout(item);
+        }
+        while a.err.open
+            && let Some(item) = err.pop()
+        {
+            a.stderr(item);
+        }
+        a.out.open &= !out.done();
+        a.err.open &= !err.done();
         a.log_news();
-        a.stdout_line();
     }
     a.finish()
 }
@@ -211,13 +224,13 @@ struct Running<'a> {
     observer: &'a mut dyn Observer,
     pgid: u32,
     started: Instant,
+    /// When the output being handled was read.
+    now: Instant,
     log: AttemptLog,
     collected: Collected,
     supervisor: Supervisor,
     out: Stream,
     err: Stream,
-    /// A stdout line read and not yet handled.
-    pending_out: Option<String>,
     exit: Option<Exit>,
     ended_by: EndedBy,
     intervention: Option<Intervention>,
@@ -245,13 +258,13 @@ impl<'a> Running<'a> {
             observer,
             pgid,
             started,
+            now: started,
             log,
             collected: Collected::new(prepared.text_output),
             supervisor,
             prepared,
             out: Stream { open: true, long: false },
             err: Stream { open: true, long: false },
-            pending_out: None,
             exit: None,
             ended_by: EndedBy::Agent,
             intervention: None,
@@ -278,35 +291,33 @@ impl<'a> Running<'a> {
         }
     }
 
-    fn stdout(&mut self, item: Option<Item>) {
+    fn stdout(&mut self, item: Item<'_>) {
         match item {
-            Some(Item::LongPart(bytes)) => self.long_part(&bytes, false),
-            Some(Item::Line(bytes)) => {
-                self.log.line(&bytes, false);
-                self.pending_out = Some(String::from_utf8_lossy(&bytes).into_owned());
+            Item::LongPart(bytes) => self.long_part(bytes, false),
+            Item::Line(bytes) => {
+                self.log.line(bytes, false);
+                self.stdout_line(&text(bytes));
             }
-            Some(Item::LongEnd(summary)) => {
+            Item::LongEnd(summary) => {
                 self.log.end_line();
                 self.out.long = false;
-                self.pending_out = Some(summary);
+                self.stdout_line(&summary);
             }
-            None => self.out.open = false,
         }
     }
 
-    fn stderr(&mut self, item: Option<Item>) {
+    fn stderr(&mut self, item: Item<'_>) {
         match item {
-            Some(Item::LongPart(bytes)) => self.long_part(&bytes, true),
-            Some(Item::Line(bytes)) => {
-                self.log.line(&bytes, true);
-                self.stderr_line(&String::from_utf8_lossy(&bytes));
+            Item::LongPart(bytes) => self.long_part(bytes, true),
+            Item::Line(bytes) => {
+                self.log.line(bytes, true);
+                self.stderr_line(&text(bytes));
             }
-            Some(Item::LongEnd(summary)) => {
+            Item::LongEnd(summary) => {
                 self.log.end_line();
                 self.err.long = false;
                 self.stderr_line(&summary);
             }
-            None => self.err.open = false,
         }
     }
 
@@ -316,12 +327,12 @@ impl<'a> Running<'a> {
         let stream = if stderr { &mut self.err } else { &mut self.out };
         self.log.part(bytes, stderr, !stream.long);
         stream.long = true;
-        let _ = self.supervisor.on_event(None, Instant::now());
+        let _ = self.supervisor.on_event(None, self.now);
     }
 
     /// A line of stderr: evidence for the classifier, and a sign of life.
     fn stderr_line(&mut self, line: &str) {
-        let _ = self.supervisor.on_event(None, Instant::now());
+        let _ = self.supervisor.on_event(None, self.now);
         self.observer.event(None);
         self.collected.push_text(line);
         self.collected.push_stderr(line);
@@ -329,20 +340,19 @@ impl<'a> Running<'a> {
 
     /// A stdout line: the agent's events, for the supervisor, the observer and the
     /// outcome.
-    fn stdout_line(&mut self) {
-        let Some(line) = self.pending_out.take() else { return };
-        let events = self.prepared.parser.parse_line(&line);
-        trace_events(&line, &events);
+    fn stdout_line(&mut self, line: &str) {
+        let events = self.prepared.parser.parse_line(line);
+        trace_events(line, &events);
         let mut found = None;
         if events.is_empty() {
-            found = self.supervisor.on_event(None, Instant::now());
+            found = self.supervisor.on_event(None, self.now);
             self.observer.event(None);
         }
         // Lines that are not the agent's structured events (a CLI's own error
         // printout) are evidence for the classifier.
         let unparsed = events.iter().all(|e| matches!(e, AgentEvent::Unknown { kind } if kind == "non-json"));
         for event in events {
-            found = found.or(self.supervisor.on_event(Some(&event), Instant::now()));
+            found = found.or(self.supervisor.on_event(Some(&event), self.now));
             self.observer.event(Some(&event));
             if matches!(event, AgentEvent::ToolStarted { .. } | AgentEvent::ToolFinished { .. })
                 && let Some(tool) = self.supervisor.last_tool()
@@ -354,10 +364,10 @@ impl<'a> Running<'a> {
             }
         }
         if self.collected.text_output {
-            self.collected.push_stdout(&line);
+            self.collected.push_stdout(line);
         }
         if self.collected.text_output || unparsed {
-            self.collected.push_text(&line);
+            self.collected.push_text(line);
         }
         if let Some(found) = found
             && self.exit.is_none()
@@ -493,6 +503,12 @@ fn trace_events(line: &str, events: &[AgentEvent]) {
     }
 }
 
+/// A line as text, without a copy when it is valid UTF-8 (checked a word at a
+/// time, where `from_utf8_lossy` goes a byte at a time).
+fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    std::str::from_utf8(bytes).map_or_else(|_| String::from_utf8_lossy(bytes), std::borrow::Cow::Borrowed)
+}
+
 /// Forgets the agent's group however the attempt ends.
 struct GroupGuard;
 
@@ -593,17 +609,17 @@ impl Collected {
 
     /// Takes in one event; returns a session id when it is new.
     fn absorb(&mut self, event: AgentEvent) -> Option<String> {
+        if let AgentEvent::Text { text } = event {
+            if !self.text_output {
+                self.last_text = Some(text);
+            }
+            return None;
+        }
         let mut new_session = None;
         match &event {
             AgentEvent::Session { id } if self.session.as_deref() != Some(id) => {
                 self.session = Some(id.clone());
                 new_session = Some(id.clone());
-            }
-            AgentEvent::Text { text } => {
-                if !self.text_output {
-                    self.last_text = Some(text.clone());
-                }
-                return None;
             }
             AgentEvent::Result { text, is_error, .. } => self.result = Some((text.clone(), *is_error)),
             AgentEvent::Usage { input_tokens, output_tokens, cost_usd } => {

@@ -7,7 +7,10 @@
 //! linear and adds no dependency. It errs on the side of hiding: a false positive
 //! costs a log line's readability, a false negative leaks a key.
 
-use std::sync::RwLock;
+use std::borrow::Cow;
+use std::sync::{LazyLock, RwLock};
+
+use memchr::memmem::Finder;
 
 /// What a secret is replaced with.
 pub(crate) const REDACTED: &str = "[REDACTED]";
@@ -45,14 +48,20 @@ pub(crate) fn redact_json(v: &mut serde_json::Value) {
 }
 
 /// [`redact`] for bytes that may not be UTF-8: valid runs are redacted, other bytes
-/// pass through as received.
-pub(crate) fn redact_bytes(bytes: &[u8]) -> Vec<u8> {
+/// pass through as received. Borrowed when nothing is hidden (the common line).
+pub(crate) fn redact_bytes(bytes: &[u8]) -> Cow<'_, [u8]> {
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        return match redacted(text) {
+            Cow::Borrowed(text) => Cow::Borrowed(text.as_bytes()),
+            Cow::Owned(text) => Cow::Owned(text.into_bytes()),
+        };
+    }
     let mut out = Vec::with_capacity(bytes.len());
     for chunk in bytes.utf8_chunks() {
         out.extend_from_slice(redact(chunk.valid()).as_bytes());
         out.extend_from_slice(chunk.invalid());
     }
-    out
+    Cow::Owned(out)
 }
 
 /// Returns `text` with secrets replaced by `REDACTED`:
@@ -68,29 +77,35 @@ pub(crate) fn redact_bytes(bytes: &[u8]) -> Vec<u8> {
 ///   secret), and so do `null`/`true`/`false`, `$VARIABLE` references and
 ///   nested objects.
 pub fn redact(text: &str) -> String {
-    let patterned = redact_patterns(text);
-    let Ok(known) = VALUES.read() else { return patterned };
-    if known.is_empty() {
-        return patterned;
-    }
-    let mut out = patterned;
+    redacted(text).into_owned()
+}
+
+/// [`redact`] without a copy when nothing is hidden.
+pub fn redacted(text: &str) -> Cow<'_, str> {
+    let mut out = redact_patterns(text);
+    let Ok(known) = VALUES.read() else { return out };
     for v in known.iter() {
         if out.contains(v.as_str()) {
-            out = out.replace(v.as_str(), REDACTED);
+            out = Cow::Owned(out.replace(v.as_str(), REDACTED));
         }
     }
     out
 }
 
-fn redact_patterns(text: &str) -> String {
+fn redact_patterns(text: &str) -> Cow<'_, str> {
     let b = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
+    let mut names = Names::new(b);
+    let mut out = None::<String>;
     let mut copied = 0;
     let mut i = 0;
     while i < b.len() {
         if (i == 0 || !is_word(b[i - 1]))
-            && let Some((start, end)) = assignment(text, i).or_else(|| token(b, i))
+            && let Some((start, end)) = (names.as_mut().is_some_and(|n| n.near(i)))
+                .then(|| assignment(text, i))
+                .flatten()
+                .or_else(|| TOKEN_START[usize::from(b[i])].then(|| token(b, i)).flatten())
         {
+            let out = out.get_or_insert_with(|| String::with_capacity(text.len() + REDACTED.len()));
             out.push_str(&text[copied..start]);
             out.push_str(REDACTED);
             copied = end;
@@ -99,15 +114,77 @@ fn redact_patterns(text: &str) -> String {
         }
         i += 1;
     }
-    out.push_str(&text[copied..]);
-    out
+    match out {
+        None => Cow::Borrowed(text),
+        Some(mut out) => {
+            out.push_str(&text[copied..]);
+            Cow::Owned(out)
+        }
+    }
 }
+
+/// Where the names of secrets (`key`, `token`, `secret`, `passw`, any case) are in
+/// a line: an [`assignment`]'s key holds one, so the key scan is tried only at words
+/// that start at most a key's length before one. A JSON line has a key before every
+/// `:`, and few of them name a secret.
+struct Names {
+    lower: Vec<u8>,
+    /// The first name at or after the last position asked about.
+    next: usize,
+}
+
+impl Names {
+    /// `None` when the line has no `=` or `:`, which every assignment has.
+    fn new(b: &[u8]) -> Option<Self> {
+        memchr::memchr2(b'=', b':', b)?;
+        let mut names = Self { lower: b.to_ascii_lowercase(), next: 0 };
+        names.next = names.find(0);
+        Some(names)
+    }
+
+    fn find(&self, from: usize) -> usize {
+        static NAMES: LazyLock<[Finder<'static>; 4]> =
+            LazyLock::new(|| [&b"key"[..], b"token", b"secret", b"passw"].map(Finder::new));
+        let rest = &self.lower[from..];
+        NAMES.iter().filter_map(|name| name.find(rest)).min().map_or(usize::MAX, |at| from + at)
+    }
+
+    /// Whether a key starting at `i` (after a quote, perhaps) may hold a name.
+    fn near(&mut self, i: usize) -> bool {
+        if self.next < i {
+            self.next = self.find(i);
+        }
+        self.next <= i + 1 + MAX_KEY
+    }
+}
+
+/// The bytes a [`token`] starts with.
+static TOKEN_START: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = matches!(i as u8, b's' | b'g' | b'x' | b'A' | b'b' | b'B');
+        i += 1;
+    }
+    t
+};
 
 /// Non-ASCII bytes count as word bytes so that no match starts inside a
 /// multi-byte character.
 fn is_word(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
+    WORD[usize::from(c)]
 }
+
+static WORD: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        let c = i as u8;
+        t[i] = c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80;
+        i += 1;
+    }
+    t
+};
 
 fn is_key_char(c: u8) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.')
@@ -137,7 +214,7 @@ fn assignment(text: &str, i: usize) -> Option<(usize, usize)> {
     if j == ks || (j < b.len() && is_key_char(b[j])) {
         return None;
     }
-    let key = text[ks..j].to_ascii_lowercase();
+    let ke = j;
     if let Some(q) = quote {
         if b.get(j) != Some(&q) {
             return None;
@@ -154,12 +231,19 @@ fn assignment(text: &str, i: usize) -> Option<(usize, usize)> {
     if matches!(b.get(j), Some(b'=' | b'>' | b':')) {
         return None;
     }
-    let spaced_name = key.contains(['_', '-']) || matches!(key.as_str(), "password" | "passwd");
-    if sep == b':' && quote.is_none() && !spaced_name {
+    // Lowercased on the stack and searched by hand: JSON has a key before every
+    // `:`, and most of them name no secret.
+    let mut lower = [0; MAX_KEY];
+    let key = &mut lower[..ke - ks];
+    key.copy_from_slice(&b[ks..ke]);
+    key.make_ascii_lowercase();
+    let has = |name: &[u8]| key.windows(name.len()).any(|w| w == name);
+    let strong = has(b"secret") || has(b"password") || has(b"passwd");
+    if !(strong || has(b"key") || has(b"token")) {
         return None;
     }
-    let strong = key.contains("secret") || key.contains("password") || key.contains("passwd");
-    if !(strong || key.contains("key") || key.contains("token")) {
+    let spaced_name = has(b"_") || has(b"-") || matches!(&*key, b"password" | b"passwd");
+    if sep == b':' && quote.is_none() && !spaced_name {
         return None;
     }
     j = skip_blanks(b, j);
@@ -303,6 +387,82 @@ mod tests {
         hides("Password: hunter2", "Password: [REDACTED]");
     }
 
+    /// The scan without its shortcuts: both matchers tried at every word start.
+    fn unfiltered(text: &str) -> String {
+        let b = text.as_bytes();
+        let (mut out, mut copied, mut i) = (String::new(), 0, 0);
+        while i < b.len() {
+            if (i == 0 || !is_word(b[i - 1]))
+                && let Some((start, end)) = assignment(text, i).or_else(|| token(b, i))
+            {
+                out.push_str(&text[copied..start]);
+                out.push_str(REDACTED);
+                (copied, i) = (end, end);
+                continue;
+            }
+            i += 1;
+        }
+        out + &text[copied..]
+    }
+
+    #[test]
+    fn the_shortcuts_change_no_answer() {
+        let long_key = format!("{}_key", "a".repeat(60));
+        let pieces = [
+            "api_key",
+            "X-Api-Key",
+            "\"Secret\"",
+            "TOKEN",
+            "pass-word",
+            "passwd",
+            "my.key.name",
+            &long_key,
+            "=",
+            ":",
+            " : ",
+            "\"",
+            "'",
+            "sk-abcdefghijklmnopqrstuvwxyz",
+            "Bearer abcdefghijklmnopqrstuv",
+            "AKIAIOSFODNN7EXAMPLE",
+            "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            "xoxb-1234567890-abc",
+            "-",
+            ".",
+            " ",
+            "value123",
+            "4096",
+            "null",
+            "$VAR",
+            "{",
+            "}",
+            ",",
+            "é",
+            "0b5c6a1e-1f7e-4a43",
+            "input_tokens",
+            "keys",
+            "Token",
+        ];
+        let mut seed = 12345_u32;
+        let mut next = |n: usize| {
+            seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            (seed >> 16) as usize % n
+        };
+        for _ in 0..20_000 {
+            let line: String = (0..1 + next(12)).map(|_| pieces[next(pieces.len())]).collect();
+            assert_eq!(redact_patterns(&line), unfiltered(&line), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_name_far_into_a_line_is_seen() {
+        for pad in [0, 1, 63, 64, 65, 255, 256, 4096] {
+            let pad = "a".repeat(pad);
+            hides(&format!("{pad} db_secret=hunter22 end"), &format!("{pad} db_secret=[REDACTED] end"));
+            hides(&format!("{pad} Bearer abcdefghijklmnop1234"), &format!("{pad} Bearer [REDACTED]"));
+        }
+    }
+
     #[test]
     fn ordinary_text_survives() {
         keeps("The key to success is patience; keep the token count low.");
@@ -327,7 +487,7 @@ mod tests {
         hides("the key is sk-ant-secret123.", "the key is [REDACTED].");
         // Too short to hide by value: ordinary words would go.
         keeps("abc is fine");
-        assert_eq!(redact_bytes(b"\xffsk-ant-secret123\xfe"), b"\xff[REDACTED]\xfe");
+        assert_eq!(&*redact_bytes(b"\xffsk-ant-secret123\xfe"), b"\xff[REDACTED]\xfe");
     }
 
     #[test]

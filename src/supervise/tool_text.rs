@@ -53,9 +53,8 @@ pub(crate) fn detect_in_thinking(text: &str) -> Option<ToolText> {
 const TRIGGERS: [u8; 3] = [b'<', b'[', b'{'];
 
 fn scan(text: &str, mode: Mode) -> Option<ToolText> {
-    if !text.bytes().any(|b| TRIGGERS.contains(&b)) {
-        return None;
-    }
+    let [a, b, c] = TRIGGERS;
+    memchr::memchr3(a, b, c, text.as_bytes())?;
     scan_masked(text, mode)
 }
 
