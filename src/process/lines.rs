@@ -75,7 +75,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     /// Whether [`pop`](Self::pop) has something without a read.
     fn ready(&self) -> bool {
         let unsent = self.end - self.pos;
-        self.long.is_some() && unsent >= PIECE || self.buf[self.scanned..self.end].contains(&b'\n')
+        self.long.is_some() && unsent >= PIECE + NAME_REACH || self.buf[self.scanned..self.end].contains(&b'\n')
     }
 
     /// Moves the unsent bytes to the front when the free end is short of a read,
@@ -124,10 +124,11 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         self.scanned = line_end;
         let unsent = line_end - self.pos;
         let ended = newline.is_some() || self.eof;
-        if unsent >= PIECE || (ended && unsent > 0) {
+        // A piece is cut with what follows it in view (a secret's name across the cut).
+        if unsent >= PIECE + NAME_REACH || (ended && unsent > 0) {
             let size = unsent.min(PIECE);
-            let piece = &self.buf[self.pos..self.pos + size];
-            let cut = if ended && size == unsent { size } else { word_cut(piece) };
+            let in_view = &self.buf[self.pos..self.pos + unsent.min(PIECE + NAME_REACH)];
+            let cut = if ended && size == unsent { size } else { word_cut(in_view, size) };
             let start = self.pos;
             self.pos += cut;
             return Some(Item::LongPart(&self.buf[start..self.pos]));
@@ -143,14 +144,35 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     }
 }
 
-/// Where to cut `bytes` so that no word (nor credential) is split: after the last
-/// separator in the final [`CUT_LOOKBACK`] bytes, or at the end when there is none.
-fn word_cut(bytes: &[u8]) -> usize {
-    let from = bytes.len().saturating_sub(CUT_LOOKBACK);
-    bytes[from..]
-        .iter()
-        .rposition(|b| b.is_ascii_whitespace() || matches!(b, b'"' | b',' | b'}' | b']' | b'\''))
-        .map_or(bytes.len(), |i| from + i + 1)
+/// How far from a cut a secret's name still counts as the name of what follows it:
+/// a key of up to 64 bytes, its quotes, blanks and separator.
+const NAME_REACH: usize = 128;
+
+/// Where to cut `bytes` so that no word, nor a credential and its name, is split
+/// (each piece is redacted alone: a cut in `"password": "` | `hunter2"` would leave
+/// the value in the log). After the last separator in the final [`CUT_LOOKBACK`]
+/// bytes with no secret's name near it; else just before the first such name
+/// there, so that the name and its value go on together; else at `size`.
+/// `bytes` go on past `size` as far as they were read, for names across the cut.
+fn word_cut(bytes: &[u8], size: usize) -> usize {
+    use crate::state::redact::{names_a_secret, secret_name_at};
+    let size = size.min(bytes.len());
+    let from = size.saturating_sub(CUT_LOOKBACK);
+    let is_separator = |b: u8| b.is_ascii_whitespace() || matches!(b, b'"' | b',' | b'}' | b']' | b'\'');
+    let near = |cut: usize| names_a_secret(&bytes[cut.saturating_sub(NAME_REACH)..(cut + NAME_REACH).min(bytes.len())]);
+    let mut separators = (from..size).rev().filter(|&i| is_separator(bytes[i])).map(|i| i + 1);
+    if let Some(cut) = separators.find(|&cut| !near(cut)) {
+        return cut;
+    }
+    // Before the whole key the name is part of, and its opening quote.
+    let Some(mut start) = secret_name_at(&bytes[from..]).map(|at| from + at) else { return size };
+    while start > from && (bytes[start - 1].is_ascii_alphanumeric() || matches!(bytes[start - 1], b'_' | b'-' | b'.')) {
+        start -= 1;
+    }
+    if start > from && matches!(bytes[start - 1], b'"' | b'\'') {
+        start -= 1;
+    }
+    if start > 0 && start < size { start } else { size }
 }
 
 #[cfg(test)]
@@ -257,8 +279,38 @@ mod tests {
     }
 
     #[test]
+    fn a_credential_and_its_name_stay_in_one_piece() {
+        // Each piece is redacted alone: a cut between a secret's name and its value
+        // would leave the value in the log.
+        let secrets = [
+            r#" "password": "hunter2hunter2" "#,
+            r#"{"api_key":"hunter2hunter2"}"#,
+            " Authorization: Bearer hunter2hunter2hunter2 ",
+            " API_KEY= hunter2hunter2 ",
+        ];
+        for secret in secrets {
+            for filler in ["x", "y "] {
+                // Every offset near the piece's end, a sample of the rest.
+                for pad in (PIECE - CUT_LOOKBACK - 64..PIECE + 4).filter(|p| p % 13 == 0 || p + 200 > PIECE) {
+                    let line = format!("{}{secret}{}", filler.repeat(pad), "z ".repeat(200));
+                    let bytes = line.as_bytes();
+                    let cut = word_cut(&bytes[..(PIECE + NAME_REACH).min(bytes.len())], PIECE);
+                    let first = crate::state::redact::redact_bytes(&bytes[..cut]).into_owned();
+                    let second = crate::state::redact::redact_bytes(&bytes[cut..]).into_owned();
+                    for piece in [first, second] {
+                        assert!(
+                            memchr::memmem::find(&piece, b"hunter2").is_none(),
+                            "{secret:?} after {pad} bytes of {filler:?}: cut at {cut}, the value reached the log"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn pieces_are_cut_between_words() {
-        assert_eq!(word_cut(b"abc def ghi"), 8);
-        assert_eq!(word_cut(b"abcdef"), 6);
+        assert_eq!(word_cut(b"abc def ghi", 11), 8);
+        assert_eq!(word_cut(b"abcdef", 6), 6);
     }
 }

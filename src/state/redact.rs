@@ -196,6 +196,20 @@ fn ends_value(c: u8) -> bool {
 
 const MAX_KEY: usize = 64;
 
+/// What names a secret whose value may follow (any case).
+const SECRET_NAMES: [&[u8]; 5] = [b"key", b"token", b"secret", b"passw", b"bearer"];
+
+/// Whether `bytes` hold the name of a secret: a value to hide may follow it.
+pub(crate) fn names_a_secret(bytes: &[u8]) -> bool {
+    secret_name_at(bytes).is_some()
+}
+
+/// Where the first name of a secret in `bytes` starts.
+pub(crate) fn secret_name_at(bytes: &[u8]) -> Option<usize> {
+    let lower = bytes.to_ascii_lowercase();
+    SECRET_NAMES.iter().filter_map(|name| memchr::memmem::find(&lower, name)).min()
+}
+
 /// `NAME=value` and friends starting at `i`; returns the value's byte range.
 fn assignment(text: &str, i: usize) -> Option<(usize, usize)> {
     let b = text.as_bytes();
