@@ -7,7 +7,11 @@
 //! two kinds that make up nearly every line, assistant messages and tool results,
 //! are first tried through borrowed typed fields ([`json::Obj`], [`json::Str`]),
 //! which build no tree; a line of another kind or an odd shape fails that and takes
-//! the lenient path, so the answers are the same either way.
+//! the lenient path, so the answers are the same either way, with one difference:
+//! a field the typed path does not read is skipped unchecked, so a line whose unread
+//! field holds what a `Value` refuses (a lone surrogate `\ud83d` from tool output cut
+//! mid-emoji, a number beyond `f64`, nesting past 128) still yields its events there,
+//! where the lenient path alone would call the whole line non-JSON.
 //!
 //! Every non-blank line yields at least one event (an `Unknown` when nothing else is
 //! recognised), so callers can measure liveness on events as well as on lines.
