@@ -155,17 +155,21 @@ const NAME_REACH: usize = 128;
 /// there, so that the name and its value go on together; else at `size`.
 /// `bytes` go on past `size` as far as they were read, for names across the cut.
 fn word_cut(bytes: &[u8], size: usize) -> usize {
-    use crate::state::redact::{names_a_secret, secret_name_at};
     let size = size.min(bytes.len());
     let from = size.saturating_sub(CUT_LOOKBACK);
+    let seen = from.saturating_sub(NAME_REACH);
+    let names: Vec<usize> = crate::state::redact::secret_names(&bytes[seen..(size + NAME_REACH).min(bytes.len())])
+        .into_iter()
+        .map(|at| seen + at)
+        .collect();
     let is_separator = |b: u8| b.is_ascii_whitespace() || matches!(b, b'"' | b',' | b'}' | b']' | b'\'');
-    let near = |cut: usize| names_a_secret(&bytes[cut.saturating_sub(NAME_REACH)..(cut + NAME_REACH).min(bytes.len())]);
+    let near = |cut: usize| names.iter().any(|&name| name + NAME_REACH > cut && name < cut + NAME_REACH);
     let mut separators = (from..size).rev().filter(|&i| is_separator(bytes[i])).map(|i| i + 1);
     if let Some(cut) = separators.find(|&cut| !near(cut)) {
         return cut;
     }
     // Before the whole key the name is part of, and its opening quote.
-    let Some(mut start) = secret_name_at(&bytes[from..]).map(|at| from + at) else { return size };
+    let Some(mut start) = names.iter().copied().find(|&name| name >= from) else { return size };
     while start > from && (bytes[start - 1].is_ascii_alphanumeric() || matches!(bytes[start - 1], b'_' | b'-' | b'.')) {
         start -= 1;
     }

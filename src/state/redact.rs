@@ -143,10 +143,8 @@ impl Names {
     }
 
     fn find(&self, from: usize) -> usize {
-        static NAMES: LazyLock<[Finder<'static>; 4]> =
-            LazyLock::new(|| [&b"key"[..], b"token", b"secret", b"passw"].map(Finder::new));
         let rest = &self.lower[from..];
-        NAMES.iter().filter_map(|name| name.find(rest)).min().map_or(usize::MAX, |at| from + at)
+        SECRET_NAMES[..4].iter().filter_map(|name| name.find(rest)).min().map_or(usize::MAX, |at| from + at)
     }
 
     /// Whether a key starting at `i` (after a quote, perhaps) may hold a name.
@@ -196,18 +194,18 @@ fn ends_value(c: u8) -> bool {
 
 const MAX_KEY: usize = 64;
 
-/// What names a secret whose value may follow (any case).
-const SECRET_NAMES: [&[u8]; 5] = [b"key", b"token", b"secret", b"passw", b"bearer"];
+/// The names of secrets, lowercased: an [`assignment`]'s key holds one of the first
+/// four; `bearer` names the token after it.
+static SECRET_NAMES: LazyLock<[Finder<'static>; 5]> =
+    LazyLock::new(|| [&b"key"[..], b"token", b"secret", b"passw", b"bearer"].map(Finder::new));
 
-/// Whether `bytes` hold the name of a secret: a value to hide may follow it.
-pub(crate) fn names_a_secret(bytes: &[u8]) -> bool {
-    secret_name_at(bytes).is_some()
-}
-
-/// Where the first name of a secret in `bytes` starts.
-pub(crate) fn secret_name_at(bytes: &[u8]) -> Option<usize> {
+/// Where the names of secrets start in `bytes` (any case), in order: a value to
+/// hide may follow each.
+pub(crate) fn secret_names(bytes: &[u8]) -> Vec<usize> {
     let lower = bytes.to_ascii_lowercase();
-    SECRET_NAMES.iter().filter_map(|name| memchr::memmem::find(&lower, name)).min()
+    let mut at: Vec<usize> = SECRET_NAMES.iter().flat_map(|name| name.find_iter(&lower)).collect();
+    at.sort_unstable();
+    at
 }
 
 /// `NAME=value` and friends starting at `i`; returns the value's byte range.
