@@ -15,7 +15,7 @@ use crate::state::redact::{redact, redact_json};
 /// same reader and the same refusals as `--resume`, so the two always agree.
 pub(crate) fn read(dir: &Path) -> Result<Option<Checkpoint>, RalphError> {
     let path = dir.join(".agent").join("checkpoint.json");
-    let newest = format::read_newest(&path, &dir.join(".agent").join("events.jsonl"));
+    let newest = format::read_newest(&path);
     newest.map(|found| found.map(|n| n.checkpoint)).map_err(|e| crate::run::setup::refusal(&path, e))
 }
 

@@ -162,9 +162,9 @@ pub(crate) fn end_attempt(attempt_id: &str, started: Instant, owned: &[i32]) -> 
     let me = Me { pid: i32::try_from(std::process::id()).unwrap_or(i32::MAX), pgid: nix::unistd::getpgrp().as_raw() };
     let deadline = Instant::now() + END_WAIT;
     let mut killed: Vec<i32> = Vec::new();
+    let (root, subreaper) = (crate::os::proc_root(), crate::os::is_subreaper());
     loop {
-        let root = crate::os::proc_root();
-        let pids = crate::os::is_subreaper().then(|| descendants(root, me.pid)).flatten();
+        let pids = subreaper.then(|| descendants(root, me.pid)).flatten();
         let procs = scan(root, pids.unwrap_or_else(|| all_pids(root)), attempt_id, since);
         for pid in to_reap(&procs, me, owned) {
             reap(pid);

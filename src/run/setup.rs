@@ -298,7 +298,8 @@ fn open_logs(
         reporter.line(&format!("log: {}", log_path.display()));
     }
     let journal = if loaded.config.general.workflow.checkpoint_enabled {
-        Journal::open(&agent_dir.join("events.jsonl")).map_err(|e| RalphError::setup("cannot open the journal", e))?
+        Journal::open(&agent_dir.join(crate::state::journal::FILE))
+            .map_err(|e| RalphError::setup("cannot open the journal", e))?
     } else {
         Journal::disabled()
     };
@@ -431,7 +432,7 @@ pub(crate) fn load_templates(dir: &Path, loaded: &Loaded) -> Result<Vec<String>,
 /// checkpoint that cannot be used is set aside and the run starts fresh in the same
 /// call: the user asked to start over, and the file is kept.
 fn load_checkpoint(path: &Path, flag: ResumeFlag, reporter: &Reporter) -> Result<Option<Checkpoint>, RalphError> {
-    match format::read_newest(path, &path.with_file_name("events.jsonl")) {
+    match format::read_newest(path) {
         Ok(None) => Ok(None),
         Ok(Some(newest)) => {
             if let Some(stale) = &newest.stale {

@@ -51,11 +51,16 @@ pub(crate) fn human(bytes: u64) -> String {
 /// The power-cut test hook (debug builds only): with `RALPH_TEST_SYNC_LOG` set,
 /// every state file made durable appends `<path>\t<synced length>` to the file it
 /// names, so a test can cut every file back to what a power cut would have kept.
-pub(crate) fn note_synced(path: &Path, len: u64) {
+/// `len` is asked only then (a release build makes no extra system call).
+pub(crate) fn note_synced(path: &Path, len: impl FnOnce() -> io::Result<u64>) {
     if !cfg!(debug_assertions) {
         return;
     }
     let Some(log) = std::env::var_os("RALPH_TEST_SYNC_LOG") else { return };
+    let len = match len() {
+        Ok(len) => len,
+        Err(e) => return tracing::warn!("test hook RALPH_TEST_SYNC_LOG: {e}"),
+    };
     let line = format!("{}\t{len}\n", path.display());
     let appended = std::fs::OpenOptions::new()
         .create(true)

@@ -74,12 +74,13 @@ pub(crate) struct Newest {
     pub stale: Option<Stale>,
 }
 
-/// Reads `checkpoint.json` at `path` and the newest snapshot in the journal at
-/// `journal`; changes nothing. The snapshot wins when it belongs to the same run
+/// Reads `checkpoint.json` at `path` and the newest snapshot in the journal beside
+/// it; changes nothing. The snapshot wins when it belongs to the same run
 /// and has a higher `seq`, or when the file is missing or does not parse. A file
 /// that is too new or impossible is refused as by [`read`]; so is a too-new
 /// snapshot where it would win. A snapshot that does not parse counts as none.
-pub(crate) fn read_newest(path: &Path, journal: &Path) -> Result<Option<Newest>, ReadError> {
+pub(crate) fn read_newest(path: &Path) -> Result<Option<Newest>, ReadError> {
+    let journal = &path.with_file_name(super::journal::FILE);
     let (file, corrupt) = match read(path) {
         Ok(found) => (found, None),
         Err(ReadError::Format(FormatError::Corrupt(message))) => (None, Some(message)),
@@ -95,16 +96,15 @@ pub(crate) fn read_newest(path: &Path, journal: &Path) -> Result<Option<Newest>,
             Err(_) => None,
         },
     };
-    let stale = match (&file, &snapshot) {
-        (_, None) => None,
-        (None, Some(_)) => Some(corrupt.clone().map_or(Stale::Missing, Stale::Corrupt)),
-        (Some(cp), Some(snap)) => (snap.run_id == cp.run_id && snap.seq > cp.seq).then_some(Stale::Older(cp.seq)),
-    };
-    match (stale, snapshot, file, corrupt) {
-        (Some(stale), Some(checkpoint), _, _) => Ok(Some(Newest { checkpoint, stale: Some(stale) })),
-        (_, _, Some(checkpoint), _) => Ok(Some(Newest { checkpoint, stale: None })),
-        (_, _, None, Some(message)) => Err(FormatError::Corrupt(message).into()),
-        (_, _, None, None) => Ok(None),
+    match (file, snapshot) {
+        (Some(cp), Some(snap)) if snap.run_id == cp.run_id && snap.seq > cp.seq => {
+            Ok(Some(Newest { stale: Some(Stale::Older(cp.seq)), checkpoint: snap }))
+        }
+        (Some(checkpoint), _) => Ok(Some(Newest { checkpoint, stale: None })),
+        (None, Some(checkpoint)) => {
+            Ok(Some(Newest { checkpoint, stale: Some(corrupt.map_or(Stale::Missing, Stale::Corrupt)) }))
+        }
+        (None, None) => corrupt.map_or(Ok(None), |message| Err(FormatError::Corrupt(message).into())),
     }
 }
 
@@ -259,7 +259,7 @@ mod tests {
             j.snapshot(s).unwrap();
             j.append("attempt_started", &serde_json::json!({})).unwrap();
         }
-        read_newest(&path, &journal)
+        read_newest(&path)
     }
 
     fn with_seq(seq: u64) -> Value {

@@ -25,6 +25,9 @@ use serde_json::Value;
 
 use super::redact::redact_json;
 
+/// The journal's name, beside `checkpoint.json` in `.agent/`.
+pub(crate) const FILE: &str = "events.jsonl";
+
 /// Lines kept in memory while the disk is full, at most.
 const PENDING_MAX: usize = 10_000;
 
@@ -132,13 +135,12 @@ impl Journal {
             }
             let Some(file) = self.file.as_mut() else { return Err(io::Error::other("the journal is disabled")) };
             file.write_all(line.as_bytes())?;
-            file.sync_data()?;
-            file.metadata()
+            file.sync_data()
         });
         match written {
-            Ok(meta) => {
-                if let Some(path) = &self.path {
-                    super::disk::note_synced(path, meta.len());
+            Ok(()) => {
+                if let (Some(path), Some(file)) = (&self.path, &self.file) {
+                    super::disk::note_synced(path, || file.metadata().map(|m| m.len()));
                 }
                 Ok(())
             }

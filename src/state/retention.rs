@@ -68,7 +68,12 @@ pub(crate) fn journal_run(journal: &Path) -> io::Result<Option<String>> {
     let mut run = None;
     for line in BufReader::new(file).lines() {
         let line = line?;
-        // A torn line from a crash is skipped, as every journal reader does.
+        // Most lines are other events (checkpoint snapshots among them, ≈2 KB
+        // each): only a line that names the kind is parsed. A torn line from a
+        // crash is skipped, as every journal reader does.
+        if !line.contains("\"kind\":\"run_started\"") {
+            continue;
+        }
         let Ok(value) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
         if value["kind"] == "run_started"
             && let Some(id) = value["run_id"].as_str()
@@ -82,7 +87,7 @@ pub(crate) fn journal_run(journal: &Path) -> io::Result<Option<String>> {
 /// Moves the previous run's journal into its run directory, before a new run starts
 /// its own. Returns where it went (`None`: there was none).
 pub(crate) fn move_previous_journal(agent_dir: &Path) -> io::Result<Option<PathBuf>> {
-    let journal = agent_dir.join("events.jsonl");
+    let journal = agent_dir.join(super::journal::FILE);
     let Some(run) = journal_run(&journal)? else {
         if journal.exists() {
             // A journal without a run start (older ralph): kept aside, never lost.
@@ -95,7 +100,7 @@ pub(crate) fn move_previous_journal(agent_dir: &Path) -> io::Result<Option<PathB
     };
     let dir = agent_dir.join("logs").join(&run);
     std::fs::create_dir_all(&dir)?;
-    let mut target = dir.join("events.jsonl");
+    let mut target = dir.join(super::journal::FILE);
     let mut n = 1;
     while target.exists() {
         target = dir.join(format!("events.{n}.jsonl"));

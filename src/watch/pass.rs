@@ -180,7 +180,7 @@ fn block(registry: &Path, entry: &Entry, why: &str) -> Result<bool, String> {
     let path = agent_dir.join("checkpoint.json");
     // The newest save (after a power cut the journal's), so the resume that reads
     // the two again sees this one.
-    let newest = format::read_newest(&path, &agent_dir.join("events.jsonl")).map_err(|e| e.to_string())?;
+    let newest = format::read_newest(&path).map_err(|e| e.to_string())?;
     let mut cp = newest.ok_or("the checkpoint is gone")?.checkpoint;
     cp.status = Status::Blocked;
     cp.stop_reason = Some(why.to_string());
@@ -236,7 +236,7 @@ fn missing(entry: &Entry) -> Vec<String> {
 
 /// When the run last did something: its journal's modification time.
 fn last_activity(dir: &Path) -> SystemTime {
-    std::fs::metadata(dir.join(".agent").join("events.jsonl"))
+    std::fs::metadata(dir.join(".agent").join(crate::state::journal::FILE))
         .and_then(|m| m.modified())
         .unwrap_or(SystemTime::UNIX_EPOCH)
 }
