@@ -83,7 +83,13 @@ fn handle(registry: &Path, entry: &Entry, boot: &str, options: &Options, childre
     let Some(_guard) = bookkeeping_lock(registry, &entry.dir) else { return };
     let state = registry::read_watch(registry, &entry.dir);
     let agent_dir = entry.dir.join(".agent");
-    let checkpoint = format::read(&agent_dir.join("checkpoint.json")).ok().flatten();
+    // The file, or after a power cut that left it missing or torn, the journal's
+    // newest save (as `--resume` reads it): the run is still there to resume.
+    let path = agent_dir.join("checkpoint.json");
+    let checkpoint = match format::read(&path) {
+        Ok(Some(cp)) => Some(cp),
+        _ => format::read_newest(&path).ok().flatten().map(|newest| newest.checkpoint),
+    };
     let facts = Facts {
         entry,
         checkpoint: checkpoint.as_ref(),

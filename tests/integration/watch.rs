@@ -111,6 +111,22 @@ fn watch_once_resumes_a_run_killed_mid_attempt() {
 }
 
 #[test]
+fn a_run_whose_checkpoint_a_power_cut_tore_is_resumed_from_the_journal() {
+    let p = project("");
+    kill_9(&p);
+    // What an unsynced rename may leave after a power cut.
+    fs::write(p.join(".agent/checkpoint.json"), "{\"version\": 1, \"run_").expect("tear the checkpoint");
+    watch_once(&p).expect_code(0).stderr_has("resumed run");
+    // The journal's save is from before the first launch was counted: the resumed
+    // run launches the long tool call again; ending it moves the run on.
+    cleanup(p.pid_file("agent.pid"));
+    wait_for_status(&p, "completed");
+    assert!(p.exists("done1.txt") && p.exists("done2.txt"));
+    let aside = fs::read_dir(p.join(".agent")).expect(".agent/").flatten();
+    assert!(aside.into_iter().any(|e| e.file_name().to_string_lossy().starts_with("checkpoint.corrupt-")));
+}
+
+#[test]
 fn a_paused_run_is_left_alone_and_a_sigterm_run_is_resumed() {
     let p = project("");
     let (run, agent) = start_and_wait_for_agent(&p);
