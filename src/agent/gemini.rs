@@ -168,7 +168,7 @@ impl GeminiParser {
             out.push(unknown("message/user"));
             return;
         }
-        let content = content_text(obj.get("content"));
+        let content = json::text(obj.get("content"), "");
         if obj.get("delta").and_then(Value::as_bool).unwrap_or(false) {
             self.open = true;
             self.pending.push_str(&content);
@@ -220,7 +220,7 @@ impl GeminiParser {
         self.resumable(out);
         let is_error = str_field(obj, "status").is_some_and(|s| s != "success");
         let error = obj.get("error").and_then(|e| str_field(e, "message")).unwrap_or("");
-        let output = match content_text(obj.get("output")) {
+        let output = match json::text(obj.get("output"), "") {
             o if o.is_empty() => error.to_owned(),
             o if is_error && !error.is_empty() => format!("{o}\n{error}"),
             o => o,
@@ -297,10 +297,6 @@ impl LineParser for GeminiParser {
             "tool_result" => self.tool_result(&obj, &mut out),
             "error" => self.error(&obj, &mut out),
             "result" => self.result(&obj, &mut out),
-            "" => {
-                self.flush(&mut out);
-                out.push(unknown("untyped"));
-            }
             other => {
                 self.flush(&mut out);
                 out.push(unknown(other));
@@ -309,22 +305,6 @@ impl LineParser for GeminiParser {
         // A streamed chunk yields nothing until its message ends; the line itself
         // still counts as activity for the caller.
         out
-    }
-}
-
-/// Text content: a string, or the text parts of an array, or nothing.
-fn content_text(v: Option<&Value>) -> String {
-    match v {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| match p {
-                Value::String(s) => Some(s.as_str()),
-                _ => str_field(p, "text"),
-            })
-            .collect(),
-        Some(other) => other.to_string(),
     }
 }
 

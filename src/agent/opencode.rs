@@ -37,7 +37,7 @@ use serde_json::Value;
 
 use super::descriptor::{Descriptor, Env, LaunchError, Lookup, ReadFile, Request, host_port, mcp_args, url_or};
 use super::event::{AgentEvent, LineParser};
-use super::json::{self, Line, str_field, string_or_empty, u64_field, unknown};
+use super::json::{self, SessionId, str_field, string_or_empty, u64_field};
 use crate::config::{AgentConfig, AgentKind};
 
 pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
@@ -172,25 +172,13 @@ fn launch_env(req: &Request<'_>) -> Result<Env, LaunchError> {
 /// appears or changes) and the tool calls already reported as started.
 #[derive(Debug, Default)]
 pub(crate) struct OpenCodeParser {
-    session_id: Option<String>,
+    session_id: SessionId,
     started: HashSet<String>,
 }
 
 impl OpenCodeParser {
     pub(crate) fn new() -> Self {
         Self::default()
-    }
-
-    fn note_session(&mut self, obj: &Value, out: &mut Vec<AgentEvent>) {
-        let id = str_field(obj, "sessionID").or_else(|| obj.get("part").and_then(|p| str_field(p, "sessionID")));
-        let Some(id) = id.filter(|s| !s.is_empty()) else {
-            return;
-        };
-        if self.session_id.as_deref() == Some(id) {
-            return;
-        }
-        self.session_id = Some(id.to_owned());
-        out.push(AgentEvent::Session { id: id.to_owned() });
     }
 
     fn parse_tool(&mut self, part: &Value, out: &mut Vec<AgentEvent>) {
@@ -221,31 +209,22 @@ impl OpenCodeParser {
 }
 
 impl LineParser for OpenCodeParser {
+    /// `run` also prints a few plain lines of its own on stdout (a permission it
+    /// auto-rejects): evidence for the classifier, not events.
     fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
-        let obj = match json::line(line) {
-            Line::Object(obj) => obj,
-            Line::Blank => return Vec::new(),
-            // `run` prints a few plain lines of its own on stdout (a permission it
-            // auto-rejects); they are evidence for the classifier, not events.
-            Line::NotJson => return vec![unknown("non-json")],
-        };
-        let kind = str_field(&obj, "type").unwrap_or("").to_owned();
-        let part = obj.get("part").filter(|p| p.is_object());
-
-        let mut out = Vec::new();
-        self.note_session(&obj, &mut out);
-        match (kind.as_str(), part) {
-            ("text", Some(part)) => out.push(AgentEvent::Text { text: string_or_empty(part, "text") }),
-            ("reasoning", Some(part)) => out.push(AgentEvent::Thinking { text: string_or_empty(part, "text") }),
-            ("tool_use", Some(part)) => self.parse_tool(part, &mut out),
-            ("step_finish", Some(part)) => parse_step_finish(part, &mut out),
-            ("error", _) => parse_error(&obj, &mut out),
-            _ => {}
-        }
-        if out.is_empty() {
-            out.push(unknown(if kind.is_empty() { "untyped" } else { &kind }));
-        }
-        out
+        json::each_object(line, |obj, kind, out| {
+            let part = obj.get("part").filter(|p| p.is_object());
+            let id = str_field(obj, "sessionID").or_else(|| part.and_then(|p| str_field(p, "sessionID")));
+            self.session_id.note(id, out);
+            match (kind, part) {
+                ("text", Some(part)) => out.push(AgentEvent::Text { text: string_or_empty(part, "text") }),
+                ("reasoning", Some(part)) => out.push(AgentEvent::Thinking { text: string_or_empty(part, "text") }),
+                ("tool_use", Some(part)) => self.parse_tool(part, out),
+                ("step_finish", Some(part)) => parse_step_finish(part, out),
+                ("error", _) => parse_error(obj, out),
+                _ => {}
+            }
+        })
     }
 }
 
