@@ -4,7 +4,7 @@
 //! final message with"). Ordinary words are not denials: "no failures", "users can
 //! pipe the output", "the parser would crash" all end honest summaries.
 
-use super::words;
+use super::words::find_word;
 use super::{Rule, Why};
 
 /// Phrases that negate the work, anywhere in the last paragraph before the tag.
@@ -407,25 +407,6 @@ const EXAMPLE_INTROS: &[&str] = &[
     "line",
     "output",
 ];
-
-/// `phrase` in `text` as whole words; a phrase that starts with "n't" may follow the
-/// rest of its word ("couldn't finish").
-fn find_word(text: &str, phrase: &str, from: usize) -> Option<usize> {
-    if let Some(rest) = phrase.strip_prefix("n't") {
-        let mut start = from;
-        while let Some(i) = text.get(start..)?.find(phrase) {
-            let at = start + i;
-            let end = at + phrase.len();
-            let after = text[end..].chars().next().is_none_or(|c| !c.is_alphanumeric());
-            if after || rest.is_empty() {
-                return Some(at);
-            }
-            start = end;
-        }
-        return None;
-    }
-    words::find_word(text, phrase, from)
-}
 
 /// The first phrase in `text` (normalized) that negates the work.
 pub(super) fn negated_work(text: &str) -> Option<Why> {
