@@ -12,29 +12,18 @@ use serde::{Deserialize, Serialize};
 
 /// The whole configuration file.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub(crate) struct Config {
-    #[serde(default)]
     pub general: General,
-    #[serde(default)]
     pub retry: Retry,
-    #[serde(default)]
     pub timeouts: Timeouts,
-    #[serde(default)]
     pub offline: Offline,
-    #[serde(default)]
     pub watch: Watch,
-    #[serde(default)]
     pub notify: Notify,
-    #[serde(default)]
     pub logs: Logs,
-    #[serde(default)]
     pub agents: BTreeMap<String, AgentConfig>,
-    #[serde(default)]
     pub chains: BTreeMap<String, Vec<String>>,
-    #[serde(default)]
     pub phases: BTreeMap<String, PhaseConfig>,
-    #[serde(default)]
     pub git: GitConfig,
 }
 
