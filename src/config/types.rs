@@ -272,28 +272,36 @@ fn bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     ByteSize::deserialize(d).map(u64::from)
 }
 
-/// The kinds of agent ralph knows how to drive.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Hash)]
-#[serde(rename_all = "lowercase")]
-pub enum AgentKind {
-    Claude,
-    Codex,
-    Opencode,
-    Gemini,
-    Command,
-    Sim,
-}
-
-impl AgentKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AgentKind::Claude => "claude",
-            AgentKind::Codex => "codex",
-            AgentKind::Opencode => "opencode",
-            AgentKind::Gemini => "gemini",
-            AgentKind::Command => "command",
-            AgentKind::Sim => "sim",
+/// An enum of unit variants whose stable names are written once: serde reads and
+/// writes each variant as its name, and `as_str` returns it.
+macro_rules! named {
+    ($(#[$meta:meta])* $vis:vis enum $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)* }) => {
+        $(#[$meta])*
+        $vis enum $name {
+            $($(#[$vmeta])* #[serde(rename = $text)] $variant,)*
         }
+
+        impl $name {
+            $vis fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)*
+                }
+            }
+        }
+    };
+}
+pub(crate) use named;
+
+named! {
+    /// The kinds of agent ralph knows how to drive.
+    #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Hash)]
+    pub enum AgentKind {
+        Claude = "claude",
+        Codex = "codex",
+        Opencode = "opencode",
+        Gemini = "gemini",
+        Command = "command",
+        Sim = "sim",
     }
 }
 
