@@ -201,9 +201,7 @@ fn parse_user(obj: &Value, out: &mut Vec<AgentEvent>) {
 }
 
 fn parse_rate_limit(obj: &Value, out: &mut Vec<AgentEvent>) {
-    let Some(info) = obj.get("rate_limit_info").filter(|i| i.is_object()) else {
-        return;
-    };
+    let Some(info) = obj.get("rate_limit_info").filter(|i| i.is_object()) else { return };
     out.push(AgentEvent::RateLimit {
         status: string_or_empty(info, "status"),
         resets_at: i64_field(info, "resetsAt"),

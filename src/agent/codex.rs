@@ -163,9 +163,7 @@ impl CodexParser {
     }
 
     fn item(&mut self, obj: &Value, completed: bool, out: &mut Vec<AgentEvent>) {
-        let Some(item) = obj.get("item").filter(|i| i.is_object()) else {
-            return;
-        };
+        let Some(item) = obj.get("item").filter(|i| i.is_object()) else { return };
         let kind = str_field(item, "type").unwrap_or("");
         let id = string_or_empty(item, "id");
         match kind {

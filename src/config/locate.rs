@@ -134,9 +134,7 @@ impl<'i> Spans<'i> {
         for seg in path {
             let value = match (seg, array) {
                 (Seg::Key(k), None) => {
-                    let Some((key, value)) = table.get_key_value(k.as_str()) else {
-                        break;
-                    };
+                    let Some((key, value)) = table.get_key_value(k.as_str()) else { break };
                     found = Some(key.span());
                     value
                 }
@@ -161,9 +159,7 @@ impl<'i> Spans<'i> {
     /// the deepest one whose key or value contains it. Serde errors carry only a span;
     /// this recovers which key they are about.
     pub(super) fn path_at(&self, span: &Range<usize>) -> Vec<Seg> {
-        let Some(root) = self.root.as_ref() else {
-            return Vec::new();
-        };
+        let Some(root) = self.root.as_ref() else { return Vec::new() };
         let mut best = Best::default();
         walk_table(root, span, &mut Vec::new(), &mut best);
         best.exact.or(best.containing.map(|(_, p)| p)).unwrap_or_default()

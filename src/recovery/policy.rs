@@ -60,9 +60,7 @@ pub(crate) fn on_success(
     repeat: Option<RepeatGroup>,
     completion: Completion,
 ) -> Next {
-    let Some(phase) = phases.get(progress.position.phase) else {
-        return Next::Finished { end: PhaseEnd::default() };
-    };
+    let Some(phase) = phases.get(progress.position.phase) else { return Next::Finished { end: PhaseEnd::default() } };
     progress.counters.iterations_done += 1;
     progress.start_iteration();
     // Progress was made, so the chain gets its full allowance of cycles again.
@@ -249,9 +247,7 @@ fn on_agent_failure(progress: &mut Progress, phases: &[Phase], limits: Limits<'_
         let delay = agent_backoff(limits.retry, progress.counters.agent_failures);
         return Next::Retry { delay, probe_first: false };
     }
-    let Some(phase) = phases.get(progress.position.phase) else {
-        return Next::Finished { end: PhaseEnd::default() };
-    };
+    let Some(phase) = phases.get(progress.position.phase) else { return Next::Finished { end: PhaseEnd::default() } };
     let pos = &mut progress.position;
     let from = phase.chain.get(pos.agent_index).cloned().unwrap_or_default();
     let mut next_index = pos.agent_index + 1;
