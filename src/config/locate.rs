@@ -167,22 +167,15 @@ impl<'i> Spans<'i> {
 
     /// The keys of the table at `path` in the order they first appear in the file.
     pub(super) fn keys_in_file_order(&self, path: &[Seg]) -> Vec<String> {
-        let mut table = match self.root.as_ref() {
-            Some(t) => t,
-            None => return Vec::new(),
-        };
+        let mut table = self.root.as_ref();
         for seg in path {
-            let next = match seg {
-                Seg::Key(k) => table.get(k.as_str()).and_then(|v| v.get_ref().as_table()),
+            table = match seg {
+                Seg::Key(k) => table.and_then(|t| t.get(k.as_str())).and_then(|v| v.get_ref().as_table()),
                 Seg::Index(_) => None,
             };
-            match next {
-                Some(t) => table = t,
-                None => return Vec::new(),
-            }
         }
         let mut keys: Vec<(usize, String)> =
-            table.iter().map(|(k, _)| (k.span().start, k.get_ref().to_string())).collect();
+            table.into_iter().flatten().map(|(k, _)| (k.span().start, k.get_ref().to_string())).collect();
         keys.sort();
         keys.into_iter().map(|(_, k)| k).collect()
     }

@@ -114,8 +114,8 @@ pub(crate) fn judge(final_message: &str) -> Claim {
     signoff::closing(&msg).unwrap_or_else(|| words::judge(&msg))
 }
 
-/// Collapses whitespace and cuts long words of evidence.
-fn one_line(text: &str) -> String {
+/// Collapses whitespace and cuts long words of evidence (160 characters).
+pub(super) fn one_line(text: &str) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() <= 160 { flat } else { format!("{}…", flat.chars().take(160).collect::<String>()) }
 }
