@@ -100,25 +100,19 @@ fn fill(template: &str, ctx: &Context<'_>, extra: &[(&str, &str)]) -> String {
     ];
     let mut out = String::with_capacity(template.len() + ctx.goal.len());
     let mut rest = template;
-    while let Some(start) = rest.find("{{") {
+    while let Some(start) = rest.find("{{")
+        && let Some(end) = rest[start + 2..].find("}}").map(|e| start + 2 + e)
+    {
         out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find("}}") else {
-            out.push_str(&rest[start..]);
-            rest = "";
-            break;
-        };
-        let name = after[..end].trim();
+        let name = rest[start + 2..end].trim();
         let value = values
             .iter()
             .find(|(k, _)| *k == name)
             .map(|(_, v)| v.as_str())
             .or_else(|| extra.iter().find(|(k, _)| *k == name).map(|(_, v)| *v));
-        match value {
-            Some(v) => out.push_str(v),
-            None => out.push_str(&rest[start..start + 2 + end + 2]),
-        }
-        rest = &after[end + 2..];
+        // An unknown placeholder stays as written.
+        out.push_str(value.unwrap_or(&rest[start..end + 2]));
+        rest = &rest[end + 2..];
     }
     out.push_str(rest);
     out
