@@ -96,7 +96,14 @@ pub(crate) fn env() -> Env {
 
 const TELEMETRY: &str = "GEMINI_TELEMETRY_ENABLED";
 
-/// [`env`], and `ralph mcp` registered when the run has its control socket.
+/// [`env`], and `ralph mcp` for this attempt when the run has its control socket.
+/// Gemini reads MCP servers only from settings files; its system settings file can
+/// be moved with `GEMINI_CLI_SYSTEM_SETTINGS_PATH`, and `mcpServers` is
+/// shallow-merged over the user's and the project's, so a file that holds only this
+/// server adds it without touching theirs (it replaces a machine's own system
+/// settings file for this attempt, if there is one). Gemini skips a settings file
+/// with a group- or world-writable ancestor directory, so the file is in ralph's
+/// private directory.
 fn launch_env(req: &Request<'_>) -> Result<Env, LaunchError> {
     let mut env = env();
     if let Some((socket, attempt)) = req.control {
@@ -107,26 +114,15 @@ fn launch_env(req: &Request<'_>) -> Result<Env, LaunchError> {
         };
         let name = format!("gemini-{}.json", crate::control::path::socket_name(req.cwd));
         let file = crate::control::path::secure_dir().map_err(invalid)?.join(name);
-        env.push(mcp_env(&exe, socket, attempt, &file).map_err(invalid)?);
+        let settings = serde_json::json!({"mcpServers": {"ralph": {
+            "command": exe.display().to_string(),
+            "args": mcp_args(socket, attempt),
+            "trust": true,
+        }}});
+        crate::state::atomic::write_atomic(&file, settings.to_string().as_bytes()).map_err(invalid)?;
+        env.push(("GEMINI_CLI_SYSTEM_SETTINGS_PATH".to_string(), file.display().to_string()));
     }
     Ok(env)
-}
-
-/// `ralph mcp` for this attempt. Gemini reads MCP servers only from settings files;
-/// its system settings file can be moved with `GEMINI_CLI_SYSTEM_SETTINGS_PATH`, and
-/// `mcpServers` is shallow-merged over the user's and the project's, so a file that
-/// holds only this server adds it without touching theirs (it replaces a machine's
-/// own system settings file for this attempt, if there is one). Gemini skips a
-/// settings file with a group- or world-writable ancestor directory, so `file` must
-/// be in a private one.
-pub(crate) fn mcp_env(exe: &Path, socket: &Path, attempt: u32, file: &Path) -> std::io::Result<(String, String)> {
-    let settings = serde_json::json!({"mcpServers": {"ralph": {
-        "command": exe.display().to_string(),
-        "args": mcp_args(socket, attempt),
-        "trust": true,
-    }}});
-    crate::state::atomic::write_atomic(file, settings.to_string().as_bytes())?;
-    Ok(("GEMINI_CLI_SYSTEM_SETTINGS_PATH".to_string(), file.display().to_string()))
 }
 
 /// One per attempt.

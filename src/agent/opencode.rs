@@ -107,18 +107,6 @@ pub(crate) fn env() -> Env {
     .collect()
 }
 
-/// `ralph mcp` for this attempt: `OPENCODE_CONFIG_CONTENT`, which OpenCode 1.18
-/// merges over the user's and the project's configs (never written into them). An
-/// agent's own `env` entry of the same name wins.
-pub(crate) fn mcp_env(exe: &Path, socket: &Path, attempt: u32) -> (String, String) {
-    let config = serde_json::json!({"mcp": {"ralph": {
-        "type": "local",
-        "command": std::iter::once(exe.display().to_string()).chain(mcp_args(socket, attempt)).collect::<Vec<_>>(),
-        "enabled": true,
-    }}});
-    ("OPENCODE_CONFIG_CONTENT".to_string(), config.to_string())
-}
-
 /// The provider of the model (`provider/model`, from the agent's `model` or the
 /// config's), its `options.baseURL` in the config (`OPENCODE_CONFIG`, else
 /// `$XDG_CONFIG_HOME/opencode/opencode.json`), else the host of a provider ralph
@@ -158,12 +146,18 @@ fn endpoint(agent: &AgentConfig, lookup: Lookup<'_>, read: ReadFile<'_>) -> Opti
     Some(vendor.to_string())
 }
 
-/// [`env`], and `ralph mcp` registered when the run has its control socket.
+/// [`env`], and `ralph mcp` for this attempt when the run has its control socket:
+/// `OPENCODE_CONFIG_CONTENT`, which OpenCode 1.18 merges over the user's and the
+/// project's configs (never written into them). An agent's own `env` entry of the
+/// same name wins.
 fn launch_env(req: &Request<'_>) -> Result<Env, LaunchError> {
     let mut env = env();
     if let Some((socket, attempt)) = req.control {
         let exe = crate::os::self_exe().map_err(LaunchError::SelfExe)?;
-        env.push(mcp_env(&exe, socket, attempt));
+        let command: Vec<String> =
+            std::iter::once(exe.display().to_string()).chain(mcp_args(socket, attempt)).collect();
+        let config = serde_json::json!({"mcp": {"ralph": {"type": "local", "command": command, "enabled": true}}});
+        env.push(("OPENCODE_CONFIG_CONTENT".to_string(), config.to_string()));
     }
     Ok(env)
 }
