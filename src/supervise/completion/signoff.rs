@@ -230,14 +230,8 @@ const DOUBT: &[&str] = &[
 
 /// The first word of doubt in a clause (normalized).
 fn doubt_word(clause: &str) -> Option<&'static str> {
-    if clause.contains("n't") {
-        return Some("n't");
-    }
-    if clause.contains("'ll") {
-        return Some("'ll");
-    }
-    if clause.contains('=') {
-        return Some("=");
-    }
-    DOUBT.iter().copied().find(|w| super::words::find_word(clause, w, 0).is_some())
+    ["n't", "'ll", "="]
+        .into_iter()
+        .find(|mark| clause.contains(mark))
+        .or_else(|| DOUBT.iter().copied().find(|w| super::words::find_word(clause, w, 0).is_some()))
 }
