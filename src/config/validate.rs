@@ -520,17 +520,13 @@ fn resolve_phase(cx: &Cx<'_>, config: &Config, name: &str) -> Result<Phase, Conf
         }
     };
     if done == DoneSignal::Mcp
-        && let Some((agent, why)) = chain
-            .iter()
-            .filter_map(|a| config.agents.get(a).map(|c| (a, c)))
-            .find(|(_, c)| !c.mcp)
-            .map(|(a, _)| (a, "mcp = false"))
+        && let Some(agent) = chain.iter().find(|a| config.agents.get(*a).is_some_and(|c| !c.mcp))
     {
         return Err(cx.at(
             &keys!["phases", name, "done"],
             format!(
                 "[phases.{name}] done = \"mcp\" needs every agent of chain {} to reach `ralph mcp`, but agent \
-                 {agent} ({why}) does not (see docs/mcp.md); use \"tag\", or turn mcp on",
+                 {agent} (mcp = false) does not (see docs/mcp.md); use \"tag\", or turn mcp on",
                 p.chain
             ),
         ));

@@ -48,6 +48,8 @@ enum Evidence {
     Structured(Matcher),
     /// ralph's supervision ended the attempt, for this reason.
     Ended(EndedBy, &'static str),
+    /// The HTTP status of the agent's failed result is one of these.
+    Status { about: &'static str, any: fn(u16) -> bool },
     /// Any of these phrases in the attempt's error text (see [`ErrorText`]).
     Phrases { about: &'static str, any: &'static [&'static str] },
     /// Any of these words (whole words, any case) where the agent reports its own
@@ -88,7 +90,7 @@ impl Entry {
 }
 
 use Category::{Agent, Ambiguous, Environmental, UserConfig};
-use Evidence::{Configured, Ended, OwnWords, Phrases, Structured};
+use Evidence::{Configured, Ended, OwnWords, Phrases, Status, Structured};
 
 // Phrases are matched ASCII-case-insensitively against normalised lines (escaped
 // quotes unescaped, `": ` squeezed to `":`); `#` stands for one digit and a trailing
@@ -290,8 +292,8 @@ const RULES: &[Entry] = &[
     structured(Rule::AuthFailed, UserConfig, auth_failed),
     structured(Rule::BillingDisabled, UserConfig, billing_code),
     structured(Rule::RateLimited, Environmental, rate_limited),
-    structured(Rule::ProviderOverloaded, Environmental, provider_overloaded),
-    structured(Rule::ProviderError, Environmental, provider_error),
+    status(Rule::ProviderOverloaded, "the provider is overloaded", |s| matches!(s, 503 | 529)),
+    status(Rule::ProviderError, "the provider failed", |s| (500..=599).contains(&s)),
     structured(Rule::SessionNotFound, Agent, unknown_session_exit).then(Then::Fresh),
     // The user's own wordings for the agent come before ralph's guesses (the category
     // here is a placeholder: each pattern brings its own).
@@ -332,6 +334,10 @@ const fn ended(name: Rule, by: EndedBy, reason: &'static str) -> Entry {
     Entry::new(name, Agent, Ended(by, reason))
 }
 
+const fn status(name: Rule, about: &'static str, any: fn(u16) -> bool) -> Entry {
+    Entry::new(name, Environmental, Status { about, any })
+}
+
 const fn phrases(name: Rule, category: Category, about: &'static str, any: &'static [&'static str]) -> Entry {
     Entry::new(name, category, Phrases { about, any })
 }
@@ -349,6 +355,7 @@ pub fn classify(report: &Report<'_>) -> Classification {
         let reason = match rule.evidence {
             Structured(matches) => matches(report),
             Ended(by, reason) => (report.ended_by == by).then(|| reason.to_string()),
+            Status { about, any } => api_status(report).filter(|s| any(*s)).map(|s| format!("{about} (HTTP {s})")),
             Phrases { about, any } => text.find(any).map(|line| format!("{about}: {line}")),
             OwnWords { about, any } => own.find(any).map(|line| format!("{about}: {line}")),
             Configured => {
@@ -671,20 +678,6 @@ fn rate_limited(r: &Report<'_>) -> Option<String> {
         return Some("the provider's rate or usage limit was reached (HTTP 429)".into());
     }
     error_code(r, "rate_limit").then(|| "the provider's rate or usage limit was reached (rate_limit)".into())
-}
-
-fn provider_overloaded(r: &Report<'_>) -> Option<String> {
-    match api_status(r) {
-        Some(s @ (503 | 529)) => Some(format!("the provider is overloaded (HTTP {s})")),
-        _ => None,
-    }
-}
-
-fn provider_error(r: &Report<'_>) -> Option<String> {
-    match api_status(r) {
-        Some(s @ (500..=599)) => Some(format!("the provider failed (HTTP {s})")),
-        _ => None,
-    }
 }
 
 /// Claude's synthetic `server_error` code without an HTTP status also covers
