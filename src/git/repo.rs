@@ -144,8 +144,8 @@ impl Repo {
 
     /// A path inside the git directory (`index.lock`, `MERGE_HEAD`, `hooks`).
     fn git_path(&self, name: &str) -> Result<PathBuf, GitError> {
-        let p = PathBuf::from(self.run(&["rev-parse", "--git-path", name])?.trim());
-        Ok(if p.is_absolute() { p } else { self.top.join(p) })
+        // An absolute path replaces the top in `join`.
+        Ok(self.top.join(self.run(&["rev-parse", "--git-path", name])?.trim()))
     }
 
     /// Operations in progress that a commit would interfere with.
@@ -311,10 +311,7 @@ impl Repo {
     /// Whether a pre-commit or commit-msg hook would run.
     fn has_commit_hooks(&self) -> bool {
         let dir = match self.config("core.hooksPath") {
-            Ok(Some(p)) => {
-                let p = PathBuf::from(p);
-                if p.is_absolute() { p } else { self.top.join(p) }
-            }
+            Ok(Some(p)) => self.top.join(p),
             _ => match self.git_path("hooks") {
                 Ok(p) => p,
                 Err(_) => return false,
