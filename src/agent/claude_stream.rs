@@ -223,11 +223,7 @@ fn parse_result(obj: &Value, out: &mut Vec<AgentEvent>) {
     // `error_during_execution` results list their causes here instead of in `result`.
     if let Some(Value::Array(errors)) = obj.get("errors") {
         for e in errors {
-            let message = match e {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            out.push(AgentEvent::Error { message });
+            out.push(AgentEvent::Error { message: e.as_str().map_or_else(|| e.to_string(), str::to_owned) });
         }
     }
     out.push(AgentEvent::Result {

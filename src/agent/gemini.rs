@@ -179,22 +179,20 @@ impl GeminiParser {
 
     fn init(&mut self, obj: &Value, out: &mut Vec<AgentEvent>) {
         self.flush(out);
-        match str_field(obj, "session_id").filter(|s| !s.is_empty()) {
-            Some(id) if self.session_id.as_deref() != Some(id) => {
-                self.session_id = Some(id.to_owned());
-                self.session_reported = false;
-            }
-            _ => {}
+        if let Some(id) = str_field(obj, "session_id").filter(|s| !s.is_empty())
+            && self.session_id.as_deref() != Some(id)
+        {
+            self.session_id = Some(id.to_owned());
+            self.session_reported = false;
         }
         out.push(unknown("init"));
     }
 
     /// Reports the session once Gemini has kept a model turn of it.
     fn resumable(&mut self, out: &mut Vec<AgentEvent>) {
-        if self.session_reported {
-            return;
-        }
-        if let Some(id) = &self.session_id {
+        if !self.session_reported
+            && let Some(id) = &self.session_id
+        {
             self.session_reported = true;
             out.push(AgentEvent::Session { id: id.clone() });
         }
@@ -226,11 +224,8 @@ impl GeminiParser {
 
     fn error(&mut self, obj: &Value, out: &mut Vec<AgentEvent>) {
         self.flush(out);
-        let message = match str_field(obj, "message") {
-            Some(m) => m.to_owned(),
-            None => obj.get("message").map(Value::to_string).unwrap_or_default(),
-        };
-        out.push(AgentEvent::Error { message });
+        let message = obj.get("message").map(|m| m.as_str().map_or_else(|| m.to_string(), str::to_owned));
+        out.push(AgentEvent::Error { message: message.unwrap_or_default() });
     }
 
     fn result(&mut self, obj: &Value, out: &mut Vec<AgentEvent>) {
@@ -256,13 +251,10 @@ impl GeminiParser {
             Some(m) if is_error => m.to_owned(),
             _ => std::mem::take(&mut self.answer),
         };
-        let api_error_status = if is_error {
-            error
-                .and_then(|e| status_field(e, "code").or_else(|| status_field(e, "status")))
-                .or_else(|| error_message.and_then(status_in_text))
-        } else {
-            None
-        };
+        let api_error_status = error
+            .and_then(|e| status_field(e, "code").or_else(|| status_field(e, "status")))
+            .or_else(|| error_message.and_then(status_in_text))
+            .filter(|_| is_error);
         out.push(AgentEvent::Result {
             text,
             is_error,
