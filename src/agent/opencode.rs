@@ -253,10 +253,7 @@ fn parse_step_finish(part: &Value, out: &mut Vec<AgentEvent>) {
 /// `retry-after` header as a third, and an error `Result` with the HTTP status.
 fn parse_error(obj: &Value, out: &mut Vec<AgentEvent>) {
     let err = obj.get("error").unwrap_or(&Value::Null);
-    let (name, data) = match err {
-        Value::Object(_) => (str_field(err, "name").unwrap_or(""), err.get("data").filter(|d| d.is_object())),
-        _ => ("", None),
-    };
+    let (name, data) = (str_field(err, "name").unwrap_or(""), err.get("data").filter(|d| d.is_object()));
     let message = data
         .and_then(|d| str_field(d, "message"))
         .filter(|m| !m.is_empty())

@@ -65,19 +65,15 @@ pub(crate) struct Context<'a> {
 
 /// The full prompt of a fresh session.
 pub(crate) fn render(template: &str, ctx: &Context<'_>) -> String {
-    let mut previous = match ctx.previous {
-        Some((phase, text)) if !text.trim().is_empty() => {
-            format!("\n# Result of the previous phase ({phase})\n\n{}\n", text.trim())
-        }
-        _ => String::new(),
-    };
+    let mut previous = ctx
+        .previous
+        .filter(|(_, text)| !text.trim().is_empty())
+        .map(|(phase, text)| format!("\n# Result of the previous phase ({phase})\n\n{}\n", text.trim()))
+        .unwrap_or_default();
     if let Some(note) = ctx.from_note {
         previous = format!("\n# Where this run started\n\n{}\n{previous}", note.trim());
     }
-    let recovery = match ctx.recovery {
-        Some(note) => format!("\n# Note from ralph\n\n{}\n", note.trim()),
-        None => String::new(),
-    };
+    let recovery = ctx.recovery.map(|note| format!("\n# Note from ralph\n\n{}\n", note.trim())).unwrap_or_default();
     fill(template, ctx, &[("previous", &previous), ("recovery", &recovery)])
 }
 
