@@ -612,13 +612,9 @@ fn stall_in_provider_retry(r: &Report<'_>) -> Option<String> {
         r.events.iter().rev().find(|e| {
             !matches!(e, AgentEvent::Unknown { .. } | AgentEvent::Usage { .. } | AgentEvent::Session { .. })
         })?;
-    match last {
-        AgentEvent::ApiRetry { error, status, .. } => Some(match status {
-            Some(s) => format!("the provider went silent while the agent retried it (HTTP {s}, {error})"),
-            None => format!("the provider went silent while the agent retried it ({error})"),
-        }),
-        _ => None,
-    }
+    let AgentEvent::ApiRetry { error, status, .. } = last else { return None };
+    let http = status.map(|s| format!("HTTP {s}, ")).unwrap_or_default();
+    Some(format!("the provider went silent while the agent retried it ({http}{error})"))
 }
 
 /// Exit 127 is the shell's "command not found"; the text confirms it was the
@@ -669,10 +665,8 @@ fn rate_limited(r: &Report<'_>) -> Option<String> {
         _ => None,
     });
     if let Some(("rejected", limit)) = last {
-        return Some(match limit {
-            Some(l) => format!("the provider's rate or usage limit was reached ({l})"),
-            None => "the provider's rate or usage limit was reached".into(),
-        });
+        let about = "the provider's rate or usage limit was reached";
+        return Some(limit.map_or_else(|| about.to_string(), |l| format!("{about} ({l})")));
     }
     if api_status(r) == Some(429) {
         return Some("the provider's rate or usage limit was reached (HTTP 429)".into());
