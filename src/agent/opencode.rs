@@ -58,7 +58,7 @@ pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
     quiet_tools: true,
     // Per step, as it goes.
     running_cost: true,
-    parser: |_| Box::new(OpenCodeParser::new()),
+    parser: |_| Box::new(OpenCodeParser::default()),
     unknown_session_exit: None,
 };
 
@@ -171,10 +171,6 @@ pub(crate) struct OpenCodeParser {
 }
 
 impl OpenCodeParser {
-    pub(crate) fn new() -> Self {
-        Self::default()
-    }
-
     fn parse_tool(&mut self, part: &Value, out: &mut Vec<AgentEvent>) {
         let state = part.get("state").filter(|s| s.is_object());
         let status = state.and_then(|s| str_field(s, "status")).unwrap_or("");
@@ -306,7 +302,7 @@ mod tests {
     use serde_json::json;
 
     fn parse_all(lines: &[&str]) -> Vec<AgentEvent> {
-        let mut p = OpenCodeParser::new();
+        let mut p = OpenCodeParser::default();
         lines.iter().flat_map(|l| p.parse_line(l)).collect()
     }
 
@@ -505,7 +501,7 @@ mod tests {
 
     #[test]
     fn garbage_never_panics() {
-        let mut p = OpenCodeParser::new();
+        let mut p = OpenCodeParser::default();
         let types = ["text", "reasoning", "tool_use", "step_start", "step_finish", "error", ""];
         fuzz::each_field(&mut p, &types, &["sessionID", "part", "error"]);
         for t in types {
