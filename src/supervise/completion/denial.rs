@@ -430,10 +430,7 @@ pub(super) fn negated_work(text: &str) -> Option<Why> {
             }
         }
     }
-    if let Some(at) = negated_state(text) {
-        return Some(Why::new(Rule::NegatedWork, sentence_around(text, at)));
-    }
-    failing_count(text).map(|at| Why::new(Rule::NegatedWork, sentence_around(text, at)))
+    negated_state(text).or_else(|| failing_count(text)).map(|at| Why::new(Rule::NegatedWork, sentence_around(text, at)))
 }
 
 /// A state of the work with a negation among the three words before it, in the
