@@ -61,7 +61,7 @@ impl ClaudeStreamParser {
                 (false, "tool_result") => out.push(AgentEvent::ToolFinished {
                     id: Str::owned(block.tool_use_id),
                     is_error: block.is_error.unwrap_or(false),
-                    output: json::text(block.content.as_ref(), "\n"),
+                    output: json::text(block.content.as_ref(), Some("\n")),
                 }),
                 _ => {}
             }
@@ -194,7 +194,7 @@ fn parse_user(obj: &Value, out: &mut Vec<AgentEvent>) {
             out.push(AgentEvent::ToolFinished {
                 id: string_or_empty(&block, "tool_use_id"),
                 is_error: bool_field(&block, "is_error"),
-                output: json::text(block.get("content"), "\n"),
+                output: json::text(block.get("content"), Some("\n")),
             });
         }
     }

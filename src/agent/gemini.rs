@@ -164,7 +164,7 @@ impl GeminiParser {
             out.push(unknown("message/user"));
             return;
         }
-        let content = json::text(obj.get("content"), "");
+        let content = json::text(obj.get("content"), Some(""));
         if obj.get("delta").and_then(Value::as_bool).unwrap_or(false) {
             self.open = true;
             self.pending.push_str(&content);
@@ -214,7 +214,7 @@ impl GeminiParser {
         self.resumable(out);
         let is_error = str_field(obj, "status").is_some_and(|s| s != "success");
         let error = obj.get("error").and_then(|e| str_field(e, "message")).unwrap_or("");
-        let output = match json::text(obj.get("output"), "") {
+        let output = match json::text(obj.get("output"), Some("")) {
             o if o.is_empty() => error.to_owned(),
             o if is_error && !error.is_empty() => format!("{o}\n{error}"),
             o => o,

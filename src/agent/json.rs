@@ -119,13 +119,13 @@ impl SessionId {
     }
 }
 
-/// A value as text: nothing for null, a string as is, the text parts of an array
-/// (strings, or the parts' `text`) joined by `sep`, anything else as JSON.
-pub(crate) fn text(v: Option<&Value>, sep: &str) -> String {
-    match v {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
+/// A value as text: nothing for null, a string as is, with a `sep` the text parts of
+/// an array (strings, or the parts' `text`) joined by it, anything else as JSON.
+pub(crate) fn text(v: Option<&Value>, sep: Option<&str>) -> String {
+    match (v, sep) {
+        (None | Some(Value::Null), _) => String::new(),
+        (Some(Value::String(s)), _) => s.clone(),
+        (Some(Value::Array(parts)), Some(sep)) => parts
             .iter()
             .filter_map(|p| match p {
                 Value::String(s) => Some(s.as_str()),
@@ -133,7 +133,7 @@ pub(crate) fn text(v: Option<&Value>, sep: &str) -> String {
             })
             .collect::<Vec<_>>()
             .join(sep),
-        Some(other) => other.to_string(),
+        (Some(other), _) => other.to_string(),
     }
 }
 

@@ -190,8 +190,8 @@ impl OpenCodeParser {
                 started(out, &mut self.started);
                 self.started.remove(&id);
                 let is_error = status == "error";
-                let key = if is_error { "error" } else { "output" };
-                out.push(AgentEvent::ToolFinished { id, is_error, output: text_of(state.and_then(|s| s.get(key))) });
+                let output = json::text(state.and_then(|s| s.get(if is_error { "error" } else { "output" })), None);
+                out.push(AgentEvent::ToolFinished { id, is_error, output });
             }
             _ => {}
         }
@@ -215,15 +215,6 @@ impl LineParser for OpenCodeParser {
                 _ => {}
             }
         })
-    }
-}
-
-/// A tool's output or error as text: a string as is, anything else as JSON.
-fn text_of(v: Option<&Value>) -> String {
-    match v {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
     }
 }
 
