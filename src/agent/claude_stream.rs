@@ -21,28 +21,19 @@ use serde_json::Value;
 
 use super::event::{AgentEvent, LineParser};
 use super::json::{
-    self, Line, Obj, Str, bool_field, i64_field, status_field, str_field, string_or_empty, u64_field, unknown,
+    self, Obj, SessionId, Str, bool_field, i64_field, status_field, str_field, string_or_empty, u64_field, unknown,
 };
 
 /// One per attempt; remembers the last session id so `Session` is only emitted when
 /// the id first appears or changes.
 #[derive(Debug, Default)]
 pub struct ClaudeStreamParser {
-    session_id: Option<String>,
+    session_id: SessionId,
 }
 
 impl ClaudeStreamParser {
     pub fn new() -> Self {
         Self::default()
-    }
-
-    fn note_session(&mut self, id: Option<&str>, out: &mut Vec<AgentEvent>) {
-        let Some(id) = id else { return };
-        if id.is_empty() || self.session_id.as_deref() == Some(id) {
-            return;
-        }
-        self.session_id = Some(id.to_owned());
-        out.push(AgentEvent::Session { id: id.to_owned() });
     }
 
     /// An assistant message or a tool result read through typed fields; `None` for
@@ -55,7 +46,7 @@ impl ClaudeStreamParser {
             _ => return None,
         };
         let mut out = Vec::new();
-        self.note_session(common.session_id.as_ref().map(|s| &*s.0), &mut out);
+        self.session_id.note(common.session_id.as_ref().map(|s| &*s.0), &mut out);
         let blocks = common.message.and_then(|m| m.0.content).unwrap_or_default();
         for Obj(block) in blocks {
             match (assistant, block.kind.as_ref().map_or("", |k| &*k.0)) {
@@ -70,7 +61,7 @@ impl ClaudeStreamParser {
                 (false, "tool_result") => out.push(AgentEvent::ToolFinished {
                     id: Str::owned(block.tool_use_id),
                     is_error: block.is_error.unwrap_or(false),
-                    output: tool_output(block.content.as_ref()),
+                    output: json::text(block.content.as_ref(), Some("\n")),
                 }),
                 _ => {}
             }
@@ -86,29 +77,17 @@ impl ClaudeStreamParser {
 
     /// Any line, through `serde_json::Value` and the lenient accessors.
     fn parse_value(&mut self, line: &str) -> Vec<AgentEvent> {
-        let obj = match json::line(line) {
-            Line::Object(obj) => obj,
-            Line::Blank => return Vec::new(),
-            // Claude prints nothing but objects; anything else (a stray log line, a
-            // bare JSON scalar) is noise that still proves the process is alive.
-            Line::NotJson => return vec![unknown("non-json")],
-        };
-        let kind = str_field(&obj, "type").unwrap_or("").to_owned();
-
-        let mut out = Vec::new();
-        self.note_session(str_field(&obj, "session_id"), &mut out);
-        match kind.as_str() {
-            "system" => parse_system(&obj, &mut out),
-            "assistant" => parse_assistant(&obj, &mut out),
-            "user" => parse_user(&obj, &mut out),
-            "rate_limit_event" => parse_rate_limit(&obj, &mut out),
-            "result" => parse_result(&obj, &mut out),
-            _ => {}
-        }
-        if out.is_empty() {
-            out.push(unknown(if kind.is_empty() { "untyped" } else { &kind }));
-        }
-        out
+        json::each_object(line, |obj, kind, out| {
+            self.session_id.note(str_field(obj, "session_id"), out);
+            match kind {
+                "system" => parse_system(obj, out),
+                "assistant" => parse_assistant(obj, out),
+                "user" => parse_user(obj, out),
+                "rate_limit_event" => parse_rate_limit(obj, out),
+                "result" => parse_result(obj, out),
+                _ => {}
+            }
+        })
     }
 }
 
@@ -209,39 +188,20 @@ fn parse_assistant(obj: &Value, out: &mut Vec<AgentEvent>) {
     }
 }
 
-/// Tool output as text: a string, or the text parts of an array of content blocks.
-fn tool_output(content: Option<&Value>) -> String {
-    match content {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| match p {
-                Value::String(s) => Some(s.as_str()),
-                _ => str_field(p, "text"),
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        Some(other) => other.to_string(),
-    }
-}
-
 fn parse_user(obj: &Value, out: &mut Vec<AgentEvent>) {
     for block in content_blocks(obj) {
         if str_field(&block, "type") == Some("tool_result") {
             out.push(AgentEvent::ToolFinished {
                 id: string_or_empty(&block, "tool_use_id"),
                 is_error: bool_field(&block, "is_error"),
-                output: tool_output(block.get("content")),
+                output: json::text(block.get("content"), Some("\n")),
             });
         }
     }
 }
 
 fn parse_rate_limit(obj: &Value, out: &mut Vec<AgentEvent>) {
-    let Some(info) = obj.get("rate_limit_info").filter(|i| i.is_object()) else {
-        return;
-    };
+    let Some(info) = obj.get("rate_limit_info").filter(|i| i.is_object()) else { return };
     out.push(AgentEvent::RateLimit {
         status: string_or_empty(info, "status"),
         resets_at: i64_field(info, "resetsAt"),
@@ -263,11 +223,7 @@ fn parse_result(obj: &Value, out: &mut Vec<AgentEvent>) {
     // `error_during_execution` results list their causes here instead of in `result`.
     if let Some(Value::Array(errors)) = obj.get("errors") {
         for e in errors {
-            let message = match e {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            out.push(AgentEvent::Error { message });
+            out.push(AgentEvent::Error { message: e.as_str().map_or_else(|| e.to_string(), str::to_owned) });
         }
     }
     out.push(AgentEvent::Result {

@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 
 use super::descriptor::{Descriptor, Lookup, ReadFile, Request, host_port, mcp_args};
 use super::event::{AgentEvent, LineParser};
-use super::json::{self, Line, str_field, string_or_empty, u64_field, unknown};
+use super::json::{self, str_field, string_or_empty, u64_field, unknown};
 use crate::config::{AgentConfig, AgentKind};
 
 pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
@@ -163,9 +163,7 @@ impl CodexParser {
     }
 
     fn item(&mut self, obj: &Value, completed: bool, out: &mut Vec<AgentEvent>) {
-        let Some(item) = obj.get("item").filter(|i| i.is_object()) else {
-            return;
-        };
+        let Some(item) = obj.get("item").filter(|i| i.is_object()) else { return };
         let kind = str_field(item, "type").unwrap_or("");
         let id = string_or_empty(item, "id");
         match kind {
@@ -223,63 +221,50 @@ impl CodexParser {
 
 impl LineParser for CodexParser {
     fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
-        let obj = match json::line(line) {
-            Line::Object(obj) => obj,
-            Line::Blank => return Vec::new(),
-            Line::NotJson => return vec![unknown("non-json")],
-        };
-        let kind = str_field(&obj, "type").unwrap_or("").to_owned();
-        let mut out = Vec::new();
-        match kind.as_str() {
-            "thread.started" => {
-                // Always reported: it marks the start of the launch, even when a
-                // resume reports the id it resumed.
-                if let Some(id) = str_field(&obj, "thread_id").filter(|s| !s.is_empty()) {
-                    out.push(AgentEvent::Session { id: id.to_owned() });
-                }
-            }
-            "turn.started" => self.last_message = None,
-            "item.started" => self.item(&obj, false, &mut out),
-            "item.completed" => self.item(&obj, true, &mut out),
-            "turn.completed" => self.turn_completed(&obj, &mut out),
-            "error" => {
-                let message = string_or_empty(&obj, "message");
-                out.push(match reconnecting(&message) {
-                    Some((attempt, reason)) => {
-                        AgentEvent::ApiRetry { attempt, status: http_status(reason), error: reason.to_owned() }
+        json::each_object(line, |obj, kind, out| {
+            match kind {
+                "thread.started" => {
+                    // Always reported: it marks the start of the launch, even when a
+                    // resume reports the id it resumed.
+                    if let Some(id) = str_field(obj, "thread_id").filter(|s| !s.is_empty()) {
+                        out.push(AgentEvent::Session { id: id.to_owned() });
                     }
-                    None => AgentEvent::Error { message },
-                });
-            }
-            "turn.failed" => {
-                let error = obj.get("error");
-                let message = error.map(|e| string_or_empty(e, "message")).unwrap_or_default();
-                let status = http_status(&message);
-                out.push(AgentEvent::Error { message: message.clone() });
-                out.push(AgentEvent::Result {
-                    text: message,
-                    is_error: true,
-                    subtype: "turn_failed".to_owned(),
-                    api_error_status: status,
-                });
-                self.last_message = None;
-            }
-            _ => {}
-        }
-        if out.is_empty() {
-            let name = match kind.as_str() {
-                "" => "untyped".to_owned(),
-                // `item.completed/error` is Codex's non-fatal notice (e.g. missing
-                // model metadata); the raw line stays in the attempt's log.
-                k if k.starts_with("item.") => {
-                    let item_type = obj.get("item").and_then(|i| str_field(i, "type")).unwrap_or("");
-                    format!("{k}/{item_type}")
                 }
-                k => k.to_owned(),
-            };
-            out.push(unknown(&name));
-        }
-        out
+                "turn.started" => self.last_message = None,
+                "item.started" => self.item(obj, false, out),
+                "item.completed" => self.item(obj, true, out),
+                "turn.completed" => self.turn_completed(obj, out),
+                "error" => {
+                    let message = string_or_empty(obj, "message");
+                    out.push(match reconnecting(&message) {
+                        Some((attempt, reason)) => {
+                            AgentEvent::ApiRetry { attempt, status: http_status(reason), error: reason.to_owned() }
+                        }
+                        None => AgentEvent::Error { message },
+                    });
+                }
+                "turn.failed" => {
+                    let error = obj.get("error");
+                    let message = error.map(|e| string_or_empty(e, "message")).unwrap_or_default();
+                    let status = http_status(&message);
+                    out.push(AgentEvent::Error { message: message.clone() });
+                    out.push(AgentEvent::Result {
+                        text: message,
+                        is_error: true,
+                        subtype: "turn_failed".to_owned(),
+                        api_error_status: status,
+                    });
+                    self.last_message = None;
+                }
+                _ => {}
+            }
+            // `item.completed/error` is Codex's non-fatal notice (e.g. missing model
+            // metadata); the raw line stays in the attempt's log.
+            if out.is_empty() && kind.starts_with("item.") {
+                let item_type = obj.get("item").and_then(|i| str_field(i, "type")).unwrap_or("");
+                out.push(unknown(&format!("{kind}/{item_type}")));
+            }
+        })
     }
 }
 

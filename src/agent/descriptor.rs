@@ -104,10 +104,7 @@ pub(crate) fn mcp_args(socket: &Path, attempt: u32) -> [String; 5] {
 
 /// The URL's `host:port` when one is set, else the vendor's.
 pub(crate) fn url_or(url: Option<String>, vendor: &str) -> Option<String> {
-    match url {
-        Some(url) => host_port(&url),
-        None => Some(vendor.to_string()),
-    }
+    url.map_or_else(|| Some(vendor.to_string()), |url| host_port(&url))
 }
 
 /// `host:port` of a URL, the port defaulting by scheme. None for what is not a URL.

@@ -96,7 +96,14 @@ pub(crate) fn env() -> Env {
 
 const TELEMETRY: &str = "GEMINI_TELEMETRY_ENABLED";
 
-/// [`env`], and `ralph mcp` registered when the run has its control socket.
+/// [`env`], and `ralph mcp` for this attempt when the run has its control socket.
+/// Gemini reads MCP servers only from settings files; its system settings file can
+/// be moved with `GEMINI_CLI_SYSTEM_SETTINGS_PATH`, and `mcpServers` is
+/// shallow-merged over the user's and the project's, so a file that holds only this
+/// server adds it without touching theirs (it replaces a machine's own system
+/// settings file for this attempt, if there is one). Gemini skips a settings file
+/// with a group- or world-writable ancestor directory, so the file is in ralph's
+/// private directory.
 fn launch_env(req: &Request<'_>) -> Result<Env, LaunchError> {
     let mut env = env();
     if let Some((socket, attempt)) = req.control {
@@ -107,26 +114,15 @@ fn launch_env(req: &Request<'_>) -> Result<Env, LaunchError> {
         };
         let name = format!("gemini-{}.json", crate::control::path::socket_name(req.cwd));
         let file = crate::control::path::secure_dir().map_err(invalid)?.join(name);
-        env.push(mcp_env(&exe, socket, attempt, &file).map_err(invalid)?);
+        let settings = serde_json::json!({"mcpServers": {"ralph": {
+            "command": exe.display().to_string(),
+            "args": mcp_args(socket, attempt),
+            "trust": true,
+        }}});
+        crate::state::atomic::write_atomic(&file, settings.to_string().as_bytes()).map_err(invalid)?;
+        env.push(("GEMINI_CLI_SYSTEM_SETTINGS_PATH".to_string(), file.display().to_string()));
     }
     Ok(env)
-}
-
-/// `ralph mcp` for this attempt. Gemini reads MCP servers only from settings files;
-/// its system settings file can be moved with `GEMINI_CLI_SYSTEM_SETTINGS_PATH`, and
-/// `mcpServers` is shallow-merged over the user's and the project's, so a file that
-/// holds only this server adds it without touching theirs (it replaces a machine's
-/// own system settings file for this attempt, if there is one). Gemini skips a
-/// settings file with a group- or world-writable ancestor directory, so `file` must
-/// be in a private one.
-pub(crate) fn mcp_env(exe: &Path, socket: &Path, attempt: u32, file: &Path) -> std::io::Result<(String, String)> {
-    let settings = serde_json::json!({"mcpServers": {"ralph": {
-        "command": exe.display().to_string(),
-        "args": mcp_args(socket, attempt),
-        "trust": true,
-    }}});
-    crate::state::atomic::write_atomic(file, settings.to_string().as_bytes())?;
-    Ok(("GEMINI_CLI_SYSTEM_SETTINGS_PATH".to_string(), file.display().to_string()))
 }
 
 /// One per attempt.
@@ -168,7 +164,7 @@ impl GeminiParser {
             out.push(unknown("message/user"));
             return;
         }
-        let content = content_text(obj.get("content"));
+        let content = json::text(obj.get("content"), Some(""));
         if obj.get("delta").and_then(Value::as_bool).unwrap_or(false) {
             self.open = true;
             self.pending.push_str(&content);
@@ -183,22 +179,20 @@ impl GeminiParser {
 
     fn init(&mut self, obj: &Value, out: &mut Vec<AgentEvent>) {
         self.flush(out);
-        match str_field(obj, "session_id").filter(|s| !s.is_empty()) {
-            Some(id) if self.session_id.as_deref() != Some(id) => {
-                self.session_id = Some(id.to_owned());
-                self.session_reported = false;
-            }
-            _ => {}
+        if let Some(id) = str_field(obj, "session_id").filter(|s| !s.is_empty())
+            && self.session_id.as_deref() != Some(id)
+        {
+            self.session_id = Some(id.to_owned());
+            self.session_reported = false;
         }
         out.push(unknown("init"));
     }
 
     /// Reports the session once Gemini has kept a model turn of it.
     fn resumable(&mut self, out: &mut Vec<AgentEvent>) {
-        if self.session_reported {
-            return;
-        }
-        if let Some(id) = &self.session_id {
+        if !self.session_reported
+            && let Some(id) = &self.session_id
+        {
             self.session_reported = true;
             out.push(AgentEvent::Session { id: id.clone() });
         }
@@ -220,7 +214,7 @@ impl GeminiParser {
         self.resumable(out);
         let is_error = str_field(obj, "status").is_some_and(|s| s != "success");
         let error = obj.get("error").and_then(|e| str_field(e, "message")).unwrap_or("");
-        let output = match content_text(obj.get("output")) {
+        let output = match json::text(obj.get("output"), Some("")) {
             o if o.is_empty() => error.to_owned(),
             o if is_error && !error.is_empty() => format!("{o}\n{error}"),
             o => o,
@@ -230,11 +224,8 @@ impl GeminiParser {
 
     fn error(&mut self, obj: &Value, out: &mut Vec<AgentEvent>) {
         self.flush(out);
-        let message = match str_field(obj, "message") {
-            Some(m) => m.to_owned(),
-            None => obj.get("message").map(Value::to_string).unwrap_or_default(),
-        };
-        out.push(AgentEvent::Error { message });
+        let message = obj.get("message").map(|m| m.as_str().map_or_else(|| m.to_string(), str::to_owned));
+        out.push(AgentEvent::Error { message: message.unwrap_or_default() });
     }
 
     fn result(&mut self, obj: &Value, out: &mut Vec<AgentEvent>) {
@@ -260,13 +251,10 @@ impl GeminiParser {
             Some(m) if is_error => m.to_owned(),
             _ => std::mem::take(&mut self.answer),
         };
-        let api_error_status = if is_error {
-            error
-                .and_then(|e| status_field(e, "code").or_else(|| status_field(e, "status")))
-                .or_else(|| error_message.and_then(status_in_text))
-        } else {
-            None
-        };
+        let api_error_status = error
+            .and_then(|e| status_field(e, "code").or_else(|| status_field(e, "status")))
+            .or_else(|| error_message.and_then(status_in_text))
+            .filter(|_| is_error);
         out.push(AgentEvent::Result {
             text,
             is_error,
@@ -297,10 +285,6 @@ impl LineParser for GeminiParser {
             "tool_result" => self.tool_result(&obj, &mut out),
             "error" => self.error(&obj, &mut out),
             "result" => self.result(&obj, &mut out),
-            "" => {
-                self.flush(&mut out);
-                out.push(unknown("untyped"));
-            }
             other => {
                 self.flush(&mut out);
                 out.push(unknown(other));
@@ -309,22 +293,6 @@ impl LineParser for GeminiParser {
         // A streamed chunk yields nothing until its message ends; the line itself
         // still counts as activity for the caller.
         out
-    }
-}
-
-/// Text content: a string, or the text parts of an array, or nothing.
-fn content_text(v: Option<&Value>) -> String {
-    match v {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| match p {
-                Value::String(s) => Some(s.as_str()),
-                _ => str_field(p, "text"),
-            })
-            .collect(),
-        Some(other) => other.to_string(),
     }
 }
 

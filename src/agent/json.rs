@@ -81,9 +81,60 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
     }
 }
 
-/// The event for an event kind a parser does not know (tolerated, logged).
+/// The event for an event kind a parser does not know (tolerated, logged); a line
+/// without a kind is "untyped".
 pub(crate) fn unknown(kind: &str) -> AgentEvent {
-    AgentEvent::Unknown { kind: kind.to_owned() }
+    AgentEvent::Unknown { kind: if kind.is_empty() { "untyped" } else { kind }.to_owned() }
+}
+
+/// The frame of a stream parser: `parse` gets the line's object and its `type`. A
+/// blank line yields nothing; anything that is not an object (a stray log line, a
+/// bare scalar) is noise that still proves the process alive, and so is an object in
+/// which `parse` recognised nothing: every non-blank line yields at least one event.
+pub(crate) fn each_object(text: &str, parse: impl FnOnce(&Value, &str, &mut Vec<AgentEvent>)) -> Vec<AgentEvent> {
+    let obj = match line(text) {
+        Line::Object(obj) => obj,
+        Line::Blank => return Vec::new(),
+        Line::NotJson => return vec![unknown("non-json")],
+    };
+    let kind = str_field(&obj, "type").unwrap_or("");
+    let mut out = Vec::new();
+    parse(&obj, kind, &mut out);
+    if out.is_empty() {
+        out.push(unknown(kind));
+    }
+    out
+}
+
+/// The session id a stream last reported, so that `Session` is emitted only when the
+/// id first appears or changes.
+#[derive(Debug, Default)]
+pub(crate) struct SessionId(Option<String>);
+
+impl SessionId {
+    pub(crate) fn note(&mut self, id: Option<&str>, out: &mut Vec<AgentEvent>) {
+        let Some(id) = id.filter(|id| !id.is_empty() && self.0.as_deref() != Some(id)) else { return };
+        self.0 = Some(id.to_owned());
+        out.push(AgentEvent::Session { id: id.to_owned() });
+    }
+}
+
+/// A value as text: nothing for null, a string as is, with a `sep` the text parts of
+/// an array (strings, or the parts' `text`) joined by it, anything else as JSON.
+pub(crate) fn text(v: Option<&Value>, sep: Option<&str>) -> String {
+    match (v, sep) {
+        (None | Some(Value::Null), _) => String::new(),
+        (Some(Value::String(s)), _) => s.clone(),
+        (Some(Value::Array(parts)), Some(sep)) => parts
+            .iter()
+            .filter_map(|p| match p {
+                Value::String(s) => Some(s.as_str()),
+                _ => str_field(p, "text"),
+            })
+            .collect::<Vec<_>>()
+            .join(sep),
+        (Some(other), _) => other.to_string(),
+    }
 }
 
 pub(crate) fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {

@@ -46,18 +46,16 @@ pub(crate) fn parser_for(cfg: &AgentConfig) -> Option<Box<dyn LineParser>> {
 }
 
 pub(crate) fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, LaunchError> {
-    let text_output = cfg.kind == AgentKind::Command && cfg.output.unwrap_or_default() == OutputFormat::Text;
     let cli = kinds::descriptor(cfg.kind);
-    let (argv, extra, parser): (Vec<String>, Env, Box<dyn LineParser>) = match cli {
+    let parser = cli.map_or_else(|| parser_for(cfg), |cli| Some((cli.parser)(req.session_tokens)));
+    let text_output = parser.is_none();
+    let (argv, extra): (Vec<String>, Env) = match cli {
         Some(cli) => {
             let binary = find_binary(cfg, cli.binary, req.agent)?;
-            ((cli.argv)(cfg, &req, &binary)?, (cli.env)(&req)?, (cli.parser)(req.session_tokens))
+            ((cli.argv)(cfg, &req, &binary)?, (cli.env)(&req)?)
         }
-        None if cfg.kind == AgentKind::Sim => {
-            (sim_argv(cfg, &req)?, Vec::new(), Box::new(ClaudeStreamParser::default()))
-        }
-        None if text_output => (command_argv(cfg, &req)?, Vec::new(), Box::new(TextParser)),
-        None => (command_argv(cfg, &req)?, Vec::new(), Box::new(ClaudeStreamParser::default())),
+        None if cfg.kind == AgentKind::Sim => (sim_argv(cfg, &req)?, Vec::new()),
+        None => (command_argv(cfg, &req)?, Vec::new()),
     };
     let marker = (crate::process::leftovers::RUN_ID_VAR.to_string(), req.run_id.to_string());
     let attempt_id = format!("{}:{}:{}", req.run_id, req.agent, req.launch);
@@ -91,7 +89,7 @@ pub(crate) fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, L
         withheld_env: env.withheld,
         attempt_id,
         stop_signal: cli.map_or(Signal::SIGINT, |cli| cli.stop_signal),
-        parser,
+        parser: parser.unwrap_or_else(|| Box::new(TextParser)),
         quiet_tools: cli.is_some_and(|cli| cli.quiet_tools),
         text_output,
         running_cost: cli.is_some_and(|cli| cli.running_cost),

@@ -37,7 +37,7 @@ use serde_json::Value;
 
 use super::descriptor::{Descriptor, Env, LaunchError, Lookup, ReadFile, Request, host_port, mcp_args, url_or};
 use super::event::{AgentEvent, LineParser};
-use super::json::{self, Line, str_field, string_or_empty, u64_field, unknown};
+use super::json::{self, SessionId, str_field, string_or_empty, u64_field};
 use crate::config::{AgentConfig, AgentKind};
 
 pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
@@ -58,7 +58,7 @@ pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
     quiet_tools: true,
     // Per step, as it goes.
     running_cost: true,
-    parser: |_| Box::new(OpenCodeParser::new()),
+    parser: |_| Box::new(OpenCodeParser::default()),
     unknown_session_exit: None,
 };
 
@@ -107,18 +107,6 @@ pub(crate) fn env() -> Env {
     .collect()
 }
 
-/// `ralph mcp` for this attempt: `OPENCODE_CONFIG_CONTENT`, which OpenCode 1.18
-/// merges over the user's and the project's configs (never written into them). An
-/// agent's own `env` entry of the same name wins.
-pub(crate) fn mcp_env(exe: &Path, socket: &Path, attempt: u32) -> (String, String) {
-    let config = serde_json::json!({"mcp": {"ralph": {
-        "type": "local",
-        "command": std::iter::once(exe.display().to_string()).chain(mcp_args(socket, attempt)).collect::<Vec<_>>(),
-        "enabled": true,
-    }}});
-    ("OPENCODE_CONFIG_CONTENT".to_string(), config.to_string())
-}
-
 /// The provider of the model (`provider/model`, from the agent's `model` or the
 /// config's), its `options.baseURL` in the config (`OPENCODE_CONFIG`, else
 /// `$XDG_CONFIG_HOME/opencode/opencode.json`), else the host of a provider ralph
@@ -158,12 +146,18 @@ fn endpoint(agent: &AgentConfig, lookup: Lookup<'_>, read: ReadFile<'_>) -> Opti
     Some(vendor.to_string())
 }
 
-/// [`env`], and `ralph mcp` registered when the run has its control socket.
+/// [`env`], and `ralph mcp` for this attempt when the run has its control socket:
+/// `OPENCODE_CONFIG_CONTENT`, which OpenCode 1.18 merges over the user's and the
+/// project's configs (never written into them). An agent's own `env` entry of the
+/// same name wins.
 fn launch_env(req: &Request<'_>) -> Result<Env, LaunchError> {
     let mut env = env();
     if let Some((socket, attempt)) = req.control {
         let exe = crate::os::self_exe().map_err(LaunchError::SelfExe)?;
-        env.push(mcp_env(&exe, socket, attempt));
+        let command: Vec<String> =
+            std::iter::once(exe.display().to_string()).chain(mcp_args(socket, attempt)).collect();
+        let config = serde_json::json!({"mcp": {"ralph": {"type": "local", "command": command, "enabled": true}}});
+        env.push(("OPENCODE_CONFIG_CONTENT".to_string(), config.to_string()));
     }
     Ok(env)
 }
@@ -172,27 +166,11 @@ fn launch_env(req: &Request<'_>) -> Result<Env, LaunchError> {
 /// appears or changes) and the tool calls already reported as started.
 #[derive(Debug, Default)]
 pub(crate) struct OpenCodeParser {
-    session_id: Option<String>,
+    session_id: SessionId,
     started: HashSet<String>,
 }
 
 impl OpenCodeParser {
-    pub(crate) fn new() -> Self {
-        Self::default()
-    }
-
-    fn note_session(&mut self, obj: &Value, out: &mut Vec<AgentEvent>) {
-        let id = str_field(obj, "sessionID").or_else(|| obj.get("part").and_then(|p| str_field(p, "sessionID")));
-        let Some(id) = id.filter(|s| !s.is_empty()) else {
-            return;
-        };
-        if self.session_id.as_deref() == Some(id) {
-            return;
-        }
-        self.session_id = Some(id.to_owned());
-        out.push(AgentEvent::Session { id: id.to_owned() });
-    }
-
     fn parse_tool(&mut self, part: &Value, out: &mut Vec<AgentEvent>) {
         let state = part.get("state").filter(|s| s.is_object());
         let status = state.and_then(|s| str_field(s, "status")).unwrap_or("");
@@ -212,8 +190,8 @@ impl OpenCodeParser {
                 started(out, &mut self.started);
                 self.started.remove(&id);
                 let is_error = status == "error";
-                let key = if is_error { "error" } else { "output" };
-                out.push(AgentEvent::ToolFinished { id, is_error, output: text_of(state.and_then(|s| s.get(key))) });
+                let output = json::text(state.and_then(|s| s.get(if is_error { "error" } else { "output" })), None);
+                out.push(AgentEvent::ToolFinished { id, is_error, output });
             }
             _ => {}
         }
@@ -221,40 +199,22 @@ impl OpenCodeParser {
 }
 
 impl LineParser for OpenCodeParser {
+    /// `run` also prints a few plain lines of its own on stdout (a permission it
+    /// auto-rejects): evidence for the classifier, not events.
     fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
-        let obj = match json::line(line) {
-            Line::Object(obj) => obj,
-            Line::Blank => return Vec::new(),
-            // `run` prints a few plain lines of its own on stdout (a permission it
-            // auto-rejects); they are evidence for the classifier, not events.
-            Line::NotJson => return vec![unknown("non-json")],
-        };
-        let kind = str_field(&obj, "type").unwrap_or("").to_owned();
-        let part = obj.get("part").filter(|p| p.is_object());
-
-        let mut out = Vec::new();
-        self.note_session(&obj, &mut out);
-        match (kind.as_str(), part) {
-            ("text", Some(part)) => out.push(AgentEvent::Text { text: string_or_empty(part, "text") }),
-            ("reasoning", Some(part)) => out.push(AgentEvent::Thinking { text: string_or_empty(part, "text") }),
-            ("tool_use", Some(part)) => self.parse_tool(part, &mut out),
-            ("step_finish", Some(part)) => parse_step_finish(part, &mut out),
-            ("error", _) => parse_error(&obj, &mut out),
-            _ => {}
-        }
-        if out.is_empty() {
-            out.push(unknown(if kind.is_empty() { "untyped" } else { &kind }));
-        }
-        out
-    }
-}
-
-/// A tool's output or error as text: a string as is, anything else as JSON.
-fn text_of(v: Option<&Value>) -> String {
-    match v {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
+        json::each_object(line, |obj, kind, out| {
+            let part = obj.get("part").filter(|p| p.is_object());
+            let id = str_field(obj, "sessionID").or_else(|| part.and_then(|p| str_field(p, "sessionID")));
+            self.session_id.note(id, out);
+            match (kind, part) {
+                ("text", Some(part)) => out.push(AgentEvent::Text { text: string_or_empty(part, "text") }),
+                ("reasoning", Some(part)) => out.push(AgentEvent::Thinking { text: string_or_empty(part, "text") }),
+                ("tool_use", Some(part)) => self.parse_tool(part, out),
+                ("step_finish", Some(part)) => parse_step_finish(part, out),
+                ("error", _) => parse_error(obj, out),
+                _ => {}
+            }
+        })
     }
 }
 
@@ -280,10 +240,7 @@ fn parse_step_finish(part: &Value, out: &mut Vec<AgentEvent>) {
 /// `retry-after` header as a third, and an error `Result` with the HTTP status.
 fn parse_error(obj: &Value, out: &mut Vec<AgentEvent>) {
     let err = obj.get("error").unwrap_or(&Value::Null);
-    let (name, data) = match err {
-        Value::Object(_) => (str_field(err, "name").unwrap_or(""), err.get("data").filter(|d| d.is_object())),
-        _ => ("", None),
-    };
+    let (name, data) = (str_field(err, "name").unwrap_or(""), err.get("data").filter(|d| d.is_object()));
     let message = data
         .and_then(|d| str_field(d, "message"))
         .filter(|m| !m.is_empty())
@@ -336,7 +293,7 @@ mod tests {
     use serde_json::json;
 
     fn parse_all(lines: &[&str]) -> Vec<AgentEvent> {
-        let mut p = OpenCodeParser::new();
+        let mut p = OpenCodeParser::default();
         lines.iter().flat_map(|l| p.parse_line(l)).collect()
     }
 
@@ -535,7 +492,7 @@ mod tests {
 
     #[test]
     fn garbage_never_panics() {
-        let mut p = OpenCodeParser::new();
+        let mut p = OpenCodeParser::default();
         let types = ["text", "reasoning", "tool_use", "step_start", "step_finish", "error", ""];
         fuzz::each_field(&mut p, &types, &["sessionID", "part", "error"]);
         for t in types {

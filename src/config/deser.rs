@@ -131,10 +131,8 @@ const STEP_HINT: &str = "a script step is an inline table with exactly one key, 
 /// after "expected".
 fn split_name(rest: &str) -> (&str, Vec<&str>) {
     let (name, tail) = rest.split_once('`').unwrap_or((rest, ""));
-    let allowed = match tail.split_once("expected") {
-        Some((_, list)) => list.split('`').skip(1).step_by(2).collect(),
-        None => Vec::new(),
-    };
+    let allowed =
+        tail.split_once("expected").map_or_else(Vec::new, |(_, list)| list.split('`').skip(1).step_by(2).collect());
     (name, allowed)
 }
 

@@ -134,9 +134,7 @@ impl<'i> Spans<'i> {
         for seg in path {
             let value = match (seg, array) {
                 (Seg::Key(k), None) => {
-                    let Some((key, value)) = table.get_key_value(k.as_str()) else {
-                        break;
-                    };
+                    let Some((key, value)) = table.get_key_value(k.as_str()) else { break };
                     found = Some(key.span());
                     value
                 }
@@ -161,9 +159,7 @@ impl<'i> Spans<'i> {
     /// the deepest one whose key or value contains it. Serde errors carry only a span;
     /// this recovers which key they are about.
     pub(super) fn path_at(&self, span: &Range<usize>) -> Vec<Seg> {
-        let Some(root) = self.root.as_ref() else {
-            return Vec::new();
-        };
+        let Some(root) = self.root.as_ref() else { return Vec::new() };
         let mut best = Best::default();
         walk_table(root, span, &mut Vec::new(), &mut best);
         best.exact.or(best.containing.map(|(_, p)| p)).unwrap_or_default()
@@ -171,22 +167,15 @@ impl<'i> Spans<'i> {
 
     /// The keys of the table at `path` in the order they first appear in the file.
     pub(super) fn keys_in_file_order(&self, path: &[Seg]) -> Vec<String> {
-        let mut table = match self.root.as_ref() {
-            Some(t) => t,
-            None => return Vec::new(),
-        };
+        let mut table = self.root.as_ref();
         for seg in path {
-            let next = match seg {
-                Seg::Key(k) => table.get(k.as_str()).and_then(|v| v.get_ref().as_table()),
+            table = match seg {
+                Seg::Key(k) => table.and_then(|t| t.get(k.as_str())).and_then(|v| v.get_ref().as_table()),
                 Seg::Index(_) => None,
             };
-            match next {
-                Some(t) => table = t,
-                None => return Vec::new(),
-            }
         }
         let mut keys: Vec<(usize, String)> =
-            table.iter().map(|(k, _)| (k.span().start, k.get_ref().to_string())).collect();
+            table.into_iter().flatten().map(|(k, _)| (k.span().start, k.get_ref().to_string())).collect();
         keys.sort();
         keys.into_iter().map(|(_, k)| k).collect()
     }

@@ -1,10 +1,7 @@
 //! "Did you mean" suggestions and lists of allowed names for error messages.
 
 /// The candidate closest to `word`, when it is close enough to be a likely typo.
-pub(super) fn closest<'a, I>(word: &str, candidates: I) -> Option<&'a str>
-where
-    I: IntoIterator<Item = &'a str>,
-{
+pub(super) fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let word_lower = word.to_lowercase();
     candidates
         .into_iter()
@@ -17,10 +14,7 @@ where
 }
 
 /// `; did you mean `x`?` or nothing.
-pub(crate) fn did_you_mean<'a, I>(word: &str, candidates: I) -> String
-where
-    I: IntoIterator<Item = &'a str>,
-{
+pub(crate) fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
     match closest(word, candidates) {
         Some(c) if c != word => format!("; did you mean `{c}`?"),
         _ => String::new(),

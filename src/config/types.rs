@@ -12,29 +12,18 @@ use serde::{Deserialize, Serialize};
 
 /// The whole configuration file.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub(crate) struct Config {
-    #[serde(default)]
     pub general: General,
-    #[serde(default)]
     pub retry: Retry,
-    #[serde(default)]
     pub timeouts: Timeouts,
-    #[serde(default)]
     pub offline: Offline,
-    #[serde(default)]
     pub watch: Watch,
-    #[serde(default)]
     pub notify: Notify,
-    #[serde(default)]
     pub logs: Logs,
-    #[serde(default)]
     pub agents: BTreeMap<String, AgentConfig>,
-    #[serde(default)]
     pub chains: BTreeMap<String, Vec<String>>,
-    #[serde(default)]
     pub phases: BTreeMap<String, PhaseConfig>,
-    #[serde(default)]
     pub git: GitConfig,
 }
 
@@ -283,28 +272,36 @@ fn bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     ByteSize::deserialize(d).map(u64::from)
 }
 
-/// The kinds of agent ralph knows how to drive.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Hash)]
-#[serde(rename_all = "lowercase")]
-pub enum AgentKind {
-    Claude,
-    Codex,
-    Opencode,
-    Gemini,
-    Command,
-    Sim,
-}
-
-impl AgentKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AgentKind::Claude => "claude",
-            AgentKind::Codex => "codex",
-            AgentKind::Opencode => "opencode",
-            AgentKind::Gemini => "gemini",
-            AgentKind::Command => "command",
-            AgentKind::Sim => "sim",
+/// An enum of unit variants whose stable names are written once: serde reads and
+/// writes each variant as its name, and `as_str` returns it.
+macro_rules! named {
+    ($(#[$meta:meta])* $vis:vis enum $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)* }) => {
+        $(#[$meta])*
+        $vis enum $name {
+            $($(#[$vmeta])* #[serde(rename = $text)] $variant,)*
         }
+
+        impl $name {
+            $vis fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)*
+                }
+            }
+        }
+    };
+}
+pub(crate) use named;
+
+named! {
+    /// The kinds of agent ralph knows how to drive.
+    #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Hash)]
+    pub enum AgentKind {
+        Claude = "claude",
+        Codex = "codex",
+        Opencode = "opencode",
+        Gemini = "gemini",
+        Command = "command",
+        Sim = "sim",
     }
 }
 

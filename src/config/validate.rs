@@ -81,9 +81,7 @@ fn check_names(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
 
 /// Every duration is above 0, and the backoff's base is not above its maximum.
 fn check_durations(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
-    let (g, r) = (&config.general, &config.retry);
-    let t = &config.timeouts;
-    let o = &config.offline;
+    let (g, r, t, o) = (&config.general, &config.retry, &config.timeouts, &config.offline);
     let mut durations = vec![
         (keys!["retry", "backoff_base"], r.backoff_base),
         (keys!["retry", "backoff_max"], r.backoff_max),
@@ -169,14 +167,13 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
         ));
     }
     check_durations(cx, config)?;
-    let o = &config.offline;
     if config.notify.command.as_ref().is_some_and(|c| c.first().is_none_or(|p| p.trim().is_empty())) {
         return Err(cx.at(
             &keys!["notify", "command"],
             "[notify] command is empty; give the program and its arguments, like [\"notify-send\", \"ralph\"]".into(),
         ));
     }
-    for (i, probe) in o.probe.iter().flatten().enumerate() {
+    for (i, probe) in config.offline.probe.iter().flatten().enumerate() {
         let port_ok = probe
             .rsplit_once(':')
             .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0));
@@ -520,17 +517,13 @@ fn resolve_phase(cx: &Cx<'_>, config: &Config, name: &str) -> Result<Phase, Conf
         }
     };
     if done == DoneSignal::Mcp
-        && let Some((agent, why)) = chain
-            .iter()
-            .filter_map(|a| config.agents.get(a).map(|c| (a, c)))
-            .find(|(_, c)| !c.mcp)
-            .map(|(a, _)| (a, "mcp = false"))
+        && let Some(agent) = chain.iter().find(|a| config.agents.get(*a).is_some_and(|c| !c.mcp))
     {
         return Err(cx.at(
             &keys!["phases", name, "done"],
             format!(
                 "[phases.{name}] done = \"mcp\" needs every agent of chain {} to reach `ralph mcp`, but agent \
-                 {agent} ({why}) does not (see docs/mcp.md); use \"tag\", or turn mcp on",
+                 {agent} (mcp = false) does not (see docs/mcp.md); use \"tag\", or turn mcp on",
                 p.chain
             ),
         ));

@@ -78,15 +78,8 @@ impl Touched {
     /// their path relative to the top (the top itself with `""`, and the project
     /// directory as the agent saw it, which may differ from git's by symlinks).
     pub(crate) fn files(&self, bases: &[(&Path, &str)], cwd: &Path) -> Option<BTreeSet<String>> {
-        if self.unknown {
-            return None;
-        }
-        Some(
-            self.files
-                .iter()
-                .filter_map(|p| bases.iter().find_map(|(base, rel)| relative_to(base, rel, &cwd.join(p))))
-                .collect(),
-        )
+        let relative = |p: &String| bases.iter().find_map(|(base, rel)| relative_to(base, rel, &cwd.join(p)));
+        (!self.unknown).then(|| self.files.iter().filter_map(relative).collect())
     }
 }
 

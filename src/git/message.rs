@@ -121,18 +121,14 @@ pub(crate) fn render(template: &str, ctx: &MessageContext<'_>) -> String {
 
 fn collapse_blank_lines(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut blank = 0;
+    let mut after_blank = false;
     for line in text.lines() {
-        if line.trim().is_empty() {
-            blank += 1;
-            if blank > 1 {
-                continue;
-            }
-        } else {
-            blank = 0;
+        let blank = line.trim().is_empty();
+        if !(blank && after_blank) {
+            out.push_str(line);
+            out.push('\n');
         }
-        out.push_str(line);
-        out.push('\n');
+        after_blank = blank;
     }
     out
 }

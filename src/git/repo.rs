@@ -116,18 +116,21 @@ impl Repo {
         }
     }
 
+    /// The one value git printed; `None` when it failed or printed nothing.
+    fn value(&self, args: &[&str]) -> Result<Option<String>, GitError> {
+        let out = self.output(args)?;
+        let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        Ok((out.status.success() && !v.is_empty()).then_some(v))
+    }
+
     /// The commit HEAD points at; `None` before the first commit.
     pub(crate) fn head(&self) -> Result<Option<String>, GitError> {
-        let out = self.output(&["rev-parse", "-q", "--verify", "HEAD^{commit}"])?;
-        let hash = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        Ok((out.status.success() && !hash.is_empty()).then_some(hash))
+        self.value(&["rev-parse", "-q", "--verify", "HEAD^{commit}"])
     }
 
     /// The current branch; `None` for a detached HEAD.
     pub(crate) fn branch(&self) -> Result<Option<String>, GitError> {
-        let out = self.output(&["symbolic-ref", "-q", "--short", "HEAD"])?;
-        let name = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        Ok((out.status.success() && !name.is_empty()).then_some(name))
+        self.value(&["symbolic-ref", "-q", "--short", "HEAD"])
     }
 
     pub(crate) fn branch_exists(&self, name: &str) -> Result<bool, GitError> {
@@ -141,8 +144,8 @@ impl Repo {
 
     /// A path inside the git directory (`index.lock`, `MERGE_HEAD`, `hooks`).
     fn git_path(&self, name: &str) -> Result<PathBuf, GitError> {
-        let p = PathBuf::from(self.run(&["rev-parse", "--git-path", name])?.trim());
-        Ok(if p.is_absolute() { p } else { self.top.join(p) })
+        // An absolute path replaces the top in `join`.
+        Ok(self.top.join(self.run(&["rev-parse", "--git-path", name])?.trim()))
     }
 
     /// Operations in progress that a commit would interfere with.
@@ -169,9 +172,7 @@ impl Repo {
 
     /// A config value, if set.
     pub(crate) fn config(&self, key: &str) -> Result<Option<String>, GitError> {
-        let out = self.output(&["config", "--get", key])?;
-        let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        Ok((out.status.success() && !v.is_empty()).then_some(v))
+        self.value(&["config", "--get", key])
     }
 
     /// Every changed path: tracked changes, and new files that are not ignored.
@@ -231,19 +232,16 @@ impl Repo {
             "--pathspec-from-file=-",
             "--pathspec-file-nul",
         ];
-        match self.with_stdin(&commit, &list, who) {
-            Ok(_) => {}
-            Err(error) => {
-                // Leave the index as it was: the agent's files unstaged again.
-                let reset = ["reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul"];
-                if let Err(e) = self.with_stdin(&reset, &list, who) {
-                    tracing::warn!("cannot unstage after a failed commit: {e}");
-                }
-                return Err(match (error, self.has_commit_hooks()) {
-                    (GitError::Failed { output, .. }, true) => CommitFailure::HookRejected(output),
-                    (error, _) => CommitFailure::Other(error),
-                });
+        if let Err(error) = self.with_stdin(&commit, &list, who) {
+            // Leave the index as it was: the agent's files unstaged again.
+            let reset = ["reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul"];
+            if let Err(e) = self.with_stdin(&reset, &list, who) {
+                tracing::warn!("cannot unstage after a failed commit: {e}");
             }
+            return Err(match (error, self.has_commit_hooks()) {
+                (GitError::Failed { output, .. }, true) => CommitFailure::HookRejected(output),
+                (error, _) => CommitFailure::Other(error),
+            });
         }
         match self.head() {
             Ok(Some(hash)) => Ok(hash),
@@ -313,10 +311,7 @@ impl Repo {
     /// Whether a pre-commit or commit-msg hook would run.
     fn has_commit_hooks(&self) -> bool {
         let dir = match self.config("core.hooksPath") {
-            Ok(Some(p)) => {
-                let p = PathBuf::from(p);
-                if p.is_absolute() { p } else { self.top.join(p) }
-            }
+            Ok(Some(p)) => self.top.join(p),
             _ => match self.git_path("hooks") {
                 Ok(p) => p,
                 Err(_) => return false,

@@ -46,6 +46,10 @@ type Matcher = fn(&Report<'_>) -> Option<String>;
 enum Evidence {
     /// How the attempt ended and the agent's structured events.
     Structured(Matcher),
+    /// ralph's supervision ended the attempt, for this reason.
+    Ended(EndedBy, &'static str),
+    /// The HTTP status of the agent's failed result is one of these.
+    Status { about: &'static str, any: fn(u16) -> bool },
     /// Any of these phrases in the attempt's error text (see [`ErrorText`]).
     Phrases { about: &'static str, any: &'static [&'static str] },
     /// Any of these words (whole words, any case) where the agent reports its own
@@ -86,7 +90,7 @@ impl Entry {
 }
 
 use Category::{Agent, Ambiguous, Environmental, UserConfig};
-use Evidence::{Configured, OwnWords, Phrases, Structured};
+use Evidence::{Configured, Ended, OwnWords, Phrases, Status, Structured};
 
 // Phrases are matched ASCII-case-insensitively against normalised lines (escaped
 // quotes unescaped, `": ` squeezed to `":`); `#` stands for one digit and a trailing
@@ -266,20 +270,30 @@ const COMMON_UNREACHABLE: &[&str] = &["connection refused", "connection error"];
 /// transient ones), then how the process ended.
 const RULES: &[Entry] = &[
     structured(Rule::StallInProviderRetry, Environmental, stall_in_provider_retry),
-    structured(Rule::Stall, Agent, stall),
-    structured(Rule::ToolTimeout, Agent, tool_timeout),
-    structured(Rule::AttemptTimeout, Agent, attempt_timeout),
-    structured(Rule::ToolCallLoop, Agent, tool_call_loop),
-    structured(Rule::ToolText, Agent, tool_text),
-    structured(Rule::ToolTextInThinking, Agent, tool_text_in_thinking),
-    structured(Rule::CostCap, Agent, cost_cap),
-    structured(Rule::RepeatedPermissionDenials, Agent, permission_denials),
+    ended(Rule::Stall, EndedBy::Stall, "the agent stalled (no output and no tool running)"),
+    ended(Rule::ToolTimeout, EndedBy::ToolTimeout, "a tool call ran past [timeouts] tool"),
+    ended(Rule::AttemptTimeout, EndedBy::AttemptTimeout, "the attempt ran past [timeouts] attempt"),
+    ended(Rule::ToolCallLoop, EndedBy::Loop, "the agent repeated the same tool calls"),
+    ended(Rule::ToolText, EndedBy::ToolText, "the agent printed a tool call as text instead of making it"),
+    ended(
+        Rule::ToolTextInThinking,
+        EndedBy::ToolTextInThinking,
+        "the agent wrote a tool call in its thinking instead of making it",
+    ),
+    // Not the agent's fault, but the run stops on the cost cap before any budget matters.
+    ended(Rule::CostCap, EndedBy::CostCap, "the run's cost reached [general] max_cost_usd during the attempt"),
+    // A policy violation repeated (design.md §4: an `agent` failure).
+    ended(
+        Rule::RepeatedPermissionDenials,
+        EndedBy::PermissionDenials,
+        "the agent's tool calls were refused permission repeatedly",
+    ),
     structured(Rule::BinaryMissing, UserConfig, binary_missing),
     structured(Rule::AuthFailed, UserConfig, auth_failed),
     structured(Rule::BillingDisabled, UserConfig, billing_code),
     structured(Rule::RateLimited, Environmental, rate_limited),
-    structured(Rule::ProviderOverloaded, Environmental, provider_overloaded),
-    structured(Rule::ProviderError, Environmental, provider_error),
+    status(Rule::ProviderOverloaded, "the provider is overloaded", |s| matches!(s, 503 | 529)),
+    status(Rule::ProviderError, "the provider failed", |s| (500..=599).contains(&s)),
     structured(Rule::SessionNotFound, Agent, unknown_session_exit).then(Then::Fresh),
     // The user's own wordings for the agent come before ralph's guesses (the category
     // here is a placeholder: each pattern brings its own).
@@ -315,6 +329,15 @@ const fn structured(name: Rule, category: Category, matches: Matcher) -> Entry {
     Entry::new(name, category, Structured(matches))
 }
 
+/// Every ending of ralph's supervision is the agent's: it stopped making progress.
+const fn ended(name: Rule, by: EndedBy, reason: &'static str) -> Entry {
+    Entry::new(name, Agent, Ended(by, reason))
+}
+
+const fn status(name: Rule, about: &'static str, any: fn(u16) -> bool) -> Entry {
+    Entry::new(name, Environmental, Status { about, any })
+}
+
 const fn phrases(name: Rule, category: Category, about: &'static str, any: &'static [&'static str]) -> Entry {
     Entry::new(name, category, Phrases { about, any })
 }
@@ -331,6 +354,8 @@ pub fn classify(report: &Report<'_>) -> Classification {
     for rule in RULES {
         let reason = match rule.evidence {
             Structured(matches) => matches(report),
+            Ended(by, reason) => (report.ended_by == by).then(|| reason.to_string()),
+            Status { about, any } => api_status(report).filter(|s| any(*s)).map(|s| format!("{about} (HTTP {s})")),
             Phrases { about, any } => text.find(any).map(|line| format!("{about}: {line}")),
             OwnWords { about, any } => own.find(any).map(|line| format!("{about}: {line}")),
             Configured => {
@@ -577,10 +602,6 @@ fn tool_dispatch(lower: &str, phrase: &str) -> Option<usize> {
     (tool == "tool").then_some(at)
 }
 
-fn stall(r: &Report<'_>) -> Option<String> {
-    (r.ended_by == EndedBy::Stall).then(|| "the agent stalled (no output and no tool running)".into())
-}
-
 /// A stall right after the CLI announced a provider retry is the provider's silence,
 /// not the agent's: Claude's retried request hung.
 fn stall_in_provider_retry(r: &Report<'_>) -> Option<String> {
@@ -591,45 +612,9 @@ fn stall_in_provider_retry(r: &Report<'_>) -> Option<String> {
         r.events.iter().rev().find(|e| {
             !matches!(e, AgentEvent::Unknown { .. } | AgentEvent::Usage { .. } | AgentEvent::Session { .. })
         })?;
-    match last {
-        AgentEvent::ApiRetry { error, status, .. } => Some(match status {
-            Some(s) => format!("the provider went silent while the agent retried it (HTTP {s}, {error})"),
-            None => format!("the provider went silent while the agent retried it ({error})"),
-        }),
-        _ => None,
-    }
-}
-
-fn tool_timeout(r: &Report<'_>) -> Option<String> {
-    (r.ended_by == EndedBy::ToolTimeout).then(|| "a tool call ran past [timeouts] tool".into())
-}
-
-fn tool_call_loop(r: &Report<'_>) -> Option<String> {
-    (r.ended_by == EndedBy::Loop).then(|| "the agent repeated the same tool calls".into())
-}
-
-fn tool_text(r: &Report<'_>) -> Option<String> {
-    (r.ended_by == EndedBy::ToolText).then(|| "the agent printed a tool call as text instead of making it".into())
-}
-
-fn tool_text_in_thinking(r: &Report<'_>) -> Option<String> {
-    (r.ended_by == EndedBy::ToolTextInThinking)
-        .then(|| "the agent wrote a tool call in its thinking instead of making it".into())
-}
-
-/// Not the agent's fault, but the run stops on the cost cap before any budget matters.
-fn cost_cap(r: &Report<'_>) -> Option<String> {
-    (r.ended_by == EndedBy::CostCap).then(|| "the run's cost reached [general] max_cost_usd during the attempt".into())
-}
-
-/// A policy violation repeated (design.md §4: an `agent` failure).
-fn permission_denials(r: &Report<'_>) -> Option<String> {
-    (r.ended_by == EndedBy::PermissionDenials)
-        .then(|| "the agent's tool calls were refused permission repeatedly".into())
-}
-
-fn attempt_timeout(r: &Report<'_>) -> Option<String> {
-    (r.ended_by == EndedBy::AttemptTimeout).then(|| "the attempt ran past [timeouts] attempt".into())
+    let AgentEvent::ApiRetry { error, status, .. } = last else { return None };
+    let http = status.map(|s| format!("HTTP {s}, ")).unwrap_or_default();
+    Some(format!("the provider went silent while the agent retried it ({http}{error})"))
 }
 
 /// Exit 127 is the shell's "command not found"; the text confirms it was the
@@ -680,29 +665,13 @@ fn rate_limited(r: &Report<'_>) -> Option<String> {
         _ => None,
     });
     if let Some(("rejected", limit)) = last {
-        return Some(match limit {
-            Some(l) => format!("the provider's rate or usage limit was reached ({l})"),
-            None => "the provider's rate or usage limit was reached".into(),
-        });
+        let about = "the provider's rate or usage limit was reached";
+        return Some(limit.map_or_else(|| about.to_string(), |l| format!("{about} ({l})")));
     }
     if api_status(r) == Some(429) {
         return Some("the provider's rate or usage limit was reached (HTTP 429)".into());
     }
     error_code(r, "rate_limit").then(|| "the provider's rate or usage limit was reached (rate_limit)".into())
-}
-
-fn provider_overloaded(r: &Report<'_>) -> Option<String> {
-    match api_status(r) {
-        Some(s @ (503 | 529)) => Some(format!("the provider is overloaded (HTTP {s})")),
-        _ => None,
-    }
-}
-
-fn provider_error(r: &Report<'_>) -> Option<String> {
-    match api_status(r) {
-        Some(s @ (500..=599)) => Some(format!("the provider failed (HTTP {s})")),
-        _ => None,
-    }
 }
 
 /// Claude's synthetic `server_error` code without an HTTP status also covers
@@ -741,15 +710,8 @@ fn killed_from_outside(r: &Report<'_>) -> Option<String> {
 
 /// Signals that end a process from outside, as opposed to its own crash.
 fn is_outside_kill(sig: i32) -> bool {
-    [libc_signal::SIGKILL, libc_signal::SIGTERM, libc_signal::SIGHUP, libc_signal::SIGINT].contains(&sig)
-}
-
-mod libc_signal {
-    use nix::sys::signal::Signal;
-    pub(super) const SIGKILL: i32 = Signal::SIGKILL as i32;
-    pub(super) const SIGTERM: i32 = Signal::SIGTERM as i32;
-    pub(super) const SIGHUP: i32 = Signal::SIGHUP as i32;
-    pub(super) const SIGINT: i32 = Signal::SIGINT as i32;
+    use nix::sys::signal::Signal::{SIGHUP, SIGINT, SIGKILL, SIGTERM};
+    [SIGKILL, SIGTERM, SIGHUP, SIGINT].iter().any(|s| *s as i32 == sig)
 }
 
 fn exit_nonzero(r: &Report<'_>) -> Option<String> {

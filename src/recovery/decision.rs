@@ -41,6 +41,11 @@ impl Cap {
             Cap::RateLimitWait => "max_rate_limit_wait exhausted",
         }
     }
+
+    /// The run stops `failed` on this cap: its phrase, then `detail`.
+    pub(crate) fn stop(self, detail: impl std::fmt::Display) -> Stop {
+        Stop::Failed { cap: self, message: format!("{}: {detail}", self.phrase()) }
+    }
 }
 
 /// Why a run stops before finishing.

@@ -18,119 +18,68 @@ pub(crate) mod spawn;
 
 use serde::{Deserialize, Serialize};
 
-/// The four failure categories of design.md §4.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Category {
-    /// Network, provider overload, rate limits: no budget, retry with backoff.
-    Environmental,
-    /// The agent misbehaved: counts against its budget; resume, then fall over.
-    Agent,
-    /// A human must fix something: stop at once (exit 3).
-    UserConfig,
-    /// Cannot tell: retried, flagged, bounded by its own cap.
-    Ambiguous,
-}
+use crate::config::named;
 
-impl Category {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Category::Environmental => "environmental",
-            Category::Agent => "agent",
-            Category::UserConfig => "user_config",
-            Category::Ambiguous => "ambiguous",
-        }
+named! {
+    /// The four failure categories of design.md §4.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+    pub enum Category {
+        /// Network, provider overload, rate limits: no budget, retry with backoff.
+        Environmental = "environmental",
+        /// The agent misbehaved: counts against its budget; resume, then fall over.
+        Agent = "agent",
+        /// A human must fix something: stop at once (exit 3).
+        UserConfig = "user_config",
+        /// Cannot tell: retried, flagged, bounded by its own cap.
+        Ambiguous = "ambiguous",
     }
 }
 
-/// The classifier's rules, by name: journal, terminal and checkpoint show the
-/// snake_case name; code compares the variants, never the names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Rule {
-    StallInProviderRetry,
-    Stall,
-    ToolTimeout,
-    AttemptTimeout,
-    ToolCallLoop,
-    ToolText,
-    ToolTextInThinking,
-    CostCap,
-    RepeatedPermissionDenials,
-    BinaryMissing,
-    AuthFailed,
-    BillingDisabled,
-    RateLimited,
-    ProviderOverloaded,
-    ProviderError,
-    SessionNotFound,
-    ConfiguredError,
-    CliRejectedArgument,
-    ModelInvalid,
-    ContextTooLong,
-    DnsFailure,
-    ConnectionReset,
-    ConnectionRefused,
-    RequestTimeout,
-    StreamStalled,
-    StreamInterrupted,
-    ToolUnavailable,
-    Crashed,
-    KilledFromOutside,
-    ExitNonzero,
-    NoDoneSignal,
-    Unexplained,
-    Offline,
-    LaunchImpossible,
-    SpawnFailed,
-    /// A git hook rejected the commit of the iteration's work (an agent failure).
-    CommitRejected,
-    /// A name this version does not know (a checkpoint written by a newer ralph).
-    #[serde(other)]
-    Other,
-}
-
-impl Rule {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Rule::StallInProviderRetry => "stall_in_provider_retry",
-            Rule::Stall => "stall",
-            Rule::ToolTimeout => "tool_timeout",
-            Rule::AttemptTimeout => "attempt_timeout",
-            Rule::ToolCallLoop => "tool_call_loop",
-            Rule::ToolText => "tool_text",
-            Rule::ToolTextInThinking => "tool_text_in_thinking",
-            Rule::CostCap => "cost_cap",
-            Rule::RepeatedPermissionDenials => "repeated_permission_denials",
-            Rule::BinaryMissing => "binary_missing",
-            Rule::AuthFailed => "auth_failed",
-            Rule::BillingDisabled => "billing_disabled",
-            Rule::RateLimited => "rate_limited",
-            Rule::ProviderOverloaded => "provider_overloaded",
-            Rule::ProviderError => "provider_error",
-            Rule::SessionNotFound => "session_not_found",
-            Rule::ConfiguredError => "configured_error",
-            Rule::CliRejectedArgument => "cli_rejected_argument",
-            Rule::ModelInvalid => "model_invalid",
-            Rule::ContextTooLong => "context_too_long",
-            Rule::DnsFailure => "dns_failure",
-            Rule::ConnectionReset => "connection_reset",
-            Rule::ConnectionRefused => "connection_refused",
-            Rule::RequestTimeout => "request_timeout",
-            Rule::StreamStalled => "stream_stalled",
-            Rule::StreamInterrupted => "stream_interrupted",
-            Rule::ToolUnavailable => "tool_unavailable",
-            Rule::Crashed => "crashed",
-            Rule::KilledFromOutside => "killed_from_outside",
-            Rule::ExitNonzero => "exit_nonzero",
-            Rule::NoDoneSignal => "no_done_signal",
-            Rule::Unexplained => "unexplained",
-            Rule::Offline => "offline",
-            Rule::LaunchImpossible => "launch_impossible",
-            Rule::SpawnFailed => "spawn_failed",
-            Rule::CommitRejected => "commit_rejected",
-            Rule::Other => "other",
-        }
+named! {
+    /// The classifier's rules, by name: journal, terminal and checkpoint show the
+    /// snake_case name; code compares the variants, never the names.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+    pub enum Rule {
+        StallInProviderRetry = "stall_in_provider_retry",
+        Stall = "stall",
+        ToolTimeout = "tool_timeout",
+        AttemptTimeout = "attempt_timeout",
+        ToolCallLoop = "tool_call_loop",
+        ToolText = "tool_text",
+        ToolTextInThinking = "tool_text_in_thinking",
+        CostCap = "cost_cap",
+        RepeatedPermissionDenials = "repeated_permission_denials",
+        BinaryMissing = "binary_missing",
+        AuthFailed = "auth_failed",
+        BillingDisabled = "billing_disabled",
+        RateLimited = "rate_limited",
+        ProviderOverloaded = "provider_overloaded",
+        ProviderError = "provider_error",
+        SessionNotFound = "session_not_found",
+        ConfiguredError = "configured_error",
+        CliRejectedArgument = "cli_rejected_argument",
+        ModelInvalid = "model_invalid",
+        ContextTooLong = "context_too_long",
+        DnsFailure = "dns_failure",
+        ConnectionReset = "connection_reset",
+        ConnectionRefused = "connection_refused",
+        RequestTimeout = "request_timeout",
+        StreamStalled = "stream_stalled",
+        StreamInterrupted = "stream_interrupted",
+        ToolUnavailable = "tool_unavailable",
+        Crashed = "crashed",
+        KilledFromOutside = "killed_from_outside",
+        ExitNonzero = "exit_nonzero",
+        NoDoneSignal = "no_done_signal",
+        Unexplained = "unexplained",
+        Offline = "offline",
+        LaunchImpossible = "launch_impossible",
+        SpawnFailed = "spawn_failed",
+        /// A git hook rejected the commit of the iteration's work (an agent failure).
+        CommitRejected = "commit_rejected",
+        /// A name this version does not know (a checkpoint written by a newer ralph).
+        #[serde(other)]
+        Other = "other",
     }
 }
 

@@ -22,22 +22,12 @@ pub(crate) fn run_cap(general: &crate::config::General, elapsed_secs: f64, cost_
     if let Some(max) = general.max_runtime
         && elapsed_secs >= max.as_secs_f64()
     {
-        return Some(Stop::Failed {
-            cap: Cap::Runtime,
-            message: format!(
-                "{}: the run has been active for {}",
-                Cap::Runtime.phrase(),
-                humantime::format_duration(max)
-            ),
-        });
+        return Some(Cap::Runtime.stop(format!("the run has been active for {}", humantime::format_duration(max))));
     }
     if let Some(max) = general.max_cost_usd
         && cost_usd >= max
     {
-        return Some(Stop::Failed {
-            cap: Cap::Cost,
-            message: format!("{}: the run has cost ${cost_usd:.2} of ${max:.2}", Cap::Cost.phrase()),
-        });
+        return Some(Cap::Cost.stop(format!("the run has cost ${cost_usd:.2} of ${max:.2}")));
     }
     None
 }
@@ -70,9 +60,7 @@ pub(crate) fn on_success(
     repeat: Option<RepeatGroup>,
     completion: Completion,
 ) -> Next {
-    let Some(phase) = phases.get(progress.position.phase) else {
-        return Next::Finished { end: PhaseEnd::default() };
-    };
+    let Some(phase) = phases.get(progress.position.phase) else { return Next::Finished { end: PhaseEnd::default() } };
     progress.counters.iterations_done += 1;
     progress.start_iteration();
     // Progress was made, so the chain gets its full allowance of cycles again.
@@ -85,15 +73,10 @@ pub(crate) fn on_success(
     let phase_done = (goal && goal_ends) || (!phase.until_complete && last_iteration);
     if !phase_done {
         if last_iteration {
-            return Next::Stop(Stop::Failed {
-                cap: Cap::Iterations,
-                message: format!(
-                    "{}: phase {} ran {} iterations without the goal signal",
-                    Cap::Iterations.phrase(),
-                    phase.name,
-                    phase.iterations
-                ),
-            });
+            return Next::Stop(
+                Cap::Iterations
+                    .stop(format!("phase {} ran {} iterations without the goal signal", phase.name, phase.iterations)),
+            );
         }
         progress.position.iteration += 1;
         return Next::Iteration;
@@ -171,17 +154,13 @@ pub(crate) fn on_failure(
             progress.counters.ambiguous_failures += 1;
             progress.counters.retry_streak += 1;
             if progress.counters.ambiguous_failures >= limits.retry.ambiguous_attempts {
-                return Next::Stop(Stop::Failed {
-                    cap: Cap::AmbiguousAttempts,
-                    message: format!(
-                        "{}: {} unexplained failures in phase {} iteration {} (last: {})",
-                        Cap::AmbiguousAttempts.phrase(),
-                        progress.counters.ambiguous_failures,
-                        progress.position.phase_name,
-                        progress.position.iteration,
-                        failure.reason
-                    ),
-                });
+                return Next::Stop(Cap::AmbiguousAttempts.stop(format!(
+                    "{} unexplained failures in phase {} iteration {} (last: {})",
+                    progress.counters.ambiguous_failures,
+                    progress.position.phase_name,
+                    progress.position.iteration,
+                    failure.reason
+                )));
             }
             progress.resume_session = session;
             Next::Retry {
@@ -203,16 +182,12 @@ fn environmental_streak(progress: &mut Progress, retry: &Retry, failure: &Classi
     if u64::try_from(counted).unwrap_or(0) < max.as_secs() {
         return None;
     }
-    Some(Stop::Failed {
-        cap: Cap::EnvironmentalWait,
-        message: format!(
-            "{}: environmental failures for {} without a successful attempt (last: {}); \
-             raise [retry] max_environmental_wait to keep retrying longer",
-            Cap::EnvironmentalWait.phrase(),
-            humantime::format_duration(Duration::from_secs(u64::try_from(counted).unwrap_or(0))),
-            failure.reason
-        ),
-    })
+    Some(Cap::EnvironmentalWait.stop(format!(
+        "environmental failures for {} without a successful attempt (last: {}); \
+         raise [retry] max_environmental_wait to keep retrying longer",
+        humantime::format_duration(Duration::from_secs(u64::try_from(counted).unwrap_or(0))),
+        failure.reason
+    )))
 }
 
 /// The continue storm: after a retry that resumes the session, too many recoveries of
@@ -250,16 +225,10 @@ pub(crate) fn continue_storm(
 fn on_tool_unavailable(progress: &mut Progress, limits: Limits<'_>, failure: &Classification) -> Next {
     progress.counters.tool_registry_resets += 1;
     if progress.counters.tool_registry_resets > limits.retry.tool_registry_resets {
-        return Next::Stop(Stop::Failed {
-            cap: Cap::ToolRegistryResets,
-            message: format!(
-                "{}: {} tool-availability failures in this run, [retry] tool_registry_resets = {} (last: {})",
-                Cap::ToolRegistryResets.phrase(),
-                progress.counters.tool_registry_resets,
-                limits.retry.tool_registry_resets,
-                failure.reason
-            ),
-        });
+        return Next::Stop(Cap::ToolRegistryResets.stop(format!(
+            "{} tool-availability failures in this run, [retry] tool_registry_resets = {} (last: {})",
+            progress.counters.tool_registry_resets, limits.retry.tool_registry_resets, failure.reason
+        )));
     }
     progress.resume_session = None;
     Next::Retry { delay: Duration::ZERO, probe_first: false }
@@ -278,26 +247,20 @@ fn on_agent_failure(progress: &mut Progress, phases: &[Phase], limits: Limits<'_
         let delay = agent_backoff(limits.retry, progress.counters.agent_failures);
         return Next::Retry { delay, probe_first: false };
     }
-    let Some(phase) = phases.get(progress.position.phase) else {
-        return Next::Finished { end: PhaseEnd::default() };
-    };
+    let Some(phase) = phases.get(progress.position.phase) else { return Next::Finished { end: PhaseEnd::default() } };
     let pos = &mut progress.position;
     let from = phase.chain.get(pos.agent_index).cloned().unwrap_or_default();
     let mut next_index = pos.agent_index + 1;
     let mut new_cycle = false;
     if next_index >= phase.chain.len() {
         if pos.cycle >= limits.max_cycles {
-            return Next::Stop(Stop::Failed {
-                cap: Cap::MaxCycles,
-                message: format!(
-                    "{}: phase {} went through its chain [{}] {} times without finishing iteration {}",
-                    Cap::MaxCycles.phrase(),
-                    phase.name,
-                    phase.chain.join(", "),
-                    pos.cycle,
-                    pos.iteration
-                ),
-            });
+            return Next::Stop(Cap::MaxCycles.stop(format!(
+                "phase {} went through its chain [{}] {} times without finishing iteration {}",
+                phase.name,
+                phase.chain.join(", "),
+                pos.cycle,
+                pos.iteration
+            )));
         }
         next_index = 0;
         pos.cycle += 1;

@@ -5,7 +5,7 @@
 use crate::config::{OnRateLimit, Phase, Retry};
 use crate::workflow::Progress;
 
-use super::decision::{Cap, Facts, FalloverWhy, Next, Stop, backoff};
+use super::decision::{Cap, Facts, FalloverWhy, Next, backoff};
 
 /// Seconds added to a reported reset: providers' clocks and ours differ a little, and
 /// retrying a second early costs a whole new limit error.
@@ -84,16 +84,12 @@ pub(crate) fn on_rate_limit(
 /// No agent can run before `max_rate_limit_wait`: the run fails (exit 1) with the
 /// reported reset and the key to raise.
 fn beyond_cap(retry: &Retry, why: &str, reset: i64) -> Next {
-    Next::Stop(Stop::Failed {
-        cap: Cap::RateLimitWait,
-        message: format!(
-            "{}: {why} until {} (reported reset), longer than [retry] max_rate_limit_wait = {}; \
-             raise max_rate_limit_wait to wait for it, or add an agent that is not limited to the chain",
-            Cap::RateLimitWait.phrase(),
-            show_time(reset),
-            humantime::format_duration(retry.max_rate_limit_wait)
-        ),
-    })
+    Next::Stop(Cap::RateLimitWait.stop(format!(
+        "{why} until {} (reported reset), longer than [retry] max_rate_limit_wait = {}; \
+         raise max_rate_limit_wait to wait for it, or add an agent that is not limited to the chain",
+        show_time(reset),
+        humantime::format_duration(retry.max_rate_limit_wait)
+    )))
 }
 
 /// A unix second as a local wall-clock time with its zone.
@@ -131,6 +127,7 @@ pub(crate) fn return_after_reset(progress: &mut Progress, phases: &[Phase], now:
 mod tests {
     use super::*;
     use crate::config::DoneSignal;
+    use crate::recovery::decision::Stop;
     use std::time::Duration;
 
     fn phase(chain: &[&str]) -> Phase {

@@ -169,13 +169,9 @@ fn parse_clock(orig: &str, lower: &str, now: Timestamp) -> Option<Timestamp> {
         rest = &r[m_len..];
     }
     let rest_t = rest.trim_start();
-    let (meridiem, rest_after) = if let Some(r) = rest_t.strip_prefix("am") {
-        (Some(false), r)
-    } else if let Some(r) = rest_t.strip_prefix("pm") {
-        (Some(true), r)
-    } else {
-        (None, rest_t)
-    };
+    // Some(true) for "pm".
+    let meridiem = ["am", "pm"].iter().position(|m| rest_t.starts_with(m)).map(|i| i == 1);
+    let rest_after = if meridiem.is_some() { &rest_t[2..] } else { rest_t };
     match meridiem {
         Some(pm) => {
             if !(1..=12).contains(&hour) {

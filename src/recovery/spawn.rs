@@ -27,17 +27,10 @@ pub(crate) fn classify(agent: &str, program: &str, errno: Option<i32>, message: 
         }
         _ => None,
     };
+    let failed = format!("agent {agent}: cannot start {program}: {message}");
     match hint {
-        Some(hint) => Classification::new(
-            Category::UserConfig,
-            Rule::LaunchImpossible,
-            format!("agent {agent}: cannot start {program}: {message}: {hint}"),
-        ),
-        None => Classification::new(
-            Category::Environmental,
-            Rule::SpawnFailed,
-            format!("agent {agent}: cannot start {program}: {message}"),
-        ),
+        Some(hint) => Classification::new(Category::UserConfig, Rule::LaunchImpossible, format!("{failed}: {hint}")),
+        None => Classification::new(Category::Environmental, Rule::SpawnFailed, failed),
     }
 }
 

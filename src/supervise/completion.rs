@@ -15,6 +15,8 @@
 
 use serde::Serialize;
 
+use crate::config::named;
+
 /// The done signal: the iteration's work is finished.
 pub(crate) const DONE_TAG: &str = "<promise>DONE</promise>";
 /// The goal signal: the whole goal is reached.
@@ -58,52 +60,34 @@ impl Why {
     }
 }
 
-/// The rules that doubt or deny a tag.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Rule {
-    /// The words before the tag say the work is not done ("tests still fail").
-    NegatedWork,
-    /// The words before the tag say the agent is still at the work ("fixing it next").
-    StillWorking,
-    /// The words postpone, negate or condition the tag ("I won't output").
-    PostponedSignal,
-    /// The tag ends an instruction ("end your final message with").
-    InstructionEcho,
-    /// The tag is cited as an example ("for example:").
-    Example,
-    /// The tag is in quotes, emphasis or a blockquote.
-    Quoted,
-    /// The tag is inside a code span or block.
-    InCode,
-    /// More text follows the last tag.
-    TagNotLast,
-    /// The message ends with a usage-limit notice: the CLI talking, not the agent.
-    LimitNotice,
-    /// The tag ends a clause that holds a word of doubt (a doubt, never a denial).
-    DoubtWord,
-    /// The last paragraph before the tag is unsure ("not sure the migration works").
-    Uncertain,
-    /// No tag, but the message says the work is done (a doubt worth a question).
-    ClaimInWords,
-}
-
-impl Rule {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Rule::NegatedWork => "negated_work",
-            Rule::StillWorking => "still_working",
-            Rule::PostponedSignal => "postponed_signal",
-            Rule::InstructionEcho => "instruction_echo",
-            Rule::Example => "example",
-            Rule::Quoted => "quoted",
-            Rule::InCode => "in_code",
-            Rule::TagNotLast => "tag_not_last",
-            Rule::LimitNotice => "limit_notice",
-            Rule::DoubtWord => "doubt_word",
-            Rule::Uncertain => "uncertain",
-            Rule::ClaimInWords => "claim_in_words",
-        }
+named! {
+    /// The rules that doubt or deny a tag.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+    pub(crate) enum Rule {
+        /// The words before the tag say the work is not done ("tests still fail").
+        NegatedWork = "negated_work",
+        /// The words before the tag say the agent is still at the work ("fixing it next").
+        StillWorking = "still_working",
+        /// The words postpone, negate or condition the tag ("I won't output").
+        PostponedSignal = "postponed_signal",
+        /// The tag ends an instruction ("end your final message with").
+        InstructionEcho = "instruction_echo",
+        /// The tag is cited as an example ("for example:").
+        Example = "example",
+        /// The tag is in quotes, emphasis or a blockquote.
+        Quoted = "quoted",
+        /// The tag is inside a code span or block.
+        InCode = "in_code",
+        /// More text follows the last tag.
+        TagNotLast = "tag_not_last",
+        /// The message ends with a usage-limit notice: the CLI talking, not the agent.
+        LimitNotice = "limit_notice",
+        /// The tag ends a clause that holds a word of doubt (a doubt, never a denial).
+        DoubtWord = "doubt_word",
+        /// The last paragraph before the tag is unsure ("not sure the migration works").
+        Uncertain = "uncertain",
+        /// No tag, but the message says the work is done (a doubt worth a question).
+        ClaimInWords = "claim_in_words",
     }
 }
 
@@ -130,8 +114,8 @@ pub(crate) fn judge(final_message: &str) -> Claim {
     signoff::closing(&msg).unwrap_or_else(|| words::judge(&msg))
 }
 
-/// Collapses whitespace and cuts long words of evidence.
-fn one_line(text: &str) -> String {
+/// Collapses whitespace and cuts long words of evidence (160 characters).
+pub(super) fn one_line(text: &str) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() <= 160 { flat } else { format!("{}…", flat.chars().take(160).collect::<String>()) }
 }

@@ -82,26 +82,16 @@ fn inline_spans(bytes: &[u8], fences: &[Range<usize>]) -> Vec<Range<usize>> {
         }
         let n = run_len(bytes, i);
         let end = paragraph_end(bytes, i + n, fences);
+        // The closing run: the next one of exactly n backticks.
         let mut j = i + n;
-        let mut close = None;
-        while j < end {
-            if bytes[j] == b'`' {
-                let m = run_len(bytes, j);
-                if m == n {
-                    close = Some(j + m);
-                    break;
-                }
-                j += m;
-            } else {
-                j += 1;
-            }
+        while j < end && !(bytes[j] == b'`' && run_len(bytes, j) == n) {
+            j += if bytes[j] == b'`' { run_len(bytes, j) } else { 1 };
         }
-        match close {
-            Some(c) => {
-                spans.push(i..c);
-                i = c;
-            }
-            None => i += n,
+        if j < end {
+            spans.push(i..j + n);
+            i = j + n;
+        } else {
+            i += n;
         }
     }
     spans

@@ -7,27 +7,17 @@ use super::completion::{DONE_TAG, GOAL_TAG};
 use crate::supervise::completion::{Rule, Why};
 
 /// What ended the previous attempt, as far as the note is concerned.
+/// `SignOffRejected`: the final message ended with a tag that its own words deny
+/// (`why`: the rule and the words).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Trouble {
     Stall,
-    Loop {
-        description: String,
-    },
-    ToolText {
-        in_thinking: bool,
-        excerpt: String,
-    },
-    Crash {
-        detail: String,
-    },
-    Limit {
-        detail: String,
-    },
+    Loop { description: String },
+    ToolText { in_thinking: bool, excerpt: String },
+    Crash { detail: String },
+    Limit { detail: String },
     NoDoneSignal,
-    /// The final message ended with a tag that its own words deny (rule and words).
-    SignOffRejected {
-        why: String,
-    },
+    SignOffRejected { why: String },
     Interrupted,
     Other(String),
 }

@@ -63,11 +63,7 @@ impl Supervisor {
         self.watch.on_event(event, now);
         let event = event?;
         if let Some(evidence) = self.denials.on_event(event) {
-            return Some(Intervention {
-                ended_by: EndedBy::PermissionDenials,
-                detector: "repeated_permission_denials",
-                evidence,
-            });
+            return Some(ralph(EndedBy::PermissionDenials, "repeated_permission_denials", evidence));
         }
         match event {
             AgentEvent::ToolStarted { id, name, input } => {
@@ -75,11 +71,9 @@ impl Supervisor {
                     id.clone(),
                     LastTool { name: name.clone(), input_summary: summarize(input), state: ToolState::StartedNoResult },
                 ));
-                self.loops.on_tool_call(name, input).map(|found| Intervention {
-                    ended_by: EndedBy::Loop,
-                    detector: "tool_call_loop",
-                    evidence: found.description,
-                })
+                self.loops
+                    .on_tool_call(name, input)
+                    .map(|found| ralph(EndedBy::Loop, "tool_call_loop", found.description))
             }
             AgentEvent::ToolFinished { id, .. } => {
                 if let Some((last_id, tool)) = self.last_tool.as_mut()
@@ -89,16 +83,11 @@ impl Supervisor {
                 }
                 None
             }
-            AgentEvent::Text { text } => tool_text::detect(text).map(|found| Intervention {
-                ended_by: EndedBy::ToolText,
-                detector: "tool_text",
-                evidence: format!("{}: {}", found.pattern, found.excerpt),
-            }),
-            AgentEvent::Thinking { text } => tool_text::detect_in_thinking(text).map(|found| Intervention {
-                ended_by: EndedBy::ToolTextInThinking,
-                detector: "tool_text_in_thinking",
-                evidence: format!("{}: {}", found.pattern, found.excerpt),
-            }),
+            AgentEvent::Text { text } => {
+                tool_text::detect(text).map(|found| ralph(EndedBy::ToolText, "tool_text", found.evidence()))
+            }
+            AgentEvent::Thinking { text } => tool_text::detect_in_thinking(text)
+                .map(|found| ralph(EndedBy::ToolTextInThinking, "tool_text_in_thinking", found.evidence())),
             AgentEvent::Usage { cost_usd: Some(cost), .. } => {
                 self.cost += cost;
                 let left = self.cost_left?;
@@ -131,9 +120,13 @@ impl Supervisor {
     }
 }
 
+/// ralph steps in: `detector` saw `evidence`.
+fn ralph(ended_by: EndedBy, detector: &'static str, evidence: String) -> Intervention {
+    Intervention { ended_by, detector, evidence }
+}
+
 /// A short, single-line form of a tool's input for the recovery note.
 fn summarize(input: &Value) -> String {
-    const MAX: usize = 160;
     let text = match input {
         Value::Object(map) => {
             // The usual "what" of a call: a command, a path, a pattern.
@@ -145,8 +138,7 @@ fn summarize(input: &Value) -> String {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     };
-    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if line.chars().count() > MAX { format!("{}…", line.chars().take(MAX).collect::<String>()) } else { line }
+    super::completion::one_line(&text)
 }
 
 #[cfg(test)]

@@ -21,6 +21,13 @@ pub struct ToolText {
     pub excerpt: String,
 }
 
+impl ToolText {
+    /// "pattern: excerpt", as the journal shows it.
+    pub(crate) fn evidence(&self) -> String {
+        format!("{}: {}", self.pattern, self.excerpt)
+    }
+}
+
 /// Texts this short are a word or a tag name, never a whole failed call.
 const MIN_CHARS: usize = 20;
 const EXCERPT_BEFORE: usize = 40;

@@ -123,16 +123,9 @@ pub(crate) fn enter(pos: &mut Position, phases: &[Phase], index: usize, pass: u3
 /// Makes the pass agree with the (possibly changed) config: inside the group it is
 /// 1..=passes, outside it is 1 and has no total.
 pub(crate) fn fit_pass(pos: &mut Position, pass: u32, repeat: Option<RepeatGroup>) {
-    match repeat.filter(|g| g.contains(pos.phase)) {
-        Some(g) => {
-            pos.pass = pass.clamp(1, g.passes);
-            pos.passes = Some(g.passes);
-        }
-        None => {
-            pos.pass = 1;
-            pos.passes = None;
-        }
-    }
+    let group = repeat.filter(|g| g.contains(pos.phase));
+    pos.pass = group.map_or(1, |g| pass.clamp(1, g.passes));
+    pos.passes = group.map(|g| g.passes);
 }
 
 /// `--from PHASE` names no phase of the workflow.

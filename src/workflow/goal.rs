@@ -35,13 +35,9 @@ pub(crate) fn check(goal: &str) -> Option<Unusable> {
         return Some(Unusable::Unedited);
     }
     let said = strip_comments(goal);
-    let words = said.lines().map(str::trim).filter(|l| !l.is_empty() && !is_heading_only(l)).count();
+    // A bare Markdown heading ("# Goal") says nothing by itself.
+    let words = said.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).count();
     (words == 0).then_some(Unusable::Empty)
-}
-
-/// A line that is a bare Markdown heading ("# Goal"), which says nothing by itself.
-fn is_heading_only(line: &str) -> bool {
-    line.starts_with('#')
 }
 
 fn strip_comments(text: &str) -> String {
@@ -49,13 +45,7 @@ fn strip_comments(text: &str) -> String {
     let mut rest = text;
     while let Some(start) = rest.find("<!--") {
         out.push_str(&rest[..start]);
-        match rest[start..].find("-->") {
-            Some(end) => rest = &rest[start + end + 3..],
-            None => {
-                rest = "";
-                break;
-            }
-        }
+        rest = rest[start..].find("-->").map_or("", |end| &rest[start + end + 3..]);
     }
     out.push_str(rest);
     out

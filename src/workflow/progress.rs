@@ -12,7 +12,7 @@ use crate::recovery::Category;
 use super::advance::Verdict;
 
 /// The point in the workflow the next attempt belongs to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Position {
     /// Index into the configured phase order.
     pub phase: usize,
@@ -76,7 +76,7 @@ pub(crate) struct Counters {
 }
 
 /// Where the run stands; stored in the checkpoint.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Progress {
     pub position: Position,
     pub counters: Counters,
@@ -149,9 +149,7 @@ impl Progress {
             streak.excluded_secs = streak.excluded_secs.saturating_add(secs.max(0));
         }
     }
-}
 
-impl Progress {
     /// Everything that belongs to one iteration starts afresh: its budgets, its
     /// session, its recovery note, its storm window and environmental streak. One
     /// place, so a new iteration-scoped field is reset wherever an iteration begins.
@@ -193,31 +191,9 @@ impl Progress {
 
     /// The start of a run whose first phase is `first_phase`.
     pub(crate) fn new(first_phase: &str) -> Self {
-        Self {
-            position: Position {
-                phase: 0,
-                phase_name: first_phase.to_string(),
-                iteration: 1,
-                pass: 1,
-                passes: None,
-                agent_index: 0,
-                cycle: 1,
-                chain: Vec::new(),
-            },
-            counters: Counters::default(),
-            resume_session: None,
-            sessions: BTreeMap::new(),
-            launches: BTreeMap::new(),
-            recovery_note: None,
-            rate_limit_until: None,
-            cooldowns: BTreeMap::new(),
-            recoveries: Vec::new(),
-            offline_since: None,
-            session_tokens: BTreeMap::new(),
-            review: None,
-            from: None,
-            environmental_streak: None,
-        }
+        let position =
+            Position { phase_name: first_phase.to_string(), iteration: 1, pass: 1, cycle: 1, ..Position::default() };
+        Self { position, ..Self::default() }
     }
 }
 

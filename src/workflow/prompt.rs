@@ -65,19 +65,15 @@ pub(crate) struct Context<'a> {
 
 /// The full prompt of a fresh session.
 pub(crate) fn render(template: &str, ctx: &Context<'_>) -> String {
-    let mut previous = match ctx.previous {
-        Some((phase, text)) if !text.trim().is_empty() => {
-            format!("\n# Result of the previous phase ({phase})\n\n{}\n", text.trim())
-        }
-        _ => String::new(),
-    };
+    let mut previous = ctx
+        .previous
+        .filter(|(_, text)| !text.trim().is_empty())
+        .map(|(phase, text)| format!("\n# Result of the previous phase ({phase})\n\n{}\n", text.trim()))
+        .unwrap_or_default();
     if let Some(note) = ctx.from_note {
         previous = format!("\n# Where this run started\n\n{}\n{previous}", note.trim());
     }
-    let recovery = match ctx.recovery {
-        Some(note) => format!("\n# Note from ralph\n\n{}\n", note.trim()),
-        None => String::new(),
-    };
+    let recovery = ctx.recovery.map(|note| format!("\n# Note from ralph\n\n{}\n", note.trim())).unwrap_or_default();
     fill(template, ctx, &[("previous", &previous), ("recovery", &recovery)])
 }
 
@@ -100,25 +96,19 @@ fn fill(template: &str, ctx: &Context<'_>, extra: &[(&str, &str)]) -> String {
     ];
     let mut out = String::with_capacity(template.len() + ctx.goal.len());
     let mut rest = template;
-    while let Some(start) = rest.find("{{") {
+    while let Some(start) = rest.find("{{")
+        && let Some(end) = rest[start + 2..].find("}}").map(|e| start + 2 + e)
+    {
         out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find("}}") else {
-            out.push_str(&rest[start..]);
-            rest = "";
-            break;
-        };
-        let name = after[..end].trim();
+        let name = rest[start + 2..end].trim();
         let value = values
             .iter()
             .find(|(k, _)| *k == name)
             .map(|(_, v)| v.as_str())
             .or_else(|| extra.iter().find(|(k, _)| *k == name).map(|(_, v)| *v));
-        match value {
-            Some(v) => out.push_str(v),
-            None => out.push_str(&rest[start..start + 2 + end + 2]),
-        }
-        rest = &after[end + 2..];
+        // An unknown placeholder stays as written.
+        out.push_str(value.unwrap_or(&rest[start..end + 2]));
+        rest = &rest[end + 2..];
     }
     out.push_str(rest);
     out

@@ -151,19 +151,8 @@ impl Sim<'_> {
     }
 
     fn result(&mut self, is_error: bool) -> io::Result<()> {
-        let text = self.last_text.clone();
-        let outcome = wire::Outcome {
-            session_id: &self.session,
-            is_error,
-            text: &text,
-            api_error_status: if is_error { wire::status_in_text(&text) } else { None },
-            num_turns: self.turns,
-            duration_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
-            input_tokens: self.usage.input_tokens,
-            output_tokens: self.usage.output_tokens,
-            cost_usd: self.usage.cost_usd,
-        };
-        let line = wire::result(&outcome);
+        let duration_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let line = wire::result(&self.session, is_error, &self.last_text, self.turns, duration_ms, &self.usage);
         self.emit(&line)
     }
 

@@ -4,6 +4,8 @@
 
 use serde_json::{Value, json};
 
+use crate::config::SimUsage;
+
 /// The tools the sim claims to have, mirroring Claude Code's core set.
 pub(crate) const TOOLS: &[&str] = &["Bash", "Edit", "Glob", "Grep", "Read", "Write"];
 
@@ -82,39 +84,26 @@ pub(crate) fn rate_limit(session_id: &str, resets_at: i64) -> Value {
     })
 }
 
-/// The fields of a final `result` line.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Outcome<'a> {
-    pub session_id: &'a str,
-    pub is_error: bool,
-    pub text: &'a str,
-    pub api_error_status: Option<u16>,
-    pub num_turns: u32,
-    pub duration_ms: u64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cost_usd: f64,
-}
-
-pub(crate) fn result(o: &Outcome<'_>) -> Value {
+/// The final `result` line: `turns` model requests in `ms` milliseconds, with `usage`.
+pub(crate) fn result(session: &str, is_error: bool, text: &str, turns: u32, ms: u64, usage: &SimUsage) -> Value {
     json!({
         "type": "result",
         // Claude Code reports API errors as `success` with `is_error: true`; the sim
         // copies that so the classifier is tested against the real quirk.
         "subtype": "success",
-        "is_error": o.is_error,
-        "api_error_status": o.api_error_status,
-        "duration_ms": o.duration_ms,
-        "duration_api_ms": o.duration_ms,
-        "num_turns": o.num_turns,
-        "result": o.text,
-        "session_id": o.session_id,
-        "total_cost_usd": o.cost_usd,
+        "is_error": is_error,
+        "api_error_status": if is_error { status_in_text(text) } else { None },
+        "duration_ms": ms,
+        "duration_api_ms": ms,
+        "num_turns": turns,
+        "result": text,
+        "session_id": session,
+        "total_cost_usd": usage.cost_usd,
         "usage": {
-            "input_tokens": o.input_tokens,
+            "input_tokens": usage.input_tokens,
             "cache_creation_input_tokens": 0,
             "cache_read_input_tokens": 0,
-            "output_tokens": o.output_tokens,
+            "output_tokens": usage.output_tokens,
         },
         "permission_denials": [],
     })

@@ -4,7 +4,7 @@
 //! final message with"). Ordinary words are not denials: "no failures", "users can
 //! pipe the output", "the parser would crash" all end honest summaries.
 
-use super::words;
+use super::words::find_word;
 use super::{Rule, Why};
 
 /// Phrases that negate the work, anywhere in the last paragraph before the tag.
@@ -408,25 +408,6 @@ const EXAMPLE_INTROS: &[&str] = &[
     "output",
 ];
 
-/// `phrase` in `text` as whole words; a phrase that starts with "n't" may follow the
-/// rest of its word ("couldn't finish").
-fn find_word(text: &str, phrase: &str, from: usize) -> Option<usize> {
-    if let Some(rest) = phrase.strip_prefix("n't") {
-        let mut start = from;
-        while let Some(i) = text.get(start..)?.find(phrase) {
-            let at = start + i;
-            let end = at + phrase.len();
-            let after = text[end..].chars().next().is_none_or(|c| !c.is_alphanumeric());
-            if after || rest.is_empty() {
-                return Some(at);
-            }
-            start = end;
-        }
-        return None;
-    }
-    words::find_word(text, phrase, from)
-}
-
 /// The first phrase in `text` (normalized) that negates the work.
 pub(super) fn negated_work(text: &str) -> Option<Why> {
     for phrase in NEGATED_WORK {
@@ -449,10 +430,7 @@ pub(super) fn negated_work(text: &str) -> Option<Why> {
             }
         }
     }
-    if let Some(at) = negated_state(text) {
-        return Some(Why::new(Rule::NegatedWork, sentence_around(text, at)));
-    }
-    failing_count(text).map(|at| Why::new(Rule::NegatedWork, sentence_around(text, at)))
+    negated_state(text).or_else(|| failing_count(text)).map(|at| Why::new(Rule::NegatedWork, sentence_around(text, at)))
 }
 
 /// A state of the work with a negation among the three words before it, in the

@@ -14,9 +14,7 @@ const PARAGRAPH_LINES: usize = 8;
 /// The verdict on the message's tags; `None` when it has none outside code.
 pub(super) fn closing(msg: &str) -> Option<Claim> {
     let masked = mask_code(msg);
-    let Some((at, end, goal)) = trailing_tags(msg) else {
-        return stray_tag(msg, &masked);
-    };
+    let Some((at, end, goal)) = trailing_tags(msg) else { return stray_tag(msg, &masked) };
     let line_start = msg[..at].rfind('\n').map_or(0, |i| i + 1);
     let line_end = msg[end..].find('\n').map_or(msg.len(), |i| end + i);
     if masked[at..end] != msg[at..end] {
@@ -232,14 +230,8 @@ const DOUBT: &[&str] = &[
 
 /// The first word of doubt in a clause (normalized).
 fn doubt_word(clause: &str) -> Option<&'static str> {
-    if clause.contains("n't") {
-        return Some("n't");
-    }
-    if clause.contains("'ll") {
-        return Some("'ll");
-    }
-    if clause.contains('=') {
-        return Some("=");
-    }
-    DOUBT.iter().copied().find(|w| super::words::find_word(clause, w, 0).is_some())
+    ["n't", "'ll", "="]
+        .into_iter()
+        .find(|mark| clause.contains(mark))
+        .or_else(|| DOUBT.iter().copied().find(|w| super::words::find_word(clause, w, 0).is_some()))
 }

@@ -159,13 +159,15 @@ fn sentence_start(text: &str, at: usize) -> usize {
     text[..at].rfind(['.', '!', '?', '\n', ';']).map_or(0, |i| i + 1)
 }
 
-/// `phrase` at or after `from`, not inside a longer word.
+/// `phrase` at or after `from`, not inside a longer word; a phrase that starts with
+/// "n't" may follow the rest of its word ("couldn't finish").
 pub(super) fn find_word(text: &str, phrase: &str, from: usize) -> Option<usize> {
+    let glued = phrase.starts_with("n't");
     let mut start = from;
     while let Some(i) = text.get(start..)?.find(phrase) {
         let at = start + i;
         let end = at + phrase.len();
-        let before = text[..at].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
+        let before = glued || text[..at].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
         let after = text[end..].chars().next().is_none_or(|c| !c.is_alphanumeric());
         if before && after {
             return Some(at);
