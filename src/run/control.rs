@@ -74,7 +74,8 @@ impl Dispatcher {
                         self.emit(RunEvent::StopAfterIteration {});
                     }
                 }
-                Inbound::Hello { .. } | Inbound::Bye { .. } => {}
+                // The socket answers status requests itself.
+                Inbound::Hello { .. } | Inbound::Bye { .. } | Inbound::Status {} | Inbound::TaskStatus { .. } => {}
                 // Only a server lost while its agent still runs is a crash: the
                 // agent's own exit (and ralph's cleanup of its group) ends it too.
                 Inbound::McpLost { attempt }
