@@ -431,19 +431,12 @@ impl Dispatcher {
                     usage: outcome.usage.clone(),
                 });
                 self.last_success = Some(outcome.final_message.clone().unwrap_or_default());
-                match self.commit_done(completion.clone(), outcome.final_message.as_deref().unwrap_or_default())? {
-                    Step::Done => {
-                        self.probe_defaults_in_background();
-                        policy::on_success(
-                            &mut self.r.checkpoint.progress,
-                            &self.r.loaded.phases,
-                            self.r.loaded.repeat,
-                            completion,
-                        )
-                    }
-                    Step::Rejected(output) => self.commit_rejected(outcome, &output),
-                    Step::Blocked(message) => Next::Stop(Stop::Blocked { message }),
+                let step =
+                    self.commit_done(completion.clone(), outcome.final_message.as_deref().unwrap_or_default())?;
+                if matches!(step, Step::Done) {
+                    self.probe_defaults_in_background();
                 }
+                self.after_commit(step, completion, outcome)
             }
             Completion::Confirm => {
                 self.ask_to_confirm(outcome, &claim, phase.until_complete)?;

@@ -53,14 +53,12 @@ impl Dispatcher {
             }
             errno => spawn::classify(agent, program, errno, &error.to_string()),
         };
+        self.record_failure(agent, &failure, &Outcome::empty());
         if failure.category == Category::UserConfig {
-            self.record_failure(agent, &failure, &Outcome::empty());
             return self.stop(Stop::Blocked { message: failure.reason }).map(Some);
         }
-        self.record_failure(agent, &failure, &Outcome::empty());
-        let limits = Limits { retry: &self.r.loaded.config.retry, max_cycles: self.r.loaded.config.general.max_cycles };
         let facts = Facts { session: None, rate_limit_reset: None, now: self.unix_now(), jitter: jitter(self.now()) };
-        let next = policy::on_failure(&mut self.r.checkpoint.progress, &self.r.loaded.phases, limits, &failure, facts);
+        let next = self.on_failure(&failure, facts);
         self.carry_out(next, signals).await
     }
 
@@ -127,8 +125,6 @@ impl Dispatcher {
             }
         }
         let now = self.now();
-        let retry = &self.r.loaded.config.retry;
-        let limits = Limits { retry, max_cycles: self.r.loaded.config.general.max_cycles };
         let facts = Facts {
             session: outcome.session.clone(),
             rate_limit_reset: failure
@@ -138,9 +134,10 @@ impl Dispatcher {
             jitter: jitter(now),
         };
         tracing::debug!(?facts, "policy inputs");
+        let next = self.on_failure(&failure, facts);
         let progress = &mut self.r.checkpoint.progress;
-        let next = policy::on_failure(progress, &self.r.loaded.phases, limits, &failure, facts);
         tracing::debug!(?next, counters = ?progress.counters, position = ?progress.position, "policy decision");
+        let retry = &self.r.loaded.config.retry;
         if let Some(evidence) = policy::continue_storm(progress, retry, &failure, &next, now.as_second()) {
             self.intervene("continue_storm", &evidence);
         }
@@ -150,6 +147,12 @@ impl Dispatcher {
         let note = self.note(trouble, outcome.last_tool.clone());
         self.r.checkpoint.progress.recovery_note = Some(note);
         Ok(Ok(next))
+    }
+
+    /// The policy's decision on a recorded failure.
+    pub(super) fn on_failure(&mut self, failure: &Classification, facts: Facts) -> Next {
+        let limits = Limits { retry: &self.r.loaded.config.retry, max_cycles: self.r.loaded.config.general.max_cycles };
+        policy::on_failure(&mut self.r.checkpoint.progress, &self.r.loaded.phases, limits, failure, facts)
     }
 
     /// A CLI that refused an argument ralph passes was most likely updated: the
@@ -254,7 +257,8 @@ fn jitter(now: jiff::Timestamp) -> f64 {
     f64::from(now.subsec_nanosecond().unsigned_abs()) / 1e9
 }
 
-fn tail_chars(text: &str, max: usize) -> String {
+/// The last `max` characters of `text`.
+pub(super) fn tail_chars(text: &str, max: usize) -> String {
     let count = text.chars().count();
     text.chars().skip(count.saturating_sub(max)).collect()
 }

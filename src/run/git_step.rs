@@ -19,7 +19,7 @@ use crate::git::plan::{self, Exempt, Facts, Rules};
 use crate::git::preflight::{self, RepoFacts, Wants};
 use crate::git::record::{CommitRecord, GitState, Pending};
 use crate::git::repo::{CommitFailure, Discovery, GitError, Identities, Repo};
-use crate::recovery::policy::{self, Facts as PolicyFacts, Limits, Next, Stop};
+use crate::recovery::policy::{self, Facts as PolicyFacts, Next, Stop};
 use crate::recovery::{Category, Classification};
 use crate::report::Reporter;
 use crate::signal::Signals;
@@ -30,6 +30,7 @@ use crate::workflow::done::Completion;
 use super::RunEnd;
 use super::attempt::Outcome;
 use super::dispatch::Dispatcher;
+use super::failure::tail_chars;
 
 /// Files larger than this are not searched for credential values (they are logs or
 /// binaries; a new one is held back by `max_new_file` anyway).
@@ -146,7 +147,6 @@ pub(crate) fn setup(
     Ok(Some(GitSession { repo, config, exempt, who, credentials, cwd: dir.to_path_buf(), cwd_rel }))
 }
 
-/// ralph's own files, relative to the top: the config, the goal, `.agent/`.
 /// What a new run here would do with git, for `--dry-run`: read-only (git status and
 /// the branch), nothing is created or committed.
 pub(crate) fn preview(dir: &Path, loaded: &Loaded) -> String {
@@ -186,6 +186,7 @@ pub(crate) fn preview(dir: &Path, loaded: &Loaded) -> String {
     s
 }
 
+/// ralph's own files, relative to the top: the config, the goal, `.agent/`.
 fn exempt(top: &Path, dir: &Path, config: &Path, goal: &Path) -> Exempt {
     let rel = |p: &Path| -> Option<String> {
         let real = std::fs::canonicalize(p).ok().or_else(|| {
@@ -385,7 +386,7 @@ impl Dispatcher {
             }
             Err(CommitFailure::HookRejected(output)) => {
                 let output = crate::state::redact::redact(&output);
-                self.emit(RunEvent::GitCommitRejected { key: pending.key.clone(), output: tail(&output, 4000) });
+                self.emit(RunEvent::GitCommitRejected { key: pending.key.clone(), output: tail_chars(&output, 4000) });
                 Ok(Step::Rejected(output))
             }
             Err(CommitFailure::Other(e)) => Err(e),
@@ -408,6 +409,17 @@ impl Dispatcher {
         Ok(())
     }
 
+    /// What the commit step leaves the iteration to: the policy's next step after a
+    /// success, the rejected commit's failure, or a stop.
+    pub(super) fn after_commit(&mut self, step: Step, completion: Completion, outcome: &Outcome) -> Next {
+        let progress = &mut self.r.checkpoint.progress;
+        match step {
+            Step::Done => policy::on_success(progress, &self.r.loaded.phases, self.r.loaded.repeat, completion),
+            Step::Rejected(output) => self.commit_rejected(outcome, &output),
+            Step::Blocked(message) => Next::Stop(Stop::Blocked { message }),
+        }
+    }
+
     /// A hook rejected the commit: an `agent` failure of the iteration, budgeted like
     /// any other, with the hook's output in the note so the agent can fix it.
     pub(super) fn commit_rejected(&mut self, outcome: &Outcome, output: &str) -> Next {
@@ -418,13 +430,12 @@ impl Dispatcher {
             "a git hook rejected the commit of the iteration's work".to_string(),
         );
         self.record_failure(&agent, &failure, outcome);
-        let limits = Limits { retry: &self.r.loaded.config.retry, max_cycles: self.r.loaded.config.general.max_cycles };
         let facts =
             PolicyFacts { session: outcome.session.clone(), rate_limit_reset: None, now: self.unix_now(), jitter: 0.5 };
-        let next = policy::on_failure(&mut self.r.checkpoint.progress, &self.r.loaded.phases, limits, &failure, facts);
+        let next = self.on_failure(&failure, facts);
         let what = format!(
             "Your work is not committed: the repository's git hook rejected the commit with this output:\n\n{}\n\nFix what it reports, then end with the done signal again.",
-            tail(output, 3000)
+            tail_chars(output, 3000)
         );
         self.r.checkpoint.progress.recovery_note = Some(self.note(Trouble::Other(what), None));
         next
@@ -436,20 +447,12 @@ impl Dispatcher {
         let pending = self.r.checkpoint.git.as_ref().and_then(|g| g.pending.clone());
         let (Some(pending), Some(session)) = (pending, self.r.git.clone()) else { return Ok(None) };
         self.remove_stale_locks(&session.repo);
-        let next = match self.complete_pending() {
-            Step::Done => {
-                let completion = if pending.goal { Completion::Goal } else { Completion::Done };
-                self.summary.iterations += 1;
-                policy::on_success(
-                    &mut self.r.checkpoint.progress,
-                    &self.r.loaded.phases,
-                    self.r.loaded.repeat,
-                    completion,
-                )
-            }
-            Step::Rejected(output) => self.commit_rejected(&Outcome::empty(), &output),
-            Step::Blocked(message) => Next::Stop(Stop::Blocked { message }),
-        };
+        let step = self.complete_pending();
+        if matches!(step, Step::Done) {
+            self.summary.iterations += 1;
+        }
+        let completion = if pending.goal { Completion::Goal } else { Completion::Done };
+        let next = self.after_commit(step, completion, &Outcome::empty());
         self.carry_out(next, signals).await
     }
 
@@ -495,9 +498,4 @@ fn measure(top: &Path, change: plan::Changed, credentials: &[String]) -> Facts {
         && size.is_some_and(|s| s <= MAX_SCANNED)
         && std::fs::read(&path).is_ok_and(|content| plan::holds_credential(&content, credentials));
     Facts { change, size, credential }
-}
-
-fn tail(text: &str, max: usize) -> String {
-    let count = text.chars().count();
-    text.chars().skip(count.saturating_sub(max)).collect()
 }
