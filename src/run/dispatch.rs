@@ -37,6 +37,11 @@ use super::git_step::Step;
 use super::setup::Ready;
 use super::waits::Offline;
 
+/// What a step of the loop comes to: `Some` when the run ends there.
+pub(super) type Flow = Result<Option<RunEnd>, RalphError>;
+/// A `T`, unless the run ended first (`Err` with how it ended).
+pub(super) type Raced<T> = Result<Result<T, RunEnd>, RalphError>;
+
 pub(crate) struct Dispatcher {
     pub(super) r: Ready,
     /// When this process started dispatching (for the runtime cap).
@@ -190,7 +195,7 @@ impl Dispatcher {
 
     /// The waits and stops that come before the next attempt; `Some` when the run
     /// ends there.
-    async fn before_attempt(&mut self, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
+    async fn before_attempt(&mut self, signals: &mut Signals) -> Flow {
         // A full disk is an outage: the last good checkpoint stays on disk and
         // nothing new starts until the current state is written.
         if let Some(end) = self.disk_wait(signals).await? {
@@ -245,7 +250,7 @@ impl Dispatcher {
 
     /// Records an attempt's outcome and carries out what it decides; `Some` when the
     /// run ends there.
-    async fn after_outcome(&mut self, outcome: Outcome, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
+    async fn after_outcome(&mut self, outcome: Outcome, signals: &mut Signals) -> Flow {
         let agent = self.current_agent();
         self.add_usage(&outcome);
         match outcome.end {
@@ -395,7 +400,7 @@ impl Dispatcher {
         exit: Exit,
         ended_by: EndedBy,
         signals: &mut Signals,
-    ) -> Result<Option<RunEnd>, RalphError> {
+    ) -> Flow {
         let agent = self.current_agent();
         let phase = self.phase().clone();
         if let Some(session) = &outcome.session {
@@ -513,7 +518,7 @@ impl Dispatcher {
         self.save()
     }
 
-    pub(super) async fn carry_out(&mut self, next: Next, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
+    pub(super) async fn carry_out(&mut self, next: Next, signals: &mut Signals) -> Flow {
         tracing::debug!(?next, "carrying out");
         match next {
             Next::Iteration => {

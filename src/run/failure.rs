@@ -6,7 +6,6 @@
 
 use crate::agent::{kinds, launch, versions};
 use crate::config::DoneSignal;
-use crate::error::RalphError;
 use crate::events::RunEvent;
 use crate::process;
 use crate::recovery::classify::{self, EndedBy, Exit};
@@ -20,9 +19,8 @@ use crate::supervise::note::{self, LastTool, NoteContext, Trouble};
 use crate::supervise::trouble;
 use crate::workflow::done::SignOff;
 
-use super::RunEnd;
 use super::attempt::Outcome;
-use super::dispatch::Dispatcher;
+use super::dispatch::{Dispatcher, Flow, Raced};
 
 /// How a failed attempt ended, as the classifier needs it.
 pub(super) struct Ending<'a> {
@@ -43,7 +41,7 @@ impl Dispatcher {
         program: &str,
         error: &std::io::Error,
         signals: &mut Signals,
-    ) -> Result<Option<RunEnd>, RalphError> {
+    ) -> Flow {
         use std::io::ErrorKind;
         self.r.checkpoint.in_flight = None;
         let failure = match error.raw_os_error() {
@@ -71,7 +69,7 @@ impl Dispatcher {
         outcome: &Outcome,
         ending: Ending<'_>,
         signals: &mut Signals,
-    ) -> Result<Result<Next, RunEnd>, RalphError> {
+    ) -> Raced<Next> {
         let Ending { exit, ended_by, claim, missing } = ending;
         let agent = self.current_agent();
         let agent_cfg = self.r.loaded.config.agents.get(&agent);

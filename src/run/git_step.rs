@@ -27,9 +27,8 @@ use crate::state::checkpoint::Checkpoint;
 use crate::supervise::note::Trouble;
 use crate::workflow::done::Completion;
 
-use super::RunEnd;
 use super::attempt::Outcome;
-use super::dispatch::Dispatcher;
+use super::dispatch::{Dispatcher, Flow};
 use super::failure::tail_chars;
 
 /// Files larger than this are not searched for credential values (they are logs or
@@ -443,7 +442,7 @@ impl Dispatcher {
 
     /// On resume: clear stale git locks left by a killed commit, finish the pending
     /// commit, and carry on from the recorded completion.
-    pub(super) async fn resume_pending(&mut self, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
+    pub(super) async fn resume_pending(&mut self, signals: &mut Signals) -> Flow {
         let pending = self.r.checkpoint.git.as_ref().and_then(|g| g.pending.clone());
         let (Some(pending), Some(session)) = (pending, self.r.git.clone()) else { return Ok(None) };
         self.remove_stale_locks(&session.repo);

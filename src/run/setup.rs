@@ -67,9 +67,7 @@ pub(crate) enum Prepared {
 pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     let dir = options.dir.clone();
     let (loaded, goal, templates) = read_inputs(&dir, options)?;
-    let from = options.from.as_deref();
-    let artifacts_dir = agent_dir_of(&dir).join("artifacts");
-    let agent_dir = agent_dir_of(&dir);
+    let agent_dir = dir.join(".agent");
     store::ensure_gitignore(&agent_dir)
         .map_err(|e| RalphError::setup(format!("cannot create {}", agent_dir.display()), e))?;
     let reporter = Reporter::new(options.quiet, std::io::stderr().is_terminal());
@@ -95,19 +93,11 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     }
     let enabled = loaded.config.general.workflow.checkpoint_enabled;
     let checkpoint_path = enabled.then(|| agent_dir.join("checkpoint.json"));
-    let inputs = Inputs {
-        loaded: &loaded,
-        goal: &goal,
-        from,
-        agent_dir: &agent_dir,
-        artifacts_dir: &artifacts_dir,
-        reporter: &reporter,
+    let chosen = choose_checkpoint(options, &loaded, &goal, checkpoint_path.as_deref(), &reporter, &mut signals);
+    let (mut checkpoint, resumed, interrupted) = match chosen.await? {
+        Ok(chosen) => chosen,
+        Err(end) => return Ok(Prepared::Settled(end)),
     };
-    let (mut checkpoint, resumed, interrupted) =
-        match choose_checkpoint(&inputs, checkpoint_path.as_deref(), options.resume, &mut signals).await? {
-            Ok(chosen) => chosen,
-            Err(end) => return Ok(Prepared::Settled(end)),
-        };
     let git = super::git_step::setup(&dir, &loaded, &mut checkpoint, resumed, options.allow_dirty, &reporter)?;
     let (logs_dir, journal) = open_logs(&agent_dir, &loaded, &checkpoint, enabled && !resumed, options, &reporter)?;
     Ok(Prepared::Ready(
@@ -120,7 +110,7 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
             checkpoint,
             journal,
             logs_dir,
-            artifacts_dir,
+            artifacts_dir: agent_dir.join("artifacts"),
             reporter,
             lock: lock.0.take(),
             lease: Some(lease),
@@ -197,36 +187,29 @@ fn take_lease(
     Ok((lease, takeover))
 }
 
-/// What choosing the run's checkpoint reads.
-struct Inputs<'a> {
-    loaded: &'a Loaded,
-    goal: &'a str,
-    from: Option<&'a str>,
-    agent_dir: &'a Path,
-    artifacts_dir: &'a Path,
-    reporter: &'a Reporter,
-}
-
 /// The checkpoint this run goes on with: a new one, or the one on disk resumed
 /// (with the attempt that was in flight); `Err` when the run is settled as it is.
 async fn choose_checkpoint(
-    i: &Inputs<'_>,
+    options: &Options,
+    loaded: &Loaded,
+    goal: &str,
     cp_path: Option<&Path>,
-    resume_flag: ResumeFlag,
+    reporter: &Reporter,
     signals: &mut Signals,
 ) -> Result<Result<(Checkpoint, bool, Option<InFlight>), RunEnd>, RalphError> {
-    let prompt_checksum = checksum(i.goal.as_bytes());
-    let fresh =
-        || fresh_checkpoint(i.loaded, &prompt_checksum, i.from, i.artifacts_dir).map(|cp| Ok((cp, false, None)));
+    let (from, agent_dir) = (options.from.as_deref(), options.dir.join(".agent"));
+    let prompt_checksum = checksum(goal.as_bytes());
+    let artifacts_dir = agent_dir.join("artifacts");
+    let fresh = || fresh_checkpoint(loaded, &prompt_checksum, from, &artifacts_dir).map(|cp| Ok((cp, false, None)));
     let Some(cp_path) = cp_path else { return fresh() };
-    let existing = load_checkpoint(cp_path, resume_flag, i.reporter)?;
+    let existing = load_checkpoint(cp_path, options.resume, reporter)?;
     if let Some(cp) = &existing {
-        end_leftovers(&cp.run_id, i.reporter);
+        end_leftovers(&cp.run_id, reporter);
     }
-    let mut flag = resume_flag;
+    let mut flag = options.resume;
     let mut decision = start::decide(existing.as_ref(), flag);
     if decision == Start::Ask {
-        let Some(answer) = ask(cp_path, existing.as_ref(), i.from, signals).await? else {
+        let Some(answer) = ask(cp_path, existing.as_ref(), from, signals).await? else {
             return Ok(Err(RunEnd::Declined));
         };
         flag = answer;
@@ -235,15 +218,15 @@ async fn choose_checkpoint(
     match (decision, existing) {
         (Start::Resume, Some(cp)) => {
             let interrupted = cp.in_flight.clone();
-            Ok(Ok((resume(cp, i.loaded, i.goal, &prompt_checksum, i.from, i.reporter)?, true, interrupted)))
+            Ok(Ok((resume(cp, loaded, goal, &prompt_checksum, from, reporter)?, true, interrupted)))
         }
         (Start::ArchiveThenFresh, Some(_)) => {
             let aside = store::set_aside(cp_path, "archived")
                 .map_err(|e| RalphError::setup("cannot archive the old checkpoint", e))?;
-            i.reporter.line(&format!("archived the previous checkpoint as {}", aside.display()));
+            reporter.line(&format!("archived the previous checkpoint as {}", aside.display()));
             fresh()
         }
-        (Start::Settled, Some(cp)) => Ok(Err(settled(&cp, i.reporter))),
+        (Start::Settled, Some(cp)) => Ok(Err(settled(&cp, reporter))),
         (Start::NothingToResume, existing) => {
             let why = match existing {
                 Some(cp) => format!("the run {} is {}", cp.run_id, cp.status.as_str()),
@@ -252,7 +235,7 @@ async fn choose_checkpoint(
             Err(RalphError::NothingToResume(format!("nothing to resume: {why}; run `ralph` to start a new run")))
         }
         (_, None) if flag == ResumeFlag::ResumeOrStart => {
-            refuse_over_corrupt(i.agent_dir)?;
+            refuse_over_corrupt(&agent_dir)?;
             fresh()
         }
         _ => fresh(),
@@ -579,10 +562,6 @@ async fn read_answer(signals: &mut Signals) -> Result<Option<String>, RalphError
             },
         }
     }
-}
-
-fn agent_dir_of(dir: &Path) -> PathBuf {
-    dir.join(".agent")
 }
 
 /// A new run: at the first phase, or at `from` reusing the earlier phases' results
