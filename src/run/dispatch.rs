@@ -150,10 +150,9 @@ impl Dispatcher {
         self.journal_git_start();
         self.save()?;
         self.probe_defaults_in_background();
-        let end = match self.resume_pending(&mut signals).await {
-            Ok(Some(end)) => Ok(end),
-            Ok(None) => self.dispatch(&mut signals).await,
-            Err(e) => Err(e),
+        let end = match self.resume_pending(&mut signals).await.transpose() {
+            Some(end) => end,
+            None => self.dispatch(&mut signals).await,
         };
         let end = match end {
             // The final state must reach the disk too.
@@ -325,11 +324,9 @@ impl Dispatcher {
         let iterations = self.phase().iterations;
         let cp = &mut self.r.checkpoint;
         cp.progress.counters.attempts += 1;
-        let launch_no = {
-            let n = cp.progress.launches.entry(agent.clone()).or_insert(0);
-            *n += 1;
-            *n
-        };
+        let launches = cp.progress.launches.entry(agent.clone()).or_insert(0);
+        *launches += 1;
+        let launch_no = *launches;
         let attempt_no = cp.progress.counters.attempts;
         let resume = cp.progress.resume_session.clone();
         let prompt = self.prompt(resume.is_some());
@@ -589,26 +586,26 @@ impl Dispatcher {
     pub(super) fn stopped(&mut self, cause: StopCause, session: Option<String>) -> Result<RunEnd, RalphError> {
         let last_tool = self.r.checkpoint.in_flight.as_ref().and_then(|f| f.tool.as_ref()).map(in_flight_tool);
         let interrupted_note = self.note(Trouble::Interrupted, last_tool);
-        if let Some(in_flight) = self.r.checkpoint.in_flight.clone() {
+        if let Some(in_flight) = self.r.checkpoint.in_flight.take() {
+            let session = session.or(in_flight.session);
             // The journal tells every attempt's end, this one included, once the
             // checkpoint no longer holds it in flight.
             self.emit_after_save(RunEvent::AttemptInterrupted {
                 attempt: in_flight.attempt,
-                agent: in_flight.agent,
-                session: session.clone().or(in_flight.session),
+                agent: in_flight.agent.clone(),
+                session: session.clone(),
                 started_at: None,
                 signal: Some(cause.signal_name().to_string()),
             });
+            // The attempt did not fail: it was stopped. Its session continues later.
+            let progress = &mut self.r.checkpoint.progress;
+            if let Some(s) = session {
+                progress.sessions.insert(in_flight.agent, s.clone());
+                progress.resume_session = Some(s);
+            }
+            progress.recovery_note = Some(interrupted_note);
         }
         let cp = &mut self.r.checkpoint;
-        if let Some(in_flight) = cp.in_flight.take() {
-            // The attempt did not fail: it was stopped. Its session continues later.
-            if let Some(s) = session.or(in_flight.session) {
-                cp.progress.sessions.insert(in_flight.agent, s.clone());
-                cp.progress.resume_session = Some(s);
-            }
-            cp.progress.recovery_note = Some(interrupted_note);
-        }
         cp.status = Status::stopped_by(cause);
         cp.stop_cause = Some(cause);
         Ok(RunEnd::Stopped(cause))
