@@ -5,7 +5,7 @@
 //! the agent ran are classified by `recovery::spawn`.
 
 use crate::agent::{kinds, launch, versions};
-use crate::config::DoneSignal;
+use crate::config::{DoneSignal, Phase};
 use crate::events::RunEvent;
 use crate::process;
 use crate::recovery::classify::{self, EndedBy, Exit};
@@ -17,6 +17,7 @@ use crate::state::checkpoint::LastError;
 use crate::supervise::completion::{Claim, Why};
 use crate::supervise::note::{self, LastTool, NoteContext, Trouble};
 use crate::supervise::trouble;
+use crate::workflow::Progress;
 use crate::workflow::done::SignOff;
 
 use super::attempt::Outcome;
@@ -177,18 +178,8 @@ impl Dispatcher {
 
     /// The self-contained recovery note for the next attempt.
     pub(super) fn note(&self, trouble: Trouble, last_tool: Option<LastTool>) -> String {
-        let progress = &self.r.checkpoint.progress;
-        let phase = self.phase();
-        let done = trouble::done_summary(progress, &self.r.loaded.phases);
-        let mut text = note::note(&NoteContext {
-            goal: &self.r.goal,
-            phase: &phase.name,
-            iteration: progress.position.iteration,
-            iterations: phase.iterations,
-            done_summary: &done,
-            what_went_wrong: trouble,
-            last_tool,
-        });
+        let (progress, phase) = (&self.r.checkpoint.progress, self.phase());
+        let mut text = recovery_note(progress, &self.r.loaded.phases, &self.r.goal, trouble, last_tool);
         // The agent's own `save_checkpoint` of this iteration: verified progress.
         if let Some(saved) = self
             .r
@@ -247,6 +238,27 @@ impl Dispatcher {
             log,
         });
     }
+}
+
+/// The recovery note of the iteration `progress` stands in, without the agent's
+/// own checkpoint (see [`Dispatcher::note`]); also for an attempt a crash cut short.
+pub(super) fn recovery_note(
+    progress: &Progress,
+    phases: &[Phase],
+    goal: &str,
+    trouble: Trouble,
+    last_tool: Option<LastTool>,
+) -> String {
+    let phase = &phases[progress.position.phase];
+    note::note(&NoteContext {
+        goal,
+        phase: &phase.name,
+        iteration: progress.position.iteration,
+        iterations: phase.iterations,
+        done_summary: &trouble::done_summary(progress, phases),
+        what_went_wrong: trouble,
+        last_tool,
+    })
 }
 
 /// A number in [0, 1) for the backoff's jitter. The clock's nanoseconds are random

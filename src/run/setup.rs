@@ -11,17 +11,18 @@ use crate::error::RalphError;
 use crate::recovery::resume;
 use crate::report::Reporter;
 use crate::signal::{InterruptAction, Signals, StopCause};
-use crate::state::checkpoint::{self, Checkpoint, InFlight, Status, ToolCall};
+use crate::state::checkpoint::{self, Checkpoint, InFlight, Status};
 use crate::state::format::{self, FormatError, ReadError, Stale};
 use crate::state::journal::Journal;
 use crate::state::lease_file;
 use crate::state::lock::RunLock;
 use crate::state::retention;
 use crate::state::store;
-use crate::supervise::note::{self, LastTool, NoteContext, ToolState, Trouble};
+use crate::supervise::note::{LastTool, ToolState, Trouble};
 use crate::workflow::Progress;
 use crate::workflow::{advance, prompt};
 
+use super::failure::recovery_note;
 use super::ownership::{self, Lease, Takeover, WhenHeld};
 use super::start::{self, Answer, Start};
 use super::{Options, ResumeFlag, RunEnd};
@@ -662,7 +663,12 @@ fn resume(
     // has an unknown outcome. This replaces any older note: the crash is the latest
     // thing that happened to the iteration.
     if let Some(in_flight) = in_flight {
-        cp.progress.recovery_note = Some(crash_note(&cp.progress, loaded, goal, in_flight.tool.as_ref()));
+        let tool = in_flight.tool.map(|t| LastTool {
+            name: t.name,
+            input_summary: t.input,
+            state: ToolState::StartedNoResult,
+        });
+        cp.progress.recovery_note = Some(recovery_note(&cp.progress, &loaded.phases, goal, Trouble::Interrupted, tool));
     }
     if let Some(name) = from {
         let old = cp.progress.position.phase_name.clone();
@@ -710,25 +716,6 @@ pub(crate) fn resume_plan(cp: &Checkpoint, loaded: &Loaded, prompt_checksum: &st
             kind: &kind,
         },
     )
-}
-
-/// The note for an attempt that ralph lost track of.
-fn crash_note(progress: &Progress, loaded: &Loaded, goal: &str, tool: Option<&ToolCall>) -> String {
-    let phase = &loaded.phases[progress.position.phase];
-    let done = crate::supervise::trouble::done_summary(progress, &loaded.phases);
-    note::note(&NoteContext {
-        goal,
-        phase: &phase.name,
-        iteration: progress.position.iteration,
-        iterations: phase.iterations,
-        done_summary: &done,
-        what_went_wrong: Trouble::Interrupted,
-        last_tool: tool.map(|t| LastTool {
-            name: t.name.clone(),
-            input_summary: t.input.clone(),
-            state: ToolState::StartedNoResult,
-        }),
-    })
 }
 
 /// sha256, hex.
