@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::time::Duration;
 
+use crate::git::record::{CommitRecord, GitState};
 use crate::outcome::RunEnd;
 use crate::recovery::Category;
 use crate::recovery::policy::Cap;
@@ -131,18 +132,14 @@ impl Summary {
 const LISTED_COMMITS: usize = 20;
 
 /// The commits ralph made (and any the agents made themselves), one per line.
-pub(crate) fn commits(git: &crate::git::record::GitState, this_session: u32) -> String {
+pub(crate) fn commits(git: &GitState, this_session: u32) -> String {
     let mut s = String::new();
+    let by_agents = (git.agent_commits > 0).then(|| format!(", {} made by the agents themselves", git.agent_commits));
     let _ = writeln!(
         s,
-        "  git: {} commit(s) by ralph in this run ({} in this session){}",
+        "  git: {} commit(s) by ralph in this run ({this_session} in this session){}",
         git.commit_count,
-        this_session,
-        if git.agent_commits > 0 {
-            format!(", {} made by the agents themselves", git.agent_commits)
-        } else {
-            String::new()
-        }
+        by_agents.unwrap_or_default()
     );
     let skip = git.commits.len().saturating_sub(LISTED_COMMITS);
     if skip > 0 || (git.commit_count as usize) > git.commits.len() {
@@ -152,16 +149,9 @@ pub(crate) fn commits(git: &crate::git::record::GitState, this_session: u32) -> 
             git.commit_count as usize - LISTED_COMMITS.min(git.commits.len())
         );
     }
-    for c in &git.commits[skip..] {
-        let _ = writeln!(
-            s,
-            "    {} {} ({} file(s), +{} -{})",
-            c.hash.get(..12).unwrap_or(&c.hash),
-            c.key,
-            c.files,
-            c.insertions,
-            c.deletions
-        );
+    for CommitRecord { hash, key, files, insertions, deletions } in &git.commits[skip..] {
+        let hash = hash.get(..12).unwrap_or(hash);
+        let _ = writeln!(s, "    {hash} {key} ({files} file(s), +{insertions} -{deletions})");
     }
     if let Some(p) = &git.pending {
         let _ = writeln!(s, "    pending: the commit of {} (made or found on resume)", p.key);
