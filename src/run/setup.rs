@@ -84,7 +84,20 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     // Until the run starts nothing changed: a problem found before then releases
     // the lock cleanly (a dropped lock otherwise counts as an interrupted run).
     let mut lock = ReleaseUnlessKept(taken);
-    let (lease, takeover) = take_lease(&agent_dir, &loaded, when_held, &reporter)?;
+    // The lease on the run directory (see `ownership`), said when taken over.
+    let (lease, takeover) = ownership::acquire(
+        &agent_dir.join("ralph.lease"),
+        &lease_file::identity(),
+        loaded.config.watch.lease_timeout,
+        when_held,
+        &|line| reporter.line(line),
+    )?;
+    if let Some(t) = takeover.as_ref().filter(|t| !t.waited.is_zero())
+        && let Some(from) = &t.from
+    {
+        let (pid, host, why) = (from.pid, &from.host, &t.why);
+        reporter.line(&format!("took the run directory over from ralph pid {pid} on host {host}: its lease was {why}"));
+    }
     // Writes killed half-way leave their temporary files; only the lock holder
     // writes here, so whatever is left is garbage.
     let removed =
@@ -161,31 +174,6 @@ pub(crate) fn read_config_and_goal(
     }
     let templates = load_templates(dir, &loaded)?;
     Ok((loaded, goal, templates))
-}
-
-/// The lease on the run directory (see `ownership`), said when taken over.
-fn take_lease(
-    agent_dir: &Path,
-    loaded: &Loaded,
-    when_held: WhenHeld,
-    reporter: &Reporter,
-) -> Result<(Lease, Option<Takeover>), RalphError> {
-    let (lease, takeover) = ownership::acquire(
-        &agent_dir.join("ralph.lease"),
-        &lease_file::identity(),
-        loaded.config.watch.lease_timeout,
-        when_held,
-        &|line| reporter.line(line),
-    )?;
-    if let Some(t) = takeover.as_ref().filter(|t| !t.waited.is_zero())
-        && let Some(from) = &t.from
-    {
-        reporter.line(&format!(
-            "took the run directory over from ralph pid {} on host {}: its lease was {}",
-            from.pid, from.host, t.why
-        ));
-    }
-    Ok((lease, takeover))
 }
 
 /// The checkpoint this run goes on with: a new one, or the one on disk resumed
