@@ -149,15 +149,13 @@ fn print_file(
     carry: &mut Vec<u8>,
     keep_going: impl Fn() -> bool,
 ) -> Result<bool, RalphError> {
-    let file = std::fs::File::open(path).map_err(|e| RalphError::io(format!("cannot read {}", path.display()), e))?;
-    let mut reader = BufReader::new(file);
+    let unreadable = |e| RalphError::io(format!("cannot read {}", path.display()), e);
+    let mut reader = BufReader::new(std::fs::File::open(path).map_err(unreadable)?);
     let mut line = Vec::new();
     let mut last_pass = false;
     loop {
         line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| RalphError::io(format!("cannot read {}", path.display()), e))?;
+        let n = reader.read_until(b'\n', &mut line).map_err(unreadable)?;
         if n > 0 && line.ends_with(b"\n") {
             line.pop();
             // The cut marker that opens a segment comes before the split line's end.
