@@ -170,13 +170,8 @@ impl Dispatcher {
             .as_ref()
             .filter(|c| c.phase == pos.phase_name && c.iteration == pos.iteration)
             .map(|c| c.summary.clone());
-        live.budget = self
-            .r
-            .loaded
-            .config
-            .general
-            .max_cost_usd
-            .map(|max| format!("${:.2} of ${max:.2} spent", cp.usage.cost_usd));
+        let max_cost = self.r.loaded.config.general.max_cost_usd;
+        live.budget = max_cost.map(|max| format!("${:.2} of ${max:.2} spent", cp.usage.cost_usd));
     }
 }
 

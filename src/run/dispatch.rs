@@ -260,9 +260,8 @@ impl Dispatcher {
                     in_flight.tool = Some(tool_call(tool));
                 }
                 // The live line of the stop is gone: this line stays.
-                self.r
-                    .reporter
-                    .line(&crate::report::lines::agent_stopped(&agent, outcome.last_signal.map(|s| s.as_str())));
+                let line = crate::report::lines::agent_stopped(&agent, outcome.last_signal.map(|s| s.as_str()));
+                self.r.reporter.line(&line);
                 self.stopped(cause, outcome.session).map(Some)
             }
             End::SpawnFailed { ref error, ref program } => self.spawn_failed(&agent, program, error, signals).await,

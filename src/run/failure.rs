@@ -181,13 +181,8 @@ impl Dispatcher {
         let (progress, phase) = (&self.r.checkpoint.progress, self.phase());
         let mut text = recovery_note(progress, &self.r.loaded.phases, &self.r.goal, trouble, last_tool);
         // The agent's own `save_checkpoint` of this iteration: verified progress.
-        if let Some(saved) = self
-            .r
-            .checkpoint
-            .agent_checkpoint
-            .as_ref()
-            .filter(|c| c.phase == phase.name && c.iteration == progress.position.iteration)
-        {
+        let saved = self.r.checkpoint.agent_checkpoint.as_ref();
+        if let Some(saved) = saved.filter(|c| c.phase == phase.name && c.iteration == progress.position.iteration) {
             text.push_str(&note::saved_progress(saved));
         }
         text
