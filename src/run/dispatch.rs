@@ -480,6 +480,7 @@ impl Dispatcher {
         let agent = self.current_agent();
         let resumable = self.r.loaded.config.agents.get(&agent).is_some_and(crate::config::AgentConfig::can_resume);
         let counters = &self.r.checkpoint.progress.counters;
+        let declared = self.control.declared.filter(|(attempt, _)| *attempt == counters.attempts);
         done::evaluate(
             &self.phase().done,
             &Evidence {
@@ -489,11 +490,7 @@ impl Dispatcher {
                 artifact_changed: outcome.artifact_changed,
                 session_known: outcome.session.is_some() && resumable,
                 already_asked: counters.confirmations > 0,
-                declared: self
-                    .control
-                    .declared
-                    .filter(|(attempt, _)| *attempt == counters.attempts)
-                    .map(|(_, goal)| goal),
+                declared: declared.map(|(_, goal)| goal),
             },
         )
     }
