@@ -160,10 +160,6 @@ impl Reporter {
         }
     }
 
-    pub(crate) fn attempt_finished(&mut self) {
-        self.clear();
-    }
-
     /// A wait begins: its length, what it waits for and until when, once as a line;
     /// then, on a terminal, a countdown that ticks.
     pub(crate) fn waiting(&mut self, why: &str, delay: Duration) {
@@ -213,10 +209,6 @@ impl Reporter {
         (self.epoch.elapsed() + next_in).as_millis() as u64
     }
 
-    pub(crate) fn waiting_done(&mut self) {
-        self.clear();
-    }
-
     /// The second Ctrl+C: what was killed, and how to continue.
     pub(crate) fn killed(&mut self, agent: Option<&str>) {
         self.clear();
@@ -243,8 +235,8 @@ impl Reporter {
         self.bar = Some(bar);
     }
 
-    /// Removes the live line, leaving nothing of it on the screen.
-    fn clear(&mut self) {
+    /// Removes the live line (an attempt's, a wait's), leaving nothing of it on the screen.
+    pub(crate) fn clear(&mut self) {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }

@@ -38,7 +38,7 @@ impl Dispatcher {
             }
             self.r.reporter.waiting(&why, delay);
             let waited = self.race(tokio::time::sleep(delay), signals).await;
-            self.r.reporter.waiting_done();
+            self.r.reporter.clear();
             if let Err(end) = waited? {
                 return Ok(Some(end));
             }

@@ -309,7 +309,7 @@ impl Dispatcher {
             self.disk_full.get_or_insert_with(|| log.current().to_path_buf());
             self.unsaved_log = Some(log);
         }
-        self.r.reporter.attempt_finished();
+        self.r.reporter.clear();
         if artifact_stamp(&self.r.dir, &done) != artifact && artifact.is_some_or_created(&self.r.dir, &done) {
             outcome.artifact_changed = true;
         }

@@ -40,7 +40,7 @@ impl Dispatcher {
         if let Err(end) = self.race(tokio::time::sleep_until(until), signals).await? {
             return Ok(Some(end));
         }
-        self.r.reporter.waiting_done();
+        self.r.reporter.clear();
         self.r.checkpoint.status = Status::Running;
         Ok(None)
     }
@@ -131,7 +131,7 @@ impl Dispatcher {
                 Err(end) => return Ok(Offline::Stopped(end)),
             }
         }
-        self.r.reporter.waiting_done();
+        self.r.reporter.clear();
         self.r.checkpoint.progress.offline_since = None;
         self.back_online()?;
         Ok(Offline::Recovered)
