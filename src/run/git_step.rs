@@ -118,16 +118,13 @@ pub(crate) fn setup(
         }
         let head = repo.head().map_err(fail)?;
         if baseline.detached {
-            reporter.line(&format!(
-                "git: HEAD is detached{}; ralph commits on it (`git branch NAME` keeps the commits)",
-                head.as_deref().map(|h| format!(" at {}", short(h))).unwrap_or_default()
-            ));
+            let at = head.as_deref().map(|h| format!(" at {}", short(h))).unwrap_or_default();
+            reporter
+                .line(&format!("git: HEAD is detached{at}; ralph commits on it (`git branch NAME` keeps the commits)"));
         }
-        if !baseline.held.is_empty() {
-            reporter.line(&format!(
-                "git: --allow-dirty: {} changed file(s) are left out of every commit",
-                baseline.held.len()
-            ));
+        let held = baseline.held.len();
+        if held > 0 {
+            reporter.line(&format!("git: --allow-dirty: {held} changed file(s) are left out of every commit"));
         }
         checkpoint.git = Some(GitState {
             top: top.display().to_string(),

@@ -445,12 +445,8 @@ fn restore(path: &Path, cp: &Checkpoint, stale: &Stale, reporter: &Reporter) -> 
         Stale::Missing => "is missing".to_string(),
         Stale::Older(seq) => format!("holds save {seq}, an older one"),
         Stale::Corrupt(message) => {
-            let aside = store::set_aside(path, "corrupt").map_err(|e| {
-                RalphError::setup(
-                    format!("the checkpoint {} does not parse and cannot be moved aside", path.display()),
-                    e,
-                )
-            })?;
+            let stuck = format!("the checkpoint {} does not parse and cannot be moved aside", path.display());
+            let aside = store::set_aside(path, "corrupt").map_err(|e| RalphError::setup(stuck, e))?;
             format!("does not parse ({message}) and was kept aside as {}", aside.display())
         }
     };
