@@ -494,10 +494,7 @@ async fn ask(
         iteration: cp.progress.position.iteration,
         from: from.map(str::to_string),
     };
-    let (resume_it, new_run) = match from {
-        None => ("[r]esume it".to_string(), "start [n]ew (archives it)".to_string()),
-        Some(p) => (format!("[r]esume it at phase {p}"), format!("start [n]ew at phase {p} (archives it)")),
-    };
+    let at = from.map(|p| format!(" at phase {p}")).unwrap_or_default();
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
         return Err(needed());
     }
@@ -505,16 +502,14 @@ async fn ask(
     for _ in 0..3 {
         let _ = write!(
             stderr,
-            "An unfinished run ({}, phase {}, iteration {}) is here. {resume_it}, {new_run}, or [q]uit? [r] ",
+            "An unfinished run ({}, phase {}, iteration {}) is here. [r]esume it{at}, start [n]ew{at} (archives it), \
+             or [q]uit? [r] ",
             cp.status.as_str(),
             cp.progress.position.phase_name,
             cp.progress.position.iteration
         );
         let _ = stderr.flush();
-        let line = match read_answer(signals).await? {
-            Some(answer) => answer,
-            None => break,
-        };
+        let Some(line) = read_answer(signals).await? else { break };
         match start::parse_answer(&line) {
             Some(Answer::Flag(flag)) => return Ok(Some(flag)),
             Some(Answer::Quit) => return Ok(None),
