@@ -11,6 +11,7 @@ use std::time::Duration;
 use crate::agent::AgentEvent;
 use crate::agent::event::LineParser;
 use crate::error::RalphError;
+use crate::report::clock;
 
 /// How often `-f` looks for more.
 const POLL: Duration = Duration::from_millis(200);
@@ -228,17 +229,12 @@ pub(crate) fn render_event(event: &AgentEvent) -> Option<String> {
         AgentEvent::ToolFinished { is_error, output, .. } => {
             format!("← {}{}", if *is_error { "error: " } else { "" }, cut(output.trim()))
         }
-        AgentEvent::RateLimit { status, resets_at, limit_type } => format!(
-            "· rate limit {status}{}{}",
-            limit_type.as_deref().map(|t| format!(" ({t})")).unwrap_or_default(),
-            resets_at
-                .and_then(|s| jiff::Timestamp::from_second(s).ok())
-                .map(|t| format!(
-                    ", resets {}",
-                    crate::report::clock::stamp(&t.to_string(), &crate::report::clock::zone())
-                ))
-                .unwrap_or_default()
-        ),
+        AgentEvent::RateLimit { status, resets_at, limit_type } => {
+            let kind = limit_type.as_deref().map(|t| format!(" ({t})")).unwrap_or_default();
+            let at = resets_at.and_then(|s| jiff::Timestamp::from_second(s).ok());
+            let resets = at.map(|t| format!(", resets {}", clock::stamp(&t.to_string(), &clock::zone())));
+            format!("· rate limit {status}{kind}{}", resets.unwrap_or_default())
+        }
         AgentEvent::ApiRetry { attempt, error, status } => format!(
             "· the agent retries its provider (attempt {attempt}{}): {}",
             status.map(|s| format!(", HTTP {s}")).unwrap_or_default(),

@@ -468,19 +468,13 @@ impl Dispatcher {
             }
         }
         for lock in locks {
-            for _ in 0..20 {
-                if !lock.exists() {
-                    break;
-                }
+            for _ in (0..20).take_while(|_| lock.exists()) {
                 std::thread::sleep(std::time::Duration::from_millis(100));
             }
-            if lock.exists() {
-                match std::fs::remove_file(&lock) {
-                    Ok(()) => {
-                        self.emit(RunEvent::GitStaleLockRemoved { path: lock.display().to_string() });
-                    }
-                    Err(e) => tracing::warn!("cannot remove {}: {e}", lock.display()),
-                }
+            match lock.exists().then(|| std::fs::remove_file(&lock)) {
+                Some(Ok(())) => self.emit(RunEvent::GitStaleLockRemoved { path: lock.display().to_string() }),
+                Some(Err(e)) => tracing::warn!("cannot remove {}: {e}", lock.display()),
+                None => {}
             }
         }
     }
