@@ -80,7 +80,7 @@ impl Summary {
             "  whole run: {}, {}, active {}",
             plural(c.iterations_done, "iteration"),
             plural(c.attempts, "attempt"),
-            fmt_duration(self.elapsed)
+            humantime::format_duration(Duration::from_secs(self.elapsed.as_secs()))
         );
         if let Some(verdict) = &cp.progress.review {
             let _ = writeln!(s, "  review: {}", verdict.describe());
@@ -182,10 +182,6 @@ fn excerpt(text: &str, n: usize) -> Vec<String> {
 /// "agent 2, environmental 1": named counts in one line.
 pub(crate) fn counts<K>(map: &BTreeMap<K, u32>, name: impl Fn(&K) -> &str) -> String {
     map.iter().map(|(k, v)| format!("{} {v}", name(k))).collect::<Vec<_>>().join(", ")
-}
-
-fn fmt_duration(d: Duration) -> String {
-    humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
 }
 
 #[cfg(test)]

@@ -328,6 +328,8 @@ impl Dispatcher {
         let launch_no = *launches;
         let attempt_no = cp.progress.counters.attempts;
         let resume = cp.progress.resume_session.clone();
+        let session_tokens =
+            resume.as_ref().and_then(|s| cp.progress.session_tokens.get(s).copied()).unwrap_or_default();
         let prompt = self.prompt(resume.is_some());
         let agent_cfg = self.r.loaded.config.agents.get(&agent).cloned().ok_or_else(|| {
             RalphError::ResumeMismatch(format!("agent {agent} is no longer configured; run `ralph --no-resume`"))
@@ -352,10 +354,7 @@ impl Dispatcher {
                 launch: launch_no,
                 cwd: &self.r.dir,
                 run_id: &self.r.checkpoint.run_id,
-                session_tokens: resume
-                    .as_ref()
-                    .and_then(|s| self.r.checkpoint.progress.session_tokens.get(s).copied())
-                    .unwrap_or_default(),
+                session_tokens,
                 control: self.control.server.as_ref().filter(|_| agent_cfg.mcp).map(|s| (s.socket(), attempt_no)),
             },
         );
