@@ -132,18 +132,15 @@ impl Dispatcher {
 
     /// Publishes the live state for `ralph status` and `get_task_status`.
     pub(super) fn publish(&mut self, event: &RunEvent) {
-        if let RunEvent::AttemptStarted { .. } = event {
+        if let RunEvent::AttemptStarted { attempt, .. } = event {
             // A new attempt: what the last one declared is its own.
             self.control.declared = None;
             self.control.cancelled = None;
             self.control.interruption = None;
+            lock(&self.control.live).attempt = *attempt;
         }
         self.refresh_live();
-        let mut live = lock(&self.control.live);
-        live.last_event = Some(event.kind().to_string());
-        if let RunEvent::AttemptStarted { attempt, .. } = event {
-            live.attempt = *attempt;
-        }
+        lock(&self.control.live).last_event = Some(event.kind().to_string());
     }
 
     fn refresh_live(&self) {
