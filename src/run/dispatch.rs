@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use nix::sys::signal::Signal;
 use tokio::time::Instant;
 
 use crate::agent::AgentEvent;
@@ -18,6 +19,7 @@ use crate::recovery::classify::{EndedBy, Exit};
 use crate::recovery::policy::{self, Cap, FalloverWhy, Next, Stop};
 use crate::recovery::rate_limit;
 use crate::report::Summary;
+use crate::report::lines::{self, EndWhy, Escalating};
 use crate::signal::{InterruptAction, Signals, StopCause};
 use crate::state::atomic::Durability;
 use crate::state::checkpoint::{InFlight, Status, ToolCall};
@@ -260,7 +262,7 @@ impl Dispatcher {
                     in_flight.tool = Some(tool_call(tool));
                 }
                 // The live line of the stop is gone: this line stays.
-                let line = crate::report::lines::agent_stopped(&agent, outcome.last_signal.map(|s| s.as_str()));
+                let line = lines::agent_stopped(&agent, outcome.last_signal.map(|s| s.as_str()));
                 self.r.reporter.line(&line);
                 self.stopped(cause, outcome.session).map(Some)
             }
@@ -872,31 +874,20 @@ impl Observer for Dispatcher {
     }
 
     fn tool(&mut self, tool: &LastTool) {
-        let Some(in_flight) = self.r.checkpoint.in_flight.as_mut() else { return };
-        if tool.state != ToolState::StartedNoResult {
-            // Only a start is worth a write: after a crash, the call named is one
-            // whose outcome must be checked either way.
-            return;
-        }
+        // Only a start is worth a write: after a crash, the call named is one whose
+        // outcome must be checked either way.
+        let started = tool.state == ToolState::StartedNoResult;
+        let Some(in_flight) = self.r.checkpoint.in_flight.as_mut().filter(|_| started) else { return };
         in_flight.tool = Some(tool_call(tool));
         if let Err(e) = self.save_with(Durability::Ordered) {
             tracing::warn!("{e}");
         }
     }
 
-    fn escalating(
-        &mut self,
-        why: crate::report::lines::EndWhy,
-        sent: nix::sys::signal::Signal,
-        next: Option<(nix::sys::signal::Signal, Instant)>,
-    ) {
+    fn escalating(&mut self, why: EndWhy, sent: Signal, next: Option<(Signal, Instant)>) {
         tracing::debug!(?why, %sent, next = ?next.map(|(s, _)| s), "escalation step");
-        let view = crate::report::lines::Escalating {
-            agent: self.current_agent(),
-            why,
-            sent: sent.as_str(),
-            next: next.map(|(s, _)| s.as_str()),
-        };
+        let view =
+            Escalating { agent: self.current_agent(), why, sent: sent.as_str(), next: next.map(|(s, _)| s.as_str()) };
         self.r.reporter.escalating(&view, next.map(|(_, at)| at.into_std()));
     }
 
