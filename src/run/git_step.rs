@@ -238,10 +238,7 @@ fn short(hash: &str) -> &str {
 impl Dispatcher {
     /// Journals the baseline of a new run (once: a resume keeps the first).
     pub(super) fn journal_git_start(&mut self) {
-        let Some(git) = &self.r.checkpoint.git else { return };
-        if self.r.resumed {
-            return;
-        }
+        let Some(git) = self.r.checkpoint.git.as_ref().filter(|_| !self.r.resumed) else { return };
         let event = RunEvent::GitBaseline {
             top: git.top.clone(),
             baseline: git.baseline.clone(),
@@ -255,10 +252,7 @@ impl Dispatcher {
     /// After an attempt reached its done signal and before the position advances:
     /// commit the iteration's work when the config says so.
     pub(super) fn commit_done(&mut self, completion: Completion, final_message: &str) -> Result<Step, RalphError> {
-        let Some(session) = &self.r.git else { return Ok(Step::Done) };
-        if self.r.checkpoint.git.is_none() {
-            return Ok(Step::Done);
-        }
+        let (Some(session), Some(_)) = (&self.r.git, &self.r.checkpoint.git) else { return Ok(Step::Done) };
         let commit_now = match session.config.commit {
             CommitMode::Off => false,
             CommitMode::Iteration => true,
@@ -456,12 +450,9 @@ impl Dispatcher {
     /// they exist. Only called with a commit pending, when the ralph that made it is
     /// gone; a git process it started gets a moment to finish first.
     fn remove_stale_locks(&mut self, repo: &Repo) {
-        let mut locks: Vec<PathBuf> = Vec::new();
-        if let Ok(p) = repo.index_lock() {
-            locks.push(p);
-        }
-        let git_dir = locks.first().and_then(|p| p.parent().map(Path::to_path_buf));
-        if let Some(dir) = git_dir {
+        let Ok(index) = repo.index_lock() else { return };
+        let mut locks = vec![index.clone()];
+        if let Some(dir) = index.parent() {
             locks.push(dir.join("HEAD.lock"));
             if let Some(branch) = self.r.checkpoint.git.as_ref().and_then(|g| g.branch.clone()) {
                 locks.push(dir.join("refs/heads").join(format!("{branch}.lock")));
