@@ -54,8 +54,8 @@ pub fn main() -> i32 {
         Some(Command::Clean { keep, config, place }) => {
             in_dir(&place, |d| commands::clean::main(d, config.as_deref(), keep))
         }
-        Some(Command::Run(args)) => run_command(args),
-        None => run_command(cli.run),
+        Some(Command::Run(args)) => report(run_command(args)),
+        None => report(run_command(cli.run)),
     }
 }
 
@@ -70,19 +70,16 @@ fn end_quietly_on_a_closed_pipe() {
     let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
 }
 
-fn run_command(args: RunArgs) -> i32 {
-    let dir = match dir(&args.place) {
-        Ok(d) => d,
-        Err(e) => return fail(e),
-    };
+fn run_command(args: RunArgs) -> Result<i32, RalphError> {
+    let dir = dir(&args.place)?;
     if args.dry_run {
-        return report(commands::dry_run::main(&dir, args.config.as_deref()));
+        return commands::dry_run::main(&dir, args.config.as_deref());
     }
     if args.inspect_checkpoint {
-        return report(commands::inspect::main(&dir, args.json));
+        return commands::inspect::main(&dir, args.json);
     }
     if let (Some(phase), true) = (&args.from, args.no_resume) {
-        return fail(RalphError::Usage(format!(
+        return Err(RalphError::Usage(format!(
             "--from {phase} cannot be used with --no-resume: `ralph --from {phase}` starts a new run at phase \
              {phase}, `ralph --resume --from {phase}` moves the unfinished run there, and `ralph --no-resume` \
              starts a new run at the first phase"
@@ -105,18 +102,15 @@ fn run_command(args: RunArgs) -> i32 {
     };
     // One thread: the agent is forked from it, so its parent-death signal is tied to
     // ralph's life rather than to a worker thread's.
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => return fail(RalphError::io("cannot start the runtime", e)),
-    };
-    let code = match runtime.block_on(run::run(options)) {
-        Ok(end) => exit::code(exit::Ending::Run(&end)),
-        Err(e) => fail(e),
-    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| RalphError::io("cannot start the runtime", e))?;
+    let end = runtime.block_on(run::run(options));
     // A background connectivity probe still resolving a host name must not hold
     // up the exit.
     runtime.shutdown_background();
-    code
+    Ok(exit::code(exit::Ending::Run(&end?)))
 }
 
 fn dir(place: &Place) -> Result<PathBuf, RalphError> {

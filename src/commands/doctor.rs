@@ -102,16 +102,14 @@ async fn check_agent(name: &str, agent: &AgentConfig, dir: &Path, timeout: &Dura
         return out;
     }
     // The same check the run does before its first attempt.
-    let binary = match preflight::check_agent(name, agent, dir) {
-        Ok(paths) => match paths.into_iter().next() {
-            Some(path) => path,
-            None => return out,
-        },
+    let paths = match preflight::check_agent(name, agent, dir) {
+        Ok(paths) => paths,
         Err(problem) => {
             out.push(Check::new(false, problem));
             return out;
         }
     };
+    let Some(binary) = paths.into_iter().next() else { return out };
     out.push(Check::new(true, format!("agent {name}: {}", binary.display())));
     if agent.kind != AgentKind::Command {
         out.push(version(name, agent.kind, &binary).await);
