@@ -2,7 +2,7 @@
 //! `ralph mcp` and the scripted agent. The socket path may come from a hostile
 //! repository's `.agent/`, so the client talks only to a server of its own uid.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -69,7 +69,8 @@ fn exchange(socket: &Path, request: &Request) -> Result<(UnixStream, Reply), Cli
     line.push('\n');
     stream.write_all(line.as_bytes()).map_err(unreachable)?;
     let mut reply = String::new();
-    BufReader::new(&stream).take_line(&mut reply).map_err(unreachable)?;
+    // One line of at most 1 MiB: a reply carries the live state, never more.
+    BufReader::new(&stream).take(1 << 20).read_line(&mut reply).map_err(unreachable)?;
     let reply = serde_json::from_str(reply.trim()).map_err(|e| bad(format!("{e}: {}", reply.trim())))?;
     Ok((stream, reply))
 }
@@ -79,16 +80,5 @@ pub(crate) fn end_session(mut stream: UnixStream, attempt: u32) {
     if let Ok(mut line) = serde_json::to_string(&Request::Bye { attempt }) {
         line.push('\n');
         let _ = stream.write_all(line.as_bytes());
-    }
-}
-
-/// Reads one line of at most 1 MiB (a reply carries the live state, never more).
-trait TakeLine {
-    fn take_line(self, out: &mut String) -> std::io::Result<usize>;
-}
-
-impl<R: BufRead> TakeLine for R {
-    fn take_line(self, out: &mut String) -> std::io::Result<usize> {
-        self.take(1 << 20).read_line(out)
     }
 }
