@@ -209,7 +209,8 @@ fn goal_note(goal: bool, review: bool, until_complete: bool) -> &'static str {
     }
 }
 
-fn short(hash: &str) -> &str {
+/// A commit hash as people quote it: its first 12 characters.
+pub(crate) fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
 }
 

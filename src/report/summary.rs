@@ -150,8 +150,7 @@ pub(crate) fn commits(git: &GitState, this_session: u32) -> String {
         );
     }
     for CommitRecord { hash, key, files, insertions, deletions } in &git.commits[skip..] {
-        let hash = hash.get(..12).unwrap_or(hash);
-        let _ = writeln!(s, "    {hash} {key} ({files} file(s), +{insertions} -{deletions})");
+        let _ = writeln!(s, "    {} {key} ({files} file(s), +{insertions} -{deletions})", super::lines::short(hash));
     }
     if let Some(p) = &git.pending {
         let _ = writeln!(s, "    pending: the commit of {} (made or found on resume)", p.key);

@@ -118,7 +118,7 @@ pub(crate) fn setup(
         }
         let head = repo.head().map_err(fail)?;
         if baseline.detached {
-            let at = head.as_deref().map(|h| format!(" at {}", short(h))).unwrap_or_default();
+            let at = head.as_deref().map(|h| format!(" at {}", crate::report::lines::short(h))).unwrap_or_default();
             reporter
                 .line(&format!("git: HEAD is detached{at}; ralph commits on it (`git branch NAME` keeps the commits)"));
         }
@@ -229,10 +229,6 @@ fn credential_values(loaded: &Loaded) -> Vec<String> {
         }
     }
     values.into_iter().collect()
-}
-
-fn short(hash: &str) -> &str {
-    hash.get(..12).unwrap_or(hash)
 }
 
 impl Dispatcher {
