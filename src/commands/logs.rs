@@ -254,12 +254,7 @@ pub(crate) fn render_event(event: &AgentEvent) -> Option<String> {
 }
 
 fn cut(text: &str) -> String {
-    let one_line = text.replace('\n', " ⏎ ");
-    if one_line.chars().count() > WIDTH {
-        format!("{}…", one_line.chars().take(WIDTH).collect::<String>())
-    } else {
-        one_line
-    }
+    crate::report::ellipsis(&text.replace('\n', " ⏎ "), WIDTH)
 }
 
 #[cfg(test)]

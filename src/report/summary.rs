@@ -166,16 +166,7 @@ const EXCERPT_WIDTH: usize = 160;
 /// The last `n` non-empty lines of `text`, each cut to a readable width.
 fn excerpt(text: &str, n: usize) -> Vec<String> {
     let lines: Vec<&str> = text.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(n)..]
-        .iter()
-        .map(|l| {
-            if l.chars().count() > EXCERPT_WIDTH {
-                format!("{}…", l.chars().take(EXCERPT_WIDTH).collect::<String>())
-            } else {
-                (*l).to_string()
-            }
-        })
-        .collect()
+    lines[lines.len().saturating_sub(n)..].iter().map(|l| super::ellipsis(l, EXCERPT_WIDTH)).collect()
 }
 
 /// "agent 2, environmental 1": named counts in one line.
