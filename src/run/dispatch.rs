@@ -432,9 +432,9 @@ impl Dispatcher {
                     session: outcome.session.clone(),
                     usage: outcome.usage.clone(),
                 });
-                self.last_success = Some(outcome.final_message.clone().unwrap_or_default());
-                let step =
-                    self.commit_done(completion.clone(), outcome.final_message.as_deref().unwrap_or_default())?;
+                let final_message = outcome.final_message.as_deref().unwrap_or_default();
+                self.last_success = Some(final_message.to_string());
+                let step = self.commit_done(completion.clone(), final_message)?;
                 if matches!(step, Step::Done) {
                     self.probe_defaults_in_background();
                 }

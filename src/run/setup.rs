@@ -283,13 +283,12 @@ fn open_logs(
 /// (a crash never leaves a torn checkpoint; a person has to look).
 fn refuse_over_corrupt(agent_dir: &Path) -> Result<(), RalphError> {
     let Ok(entries) = std::fs::read_dir(agent_dir) else { return Ok(()) };
-    let mut corrupt: Vec<String> = entries
+    let newest = entries
         .filter_map(Result::ok)
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with("checkpoint.corrupt-"))
-        .collect();
-    corrupt.sort();
-    match corrupt.last() {
+        .max();
+    match newest {
         None => Ok(()),
         Some(name) => Err(RalphError::ResumeMismatch(format!(
             "there is no checkpoint, but one that did not parse is kept aside as {}; --resume-or-start does not \
