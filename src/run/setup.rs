@@ -161,14 +161,9 @@ pub(crate) fn read_config_and_goal(
     dir: &Path,
     config: Option<&Path>,
 ) -> Result<(Loaded, String, Vec<String>), RalphError> {
-    let path = super::config_file::find(dir, config)?;
-    let loaded = super::config_file::load(&path)?;
+    let loaded = super::config_file::load(&super::config_file::find(dir, config)?)?;
     let prompt_path = dir.join(&loaded.config.general.prompt);
-    let goal = std::fs::read_to_string(&prompt_path).map_err(|source| RalphError::Prompt {
-        path: prompt_path.clone(),
-        config: path.clone(),
-        source,
-    })?;
+    let goal = read_prompt(&prompt_path, &loaded.path)?;
     if let Some(problem) = crate::workflow::goal::check(&goal) {
         return Err(RalphError::Goal { path: prompt_path, problem });
     }
@@ -386,16 +381,18 @@ pub(crate) fn load_templates(dir: &Path, loaded: &Loaded) -> Result<Vec<String>,
         .iter()
         .map(|phase| match &phase.prompt {
             None => Ok(prompt::builtin(&phase.name).to_string()),
-            Some(rel) => {
-                let path = dir.join(rel);
-                std::fs::read_to_string(&path).map_err(|source| RalphError::Prompt {
-                    path,
-                    config: loaded.path.clone(),
-                    source,
-                })
-            }
+            Some(rel) => read_prompt(&dir.join(rel), &loaded.path),
         })
         .collect()
+}
+
+/// A prompt file (the goal or a phase's template); its error names the config too.
+fn read_prompt(path: &Path, config: &Path) -> Result<String, RalphError> {
+    std::fs::read_to_string(path).map_err(|source| RalphError::Prompt {
+        path: path.to_path_buf(),
+        config: config.to_path_buf(),
+        source,
+    })
 }
 
 /// Reads the checkpoint for a run: the newer of `checkpoint.json` and the journal's
