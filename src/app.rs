@@ -2,9 +2,12 @@
 //! an exit code. `src/main.rs` only exits with it, so that everything else can stay
 //! private to the crate.
 
+use std::path::{Path, PathBuf};
+
 use clap::{CommandFactory, Parser};
 
 use crate::cli::{Cli, Command, Place, RunArgs};
+use crate::error::RalphError;
 use crate::run::{self, Options, ResumeFlag};
 use crate::{commands, exit};
 
@@ -36,32 +39,23 @@ pub fn main() -> i32 {
             exit::DONE
         }
         Some(Command::Demo { keep }) => report(commands::demo::main(keep)),
-        Some(Command::Init { force, place }) => {
-            dir(&place).map_or_else(fail, |d| report(commands::init::main(&d, force)))
-        }
+        Some(Command::Init { force, place }) => in_dir(&place, |d| commands::init::main(d, force)),
         Some(Command::Doctor { config, json, place }) => {
-            dir(&place).map_or_else(fail, |d| report(commands::doctor::main(&d, config.as_deref(), json)))
+            in_dir(&place, |d| commands::doctor::main(d, config.as_deref(), json))
         }
-        Some(Command::Status { json, all, prune, place }) => {
-            if all || prune {
-                report(commands::status::all(json, prune))
-            } else {
-                dir(&place).map_or_else(fail, |d| report(commands::status::main(&d, json)))
-            }
-        }
-        Some(Command::Stop { now, timeout, place }) => {
-            dir(&place).map_or_else(fail, |d| report(commands::stop::main(&d, now, timeout)))
-        }
+        Some(Command::Status { json, all, prune, .. }) if all || prune => report(commands::status::all(json, prune)),
+        Some(Command::Status { json, place, .. }) => in_dir(&place, |d| commands::status::main(d, json)),
+        Some(Command::Stop { now, timeout, place }) => in_dir(&place, |d| commands::stop::main(d, now, timeout)),
         Some(Command::Mcp { socket, attempt }) => report(commands::mcp::main(socket, attempt)),
         Some(Command::Watch(watch)) => report(commands::watch::main(&watch)),
         Some(Command::Logs { follow, config, place }) => {
-            dir(&place).map_or_else(fail, |d| report(commands::logs::main(&d, config.as_deref(), follow)))
+            in_dir(&place, |d| commands::logs::main(d, config.as_deref(), follow))
         }
         Some(Command::Clean { keep, config, place }) => {
-            dir(&place).map_or_else(fail, |d| report(commands::clean::main(&d, config.as_deref(), keep)))
+            in_dir(&place, |d| commands::clean::main(d, config.as_deref(), keep))
         }
-        Some(Command::Run(args)) => run_command(args),
-        None => run_command(cli.run),
+        Some(Command::Run(args)) => report(run_command(args)),
+        None => report(run_command(cli.run)),
     }
 }
 
@@ -76,19 +70,16 @@ fn end_quietly_on_a_closed_pipe() {
     let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
 }
 
-fn run_command(args: RunArgs) -> i32 {
-    let dir = match dir(&args.place) {
-        Ok(d) => d,
-        Err(e) => return fail(e),
-    };
+fn run_command(args: RunArgs) -> Result<i32, RalphError> {
+    let dir = dir(&args.place)?;
     if args.dry_run {
-        return report(commands::dry_run::main(&dir, args.config.as_deref()));
+        return commands::dry_run::main(&dir, args.config.as_deref());
     }
     if args.inspect_checkpoint {
-        return report(commands::inspect::main(&dir, args.json));
+        return commands::inspect::main(&dir, args.json);
     }
     if let (Some(phase), true) = (&args.from, args.no_resume) {
-        return fail(crate::error::RalphError::Usage(format!(
+        return Err(RalphError::Usage(format!(
             "--from {phase} cannot be used with --no-resume: `ralph --from {phase}` starts a new run at phase \
              {phase}, `ralph --resume --from {phase}` moves the unfinished run there, and `ralph --no-resume` \
              starts a new run at the first phase"
@@ -111,35 +102,34 @@ fn run_command(args: RunArgs) -> i32 {
     };
     // One thread: the agent is forked from it, so its parent-death signal is tied to
     // ralph's life rather than to a worker thread's.
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => return fail(crate::error::RalphError::io("cannot start the runtime", e)),
-    };
-    let code = match runtime.block_on(run::run(options)) {
-        Ok(end) => exit::code(exit::Ending::Run(&end)),
-        Err(e) => fail(e),
-    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| RalphError::io("cannot start the runtime", e))?;
+    let end = runtime.block_on(run::run(options));
     // A background connectivity probe still resolving a host name must not hold
     // up the exit.
     runtime.shutdown_background();
-    code
+    Ok(exit::code(exit::Ending::Run(&end?)))
 }
 
-fn dir(place: &Place) -> Result<std::path::PathBuf, crate::error::RalphError> {
+fn dir(place: &Place) -> Result<PathBuf, RalphError> {
     match &place.dir {
-        Some(d) => std::fs::canonicalize(d)
-            .map_err(|e| crate::error::RalphError::setup(format!("cannot use {}", d.display()), e)),
-        None => {
-            std::env::current_dir().map_err(|e| crate::error::RalphError::setup("cannot read the current directory", e))
-        }
+        Some(d) => std::fs::canonicalize(d).map_err(|e| RalphError::setup(format!("cannot use {}", d.display()), e)),
+        None => std::env::current_dir().map_err(|e| RalphError::setup("cannot read the current directory", e)),
     }
 }
 
-fn report(result: Result<i32, crate::error::RalphError>) -> i32 {
+/// A command run in the directory `place` names.
+fn in_dir(place: &Place, command: impl FnOnce(&Path) -> Result<i32, RalphError>) -> i32 {
+    dir(place).map_or_else(fail, |d| report(command(&d)))
+}
+
+fn report(result: Result<i32, RalphError>) -> i32 {
     result.unwrap_or_else(fail)
 }
 
-fn fail(error: crate::error::RalphError) -> i32 {
+fn fail(error: RalphError) -> i32 {
     eprintln!("ralph: {}", crate::state::redact::redact(&error.to_string()));
     exit::for_error(&error)
 }

@@ -102,16 +102,14 @@ async fn check_agent(name: &str, agent: &AgentConfig, dir: &Path, timeout: &Dura
         return out;
     }
     // The same check the run does before its first attempt.
-    let binary = match preflight::check_agent(name, agent, dir) {
-        Ok(paths) => match paths.into_iter().next() {
-            Some(path) => path,
-            None => return out,
-        },
+    let paths = match preflight::check_agent(name, agent, dir) {
+        Ok(paths) => paths,
         Err(problem) => {
             out.push(Check::new(false, problem));
             return out;
         }
     };
+    let Some(binary) = paths.into_iter().next() else { return out };
     out.push(Check::new(true, format!("agent {name}: {}", binary.display())));
     if agent.kind != AgentKind::Command {
         out.push(version(name, agent.kind, &binary).await);
@@ -121,14 +119,12 @@ async fn check_agent(name: &str, agent: &AgentConfig, dir: &Path, timeout: &Dura
         let read = |path: &Path| std::fs::read_to_string(path).ok();
         let endpoints = probe::default_endpoints(&agents, &env, &read);
         if !endpoints.is_empty() {
+            let provider = format!("agent {name}: provider {}", endpoints.join(", "));
             out.push(match crate::run::connect::probe(&endpoints, *timeout).await {
-                ProbeResult::Online => {
-                    Check::new(true, format!("agent {name}: provider {} answers", endpoints.join(", ")))
+                ProbeResult::Online => Check::new(true, format!("{provider} answers")),
+                ProbeResult::Offline { last_error } => {
+                    Check::new(false, format!("{provider} unreachable: {last_error}"))
                 }
-                ProbeResult::Offline { last_error } => Check::new(
-                    false,
-                    format!("agent {name}: provider {} unreachable: {last_error}", endpoints.join(", ")),
-                ),
             });
         }
     }
@@ -183,15 +179,12 @@ fn credentials(name: &str, agent: &AgentConfig) -> Check {
     let login = kinds::descriptor(agent.kind)
         .and_then(|d| d.login)
         .filter(|(file, _)| std::env::var_os("HOME").is_some_and(|h| Path::new(&h).join(file).exists()));
+    let looked_for = env::allowlist(agent.kind).join(", ");
     match (present.is_empty(), login) {
         (false, _) => Check::new(true, format!("agent {name}: credentials present ({})", present.join(", "))),
         (true, Some((_, login))) => Check::new(true, format!("agent {name}: credentials present ({login})")),
-        (true, None) => Check::new(
-            false,
-            format!(
-                "agent {name}: no credentials found (looked for {} and a CLI login)",
-                env::allowlist(agent.kind).join(", ")
-            ),
-        ),
+        (true, None) => {
+            Check::new(false, format!("agent {name}: no credentials found (looked for {looked_for} and a CLI login)"))
+        }
     }
 }

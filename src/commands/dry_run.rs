@@ -7,19 +7,14 @@ use std::path::Path;
 
 use crate::agent::descriptor::Request;
 use crate::agent::launch;
-use crate::config::{DoneSignal, Loaded};
+use crate::config::{DoneSignal, Loaded, Phase};
 use crate::error::RalphError;
 use crate::workflow::prompt;
 
 /// What the first attempt of one phase would be.
 #[derive(Debug, Clone)]
 pub(crate) struct Preview {
-    pub phase: String,
-    pub chain_name: String,
-    pub chain: Vec<String>,
-    pub iterations: u32,
-    pub until_complete: bool,
-    pub done: DoneSignal,
+    pub phase: Phase,
     /// The prompt, filled.
     pub prompt: String,
     /// The argv, or why the agent cannot be launched.
@@ -81,16 +76,7 @@ fn previews(dir: &Path, loaded: &Loaded, goal: &str, templates: &[String]) -> Ve
                 .map(|p| p.launch.argv)
                 .map_err(|e| e.to_string()),
             };
-            Preview {
-                phase: phase.name.clone(),
-                chain_name: phase.chain_name.clone(),
-                chain: phase.chain.clone(),
-                iterations: phase.iterations,
-                until_complete: phase.until_complete,
-                done: phase.done.clone(),
-                prompt: text,
-                argv,
-            }
+            Preview { phase: phase.clone(), prompt: text, argv }
         })
         .collect()
 }
@@ -101,10 +87,10 @@ pub(crate) fn render(config: &Path, goal: &Path, previews: &[Preview]) -> String
     let _ = writeln!(s, "dry run: nothing is launched or written");
     let _ = writeln!(s, "config: {}", config.display());
     let _ = writeln!(s, "goal:   {}", goal.display());
-    let names: Vec<&str> = previews.iter().map(|p| p.phase.as_str()).collect();
+    let names: Vec<&str> = previews.iter().map(|p| p.phase.name.as_str()).collect();
     let _ = writeln!(s, "phases: {}", names.join(" → "));
     let mut chains: Vec<(&str, &[String])> = Vec::new();
-    for p in previews {
+    for Preview { phase: p, .. } in previews {
         if !chains.iter().any(|(n, _)| *n == p.chain_name) {
             chains.push((&p.chain_name, &p.chain));
         }
@@ -113,13 +99,11 @@ pub(crate) fn render(config: &Path, goal: &Path, previews: &[Preview]) -> String
     for (name, agents) in chains {
         let _ = writeln!(s, "  {name}: {}", agents.join(" → "));
     }
-    for (i, p) in previews.iter().enumerate() {
-        let repeat = if p.until_complete {
-            format!("until the goal is complete, at most {}", crate::report::plural(p.iterations, "iteration"))
-        } else {
-            crate::report::plural(p.iterations, "iteration")
-        };
-        let done = match &p.done {
+    for (i, Preview { phase, prompt, argv }) in previews.iter().enumerate() {
+        let iterations = crate::report::plural(phase.iterations, "iteration");
+        let repeat =
+            if phase.until_complete { format!("until the goal is complete, at most {iterations}") } else { iterations };
+        let done = match &phase.done {
             DoneSignal::Tag => "the done tag".to_string(),
             DoneSignal::Exit0 => "exit 0".to_string(),
             DoneSignal::File(path) => format!("the file {}", path.display()),
@@ -130,14 +114,14 @@ pub(crate) fn render(config: &Path, goal: &Path, previews: &[Preview]) -> String
             "\nphase {}/{} {}: chain {}, {repeat}, done by {done}",
             i + 1,
             previews.len(),
-            p.phase,
-            p.chain_name
+            phase.name,
+            phase.chain_name
         );
-        let agent = p.chain.first().map_or("", String::as_str);
-        match &p.argv {
+        let agent = phase.chain.first().map_or("", String::as_str);
+        match argv {
             Ok(argv) => {
                 let shown: Vec<String> =
-                    argv.iter().map(|a| if *a == p.prompt { "<PROMPT>".to_string() } else { quote(a) }).collect();
+                    argv.iter().map(|a| if a == prompt { "<PROMPT>".to_string() } else { quote(a) }).collect();
                 let _ = writeln!(s, "  first attempt: agent {agent}: {}", shown.join(" "));
             }
             Err(e) => {
@@ -145,7 +129,7 @@ pub(crate) fn render(config: &Path, goal: &Path, previews: &[Preview]) -> String
             }
         }
         let _ = writeln!(s, "  PROMPT:");
-        for line in p.prompt.lines() {
+        for line in prompt.lines() {
             let _ = writeln!(s, "  |{}{line}", if line.is_empty() { "" } else { " " });
         }
     }
@@ -165,12 +149,15 @@ mod tests {
     #[test]
     fn the_preview_of_two_phases() {
         let p = |phase: &str, argv: Result<Vec<String>, String>, prompt: &str| Preview {
-            phase: phase.into(),
-            chain_name: "main".into(),
-            chain: vec!["claude".into(), "codex".into()],
-            iterations: if phase == "plan" { 1 } else { 20 },
-            until_complete: phase != "plan",
-            done: if phase == "plan" { DoneSignal::File("PLAN.md".into()) } else { DoneSignal::Tag },
+            phase: Phase {
+                name: phase.into(),
+                chain_name: "main".into(),
+                chain: vec!["claude".into(), "codex".into()],
+                iterations: if phase == "plan" { 1 } else { 20 },
+                until_complete: phase != "plan",
+                done: if phase == "plan" { DoneSignal::File("PLAN.md".into()) } else { DoneSignal::Tag },
+                prompt: None,
+            },
             prompt: prompt.into(),
             argv,
         };

@@ -37,20 +37,16 @@ pub(crate) fn main(dir: &Path, force: bool) -> Result<i32, RalphError> {
     let mut wrote = Vec::new();
     for (name, text) in files {
         let path = dir.join(name);
-        match action(path.exists(), force) {
-            Action::Keep => println!("kept {} (it exists; --force replaces it and keeps a backup)", path.display()),
-            Action::Write => {
-                write_new(&path, text)?;
-                wrote.push(name);
-                println!("wrote {}", path.display());
-            }
-            Action::Replace => {
-                let backup = backup(&path)?;
-                write_new(&path, text)?;
-                wrote.push(name);
-                println!("wrote {} (the old one is kept as {})", path.display(), backup.display());
-            }
+        let what = action(path.exists(), force);
+        if what == Action::Keep {
+            println!("kept {} (it exists; --force replaces it and keeps a backup)", path.display());
+            continue;
         }
+        let backup = if what == Action::Replace { Some(backup(&path)?) } else { None };
+        write_new(&path, text)?;
+        wrote.push(name);
+        let kept = backup.map(|b| format!(" (the old one is kept as {})", b.display())).unwrap_or_default();
+        println!("wrote {}{kept}", path.display());
     }
     if wrote.contains(&"ralph.toml") {
         if found.is_empty() {

@@ -127,13 +127,8 @@ pub(crate) fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) 
     let mut s = String::new();
     let p = &cp.progress;
     let pos = &p.position;
-    let _ = writeln!(
-        s,
-        "run {} — {}{}",
-        cp.run_id,
-        cp.status.as_str(),
-        if cp.clean_stop || live { "" } else { " (no clean stop)" }
-    );
+    let unclean = if cp.clean_stop || live { "" } else { " (no clean stop)" };
+    let _ = writeln!(s, "run {} — {}{unclean}", cp.run_id, cp.status.as_str());
     let _ = writeln!(s, "  started {}, last written {}", stamp(cp.started_at), stamp(cp.updated_at));
     let pass = pos.passes.map(|n| format!(", review/fix pass {} of {n}", pos.pass)).unwrap_or_default();
     let _ = writeln!(
@@ -159,13 +154,8 @@ pub(crate) fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) 
         let _ = writeln!(s, "  waiting: offline since {}", unix(since));
     }
     if let Some(f) = &cp.in_flight {
-        let _ = writeln!(
-            s,
-            "  in flight: attempt {} of agent {} (session {})",
-            f.attempt,
-            f.agent,
-            f.session.as_deref().unwrap_or("not yet known")
-        );
+        let session = f.session.as_deref().unwrap_or("not yet known");
+        let _ = writeln!(s, "  in flight: attempt {} of agent {} (session {session})", f.attempt, f.agent);
     }
     let _ = writeln!(s, "  resume: {}", what_resume_does(cp, live));
     let c = &p.counters;
@@ -195,11 +185,8 @@ pub(crate) fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) 
     if let Some(git) = &cp.git {
         s.push_str(&crate::report::summary::commits(git, 0).replace(" (0 in this session)", ""));
     }
-    let _ = writeln!(
-        s,
-        "  active time: {}",
-        humantime::format_duration(std::time::Duration::from_secs(cp.elapsed_secs as u64))
-    );
+    let active = humantime::format_duration(std::time::Duration::from_secs(cp.elapsed_secs as u64));
+    let _ = writeln!(s, "  active time: {active}");
     s
 }
 

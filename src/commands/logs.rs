@@ -11,6 +11,7 @@ use std::time::Duration;
 use crate::agent::AgentEvent;
 use crate::agent::event::LineParser;
 use crate::error::RalphError;
+use crate::report::clock;
 
 /// How often `-f` looks for more.
 const POLL: Duration = Duration::from_millis(200);
@@ -149,15 +150,13 @@ fn print_file(
     carry: &mut Vec<u8>,
     keep_going: impl Fn() -> bool,
 ) -> Result<bool, RalphError> {
-    let file = std::fs::File::open(path).map_err(|e| RalphError::io(format!("cannot read {}", path.display()), e))?;
-    let mut reader = BufReader::new(file);
+    let unreadable = |e| RalphError::io(format!("cannot read {}", path.display()), e);
+    let mut reader = BufReader::new(std::fs::File::open(path).map_err(unreadable)?);
     let mut line = Vec::new();
     let mut last_pass = false;
     loop {
         line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| RalphError::io(format!("cannot read {}", path.display()), e))?;
+        let n = reader.read_until(b'\n', &mut line).map_err(unreadable)?;
         if n > 0 && line.ends_with(b"\n") {
             line.pop();
             // The cut marker that opens a segment comes before the split line's end.
@@ -230,17 +229,12 @@ pub(crate) fn render_event(event: &AgentEvent) -> Option<String> {
         AgentEvent::ToolFinished { is_error, output, .. } => {
             format!("← {}{}", if *is_error { "error: " } else { "" }, cut(output.trim()))
         }
-        AgentEvent::RateLimit { status, resets_at, limit_type } => format!(
-            "· rate limit {status}{}{}",
-            limit_type.as_deref().map(|t| format!(" ({t})")).unwrap_or_default(),
-            resets_at
-                .and_then(|s| jiff::Timestamp::from_second(s).ok())
-                .map(|t| format!(
-                    ", resets {}",
-                    crate::report::clock::stamp(&t.to_string(), &crate::report::clock::zone())
-                ))
-                .unwrap_or_default()
-        ),
+        AgentEvent::RateLimit { status, resets_at, limit_type } => {
+            let kind = limit_type.as_deref().map(|t| format!(" ({t})")).unwrap_or_default();
+            let at = resets_at.and_then(|s| jiff::Timestamp::from_second(s).ok());
+            let resets = at.map(|t| format!(", resets {}", clock::stamp(&t.to_string(), &clock::zone())));
+            format!("· rate limit {status}{kind}{}", resets.unwrap_or_default())
+        }
         AgentEvent::ApiRetry { attempt, error, status } => format!(
             "· the agent retries its provider (attempt {attempt}{}): {}",
             status.map(|s| format!(", HTTP {s}")).unwrap_or_default(),
@@ -260,12 +254,7 @@ pub(crate) fn render_event(event: &AgentEvent) -> Option<String> {
 }
 
 fn cut(text: &str) -> String {
-    let one_line = text.replace('\n', " ⏎ ");
-    if one_line.chars().count() > WIDTH {
-        format!("{}…", one_line.chars().take(WIDTH).collect::<String>())
-    } else {
-        one_line
-    }
+    crate::report::ellipsis(&text.replace('\n', " ⏎ "), WIDTH)
 }
 
 #[cfg(test)]

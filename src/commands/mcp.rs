@@ -109,16 +109,14 @@ struct CompleteArgs {
 
 #[tool_router]
 impl Ralph {
-    #[tool(
-        description = "Report progress to ralph, the supervisor running you. Call it every few minutes during long work (a long build or test run): it tells ralph you are alive, so it does not end your session as stalled. The message is shown to the user."
-    )]
+    /// Report progress to ralph, the supervisor running you. Call it every few minutes during long work (a long build or test run): it tells ralph you are alive, so it does not end your session as stalled. The message is shown to the user.
+    #[tool]
     async fn report_progress(&self, Parameters(a): Parameters<ProgressArgs>) -> Result<CallToolResult, ErrorData> {
         self.forward(|attempt| Request::Progress { attempt, message: a.message }).await
     }
 
-    #[tool(
-        description = "Save verified progress. If this session is interrupted, the next attempt starts from this note, so list only what is done and verified, and what remains."
-    )]
+    /// Save verified progress. If this session is interrupted, the next attempt starts from this note, so list only what is done and verified, and what remains.
+    #[tool]
     async fn save_checkpoint(&self, Parameters(a): Parameters<CheckpointArgs>) -> Result<CallToolResult, ErrorData> {
         self.forward(|attempt| Request::Checkpoint {
             attempt,
@@ -130,23 +128,20 @@ impl Ralph {
         .await
     }
 
-    #[tool(
-        description = "Get the task's status from ralph: phase, iteration, attempt, budget, and the recovery note and checkpoint of earlier attempts."
-    )]
+    /// Get the task's status from ralph: phase, iteration, attempt, budget, and the recovery note and checkpoint of earlier attempts.
+    #[tool]
     async fn get_task_status(&self, Parameters(_): Parameters<NoArgs>) -> Result<CallToolResult, ErrorData> {
         self.forward(|attempt| Request::TaskStatus { attempt }).await
     }
 
-    #[tool(
-        description = "Tell ralph you cannot finish this attempt (a broken environment, a missing dependency, a tool that keeps failing). Then end your turn; ralph decides whether to retry or hand the task to another agent."
-    )]
+    /// Tell ralph you cannot finish this attempt (a broken environment, a missing dependency, a tool that keeps failing). Then end your turn; ralph decides whether to retry or hand the task to another agent.
+    #[tool]
     async fn report_interruption(&self, Parameters(a): Parameters<ReasonArgs>) -> Result<CallToolResult, ErrorData> {
         self.forward(|attempt| Request::Interruption { attempt, reason: a.reason }).await
     }
 
-    #[tool(
-        description = "Declare this iteration's work complete, with evidence of how you verified it (for example the test command you ran and its result). Vague evidence is refused with the reason: then verify and call again. After it is accepted, end your turn."
-    )]
+    /// Declare this iteration's work complete, with evidence of how you verified it (for example the test command you ran and its result). Vague evidence is refused with the reason: then verify and call again. After it is accepted, end your turn.
+    #[tool]
     async fn declare_complete(&self, Parameters(a): Parameters<CompleteArgs>) -> Result<CallToolResult, ErrorData> {
         self.forward(|attempt| Request::Complete {
             attempt,
@@ -157,9 +152,8 @@ impl Ralph {
         .await
     }
 
-    #[tool(
-        description = "Cancel the whole task because a person must act first (missing access, a contradiction in the goal, a decision only the user can make). The run stops, blocked, with your reason, and is not retried. Then end your turn."
-    )]
+    /// Cancel the whole task because a person must act first (missing access, a contradiction in the goal, a decision only the user can make). The run stops, blocked, with your reason, and is not retried. Then end your turn.
+    #[tool]
     async fn cancel_task(&self, Parameters(a): Parameters<ReasonArgs>) -> Result<CallToolResult, ErrorData> {
         self.forward(|attempt| Request::Cancel { attempt, reason: a.reason }).await
     }

@@ -14,20 +14,15 @@ pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
         .and_then(|s| crate::control::client::call(&s, &crate::control::Request::Status {}))
         .ok()
         .and_then(|r| r.live);
-    if let Some(live) = live {
-        if json {
-            let cp = super::inspect::read(dir).ok().flatten();
-            let holder = super::inspect::live_holder(dir);
-            println!("{}", super::inspect::to_json(dir, cp.as_ref(), holder.as_ref(), Some(&live))?);
-        } else {
-            print!("{}", describe_live(&live));
-        }
+    if let Some(live) = live.as_ref().filter(|_| !json) {
+        print!("{}", describe_live(live));
         return Ok(crate::exit::DONE);
     }
-    let cp = super::inspect::read(dir)?;
+    // With a live answer, a checkpoint that does not read is no error.
+    let cp = if live.is_some() { super::inspect::read(dir).ok().flatten() } else { super::inspect::read(dir)? };
     let holder = super::inspect::live_holder(dir);
     if json {
-        println!("{}", super::inspect::to_json(dir, cp.as_ref(), holder.as_ref(), None)?);
+        println!("{}", super::inspect::to_json(dir, cp.as_ref(), holder.as_ref(), live.as_ref())?);
         return Ok(crate::exit::DONE);
     }
     match (&cp, &holder) {

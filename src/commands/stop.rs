@@ -36,8 +36,7 @@ pub(crate) fn main(dir: &Path, now: bool, timeout: Duration) -> Result<i32, Ralp
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let cp = super::inspect::read(dir)?;
-    let Some(cp) = cp else {
+    let Some(cp) = super::inspect::read(dir)? else {
         eprintln!("ralph: the run stopped and left no checkpoint");
         return Ok(exit::DONE);
     };

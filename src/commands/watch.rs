@@ -9,13 +9,10 @@ pub(crate) fn main(cli: &WatchCli) -> Result<i32, RalphError> {
         print!("{}", crate::watch::unit::systemd_unit(&exe));
         return Ok(crate::exit::DONE);
     }
-    let roots = cli
-        .roots
-        .iter()
-        .map(|r| {
-            std::fs::canonicalize(r).map_err(|e| RalphError::setup(format!("cannot use --root {}", r.display()), e))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let canonical = |r: &std::path::PathBuf| {
+        std::fs::canonicalize(r).map_err(|e| RalphError::setup(format!("cannot use --root {}", r.display()), e))
+    };
+    let roots = cli.roots.iter().map(canonical).collect::<Result<Vec<_>, _>>()?;
     crate::watch::main(&crate::watch::Options {
         once: cli.once,
         interval: cli.interval,

@@ -2,7 +2,7 @@
 //! `ralph mcp` and the scripted agent. The socket path may come from a hostile
 //! repository's `.agent/`, so the client talks only to a server of its own uid.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -45,6 +45,21 @@ fn connect(socket: &Path) -> Result<UnixStream, ClientError> {
 
 /// Sends one request and reads its reply.
 pub(crate) fn call(socket: &Path, request: &Request) -> Result<Reply, ClientError> {
+    exchange(socket, request).map(|(_, reply)| reply)
+}
+
+/// Opens the session of `ralph mcp`: a connection that stays open while the server
+/// lives, so the run tells a crash (closed without [`end_session`]) from a shutdown.
+pub(crate) fn open_session(socket: &Path, attempt: u32) -> Result<UnixStream, ClientError> {
+    let (stream, reply) = exchange(socket, &Request::Hello { attempt })?;
+    if !reply.ok {
+        return Err(ClientError::Protocol { path: socket.to_path_buf(), detail: reply.error.unwrap_or_default() });
+    }
+    Ok(stream)
+}
+
+/// One request and its reply, on a connection left open.
+fn exchange(socket: &Path, request: &Request) -> Result<(UnixStream, Reply), ClientError> {
     let unreachable = |source| ClientError::Unreachable { path: socket.to_path_buf(), source };
     let bad = |detail: String| ClientError::Protocol { path: socket.to_path_buf(), detail };
     let mut stream = connect(socket)?;
@@ -54,28 +69,10 @@ pub(crate) fn call(socket: &Path, request: &Request) -> Result<Reply, ClientErro
     line.push('\n');
     stream.write_all(line.as_bytes()).map_err(unreachable)?;
     let mut reply = String::new();
-    BufReader::new(&stream).take_line(&mut reply).map_err(unreachable)?;
-    serde_json::from_str(reply.trim()).map_err(|e| bad(format!("{e}: {}", reply.trim())))
-}
-
-/// Opens the session of `ralph mcp`: a connection that stays open while the server
-/// lives, so the run tells a crash (closed without [`end_session`]) from a shutdown.
-pub(crate) fn open_session(socket: &Path, attempt: u32) -> Result<UnixStream, ClientError> {
-    let unreachable = |source| ClientError::Unreachable { path: socket.to_path_buf(), source };
-    let bad = |detail: String| ClientError::Protocol { path: socket.to_path_buf(), detail };
-    let mut stream = connect(socket)?;
-    stream.set_read_timeout(Some(TIMEOUT)).map_err(unreachable)?;
-    stream.set_write_timeout(Some(TIMEOUT)).map_err(unreachable)?;
-    let mut line = serde_json::to_string(&Request::Hello { attempt }).map_err(|e| bad(e.to_string()))?;
-    line.push('\n');
-    stream.write_all(line.as_bytes()).map_err(unreachable)?;
-    let mut reply = String::new();
-    BufReader::new(&stream).take_line(&mut reply).map_err(unreachable)?;
-    let reply: Reply = serde_json::from_str(reply.trim()).map_err(|e| bad(format!("{e}: {}", reply.trim())))?;
-    if !reply.ok {
-        return Err(bad(reply.error.unwrap_or_default()));
-    }
-    Ok(stream)
+    // One line of at most 1 MiB: a reply carries the live state, never more.
+    BufReader::new(&stream).take(1 << 20).read_line(&mut reply).map_err(unreachable)?;
+    let reply = serde_json::from_str(reply.trim()).map_err(|e| bad(format!("{e}: {}", reply.trim())))?;
+    Ok((stream, reply))
 }
 
 /// Ends the session in order.
@@ -83,16 +80,5 @@ pub(crate) fn end_session(mut stream: UnixStream, attempt: u32) {
     if let Ok(mut line) = serde_json::to_string(&Request::Bye { attempt }) {
         line.push('\n');
         let _ = stream.write_all(line.as_bytes());
-    }
-}
-
-/// Reads one line of at most 1 MiB (a reply carries the live state, never more).
-trait TakeLine {
-    fn take_line(self, out: &mut String) -> std::io::Result<usize>;
-}
-
-impl<R: BufRead> TakeLine for R {
-    fn take_line(self, out: &mut String) -> std::io::Result<usize> {
-        self.take(1 << 20).read_line(out)
     }
 }

@@ -82,6 +82,12 @@ pub(crate) enum Request {
         attempt: u32,
         reason: String,
     },
+    /// The session connection of `ralph mcp` closed without its `bye`: the server
+    /// crashed or was killed. Never on the wire: only the server itself sends it.
+    #[serde(skip)]
+    McpLost {
+        attempt: u32,
+    },
 }
 
 /// A reply: `{"ok": true, ...}` or `{"ok": false, "error": "..."}`.
@@ -135,49 +141,9 @@ pub(crate) struct Live {
     pub recovery_note: Option<String>,
 }
 
-/// What the dispatcher is told by the socket. Each names the attempt it belongs to.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Inbound {
-    Stop {
-        now: bool,
-    },
-    Hello {
-        attempt: u32,
-    },
-    Bye {
-        attempt: u32,
-    },
-    /// The session connection of `ralph mcp` closed without its `bye`: the server
-    /// crashed or was killed.
-    McpLost {
-        attempt: u32,
-    },
-    Progress {
-        attempt: u32,
-        message: String,
-    },
-    Checkpoint {
-        attempt: u32,
-        summary: String,
-        files_touched: Vec<String>,
-        steps_done: Vec<String>,
-        next_steps: Vec<String>,
-    },
-    Interruption {
-        attempt: u32,
-        reason: String,
-    },
-    Complete {
-        attempt: u32,
-        summary: String,
-        evidence: String,
-        goal_complete: bool,
-    },
-    Cancel {
-        attempt: u32,
-        reason: String,
-    },
-}
+/// What the dispatcher is told by the socket: a request [`route`] passed on (its free
+/// text bounded), or [`Request::McpLost`]. Each names the attempt it belongs to.
+pub(crate) type Inbound = Request;
 
 /// Reads one request line (without its newline).
 pub(crate) fn parse(line: &[u8]) -> Result<Request, String> {
@@ -241,6 +207,8 @@ pub(crate) fn route(request: Request, live: &Live) -> (Reply, Option<Inbound>) {
             None => (Reply::ok("connected"), Some(Inbound::Hello { attempt })),
         },
         Request::Bye { attempt } => (Reply::ok("bye"), Some(Inbound::Bye { attempt })),
+        // Not deserialisable: only the server itself makes it.
+        Request::McpLost { .. } => (Reply::error("unknown request"), None),
         Request::TaskStatus { attempt } => match stale(attempt) {
             Some(r) => (r, None),
             None => (Reply::live(live.clone()), None),
@@ -312,6 +280,8 @@ mod tests {
         assert!(parse(&vec![b'x'; MAX_LINE + 1]).unwrap_err().contains("too long"));
         assert!(parse(br#"{"op":"status","extra":1}"#).is_err());
         assert!(parse(br#"{"op":"launch_missiles"}"#).is_err());
+        // Only the server itself reports a lost session.
+        assert!(parse(br#"{"op":"mcp_lost","attempt":1}"#).is_err());
         assert_eq!(parse(br#"{"op":"stop"}"#).unwrap(), Request::Stop { now: false });
     }
 

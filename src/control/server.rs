@@ -151,10 +151,7 @@ fn answer(line: &[u8], live: &Mutex<Live>, tx: &mpsc::Sender<Inbound>) -> Reply 
         Ok(r) => r,
         Err(e) => return Reply::error(e),
     };
-    let snapshot = match live.lock() {
-        Ok(l) => l.clone(),
-        Err(poisoned) => poisoned.into_inner().clone(),
-    };
+    let snapshot = live.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     let (reply, inbound) = protocol::route(request, &snapshot);
     match inbound.map(|msg| tx.try_send(msg)) {
         Some(Err(_)) => Reply::error("the run is busy; try again"),

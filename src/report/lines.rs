@@ -9,7 +9,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::clock;
-use super::progress::AttemptLine;
 use crate::events::{FalloverWhy, RunEvent};
 use crate::supervise::completion::Why;
 use crate::workflow::advance::Verdict;
@@ -42,14 +41,30 @@ pub(crate) fn header(version: &str, dir: &Path, zone: &str) -> String {
     format!("ralph {version} in {} (times are {zone})", dir.display())
 }
 
-pub(crate) fn attempt(a: &AttemptLine, cost_usd: f64) -> String {
-    let resumed = a.resumed_session.as_ref().map(|s| format!(" · resuming {s}")).unwrap_or_default();
+/// The live line of an attempt; `None` for every other event.
+pub(crate) fn attempt(event: &RunEvent, cost_usd: f64) -> Option<String> {
+    let RunEvent::AttemptStarted {
+        attempt,
+        phase,
+        phase_number,
+        phase_count,
+        iteration,
+        iterations,
+        pass,
+        passes,
+        agent,
+        resume_session,
+        ..
+    } = event
+    else {
+        return None;
+    };
+    let resumed = resume_session.as_ref().map(|s| format!(" · resuming {s}")).unwrap_or_default();
     let cost = if cost_usd > 0.0 { format!(" · ${cost_usd:.2}") } else { String::new() };
-    let pass = a.pass.map(|(pass, passes)| format!(" · pass {pass}/{passes}")).unwrap_or_default();
-    format!(
-        "phase {}/{} {}{pass} · iteration {}/{} · agent {} · attempt {}{resumed}{cost}",
-        a.phase_number, a.phase_count, a.phase, a.iteration, a.iterations, a.agent, a.attempt
-    )
+    let pass = passes.map(|passes| format!(" · pass {pass}/{passes}")).unwrap_or_default();
+    Some(format!(
+        "phase {phase_number}/{phase_count} {phase}{pass} · iteration {iteration}/{iterations} · agent {agent} · attempt {attempt}{resumed}{cost}"
+    ))
 }
 
 /// The line that starts a wait: how long, for what, until when.
@@ -194,7 +209,8 @@ fn goal_note(goal: bool, review: bool, until_complete: bool) -> &'static str {
     }
 }
 
-fn short(hash: &str) -> &str {
+/// A commit hash as people quote it: its first 12 characters.
+pub(crate) fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
 }
 
@@ -232,17 +248,20 @@ mod tests {
         assert_eq!(line(&RunEvent::Retry { delay_ms: 5, resume_session: None }), None);
     }
 
-    fn attempt_line() -> AttemptLine {
-        AttemptLine {
+    fn attempt_line() -> RunEvent {
+        RunEvent::AttemptStarted {
+            attempt: 7,
             phase: "develop".into(),
             phase_number: 2,
             phase_count: 3,
             iteration: 4,
             iterations: 20,
-            pass: None,
+            pass: 1,
+            passes: None,
             agent: "claude".into(),
-            attempt: 7,
-            resumed_session: Some("sess-1".into()),
+            cycle: 1,
+            resume_session: Some("sess-1".into()),
+            env_withheld: Vec::new(),
         }
     }
 
@@ -251,8 +270,8 @@ mod tests {
         let stop = |why: EndWhy, sent, next| escalating(&Escalating { agent: "claude".into(), why, sent, next });
         let lines = [
             header("0.1.0", Path::new("/home/me/project"), "CET"),
-            attempt(&attempt_line(), 0.0),
-            attempt(&attempt_line(), 1.234),
+            attempt(&attempt_line(), 0.0).unwrap_or_default(),
+            attempt(&attempt_line(), 1.234).unwrap_or_default(),
             wait_begins("retrying after backoff", Duration::from_secs(5), "05:50:10"),
             wait_begins("retrying after backoff", Duration::from_millis(50), "05:50:10"),
             wait_begins("rate limit of claude", Duration::from_secs(3 * 3600 + 62), "09:00:00"),

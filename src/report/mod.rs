@@ -18,6 +18,15 @@ pub(crate) use progress::Reporter;
 pub(crate) use summary::tests::checkpoint as summary_fixture;
 pub(crate) use summary::{Summary, counts};
 
+/// `text` cut to `width` characters, marked "…" where it was cut.
+pub(crate) fn ellipsis(text: &str, width: usize) -> String {
+    if text.chars().count() > width {
+        format!("{}…", text.chars().take(width).collect::<String>())
+    } else {
+        text.to_string()
+    }
+}
+
 /// "1 attempt", "2 attempts": a count with its noun.
 pub(crate) fn plural(n: impl Into<u64>, noun: &str) -> String {
     let n = n.into();

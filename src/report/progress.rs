@@ -24,21 +24,6 @@ use super::lines::{self, Escalating};
 use super::summary::Summary;
 use super::term::NoPadTerm;
 
-/// What an attempt line shows.
-#[derive(Debug, Clone)]
-pub(crate) struct AttemptLine {
-    pub phase: String,
-    pub phase_number: usize,
-    pub phase_count: usize,
-    pub iteration: u32,
-    pub iterations: u32,
-    /// The pass through the repeating group and the passes at most, inside it.
-    pub pass: Option<(u32, u32)>,
-    pub agent: String,
-    pub attempt: u32,
-    pub resumed_session: Option<String>,
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Quiet,
@@ -57,8 +42,6 @@ pub(crate) struct Reporter {
     epoch: Instant,
     /// The run's cost so far, shown when an agent reports one.
     cost_usd: f64,
-    /// The attempt line, kept so the stopping line can replace it and come back.
-    attempt_text: Option<String>,
     tz: TimeZone,
 }
 
@@ -75,7 +58,6 @@ impl Reporter {
             last_event_ms: Arc::new(AtomicU64::new(0)),
             epoch: Instant::now(),
             cost_usd: 0.0,
-            attempt_text: None,
             tz: clock::zone(),
         }
     }
@@ -99,36 +81,10 @@ impl Reporter {
     /// Shows a run event: the attempt line for a new attempt, else its line if it
     /// has one ([`super::lines`]).
     pub(crate) fn event(&mut self, event: &crate::events::RunEvent) {
-        use crate::events::RunEvent;
-        match event {
-            RunEvent::AttemptStarted {
-                phase,
-                phase_number,
-                phase_count,
-                iteration,
-                iterations,
-                pass,
-                passes,
-                agent,
-                attempt,
-                resume_session,
-                ..
-            } => self.attempt_started(&AttemptLine {
-                phase: phase.clone(),
-                phase_number: *phase_number,
-                phase_count: *phase_count,
-                iteration: *iteration,
-                iterations: *iterations,
-                pass: passes.map(|passes| (*pass, passes)),
-                agent: agent.clone(),
-                attempt: *attempt,
-                resumed_session: resume_session.clone(),
-            }),
-            other => {
-                if let Some(text) = super::lines::line(other) {
-                    self.line(&text);
-                }
-            }
+        if let Some(text) = lines::attempt(event, self.cost_usd) {
+            self.attempt_started(text);
+        } else if let Some(text) = lines::line(event) {
+            self.line(&text);
         }
     }
 
@@ -137,10 +93,8 @@ impl Reporter {
         jiff::Timestamp::from_second(unix_second).map(|t| clock::hms(t, &self.tz)).unwrap_or_default()
     }
 
-    pub(crate) fn attempt_started(&mut self, a: &AttemptLine) {
-        let text = lines::attempt(a, self.cost_usd);
+    fn attempt_started(&mut self, text: String) {
         self.touch();
-        self.attempt_text = Some(text.clone());
         match self.mode {
             Mode::Quiet => {}
             Mode::Plain => eprintln!("{} {text}", self.clock()),
@@ -206,11 +160,6 @@ impl Reporter {
         }
     }
 
-    pub(crate) fn attempt_finished(&mut self) {
-        self.attempt_text = None;
-        self.clear();
-    }
-
     /// A wait begins: its length, what it waits for and until when, once as a line;
     /// then, on a terminal, a countdown that ticks.
     pub(crate) fn waiting(&mut self, why: &str, delay: Duration) {
@@ -260,10 +209,6 @@ impl Reporter {
         (self.epoch.elapsed() + next_in).as_millis() as u64
     }
 
-    pub(crate) fn waiting_done(&mut self) {
-        self.clear();
-    }
-
     /// The second Ctrl+C: what was killed, and how to continue.
     pub(crate) fn killed(&mut self, agent: Option<&str>) {
         self.clear();
@@ -290,8 +235,8 @@ impl Reporter {
         self.bar = Some(bar);
     }
 
-    /// Removes the live line, leaving nothing of it on the screen.
-    fn clear(&mut self) {
+    /// Removes the live line (an attempt's, a wait's), leaving nothing of it on the screen.
+    pub(crate) fn clear(&mut self) {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::time::Duration;
 
+use crate::git::record::{CommitRecord, GitState};
 use crate::outcome::RunEnd;
 use crate::recovery::Category;
 use crate::recovery::policy::Cap;
@@ -79,7 +80,7 @@ impl Summary {
             "  whole run: {}, {}, active {}",
             plural(c.iterations_done, "iteration"),
             plural(c.attempts, "attempt"),
-            fmt_duration(self.elapsed)
+            humantime::format_duration(Duration::from_secs(self.elapsed.as_secs()))
         );
         if let Some(verdict) = &cp.progress.review {
             let _ = writeln!(s, "  review: {}", verdict.describe());
@@ -131,18 +132,14 @@ impl Summary {
 const LISTED_COMMITS: usize = 20;
 
 /// The commits ralph made (and any the agents made themselves), one per line.
-pub(crate) fn commits(git: &crate::git::record::GitState, this_session: u32) -> String {
+pub(crate) fn commits(git: &GitState, this_session: u32) -> String {
     let mut s = String::new();
+    let by_agents = (git.agent_commits > 0).then(|| format!(", {} made by the agents themselves", git.agent_commits));
     let _ = writeln!(
         s,
-        "  git: {} commit(s) by ralph in this run ({} in this session){}",
+        "  git: {} commit(s) by ralph in this run ({this_session} in this session){}",
         git.commit_count,
-        this_session,
-        if git.agent_commits > 0 {
-            format!(", {} made by the agents themselves", git.agent_commits)
-        } else {
-            String::new()
-        }
+        by_agents.unwrap_or_default()
     );
     let skip = git.commits.len().saturating_sub(LISTED_COMMITS);
     if skip > 0 || (git.commit_count as usize) > git.commits.len() {
@@ -152,16 +149,8 @@ pub(crate) fn commits(git: &crate::git::record::GitState, this_session: u32) -> 
             git.commit_count as usize - LISTED_COMMITS.min(git.commits.len())
         );
     }
-    for c in &git.commits[skip..] {
-        let _ = writeln!(
-            s,
-            "    {} {} ({} file(s), +{} -{})",
-            c.hash.get(..12).unwrap_or(&c.hash),
-            c.key,
-            c.files,
-            c.insertions,
-            c.deletions
-        );
+    for CommitRecord { hash, key, files, insertions, deletions } in &git.commits[skip..] {
+        let _ = writeln!(s, "    {} {key} ({files} file(s), +{insertions} -{deletions})", super::lines::short(hash));
     }
     if let Some(p) = &git.pending {
         let _ = writeln!(s, "    pending: the commit of {} (made or found on resume)", p.key);
@@ -177,25 +166,12 @@ const EXCERPT_WIDTH: usize = 160;
 /// The last `n` non-empty lines of `text`, each cut to a readable width.
 fn excerpt(text: &str, n: usize) -> Vec<String> {
     let lines: Vec<&str> = text.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(n)..]
-        .iter()
-        .map(|l| {
-            if l.chars().count() > EXCERPT_WIDTH {
-                format!("{}…", l.chars().take(EXCERPT_WIDTH).collect::<String>())
-            } else {
-                (*l).to_string()
-            }
-        })
-        .collect()
+    lines[lines.len().saturating_sub(n)..].iter().map(|l| super::ellipsis(l, EXCERPT_WIDTH)).collect()
 }
 
 /// "agent 2, environmental 1": named counts in one line.
 pub(crate) fn counts<K>(map: &BTreeMap<K, u32>, name: impl Fn(&K) -> &str) -> String {
     map.iter().map(|(k, v)| format!("{} {v}", name(k))).collect::<Vec<_>>().join(", ")
-}
-
-fn fmt_duration(d: Duration) -> String {
-    humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
 }
 
 #[cfg(test)]

@@ -52,6 +52,16 @@ pub(super) fn is_padding(s: &str) -> bool {
     s.bytes().all(|b| b == b' ')
 }
 
+/// The cursor movements: each starts a redraw, then moves.
+macro_rules! cursor_moves {
+    ($($name:ident),*) => {$(
+        fn $name(&self, n: usize) -> io::Result<()> {
+            self.begin_control();
+            self.term.$name(n)
+        }
+    )*};
+}
+
 impl<T: TermLike> TermLike for NoPadTerm<T> {
     fn width(&self) -> u16 {
         self.term.width()
@@ -61,25 +71,7 @@ impl<T: TermLike> TermLike for NoPadTerm<T> {
         self.term.height()
     }
 
-    fn move_cursor_up(&self, n: usize) -> io::Result<()> {
-        self.begin_control();
-        self.term.move_cursor_up(n)
-    }
-
-    fn move_cursor_down(&self, n: usize) -> io::Result<()> {
-        self.begin_control();
-        self.term.move_cursor_down(n)
-    }
-
-    fn move_cursor_right(&self, n: usize) -> io::Result<()> {
-        self.begin_control();
-        self.term.move_cursor_right(n)
-    }
-
-    fn move_cursor_left(&self, n: usize) -> io::Result<()> {
-        self.begin_control();
-        self.term.move_cursor_left(n)
-    }
+    cursor_moves!(move_cursor_up, move_cursor_down, move_cursor_right, move_cursor_left);
 
     fn write_line(&self, s: &str) -> io::Result<()> {
         self.begin_text()?;

@@ -74,7 +74,8 @@ impl Dispatcher {
                         self.emit(RunEvent::StopAfterIteration {});
                     }
                 }
-                Inbound::Hello { .. } | Inbound::Bye { .. } => {}
+                // The socket answers status requests itself.
+                Inbound::Hello { .. } | Inbound::Bye { .. } | Inbound::Status {} | Inbound::TaskStatus { .. } => {}
                 // Only a server lost while its agent still runs is a crash: the
                 // agent's own exit (and ralph's cleanup of its group) ends it too.
                 Inbound::McpLost { attempt }
@@ -131,18 +132,15 @@ impl Dispatcher {
 
     /// Publishes the live state for `ralph status` and `get_task_status`.
     pub(super) fn publish(&mut self, event: &RunEvent) {
-        if let RunEvent::AttemptStarted { .. } = event {
+        if let RunEvent::AttemptStarted { attempt, .. } = event {
             // A new attempt: what the last one declared is its own.
             self.control.declared = None;
             self.control.cancelled = None;
             self.control.interruption = None;
+            lock(&self.control.live).attempt = *attempt;
         }
         self.refresh_live();
-        let mut live = lock(&self.control.live);
-        live.last_event = Some(event.kind().to_string());
-        if let RunEvent::AttemptStarted { attempt, .. } = event {
-            live.attempt = *attempt;
-        }
+        lock(&self.control.live).last_event = Some(event.kind().to_string());
     }
 
     fn refresh_live(&self) {
@@ -169,13 +167,8 @@ impl Dispatcher {
             .as_ref()
             .filter(|c| c.phase == pos.phase_name && c.iteration == pos.iteration)
             .map(|c| c.summary.clone());
-        live.budget = self
-            .r
-            .loaded
-            .config
-            .general
-            .max_cost_usd
-            .map(|max| format!("${:.2} of ${max:.2} spent", cp.usage.cost_usd));
+        let max_cost = self.r.loaded.config.general.max_cost_usd;
+        live.budget = max_cost.map(|max| format!("${:.2} of ${max:.2} spent", cp.usage.cost_usd));
     }
 }
 

@@ -13,13 +13,12 @@ use crate::signal::Signals;
 use crate::state::atomic::Durability;
 use crate::state::disk;
 
-use super::RunEnd;
-use super::dispatch::Dispatcher;
+use super::dispatch::{Dispatcher, Flow};
 
 impl Dispatcher {
     /// Waits until the state that a full disk refused is written; `Some` when the run
     /// ends meanwhile (a signal).
-    pub(super) async fn disk_wait(&mut self, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
+    pub(super) async fn disk_wait(&mut self, signals: &mut Signals) -> Flow {
         let mut tries = 0u32;
         while let Some(path) = self.disk_full.clone() {
             let free = disk::free_bytes(&path).map_or_else(|| "unknown".to_string(), disk::human);
@@ -39,7 +38,7 @@ impl Dispatcher {
             }
             self.r.reporter.waiting(&why, delay);
             let waited = self.race(tokio::time::sleep(delay), signals).await;
-            self.r.reporter.waiting_done();
+            self.r.reporter.clear();
             if let Err(end) = waited? {
                 return Ok(Some(end));
             }

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use nix::sys::signal::Signal;
 use tokio::time::Instant;
 
 use crate::agent::AgentEvent;
@@ -18,6 +19,7 @@ use crate::recovery::classify::{EndedBy, Exit};
 use crate::recovery::policy::{self, Cap, FalloverWhy, Next, Stop};
 use crate::recovery::rate_limit;
 use crate::report::Summary;
+use crate::report::lines::{self, EndWhy, Escalating};
 use crate::signal::{InterruptAction, Signals, StopCause};
 use crate::state::atomic::Durability;
 use crate::state::checkpoint::{InFlight, Status, ToolCall};
@@ -36,6 +38,11 @@ use super::failure::Ending;
 use super::git_step::Step;
 use super::setup::Ready;
 use super::waits::Offline;
+
+/// What a step of the loop comes to: `Some` when the run ends there.
+pub(super) type Flow = Result<Option<RunEnd>, RalphError>;
+/// A `T`, unless the run ended first (`Err` with how it ended).
+pub(super) type Raced<T> = Result<Result<T, RunEnd>, RalphError>;
 
 pub(crate) struct Dispatcher {
     pub(super) r: Ready,
@@ -145,10 +152,9 @@ impl Dispatcher {
         self.journal_git_start();
         self.save()?;
         self.probe_defaults_in_background();
-        let end = match self.resume_pending(&mut signals).await {
-            Ok(Some(end)) => Ok(end),
-            Ok(None) => self.dispatch(&mut signals).await,
-            Err(e) => Err(e),
+        let end = match self.resume_pending(&mut signals).await.transpose() {
+            Some(end) => end,
+            None => self.dispatch(&mut signals).await,
         };
         let end = match end {
             // The final state must reach the disk too.
@@ -190,7 +196,7 @@ impl Dispatcher {
 
     /// The waits and stops that come before the next attempt; `Some` when the run
     /// ends there.
-    async fn before_attempt(&mut self, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
+    async fn before_attempt(&mut self, signals: &mut Signals) -> Flow {
         // A full disk is an outage: the last good checkpoint stays on disk and
         // nothing new starts until the current state is written.
         if let Some(end) = self.disk_wait(signals).await? {
@@ -245,7 +251,7 @@ impl Dispatcher {
 
     /// Records an attempt's outcome and carries out what it decides; `Some` when the
     /// run ends there.
-    async fn after_outcome(&mut self, outcome: Outcome, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
+    async fn after_outcome(&mut self, outcome: Outcome, signals: &mut Signals) -> Flow {
         let agent = self.current_agent();
         self.add_usage(&outcome);
         match outcome.end {
@@ -256,9 +262,8 @@ impl Dispatcher {
                     in_flight.tool = Some(tool_call(tool));
                 }
                 // The live line of the stop is gone: this line stays.
-                self.r
-                    .reporter
-                    .line(&crate::report::lines::agent_stopped(&agent, outcome.last_signal.map(|s| s.as_str())));
+                let line = lines::agent_stopped(&agent, outcome.last_signal.map(|s| s.as_str()));
+                self.r.reporter.line(&line);
                 self.stopped(cause, outcome.session).map(Some)
             }
             End::SpawnFailed { ref error, ref program } => self.spawn_failed(&agent, program, error, signals).await,
@@ -306,7 +311,7 @@ impl Dispatcher {
             self.disk_full.get_or_insert_with(|| log.current().to_path_buf());
             self.unsaved_log = Some(log);
         }
-        self.r.reporter.attempt_finished();
+        self.r.reporter.clear();
         if artifact_stamp(&self.r.dir, &done) != artifact && artifact.is_some_or_created(&self.r.dir, &done) {
             outcome.artifact_changed = true;
         }
@@ -320,13 +325,13 @@ impl Dispatcher {
         let iterations = self.phase().iterations;
         let cp = &mut self.r.checkpoint;
         cp.progress.counters.attempts += 1;
-        let launch_no = {
-            let n = cp.progress.launches.entry(agent.clone()).or_insert(0);
-            *n += 1;
-            *n
-        };
+        let launches = cp.progress.launches.entry(agent.clone()).or_insert(0);
+        *launches += 1;
+        let launch_no = *launches;
         let attempt_no = cp.progress.counters.attempts;
         let resume = cp.progress.resume_session.clone();
+        let session_tokens =
+            resume.as_ref().and_then(|s| cp.progress.session_tokens.get(s).copied()).unwrap_or_default();
         let prompt = self.prompt(resume.is_some());
         let agent_cfg = self.r.loaded.config.agents.get(&agent).cloned().ok_or_else(|| {
             RalphError::ResumeMismatch(format!("agent {agent} is no longer configured; run `ralph --no-resume`"))
@@ -351,10 +356,7 @@ impl Dispatcher {
                 launch: launch_no,
                 cwd: &self.r.dir,
                 run_id: &self.r.checkpoint.run_id,
-                session_tokens: resume
-                    .as_ref()
-                    .and_then(|s| self.r.checkpoint.progress.session_tokens.get(s).copied())
-                    .unwrap_or_default(),
+                session_tokens,
                 control: self.control.server.as_ref().filter(|_| agent_cfg.mcp).map(|s| (s.socket(), attempt_no)),
             },
         );
@@ -395,7 +397,7 @@ impl Dispatcher {
         exit: Exit,
         ended_by: EndedBy,
         signals: &mut Signals,
-    ) -> Result<Option<RunEnd>, RalphError> {
+    ) -> Flow {
         let agent = self.current_agent();
         let phase = self.phase().clone();
         if let Some(session) = &outcome.session {
@@ -430,20 +432,13 @@ impl Dispatcher {
                     session: outcome.session.clone(),
                     usage: outcome.usage.clone(),
                 });
-                self.last_success = Some(outcome.final_message.clone().unwrap_or_default());
-                match self.commit_done(completion.clone(), outcome.final_message.as_deref().unwrap_or_default())? {
-                    Step::Done => {
-                        self.probe_defaults_in_background();
-                        policy::on_success(
-                            &mut self.r.checkpoint.progress,
-                            &self.r.loaded.phases,
-                            self.r.loaded.repeat,
-                            completion,
-                        )
-                    }
-                    Step::Rejected(output) => self.commit_rejected(outcome, &output),
-                    Step::Blocked(message) => Next::Stop(Stop::Blocked { message }),
+                let final_message = outcome.final_message.as_deref().unwrap_or_default();
+                self.last_success = Some(final_message.to_string());
+                let step = self.commit_done(completion.clone(), final_message)?;
+                if matches!(step, Step::Done) {
+                    self.probe_defaults_in_background();
                 }
+                self.after_commit(step, completion, outcome)
             }
             Completion::Confirm => {
                 self.ask_to_confirm(outcome, &claim, phase.until_complete)?;
@@ -486,6 +481,7 @@ impl Dispatcher {
         let agent = self.current_agent();
         let resumable = self.r.loaded.config.agents.get(&agent).is_some_and(crate::config::AgentConfig::can_resume);
         let counters = &self.r.checkpoint.progress.counters;
+        let declared = self.control.declared.filter(|(attempt, _)| *attempt == counters.attempts);
         done::evaluate(
             &self.phase().done,
             &Evidence {
@@ -495,11 +491,7 @@ impl Dispatcher {
                 artifact_changed: outcome.artifact_changed,
                 session_known: outcome.session.is_some() && resumable,
                 already_asked: counters.confirmations > 0,
-                declared: self
-                    .control
-                    .declared
-                    .filter(|(attempt, _)| *attempt == counters.attempts)
-                    .map(|(_, goal)| goal),
+                declared: declared.map(|(_, goal)| goal),
             },
         )
     }
@@ -520,7 +512,7 @@ impl Dispatcher {
         self.save()
     }
 
-    pub(super) async fn carry_out(&mut self, next: Next, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
+    pub(super) async fn carry_out(&mut self, next: Next, signals: &mut Signals) -> Flow {
         tracing::debug!(?next, "carrying out");
         match next {
             Next::Iteration => {
@@ -591,26 +583,26 @@ impl Dispatcher {
     pub(super) fn stopped(&mut self, cause: StopCause, session: Option<String>) -> Result<RunEnd, RalphError> {
         let last_tool = self.r.checkpoint.in_flight.as_ref().and_then(|f| f.tool.as_ref()).map(in_flight_tool);
         let interrupted_note = self.note(Trouble::Interrupted, last_tool);
-        if let Some(in_flight) = self.r.checkpoint.in_flight.clone() {
+        if let Some(in_flight) = self.r.checkpoint.in_flight.take() {
+            let session = session.or(in_flight.session);
             // The journal tells every attempt's end, this one included, once the
             // checkpoint no longer holds it in flight.
             self.emit_after_save(RunEvent::AttemptInterrupted {
                 attempt: in_flight.attempt,
-                agent: in_flight.agent,
-                session: session.clone().or(in_flight.session),
+                agent: in_flight.agent.clone(),
+                session: session.clone(),
                 started_at: None,
                 signal: Some(cause.signal_name().to_string()),
             });
+            // The attempt did not fail: it was stopped. Its session continues later.
+            let progress = &mut self.r.checkpoint.progress;
+            if let Some(s) = session {
+                progress.sessions.insert(in_flight.agent, s.clone());
+                progress.resume_session = Some(s);
+            }
+            progress.recovery_note = Some(interrupted_note);
         }
         let cp = &mut self.r.checkpoint;
-        if let Some(in_flight) = cp.in_flight.take() {
-            // The attempt did not fail: it was stopped. Its session continues later.
-            if let Some(s) = session.or(in_flight.session) {
-                cp.progress.sessions.insert(in_flight.agent, s.clone());
-                cp.progress.resume_session = Some(s);
-            }
-            cp.progress.recovery_note = Some(interrupted_note);
-        }
         cp.status = Status::stopped_by(cause);
         cp.stop_cause = Some(cause);
         Ok(RunEnd::Stopped(cause))
@@ -882,31 +874,20 @@ impl Observer for Dispatcher {
     }
 
     fn tool(&mut self, tool: &LastTool) {
-        let Some(in_flight) = self.r.checkpoint.in_flight.as_mut() else { return };
-        if tool.state != ToolState::StartedNoResult {
-            // Only a start is worth a write: after a crash, the call named is one
-            // whose outcome must be checked either way.
-            return;
-        }
+        // Only a start is worth a write: after a crash, the call named is one whose
+        // outcome must be checked either way.
+        let started = tool.state == ToolState::StartedNoResult;
+        let Some(in_flight) = self.r.checkpoint.in_flight.as_mut().filter(|_| started) else { return };
         in_flight.tool = Some(tool_call(tool));
         if let Err(e) = self.save_with(Durability::Ordered) {
             tracing::warn!("{e}");
         }
     }
 
-    fn escalating(
-        &mut self,
-        why: crate::report::lines::EndWhy,
-        sent: nix::sys::signal::Signal,
-        next: Option<(nix::sys::signal::Signal, Instant)>,
-    ) {
+    fn escalating(&mut self, why: EndWhy, sent: Signal, next: Option<(Signal, Instant)>) {
         tracing::debug!(?why, %sent, next = ?next.map(|(s, _)| s), "escalation step");
-        let view = crate::report::lines::Escalating {
-            agent: self.current_agent(),
-            why,
-            sent: sent.as_str(),
-            next: next.map(|(s, _)| s.as_str()),
-        };
+        let view =
+            Escalating { agent: self.current_agent(), why, sent: sent.as_str(), next: next.map(|(s, _)| s.as_str()) };
         self.r.reporter.escalating(&view, next.map(|(_, at)| at.into_std()));
     }
 

@@ -5,8 +5,7 @@
 //! the agent ran are classified by `recovery::spawn`.
 
 use crate::agent::{kinds, launch, versions};
-use crate::config::DoneSignal;
-use crate::error::RalphError;
+use crate::config::{DoneSignal, Phase};
 use crate::events::RunEvent;
 use crate::process;
 use crate::recovery::classify::{self, EndedBy, Exit};
@@ -18,11 +17,11 @@ use crate::state::checkpoint::LastError;
 use crate::supervise::completion::{Claim, Why};
 use crate::supervise::note::{self, LastTool, NoteContext, Trouble};
 use crate::supervise::trouble;
+use crate::workflow::Progress;
 use crate::workflow::done::SignOff;
 
-use super::RunEnd;
 use super::attempt::Outcome;
-use super::dispatch::Dispatcher;
+use super::dispatch::{Dispatcher, Flow, Raced};
 
 /// How a failed attempt ended, as the classifier needs it.
 pub(super) struct Ending<'a> {
@@ -43,7 +42,7 @@ impl Dispatcher {
         program: &str,
         error: &std::io::Error,
         signals: &mut Signals,
-    ) -> Result<Option<RunEnd>, RalphError> {
+    ) -> Flow {
         use std::io::ErrorKind;
         self.r.checkpoint.in_flight = None;
         let failure = match error.raw_os_error() {
@@ -53,14 +52,12 @@ impl Dispatcher {
             }
             errno => spawn::classify(agent, program, errno, &error.to_string()),
         };
+        self.record_failure(agent, &failure, &Outcome::empty());
         if failure.category == Category::UserConfig {
-            self.record_failure(agent, &failure, &Outcome::empty());
             return self.stop(Stop::Blocked { message: failure.reason }).map(Some);
         }
-        self.record_failure(agent, &failure, &Outcome::empty());
-        let limits = Limits { retry: &self.r.loaded.config.retry, max_cycles: self.r.loaded.config.general.max_cycles };
         let facts = Facts { session: None, rate_limit_reset: None, now: self.unix_now(), jitter: jitter(self.now()) };
-        let next = policy::on_failure(&mut self.r.checkpoint.progress, &self.r.loaded.phases, limits, &failure, facts);
+        let next = self.on_failure(&failure, facts);
         self.carry_out(next, signals).await
     }
 
@@ -73,7 +70,7 @@ impl Dispatcher {
         outcome: &Outcome,
         ending: Ending<'_>,
         signals: &mut Signals,
-    ) -> Result<Result<Next, RunEnd>, RalphError> {
+    ) -> Raced<Next> {
         let Ending { exit, ended_by, claim, missing } = ending;
         let agent = self.current_agent();
         let agent_cfg = self.r.loaded.config.agents.get(&agent);
@@ -127,8 +124,6 @@ impl Dispatcher {
             }
         }
         let now = self.now();
-        let retry = &self.r.loaded.config.retry;
-        let limits = Limits { retry, max_cycles: self.r.loaded.config.general.max_cycles };
         let facts = Facts {
             session: outcome.session.clone(),
             rate_limit_reset: failure
@@ -138,9 +133,10 @@ impl Dispatcher {
             jitter: jitter(now),
         };
         tracing::debug!(?facts, "policy inputs");
+        let next = self.on_failure(&failure, facts);
         let progress = &mut self.r.checkpoint.progress;
-        let next = policy::on_failure(progress, &self.r.loaded.phases, limits, &failure, facts);
         tracing::debug!(?next, counters = ?progress.counters, position = ?progress.position, "policy decision");
+        let retry = &self.r.loaded.config.retry;
         if let Some(evidence) = policy::continue_storm(progress, retry, &failure, &next, now.as_second()) {
             self.intervene("continue_storm", &evidence);
         }
@@ -150,6 +146,12 @@ impl Dispatcher {
         let note = self.note(trouble, outcome.last_tool.clone());
         self.r.checkpoint.progress.recovery_note = Some(note);
         Ok(Ok(next))
+    }
+
+    /// The policy's decision on a recorded failure.
+    pub(super) fn on_failure(&mut self, failure: &Classification, facts: Facts) -> Next {
+        let limits = Limits { retry: &self.r.loaded.config.retry, max_cycles: self.r.loaded.config.general.max_cycles };
+        policy::on_failure(&mut self.r.checkpoint.progress, &self.r.loaded.phases, limits, failure, facts)
     }
 
     /// A CLI that refused an argument ralph passes was most likely updated: the
@@ -176,26 +178,11 @@ impl Dispatcher {
 
     /// The self-contained recovery note for the next attempt.
     pub(super) fn note(&self, trouble: Trouble, last_tool: Option<LastTool>) -> String {
-        let progress = &self.r.checkpoint.progress;
-        let phase = self.phase();
-        let done = trouble::done_summary(progress, &self.r.loaded.phases);
-        let mut text = note::note(&NoteContext {
-            goal: &self.r.goal,
-            phase: &phase.name,
-            iteration: progress.position.iteration,
-            iterations: phase.iterations,
-            done_summary: &done,
-            what_went_wrong: trouble,
-            last_tool,
-        });
+        let (progress, phase) = (&self.r.checkpoint.progress, self.phase());
+        let mut text = recovery_note(progress, &self.r.loaded.phases, &self.r.goal, trouble, last_tool);
         // The agent's own `save_checkpoint` of this iteration: verified progress.
-        if let Some(saved) = self
-            .r
-            .checkpoint
-            .agent_checkpoint
-            .as_ref()
-            .filter(|c| c.phase == phase.name && c.iteration == progress.position.iteration)
-        {
+        let saved = self.r.checkpoint.agent_checkpoint.as_ref();
+        if let Some(saved) = saved.filter(|c| c.phase == phase.name && c.iteration == progress.position.iteration) {
             text.push_str(&note::saved_progress(saved));
         }
         text
@@ -248,13 +235,35 @@ impl Dispatcher {
     }
 }
 
+/// The recovery note of the iteration `progress` stands in, without the agent's
+/// own checkpoint (see [`Dispatcher::note`]); also for an attempt a crash cut short.
+pub(super) fn recovery_note(
+    progress: &Progress,
+    phases: &[Phase],
+    goal: &str,
+    trouble: Trouble,
+    last_tool: Option<LastTool>,
+) -> String {
+    let phase = &phases[progress.position.phase];
+    note::note(&NoteContext {
+        goal,
+        phase: &phase.name,
+        iteration: progress.position.iteration,
+        iterations: phase.iterations,
+        done_summary: &trouble::done_summary(progress, phases),
+        what_went_wrong: trouble,
+        last_tool,
+    })
+}
+
 /// A number in [0, 1) for the backoff's jitter. The clock's nanoseconds are random
 /// enough to keep many runs hit by one outage from retrying in lockstep.
 fn jitter(now: jiff::Timestamp) -> f64 {
     f64::from(now.subsec_nanosecond().unsigned_abs()) / 1e9
 }
 
-fn tail_chars(text: &str, max: usize) -> String {
+/// The last `max` characters of `text`.
+pub(super) fn tail_chars(text: &str, max: usize) -> String {
     let count = text.chars().count();
     text.chars().skip(count.saturating_sub(max)).collect()
 }

@@ -19,7 +19,7 @@ use crate::git::plan::{self, Exempt, Facts, Rules};
 use crate::git::preflight::{self, RepoFacts, Wants};
 use crate::git::record::{CommitRecord, GitState, Pending};
 use crate::git::repo::{CommitFailure, Discovery, GitError, Identities, Repo};
-use crate::recovery::policy::{self, Facts as PolicyFacts, Limits, Next, Stop};
+use crate::recovery::policy::{self, Facts as PolicyFacts, Next, Stop};
 use crate::recovery::{Category, Classification};
 use crate::report::Reporter;
 use crate::signal::Signals;
@@ -27,9 +27,9 @@ use crate::state::checkpoint::Checkpoint;
 use crate::supervise::note::Trouble;
 use crate::workflow::done::Completion;
 
-use super::RunEnd;
 use super::attempt::Outcome;
-use super::dispatch::Dispatcher;
+use super::dispatch::{Dispatcher, Flow};
+use super::failure::tail_chars;
 
 /// Files larger than this are not searched for credential values (they are logs or
 /// binaries; a new one is held back by `max_new_file` anyway).
@@ -118,16 +118,13 @@ pub(crate) fn setup(
         }
         let head = repo.head().map_err(fail)?;
         if baseline.detached {
-            reporter.line(&format!(
-                "git: HEAD is detached{}; ralph commits on it (`git branch NAME` keeps the commits)",
-                head.as_deref().map(|h| format!(" at {}", short(h))).unwrap_or_default()
-            ));
+            let at = head.as_deref().map(|h| format!(" at {}", crate::report::lines::short(h))).unwrap_or_default();
+            reporter
+                .line(&format!("git: HEAD is detached{at}; ralph commits on it (`git branch NAME` keeps the commits)"));
         }
-        if !baseline.held.is_empty() {
-            reporter.line(&format!(
-                "git: --allow-dirty: {} changed file(s) are left out of every commit",
-                baseline.held.len()
-            ));
+        let held = baseline.held.len();
+        if held > 0 {
+            reporter.line(&format!("git: --allow-dirty: {held} changed file(s) are left out of every commit"));
         }
         checkpoint.git = Some(GitState {
             top: top.display().to_string(),
@@ -146,7 +143,6 @@ pub(crate) fn setup(
     Ok(Some(GitSession { repo, config, exempt, who, credentials, cwd: dir.to_path_buf(), cwd_rel }))
 }
 
-/// ralph's own files, relative to the top: the config, the goal, `.agent/`.
 /// What a new run here would do with git, for `--dry-run`: read-only (git status and
 /// the branch), nothing is created or committed.
 pub(crate) fn preview(dir: &Path, loaded: &Loaded) -> String {
@@ -186,6 +182,7 @@ pub(crate) fn preview(dir: &Path, loaded: &Loaded) -> String {
     s
 }
 
+/// ralph's own files, relative to the top: the config, the goal, `.agent/`.
 fn exempt(top: &Path, dir: &Path, config: &Path, goal: &Path) -> Exempt {
     let rel = |p: &Path| -> Option<String> {
         let real = std::fs::canonicalize(p).ok().or_else(|| {
@@ -234,17 +231,10 @@ fn credential_values(loaded: &Loaded) -> Vec<String> {
     values.into_iter().collect()
 }
 
-fn short(hash: &str) -> &str {
-    hash.get(..12).unwrap_or(hash)
-}
-
 impl Dispatcher {
     /// Journals the baseline of a new run (once: a resume keeps the first).
     pub(super) fn journal_git_start(&mut self) {
-        let Some(git) = &self.r.checkpoint.git else { return };
-        if self.r.resumed {
-            return;
-        }
+        let Some(git) = self.r.checkpoint.git.as_ref().filter(|_| !self.r.resumed) else { return };
         let event = RunEvent::GitBaseline {
             top: git.top.clone(),
             baseline: git.baseline.clone(),
@@ -258,10 +248,7 @@ impl Dispatcher {
     /// After an attempt reached its done signal and before the position advances:
     /// commit the iteration's work when the config says so.
     pub(super) fn commit_done(&mut self, completion: Completion, final_message: &str) -> Result<Step, RalphError> {
-        let Some(session) = &self.r.git else { return Ok(Step::Done) };
-        if self.r.checkpoint.git.is_none() {
-            return Ok(Step::Done);
-        }
+        let (Some(session), Some(_)) = (&self.r.git, &self.r.checkpoint.git) else { return Ok(Step::Done) };
         let commit_now = match session.config.commit {
             CommitMode::Off => false,
             CommitMode::Iteration => true,
@@ -385,7 +372,7 @@ impl Dispatcher {
             }
             Err(CommitFailure::HookRejected(output)) => {
                 let output = crate::state::redact::redact(&output);
-                self.emit(RunEvent::GitCommitRejected { key: pending.key.clone(), output: tail(&output, 4000) });
+                self.emit(RunEvent::GitCommitRejected { key: pending.key.clone(), output: tail_chars(&output, 4000) });
                 Ok(Step::Rejected(output))
             }
             Err(CommitFailure::Other(e)) => Err(e),
@@ -408,6 +395,17 @@ impl Dispatcher {
         Ok(())
     }
 
+    /// What the commit step leaves the iteration to: the policy's next step after a
+    /// success, the rejected commit's failure, or a stop.
+    pub(super) fn after_commit(&mut self, step: Step, completion: Completion, outcome: &Outcome) -> Next {
+        let progress = &mut self.r.checkpoint.progress;
+        match step {
+            Step::Done => policy::on_success(progress, &self.r.loaded.phases, self.r.loaded.repeat, completion),
+            Step::Rejected(output) => self.commit_rejected(outcome, &output),
+            Step::Blocked(message) => Next::Stop(Stop::Blocked { message }),
+        }
+    }
+
     /// A hook rejected the commit: an `agent` failure of the iteration, budgeted like
     /// any other, with the hook's output in the note so the agent can fix it.
     pub(super) fn commit_rejected(&mut self, outcome: &Outcome, output: &str) -> Next {
@@ -418,13 +416,12 @@ impl Dispatcher {
             "a git hook rejected the commit of the iteration's work".to_string(),
         );
         self.record_failure(&agent, &failure, outcome);
-        let limits = Limits { retry: &self.r.loaded.config.retry, max_cycles: self.r.loaded.config.general.max_cycles };
         let facts =
             PolicyFacts { session: outcome.session.clone(), rate_limit_reset: None, now: self.unix_now(), jitter: 0.5 };
-        let next = policy::on_failure(&mut self.r.checkpoint.progress, &self.r.loaded.phases, limits, &failure, facts);
+        let next = self.on_failure(&failure, facts);
         let what = format!(
             "Your work is not committed: the repository's git hook rejected the commit with this output:\n\n{}\n\nFix what it reports, then end with the done signal again.",
-            tail(output, 3000)
+            tail_chars(output, 3000)
         );
         self.r.checkpoint.progress.recovery_note = Some(self.note(Trouble::Other(what), None));
         next
@@ -432,24 +429,16 @@ impl Dispatcher {
 
     /// On resume: clear stale git locks left by a killed commit, finish the pending
     /// commit, and carry on from the recorded completion.
-    pub(super) async fn resume_pending(&mut self, signals: &mut Signals) -> Result<Option<RunEnd>, RalphError> {
+    pub(super) async fn resume_pending(&mut self, signals: &mut Signals) -> Flow {
         let pending = self.r.checkpoint.git.as_ref().and_then(|g| g.pending.clone());
         let (Some(pending), Some(session)) = (pending, self.r.git.clone()) else { return Ok(None) };
         self.remove_stale_locks(&session.repo);
-        let next = match self.complete_pending() {
-            Step::Done => {
-                let completion = if pending.goal { Completion::Goal } else { Completion::Done };
-                self.summary.iterations += 1;
-                policy::on_success(
-                    &mut self.r.checkpoint.progress,
-                    &self.r.loaded.phases,
-                    self.r.loaded.repeat,
-                    completion,
-                )
-            }
-            Step::Rejected(output) => self.commit_rejected(&Outcome::empty(), &output),
-            Step::Blocked(message) => Next::Stop(Stop::Blocked { message }),
-        };
+        let step = self.complete_pending();
+        if matches!(step, Step::Done) {
+            self.summary.iterations += 1;
+        }
+        let completion = if pending.goal { Completion::Goal } else { Completion::Done };
+        let next = self.after_commit(step, completion, &Outcome::empty());
         self.carry_out(next, signals).await
     }
 
@@ -457,31 +446,22 @@ impl Dispatcher {
     /// they exist. Only called with a commit pending, when the ralph that made it is
     /// gone; a git process it started gets a moment to finish first.
     fn remove_stale_locks(&mut self, repo: &Repo) {
-        let mut locks: Vec<PathBuf> = Vec::new();
-        if let Ok(p) = repo.index_lock() {
-            locks.push(p);
-        }
-        let git_dir = locks.first().and_then(|p| p.parent().map(Path::to_path_buf));
-        if let Some(dir) = git_dir {
+        let Ok(index) = repo.index_lock() else { return };
+        let mut locks = vec![index.clone()];
+        if let Some(dir) = index.parent() {
             locks.push(dir.join("HEAD.lock"));
             if let Some(branch) = self.r.checkpoint.git.as_ref().and_then(|g| g.branch.clone()) {
                 locks.push(dir.join("refs/heads").join(format!("{branch}.lock")));
             }
         }
         for lock in locks {
-            for _ in 0..20 {
-                if !lock.exists() {
-                    break;
-                }
+            for _ in (0..20).take_while(|_| lock.exists()) {
                 std::thread::sleep(std::time::Duration::from_millis(100));
             }
-            if lock.exists() {
-                match std::fs::remove_file(&lock) {
-                    Ok(()) => {
-                        self.emit(RunEvent::GitStaleLockRemoved { path: lock.display().to_string() });
-                    }
-                    Err(e) => tracing::warn!("cannot remove {}: {e}", lock.display()),
-                }
+            match lock.exists().then(|| std::fs::remove_file(&lock)) {
+                Some(Ok(())) => self.emit(RunEvent::GitStaleLockRemoved { path: lock.display().to_string() }),
+                Some(Err(e)) => tracing::warn!("cannot remove {}: {e}", lock.display()),
+                None => {}
             }
         }
     }
@@ -495,9 +475,4 @@ fn measure(top: &Path, change: plan::Changed, credentials: &[String]) -> Facts {
         && size.is_some_and(|s| s <= MAX_SCANNED)
         && std::fs::read(&path).is_ok_and(|content| plan::holds_credential(&content, credentials));
     Facts { change, size, credential }
-}
-
-fn tail(text: &str, max: usize) -> String {
-    let count = text.chars().count();
-    text.chars().skip(count.saturating_sub(max)).collect()
 }

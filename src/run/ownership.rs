@@ -61,10 +61,7 @@ pub(crate) fn acquire(
         let takeover = match lease::first_look(me, &found) {
             FirstLook::Take => None,
             FirstLook::TakeOver(why) => Some(Takeover {
-                from: match found {
-                    Found::Held(r) => Some(r),
-                    _ => None,
-                },
+                from: if let Found::Held(r) = found { Some(r) } else { None },
                 waited: Duration::ZERO,
                 why: why.to_string(),
             }),
@@ -146,17 +143,16 @@ fn watch(
             Seen::Renewed(_) | Seen::Unchanged { .. } => {}
             Seen::Expired { record, waited } => {
                 return Ok(Watched::Expired(Takeover {
-                    why: format!("not renewed for {}", humantime::format_duration(round(waited))),
+                    why: format!(
+                        "not renewed for {}",
+                        humantime::format_duration(Duration::from_millis(waited.as_millis() as u64))
+                    ),
                     from: Some(record),
                     waited,
                 }));
             }
         }
     }
-}
-
-fn round(d: Duration) -> Duration {
-    Duration::from_millis(d.as_millis() as u64)
 }
 
 fn new_token() -> String {

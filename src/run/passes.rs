@@ -16,13 +16,8 @@ impl Dispatcher {
             None => {}
             Some(GroupMove::NextPass { pass, passes }) => self.emit(RunEvent::PassStarted { pass, passes }),
             Some(GroupMove::Ended(v)) => {
-                let why = if v.clean { "clean" } else { "passes_used" };
-                self.emit(RunEvent::PassesEnded {
-                    passes_run: v.pass,
-                    passes: v.passes,
-                    clean: v.clean,
-                    why: why.to_string(),
-                });
+                let why = if v.clean { "clean" } else { "passes_used" }.to_string();
+                self.emit(RunEvent::PassesEnded { passes_run: v.pass, passes: v.passes, clean: v.clean, why });
             }
         }
     }

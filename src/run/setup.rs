@@ -11,17 +11,18 @@ use crate::error::RalphError;
 use crate::recovery::resume;
 use crate::report::Reporter;
 use crate::signal::{InterruptAction, Signals, StopCause};
-use crate::state::checkpoint::{self, Checkpoint, InFlight, Status, ToolCall};
+use crate::state::checkpoint::{self, Checkpoint, InFlight, Status};
 use crate::state::format::{self, FormatError, ReadError, Stale};
 use crate::state::journal::Journal;
 use crate::state::lease_file;
 use crate::state::lock::RunLock;
 use crate::state::retention;
 use crate::state::store;
-use crate::supervise::note::{self, LastTool, NoteContext, ToolState, Trouble};
+use crate::supervise::note::{LastTool, ToolState, Trouble};
 use crate::workflow::Progress;
 use crate::workflow::{advance, prompt};
 
+use super::failure::recovery_note;
 use super::ownership::{self, Lease, Takeover, WhenHeld};
 use super::start::{self, Answer, Start};
 use super::{Options, ResumeFlag, RunEnd};
@@ -67,9 +68,7 @@ pub(crate) enum Prepared {
 pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     let dir = options.dir.clone();
     let (loaded, goal, templates) = read_inputs(&dir, options)?;
-    let from = options.from.as_deref();
-    let artifacts_dir = agent_dir_of(&dir).join("artifacts");
-    let agent_dir = agent_dir_of(&dir);
+    let agent_dir = dir.join(".agent");
     store::ensure_gitignore(&agent_dir)
         .map_err(|e| RalphError::setup(format!("cannot create {}", agent_dir.display()), e))?;
     let reporter = Reporter::new(options.quiet, std::io::stderr().is_terminal());
@@ -85,7 +84,20 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     // Until the run starts nothing changed: a problem found before then releases
     // the lock cleanly (a dropped lock otherwise counts as an interrupted run).
     let mut lock = ReleaseUnlessKept(taken);
-    let (lease, takeover) = take_lease(&agent_dir, &loaded, when_held, &reporter)?;
+    // The lease on the run directory (see `ownership`), said when taken over.
+    let (lease, takeover) = ownership::acquire(
+        &agent_dir.join("ralph.lease"),
+        &lease_file::identity(),
+        loaded.config.watch.lease_timeout,
+        when_held,
+        &|line| reporter.line(line),
+    )?;
+    if let Some(t) = takeover.as_ref().filter(|t| !t.waited.is_zero())
+        && let Some(from) = &t.from
+    {
+        let (pid, host, why) = (from.pid, &from.host, &t.why);
+        reporter.line(&format!("took the run directory over from ralph pid {pid} on host {host}: its lease was {why}"));
+    }
     // Writes killed half-way leave their temporary files; only the lock holder
     // writes here, so whatever is left is garbage.
     let removed =
@@ -95,19 +107,11 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     }
     let enabled = loaded.config.general.workflow.checkpoint_enabled;
     let checkpoint_path = enabled.then(|| agent_dir.join("checkpoint.json"));
-    let inputs = Inputs {
-        loaded: &loaded,
-        goal: &goal,
-        from,
-        agent_dir: &agent_dir,
-        artifacts_dir: &artifacts_dir,
-        reporter: &reporter,
+    let chosen = choose_checkpoint(options, &loaded, &goal, checkpoint_path.as_deref(), &reporter, &mut signals);
+    let (mut checkpoint, resumed, interrupted) = match chosen.await? {
+        Ok(chosen) => chosen,
+        Err(end) => return Ok(Prepared::Settled(end)),
     };
-    let (mut checkpoint, resumed, interrupted) =
-        match choose_checkpoint(&inputs, checkpoint_path.as_deref(), options.resume, &mut signals).await? {
-            Ok(chosen) => chosen,
-            Err(end) => return Ok(Prepared::Settled(end)),
-        };
     let git = super::git_step::setup(&dir, &loaded, &mut checkpoint, resumed, options.allow_dirty, &reporter)?;
     let (logs_dir, journal) = open_logs(&agent_dir, &loaded, &checkpoint, enabled && !resumed, options, &reporter)?;
     Ok(Prepared::Ready(
@@ -120,7 +124,7 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
             checkpoint,
             journal,
             logs_dir,
-            artifacts_dir,
+            artifacts_dir: agent_dir.join("artifacts"),
             reporter,
             lock: lock.0.take(),
             lease: Some(lease),
@@ -157,14 +161,9 @@ pub(crate) fn read_config_and_goal(
     dir: &Path,
     config: Option<&Path>,
 ) -> Result<(Loaded, String, Vec<String>), RalphError> {
-    let path = super::config_file::find(dir, config)?;
-    let loaded = super::config_file::load(&path)?;
+    let loaded = super::config_file::load(&super::config_file::find(dir, config)?)?;
     let prompt_path = dir.join(&loaded.config.general.prompt);
-    let goal = std::fs::read_to_string(&prompt_path).map_err(|source| RalphError::Prompt {
-        path: prompt_path.clone(),
-        config: path.clone(),
-        source,
-    })?;
+    let goal = read_prompt(&prompt_path, &loaded.path)?;
     if let Some(problem) = crate::workflow::goal::check(&goal) {
         return Err(RalphError::Goal { path: prompt_path, problem });
     }
@@ -172,61 +171,29 @@ pub(crate) fn read_config_and_goal(
     Ok((loaded, goal, templates))
 }
 
-/// The lease on the run directory (see `ownership`), said when taken over.
-fn take_lease(
-    agent_dir: &Path,
-    loaded: &Loaded,
-    when_held: WhenHeld,
-    reporter: &Reporter,
-) -> Result<(Lease, Option<Takeover>), RalphError> {
-    let (lease, takeover) = ownership::acquire(
-        &agent_dir.join("ralph.lease"),
-        &lease_file::identity(),
-        loaded.config.watch.lease_timeout,
-        when_held,
-        &|line| reporter.line(line),
-    )?;
-    if let Some(t) = takeover.as_ref().filter(|t| !t.waited.is_zero())
-        && let Some(from) = &t.from
-    {
-        reporter.line(&format!(
-            "took the run directory over from ralph pid {} on host {}: its lease was {}",
-            from.pid, from.host, t.why
-        ));
-    }
-    Ok((lease, takeover))
-}
-
-/// What choosing the run's checkpoint reads.
-struct Inputs<'a> {
-    loaded: &'a Loaded,
-    goal: &'a str,
-    from: Option<&'a str>,
-    agent_dir: &'a Path,
-    artifacts_dir: &'a Path,
-    reporter: &'a Reporter,
-}
-
 /// The checkpoint this run goes on with: a new one, or the one on disk resumed
 /// (with the attempt that was in flight); `Err` when the run is settled as it is.
 async fn choose_checkpoint(
-    i: &Inputs<'_>,
+    options: &Options,
+    loaded: &Loaded,
+    goal: &str,
     cp_path: Option<&Path>,
-    resume_flag: ResumeFlag,
+    reporter: &Reporter,
     signals: &mut Signals,
 ) -> Result<Result<(Checkpoint, bool, Option<InFlight>), RunEnd>, RalphError> {
-    let prompt_checksum = checksum(i.goal.as_bytes());
-    let fresh =
-        || fresh_checkpoint(i.loaded, &prompt_checksum, i.from, i.artifacts_dir).map(|cp| Ok((cp, false, None)));
+    let (from, agent_dir) = (options.from.as_deref(), options.dir.join(".agent"));
+    let prompt_checksum = checksum(goal.as_bytes());
+    let artifacts_dir = agent_dir.join("artifacts");
+    let fresh = || fresh_checkpoint(loaded, &prompt_checksum, from, &artifacts_dir).map(|cp| Ok((cp, false, None)));
     let Some(cp_path) = cp_path else { return fresh() };
-    let existing = load_checkpoint(cp_path, resume_flag, i.reporter)?;
+    let existing = load_checkpoint(cp_path, options.resume, reporter)?;
     if let Some(cp) = &existing {
-        end_leftovers(&cp.run_id, i.reporter);
+        end_leftovers(&cp.run_id, reporter);
     }
-    let mut flag = resume_flag;
+    let mut flag = options.resume;
     let mut decision = start::decide(existing.as_ref(), flag);
     if decision == Start::Ask {
-        let Some(answer) = ask(cp_path, existing.as_ref(), i.from, signals).await? else {
+        let Some(answer) = ask(cp_path, existing.as_ref(), from, signals).await? else {
             return Ok(Err(RunEnd::Declined));
         };
         flag = answer;
@@ -235,15 +202,15 @@ async fn choose_checkpoint(
     match (decision, existing) {
         (Start::Resume, Some(cp)) => {
             let interrupted = cp.in_flight.clone();
-            Ok(Ok((resume(cp, i.loaded, i.goal, &prompt_checksum, i.from, i.reporter)?, true, interrupted)))
+            Ok(Ok((resume(cp, loaded, goal, &prompt_checksum, from, reporter)?, true, interrupted)))
         }
         (Start::ArchiveThenFresh, Some(_)) => {
             let aside = store::set_aside(cp_path, "archived")
                 .map_err(|e| RalphError::setup("cannot archive the old checkpoint", e))?;
-            i.reporter.line(&format!("archived the previous checkpoint as {}", aside.display()));
+            reporter.line(&format!("archived the previous checkpoint as {}", aside.display()));
             fresh()
         }
-        (Start::Settled, Some(cp)) => Ok(Err(settled(&cp, i.reporter))),
+        (Start::Settled, Some(cp)) => Ok(Err(settled(&cp, reporter))),
         (Start::NothingToResume, existing) => {
             let why = match existing {
                 Some(cp) => format!("the run {} is {}", cp.run_id, cp.status.as_str()),
@@ -252,7 +219,7 @@ async fn choose_checkpoint(
             Err(RalphError::NothingToResume(format!("nothing to resume: {why}; run `ralph` to start a new run")))
         }
         (_, None) if flag == ResumeFlag::ResumeOrStart => {
-            refuse_over_corrupt(i.agent_dir)?;
+            refuse_over_corrupt(&agent_dir)?;
             fresh()
         }
         _ => fresh(),
@@ -311,13 +278,12 @@ fn open_logs(
 /// (a crash never leaves a torn checkpoint; a person has to look).
 fn refuse_over_corrupt(agent_dir: &Path) -> Result<(), RalphError> {
     let Ok(entries) = std::fs::read_dir(agent_dir) else { return Ok(()) };
-    let mut corrupt: Vec<String> = entries
+    let newest = entries
         .filter_map(Result::ok)
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with("checkpoint.corrupt-"))
-        .collect();
-    corrupt.sort();
-    match corrupt.last() {
+        .max();
+    match newest {
         None => Ok(()),
         Some(name) => Err(RalphError::ResumeMismatch(format!(
             "there is no checkpoint, but one that did not parse is kept aside as {}; --resume-or-start does not \
@@ -415,16 +381,18 @@ pub(crate) fn load_templates(dir: &Path, loaded: &Loaded) -> Result<Vec<String>,
         .iter()
         .map(|phase| match &phase.prompt {
             None => Ok(prompt::builtin(&phase.name).to_string()),
-            Some(rel) => {
-                let path = dir.join(rel);
-                std::fs::read_to_string(&path).map_err(|source| RalphError::Prompt {
-                    path,
-                    config: loaded.path.clone(),
-                    source,
-                })
-            }
+            Some(rel) => read_prompt(&dir.join(rel), &loaded.path),
         })
         .collect()
+}
+
+/// A prompt file (the goal or a phase's template); its error names the config too.
+fn read_prompt(path: &Path, config: &Path) -> Result<String, RalphError> {
+    std::fs::read_to_string(path).map_err(|source| RalphError::Prompt {
+        path: path.to_path_buf(),
+        config: config.to_path_buf(),
+        source,
+    })
 }
 
 /// Reads the checkpoint for a run: the newer of `checkpoint.json` and the journal's
@@ -473,12 +441,8 @@ fn restore(path: &Path, cp: &Checkpoint, stale: &Stale, reporter: &Reporter) -> 
         Stale::Missing => "is missing".to_string(),
         Stale::Older(seq) => format!("holds save {seq}, an older one"),
         Stale::Corrupt(message) => {
-            let aside = store::set_aside(path, "corrupt").map_err(|e| {
-                RalphError::setup(
-                    format!("the checkpoint {} does not parse and cannot be moved aside", path.display()),
-                    e,
-                )
-            })?;
+            let stuck = format!("the checkpoint {} does not parse and cannot be moved aside", path.display());
+            let aside = store::set_aside(path, "corrupt").map_err(|e| RalphError::setup(stuck, e))?;
             format!("does not parse ({message}) and was kept aside as {}", aside.display())
         }
     };
@@ -526,10 +490,7 @@ async fn ask(
         iteration: cp.progress.position.iteration,
         from: from.map(str::to_string),
     };
-    let (resume_it, new_run) = match from {
-        None => ("[r]esume it".to_string(), "start [n]ew (archives it)".to_string()),
-        Some(p) => (format!("[r]esume it at phase {p}"), format!("start [n]ew at phase {p} (archives it)")),
-    };
+    let at = from.map(|p| format!(" at phase {p}")).unwrap_or_default();
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
         return Err(needed());
     }
@@ -537,16 +498,14 @@ async fn ask(
     for _ in 0..3 {
         let _ = write!(
             stderr,
-            "An unfinished run ({}, phase {}, iteration {}) is here. {resume_it}, {new_run}, or [q]uit? [r] ",
+            "An unfinished run ({}, phase {}, iteration {}) is here. [r]esume it{at}, start [n]ew{at} (archives it), \
+             or [q]uit? [r] ",
             cp.status.as_str(),
             cp.progress.position.phase_name,
             cp.progress.position.iteration
         );
         let _ = stderr.flush();
-        let line = match read_answer(signals).await? {
-            Some(answer) => answer,
-            None => break,
-        };
+        let Some(line) = read_answer(signals).await? else { break };
         match start::parse_answer(&line) {
             Some(Answer::Flag(flag)) => return Ok(Some(flag)),
             Some(Answer::Quit) => return Ok(None),
@@ -579,10 +538,6 @@ async fn read_answer(signals: &mut Signals) -> Result<Option<String>, RalphError
             },
         }
     }
-}
-
-fn agent_dir_of(dir: &Path) -> PathBuf {
-    dir.join(".agent")
 }
 
 /// A new run: at the first phase, or at `from` reusing the earlier phases' results
@@ -683,7 +638,12 @@ fn resume(
     // has an unknown outcome. This replaces any older note: the crash is the latest
     // thing that happened to the iteration.
     if let Some(in_flight) = in_flight {
-        cp.progress.recovery_note = Some(crash_note(&cp.progress, loaded, goal, in_flight.tool.as_ref()));
+        let tool = in_flight.tool.map(|t| LastTool {
+            name: t.name,
+            input_summary: t.input,
+            state: ToolState::StartedNoResult,
+        });
+        cp.progress.recovery_note = Some(recovery_note(&cp.progress, &loaded.phases, goal, Trouble::Interrupted, tool));
     }
     if let Some(name) = from {
         let old = cp.progress.position.phase_name.clone();
@@ -731,25 +691,6 @@ pub(crate) fn resume_plan(cp: &Checkpoint, loaded: &Loaded, prompt_checksum: &st
             kind: &kind,
         },
     )
-}
-
-/// The note for an attempt that ralph lost track of.
-fn crash_note(progress: &Progress, loaded: &Loaded, goal: &str, tool: Option<&ToolCall>) -> String {
-    let phase = &loaded.phases[progress.position.phase];
-    let done = crate::supervise::trouble::done_summary(progress, &loaded.phases);
-    note::note(&NoteContext {
-        goal,
-        phase: &phase.name,
-        iteration: progress.position.iteration,
-        iterations: phase.iterations,
-        done_summary: &done,
-        what_went_wrong: Trouble::Interrupted,
-        last_tool: tool.map(|t| LastTool {
-            name: t.name.clone(),
-            input_summary: t.input.clone(),
-            state: ToolState::StartedNoResult,
-        }),
-    })
 }
 
 /// sha256, hex.

@@ -4,16 +4,16 @@
 //! make them count run here, in the background). Every wait gives way to a signal at
 //! once.
 
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::error::RalphError;
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
 use crate::config::AgentConfig;
+use crate::error::RalphError;
 use crate::events::RunEvent;
 use crate::recovery::probe::{self, ProbeResult};
 use crate::recovery::rate_limit;
@@ -22,16 +22,11 @@ use crate::state::checkpoint::Status;
 
 use super::RunEnd;
 use super::connect;
-use super::dispatch::Dispatcher;
+use super::dispatch::{Dispatcher, Flow, Raced};
 
 impl Dispatcher {
     /// Waits `delay` (status `waiting`), unless a signal stops the run first.
-    pub(super) async fn wait(
-        &mut self,
-        delay: Duration,
-        why: &str,
-        signals: &mut Signals,
-    ) -> Result<Option<RunEnd>, RalphError> {
+    pub(super) async fn wait(&mut self, delay: Duration, why: &str, signals: &mut Signals) -> Flow {
         if let Some(cause) = signals.stopping() {
             return self.stopped(cause, None).map(Some);
         }
@@ -45,19 +40,14 @@ impl Dispatcher {
         if let Err(end) = self.race(tokio::time::sleep_until(until), signals).await? {
             return Ok(Some(end));
         }
-        self.r.reporter.waiting_done();
+        self.r.reporter.clear();
         self.r.checkpoint.status = Status::Running;
         Ok(None)
     }
 
     /// Waits until the unix second `at` (a rate-limit reset) with the status
     /// `waiting` and the reset in the checkpoint; then clears it.
-    pub(super) async fn wait_for_reset(
-        &mut self,
-        at: i64,
-        why: &str,
-        signals: &mut Signals,
-    ) -> Result<Option<RunEnd>, RalphError> {
+    pub(super) async fn wait_for_reset(&mut self, at: i64, why: &str, signals: &mut Signals) -> Flow {
         self.r.checkpoint.progress.rate_limit_until = Some(at);
         let started = self.unix_now();
         let left = u64::try_from(at.saturating_sub(started)).unwrap_or(0);
@@ -141,7 +131,7 @@ impl Dispatcher {
                 Err(end) => return Ok(Offline::Stopped(end)),
             }
         }
-        self.r.reporter.waiting_done();
+        self.r.reporter.clear();
         self.r.checkpoint.progress.offline_since = None;
         self.back_online()?;
         Ok(Offline::Recovered)
@@ -157,11 +147,7 @@ impl Dispatcher {
 
     /// One probe of `endpoints`, which gives way to a signal: Ctrl+C never waits for
     /// a connect timeout (`Err` with how the run ended then).
-    pub(super) async fn probe_once(
-        &mut self,
-        endpoints: &[String],
-        signals: &mut Signals,
-    ) -> Result<Result<ProbeResult, RunEnd>, RalphError> {
+    pub(super) async fn probe_once(&mut self, endpoints: &[String], signals: &mut Signals) -> Raced<ProbeResult> {
         if let Some(cause) = signals.stopping() {
             return self.stopped(cause, None).map(Err);
         }
@@ -177,11 +163,7 @@ impl Dispatcher {
     /// the run first (`Err` with how it ended). Control messages are served
     /// meanwhile; as nothing of the iteration runs while waiting, `ralph stop` stops
     /// here.
-    pub(super) async fn race<T>(
-        &mut self,
-        future: impl std::future::Future<Output = T>,
-        signals: &mut Signals,
-    ) -> Result<Result<T, RunEnd>, RalphError> {
+    pub(super) async fn race<T>(&mut self, future: impl Future<Output = T>, signals: &mut Signals) -> Raced<T> {
         tokio::pin!(future);
         loop {
             tokio::select! {
