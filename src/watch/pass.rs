@@ -116,7 +116,7 @@ fn handle(registry: &Path, entry: &Entry, boot: &str, options: &Options, childre
     let facts = Facts {
         entry,
         checkpoint: checkpoint.as_ref(),
-        dir_exists: entry.dir.is_dir(),
+        dir_exists: stamp.is_some() || entry.dir.is_dir(),
         allowed: options.roots.is_empty() || options.roots.iter().any(|r| entry.dir.starts_with(r)),
         owner_alive: lock_held(&agent_dir.join("ralph.lock")),
         state: &state,
