@@ -68,15 +68,11 @@ pub(super) async fn watch(registry: &Path, options: &Options) -> Result<i32, Ral
 fn pass(registry: &Path, options: &Options, children: &mut Vec<Child>) {
     children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
     let boot = lock::boot_id();
-    let before = Seen::load(registry, &boot);
-    let mut seen = before.next();
+    let (before, mut seen) = Seen::load(registry, &boot);
     let mut inodes = HashMap::new();
     let (entries, warnings) = registry::read_all_but(registry, |name, inode| {
-        let skip = before.still(name, inode, &mut seen);
-        if !skip {
-            inodes.insert(name.to_string(), inode);
-        }
-        skip
+        inodes.insert(name.to_string(), inode);
+        before.still(name, inode, &mut seen)
     });
     for warning in warnings {
         eprintln!("ralph watch: {warning}");

@@ -37,17 +37,12 @@ pub(super) struct Seen {
 struct Settled(u64, PathBuf, Stamp);
 
 impl Seen {
-    /// What an earlier pass in this boot found; empty when there is nothing usable.
-    pub(super) fn load(registry: &Path, boot: &str) -> Self {
+    /// What an earlier pass in this boot found (empty when nothing is usable), and
+    /// an empty record for this pass.
+    pub(super) fn load(registry: &Path, boot: &str) -> (Self, Self) {
+        let empty = || Self { boot: boot.to_string(), runs: BTreeMap::new() };
         let earlier = store::load_json::<Self>(&file(registry)).ok().flatten();
-        earlier
-            .filter(|s| s.boot == boot && !boot.is_empty())
-            .unwrap_or_else(|| Self { boot: boot.to_string(), runs: BTreeMap::new() })
-    }
-
-    /// An empty record for the pass after this one.
-    pub(super) fn next(&self) -> Self {
-        Self { boot: self.boot.clone(), runs: BTreeMap::new() }
+        (earlier.filter(|s| s.boot == boot && !boot.is_empty()).unwrap_or_else(empty), empty())
     }
 
     /// Whether the run of the entry `name` (with `inode`) is still settled; if so it
@@ -79,12 +74,7 @@ impl Seen {
 pub(super) fn stamp(path: &Path) -> Option<Stamp> {
     let m = std::fs::symlink_metadata(path).ok()?;
     let nanos = |s: i64, ns: i64| s.saturating_mul(1_000_000_000).saturating_add(ns);
-    Some([
-        m.ino().cast_signed(),
-        m.size().cast_signed(),
-        nanos(m.mtime(), m.mtime_nsec()),
-        nanos(m.ctime(), m.ctime_nsec()),
-    ])
+    Some([m.ino() as i64, m.size() as i64, nanos(m.mtime(), m.mtime_nsec()), nanos(m.ctime(), m.ctime_nsec())])
 }
 
 fn file(registry: &Path) -> PathBuf {
@@ -103,21 +93,20 @@ mod tests {
         std::fs::create_dir_all(project.join(".agent")).unwrap();
         let checkpoint = project.join(".agent/checkpoint.json");
         std::fs::write(&checkpoint, "{}").unwrap();
-        let before = Seen::load(&registry, "boot-1");
-        let mut seen = before.next();
+        let (before, mut seen) = Seen::load(&registry, "boot-1");
         seen.settle("a.json", 7, &project, stamp(&checkpoint).unwrap());
         seen.save(&registry, &before);
 
-        let again = Seen::load(&registry, "boot-1");
-        assert!(again.still("a.json", 7, &mut again.next()));
-        assert!(!again.still("a.json", 8, &mut again.next()), "a rewritten entry is read again");
-        assert!(!again.still("b.json", 7, &mut again.next()));
-        assert!(!Seen::load(&registry, "boot-2").still("a.json", 7, &mut again.next()));
+        let (again, mut next) = Seen::load(&registry, "boot-1");
+        assert!(again.still("a.json", 7, &mut next));
+        assert!(!again.still("a.json", 8, &mut next), "a rewritten entry is read again");
+        assert!(!again.still("b.json", 7, &mut next));
+        assert!(!Seen::load(&registry, "boot-2").0.still("a.json", 7, &mut next));
 
         // Every save replaces the checkpoint by a rename.
         let tmp_file = project.join(".agent/checkpoint.json.tmp");
         std::fs::write(&tmp_file, "{}").unwrap();
         std::fs::rename(&tmp_file, &checkpoint).unwrap();
-        assert!(!again.still("a.json", 7, &mut again.next()));
+        assert!(!again.still("a.json", 7, &mut next));
     }
 }
