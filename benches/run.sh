@@ -321,7 +321,8 @@ fi
 if want watch; then
 # One finished run registers itself; its project is copied WATCH_RUNS - 1 times and
 # its registry entry with it (the file name is the first 8 bytes of the SHA-256 of
-# the project path, src/state/registry.rs), then `ralph watch --once` is timed.
+# the project path, src/state/registry.rs), then `ralph watch --once` is timed. The
+# first pass reads every run; later ones skip the runs it found settled (src/watch/seen.rs).
 WATCH_RUNS=${WATCH_RUNS:-1000}
 reg="$XDG_STATE_HOME/ralph/runs"
 rm -rf "$reg"

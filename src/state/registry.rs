@@ -125,15 +125,23 @@ fn create(registry: &Path) -> io::Result<()> {
 
 /// Every readable entry, with the problems of the unreadable ones.
 pub(crate) fn read_all(registry: &Path) -> (Vec<Entry>, Vec<String>) {
+    read_all_but(registry, |_, _| false)
+}
+
+/// [`read_all`] without reading the entries `skip` says yes to, given the file's
+/// name and inode from the listing (no system call per entry).
+pub(crate) fn read_all_but(registry: &Path, mut skip: impl FnMut(&str, u64) -> bool) -> (Vec<Entry>, Vec<String>) {
+    use std::os::unix::fs::DirEntryExt;
     let mut entries = Vec::new();
     let mut warnings = Vec::new();
     let Ok(listing) = std::fs::read_dir(registry) else { return (entries, warnings) };
     for item in listing.flatten() {
-        let path = item.path();
         let name = item.file_name().to_string_lossy().into_owned();
-        if !name.ends_with(".json") || name.ends_with(".watch.json") || name.starts_with('.') {
+        if !name.ends_with(".json") || name.ends_with(".watch.json") || name.starts_with('.') || skip(&name, item.ino())
+        {
             continue;
         }
+        let path = item.path();
         match store::load_json::<Entry>(&path) {
             Ok(Some(entry)) => entries.push(Entry { file: path, ..entry }),
             Ok(None) => {}

@@ -66,6 +66,14 @@ pub(crate) fn may_resume(status: Status) -> bool {
     matches!(status, Status::Running | Status::Waiting | Status::Interrupted)
 }
 
+/// Whether a run in this status is one the watcher never acts on, whatever else it
+/// finds, once its bookkeeping is the default: [`decide`] then answers `Live`,
+/// `Stale` or `Leave` with nothing to reset. The pass skips such a run until its
+/// checkpoint changes (`seen`). `interrupted` is not one: it depends on the entry.
+pub(crate) fn settled(status: Status) -> bool {
+    matches!(status, Status::Paused | Status::Completed | Status::Failed | Status::Blocked)
+}
+
 pub(crate) fn decide(f: &Facts<'_>) -> Verdict {
     if !f.dir_exists {
         return Verdict::Stale;
@@ -203,6 +211,32 @@ mod tests {
             let with = decide(&facts(vec!["program claude".into()]));
             let without = decide(&facts(vec![]));
             assert_eq!(with != without, may_resume(status), "{status:?}: {with:?} / {without:?}");
+        }
+    }
+
+    /// The pass skips a settled run without gathering its facts: no facts may make
+    /// the watcher act on it.
+    #[test]
+    fn a_settled_run_is_never_acted_on() {
+        let none = WatchState::default();
+        for status in [Status::Paused, Status::Completed, Status::Failed, Status::Blocked] {
+            let cp = checkpoint(status, 2);
+            for bits in 0..32u8 {
+                let e = Entry { resume_after_shutdown: bits & 1 != 0, max_restarts: 0, ..entry() };
+                let v = decide(&Facts {
+                    entry: &e,
+                    checkpoint: Some(&cp),
+                    dir_exists: bits & 2 != 0,
+                    allowed: bits & 4 != 0,
+                    owner_alive: bits & 8 != 0,
+                    state: &none,
+                    boot_id: "boot-1",
+                    now: i64::from(bits),
+                    missing: if bits & 16 != 0 { vec!["program claude".into()] } else { vec![] },
+                });
+                assert!(matches!(v, Verdict::Live | Verdict::Stale | Verdict::Leave { .. }), "{status:?}: {v:?}");
+                assert!(settled(status) && !may_resume(status));
+            }
         }
     }
 

@@ -13,6 +13,7 @@
 
 pub(crate) mod decide;
 mod pass;
+mod seen;
 pub(crate) mod unit;
 
 use std::path::PathBuf;

@@ -1,6 +1,7 @@
 //! The watcher's loop and one pass over the registry: gather the facts of each run,
 //! ask [`super::decide`], carry out the verdict.
 
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
@@ -18,7 +19,8 @@ use crate::state::registry::{self, Entry, WatchState};
 use crate::state::{format, lock, store};
 
 use super::Options;
-use super::decide::{Facts, Verdict, decide, may_resume};
+use super::decide::{self, Facts, Verdict, decide, may_resume};
+use super::seen::{self, Seen, Stamp};
 
 /// Watches until Ctrl+C or SIGTERM (or one pass with `--once`).
 pub(super) async fn watch(registry: &Path, options: &Options) -> Result<i32, RalphError> {
@@ -62,38 +64,55 @@ pub(super) async fn watch(registry: &Path, options: &Options) -> Result<i32, Ral
     Ok(crate::exit::DONE)
 }
 
-/// One look at every registered run.
+/// One look at every registered run; runs settled at the last look are skipped.
 fn pass(registry: &Path, options: &Options, children: &mut Vec<Child>) {
     children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
-    let (entries, warnings) = registry::read_all(registry);
+    let boot = lock::boot_id();
+    let (before, mut seen) = Seen::load(registry, &boot);
+    let mut inodes = HashMap::new();
+    let (entries, warnings) = registry::read_all_but(registry, |name, inode| {
+        inodes.insert(name.to_string(), inode);
+        before.still(name, inode, &mut seen)
+    });
     for warning in warnings {
         eprintln!("ralph watch: {warning}");
     }
     let mut runs: Vec<(SystemTime, Entry)> = entries.into_iter().map(|e| (last_activity(&e.dir), e)).collect();
     // The most recently active runs first: they are the ones a person misses most.
     runs.sort_by_key(|r| std::cmp::Reverse(r.0));
-    let boot = lock::boot_id();
     for (_, entry) in runs {
-        handle(registry, &entry, &boot, options, children);
+        let name = entry.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if let Some(stamp) = handle(registry, &entry, &boot, options, children)
+            && let Some(&inode) = inodes.get(&name)
+        {
+            seen.settle(&name, inode, &entry.dir, stamp);
+        }
     }
+    seen.save(registry, &before);
 }
 
-fn handle(registry: &Path, entry: &Entry, boot: &str, options: &Options, children: &mut Vec<Child>) {
+/// Decides for one run and carries it out; the checkpoint's stamp when the run is
+/// settled (see [`super::seen`]).
+fn handle(registry: &Path, entry: &Entry, boot: &str, options: &Options, children: &mut Vec<Child>) -> Option<Stamp> {
     // Two watchers: whoever holds this run's bookkeeping lock decides for it.
-    let Some(_guard) = bookkeeping_lock(registry, &entry.dir) else { return };
+    let _guard = bookkeeping_lock(registry, &entry.dir)?;
     let state = registry::read_watch(registry, &entry.dir);
     let agent_dir = entry.dir.join(".agent");
     // The file, or after a power cut that left it missing or torn, the journal's
     // newest save (as `--resume` reads it): the run is still there to resume.
     let path = agent_dir.join("checkpoint.json");
-    let checkpoint = match format::read(&path) {
-        Ok(Some(cp)) => Some(cp),
-        _ => format::read_newest(&path).ok().flatten().map(|newest| newest.checkpoint),
+    // Before the read: a save in between makes the next pass read it again.
+    let stamp = seen::stamp(&path);
+    let (checkpoint, from_file) = match format::read(&path) {
+        Ok(Some(cp)) => (Some(cp), true),
+        _ => (format::read_newest(&path).ok().flatten().map(|newest| newest.checkpoint), false),
     };
+    let mut clean = state == WatchState::default();
+    let settled = from_file && checkpoint.as_ref().is_some_and(|cp| decide::settled(cp.status));
     let facts = Facts {
         entry,
         checkpoint: checkpoint.as_ref(),
-        dir_exists: entry.dir.is_dir(),
+        dir_exists: stamp.is_some() || entry.dir.is_dir(),
         allowed: options.roots.is_empty() || options.roots.iter().any(|r| entry.dir.starts_with(r)),
         owner_alive: lock_held(&agent_dir.join("ralph.lock")),
         state: &state,
@@ -109,8 +128,8 @@ fn handle(registry: &Path, entry: &Entry, boot: &str, options: &Options, childre
     match verdict {
         Verdict::Live | Verdict::Stale | Verdict::Wait { .. } | Verdict::OncePerBoot => {}
         Verdict::Leave { reset, .. } => {
-            if reset && state != WatchState::default() {
-                let _ = registry::write_watch(registry, &entry.dir, &WatchState::default());
+            if reset && !clean {
+                clean = registry::write_watch(registry, &entry.dir, &WatchState::default()).is_ok();
             }
         }
         Verdict::Block(why) => match block(registry, entry, &why) {
@@ -120,9 +139,9 @@ fn handle(registry: &Path, entry: &Entry, boot: &str, options: &Options, childre
         },
         Verdict::Resume { restarts } => {
             if children.len() >= options.max_concurrent {
-                return;
+                return None;
             }
-            let Some(cp) = checkpoint else { return };
+            let cp = checkpoint?;
             match resume(entry, &cp) {
                 Ok((child, log)) => {
                     eprintln!(
@@ -146,6 +165,7 @@ fn handle(registry: &Path, entry: &Entry, boot: &str, options: &Options, childre
             }
         }
     }
+    stamp.filter(|_| settled && clean)
 }
 
 /// Starts `ralph --resume` in the run's directory, detached from the watcher's

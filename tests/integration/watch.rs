@@ -1,8 +1,9 @@
 //! The watchdog against real runs: `ralph watch --once` and a running `ralph watch`
-//! resume a run killed with SIGKILL mid-attempt; user-paused runs are left alone;
-//! SIGTERM'd runs are resumed; a crash loop ends `blocked`; missing credentials
-//! block instead of launching; a simulated reboot; two watchers give one ralph;
-//! `status --all`; notifications; the systemd unit passes `systemd-analyze verify`.
+//! resume a run killed with SIGKILL mid-attempt; user-paused runs are left alone
+//! (until their checkpoint changes); SIGTERM'd runs are resumed; a crash loop ends
+//! `blocked`; missing credentials block instead of launching; a simulated reboot;
+//! two watchers give one ralph; `status --all`; notifications; the systemd unit
+//! passes `systemd-analyze verify`.
 
 use std::fs;
 use std::time::{Duration, Instant};
@@ -156,6 +157,28 @@ fn a_paused_run_is_left_alone_and_a_sigterm_run_is_resumed() {
     watch_once(&r).expect_code(0);
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(r.checkpoint()["status"], "interrupted");
+}
+
+/// A pass skips a run it found settled (paused) only until the run's checkpoint
+/// changes: here to `running`, as a later ralph killed mid-attempt leaves it.
+#[test]
+fn a_settled_run_is_looked_at_again_once_its_checkpoint_changes() {
+    let p = project("");
+    let (run, agent) = start_and_wait_for_agent(&p);
+    run.signal(Signal::SIGINT);
+    run.finish().expect_code(130);
+    cleanup(agent);
+    let _ = fs::remove_file(p.join("agent.pid"));
+    watch_once(&p).expect_code(0);
+    watch_once(&p).expect_code(0);
+    assert!(p.events("run_resumed").is_empty());
+    let mut cp = p.checkpoint();
+    cp["status"] = "running".into();
+    let path = p.join(".agent/checkpoint.json");
+    fs::write(path.with_extension("tmp"), cp.to_string()).expect("write the checkpoint");
+    fs::rename(path.with_extension("tmp"), &path).expect("replace the checkpoint");
+    watch_once(&p).expect_code(0).stderr_has("resumed run");
+    wait_for_status(&p, "completed");
 }
 
 #[test]
