@@ -71,6 +71,8 @@ pub(crate) struct Dispatcher {
     pub(super) control: super::control::ControlState,
     /// The run's one clock: the shell reads it and hands the time to the core.
     pub(super) clock: fn() -> jiff::Timestamp,
+    /// The last light save, in the journal but not yet in `checkpoint.json`.
+    pub(super) behind: Option<serde_json::Value>,
 }
 
 impl Dispatcher {
@@ -94,6 +96,7 @@ impl Dispatcher {
             after_save: Vec::new(),
             control: Default::default(),
             clock: jiff::Timestamp::now,
+            behind: None,
         }
     }
 
@@ -755,6 +758,9 @@ impl Dispatcher {
         self.save_with(Durability::Durable)
     }
 
+    /// `Ordered` (attempt started, session known) is the snapshot appended to the
+    /// journal unsynced, `checkpoint.json` left behind (below); `Unsynced` the file
+    /// replaced without a sync, the journal untouched.
     pub(super) fn save_with(&mut self, durability: Durability) -> Result<(), RalphError> {
         if let Some(lease) = &self.r.lease {
             lease.ensure_held();
@@ -780,19 +786,30 @@ impl Dispatcher {
         let mut value = serde_json::to_value(&*cp)
             .map_err(|e| RalphError::Internal(format!("cannot encode the checkpoint: {e}")))?;
         crate::state::redact::redact_json(&mut value);
-        let file = match durability {
-            Durability::Durable => match self.r.journal.snapshot(&value) {
-                Ok(()) => Durability::Unsynced,
-                Err(e) => {
-                    tracing::warn!("cannot append the checkpoint to the journal, syncing the file instead: {e}");
-                    Durability::Durable
-                }
-            },
-            // A crash keeps what was renamed; a power cut may lose it, as if it came
-            // just before (the journal holds the last durable save).
-            _ => Durability::Unsynced,
+        // A light save is the journal's unsynced line alone: a kill keeps it, a power
+        // cut loses it as if it came just before (the journal holds the last durable
+        // save). `checkpoint.json` catches up at the next durable save, or once the
+        // attempt has run a moment (`Observer::catch_up`): a file per light save was
+        // a new inode and a rename per agent call.
+        let durable = durability == Durability::Durable;
+        let journal = match durability {
+            Durability::Unsynced => Err(None),
+            _ => self.r.journal.snapshot(&value, durable).map_err(Some),
         };
-        match store::save_json_with(path, &value, file) {
+        let written = match journal {
+            Ok(()) if !durable => {
+                self.behind = Some(value);
+                Ok(())
+            }
+            Ok(()) => self.write_checkpoint(path, &value, Durability::Unsynced),
+            Err(e) => {
+                if let Some(e) = e {
+                    tracing::warn!("cannot append the checkpoint to the journal, writing the file instead: {e}");
+                }
+                self.write_checkpoint(path, &value, if durable { durability } else { Durability::Unsynced })
+            }
+        };
+        match written {
             Ok(()) => {
                 self.register_status();
                 self.emit_saved();
@@ -808,6 +825,16 @@ impl Dispatcher {
             }
             Err(e) => Err(RalphError::io(format!("cannot write the checkpoint {}", path.display()), e)),
         }
+    }
+
+    fn write_checkpoint(
+        &mut self,
+        path: &std::path::Path,
+        value: &serde_json::Value,
+        file: Durability,
+    ) -> std::io::Result<()> {
+        self.behind = None;
+        store::save_json_with(path, value, file)
     }
 
     /// Emits `event` right after the next checkpoint save (see `after_save`).
@@ -889,7 +916,9 @@ impl Observer for Dispatcher {
             return;
         }
         in_flight.tool = Some(tool_call(tool));
-        if let Err(e) = self.save_with(Durability::Ordered) {
+        // The file alone: the agent's time dwarfs a rename, and a snapshot per tool
+        // call would grow the journal by the checkpoint's size each time.
+        if let Err(e) = self.save_with(Durability::Unsynced) {
             tracing::warn!("{e}");
         }
     }
@@ -916,6 +945,13 @@ impl Observer for Dispatcher {
 
     fn log_disk(&mut self, event: RunEvent) {
         self.emit(event);
+    }
+
+    fn catch_up(&mut self) {
+        let (Some(value), Some(path)) = (self.behind.take(), self.r.checkpoint_path.clone()) else { return };
+        if let Err(e) = self.write_checkpoint(&path, &value, Durability::Unsynced) {
+            tracing::warn!("cannot write the checkpoint {}: {e}", path.display());
+        }
     }
 }
 
