@@ -758,9 +758,11 @@ impl Dispatcher {
         self.save_with(Durability::Durable)
     }
 
-    /// `Ordered` (attempt started, session known) is the snapshot appended to the
-    /// journal unsynced, `checkpoint.json` left behind (below); `Unsynced` the file
-    /// replaced without a sync, the journal untouched.
+    /// `Ordered` (attempt started, session known): the snapshot appended to the journal
+    /// unsynced and no new file; a kill keeps it, a power cut loses it as if it came
+    /// just before. `checkpoint.json` catches up at the next save or once the agent
+    /// has run a moment (`Observer::catch_up`): a file per light save was a new inode
+    /// and a rename per agent call. `Unsynced` (tool started): the file alone.
     pub(super) fn save_with(&mut self, durability: Durability) -> Result<(), RalphError> {
         if let Some(lease) = &self.r.lease {
             lease.ensure_held();
@@ -786,28 +788,18 @@ impl Dispatcher {
         let mut value = serde_json::to_value(&*cp)
             .map_err(|e| RalphError::Internal(format!("cannot encode the checkpoint: {e}")))?;
         crate::state::redact::redact_json(&mut value);
-        // A light save is the journal's unsynced line alone: a kill keeps it, a power
-        // cut loses it as if it came just before (the journal holds the last durable
-        // save). `checkpoint.json` catches up at the next durable save, or once the
-        // attempt has run a moment (`Observer::catch_up`): a file per light save was
-        // a new inode and a rename per agent call.
         let durable = durability == Durability::Durable;
-        let journal = match durability {
-            Durability::Unsynced => Err(None),
-            _ => self.r.journal.snapshot(&value, durable).map_err(Some),
-        };
-        let written = match journal {
-            Ok(()) if !durable => {
-                self.behind = Some(value);
-                Ok(())
-            }
-            Ok(()) => self.write_checkpoint(path, &value, Durability::Unsynced),
-            Err(e) => {
-                if let Some(e) = e {
-                    tracing::warn!("cannot append the checkpoint to the journal, writing the file instead: {e}");
-                }
-                self.write_checkpoint(path, &value, if durable { durability } else { Durability::Unsynced })
-            }
+        let journaled = durability != Durability::Unsynced
+            && (self.r.journal.snapshot(&value, durable))
+                .inspect_err(|e| tracing::warn!("cannot append the checkpoint to the journal, writing the file: {e}"))
+                .is_ok();
+        let written = if journaled && !durable {
+            self.behind = Some(value);
+            Ok(())
+        } else {
+            self.behind = None;
+            let file = if durable && !journaled { durability } else { Durability::Unsynced };
+            store::save_json_with(path, &value, file)
         };
         match written {
             Ok(()) => {
@@ -825,16 +817,6 @@ impl Dispatcher {
             }
             Err(e) => Err(RalphError::io(format!("cannot write the checkpoint {}", path.display()), e)),
         }
-    }
-
-    fn write_checkpoint(
-        &mut self,
-        path: &std::path::Path,
-        value: &serde_json::Value,
-        file: Durability,
-    ) -> std::io::Result<()> {
-        self.behind = None;
-        store::save_json_with(path, value, file)
     }
 
     /// Emits `event` right after the next checkpoint save (see `after_save`).
@@ -948,8 +930,8 @@ impl Observer for Dispatcher {
     }
 
     fn catch_up(&mut self) {
-        let (Some(value), Some(path)) = (self.behind.take(), self.r.checkpoint_path.clone()) else { return };
-        if let Err(e) = self.write_checkpoint(&path, &value, Durability::Unsynced) {
+        let (Some(value), Some(path)) = (self.behind.take(), self.r.checkpoint_path.as_ref()) else { return };
+        if let Err(e) = store::save_json_with(path, &value, Durability::Unsynced) {
             tracing::warn!("cannot write the checkpoint {}: {e}", path.display());
         }
     }
