@@ -12,9 +12,9 @@
 //! readers skip. The exception is the `checkpoint` line ([`Journal::snapshot`]): a
 //! durable transition is the whole checkpoint appended here and `fdatasync`ed, one
 //! sync instead of the temp file, fsync, rename and directory fsync a durable
-//! `checkpoint.json` costs; a light save (attempt started, session known, tool
-//! started) is the same line unsynced, with no new `checkpoint.json` at all. Every
-//! reader takes the newer of the two ([`crate::state::format::read_newest`]).
+//! `checkpoint.json` costs; a light save (attempt started, session known) is the
+//! same line unsynced, with no new `checkpoint.json`. Every reader takes the newer
+//! of the two ([`crate::state::format::read_newest`]).
 
 use std::fs::File;
 use std::io::{self, Write};
