@@ -92,7 +92,8 @@ pub(crate) fn all(json: bool, prune: bool) -> Result<i32, RalphError> {
             eprintln!("removed the entry of {} (directory gone)", entry.dir.display());
             continue;
         }
-        let cp = crate::state::format::read(&entry.dir.join(".agent").join("checkpoint.json")).ok().flatten();
+        let path = entry.dir.join(".agent").join("checkpoint.json");
+        let cp = crate::state::format::read_newest(&path).ok().flatten().map(|newest| newest.checkpoint);
         let pos = cp.as_ref().map(|c| &c.progress.position);
         let agent = cp.as_ref().and_then(|c| c.in_flight.as_ref().map(|f| f.agent.clone()));
         let journal = entry.dir.join(".agent").join("events.jsonl");

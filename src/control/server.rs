@@ -53,7 +53,9 @@ impl Server {
         std_listener.set_nonblocking(true)?;
         let listener = UnixListener::from_std(std_listener)?;
         let record = path::record_of(project);
-        crate::state::atomic::write_atomic(&record, format!("{}\n", socket.display()).as_bytes())?;
+        // Not synced: after a power cut the socket is gone with the run anyway.
+        let bytes = format!("{}\n", socket.display());
+        crate::state::atomic::replace(&record, bytes.as_bytes(), crate::state::atomic::Durability::Unsynced)?;
         let task = tokio::spawn(serve(listener, live, tx));
         Ok(Self { socket, record, task })
     }

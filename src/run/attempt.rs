@@ -91,7 +91,15 @@ pub(crate) trait Observer {
     fn control(&mut self, inbox: Vec<crate::control::Inbound>, agent_running: bool) -> bool;
     /// The attempt log found the disk full, or space back.
     fn log_disk(&mut self, event: crate::events::RunEvent);
+    /// The attempt has run [`CATCH_UP`] since its start or its last light save:
+    /// bring `checkpoint.json` up to the journal's newest snapshot.
+    fn catch_up(&mut self);
 }
+
+/// How long `checkpoint.json` may lag behind a light save while the agent runs: an
+/// agent call that ends sooner costs no file of its own (the journal has the save),
+/// and a person or tool reading the file sees the attempt within this long.
+pub(crate) const CATCH_UP: Duration = Duration::from_millis(250);
 
 impl Outcome {
     /// An attempt that produced nothing (it could not start).
@@ -159,6 +167,10 @@ pub(crate) async fn run(
             }
             // What was shown is on disk within moments: a kill -9 loses little.
             _ = sleep_until(flush_at.unwrap_or_else(Instant::now)), if flush_at.is_some() => a.log.flush(),
+            _ = sleep_until(a.catch_up_at.unwrap_or_else(Instant::now)), if running && a.catch_up_at.is_some() => {
+                a.catch_up_at = None;
+                a.observer.catch_up();
+            }
             _ = sleep_until(drain_at.unwrap_or_else(Instant::now)), if drain_at.is_some() => {
                 (a.out.open, a.err.open) = (false, false);
             }
@@ -240,6 +252,8 @@ struct Running<'a> {
     drain_at: Option<Instant>,
     /// Time stopped by Ctrl+Z so far, as last seen.
     suspended: Duration,
+    /// When to call [`Observer::catch_up`], after a light save.
+    catch_up_at: Option<Instant>,
 }
 
 impl<'a> Running<'a> {
@@ -272,6 +286,7 @@ impl<'a> Running<'a> {
             escalation: None,
             drain_at: None,
             suspended: Duration::ZERO,
+            catch_up_at: Some(started + CATCH_UP),
         }
     }
 
@@ -358,9 +373,11 @@ impl<'a> Running<'a> {
                 && let Some(tool) = self.supervisor.last_tool()
             {
                 self.observer.tool(&tool);
+                self.catch_up_at.get_or_insert(self.now + CATCH_UP);
             }
             if let Some(id) = self.collected.absorb(event) {
                 self.observer.session(&id);
+                self.catch_up_at.get_or_insert(self.now + CATCH_UP);
             }
         }
         if self.collected.text_output {

@@ -78,6 +78,8 @@ pub(crate) struct Dispatcher {
     pub(super) control: super::control::ControlState,
     /// The run's one clock: the shell reads it and hands the time to the core.
     pub(super) clock: fn() -> jiff::Timestamp,
+    /// The last light save, in the journal but not yet in `checkpoint.json`.
+    pub(super) behind: Option<serde_json::Value>,
 }
 
 impl Dispatcher {
@@ -101,6 +103,7 @@ impl Dispatcher {
             after_save: Vec::new(),
             control: Default::default(),
             clock: jiff::Timestamp::now,
+            behind: None,
         }
     }
 
@@ -747,6 +750,11 @@ impl Dispatcher {
         self.save_with(Durability::Durable)
     }
 
+    /// `Ordered` (attempt started, session known): the snapshot appended to the journal
+    /// unsynced and no new file; a kill keeps it, a power cut loses it as if it came
+    /// just before. `checkpoint.json` catches up at the next save or once the agent
+    /// has run a moment (`Observer::catch_up`): a file per light save was a new inode
+    /// and a rename per agent call. `Unsynced` (tool started): the file alone.
     pub(super) fn save_with(&mut self, durability: Durability) -> Result<(), RalphError> {
         if let Some(lease) = &self.r.lease {
             lease.ensure_held();
@@ -772,19 +780,20 @@ impl Dispatcher {
         let mut value = serde_json::to_value(&*cp)
             .map_err(|e| RalphError::Internal(format!("cannot encode the checkpoint: {e}")))?;
         crate::state::redact::redact_json(&mut value);
-        let file = match durability {
-            Durability::Durable => match self.r.journal.snapshot(&value) {
-                Ok(()) => Durability::Unsynced,
-                Err(e) => {
-                    tracing::warn!("cannot append the checkpoint to the journal, syncing the file instead: {e}");
-                    Durability::Durable
-                }
-            },
-            // A crash keeps what was renamed; a power cut may lose it, as if it came
-            // just before (the journal holds the last durable save).
-            _ => Durability::Unsynced,
+        let durable = durability == Durability::Durable;
+        let journaled = durability != Durability::Unsynced
+            && (self.r.journal.snapshot(&value, durable))
+                .inspect_err(|e| tracing::warn!("cannot append the checkpoint to the journal, writing the file: {e}"))
+                .is_ok();
+        let written = if journaled && !durable {
+            self.behind = Some(value);
+            Ok(())
+        } else {
+            self.behind = None;
+            let file = if durable && !journaled { durability } else { Durability::Unsynced };
+            store::save_json_with(path, &value, file)
         };
-        match store::save_json_with(path, &value, file) {
+        match written {
             Ok(()) => {
                 self.register_status();
                 self.emit_saved();
@@ -879,7 +888,9 @@ impl Observer for Dispatcher {
         let started = tool.state == ToolState::StartedNoResult;
         let Some(in_flight) = self.r.checkpoint.in_flight.as_mut().filter(|_| started) else { return };
         in_flight.tool = Some(tool_call(tool));
-        if let Err(e) = self.save_with(Durability::Ordered) {
+        // The file alone: the agent's time dwarfs a rename, and a snapshot per tool
+        // call would grow the journal by the checkpoint's size each time.
+        if let Err(e) = self.save_with(Durability::Unsynced) {
             tracing::warn!("{e}");
         }
     }
@@ -897,6 +908,13 @@ impl Observer for Dispatcher {
 
     fn log_disk(&mut self, event: RunEvent) {
         self.emit(event);
+    }
+
+    fn catch_up(&mut self) {
+        let (Some(value), Some(path)) = (self.behind.take(), self.r.checkpoint_path.as_ref()) else { return };
+        if let Err(e) = store::save_json_with(path, &value, Durability::Unsynced) {
+            tracing::warn!("cannot write the checkpoint {}: {e}", path.display());
+        }
     }
 }
 

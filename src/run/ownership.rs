@@ -10,7 +10,8 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::thread::{self, JoinHandle};
+use std::sync::{Arc, Mutex};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::error::RalphError;
@@ -41,7 +42,10 @@ pub(crate) struct Lease {
     path: PathBuf,
     token: String,
     stop: Option<mpsc::Sender<()>>,
-    heartbeat: Option<JoinHandle<()>>,
+    /// Set once released; the heartbeat renews only under this lock, and only while
+    /// it is unset, so a release need not wait for the thread to end (a thread
+    /// handoff is most of a one-call run's tear-down on a busy machine).
+    released: Arc<Mutex<bool>>,
 }
 
 /// Takes the lease at `path`, waiting as long as `when_held` says; `say` tells the
@@ -166,8 +170,14 @@ impl Lease {
         let every = lease::renew_every(timeout);
         let file = path.to_path_buf();
         let token = record.token.clone();
-        let heartbeat = thread::Builder::new().name("lease".into()).spawn(move || {
+        let released = Arc::new(Mutex::new(false));
+        let gate = Arc::clone(&released);
+        thread::Builder::new().name("lease".into()).spawn(move || {
             while let Err(RecvTimeoutError::Timeout) = rx.recv_timeout(every) {
+                let Ok(done) = gate.lock() else { return };
+                if *done {
+                    return;
+                }
                 match lease_file::read(&file).map(|found| lease::renewal(&record.token, &found)) {
                     Ok(Renewal::Renew) => {
                         record.renewals += 1;
@@ -180,7 +190,7 @@ impl Lease {
                 }
             }
         })?;
-        Ok(Lease { path: path.to_path_buf(), token, stop: Some(tx), heartbeat: Some(heartbeat) })
+        Ok(Lease { path: path.to_path_buf(), token, stop: Some(tx), released })
     }
 
     /// Stops ralph at once (see `lost`) when another ralph holds the lease now.
@@ -201,11 +211,11 @@ impl Lease {
     }
 
     fn stop_heartbeat(&mut self) {
+        if let Ok(mut done) = self.released.lock() {
+            *done = true;
+        }
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
-        }
-        if let Some(h) = self.heartbeat.take() {
-            let _ = h.join();
         }
     }
 

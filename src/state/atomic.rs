@@ -28,9 +28,10 @@ pub enum Durability {
     Durable,
     /// The new content is complete on disk, but until the directory is next synced a
     /// power cut may bring back the previous (complete) version. For states whose
-    /// loss is the same as a crash just before them, such as "an attempt started":
-    /// it saves one fsync per agent call, and the next durable write in the
-    /// directory makes this one durable too.
+    /// loss is the same as a crash just before them (a registry entry, the lease);
+    /// the next durable write in the directory makes this one durable too. (The
+    /// dispatcher's light checkpoint saves pass it to mean "the journal only",
+    /// `run::dispatch`.)
     Ordered,
     /// Nothing is synced: a power cut may leave the old file, the new one, or an
     /// empty or partial one. Only for a file whose content is also made durable

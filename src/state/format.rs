@@ -256,7 +256,7 @@ mod tests {
         }
         let mut j = super::super::journal::Journal::open(&journal).unwrap();
         for s in snapshots {
-            j.snapshot(s).unwrap();
+            j.snapshot(s, true).unwrap();
             j.append("attempt_started", &serde_json::json!({})).unwrap();
         }
         read_newest(&path)

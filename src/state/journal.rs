@@ -12,8 +12,9 @@
 //! readers skip. The exception is the `checkpoint` line ([`Journal::snapshot`]): a
 //! durable transition is the whole checkpoint appended here and `fdatasync`ed, one
 //! sync instead of the temp file, fsync, rename and directory fsync a durable
-//! `checkpoint.json` costs; resume takes the newer of the two
-//! ([`crate::state::format::read_newest`]).
+//! `checkpoint.json` costs; a light save (attempt started, session known) is the
+//! same line unsynced, with no new `checkpoint.json`. Every reader takes the newer
+//! of the two ([`crate::state::format::read_newest`]).
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -120,11 +121,13 @@ impl Journal {
         Ok(())
     }
 
-    /// Appends `{"at":…,"kind":"checkpoint","checkpoint":<checkpoint>}` and syncs the
-    /// journal: from its return the checkpoint survives a power cut. `checkpoint` is
-    /// written as given (the caller redacted it). On an error nothing is kept
-    /// pending: the caller makes the checkpoint durable another way.
-    pub(crate) fn snapshot(&mut self, checkpoint: &Value) -> io::Result<()> {
+    /// Appends `{"at":…,"kind":"checkpoint","checkpoint":<checkpoint>}`, and with
+    /// `sync` syncs the journal: from its return the checkpoint survives a power cut.
+    /// Unsynced, it survives a kill (the page cache keeps it), which is all a light
+    /// save ("attempt started", "session known") needs. `checkpoint` is written as
+    /// given (the caller redacted it). On an error nothing is kept pending: the
+    /// caller saves the checkpoint another way.
+    pub(crate) fn snapshot(&mut self, checkpoint: &Value, sync: bool) -> io::Result<()> {
         let line = format!(
             "{{\"at\":{},\"kind\":\"checkpoint\",\"checkpoint\":{checkpoint}}}\n",
             json_str(&jiff::Timestamp::now().to_string())?
@@ -135,11 +138,11 @@ impl Journal {
             }
             let Some(file) = self.file.as_mut() else { return Err(io::Error::other("the journal is disabled")) };
             file.write_all(line.as_bytes())?;
-            file.sync_data()
+            if sync { file.sync_data() } else { Ok(()) }
         });
         match written {
             Ok(()) => {
-                if let (Some(path), Some(file)) = (&self.path, &self.file) {
+                if sync && let (Some(path), Some(file)) = (&self.path, &self.file) {
                     super::disk::note_synced(path, || file.metadata().map(|m| m.len()));
                 }
                 Ok(())
@@ -327,9 +330,9 @@ mod tests {
         j.append("run_started", &json!({})).unwrap();
         assert_eq!(last_snapshot(&p).unwrap(), None);
         // Far apart, so the search needs more than its first window.
-        j.snapshot(&json!({"seq": 1})).unwrap();
+        j.snapshot(&json!({"seq": 1}), true).unwrap();
         j.append("filler", &json!({"text": "x".repeat(200 * 1024)})).unwrap();
-        j.snapshot(&json!({"seq": 2})).unwrap();
+        j.snapshot(&json!({"seq": 2}), false).unwrap();
         // A line that mentions the kind is not a snapshot unless it is one.
         j.append("note", &json!({"text": "\"kind\":\"checkpoint\""})).unwrap();
         for _ in 0..2000 {

@@ -42,15 +42,19 @@ pub(crate) fn read(path: &Path) -> io::Result<Found> {
     Ok(serde_json::from_str::<LeaseRecord>(text.trim()).map_or(Found::Unreadable, Found::Held))
 }
 
+/// Synced before the rename, so another host never reads the new name without its
+/// content (a shared file system may send the rename first); the directory is not:
+/// a power cut that brings the previous lease back also ended its holder, and the
+/// lease of a dead holder is taken over either way.
 pub(crate) fn write(path: &Path, record: &LeaseRecord) -> io::Result<()> {
     let mut line = serde_json::to_vec(record).map_err(io::Error::other)?;
     line.push(b'\n');
-    atomic::replace(path, &line, Durability::Durable)
+    atomic::replace(path, &line, Durability::Ordered)
 }
 
 /// Empties the lease (a clean release). The file stays, like the lock's.
 pub(crate) fn clear(path: &Path) -> io::Result<()> {
-    atomic::replace(path, b"", Durability::Durable)
+    atomic::replace(path, b"", Durability::Ordered)
 }
 
 #[cfg(test)]

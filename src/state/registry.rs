@@ -103,10 +103,14 @@ pub(crate) fn watch_path(registry: &Path, project: &Path) -> PathBuf {
 
 /// Writes `entry` atomically, creating the registry (mode 0700) when needed. Not
 /// synced: losing an entry to a power cut only delays a resume until the run's next
-/// status change, and the run's own checkpoint stays the truth.
+/// status change, and the run's own checkpoint stays the truth. The file itself is
+/// synced only while the run may need a resume: a lost `completed` brings back its
+/// `running`, which the watchdog checks against the checkpoint.
 pub(crate) fn write(registry: &Path, entry: &Entry) -> io::Result<()> {
     create(registry)?;
-    store::save_json_with(&entry_path(registry, &entry.dir), entry, Durability::Ordered)
+    let ended = matches!(entry.status, Status::Completed | Status::Failed | Status::Blocked);
+    let durability = if ended { Durability::Unsynced } else { Durability::Ordered };
+    store::save_json_with(&entry_path(registry, &entry.dir), entry, durability)
 }
 
 pub(crate) fn write_watch(registry: &Path, project: &Path, state: &WatchState) -> io::Result<()> {

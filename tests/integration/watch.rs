@@ -118,9 +118,10 @@ fn a_run_whose_checkpoint_a_power_cut_tore_is_resumed_from_the_journal() {
     // What an unsynced rename may leave after a power cut.
     fs::write(p.join(".agent/checkpoint.json"), "{\"version\": 1, \"run_").expect("tear the checkpoint");
     watch_once(&p).expect_code(0).stderr_has("resumed run");
-    // The journal's save is from before the first launch was counted: the resumed
-    // run launches the long tool call again; ending it moves the run on.
-    cleanup(p.pid_file("agent.pid"));
+    // The journal's newest save is the attempt in flight with its session (a light
+    // save): the resumed run continues that session, whose next launch finishes
+    // (after the file was restored: until then it is torn).
+    p.wait_for_file("done1.txt", LIMIT);
     wait_for_status(&p, "completed");
     assert!(p.exists("done1.txt") && p.exists("done2.txt"));
     let aside = fs::read_dir(p.join(".agent")).expect(".agent/").flatten();
