@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
-use super::descriptor::{Descriptor, Lookup, ReadFile, Request, host_port, mcp_args};
+use super::descriptor::{Descriptor, Lookup, ReadFile, Request, flag, host_port, mcp_args};
 use super::event::{AgentEvent, LineParser};
 use super::json::{self, str_field, string_or_empty, u64_field, unknown};
 use crate::config::{AgentConfig, AgentKind};
@@ -101,9 +101,7 @@ pub(crate) fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<S
             format!("mcp_servers.ralph.args={args}"),
         ]);
     }
-    if let Some(model) = &cfg.model {
-        argv.extend(["-m".to_string(), model.clone()]);
-    }
+    argv.extend(flag("-m", cfg.model.as_deref()));
     argv.extend(cfg.args.iter().cloned());
     argv.push("--".to_string());
     if let Some(session) = req.resume {

@@ -10,7 +10,7 @@ use crate::config::{AgentConfig, AgentKind, OutputFormat};
 use crate::process::{Launch, env};
 
 use super::claude_stream::ClaudeStreamParser;
-use super::descriptor::{Env, LaunchError, Request};
+use super::descriptor::{Env, LaunchError, Request, flag};
 use super::event::LineParser;
 use super::kinds;
 use super::text::TextParser;
@@ -105,19 +105,10 @@ fn sim_argv(cfg: &AgentConfig, req: &Request<'_>) -> Result<Vec<String>, LaunchE
     })?;
     let steps = serde_json::to_string(&script.steps)
         .map_err(|e| LaunchError::Invalid { agent: req.agent.to_string(), message: e.to_string() })?;
-    let mut argv = vec![
-        exe.display().to_string(),
-        "__sim".to_string(),
-        "--agent".to_string(),
-        req.agent.to_string(),
-        "--launch".to_string(),
-        req.launch.to_string(),
-        "--steps".to_string(),
-        steps,
-    ];
-    if let Some(session) = req.resume {
-        argv.extend(["--resume".to_string(), session.to_string()]);
-    }
+    let launch = req.launch.to_string();
+    let mut argv = vec![exe.display().to_string()];
+    argv.extend(["__sim", "--agent", req.agent, "--launch", &launch, "--steps", &steps].map(str::to_string));
+    argv.extend(flag("--resume", req.resume));
     argv.extend(["--".to_string(), req.prompt.to_string()]);
     Ok(argv)
 }
