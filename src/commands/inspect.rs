@@ -138,19 +138,13 @@ pub(crate) fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) 
         pos.agent_index + 1,
         pos.cycle
     );
-    if let Some(verdict) = &p.review {
-        let _ = writeln!(s, "  last review: {}", verdict.describe());
-    }
+    labelled(&mut s, "  last review", p.review.as_ref().map(|verdict| verdict.describe()));
     if let Some(from) = &p.from {
         let _ = writeln!(s, "  started at phase {} (--from)", from.phase);
     }
     let unix = |secs: i64| jiff::Timestamp::from_second(secs).map(stamp).unwrap_or_default();
-    if let Some(at) = p.rate_limit_until {
-        let _ = writeln!(s, "  waiting: for a rate-limit reset at {}", unix(at));
-    }
-    if let Some(since) = p.offline_since {
-        let _ = writeln!(s, "  waiting: offline since {}", unix(since));
-    }
+    labelled(&mut s, "  waiting", p.rate_limit_until.map(|at| format!("for a rate-limit reset at {}", unix(at))));
+    labelled(&mut s, "  waiting", p.offline_since.map(|since| format!("offline since {}", unix(since))));
     if let Some(f) = &cp.in_flight {
         let session = f.session.as_deref().unwrap_or("not yet known");
         let _ = writeln!(s, "  in flight: attempt {} of agent {} (session {session})", f.attempt, f.agent);
