@@ -587,5 +587,5 @@ fn sentence_around(text: &str, at: usize) -> String {
     let start = sentence_ends(&text[..at]).last().map_or(0, |i| i + 1);
     let end = sentence_ends(&text[at..]).next().map_or(text.len(), |i| at + i);
     let s = text[start..end].trim();
-    if s.chars().count() <= 120 { s.to_string() } else { format!("{}…", s.chars().take(120).collect::<String>()) }
+    crate::report::ellipsis(s, 120)
 }
