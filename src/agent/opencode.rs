@@ -109,16 +109,10 @@ fn endpoint(agent: &AgentConfig, lookup: Lookup<'_>, read: ReadFile<'_>) -> Opti
             .map(|dir| dir.join("opencode/opencode.json"))
     });
     let config: Option<Value> = config_path.and_then(|p| read(&p)).and_then(|text| serde_json::from_str(&text).ok());
-    let model = agent
-        .model
-        .clone()
-        .or_else(|| config.as_ref().and_then(|c| c.get("model")).and_then(|m| m.as_str()).map(str::to_string))?;
+    let setting = |path: &str| config.as_ref().and_then(|c| c.pointer(path)).and_then(Value::as_str);
+    let model = agent.model.clone().or_else(|| setting("/model").map(str::to_string))?;
     let (provider, _) = model.split_once('/')?;
-    let base_url = config
-        .as_ref()
-        .and_then(|c| c.pointer(&format!("/provider/{provider}/options/baseURL")))
-        .and_then(|u| u.as_str());
-    if let Some(url) = base_url {
+    if let Some(url) = setting(&format!("/provider/{provider}/options/baseURL")) {
         return host_port(url);
     }
     let vendor = match provider {
