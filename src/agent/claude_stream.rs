@@ -32,6 +32,10 @@ pub struct ClaudeStreamParser {
 }
 
 impl ClaudeStreamParser {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
     /// An assistant message or a tool result read through typed fields; `None` for
     /// any other line, which [`Self::parse_value`] then reads.
     fn parse_common(&mut self, line: &str) -> Option<Vec<AgentEvent>> {
@@ -237,7 +241,7 @@ mod tests {
     use serde_json::json;
 
     fn parse_all(lines: &[&str]) -> Vec<AgentEvent> {
-        let mut p = ClaudeStreamParser::default();
+        let mut p = ClaudeStreamParser::new();
         lines.iter().flat_map(|l| p.parse_line(l)).collect()
     }
 
@@ -324,7 +328,7 @@ mod tests {
         let line = r#"{"type":"user","message":{"role":"user","content":"hello"},"session_id":"s1"}"#;
         let ev = parse_all(&[line]);
         assert_eq!(ev, vec![AgentEvent::Session { id: "s1".into() }]);
-        let mut p = ClaudeStreamParser::default();
+        let mut p = ClaudeStreamParser::new();
         p.parse_line(line);
         assert_eq!(p.parse_line(line), vec![AgentEvent::Unknown { kind: "user".into() }]);
     }
@@ -459,7 +463,7 @@ mod tests {
             r#"{"type":"assistant","message":null}"#,
             r#"{"type":"user","message":{"content":null},"session_id":""}"#,
         ];
-        let mut p = ClaudeStreamParser::default();
+        let mut p = ClaudeStreamParser::new();
         for line in common {
             assert!(p.parse_common(line).is_some(), "not read the fast way: {line}");
         }
@@ -477,7 +481,7 @@ mod tests {
             r#"  {"type":"assistant","message":{"content":[{"type":"text","text":"x"}]}}  "#,
             r#"{"type":"assistant","message":{"content":[{"type":"text","text":"x"}]}} trailing"#,
         ];
-        let mut both = Both(ClaudeStreamParser::default(), ClaudeStreamParser::default());
+        let mut both = Both(ClaudeStreamParser::new(), ClaudeStreamParser::new());
         for line in common.iter().chain(&odd) {
             both.parse_line(line);
         }
@@ -503,7 +507,7 @@ mod tests {
 
     #[test]
     fn garbage_never_panics() {
-        let mut p = ClaudeStreamParser::default();
+        let mut p = ClaudeStreamParser::new();
         let types = ["system", "assistant", "user", "rate_limit_event", "result", "stream_event", ""];
         let keys = [
             "subtype",

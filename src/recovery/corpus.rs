@@ -130,7 +130,7 @@ fn evidence(cli: &str, case: &Case) -> (Vec<AgentEvent>, String, String) {
     let mut tail = String::new();
     let parser: Option<Box<dyn LineParser>> = match kinds::ALL.into_iter().find(|d| d.kind.as_str() == cli) {
         Some(d) => Some((d.parser)((0, 0))),
-        None if cli == "ralph" => Some(Box::new(ClaudeStreamParser::default())),
+        None if cli == "ralph" => Some(Box::new(ClaudeStreamParser::new())),
         None => None,
     };
     if let Some(mut parser) = parser {

@@ -43,7 +43,7 @@ fn json_lines(run: &Run) -> Vec<Value> {
 }
 
 fn events(run: &Run) -> Vec<AgentEvent> {
-    let mut p = ClaudeStreamParser::default();
+    let mut p = ClaudeStreamParser::new();
     run.lines.iter().flat_map(|l| p.parse_line(l)).collect()
 }
 
