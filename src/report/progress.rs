@@ -132,12 +132,9 @@ impl Reporter {
         match self.mode {
             Mode::Quiet => {}
             Mode::Plain => {
-                let next = match (e.next, next_at) {
-                    (Some(next), Some(at)) => {
-                        format!("; {next} in {}", clock::countdown(at.saturating_duration_since(Instant::now())))
-                    }
-                    _ => String::new(),
-                };
+                let left = |at: Instant| clock::countdown(at.saturating_duration_since(Instant::now()));
+                let next =
+                    e.next.zip(next_at).map(|(next, at)| format!("; {next} in {}", left(at))).unwrap_or_default();
                 eprintln!("{} {text}{next}", self.clock());
             }
             Mode::Terminal => {
