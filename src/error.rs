@@ -100,17 +100,16 @@ fn resume_hint(from: Option<&str>) -> String {
 impl RalphError {
     /// An I/O failure once the run is under way (exit 4).
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        if crate::state::private::is_refused(&source) {
-            return RalphError::UnsafeState(source.to_string());
-        }
-        RalphError::Io { context: context.into(), source }
+        Self::refused(&source).unwrap_or_else(|| RalphError::Io { context: context.into(), source })
     }
 
     /// An I/O failure before the first attempt (exit 2).
     pub(crate) fn setup(context: impl Into<String>, source: std::io::Error) -> Self {
-        if crate::state::private::is_refused(&source) {
-            return RalphError::UnsafeState(source.to_string());
-        }
-        RalphError::Setup { context: context.into(), source }
+        Self::refused(&source).unwrap_or_else(|| RalphError::Setup { context: context.into(), source })
+    }
+
+    /// ralph's state refused (a link, another user's directory) is that error, whatever the context.
+    fn refused(source: &std::io::Error) -> Option<Self> {
+        crate::state::private::is_refused(source).then(|| RalphError::UnsafeState(source.to_string()))
     }
 }

@@ -29,11 +29,34 @@ pub(crate) enum FalloverWhy {
     RateLimit,
 }
 
+/// Declares [`RunEvent`] with each variant's journal `"kind"` written once, beside
+/// it, and `kind()` that returns it (the journal needs it as a `&'static str`).
+macro_rules! run_events {
+    ($(#[$meta:meta])* $vis:vis enum $name:ident {
+        $($(#[$vmeta:meta])* $variant:ident = $kind:literal { $($field:tt)* },)*
+    }) => {
+        $(#[$meta])*
+        $vis enum $name {
+            $($(#[$vmeta])* #[serde(rename = $kind)] $variant { $($field)* },)*
+        }
+
+        impl $name {
+            /// The journal's `"kind"` of this event.
+            pub(crate) fn kind(&self) -> &'static str {
+                match self {
+                    $($name::$variant { .. } => $kind,)*
+                }
+            }
+        }
+    };
+}
+
+run_events! {
 /// One thing that happened in a run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "kind")]
 pub(crate) enum RunEvent {
-    RunStarted {
+    RunStarted = "run_started" {
         run_id: String,
         pid: u32,
         /// `--from PHASE`, when given.
@@ -41,7 +64,7 @@ pub(crate) enum RunEvent {
         phase: String,
         pass: u32,
     },
-    RunResumed {
+    RunResumed = "run_resumed" {
         run_id: String,
         pid: u32,
         from: Option<String>,
@@ -50,20 +73,20 @@ pub(crate) enum RunEvent {
     },
     /// ralph's own failure ended the run (exit 4); the checkpoint keeps the last
     /// valid state.
-    RunError {
+    RunError = "run_error" {
         error: String,
     },
     /// A stop signal arrived: the user's intent (or the shutdown) is recorded
     /// before the agent is ended.
-    StopRequested {
+    StopRequested = "stop_requested" {
         signal: String,
     },
-    RunEnded {
+    RunEnded = "run_ended" {
         status: Status,
         reason: Option<String>,
         stop_cause: Option<StopCause>,
     },
-    AttemptStarted {
+    AttemptStarted = "attempt_started" {
         attempt: u32,
         phase: String,
         /// 1-based position of the phase in the workflow, and the number of phases.
@@ -82,7 +105,7 @@ pub(crate) enum RunEvent {
         /// Names only: what the agent did not get from ralph's environment.
         env_withheld: Vec<String>,
     },
-    AttemptSucceeded {
+    AttemptSucceeded = "attempt_succeeded" {
         attempt: u32,
         agent: String,
         phase: String,
@@ -98,7 +121,7 @@ pub(crate) enum RunEvent {
         session: Option<String>,
         usage: Usage,
     },
-    AttemptFailed {
+    AttemptFailed = "attempt_failed" {
         attempt: u32,
         agent: String,
         category: Category,
@@ -113,7 +136,7 @@ pub(crate) enum RunEvent {
     /// What the completion judge made of a sign-off it did not simply accept:
     /// rejected (a denial), asked to confirm (a doubt, with a session to ask), or
     /// accepted with the doubt on record (no session to ask).
-    Signoff {
+    Signoff = "signoff" {
         attempt: u32,
         verdict: SignOff,
         rule: SignOffRule,
@@ -122,7 +145,7 @@ pub(crate) enum RunEvent {
     /// The attempt ended without an outcome of its own: a stop signal ended it
     /// (`signal`: Ctrl+C, SIGTERM, SIGHUP; its session continues on resume), or the
     /// ralph running it died (`signal` null, journaled by the ralph that resumes).
-    AttemptInterrupted {
+    AttemptInterrupted = "attempt_interrupted" {
         attempt: u32,
         agent: String,
         session: Option<String>,
@@ -131,7 +154,7 @@ pub(crate) enum RunEvent {
     },
     /// This ralph took the run directory's lease over from a ralph on another host
     /// (or one that died on this host) after it went unrenewed.
-    LeaseTakenOver {
+    LeaseTakenOver = "lease_taken_over" {
         from_host: Option<String>,
         from_pid: Option<u32>,
         from_boot_id: Option<String>,
@@ -140,41 +163,41 @@ pub(crate) enum RunEvent {
         why: String,
     },
     /// One of ralph's detectors stepped in (stall, loop, tool text, storm, nudge…).
-    Intervention {
+    Intervention = "intervention" {
         detector: String,
         evidence: String,
     },
-    IterationStarted {
+    IterationStarted = "iteration_started" {
         phase: String,
         iteration: u32,
     },
-    PhaseDone {
+    PhaseDone = "phase_done" {
         phase: String,
     },
     /// A review of the repeating group ended: clean, or issues for the fix.
-    ReviewVerdict {
+    ReviewVerdict = "review_verdict" {
         pass: u32,
         passes: u32,
         clean: bool,
     },
     /// Back to the review for the next pass.
-    PassStarted {
+    PassStarted = "pass_started" {
         pass: u32,
         passes: u32,
     },
     /// The repeating group was left; `why` is `clean` or `passes_used`.
-    PassesEnded {
+    PassesEnded = "passes_ended" {
         passes_run: u32,
         passes: u32,
         clean: bool,
         why: String,
     },
     /// The same agent is tried again after `delay_ms`.
-    Retry {
+    Retry = "retry" {
         delay_ms: u64,
         resume_session: Option<String>,
     },
-    Fallover {
+    Fallover = "fallover" {
         from: String,
         to: String,
         cycle: u32,
@@ -183,37 +206,37 @@ pub(crate) enum RunEvent {
         new_cycle: bool,
     },
     /// Back to an agent whose rate limit has reset.
-    Fallback {
+    Fallback = "fallback" {
         from: String,
         to: String,
         why: String,
     },
     /// Waiting for a reported rate-limit reset: `reset` as the provider reported it,
     /// `until` with ralph's margin (unix seconds).
-    RateLimitWait {
+    RateLimitWait = "rate_limit_wait" {
         until: i64,
         reset: i64,
         reason: String,
     },
     /// The providers are unreachable: the run pauses (unix seconds).
-    Offline {
+    Offline = "offline" {
         since: i64,
         endpoints: Vec<String>,
         error: String,
     },
-    Online {},
+    Online = "online" {},
     /// The disk had no room for the checkpoint or the journal: the run waits (an
     /// outage, not a failure); `free` as the file system reported it.
-    DiskFull {
+    DiskFull = "disk_full" {
         path: String,
         free: String,
     },
     /// Space is back: the waiting writes went through and the run continues.
-    DiskSpaceBack {
+    DiskSpaceBack = "disk_space_back" {
         path: String,
     },
     /// A new run's git baseline (docs/git.md).
-    GitBaseline {
+    GitBaseline = "git_baseline" {
         top: String,
         baseline: Option<String>,
         branch: Option<String>,
@@ -222,7 +245,7 @@ pub(crate) enum RunEvent {
         commit: Option<CommitMode>,
     },
     /// ralph committed an iteration's work, or found on resume the commit it made.
-    GitCommit {
+    GitCommit = "git_commit" {
         hash: String,
         /// `phase/iteration[/pass]`, the `Ralph-Iteration:` trailer.
         key: String,
@@ -232,52 +255,52 @@ pub(crate) enum RunEvent {
         found_on_resume: bool,
     },
     /// A changed file left out of the commit; `reason` is the rule's key.
-    GitLeftOut {
+    GitLeftOut = "git_left_out" {
         key: String,
         path: String,
         reason: String,
         detail: String,
     },
-    GitNothingToCommit {
+    GitNothingToCommit = "git_nothing_to_commit" {
         key: String,
     },
     /// HEAD moved since ralph last committed: the agent (or someone) committed.
-    GitAgentCommitted {
+    GitAgentCommitted = "git_agent_committed" {
         key: String,
         from: Option<String>,
         to: String,
         commits: Vec<String>,
     },
     /// A git hook rejected the commit: an agent failure of the iteration.
-    GitCommitRejected {
+    GitCommitRejected = "git_commit_rejected" {
         key: String,
         /// The hook's output, redacted, at most 4000 characters.
         output: String,
     },
     /// git failed otherwise; the run is blocked with the commit pending.
-    GitError {
+    GitError = "git_error" {
         key: String,
         error: String,
     },
     /// A lock file left by a killed commit was removed on resume.
-    GitStaleLockRemoved {
+    GitStaleLockRemoved = "git_stale_lock_removed" {
         path: String,
     },
     /// A cap or budget ran out; the run stops `failed`.
-    CapReached {
+    CapReached = "cap_reached" {
         cap: Cap,
         message: String,
     },
     /// `ralph stop` asked the run to stop `paused` after the current iteration.
-    StopAfterIteration {},
+    StopAfterIteration = "stop_after_iteration" {},
     /// The agent's `report_progress` (MCP): a heartbeat with a message.
-    AgentProgress {
+    AgentProgress = "agent_progress" {
         attempt: u32,
         message: String,
     },
     /// The agent's `save_checkpoint` (MCP): verified progress, used in later
     /// recovery notes.
-    AgentCheckpoint {
+    AgentCheckpoint = "agent_checkpoint" {
         attempt: u32,
         summary: String,
         files_touched: Vec<String>,
@@ -285,78 +308,30 @@ pub(crate) enum RunEvent {
         next_steps: Vec<String>,
     },
     /// The agent's `report_interruption` (MCP): it gives up on this attempt.
-    AgentInterruption {
+    AgentInterruption = "agent_interruption" {
         attempt: u32,
         reason: String,
     },
     /// The agent's `declare_complete` (MCP), with its evidence.
-    CompletionDeclared {
+    CompletionDeclared = "completion_declared" {
         attempt: u32,
         summary: String,
         evidence: String,
         goal_complete: bool,
     },
     /// The agent's `cancel_task` (MCP): the run stops `blocked`.
-    TaskCancelled {
+    TaskCancelled = "task_cancelled" {
         attempt: u32,
         reason: String,
     },
     /// `ralph mcp` closed its session without shutting down while the agent ran:
     /// `restarts` of `cap` (`[retry] mcp_restarts`) used.
-    McpLost {
+    McpLost = "mcp_lost" {
         attempt: u32,
         restarts: u32,
         cap: u32,
     },
 }
-
-impl RunEvent {
-    /// The journal's `"kind"` of this event.
-    pub(crate) fn kind(&self) -> &'static str {
-        match self {
-            RunEvent::RunStarted { .. } => "run_started",
-            RunEvent::RunResumed { .. } => "run_resumed",
-            RunEvent::RunError { .. } => "run_error",
-            RunEvent::StopRequested { .. } => "stop_requested",
-            RunEvent::RunEnded { .. } => "run_ended",
-            RunEvent::AttemptStarted { .. } => "attempt_started",
-            RunEvent::AttemptSucceeded { .. } => "attempt_succeeded",
-            RunEvent::AttemptFailed { .. } => "attempt_failed",
-            RunEvent::AttemptInterrupted { .. } => "attempt_interrupted",
-            RunEvent::LeaseTakenOver { .. } => "lease_taken_over",
-            RunEvent::Signoff { .. } => "signoff",
-            RunEvent::Intervention { .. } => "intervention",
-            RunEvent::IterationStarted { .. } => "iteration_started",
-            RunEvent::PhaseDone { .. } => "phase_done",
-            RunEvent::ReviewVerdict { .. } => "review_verdict",
-            RunEvent::PassStarted { .. } => "pass_started",
-            RunEvent::PassesEnded { .. } => "passes_ended",
-            RunEvent::Retry { .. } => "retry",
-            RunEvent::Fallover { .. } => "fallover",
-            RunEvent::Fallback { .. } => "fallback",
-            RunEvent::RateLimitWait { .. } => "rate_limit_wait",
-            RunEvent::Offline { .. } => "offline",
-            RunEvent::Online {} => "online",
-            RunEvent::DiskFull { .. } => "disk_full",
-            RunEvent::DiskSpaceBack { .. } => "disk_space_back",
-            RunEvent::CapReached { .. } => "cap_reached",
-            RunEvent::GitBaseline { .. } => "git_baseline",
-            RunEvent::GitCommit { .. } => "git_commit",
-            RunEvent::GitLeftOut { .. } => "git_left_out",
-            RunEvent::GitNothingToCommit { .. } => "git_nothing_to_commit",
-            RunEvent::GitAgentCommitted { .. } => "git_agent_committed",
-            RunEvent::GitCommitRejected { .. } => "git_commit_rejected",
-            RunEvent::GitError { .. } => "git_error",
-            RunEvent::GitStaleLockRemoved { .. } => "git_stale_lock_removed",
-            RunEvent::StopAfterIteration {} => "stop_after_iteration",
-            RunEvent::AgentProgress { .. } => "agent_progress",
-            RunEvent::AgentCheckpoint { .. } => "agent_checkpoint",
-            RunEvent::AgentInterruption { .. } => "agent_interruption",
-            RunEvent::CompletionDeclared { .. } => "completion_declared",
-            RunEvent::TaskCancelled { .. } => "task_cancelled",
-            RunEvent::McpLost { .. } => "mcp_lost",
-        }
-    }
 }
 
 #[cfg(test)]
@@ -396,6 +371,17 @@ mod tests {
         assert!(kinds.len() >= 20, "{kinds:?}");
         let missing: Vec<_> = kinds.iter().filter(|k| !docs.contains(&format!("| `{k}` |"))).collect();
         assert!(missing.is_empty(), "journal kinds without a row in docs/operations.md: {missing:?}");
+    }
+
+    #[test]
+    fn every_kind_is_its_variants_name_in_snake_case() {
+        let source = read("src/events.rs");
+        let written: Vec<&str> = source
+            .lines()
+            .filter_map(|l| l.strip_prefix("    ").filter(|l| l.starts_with(|c: char| c.is_ascii_uppercase())))
+            .filter_map(|l| l.split_once(" = \"")?.1.split_once('"').map(|(kind, _)| kind))
+            .collect();
+        assert_eq!(written, declared_kinds());
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::path::Path;
 use nix::sys::signal::Signal;
 
 use super::claude_stream::ClaudeStreamParser;
-use super::descriptor::{Descriptor, Env, LaunchError, Request, mcp_args, url_or};
+use super::descriptor::{Descriptor, Env, LaunchError, Request, flag, mcp_args, url_or};
 use crate::config::{AgentConfig, AgentKind};
 
 pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
@@ -50,24 +50,13 @@ pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
 /// `claude -p --output-format stream-json --verbose --permission-mode MODE [--model M]
 /// [--resume SESSION] [--mcp-config JSON --allowedTools mcp__ralph] [args…]`.
 fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Result<Vec<String>, LaunchError> {
-    let mut argv = vec![
-        binary.display().to_string(),
-        // `-p` is a flag; the prompt comes on stdin, so a prompt that starts with `-`
-        // is never read as an option (measured as an argument: "unknown option").
-        "-p".to_string(),
-        "--output-format".to_string(),
-        "stream-json".to_string(),
-        "--verbose".to_string(),
-        // The default, acceptEdits, works as root, unlike --dangerously-skip-permissions.
-        "--permission-mode".to_string(),
-        DESCRIPTOR.permission_mode(cfg).to_string(),
-    ];
-    if let Some(model) = &cfg.model {
-        argv.extend(["--model".to_string(), model.clone()]);
-    }
-    if let Some(session) = req.resume {
-        argv.extend(["--resume".to_string(), session.to_string()]);
-    }
+    let mut argv = vec![binary.display().to_string()];
+    // `-p` is a flag; the prompt comes on stdin, so a prompt that starts with `-` is
+    // never read as an option (measured as an argument: "unknown option"). The default
+    // permission mode, acceptEdits, works as root, unlike --dangerously-skip-permissions.
+    let mode = DESCRIPTOR.permission_mode(cfg);
+    argv.extend(["-p", "--output-format", "stream-json", "--verbose", "--permission-mode", mode].map(str::to_string));
+    argv.extend(flag("--model", cfg.model.as_deref()).chain(flag("--resume", req.resume)));
     if let Some((socket, attempt)) = req.control {
         argv.extend(mcp(socket, attempt)?);
     }

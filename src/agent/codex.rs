@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
-use super::descriptor::{Descriptor, Lookup, ReadFile, Request, host_port, mcp_args};
+use super::descriptor::{Descriptor, Lookup, ReadFile, Request, flag, host_port, mcp_args};
 use super::event::{AgentEvent, LineParser};
 use super::json::{self, str_field, string_or_empty, u64_field, unknown};
 use crate::config::{AgentConfig, AgentKind};
@@ -101,9 +101,7 @@ pub(crate) fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<S
             format!("mcp_servers.ralph.args={args}"),
         ]);
     }
-    if let Some(model) = &cfg.model {
-        argv.extend(["-m".to_string(), model.clone()]);
-    }
+    argv.extend(flag("-m", cfg.model.as_deref()));
     argv.extend(cfg.args.iter().cloned());
     argv.push("--".to_string());
     if let Some(session) = req.resume {
@@ -124,18 +122,10 @@ fn endpoint(_: &AgentConfig, lookup: Lookup<'_>, read: ReadFile<'_>) -> Option<S
     let home = lookup("CODEX_HOME").map(PathBuf::from).or_else(|| lookup("HOME").map(|h| Path::new(&h).join(".codex")));
     let config: Option<toml::Table> =
         home.and_then(|h| read(&h.join("config.toml"))).and_then(|text| toml::from_str(&text).ok());
-    let provider = config
-        .as_ref()
-        .and_then(|c| c.get("model_provider"))
-        .and_then(toml::Value::as_str)
-        .unwrap_or("openai")
-        .to_string();
-    let base_url = config
-        .as_ref()
-        .and_then(|c| c.get("model_providers"))
-        .and_then(|p| p.get(&provider))
-        .and_then(|p| p.get("base_url"))
-        .and_then(toml::Value::as_str);
+    let key = |key: &str| config.as_ref().and_then(|c| c.get(key));
+    let provider = key("model_provider").and_then(toml::Value::as_str).unwrap_or("openai");
+    let provider_table = key("model_providers").and_then(|p| p.get(provider));
+    let base_url = provider_table.and_then(|p| p.get("base_url")).and_then(toml::Value::as_str);
     match base_url {
         Some(url) => host_port(url),
         None if provider == "openai" => Some("api.openai.com:443".to_string()),

@@ -102,6 +102,11 @@ pub(crate) fn mcp_args(socket: &Path, attempt: u32) -> [String; 5] {
     ["mcp", "--socket", &socket.display().to_string(), "--attempt", &attempt.to_string()].map(str::to_string)
 }
 
+/// `FLAG VALUE` when the value is set (a model, a session to resume), else nothing.
+pub(crate) fn flag(flag: &str, value: Option<&str>) -> impl Iterator<Item = String> {
+    value.into_iter().flat_map(move |v| [flag.to_string(), v.to_string()])
+}
+
 /// The URL's `host:port` when one is set, else the vendor's.
 pub(crate) fn url_or(url: Option<String>, vendor: &str) -> Option<String> {
     url.map_or_else(|| Some(vendor.to_string()), |url| host_port(&url))

@@ -29,7 +29,7 @@ use std::path::Path;
 use nix::sys::signal::Signal;
 use serde_json::Value;
 
-use super::descriptor::{Descriptor, Env, LaunchError, Request, mcp_args, url_or};
+use super::descriptor::{Descriptor, Env, LaunchError, Request, flag, mcp_args, url_or};
 use super::event::{AgentEvent, LineParser};
 use super::json::{self, Line, status_field, str_field, string_or_empty, u64_field, unknown};
 use crate::config::{AgentConfig, AgentKind};
@@ -63,22 +63,12 @@ pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
 /// the working directory for this session only. An explicit model saves the CLI a
 /// routing request to pick one.
 pub(crate) fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> {
-    let mut argv = vec![
-        binary.display().to_string(),
-        // The prompt comes on stdin (see `launch::prepare`); `--prompt` is appended
-        // to it, so an empty one keeps headless mode and adds nothing.
-        "--prompt=".to_string(),
-        "--output-format".to_string(),
-        "stream-json".to_string(),
-        format!("--approval-mode={}", DESCRIPTOR.permission_mode(cfg)),
-        "--skip-trust".to_string(),
-    ];
-    if let Some(model) = &cfg.model {
-        argv.extend(["-m".to_string(), model.clone()]);
-    }
-    if let Some(session) = req.resume {
-        argv.extend(["--resume".to_string(), session.to_string()]);
-    }
+    let mut argv = vec![binary.display().to_string()];
+    // The prompt comes on stdin (see `launch::prepare`); `--prompt` is appended to it,
+    // so an empty one keeps headless mode and adds nothing.
+    let mode = format!("--approval-mode={}", DESCRIPTOR.permission_mode(cfg));
+    argv.extend(["--prompt=", "--output-format", "stream-json", &mode, "--skip-trust"].map(str::to_string));
+    argv.extend(flag("-m", cfg.model.as_deref()).chain(flag("--resume", req.resume)));
     argv.extend(cfg.args.iter().cloned());
     argv
 }

@@ -10,7 +10,7 @@ use crate::config::{AgentConfig, AgentKind, OutputFormat};
 use crate::process::{Launch, env};
 
 use super::claude_stream::ClaudeStreamParser;
-use super::descriptor::{Env, LaunchError, Request};
+use super::descriptor::{Env, LaunchError, Request, flag};
 use super::event::LineParser;
 use super::kinds;
 use super::text::TextParser;
@@ -61,17 +61,12 @@ pub(crate) fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, L
     let attempt_id = format!("{}:{}:{}", req.run_id, req.agent, req.launch);
     let attempt_marker = (crate::process::escaped::ATTEMPT_ID_VAR.to_string(), attempt_id.clone());
     // A scripted or command agent may run `ralph mcp` itself: it finds its run here.
-    let control = req
-        .control
-        .filter(|_| cli.is_none())
-        .map(|(socket, attempt)| {
-            [
-                (crate::commands::mcp::ENV_SOCKET.to_string(), socket.display().to_string()),
-                (crate::commands::mcp::ENV_ATTEMPT.to_string(), attempt.to_string()),
-            ]
-        })
-        .into_iter()
-        .flatten();
+    let control = req.control.filter(|_| cli.is_none()).into_iter().flat_map(|(socket, attempt)| {
+        [
+            (crate::commands::mcp::ENV_SOCKET.to_string(), socket.display().to_string()),
+            (crate::commands::mcp::ENV_ATTEMPT.to_string(), attempt.to_string()),
+        ]
+    });
     let extra = extra
         .into_iter()
         .chain(cfg.env.iter().map(|(k, v)| (k.clone(), v.clone())))
@@ -99,25 +94,14 @@ pub(crate) fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, L
 fn sim_argv(cfg: &AgentConfig, req: &Request<'_>) -> Result<Vec<String>, LaunchError> {
     let exe = crate::os::self_exe().map_err(LaunchError::SelfExe)?;
     let index = usize::try_from(req.launch.saturating_sub(1)).unwrap_or(usize::MAX);
-    let script = cfg.script.get(index).or(cfg.script.last()).ok_or_else(|| LaunchError::Invalid {
-        agent: req.agent.to_string(),
-        message: "the scripted agent has no script".to_string(),
-    })?;
-    let steps = serde_json::to_string(&script.steps)
-        .map_err(|e| LaunchError::Invalid { agent: req.agent.to_string(), message: e.to_string() })?;
-    let mut argv = vec![
-        exe.display().to_string(),
-        "__sim".to_string(),
-        "--agent".to_string(),
-        req.agent.to_string(),
-        "--launch".to_string(),
-        req.launch.to_string(),
-        "--steps".to_string(),
-        steps,
-    ];
-    if let Some(session) = req.resume {
-        argv.extend(["--resume".to_string(), session.to_string()]);
-    }
+    let invalid = |message: String| LaunchError::Invalid { agent: req.agent.to_string(), message };
+    let script = cfg.script.get(index).or(cfg.script.last());
+    let script = script.ok_or_else(|| invalid("the scripted agent has no script".to_string()))?;
+    let steps = serde_json::to_string(&script.steps).map_err(|e| invalid(e.to_string()))?;
+    let launch = req.launch.to_string();
+    let mut argv = vec![exe.display().to_string()];
+    argv.extend(["__sim", "--agent", req.agent, "--launch", &launch, "--steps", &steps].map(str::to_string));
+    argv.extend(flag("--resume", req.resume));
     argv.extend(["--".to_string(), req.prompt.to_string()]);
     Ok(argv)
 }

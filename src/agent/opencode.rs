@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 use nix::sys::signal::Signal;
 use serde_json::Value;
 
-use super::descriptor::{Descriptor, Env, LaunchError, Lookup, ReadFile, Request, host_port, mcp_args, url_or};
+use super::descriptor::{Descriptor, Env, LaunchError, Lookup, ReadFile, Request, flag, host_port, mcp_args, url_or};
 use super::event::{AgentEvent, LineParser};
 use super::json::{self, SessionId, str_field, string_or_empty, u64_field};
 use crate::config::{AgentConfig, AgentKind};
@@ -69,22 +69,12 @@ pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
 /// The model is `provider/model` as OpenCode spells it; without one, the config's
 /// `model` is used. A resume continues the same session id.
 pub(crate) fn argv(cfg: &AgentConfig, req: &Request<'_>, binary: &Path) -> Vec<String> {
-    let mut argv = vec![
-        binary.display().to_string(),
-        "run".to_string(),
-        "--format".to_string(),
-        "json".to_string(),
-        "--thinking".to_string(),
-    ];
+    let mut argv = vec![binary.display().to_string()];
+    argv.extend(["run", "--format", "json", "--thinking"].map(str::to_string));
     if DESCRIPTOR.permission_mode(cfg) == "auto" {
         argv.push("--auto".to_string());
     }
-    if let Some(model) = &cfg.model {
-        argv.extend(["-m".to_string(), model.clone()]);
-    }
-    if let Some(session) = req.resume {
-        argv.extend(["--session".to_string(), session.to_string()]);
-    }
+    argv.extend(flag("-m", cfg.model.as_deref()).chain(flag("--session", req.resume)));
     argv.extend(cfg.args.iter().cloned());
     // No message argument: `opencode run` reads it from stdin (see `launch::prepare`).
     argv
@@ -119,16 +109,10 @@ fn endpoint(agent: &AgentConfig, lookup: Lookup<'_>, read: ReadFile<'_>) -> Opti
             .map(|dir| dir.join("opencode/opencode.json"))
     });
     let config: Option<Value> = config_path.and_then(|p| read(&p)).and_then(|text| serde_json::from_str(&text).ok());
-    let model = agent
-        .model
-        .clone()
-        .or_else(|| config.as_ref().and_then(|c| c.get("model")).and_then(|m| m.as_str()).map(str::to_string))?;
+    let setting = |path: &str| config.as_ref().and_then(|c| c.pointer(path)).and_then(Value::as_str);
+    let model = agent.model.clone().or_else(|| setting("/model").map(str::to_string))?;
     let (provider, _) = model.split_once('/')?;
-    let base_url = config
-        .as_ref()
-        .and_then(|c| c.pointer(&format!("/provider/{provider}/options/baseURL")))
-        .and_then(|u| u.as_str());
-    if let Some(url) = base_url {
+    if let Some(url) = setting(&format!("/provider/{provider}/options/baseURL")) {
         return host_port(url);
     }
     let vendor = match provider {

@@ -118,16 +118,15 @@ pub(crate) fn render(config: &Path, goal: &Path, previews: &[Preview]) -> String
             phase.chain_name
         );
         let agent = phase.chain.first().map_or("", String::as_str);
-        match argv {
+        let launch = match argv {
             Ok(argv) => {
                 let shown: Vec<String> =
                     argv.iter().map(|a| if a == prompt { "<PROMPT>".to_string() } else { quote(a) }).collect();
-                let _ = writeln!(s, "  first attempt: agent {agent}: {}", shown.join(" "));
+                format!(": {}", shown.join(" "))
             }
-            Err(e) => {
-                let _ = writeln!(s, "  first attempt: agent {agent} cannot be launched: {e}");
-            }
-        }
+            Err(e) => format!(" cannot be launched: {e}"),
+        };
+        let _ = writeln!(s, "  first attempt: agent {agent}{launch}");
         let _ = writeln!(s, "  PROMPT:");
         for line in prompt.lines() {
             let _ = writeln!(s, "  |{}{line}", if line.is_empty() { "" } else { " " });

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::error::RalphError;
-use crate::report::plural;
+use crate::report::{labelled, plural};
 use crate::state::checkpoint::Checkpoint;
 use crate::state::format;
 use crate::state::lock::{self, LockInfo};
@@ -103,9 +103,7 @@ pub(crate) fn describe(cp: &Checkpoint, live: bool) -> String {
 fn last_error(s: &mut String, e: &crate::state::checkpoint::LastError, at: &str) {
     let c = &e.classification;
     let _ = writeln!(s, "  last error: {} ({}, {}) from {} at {at}", c.reason, c.category.as_str(), c.rule, e.agent);
-    if let Some(log) = &e.log {
-        let _ = writeln!(s, "  its log: {log}");
-    }
+    labelled(s, "  its log", e.log.as_ref());
 }
 
 /// What `--resume` would do with the run.
@@ -140,19 +138,13 @@ pub(crate) fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) 
         pos.agent_index + 1,
         pos.cycle
     );
-    if let Some(verdict) = &p.review {
-        let _ = writeln!(s, "  last review: {}", verdict.describe());
-    }
+    labelled(&mut s, "  last review", p.review.as_ref().map(|verdict| verdict.describe()));
     if let Some(from) = &p.from {
         let _ = writeln!(s, "  started at phase {} (--from)", from.phase);
     }
     let unix = |secs: i64| jiff::Timestamp::from_second(secs).map(stamp).unwrap_or_default();
-    if let Some(at) = p.rate_limit_until {
-        let _ = writeln!(s, "  waiting: for a rate-limit reset at {}", unix(at));
-    }
-    if let Some(since) = p.offline_since {
-        let _ = writeln!(s, "  waiting: offline since {}", unix(since));
-    }
+    labelled(&mut s, "  waiting", p.rate_limit_until.map(|at| format!("for a rate-limit reset at {}", unix(at))));
+    labelled(&mut s, "  waiting", p.offline_since.map(|since| format!("offline since {}", unix(since))));
     if let Some(f) = &cp.in_flight {
         let session = f.session.as_deref().unwrap_or("not yet known");
         let _ = writeln!(s, "  in flight: attempt {} of agent {} (session {session})", f.attempt, f.agent);
@@ -173,15 +165,9 @@ pub(crate) fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) 
     if let Some(e) = &cp.last_error {
         last_error(&mut s, e, &stamp(e.at));
     }
-    if let Some(reason) = &cp.stop_reason {
-        let _ = writeln!(s, "  stopped because: {reason}");
-    }
-    if let Some(cause) = cp.stop_cause {
-        let _ = writeln!(s, "  stopped by: {}", cause.signal_name());
-    }
-    if let Some(usage) = cp.usage.describe() {
-        let _ = writeln!(s, "  usage: {usage}");
-    }
+    labelled(&mut s, "  stopped because", cp.stop_reason.as_ref());
+    labelled(&mut s, "  stopped by", cp.stop_cause.map(|cause| cause.signal_name()));
+    labelled(&mut s, "  usage", cp.usage.describe());
     if let Some(git) = &cp.git {
         s.push_str(&crate::report::summary::commits(git, 0).replace(" (0 in this session)", ""));
     }

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use crate::error::RalphError;
+use crate::report::labelled;
 use crate::state::lock;
 use crate::state::redact::redact;
 
@@ -41,18 +42,12 @@ fn describe_live(live: &crate::control::Live) -> String {
         "live: ralph pid {}, run {}\nstatus: {}\nphase: {}, iteration {} of {}\nagent: {}, attempt {}\n",
         live.pid, live.run_id, live.status, live.phase, live.iteration, live.iterations, live.agent, live.attempt
     );
-    if let Some(w) = &live.waiting_for {
-        out.push_str(&format!("waiting for: {w}\n"));
-    }
-    if let Some(e) = &live.last_event {
-        out.push_str(&format!("last event: {e}\n"));
-    }
+    labelled(&mut out, "waiting for", live.waiting_for.as_ref());
+    labelled(&mut out, "last event", live.last_event.as_ref());
     if live.stop_requested {
         out.push_str("stopping after this iteration (ralph stop)\n");
     }
-    if let Some(c) = &live.last_checkpoint {
-        out.push_str(&format!("agent's last checkpoint: {c}\n"));
-    }
+    labelled(&mut out, "agent's last checkpoint", live.last_checkpoint.as_ref());
     out
 }
 

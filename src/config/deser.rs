@@ -98,13 +98,14 @@ fn explain(spans: &Spans<'_>, key: &[Seg], text: &str, message: &str) -> String 
         let (name, allowed) = split_name(rest);
         let what = match last_key {
             Some("kind") => "agent kind",
-            Some(k) if k == name && in_steps(key) => "script step",
+            Some(k) if k == name && key.contains(&Seg::Key("steps".into())) => "script step",
             _ => "value",
         };
-        let shown = if what == "script step" { key_path_of_table(key) } else { key.to_vec() };
+        // An unknown step written as a table key: the path of the step itself.
+        let shown = if what == "script step" { key.split_last().map_or(&[][..], |(_, t)| t) } else { key };
         return format!(
             "{}: unknown {what} `{name}` (allowed: {}){}",
-            KeyPath(&shown),
+            KeyPath(shown),
             one_of(&allowed),
             did_you_mean(name, allowed.iter().copied())
         );
@@ -118,7 +119,7 @@ fn explain(spans: &Spans<'_>, key: &[Seg], text: &str, message: &str) -> String 
         return format!("{}: {STEP_HINT}", KeyPath(key));
     }
     if let Some(expected) = expected_of(message) {
-        let value = shorten(text);
+        let value = crate::report::ellipsis(text.trim(), 40);
         return format!("{}: `{value}` is not {}", KeyPath(key), allowed_hint(last_key, expected));
     }
     format!("{}: {}", KeyPath(key), lowercase_first(message))
@@ -136,21 +137,9 @@ fn split_name(rest: &str) -> (&str, Vec<&str>) {
     (name, allowed)
 }
 
-fn in_steps(key: &[Seg]) -> bool {
-    key.iter().any(|s| *s == Seg::Key("steps".into()))
-}
-
-/// For an unknown step written as a table key, the path of the step itself.
-fn key_path_of_table(key: &[Seg]) -> Vec<Seg> {
-    key.split_last().map_or_else(Vec::new, |(_, t)| t.to_vec())
-}
-
 fn expected_of(message: &str) -> Option<&str> {
-    if message.starts_with("invalid type") || message.starts_with("invalid value") {
-        message.rsplit_once(", expected ").map(|(_, e)| e)
-    } else {
-        None
-    }
+    let invalid = message.starts_with("invalid type") || message.starts_with("invalid value");
+    message.rsplit_once(", expected ").filter(|_| invalid).map(|(_, e)| e)
 }
 
 /// What a key allows, as a noun phrase after "is not".
@@ -193,15 +182,6 @@ fn missing_hint(spans: &Spans<'_>, name: &str) -> String {
             repeat = { phases = [\"review\", \"fix\"], passes = 3 }"
             .to_owned(),
         other => format!("add `{other} = ...`"),
-    }
-}
-
-fn shorten(text: &str) -> String {
-    let text = text.trim();
-    if text.chars().count() > 40 {
-        format!("{}…", text.chars().take(40).collect::<String>())
-    } else {
-        text.to_owned()
     }
 }
 

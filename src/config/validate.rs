@@ -51,10 +51,19 @@ struct Cx<'a> {
 }
 
 impl Cx<'_> {
-    fn at(&self, key: &[Seg], message: String) -> ConfigError {
+    /// The error at `key`, given its message.
+    fn at(&self, key: &[Seg]) -> impl FnOnce(String) -> ConfigError {
         let (line, column) = self.spans.line_col(key);
-        ConfigError::At { path: self.path.to_path_buf(), line, column, message }
+        let path = self.path.to_path_buf();
+        move |message| ConfigError::At { path, line, column, message }
     }
+}
+
+/// Returns the error of `cx.at(key)`, its message formatted like `format!`.
+macro_rules! fail {
+    ($at:expr, $($message:tt)+) => {
+        return Err($at(format!($($message)+)))
+    };
 }
 
 /// Names end up in logs, the checkpoint and file names, so keep them plain.
@@ -69,10 +78,10 @@ fn check_names(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
             let plain =
                 !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
             if !plain {
-                return Err(cx.at(
-                    &keys![table, name],
-                    format!("[{table}] name {name:?} is not allowed; use letters, digits, `-`, `_` and `.`"),
-                ));
+                fail!(
+                    cx.at(&keys![table, name]),
+                    "[{table}] name {name:?} is not allowed; use letters, digits, `-`, `_` and `.`"
+                );
             }
         }
     }
@@ -104,19 +113,16 @@ fn check_durations(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
     for (key, value) in durations {
         if value.is_zero() {
             let hint = if key[1] == Seg::from("max_runtime") { "; remove the key for no limit" } else { "" };
-            return Err(cx.at(&key, format!("{} must be longer than 0, like \"5m\" or \"30s\"{hint}", KeyPath(&key))));
+            fail!(cx.at(&key), "{} must be longer than 0, like \"5m\" or \"30s\"{hint}", KeyPath(&key));
         }
     }
     if r.backoff_base > r.backoff_max {
-        return Err(cx.at(
-            &keys!["retry", "backoff_base"],
-            format!(
-                "[retry] backoff_base ({}) is longer than backoff_max ({}); \
-                 backoff_base must be ≤ backoff_max",
-                human(r.backoff_base),
-                human(r.backoff_max)
-            ),
-        ));
+        fail!(
+            cx.at(&keys!["retry", "backoff_base"]),
+            "[retry] backoff_base ({}) is longer than backoff_max ({}); backoff_base must be ≤ backoff_max",
+            human(r.backoff_base),
+            human(r.backoff_max)
+        );
     }
     Ok(())
 }
@@ -125,10 +131,10 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
     let g = &config.general;
     let r = &config.retry;
     if g.prompt.as_os_str().is_empty() {
-        return Err(cx.at(
-            &keys!["general", "prompt"],
-            "[general] prompt is empty; name the goal file, e.g. prompt = \"PROMPT.md\"".into(),
-        ));
+        fail!(
+            cx.at(&keys!["general", "prompt"]),
+            "[general] prompt is empty; name the goal file, e.g. prompt = \"PROMPT.md\""
+        );
     }
     // The defaults the messages name are the `Default` impls', never a copy.
     let d = Config::default();
@@ -144,44 +150,39 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
     ];
     for (key, value, default) in caps {
         if value == 0 {
-            return Err(cx.at(&key, format!("{} must be at least 1, not 0 (default {default})", KeyPath(&key))));
+            fail!(cx.at(&key), "{} must be at least 1, not 0 (default {default})", KeyPath(&key));
         }
     }
     if let Some(cost) = g.max_cost_usd.filter(|c| !(c.is_finite() && *c > 0.0)) {
-        return Err(cx.at(
-            &keys!["general", "max_cost_usd"],
-            format!(
-                "[general] max_cost_usd must be a number of dollars above 0, not {cost}; \
-                 remove the key for no limit"
-            ),
-        ));
+        fail!(
+            cx.at(&keys!["general", "max_cost_usd"]),
+            "[general] max_cost_usd must be a number of dollars above 0, not {cost}; remove the key for no limit"
+        );
     }
     let max_log = config.logs.max_attempt_log;
     if max_log < super::types::MIN_ATTEMPT_LOG {
-        return Err(cx.at(
-            &keys!["logs", "max_attempt_log"],
-            format!(
-                "[logs] max_attempt_log must be at least {}, not {max_log} bytes",
-                ByteSize(super::types::MIN_ATTEMPT_LOG)
-            ),
-        ));
+        fail!(
+            cx.at(&keys!["logs", "max_attempt_log"]),
+            "[logs] max_attempt_log must be at least {}, not {max_log} bytes",
+            ByteSize(super::types::MIN_ATTEMPT_LOG)
+        );
     }
     check_durations(cx, config)?;
     if config.notify.command.as_ref().is_some_and(|c| c.first().is_none_or(|p| p.trim().is_empty())) {
-        return Err(cx.at(
-            &keys!["notify", "command"],
-            "[notify] command is empty; give the program and its arguments, like [\"notify-send\", \"ralph\"]".into(),
-        ));
+        fail!(
+            cx.at(&keys!["notify", "command"]),
+            "[notify] command is empty; give the program and its arguments, like [\"notify-send\", \"ralph\"]"
+        );
     }
     for (i, probe) in config.offline.probe.iter().flatten().enumerate() {
         let port_ok = probe
             .rsplit_once(':')
             .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0));
         if !port_ok {
-            return Err(cx.at(
-                &keys!["offline", "probe", i],
-                format!("[offline] probe {probe:?} is not host:port, like \"api.anthropic.com:443\""),
-            ));
+            fail!(
+                cx.at(&keys!["offline", "probe", i]),
+                "[offline] probe {probe:?} is not host:port, like \"api.anthropic.com:443\""
+            );
         }
     }
     Ok(())
@@ -192,26 +193,27 @@ fn check_git(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
     if let Some(branch) = &g.branch
         && let Err(problem) = crate::git::message::check_branch(branch)
     {
-        return Err(cx.at(&keys!["git", "branch"], format!("[git] branch {branch:?} {problem}")));
+        fail!(cx.at(&keys!["git", "branch"]), "[git] branch {branch:?} {problem}");
     }
     for (key, value) in [("author", &g.author), ("committer", &g.committer)] {
         if let Some(text) = value
             && crate::git::message::Identity::parse(text).is_none()
         {
-            return Err(cx.at(
-                &keys!["git", key],
-                format!("[git] {key} {text:?} is not \"Name <email>\", like \"Ralph <ralph@example.com>\""),
-            ));
+            fail!(
+                cx.at(&keys!["git", key]),
+                "[git] {key} {text:?} is not \"Name <email>\", like \"Ralph <ralph@example.com>\""
+            );
         }
     }
     if g.max_new_file.0 == 0 {
-        return Err(cx.at(
-            &keys!["git", "max_new_file"],
-            format!("[git] max_new_file must be more than 0 (default \"{}\")", GitConfig::default().max_new_file),
-        ));
+        fail!(
+            cx.at(&keys!["git", "max_new_file"]),
+            "[git] max_new_file must be more than 0 (default \"{}\")",
+            GitConfig::default().max_new_file
+        );
     }
     if g.message.trim().is_empty() {
-        return Err(cx.at(&keys!["git", "message"], "[git] message is empty; leave it out for the default".into()));
+        fail!(cx.at(&keys!["git", "message"]), "[git] message is empty; leave it out for the default");
     }
     Ok(())
 }
@@ -264,13 +266,10 @@ fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Confi
                 None if ["model", "binary", "permission_mode"].contains(&key) => cli_kinds(),
                 None => "kind = \"sim\"".to_string(),
             };
-            return Err(cx.at(
-                &here(key),
-                format!(
-                    "[agents.{name}] {key} is not allowed for kind = \"{kind}\"; \
-                     it only applies to {belongs}"
-                ),
-            ));
+            fail!(
+                cx.at(&here(key)),
+                "[agents.{name}] {key} is not allowed for kind = \"{kind}\"; it only applies to {belongs}"
+            );
         }
     }
     match agent.kind {
@@ -282,27 +281,23 @@ fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Confi
         let allowed = kinds::descriptor(agent.kind).map_or(&[][..], |d| d.permission_modes);
         if !allowed.contains(&mode.as_str()) {
             let list = allowed.iter().map(|m| format!("\"{m}\"")).collect::<Vec<_>>().join(", ");
-            return Err(cx.at(
-                &here("permission_mode"),
-                format!(
-                    "[agents.{name}] permission_mode = \"{mode}\" is not a mode of kind = \"{kind}\"; \
-                     allowed: {list} (default \"{}\")",
-                    allowed.first().copied().unwrap_or_default()
-                ),
-            ));
+            fail!(
+                cx.at(&here("permission_mode")),
+                "[agents.{name}] permission_mode = \"{mode}\" is not a mode of kind = \"{kind}\"; \
+                 allowed: {list} (default \"{}\")",
+                allowed.first().copied().unwrap_or_default()
+            );
         }
     }
     for (i, e) in agent.errors.iter().enumerate() {
         if let Err(err) = regex::Regex::new(&e.pattern) {
             let detail = err.to_string().lines().last().unwrap_or_default().trim().to_string();
-            return Err(cx.at(
-                &keys!["agents", name, "errors", i, "pattern"],
-                format!(
-                    "[agents.{name}] errors pattern {:?} is not a regular expression ({detail}); \
-                     see docs/configuration.md for the syntax",
-                    e.pattern
-                ),
-            ));
+            fail!(
+                cx.at(&keys!["agents", name, "errors", i, "pattern"]),
+                "[agents.{name}] errors pattern {:?} is not a regular expression ({detail}); \
+                 see docs/configuration.md for the syntax",
+                e.pattern
+            );
         }
     }
     for var in agent.env.keys() {
@@ -316,7 +311,7 @@ fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Confi
 
 fn check_env_name(cx: &Cx<'_>, key: &[Seg], var: &str) -> Result<(), ConfigError> {
     if var.is_empty() || var.contains(['=', '\0']) {
-        return Err(cx.at(key, format!("{}: {var:?} is not an environment variable name", KeyPath(key))));
+        fail!(cx.at(key), "{}: {var:?} is not an environment variable name", KeyPath(key));
     }
     Ok(())
 }
@@ -327,38 +322,31 @@ fn check_command(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Con
         // Without the key there is nothing to point at but the agent's header.
         let key = keys!["agents", name, "command"];
         let key = if agent.command.is_some() { &key[..] } else { &key[..2] };
-        return Err(cx.at(
-            key,
-            format!(
-                "[agents.{name}] command is required for kind = \"command\": the program and \
-                 its arguments, with {{prompt}} where the prompt goes, e.g. \
-                 command = [\"./my-agent\", \"--prompt\", \"{{prompt}}\"]"
-            ),
-        ));
+        fail!(
+            cx.at(key),
+            "[agents.{name}] command is required for kind = \"command\": the program and its arguments, with \
+             {{prompt}} where the prompt goes, e.g. command = [\"./my-agent\", \"--prompt\", \"{{prompt}}\"]"
+        );
     }
     if !argv.iter().any(|a| a.contains("{prompt}") || a.contains("{prompt_file}")) {
-        return Err(cx.at(
-            &keys!["agents", name, "command"],
-            format!(
-                "[agents.{name}] command has no {{prompt}}; put {{prompt}} in the argument \
-                 where the prompt text goes, e.g. [\"{}\", \"--prompt\", \"{{prompt}}\"], \
-                 or {{prompt_file}} where a file holding it goes (no length limit)",
-                argv[0]
-            ),
-        ));
+        fail!(
+            cx.at(&keys!["agents", name, "command"]),
+            "[agents.{name}] command has no {{prompt}}; put {{prompt}} in the argument \
+             where the prompt text goes, e.g. [\"{}\", \"--prompt\", \"{{prompt}}\"], \
+             or {{prompt_file}} where a file holding it goes (no length limit)",
+            argv[0]
+        );
     }
     if let Some(resume) = &agent.resume
         && (resume.first().is_none_or(|p| p.is_empty()) || !resume.iter().any(|a| a.contains("{session}")))
     {
-        return Err(cx.at(
-            &keys!["agents", name, "resume"],
-            format!(
-                "[agents.{name}] resume must be a program and arguments with {{session}} \
-                 where the session id goes, e.g. [\"{}\", \"--resume\", \"{{session}}\", \
-                 \"--prompt\", \"{{prompt}}\"]; remove it if the agent cannot resume",
-                argv[0]
-            ),
-        ));
+        fail!(
+            cx.at(&keys!["agents", name, "resume"]),
+            "[agents.{name}] resume must be a program and arguments with {{session}} \
+             where the session id goes, e.g. [\"{}\", \"--resume\", \"{{session}}\", \
+             \"--prompt\", \"{{prompt}}\"]; remove it if the agent cannot resume",
+            argv[0]
+        );
     }
     Ok(())
 }
@@ -368,13 +356,11 @@ const SIGNALS_IGNORE: [&str; 3] = ["SIGINT", "SIGTERM", "SIGHUP"];
 
 fn check_sim(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), ConfigError> {
     if agent.script.is_empty() {
-        return Err(cx.at(
-            &keys!["agents", name],
-            format!(
-                "[agents.{name}] kind = \"sim\" needs a script: add \
-                 [[agents.{name}.script]] with steps = [{{ say = \"hello\" }}, {{ done = \"ok\" }}]"
-            ),
-        ));
+        fail!(
+            cx.at(&keys!["agents", name]),
+            "[agents.{name}] kind = \"sim\" needs a script: add \
+             [[agents.{name}.script]] with steps = [{{ say = \"hello\" }}, {{ done = \"ok\" }}]"
+        );
     }
     for (i, script) in agent.script.iter().enumerate() {
         for (j, step) in script.steps.iter().enumerate() {
@@ -390,15 +376,13 @@ fn check_sim(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), ConfigE
                 _ => None,
             };
             if let Some((step, sig, allowed)) = bad {
-                return Err(cx.at(
-                    &key,
-                    format!(
-                        "{}: {step} signal {sig:?} is not supported (allowed: {}){}",
-                        Dotted(&key),
-                        one_of(allowed),
-                        did_you_mean(sig, allowed.iter().copied())
-                    ),
-                ));
+                fail!(
+                    cx.at(&key),
+                    "{}: {step} signal {sig:?} is not supported (allowed: {}){}",
+                    Dotted(&key),
+                    one_of(allowed),
+                    did_you_mean(sig, allowed.iter().copied())
+                );
             }
         }
     }
@@ -409,26 +393,20 @@ fn check_chains(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
     let agents: Vec<&str> = config.agents.keys().map(String::as_str).collect();
     for (chain, members) in &config.chains {
         if members.is_empty() {
-            return Err(cx.at(
-                &keys!["chains", chain],
-                format!(
-                    "[chains] {chain} is empty; list the agents to fall over through, \
-                     from [agents]: {}",
-                    one_of(&agents)
-                ),
-            ));
+            fail!(
+                cx.at(&keys!["chains", chain]),
+                "[chains] {chain} is empty; list the agents to fall over through, from [agents]: {}",
+                one_of(&agents)
+            );
         }
         for (i, member) in members.iter().enumerate() {
             if !config.agents.contains_key(member) {
-                return Err(cx.at(
-                    &keys!["chains", chain, i],
-                    format!(
-                        "[chains] {chain} names agent `{member}`, which is not defined in \
-                         [agents] (defined: {}){}",
-                        one_of(&agents),
-                        did_you_mean(member, agents.iter().copied())
-                    ),
-                ));
+                fail!(
+                    cx.at(&keys!["chains", chain, i]),
+                    "[chains] {chain} names agent `{member}`, which is not defined in [agents] (defined: {}){}",
+                    one_of(&agents),
+                    did_you_mean(member, agents.iter().copied())
+                );
             }
         }
     }
@@ -447,34 +425,27 @@ fn resolve_phases(cx: &Cx<'_>, config: &Config) -> Result<Vec<Phase>, ConfigErro
         for (i, name) in listed.iter().enumerate() {
             let key = keys!["general", "workflow", "phases", i];
             if !config.phases.contains_key(name) {
-                return Err(cx.at(
-                    &key,
-                    format!(
-                        "[general.workflow] phases lists `{name}`, which has no [phases.{name}] \
-                         table (defined: {}){}",
-                        one_of(&defined),
-                        did_you_mean(name, defined.iter().copied())
-                    ),
-                ));
+                fail!(
+                    cx.at(&key),
+                    "[general.workflow] phases lists `{name}`, which has no [phases.{name}] table (defined: {}){}",
+                    one_of(&defined),
+                    did_you_mean(name, defined.iter().copied())
+                );
             }
             if !seen.insert(name) {
-                return Err(cx.at(
-                    &key,
-                    format!(
-                        "[general.workflow] phases lists `{name}` twice; to run a phase more \
-                         than once, set iterations in [phases.{name}]"
-                    ),
-                ));
+                fail!(
+                    cx.at(&key),
+                    "[general.workflow] phases lists `{name}` twice; to run a phase more \
+                     than once, set iterations in [phases.{name}]"
+                );
             }
         }
         if let Some(extra) = defined.iter().find(|p| !seen.contains(&p.to_string())) {
-            return Err(cx.at(
-                &keys!["phases", *extra],
-                format!(
-                    "phase {extra} is defined but not listed in [general.workflow] phases; \
-                     add it to the list where it should run, or remove [phases.{extra}]"
-                ),
-            ));
+            fail!(
+                cx.at(&keys!["phases", *extra]),
+                "phase {extra} is defined but not listed in [general.workflow] phases; \
+                 add it to the list where it should run, or remove [phases.{extra}]"
+            );
         }
         listed.clone()
     };
@@ -482,7 +453,7 @@ fn resolve_phases(cx: &Cx<'_>, config: &Config) -> Result<Vec<Phase>, ConfigErro
         return Err(ConfigError::File {
             path: cx.path.to_path_buf(),
             message: "no phases defined; add at least one [phases.NAME] table with \
-                      chain = \"NAME\" (see ralph.example.toml)"
+                chain = \"NAME\" (see ralph.example.toml)"
                 .into(),
         });
     }
@@ -491,42 +462,38 @@ fn resolve_phases(cx: &Cx<'_>, config: &Config) -> Result<Vec<Phase>, ConfigErro
 
 fn resolve_phase(cx: &Cx<'_>, config: &Config, name: &str) -> Result<Phase, ConfigError> {
     let Some(p) = config.phases.get(name) else {
-        return Err(cx.at(&keys!["phases"], format!("phase {name} is not defined")));
+        fail!(cx.at(&keys!["phases"]), "phase {name} is not defined");
     };
     let chain_names: Vec<&str> = config.chains.keys().map(String::as_str).collect();
     let Some(chain) = config.chains.get(&p.chain) else {
-        return Err(cx.at(
-            &keys!["phases", name, "chain"],
-            format!(
-                "phase {name} uses chain `{}`, which is not defined in [chains]{}",
-                p.chain,
-                did_you_mean_or_list(&p.chain, &chain_names, "defined")
-            ),
-        ));
+        fail!(
+            cx.at(&keys!["phases", name, "chain"]),
+            "phase {name} uses chain `{}`, which is not defined in [chains]{}",
+            p.chain,
+            did_you_mean_or_list(&p.chain, &chain_names, "defined")
+        );
     };
     if p.iterations == Some(0) {
-        return Err(cx.at(
-            &keys!["phases", name, "iterations"],
-            format!("[phases.{name}] iterations must be at least 1, not 0 (default {DEFAULT_ITERATIONS})"),
-        ));
+        fail!(
+            cx.at(&keys!["phases", name, "iterations"]),
+            "[phases.{name}] iterations must be at least 1, not 0 (default {DEFAULT_ITERATIONS})"
+        );
     }
     let done = match &p.done {
         None => DoneSignal::Tag,
         Some(done) => {
-            parse_done(done).map_err(|m| cx.at(&keys!["phases", name, "done"], format!("[phases.{name}] done: {m}")))?
+            parse_done(done).map_err(|m| cx.at(&keys!["phases", name, "done"])(format!("[phases.{name}] done: {m}")))?
         }
     };
     if done == DoneSignal::Mcp
         && let Some(agent) = chain.iter().find(|a| config.agents.get(*a).is_some_and(|c| !c.mcp))
     {
-        return Err(cx.at(
-            &keys!["phases", name, "done"],
-            format!(
-                "[phases.{name}] done = \"mcp\" needs every agent of chain {} to reach `ralph mcp`, but agent \
-                 {agent} (mcp = false) does not (see docs/mcp.md); use \"tag\", or turn mcp on",
-                p.chain
-            ),
-        ));
+        fail!(
+            cx.at(&keys!["phases", name, "done"]),
+            "[phases.{name}] done = \"mcp\" needs every agent of chain {} to reach `ralph mcp`, but agent \
+             {agent} (mcp = false) does not (see docs/mcp.md); use \"tag\", or turn mcp on",
+            p.chain
+        );
     }
     Ok(Phase {
         name: name.to_owned(),
@@ -545,45 +512,39 @@ fn resolve_repeat(cx: &Cx<'_>, config: &Config, phases: &[Phase]) -> Result<Opti
     let here = |key: &str| keys!["general", "workflow", "repeat", key];
     let order: Vec<&str> = phases.iter().map(|p| p.name.as_str()).collect();
     if repeat.passes == 0 {
-        return Err(cx.at(
-            &here("passes"),
-            "[general.workflow] repeat passes must be at least 1, not 0 (1 runs the group once)".into(),
-        ));
+        fail!(
+            cx.at(&here("passes")),
+            "[general.workflow] repeat passes must be at least 1, not 0 (1 runs the group once)"
+        );
     }
     let Some(first_name) = repeat.phases.first() else {
-        return Err(cx.at(
-            &here("phases"),
-            format!(
-                "[general.workflow] repeat phases is empty; list the consecutive phases to repeat, \
-                 the review first, e.g. phases = [\"review\", \"fix\"] (the order: {})",
-                one_of(&order)
-            ),
-        ));
+        fail!(
+            cx.at(&here("phases")),
+            "[general.workflow] repeat phases is empty; list the consecutive phases to repeat, \
+             the review first, e.g. phases = [\"review\", \"fix\"] (the order: {})",
+            one_of(&order)
+        );
     };
     let mut indices = Vec::with_capacity(repeat.phases.len());
     for (i, name) in repeat.phases.iter().enumerate() {
         let key = keys!["general", "workflow", "repeat", "phases", i];
         let Some(index) = order.iter().position(|p| p == name) else {
-            return Err(cx.at(
-                &key,
-                format!(
-                    "[general.workflow] repeat lists phase `{name}`, which is not in the workflow{}",
-                    did_you_mean_or_list(name, &order, "the phases")
-                ),
-            ));
+            fail!(
+                cx.at(&key),
+                "[general.workflow] repeat lists phase `{name}`, which is not in the workflow{}",
+                did_you_mean_or_list(name, &order, "the phases")
+            );
         };
         if let Some(&previous) = indices.last()
             && index != previous + 1
         {
-            return Err(cx.at(
-                &key,
-                format!(
-                    "[general.workflow] repeat phases must be consecutive phases in workflow order \
-                     (the order: {}); `{name}` does not follow `{}`",
-                    one_of(&order),
-                    order[previous]
-                ),
-            ));
+            fail!(
+                cx.at(&key),
+                "[general.workflow] repeat phases must be consecutive phases in workflow order \
+                 (the order: {}); `{name}` does not follow `{}`",
+                one_of(&order),
+                order[previous]
+            );
         }
         indices.push(index);
     }
@@ -601,8 +562,7 @@ fn parse_done(done: &str) -> Result<DoneSignal, String> {
             Some(file) if !file.trim().is_empty() => Ok(DoneSignal::File(PathBuf::from(file))),
             Some(_) => Err("done = \"file:\" needs a path, like \"file:PLAN.md\"".into()),
             None => Err(format!(
-                "{done:?} is not a done signal (allowed: \"tag\" (default), \"exit0\" or \
-                 \"file:PATH\"){}",
+                "{done:?} is not a done signal (allowed: \"tag\" (default), \"exit0\" or \"file:PATH\"){}",
                 did_you_mean(done, ["tag", "exit0"])
             )),
         },

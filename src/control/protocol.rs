@@ -188,80 +188,74 @@ pub(crate) fn bounded(text: &str) -> String {
 
 /// What to do with a request: the reply, and what (if anything) the dispatcher must hear.
 pub(crate) fn route(request: Request, live: &Live) -> (Reply, Option<Inbound>) {
-    let stale = |attempt: u32| -> Option<Reply> {
-        (attempt != live.attempt || live.attempt == 0).then(|| {
-            Reply::error(format!(
-                "attempt {attempt} is not running (the run is at attempt {}); this session's tools are stale",
-                live.attempt
-            ))
-        })
+    use Request::{
+        Bye, Cancel, Checkpoint, Complete, Hello, Interruption, McpLost, Progress, Status, Stop, TaskStatus,
     };
+    if let Hello { attempt }
+    | TaskStatus { attempt }
+    | Progress { attempt, .. }
+    | Checkpoint { attempt, .. }
+    | Interruption { attempt, .. }
+    | Complete { attempt, .. }
+    | Cancel { attempt, .. } = request
+        && (attempt != live.attempt || live.attempt == 0)
+    {
+        let error = format!(
+            "attempt {attempt} is not running (the run is at attempt {}); this session's tools are stale",
+            live.attempt
+        );
+        return (Reply::error(error), None);
+    }
     match request {
-        Request::Status {} => (Reply::live(live.clone()), None),
-        Request::Stop { now } => {
+        Status {} | TaskStatus { .. } => (Reply::live(live.clone()), None),
+        Stop { now } => {
             let msg = if now { "stopping now, like a first Ctrl+C" } else { "stopping after the current iteration" };
             (Reply::ok(msg), Some(Inbound::Stop { now }))
         }
-        Request::Hello { attempt } => match stale(attempt) {
-            Some(r) => (r, None),
-            None => (Reply::ok("connected"), Some(Inbound::Hello { attempt })),
-        },
-        Request::Bye { attempt } => (Reply::ok("bye"), Some(Inbound::Bye { attempt })),
+        Hello { attempt } => (Reply::ok("connected"), Some(Inbound::Hello { attempt })),
+        Bye { attempt } => (Reply::ok("bye"), Some(Inbound::Bye { attempt })),
         // Not deserialisable: only the server itself makes it.
-        Request::McpLost { .. } => (Reply::error("unknown request"), None),
-        Request::TaskStatus { attempt } => match stale(attempt) {
-            Some(r) => (r, None),
-            None => (Reply::live(live.clone()), None),
-        },
-        Request::Progress { attempt, message } => match stale(attempt) {
-            Some(r) => (r, None),
-            None => (Reply::ok("progress noted"), Some(Inbound::Progress { attempt, message: bounded(&message) })),
-        },
-        Request::Checkpoint { attempt, summary, files_touched, steps_done, next_steps } => match stale(attempt) {
-            Some(r) => (r, None),
-            None if summary.trim().is_empty() => (Reply::error("summary is empty: say what is verified so far"), None),
-            None => {
-                let list = |v: Vec<String>| v.iter().take(50).map(|s| bounded(s)).collect::<Vec<_>>();
-                let inbound = Inbound::Checkpoint {
+        McpLost { .. } => (Reply::error("unknown request"), None),
+        Progress { attempt, message } => {
+            (Reply::ok("progress noted"), Some(Inbound::Progress { attempt, message: bounded(&message) }))
+        }
+        Checkpoint { summary, .. } if summary.trim().is_empty() => {
+            (Reply::error("summary is empty: say what is verified so far"), None)
+        }
+        Checkpoint { attempt, summary, files_touched, steps_done, next_steps } => {
+            let list = |v: Vec<String>| v.iter().take(50).map(|s| bounded(s)).collect::<Vec<_>>();
+            let inbound = Inbound::Checkpoint {
+                attempt,
+                summary: bounded(&summary),
+                files_touched: list(files_touched),
+                steps_done: list(steps_done),
+                next_steps: list(next_steps),
+            };
+            (Reply::ok("checkpoint saved; later recovery notes include it"), Some(inbound))
+        }
+        Interruption { attempt, reason } => (
+            Reply::ok("interruption recorded; end your turn now"),
+            Some(Inbound::Interruption { attempt, reason: bounded(&reason) }),
+        ),
+        Complete { attempt, summary, evidence, goal_complete } => match check_evidence(&evidence) {
+            Err(why) => (Reply::error(why), None),
+            Ok(()) => (
+                Reply::ok("completion recorded; end your turn now"),
+                Some(Inbound::Complete {
                     attempt,
                     summary: bounded(&summary),
-                    files_touched: list(files_touched),
-                    steps_done: list(steps_done),
-                    next_steps: list(next_steps),
-                };
-                (Reply::ok("checkpoint saved; later recovery notes include it"), Some(inbound))
-            }
-        },
-        Request::Interruption { attempt, reason } => match stale(attempt) {
-            Some(r) => (r, None),
-            None => (
-                Reply::ok("interruption recorded; end your turn now"),
-                Some(Inbound::Interruption { attempt, reason: bounded(&reason) }),
+                    evidence: bounded(&evidence),
+                    goal_complete,
+                }),
             ),
         },
-        Request::Complete { attempt, summary, evidence, goal_complete } => match stale(attempt) {
-            Some(r) => (r, None),
-            None => match check_evidence(&evidence) {
-                Err(why) => (Reply::error(why), None),
-                Ok(()) => (
-                    Reply::ok("completion recorded; end your turn now"),
-                    Some(Inbound::Complete {
-                        attempt,
-                        summary: bounded(&summary),
-                        evidence: bounded(&evidence),
-                        goal_complete,
-                    }),
-                ),
-            },
-        },
-        Request::Cancel { attempt, reason } => match stale(attempt) {
-            Some(r) => (r, None),
-            None if reason.trim().is_empty() => (Reply::error("reason is empty: say why the task cannot go on"), None),
-            None => (
-                Reply::ok("the run will stop blocked once you end your turn"),
-                Some(Inbound::Cancel { attempt, reason: bounded(&reason) }),
-            ),
-        },
+        Cancel { reason, .. } if reason.trim().is_empty() => {
+            (Reply::error("reason is empty: say why the task cannot go on"), None)
+        }
+        Cancel { attempt, reason } => (
+            Reply::ok("the run will stop blocked once you end your turn"),
+            Some(Inbound::Cancel { attempt, reason: bounded(&reason) }),
+        ),
     }
 }
 

@@ -140,13 +140,8 @@ fn trailer_value<'a>(line: &'a str, key: &str) -> Option<&'a str> {
 
 /// Whether a commit message carries both trailers with these values.
 pub(crate) fn has_trailers(message: &str, run_id: &str, key: &str) -> bool {
-    let mut run = false;
-    let mut iteration = false;
-    for line in message.lines() {
-        run |= trailer_value(line, RUN_TRAILER) == Some(run_id);
-        iteration |= trailer_value(line, ITERATION_TRAILER) == Some(key);
-    }
-    run && iteration
+    let has = |trailer, value| message.lines().any(|line| trailer_value(line, trailer) == Some(value));
+    has(RUN_TRAILER, run_id) && has(ITERATION_TRAILER, key)
 }
 
 /// The newest commit of `git log -z --format=%H%n%B` output that carries the run's

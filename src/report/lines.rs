@@ -87,35 +87,24 @@ pub(crate) fn offline(since: &str, endpoints: &[String]) -> String {
 }
 
 pub(crate) fn escalating(e: &Escalating) -> String {
-    match &e.why {
-        EndWhy::User => {
-            format!("stopping: waiting for {} to exit (Ctrl+C again to kill it now) · sent {}", e.agent, e.sent)
-        }
-        EndWhy::Signal(signal) => {
-            format!("stopping ({signal}): waiting for {} to exit · sent {}", e.agent, e.sent)
-        }
-        EndWhy::Intervention(detector) => {
-            format!("ending the attempt ({detector}): waiting for {} to exit · sent {}", e.agent, e.sent)
-        }
-    }
+    let (what, hint) = match &e.why {
+        EndWhy::User => ("stopping".to_string(), " (Ctrl+C again to kill it now)"),
+        EndWhy::Signal(signal) => (format!("stopping ({signal})"), ""),
+        EndWhy::Intervention(detector) => (format!("ending the attempt ({detector})"), ""),
+    };
+    format!("{what}: waiting for {} to exit{hint} · sent {}", e.agent, e.sent)
 }
 
 /// The agent is gone after an orderly stop, and what it took.
 pub(crate) fn agent_stopped(agent: &str, last_signal: Option<&str>) -> String {
-    match last_signal {
-        Some(signal) => format!("{agent} exited after {signal}"),
-        None => format!("{agent} exited"),
-    }
+    format!("{agent} exited{}", last_signal.map(|signal| format!(" after {signal}")).unwrap_or_default())
 }
 
 /// After the second Ctrl+C.
 pub(crate) fn killed(agent: Option<&str>) -> String {
-    match agent {
-        Some(agent) => format!(
-            "killed {agent} and everything it started (SIGKILL); `ralph --resume` continues from the last checkpoint"
-        ),
-        None => "stopped at once; `ralph --resume` continues from the last checkpoint".to_string(),
-    }
+    let what = agent
+        .map_or_else(|| "stopped at once".to_string(), |a| format!("killed {a} and everything it started (SIGKILL)"));
+    format!("{what}; `ralph --resume` continues from the last checkpoint")
 }
 
 pub(crate) fn line(event: &RunEvent) -> Option<String> {

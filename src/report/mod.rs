@@ -4,6 +4,8 @@
 //! ([`clock`]); the end-of-run summary ([`summary`]) and the exact next step
 //! (`next`); and ralph's own log file ([`log`]).
 
+use std::fmt::Write;
+
 pub(crate) mod clock;
 pub(crate) mod lines;
 pub(crate) mod log;
@@ -24,6 +26,13 @@ pub(crate) fn ellipsis(text: &str, width: usize) -> String {
         format!("{}…", text.chars().take(width).collect::<String>())
     } else {
         text.to_string()
+    }
+}
+
+/// Appends the line `label: value` when there is a value.
+pub(crate) fn labelled(s: &mut String, label: &str, value: Option<impl std::fmt::Display>) {
+    if let Some(value) = value {
+        let _ = writeln!(s, "{label}: {value}");
     }
 }
 

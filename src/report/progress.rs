@@ -98,22 +98,18 @@ impl Reporter {
         match self.mode {
             Mode::Quiet => {}
             Mode::Plain => eprintln!("{} {text}", self.clock()),
-            Mode::Terminal => self.show_attempt(text),
+            Mode::Terminal => {
+                let (last, epoch) = (Arc::clone(&self.last_event_ms), self.epoch);
+                let style = style("{spinner} {msg} · {elapsed} · last event {since} ago").with_key(
+                    "since",
+                    move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
+                        let ago = (epoch.elapsed().as_millis() as u64).saturating_sub(last.load(Ordering::Relaxed));
+                        let _ = write!(w, "{}", clock::countdown(Duration::from_millis(ago / 1000 * 1000)));
+                    },
+                );
+                self.spin(style, text);
+            }
         }
-    }
-
-    fn show_attempt(&mut self, text: String) {
-        let last = Arc::clone(&self.last_event_ms);
-        let epoch = self.epoch;
-        let style = style("{spinner} {msg} · {elapsed} · last event {since} ago").with_key(
-            "since",
-            move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
-                let now = epoch.elapsed().as_millis() as u64;
-                let ago = now.saturating_sub(last.load(Ordering::Relaxed));
-                let _ = write!(w, "{}", clock::countdown(Duration::from_millis(ago / 1000 * 1000)));
-            },
-        );
-        self.spin(style, text);
     }
 
     /// The run's cost so far.
@@ -136,12 +132,9 @@ impl Reporter {
         match self.mode {
             Mode::Quiet => {}
             Mode::Plain => {
-                let next = match (e.next, next_at) {
-                    (Some(next), Some(at)) => {
-                        format!("; {next} in {}", clock::countdown(at.saturating_duration_since(Instant::now())))
-                    }
-                    _ => String::new(),
-                };
+                let left = |at: Instant| clock::countdown(at.saturating_duration_since(Instant::now()));
+                let next =
+                    e.next.zip(next_at).map(|(next, at)| format!("; {next} in {}", left(at))).unwrap_or_default();
                 eprintln!("{} {text}{next}", self.clock());
             }
             Mode::Terminal => {

@@ -12,7 +12,7 @@ use crate::recovery::policy::Cap;
 use crate::signal::StopCause;
 use crate::state::checkpoint::{Checkpoint, Usage};
 
-use super::plural;
+use super::{labelled, plural};
 
 /// Counts of this process's part of the run, plus the run's totals.
 #[derive(Debug, Clone, Default)]
@@ -82,21 +82,15 @@ impl Summary {
             plural(c.attempts, "attempt"),
             humantime::format_duration(Duration::from_secs(self.elapsed.as_secs()))
         );
-        if let Some(verdict) = &cp.progress.review {
-            let _ = writeln!(s, "  review: {}", verdict.describe());
-        }
+        labelled(&mut s, "  review", cp.progress.review.as_ref().map(|verdict| verdict.describe()));
         if !self.failures.is_empty() {
             let _ = writeln!(s, "  failures: {}", counts(&self.failures, |k| k.as_str()));
         }
         if !self.interventions.is_empty() {
             let _ = writeln!(s, "  ralph stepped in: {}", counts(&self.interventions, String::as_str));
         }
-        if let Some(why) = &self.rejected_signoff {
-            let _ = writeln!(s, "  last sign-off rejected: {why}");
-        }
-        if let Some(cap) = self.cap {
-            let _ = writeln!(s, "  stopped by: {}", cap.phrase());
-        }
+        labelled(&mut s, "  last sign-off rejected", self.rejected_signoff.as_ref());
+        labelled(&mut s, "  stopped by", self.cap.map(Cap::phrase));
         if let Some(usage) = self.usage.describe() {
             let _ = writeln!(s, "  usage: {usage}");
             for (phase, usage) in &cp.phase_usage {
@@ -117,13 +111,9 @@ impl Summary {
             for line in excerpt(&e.text_tail, EXCERPT_LINES) {
                 let _ = writeln!(s, "    | {line}");
             }
-            if let Some(log) = &e.log {
-                let _ = writeln!(s, "  log: {log}");
-            }
+            labelled(&mut s, "  log", e.log.as_ref());
         }
-        if let Some(next) = &self.next {
-            let _ = writeln!(s, "  next: {next}");
-        }
+        labelled(&mut s, "  next", self.next.as_ref());
         s.trim_end().to_string()
     }
 }

@@ -116,8 +116,7 @@ pub(crate) fn judge(final_message: &str) -> Claim {
 
 /// Collapses whitespace and cuts long words of evidence (160 characters).
 pub(super) fn one_line(text: &str) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= 160 { flat } else { format!("{}…", flat.chars().take(160).collect::<String>()) }
+    crate::report::ellipsis(&text.split_whitespace().collect::<Vec<_>>().join(" "), 160)
 }
 
 /// Lowercase (ASCII only, so byte offsets hold) with typographic apostrophes made

@@ -163,14 +163,7 @@ fn sorted(v: &Value) -> Value {
 
 /// `Name(args)`, short enough for a note.
 fn show(call: &Call) -> String {
-    const MAX: usize = 80;
-    let args = if call.args.chars().count() > MAX {
-        let cut: String = call.args.chars().take(MAX).collect();
-        format!("{cut}…")
-    } else {
-        call.args.clone()
-    };
-    format!("{}({args})", call.name)
+    format!("{}({})", call.name, crate::report::ellipsis(&call.args, 80))
 }
 
 #[cfg(test)]

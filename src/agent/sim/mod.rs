@@ -99,9 +99,7 @@ enum Flow {
 
 impl Sim<'_> {
     fn script(&mut self, steps: &[SimStep]) -> io::Result<i32> {
-        let cwd = self.cwd.display().to_string();
-        let init = wire::init(&self.session, &cwd);
-        self.emit(&init)?;
+        self.emit(&wire::init(&self.session, &self.cwd.display().to_string()))?;
         for step in steps {
             if let Flow::Exit(code) = self.step(step)? {
                 return Ok(code);
@@ -129,8 +127,7 @@ impl Sim<'_> {
 
     fn say(&mut self, text: &str) -> io::Result<()> {
         self.last_text = text.to_owned();
-        let line = wire::text(&self.session, &self.msg_id(), text);
-        self.emit(&line)
+        self.emit(&wire::text(&self.session, &self.msg_id(), text))
     }
 
     fn tool_start(&mut self, name: &str, input: &Value) -> io::Result<String> {
@@ -138,22 +135,19 @@ impl Sim<'_> {
         let id = format!("toolu_{}", self.tool_seq);
         // Claude's tool inputs are always objects; an omitted `input` means "no args".
         let input = if input.is_null() { json!({}) } else { input.clone() };
-        let line = wire::tool_use(&self.session, &self.msg_id(), &id, name, &input);
-        self.emit(&line)?;
+        self.emit(&wire::tool_use(&self.session, &self.msg_id(), &id, name, &input))?;
         Ok(id)
     }
 
     fn tool_finish(&mut self, id: &str, output: &str, is_error: bool) -> io::Result<()> {
-        let line = wire::tool_result(&self.session, id, output, is_error);
-        self.emit(&line)?;
+        self.emit(&wire::tool_result(&self.session, id, output, is_error))?;
         self.turns += 1;
         Ok(())
     }
 
     fn result(&mut self, is_error: bool) -> io::Result<()> {
         let duration_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let line = wire::result(&self.session, is_error, &self.last_text, self.turns, duration_ms, &self.usage);
-        self.emit(&line)
+        self.emit(&wire::result(&self.session, is_error, &self.last_text, self.turns, duration_ms, &self.usage))
     }
 
     fn flush_all(&mut self) {
@@ -164,10 +158,7 @@ impl Sim<'_> {
     fn step(&mut self, step: &SimStep) -> io::Result<Flow> {
         match step {
             SimStep::Say(text) | SimStep::ToolText(text) => self.say(text)?,
-            SimStep::Think(text) => {
-                let line = wire::thinking(&self.session, &self.msg_id(), text);
-                self.emit(&line)?;
-            }
+            SimStep::Think(text) => self.emit(&wire::thinking(&self.session, &self.msg_id(), text))?,
             SimStep::Tool(tool) => {
                 let id = self.tool_start(&tool.name, &tool.input)?;
                 if tool.hang {
@@ -206,8 +197,7 @@ impl Sim<'_> {
                     .checked_add(*d)
                     .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
                     .map_or(i64::MAX, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-                let line = wire::rate_limit(&self.session, resets);
-                self.emit(&line)?;
+                self.emit(&wire::rate_limit(&self.session, resets))?;
             }
             SimStep::RepeatTool(r) => {
                 for _ in 0..r.times {

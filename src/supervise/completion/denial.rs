@@ -4,7 +4,7 @@
 //! final message with"). Ordinary words are not denials: "no failures", "users can
 //! pipe the output", "the parser would crash" all end honest summaries.
 
-use super::words::find_word;
+use super::words::{find_word, words_at};
 use super::{Rule, Why};
 
 /// Phrases that negate the work, anywhere in the last paragraph before the tag.
@@ -410,47 +410,27 @@ const EXAMPLE_INTROS: &[&str] = &[
 
 /// The first phrase in `text` (normalized) that negates the work.
 pub(super) fn negated_work(text: &str) -> Option<Why> {
-    for phrase in NEGATED_WORK {
-        let mut from = 0;
-        while let Some(at) = find_word(text, phrase, from) {
-            from = at + phrase.len();
-            let before = last_words(&text[..at], 2);
-            if before.iter().any(|w| UNDONE.contains(w)) {
-                continue;
-            }
-            return Some(Why::new(Rule::NegatedWork, sentence_around(text, at)));
-        }
-    }
-    for phrase in FAILING {
-        let mut from = 0;
-        while let Some(at) = find_word(text, phrase, from) {
-            from = at + phrase.len();
-            if !speaks_of_a_fix(clause_before(text, at)) {
-                return Some(Why::new(Rule::NegatedWork, sentence_around(text, at)));
-            }
-        }
-    }
-    negated_state(text).or_else(|| failing_count(text)).map(|at| Why::new(Rule::NegatedWork, sentence_around(text, at)))
+    let negated = places(text, NEGATED_WORK).find(|&at| !last_words(&text[..at], 2).iter().any(|w| UNDONE.contains(w)));
+    let failing = || places(text, FAILING).find(|&at| !speaks_of_a_fix(clause_before(text, at)));
+    let at = negated.or_else(failing).or_else(|| negated_state(text)).or_else(|| failing_count(text))?;
+    Some(Why::new(Rule::NegatedWork, sentence_around(text, at)))
+}
+
+/// Every place of each phrase in `text` as whole words, phrase by phrase.
+fn places<'a>(text: &'a str, phrases: &'a [&'a str]) -> impl Iterator<Item = usize> + 'a {
+    phrases.iter().flat_map(move |phrase| words_at(text, phrase))
 }
 
 /// A state of the work with a negation among the three words before it, in the
 /// same clause ("not quite finished", "haven't implemented"; not "no longer").
 fn negated_state(text: &str) -> Option<usize> {
-    for state in WORK_STATES {
-        let mut from = 0;
-        while let Some(at) = find_word(text, state, from) {
-            from = at + state.len();
-            let before = last_words(clause_before(text, at), 3);
-            let negated = before.iter().enumerate().any(|(i, w)| {
-                let longer = before.get(i + 1).is_some_and(|n| *n == "longer");
-                matches!(*w, "not" | "never") || w.ends_with("n't") || (*w == "no" && !longer)
-            });
-            if negated {
-                return Some(at);
-            }
-        }
-    }
-    None
+    places(text, WORK_STATES).find(|&at| {
+        let before = last_words(clause_before(text, at), 3);
+        before.iter().enumerate().any(|(i, w)| {
+            let longer = before.get(i + 1).is_some_and(|n| *n == "longer");
+            matches!(*w, "not" | "never") || w.ends_with("n't") || (*w == "no" && !longer)
+        })
+    })
 }
 
 /// The first phrase of uncertainty in `text` (normalized).
@@ -465,18 +445,10 @@ pub(super) fn uncertain(text: &str) -> Option<Why> {
 /// "3 failed", "2 failures", as a test runner summarises: a count above zero, in a
 /// sentence that does not say they were fixed.
 fn failing_count(text: &str) -> Option<usize> {
-    for noun in ["failed", "failing", "failures", "failure"] {
-        let mut from = 0;
-        while let Some(at) = find_word(text, noun, from) {
-            from = at + noun.len();
-            let before = last_words(&text[..at], 1);
-            let count = before.first().and_then(|w| w.parse::<u64>().ok());
-            if count.is_some_and(|n| n > 0) && !speaks_of_a_fix(clause_before(text, at)) {
-                return Some(at);
-            }
-        }
-    }
-    None
+    places(text, &["failed", "failing", "failures", "failure"]).find(|&at| {
+        let count = last_words(&text[..at], 1).first().and_then(|w| w.parse::<u64>().ok());
+        count.is_some_and(|n| n > 0) && !speaks_of_a_fix(clause_before(text, at))
+    })
 }
 
 fn speaks_of_a_fix(clause: &str) -> bool {
@@ -615,5 +587,5 @@ fn sentence_around(text: &str, at: usize) -> String {
     let start = sentence_ends(&text[..at]).last().map_or(0, |i| i + 1);
     let end = sentence_ends(&text[at..]).next().map_or(text.len(), |i| at + i);
     let s = text[start..end].trim();
-    if s.chars().count() <= 120 { s.to_string() } else { format!("{}…", s.chars().take(120).collect::<String>()) }
+    crate::report::ellipsis(s, 120)
 }

@@ -98,7 +98,7 @@ pub(super) fn judge(msg: &str) -> Claim {
     let text = normalize(&masked);
     let claim = CLAIMS.iter().filter_map(|p| last_claim(&text, p).map(|at| (at, *p, Claim::ClaimedInWords(p))));
     let bare = bare_sentence(&text).map(|(at, p)| (at, p, Claim::ClaimedInWords(p)));
-    let ready = READY.iter().filter_map(|p| last_word(&text, p).map(|at| (at, *p, Claim::ReadyToContinue(p))));
+    let ready = READY.iter().filter_map(|p| words_at(&text, p).last().map(|at| (at, *p, Claim::ReadyToContinue(p))));
     // Of overlapping phrases ("task is complete", "is complete") the longer names it.
     claim
         .chain(bare)
@@ -109,10 +109,7 @@ pub(super) fn judge(msg: &str) -> Claim {
 
 /// The last occurrence of `phrase` that is neither turned around nor a question.
 fn last_claim(text: &str, phrase: &str) -> Option<usize> {
-    let mut from = 0;
-    let mut last = None;
-    while let Some(at) = find_word(text, phrase, from) {
-        from = at + phrase.len();
+    let claims = words_at(text, phrase).filter(|&at| {
         let before = &text[sentence_start(text, at)..at];
         let turned = before.contains("n't")
             || before
@@ -121,22 +118,10 @@ fn last_claim(text: &str, phrase: &str) -> Option<usize> {
                 .filter(|w| !w.is_empty())
                 .take(4)
                 .any(|w| TURNS.contains(&w));
-        let asked = text[from..].trim_start().starts_with('?');
-        if !turned && !asked {
-            last = Some(at);
-        }
-    }
-    last
-}
-
-fn last_word(text: &str, phrase: &str) -> Option<usize> {
-    let mut from = 0;
-    let mut last = None;
-    while let Some(at) = find_word(text, phrase, from) {
-        last = Some(at);
-        from = at + phrase.len();
-    }
-    last
+        let asked = text[at + phrase.len()..].trim_start().starts_with('?');
+        !turned && !asked
+    });
+    claims.last()
 }
 
 fn bare_sentence(text: &str) -> Option<(usize, &'static str)> {
@@ -157,6 +142,11 @@ fn bare_sentence(text: &str) -> Option<(usize, &'static str)> {
 
 fn sentence_start(text: &str, at: usize) -> usize {
     text[..at].rfind(['.', '!', '?', '\n', ';']).map_or(0, |i| i + 1)
+}
+
+/// Every place `phrase` stands in `text` as whole words ([`find_word`]), in order.
+pub(super) fn words_at<'a>(text: &'a str, phrase: &'a str) -> impl Iterator<Item = usize> + 'a {
+    std::iter::successors(find_word(text, phrase, 0), move |&at| find_word(text, phrase, at + phrase.len()))
 }
 
 /// `phrase` at or after `from`, not inside a longer word; a phrase that starts with
