@@ -9,105 +9,29 @@
 use crate::agent::kinds;
 use crate::config::AgentKind;
 
-/// What every agent gets (patterns: `*` matches any run of characters): the user,
-/// the shell and terminal, the locale, proxies, the temp dir, certificates,
-/// toolchains, and git identity.
+/// What every agent gets (patterns, separated by blanks: `*` matches any run of
+/// characters): the user, the shell and terminal, the locale, proxies, the temp dir,
+/// certificates, toolchains, and git identity.
 pub(crate) const BASE: &[&str] = &[
     // who and where
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "SHELL",
-    "PWD",
-    "OLDPWD",
-    "SHLVL",
-    "HOSTNAME",
-    "XDG_*",
+    "PATH HOME USER LOGNAME SHELL PWD OLDPWD SHLVL HOSTNAME XDG_*",
     // locale and terminal
-    "LANG",
-    "LANGUAGE",
-    "LC_*",
-    "TZ",
-    "TERM",
-    "COLORTERM",
-    "TERMINFO",
-    "TERMINFO_DIRS",
-    "NO_COLOR",
-    "CI",
-    "DEBIAN_FRONTEND",
-    "DISPLAY",
-    "RUST_BACKTRACE",
-    "RUST_LOG",
-    "EDITOR",
-    "VISUAL",
-    "PAGER",
+    "LANG LANGUAGE LC_* TZ TERM COLORTERM TERMINFO TERMINFO_DIRS NO_COLOR",
+    "CI DEBIAN_FRONTEND DISPLAY RUST_BACKTRACE RUST_LOG EDITOR VISUAL PAGER",
     // network set-up
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "NO_PROXY",
-    "ALL_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "no_proxy",
-    "all_proxy",
+    "HTTP_PROXY HTTPS_PROXY NO_PROXY ALL_PROXY http_proxy https_proxy no_proxy all_proxy",
     // temp dir
-    "TMPDIR",
-    "TMP",
-    "TEMP",
+    "TMPDIR TMP TEMP",
     // certificates
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-    "NODE_EXTRA_CA_CERTS",
-    "REQUESTS_CA_BUNDLE",
-    "CURL_CA_BUNDLE",
-    "GIT_SSL_CAINFO",
-    "*_CA_BUNDLE",
-    "*_CERT_FILE",
-    "*_CERT_DIR",
-    "*_CA_CERTS*",
+    "SSL_CERT_FILE SSL_CERT_DIR NODE_EXTRA_CA_CERTS REQUESTS_CA_BUNDLE CURL_CA_BUNDLE GIT_SSL_CAINFO *_CA_BUNDLE",
+    "*_CERT_FILE *_CERT_DIR *_CA_CERTS*",
     // toolchains
-    "CARGO_HOME",
-    "CARGO_TARGET_DIR",
-    "RUSTUP_*",
-    "RUSTFLAGS",
-    "RUSTC_WRAPPER",
-    "JAVA_HOME",
-    "JAVA_TOOL_OPTIONS",
-    "GRADLE_USER_HOME",
-    "MAVEN_OPTS",
-    "GOPATH",
-    "GOROOT",
-    "GOCACHE",
-    "GOMODCACHE",
-    "GOFLAGS",
-    "GOPROXY",
-    "VIRTUAL_ENV",
-    "CONDA_*",
-    "PYENV_*",
-    "PYTHON*",
-    "PIP_*",
-    "UV_*",
-    "NVM_*",
-    "NODE_PATH",
-    "NODE_OPTIONS",
-    "PNPM_HOME",
-    "BUN_INSTALL",
-    "DENO_DIR",
-    "GEM_HOME",
-    "GEM_PATH",
-    "RBENV_*",
-    "PKG_CONFIG_PATH",
-    "LD_LIBRARY_PATH",
-    "CC",
-    "CXX",
-    "MAKEFLAGS",
+    "CARGO_HOME CARGO_TARGET_DIR RUSTUP_* RUSTFLAGS RUSTC_WRAPPER JAVA_HOME JAVA_TOOL_OPTIONS GRADLE_USER_HOME",
+    "MAVEN_OPTS GOPATH GOROOT GOCACHE GOMODCACHE GOFLAGS GOPROXY VIRTUAL_ENV CONDA_* PYENV_* PYTHON* PIP_* UV_*",
+    "NVM_* NODE_PATH NODE_OPTIONS PNPM_HOME BUN_INSTALL DENO_DIR GEM_HOME GEM_PATH RBENV_* PKG_CONFIG_PATH",
+    "LD_LIBRARY_PATH CC CXX MAKEFLAGS",
     // git and ssh
-    "SSH_AUTH_SOCK",
-    "GIT_AUTHOR_NAME",
-    "GIT_AUTHOR_EMAIL",
-    "GIT_COMMITTER_NAME",
-    "GIT_COMMITTER_EMAIL",
+    "SSH_AUTH_SOCK GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL GIT_COMMITTER_NAME GIT_COMMITTER_EMAIL",
 ];
 
 /// Each kind's own credentials and settings (patterns as in [`BASE`]).
@@ -155,11 +79,11 @@ pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
 
 /// Whether the agent gets `name` from ralph's environment.
 pub(crate) fn passes(name: &str, kind: AgentKind, pass_env: &[String]) -> bool {
+    let allowed = BASE.iter().flat_map(|group| group.split_whitespace()).chain(kind_vars(kind).iter().copied());
     // "Running inside another agent" changes a CLI's behaviour: never passed, not
     // even through `pass_env`.
     !kinds::ALL.iter().any(|d| d.nesting_markers.contains(&name))
-        && (BASE.iter().chain(kind_vars(kind)).any(|p| glob_match(p, name))
-            || pass_env.iter().any(|p| glob_match(p, name)))
+        && allowed.chain(pass_env.iter().map(String::as_str)).any(|p| glob_match(p, name))
 }
 
 /// The child's environment and what was kept from it.

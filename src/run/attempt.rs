@@ -184,12 +184,12 @@ pub(crate) async fn run(
         while a.out.open
             && let Some(item) = out.pop()
         {
-            a.stdout(item);
+            a.item(item, false);
         }
         while a.err.open
             && let Some(item) = err.pop()
         {
-            a.stderr(item);
+            a.item(item, true);
         }
         a.out.open &= !out.done();
         a.err.open &= !err.done();
@@ -306,34 +306,21 @@ impl<'a> Running<'a> {
         }
     }
 
-    fn stdout(&mut self, item: Item<'_>) {
-        match item {
-            Item::LongPart(bytes) => self.long_part(bytes, false),
+    /// An item of stdout or stderr: logged, then handled as a line.
+    fn item(&mut self, item: Item<'_>, stderr: bool) {
+        let line = match item {
+            Item::LongPart(bytes) => return self.long_part(bytes, stderr),
             Item::Line(bytes) => {
-                self.log.line(bytes, false);
-                self.stdout_line(&text(bytes));
+                self.log.line(bytes, stderr);
+                text(bytes)
             }
             Item::LongEnd(summary) => {
                 self.log.end_line();
-                self.out.long = false;
-                self.stdout_line(&summary);
+                if stderr { &mut self.err } else { &mut self.out }.long = false;
+                summary.into()
             }
-        }
-    }
-
-    fn stderr(&mut self, item: Item<'_>) {
-        match item {
-            Item::LongPart(bytes) => self.long_part(bytes, true),
-            Item::Line(bytes) => {
-                self.log.line(bytes, true);
-                self.stderr_line(&text(bytes));
-            }
-            Item::LongEnd(summary) => {
-                self.log.end_line();
-                self.err.long = false;
-                self.stderr_line(&summary);
-            }
-        }
+        };
+        if stderr { self.stderr_line(&line) } else { self.stdout_line(&line) }
     }
 
     /// Part of a long line: logged as it comes; a long line still arriving is
@@ -349,8 +336,8 @@ impl<'a> Running<'a> {
     fn stderr_line(&mut self, line: &str) {
         let _ = self.supervisor.on_event(None, self.now);
         self.observer.event(None);
-        self.collected.push_text(line);
-        self.collected.push_stderr(line);
+        push_bounded(&mut self.collected.tail, line);
+        push_bounded(&mut self.collected.stderr_tail, line);
     }
 
     /// A stdout line: the agent's events, for the supervisor, the observer and the
@@ -381,10 +368,10 @@ impl<'a> Running<'a> {
             }
         }
         if self.collected.text_output {
-            self.collected.push_stdout(line);
+            push_bounded(&mut self.collected.stdout_tail, line);
         }
         if self.collected.text_output || unparsed {
-            self.collected.push_text(line);
+            push_bounded(&mut self.collected.tail, line);
         }
         if let Some(found) = found
             && self.exit.is_none()
@@ -594,6 +581,7 @@ fn end_escaped(attempt_id: &str, started: Instant, pgid: u32) {
 }
 
 /// What the attempt gathered from the agent's output.
+#[derive(Default)]
 struct Collected {
     text_output: bool,
     session: Option<String>,
@@ -611,17 +599,7 @@ struct Collected {
 
 impl Collected {
     fn new(text_output: bool) -> Self {
-        Self {
-            text_output,
-            session: None,
-            last_text: None,
-            result: None,
-            events: VecDeque::new(),
-            tail: String::new(),
-            stdout_tail: String::new(),
-            stderr_tail: String::new(),
-            usage: Usage::default(),
-        }
+        Self { text_output, ..Self::default() }
     }
 
     /// Takes in one event; returns a session id when it is new.
@@ -644,7 +622,7 @@ impl Collected {
                 self.usage.output_tokens += output_tokens;
                 self.usage.cost_usd += cost_usd.unwrap_or(0.0);
             }
-            AgentEvent::Error { message } => self.push_text(message),
+            AgentEvent::Error { message } => push_bounded(&mut self.tail, message),
             _ => {}
         }
         if self.events.len() == EVENTS_KEPT {
@@ -652,18 +630,6 @@ impl Collected {
         }
         self.events.push_back(event);
         new_session
-    }
-
-    fn push_text(&mut self, line: &str) {
-        push_bounded(&mut self.tail, line);
-    }
-
-    fn push_stderr(&mut self, line: &str) {
-        push_bounded(&mut self.stderr_tail, line);
-    }
-
-    fn push_stdout(&mut self, line: &str) {
-        push_bounded(&mut self.stdout_tail, line);
     }
 
     fn finish(self, end: End, started: Instant) -> Outcome {

@@ -92,18 +92,11 @@ impl Full {
 impl AttemptLog {
     /// Creates the log (owner-only, never through a symlink), at most `max` bytes.
     pub(crate) fn create(path: &Path, max: u64) -> Self {
-        let file = match crate::state::private::create_file(path) {
-            Ok(f) => Some(f),
-            Err(e) => {
-                tracing::warn!("cannot write the attempt log {}: {e}", path.display());
-                None
-            }
-        };
         Self {
             path: path.to_path_buf(),
             head: max / 2,
             segment: (max / 2 / SEGMENTS as u64).max(1),
-            file,
+            file: open(path),
             buf: Vec::new(),
             written: 0,
             number: 0,
@@ -305,13 +298,7 @@ impl AttemptLog {
         name.push(format!(".{}", self.number));
         let path = PathBuf::from(name);
         self.written = 0;
-        self.file = match crate::state::private::create_file(&path) {
-            Ok(f) => Some(f),
-            Err(e) => {
-                tracing::warn!("cannot write the attempt log {}: {e}", path.display());
-                None
-            }
-        };
+        self.file = open(&path);
         self.kept.push_back((path, 0));
         if self.cut > 0 {
             let marker = format!("[ralph: {} bytes of output cut before this point]\n", self.cut);
@@ -319,6 +306,15 @@ impl AttemptLog {
         }
     }
 }
+
+/// Creates one file of the log (owner-only, never through a symlink); `None`, with
+/// a warning, when it cannot be.
+fn open(path: &Path) -> Option<File> {
+    crate::state::private::create_file(path)
+        .map_err(|e| tracing::warn!("cannot write the attempt log {}: {e}", path.display()))
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
