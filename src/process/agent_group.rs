@@ -47,9 +47,7 @@ fn signal_current(signal: Signal) {
 pub(crate) fn suspend() -> Duration {
     signal_current(Signal::SIGSTOP);
     let stopped = Instant::now();
-    if let Err(e) = raise(Signal::SIGSTOP) {
-        tracing::warn!("cannot stop ralph for Ctrl+Z: {e}");
-    }
+    raise(Signal::SIGSTOP).unwrap_or_else(|e| tracing::warn!("cannot stop ralph for Ctrl+Z: {e}"));
     signal_current(Signal::SIGCONT);
     stopped.elapsed()
 }

@@ -20,11 +20,9 @@ impl Dispatcher {
         };
         let Some(text) = text else { return };
         let path = self.r.artifacts_dir.join(format!("{phase_name}.md"));
-        if let Err(e) = crate::state::private::ensure_dir(&self.r.artifacts_dir)
+        crate::state::private::ensure_dir(&self.r.artifacts_dir)
             .and_then(|()| crate::state::atomic::write_atomic(&path, redact(&text).as_bytes()))
-        {
-            tracing::warn!("cannot keep the artifact of phase {phase_name}: {e}");
-        }
+            .unwrap_or_else(|e| tracing::warn!("cannot keep the artifact of phase {phase_name}: {e}"));
     }
 }
 

@@ -555,9 +555,7 @@ fn fmt(d: Duration) -> String {
 fn send(step: Step, pgid: u32) -> Option<Instant> {
     let Step::Send { signal, wait } = step;
     tracing::info!("sending {signal} to the agent's process group {pgid}");
-    if let Err(e) = signal_group(pgid, signal) {
-        tracing::warn!("cannot signal process group {pgid}: {e}");
-    }
+    signal_group(pgid, signal).unwrap_or_else(|e| tracing::warn!("cannot signal process group {pgid}: {e}"));
     wait.map(|w| Instant::now() + w)
 }
 

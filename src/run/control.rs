@@ -99,9 +99,7 @@ impl Dispatcher {
                         next_steps: next_steps.clone(),
                     });
                     self.emit(RunEvent::AgentCheckpoint { attempt, summary, files_touched, steps_done, next_steps });
-                    if let Err(e) = self.save() {
-                        tracing::warn!("{e}");
-                    }
+                    self.save().unwrap_or_else(|e| tracing::warn!("{e}"));
                 }
                 Inbound::Interruption { attempt, reason } => {
                     self.control.interruption = Some(reason.clone());

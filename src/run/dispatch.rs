@@ -344,11 +344,9 @@ impl Dispatcher {
         // What the agent was told, beside what it answered: the first thing to read
         // when a run goes wrong. A `command` agent may read it as {prompt_file}.
         let prompt_file = self.r.logs_dir.join(format!("{stem}.prompt.md"));
-        if let Err(e) = crate::state::private::create_file(&prompt_file)
+        crate::state::private::create_file(&prompt_file)
             .and_then(|mut f| std::io::Write::write_all(&mut f, redact(&prompt).as_bytes()))
-        {
-            tracing::warn!("cannot keep the prompt of attempt {attempt_no}: {e}");
-        }
+            .unwrap_or_else(|e| tracing::warn!("cannot keep the prompt of attempt {attempt_no}: {e}"));
         let prepared = launch::prepare(
             &agent_cfg,
             Request {
@@ -502,12 +500,7 @@ impl Dispatcher {
     /// Resumes the agent's session with the confirmation question: no failure, no
     /// budget, no backoff. The next attempt's reply is judged as usual.
     fn ask_to_confirm(&mut self, outcome: &Outcome, claim: &Claim, until_complete: bool) -> Result<(), RalphError> {
-        let Some(session) = outcome.session.clone() else {
-            return Ok(());
-        };
-        let Some((why, goal)) = claim.doubt() else {
-            return Ok(());
-        };
+        let (Some(session), Some((why, goal))) = (outcome.session.clone(), claim.doubt()) else { return Ok(()) };
         self.signoff(SignOff::Asked, &why);
         self.intervene("done_confirmation", &why.describe());
         let question = note::confirmation(&why, goal, until_complete);
@@ -651,20 +644,16 @@ impl Dispatcher {
             &self.phase().name,
         );
         self.r.reporter.summary(&self.summary, end, &self.r.checkpoint);
-        if let Some(lease) = self.r.lease.take()
-            && let Err(e) = lease.release()
-        {
-            tracing::warn!("cannot release the lease: {e}");
+        if let Some(lease) = self.r.lease.take() {
+            lease.release().unwrap_or_else(|e| tracing::warn!("cannot release the lease: {e}"));
         }
         // A final state the disk had no room for is not a clean stop: the lock keeps
         // its content, as the checkpoint on disk still says `running`.
         if self.disk_full.is_some() {
             return Ok(());
         }
-        if let Some(lock) = self.r.lock.take()
-            && let Err(e) = lock.release()
-        {
-            tracing::warn!("cannot release the lock: {e}");
+        if let Some(lock) = self.r.lock.take() {
+            lock.release().unwrap_or_else(|e| tracing::warn!("cannot release the lock: {e}"));
         }
         Ok(())
     }
@@ -858,9 +847,7 @@ impl Observer for Dispatcher {
             in_flight.session = Some(id.to_string());
         }
         // A kill -9 from here on still resumes this session.
-        if let Err(e) = self.save_with(Durability::Ordered) {
-            tracing::warn!("{e}");
-        }
+        self.save_with(Durability::Ordered).unwrap_or_else(|e| tracing::warn!("{e}"));
     }
 
     fn event(&mut self, event: Option<&AgentEvent>) {
@@ -875,9 +862,7 @@ impl Observer for Dispatcher {
         cp.status = Status::stopped_by(cause);
         cp.stop_cause = Some(cause);
         self.emit(RunEvent::StopRequested { signal: cause.signal_name().to_string() });
-        if let Err(e) = self.save() {
-            tracing::warn!("{e}");
-        }
+        self.save().unwrap_or_else(|e| tracing::warn!("{e}"));
         #[cfg(debug_assertions)]
         super::test_hooks::hang_if_asked("RALPH_TEST_HANG_AFTER_STOP");
     }
@@ -890,9 +875,7 @@ impl Observer for Dispatcher {
         in_flight.tool = Some(tool_call(tool));
         // The file alone: the agent's time dwarfs a rename, and a snapshot per tool
         // call would grow the journal by the checkpoint's size each time.
-        if let Err(e) = self.save_with(Durability::Unsynced) {
-            tracing::warn!("{e}");
-        }
+        self.save_with(Durability::Unsynced).unwrap_or_else(|e| tracing::warn!("{e}"));
     }
 
     fn escalating(&mut self, why: EndWhy, sent: Signal, next: Option<(Signal, Instant)>) {
@@ -912,9 +895,8 @@ impl Observer for Dispatcher {
 
     fn catch_up(&mut self) {
         let (Some(value), Some(path)) = (self.behind.take(), self.r.checkpoint_path.as_ref()) else { return };
-        if let Err(e) = store::save_json_with(path, &value, Durability::Unsynced) {
-            tracing::warn!("cannot write the checkpoint {}: {e}", path.display());
-        }
+        store::save_json_with(path, &value, Durability::Unsynced)
+            .unwrap_or_else(|e| tracing::warn!("cannot write the checkpoint {}: {e}", path.display()));
     }
 }
 

@@ -181,9 +181,8 @@ impl Lease {
                 match lease_file::read(&file).map(|found| lease::renewal(&record.token, &found)) {
                     Ok(Renewal::Renew) => {
                         record.renewals += 1;
-                        if let Err(e) = lease_file::write(&file, &record) {
-                            tracing::warn!("cannot renew the lease {}: {e}", file.display());
-                        }
+                        lease_file::write(&file, &record)
+                            .unwrap_or_else(|e| tracing::warn!("cannot renew the lease {}: {e}", file.display()));
                     }
                     Ok(Renewal::Lost(winner)) => lost(&winner),
                     Err(e) => tracing::warn!("cannot read the lease {}: {e}", file.display()),

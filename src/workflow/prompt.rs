@@ -10,11 +10,6 @@ use crate::config::DoneSignal;
 use super::done::{DONE_TAG, GOAL_TAG};
 use super::progress::FromStart;
 
-const DEFAULT: &str = include_str!("templates/default.md");
-const PLAN: &str = include_str!("templates/plan.md");
-const DEVELOP: &str = include_str!("templates/develop.md");
-const REVIEW: &str = include_str!("templates/review.md");
-const FIX: &str = include_str!("templates/fix.md");
 const CONTINUE: &str = include_str!("templates/continue.md");
 
 /// The built-in template for a phase name: the four phases ralph knows by name have
@@ -22,11 +17,11 @@ const CONTINUE: &str = include_str!("templates/continue.md");
 /// name rather than passed off as one of those four.
 pub(crate) fn builtin(phase: &str) -> &'static str {
     match phase {
-        "plan" => PLAN,
-        "develop" => DEVELOP,
-        "review" => REVIEW,
-        "fix" => FIX,
-        _ => DEFAULT,
+        "plan" => include_str!("templates/plan.md"),
+        "develop" => include_str!("templates/develop.md"),
+        "review" => include_str!("templates/review.md"),
+        "fix" => include_str!("templates/fix.md"),
+        _ => include_str!("templates/default.md"),
     }
 }
 
@@ -86,10 +81,14 @@ pub(crate) fn render_continue(ctx: &Context<'_>, note: &str) -> String {
 fn fill(template: &str, ctx: &Context<'_>, extra: &[(&str, &str)]) -> String {
     let iterations =
         if ctx.until_complete { format!("at most {}", ctx.iterations) } else { ctx.iterations.to_string() };
+    let mut position = format!("phase {} of {}", ctx.phase_number, ctx.phase_count);
+    if let Some((pass, passes)) = ctx.pass {
+        position.push_str(&format!(", review/fix pass {pass} of at most {passes}"));
+    }
     let values: Vec<(&str, String)> = vec![
         ("goal", goal_body(ctx.goal).to_string()),
         ("phase", ctx.phase.to_string()),
-        ("phase_position", phase_position(ctx)),
+        ("phase_position", position),
         ("iteration", ctx.iteration.to_string()),
         ("iterations", iterations),
         ("done", done_instruction(ctx.done, ctx.until_complete, ctx.review)),
@@ -101,25 +100,14 @@ fn fill(template: &str, ctx: &Context<'_>, extra: &[(&str, &str)]) -> String {
     {
         out.push_str(&rest[..start]);
         let name = rest[start + 2..end].trim();
-        let value = values
-            .iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v.as_str())
-            .or_else(|| extra.iter().find(|(k, _)| *k == name).map(|(_, v)| *v));
+        let mut values = values.iter().map(|(k, v)| (*k, v.as_str())).chain(extra.iter().copied());
+        let value = values.find(|(k, _)| *k == name).map(|(_, v)| v);
         // An unknown placeholder stays as written.
         out.push_str(value.unwrap_or(&rest[start..end + 2]));
         rest = &rest[end + 2..];
     }
     out.push_str(rest);
     out
-}
-
-fn phase_position(ctx: &Context<'_>) -> String {
-    let phase = format!("phase {} of {}", ctx.phase_number, ctx.phase_count);
-    match ctx.pass {
-        Some((pass, passes)) => format!("{phase}, review/fix pass {pass} of at most {passes}"),
-        None => phase,
-    }
 }
 
 /// Says which earlier phases' results a run started with `ralph --from` reused from
