@@ -10,6 +10,7 @@ use crate::config::DoneSignal;
 use super::done::{DONE_TAG, GOAL_TAG};
 use super::progress::FromStart;
 
+const DEFAULT: &str = include_str!("templates/default.md");
 const CONTINUE: &str = include_str!("templates/continue.md");
 
 /// The built-in template for a phase name: the four phases ralph knows by name have
@@ -21,7 +22,7 @@ pub(crate) fn builtin(phase: &str) -> &'static str {
         "develop" => include_str!("templates/develop.md"),
         "review" => include_str!("templates/review.md"),
         "fix" => include_str!("templates/fix.md"),
-        _ => include_str!("templates/default.md"),
+        _ => DEFAULT,
     }
 }
 
