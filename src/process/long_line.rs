@@ -46,12 +46,6 @@ struct Json {
     cut: u64,
 }
 
-impl Default for Compactor {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl Compactor {
     pub(crate) fn new() -> Self {
         Self { mode: Mode::Json(Json::default()), out: Vec::new(), tail: VecDeque::new(), cut: 0, started: false }
@@ -106,12 +100,9 @@ impl Compactor {
     /// The compacted line (lossily decoded).
     pub(crate) fn finish(mut self) -> String {
         match &mut self.mode {
-            Mode::Json(json) => {
-                if json.in_string {
-                    // The line ended inside a string: close what was kept.
-                    json.close(&mut self.out);
-                }
-            }
+            // The line ended inside a string: close what was kept.
+            Mode::Json(json) if json.in_string => json.close(&mut self.out),
+            Mode::Json(_) => {}
             Mode::Text => {
                 if self.cut > 0 {
                     self.out.extend_from_slice(marker(self.cut).as_bytes());
@@ -141,11 +132,8 @@ impl Json {
         }
         if !self.escape.is_empty() {
             self.escape.push(b);
-            let complete = match self.escape[1] {
-                b'u' => self.escape.len() == 6,
-                _ => true,
-            };
-            if complete {
+            // `\uXXXX` is six bytes, any other escape two.
+            if self.escape[1] != b'u' || self.escape.len() == 6 {
                 let unit = std::mem::take(&mut self.escape);
                 self.unit(&unit, out);
             }
