@@ -121,10 +121,7 @@ pub(crate) fn scan(proc_root: &Path, pids: Vec<i32>, attempt_id: &str, since: Op
             let dir = proc_root.join(pid.to_string());
             let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
             let (state, ppid, pgid, start) = parse_stat(&stat)?;
-            let candidate = match (since, start) {
-                (Some(since), Some(start)) => start >= since,
-                _ => true,
-            };
+            let candidate = since.zip(start).is_none_or(|(since, start)| start >= since);
             let marked = candidate
                 && std::fs::read(dir.join("environ"))
                     .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == needle.as_bytes()));

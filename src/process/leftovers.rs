@@ -14,11 +14,9 @@ pub(crate) const RUN_ID_VAR: &str = "RALPH_RUN_ID";
 /// Pids of live processes whose environment carries `RALPH_RUN_ID=run_id`.
 pub(crate) fn find(proc_root: &Path, run_id: &str) -> Vec<i32> {
     let needle = format!("{RUN_ID_VAR}={run_id}");
-    let Ok(entries) = std::fs::read_dir(proc_root) else { return Vec::new() };
     let me = std::process::id();
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
+    super::escaped::all_pids(proc_root)
+        .into_iter()
         .filter(|pid| u32::try_from(*pid).is_ok_and(|p| p != me))
         .filter(|pid| {
             std::fs::read(proc_root.join(pid.to_string()).join("environ"))

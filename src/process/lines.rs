@@ -99,7 +99,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     pub(crate) fn pop(&mut self) -> Option<Item<'_>> {
         let newline = memchr::memchr(b'\n', &self.buf[self.scanned..self.end]).map(|i| self.scanned + i);
         let line_end = newline.unwrap_or(self.end);
-        if self.long.is_none() {
+        let Some(long) = self.long.as_mut() else {
             if let Some(i) = newline {
                 let start = std::mem::replace(&mut self.pos, i + 1);
                 self.scanned = self.pos;
@@ -116,11 +116,9 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 return Some(Item::Line(&self.buf[start..self.end]));
             }
             return None;
-        }
+        };
         // A long line: the compactor sees each byte once, the log gets it in pieces.
-        if let Some(long) = self.long.as_mut() {
-            long.push(&self.buf[self.scanned..line_end]);
-        }
+        long.push(&self.buf[self.scanned..line_end]);
         self.scanned = line_end;
         let unsent = line_end - self.pos;
         let ended = newline.is_some() || self.eof;

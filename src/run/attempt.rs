@@ -561,11 +561,7 @@ fn send(step: Step, pgid: u32) -> Option<Instant> {
 
 fn exit_of(status: std::process::ExitStatus) -> Exit {
     use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => Exit::Code(code),
-        (None, Some(sig)) => Exit::Signal(sig),
-        (None, None) => Exit::Code(-1),
-    }
+    status.code().map(Exit::Code).or(status.signal().map(Exit::Signal)).unwrap_or(Exit::Code(-1))
 }
 
 /// Nothing the agent started outlives its attempt, not even what left its process

@@ -161,11 +161,7 @@ impl Dispatcher {
         };
         let end = match end {
             // The final state must reach the disk too.
-            Ok(end) if end != RunEnd::ForceExit => match self.disk_wait(&mut signals).await {
-                Ok(Some(stopped)) => stopped,
-                Ok(None) => end,
-                Err(e) => return Err(e),
-            },
+            Ok(end) if end != RunEnd::ForceExit => self.disk_wait(&mut signals).await?.unwrap_or(end),
             Ok(end) => end,
             Err(e) => {
                 // ralph's own failure: what is on disk stays the last valid state.
