@@ -28,15 +28,12 @@ impl Escalation {
 
     /// The grace period ran out and the agent is still there.
     pub(crate) fn grace_elapsed(&mut self) -> Step {
-        let (signal, wait) = match self.sent {
-            Signal::SIGINT => (Signal::SIGTERM, Some(self.grace)),
-            // After SIGKILL there is nothing stronger: wait for the exit unbounded
-            // (the kernel delivers it), but keep re-sending in case a new process
-            // joined the group meanwhile.
-            _ => (Signal::SIGKILL, Some(self.grace)),
-        };
+        // After SIGKILL there is nothing stronger: wait for the exit unbounded
+        // (the kernel delivers it), but keep re-sending in case a new process
+        // joined the group meanwhile.
+        let signal = if self.sent == Signal::SIGINT { Signal::SIGTERM } else { Signal::SIGKILL };
         self.sent = signal;
-        Step::Send { signal, wait }
+        Step::Send { signal, wait: Some(self.grace) }
     }
 
     pub(crate) fn last_signal(&self) -> Signal {

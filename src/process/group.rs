@@ -71,9 +71,8 @@ pub(crate) fn spawn(launch: &Launch) -> std::io::Result<Child> {
 /// Sends `signal` to the whole process group `pgid`. A group that is already gone
 /// is not an error.
 pub(crate) fn signal_group(pgid: u32, signal: Signal) -> std::io::Result<()> {
-    let Ok(raw) = i32::try_from(pgid) else {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "pgid out of range"));
-    };
+    let raw =
+        i32::try_from(pgid).map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "pgid out of range"))?;
     match crate::os::signal_group(raw, signal) {
         Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),
         Err(e) => Err(std::io::Error::from(e)),

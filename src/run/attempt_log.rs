@@ -40,7 +40,7 @@ const BUFFER: usize = 64 * 1024;
 pub(super) const HELD_MAX: usize = 1024 * 1024;
 
 /// Where the agent's output is written.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct AttemptLog {
     path: PathBuf,
     head: u64,
@@ -97,18 +97,8 @@ impl AttemptLog {
             head: max / 2,
             segment: (max / 2 / SEGMENTS as u64).max(1),
             file: open(path),
-            buf: Vec::new(),
-            written: 0,
-            number: 0,
-            kept: VecDeque::new(),
-            cut: 0,
-            noted: false,
             at_line_start: true,
-            dirty_since: None,
-            full: None,
-            news: Vec::new(),
-            #[cfg(test)]
-            full_while: None,
+            ..Self::default()
         }
     }
 

@@ -36,11 +36,9 @@ impl Dispatcher {
     /// Starts the control socket; a run without one still runs (with a warning).
     pub(super) fn listen(&mut self, signals: &mut Signals) {
         let (tx, rx) = mpsc::channel(QUEUE);
-        {
-            let mut live = lock(&self.control.live);
-            live.run_id = self.r.checkpoint.run_id.clone();
-            live.pid = std::process::id();
-        }
+        let mut live = lock(&self.control.live);
+        (live.run_id, live.pid) = (self.r.checkpoint.run_id.clone(), std::process::id());
+        drop(live);
         self.refresh_live();
         match Server::start(&self.r.dir, self.control.live.clone(), tx) {
             Ok(server) => {
