@@ -102,15 +102,8 @@ pub(crate) fn build(
     pass_env: &[String],
     extra: impl IntoIterator<Item = (String, String)>,
 ) -> AgentEnv {
-    let mut vars = Vec::new();
-    let mut withheld = Vec::new();
-    for (k, v) in base {
-        if passes(&k, kind, pass_env) {
-            vars.push((k, v));
-        } else {
-            withheld.push(k);
-        }
-    }
+    let (mut vars, withheld): (Vec<_>, Vec<_>) = base.into_iter().partition(|(k, _)| passes(k, kind, pass_env));
+    let mut withheld: Vec<String> = withheld.into_iter().map(|(k, _)| k).collect();
     for (k, v) in extra {
         vars.retain(|(existing, _)| existing != &k);
         withheld.retain(|existing| existing != &k);

@@ -61,9 +61,8 @@ fn shebang(path: &Path) -> Option<String> {
 
 fn check_interpreter(path: &Path, line: &str, path_var: Option<&OsStr>, cwd: &Path) -> Result<(), ProgramError> {
     let mut words = line.split_whitespace();
-    let Some(interpreter) = words.next().map(PathBuf::from) else {
-        return Err(ProgramError::BadInterpreter { path: path.to_path_buf(), interpreter: PathBuf::new() });
-    };
+    // No interpreter named: an empty path, which is not absolute either.
+    let interpreter = words.next().map(PathBuf::from).unwrap_or_default();
     let bad = || ProgramError::BadInterpreter { path: path.to_path_buf(), interpreter: interpreter.clone() };
     if !interpreter.is_absolute() {
         return Err(bad());

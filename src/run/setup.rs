@@ -563,7 +563,7 @@ fn fresh_checkpoint(
     Ok(Checkpoint {
         version: checkpoint::VERSION,
         seq: 0,
-        run_id: new_run_id(),
+        run_id: format!("{}-{}", now.strftime("%Y%m%dT%H%M%SZ"), std::process::id()),
         status: Status::Running,
         clean_stop: false,
         stop_cause: None,
@@ -697,11 +697,6 @@ pub(crate) fn resume_plan(cp: &Checkpoint, loaded: &Loaded, prompt_checksum: &st
 pub(crate) fn checksum(bytes: &[u8]) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn new_run_id() -> String {
-    let ts = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ");
-    format!("{ts}-{}", std::process::id())
 }
 
 /// Releases the run lock cleanly when set-up fails before the run starts.
