@@ -34,11 +34,6 @@ pub(crate) const BASE: &[&str] = &[
     "SSH_AUTH_SOCK GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL GIT_COMMITTER_NAME GIT_COMMITTER_EMAIL",
 ];
 
-/// Each kind's own credentials and settings (patterns as in [`BASE`]).
-pub(crate) fn kind_vars(kind: AgentKind) -> &'static [&'static str] {
-    kinds::descriptor(kind).map_or(&[], |d| d.passes)
-}
-
 /// The credentials each kind looks for (what `ralph doctor` checks for).
 pub(crate) fn allowlist(kind: AgentKind) -> &'static [&'static str] {
     kinds::descriptor(kind).map_or(&[], |d| d.credentials)
@@ -79,7 +74,9 @@ pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
 
 /// Whether the agent gets `name` from ralph's environment.
 pub(crate) fn passes(name: &str, kind: AgentKind, pass_env: &[String]) -> bool {
-    let allowed = BASE.iter().flat_map(|group| group.split_whitespace()).chain(kind_vars(kind).iter().copied());
+    // The base set, then the kind's own credentials and settings.
+    let own = kinds::descriptor(kind).map_or(&[][..], |d| d.passes);
+    let allowed = BASE.iter().flat_map(|group| group.split_whitespace()).chain(own.iter().copied());
     // "Running inside another agent" changes a CLI's behaviour: never passed, not
     // even through `pass_env`.
     !kinds::ALL.iter().any(|d| d.nesting_markers.contains(&name))

@@ -42,10 +42,9 @@ impl Stamp {
 
 pub(super) fn artifact_stamp(dir: &Path, done: &DoneSignal) -> Stamp {
     match done {
-        DoneSignal::File(path) => match std::fs::read(dir.join(path)) {
-            Ok(bytes) => Stamp::Content(super::setup::checksum(&bytes)),
-            Err(_) => Stamp::Missing,
-        },
+        DoneSignal::File(path) => {
+            std::fs::read(dir.join(path)).map_or(Stamp::Missing, |bytes| Stamp::Content(super::setup::checksum(&bytes)))
+        }
         _ => Stamp::NotApplicable,
     }
 }

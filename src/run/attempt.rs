@@ -266,7 +266,6 @@ impl<'a> Running<'a> {
         pgid: u32,
         started: Instant,
     ) -> Self {
-        let supervisor = Supervisor::new(limits, started).with_cost_left(cost_left.filter(|_| prepared.running_cost));
         Self {
             limits,
             observer,
@@ -275,7 +274,7 @@ impl<'a> Running<'a> {
             now: started,
             log,
             collected: Collected::new(prepared.text_output),
-            supervisor,
+            supervisor: Supervisor::new(limits, started).with_cost_left(cost_left.filter(|_| prepared.running_cost)),
             prepared,
             out: Stream { open: true, long: false },
             err: Stream { open: true, long: false },

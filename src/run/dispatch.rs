@@ -84,18 +84,15 @@ pub(crate) struct Dispatcher {
 
 impl Dispatcher {
     pub(crate) fn new(ready: Ready) -> Self {
-        let elapsed_before = ready.checkpoint.elapsed_secs;
-        let notifier = Notifier::new(&ready.loaded.config.notify, &ready.dir);
-        let touched = crate::git::attribution::Touched::at_start(ready.resumed);
         Self {
+            elapsed_before: ready.checkpoint.elapsed_secs,
+            notifier: Notifier::new(&ready.loaded.config.notify, &ready.dir),
+            touched: crate::git::attribution::Touched::at_start(ready.resumed),
             r: ready,
             started: Instant::now(),
-            elapsed_before,
             summary: Summary::default(),
             last_success: None,
             registered: None,
-            notifier,
-            touched,
             last_log: None,
             disk_full: None,
             unsaved_log: None,
@@ -513,16 +510,11 @@ impl Dispatcher {
                 self.save()?;
             }
             Next::Phase { finished, end } => {
-                self.save_artifact(&finished);
-                self.emit(RunEvent::PhaseDone { phase: finished });
-                self.phase_ended(&end);
+                self.phase_ended(finished, &end);
                 self.save()?;
             }
             Next::Finished { end } => {
-                let name = self.phase().name.clone();
-                self.save_artifact(&name);
-                self.emit(RunEvent::PhaseDone { phase: name });
-                self.phase_ended(&end);
+                self.phase_ended(self.phase().name.clone(), &end);
                 return Ok(Some(RunEnd::Completed));
             }
             Next::Retry { delay, probe_first } => {

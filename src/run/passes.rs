@@ -1,6 +1,6 @@
-//! Carrying out what a phase's end did to the repeating review/fix group (decided by
-//! [`crate::workflow::advance`]): the `review_verdict`, `pass_started` and
-//! `passes_ended` events.
+//! Carrying out a phase's end: its artifact kept, `phase_done`, and what it did to
+//! the repeating review/fix group (decided by [`crate::workflow::advance`]): the
+//! `review_verdict`, `pass_started` and `passes_ended` events.
 
 use crate::events::RunEvent;
 use crate::workflow::advance::{GroupMove, PhaseEnd};
@@ -8,7 +8,9 @@ use crate::workflow::advance::{GroupMove, PhaseEnd};
 use super::dispatch::Dispatcher;
 
 impl Dispatcher {
-    pub(super) fn phase_ended(&mut self, end: &PhaseEnd) {
+    pub(super) fn phase_ended(&mut self, finished: String, end: &PhaseEnd) {
+        self.save_artifact(&finished);
+        self.emit(RunEvent::PhaseDone { phase: finished });
         if let Some(v) = end.verdict {
             self.emit(RunEvent::ReviewVerdict { pass: v.pass, passes: v.passes, clean: v.clean });
         }
