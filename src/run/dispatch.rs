@@ -556,10 +556,8 @@ impl Dispatcher {
     /// The second Ctrl+C: the agent's group is already killed. The run is recorded
     /// as stopped by the first signal's cause, like an orderly stop.
     fn forced(&mut self, signals: &Signals, session: Option<String>) -> Result<RunEnd, RalphError> {
-        let agent = self.r.checkpoint.in_flight.as_ref().map(|f| f.agent.clone());
-        self.r.reporter.killed(agent.as_deref());
-        let cause = signals.stopping().unwrap_or(StopCause::User);
-        self.stopped(cause, session)?;
+        self.r.reporter.killed(self.r.checkpoint.in_flight.as_ref().map(|f| f.agent.as_str()));
+        self.stopped(signals.stopping().unwrap_or(StopCause::User), session)?;
         Ok(RunEnd::ForceExit)
     }
 

@@ -219,15 +219,11 @@ fn email_known(repo: &Repo) -> Result<bool, GitError> {
 
 /// The values of credential-like variables ralph passes to the configured agents.
 fn credential_values(loaded: &Loaded) -> Vec<String> {
-    let mut values = BTreeSet::new();
-    for agent in loaded.config.agents.values() {
-        let env = crate::process::env::build(std::env::vars(), agent.kind, &agent.pass_env, Vec::new());
-        for (k, v) in env.vars {
-            if crate::process::env::looks_secret(&k) && v.len() >= 8 {
-                values.insert(v);
-            }
-        }
-    }
+    let agents = loaded.config.agents.values();
+    let values: BTreeSet<String> = agents
+        .flat_map(|agent| crate::process::env::build(std::env::vars(), agent.kind, &agent.pass_env, Vec::new()).vars)
+        .filter_map(|(k, v)| (crate::process::env::looks_secret(&k) && v.len() >= 8).then_some(v))
+        .collect();
     values.into_iter().collect()
 }
 

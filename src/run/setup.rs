@@ -523,10 +523,7 @@ async fn read_answer(signals: &mut Signals) -> Result<Option<String>, RalphError
     std::thread::spawn(move || {
         let mut line = String::new();
         let read = std::io::stdin().lock().read_line(&mut line);
-        let _ = tx.send(match read {
-            Ok(0) | Err(_) => None,
-            Ok(_) => Some(line),
-        });
+        let _ = tx.send(read.is_ok_and(|n| n > 0).then_some(line));
     });
     loop {
         tokio::select! {
