@@ -13,8 +13,7 @@ pub(crate) const RUN_ID_VAR: &str = "RALPH_RUN_ID";
 
 /// Pids of live processes whose environment carries `RALPH_RUN_ID=run_id`.
 pub(crate) fn find(proc_root: &Path, run_id: &str) -> Vec<i32> {
-    let needle = format!("{RUN_ID_VAR}={run_id}");
-    let me = std::process::id();
+    let (needle, me) = (format!("{RUN_ID_VAR}={run_id}"), std::process::id());
     super::escaped::all_pids(proc_root)
         .into_iter()
         .filter(|pid| u32::try_from(*pid).is_ok_and(|p| p != me))

@@ -120,8 +120,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         // A long line: the compactor sees each byte once, the log gets it in pieces.
         long.push(&self.buf[self.scanned..line_end]);
         self.scanned = line_end;
-        let unsent = line_end - self.pos;
-        let ended = newline.is_some() || self.eof;
+        let (unsent, ended) = (line_end - self.pos, newline.is_some() || self.eof);
         // A piece is cut with what follows it in view (a secret's name across the cut).
         if unsent >= PIECE + NAME_REACH || (ended && unsent > 0) {
             let size = unsent.min(PIECE);

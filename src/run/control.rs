@@ -141,8 +141,7 @@ impl Dispatcher {
 
     fn refresh_live(&self) {
         let cp = &self.r.checkpoint;
-        let pos = &cp.progress.position;
-        let phase = self.phase();
+        let (pos, phase) = (&cp.progress.position, self.phase());
         let mut live = lock(&self.control.live);
         live.phase = pos.phase_name.clone();
         live.iteration = pos.iteration;

@@ -294,8 +294,7 @@ impl Dispatcher {
             }
         };
         let done = self.phase().done.clone();
-        let artifact = artifact_stamp(&self.r.dir, &done);
-        let log_path = self.r.logs_dir.join(format!("{stem}.log"));
+        let (artifact, log_path) = (artifact_stamp(&self.r.dir, &done), self.r.logs_dir.join(format!("{stem}.log")));
         self.last_log = Some(log_path.clone());
         let config = &self.r.loaded.config;
         let limits = watch::attempt_limits(&config.timeouts, prepared.quiet_tools, self.runtime_left());
@@ -317,8 +316,7 @@ impl Dispatcher {
     /// Counts the attempt, renders its prompt, prepares its launch, and records it
     /// in flight (saved, then journaled). Returns the launch and the name stem of its logs.
     fn begin_attempt(&mut self) -> Result<(Result<launch::Prepared, LaunchError>, String), RalphError> {
-        let agent = self.current_agent();
-        let iterations = self.phase().iterations;
+        let (agent, iterations) = (self.current_agent(), self.phase().iterations);
         let cp = &mut self.r.checkpoint;
         cp.progress.counters.attempts += 1;
         let launches = cp.progress.launches.entry(agent.clone()).or_insert(0);
@@ -354,8 +352,7 @@ impl Dispatcher {
                 control: self.control.server.as_ref().filter(|_| agent_cfg.mcp).map(|s| (s.socket(), attempt_no)),
             },
         );
-        let started_at = self.now();
-        let cp = &mut self.r.checkpoint;
+        let (started_at, cp) = (self.now(), &mut self.r.checkpoint);
         cp.status = Status::Running;
         cp.in_flight = Some(InFlight {
             agent: agent.clone(),
@@ -392,8 +389,7 @@ impl Dispatcher {
         ended_by: EndedBy,
         signals: &mut Signals,
     ) -> Flow {
-        let agent = self.current_agent();
-        let phase = self.phase().clone();
+        let (agent, phase) = (self.current_agent(), self.phase().clone());
         if let Some(session) = &outcome.session {
             self.r.checkpoint.progress.sessions.insert(agent.clone(), session.clone());
         }
@@ -652,8 +648,7 @@ impl Dispatcher {
     pub(super) fn prompt(&self, resuming: bool) -> String {
         let progress = &self.r.checkpoint.progress;
         let pos = &progress.position;
-        let phase = self.phase();
-        let repeat = self.r.loaded.repeat;
+        let (phase, repeat) = (self.phase(), self.r.loaded.repeat);
         let previous_name =
             advance::previous_phase(pos, repeat).and_then(|i| self.r.loaded.phases.get(i)).map(|p| p.name.clone());
         let previous_text = previous_name
@@ -687,8 +682,7 @@ impl Dispatcher {
 
     /// Adds the attempt's cost and tokens to the run's and its phase's.
     pub(super) fn add_usage(&mut self, outcome: &Outcome) {
-        let phase = self.phase().name.clone();
-        let cp = &mut self.r.checkpoint;
+        let (phase, cp) = (self.phase().name.clone(), &mut self.r.checkpoint);
         cp.usage.add(&outcome.usage);
         cp.phase_usage.entry(phase).or_default().add(&outcome.usage);
         if let Some(session) = &outcome.session {
@@ -739,8 +733,7 @@ impl Dispatcher {
         // tell which agent owns the session.
         let agents = &self.r.loaded.config.agents;
         let chain = crate::recovery::resume::chain_of(self.phase(), &|name| agents.get(name).map(|a| a.kind));
-        let now = self.now();
-        let cp = &mut self.r.checkpoint;
+        let (now, cp) = (self.now(), &mut self.r.checkpoint);
         cp.progress.position.chain = chain;
         cp.elapsed_secs = elapsed;
         cp.updated_at = now;

@@ -167,8 +167,7 @@ fn new_token() -> String {
 impl Lease {
     fn start(path: &Path, mut record: LeaseRecord, timeout: Duration) -> std::io::Result<Lease> {
         let (tx, rx) = mpsc::channel::<()>();
-        let every = lease::renew_every(timeout);
-        let file = path.to_path_buf();
+        let (every, file) = (lease::renew_every(timeout), path.to_path_buf());
         let token = record.token.clone();
         let released = Arc::new(Mutex::new(false));
         let gate = Arc::clone(&released);

@@ -182,8 +182,7 @@ async fn choose_checkpoint(
     signals: &mut Signals,
 ) -> Result<Result<(Checkpoint, bool, Option<InFlight>), RunEnd>, RalphError> {
     let (from, agent_dir) = (options.from.as_deref(), options.dir.join(".agent"));
-    let prompt_checksum = checksum(goal.as_bytes());
-    let artifacts_dir = agent_dir.join("artifacts");
+    let (prompt_checksum, artifacts_dir) = (checksum(goal.as_bytes()), agent_dir.join("artifacts"));
     let fresh = || fresh_checkpoint(loaded, &prompt_checksum, from, &artifacts_dir).map(|cp| Ok((cp, false, None)));
     let Some(cp_path) = cp_path else { return fresh() };
     let existing = load_checkpoint(cp_path, options.resume, reporter)?;
@@ -545,8 +544,7 @@ fn fresh_checkpoint(
     from: Option<&str>,
     artifacts_dir: &Path,
 ) -> Result<Checkpoint, RalphError> {
-    let now = jiff::Timestamp::now();
-    let first = loaded.phases.first().map(|p| p.name.as_str()).unwrap_or("");
+    let (now, first) = (jiff::Timestamp::now(), loaded.phases.first().map(|p| p.name.as_str()).unwrap_or(""));
     let has_artifact = |phase: &str| artifacts_dir.join(format!("{phase}.md")).is_file();
     let progress = match from {
         Some(name) => advance::start_at(&loaded.phases, loaded.repeat, name, has_artifact)

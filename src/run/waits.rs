@@ -109,8 +109,7 @@ impl Dispatcher {
         next_probe: &AtomicU64,
         signals: &mut Signals,
     ) -> Result<Offline, RalphError> {
-        let timeout = self.r.loaded.config.offline.timeout;
-        let interval = self.r.loaded.config.offline.interval;
+        let (timeout, interval) = (self.r.loaded.config.offline.timeout, self.r.loaded.config.offline.interval);
         loop {
             if let Some(stop) = self.cap_reached() {
                 // A network that never returns is bounded by the run's time limit.
