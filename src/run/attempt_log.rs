@@ -209,8 +209,7 @@ impl AttemptLog {
     /// Writes the buffer to the file, keeping what the disk refused.
     fn drain(&mut self) {
         let Some(file) = self.file.as_mut() else {
-            self.buf = Vec::new();
-            self.dirty_since = None;
+            (self.buf, self.dirty_since) = (Vec::new(), None);
             return;
         };
         let mut done = 0;
@@ -238,9 +237,7 @@ impl AttemptLog {
             Err(e) if disk::is_full(&e) => self.disk_full(),
             Err(e) => {
                 tracing::warn!("stopped writing the attempt log {}: {e}", self.current().display());
-                self.file = None;
-                self.buf = Vec::new();
-                self.dirty_since = None;
+                (self.file, self.buf, self.dirty_since) = (None, Vec::new(), None);
             }
         }
     }

@@ -130,9 +130,7 @@ impl Dispatcher {
     pub(super) fn publish(&mut self, event: &RunEvent) {
         if let RunEvent::AttemptStarted { attempt, .. } = event {
             // A new attempt: what the last one declared is its own.
-            self.control.declared = None;
-            self.control.cancelled = None;
-            self.control.interruption = None;
+            (self.control.declared, self.control.cancelled, self.control.interruption) = (None, None, None);
             lock(&self.control.live).attempt = *attempt;
         }
         self.refresh_live();

@@ -581,8 +581,7 @@ impl Dispatcher {
             progress.recovery_note = Some(interrupted_note);
         }
         let cp = &mut self.r.checkpoint;
-        cp.status = Status::stopped_by(cause);
-        cp.stop_cause = Some(cause);
+        (cp.status, cp.stop_cause) = (Status::stopped_by(cause), Some(cause));
         Ok(RunEnd::Stopped(cause))
     }
 
@@ -591,14 +590,12 @@ impl Dispatcher {
         cp.in_flight = None;
         Ok(match stop {
             Stop::Failed { cap, message } => {
-                cp.status = Status::Failed;
-                cp.stop_reason = Some(message.clone());
+                (cp.status, cp.stop_reason) = (Status::Failed, Some(message.clone()));
                 self.emit(RunEvent::CapReached { cap, message: message.clone() });
                 RunEnd::Failed(message)
             }
             Stop::Blocked { message } => {
-                cp.status = Status::Blocked;
-                cp.stop_reason = Some(message.clone());
+                (cp.status, cp.stop_reason) = (Status::Blocked, Some(message.clone()));
                 RunEnd::Blocked(message)
             }
         })
@@ -838,8 +835,7 @@ impl Observer for Dispatcher {
 
     fn stopping(&mut self, cause: StopCause) {
         let cp = &mut self.r.checkpoint;
-        cp.status = Status::stopped_by(cause);
-        cp.stop_cause = Some(cause);
+        (cp.status, cp.stop_cause) = (Status::stopped_by(cause), Some(cause));
         self.emit(RunEvent::StopRequested { signal: cause.signal_name().to_string() });
         self.save().unwrap_or_else(|e| tracing::warn!("{e}"));
         #[cfg(debug_assertions)]

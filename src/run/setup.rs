@@ -611,8 +611,7 @@ fn resume(
             loaded.path.display()
         ))
     })?;
-    pos.phase = index;
-    pos.agent_index = plan.agent_index;
+    (pos.phase, pos.agent_index) = (index, plan.agent_index);
     if plan.agent_changed {
         cp.progress.counters.agent_failures = 0;
     }
@@ -657,10 +656,7 @@ fn resume(
         pos.agent_index + 1,
         cp.progress.resume_session.as_ref().map(|s| format!(", session {s}")).unwrap_or_default()
     ));
-    cp.status = Status::Running;
-    cp.clean_stop = false;
-    cp.stop_cause = None;
-    cp.stop_reason = None;
+    (cp.status, cp.clean_stop, cp.stop_cause, cp.stop_reason) = (Status::Running, false, None, None);
     cp.config_path = loaded.path.display().to_string();
     cp.config_checksum = loaded.checksum.clone();
     cp.prompt_checksum = prompt_checksum.to_string();
