@@ -319,7 +319,14 @@ impl<'a> Running<'a> {
                 summary.into()
             }
         };
-        if stderr { self.stderr_line(&line) } else { self.stdout_line(&line) }
+        if !stderr {
+            return self.stdout_line(&line);
+        }
+        // A line of stderr: evidence for the classifier, and a sign of life.
+        let _ = self.supervisor.on_event(None, self.now);
+        self.observer.event(None);
+        push_bounded(&mut self.collected.tail, &line);
+        push_bounded(&mut self.collected.stderr_tail, &line);
     }
 
     /// Part of a long line: logged as it comes; a long line still arriving is
@@ -329,14 +336,6 @@ impl<'a> Running<'a> {
         self.log.part(bytes, stderr, !stream.long);
         stream.long = true;
         let _ = self.supervisor.on_event(None, self.now);
-    }
-
-    /// A line of stderr: evidence for the classifier, and a sign of life.
-    fn stderr_line(&mut self, line: &str) {
-        let _ = self.supervisor.on_event(None, self.now);
-        self.observer.event(None);
-        push_bounded(&mut self.collected.tail, line);
-        push_bounded(&mut self.collected.stderr_tail, line);
     }
 
     /// A stdout line: the agent's events, for the supervisor, the observer and the
