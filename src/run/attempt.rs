@@ -308,7 +308,15 @@ impl<'a> Running<'a> {
     /// An item of stdout or stderr: logged, then handled as a line.
     fn item(&mut self, item: Item<'_>, stderr: bool) {
         let line = match item {
-            Item::LongPart(bytes) => return self.long_part(bytes, stderr),
+            // Part of a long line: logged as it comes; a long line still arriving is
+            // output, not a stall.
+            Item::LongPart(bytes) => {
+                let stream = if stderr { &mut self.err } else { &mut self.out };
+                self.log.part(bytes, stderr, !stream.long);
+                stream.long = true;
+                let _ = self.supervisor.on_event(None, self.now);
+                return;
+            }
             Item::Line(bytes) => {
                 self.log.line(bytes, stderr);
                 text(bytes)
@@ -327,15 +335,6 @@ impl<'a> Running<'a> {
         self.observer.event(None);
         push_bounded(&mut self.collected.tail, &line);
         push_bounded(&mut self.collected.stderr_tail, &line);
-    }
-
-    /// Part of a long line: logged as it comes; a long line still arriving is
-    /// output, not a stall.
-    fn long_part(&mut self, bytes: &[u8], stderr: bool) {
-        let stream = if stderr { &mut self.err } else { &mut self.out };
-        self.log.part(bytes, stderr, !stream.long);
-        stream.long = true;
-        let _ = self.supervisor.on_event(None, self.now);
     }
 
     /// A stdout line: the agent's events, for the supervisor, the observer and the

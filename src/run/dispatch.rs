@@ -258,8 +258,7 @@ impl Dispatcher {
                     in_flight.tool = Some(tool_call(tool));
                 }
                 // The live line of the stop is gone: this line stays.
-                let line = lines::agent_stopped(&agent, outcome.last_signal.map(|s| s.as_str()));
-                self.r.reporter.line(&line);
+                self.r.reporter.line(&lines::agent_stopped(&agent, outcome.last_signal.map(|s| s.as_str())));
                 self.stopped(cause, outcome.session).map(Some)
             }
             End::SpawnFailed { ref error, ref program } => self.spawn_failed(&agent, program, error, signals).await,
