@@ -42,16 +42,9 @@ pub(crate) enum ReadError {
 
 /// Reads the checkpoint at `path`: `Ok(None)` when there is none. Changes nothing.
 pub(crate) fn read(path: &Path) -> Result<Option<Checkpoint>, ReadError> {
-    use std::io::Read;
     // Never through a link a repository may have planted (see `private`).
-    let mut bytes = Vec::new();
-    match super::private::open(path, std::fs::OpenOptions::new().read(true)).and_then(|mut f| f.read_to_end(&mut bytes))
-    {
-        Ok(_) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(ReadError::Io { path: path.to_path_buf(), source }),
-    }
-    Ok(Some(parse(&bytes)?))
+    let bytes = super::private::read_existing(path).map_err(|source| ReadError::Io { path: path.into(), source })?;
+    Ok(bytes.map(|b| parse(&b)).transpose()?)
 }
 
 /// Why the journal's snapshot is newer than `checkpoint.json`.

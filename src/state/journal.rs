@@ -96,29 +96,24 @@ impl Journal {
     /// are merged into the line; anything else (or an object that uses the
     /// reserved keys `at` or `kind`) goes under `"data"` so nothing is lost.
     pub(crate) fn append<T: Serialize>(&mut self, kind: &str, fields: &T) -> io::Result<()> {
-        let Some(file) = self.file.as_mut() else {
+        if self.file.is_none() {
             return Ok(());
-        };
+        }
         let line = render(&jiff::Timestamp::now().to_string(), kind, fields)?;
-        let _ = file;
-        // Order is kept: nothing new is written before what a full disk refused.
-        let written = self.flush_pending().and_then(|()| {
-            if let Some(e) = super::disk::injected() {
-                return Err(e);
-            }
-            let Some(file) = self.file.as_mut() else { return Ok(()) };
-            // One write of the whole line: with O_APPEND the kernel places it at the
-            // end in one piece, so a crash tears at most this line.
-            file.write_all(line.as_bytes())
-        });
-        if let Err(e) = written {
-            self.torn = true;
-            if super::disk::is_full(&e) && self.pending.len() < PENDING_MAX {
+        self.write(&line, false).inspect_err(|e| {
+            if super::disk::is_full(e) && self.pending.len() < PENDING_MAX {
                 self.pending.push(line);
             }
-            return Err(e);
+        })
+    }
+
+    /// Appends one run event: its serialisation, with `"kind"` its variant's name.
+    pub(crate) fn record(&mut self, event: &crate::events::RunEvent) -> io::Result<()> {
+        let mut value = serde_json::to_value(event).map_err(io::Error::other)?;
+        if let Value::Object(map) = &mut value {
+            map.remove("kind");
         }
-        Ok(())
+        self.append(event.kind(), &value)
     }
 
     /// Appends `{"at":…,"kind":"checkpoint","checkpoint":<checkpoint>}`, and with
@@ -132,37 +127,28 @@ impl Journal {
             "{{\"at\":{},\"kind\":\"checkpoint\",\"checkpoint\":{checkpoint}}}\n",
             json_str(&jiff::Timestamp::now().to_string())?
         );
+        self.write(&line, sync)?;
+        if sync && let (Some(path), Some(file)) = (&self.path, &self.file) {
+            super::disk::note_synced(path, || file.metadata().map(|m| m.len()));
+        }
+        Ok(())
+    }
+
+    /// Writes `line` after what a full disk refused (order is kept), then with `sync`
+    /// syncs it. A failure may have left part of a line: the next write starts afresh.
+    fn write(&mut self, line: &str, sync: bool) -> io::Result<()> {
         let written = self.flush_pending().and_then(|()| {
             if let Some(e) = super::disk::injected() {
                 return Err(e);
             }
             let Some(file) = self.file.as_mut() else { return Err(io::Error::other("the journal is disabled")) };
+            // One write of the whole line: with O_APPEND the kernel places it at the
+            // end in one piece, so a crash tears at most this line.
             file.write_all(line.as_bytes())?;
             if sync { file.sync_data() } else { Ok(()) }
         });
-        match written {
-            Ok(()) => {
-                if sync && let (Some(path), Some(file)) = (&self.path, &self.file) {
-                    super::disk::note_synced(path, || file.metadata().map(|m| m.len()));
-                }
-                Ok(())
-            }
-            Err(e) => {
-                self.torn = true;
-                Err(e)
-            }
-        }
-    }
-}
-
-impl Journal {
-    /// Appends one run event: its serialisation, with `"kind"` its variant's name.
-    pub(crate) fn record(&mut self, event: &crate::events::RunEvent) -> io::Result<()> {
-        let mut value = serde_json::to_value(event).map_err(io::Error::other)?;
-        if let Value::Object(map) = &mut value {
-            map.remove("kind");
-        }
-        self.append(event.kind(), &value)
+        self.torn |= written.is_err();
+        written
     }
 }
 
@@ -184,11 +170,7 @@ fn fresh_line(file: &mut File) -> io::Result<()> {
 /// the journal keeps a whole run's history, the snapshot is near its end. Torn
 /// lines are skipped.
 pub(crate) fn last_snapshot(path: &Path) -> io::Result<Option<Value>> {
-    let file = match super::private::open(path, std::fs::OpenOptions::new().read(true)) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
+    let Some(file) = super::private::open_existing(path)? else { return Ok(None) };
     let len = file.metadata()?.len();
     let mut window: u64 = 64 * 1024;
     loop {

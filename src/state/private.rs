@@ -40,6 +40,23 @@ pub(crate) fn open(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
     Ok(file)
 }
 
+/// [`open`] for reading; `None` when `path` does not exist.
+pub(crate) fn open_existing(path: &Path) -> io::Result<Option<File>> {
+    match open(path, OpenOptions::new().read(true)) {
+        Ok(file) => Ok(Some(file)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The whole content of `path`, read as [`open_existing`] opens it.
+pub(crate) fn read_existing(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    let Some(mut file) = open_existing(path)? else { return Ok(None) };
+    let mut bytes = Vec::new();
+    io::Read::read_to_end(&mut file, &mut bytes)?;
+    Ok(Some(bytes))
+}
+
 /// `O_NOFOLLOW` fails with ELOOP on a link: say which link, and what to do.
 fn link_error(path: &Path, e: io::Error) -> io::Error {
     if e.raw_os_error() == Some(nix::libc::ELOOP) {

@@ -60,11 +60,7 @@ pub(crate) fn prune(logs: &Path, current: Option<&str>, keep: usize) -> io::Resu
 /// The run a journal belongs to: the run id of its last `run_started`.
 pub(crate) fn journal_run(journal: &Path) -> io::Result<Option<String>> {
     // Never through a link a repository may have planted.
-    let file = match crate::state::private::open(journal, std::fs::OpenOptions::new().read(true)) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
+    let Some(file) = super::private::open_existing(journal)? else { return Ok(None) };
     let mut run = None;
     for line in BufReader::new(file).lines() {
         let line = line?;

@@ -42,20 +42,9 @@ pub fn save_json_with<T: Serialize>(path: &Path, value: &T, durability: Durabili
 /// the line and column; invalid UTF-8 counts as corrupt too, not as an I/O error,
 /// because retrying will not help and the file must be kept for inspection.
 pub(crate) fn load_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, StoreError> {
-    let read = super::private::open(path, std::fs::OpenOptions::new().read(true)).and_then(|mut f| {
-        let mut b = Vec::new();
-        io::Read::read_to_end(&mut f, &mut b).map(|_| b)
-    });
-    let bytes = match read {
-        Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(StoreError::Io { path: path.to_path_buf(), source });
-        }
-    };
-    serde_json::from_slice(&bytes)
-        .map(Some)
-        .map_err(|e| StoreError::Corrupt { path: path.to_path_buf(), message: e.to_string() })
+    let bytes = super::private::read_existing(path).map_err(|source| StoreError::Io { path: path.into(), source })?;
+    let value = bytes.map(|b| serde_json::from_slice(&b)).transpose();
+    value.map_err(|e| StoreError::Corrupt { path: path.to_path_buf(), message: e.to_string() })
 }
 
 /// Moves `dir/name.ext` to `dir/name.<label>-<UTC timestamp>.ext` (for example
