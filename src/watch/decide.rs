@@ -84,9 +84,7 @@ pub(crate) fn decide(f: &Facts<'_>) -> Verdict {
     if f.owner_alive {
         return Verdict::Live;
     }
-    let Some(cp) = f.checkpoint else {
-        return Verdict::Leave { why: "no readable checkpoint", reset: false };
-    };
+    let Some(cp) = f.checkpoint else { return Verdict::Leave { why: "no readable checkpoint", reset: false } };
     match cp.status {
         Status::Running | Status::Waiting => {}
         Status::Interrupted if f.entry.resume_after_shutdown => {}
