@@ -57,16 +57,10 @@ pub(crate) fn note_synced(path: &Path, len: impl FnOnce() -> io::Result<u64>) {
         return;
     }
     let Some(log) = std::env::var_os("RALPH_TEST_SYNC_LOG") else { return };
-    let len = match len() {
-        Ok(len) => len,
-        Err(e) => return tracing::warn!("test hook RALPH_TEST_SYNC_LOG: {e}"),
-    };
-    let line = format!("{}\t{len}\n", path.display());
-    let appended = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .and_then(|mut f| io::Write::write_all(&mut f, line.as_bytes()));
+    let appended = len().and_then(|len| {
+        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
+        io::Write::write_all(&mut file, format!("{}\t{len}\n", path.display()).as_bytes())
+    });
     if let Err(e) = appended {
         tracing::warn!("test hook RALPH_TEST_SYNC_LOG: {e}");
     }

@@ -79,15 +79,11 @@ pub(crate) fn read_newest(path: &Path) -> Result<Option<Newest>, ReadError> {
         Err(ReadError::Format(FormatError::Corrupt(message))) => (None, Some(message)),
         Err(e) => return Err(e),
     };
-    let snapshot = match super::journal::last_snapshot(journal)
-        .map_err(|source| ReadError::Io { path: journal.to_path_buf(), source })?
-    {
-        None => None,
-        Some(value) => match parse_value(value) {
-            Ok(cp) => Some(cp),
-            Err(e @ FormatError::TooNew { .. }) if file.is_none() => return Err(e.into()),
-            Err(_) => None,
-        },
+    let snapshot =
+        super::journal::last_snapshot(journal).map_err(|source| ReadError::Io { path: journal.into(), source });
+    let snapshot = match snapshot?.map(parse_value) {
+        Some(Err(e @ FormatError::TooNew { .. })) if file.is_none() => return Err(e.into()),
+        parsed => parsed.and_then(Result::ok),
     };
     match (file, snapshot) {
         (Some(cp), Some(snap)) if snap.run_id == cp.run_id && snap.seq > cp.seq => {
@@ -144,23 +140,17 @@ fn migrate(version: u64, mut value: Value) -> Result<Value, FormatError> {
 /// checked here; whether it fits the current config is the resume's business.
 fn check(cp: &Checkpoint) -> Result<(), FormatError> {
     let pos = &cp.progress.position;
-    let invalid = |field, problem: &str| Err(FormatError::Invalid { field, problem: problem.to_string() });
-    if pos.phase_name.trim().is_empty() {
-        return invalid("progress.position.phase_name", "is empty");
+    let rules = [
+        (pos.phase_name.trim().is_empty(), "progress.position.phase_name", "is empty"),
+        (pos.iteration == 0, "progress.position.iteration", "is 0; iterations count from 1"),
+        (pos.cycle == 0, "progress.position.cycle", "is 0; cycles count from 1"),
+        (pos.pass == 0, "progress.position.pass", "is 0; passes count from 1"),
+        (cp.run_id.trim().is_empty(), "run_id", "is empty"),
+    ];
+    match rules.into_iter().find(|rule| rule.0) {
+        Some((_, field, problem)) => Err(FormatError::Invalid { field, problem: problem.to_string() }),
+        None => Ok(()),
     }
-    if pos.iteration == 0 {
-        return invalid("progress.position.iteration", "is 0; iterations count from 1");
-    }
-    if pos.cycle == 0 {
-        return invalid("progress.position.cycle", "is 0; cycles count from 1");
-    }
-    if pos.pass == 0 {
-        return invalid("progress.position.pass", "is 0; passes count from 1");
-    }
-    if cp.run_id.trim().is_empty() {
-        return invalid("run_id", "is empty");
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -71,22 +71,14 @@ pub(crate) fn set_aside(path: &Path, label: &str) -> io::Result<PathBuf> {
         let suffix = if n == 1 { String::new() } else { format!("-{n}") };
         let target = dir.join(format!("{stem}.{label}-{stamp}{suffix}{ext}"));
         match std::fs::hard_link(path, &target) {
-            Ok(()) => {
-                std::fs::remove_file(path)?;
-                sync_dir(dir)?;
-                return Ok(target);
-            }
+            Ok(()) => std::fs::remove_file(path)?,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(e),
-            Err(_) => {
-                if std::fs::symlink_metadata(&target).is_ok() {
-                    continue;
-                }
-                std::fs::rename(path, &target)?;
-                sync_dir(dir)?;
-                return Ok(target);
-            }
+            Err(_) if std::fs::symlink_metadata(&target).is_ok() => continue,
+            Err(_) => std::fs::rename(path, &target)?,
         }
+        sync_dir(dir)?;
+        return Ok(target);
     }
     Err(io::Error::other("no free name to set the file aside"))
 }
