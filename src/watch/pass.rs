@@ -126,12 +126,10 @@ fn handle(registry: &Path, entry: &Entry, boot: &str, options: &Options, childre
     let verdict = decide(&facts);
     let dir = entry.dir.display();
     match verdict {
-        Verdict::Live | Verdict::Stale | Verdict::Wait { .. } | Verdict::OncePerBoot => {}
-        Verdict::Leave { reset, .. } => {
-            if reset && !clean {
-                clean = registry::write_watch(registry, &entry.dir, &WatchState::default()).is_ok();
-            }
+        Verdict::Leave { reset: true, .. } if !clean => {
+            clean = registry::write_watch(registry, &entry.dir, &WatchState::default()).is_ok();
         }
+        Verdict::Live | Verdict::Stale | Verdict::Wait { .. } | Verdict::OncePerBoot | Verdict::Leave { .. } => {}
         Verdict::Block(why) => match block(registry, entry, &why) {
             Ok(true) => eprintln!("ralph watch: {dir}: marked blocked: {why}"),
             Ok(false) => {}
@@ -176,7 +174,8 @@ fn resume(entry: &Entry, cp: &Checkpoint) -> std::io::Result<(Child, PathBuf)> {
     std::fs::create_dir_all(&logs)?;
     let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ");
     let log_path = logs.join(format!("watch-resume-{stamp}.log"));
-    let log = OpenOptions::new().create(true).append(true).mode(0o600).custom_flags(libc_nofollow()).open(&log_path)?;
+    let log =
+        OpenOptions::new().create(true).append(true).mode(0o600).custom_flags(nix::libc::O_NOFOLLOW).open(&log_path)?;
     let mut command = Command::new(exe);
     command.arg("--resume").arg("-C").arg(&entry.dir);
     if let Some(config) = &entry.config {
@@ -188,10 +187,6 @@ fn resume(entry: &Entry, cp: &Checkpoint) -> std::io::Result<(Child, PathBuf)> {
     }
     let child = command.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log).process_group(0).spawn()?;
     Ok((child, log_path))
-}
-
-fn libc_nofollow() -> i32 {
-    nix::fcntl::OFlag::O_NOFOLLOW.bits()
 }
 
 /// Marks an interrupted run `blocked` with the reason, under the run's own lock so
@@ -214,9 +209,7 @@ fn block(registry: &Path, entry: &Entry, why: &str) -> Result<bool, String> {
     cp.updated_at = jiff::Timestamp::now();
     store::save_json(&path, &cp).map_err(|e| e.to_string())?;
     lock.release().map_err(|e| e.to_string())?;
-    let mut updated = entry.clone();
-    updated.status = Status::Blocked;
-    updated.updated_at = cp.updated_at.to_string();
+    let updated = Entry { status: Status::Blocked, updated_at: cp.updated_at.to_string(), ..entry.clone() };
     registry::write(registry, &updated).map_err(|e| e.to_string())?;
     Ok(true)
 }
@@ -225,7 +218,7 @@ fn block(registry: &Path, entry: &Entry, why: &str) -> Result<bool, String> {
 /// shared flock succeeds only when nobody holds the exclusive one. Pids and boot
 /// ids are not trusted: a pid is reused after a reboot, a flock is not.
 fn lock_held(path: &Path) -> bool {
-    let Ok(file) = OpenOptions::new().read(true).custom_flags(libc_nofollow()).open(path) else { return false };
+    let Ok(file) = OpenOptions::new().read(true).custom_flags(nix::libc::O_NOFOLLOW).open(path) else { return false };
     matches!(Flock::lock(file, FlockArg::LockSharedNonblock), Err((_, Errno::EWOULDBLOCK)))
 }
 
@@ -239,25 +232,13 @@ fn bookkeeping_lock(registry: &Path, project: &Path) -> Option<Flock<File>> {
 /// What a resume would lack in this environment: credential variables the run's
 /// agents had, and programs its chains launch that do not resolve on its `PATH`.
 fn missing(entry: &Entry) -> Vec<String> {
-    let mut out: Vec<String> = entry
-        .credential_names
-        .iter()
-        .filter(|name| std::env::var_os(name.as_str()).is_none_or(|v| v.is_empty()))
-        .cloned()
-        .collect();
+    let unset = entry.credential_names.iter().filter(|name| std::env::var_os(name).is_none_or(|v| v.is_empty()));
     let path = entry.path.clone().or_else(|| std::env::var("PATH").ok()).unwrap_or_default();
-    for program in &entry.programs {
-        let found = if program.contains('/') {
-            let p = entry.dir.join(program);
-            p.is_file()
-        } else {
-            which::which_in(program, Some(&path), &entry.dir).is_ok()
-        };
-        if !found {
-            out.push(format!("program {program}"));
-        }
-    }
-    out
+    let found = |p: &String| {
+        if p.contains('/') { entry.dir.join(p).is_file() } else { which::which_in(p, Some(&path), &entry.dir).is_ok() }
+    };
+    let absent = entry.programs.iter().filter(|p| !found(p)).map(|p| format!("program {p}"));
+    unset.cloned().chain(absent).collect()
 }
 
 /// When the run last did something: its journal's modification time.
