@@ -93,10 +93,8 @@ async fn notify(argv: &[String], payload: &serde_json::Value) -> std::io::Result
         .kill_on_drop(true)
         .spawn()?;
     if let Some(mut stdin) = child.stdin.take() {
-        let mut line = payload.to_string();
-        line.push('\n');
         // A notifier that does not read its stdin is its own business.
-        let _ = stdin.write_all(line.as_bytes()).await;
+        let _ = stdin.write_all(format!("{payload}\n").as_bytes()).await;
     }
     let status = child.wait().await?;
     if status.success() { Ok(()) } else { Err(std::io::Error::other(format!("exited with {status}"))) }

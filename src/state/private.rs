@@ -28,8 +28,10 @@ pub(crate) fn append_file(path: &Path) -> io::Result<File> {
 
 /// Opens `path` with `options`, refusing a symbolic link, and makes it 0600.
 pub(crate) fn open(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
-    let file =
-        options.mode(FILE_MODE).custom_flags(nix::libc::O_NOFOLLOW).open(path).map_err(|e| link_error(path, e))?;
+    let file = options.mode(FILE_MODE).custom_flags(nix::libc::O_NOFOLLOW).open(path).map_err(|e| {
+        // `O_NOFOLLOW` fails with ELOOP on a link: say which link, and what to do.
+        if e.raw_os_error() == Some(nix::libc::ELOOP) { refused_link(path) } else { e }
+    })?;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(refused(format!("{} is not a regular file; ralph will not write to it", path.display())));
@@ -55,14 +57,6 @@ pub(crate) fn read_existing(path: &Path) -> io::Result<Option<Vec<u8>>> {
     let mut bytes = Vec::new();
     io::Read::read_to_end(&mut file, &mut bytes)?;
     Ok(Some(bytes))
-}
-
-/// `O_NOFOLLOW` fails with ELOOP on a link: say which link, and what to do.
-fn link_error(path: &Path, e: io::Error) -> io::Error {
-    if e.raw_os_error() == Some(nix::libc::ELOOP) {
-        return refused_link(path);
-    }
-    e
 }
 
 /// A link or foreign directory where ralph keeps its state: a person must look.

@@ -159,14 +159,9 @@ pub(crate) fn read_all_but(registry: &Path, mut skip: impl FnMut(&str, u64) -> b
 /// Removes an entry (the file it was read from) and the watcher's bookkeeping for
 /// its project.
 pub(crate) fn remove(registry: &Path, entry: &Entry) -> io::Result<()> {
-    let project = &entry.dir;
-    for path in [entry.file.clone(), entry_path(registry, project), watch_path(registry, project)] {
-        match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
-    }
-    Ok(())
+    let paths = [entry.file.clone(), entry_path(registry, &entry.dir), watch_path(registry, &entry.dir)];
+    let absent = |e: io::Error| if e.kind() == io::ErrorKind::NotFound { Ok(()) } else { Err(e) };
+    paths.iter().try_for_each(|path| std::fs::remove_file(path).or_else(absent))
 }
 
 #[cfg(test)]

@@ -10,24 +10,9 @@ use std::path::{Path, PathBuf};
 /// The run directories to remove, from `runs` ordered oldest first: all but the
 /// newest `keep`, never `current`. Pure.
 pub(crate) fn to_prune(runs: Vec<String>, current: Option<&str>, keep: usize) -> Vec<String> {
-    let mut kept = 0;
-    let mut prune = Vec::new();
     // `current` counts toward `keep` wherever its name sorts.
-    if let Some(c) = current
-        && runs.iter().any(|r| r == c)
-    {
-        kept += 1;
-    }
-    for run in runs.into_iter().rev() {
-        if Some(run.as_str()) == current {
-            continue;
-        }
-        if kept < keep {
-            kept += 1;
-        } else {
-            prune.push(run);
-        }
-    }
+    let keep = keep.saturating_sub(usize::from(current.is_some_and(|c| runs.iter().any(|r| r == c))));
+    let mut prune: Vec<String> = runs.into_iter().rev().filter(|r| Some(r.as_str()) != current).skip(keep).collect();
     prune.sort();
     prune
 }

@@ -109,11 +109,9 @@ pub(crate) fn decide(f: &Facts<'_>) -> Verdict {
     if !progress && f.state.last_resume_boot.as_deref() == Some(f.boot_id) {
         return Verdict::OncePerBoot;
     }
-    if let Some(last) = f.state.last_resume_at {
-        let backoff = backoff_secs(f.entry.restart_backoff_secs, restarts);
-        if f.now < last.saturating_add(backoff) {
-            return Verdict::Wait { until: last.saturating_add(backoff) };
-        }
+    let backoff = backoff_secs(f.entry.restart_backoff_secs, restarts);
+    if let Some(until) = f.state.last_resume_at.map(|last| last.saturating_add(backoff)).filter(|&t| f.now < t) {
+        return Verdict::Wait { until };
     }
     if !f.missing.is_empty() {
         return Verdict::Block(format!(
