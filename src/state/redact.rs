@@ -294,31 +294,28 @@ fn assignment(text: &str, i: usize) -> Option<(usize, usize)> {
     Some((vs, ve))
 }
 
+/// Token formats by their prefixes (no two share a start): the bytes besides letters
+/// and digits that may follow one, and how many at least.
+const PREFIXED: [(Prefixes, &[u8], usize); 4] = [
+    (&[b"sk-"], b"_-", 20),
+    (&[b"github_pat_"], b"_", 20),
+    (&[b"xoxb-", b"xoxa-", b"xoxp-"], b"-", 10),
+    (&[b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_"], b"", 20),
+];
+
+type Prefixes = &'static [&'static [u8]];
+
 /// A known token format starting at `i`; returns the range to hide.
 fn token(b: &[u8], i: usize) -> Option<(usize, usize)> {
     let rest = &b[i..];
     let alnum = |c: u8| c.is_ascii_alphanumeric();
-    let prefixed = |prefix: &[u8], ok: fn(u8) -> bool, min: usize| -> Option<(usize, usize)> {
-        if !rest.starts_with(prefix) {
-            return None;
+    for (prefixes, also, min) in PREFIXED {
+        if let Some(p) = prefixes.iter().find(|p| rest.starts_with(p)) {
+            let end = run(b, i + p.len(), |c| alnum(c) || also.contains(&c));
+            if end - (i + p.len()) >= min {
+                return Some((i, end));
+            }
         }
-        let end = run(b, i + prefix.len(), ok);
-        (end - (i + prefix.len()) >= min).then_some((i, end))
-    };
-    if let Some(r) = prefixed(b"sk-", |c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-', 20)
-        .or_else(|| prefixed(b"github_pat_", |c| c.is_ascii_alphanumeric() || c == b'_', 20))
-        .or_else(|| {
-            [b"xoxb-", b"xoxa-", b"xoxp-"]
-                .iter()
-                .find_map(|p| prefixed(*p, |c| c.is_ascii_alphanumeric() || c == b'-', 10))
-        })
-        .or_else(|| {
-            [b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_"]
-                .iter()
-                .find_map(|p| prefixed(*p, |c| c.is_ascii_alphanumeric(), 20))
-        })
-    {
-        return Some(r);
     }
     if (rest.starts_with(b"AKIA") || rest.starts_with(b"ASIA")) && rest.len() >= 20 {
         let id_ok = rest[4..20].iter().all(|&c| c.is_ascii_uppercase() || c.is_ascii_digit());
