@@ -16,6 +16,7 @@
 //! same line unsynced, with no new `checkpoint.json`. Every reader takes the newer
 //! of the two ([`crate::state::format::read_newest`]).
 
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
@@ -204,16 +205,12 @@ fn render<T: Serialize>(at: &str, kind: &str, fields: &T) -> io::Result<String> 
     match value {
         Value::Object(map) if !map.contains_key("at") && !map.contains_key("kind") => {
             for (k, v) in map {
-                line.push(',');
-                line.push_str(&json_str(&k)?);
-                line.push(':');
-                line.push_str(&v.to_string());
+                let _ = write!(line, ",{}:{v}", json_str(&k)?);
             }
         }
         Value::Null => {}
         other => {
-            line.push_str(",\"data\":");
-            line.push_str(&other.to_string());
+            let _ = write!(line, ",\"data\":{other}");
         }
     }
     line.push_str("}\n");
