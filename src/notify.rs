@@ -50,10 +50,7 @@ impl Notifier {
 
     /// Starts the notifier for `event` if one is configured and the event is wanted.
     pub(crate) fn observe(&mut self, event: &RunEvent, run_id: &str) {
-        let Some(argv) = self.command.clone() else { return };
-        if !wanted(event, self.resumed_by_watch) {
-            return;
-        }
+        let Some(argv) = self.command.clone().filter(|_| wanted(event, self.resumed_by_watch)) else { return };
         let mut payload = json!({
             "at": jiff::Timestamp::now().to_string(),
             "dir": self.dir,

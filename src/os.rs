@@ -49,10 +49,8 @@ pub(crate) fn peer_uid(stream: &std::os::unix::net::UnixStream) -> std::io::Resu
 /// cannot be started; the new file at `PATH` is the one to start.
 pub(crate) fn self_exe() -> std::io::Result<PathBuf> {
     let exe = std::env::current_exe()?;
-    match exe.to_str().and_then(|s| s.strip_suffix(" (deleted)")).map(PathBuf::from) {
-        Some(replaced) if replaced.is_file() => Ok(replaced),
-        _ => Ok(exe),
-    }
+    let replaced = exe.to_str().and_then(|s| s.strip_suffix(" (deleted)")).map(PathBuf::from);
+    Ok(replaced.filter(|r| r.is_file()).unwrap_or(exe))
 }
 
 /// The kernel's boot id, which changes on every boot; empty when unreadable

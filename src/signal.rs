@@ -156,16 +156,14 @@ impl Signals {
                 }
             },
         };
-        match self.state.on_signal(incoming) {
-            action @ InterruptAction::Stop(_) => {
-                // From now on a second Ctrl+C works even if the loop never gets to it.
-                if let Err(e) = agent_group::arm_backstop() {
-                    tracing::warn!("cannot arm the second-Ctrl+C backstop: {e}");
-                }
-                action
-            }
-            action => action,
+        let action = self.state.on_signal(incoming);
+        // From now on a second Ctrl+C works even if the loop never gets to it.
+        if matches!(action, InterruptAction::Stop(_))
+            && let Err(e) = agent_group::arm_backstop()
+        {
+            tracing::warn!("cannot arm the second-Ctrl+C backstop: {e}");
         }
+        action
     }
 
     /// Total time ralph spent suspended; the attempt's clocks leave it out.

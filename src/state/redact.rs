@@ -211,15 +211,9 @@ pub(crate) fn secret_names(bytes: &[u8]) -> Vec<usize> {
 /// `NAME=value` and friends starting at `i`; returns the value's byte range.
 fn assignment(text: &str, i: usize) -> Option<(usize, usize)> {
     let b = text.as_bytes();
-    let mut j = i;
-    let quote = match b[j] {
-        q @ (b'"' | b'\'') => {
-            j += 1;
-            Some(q)
-        }
-        _ => None,
-    };
-    let ks = j;
+    let quote = matches!(b[i], b'"' | b'\'').then_some(b[i]);
+    let ks = i + usize::from(quote.is_some());
+    let mut j = ks;
     while j < b.len() && j - ks < MAX_KEY && is_key_char(b[j]) {
         j += 1;
     }
@@ -227,17 +221,11 @@ fn assignment(text: &str, i: usize) -> Option<(usize, usize)> {
         return None;
     }
     let ke = j;
-    if let Some(q) = quote {
-        if b.get(j) != Some(&q) {
-            return None;
-        }
-        j += 1;
-    }
-    j = skip_blanks(b, j);
-    let sep = *b.get(j)?;
-    if sep != b'=' && sep != b':' {
+    if quote.is_some() && b.get(j) != quote.as_ref() {
         return None;
     }
+    j = skip_blanks(b, j + usize::from(quote.is_some()));
+    let sep = *b.get(j).filter(|c| matches!(c, b'=' | b':'))?;
     j += 1;
     // `==`, `=>`, `::` are code, not assignments.
     if matches!(b.get(j), Some(b'=' | b'>' | b':')) {

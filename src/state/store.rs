@@ -57,15 +57,8 @@ pub(crate) fn load_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, S
 /// without hard links fall back to check-then-rename.
 pub(crate) fn set_aside(path: &Path, label: &str) -> io::Result<PathBuf> {
     let dir = parent_dir(path);
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?
-        .to_string_lossy()
-        .into_owned();
-    let (stem, ext) = match name.rfind('.') {
-        Some(i) if i > 0 => (&name[..i], &name[i..]),
-        _ => (name.as_str(), ""),
-    };
+    let stem = path.file_stem().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
+    let (stem, ext) = (stem.display(), path.extension().map(|e| format!(".{}", e.display())).unwrap_or_default());
     let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ").to_string();
     for n in 1u32.. {
         let suffix = if n == 1 { String::new() } else { format!("-{n}") };

@@ -38,11 +38,8 @@ pub(super) async fn watch(registry: &Path, options: &Options) -> Result<i32, Ral
     .map_err(|e| RalphError::io("cannot watch the run registry", std::io::Error::other(e)))?;
     if let Err(e) = notify::Watcher::watch(&mut watcher, registry, notify::RecursiveMode::NonRecursive) {
         // The periodic scan still finds every run, only later.
-        eprintln!(
-            "ralph watch: cannot watch {} for changes ({e}); scanning every {:?}",
-            registry.display(),
-            options.interval
-        );
+        let (registry, interval) = (registry.display(), options.interval);
+        eprintln!("ralph watch: cannot watch {registry} for changes ({e}); scanning every {interval:?}");
     }
     let mut interrupt = signal(SignalKind::interrupt()).map_err(|e| RalphError::io("cannot handle SIGINT", e))?;
     let mut terminate = signal(SignalKind::terminate()).map_err(|e| RalphError::io("cannot handle SIGTERM", e))?;
@@ -142,12 +139,8 @@ fn handle(registry: &Path, entry: &Entry, boot: &str, options: &Options, childre
             let cp = checkpoint?;
             match resume(entry, &cp) {
                 Ok((child, log)) => {
-                    eprintln!(
-                        "ralph watch: {dir}: resumed run {} ({}), restart {restarts}; output in {}",
-                        cp.run_id,
-                        cp.status.as_str(),
-                        log.display()
-                    );
+                    let (run, status, log) = (&cp.run_id, cp.status.as_str(), log.display());
+                    eprintln!("ralph watch: {dir}: resumed run {run} ({status}), restart {restarts}; output in {log}");
                     children.push(child);
                     let state = WatchState {
                         restarts,
