@@ -114,13 +114,7 @@ fn redact_patterns(text: &str) -> Cow<'_, str> {
         }
         i += 1;
     }
-    match out {
-        None => Cow::Borrowed(text),
-        Some(mut out) => {
-            out.push_str(&text[copied..]);
-            Cow::Owned(out)
-        }
-    }
+    out.map_or(Cow::Borrowed(text), |out| Cow::Owned(out + &text[copied..]))
 }
 
 /// Where the names of secrets (`key`, `token`, `secret`, `passw`, any case) are in
@@ -257,16 +251,12 @@ fn assignment(text: &str, i: usize) -> Option<(usize, usize)> {
             (vs, k.min(b.len()))
         }
         _ => {
-            let vs = j;
-            let mut ve = run(b, vs, |c| !ends_value(c));
+            let mut ve = run(b, j, |c| !ends_value(c));
             // `token: Bearer abc…`: the credential is the word after the scheme.
-            if matches!(text[vs..ve].to_ascii_lowercase().as_str(), "bearer" | "basic" | "token") {
-                let next = skip_blanks(b, ve);
-                if next > ve {
-                    ve = run(b, next, |c| !ends_value(c));
-                }
+            if matches!(text[j..ve].to_ascii_lowercase().as_str(), "bearer" | "basic" | "token") {
+                ve = run(b, skip_blanks(b, ve), |c| !ends_value(c));
             }
-            (vs, ve)
+            (j, ve)
         }
     };
     let value = &text[vs..ve];

@@ -71,9 +71,7 @@ fn pass(registry: &Path, options: &Options, children: &mut Vec<Child>) {
         inodes.insert(name.to_string(), inode);
         before.still(name, inode, &mut seen)
     });
-    for warning in warnings {
-        eprintln!("ralph watch: {warning}");
-    }
+    warnings.iter().for_each(|warning| eprintln!("ralph watch: {warning}"));
     let mut runs: Vec<(SystemTime, Entry)> = entries.into_iter().map(|e| (last_activity(&e.dir), e)).collect();
     // The most recently active runs first: they are the ones a person misses most.
     runs.sort_by_key(|r| std::cmp::Reverse(r.0));
