@@ -88,7 +88,6 @@ impl InterruptState {
         InterruptAction::Stop(cause)
     }
 
-    /// The stop under way, if any.
     pub(crate) fn stopping(&self) -> Option<StopCause> {
         self.stopping
     }
@@ -104,7 +103,6 @@ pub(crate) struct Signals {
     hup: Signal,
     tstp: Signal,
     pub state: InterruptState,
-    /// Time spent suspended (Ctrl+Z until `fg`), in total.
     suspended: Duration,
     control: Option<mpsc::Receiver<Inbound>>,
     inbox: Vec<Inbound>,
@@ -171,7 +169,6 @@ impl Signals {
         self.suspended
     }
 
-    /// The stop under way, if any.
     pub(crate) fn stopping(&self) -> Option<StopCause> {
         self.state.stopping()
     }

@@ -14,7 +14,6 @@ use crate::workflow::Progress;
 pub(crate) const VERSION: u32 = 1;
 
 crate::config::named! {
-    /// The run's status.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
     pub(crate) enum Status {
         /// An attempt is running or about to (also what a crashed run leaves behind).
@@ -74,7 +73,6 @@ pub(crate) struct ToolCall {
     pub finished: bool,
 }
 
-/// The last failure.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct LastError {
     #[serde(flatten)]
@@ -133,7 +131,6 @@ pub(crate) struct Checkpoint {
     pub in_flight: Option<InFlight>,
     pub last_error: Option<LastError>,
     pub usage: Usage,
-    /// Cost and tokens by phase.
     #[serde(default)]
     pub phase_usage: std::collections::BTreeMap<String, Usage>,
     /// Active run time over all resumes, seconds.

@@ -11,9 +11,7 @@ use std::io;
 use std::path::Path;
 use std::time::Duration;
 
-/// The first wait after a write found the disk full.
 const FIRST_WAIT: Duration = Duration::from_secs(1);
-/// The longest wait between tries.
 const MAX_WAIT: Duration = Duration::from_secs(30);
 
 /// Whether `e` says the disk (or the user's quota) is full. By kind, not only by

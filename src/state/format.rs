@@ -31,7 +31,6 @@ pub(crate) enum FormatError {
     Invalid { field: &'static str, problem: String },
 }
 
-/// Why a checkpoint could not be read.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ReadError {
     #[error(transparent)]

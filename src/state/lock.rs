@@ -36,7 +36,6 @@ pub(crate) struct LockInfo {
 }
 
 impl LockInfo {
-    /// This process, now.
     pub(crate) fn current() -> LockInfo {
         LockInfo {
             pid: std::process::id(),

@@ -72,7 +72,6 @@ pub(crate) struct WatchState {
     pub restarts: u32,
     /// Unix second of the last resume.
     pub last_resume_at: Option<i64>,
-    /// Boot id at the last resume.
     pub last_resume_boot: Option<String>,
     /// Iterations done when the watcher last resumed the run.
     pub iterations_at_resume: Option<u32>,
