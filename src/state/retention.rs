@@ -81,12 +81,8 @@ pub(crate) fn move_previous_journal(agent_dir: &Path) -> io::Result<Option<PathB
     };
     let dir = agent_dir.join("logs").join(&run);
     std::fs::create_dir_all(&dir)?;
-    let mut target = dir.join(super::journal::FILE);
-    let mut n = 1;
-    while target.exists() {
-        target = dir.join(format!("events.{n}.jsonl"));
-        n += 1;
-    }
+    let name = |n| if n == 0 { super::journal::FILE.to_string() } else { format!("events.{n}.jsonl") };
+    let target = (0u32..).map(|n| dir.join(name(n))).find(|target| !target.exists()).unwrap_or_default();
     std::fs::rename(&journal, &target)?;
     // The new journal's creation syncs `agent_dir`; this keeps the old one's new name.
     super::atomic::sync_dir(&dir)?;

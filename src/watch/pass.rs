@@ -113,14 +113,10 @@ fn handle(registry: &Path, entry: &Entry, boot: &str, options: &Options, childre
         state: &state,
         boot_id: boot,
         now: jiff::Timestamp::now().as_second(),
-        missing: match &checkpoint {
-            Some(cp) if may_resume(cp.status) => missing(entry),
-            _ => Vec::new(),
-        },
+        missing: checkpoint.as_ref().filter(|cp| may_resume(cp.status)).map_or_else(Vec::new, |_| missing(entry)),
     };
-    let verdict = decide(&facts);
     let dir = entry.dir.display();
-    match verdict {
+    match decide(&facts) {
         Verdict::Leave { reset: true, .. } if !clean => {
             clean = registry::write_watch(registry, &entry.dir, &WatchState::default()).is_ok();
         }
