@@ -42,6 +42,13 @@ pub(crate) fn open(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
     Ok(file)
 }
 
+/// A new `.tmp*` file in `dir` for a file about to take its place, owner only like
+/// everything here: state files can hold session ids and error text (and git keeps
+/// no read bits).
+pub(crate) fn temp_file_in(dir: &Path) -> io::Result<tempfile::NamedTempFile> {
+    tempfile::Builder::new().prefix(".tmp").permissions(Permissions::from_mode(FILE_MODE)).tempfile_in(dir)
+}
+
 /// [`open`] for reading; `None` when `path` does not exist.
 pub(crate) fn open_existing(path: &Path) -> io::Result<Option<File>> {
     match open(path, OpenOptions::new().read(true)) {
@@ -84,16 +91,13 @@ pub(crate) fn is_refused(e: &io::Error) -> bool {
 /// creating it (one level) when missing.
 pub(crate) fn ensure_dir(dir: &Path) -> io::Result<()> {
     match std::fs::symlink_metadata(dir) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            match DirBuilder::new().mode(DIR_MODE).create(dir) {
-                Ok(()) => {}
-                // Made meanwhile (another ralph): check it like any existing one.
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return ensure_dir(dir),
-                Err(e) => return Err(e),
-            }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => match DirBuilder::new().mode(DIR_MODE).create(dir) {
             // The umask may have narrowed the mode further; set it exactly.
-            std::fs::set_permissions(dir, Permissions::from_mode(DIR_MODE))
-        }
+            Ok(()) => std::fs::set_permissions(dir, Permissions::from_mode(DIR_MODE)),
+            // Made meanwhile (another ralph): check it like any existing one.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => ensure_dir(dir),
+            Err(e) => Err(e),
+        },
         Err(e) => Err(e),
         Ok(meta) if meta.file_type().is_symlink() => Err(refused_link(dir)),
         Ok(meta) if !meta.is_dir() => {

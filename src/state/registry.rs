@@ -135,8 +135,7 @@ pub(crate) fn read_all(registry: &Path) -> (Vec<Entry>, Vec<String>) {
 /// name and inode from the listing (no system call per entry).
 pub(crate) fn read_all_but(registry: &Path, mut skip: impl FnMut(&str, u64) -> bool) -> (Vec<Entry>, Vec<String>) {
     use std::os::unix::fs::DirEntryExt;
-    let mut entries = Vec::new();
-    let mut warnings = Vec::new();
+    let (mut entries, mut warnings) = (Vec::new(), Vec::new());
     let Ok(listing) = std::fs::read_dir(registry) else { return (entries, warnings) };
     for item in listing.flatten() {
         let name = item.file_name().to_string_lossy().into_owned();

@@ -3,9 +3,8 @@
 //! file aside without ever losing it, and the `.agent/.gitignore` that keeps
 //! run-time files out of the user's commits.
 
-use std::fs::{DirBuilder, Permissions};
+use std::fs::DirBuilder;
 use std::io::{self, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -118,11 +117,7 @@ pub(crate) fn ensure_gitignore(agent_dir: &Path) -> io::Result<()> {
     if std::fs::symlink_metadata(&path).is_ok() {
         return Ok(());
     }
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp")
-        // Private like everything ralph writes here (git keeps no read bits).
-        .permissions(Permissions::from_mode(super::private::FILE_MODE))
-        .tempfile_in(agent_dir)?;
+    let mut tmp = super::private::temp_file_in(agent_dir)?;
     tmp.write_all(GITIGNORE.as_bytes())?;
     tmp.as_file().sync_all()?;
     match tmp.persist_noclobber(&path) {
@@ -142,7 +137,8 @@ mod tests {
     fn the_repositorys_own_state_directory_ignores_what_ralph_would_ignore() {
         assert_eq!(include_str!("../../.agent/.gitignore"), GITIGNORE);
     }
-    use std::os::unix::fs::MetadataExt;
+    use std::fs::Permissions;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     #[derive(Debug, PartialEq, Serialize, Deserialize)]
     struct S {
