@@ -121,10 +121,7 @@ impl Watch {
     }
 
     pub(crate) fn observe(&mut self, me: &Identity, found: &Found, now: Instant) -> Seen {
-        let record = match first_look(me, found) {
-            FirstLook::Take | FirstLook::TakeOver(_) => return Seen::Free,
-            FirstLook::Watch(r) => r,
-        };
+        let FirstLook::Watch(record) = first_look(me, found) else { return Seen::Free };
         let key = (record.token.clone(), record.renewals);
         if key != self.seen {
             self.seen = key;

@@ -44,9 +44,8 @@ pub(crate) fn read(path: &Path) -> io::Result<Found> {
 /// a power cut that brings the previous lease back also ended its holder, and the
 /// lease of a dead holder is taken over either way.
 pub(crate) fn write(path: &Path, record: &LeaseRecord) -> io::Result<()> {
-    let mut line = serde_json::to_vec(record).map_err(io::Error::other)?;
-    line.push(b'\n');
-    atomic::replace(path, &line, Durability::Ordered)
+    let line = format!("{}\n", serde_json::to_string(record).map_err(io::Error::other)?);
+    atomic::replace(path, line.as_bytes(), Durability::Ordered)
 }
 
 /// Empties the lease (a clean release). The file stays, like the lock's.

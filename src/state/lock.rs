@@ -180,14 +180,13 @@ fn read_content(file: &mut File) -> io::Result<String> {
 }
 
 fn write_info(file: &mut File, info: &LockInfo) -> io::Result<()> {
-    let mut line = serde_json::to_vec(info).map_err(io::Error::other)?;
-    line.push(b'\n');
+    let line = format!("{}\n", serde_json::to_string(info).map_err(io::Error::other)?);
     file.set_len(0)?;
     file.seek(SeekFrom::Start(0))?;
     // Not synced: a kill keeps it (the page cache), and after a power cut, where it
     // could be lost, every lock is free and the checkpoint tells the interruption.
     // The clean release's empty file is synced (it must not read as a crash).
-    file.write_all(&line)
+    file.write_all(line.as_bytes())
 }
 
 fn same_inode(file: &File, path: &Path) -> bool {

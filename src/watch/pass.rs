@@ -164,14 +164,9 @@ fn resume(entry: &Entry, cp: &Checkpoint) -> std::io::Result<(Child, PathBuf)> {
     let log =
         OpenOptions::new().create(true).append(true).mode(0o600).custom_flags(nix::libc::O_NOFOLLOW).open(&log_path)?;
     let mut command = Command::new(exe);
-    command.arg("--resume").arg("-C").arg(&entry.dir);
-    if let Some(config) = &entry.config {
-        command.arg("-c").arg(config);
-    }
-    command.env(crate::notify::RESUMED_BY, "watch");
-    if let Some(path) = &entry.path {
-        command.env("PATH", path);
-    }
+    let config = entry.config.iter().flat_map(|config| [Path::new("-c"), config]);
+    command.arg("--resume").arg("-C").arg(&entry.dir).args(config).env(crate::notify::RESUMED_BY, "watch");
+    command.envs(entry.path.iter().map(|path| ("PATH", path)));
     let child = command.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log).process_group(0).spawn()?;
     Ok((child, log_path))
 }
