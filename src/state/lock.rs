@@ -55,10 +55,7 @@ impl LockInfo {
         if self.host != here.host || other_boot {
             return false;
         }
-        match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
-            Ok(()) | Err(Errno::EPERM) => true,
-            Err(_) => false,
-        }
+        matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None), Ok(()) | Err(Errno::EPERM))
     }
 }
 
@@ -74,18 +71,17 @@ pub(crate) enum LockError {
 }
 
 fn held_message(path: &Path, info: Option<&LockInfo>) -> String {
+    let path = path.display();
     match info {
         Some(i) => format!(
             "another ralph (pid {} on {}) is running in this directory; \
-             wait for it to finish or stop it (lock: {})",
+             wait for it to finish or stop it (lock: {path})",
             i.pid,
-            if i.host.is_empty() { "unknown host" } else { &i.host },
-            path.display()
+            if i.host.is_empty() { "unknown host" } else { &i.host }
         ),
         None => format!(
-            "another ralph is running in this directory (lock {} is held); \
-             wait for it to finish or stop it",
-            path.display()
+            "another ralph is running in this directory (lock {path} is held); \
+             wait for it to finish or stop it"
         ),
     }
 }

@@ -56,11 +56,7 @@ pub(crate) fn journal_run(journal: &Path) -> io::Result<Option<String>> {
             continue;
         }
         let Ok(value) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
-        if value["kind"] == "run_started"
-            && let Some(id) = value["run_id"].as_str()
-        {
-            run = Some(id.to_string());
-        }
+        run = value["run_id"].as_str().filter(|_| value["kind"] == "run_started").map(str::to_string).or(run);
     }
     Ok(run)
 }

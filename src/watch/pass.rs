@@ -67,15 +67,14 @@ fn pass(registry: &Path, options: &Options, children: &mut Vec<Child>) {
     let boot = lock::boot_id();
     let (before, mut seen) = Seen::load(registry, &boot);
     let mut inodes = HashMap::new();
-    let (entries, warnings) = registry::read_all_but(registry, |name, inode| {
+    let (mut entries, warnings) = registry::read_all_but(registry, |name, inode| {
         inodes.insert(name.to_string(), inode);
         before.still(name, inode, &mut seen)
     });
     warnings.iter().for_each(|warning| eprintln!("ralph watch: {warning}"));
-    let mut runs: Vec<(SystemTime, Entry)> = entries.into_iter().map(|e| (last_activity(&e.dir), e)).collect();
     // The most recently active runs first: they are the ones a person misses most.
-    runs.sort_by_key(|r| std::cmp::Reverse(r.0));
-    for (_, entry) in runs {
+    entries.sort_by_cached_key(|e| std::cmp::Reverse(last_activity(&e.dir)));
+    for entry in entries {
         let name = entry.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if let Some(stamp) = handle(registry, &entry, &boot, options, children)
             && let Some(&inode) = inodes.get(&name)
