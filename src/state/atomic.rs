@@ -41,9 +41,7 @@ pub enum Durability {
 
 /// Replaces `path` with `bytes` atomically, as durable as `durability` says.
 pub fn replace(path: &Path, bytes: &[u8], durability: Durability) -> io::Result<()> {
-    if let Some(e) = super::disk::injected() {
-        return Err(e);
-    }
+    super::disk::injected().map_or(Ok(()), Err)?;
     let dir = parent_dir(path);
     let mut tmp = super::private::temp_file_in(dir)?;
     tmp.write_all(bytes)?;

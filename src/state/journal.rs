@@ -79,9 +79,7 @@ impl Journal {
             self.torn = false;
         }
         while let Some(line) = self.pending.first() {
-            if let Some(e) = super::disk::injected() {
-                return Err(e);
-            }
+            super::disk::injected().map_or(Ok(()), Err)?;
             file.write_all(line.as_bytes())?;
             self.pending.remove(0);
         }
@@ -124,10 +122,8 @@ impl Journal {
     /// given (the caller redacted it). On an error nothing is kept pending: the
     /// caller saves the checkpoint another way.
     pub(crate) fn snapshot(&mut self, checkpoint: &Value, sync: bool) -> io::Result<()> {
-        let line = format!(
-            "{{\"at\":{},\"kind\":\"checkpoint\",\"checkpoint\":{checkpoint}}}\n",
-            json_str(&jiff::Timestamp::now().to_string())?
-        );
+        let at = json_str(&jiff::Timestamp::now().to_string())?;
+        let line = format!("{{\"at\":{at},\"kind\":\"checkpoint\",\"checkpoint\":{checkpoint}}}\n");
         self.write(&line, sync)?;
         if sync && let (Some(path), Some(file)) = (&self.path, &self.file) {
             super::disk::note_synced(path, || file.metadata().map(|m| m.len()));
@@ -139,9 +135,7 @@ impl Journal {
     /// syncs it. A failure may have left part of a line: the next write starts afresh.
     fn write(&mut self, line: &str, sync: bool) -> io::Result<()> {
         let written = self.flush_pending().and_then(|()| {
-            if let Some(e) = super::disk::injected() {
-                return Err(e);
-            }
+            super::disk::injected().map_or(Ok(()), Err)?;
             let Some(file) = self.file.as_mut() else { return Err(io::Error::other("the journal is disabled")) };
             // One write of the whole line: with O_APPEND the kernel places it at the
             // end in one piece, so a crash tears at most this line.

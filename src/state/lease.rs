@@ -53,11 +53,8 @@ impl Identity {
     /// while their host names differ), or the same host name when a boot id is
     /// unknown.
     fn same_kernel(&self, record: &LeaseRecord) -> bool {
-        if record.boot_id.is_empty() || self.boot_id.is_empty() {
-            record.host == self.host
-        } else {
-            record.boot_id == self.boot_id
-        }
+        let boot_unknown = record.boot_id.is_empty() || self.boot_id.is_empty();
+        if boot_unknown { record.host == self.host } else { record.boot_id == self.boot_id }
     }
 }
 
