@@ -179,11 +179,8 @@ pub(crate) fn last_snapshot(path: &Path) -> io::Result<Option<Value>> {
             .filter(|line| line.windows(SNAPSHOT_KIND.len()).any(|w| w == SNAPSHOT_KIND))
             .filter_map(|line| serde_json::from_slice::<Value>(line).ok())
             .find(|v| v["kind"] == "checkpoint");
-        if let Some(mut v) = snapshot {
-            return Ok(v.get_mut("checkpoint").map(Value::take));
-        }
-        if start == 0 {
-            return Ok(None);
+        if snapshot.is_some() || start == 0 {
+            return Ok(snapshot.and_then(|mut v| v.get_mut("checkpoint").map(Value::take)));
         }
         window = window.saturating_mul(4);
     }
