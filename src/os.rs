@@ -39,8 +39,7 @@ pub(crate) fn signal_group(pgid: i32, signal: impl Into<Option<Signal>>) -> nix:
 
 /// The user id of the process at the other end of a Unix socket (`SO_PEERCRED`).
 pub(crate) fn peer_uid(stream: &std::os::unix::net::UnixStream) -> std::io::Result<u32> {
-    let creds = nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)?;
-    Ok(creds.uid())
+    Ok(nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)?.uid())
 }
 
 /// ralph's own executable, to start itself again (`ralph sim`, `ralph mcp`, the

@@ -166,6 +166,5 @@ pub(crate) struct AgentCheckpoint {
 /// were typed took any string: one that does not parse reads as the epoch rather
 /// than making the whole checkpoint unreadable.
 fn timestamp<'de, D: serde::Deserializer<'de>>(d: D) -> Result<jiff::Timestamp, D::Error> {
-    let text = String::deserialize(d)?;
-    Ok(text.parse().unwrap_or(jiff::Timestamp::UNIX_EPOCH))
+    Ok(String::deserialize(d)?.parse().unwrap_or(jiff::Timestamp::UNIX_EPOCH))
 }

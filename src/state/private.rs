@@ -117,11 +117,10 @@ pub(crate) fn ensure_dir(dir: &Path) -> io::Result<()> {
 pub(crate) fn ensure_dirs(root: &Path, sub: &Path) -> io::Result<()> {
     ensure_dir(root)?;
     let mut dir = root.to_path_buf();
-    for part in sub.components() {
+    sub.components().try_for_each(|part| {
         dir.push(part);
-        ensure_dir(&dir)?;
-    }
-    Ok(())
+        ensure_dir(&dir)
+    })
 }
 
 #[cfg(test)]
