@@ -84,16 +84,13 @@ pub(crate) fn read_newest(path: &Path) -> Result<Option<Newest>, ReadError> {
         Some(Err(e @ FormatError::TooNew { .. })) if file.is_none() => return Err(e.into()),
         parsed => parsed.and_then(Result::ok),
     };
-    match (file, snapshot) {
-        (Some(cp), Some(snap)) if snap.run_id == cp.run_id && snap.seq > cp.seq => {
-            Ok(Some(Newest { stale: Some(Stale::Older(cp.seq)), checkpoint: snap }))
-        }
-        (Some(checkpoint), _) => Ok(Some(Newest { checkpoint, stale: None })),
-        (None, Some(checkpoint)) => {
-            Ok(Some(Newest { checkpoint, stale: Some(corrupt.map_or(Stale::Missing, Stale::Corrupt)) }))
-        }
-        (None, None) => corrupt.map_or(Ok(None), |message| Err(FormatError::Corrupt(message).into())),
-    }
+    let (checkpoint, stale) = match (file, snapshot) {
+        (Some(cp), Some(snap)) if snap.run_id == cp.run_id && snap.seq > cp.seq => (snap, Some(Stale::Older(cp.seq))),
+        (Some(checkpoint), _) => (checkpoint, None),
+        (None, Some(checkpoint)) => (checkpoint, Some(corrupt.map_or(Stale::Missing, Stale::Corrupt))),
+        (None, None) => return corrupt.map_or(Ok(None), |message| Err(FormatError::Corrupt(message).into())),
+    };
+    Ok(Some(Newest { checkpoint, stale }))
 }
 
 /// Parses, migrates and checks a checkpoint file's bytes.

@@ -121,8 +121,7 @@ impl Watch {
         let FirstLook::Watch(record) = first_look(me, found) else { return Seen::Free };
         let key = (record.token.clone(), record.renewals);
         if key != self.seen {
-            self.seen = key;
-            self.since = now;
+            (self.seen, self.since) = (key, now);
             return Seen::Renewed(record);
         }
         let waited = now.saturating_duration_since(self.since);
