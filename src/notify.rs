@@ -50,10 +50,7 @@ impl Notifier {
 
     /// Starts the notifier for `event` if one is configured and the event is wanted.
     pub(crate) fn observe(&mut self, event: &RunEvent, run_id: &str) {
-        let Some(argv) = self.command.clone() else { return };
-        if !wanted(event, self.resumed_by_watch) {
-            return;
-        }
+        let Some(argv) = self.command.clone().filter(|_| wanted(event, self.resumed_by_watch)) else { return };
         let mut payload = json!({
             "at": jiff::Timestamp::now().to_string(),
             "dir": self.dir,
@@ -93,10 +90,8 @@ async fn notify(argv: &[String], payload: &serde_json::Value) -> std::io::Result
         .kill_on_drop(true)
         .spawn()?;
     if let Some(mut stdin) = child.stdin.take() {
-        let mut line = payload.to_string();
-        line.push('\n');
         // A notifier that does not read its stdin is its own business.
-        let _ = stdin.write_all(line.as_bytes()).await;
+        let _ = stdin.write_all(format!("{payload}\n").as_bytes()).await;
     }
     let status = child.wait().await?;
     if status.success() { Ok(()) } else { Err(std::io::Error::other(format!("exited with {status}"))) }

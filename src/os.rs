@@ -39,8 +39,7 @@ pub(crate) fn signal_group(pgid: i32, signal: impl Into<Option<Signal>>) -> nix:
 
 /// The user id of the process at the other end of a Unix socket (`SO_PEERCRED`).
 pub(crate) fn peer_uid(stream: &std::os::unix::net::UnixStream) -> std::io::Result<u32> {
-    let creds = nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)?;
-    Ok(creds.uid())
+    Ok(nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)?.uid())
 }
 
 /// ralph's own executable, to start itself again (`ralph sim`, `ralph mcp`, the
@@ -49,10 +48,8 @@ pub(crate) fn peer_uid(stream: &std::os::unix::net::UnixStream) -> std::io::Resu
 /// cannot be started; the new file at `PATH` is the one to start.
 pub(crate) fn self_exe() -> std::io::Result<PathBuf> {
     let exe = std::env::current_exe()?;
-    match exe.to_str().and_then(|s| s.strip_suffix(" (deleted)")).map(PathBuf::from) {
-        Some(replaced) if replaced.is_file() => Ok(replaced),
-        _ => Ok(exe),
-    }
+    let replaced = exe.to_str().and_then(|s| s.strip_suffix(" (deleted)")).map(PathBuf::from);
+    Ok(replaced.filter(|r| r.is_file()).unwrap_or(exe))
 }
 
 /// The kernel's boot id, which changes on every boot; empty when unreadable

@@ -4,7 +4,6 @@
 
 use crate::signal::StopCause;
 
-/// How a run ended.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum RunEnd {
     Completed,

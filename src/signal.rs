@@ -88,7 +88,6 @@ impl InterruptState {
         InterruptAction::Stop(cause)
     }
 
-    /// The stop under way, if any.
     pub(crate) fn stopping(&self) -> Option<StopCause> {
         self.stopping
     }
@@ -104,7 +103,6 @@ pub(crate) struct Signals {
     hup: Signal,
     tstp: Signal,
     pub state: InterruptState,
-    /// Time spent suspended (Ctrl+Z until `fg`), in total.
     suspended: Duration,
     control: Option<mpsc::Receiver<Inbound>>,
     inbox: Vec<Inbound>,
@@ -156,16 +154,14 @@ impl Signals {
                 }
             },
         };
-        match self.state.on_signal(incoming) {
-            action @ InterruptAction::Stop(_) => {
-                // From now on a second Ctrl+C works even if the loop never gets to it.
-                if let Err(e) = agent_group::arm_backstop() {
-                    tracing::warn!("cannot arm the second-Ctrl+C backstop: {e}");
-                }
-                action
-            }
-            action => action,
+        let action = self.state.on_signal(incoming);
+        // From now on a second Ctrl+C works even if the loop never gets to it.
+        if matches!(action, InterruptAction::Stop(_))
+            && let Err(e) = agent_group::arm_backstop()
+        {
+            tracing::warn!("cannot arm the second-Ctrl+C backstop: {e}");
         }
+        action
     }
 
     /// Total time ralph spent suspended; the attempt's clocks leave it out.
@@ -173,7 +169,6 @@ impl Signals {
         self.suspended
     }
 
-    /// The stop under way, if any.
     pub(crate) fn stopping(&self) -> Option<StopCause> {
         self.state.stopping()
     }

@@ -4,9 +4,8 @@
 //! A reader (including a ralph started after a crash or a power cut) sees either
 //! the complete old file or the complete new one, never a mix or a truncated file.
 
-use std::fs::{File, Permissions};
+use std::fs::File;
 use std::io::{self, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 /// Replaces `path` with `bytes` atomically, with mode 0600.
@@ -42,15 +41,9 @@ pub enum Durability {
 
 /// Replaces `path` with `bytes` atomically, as durable as `durability` says.
 pub fn replace(path: &Path, bytes: &[u8], durability: Durability) -> io::Result<()> {
-    if let Some(e) = super::disk::injected() {
-        return Err(e);
-    }
+    super::disk::injected().map_or(Ok(()), Err)?;
     let dir = parent_dir(path);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp")
-        // State files can hold session ids and error text: owner only.
-        .permissions(Permissions::from_mode(0o600))
-        .tempfile_in(dir)?;
+    let mut tmp = super::private::temp_file_in(dir)?;
     tmp.write_all(bytes)?;
     if durability != Durability::Unsynced {
         tmp.as_file().sync_all()?;

@@ -13,38 +13,26 @@ use crate::workflow::Progress;
 /// default and keeps the version. [`super::format`] reads every version ever written.
 pub(crate) const VERSION: u32 = 1;
 
-/// The run's status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Status {
-    /// An attempt is running or about to (also what a crashed run leaves behind).
-    Running,
-    /// The user stopped the run (Ctrl+C); it waits for `--resume`.
-    Paused,
-    /// Waiting for a rate-limit reset or a backoff to end.
-    Waiting,
-    /// Stopped by SIGTERM or SIGHUP; a watchdog may resume it.
-    Interrupted,
-    Completed,
-    /// A cap or budget ran out.
-    Failed,
-    /// A human must act.
-    Blocked,
+crate::config::named! {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    pub(crate) enum Status {
+        /// An attempt is running or about to (also what a crashed run leaves behind).
+        Running = "running",
+        /// The user stopped the run (Ctrl+C); it waits for `--resume`.
+        Paused = "paused",
+        /// Waiting for a rate-limit reset or a backoff to end.
+        Waiting = "waiting",
+        /// Stopped by SIGTERM or SIGHUP; a watchdog may resume it.
+        Interrupted = "interrupted",
+        Completed = "completed",
+        /// A cap or budget ran out.
+        Failed = "failed",
+        /// A human must act.
+        Blocked = "blocked",
+    }
 }
 
 impl Status {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Status::Running => "running",
-            Status::Paused => "paused",
-            Status::Waiting => "waiting",
-            Status::Interrupted => "interrupted",
-            Status::Completed => "completed",
-            Status::Failed => "failed",
-            Status::Blocked => "blocked",
-        }
-    }
-
     /// The status of a run stopped by `cause`: the user's Ctrl+C pauses it (it waits
     /// for `--resume`); SIGTERM and SIGHUP interrupt it (a watchdog may resume it).
     pub(crate) fn stopped_by(cause: StopCause) -> Status {
@@ -85,7 +73,6 @@ pub(crate) struct ToolCall {
     pub finished: bool,
 }
 
-/// The last failure.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct LastError {
     #[serde(flatten)]
@@ -144,7 +131,6 @@ pub(crate) struct Checkpoint {
     pub in_flight: Option<InFlight>,
     pub last_error: Option<LastError>,
     pub usage: Usage,
-    /// Cost and tokens by phase.
     #[serde(default)]
     pub phase_usage: std::collections::BTreeMap<String, Usage>,
     /// Active run time over all resumes, seconds.
@@ -180,6 +166,5 @@ pub(crate) struct AgentCheckpoint {
 /// were typed took any string: one that does not parse reads as the epoch rather
 /// than making the whole checkpoint unreadable.
 fn timestamp<'de, D: serde::Deserializer<'de>>(d: D) -> Result<jiff::Timestamp, D::Error> {
-    let text = String::deserialize(d)?;
-    Ok(text.parse().unwrap_or(jiff::Timestamp::UNIX_EPOCH))
+    Ok(String::deserialize(d)?.parse().unwrap_or(jiff::Timestamp::UNIX_EPOCH))
 }

@@ -11,9 +11,7 @@ use std::io;
 use std::path::Path;
 use std::time::Duration;
 
-/// The first wait after a write found the disk full.
 const FIRST_WAIT: Duration = Duration::from_secs(1);
-/// The longest wait between tries.
 const MAX_WAIT: Duration = Duration::from_secs(30);
 
 /// Whether `e` says the disk (or the user's quota) is full. By kind, not only by
@@ -57,16 +55,10 @@ pub(crate) fn note_synced(path: &Path, len: impl FnOnce() -> io::Result<u64>) {
         return;
     }
     let Some(log) = std::env::var_os("RALPH_TEST_SYNC_LOG") else { return };
-    let len = match len() {
-        Ok(len) => len,
-        Err(e) => return tracing::warn!("test hook RALPH_TEST_SYNC_LOG: {e}"),
-    };
-    let line = format!("{}\t{len}\n", path.display());
-    let appended = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .and_then(|mut f| io::Write::write_all(&mut f, line.as_bytes()));
+    let appended = len().and_then(|len| {
+        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
+        io::Write::write_all(&mut file, format!("{}\t{len}\n", path.display()).as_bytes())
+    });
     if let Err(e) = appended {
         tracing::warn!("test hook RALPH_TEST_SYNC_LOG: {e}");
     }

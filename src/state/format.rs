@@ -31,7 +31,6 @@ pub(crate) enum FormatError {
     Invalid { field: &'static str, problem: String },
 }
 
-/// Why a checkpoint could not be read.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ReadError {
     #[error(transparent)]
@@ -42,16 +41,9 @@ pub(crate) enum ReadError {
 
 /// Reads the checkpoint at `path`: `Ok(None)` when there is none. Changes nothing.
 pub(crate) fn read(path: &Path) -> Result<Option<Checkpoint>, ReadError> {
-    use std::io::Read;
     // Never through a link a repository may have planted (see `private`).
-    let mut bytes = Vec::new();
-    match super::private::open(path, std::fs::OpenOptions::new().read(true)).and_then(|mut f| f.read_to_end(&mut bytes))
-    {
-        Ok(_) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(ReadError::Io { path: path.to_path_buf(), source }),
-    }
-    Ok(Some(parse(&bytes)?))
+    let bytes = super::private::read_existing(path).map_err(|source| ReadError::Io { path: path.into(), source })?;
+    Ok(bytes.map(|b| parse(&b)).transpose()?)
 }
 
 /// Why the journal's snapshot is newer than `checkpoint.json`.
@@ -86,26 +78,19 @@ pub(crate) fn read_newest(path: &Path) -> Result<Option<Newest>, ReadError> {
         Err(ReadError::Format(FormatError::Corrupt(message))) => (None, Some(message)),
         Err(e) => return Err(e),
     };
-    let snapshot = match super::journal::last_snapshot(journal)
-        .map_err(|source| ReadError::Io { path: journal.to_path_buf(), source })?
-    {
-        None => None,
-        Some(value) => match parse_value(value) {
-            Ok(cp) => Some(cp),
-            Err(e @ FormatError::TooNew { .. }) if file.is_none() => return Err(e.into()),
-            Err(_) => None,
-        },
+    let snapshot =
+        super::journal::last_snapshot(journal).map_err(|source| ReadError::Io { path: journal.into(), source });
+    let snapshot = match snapshot?.map(parse_value) {
+        Some(Err(e @ FormatError::TooNew { .. })) if file.is_none() => return Err(e.into()),
+        parsed => parsed.and_then(Result::ok),
     };
-    match (file, snapshot) {
-        (Some(cp), Some(snap)) if snap.run_id == cp.run_id && snap.seq > cp.seq => {
-            Ok(Some(Newest { stale: Some(Stale::Older(cp.seq)), checkpoint: snap }))
-        }
-        (Some(checkpoint), _) => Ok(Some(Newest { checkpoint, stale: None })),
-        (None, Some(checkpoint)) => {
-            Ok(Some(Newest { checkpoint, stale: Some(corrupt.map_or(Stale::Missing, Stale::Corrupt)) }))
-        }
-        (None, None) => corrupt.map_or(Ok(None), |message| Err(FormatError::Corrupt(message).into())),
-    }
+    let (checkpoint, stale) = match (file, snapshot) {
+        (Some(cp), Some(snap)) if snap.run_id == cp.run_id && snap.seq > cp.seq => (snap, Some(Stale::Older(cp.seq))),
+        (Some(checkpoint), _) => (checkpoint, None),
+        (None, Some(checkpoint)) => (checkpoint, Some(corrupt.map_or(Stale::Missing, Stale::Corrupt))),
+        (None, None) => return corrupt.map_or(Ok(None), |message| Err(FormatError::Corrupt(message).into())),
+    };
+    Ok(Some(Newest { checkpoint, stale }))
 }
 
 /// Parses, migrates and checks a checkpoint file's bytes.
@@ -151,23 +136,17 @@ fn migrate(version: u64, mut value: Value) -> Result<Value, FormatError> {
 /// checked here; whether it fits the current config is the resume's business.
 fn check(cp: &Checkpoint) -> Result<(), FormatError> {
     let pos = &cp.progress.position;
-    let invalid = |field, problem: &str| Err(FormatError::Invalid { field, problem: problem.to_string() });
-    if pos.phase_name.trim().is_empty() {
-        return invalid("progress.position.phase_name", "is empty");
+    let rules = [
+        (pos.phase_name.trim().is_empty(), "progress.position.phase_name", "is empty"),
+        (pos.iteration == 0, "progress.position.iteration", "is 0; iterations count from 1"),
+        (pos.cycle == 0, "progress.position.cycle", "is 0; cycles count from 1"),
+        (pos.pass == 0, "progress.position.pass", "is 0; passes count from 1"),
+        (cp.run_id.trim().is_empty(), "run_id", "is empty"),
+    ];
+    match rules.into_iter().find(|rule| rule.0) {
+        Some((_, field, problem)) => Err(FormatError::Invalid { field, problem: problem.to_string() }),
+        None => Ok(()),
     }
-    if pos.iteration == 0 {
-        return invalid("progress.position.iteration", "is 0; iterations count from 1");
-    }
-    if pos.cycle == 0 {
-        return invalid("progress.position.cycle", "is 0; cycles count from 1");
-    }
-    if pos.pass == 0 {
-        return invalid("progress.position.pass", "is 0; passes count from 1");
-    }
-    if cp.run_id.trim().is_empty() {
-        return invalid("run_id", "is empty");
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@
 //! same line unsynced, with no new `checkpoint.json`. Every reader takes the newer
 //! of the two ([`crate::state::format::read_newest`]).
 
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
@@ -78,9 +79,7 @@ impl Journal {
             self.torn = false;
         }
         while let Some(line) = self.pending.first() {
-            if let Some(e) = super::disk::injected() {
-                return Err(e);
-            }
+            super::disk::injected().map_or(Ok(()), Err)?;
             file.write_all(line.as_bytes())?;
             self.pending.remove(0);
         }
@@ -96,29 +95,24 @@ impl Journal {
     /// are merged into the line; anything else (or an object that uses the
     /// reserved keys `at` or `kind`) goes under `"data"` so nothing is lost.
     pub(crate) fn append<T: Serialize>(&mut self, kind: &str, fields: &T) -> io::Result<()> {
-        let Some(file) = self.file.as_mut() else {
+        if self.file.is_none() {
             return Ok(());
-        };
+        }
         let line = render(&jiff::Timestamp::now().to_string(), kind, fields)?;
-        let _ = file;
-        // Order is kept: nothing new is written before what a full disk refused.
-        let written = self.flush_pending().and_then(|()| {
-            if let Some(e) = super::disk::injected() {
-                return Err(e);
-            }
-            let Some(file) = self.file.as_mut() else { return Ok(()) };
-            // One write of the whole line: with O_APPEND the kernel places it at the
-            // end in one piece, so a crash tears at most this line.
-            file.write_all(line.as_bytes())
-        });
-        if let Err(e) = written {
-            self.torn = true;
-            if super::disk::is_full(&e) && self.pending.len() < PENDING_MAX {
+        self.write(&line, false).inspect_err(|e| {
+            if super::disk::is_full(e) && self.pending.len() < PENDING_MAX {
                 self.pending.push(line);
             }
-            return Err(e);
+        })
+    }
+
+    /// Appends one run event: its serialisation, with `"kind"` its variant's name.
+    pub(crate) fn record(&mut self, event: &crate::events::RunEvent) -> io::Result<()> {
+        let mut value = serde_json::to_value(event).map_err(io::Error::other)?;
+        if let Value::Object(map) = &mut value {
+            map.remove("kind");
         }
-        Ok(())
+        self.append(event.kind(), &value)
     }
 
     /// Appends `{"at":…,"kind":"checkpoint","checkpoint":<checkpoint>}`, and with
@@ -128,41 +122,28 @@ impl Journal {
     /// given (the caller redacted it). On an error nothing is kept pending: the
     /// caller saves the checkpoint another way.
     pub(crate) fn snapshot(&mut self, checkpoint: &Value, sync: bool) -> io::Result<()> {
-        let line = format!(
-            "{{\"at\":{},\"kind\":\"checkpoint\",\"checkpoint\":{checkpoint}}}\n",
-            json_str(&jiff::Timestamp::now().to_string())?
-        );
+        let at = json_str(&jiff::Timestamp::now().to_string())?;
+        let line = format!("{{\"at\":{at},\"kind\":\"checkpoint\",\"checkpoint\":{checkpoint}}}\n");
+        self.write(&line, sync)?;
+        if sync && let (Some(path), Some(file)) = (&self.path, &self.file) {
+            super::disk::note_synced(path, || file.metadata().map(|m| m.len()));
+        }
+        Ok(())
+    }
+
+    /// Writes `line` after what a full disk refused (order is kept), then with `sync`
+    /// syncs it. A failure may have left part of a line: the next write starts afresh.
+    fn write(&mut self, line: &str, sync: bool) -> io::Result<()> {
         let written = self.flush_pending().and_then(|()| {
-            if let Some(e) = super::disk::injected() {
-                return Err(e);
-            }
+            super::disk::injected().map_or(Ok(()), Err)?;
             let Some(file) = self.file.as_mut() else { return Err(io::Error::other("the journal is disabled")) };
+            // One write of the whole line: with O_APPEND the kernel places it at the
+            // end in one piece, so a crash tears at most this line.
             file.write_all(line.as_bytes())?;
             if sync { file.sync_data() } else { Ok(()) }
         });
-        match written {
-            Ok(()) => {
-                if sync && let (Some(path), Some(file)) = (&self.path, &self.file) {
-                    super::disk::note_synced(path, || file.metadata().map(|m| m.len()));
-                }
-                Ok(())
-            }
-            Err(e) => {
-                self.torn = true;
-                Err(e)
-            }
-        }
-    }
-}
-
-impl Journal {
-    /// Appends one run event: its serialisation, with `"kind"` its variant's name.
-    pub(crate) fn record(&mut self, event: &crate::events::RunEvent) -> io::Result<()> {
-        let mut value = serde_json::to_value(event).map_err(io::Error::other)?;
-        if let Value::Object(map) = &mut value {
-            map.remove("kind");
-        }
-        self.append(event.kind(), &value)
+        self.torn |= written.is_err();
+        written
     }
 }
 
@@ -184,11 +165,7 @@ fn fresh_line(file: &mut File) -> io::Result<()> {
 /// the journal keeps a whole run's history, the snapshot is near its end. Torn
 /// lines are skipped.
 pub(crate) fn last_snapshot(path: &Path) -> io::Result<Option<Value>> {
-    let file = match super::private::open(path, std::fs::OpenOptions::new().read(true)) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
+    let Some(file) = super::private::open_existing(path)? else { return Ok(None) };
     let len = file.metadata()?.len();
     let mut window: u64 = 64 * 1024;
     loop {
@@ -202,11 +179,8 @@ pub(crate) fn last_snapshot(path: &Path) -> io::Result<Option<Value>> {
             .filter(|line| line.windows(SNAPSHOT_KIND.len()).any(|w| w == SNAPSHOT_KIND))
             .filter_map(|line| serde_json::from_slice::<Value>(line).ok())
             .find(|v| v["kind"] == "checkpoint");
-        if let Some(mut v) = snapshot {
-            return Ok(v.get_mut("checkpoint").map(Value::take));
-        }
-        if start == 0 {
-            return Ok(None);
+        if snapshot.is_some() || start == 0 {
+            return Ok(snapshot.and_then(|mut v| v.get_mut("checkpoint").map(Value::take)));
         }
         window = window.saturating_mul(4);
     }
@@ -222,16 +196,12 @@ fn render<T: Serialize>(at: &str, kind: &str, fields: &T) -> io::Result<String> 
     match value {
         Value::Object(map) if !map.contains_key("at") && !map.contains_key("kind") => {
             for (k, v) in map {
-                line.push(',');
-                line.push_str(&json_str(&k)?);
-                line.push(':');
-                line.push_str(&v.to_string());
+                let _ = write!(line, ",{}:{v}", json_str(&k)?);
             }
         }
         Value::Null => {}
         other => {
-            line.push_str(",\"data\":");
-            line.push_str(&other.to_string());
+            let _ = write!(line, ",\"data\":{other}");
         }
     }
     line.push_str("}\n");

@@ -53,11 +53,8 @@ impl Identity {
     /// while their host names differ), or the same host name when a boot id is
     /// unknown.
     fn same_kernel(&self, record: &LeaseRecord) -> bool {
-        if record.boot_id.is_empty() || self.boot_id.is_empty() {
-            record.host == self.host
-        } else {
-            record.boot_id == self.boot_id
-        }
+        let boot_unknown = record.boot_id.is_empty() || self.boot_id.is_empty();
+        if boot_unknown { record.host == self.host } else { record.boot_id == self.boot_id }
     }
 }
 
@@ -121,14 +118,10 @@ impl Watch {
     }
 
     pub(crate) fn observe(&mut self, me: &Identity, found: &Found, now: Instant) -> Seen {
-        let record = match first_look(me, found) {
-            FirstLook::Take | FirstLook::TakeOver(_) => return Seen::Free,
-            FirstLook::Watch(r) => r,
-        };
+        let FirstLook::Watch(record) = first_look(me, found) else { return Seen::Free };
         let key = (record.token.clone(), record.renewals);
         if key != self.seen {
-            self.seen = key;
-            self.since = now;
+            (self.seen, self.since) = (key, now);
             return Seen::Renewed(record);
         }
         let waited = now.saturating_duration_since(self.since);

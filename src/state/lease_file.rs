@@ -30,16 +30,13 @@ pub(crate) fn simulated_host() -> Option<String> {
 }
 
 pub(crate) fn read(path: &Path) -> io::Result<Found> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Found::Free),
-        Err(e) if e.kind() == io::ErrorKind::InvalidData => return Ok(Found::Unreadable),
-        Err(e) => return Err(e),
-    };
-    if text.trim().is_empty() {
-        return Ok(Found::Free);
+    match std::fs::read_to_string(path) {
+        Ok(text) if text.trim().is_empty() => Ok(Found::Free),
+        Ok(text) => Ok(serde_json::from_str(text.trim()).map_or(Found::Unreadable, Found::Held)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Found::Free),
+        Err(e) if e.kind() == io::ErrorKind::InvalidData => Ok(Found::Unreadable),
+        Err(e) => Err(e),
     }
-    Ok(serde_json::from_str::<LeaseRecord>(text.trim()).map_or(Found::Unreadable, Found::Held))
 }
 
 /// Synced before the rename, so another host never reads the new name without its
@@ -47,9 +44,8 @@ pub(crate) fn read(path: &Path) -> io::Result<Found> {
 /// a power cut that brings the previous lease back also ended its holder, and the
 /// lease of a dead holder is taken over either way.
 pub(crate) fn write(path: &Path, record: &LeaseRecord) -> io::Result<()> {
-    let mut line = serde_json::to_vec(record).map_err(io::Error::other)?;
-    line.push(b'\n');
-    atomic::replace(path, &line, Durability::Ordered)
+    let line = format!("{}\n", serde_json::to_string(record).map_err(io::Error::other)?);
+    atomic::replace(path, line.as_bytes(), Durability::Ordered)
 }
 
 /// Empties the lease (a clean release). The file stays, like the lock's.

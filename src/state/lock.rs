@@ -36,7 +36,6 @@ pub(crate) struct LockInfo {
 }
 
 impl LockInfo {
-    /// This process, now.
     pub(crate) fn current() -> LockInfo {
         LockInfo {
             pid: std::process::id(),
@@ -51,19 +50,12 @@ impl LockInfo {
     /// [`acquire`] never relies on it (the flock decides).
     pub(crate) fn process_alive(&self) -> bool {
         let here = LockInfo::current();
-        if self.host != here.host {
+        let other_boot = !self.boot_id.is_empty() && !here.boot_id.is_empty() && self.boot_id != here.boot_id;
+        let Ok(pid) = i32::try_from(self.pid) else { return false };
+        if self.host != here.host || other_boot {
             return false;
         }
-        if !self.boot_id.is_empty() && !here.boot_id.is_empty() && self.boot_id != here.boot_id {
-            return false;
-        }
-        let Ok(pid) = i32::try_from(self.pid) else {
-            return false;
-        };
-        match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
-            Ok(()) | Err(Errno::EPERM) => true,
-            Err(_) => false,
-        }
+        matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None), Ok(()) | Err(Errno::EPERM))
     }
 }
 
@@ -79,18 +71,17 @@ pub(crate) enum LockError {
 }
 
 fn held_message(path: &Path, info: Option<&LockInfo>) -> String {
+    let path = path.display();
     match info {
         Some(i) => format!(
             "another ralph (pid {} on {}) is running in this directory; \
-             wait for it to finish or stop it (lock: {})",
+             wait for it to finish or stop it (lock: {path})",
             i.pid,
-            if i.host.is_empty() { "unknown host" } else { &i.host },
-            path.display()
+            if i.host.is_empty() { "unknown host" } else { &i.host }
         ),
         None => format!(
-            "another ralph is running in this directory (lock {} is held); \
-             wait for it to finish or stop it",
-            path.display()
+            "another ralph is running in this directory (lock {path} is held); \
+             wait for it to finish or stop it"
         ),
     }
 }
@@ -114,23 +105,16 @@ pub(crate) struct Acquired {
 /// next run reports it as stale.
 #[derive(Debug)]
 pub(crate) struct RunLock {
-    file: Option<Flock<File>>,
+    file: Flock<File>,
 }
 
 impl RunLock {
     /// Clean release: empty the file (the "stopped cleanly" mark, made durable),
     /// then unlock. The file stays, see the module doc.
-    pub(crate) fn release(mut self) -> io::Result<()> {
-        self.release_inner()
-    }
-
-    fn release_inner(&mut self) -> io::Result<()> {
-        let Some(file) = self.file.take() else {
-            return Ok(());
-        };
-        let emptied = file.set_len(0).and_then(|()| file.sync_all());
+    pub(crate) fn release(self) -> io::Result<()> {
+        let emptied = self.file.set_len(0).and_then(|()| self.file.sync_all());
         // Unlock even when emptying failed: holding on helps nobody.
-        let unlocked = file.unlock().map(drop).map_err(|(_, e)| io::Error::from(e));
+        let unlocked = self.file.unlock().map(drop).map_err(|(_, e)| io::Error::from(e));
         emptied.and(unlocked)
     }
 }
@@ -162,17 +146,11 @@ pub(crate) fn acquire(path: &Path) -> Result<Acquired, LockError> {
             continue;
         }
         let content = read_content(&mut file).map_err(io_err)?;
-        let (stale, stale_unreadable) = if content.trim().is_empty() {
-            (None, false)
-        } else {
-            match parse(&content) {
-                Some(info) => (Some(info), false),
-                None => (None, true),
-            }
-        };
-        let info = LockInfo::current();
-        write_info(&mut file, &info).map_err(io_err)?;
-        return Ok(Acquired { lock: RunLock { file: Some(file) }, stale, stale_unreadable });
+        // `Some(None)`: content that does not parse.
+        let previous = (!content.trim().is_empty()).then(|| parse(&content));
+        write_info(&mut file, &LockInfo::current()).map_err(io_err)?;
+        let stale_unreadable = previous == Some(None);
+        return Ok(Acquired { lock: RunLock { file }, stale: previous.flatten(), stale_unreadable });
     }
     Err(io_err(io::Error::other("the lock file keeps being replaced while locking it")))
 }
@@ -198,14 +176,13 @@ fn read_content(file: &mut File) -> io::Result<String> {
 }
 
 fn write_info(file: &mut File, info: &LockInfo) -> io::Result<()> {
-    let mut line = serde_json::to_vec(info).map_err(io::Error::other)?;
-    line.push(b'\n');
+    let line = format!("{}\n", serde_json::to_string(info).map_err(io::Error::other)?);
     file.set_len(0)?;
     file.seek(SeekFrom::Start(0))?;
     // Not synced: a kill keeps it (the page cache), and after a power cut, where it
     // could be lost, every lock is free and the checkpoint tells the interruption.
     // The clean release's empty file is synced (it must not read as a crash).
-    file.write_all(&line)
+    file.write_all(line.as_bytes())
 }
 
 fn same_inode(file: &File, path: &Path) -> bool {

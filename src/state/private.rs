@@ -28,8 +28,10 @@ pub(crate) fn append_file(path: &Path) -> io::Result<File> {
 
 /// Opens `path` with `options`, refusing a symbolic link, and makes it 0600.
 pub(crate) fn open(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
-    let file =
-        options.mode(FILE_MODE).custom_flags(nix::libc::O_NOFOLLOW).open(path).map_err(|e| link_error(path, e))?;
+    let file = options.mode(FILE_MODE).custom_flags(nix::libc::O_NOFOLLOW).open(path).map_err(|e| {
+        // `O_NOFOLLOW` fails with ELOOP on a link: say which link, and what to do.
+        if e.raw_os_error() == Some(nix::libc::ELOOP) { refused_link(path) } else { e }
+    })?;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(refused(format!("{} is not a regular file; ralph will not write to it", path.display())));
@@ -40,12 +42,28 @@ pub(crate) fn open(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
     Ok(file)
 }
 
-/// `O_NOFOLLOW` fails with ELOOP on a link: say which link, and what to do.
-fn link_error(path: &Path, e: io::Error) -> io::Error {
-    if e.raw_os_error() == Some(nix::libc::ELOOP) {
-        return refused_link(path);
+/// A new `.tmp*` file in `dir` for a file about to take its place, owner only like
+/// everything here: state files can hold session ids and error text (and git keeps
+/// no read bits).
+pub(crate) fn temp_file_in(dir: &Path) -> io::Result<tempfile::NamedTempFile> {
+    tempfile::Builder::new().prefix(".tmp").permissions(Permissions::from_mode(FILE_MODE)).tempfile_in(dir)
+}
+
+/// [`open`] for reading; `None` when `path` does not exist.
+pub(crate) fn open_existing(path: &Path) -> io::Result<Option<File>> {
+    match open(path, OpenOptions::new().read(true)) {
+        Ok(file) => Ok(Some(file)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
     }
-    e
+}
+
+/// The whole content of `path`, read as [`open_existing`] opens it.
+pub(crate) fn read_existing(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    let Some(mut file) = open_existing(path)? else { return Ok(None) };
+    let mut bytes = Vec::new();
+    io::Read::read_to_end(&mut file, &mut bytes)?;
+    Ok(Some(bytes))
 }
 
 /// A link or foreign directory where ralph keeps its state: a person must look.
@@ -73,16 +91,13 @@ pub(crate) fn is_refused(e: &io::Error) -> bool {
 /// creating it (one level) when missing.
 pub(crate) fn ensure_dir(dir: &Path) -> io::Result<()> {
     match std::fs::symlink_metadata(dir) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            match DirBuilder::new().mode(DIR_MODE).create(dir) {
-                Ok(()) => {}
-                // Made meanwhile (another ralph): check it like any existing one.
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return ensure_dir(dir),
-                Err(e) => return Err(e),
-            }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => match DirBuilder::new().mode(DIR_MODE).create(dir) {
             // The umask may have narrowed the mode further; set it exactly.
-            std::fs::set_permissions(dir, Permissions::from_mode(DIR_MODE))
-        }
+            Ok(()) => std::fs::set_permissions(dir, Permissions::from_mode(DIR_MODE)),
+            // Made meanwhile (another ralph): check it like any existing one.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => ensure_dir(dir),
+            Err(e) => Err(e),
+        },
         Err(e) => Err(e),
         Ok(meta) if meta.file_type().is_symlink() => Err(refused_link(dir)),
         Ok(meta) if !meta.is_dir() => {
@@ -102,11 +117,10 @@ pub(crate) fn ensure_dir(dir: &Path) -> io::Result<()> {
 pub(crate) fn ensure_dirs(root: &Path, sub: &Path) -> io::Result<()> {
     ensure_dir(root)?;
     let mut dir = root.to_path_buf();
-    for part in sub.components() {
+    sub.components().try_for_each(|part| {
         dir.push(part);
-        ensure_dir(&dir)?;
-    }
-    Ok(())
+        ensure_dir(&dir)
+    })
 }
 
 #[cfg(test)]

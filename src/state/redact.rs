@@ -114,13 +114,7 @@ fn redact_patterns(text: &str) -> Cow<'_, str> {
         }
         i += 1;
     }
-    match out {
-        None => Cow::Borrowed(text),
-        Some(mut out) => {
-            out.push_str(&text[copied..]);
-            Cow::Owned(out)
-        }
-    }
+    out.map_or(Cow::Borrowed(text), |out| Cow::Owned(out + &text[copied..]))
 }
 
 /// Where the names of secrets (`key`, `token`, `secret`, `passw`, any case) are in
@@ -211,15 +205,9 @@ pub(crate) fn secret_names(bytes: &[u8]) -> Vec<usize> {
 /// `NAME=value` and friends starting at `i`; returns the value's byte range.
 fn assignment(text: &str, i: usize) -> Option<(usize, usize)> {
     let b = text.as_bytes();
-    let mut j = i;
-    let quote = match b[j] {
-        q @ (b'"' | b'\'') => {
-            j += 1;
-            Some(q)
-        }
-        _ => None,
-    };
-    let ks = j;
+    let quote = matches!(b[i], b'"' | b'\'').then_some(b[i]);
+    let ks = i + usize::from(quote.is_some());
+    let mut j = ks;
     while j < b.len() && j - ks < MAX_KEY && is_key_char(b[j]) {
         j += 1;
     }
@@ -227,17 +215,11 @@ fn assignment(text: &str, i: usize) -> Option<(usize, usize)> {
         return None;
     }
     let ke = j;
-    if let Some(q) = quote {
-        if b.get(j) != Some(&q) {
-            return None;
-        }
-        j += 1;
-    }
-    j = skip_blanks(b, j);
-    let sep = *b.get(j)?;
-    if sep != b'=' && sep != b':' {
+    if quote.is_some() && b.get(j) != quote.as_ref() {
         return None;
     }
+    j = skip_blanks(b, j + usize::from(quote.is_some()));
+    let sep = *b.get(j).filter(|c| matches!(c, b'=' | b':'))?;
     j += 1;
     // `==`, `=>`, `::` are code, not assignments.
     if matches!(b.get(j), Some(b'=' | b'>' | b':')) {
@@ -269,16 +251,12 @@ fn assignment(text: &str, i: usize) -> Option<(usize, usize)> {
             (vs, k.min(b.len()))
         }
         _ => {
-            let vs = j;
-            let mut ve = run(b, vs, |c| !ends_value(c));
+            let mut ve = run(b, j, |c| !ends_value(c));
             // `token: Bearer abc…`: the credential is the word after the scheme.
-            if matches!(text[vs..ve].to_ascii_lowercase().as_str(), "bearer" | "basic" | "token") {
-                let next = skip_blanks(b, ve);
-                if next > ve {
-                    ve = run(b, next, |c| !ends_value(c));
-                }
+            if matches!(text[j..ve].to_ascii_lowercase().as_str(), "bearer" | "basic" | "token") {
+                ve = run(b, skip_blanks(b, ve), |c| !ends_value(c));
             }
-            (vs, ve)
+            (j, ve)
         }
     };
     let value = &text[vs..ve];
@@ -294,31 +272,28 @@ fn assignment(text: &str, i: usize) -> Option<(usize, usize)> {
     Some((vs, ve))
 }
 
+/// Token formats by their prefixes (no two share a start): the bytes besides letters
+/// and digits that may follow one, and how many at least.
+const PREFIXED: [(Prefixes, &[u8], usize); 4] = [
+    (&[b"sk-"], b"_-", 20),
+    (&[b"github_pat_"], b"_", 20),
+    (&[b"xoxb-", b"xoxa-", b"xoxp-"], b"-", 10),
+    (&[b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_"], b"", 20),
+];
+
+type Prefixes = &'static [&'static [u8]];
+
 /// A known token format starting at `i`; returns the range to hide.
 fn token(b: &[u8], i: usize) -> Option<(usize, usize)> {
     let rest = &b[i..];
     let alnum = |c: u8| c.is_ascii_alphanumeric();
-    let prefixed = |prefix: &[u8], ok: fn(u8) -> bool, min: usize| -> Option<(usize, usize)> {
-        if !rest.starts_with(prefix) {
-            return None;
+    for (prefixes, also, min) in PREFIXED {
+        if let Some(p) = prefixes.iter().find(|p| rest.starts_with(p)) {
+            let end = run(b, i + p.len(), |c| alnum(c) || also.contains(&c));
+            if end - (i + p.len()) >= min {
+                return Some((i, end));
+            }
         }
-        let end = run(b, i + prefix.len(), ok);
-        (end - (i + prefix.len()) >= min).then_some((i, end))
-    };
-    if let Some(r) = prefixed(b"sk-", |c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-', 20)
-        .or_else(|| prefixed(b"github_pat_", |c| c.is_ascii_alphanumeric() || c == b'_', 20))
-        .or_else(|| {
-            [b"xoxb-", b"xoxa-", b"xoxp-"]
-                .iter()
-                .find_map(|p| prefixed(*p, |c| c.is_ascii_alphanumeric() || c == b'-', 10))
-        })
-        .or_else(|| {
-            [b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_"]
-                .iter()
-                .find_map(|p| prefixed(*p, |c| c.is_ascii_alphanumeric(), 20))
-        })
-    {
-        return Some(r);
     }
     if (rest.starts_with(b"AKIA") || rest.starts_with(b"ASIA")) && rest.len() >= 20 {
         let id_ok = rest[4..20].iter().all(|&c| c.is_ascii_uppercase() || c.is_ascii_digit());

@@ -72,7 +72,6 @@ pub(crate) struct WatchState {
     pub restarts: u32,
     /// Unix second of the last resume.
     pub last_resume_at: Option<i64>,
-    /// Boot id at the last resume.
     pub last_resume_boot: Option<String>,
     /// Iterations done when the watcher last resumed the run.
     pub iterations_at_resume: Option<u32>,
@@ -136,8 +135,7 @@ pub(crate) fn read_all(registry: &Path) -> (Vec<Entry>, Vec<String>) {
 /// name and inode from the listing (no system call per entry).
 pub(crate) fn read_all_but(registry: &Path, mut skip: impl FnMut(&str, u64) -> bool) -> (Vec<Entry>, Vec<String>) {
     use std::os::unix::fs::DirEntryExt;
-    let mut entries = Vec::new();
-    let mut warnings = Vec::new();
+    let (mut entries, mut warnings) = (Vec::new(), Vec::new());
     let Ok(listing) = std::fs::read_dir(registry) else { return (entries, warnings) };
     for item in listing.flatten() {
         let name = item.file_name().to_string_lossy().into_owned();
@@ -159,14 +157,9 @@ pub(crate) fn read_all_but(registry: &Path, mut skip: impl FnMut(&str, u64) -> b
 /// Removes an entry (the file it was read from) and the watcher's bookkeeping for
 /// its project.
 pub(crate) fn remove(registry: &Path, entry: &Entry) -> io::Result<()> {
-    let project = &entry.dir;
-    for path in [entry.file.clone(), entry_path(registry, project), watch_path(registry, project)] {
-        match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
-    }
-    Ok(())
+    let paths = [entry.file.clone(), entry_path(registry, &entry.dir), watch_path(registry, &entry.dir)];
+    let absent = |e: io::Error| if e.kind() == io::ErrorKind::NotFound { Ok(()) } else { Err(e) };
+    paths.iter().try_for_each(|path| std::fs::remove_file(path).or_else(absent))
 }
 
 #[cfg(test)]

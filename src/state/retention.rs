@@ -10,24 +10,9 @@ use std::path::{Path, PathBuf};
 /// The run directories to remove, from `runs` ordered oldest first: all but the
 /// newest `keep`, never `current`. Pure.
 pub(crate) fn to_prune(runs: Vec<String>, current: Option<&str>, keep: usize) -> Vec<String> {
-    let mut kept = 0;
-    let mut prune = Vec::new();
     // `current` counts toward `keep` wherever its name sorts.
-    if let Some(c) = current
-        && runs.iter().any(|r| r == c)
-    {
-        kept += 1;
-    }
-    for run in runs.into_iter().rev() {
-        if Some(run.as_str()) == current {
-            continue;
-        }
-        if kept < keep {
-            kept += 1;
-        } else {
-            prune.push(run);
-        }
-    }
+    let keep = keep.saturating_sub(usize::from(current.is_some_and(|c| runs.iter().any(|r| r == c))));
+    let mut prune: Vec<String> = runs.into_iter().rev().filter(|r| Some(r.as_str()) != current).skip(keep).collect();
     prune.sort();
     prune
 }
@@ -60,11 +45,7 @@ pub(crate) fn prune(logs: &Path, current: Option<&str>, keep: usize) -> io::Resu
 /// The run a journal belongs to: the run id of its last `run_started`.
 pub(crate) fn journal_run(journal: &Path) -> io::Result<Option<String>> {
     // Never through a link a repository may have planted.
-    let file = match crate::state::private::open(journal, std::fs::OpenOptions::new().read(true)) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
+    let Some(file) = super::private::open_existing(journal)? else { return Ok(None) };
     let mut run = None;
     for line in BufReader::new(file).lines() {
         let line = line?;
@@ -75,11 +56,7 @@ pub(crate) fn journal_run(journal: &Path) -> io::Result<Option<String>> {
             continue;
         }
         let Ok(value) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
-        if value["kind"] == "run_started"
-            && let Some(id) = value["run_id"].as_str()
-        {
-            run = Some(id.to_string());
-        }
+        run = value["run_id"].as_str().filter(|_| value["kind"] == "run_started").map(str::to_string).or(run);
     }
     Ok(run)
 }
@@ -100,12 +77,8 @@ pub(crate) fn move_previous_journal(agent_dir: &Path) -> io::Result<Option<PathB
     };
     let dir = agent_dir.join("logs").join(&run);
     std::fs::create_dir_all(&dir)?;
-    let mut target = dir.join(super::journal::FILE);
-    let mut n = 1;
-    while target.exists() {
-        target = dir.join(format!("events.{n}.jsonl"));
-        n += 1;
-    }
+    let name = |n| if n == 0 { super::journal::FILE.to_string() } else { format!("events.{n}.jsonl") };
+    let target = (0u32..).map(|n| dir.join(name(n))).find(|target| !target.exists()).unwrap_or_default();
     std::fs::rename(&journal, &target)?;
     // The new journal's creation syncs `agent_dir`; this keeps the old one's new name.
     super::atomic::sync_dir(&dir)?;

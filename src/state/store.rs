@@ -3,9 +3,8 @@
 //! file aside without ever losing it, and the `.agent/.gitignore` that keeps
 //! run-time files out of the user's commits.
 
-use std::fs::{DirBuilder, Permissions};
+use std::fs::DirBuilder;
 use std::io::{self, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -42,20 +41,9 @@ pub fn save_json_with<T: Serialize>(path: &Path, value: &T, durability: Durabili
 /// the line and column; invalid UTF-8 counts as corrupt too, not as an I/O error,
 /// because retrying will not help and the file must be kept for inspection.
 pub(crate) fn load_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, StoreError> {
-    let read = super::private::open(path, std::fs::OpenOptions::new().read(true)).and_then(|mut f| {
-        let mut b = Vec::new();
-        io::Read::read_to_end(&mut f, &mut b).map(|_| b)
-    });
-    let bytes = match read {
-        Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(StoreError::Io { path: path.to_path_buf(), source });
-        }
-    };
-    serde_json::from_slice(&bytes)
-        .map(Some)
-        .map_err(|e| StoreError::Corrupt { path: path.to_path_buf(), message: e.to_string() })
+    let bytes = super::private::read_existing(path).map_err(|source| StoreError::Io { path: path.into(), source })?;
+    let value = bytes.map(|b| serde_json::from_slice(&b)).transpose();
+    value.map_err(|e| StoreError::Corrupt { path: path.to_path_buf(), message: e.to_string() })
 }
 
 /// Moves `dir/name.ext` to `dir/name.<label>-<UTC timestamp>.ext` (for example
@@ -68,36 +56,21 @@ pub(crate) fn load_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, S
 /// without hard links fall back to check-then-rename.
 pub(crate) fn set_aside(path: &Path, label: &str) -> io::Result<PathBuf> {
     let dir = parent_dir(path);
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?
-        .to_string_lossy()
-        .into_owned();
-    let (stem, ext) = match name.rfind('.') {
-        Some(i) if i > 0 => (&name[..i], &name[i..]),
-        _ => (name.as_str(), ""),
-    };
+    let stem = path.file_stem().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
+    let (stem, ext) = (stem.display(), path.extension().map(|e| format!(".{}", e.display())).unwrap_or_default());
     let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ").to_string();
     for n in 1u32.. {
         let suffix = if n == 1 { String::new() } else { format!("-{n}") };
         let target = dir.join(format!("{stem}.{label}-{stamp}{suffix}{ext}"));
         match std::fs::hard_link(path, &target) {
-            Ok(()) => {
-                std::fs::remove_file(path)?;
-                sync_dir(dir)?;
-                return Ok(target);
-            }
+            Ok(()) => std::fs::remove_file(path)?,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(e),
-            Err(_) => {
-                if std::fs::symlink_metadata(&target).is_ok() {
-                    continue;
-                }
-                std::fs::rename(path, &target)?;
-                sync_dir(dir)?;
-                return Ok(target);
-            }
+            Err(_) if std::fs::symlink_metadata(&target).is_ok() => continue,
+            Err(_) => std::fs::rename(path, &target)?,
         }
+        sync_dir(dir)?;
+        return Ok(target);
     }
     Err(io::Error::other("no free name to set the file aside"))
 }
@@ -144,11 +117,7 @@ pub(crate) fn ensure_gitignore(agent_dir: &Path) -> io::Result<()> {
     if std::fs::symlink_metadata(&path).is_ok() {
         return Ok(());
     }
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp")
-        // Private like everything ralph writes here (git keeps no read bits).
-        .permissions(Permissions::from_mode(super::private::FILE_MODE))
-        .tempfile_in(agent_dir)?;
+    let mut tmp = super::private::temp_file_in(agent_dir)?;
     tmp.write_all(GITIGNORE.as_bytes())?;
     tmp.as_file().sync_all()?;
     match tmp.persist_noclobber(&path) {
@@ -168,7 +137,8 @@ mod tests {
     fn the_repositorys_own_state_directory_ignores_what_ralph_would_ignore() {
         assert_eq!(include_str!("../../.agent/.gitignore"), GITIGNORE);
     }
-    use std::os::unix::fs::MetadataExt;
+    use std::fs::Permissions;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     #[derive(Debug, PartialEq, Serialize, Deserialize)]
     struct S {

@@ -84,19 +84,14 @@ pub(crate) fn decide(f: &Facts<'_>) -> Verdict {
     if f.owner_alive {
         return Verdict::Live;
     }
-    let Some(cp) = f.checkpoint else {
-        return Verdict::Leave { why: "no readable checkpoint", reset: false };
-    };
+    let Some(cp) = f.checkpoint else { return Verdict::Leave { why: "no readable checkpoint", reset: false } };
+    let leave = |why| Verdict::Leave { why, reset: true };
     match cp.status {
         Status::Running | Status::Waiting => {}
         Status::Interrupted if f.entry.resume_after_shutdown => {}
-        Status::Interrupted => {
-            return Verdict::Leave { why: "stopped by a shutdown; resume_after_shutdown is off", reset: true };
-        }
-        Status::Paused => return Verdict::Leave { why: "paused by the user", reset: true },
-        Status::Completed => return Verdict::Leave { why: "completed", reset: true },
-        Status::Failed => return Verdict::Leave { why: "failed", reset: true },
-        Status::Blocked => return Verdict::Leave { why: "blocked", reset: true },
+        Status::Interrupted => return leave("stopped by a shutdown; resume_after_shutdown is off"),
+        Status::Paused => return leave("paused by the user"),
+        Status::Completed | Status::Failed | Status::Blocked => return leave(cp.status.as_str()),
     }
     let progress = f.state.iterations_at_resume.is_none_or(|at| cp.progress.counters.iterations_done > at);
     let restarts = if progress { 0 } else { f.state.restarts };
@@ -111,11 +106,9 @@ pub(crate) fn decide(f: &Facts<'_>) -> Verdict {
     if !progress && f.state.last_resume_boot.as_deref() == Some(f.boot_id) {
         return Verdict::OncePerBoot;
     }
-    if let Some(last) = f.state.last_resume_at {
-        let backoff = backoff_secs(f.entry.restart_backoff_secs, restarts);
-        if f.now < last.saturating_add(backoff) {
-            return Verdict::Wait { until: last.saturating_add(backoff) };
-        }
+    let backoff = backoff_secs(f.entry.restart_backoff_secs, restarts);
+    if let Some(until) = f.state.last_resume_at.map(|last| last.saturating_add(backoff)).filter(|&t| f.now < t) {
+        return Verdict::Wait { until };
     }
     if !f.missing.is_empty() {
         return Verdict::Block(format!(

@@ -38,11 +38,8 @@ pub(super) async fn watch(registry: &Path, options: &Options) -> Result<i32, Ral
     .map_err(|e| RalphError::io("cannot watch the run registry", std::io::Error::other(e)))?;
     if let Err(e) = notify::Watcher::watch(&mut watcher, registry, notify::RecursiveMode::NonRecursive) {
         // The periodic scan still finds every run, only later.
-        eprintln!(
-            "ralph watch: cannot watch {} for changes ({e}); scanning every {:?}",
-            registry.display(),
-            options.interval
-        );
+        let (registry, interval) = (registry.display(), options.interval);
+        eprintln!("ralph watch: cannot watch {registry} for changes ({e}); scanning every {interval:?}");
     }
     let mut interrupt = signal(SignalKind::interrupt()).map_err(|e| RalphError::io("cannot handle SIGINT", e))?;
     let mut terminate = signal(SignalKind::terminate()).map_err(|e| RalphError::io("cannot handle SIGTERM", e))?;
@@ -70,17 +67,14 @@ fn pass(registry: &Path, options: &Options, children: &mut Vec<Child>) {
     let boot = lock::boot_id();
     let (before, mut seen) = Seen::load(registry, &boot);
     let mut inodes = HashMap::new();
-    let (entries, warnings) = registry::read_all_but(registry, |name, inode| {
+    let (mut entries, warnings) = registry::read_all_but(registry, |name, inode| {
         inodes.insert(name.to_string(), inode);
         before.still(name, inode, &mut seen)
     });
-    for warning in warnings {
-        eprintln!("ralph watch: {warning}");
-    }
-    let mut runs: Vec<(SystemTime, Entry)> = entries.into_iter().map(|e| (last_activity(&e.dir), e)).collect();
+    warnings.iter().for_each(|warning| eprintln!("ralph watch: {warning}"));
     // The most recently active runs first: they are the ones a person misses most.
-    runs.sort_by_key(|r| std::cmp::Reverse(r.0));
-    for (_, entry) in runs {
+    entries.sort_by_cached_key(|e| std::cmp::Reverse(last_activity(&e.dir)));
+    for entry in entries {
         let name = entry.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if let Some(stamp) = handle(registry, &entry, &boot, options, children)
             && let Some(&inode) = inodes.get(&name)
@@ -118,20 +112,14 @@ fn handle(registry: &Path, entry: &Entry, boot: &str, options: &Options, childre
         state: &state,
         boot_id: boot,
         now: jiff::Timestamp::now().as_second(),
-        missing: match &checkpoint {
-            Some(cp) if may_resume(cp.status) => missing(entry),
-            _ => Vec::new(),
-        },
+        missing: checkpoint.as_ref().filter(|cp| may_resume(cp.status)).map_or_else(Vec::new, |_| missing(entry)),
     };
-    let verdict = decide(&facts);
     let dir = entry.dir.display();
-    match verdict {
-        Verdict::Live | Verdict::Stale | Verdict::Wait { .. } | Verdict::OncePerBoot => {}
-        Verdict::Leave { reset, .. } => {
-            if reset && !clean {
-                clean = registry::write_watch(registry, &entry.dir, &WatchState::default()).is_ok();
-            }
+    match decide(&facts) {
+        Verdict::Leave { reset: true, .. } if !clean => {
+            clean = registry::write_watch(registry, &entry.dir, &WatchState::default()).is_ok();
         }
+        Verdict::Live | Verdict::Stale | Verdict::Wait { .. } | Verdict::OncePerBoot | Verdict::Leave { .. } => {}
         Verdict::Block(why) => match block(registry, entry, &why) {
             Ok(true) => eprintln!("ralph watch: {dir}: marked blocked: {why}"),
             Ok(false) => {}
@@ -144,12 +132,8 @@ fn handle(registry: &Path, entry: &Entry, boot: &str, options: &Options, childre
             let cp = checkpoint?;
             match resume(entry, &cp) {
                 Ok((child, log)) => {
-                    eprintln!(
-                        "ralph watch: {dir}: resumed run {} ({}), restart {restarts}; output in {}",
-                        cp.run_id,
-                        cp.status.as_str(),
-                        log.display()
-                    );
+                    let (run, status, log) = (&cp.run_id, cp.status.as_str(), log.display());
+                    eprintln!("ralph watch: {dir}: resumed run {run} ({status}), restart {restarts}; output in {log}");
                     children.push(child);
                     let state = WatchState {
                         restarts,
@@ -176,22 +160,14 @@ fn resume(entry: &Entry, cp: &Checkpoint) -> std::io::Result<(Child, PathBuf)> {
     std::fs::create_dir_all(&logs)?;
     let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ");
     let log_path = logs.join(format!("watch-resume-{stamp}.log"));
-    let log = OpenOptions::new().create(true).append(true).mode(0o600).custom_flags(libc_nofollow()).open(&log_path)?;
+    let log =
+        OpenOptions::new().create(true).append(true).mode(0o600).custom_flags(nix::libc::O_NOFOLLOW).open(&log_path)?;
     let mut command = Command::new(exe);
-    command.arg("--resume").arg("-C").arg(&entry.dir);
-    if let Some(config) = &entry.config {
-        command.arg("-c").arg(config);
-    }
-    command.env(crate::notify::RESUMED_BY, "watch");
-    if let Some(path) = &entry.path {
-        command.env("PATH", path);
-    }
+    let config = entry.config.iter().flat_map(|config| [Path::new("-c"), config]);
+    command.arg("--resume").arg("-C").arg(&entry.dir).args(config).env(crate::notify::RESUMED_BY, "watch");
+    command.envs(entry.path.iter().map(|path| ("PATH", path)));
     let child = command.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log).process_group(0).spawn()?;
     Ok((child, log_path))
-}
-
-fn libc_nofollow() -> i32 {
-    nix::fcntl::OFlag::O_NOFOLLOW.bits()
 }
 
 /// Marks an interrupted run `blocked` with the reason, under the run's own lock so
@@ -214,9 +190,7 @@ fn block(registry: &Path, entry: &Entry, why: &str) -> Result<bool, String> {
     cp.updated_at = jiff::Timestamp::now();
     store::save_json(&path, &cp).map_err(|e| e.to_string())?;
     lock.release().map_err(|e| e.to_string())?;
-    let mut updated = entry.clone();
-    updated.status = Status::Blocked;
-    updated.updated_at = cp.updated_at.to_string();
+    let updated = Entry { status: Status::Blocked, updated_at: cp.updated_at.to_string(), ..entry.clone() };
     registry::write(registry, &updated).map_err(|e| e.to_string())?;
     Ok(true)
 }
@@ -225,7 +199,7 @@ fn block(registry: &Path, entry: &Entry, why: &str) -> Result<bool, String> {
 /// shared flock succeeds only when nobody holds the exclusive one. Pids and boot
 /// ids are not trusted: a pid is reused after a reboot, a flock is not.
 fn lock_held(path: &Path) -> bool {
-    let Ok(file) = OpenOptions::new().read(true).custom_flags(libc_nofollow()).open(path) else { return false };
+    let Ok(file) = OpenOptions::new().read(true).custom_flags(nix::libc::O_NOFOLLOW).open(path) else { return false };
     matches!(Flock::lock(file, FlockArg::LockSharedNonblock), Err((_, Errno::EWOULDBLOCK)))
 }
 
@@ -239,25 +213,13 @@ fn bookkeeping_lock(registry: &Path, project: &Path) -> Option<Flock<File>> {
 /// What a resume would lack in this environment: credential variables the run's
 /// agents had, and programs its chains launch that do not resolve on its `PATH`.
 fn missing(entry: &Entry) -> Vec<String> {
-    let mut out: Vec<String> = entry
-        .credential_names
-        .iter()
-        .filter(|name| std::env::var_os(name.as_str()).is_none_or(|v| v.is_empty()))
-        .cloned()
-        .collect();
+    let unset = entry.credential_names.iter().filter(|name| std::env::var_os(name).is_none_or(|v| v.is_empty()));
     let path = entry.path.clone().or_else(|| std::env::var("PATH").ok()).unwrap_or_default();
-    for program in &entry.programs {
-        let found = if program.contains('/') {
-            let p = entry.dir.join(program);
-            p.is_file()
-        } else {
-            which::which_in(program, Some(&path), &entry.dir).is_ok()
-        };
-        if !found {
-            out.push(format!("program {program}"));
-        }
-    }
-    out
+    let found = |p: &String| {
+        if p.contains('/') { entry.dir.join(p).is_file() } else { which::which_in(p, Some(&path), &entry.dir).is_ok() }
+    };
+    let absent = entry.programs.iter().filter(|p| !found(p)).map(|p| format!("program {p}"));
+    unset.cloned().chain(absent).collect()
 }
 
 /// When the run last did something: its journal's modification time.
