@@ -15,13 +15,22 @@ def git(*args):
     return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout
 
 
+# Raw, plain and char literals and line comments on one line, whose braces are not
+# the code's.
+LITERALS = re.compile(r'\bb?r(#*)".*?"\1|"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])\'|//.*')
+
+
+def code_only(line):
+    return LITERALS.sub("", line)
+
+
 def non_test_lines(text):
     lines, i, n = text.splitlines(), 0, 0
     while i < len(lines):
         if lines[i].strip() == "#[cfg(test)]":
             depth, opened, i = 0, False, i + 1
             while i < len(lines):
-                line = lines[i]
+                line = code_only(lines[i])
                 depth += line.count("{") - line.count("}")
                 opened = opened or "{" in line
                 i += 1
