@@ -59,6 +59,7 @@ fn entry(project: &std::path::Path, loaded: &Loaded, cp: &Checkpoint) -> Entry {
         restart_backoff_secs: watch.restart_backoff.as_secs(),
         updated_at: cp.updated_at.to_string(),
         file: std::path::PathBuf::new(),
+        inode: 0,
     }
 }
 

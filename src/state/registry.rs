@@ -50,9 +50,11 @@ pub(crate) struct Entry {
     #[serde(default = "default_backoff_secs")]
     pub restart_backoff_secs: u64,
     pub updated_at: String,
-    /// The file this entry was read from (not stored).
+    /// The file this entry was read from, and its inode (not stored).
     #[serde(skip)]
     pub file: PathBuf,
+    #[serde(skip)]
+    pub inode: u64,
 }
 
 fn yes() -> bool {
@@ -145,7 +147,7 @@ pub(crate) fn read_all_but(registry: &Path, mut skip: impl FnMut(&str, u64) -> b
         }
         let path = item.path();
         match store::load_json::<Entry>(&path) {
-            Ok(Some(entry)) => entries.push(Entry { file: path, ..entry }),
+            Ok(Some(entry)) => entries.push(Entry { file: path, inode: item.ino(), ..entry }),
             Ok(None) => {}
             Err(e) => warnings.push(format!("skipping a registry entry: {e}")),
         }
@@ -183,6 +185,7 @@ mod tests {
             restart_backoff_secs: 30,
             updated_at: "now".into(),
             file: PathBuf::new(),
+            inode: 0,
         }
     }
 

@@ -149,6 +149,7 @@ mod tests {
             restart_backoff_secs: 30,
             updated_at: String::new(),
             file: PathBuf::new(),
+            inode: 0,
         }
     }
 

@@ -1,7 +1,6 @@
 //! The watcher's loop and one pass over the registry: gather the facts of each run,
 //! ask [`super::decide`], carry out the verdict.
 
-use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
@@ -66,20 +65,14 @@ fn pass(registry: &Path, options: &Options, children: &mut Vec<Child>) {
     children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
     let boot = lock::boot_id();
     let (before, mut seen) = Seen::load(registry, &boot);
-    let mut inodes = HashMap::new();
-    let (mut entries, warnings) = registry::read_all_but(registry, |name, inode| {
-        inodes.insert(name.to_string(), inode);
-        before.still(name, inode, &mut seen)
-    });
+    let (mut entries, warnings) = registry::read_all_but(registry, |name, inode| before.still(name, inode, &mut seen));
     warnings.iter().for_each(|warning| eprintln!("ralph watch: {warning}"));
     // The most recently active runs first: they are the ones a person misses most.
     entries.sort_by_cached_key(|e| std::cmp::Reverse(last_activity(&e.dir)));
     for entry in entries {
-        let name = entry.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        if let Some(stamp) = handle(registry, &entry, &boot, options, children)
-            && let Some(&inode) = inodes.get(&name)
-        {
-            seen.settle(&name, inode, &entry.dir, stamp);
+        if let Some(stamp) = handle(registry, &entry, &boot, options, children) {
+            let name = entry.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            seen.settle(&name, entry.inode, &entry.dir, stamp);
         }
     }
     seen.save(registry, &before);

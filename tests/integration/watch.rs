@@ -69,6 +69,14 @@ fn start_and_wait_for_agent(p: &Project) -> (Running, i32) {
     (run, agent)
 }
 
+/// Starts a run, stops it with `signal` while its agent works, and checks its exit code.
+fn stop_with(p: &Project, signal: Signal, code: i32) {
+    let (run, agent) = start_and_wait_for_agent(p);
+    run.signal(signal);
+    run.finish().expect_code(code);
+    cleanup(agent);
+}
+
 fn kill_9(p: &Project) {
     let (run, agent) = start_and_wait_for_agent(p);
     run.signal(Signal::SIGKILL);
@@ -131,10 +139,7 @@ fn a_run_whose_checkpoint_a_power_cut_tore_is_resumed_from_the_journal() {
 #[test]
 fn a_paused_run_is_left_alone_and_a_sigterm_run_is_resumed() {
     let p = project("");
-    let (run, agent) = start_and_wait_for_agent(&p);
-    run.signal(Signal::SIGINT);
-    run.finish().expect_code(130);
-    cleanup(agent);
+    stop_with(&p, Signal::SIGINT, 130);
     let _ = fs::remove_file(p.join("agent.pid"));
     watch_once(&p).expect_code(0);
     std::thread::sleep(Duration::from_millis(500));
@@ -142,19 +147,13 @@ fn a_paused_run_is_left_alone_and_a_sigterm_run_is_resumed() {
     assert!(p.events("run_resumed").is_empty());
 
     let q = project("");
-    let (run, agent) = start_and_wait_for_agent(&q);
-    run.signal(Signal::SIGTERM);
-    run.finish().expect_code(143);
-    cleanup(agent);
+    stop_with(&q, Signal::SIGTERM, 143);
     assert_eq!(q.checkpoint()["status"], "interrupted");
     watch_once(&q).expect_code(0).stderr_has("resumed run");
     wait_for_status(&q, "completed");
 
     let r = project("resume_after_shutdown = false");
-    let (run, agent) = start_and_wait_for_agent(&r);
-    run.signal(Signal::SIGTERM);
-    run.finish().expect_code(143);
-    cleanup(agent);
+    stop_with(&r, Signal::SIGTERM, 143);
     watch_once(&r).expect_code(0);
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(r.checkpoint()["status"], "interrupted");
@@ -165,10 +164,7 @@ fn a_paused_run_is_left_alone_and_a_sigterm_run_is_resumed() {
 #[test]
 fn a_settled_run_is_looked_at_again_once_its_checkpoint_changes() {
     let p = project("");
-    let (run, agent) = start_and_wait_for_agent(&p);
-    run.signal(Signal::SIGINT);
-    run.finish().expect_code(130);
-    cleanup(agent);
+    stop_with(&p, Signal::SIGINT, 130);
     let _ = fs::remove_file(p.join("agent.pid"));
     watch_once(&p).expect_code(0);
     watch_once(&p).expect_code(0);
