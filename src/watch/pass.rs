@@ -85,15 +85,15 @@ fn handle(registry: &Path, entry: &Entry, boot: &str, options: &Options, childre
     let _guard = bookkeeping_lock(registry, &entry.dir)?;
     let state = registry::read_watch(registry, &entry.dir);
     let agent_dir = entry.dir.join(".agent");
-    // The file, or after a power cut that left it missing or torn, the journal's
-    // newest save (as `--resume` reads it): the run is still there to resume.
+    // The newer of the file and the journal's last save, as `--resume` reads them:
+    // after a power cut the file may be missing, torn or older than the synced
+    // journal, and the run is still there to resume.
     let path = agent_dir.join("checkpoint.json");
     // Before the read: a save in between makes the next pass read it again.
     let stamp = seen::stamp(&path);
-    let (checkpoint, from_file) = match format::read(&path) {
-        Ok(Some(cp)) => (Some(cp), true),
-        _ => (format::read_newest(&path).ok().flatten().map(|newest| newest.checkpoint), false),
-    };
+    let newest = format::read_newest(&path).ok().flatten();
+    let from_file = newest.as_ref().is_some_and(|newest| newest.stale.is_none());
+    let checkpoint = newest.map(|newest| newest.checkpoint);
     let mut clean = state == WatchState::default();
     let settled = from_file && checkpoint.as_ref().is_some_and(|cp| decide::settled(cp.status));
     let facts = Facts {

@@ -136,6 +136,21 @@ fn a_run_whose_checkpoint_a_power_cut_tore_is_resumed_from_the_journal() {
     assert!(aside.into_iter().any(|e| e.file_name().to_string_lossy().starts_with("checkpoint.corrupt-")));
 }
 
+/// A power cut may bring back an older `checkpoint.json` (its rename is not synced)
+/// while the journal holds the newer, synced save: the watcher decides on the newer,
+/// as `--resume` does, not on a stale "paused".
+#[test]
+fn a_stale_checkpoint_file_does_not_hide_a_crashed_run() {
+    let p = project("");
+    kill_9(&p);
+    let mut cp = p.checkpoint();
+    // An early save of the run (the journal's last synced one is later).
+    (cp["status"], cp["seq"]) = ("paused".into(), 1.into());
+    fs::write(p.join(".agent/checkpoint.json"), cp.to_string()).expect("an older save");
+    watch_once(&p).expect_code(0).stderr_has("resumed run");
+    wait_for_status(&p, "completed");
+}
+
 #[test]
 fn a_paused_run_is_left_alone_and_a_sigterm_run_is_resumed() {
     let p = project("");
