@@ -94,9 +94,8 @@ fn beyond_cap(retry: &Retry, why: &str, reset: i64) -> Next {
 
 /// A unix second as a local wall-clock time with its zone.
 pub(crate) fn show_time(at: i64) -> String {
-    jiff::Timestamp::from_second(at)
-        .map(|t| t.to_zoned_datetime(jiff::tz::TimeZone::system()).strftime("%Y-%m-%d %H:%M:%S %Z").to_string())
-        .unwrap_or_else(|_| at.to_string())
+    use crate::report::clock;
+    jiff::Timestamp::from_second(at).map_or_else(|_| at.to_string(), |t| clock::stamp_at(t, &clock::zone()))
 }
 
 /// The first agent after the current one (wrapping) that is not cooling down.

@@ -34,10 +34,12 @@ pub(crate) fn zone_name(at: Timestamp, tz: &TimeZone) -> String {
 
 /// A stored RFC 3339 time as `YYYY-MM-DD HH:MM:SS ZONE` in `tz`; unparsable text as is.
 pub(crate) fn stamp(rfc3339: &str, tz: &TimeZone) -> String {
-    match rfc3339.parse::<Timestamp>() {
-        Ok(at) => format!("{} {}", at.to_zoned_datetime(tz.clone()).strftime("%Y-%m-%d %H:%M:%S"), zone_name(at, tz)),
-        Err(_) => rfc3339.to_string(),
-    }
+    rfc3339.parse::<Timestamp>().map_or_else(|_| rfc3339.to_string(), |at| stamp_at(at, tz))
+}
+
+/// `at` as `YYYY-MM-DD HH:MM:SS ZONE` in `tz`.
+pub(crate) fn stamp_at(at: Timestamp, tz: &TimeZone) -> String {
+    format!("{} {}", at.to_zoned_datetime(tz.clone()).strftime("%Y-%m-%d %H:%M:%S"), zone_name(at, tz))
 }
 
 /// What is left of a wait, to the second: `2h 05m 09s`, `4m 05s`, `9s`.

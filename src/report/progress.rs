@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use jiff::tz::TimeZone;
 
-use crate::agent::AgentEvent;
 use crate::outcome::RunEnd;
 use crate::state::checkpoint::Checkpoint;
 use crate::state::redact::redact;
@@ -118,7 +117,7 @@ impl Reporter {
     }
 
     /// The agent produced output.
-    pub(crate) fn agent_event(&self, _event: Option<&AgentEvent>) {
+    pub(crate) fn agent_event(&self) {
         // Only the live line shows it: a clock reading per line is a flood's cost.
         if self.mode == Mode::Terminal {
             self.touch();

@@ -357,7 +357,6 @@ impl<'a> Running<'a> {
                 && let Some(tool) = self.supervisor.last_tool()
             {
                 self.observer.tool(&tool);
-                self.catch_up_at.get_or_insert(self.now + CATCH_UP);
             }
             if let Some(id) = self.collected.absorb(event) {
                 self.observer.session(&id);

@@ -268,14 +268,8 @@ impl Dispatcher {
                     self.intervene(found.detector, &found.evidence);
                 }
                 self.r.checkpoint.in_flight = None;
-                let stop = self.cap_reached().unwrap_or_else(|| Stop::Failed {
-                    cap: Cap::Cost,
-                    message: format!(
-                        "{}: the run has cost ${:.2}",
-                        Cap::Cost.phrase(),
-                        self.r.checkpoint.usage.cost_usd
-                    ),
-                });
+                let cost = self.r.checkpoint.usage.cost_usd;
+                let stop = self.cap_reached().unwrap_or_else(|| Cap::Cost.stop(format!("the run has cost ${cost:.2}")));
                 self.stop(stop).map(Some)
             }
             End::Exited { exit, ended_by } => self.after_attempt(&outcome, exit, ended_by, signals).await,
@@ -450,11 +444,10 @@ impl Dispatcher {
         if std::mem::take(&mut self.control.restarts_exhausted) {
             let (used, cap) =
                 (self.r.checkpoint.progress.counters.mcp_restarts, self.r.loaded.config.retry.mcp_restarts);
-            let message = format!(
-                "{}: ralph mcp crashed {used} times in the run ([retry] mcp_restarts = {cap})",
-                Cap::McpRestarts.phrase()
+            return Some(
+                Cap::McpRestarts
+                    .stop(format!("ralph mcp crashed {used} times in the run ([retry] mcp_restarts = {cap})")),
             );
-            return Some(Stop::Failed { cap: Cap::McpRestarts, message });
         }
         // The agent's own judgement that no one but a person can go on.
         let reason = self.control.cancelled.take()?;
@@ -829,7 +822,7 @@ impl Observer for Dispatcher {
         if let Some(e) = event {
             self.touched.observe(e);
         }
-        self.r.reporter.agent_event(event);
+        self.r.reporter.agent_event();
     }
 
     fn stopping(&mut self, cause: StopCause) {

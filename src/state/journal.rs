@@ -176,7 +176,7 @@ pub(crate) fn last_snapshot(path: &Path) -> io::Result<Option<Value>> {
         let whole = if start == 0 { &buf[..] } else { buf.splitn(2, |b| *b == b'\n').nth(1).unwrap_or_default() };
         let snapshot = whole
             .rsplit(|b| *b == b'\n')
-            .filter(|line| line.windows(SNAPSHOT_KIND.len()).any(|w| w == SNAPSHOT_KIND))
+            .filter(|line| memchr::memmem::find(line, SNAPSHOT_KIND).is_some())
             .filter_map(|line| serde_json::from_slice::<Value>(line).ok())
             .find(|v| v["kind"] == "checkpoint");
         if snapshot.is_some() || start == 0 {

@@ -102,16 +102,14 @@ pub(crate) fn watch_path(registry: &Path, project: &Path) -> PathBuf {
     registry.join(format!("{}.watch.json", key(project)))
 }
 
-/// Writes `entry` atomically, creating the registry (mode 0700) when needed. Not
-/// synced: losing an entry to a power cut only delays a resume until the run's next
-/// status change, and the run's own checkpoint stays the truth. The file itself is
-/// synced only while the run may need a resume: a lost `completed` brings back its
-/// `running`, which the watchdog checks against the checkpoint.
+/// Writes `entry` atomically, creating the registry (mode 0700) when needed. The
+/// file is synced before its rename (a power cut leaves the old entry or the new,
+/// never an empty one that every pass would warn about); the directory is not:
+/// losing the rename only delays a resume until the run's next status change, and
+/// the run's own checkpoint stays the truth.
 pub(crate) fn write(registry: &Path, entry: &Entry) -> io::Result<()> {
     create(registry)?;
-    let ended = matches!(entry.status, Status::Completed | Status::Failed | Status::Blocked);
-    let durability = if ended { Durability::Unsynced } else { Durability::Ordered };
-    store::save_json_with(&entry_path(registry, &entry.dir), entry, durability)
+    store::save_json_with(&entry_path(registry, &entry.dir), entry, Durability::Ordered)
 }
 
 pub(crate) fn write_watch(registry: &Path, project: &Path, state: &WatchState) -> io::Result<()> {
