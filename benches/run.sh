@@ -7,18 +7,19 @@
 #   ONLY=floods,idle benches/run.sh       # some figures only: calls, startup, floods,
 #                                         # checkpoint, crash, stall, idle, watch
 #
-# Needs: bash, awk, /usr/bin/time (GNU), strace; valgrind (optional) for the
+# Needs: bash, awk, python3, /usr/bin/time (GNU), strace; valgrind (optional) for the
 # instruction counts that stay meaningful on a loaded machine. The runs happen in
 # temp directories under $TMPDIR, so put TMPDIR on the disk whose behaviour you
 # want to measure (checkpoint figures are mostly the file system's).
 #
-# Wall times are medians of ROUNDS runs. CPU figures come from getrusage of the
-# children (GNU time), which counts ralph and its agent together; the agent's own
-# share is measured separately and subtracted where it matters.
+# Wall times are medians of ROUNDS runs. The floods' CPU is ralph's own (its
+# threads, read by benches/own_cpu.py from the exited process before it is reaped);
+# other CPU figures come from getrusage of the children (GNU time) or perf.
 set -euo pipefail
 
 RALPH=${1:-target/release/ralph}
 RALPH=$(cd "$(dirname "$RALPH")" && pwd)/$(basename "$RALPH")
+BENCHES=$(cd "$(dirname "$0")" && pwd)
 ROUNDS=${ROUNDS:-5}
 FLOOD_MB=${FLOOD_MB:-200}
 LINE_MB=${LINE_MB:-100}
@@ -168,28 +169,27 @@ chain = "main"
 done = "exit0"
 EOF
 }
-# GNU time over ralph; prints "wall user sys maxrss_kb".
+# ralph's own CPU (its threads, not the agent's) and the wall time, through
+# benches/own_cpu.py; then the peak RSS of ralph and its children in a second run
+# under GNU time (python's own pages would count in the first: a forked child's
+# peak survives its exec). Prints "wall user sys maxrss_kb".
 timed() {
-    (cd "$1" && /usr/bin/time -f '%e %U %S %M' -o "$WORK/time.out" "$RALPH" -q </dev/null >/dev/null 2>&1) || true
-    cat "$WORK/time.out"
-}
-gen_cpu() {
-    /usr/bin/time -f '%U %S' -o "$WORK/gen.out" sh -c "$1" >/dev/null
-    awk '{print $1 + $2}' "$WORK/gen.out"
+    (cd "$1" && python3 "$BENCHES/own_cpu.py" "$RALPH" -q </dev/null >"$WORK/time.out" 2>/dev/null) || true
+    rm -rf "$1/.agent"
+    (cd "$1" && /usr/bin/time -f '%M' -o "$WORK/rss.out" "$RALPH" -q </dev/null >/dev/null 2>&1) || true
+    echo "$(tail -n 1 "$WORK/time.out" | cut -d' ' -f1-3) $(cat "$WORK/rss.out")"
 }
 flood() {
     # $1 label, $2 output, $3 shell generator (written to gen.sh in the workspace)
-    local ws t wall user sys rss gen cpu
+    local ws t wall user sys rss cpu
     ws=$(workspace "$(flood_config "$2" '["sh", "gen.sh", "{prompt}"]')")
     printf '%s\n' "$3" >"$ws/gen.sh"
     t=$(timed "$ws")
     read -r wall user sys rss <<<"$t"
-    gen=$(gen_cpu "$3")
-    cpu=$(awk -v u="$user" -v s="$sys" -v g="$gen" 'BEGIN {printf "%.2f", u + s - g}')
+    cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN {printf "%.2f", u + s}')
     report "$1: wall" "${wall} s ($(awk -v w="$wall" -v m="$4" 'BEGIN {printf "%.0f", m / w}') MB/s)" \
         ">= 200 MB/s per core"
-    report "  ralph's CPU (rusage minus the generator's)" "${cpu} s" "< 1 s per 200 MB" \
-        "user+sys $user+$sys s, generator alone ${gen} s"
+    report "  ralph's own CPU (its threads, not the agent's)" "${cpu} s" "< 1 s per 200 MB" "user+sys $user+$sys s"
     report "  peak RSS (max over ralph and its children)" \
         "$(awk -v k="$rss" 'BEGIN {printf "%.1f MiB", k / 1024}')" "<= 8 MiB, flat"
     echo "  .agent/ after the run: $(du -sh "$ws/.agent" | cut -f1)"
