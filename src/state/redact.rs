@@ -52,11 +52,12 @@ pub(crate) fn redact_json(v: &mut serde_json::Value) {
 /// [`redact`] for bytes that may not be UTF-8: valid runs are redacted, other bytes
 /// pass through as received. Borrowed when nothing is hidden (the common line).
 pub(crate) fn redact_bytes(bytes: &[u8]) -> Cow<'_, [u8]> {
-    if !holds_start(bytes) && !holds_value(bytes) {
+    let first = first_anchor(bytes);
+    if first.is_none() && !holds_value(bytes) {
         return Cow::Borrowed(bytes);
     }
     if let Ok(text) = std::str::from_utf8(bytes) {
-        return match redacted(text) {
+        return match with_values(redact_patterns(text, first)) {
             Cow::Borrowed(text) => Cow::Borrowed(text.as_bytes()),
             Cow::Owned(text) => Cow::Owned(text.into_bytes()),
         };
@@ -92,7 +93,10 @@ pub fn redact(text: &str) -> String {
 
 /// [`redact`] without a copy when nothing is hidden.
 pub fn redacted(text: &str) -> Cow<'_, str> {
-    let mut out = redact_patterns(text);
+    with_values(redact_patterns(text, first_anchor(text.as_bytes())))
+}
+
+fn with_values(mut out: Cow<'_, str>) -> Cow<'_, str> {
     let Ok(known) = VALUES.read() else { return out };
     for v in known.iter() {
         if out.contains(v.as_str()) {
@@ -102,13 +106,14 @@ pub fn redacted(text: &str) -> Cow<'_, str> {
     out
 }
 
-fn redact_patterns(text: &str) -> Cow<'_, str> {
+/// The patterns hidden in `text`, whose [`first_anchor`] is `first`.
+fn redact_patterns(text: &str, first: Option<usize>) -> Cow<'_, str> {
     let b = text.as_bytes();
-    if !holds_start(b) {
-        return Cow::Borrowed(text);
-    }
-    let mut name = next(b, 0, Kind::Name).map(|n| (key_reach(b, n), n));
-    let mut tok = next(b, 0, Kind::Token);
+    let Some(first) = first else { return Cow::Borrowed(text) };
+    // Nothing starts before the first anchor that a start belongs to.
+    let from = first.saturating_sub(REACH);
+    let mut name = next(b, from, Kind::Name).map(|n| (key_reach(b, n), n));
+    let mut tok = next(b, from, Kind::Token);
     let mut out = None::<String>;
     let (mut copied, mut i) = (0, 0);
     loop {
@@ -207,17 +212,17 @@ fn at(b: &[u8], a: usize, off: usize, word: &[u8]) -> Option<usize> {
     b.get(s..s + word.len()).is_some_and(|w| w.eq_ignore_ascii_case(word)).then_some(s)
 }
 
-/// Whether `b` holds the start of a name or a prefix anywhere: most lines hold not
-/// even an anchor.
-fn holds_start(b: &[u8]) -> bool {
+/// The first anchor that a name or a prefix belongs to: most lines hold not even an
+/// anchor, and nothing to hide without one.
+fn first_anchor(b: &[u8]) -> Option<usize> {
     let mut a = 0;
     while let Some(hit) = find(b, a) {
         if [Kind::Name, Kind::Token].into_iter().any(|kind| starts(b, hit, kind).iter().any(Option::is_some)) {
-            return true;
+            return Some(hit);
         }
         a = hit + 1;
     }
-    false
+    None
 }
 
 /// The first start at or after `from` of a name or a prefix.
@@ -581,7 +586,7 @@ mod tests {
     fn the_anchors_change_no_answer() {
         let mut hidden = 0;
         for line in generated_lines(30_000) {
-            let got = redact_patterns(&line);
+            let got = redact_patterns(&line, first_anchor(line.as_bytes()));
             assert_eq!(got, per_byte(&line), "{line:?}");
             assert_eq!(got, unfiltered(&line), "{line:?}");
             assert_eq!(secret_names(line.as_bytes()), names_searched(line.as_bytes()), "{line:?}");
