@@ -106,7 +106,10 @@ fn with_values(mut out: Cow<'_, str>) -> Cow<'_, str> {
     out
 }
 
-/// The patterns hidden in `text`, whose [`first_anchor`] is `first`.
+/// The patterns hidden in `text`, whose [`first_anchor`] is `first`. In order, at
+/// word starts, as a walk over every byte would: but an assignment is tried only where
+/// the key of the next secret's name may start, and a token only where a prefix
+/// starts, the only places either can match.
 fn redact_patterns(text: &str, first: Option<usize>) -> Cow<'_, str> {
     let b = text.as_bytes();
     let Some(first) = first else { return Cow::Borrowed(text) };
