@@ -48,11 +48,13 @@ impl ClaudeStreamParser {
     /// anything the reader is unsure of, and a block with a tool's fields (`id`,
     /// `name`, `input`, `tool_use_id`, `content`, `is_error`), left to the typed path.
     fn parse_fast(&mut self, line: &str) -> Option<Vec<AgentEvent>> {
-        let mut scan = Scan::new(line.trim());
+        // No `trim`: JSON's own whitespace is skipped, and a line with other blanks at
+        // its ends is declined.
+        let mut scan = Scan::new(line);
         let (mut kind, mut session_id, mut error, mut message) = (None, None, None, None);
         let mut out = Vec::new();
         scan.object(|s, key| match key {
-            "type" => once(&mut kind, s.string()?),
+            "type" => once(&mut kind, s.string().filter(|k| k == "assistant")?),
             "session_id" => once(&mut session_id, s.string_or_null()?),
             "error" => once(&mut error, s.string_or_null()?),
             "message" => {
@@ -72,9 +74,7 @@ impl ClaudeStreamParser {
             _ => s.skip(),
         })?;
         scan.end()?;
-        if kind.as_deref() != Some("assistant") {
-            return None;
-        }
+        kind?; // only "assistant" was taken
         if let Some(message) = error.flatten().filter(|e| !e.is_empty()) {
             out.push(AgentEvent::Error { message: message.into_owned() });
         }
@@ -192,7 +192,10 @@ struct Block<'a> {
 fn fast_block(s: &mut Scan<'_>, out: &mut Vec<AgentEvent>) -> Option<()> {
     let (mut kind, mut text, mut thinking) = (None, None, None);
     s.object(|s, key| match key {
-        "type" => once(&mut kind, s.string_or_null()?),
+        "type" => once(
+            &mut kind,
+            s.string_or_null().filter(|k| !matches!(k.as_deref(), Some("tool_use" | "server_tool_use")))?,
+        ),
         "text" => once(&mut text, s.string_or_null()?),
         "thinking" => once(&mut thinking, s.string_or_null()?),
         "id" | "name" | "input" | "tool_use_id" | "content" | "is_error" => None,
@@ -203,13 +206,13 @@ fn fast_block(s: &mut Scan<'_>, out: &mut Vec<AgentEvent>) -> Option<()> {
         Some("text") => out.push(AgentEvent::Text { text: owned(text) }),
         Some("thinking") => out.push(AgentEvent::Thinking { text: owned(thinking) }),
         Some("redacted_thinking") => out.push(AgentEvent::Thinking { text: String::new() }),
-        Some("tool_use" | "server_tool_use") => return None,
         _ => {}
     }
     Some(())
 }
 
 /// Keeps a field's value, or fails on a repeated key as a derived reader does.
+#[inline]
 fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
     slot.is_none().then(|| *slot = Some(value))
 }

@@ -26,20 +26,25 @@ impl<'a> Scan<'a> {
         Self { text, at: 0 }
     }
 
+    #[inline]
     fn peek(&mut self) -> Option<u8> {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.text.as_bytes().get(self.at) {
+        let bytes = self.text.as_bytes();
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = bytes.get(self.at) {
             self.at += 1;
         }
-        self.text.as_bytes().get(self.at).copied()
+        bytes.get(self.at).copied()
     }
 
     /// Consumes `byte` if it comes next (after whitespace).
+    #[inline]
     fn eat(&mut self, byte: u8) -> bool {
-        let next = self.peek() == Some(byte);
+        // Agents write compact JSON: look before skipping whitespace.
+        let next = self.text.as_bytes().get(self.at) == Some(&byte) || self.peek() == Some(byte);
         self.at += usize::from(next);
         next
     }
 
+    #[inline]
     fn expect(&mut self, byte: u8) -> Option<()> {
         self.eat(byte).then_some(())
     }
@@ -54,6 +59,7 @@ impl<'a> Scan<'a> {
     }
 
     /// Consumes a `null` if one comes next.
+    #[inline]
     pub(crate) fn null(&mut self) -> bool {
         self.peek() == Some(b'n') && self.word("null").is_some()
     }
@@ -93,44 +99,47 @@ impl<'a> Scan<'a> {
     }
 
     /// A string, unescaped.
+    #[inline]
     pub(crate) fn string(&mut self) -> Option<Cow<'a, str>> {
         self.expect(b'"')?;
         let start = self.at - 1;
         match self.string_body()? {
             (s, false) => Some(Cow::Borrowed(s)),
-            // `serde_json` decides what the escapes mean (and refuses lone surrogates).
-            (_, true) => serde_json::from_str(&self.text[start..self.at]).ok().map(Cow::Owned),
+            (_, true) => unescape(&self.text[start..self.at]),
         }
     }
 
     /// A string or `null`, as `Option<&str>` reads it.
+    #[inline]
     pub(crate) fn string_or_null(&mut self) -> Option<Option<Cow<'a, str>>> {
         if self.null() { Some(None) } else { self.string().map(Some) }
     }
 
     /// The rest of a string after its opening quote, escapes checked as an ignored
     /// string's, and whether it had any.
+    #[inline(always)]
     fn string_body(&mut self) -> Option<(&'a str, bool)> {
         let bytes = self.text.as_bytes();
         let start = self.at;
+        let mut at = start;
         let mut escaped = false;
         loop {
-            match *bytes.get(self.at)? {
+            at += plain_run(bytes.get(at..)?);
+            match *bytes.get(at)? {
                 b'"' => break,
                 b'\\' => {
                     escaped = true;
-                    self.at += match *bytes.get(self.at + 1)? {
+                    at += match *bytes.get(at + 1)? {
                         b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => 2,
-                        b'u' if bytes.get(self.at + 2..self.at + 6)?.iter().all(u8::is_ascii_hexdigit) => 6,
+                        b'u' if bytes.get(at + 2..at + 6)?.iter().all(u8::is_ascii_hexdigit) => 6,
                         _ => return None,
                     };
                 }
-                0..=0x1f => return None,
-                _ => self.at += 1,
+                _ => return None, // a control character
             }
         }
-        self.at += 1;
-        Some((&self.text[start..self.at - 1], escaped))
+        self.at = at + 1;
+        Some((&self.text[start..at], escaped))
     }
 
     /// Any value, unread.
@@ -182,6 +191,36 @@ impl<'a> Scan<'a> {
         self.at = at;
         Some(())
     }
+}
+
+/// A quoted string with escapes: `serde_json` decides what they mean (and refuses
+/// lone surrogates).
+#[cold]
+fn unescape(quoted: &str) -> Option<Cow<'_, str>> {
+    serde_json::from_str(quoted).ok().map(Cow::Owned)
+}
+
+/// How many bytes from the start need no attention in a string: no quote, backslash
+/// or control character. Eight at a time, as `serde_json` does: a byte's high bit
+/// is set in `(x - 0x01…) & !x & 0x80…` where `x` has a zero byte, and the lowest
+/// one marks the first such byte exactly.
+#[inline(always)]
+fn plain_run(bytes: &[u8]) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGH: u64 = ONES * 0x80;
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let mut at = 0;
+    while let Some(chunk) = bytes[at..].first_chunk::<8>() {
+        let x = u64::from_le_bytes(*chunk);
+        let hits = zero(x ^ (ONES * u64::from(b'"')))
+            | zero(x ^ (ONES * u64::from(b'\\')))
+            | (x.wrapping_sub(ONES * 0x20) & !x & HIGH);
+        if hits != 0 {
+            return at + hits.trailing_zeros() as usize / 8;
+        }
+        at += 8;
+    }
+    at + bytes[at..].iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).unwrap_or(bytes.len() - at)
 }
 
 #[cfg(test)]
@@ -248,6 +287,23 @@ mod tests {
         }
         let deep = format!("{}{}", "[".repeat(40), "]".repeat(40));
         assert!(!skips(&deep), "nesting past DEPTH is refused");
+    }
+
+    #[test]
+    fn the_plain_run_stops_at_the_first_byte_that_needs_attention() {
+        let naive = |b: &[u8]| b.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20).unwrap_or(b.len());
+        for stop in [b'"', b'\\', 0, 0x1f, b'\n'] {
+            for len in 0..20 {
+                for at in 0..=len {
+                    // Bytes on both sides of the stop that a borrow could misread.
+                    let mut bytes: Vec<u8> = (0..len).map(|i| [0x20, 0x21, 0x7f, 0x80, 0xff, b'a'][i % 6]).collect();
+                    bytes.insert(at, stop);
+                    bytes.extend([stop, 0x20]);
+                    assert_eq!(plain_run(&bytes), naive(&bytes), "{bytes:?}");
+                    assert_eq!(plain_run(&bytes[..at]), at);
+                }
+            }
+        }
     }
 
     #[test]
