@@ -12,9 +12,9 @@
 //! field holds what a `Value` refuses (a lone surrogate `\ud83d` from tool output cut
 //! mid-emoji, a number beyond `f64`, nesting past 128) still yields its events there,
 //! where the lenient path alone would call the whole line non-JSON. Before both, an
-//! assistant message of text and thinking blocks (most lines of a long answer) is
-//! read by hand with [`json_scan`](super::json_scan), which accepts no more than
-//! `serde_json` and leaves anything else, a tool's block included, to the typed path.
+//! assistant message (most lines of a long answer) is read by hand with
+//! [`json_scan`](super::json_scan), which accepts no more than `serde_json` and
+//! leaves anything else, tool results included, to the typed path.
 //!
 //! Every non-blank line yields at least one event (an `Unknown` when nothing else is
 //! recognised), so callers can measure liveness on events as well as on lines.
@@ -42,11 +42,11 @@ impl ClaudeStreamParser {
         Self::default()
     }
 
-    /// An assistant message of text and thinking blocks read by hand ([`Scan`]): the
-    /// shape of nearly every line. It answers as [`Self::parse_common`] would, or
-    /// `None`, on which that runs: for another kind, a repeated or oddly typed field,
-    /// anything the reader is unsure of, and a block with a tool's fields (`id`,
-    /// `name`, `input`, `tool_use_id`, `content`, `is_error`), left to the typed path.
+    /// An assistant message read by hand ([`Scan`]): the shape of nearly every line.
+    /// It answers as [`Self::parse_common`] would, or `None`, on which that runs: for
+    /// another kind, a repeated or oddly typed field, anything the reader is unsure
+    /// of, and a block with a tool result's fields (`tool_use_id`, `content`,
+    /// `is_error`), which only user lines carry.
     fn parse_fast(&mut self, line: &str) -> Option<Vec<AgentEvent>> {
         // No `trim`: JSON's own whitespace is skipped, and a line with other blanks at
         // its ends is declined.
@@ -190,15 +190,15 @@ struct Block<'a> {
 
 /// One content block for [`ClaudeStreamParser::parse_fast`].
 fn fast_block(s: &mut Scan<'_>, out: &mut Vec<AgentEvent>) -> Option<()> {
-    let (mut kind, mut text, mut thinking) = (None, None, None);
+    let (mut kind, mut text, mut thinking, mut id, mut name, mut input) = (None, None, None, None, None, None);
     s.object(|s, key| match key {
-        "type" => once(
-            &mut kind,
-            s.string_or_null().filter(|k| !matches!(k.as_deref(), Some("tool_use" | "server_tool_use")))?,
-        ),
+        "type" => once(&mut kind, s.string_or_null()?),
         "text" => once(&mut text, s.string_or_null()?),
         "thinking" => once(&mut thinking, s.string_or_null()?),
-        "id" | "name" | "input" | "tool_use_id" | "content" | "is_error" => None,
+        "id" => once(&mut id, s.string_or_null()?),
+        "name" => once(&mut name, s.string_or_null()?),
+        "input" => once(&mut input, s.value()?),
+        "tool_use_id" | "content" | "is_error" => None,
         _ => s.skip(),
     })?;
     let owned = |field: Option<Option<Cow<'_, str>>>| field.flatten().map(Cow::into_owned).unwrap_or_default();
@@ -206,6 +206,9 @@ fn fast_block(s: &mut Scan<'_>, out: &mut Vec<AgentEvent>) -> Option<()> {
         Some("text") => out.push(AgentEvent::Text { text: owned(text) }),
         Some("thinking") => out.push(AgentEvent::Thinking { text: owned(thinking) }),
         Some("redacted_thinking") => out.push(AgentEvent::Thinking { text: String::new() }),
+        Some("tool_use" | "server_tool_use") => {
+            out.push(AgentEvent::ToolStarted { id: owned(id), name: owned(name), input: input.unwrap_or(Value::Null) })
+        }
         _ => {}
     }
     Some(())
@@ -695,6 +698,12 @@ mod tests {
             members(&[("type", "\"text\""), ("text", r#""I'll \"look\"\n é""#), ("citations", "null")]),
             members(&[("type", "\"thinking\""), ("thinking", "\"hm\""), ("signature", "\"EqQBCkYI\"")]),
             members(&[("type", "\"redacted_thinking\""), ("data", "\"abc\"")]),
+            members(&[
+                ("type", "\"tool_use\""),
+                ("id", "\"toolu_01\""),
+                ("name", "\"Bash\""),
+                ("input", r#"{"command":"ls \"a b\"","n":[1,-2.5e3,null,true],"o":{}}"#),
+            ]),
         ];
         let message = |block: &Members| {
             members(&[
@@ -750,6 +759,7 @@ mod tests {
             r#" {"type":"assistant","message":{"content":[{"type":"thinking","thinking":"a\nb","signature":"E"},{"type":"redacted_thinking","data":"x"},{"type":"image"}]},"error":"x"} "#,
             r#"{"type":"assistant","message":null,"session_id":null,"error":null}"#,
             r#"{"type":"assistant","message":{"content":[]}}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"Bash","input":{"command":"ls"}}]}}"#,
         ];
         for line in common {
             assert!(ClaudeStreamParser::new().parse_fast(line).is_some(), "not read the fast way: {line}");

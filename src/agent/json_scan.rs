@@ -1,13 +1,14 @@
 //! A strict reader of one JSON text, field by field, for a parser's fast path on the
 //! lines that make up nearly all of a stream: strings are borrowed from the line
 //! (unescaped by `serde_json` when they have escapes), values that are not read are
-//! skipped, and nothing is allocated.
+//! skipped, and nothing is allocated but what the caller asks for (an unescaped
+//! string, a `Value`).
 //!
 //! It owns one promise: it accepts no more than `serde_json` does. Every method
 //! answers `None` on anything it is unsure of, and the caller then falls back to
 //! `serde_json`: a key with an escape, a `\u` escape in a string read (unless
 //! `serde_json` unescapes it), control characters, a number off the JSON grammar,
-//! nesting past [`DEPTH`], trailing text. Skipped strings are checked as `serde_json`
+//! nesting past `DEPTH`, trailing text. Skipped strings are checked as `serde_json`
 //! checks ignored ones: escapes well formed, `\u` with four hex digits, surrogates
 //! unpaired or not.
 
@@ -140,6 +141,15 @@ impl<'a> Scan<'a> {
         }
         self.at = at + 1;
         Some((&self.text[start..at], escaped))
+    }
+
+    /// Any value as a `serde_json::Value`, which reads it once the skipper took it
+    /// (so that it nests no deeper than [`DEPTH`] here either).
+    pub(crate) fn value(&mut self) -> Option<serde_json::Value> {
+        self.peek()?;
+        let start = self.at;
+        self.skip()?;
+        serde_json::from_str(&self.text[start..self.at]).ok()
     }
 
     /// Any value, unread.
