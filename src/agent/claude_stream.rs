@@ -78,9 +78,9 @@ impl ClaudeStreamParser {
         if let Some(message) = error.flatten().filter(|e| !e.is_empty()) {
             out.push(AgentEvent::Error { message: message.into_owned() });
         }
-        let blocks = out.len();
+        let before = out.len();
         self.session_id.note(session_id.flatten().as_deref(), &mut out);
-        out.rotate_left(blocks); // the session first
+        out.rotate_left(before); // the session first
         if out.is_empty() {
             out.push(unknown("assistant"));
         }
