@@ -11,10 +11,15 @@
 //! a field the typed path does not read is skipped unchecked, so a line whose unread
 //! field holds what a `Value` refuses (a lone surrogate `\ud83d` from tool output cut
 //! mid-emoji, a number beyond `f64`, nesting past 128) still yields its events there,
-//! where the lenient path alone would call the whole line non-JSON.
+//! where the lenient path alone would call the whole line non-JSON. Before both, an
+//! assistant message (most lines of a long answer) is read by hand with
+//! [`json_scan`](super::json_scan), which accepts no more than `serde_json` and
+//! leaves anything else, tool results included, to the typed path.
 //!
 //! Every non-blank line yields at least one event (an `Unknown` when nothing else is
 //! recognised), so callers can measure liveness on events as well as on lines.
+
+use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -23,6 +28,7 @@ use super::event::{AgentEvent, LineParser};
 use super::json::{
     self, Obj, SessionId, Str, bool_field, i64_field, status_field, str_field, string_or_empty, u64_field, unknown,
 };
+use super::json_scan::Scan;
 
 /// One per attempt; remembers the last session id so `Session` is only emitted when
 /// the id first appears or changes.
@@ -34,6 +40,51 @@ pub struct ClaudeStreamParser {
 impl ClaudeStreamParser {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An assistant message read by hand ([`Scan`]): the shape of nearly every line.
+    /// It answers as [`Self::parse_common`] would, or `None`, on which that runs: for
+    /// another kind, a repeated or oddly typed field, anything the reader is unsure
+    /// of, and a block with a tool result's fields (`tool_use_id`, `content`,
+    /// `is_error`), which only user lines carry.
+    fn parse_fast(&mut self, line: &str) -> Option<Vec<AgentEvent>> {
+        // No `trim`: JSON's own whitespace is skipped, and a line with other blanks at
+        // its ends is declined.
+        let mut scan = Scan::new(line);
+        let (mut kind, mut session_id, mut error, mut message) = (None, None, None, None);
+        let mut out = Vec::new();
+        scan.object(|s, key| match key {
+            "type" => once(&mut kind, s.string().filter(|k| k == "assistant")?),
+            "session_id" => once(&mut session_id, s.string_or_null()?),
+            "error" => once(&mut error, s.string_or_null()?),
+            "message" => {
+                once(&mut message, ())?;
+                if s.null() {
+                    return Some(());
+                }
+                let mut content = None;
+                s.object(|s, key| match key {
+                    "content" => {
+                        once(&mut content, ())?;
+                        if s.null() { Some(()) } else { s.array(|s| fast_block(s, &mut out)) }
+                    }
+                    _ => s.skip(),
+                })
+            }
+            _ => s.skip(),
+        })?;
+        scan.end()?;
+        kind?; // only "assistant" was taken
+        if let Some(message) = error.flatten().filter(|e| !e.is_empty()) {
+            out.push(AgentEvent::Error { message: message.into_owned() });
+        }
+        let before = out.len();
+        self.session_id.note(session_id.flatten().as_deref(), &mut out);
+        out.rotate_left(before); // the session first
+        if out.is_empty() {
+            out.push(unknown("assistant"));
+        }
+        Some(out)
     }
 
     /// An assistant message or a tool result read through typed fields; `None` for
@@ -93,7 +144,7 @@ impl ClaudeStreamParser {
 
 impl LineParser for ClaudeStreamParser {
     fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
-        self.parse_common(line).unwrap_or_else(|| self.parse_value(line))
+        self.parse_fast(line).or_else(|| self.parse_common(line)).unwrap_or_else(|| self.parse_value(line))
     }
 }
 
@@ -135,6 +186,38 @@ struct Block<'a> {
     tool_use_id: Option<Str<'a>>,
     is_error: Option<bool>,
     content: Option<Value>,
+}
+
+/// One content block for [`ClaudeStreamParser::parse_fast`].
+fn fast_block(s: &mut Scan<'_>, out: &mut Vec<AgentEvent>) -> Option<()> {
+    let (mut kind, mut text, mut thinking, mut id, mut name, mut input) = (None, None, None, None, None, None);
+    s.object(|s, key| match key {
+        "type" => once(&mut kind, s.string_or_null()?),
+        "text" => once(&mut text, s.string_or_null()?),
+        "thinking" => once(&mut thinking, s.string_or_null()?),
+        "id" => once(&mut id, s.string_or_null()?),
+        "name" => once(&mut name, s.string_or_null()?),
+        "input" => once(&mut input, s.value()?),
+        "tool_use_id" | "content" | "is_error" => None,
+        _ => s.skip(),
+    })?;
+    let owned = |field: Option<Option<Cow<'_, str>>>| field.flatten().map(Cow::into_owned).unwrap_or_default();
+    match kind.flatten().as_deref() {
+        Some("text") => out.push(AgentEvent::Text { text: owned(text) }),
+        Some("thinking") => out.push(AgentEvent::Thinking { text: owned(thinking) }),
+        Some("redacted_thinking") => out.push(AgentEvent::Thinking { text: String::new() }),
+        Some("tool_use" | "server_tool_use") => {
+            out.push(AgentEvent::ToolStarted { id: owned(id), name: owned(name), input: input.unwrap_or(Value::Null) })
+        }
+        _ => {}
+    }
+    Some(())
+}
+
+/// Keeps a field's value, or fails on a repeated key as a derived reader does.
+#[inline]
+fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
+    slot.is_none().then(|| *slot = Some(value))
 }
 
 fn parse_system(obj: &Value, out: &mut Vec<AgentEvent>) {
@@ -503,6 +586,185 @@ mod tests {
         fuzz::truncations(&mut both, common[1]);
         fuzz::truncations(&mut both, common[2]);
         fuzz::junk(&mut both, 777);
+    }
+
+    /// Answers with `parse_line` (the fast path first) and checks the answer against
+    /// the reading without the fast path; counts the lines it took.
+    #[derive(Default)]
+    struct Fast(ClaudeStreamParser, ClaudeStreamParser, usize);
+
+    impl LineParser for Fast {
+        fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
+            self.2 += usize::from(ClaudeStreamParser::new().parse_fast(line).is_some());
+            let old = self.1.parse_common(line).unwrap_or_else(|| self.1.parse_value(line));
+            let new = self.0.parse_line(line);
+            assert_eq!(new, old, "{line}");
+            new
+        }
+    }
+
+    type Members = Vec<(String, String)>;
+
+    fn members(pairs: &[(&str, &str)]) -> Members {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    fn object(members: &Members) -> String {
+        let inner: Vec<String> = members.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+        format!("{{{}}}", inner.join(","))
+    }
+
+    /// Values of every JSON kind, valid or not, including what serde_json accepts only
+    /// in a field it skips.
+    fn odd_texts() -> Vec<String> {
+        let mut texts: Vec<String> = [
+            "null",
+            "true",
+            "false",
+            "nul",
+            "0",
+            "-0",
+            "01",
+            "-",
+            "1.5e+3",
+            "1.",
+            "1e400",
+            "-2E-7",
+            "\"\"",
+            "\"x\"",
+            "\"assistant\"",
+            "\"text\"",
+            "\"thinking\"",
+            "\"redacted_thinking\"",
+            "\"tool_use\"",
+            "\"image\"",
+            r#""a\"b\n\/\u00e9\ud83d\ude00""#,
+            r#""\ud83d""#,
+            r#""\uZZZZ""#,
+            r#""\x""#,
+            "\"tab\there\"",
+            "\"é 😀\u{7f}\"",
+            "[]",
+            "[1,]",
+            "[null,{}]",
+            "{}",
+            r#"{"a":}"#,
+            r#"{"a":1,"a":2}"#,
+            r#"{"content":[]}"#,
+            r#"{"type":"text","text":"y"}"#,
+            r#"[{"type":"thinking","thinking":"t"}]"#,
+            "",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        texts.push(format!("{}{}", "[".repeat(200), "]".repeat(200)));
+        texts
+    }
+
+    /// A member list changed in every way at once: each member dropped, repeated,
+    /// given every odd value, its key escaped; an extra member of every kind first and
+    /// last, unknown or a tool's; the order reversed.
+    fn mutations(base: &Members) -> Vec<Members> {
+        let mut out = vec![base.iter().rev().cloned().collect()];
+        for i in 0..base.len() {
+            let mut m = base.clone();
+            m.remove(i);
+            out.push(m);
+            let mut m = base.clone();
+            m.push(base[i].clone());
+            out.push(m);
+            let mut m = base.clone();
+            m[i].0 = m[i].0.replacen('t', r"\u0074", 1).replacen('e', r"\u0065", 1);
+            out.push(m);
+            for v in odd_texts() {
+                let mut m = base.clone();
+                m[i].1 = v;
+                out.push(m);
+            }
+        }
+        for v in odd_texts() {
+            for (at, key) in [(0, "extra"), (base.len(), "extra"), (base.len(), "id")] {
+                let mut m = base.clone();
+                m.insert(at, (key.into(), v.clone()));
+                out.push(m);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_fast_reading_answers_like_the_typed_one() {
+        let blocks = [
+            members(&[("type", "\"text\""), ("text", r#""I'll \"look\"\n é""#), ("citations", "null")]),
+            members(&[("type", "\"thinking\""), ("thinking", "\"hm\""), ("signature", "\"EqQBCkYI\"")]),
+            members(&[("type", "\"redacted_thinking\""), ("data", "\"abc\"")]),
+            members(&[
+                ("type", "\"tool_use\""),
+                ("id", "\"toolu_01\""),
+                ("name", "\"Bash\""),
+                ("input", r#"{"command":"ls \"a b\"","n":[1,-2.5e3,null,true],"o":{}}"#),
+            ]),
+        ];
+        let message = |block: &Members| {
+            members(&[
+                ("id", "\"msg_01\""),
+                ("type", "\"message\""),
+                ("role", "\"assistant\""),
+                ("content", &format!("[{}]", object(block))),
+                ("stop_reason", "null"),
+                ("usage", r#"{"input_tokens":12,"output_tokens":40,"server_tool_use":{"web_search_requests":0}}"#),
+            ])
+        };
+        let top = |message: &Members| {
+            members(&[
+                ("type", "\"assistant\""),
+                ("message", &object(message)),
+                ("parent_tool_use_id", "null"),
+                ("session_id", "\"s1\""),
+                ("error", "\"authentication_failed\""),
+                ("uuid", "\"u\""),
+            ])
+        };
+        let mut lines = Vec::new();
+        for block in &blocks {
+            lines.extend(mutations(&top(&message(block))).iter().map(object));
+            lines.extend(mutations(&message(block)).iter().map(|m| object(&top(m))));
+            lines.extend(mutations(block).iter().map(|b| object(&top(&message(b)))));
+        }
+        let mut p = Fast::default();
+        for line in &lines {
+            // Every line twice: once with a new session id, once with the same.
+            p.parse_line(line);
+            p.parse_line(line);
+            p.parse_line(&line.replace("\"s1\"", "\"s2\""));
+        }
+        for block in &blocks {
+            let line = object(&top(&message(block)));
+            fuzz::truncations(&mut p, &line);
+            for ws in [" ", "\t\r\n", "\u{a0}", "\u{b}"] {
+                let spaced: String = line.chars().flat_map(|c| [ws.to_owned(), c.to_string()]).collect();
+                p.parse_line(&spaced);
+                p.parse_line(&format!("{ws}{line}{ws}"));
+                p.parse_line(&format!("{line}{ws}}}"));
+            }
+        }
+        let typed = ["assistant", "user", "system", "result", ""];
+        fuzz::each_field(&mut p, &typed, &["message", "content", "session_id", "error", "text", "type"]);
+        fuzz::junk(&mut p, 4242);
+        assert!(p.2 > lines.len(), "the fast path took {} of {} lines", p.2, 3 * lines.len());
+
+        let common = [
+            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}]}}"#,
+            r#"{"type":"assistant","message":{"id":"msg_01","type":"message","role":"assistant","content":[{"type":"text","text":"Reading src/run/attempt.rs."}],"usage":{"input_tokens":12,"output_tokens":40}},"session_id":"0b5c6a1e"}"#,
+            r#" {"type":"assistant","message":{"content":[{"type":"thinking","thinking":"a\nb","signature":"E"},{"type":"redacted_thinking","data":"x"},{"type":"image"}]},"error":"x"} "#,
+            r#"{"type":"assistant","message":null,"session_id":null,"error":null}"#,
+            r#"{"type":"assistant","message":{"content":[]}}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"Bash","input":{"command":"ls"}}]}}"#,
+        ];
+        for line in common {
+            assert!(ClaudeStreamParser::new().parse_fast(line).is_some(), "not read the fast way: {line}");
+            p.parse_line(line);
+        }
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub(crate) mod descriptor;
 pub(crate) mod event;
 pub(crate) mod gemini;
 pub(crate) mod json;
+pub(crate) mod json_scan;
 pub(crate) mod kinds;
 pub(crate) mod launch;
 pub(crate) mod opencode;
