@@ -104,7 +104,17 @@ impl AttemptLog {
 
     /// One whole line.
     pub(crate) fn line(&mut self, bytes: &[u8], stderr: bool) {
-        self.part(bytes, stderr, true);
+        let bytes = redact_bytes(bytes);
+        // The common line, which fits the file and meets no full disk, in one step
+        // (a flood is millions of them).
+        let fits = self.written + bytes.len() as u64 + 1 <= self.limit();
+        if !stderr && fits && self.full.is_none() && self.file.is_some() {
+            return self.raw(&bytes, true);
+        }
+        if stderr {
+            self.write(b"[stderr] ");
+        }
+        self.write(&bytes);
         self.end_line();
     }
 
@@ -186,19 +196,25 @@ impl AttemptLog {
                 bytes.iter().position(|b| *b == b'\n').map_or(bytes.len(), |i| i + 1).min(room)
             };
             let (now, rest) = bytes.split_at(take.min(bytes.len()));
-            self.raw(now);
+            self.raw(now, false);
             bytes = rest;
         }
     }
 
-    fn raw(&mut self, bytes: &[u8]) {
+    /// Buffers `bytes`, and a newline after them if `newline`.
+    fn raw(&mut self, bytes: &[u8], newline: bool) {
         if let Some(last) = bytes.last() {
             self.at_line_start = *last == b'\n';
         }
         self.buf.extend_from_slice(bytes);
-        self.written += bytes.len() as u64;
+        if newline {
+            self.buf.push(b'\n');
+            self.at_line_start = true;
+        }
+        let len = (bytes.len() + usize::from(newline)) as u64;
+        self.written += len;
         if let Some(segment) = self.kept.back_mut() {
-            segment.1 += bytes.len() as u64;
+            segment.1 += len;
         }
         self.dirty_since.get_or_insert_with(Instant::now);
         if self.buf.len() >= BUFFER {
