@@ -42,17 +42,24 @@ impl ClaudeStreamParser {
         Self::default()
     }
 
-    /// An assistant message read by hand ([`Scan`]): the shape of nearly every line.
-    /// It answers as [`Self::parse_common`] would, or `None`, on which that runs: for
-    /// another kind, a repeated or oddly typed field, anything the reader is unsure
-    /// of, and a block with a tool result's fields (`tool_use_id`, `content`,
-    /// `is_error`), which only user lines carry.
+    /// The fast reading alone, as the tests compare it.
+    #[cfg(test)]
     fn parse_fast(&mut self, line: &str) -> Option<Vec<AgentEvent>> {
+        let mut out = Vec::new();
+        self.fast_into(line, &mut out).map(|()| out)
+    }
+
+    /// An assistant message read by hand ([`Scan`]) into `out`: the shape of nearly
+    /// every line. It answers as [`Self::parse_common`] would, or `None` (with part
+    /// of an answer in `out`, and the session state untouched), on which that runs:
+    /// for another kind, a repeated or oddly typed field, anything the reader is
+    /// unsure of, and a block with a tool result's fields (`tool_use_id`, `content`,
+    /// `is_error`), which only user lines carry.
+    fn fast_into(&mut self, line: &str, out: &mut Vec<AgentEvent>) -> Option<()> {
         // No `trim`: JSON's own whitespace is skipped, and a line with other blanks at
         // its ends is declined.
         let mut scan = Scan::new(line);
         let (mut kind, mut session_id, mut error, mut message) = (None, None, None, None);
-        let mut out = Vec::new();
         scan.object(|s, key| match key {
             "type" => once(&mut kind, s.string().filter(|k| k == "assistant")?),
             "session_id" => once(&mut session_id, s.string_or_null()?),
@@ -66,7 +73,7 @@ impl ClaudeStreamParser {
                 s.object(|s, key| match key {
                     "content" => {
                         once(&mut content, ())?;
-                        if s.null() { Some(()) } else { s.array(|s| fast_block(s, &mut out)) }
+                        if s.null() { Some(()) } else { s.array(|s| fast_block(s, out)) }
                     }
                     _ => s.skip(),
                 })
@@ -79,12 +86,12 @@ impl ClaudeStreamParser {
             out.push(AgentEvent::Error { message: message.into_owned() });
         }
         let before = out.len();
-        self.session_id.note(session_id.flatten().as_deref(), &mut out);
+        self.session_id.note(session_id.flatten().as_deref(), out);
         out.rotate_left(before); // the session first
         if out.is_empty() {
             out.push(unknown("assistant"));
         }
-        Some(out)
+        Some(())
     }
 
     /// An assistant message or a tool result read through typed fields; `None` for
@@ -144,7 +151,16 @@ impl ClaudeStreamParser {
 
 impl LineParser for ClaudeStreamParser {
     fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
-        self.parse_fast(line).or_else(|| self.parse_common(line)).unwrap_or_else(|| self.parse_value(line))
+        let mut out = Vec::new();
+        self.parse_into(line, &mut out);
+        out
+    }
+
+    fn parse_into(&mut self, line: &str, out: &mut Vec<AgentEvent>) {
+        if self.fast_into(line, out).is_none() {
+            out.clear();
+            out.extend(self.parse_common(line).unwrap_or_else(|| self.parse_value(line)));
+        }
     }
 }
 

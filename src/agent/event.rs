@@ -49,4 +49,11 @@ pub enum AgentEvent {
 /// Turns one output line into zero or more events. One implementation per format.
 pub trait LineParser: Send {
     fn parse_line(&mut self, line: &str) -> Vec<AgentEvent>;
+
+    /// [`parse_line`](Self::parse_line) into `out` (empty on entry): a parser of
+    /// the formats that flood reuses the caller's buffer instead of allocating one
+    /// per line.
+    fn parse_into(&mut self, line: &str, out: &mut Vec<AgentEvent>) {
+        out.extend(self.parse_line(line));
+    }
 }

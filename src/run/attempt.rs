@@ -254,6 +254,8 @@ struct Running<'a> {
     suspended: Duration,
     /// When to call [`Observer::catch_up`], after a light save.
     catch_up_at: Option<Instant>,
+    /// A stdout line's events, the buffer kept from line to line.
+    events: Vec<AgentEvent>,
 }
 
 impl<'a> Running<'a> {
@@ -286,6 +288,7 @@ impl<'a> Running<'a> {
             drain_at: None,
             suspended: Duration::ZERO,
             catch_up_at: Some(started + CATCH_UP),
+            events: Vec::new(),
         }
     }
 
@@ -340,7 +343,8 @@ impl<'a> Running<'a> {
     /// A stdout line: the agent's events, for the supervisor, the observer and the
     /// outcome.
     fn stdout_line(&mut self, line: &str) {
-        let events = self.prepared.parser.parse_line(line);
+        let mut events = std::mem::take(&mut self.events);
+        self.prepared.parser.parse_into(line, &mut events);
         trace_events(line, &events);
         let mut found = None;
         if events.is_empty() {
@@ -350,7 +354,7 @@ impl<'a> Running<'a> {
         // Lines that are not the agent's structured events (a CLI's own error
         // printout) are evidence for the classifier.
         let unparsed = events.iter().all(|e| matches!(e, AgentEvent::Unknown { kind } if kind == "non-json"));
-        for event in events {
+        for event in events.drain(..) {
             found = found.or(self.supervisor.on_event(Some(&event), self.now));
             self.observer.event(Some(&event));
             if matches!(event, AgentEvent::ToolStarted { .. } | AgentEvent::ToolFinished { .. })
@@ -363,6 +367,7 @@ impl<'a> Running<'a> {
                 self.catch_up_at.get_or_insert(self.now + CATCH_UP);
             }
         }
+        self.events = events;
         if self.collected.text_output {
             push_bounded(&mut self.collected.stdout_tail, line);
         }

@@ -107,7 +107,7 @@ impl AttemptLog {
         let bytes = redact_bytes(bytes);
         // The common line, which fits the file and meets no full disk, in one step
         // (a flood is millions of them).
-        let fits = self.written + bytes.len() as u64 + 1 <= self.limit();
+        let fits = self.written + (bytes.len() as u64) < self.limit();
         if !stderr && fits && self.full.is_none() && self.file.is_some() {
             return self.raw(&bytes, true);
         }
