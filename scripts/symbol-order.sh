@@ -53,8 +53,10 @@ workload long text "head -c 3000000 /dev/zero | tr '\\0' x; echo"
 (cd "$WORK" && valgrind --tool=callgrind --demangle=no --trace-children=yes \
     --callgrind-out-file="$WORK/cg.demo.%p" "$RALPH" demo </dev/null >/dev/null 2>&1) || true
 
-# Every function named in the profiles (callers and callees), once, in the order
-# first seen; Rust's mangled names only (the C library's are not ours to place).
+# Every function named in the profiles (callers and callees), once; Rust's mangled
+# names only (the C library's are not ours to place). Sorted, so that a new list
+# differs from the old by the functions that came and went: where in the packed
+# stretch each one lands does not change what is resident.
 grep -hE '^c?fn=\([0-9]+\) ' "$WORK"/cg.* | sed -E 's/^c?fn=\([0-9]+\) //' |
-    sed -E "s/'[0-9]+$//" | grep -E '^_(ZN|R)' | awk '!seen[$0]++' >"$OUT"
+    sed -E "s/'[0-9]+$//" | grep -E '^_(ZN|R)' | LC_ALL=C sort -u >"$OUT"
 echo "$OUT: $(wc -l <"$OUT") functions"
