@@ -96,6 +96,10 @@ pub(crate) trait Observer {
     fn catch_up(&mut self);
 }
 
+/// Events of one line whose buffer is kept for the next: a line rarely holds more
+/// than a few, and one with thousands should not keep their memory.
+const EVENTS_BUFFER: usize = 64;
+
 /// How long `checkpoint.json` may lag behind a light save while the agent runs: an
 /// agent call that ends sooner costs no file of its own (the journal has the save),
 /// and a person or tool reading the file sees the attempt within this long.
@@ -254,7 +258,8 @@ struct Running<'a> {
     suspended: Duration,
     /// When to call [`Observer::catch_up`], after a light save.
     catch_up_at: Option<Instant>,
-    /// A stdout line's events, the buffer kept from line to line.
+    /// A stdout line's events, the buffer kept from line to line (up to
+    /// [`EVENTS_BUFFER`] of them).
     events: Vec<AgentEvent>,
 }
 
@@ -367,7 +372,10 @@ impl<'a> Running<'a> {
                 self.catch_up_at.get_or_insert(self.now + CATCH_UP);
             }
         }
-        self.events = events;
+        // Kept for the next line, unless one huge line grew it (its memory goes back).
+        if events.capacity() <= EVENTS_BUFFER {
+            self.events = events;
+        }
         if self.collected.text_output {
             push_bounded(&mut self.collected.stdout_tail, line);
         }
