@@ -11,7 +11,8 @@ zombie's /proc/PID/stat (all its threads, none of its children), and then it is
 reaped. (Its peak RSS from wait4 would include python's: a forked child's peak
 survives its exec, so run.sh takes the RSS from GNU time in a run of its own.)
 
-Usage: own_cpu.py COMMAND [ARGS...]   (stdin, stdout and stderr are inherited)
+Usage: own_cpu.py OUT_FILE COMMAND [ARGS...]   (the figures go to OUT_FILE; the
+command's stdin, stdout and stderr are inherited, so nothing it prints can mix in)
 """
 
 import os
@@ -20,10 +21,10 @@ import time
 
 
 def main() -> int:
-    argv = sys.argv[1:]
-    if not argv:
+    if len(sys.argv) < 3:
         print(__doc__, file=sys.stderr)
         return 2
+    out, argv = sys.argv[1], sys.argv[2:]
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:
@@ -39,7 +40,8 @@ def main() -> int:
     ticks = os.sysconf("SC_CLK_TCK")
     user, sys_ = int(fields[11]) / ticks, int(fields[12]) / ticks
     os.waitpid(pid, 0)
-    print(f"{wall:.2f} {user:.2f} {sys_:.2f}")
+    with open(out, "w") as f:
+        f.write(f"{wall:.2f} {user:.2f} {sys_:.2f}\n")
     return 0
 
 

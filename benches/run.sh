@@ -174,10 +174,10 @@ EOF
 # under GNU time (python's own pages would count in the first: a forked child's
 # peak survives its exec). Prints "wall user sys maxrss_kb".
 timed() {
-    (cd "$1" && python3 "$BENCHES/own_cpu.py" "$RALPH" -q </dev/null >"$WORK/time.out" 2>/dev/null) || true
+    (cd "$1" && python3 "$BENCHES/own_cpu.py" "$WORK/time.out" "$RALPH" -q </dev/null >/dev/null 2>&1) || true
     rm -rf "$1/.agent"
     (cd "$1" && /usr/bin/time -f '%M' -o "$WORK/rss.out" "$RALPH" -q </dev/null >/dev/null 2>&1) || true
-    echo "$(tail -n 1 "$WORK/time.out" | cut -d' ' -f1-3) $(cat "$WORK/rss.out")"
+    echo "$(cat "$WORK/time.out") $(cat "$WORK/rss.out")"
 }
 flood() {
     # $1 label, $2 output, $3 shell generator (written to gen.sh in the workspace)
