@@ -477,13 +477,13 @@ mod tests {
         hides("Password: hunter2", "Password: [REDACTED]");
     }
 
-    /// The scan without its shortcuts: both matchers tried at every word start.
-    fn unfiltered(text: &str) -> String {
+    /// A reference scan: every byte visited; at a word start, `found` says what to hide.
+    fn walk(text: &str, mut found: impl FnMut(usize) -> Option<(usize, usize)>) -> String {
         let b = text.as_bytes();
         let (mut out, mut copied, mut i) = (String::new(), 0, 0);
         while i < b.len() {
             if (i == 0 || !is_word(b[i - 1]))
-                && let Some((start, end)) = assignment(text, i).or_else(|| token(b, i))
+                && let Some((start, end)) = found(i)
             {
                 out.push_str(&text[copied..start]);
                 out.push_str(REDACTED);
@@ -493,6 +493,11 @@ mod tests {
             i += 1;
         }
         out + &text[copied..]
+    }
+
+    /// The scan without its shortcuts: both matchers tried at every word start.
+    fn unfiltered(text: &str) -> String {
+        walk(text, |i| assignment(text, i).or_else(|| token(text.as_bytes(), i)))
     }
 
     /// The scan as it was before the anchors: every byte visited, the key tried near a
@@ -507,25 +512,14 @@ mod tests {
         };
         let has_sep = memchr::memchr2(b'=', b':', b).is_some();
         let mut next = find(0);
-        let (mut out, mut copied, mut i) = (String::new(), 0, 0);
-        while i < b.len() {
+        walk(text, |i| {
             if next < i {
                 next = find(i);
             }
             let near = has_sep && next <= i + 1 + MAX_KEY;
             let starts_token = matches!(b[i], b's' | b'g' | b'x' | b'A' | b'b' | b'B');
-            if (i == 0 || !is_word(b[i - 1]))
-                && let Some((start, end)) =
-                    near.then(|| assignment(text, i)).flatten().or_else(|| starts_token.then(|| token(b, i)).flatten())
-            {
-                out.push_str(&text[copied..start]);
-                out.push_str(REDACTED);
-                (copied, i) = (end, end);
-                continue;
-            }
-            i += 1;
-        }
-        out + &text[copied..]
+            near.then(|| assignment(text, i)).flatten().or_else(|| starts_token.then(|| token(b, i)).flatten())
+        })
     }
 
     /// What [`generated_lines`] are made of, split at `|`.
