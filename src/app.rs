@@ -100,7 +100,7 @@ fn run_command(args: RunArgs) -> Result<i32, RalphError> {
         allow_dirty: args.allow_dirty,
         log_format: args.log_format,
     };
-    // One thread: the agent is forked from it, so its parent-death signal is tied to
+    // One thread: the agent is started from it, so its parent-death signal is tied to
     // ralph's life rather than to a worker thread's.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

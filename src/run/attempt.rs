@@ -133,21 +133,17 @@ pub(crate) async fn run(
 ) -> Outcome {
     let started = Instant::now();
     let program = prepared.launch.argv.first().cloned().unwrap_or_default();
-    let spawned =
-        spawn(&prepared.launch).and_then(|mut child| match (child.id(), child.stdout.take(), child.stderr.take()) {
-            (Some(pgid), Some(out), Some(err)) => Ok((child, pgid, out, err)),
-            _ => Err(std::io::Error::other("the agent's pipes were not set up")),
-        });
-    let (mut child, pgid, stdout, stderr) = match spawned {
+    let (mut child, pipes) = match spawn(&prepared.launch) {
         Ok(spawned) => spawned,
         Err(error) => return Collected::new(prepared.text_output).finish(End::SpawnFailed { error, program }, started),
     };
+    let pgid = child.pid();
     // The signal paths that bypass this loop (second Ctrl+C, Ctrl+Z) need the group.
     agent_group::set(pgid);
     let _group = GroupGuard;
-    write_prompt(prepared.launch.stdin.clone(), child.stdin.take());
+    write_prompt(prepared.launch.stdin.clone(), pipes.stdin);
     // Bytes, not `String` lines: one invalid UTF-8 byte must not end the reading.
-    let (mut out, mut err) = (LineReader::new(stdout), LineReader::new(stderr));
+    let (mut out, mut err) = (LineReader::new(pipes.stdout), LineReader::new(pipes.stderr));
     // Plain buffered writes: a page-cache write takes microseconds, while tokio's
     // file type would hop to a blocking thread for every line.
     let log = AttemptLog::create(log_path, max_log);
@@ -206,7 +202,7 @@ pub(crate) async fn run(
 /// fills the pipe before the agent reads it), then closes it: the agent sees the end
 /// of its input. An agent that exits without reading all of it ends the write with
 /// EPIPE, harmlessly.
-fn write_prompt(text: Option<String>, pipe: Option<tokio::process::ChildStdin>) {
+fn write_prompt(text: Option<String>, pipe: Option<tokio::net::unix::pipe::Sender>) {
     let (Some(text), Some(mut pipe)) = (text, pipe) else { return };
     tokio::spawn(async move {
         use tokio::io::AsyncWriteExt;

@@ -316,7 +316,7 @@ fn settled(cp: &Checkpoint, reporter: &Reporter) -> RunEnd {
 
 /// How long the lock may stay held after the ralph recorded in it died: the kernel
 /// frees it when the last process sharing the dead ralph's descriptor is gone, and
-/// a child it was starting (between fork and exec) dies by its parent-death signal
+/// a child it was starting (between clone and exec) dies by its parent-death signal
 /// only a moment later. A restart right after a kill -9 waits that out.
 const DEAD_HOLDER_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
