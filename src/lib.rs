@@ -46,6 +46,7 @@ pub mod bench {
     pub use crate::agent::event::{AgentEvent, LineParser};
     pub use crate::agent::text::TextParser;
     pub use crate::config::{AgentKind, Timeouts};
+    pub use crate::os::spawn::{Program, spawn};
     pub use crate::recovery::classify::{EndedBy, Exit, Report, classify};
     pub use crate::state::atomic::{Durability, replace};
     pub use crate::state::redact::{redact, redacted};

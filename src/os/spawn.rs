@@ -24,7 +24,7 @@ use nix::libc;
 const STACK: usize = 64 * 1024;
 
 /// What the child of [`spawn`] gets.
-pub(crate) struct Program<'a> {
+pub struct Program<'a> {
     /// The file to execute (already found on `PATH`); also `argv[0]`.
     pub path: &'a Path,
     pub args: &'a [String],
@@ -40,7 +40,7 @@ pub(crate) struct Program<'a> {
 /// descriptor of ralph's but the three given. Returns its pid; the caller reaps it
 /// ([`try_wait`]). The error is the errno of the step that failed (`ENOENT` from
 /// `execve` for a missing program), which says whether a later launch can succeed.
-pub(crate) fn spawn(program: &Program<'_>) -> io::Result<i32> {
+pub fn spawn(program: &Program<'_>) -> io::Result<i32> {
     let plan = Plan::new(program)?;
     let stack = Stack::new()?;
     // SAFETY: `sigset_t` is plain data, filled by `sigfillset` before use.
