@@ -7,21 +7,30 @@
 //! ralph's memory on a small stack of its own while the calling thread waits, makes
 //! a few system calls from data prepared before the clone, and execs (or exits).
 //! Nothing in the child allocates, takes a lock or returns into ralph's code, and no
-//! signal handler of ralph's can run in it: every signal stays blocked until the
-//! child has set each handled one back to its default.
+//! signal handler of ralph's can run in it: every signal (glibc's internal two
+//! included) stays blocked until the child has set each handled one back to its
+//! default. A failed step is reported through a close-on-exec pipe, as std does: an
+//! emulator that runs such a clone as a plain fork (valgrind, qemu-user) reports it
+//! the same way.
 
+use std::collections::HashSet;
 use std::ffi::{CString, c_int, c_void};
-use std::io;
+use std::io::{self, Read};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicI32, Ordering};
 
 use nix::libc;
 
-/// The child's stack. Its calls are a few system call wrappers deep; the lowest page
-/// is left inaccessible so that an overflow faults instead of writing over ralph.
+/// The child's stack. Its calls are a few system call wrappers deep. One page more is
+/// mapped below it and left inaccessible, so that an overflow faults instead of
+/// writing over ralph.
 const STACK: usize = 64 * 1024;
+
+/// The kernel's signal set, in bytes: 64 signals on every architecture ralph builds
+/// for. The raw system call is used because glibc's wrappers leave its two internal
+/// signals out of every set.
+const KERNEL_SIGSET: usize = 8;
 
 /// What the child of [`spawn`] gets.
 pub struct Program<'a> {
@@ -41,20 +50,14 @@ pub struct Program<'a> {
 /// ([`try_wait`]). The error is the errno of the step that failed (`ENOENT` from
 /// `execve` for a missing program), which says whether a later launch can succeed.
 pub fn spawn(program: &Program<'_>) -> io::Result<i32> {
-    let plan = Plan::new(program)?;
+    let (mut report, report_write) = error_pipe()?;
+    let plan = Plan::new(program, report_write)?;
     let stack = Stack::new()?;
-    // SAFETY: `sigset_t` is plain data, filled by `sigfillset` before use.
-    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; `old` receives the calling thread's mask.
-    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointers to the two sets; blocking signals on this thread only.
-    unsafe {
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-    }
+    let mut old = [0u64; 1];
+    block_all_signals(Some(&mut old));
     // SAFETY: the child runs `child` on its own stack, reads `plan` (alive and
     // unchanged: CLONE_VFORK suspends this thread until the child execs or exits),
-    // writes only `plan.error`, and never returns into this function's frame.
+    // and never returns into this function's frame.
     let pid = unsafe {
         libc::clone(
             child,
@@ -64,19 +67,65 @@ pub fn spawn(program: &Program<'_>) -> io::Result<i32> {
         )
     };
     let clone_error = io::Error::last_os_error();
-    // SAFETY: restores the mask saved above.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    set_signal_mask(&old, None);
+    // The child's copy of the write end closes at its exec or exit; ralph's now.
+    drop(plan);
+    drop(stack);
     if pid < 0 {
         return Err(clone_error);
     }
-    match plan.error.load(Ordering::Acquire) {
+    // Where the clone ran as a plain fork, ralph may get here first: the group is
+    // made from this side too (it fails harmlessly once the child has exec'd).
+    // SAFETY: a plain system call on ralph's own child.
+    unsafe { libc::setpgid(pid, pid) };
+    let mut errno = [0u8; 4];
+    match read_report(&mut report, &mut errno) {
         0 => Ok(pid),
-        errno => {
-            // It has exited (CLONE_VFORK returned): collect it.
+        _ => {
+            // It has exited (or is about to): collect it.
             while let Ok(None) = try_wait_blocking(pid) {}
-            Err(io::Error::from_raw_os_error(errno))
+            Err(io::Error::from_raw_os_error(i32::from_ne_bytes(errno)))
         }
     }
+}
+
+/// A close-on-exec pipe: the child writes the errno of a failed step to it; an
+/// exec closes it unwritten.
+fn error_pipe() -> io::Result<(std::fs::File, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a valid out array of two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both were just created and nothing else owns them.
+    Ok(unsafe { (std::fs::File::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Reads the child's report: 0 bytes once it has exec'd, 4 when a step failed.
+fn read_report(report: &mut std::fs::File, errno: &mut [u8; 4]) -> usize {
+    let mut got = 0;
+    while got < errno.len() {
+        match report.read(&mut errno[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    got
+}
+
+/// Blocks every signal of the calling thread (glibc's internal ones too), saving the
+/// mask it had in `old`.
+fn block_all_signals(old: Option<&mut [u64; 1]>) {
+    set_signal_mask(&[u64::MAX], old);
+}
+
+/// The raw `rt_sigprocmask(SIG_SETMASK)`: async-signal-safe, and unfiltered.
+fn set_signal_mask(mask: &[u64; 1], old: Option<&mut [u64; 1]>) {
+    let old = old.map_or(std::ptr::null_mut(), |o| o.as_mut_ptr());
+    // SAFETY: `mask` and `old` (when given) point to sets of KERNEL_SIGSET bytes.
+    unsafe { libc::syscall(libc::SYS_rt_sigprocmask, libc::SIG_SETMASK, mask.as_ptr(), old, KERNEL_SIGSET) };
 }
 
 /// The raw wait status of child `pid` if it has ended, without waiting.
@@ -120,12 +169,12 @@ struct Plan {
     /// Copies made to get there, closed after the clone.
     _moved: Vec<OwnedFd>,
     parent: libc::pid_t,
-    /// The errno of the step that failed, written by the child.
-    error: AtomicI32,
+    /// Where the child writes the errno of a step that failed.
+    report: OwnedFd,
 }
 
 impl Plan {
-    fn new(program: &Program<'_>) -> io::Result<Self> {
+    fn new(program: &Program<'_>, report: OwnedFd) -> io::Result<Self> {
         let path = c_string(program.path.as_os_str().as_bytes())?;
         let mut strings = Vec::with_capacity(2 + program.args.len() + program.env.len());
         strings.push(path.clone());
@@ -133,7 +182,11 @@ impl Plan {
             strings.push(c_string(arg.as_bytes())?);
         }
         let argc = strings.len();
-        for (key, value) in program.env {
+        // A name given twice counts once, its last value (as with std's `Command`).
+        let mut seen = HashSet::new();
+        let mut env: Vec<_> = program.env.iter().rev().filter(|(key, _)| seen.insert(key.as_str())).collect();
+        env.reverse();
+        for (key, value) in env {
             strings.push(c_string(format!("{key}={value}").as_bytes())?);
         }
         strings.push(c_string(b"/bin/sh")?);
@@ -163,7 +216,7 @@ impl Plan {
             _moved: moved,
             // SAFETY: getpid has no preconditions.
             parent: unsafe { libc::getpid() },
-            error: AtomicI32::new(0),
+            report,
         })
     }
 }
@@ -195,7 +248,7 @@ impl Stack {
         let base = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
-                STACK,
+                Self::len(),
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
                 -1,
@@ -206,24 +259,29 @@ impl Stack {
             return Err(io::Error::last_os_error());
         }
         let stack = Self { base };
-        // SAFETY: the first page of the mapping just made.
+        // SAFETY: the first page of the mapping just made (the guard).
         if unsafe { libc::mprotect(base, page_size(), libc::PROT_NONE) } != 0 {
             return Err(io::Error::last_os_error());
         }
         Ok(stack)
     }
 
+    /// The guard page and the stack above it.
+    fn len() -> usize {
+        page_size() + STACK
+    }
+
     /// The stack grows down from the end of the mapping (page-aligned, so 16-byte
     /// aligned as the ABI wants).
     fn top(&self) -> *mut c_void {
-        self.base.wrapping_byte_add(STACK)
+        self.base.wrapping_byte_add(Self::len())
     }
 }
 
 impl Drop for Stack {
     fn drop(&mut self) {
         // SAFETY: unmaps exactly the mapping made in `new`, after the child is done with it.
-        unsafe { libc::munmap(self.base, STACK) };
+        unsafe { libc::munmap(self.base, Self::len()) };
     }
 }
 
@@ -238,8 +296,9 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
     // suspended.
     let plan = unsafe { &*arg.cast::<Plan>() };
     // SAFETY: see `prepare_and_exec`.
-    let errno = unsafe { prepare_and_exec(plan) };
-    plan.error.store(errno.max(1), Ordering::Release);
+    let errno = unsafe { prepare_and_exec(plan) }.to_ne_bytes();
+    // SAFETY: writes 4 bytes from a local to the report pipe.
+    unsafe { libc::write(plan.report.as_raw_fd(), errno.as_ptr().cast::<c_void>(), errno.len()) };
     // SAFETY: ends the child without running anything of ralph's (no atexit, no flush).
     unsafe { libc::_exit(127) }
 }
@@ -253,26 +312,13 @@ unsafe fn prepare_and_exec(plan: &Plan) -> c_int {
     // SAFETY (for the block): plain system calls on the child's own state, with
     // pointers into `plan` or to locals.
     unsafe {
-        // A handler is ralph's code, written for ralph's state: once the signals are
-        // unblocked, one must not run here, on ralph's memory. SIGPIPE goes back to
-        // its default as well (ralph ignores it; an agent expects the default).
-        for signal in 1..=libc::SIGRTMAX() {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(signal, std::ptr::null(), &mut action) != 0 {
-                continue;
-            }
-            let handler = action.sa_sigaction;
-            if handler == libc::SIG_DFL || (handler == libc::SIG_IGN && signal != libc::SIGPIPE) {
-                continue;
-            }
-            let mut default: libc::sigaction = std::mem::zeroed();
-            default.sa_sigaction = libc::SIG_DFL;
-            libc::sigaction(signal, &default, std::ptr::null_mut());
-        }
-        // Its own group: a terminal's Ctrl+C reaches ralph only, and ralph can end
-        // the agent with everything it starts.
+        // Its own group first: a terminal's Ctrl+C or Ctrl+Z reaches ralph only from
+        // here on, and ralph can end the agent with everything it starts.
         if libc::setpgid(0, 0) != 0 {
             return errno();
+        }
+        for signal in 1..=libc::SIGRTMAX() {
+            reset(signal);
         }
         // If ralph is killed outright (kill -9, OOM), its agent dies with it instead
         // of editing files unsupervised. ralph may have died just before this call.
@@ -292,14 +338,47 @@ unsafe fn prepare_and_exec(plan: &Plan) -> c_int {
         if libc::chdir(plan.cwd.as_ptr()) != 0 {
             return errno();
         }
-        let mut none: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut none);
-        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        set_signal_mask(&[0], None);
         libc::execve(plan.path.as_ptr(), plan.argv.as_ptr(), plan.envp.as_ptr());
         let failed = errno();
         if failed == libc::ENOEXEC {
             libc::execve(plan.sh_argv[0], plan.sh_argv.as_ptr(), plan.envp.as_ptr());
         }
         failed
+    }
+}
+
+/// Sets `signal` to its default action in the child where ralph handles it: a
+/// handler is ralph's code, written for ralph's state, and must not run here on
+/// ralph's memory once the signals are unblocked. It is ignored for a moment first,
+/// which discards one already pending: a Ctrl+Z or Ctrl+C meant for ralph that
+/// reached the child while it was still in ralph's group would otherwise stop or
+/// end it before its exec (a stopped child would hold ralph in the clone). The
+/// terminal's stop signals get the same treatment at their default. SIGPIPE goes
+/// back to its default (ralph ignores it; an agent expects the default); other
+/// ignored signals stay ignored, as with any exec.
+///
+/// # Safety
+/// Only in the child of `spawn`'s clone, with every signal blocked.
+unsafe fn reset(signal: c_int) {
+    // SAFETY (for the block): `sigaction` on the child's own table, with pointers to
+    // locals; glibc refuses its internal signals, which stay blocked.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(signal, std::ptr::null(), &mut action) != 0 {
+            return;
+        }
+        let handler = action.sa_sigaction;
+        let stops = matches!(signal, libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU);
+        let handled = handler != libc::SIG_DFL && handler != libc::SIG_IGN;
+        let pipe = signal == libc::SIGPIPE && handler == libc::SIG_IGN;
+        if !(handled || pipe || (stops && handler == libc::SIG_DFL)) {
+            return;
+        }
+        let mut set: libc::sigaction = std::mem::zeroed();
+        set.sa_sigaction = libc::SIG_IGN;
+        libc::sigaction(signal, &set, std::ptr::null_mut());
+        set.sa_sigaction = libc::SIG_DFL;
+        libc::sigaction(signal, &set, std::ptr::null_mut());
     }
 }

@@ -5,7 +5,7 @@
 //! attempt's [`ATTEMPT_ID_VAR`], and every orphan it inherited (found as its own
 //! child even if it cleared its environment), then reaps those it ended.
 //!
-//! Reaping never uses `waitpid(-1)`: tokio owns the agent's pid and must get its
+//! Reaping never uses `waitpid(-1)`: the agent's handle (`group::Agent`) must get its
 //! exit status. Only pids that are not the agent's are reaped, each one checked
 //! with `waitid(…, WNOWAIT)` first. Selection is pure (over a snapshot of `/proc`);
 //! the shell reads `/proc`, signals and reaps.
@@ -58,7 +58,8 @@ fn inherited(p: &Proc, me: Me, owned: &[i32]) -> bool {
 }
 
 /// The live processes to end: the attempt's marked ones, and the orphans that came
-/// back to the subreaper; never a pid tokio owns, never ralph's own helpers.
+/// back to the subreaper; never a pid with a waiter of its own (the agent), never
+/// ralph's own helpers.
 pub(crate) fn to_end(procs: &[Proc], me: Me, owned: &[i32]) -> Vec<i32> {
     procs
         .iter()
@@ -68,7 +69,8 @@ pub(crate) fn to_end(procs: &[Proc], me: Me, owned: &[i32]) -> Vec<i32> {
         .collect()
 }
 
-/// The dead orphans to reap: never a pid tokio owns (the agent, a notifier).
+/// The dead orphans to reap: never a pid with a waiter of its own (the agent; a
+/// notifier, which tokio waits for).
 pub(crate) fn to_reap(procs: &[Proc], me: Me, owned: &[i32]) -> Vec<i32> {
     procs.iter().filter(|p| p.zombie && inherited(p, me, owned)).map(|p| p.pid).collect()
 }
@@ -153,7 +155,8 @@ fn attempt_start(ran: Duration) -> Option<u64> {
 }
 
 /// Ends and reaps what escaped the attempt `attempt_id`, which started at
-/// `started`; `owned` are the pids tokio owns (the agent). Returns the pids it killed.
+/// `started`; `owned` are the pids with a waiter of their own (the agent). Returns
+/// the pids it killed.
 pub(crate) fn end_attempt(attempt_id: &str, started: Instant, owned: &[i32]) -> Vec<i32> {
     let since = attempt_start(started.elapsed());
     let me = Me { pid: i32::try_from(std::process::id()).unwrap_or(i32::MAX), pgid: nix::unistd::getpgrp().as_raw() };
@@ -205,7 +208,7 @@ mod tests {
         let me = ME;
         let procs = [
             p(10, 1, false, false),  // ralph
-            p(20, 10, false, true),  // the agent (tokio's)
+            p(20, 10, false, true),  // the agent (its handle's)
             p(30, 1, false, true),   // escaped with setsid, reparented elsewhere
             p(40, 10, false, false), // an orphan that cleared its environment
             p(50, 10, true, true),   // already dead: reaped, not killed
@@ -213,7 +216,7 @@ mod tests {
         ];
         assert_eq!(to_end(&procs, me, &[20]), [30, 40]);
         assert_eq!(to_reap(&procs, me, &[20]), [50]);
-        // The agent's zombie is tokio's to reap.
+        // The agent's zombie is its handle's to reap.
         assert_eq!(to_reap(&[p(20, 10, true, true)], me, &[20]), Vec::<i32>::new());
     }
 
