@@ -21,6 +21,7 @@ use crate::signal::{InterruptAction, Signals, StopCause};
 use crate::state::checkpoint::Status;
 
 use super::RunEnd;
+use super::attempt::CATCH_UP;
 use super::connect;
 use super::dispatch::{Dispatcher, Flow, Raced};
 
@@ -35,8 +36,15 @@ impl Dispatcher {
         let until = Instant::now() + delay;
         // Said before it is saved: whoever sees `waiting` on disk has seen the line.
         self.r.reporter.waiting(why, delay);
-        self.r.checkpoint.status = Status::Waiting;
-        self.save()?;
+        // A wait shorter than a reader of the checkpoint could see (the attempt's
+        // own catch-up time) is not a state of the run: saving it would cost a sync
+        // and two registry writes between a crash and the next attempt, and a resume
+        // after a power cut in it retries at once, as the wait would have.
+        let seen = delay >= CATCH_UP;
+        if seen {
+            self.r.checkpoint.status = Status::Waiting;
+            self.save()?;
+        }
         if let Err(end) = self.race(tokio::time::sleep_until(until), signals).await? {
             return Ok(Some(end));
         }

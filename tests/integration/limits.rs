@@ -334,6 +334,24 @@ fn an_agent_crash_loop_backs_off_between_retries() {
     run.finish().expect_code(130);
 }
 
+/// A backoff too short for a reader of the checkpoint to see costs no save of its
+/// own (a sync and two registry writes between the crash and the next attempt); a
+/// longer one is saved as `waiting`.
+#[test]
+fn only_a_backoff_a_reader_could_see_is_saved_as_waiting() {
+    let waiting_saves = |backoff: &str| {
+        let p = sim_project()
+            .retry(&format!("agent_attempts = 2\nagent_backoff_base = \"{backoff}\""))
+            .sim("a", &[r#"[{ crash = "SIGSEGV" }]"#, r#"[{ done = "finished" }]"#])
+            .build();
+        p.ralph().run().expect_code(0);
+        assert_eq!(p.events("attempt_started").len(), 2);
+        p.events("checkpoint").iter().filter(|e| e["checkpoint"]["status"] == json!("waiting")).count()
+    };
+    assert_eq!(waiting_saves("1ms"), 0, "a 1 ms backoff was saved as a state of the run");
+    assert_eq!(waiting_saves("300ms"), 1, "a backoff a reader could see was not saved");
+}
+
 #[test]
 fn an_environmental_streak_is_bounded_without_max_runtime() {
     let p = sim_project()
