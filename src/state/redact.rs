@@ -256,16 +256,34 @@ fn find(b: &[u8], from: usize) -> Option<usize> {
 }
 
 /// How many pairs `(x[k], y[k])` from the start are known to hold no [`anchor`],
-/// tested 16 at a time. Not inlined, so that the compiler does not see that `y` is `x`
-/// shifted by one: it then tests 16 pairs with a few vector compares instead of
-/// shuffling bytes.
+/// tested a block at a time: 32 pairs where the CPU has AVX2 (checked once, then
+/// cached by `std`), a third of the instructions of 16 with SSE2. Not inlined, so that
+/// the compiler does not see that `y` is `x` shifted by one: it then tests a block with
+/// a few vector compares instead of shuffling bytes.
 #[inline(never)]
 fn clear(x: &[u8], y: &[u8]) -> usize {
-    let blocks = |from: usize| x[from..].chunks_exact(STEP).zip(y[from..].chunks_exact(STEP));
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2, checked just above.
+        return unsafe { clear_avx2(x, y) };
+    }
+    clear_by::<STEP>(x, y)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn clear_avx2(x: &[u8], y: &[u8]) -> usize {
+    let n = clear_by::<{ 2 * STEP }>(x, y);
+    if n == x.len() { n } else { n + clear_by::<STEP>(&x[n..], &y[n..]) }
+}
+
+#[inline(always)]
+fn clear_by<const N: usize>(x: &[u8], y: &[u8]) -> usize {
+    let blocks = |from: usize| x[from..].chunks_exact(N).zip(y[from..].chunks_exact(N));
     let clear = |(x, y): (&[u8], &[u8])| !x.iter().zip(y).fold(false, |a, (&c, &d)| a | anchor(c, d));
-    let n = STEP * blocks(0).take_while(|&p| clear(p)).count();
-    // Past the whole blocks, the last 16 pairs again.
-    let last = x.len().saturating_sub(STEP);
+    let n = N * blocks(0).take_while(|&p| clear(p)).count();
+    // Past the whole blocks, the last block's worth of pairs again.
+    let last = x.len().saturating_sub(N);
     if n > last && blocks(last).all(clear) { x.len() } else { n }
 }
 
@@ -582,6 +600,18 @@ mod tests {
                 expected.extend_from_slice(chunk.invalid());
             }
             assert_eq!(redact_bytes(&raw), expected, "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn every_block_width_stops_at_or_before_the_first_anchor() {
+        for line in generated_lines(3_000).chain(["x".repeat(200), format!("{}ke", "x".repeat(70))]) {
+            let b = line.as_bytes();
+            let Some((x, y)) = b.len().checked_sub(1).map(|n| (&b[..n], &b[1..])) else { continue };
+            let first = x.iter().zip(y).position(|(&c, &d)| anchor(c, d)).unwrap_or(x.len());
+            for skip in [clear(x, y), clear_by::<STEP>(x, y), clear_by::<{ 2 * STEP }>(x, y)] {
+                assert!(skip <= first && first - skip < 2 * STEP, "{line:?}");
+            }
         }
     }
 
