@@ -1,13 +1,23 @@
 //! Parser for plain-text agents (`output = "text"`): every line is assistant text.
 //! The final message is the end of stdout, kept by the attempt.
 
-use super::event::{AgentEvent, LineParser};
+use super::event::{AgentEvent, LineParser, Spare};
 
 #[derive(Debug, Default)]
-pub struct TextParser;
+pub struct TextParser {
+    spare: Spare,
+}
 
 impl LineParser for TextParser {
     fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
         vec![AgentEvent::Text { text: line.to_string() }]
+    }
+
+    fn parse_into(&mut self, line: &str, out: &mut Vec<AgentEvent>) {
+        out.push(AgentEvent::Text { text: self.spare.text(line) });
+    }
+
+    fn recycle(&mut self, text: String) {
+        self.spare.keep(text);
     }
 }
