@@ -797,6 +797,32 @@ mod tests {
     }
 
     #[test]
+    fn texts_read_into_recycled_buffers_read_the_same() {
+        let long = format!(
+            r#"{{"type":"assistant","message":{{"content":[{{"type":"text","text":"{}"}}]}}}}"#,
+            "y".repeat(20_000)
+        );
+        let lines = [
+            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}]}}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"a longer text than the one before it"}]},"session_id":"s1"}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"esc\"aped\n"},{"type":"text","text":"two"}]}}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":""}]}}"#,
+            &long,
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]}}"#,
+        ];
+        let (mut fresh, mut reused, mut out) = (ClaudeStreamParser::new(), ClaudeStreamParser::new(), Vec::new());
+        for line in lines.iter().cycle().take(3 * lines.len()) {
+            reused.parse_into(line, &mut out);
+            assert_eq!(out, fresh.parse_line(line), "{line}");
+            for event in out.drain(..) {
+                if let AgentEvent::Text { text } = event {
+                    reused.recycle(text);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn garbage_never_panics() {
         let mut p = ClaudeStreamParser::new();
         let types = ["system", "assistant", "user", "rate_limit_event", "result", "stream_event", ""];

@@ -337,6 +337,37 @@ mod tests {
     }
 
     #[test]
+    fn the_keys_looked_for_first_change_no_answer() {
+        // Each object's keys as `member` gets them, and the reader's verdict.
+        fn keys<const N: usize>(text: &str, names: &[&str; N]) -> (Vec<String>, bool) {
+            let (mut s, mut seen) = (Scan::new(text), Vec::new());
+            let ok = s.object(names, |s, key| {
+                seen.push(key.to_owned());
+                s.skip()
+            });
+            (seen, ok.and_then(|()| s.end()).is_some())
+        }
+        let texts = [
+            r#"{"type":1,"text":2,"types":3,"typ":4,"t":5,"":6}"#,
+            r#"{"typ\u0065":1}"#,
+            r#"{"type\"":1}"#,
+            r#"{"type"#,
+            r#"{"type""#,
+            "{\"type\" :1, \"text\"\t:2}",
+            "{\"te\u{1}xt\":1}",
+            r#"{"text"}"#,
+            r#"{"tex"#,
+            "{\"t\u{e9}xt\":1,\"text\u{e9}\":2}",
+        ];
+        for text in texts {
+            let plain = keys(text, &[]);
+            assert_eq!(keys(text, &["type", "text"]), plain, "{text}");
+            assert_eq!(keys(text, &["text", "t", "", "types"]), plain, "{text}");
+        }
+        assert_eq!(keys(texts[0], &["type"]).0, ["type", "text", "types", "typ", "t", ""]);
+    }
+
+    #[test]
     fn strings_are_borrowed_unless_escaped() {
         let mut s = Scan::new(r#""plain" "a\nb\u00e9" "\ud83d" null 5"#);
         assert!(matches!(s.string(), Some(Cow::Borrowed("plain"))));

@@ -21,3 +21,23 @@ impl LineParser for TextParser {
         self.spare.keep(text);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recycled_buffer_reads_like_a_new_one() {
+        let (mut p, mut out) = (TextParser::default(), Vec::new());
+        let long = "x".repeat(20_000);
+        for line in ["a longer line first", "short", "", "é and more", &long, "after"] {
+            p.parse_into(line, &mut out);
+            assert_eq!(out, p.parse_line(line));
+            for event in out.drain(..) {
+                if let AgentEvent::Text { text } = event {
+                    p.recycle(text);
+                }
+            }
+        }
+    }
+}
