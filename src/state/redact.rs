@@ -202,7 +202,9 @@ fn starts(b: &[u8], a: usize, kind: Kind) -> [Option<usize>; 2] {
         (Kind::Name, b'c', _) => [at(b, a, 2, b"secret"), None],
         (Kind::Name, b's', _) => [at(b, a, 3, b"passw"), None],
         (Kind::Token, b'k', b'-') => [at(b, a, 1, b"sk-"), None],
-        (Kind::Token, b'x' | b'g', _) => [Some(a), None],
+        (Kind::Token, b'x', _) => [at(b, a, 0, b"xox"), None],
+        // `gh`/`gi` are common in prose (right, through, git): only a GitHub prefix.
+        (Kind::Token, b'g', _) => [at(b, a, 0, b"github_pat_").or((b.get(a + 3) == Some(&b'_')).then_some(a)), None],
         (Kind::Token, b'i', _) => [a.checked_sub(2), None],
         (Kind::Token, b'b', _) => [at(b, a, 0, b"bearer"), None],
         _ => [None, None],
@@ -353,12 +355,11 @@ fn assignment(text: &str, i: usize) -> Option<(usize, usize)> {
     let key = &mut lower[..ke - ks];
     key.copy_from_slice(&b[ks..ke]);
     key.make_ascii_lowercase();
-    let has = |name: &[u8]| key.windows(name.len()).any(|w| w == name);
-    let strong = has(b"secret") || has(b"password") || has(b"passwd");
-    if !(strong || has(b"key") || has(b"token")) {
+    let Name { strong, secret, spaced } = Name::of(key);
+    if !secret {
         return None;
     }
-    let spaced_name = has(b"_") || has(b"-") || matches!(&*key, b"password" | b"passwd");
+    let spaced_name = spaced || matches!(&*key, b"password" | b"passwd");
     if sep == b':' && quote.is_none() && !spaced_name {
         return None;
     }
@@ -391,6 +392,38 @@ fn assignment(text: &str, i: usize) -> Option<(usize, usize)> {
         return None;
     }
     Some((vs, ve))
+}
+
+/// What a lowercased key's name says.
+#[derive(Debug, PartialEq)]
+struct Name {
+    /// It holds `secret`, `password` or `passwd`: even a number after it is hidden.
+    strong: bool,
+    /// It holds one of those, `key` or `token`.
+    secret: bool,
+    /// It holds `_` or `-`.
+    spaced: bool,
+}
+
+impl Name {
+    /// One pass over the key, each name tried only where its first letter is (a
+    /// JSON line's keys are many, `cache_read_input_tokens` long, and hold few of
+    /// these letters).
+    fn of(key: &[u8]) -> Self {
+        let (mut strong, mut weak, mut spaced) = (false, false, false);
+        for (k, &c) in key.iter().enumerate() {
+            let rest = &key[k..];
+            match c {
+                b's' => strong |= rest.starts_with(b"secret"),
+                b'p' => strong |= rest.starts_with(b"password") || rest.starts_with(b"passwd"),
+                b'k' => weak |= rest.starts_with(b"key"),
+                b't' => weak |= rest.starts_with(b"token"),
+                b'_' | b'-' => spaced = true,
+                _ => {}
+            }
+        }
+        Self { strong, secret: strong || weak, spaced }
+    }
 }
 
 /// Token formats by their prefixes (no two share a start): the bytes besides letters
@@ -587,6 +620,23 @@ mod tests {
         }
         // The lines exercise both answers.
         assert!(hidden > 5_000, "{hidden}");
+    }
+
+    #[test]
+    fn a_key_is_read_in_one_pass_as_by_a_search_for_each_name() {
+        let by_search = |key: &[u8]| {
+            let has = |name: &[u8]| key.windows(name.len()).any(|w| w == name);
+            let strong = has(b"secret") || has(b"password") || has(b"passwd");
+            Name { strong, secret: strong || has(b"key") || has(b"token"), spaced: has(b"_") || has(b"-") }
+        };
+        for line in generated_lines(3_000) {
+            let lower = line.to_ascii_lowercase();
+            for key in lower.as_bytes().split(|&c| !is_key_char(c)) {
+                for cut in 0..key.len().min(MAX_KEY) {
+                    assert_eq!(Name::of(&key[cut..]), by_search(&key[cut..]), "{line:?}");
+                }
+            }
+        }
     }
 
     #[test]
