@@ -58,7 +58,7 @@ pub trait LineParser: Send {
     }
 
     /// Takes back the text of a [`AgentEvent::Text`] the caller is done with: a
-    /// parser of the formats that flood keeps it ([`Spare`]) and copies a later line's
+    /// parser of the formats that flood keeps it (`Spare`) and copies a later line's
     /// text into it, so that a flood allocates and frees no text per line.
     fn recycle(&mut self, _text: String) {}
 }
