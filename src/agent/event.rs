@@ -73,14 +73,12 @@ impl Spare {
 
     /// `text` in the kept buffer (which is then gone), or in a new one.
     pub(crate) fn text(&mut self, text: &str) -> String {
-        let mut buf = std::mem::take(&mut self.0);
-        buf.clear();
-        buf.push_str(text);
-        buf
+        std::mem::take(&mut self.0) + text
     }
 
-    pub(crate) fn keep(&mut self, buf: String) {
+    pub(crate) fn keep(&mut self, mut buf: String) {
         if buf.capacity() <= Self::MAX {
+            buf.clear();
             self.0 = buf;
         }
     }

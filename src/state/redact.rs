@@ -355,7 +355,7 @@ fn assignment(text: &str, i: usize) -> Option<(usize, usize)> {
     let key = &mut lower[..ke - ks];
     key.copy_from_slice(&b[ks..ke]);
     key.make_ascii_lowercase();
-    let Name { strong, secret, spaced } = Name::of(key);
+    let (strong, secret, spaced) = names(key);
     if !secret {
         return None;
     }
@@ -394,36 +394,24 @@ fn assignment(text: &str, i: usize) -> Option<(usize, usize)> {
     Some((vs, ve))
 }
 
-/// What a lowercased key's name says.
-#[derive(Debug, PartialEq)]
-struct Name {
-    /// It holds `secret`, `password` or `passwd`: even a number after it is hidden.
-    strong: bool,
-    /// It holds one of those, `key` or `token`.
-    secret: bool,
-    /// It holds `_` or `-`.
-    spaced: bool,
-}
-
-impl Name {
-    /// One pass over the key, each name tried only where its first letter is (a
-    /// JSON line's keys are many, `cache_read_input_tokens` long, and hold few of
-    /// these letters).
-    fn of(key: &[u8]) -> Self {
-        let (mut strong, mut weak, mut spaced) = (false, false, false);
-        for (k, &c) in key.iter().enumerate() {
-            let rest = &key[k..];
-            match c {
-                b's' => strong |= rest.starts_with(b"secret"),
-                b'p' => strong |= rest.starts_with(b"password") || rest.starts_with(b"passwd"),
-                b'k' => weak |= rest.starts_with(b"key"),
-                b't' => weak |= rest.starts_with(b"token"),
-                b'_' | b'-' => spaced = true,
-                _ => {}
-            }
+/// Whether a lowercased key holds `secret`, `password` or `passwd` (even a number
+/// after it is hidden), one of those or `key` or `token`, and `_` or `-`. One pass,
+/// each name tried where its first letter is: a JSON line has many keys, as long as
+/// `cache_read_input_tokens`.
+fn names(key: &[u8]) -> (bool, bool, bool) {
+    let (mut strong, mut weak, mut spaced) = (false, false, false);
+    for (k, &c) in key.iter().enumerate() {
+        let rest = &key[k..];
+        match c {
+            b's' => strong |= rest.starts_with(b"secret"),
+            b'p' => strong |= rest.starts_with(b"password") || rest.starts_with(b"passwd"),
+            b'k' => weak |= rest.starts_with(b"key"),
+            b't' => weak |= rest.starts_with(b"token"),
+            b'_' | b'-' => spaced = true,
+            _ => {}
         }
-        Self { strong, secret: strong || weak, spaced }
     }
+    (strong, strong || weak, spaced)
 }
 
 /// Token formats by their prefixes (no two share a start): the bytes besides letters
@@ -627,13 +615,13 @@ mod tests {
         let by_search = |key: &[u8]| {
             let has = |name: &[u8]| key.windows(name.len()).any(|w| w == name);
             let strong = has(b"secret") || has(b"password") || has(b"passwd");
-            Name { strong, secret: strong || has(b"key") || has(b"token"), spaced: has(b"_") || has(b"-") }
+            (strong, strong || has(b"key") || has(b"token"), has(b"_") || has(b"-"))
         };
         for line in generated_lines(3_000) {
             let lower = line.to_ascii_lowercase();
             for key in lower.as_bytes().split(|&c| !is_key_char(c)) {
                 for cut in 0..key.len().min(MAX_KEY) {
-                    assert_eq!(Name::of(&key[cut..]), by_search(&key[cut..]), "{line:?}");
+                    assert_eq!(names(&key[cut..]), by_search(&key[cut..]), "{line:?}");
                 }
             }
         }
