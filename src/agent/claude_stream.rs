@@ -24,7 +24,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::event::{AgentEvent, LineParser};
+use super::event::{AgentEvent, LineParser, Spare};
 use super::json::{
     self, Obj, SessionId, Str, bool_field, i64_field, status_field, str_field, string_or_empty, u64_field, unknown,
 };
@@ -35,6 +35,7 @@ use super::json_scan::Scan;
 #[derive(Debug, Default)]
 pub struct ClaudeStreamParser {
     session_id: SessionId,
+    spare: Spare,
 }
 
 impl ClaudeStreamParser {
@@ -60,7 +61,7 @@ impl ClaudeStreamParser {
         // its ends is declined.
         let mut scan = Scan::new(line);
         let (mut kind, mut session_id, mut error, mut message) = (None, None, None, None);
-        scan.object(|s, key| match key {
+        scan.object(&["type", "message", "session_id", "error"], |s, key| match key {
             "type" => once(&mut kind, s.string().filter(|k| k == "assistant")?),
             "session_id" => once(&mut session_id, s.string_or_null()?),
             "error" => once(&mut error, s.string_or_null()?),
@@ -70,10 +71,10 @@ impl ClaudeStreamParser {
                     return Some(());
                 }
                 let mut content = None;
-                s.object(|s, key| match key {
+                s.object(&["content"], |s, key| match key {
                     "content" => {
                         once(&mut content, ())?;
-                        if s.null() { Some(()) } else { s.array(|s| fast_block(s, out)) }
+                        if s.null() { Some(()) } else { s.array(|s| fast_block(s, out, &mut self.spare)) }
                     }
                     _ => s.skip(),
                 })
@@ -87,7 +88,9 @@ impl ClaudeStreamParser {
         }
         let before = out.len();
         self.session_id.note(session_id.flatten().as_deref(), out);
-        out.rotate_left(before); // the session first
+        if out.len() > before {
+            out.rotate_left(before); // the session first
+        }
         if out.is_empty() {
             out.push(unknown("assistant"));
         }
@@ -162,6 +165,10 @@ impl LineParser for ClaudeStreamParser {
             out.extend(self.parse_common(line).unwrap_or_else(|| self.parse_value(line)));
         }
     }
+
+    fn recycle(&mut self, text: String) {
+        self.spare.keep(text);
+    }
 }
 
 /// The fields of an assistant message or a tool result that ralph reads. A field of
@@ -204,10 +211,11 @@ struct Block<'a> {
     content: Option<Value>,
 }
 
-/// One content block for [`ClaudeStreamParser::parse_fast`].
-fn fast_block(s: &mut Scan<'_>, out: &mut Vec<AgentEvent>) -> Option<()> {
+/// One content block for [`ClaudeStreamParser::parse_fast`]; a borrowed text goes
+/// into the spare buffer.
+fn fast_block(s: &mut Scan<'_>, out: &mut Vec<AgentEvent>, spare: &mut Spare) -> Option<()> {
     let (mut kind, mut text, mut thinking, mut id, mut name, mut input) = (None, None, None, None, None, None);
-    s.object(|s, key| match key {
+    s.object(&["type", "text", "thinking", "id", "name", "input"], |s, key| match key {
         "type" => once(&mut kind, s.string_or_null()?),
         "text" => once(&mut text, s.string_or_null()?),
         "thinking" => once(&mut thinking, s.string_or_null()?),
@@ -219,7 +227,12 @@ fn fast_block(s: &mut Scan<'_>, out: &mut Vec<AgentEvent>) -> Option<()> {
     })?;
     let owned = |field: Option<Option<Cow<'_, str>>>| field.flatten().map(Cow::into_owned).unwrap_or_default();
     match kind.flatten().as_deref() {
-        Some("text") => out.push(AgentEvent::Text { text: owned(text) }),
+        Some("text") => out.push(AgentEvent::Text {
+            text: match text.flatten() {
+                Some(Cow::Borrowed(text)) => spare.text(text),
+                text => text.map(Cow::into_owned).unwrap_or_default(),
+            },
+        }),
         Some("thinking") => out.push(AgentEvent::Thinking { text: owned(thinking) }),
         Some("redacted_thinking") => out.push(AgentEvent::Thinking { text: String::new() }),
         Some("tool_use" | "server_tool_use") => {
@@ -780,6 +793,32 @@ mod tests {
         for line in common {
             assert!(ClaudeStreamParser::new().parse_fast(line).is_some(), "not read the fast way: {line}");
             p.parse_line(line);
+        }
+    }
+
+    #[test]
+    fn texts_read_into_recycled_buffers_read_the_same() {
+        let long = format!(
+            r#"{{"type":"assistant","message":{{"content":[{{"type":"text","text":"{}"}}]}}}}"#,
+            "y".repeat(20_000)
+        );
+        let lines = [
+            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}]}}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"a longer text than the one before it"}]},"session_id":"s1"}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"esc\"aped\n"},{"type":"text","text":"two"}]}}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":""}]}}"#,
+            &long,
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]}}"#,
+        ];
+        let (mut fresh, mut reused, mut out) = (ClaudeStreamParser::new(), ClaudeStreamParser::new(), Vec::new());
+        for line in lines.iter().cycle().take(3 * lines.len()) {
+            reused.parse_into(line, &mut out);
+            assert_eq!(out, fresh.parse_line(line), "{line}");
+            for event in out.drain(..) {
+                if let AgentEvent::Text { text } = event {
+                    reused.recycle(text);
+                }
+            }
         }
     }
 

@@ -11,9 +11,10 @@ use nix::sys::signal::Signal;
 use tokio::time::{Instant, sleep_until};
 
 use crate::agent::AgentEvent;
+use crate::agent::event::LineParser;
 use crate::agent::launch::Prepared;
 use crate::config::Timeouts;
-use crate::process::lines::{Item, LineReader};
+use crate::process::lines::{Item, LineReader, text};
 use crate::process::{Escalation, Step, agent_group, signal_group, spawn};
 use crate::recovery::classify::{EndedBy, Exit};
 use crate::report::lines::EndWhy;
@@ -363,7 +364,7 @@ impl<'a> Running<'a> {
             {
                 self.observer.tool(&tool);
             }
-            if let Some(id) = self.collected.absorb(event) {
+            if let Some(id) = self.collected.absorb(event, &mut *self.prepared.parser) {
                 self.observer.session(&id);
                 self.catch_up_at.get_or_insert(self.now + CATCH_UP);
             }
@@ -512,12 +513,6 @@ fn trace_events(line: &str, events: &[AgentEvent]) {
     }
 }
 
-/// A line as text, without a copy when it is valid UTF-8 (checked a word at a
-/// time, where `from_utf8_lossy` goes a byte at a time).
-fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
-    std::str::from_utf8(bytes).map_or_else(|_| String::from_utf8_lossy(bytes), std::borrow::Cow::Borrowed)
-}
-
 /// Forgets the agent's group however the attempt ends.
 struct GroupGuard;
 
@@ -601,11 +596,13 @@ impl Collected {
         Self { text_output, ..Self::default() }
     }
 
-    /// Takes in one event; returns a session id when it is new.
-    fn absorb(&mut self, event: AgentEvent) -> Option<String> {
+    /// Takes in one event; returns a session id when it is new. The text it is done
+    /// with goes back to `parser`, for a later line's.
+    fn absorb(&mut self, event: AgentEvent, parser: &mut dyn LineParser) -> Option<String> {
         if let AgentEvent::Text { text } = event {
-            if !self.text_output {
-                self.last_text = Some(text);
+            let done = if self.text_output { Some(text) } else { self.last_text.replace(text) };
+            if let Some(done) = done {
+                parser.recycle(done);
             }
             return None;
         }
