@@ -45,8 +45,9 @@ pub struct Program<'a> {
 }
 
 /// Starts `program` in a process group of its own, with `SIGKILL` as its parent-death
-/// signal, an empty signal mask, `SIGPIPE` at its default action and no file
-/// descriptor of ralph's but the three given. Returns its pid; the caller reaps it
+/// signal, an empty signal mask, `SIGPIPE` at its default action and, of the
+/// descriptors ralph opened, only the three given (everything ralph opens closes on
+/// exec; what it inherited open passes on, as with any program). Returns its pid; the caller reaps it
 /// (`try_wait`). The error is the errno of the step that failed (`ENOENT` from
 /// `execve` for a missing program), which says whether a later launch can succeed.
 pub fn spawn(program: &Program<'_>) -> io::Result<i32> {
