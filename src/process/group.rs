@@ -41,6 +41,8 @@ pub(crate) struct Agent {
     status: Option<ExitStatus>,
     /// Waiting failed: the pid may no longer be ralph's child, so it is not killed.
     lost: bool,
+    /// A child exit was signalled since the agent was last looked at.
+    look: bool,
     /// Made before the agent started, so that no exit goes unseen.
     child_exits: unix::Signal,
 }
@@ -78,7 +80,7 @@ pub(crate) fn spawn(launch: &Launch) -> std::io::Result<(Agent, Pipes)> {
     let child_exits = unix::signal(unix::SignalKind::child())?;
     let stdio = [stdin.as_fd(), out_write.as_fd(), err_write.as_fd()];
     let pid = os::spawn::spawn(&os::spawn::Program { path: &path, args, env: &launch.env, cwd: &launch.cwd, stdio })?;
-    let agent = Agent { pid, status: None, lost: false, child_exits };
+    let agent = Agent { pid, status: None, lost: false, look: true, child_exits };
     let pipes = Pipes {
         stdin: prompt.map(pipe::Sender::from_owned_fd_unchecked).transpose()?,
         stdout: pipe::Receiver::from_owned_fd_unchecked(stdout)?,
@@ -114,27 +116,29 @@ impl Agent {
         self.pid.unsigned_abs()
     }
 
-    /// Waits for the agent to exit and reaps it. Cancel-safe: the exit is looked for
-    /// again on every call, and every child exit since the agent started wakes it.
+    /// Waits for the agent to exit and reaps it. Cancel-safe, and cheap to call on
+    /// every turn of the attempt's loop: the agent is looked at (`waitpid`) only
+    /// after a child exit was signalled, and every one since the agent started is.
     pub(crate) async fn wait(&mut self) -> std::io::Result<ExitStatus> {
         loop {
             if let Some(status) = self.status {
                 return Ok(status);
             }
-            match os::spawn::try_wait(self.pid) {
-                Ok(Some(raw)) => {
-                    self.status = Some(ExitStatus::from_raw(raw));
-                    continue;
+            if self.look {
+                match os::spawn::try_wait(self.pid) {
+                    Ok(Some(raw)) => self.status = Some(ExitStatus::from_raw(raw)),
+                    Ok(None) => self.look = false,
+                    Err(e) => {
+                        self.lost = true;
+                        return Err(e);
+                    }
                 }
-                Ok(None) => {}
-                Err(e) => {
-                    self.lost = true;
-                    return Err(e);
-                }
+                continue;
             }
             if self.child_exits.recv().await.is_none() {
                 return Err(std::io::Error::other("the runtime stopped watching for child exits"));
             }
+            self.look = true;
         }
     }
 }
@@ -246,6 +250,15 @@ mod tests {
         let (agent, _pipes) = spawn(&l).expect("spawn");
         let pid = agent.pid();
         let proc = os::proc_root().join(pid.to_string());
+        // The clone returns once the exec has replaced ralph's memory; the kernel
+        // closes the close-on-exec descriptors a moment later, before it names the
+        // process after its program.
+        let deadline = std::time::Instant::now() + LIMIT;
+        while std::fs::read_to_string(proc.join("comm")).is_ok_and(|c| c.trim() != "sleep")
+            && std::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
         let stat = std::fs::read_to_string(proc.join("stat")).expect("stat");
         let pgid = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().nth(2)).expect("the pgid");
         assert_eq!(pgid, pid.to_string(), "its own process group");
