@@ -152,16 +152,13 @@ impl Drop for Agent {
         if let Ok(Some(_)) = os::spawn::try_wait(self.pid) {
             return;
         }
-        // Reaped once it is gone; without a runtime ralph is exiting, and init reaps.
+        // Reaped once it is gone, by a handle of its own; without a runtime ralph is
+        // exiting, and init reaps.
         let pid = self.pid;
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                let Ok(mut exits) = unix::signal(unix::SignalKind::child()) else { return };
-                while let Ok(None) = os::spawn::try_wait(pid) {
-                    if exits.recv().await.is_none() {
-                        return;
-                    }
-                }
+                let Ok(child_exits) = unix::signal(unix::SignalKind::child()) else { return };
+                let _ = Agent { pid, status: None, lost: false, look: true, child_exits }.wait().await;
             });
         }
     }
