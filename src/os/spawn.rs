@@ -47,15 +47,17 @@ pub struct Program<'a> {
 /// Starts `program` in a process group of its own, with `SIGKILL` as its parent-death
 /// signal, an empty signal mask, `SIGPIPE` at its default action and, of the
 /// descriptors ralph opened, only the three given (everything ralph opens closes on
-/// exec; what it inherited open passes on, as with any program). Returns its pid; the caller reaps it
-/// (`try_wait`). The error is the errno of the step that failed (`ENOENT` from
+/// exec; what it inherited open passes on, as with any program). Returns its pid;
+/// the caller reaps it (`try_wait`). The error is the errno of the step that failed (`ENOENT` from
 /// `execve` for a missing program), which says whether a later launch can succeed.
 pub fn spawn(program: &Program<'_>) -> io::Result<i32> {
     let (mut report, report_write) = error_pipe()?;
     let plan = Plan::new(program, report_write)?;
     let stack = Stack::new()?;
+    // Every signal blocked (glibc's internal ones too) until the child has reset
+    // the handlers; its mask is inherited.
     let mut old = [0u64; 1];
-    block_all_signals(Some(&mut old));
+    set_signal_mask(&[u64::MAX], Some(&mut old));
     // SAFETY: the child runs `child` on its own stack, reads `plan` (alive and
     // unchanged: CLONE_VFORK suspends this thread until the child execs or exits),
     // and never returns into this function's frame.
@@ -79,10 +81,12 @@ pub fn spawn(program: &Program<'_>) -> io::Result<i32> {
     // made from this side too (it fails harmlessly once the child has exec'd).
     // SAFETY: a plain system call on ralph's own child.
     unsafe { libc::setpgid(pid, pid) };
-    let mut errno = [0u8; 4];
-    match read_report(&mut report, &mut errno) {
-        0 => Ok(pid),
-        _ => {
+    // Nothing once it has exec'd; the errno of the failed step otherwise.
+    let mut errno = Vec::with_capacity(4);
+    let _ = report.read_to_end(&mut errno);
+    match <[u8; 4]>::try_from(errno.as_slice()) {
+        Err(_) => Ok(pid),
+        Ok(errno) => {
             // It has exited (or is about to): collect it.
             while let Ok(None) = try_wait_blocking(pid) {}
             Err(io::Error::from_raw_os_error(i32::from_ne_bytes(errno)))
@@ -100,26 +104,6 @@ fn error_pipe() -> io::Result<(std::fs::File, OwnedFd)> {
     }
     // SAFETY: both were just created and nothing else owns them.
     Ok(unsafe { (std::fs::File::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
-/// Reads the child's report: 0 bytes once it has exec'd, 4 when a step failed.
-fn read_report(report: &mut std::fs::File, errno: &mut [u8; 4]) -> usize {
-    let mut got = 0;
-    while got < errno.len() {
-        match report.read(&mut errno[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-    got
-}
-
-/// Blocks every signal of the calling thread (glibc's internal ones too), saving the
-/// mask it had in `old`.
-fn block_all_signals(old: Option<&mut [u64; 1]>) {
-    set_signal_mask(&[u64::MAX], old);
 }
 
 /// The raw `rt_sigprocmask(SIG_SETMASK)`: async-signal-safe, and unfiltered.
