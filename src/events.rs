@@ -16,6 +16,7 @@ use crate::recovery::policy::Cap;
 use crate::recovery::{Category, Rule};
 use crate::signal::StopCause;
 use crate::state::checkpoint::{Status, Usage};
+use crate::supervise::Detector;
 use crate::supervise::completion::Rule as SignOffRule;
 use crate::workflow::done::SignOff;
 
@@ -164,7 +165,7 @@ pub(crate) enum RunEvent {
     },
     /// One of ralph's detectors stepped in (stall, loop, tool text, storm, nudge…).
     Intervention = "intervention" {
-        detector: String,
+        detector: Detector,
         evidence: String,
     },
     IterationStarted = "iteration_started" {

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use super::clock;
 use crate::events::{FalloverWhy, RunEvent};
+use crate::supervise::Detector;
 use crate::supervise::completion::Why;
 use crate::workflow::advance::Verdict;
 use crate::workflow::done::SignOff;
@@ -33,7 +34,7 @@ pub(crate) enum EndWhy {
     /// SIGTERM or SIGHUP: an orderly stop for the machine.
     Signal(&'static str),
     /// A detector of ralph's (stall, tool timeout, loop...).
-    Intervention(String),
+    Intervention(Detector),
 }
 
 /// The first line of a run: version, directory, and the zone of every time shown.
@@ -268,7 +269,7 @@ mod tests {
             stop(EndWhy::User, "SIGINT", Some("SIGTERM")),
             stop(EndWhy::User, "SIGTERM", Some("SIGKILL")),
             stop(EndWhy::Signal("SIGTERM"), "SIGINT", Some("SIGTERM")),
-            stop(EndWhy::Intervention("stall".into()), "SIGINT", Some("SIGTERM")),
+            stop(EndWhy::Intervention(Detector::Stall), "SIGINT", Some("SIGTERM")),
             agent_stopped("claude", Some("SIGTERM")),
             killed(Some("claude")),
             killed(None),

@@ -161,7 +161,7 @@ pub(crate) async fn run(
             () = err.fill(), if a.err.open => {}
             status = child.wait(), if running => a.exited(status),
             _ = sleep_until(watch_at), if running && a.escalation.is_none() => {
-                a.intervene(clock_intervention(watch_reason, limits));
+                a.intervene(Intervention::clock(watch_reason, limits));
             }
             _ = sleep_until(escalate_at.unwrap_or_else(Instant::now)), if running && escalate_at.is_some() => {
                 a.grace_elapsed();
@@ -399,8 +399,8 @@ impl<'a> Running<'a> {
     /// ralph ends the attempt: a detector or its clock found why.
     fn intervene(&mut self, found: Intervention) {
         tracing::info!("ending the attempt: {} ({})", found.detector, found.evidence);
-        self.ended_by = found.ended_by;
-        let why = EndWhy::Intervention(found.detector.to_string());
+        self.ended_by = found.ended_by();
+        let why = EndWhy::Intervention(found.detector);
         self.intervention = Some(found);
         self.escalate(why);
     }
@@ -533,22 +533,6 @@ fn push_bounded(buf: &mut String, line: &str) {
         }
         buf.drain(..cut);
     }
-}
-
-/// The intervention of ralph's clock.
-fn clock_intervention(reason: EndedBy, timeouts: &Timeouts) -> Intervention {
-    let (detector, evidence) = match reason {
-        EndedBy::ToolTimeout => ("tool_timeout", format!("a tool call ran longer than {}", fmt(timeouts.tool))),
-        EndedBy::AttemptTimeout => {
-            ("attempt_timeout", format!("the attempt ran longer than {}", fmt(timeouts.attempt)))
-        }
-        _ => ("stall", format!("no output for {} and no tool running", fmt(timeouts.stall))),
-    };
-    Intervention { ended_by: reason, detector, evidence }
-}
-
-fn fmt(d: Duration) -> String {
-    humantime::format_duration(d).to_string()
 }
 
 /// Sends the step's signal; returns when to escalate next.

@@ -25,6 +25,7 @@ use crate::state::atomic::Durability;
 use crate::state::checkpoint::{InFlight, Status, ToolCall};
 use crate::state::redact::redact;
 use crate::state::store;
+use crate::supervise::Detector;
 use crate::supervise::completion::Claim;
 use crate::supervise::note::{self, LastTool, ToolState, Trouble};
 use crate::supervise::watch;
@@ -483,7 +484,7 @@ impl Dispatcher {
     fn ask_to_confirm(&mut self, outcome: &Outcome, claim: &Claim, until_complete: bool) -> Result<(), RalphError> {
         let (Some(session), Some((why, goal))) = (outcome.session.clone(), claim.doubt()) else { return Ok(()) };
         self.signoff(SignOff::Asked, &why);
-        self.intervene("done_confirmation", &why.describe());
+        self.intervene(Detector::DoneConfirmation, &why.describe());
         let question = note::confirmation(&why, goal, until_complete);
         policy::ask_to_confirm(&mut self.r.checkpoint.progress, session, question);
         self.save()
@@ -802,7 +803,7 @@ impl Dispatcher {
         self.summary.observe(&event);
         self.notifier.observe(&event, &self.r.checkpoint.run_id);
         if let RunEvent::Intervention { detector, .. } = &event {
-            *self.r.checkpoint.progress.counters.interventions.entry(detector.clone()).or_insert(0) += 1;
+            *self.r.checkpoint.progress.counters.interventions.entry(detector.as_str().to_string()).or_insert(0) += 1;
         }
         self.publish(&event);
         self.r.reporter.event(&event);

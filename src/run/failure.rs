@@ -14,6 +14,7 @@ use crate::recovery::probe::{self, ProbeResult};
 use crate::recovery::{Category, Classification, Rule, reset, spawn};
 use crate::signal::Signals;
 use crate::state::checkpoint::LastError;
+use crate::supervise::Detector;
 use crate::supervise::completion::{Claim, Why};
 use crate::supervise::note::{self, LastTool, NoteContext, Trouble};
 use crate::supervise::trouble;
@@ -118,7 +119,7 @@ impl Dispatcher {
                     self.signoff(SignOff::Rejected, why);
                 }
                 Claim::ReadyToContinue(words) => {
-                    self.intervene("ready_to_continue", &format!("said \"{words}\" and stopped"));
+                    self.intervene(Detector::ReadyToContinue, &format!("said \"{words}\" and stopped"));
                 }
                 _ => {}
             }
@@ -138,7 +139,7 @@ impl Dispatcher {
         tracing::debug!(?next, counters = ?progress.counters, position = ?progress.position, "policy decision");
         let retry = &self.r.loaded.config.retry;
         if let Some(evidence) = policy::continue_storm(progress, retry, &failure, &next, now.as_second()) {
-            self.intervene("continue_storm", &evidence);
+            self.intervene(Detector::ContinueStorm, &evidence);
         }
         // An outage explains the ending better than the detector that saw it.
         let intervention = outcome.intervention.as_ref().filter(|_| failure.rule != Rule::Offline);
@@ -197,8 +198,8 @@ impl Dispatcher {
     }
 
     /// Records one of ralph's interventions (journal, counters, terminal).
-    pub(super) fn intervene(&mut self, detector: &str, evidence: &str) {
-        self.emit(RunEvent::Intervention { detector: detector.to_string(), evidence: evidence.to_string() });
+    pub(super) fn intervene(&mut self, detector: Detector, evidence: &str) {
+        self.emit(RunEvent::Intervention { detector, evidence: evidence.to_string() });
     }
 
     pub(super) fn record_failure(&mut self, agent: &str, failure: &Classification, outcome: &Outcome) {

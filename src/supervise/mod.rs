@@ -1,7 +1,8 @@
 //! Supervising a live attempt, pure over events and text: the silence and time
 //! limits ([`watch`]), tool calls printed as text ([`tool_text`]), tool-call loops
 //! ([`loops`]), repeated permission denials ([`denials`]), continue storms
-//! ([`storm`]), who ended the attempt ([`ended_by`]), honest completion in the final
+//! ([`storm`]), who ended the attempt ([`ended_by`]) and the detectors' names
+//! ([`detector`]), honest completion in the final
 //! message and the done tags ([`completion`]), which text is the final message
 //! ([`final_message`]), and what went wrong and the recovery note for the next
 //! attempt ([`trouble`], [`note`]). Each
@@ -10,6 +11,7 @@
 
 pub(crate) mod completion;
 pub(crate) mod denials;
+pub(crate) mod detector;
 pub(crate) mod ended_by;
 pub(crate) mod final_message;
 pub(crate) mod loops;
@@ -21,5 +23,6 @@ pub(crate) mod tool_text;
 pub(crate) mod trouble;
 pub(crate) mod watch;
 
+pub(crate) use detector::Detector;
 pub(crate) use supervisor::{Intervention, Supervisor};
 pub(crate) use watch::Watch;
