@@ -3,7 +3,6 @@
 //! exit and its output are awaited in one `select!`, never polled; each of its arms
 //! is one named step of `Running`.
 
-use std::collections::VecDeque;
 use std::path::Path;
 use std::time::Duration;
 
@@ -11,7 +10,6 @@ use nix::sys::signal::Signal;
 use tokio::time::{Instant, sleep_until};
 
 use crate::agent::AgentEvent;
-use crate::agent::event::LineParser;
 use crate::agent::launch::Prepared;
 use crate::config::Timeouts;
 use crate::process::lines::{Item, LineReader, text};
@@ -22,14 +20,10 @@ use crate::signal::{InterruptAction, Signals, StopCause};
 use crate::state::checkpoint::Usage;
 use crate::state::redact::redact;
 use crate::supervise::note::LastTool;
-use crate::supervise::{Intervention, Supervisor, final_message};
+use crate::supervise::collected::Collected;
+use crate::supervise::{Intervention, Supervisor};
 
 use super::attempt_log::AttemptLog;
-
-/// Structured events kept for the classifier.
-const EVENTS_KEPT: usize = 64;
-/// Bytes of text kept for the classifier and the final message of text agents.
-const TAIL_BYTES: usize = 8 * 1024;
 
 /// How the attempt ended.
 #[derive(Debug)]
@@ -114,7 +108,7 @@ impl Outcome {
 
     /// An attempt whose agent could not be started.
     pub(crate) fn not_started(error: std::io::Error, program: String) -> Self {
-        Collected::new(false).finish(End::SpawnFailed { error, program }, Instant::now())
+        outcome(Collected::new(false), End::SpawnFailed { error, program }, Instant::now())
     }
 }
 
@@ -136,7 +130,7 @@ pub(crate) async fn run(
     let program = prepared.launch.argv.first().cloned().unwrap_or_default();
     let (mut child, pipes) = match spawn(&prepared.launch) {
         Ok(spawned) => spawned,
-        Err(error) => return Collected::new(prepared.text_output).finish(End::SpawnFailed { error, program }, started),
+        Err(error) => return outcome(Collected::new(prepared.text_output), End::SpawnFailed { error, program }, started),
     };
     let pgid = child.pid();
     // The signal paths that bypass this loop (second Ctrl+C, Ctrl+Z) need the group.
@@ -338,8 +332,7 @@ impl<'a> Running<'a> {
         // A line of stderr: evidence for the classifier, and a sign of life.
         let _ = self.supervisor.on_event(None, self.now);
         self.observer.event(None);
-        push_bounded(&mut self.collected.tail, &line);
-        push_bounded(&mut self.collected.stderr_tail, &line);
+        self.collected.stderr_line(&line);
     }
 
     /// A stdout line: the agent's events, for the supervisor, the observer and the
@@ -373,12 +366,7 @@ impl<'a> Running<'a> {
         if events.capacity() <= EVENTS_BUFFER {
             self.events = events;
         }
-        if self.collected.text_output {
-            push_bounded(&mut self.collected.stdout_tail, line);
-        }
-        if self.collected.text_output || unparsed {
-            push_bounded(&mut self.collected.tail, line);
-        }
+        self.collected.stdout_line(line, unparsed);
         if let Some(found) = found
             && self.exit.is_none()
             && self.escalation.is_none()
@@ -472,7 +460,7 @@ impl<'a> Running<'a> {
     fn force_exit(self) -> Outcome {
         let _ = signal_group(self.pgid, Signal::SIGKILL);
         end_escaped(&self.prepared.attempt_id, self.started, self.pgid);
-        self.collected.finish(End::ForceExit, self.started)
+        outcome(self.collected, End::ForceExit, self.started)
     }
 
     /// The log's disk-full and space-back news, for the dispatcher.
@@ -490,7 +478,7 @@ impl<'a> Running<'a> {
             Some(cause) => End::Stopped(cause),
             None => End::Exited { exit: self.exit.unwrap_or(Exit::Code(-1)), ended_by: self.ended_by },
         };
-        let mut outcome = self.collected.finish(end, self.started);
+        let mut outcome = outcome(self.collected, end, self.started);
         outcome.intervention = if self.stopping.is_some() { None } else { self.intervention };
         outcome.last_tool = self.supervisor.last_tool();
         outcome.last_signal = self.escalation.map(|e| e.esc.last_signal());
@@ -522,19 +510,6 @@ impl Drop for GroupGuard {
     }
 }
 
-/// Appends a line, keeping the last `TAIL_BYTES` or so (cut on a char boundary).
-fn push_bounded(buf: &mut String, line: &str) {
-    buf.push_str(line);
-    buf.push('\n');
-    if buf.len() > TAIL_BYTES * 2 {
-        let mut cut = buf.len() - TAIL_BYTES;
-        while !buf.is_char_boundary(cut) {
-            cut += 1;
-        }
-        buf.drain(..cut);
-    }
-}
-
 /// Sends the step's signal; returns when to escalate next.
 fn send(step: Step, pgid: u32) -> Option<Instant> {
     let Step::Send { signal, wait } = step;
@@ -558,78 +533,23 @@ fn end_escaped(attempt_id: &str, started: Instant, pgid: u32) {
     }
 }
 
-/// What the attempt gathered from the agent's output.
-#[derive(Default)]
-struct Collected {
-    text_output: bool,
-    session: Option<String>,
-    last_text: Option<String>,
-    result: Option<(String, bool)>,
-    events: VecDeque<AgentEvent>,
-    /// stderr and unparsed stdout, for the classifier.
-    tail: String,
-    /// The end of stdout alone: a text agent's final message.
-    stdout_tail: String,
-    /// The end of stderr alone.
-    stderr_tail: String,
-    usage: Usage,
-}
-
-impl Collected {
-    fn new(text_output: bool) -> Self {
-        Self { text_output, ..Self::default() }
-    }
-
-    /// Takes in one event; returns a session id when it is new. The text it is done
-    /// with goes back to `parser`, for a later line's.
-    fn absorb(&mut self, event: AgentEvent, parser: &mut dyn LineParser) -> Option<String> {
-        if let AgentEvent::Text { text } = event {
-            let done = if self.text_output { Some(text) } else { self.last_text.replace(text) };
-            if let Some(done) = done {
-                parser.recycle(done);
-            }
-            return None;
-        }
-        let mut new_session = None;
-        match &event {
-            AgentEvent::Session { id } if self.session.as_deref() != Some(id) => {
-                self.session = Some(id.clone());
-                new_session = Some(id.clone());
-            }
-            AgentEvent::Result { text, is_error, .. } => self.result = Some((text.clone(), *is_error)),
-            AgentEvent::Usage { input_tokens, output_tokens, cost_usd } => {
-                self.usage.input_tokens += input_tokens;
-                self.usage.output_tokens += output_tokens;
-                self.usage.cost_usd += cost_usd.unwrap_or(0.0);
-            }
-            AgentEvent::Error { message } => push_bounded(&mut self.tail, message),
-            _ => {}
-        }
-        if self.events.len() == EVENTS_KEPT {
-            self.events.pop_front();
-        }
-        self.events.push_back(event);
-        new_session
-    }
-
-    fn finish(self, end: End, started: Instant) -> Outcome {
-        let stdout_tail = self.text_output.then_some(self.stdout_tail);
-        let (final_message, result_is_error) = final_message::choose(self.result, self.last_text, stdout_tail);
-        Outcome {
-            end,
-            session: self.session,
-            final_message,
-            result_is_error,
-            events: self.events.into(),
-            text_tail: redact(&self.tail),
-            stderr_tail: redact(&self.stderr_tail),
-            usage: self.usage,
-            duration: started.elapsed(),
-            artifact_changed: false,
-            intervention: None,
-            last_tool: None,
-            last_signal: None,
-            unsaved_log: None,
-        }
+/// The outcome of an attempt that ended with `end`, its output redacted.
+fn outcome(collected: Collected, end: End, started: Instant) -> Outcome {
+    let gathered = collected.finish();
+    Outcome {
+        end,
+        session: gathered.session,
+        final_message: gathered.final_message,
+        result_is_error: gathered.result_is_error,
+        events: gathered.events,
+        text_tail: redact(&gathered.text_tail),
+        stderr_tail: redact(&gathered.stderr_tail),
+        usage: gathered.usage,
+        duration: started.elapsed(),
+        artifact_changed: false,
+        intervention: None,
+        last_tool: None,
+        last_signal: None,
+        unsaved_log: None,
     }
 }

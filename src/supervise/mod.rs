@@ -1,4 +1,5 @@
-//! Supervising a live attempt, pure over events and text: the silence and time
+//! Supervising a live attempt, pure over events and text: what its output comes to
+//! ([`collected`]), the silence and time
 //! limits ([`watch`]), tool calls printed as text ([`tool_text`]), tool-call loops
 //! ([`loops`]), repeated permission denials ([`denials`]), continue storms
 //! ([`storm`]), who ended the attempt ([`ended_by`]) and the detectors' names
@@ -9,6 +10,7 @@
 //! detector decides from values passed in only (no I/O, no clock of its own), so it
 //! is tested with paused time, fixed instants and text corpora, and no processes.
 
+pub(crate) mod collected;
 pub(crate) mod completion;
 pub(crate) mod denials;
 pub(crate) mod detector;
