@@ -12,6 +12,7 @@ use tokio::time::{Instant, sleep_until};
 use crate::agent::AgentEvent;
 use crate::agent::launch::Prepared;
 use crate::config::Timeouts;
+use crate::events::RunEvent;
 use crate::process::lines::{Item, LineReader, text};
 use crate::process::{Escalation, Step, agent_group, signal_group, spawn};
 use crate::recovery::classify::{EndedBy, Exit};
@@ -23,7 +24,7 @@ use crate::supervise::note::LastTool;
 use crate::supervise::collected::Collected;
 use crate::supervise::{Intervention, Supervisor};
 
-use super::attempt_log::AttemptLog;
+use crate::state::attempt_log::{AttemptLog, DiskNews};
 
 /// How the attempt ended.
 #[derive(Debug)]
@@ -465,8 +466,11 @@ impl<'a> Running<'a> {
 
     /// The log's disk-full and space-back news, for the dispatcher.
     fn log_news(&mut self) {
-        for event in self.log.take_news() {
-            self.observer.log_disk(event);
+        for news in self.log.take_news() {
+            self.observer.log_disk(match news {
+                DiskNews::Full { path, free } => RunEvent::DiskFull { path: path.display().to_string(), free },
+                DiskNews::SpaceBack { path } => RunEvent::DiskSpaceBack { path: path.display().to_string() },
+            });
         }
     }
 

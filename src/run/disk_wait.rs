@@ -1,5 +1,5 @@
 //! Waiting out a full disk: ENOSPC or EDQUOT on the checkpoint, the journal or an
-//! attempt log's end (`run::attempt_log`) is an outage like a lost network. The
+//! attempt log's end (`state::attempt_log`) is an outage like a lost network. The
 //! last good checkpoint stays on disk (writes are atomic), the attempt that was
 //! running has finished, and nothing new starts:
 //! ralph shows `disk full on <path> (<free> free)`, tries again with backoff, and

@@ -66,7 +66,7 @@ pub(crate) struct Dispatcher {
     /// A state file the disk had no room for: nothing new starts until it is written.
     pub(super) disk_full: Option<std::path::PathBuf>,
     /// The last attempt's log, part of which a full disk refused.
-    pub(super) unsaved_log: Option<super::attempt_log::AttemptLog>,
+    pub(super) unsaved_log: Option<crate::state::attempt_log::AttemptLog>,
     /// Default probe endpoints that answered during this run (filled in the
     /// background): only those count as evidence of being offline.
     pub(super) answered: Arc<Mutex<BTreeSet<String>>>,

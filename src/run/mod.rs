@@ -2,7 +2,7 @@
 //! the config ([`config_file`] reads it) and any checkpoint ([`start`]: fresh or
 //! resume) into a ready run (or a precise error), [`dispatch`] is the one loop that
 //! owns the run state and drives attempts, and [`attempt`] runs one agent process
-//! and writes its log (`attempt_log`). Around the loop, each carrying out decisions
+//! and writes its log (`state::attempt_log`). Around the loop, each carrying out decisions
 //! made elsewhere: failed attempts (`failure`), waits (`waits`, `disk_wait`, the
 //! probe's TCP connect in [`connect`]), phase artifacts (`artifact`), the repeating
 //! passes (`passes`), git steps ([`git_step`]), the lease ([`ownership`]), the
@@ -10,7 +10,6 @@
 
 mod artifact;
 pub(crate) mod attempt;
-mod attempt_log;
 pub(crate) mod config_file;
 pub(crate) mod connect;
 mod control;

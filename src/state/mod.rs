@@ -1,10 +1,12 @@
 //! State on disk under `.agent/`: atomic and private files (no symlinks followed,
 //! 0600/0700), the checkpoint and the one reader of its format (`format`), the
-//! journal, the lock, the lease, what `logs/` keeps, redaction of what is written,
+//! journal, the lock, the lease, each attempt's bounded log (`attempt_log`), what
+//! `logs/` keeps, redaction of what is written,
 //! telling a full disk from a failure (`disk`); and the run registry under
 //! `$XDG_STATE_HOME`.
 
 pub(crate) mod atomic;
+pub(crate) mod attempt_log;
 pub(crate) mod checkpoint;
 pub(crate) mod disk;
 pub(crate) mod format;
