@@ -82,7 +82,7 @@ impl Reporter {
     pub(crate) fn event(&mut self, event: &crate::events::RunEvent) {
         if let Some(text) = lines::attempt(event, self.cost_usd) {
             self.attempt_started(text);
-        } else if let Some(text) = lines::line(event) {
+        } else if let Some(text) = lines::line(event, &self.tz) {
             self.line(&text);
         }
     }

@@ -20,8 +20,8 @@ use crate::report::lines::EndWhy;
 use crate::signal::{InterruptAction, Signals, StopCause};
 use crate::state::checkpoint::Usage;
 use crate::state::redact::redact;
-use crate::supervise::note::LastTool;
 use crate::supervise::collected::Collected;
+use crate::supervise::note::LastTool;
 use crate::supervise::{Intervention, Supervisor};
 
 use crate::state::attempt_log::{AttemptLog, DiskNews};
@@ -131,7 +131,9 @@ pub(crate) async fn run(
     let program = prepared.launch.argv.first().cloned().unwrap_or_default();
     let (mut child, pipes) = match spawn(&prepared.launch) {
         Ok(spawned) => spawned,
-        Err(error) => return outcome(Collected::new(prepared.text_output), End::SpawnFailed { error, program }, started),
+        Err(error) => {
+            return outcome(Collected::new(prepared.text_output), End::SpawnFailed { error, program }, started);
+        }
     };
     let pgid = child.pid();
     // The signal paths that bypass this loop (second Ctrl+C, Ctrl+Z) need the group.

@@ -119,16 +119,9 @@ impl Dispatcher {
     /// was taken, so nothing that came since is lost.
     pub(crate) async fn run(mut self, mut signals: Signals) -> Result<RunEnd, RalphError> {
         self.listen(&mut signals);
-        if let Some(t) = self.r.takeover.take() {
-            let from = t.from.as_ref();
-            self.emit(RunEvent::LeaseTakenOver {
-                from_host: from.map(|f| f.host.clone()),
-                from_pid: from.map(|f| f.pid),
-                from_boot_id: from.map(|f| f.boot_id.clone()),
-                from_renewals: from.map(|f| f.renewals),
-                waited_ms: t.waited.as_millis() as u64,
-                why: t.why.to_string(),
-            });
+        // Set-up's lines are on the terminal already: they go to the journal only.
+        if let Some(takeover) = self.r.takeover.take() {
+            self.record(&takeover);
         }
         let (run_id, pid, from) = (self.r.checkpoint.run_id.clone(), std::process::id(), self.r.from.clone());
         let pos = &self.r.checkpoint.progress.position;
@@ -138,6 +131,9 @@ impl Dispatcher {
         } else {
             RunEvent::RunStarted { run_id, pid, from, phase, pass }
         });
+        for told in std::mem::take(&mut self.r.told) {
+            self.record(&told);
+        }
         if let Some(i) = self.r.interrupted.take() {
             // The attempt that ran when the previous ralph died: it has no outcome
             // line of its own, and this one accounts for it once the checkpoint no
@@ -777,6 +773,14 @@ impl Dispatcher {
     fn emit_saved(&mut self) {
         for event in std::mem::take(&mut self.after_save) {
             self.emit(event);
+        }
+    }
+
+    /// Journals (and logs) an event the terminal showed already.
+    fn record(&mut self, event: &RunEvent) {
+        tracing::info!(kind = event.kind(), ?event);
+        if let Err(e) = self.r.journal.record(event) {
+            tracing::warn!("cannot append to the journal: {e}");
         }
     }
 

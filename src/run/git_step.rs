@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::{CommitMode, GitConfig, Loaded};
 use crate::error::RalphError;
-use crate::events::RunEvent;
+use crate::events::{GitOffWhy, RunEvent};
 use crate::git::message::{self, Identity, MessageContext};
 use crate::git::plan::{self, Exempt, Facts, Rules};
 use crate::git::preflight::{self, RepoFacts, Wants};
@@ -21,7 +21,6 @@ use crate::git::record::{CommitRecord, GitState, Pending};
 use crate::git::repo::{CommitFailure, Discovery, GitError, Identities, Repo};
 use crate::recovery::policy::{self, Facts as PolicyFacts, Next, Stop};
 use crate::recovery::{Category, Classification};
-use crate::report::Reporter;
 use crate::signal::Signals;
 use crate::state::checkpoint::Checkpoint;
 use crate::supervise::note::Trouble;
@@ -30,6 +29,7 @@ use crate::workflow::done::Completion;
 use super::attempt::Outcome;
 use super::dispatch::{Dispatcher, Flow};
 use super::failure::tail_chars;
+use super::setup::Told;
 
 /// Files larger than this are not searched for credential values (they are logs or
 /// binaries; a new one is held back by `max_new_file` anyway).
@@ -69,24 +69,25 @@ pub(crate) fn setup(
     checkpoint: &mut Checkpoint,
     resumed: bool,
     allow_dirty: bool,
-    reporter: &Reporter,
+    told: &mut Told,
 ) -> Result<Option<GitSession>, RalphError> {
     let config = loaded.config.git.clone();
+    let off = |why| RunEvent::GitOff { why };
     let repo = match Repo::discover(dir) {
         Discovery::Repo(repo) => repo.with_commit_timeout(loaded.config.timeouts.tool),
         Discovery::NotARepo => {
-            reporter.line("not a git repository: git features are off");
+            told.tell(off(GitOffWhy::NotARepository));
             return Ok(None);
         }
         Discovery::NoGit => {
-            reporter.line("git is not installed: git features are off");
+            told.tell(off(GitOffWhy::GitMissing));
             return Ok(None);
         }
     };
     if resumed && checkpoint.git.is_none() {
         // The run started without git features; a baseline now would not be the
         // run's start, so it stays without them.
-        reporter.line("this run started without git features: they stay off until it ends");
+        told.tell(off(GitOffWhy::StartedWithoutGit));
         return Ok(None);
     }
     let fail = |e: GitError| RalphError::GitSetup(format!("git: {e}"));
@@ -114,17 +115,14 @@ pub(crate) fn setup(
         let baseline = preflight::new_run(&facts, wants)?;
         if let Some(b) = &baseline.create_branch {
             repo.create_branch(b).map_err(fail)?;
-            reporter.line(&format!("git: created branch {b}; ralph commits on it"));
+            told.tell(RunEvent::GitBranchCreated { branch: b.clone() });
         }
         let head = repo.head().map_err(fail)?;
         if baseline.detached {
-            let at = head.as_deref().map(|h| format!(" at {}", crate::report::lines::short(h))).unwrap_or_default();
-            reporter
-                .line(&format!("git: HEAD is detached{at}; ralph commits on it (`git branch NAME` keeps the commits)"));
+            told.tell(RunEvent::GitDetached { head: head.clone() });
         }
-        let held = baseline.held.len();
-        if held > 0 {
-            reporter.line(&format!("git: --allow-dirty: {held} changed file(s) are left out of every commit"));
+        if !baseline.held.is_empty() {
+            told.tell(RunEvent::GitHeld { files: baseline.held.clone() });
         }
         checkpoint.git = Some(GitState {
             top: top.display().to_string(),

@@ -15,6 +15,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::error::RalphError;
+use crate::events::RunEvent;
 use crate::state::lease::{self, FirstLook, Found, Identity, LeaseRecord, Renewal, Seen, Watch};
 use crate::state::lease_file;
 
@@ -55,7 +56,7 @@ pub(crate) fn acquire(
     me: &Identity,
     timeout: Duration,
     when_held: WhenHeld,
-    say: &dyn Fn(&str),
+    say: &mut dyn FnMut(RunEvent),
 ) -> Result<(Lease, Option<Takeover>), RalphError> {
     let io = |e: std::io::Error| RalphError::setup(format!("cannot use the lease {}", path.display()), e);
     let poll = (timeout / 8).clamp(Duration::from_millis(10), Duration::from_secs(1));
@@ -71,14 +72,12 @@ pub(crate) fn acquire(
             }),
             FirstLook::Watch(record) => {
                 if !told {
-                    say(&format!(
-                        "the run directory is leased by ralph pid {} on host {} (renewed {} times); \
-                         it is taken over only after {} without a renewal",
-                        record.pid,
-                        record.host,
-                        record.renewals,
-                        humantime::format_duration(timeout)
-                    ));
+                    say(RunEvent::LeaseWatch {
+                        pid: record.pid,
+                        host: record.host.clone(),
+                        renewals: record.renewals,
+                        timeout_ms: timeout.as_millis() as u64,
+                    });
                     told = true;
                 }
                 match watch(path, me, &record, timeout, poll, when_held).map_err(io)? {
@@ -109,7 +108,7 @@ pub(crate) fn acquire(
             // has done anything.
             thread::sleep(lease::renew_every(timeout).min(Duration::from_secs(2)));
             if let Renewal::Lost(winner) = lease::renewal(&record.token, &lease_file::read(path).map_err(io)?) {
-                say(&format!("host {} took the lease at the same time; it continues the run", winner.host));
+                say(RunEvent::LeaseLost { host: winner.host.clone() });
                 if when_held == WhenHeld::Refuse {
                     return Err(RalphError::LeaseHeld(format!(
                         "another ralph (pid {} on host {}) took the lease of this directory",
@@ -264,7 +263,8 @@ mod tests {
     fn free_lease_is_taken_renewed_and_released() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("ralph.lease");
-        let (lease, takeover) = acquire(&p, &me("a"), Duration::from_millis(200), WhenHeld::Refuse, &|_| {}).unwrap();
+        let (lease, takeover) =
+            acquire(&p, &me("a"), Duration::from_millis(200), WhenHeld::Refuse, &mut |_| {}).unwrap();
         assert!(takeover.is_none());
         let renewals = |p: &Path| match lease_file::read(p).unwrap() {
             Found::Held(r) => r.renewals,
@@ -293,7 +293,7 @@ mod tests {
         };
         lease_file::write(&p, &theirs).unwrap();
         let timeout = Duration::from_millis(300);
-        let (lease, takeover) = acquire(&p, &me("a"), timeout, WhenHeld::Refuse, &|_| {}).unwrap();
+        let (lease, takeover) = acquire(&p, &me("a"), timeout, WhenHeld::Refuse, &mut |_| {}).unwrap();
         let takeover = takeover.unwrap();
         assert_eq!(takeover.from, Some(theirs));
         assert!(takeover.waited >= timeout);
@@ -304,8 +304,8 @@ mod tests {
     fn a_live_lease_is_refused_when_not_waiting() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("ralph.lease");
-        let (held, _) = acquire(&p, &me("b"), Duration::from_millis(200), WhenHeld::Refuse, &|_| {}).unwrap();
-        let err = acquire(&p, &me("a"), Duration::from_millis(200), WhenHeld::Refuse, &|_| {}).unwrap_err();
+        let (held, _) = acquire(&p, &me("b"), Duration::from_millis(200), WhenHeld::Refuse, &mut |_| {}).unwrap();
+        let err = acquire(&p, &me("a"), Duration::from_millis(200), WhenHeld::Refuse, &mut |_| {}).unwrap_err();
         assert!(err.to_string().contains("on host b"), "{err}");
         held.release().unwrap();
     }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::Loaded;
 use crate::error::RalphError;
+use crate::events::RunEvent;
 use crate::recovery::resume;
 use crate::report::Reporter;
 use crate::signal::{InterruptAction, Signals, StopCause};
@@ -41,10 +42,13 @@ pub(crate) struct Ready {
     pub logs_dir: PathBuf,
     pub artifacts_dir: PathBuf,
     pub reporter: Reporter,
+    /// What set-up said (shown already), for the journal once the run starts.
+    pub told: Vec<RunEvent>,
     pub lock: Option<RunLock>,
     pub lease: Option<Lease>,
-    /// The lease was taken over from a ralph that went away (journaled at start).
-    pub takeover: Option<Takeover>,
+    /// The lease was taken over from a ralph that went away (`lease_taken_over`,
+    /// shown already; journaled first at start).
+    pub takeover: Option<RunEvent>,
     pub resumed: bool,
     /// `--from`: the phase the run started at or was moved to, for the journal.
     pub from: Option<String>,
@@ -65,6 +69,20 @@ pub(crate) enum Prepared {
     Settled(RunEnd),
 }
 
+/// What set-up says: each event shown at once, and kept for the run's journal, which
+/// opens only once the checkpoint is chosen.
+pub(crate) struct Told {
+    reporter: Reporter,
+    events: Vec<RunEvent>,
+}
+
+impl Told {
+    pub(crate) fn tell(&mut self, event: RunEvent) {
+        self.reporter.event(&event);
+        self.events.push(event);
+    }
+}
+
 pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     let dir = options.dir.clone();
     let (loaded, goal, templates) = read_inputs(&dir, options)?;
@@ -73,12 +91,13 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         .map_err(|e| RalphError::setup(format!("cannot create {}", agent_dir.display()), e))?;
     let reporter = Reporter::new(options.quiet, std::io::stderr().is_terminal());
     reporter.header(&dir);
+    let mut told = Told { reporter, events: Vec::new() };
     let when_held = if options.resume == ResumeFlag::ResumeOrStart { WhenHeld::Wait } else { WhenHeld::Refuse };
     // A simulated host (tests) has no kernel in common with the others: only the
     // lease protects the directory then.
     let taken = match lease_file::simulated_host() {
         Some(_) => None,
-        None => Some(take_lock(&agent_dir.join("ralph.lock"), when_held, &reporter)?),
+        None => Some(take_lock(&agent_dir.join("ralph.lock"), when_held, &mut told)?),
     };
     let mut signals = Signals::install().map_err(|e| RalphError::io("cannot install signal handlers", e))?;
     // Until the run starts nothing changed: a problem found before then releases
@@ -90,13 +109,11 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         &lease_file::identity(),
         loaded.config.watch.lease_timeout,
         when_held,
-        &|line| reporter.line(line),
+        &mut |event| told.tell(event),
     )?;
-    if let Some(t) = takeover.as_ref().filter(|t| !t.waited.is_zero())
-        && let Some(from) = &t.from
-    {
-        let (pid, host, why) = (from.pid, &from.host, &t.why);
-        reporter.line(&format!("took the run directory over from ralph pid {pid} on host {host}: its lease was {why}"));
+    let takeover = takeover.map(|t| taken_over(&t));
+    if let Some(event) = &takeover {
+        told.reporter.event(event);
     }
     // Writes killed half-way leave their temporary files; only the lock holder
     // writes here, so whatever is left is garbage.
@@ -107,13 +124,14 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     }
     let enabled = loaded.config.general.workflow.checkpoint_enabled;
     let checkpoint_path = enabled.then(|| agent_dir.join("checkpoint.json"));
-    let chosen = choose_checkpoint(options, &loaded, &goal, checkpoint_path.as_deref(), &reporter, &mut signals);
+    let chosen = choose_checkpoint(options, &loaded, &goal, checkpoint_path.as_deref(), &mut told, &mut signals);
     let (mut checkpoint, resumed, interrupted) = match chosen.await? {
         Ok(chosen) => chosen,
         Err(end) => return Ok(Prepared::Settled(end)),
     };
-    let git = super::git_step::setup(&dir, &loaded, &mut checkpoint, resumed, options.allow_dirty, &reporter)?;
-    let (logs_dir, journal) = open_logs(&agent_dir, &loaded, &checkpoint, enabled && !resumed, options, &reporter)?;
+    let git = super::git_step::setup(&dir, &loaded, &mut checkpoint, resumed, options.allow_dirty, &mut told)?;
+    let (logs_dir, journal) = open_logs(&agent_dir, &loaded, &checkpoint, enabled && !resumed, options, &mut told)?;
+    let Told { reporter, events: told } = told;
     Ok(Prepared::Ready(
         Box::new(Ready {
             dir,
@@ -126,6 +144,7 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
             logs_dir,
             artifacts_dir: agent_dir.join("artifacts"),
             reporter,
+            told,
             lock: lock.0.take(),
             lease: Some(lease),
             takeover,
@@ -178,16 +197,16 @@ async fn choose_checkpoint(
     loaded: &Loaded,
     goal: &str,
     cp_path: Option<&Path>,
-    reporter: &Reporter,
+    told: &mut Told,
     signals: &mut Signals,
 ) -> Result<Result<(Checkpoint, bool, Option<InFlight>), RunEnd>, RalphError> {
     let (from, agent_dir) = (options.from.as_deref(), options.dir.join(".agent"));
     let (prompt_checksum, artifacts_dir) = (checksum(goal.as_bytes()), agent_dir.join("artifacts"));
     let fresh = || fresh_checkpoint(loaded, &prompt_checksum, from, &artifacts_dir).map(|cp| Ok((cp, false, None)));
     let Some(cp_path) = cp_path else { return fresh() };
-    let existing = load_checkpoint(cp_path, options.resume, reporter)?;
+    let existing = load_checkpoint(cp_path, options.resume, told)?;
     if let Some(cp) = &existing {
-        end_leftovers(&cp.run_id, reporter);
+        end_leftovers(&cp.run_id, told);
     }
     let mut flag = options.resume;
     let mut decision = start::decide(existing.as_ref(), flag);
@@ -201,15 +220,15 @@ async fn choose_checkpoint(
     match (decision, existing) {
         (Start::Resume, Some(cp)) => {
             let interrupted = cp.in_flight.clone();
-            Ok(Ok((resume(cp, loaded, goal, &prompt_checksum, from, reporter)?, true, interrupted)))
+            Ok(Ok((resume(cp, loaded, goal, &prompt_checksum, from, told)?, true, interrupted)))
         }
         (Start::ArchiveThenFresh, Some(_)) => {
             let aside = store::set_aside(cp_path, "archived")
                 .map_err(|e| RalphError::setup("cannot archive the old checkpoint", e))?;
-            reporter.line(&format!("archived the previous checkpoint as {}", aside.display()));
+            told.tell(RunEvent::CheckpointArchived { aside: aside.display().to_string() });
             fresh()
         }
-        (Start::Settled, Some(cp)) => Ok(Err(settled(&cp, reporter))),
+        (Start::Settled, Some(cp)) => Ok(Err(settled(&cp, told))),
         (Start::NothingToResume, existing) => {
             let why = match existing {
                 Some(cp) => format!("the run {} is {}", cp.run_id, cp.status.as_str()),
@@ -233,7 +252,7 @@ fn open_logs(
     checkpoint: &Checkpoint,
     new_run: bool,
     options: &Options,
-    reporter: &Reporter,
+    told: &mut Told,
 ) -> Result<(PathBuf, Journal), RalphError> {
     if new_run {
         // The previous run's history goes with its logs, so it is pruned with them.
@@ -242,7 +261,9 @@ fn open_logs(
             Ok(None) => {}
             // A planted link is refused, never moved along or followed.
             Err(e) if crate::state::private::is_refused(&e) => return Err(RalphError::setup("the journal", e)),
-            Err(e) => reporter.line(&format!("note: cannot move the previous journal into its run's logs: {e}")),
+            Err(e) => told.tell(RunEvent::SetupWarning {
+                warning: format!("cannot move the previous journal into its run's logs: {e}"),
+            }),
         }
     }
     let logs_dir = agent_dir.join("logs").join(&checkpoint.run_id);
@@ -254,14 +275,14 @@ fn open_logs(
             tracing::info!("removed the logs of {} older run(s) ([logs] keep_runs = {keep})", pruned.len());
         }
         Ok(_) => {}
-        Err(e) => reporter.line(&format!("note: cannot remove old run logs: {e}")),
+        Err(e) => told.tell(RunEvent::SetupWarning { warning: format!("cannot remove old run logs: {e}") }),
     }
     let log_path = logs_dir.join("ralph.log");
     if let Some(warning) = crate::report::log::init(&log_path, options.verbose, options.log_format) {
-        reporter.line(&format!("note: {warning}"));
+        told.tell(RunEvent::SetupWarning { warning });
     }
     if options.verbose > 0 {
-        reporter.line(&format!("log: {}", log_path.display()));
+        told.tell(RunEvent::LogFile { path: log_path.display().to_string() });
     }
     let journal = if loaded.config.general.workflow.checkpoint_enabled {
         Journal::open(&agent_dir.join(crate::state::journal::FILE))
@@ -293,7 +314,7 @@ fn refuse_over_corrupt(agent_dir: &Path) -> Result<(), RalphError> {
 }
 
 /// The end of a run `--resume-or-start` leaves as it is, said in one line.
-fn settled(cp: &Checkpoint, reporter: &Reporter) -> RunEnd {
+fn settled(cp: &Checkpoint, told: &mut Told) -> RunEnd {
     let reason = cp.stop_reason.clone().unwrap_or_else(|| "no reason recorded".to_string());
     let end = match cp.status {
         Status::Failed => RunEnd::Failed(reason),
@@ -301,16 +322,8 @@ fn settled(cp: &Checkpoint, reporter: &Reporter) -> RunEnd {
         Status::Paused => RunEnd::Stopped(cp.stop_cause.unwrap_or(StopCause::User)),
         _ => RunEnd::Completed,
     };
-    if end == RunEnd::Completed {
-        reporter.line(&format!("the run {} is already completed; nothing to do", cp.run_id));
-    } else {
-        reporter.line(&format!(
-            "the run {} is {}{}; --resume-or-start leaves it as it is (`ralph --resume` continues it)",
-            cp.run_id,
-            cp.status.as_str(),
-            cp.stop_reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default()
-        ));
-    }
+    let status = if end == RunEnd::Completed { Status::Completed } else { cp.status };
+    told.tell(RunEvent::RunSettled { run_id: cp.run_id.clone(), status, reason: cp.stop_reason.clone() });
     end
 }
 
@@ -323,23 +336,17 @@ const DEAD_HOLDER_GRACE: std::time::Duration = std::time::Duration::from_secs(3)
 /// Takes the flock of this host; `--resume-or-start` waits while another ralph of
 /// this host holds it, the other modes refuse (after [`DEAD_HOLDER_GRACE`] when the
 /// recorded holder is dead).
-fn take_lock(path: &Path, when_held: WhenHeld, reporter: &Reporter) -> Result<RunLock, RalphError> {
-    let mut told = false;
+fn take_lock(path: &Path, when_held: WhenHeld, told: &mut Told) -> Result<RunLock, RalphError> {
+    let mut waiting = false;
     let started = std::time::Instant::now();
     loop {
         match crate::state::lock::acquire(path) {
             Ok(acquired) => {
-                if let Some(stale) = &acquired.stale {
-                    reporter.line(&format!(
-                        "the previous ralph here (pid {} on {}, started {}) ended without a clean stop: its run was interrupted",
-                        stale.pid,
-                        stale.host,
-                        crate::report::clock::stamp(&stale.started_at, &crate::report::clock::zone())
-                    ));
+                if let Some(stale) = acquired.stale {
+                    let (pid, host, started_at) = (Some(stale.pid), Some(stale.host), Some(stale.started_at));
+                    told.tell(RunEvent::LockStale { pid, host, started_at });
                 } else if acquired.stale_unreadable {
-                    reporter.line(
-                        "the previous ralph here ended without a clean stop (its lock file does not parse): its run was interrupted",
-                    );
+                    told.tell(RunEvent::LockStale { pid: None, host: None, started_at: None });
                 }
                 return Ok(acquired.lock);
             }
@@ -348,10 +355,15 @@ fn take_lock(path: &Path, when_held: WhenHeld, reporter: &Reporter) -> Result<Ru
             {
                 std::thread::sleep(std::time::Duration::from_millis(50));
             }
-            Err(e @ crate::state::lock::LockError::Held { .. }) if when_held == WhenHeld::Wait => {
-                if !told {
-                    reporter.line(&format!("{e}; waiting for it (--resume-or-start)"));
-                    told = true;
+            Err(crate::state::lock::LockError::Held { path, info }) if when_held == WhenHeld::Wait => {
+                if !waiting {
+                    let path = path.display().to_string();
+                    told.tell(RunEvent::LockWait {
+                        path,
+                        pid: info.as_ref().map(|i| i.pid),
+                        host: info.map(|i| i.host),
+                    });
+                    waiting = true;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(500));
             }
@@ -363,13 +375,10 @@ fn take_lock(path: &Path, when_held: WhenHeld, reporter: &Reporter) -> Result<Ru
 /// We hold the lock, so no ralph of that run is alive: whatever still carries its
 /// run id was left behind by a crash (an agent's children outlive a kill -9 of
 /// ralph) and must not go on editing the work tree.
-fn end_leftovers(run_id: &str, reporter: &Reporter) {
-    let killed = crate::process::leftovers::kill_all(run_id);
-    if !killed.is_empty() {
-        reporter.line(&format!(
-            "ended {} left behind by the interrupted run {run_id}: pids {killed:?}",
-            if killed.len() == 1 { "1 process".to_string() } else { format!("{} processes", killed.len()) }
-        ));
+fn end_leftovers(run_id: &str, told: &mut Told) {
+    let pids = crate::process::leftovers::kill_all(run_id);
+    if !pids.is_empty() {
+        told.tell(RunEvent::LeftoversEnded { run_id: run_id.to_string(), pids });
     }
 }
 
@@ -398,12 +407,12 @@ fn read_prompt(path: &Path, config: &Path) -> Result<String, RalphError> {
 /// snapshot, put in place of the file when it is the journal's. With `--no-resume` a
 /// checkpoint that cannot be used is set aside and the run starts fresh in the same
 /// call: the user asked to start over, and the file is kept.
-fn load_checkpoint(path: &Path, flag: ResumeFlag, reporter: &Reporter) -> Result<Option<Checkpoint>, RalphError> {
+fn load_checkpoint(path: &Path, flag: ResumeFlag, told: &mut Told) -> Result<Option<Checkpoint>, RalphError> {
     match format::read_newest(path) {
         Ok(None) => Ok(None),
         Ok(Some(newest)) => {
             if let Some(stale) = &newest.stale {
-                restore(path, &newest.checkpoint, stale, reporter)?;
+                restore(path, &newest.checkpoint, stale, told)?;
             }
             Ok(Some(newest.checkpoint))
         }
@@ -414,11 +423,8 @@ fn load_checkpoint(path: &Path, flag: ResumeFlag, reporter: &Reporter) -> Result
             };
             let aside = store::set_aside(path, label)
                 .map_err(|io| RalphError::setup(format!("cannot set the checkpoint {} aside", path.display()), io))?;
-            reporter.line(&format!(
-                "the checkpoint {} {problem}; it was kept aside as {}; starting fresh",
-                path.display(),
-                aside.display()
-            ));
+            let (path, aside) = (path.display().to_string(), aside.display().to_string());
+            told.tell(RunEvent::CheckpointSetAside { path, aside, problem });
             Ok(None)
         }
         // Only a file that does not parse is set aside; the others are left in place.
@@ -435,7 +441,7 @@ fn load_checkpoint(path: &Path, flag: ResumeFlag, reporter: &Reporter) -> Result
 
 /// Replaces `checkpoint.json` with the journal's newer snapshot (one that does not
 /// parse is set aside first, never lost) and says so.
-fn restore(path: &Path, cp: &Checkpoint, stale: &Stale, reporter: &Reporter) -> Result<(), RalphError> {
+fn restore(path: &Path, cp: &Checkpoint, stale: &Stale, told: &mut Told) -> Result<(), RalphError> {
     let why = match stale {
         Stale::Missing => "is missing".to_string(),
         Stale::Older(seq) => format!("holds save {seq}, an older one"),
@@ -447,13 +453,8 @@ fn restore(path: &Path, cp: &Checkpoint, stale: &Stale, reporter: &Reporter) -> 
     };
     store::save_json(path, cp)
         .map_err(|e| RalphError::setup(format!("cannot restore the checkpoint {}", path.display()), e))?;
-    reporter.line(&format!(
-        "note: the checkpoint {} {why}; restored save {} of run {} from the journal (ralph or the machine stopped \
-         before the file reached the disk)",
-        path.display(),
-        cp.seq,
-        cp.run_id
-    ));
+    let path = path.display().to_string();
+    told.tell(RunEvent::CheckpointRestored { path, why, seq: cp.seq, run_id: cp.run_id.clone() });
     Ok(())
 }
 
@@ -591,7 +592,7 @@ fn resume(
     goal: &str,
     prompt_checksum: &str,
     from: Option<&str>,
-    reporter: &Reporter,
+    told: &mut Told,
 ) -> Result<Checkpoint, RalphError> {
     // An attempt still in flight means ralph ended without recording it (a crash,
     // kill -9, a power cut): it continues its session.
@@ -601,7 +602,7 @@ fn resume(
     }
     let plan = resume_plan(&cp, loaded, prompt_checksum);
     for change in &plan.changes {
-        reporter.line(&format!("note: {change}"));
+        told.tell(RunEvent::ResumeChange { change: change.clone() });
     }
     let pos = &mut cp.progress.position;
     let index = plan.phase.ok_or_else(|| {
@@ -643,19 +644,19 @@ fn resume(
         let old = cp.progress.position.phase_name.clone();
         advance::move_to(&mut cp.progress, &loaded.phases, loaded.repeat, name)
             .map_err(|e| from_error(&e, &loaded.path))?;
-        reporter.line(&format!("moving the run from phase {old} to phase {name} (--from)"));
+        told.tell(RunEvent::RunMoved { from: old, to: name.to_string() });
     }
     let pos = &cp.progress.position;
-    reporter.line(&format!(
-        "resuming run {} ({}): phase {}{}, iteration {}, agent #{}{}",
-        cp.run_id,
-        cp.status.as_str(),
-        pos.phase_name,
-        pos.passes.map(|n| format!(", pass {} of {n}", pos.pass)).unwrap_or_default(),
-        pos.iteration,
-        pos.agent_index + 1,
-        cp.progress.resume_session.as_ref().map(|s| format!(", session {s}")).unwrap_or_default()
-    ));
+    told.tell(RunEvent::Resuming {
+        run_id: cp.run_id.clone(),
+        status: cp.status,
+        phase: pos.phase_name.clone(),
+        pass: pos.pass,
+        passes: pos.passes,
+        iteration: pos.iteration,
+        agent_number: pos.agent_index + 1,
+        session: cp.progress.resume_session.clone(),
+    });
     (cp.status, cp.clean_stop, cp.stop_cause, cp.stop_reason) = (Status::Running, false, None, None);
     cp.config_path = loaded.path.display().to_string();
     cp.config_checksum = loaded.checksum.clone();
@@ -688,6 +689,19 @@ pub(crate) fn resume_plan(cp: &Checkpoint, loaded: &Loaded, prompt_checksum: &st
 pub(crate) fn checksum(bytes: &[u8]) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The takeover of the lease, as the journal records it.
+fn taken_over(t: &Takeover) -> RunEvent {
+    let from = t.from.as_ref();
+    RunEvent::LeaseTakenOver {
+        from_host: from.map(|f| f.host.clone()),
+        from_pid: from.map(|f| f.pid),
+        from_boot_id: from.map(|f| f.boot_id.clone()),
+        from_renewals: from.map(|f| f.renewals),
+        waited_ms: t.waited.as_millis() as u64,
+        why: t.why.to_string(),
+    }
 }
 
 /// Releases the run lock cleanly when set-up fails before the run starts.

@@ -64,20 +64,20 @@ pub(crate) use crate::os::boot_id;
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum LockError {
     /// Another live process holds the flock.
-    #[error("{}", held_message(path, info.as_ref()))]
+    #[error("{}", held_message(path, info.as_ref().map(|i| (i.pid, i.host.as_str()))))]
     Held { path: PathBuf, info: Option<LockInfo> },
     #[error("cannot lock {}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },
 }
 
-fn held_message(path: &Path, info: Option<&LockInfo>) -> String {
+/// What a held lock means for the person, with its holder (pid, host) when known.
+pub(crate) fn held_message(path: &Path, holder: Option<(u32, &str)>) -> String {
     let path = path.display();
-    match info {
-        Some(i) => format!(
-            "another ralph (pid {} on {}) is running in this directory; \
+    match holder {
+        Some((pid, host)) => format!(
+            "another ralph (pid {pid} on {}) is running in this directory; \
              wait for it to finish or stop it (lock: {path})",
-            i.pid,
-            if i.host.is_empty() { "unknown host" } else { &i.host }
+            if host.is_empty() { "unknown host" } else { host }
         ),
         None => format!(
             "another ralph is running in this directory (lock {path} is held); \

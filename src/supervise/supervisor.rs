@@ -93,9 +93,7 @@ impl Supervisor {
                     id.clone(),
                     LastTool { name: name.clone(), input_summary: summarize(input), state: ToolState::StartedNoResult },
                 ));
-                self.loops
-                    .on_tool_call(name, input)
-                    .map(|found| ralph(Detector::ToolCallLoop, found.description))
+                self.loops.on_tool_call(name, input).map(|found| ralph(Detector::ToolCallLoop, found.description))
             }
             AgentEvent::ToolFinished { id, .. } => {
                 if let Some((last_id, tool)) = self.last_tool.as_mut()
@@ -108,8 +106,9 @@ impl Supervisor {
             AgentEvent::Text { text } => {
                 tool_text::detect(text).map(|found| ralph(Detector::ToolText, found.evidence()))
             }
-            AgentEvent::Thinking { text } => tool_text::detect_in_thinking(text)
-                .map(|found| ralph(Detector::ToolTextInThinking, found.evidence())),
+            AgentEvent::Thinking { text } => {
+                tool_text::detect_in_thinking(text).map(|found| ralph(Detector::ToolTextInThinking, found.evidence()))
+            }
             AgentEvent::Usage { cost_usd: Some(cost), .. } => {
                 self.cost += cost;
                 let left = self.cost_left?;
