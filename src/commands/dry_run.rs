@@ -26,7 +26,7 @@ pub(crate) fn main(dir: &Path, config_path: Option<&Path>) -> Result<i32, RalphE
     let prompt_path = dir.join(&loaded.config.general.prompt);
     let previews = previews(dir, &loaded, &goal, &templates);
     print!("{}", render(&loaded.path, &prompt_path, &previews));
-    print!("\n{}", crate::run::git_step::preview(dir, &loaded));
+    print!("\n{}", crate::git::session::preview(dir, &loaded));
     Ok(crate::exit::DONE)
 }
 

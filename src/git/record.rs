@@ -62,6 +62,52 @@ pub(crate) struct Pending {
     pub goal: bool,
 }
 
+/// What one commit step found and did, as the run's git session reports it: facts
+/// only, in the order they happened; the run decides what they come to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CommitReport {
+    /// Lock files a commit killed mid-way left behind, removed first.
+    pub stale_locks: Vec<String>,
+    /// HEAD moved since ralph last committed: the agent (or someone) committed.
+    pub agent_moved: Option<AgentMoved>,
+    /// Changed files left out of the commit.
+    pub left_out: Vec<LeftOutFile>,
+    pub outcome: CommitOutcome,
+}
+
+/// Commits someone else made since ralph's last one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AgentMoved {
+    pub from: Option<String>,
+    pub to: String,
+    pub commits: Vec<String>,
+}
+
+/// A changed file the commit did not take, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LeftOutFile {
+    pub path: String,
+    /// The rule's key (`git::plan::LeftOut::key`).
+    pub reason: &'static str,
+    pub detail: String,
+    /// It stays out of every commit of the run (someone else's).
+    pub held: bool,
+}
+
+/// How the commit step ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum CommitOutcome {
+    /// The commit exists already (a resume after a kill found its trailers).
+    Found(CommitRecord),
+    Committed(CommitRecord),
+    /// The iteration changed nothing ralph commits.
+    Nothing,
+    /// A hook rejected the commit, with its output (redacted).
+    Rejected(String),
+    /// git failed otherwise.
+    Failed(String),
+}
+
 impl GitState {
     pub(crate) fn record(&mut self, commit: CommitRecord) {
         self.head = Some(commit.hash.clone());

@@ -13,7 +13,6 @@ use jiff::tz::TimeZone;
 
 use crate::events::{FalloverWhy, GitOffWhy, RunEvent};
 use crate::state::checkpoint::Status;
-use crate::supervise::Detector;
 use crate::supervise::completion::Why;
 use crate::workflow::advance::Verdict;
 use crate::workflow::done::SignOff;
@@ -30,15 +29,7 @@ pub(crate) struct Escalating {
     pub next: Option<&'static str>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum EndWhy {
-    /// Ctrl+C: a second one kills at once.
-    User,
-    /// SIGTERM or SIGHUP: an orderly stop for the machine.
-    Signal(&'static str),
-    /// A detector of ralph's (stall, tool timeout, loop...).
-    Intervention(Detector),
-}
+pub(crate) use crate::step::EndWhy;
 
 /// The first line of a run: version, directory, and the zone of every time shown.
 pub(crate) fn header(version: &str, dir: &Path, zone: &str) -> String {
@@ -338,6 +329,7 @@ mod tests {
     use super::*;
 
     use crate::recovery::Category;
+    use crate::supervise::Detector;
 
     #[test]
     fn each_event_reads_as_before() {

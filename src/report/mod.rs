@@ -15,7 +15,7 @@ pub(crate) mod summary;
 mod term;
 
 pub(crate) use next::next_step;
-pub(crate) use progress::Reporter;
+pub(crate) use progress::{Pulse, Reporter};
 #[cfg(test)]
 pub(crate) use summary::tests::checkpoint as summary_fixture;
 pub(crate) use summary::{Summary, counts};

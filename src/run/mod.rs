@@ -1,30 +1,24 @@
-//! Running a workflow, the shell around the pure core: [`setup`] turns the directory,
-//! the config ([`config_file`] reads it) and any checkpoint ([`start`]: fresh or
-//! resume) into a ready run (or a precise error), [`dispatch`] is the one loop that
-//! owns the run state and drives attempts, and [`attempt`] runs one agent process
-//! and writes its log (`state::attempt_log`). Around the loop, each carrying out decisions
-//! made elsewhere: failed attempts (`failure`), waits (`waits`, `disk_wait`, the
-//! probe's TCP connect in [`connect`]), phase artifacts (`artifact`), the repeating
-//! passes (`passes`), git steps ([`git_step`]), the lease ([`ownership`]), the
-//! registry entry (`registration`) and the control socket (`control`).
+//! Running a workflow, the I/O shell around the pure step ([`crate::step`]):
+//! [`setup`] turns the directory, the config ([`config_file`] reads it) and any
+//! checkpoint ([`start`]: fresh or resume) into a ready run (or a precise error);
+//! [`dispatch`] is the one loop that owns the run state, hands everything that
+//! happens to the step and carries out its effects (`io`); [`attempt`] runs one
+//! agent process. Around them, each carrying out what the step decided: the probe's
+//! TCP connect ([`connect`]), the lease ([`ownership`]), the registry entry
+//! (`registration`) and the control socket (`control`).
 
-mod artifact;
 pub(crate) mod attempt;
 pub(crate) mod config_file;
 pub(crate) mod connect;
 mod control;
-mod disk_wait;
 pub(crate) mod dispatch;
-mod failure;
-pub(crate) mod git_step;
+mod io;
 pub(crate) mod ownership;
-mod passes;
 mod registration;
 pub(crate) mod setup;
 pub(crate) mod start;
 #[cfg(debug_assertions)]
 mod test_hooks;
-mod waits;
 
 use std::path::PathBuf;
 
@@ -69,7 +63,7 @@ pub(crate) async fn run(options: Options) -> Result<RunEnd, RalphError> {
         tracing::warn!("cannot become a child subreaper: escaped agent processes are found by their environment only");
     }
     match setup::prepare(&options).await? {
-        setup::Prepared::Ready(ready, signals) => dispatch::Dispatcher::new(*ready).run(signals).await,
+        setup::Prepared::Ready(ready, signals) => dispatch::run(*ready, signals).await,
         setup::Prepared::Settled(end) => Ok(end),
     }
 }

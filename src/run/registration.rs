@@ -6,24 +6,31 @@
 use std::collections::BTreeSet;
 
 use crate::config::{AgentConfig, AgentKind, Loaded};
-use crate::state::checkpoint::Checkpoint;
+use crate::state::checkpoint::{Checkpoint, Status};
 use crate::state::lock::LockInfo;
 use crate::state::registry::{self, Entry};
 
-use super::dispatch::Dispatcher;
+/// The registry entry of this run, written again when its status changes.
+pub(super) struct Registration {
+    loaded: Loaded,
+    /// The status last written.
+    registered: Option<Status>,
+}
 
-impl Dispatcher {
+impl Registration {
+    pub(super) fn new(loaded: Loaded) -> Self {
+        Self { loaded, registered: None }
+    }
+
     /// Writes the registry entry when the checkpoint's status differs from the one
     /// registered last.
-    pub(super) fn register_status(&mut self) {
-        let status = self.r.checkpoint.status;
-        if self.registered == Some(status) || !self.r.loaded.config.general.workflow.checkpoint_enabled {
+    pub(super) fn update(&mut self, project: &std::path::Path, cp: &Checkpoint) {
+        if self.registered == Some(cp.status) || !self.loaded.config.general.workflow.checkpoint_enabled {
             return;
         }
         let Some(dir) = registry::dir() else { return };
-        let entry = entry(&self.r.dir, &self.r.loaded, &self.r.checkpoint);
-        match registry::write(&dir, &entry) {
-            Ok(()) => self.registered = Some(status),
+        match registry::write(&dir, &entry(project, &self.loaded, cp)) {
+            Ok(()) => self.registered = Some(cp.status),
             Err(e) => tracing::warn!("cannot write the run registry entry in {}: {e}", dir.display()),
         }
     }

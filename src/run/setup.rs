@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use crate::config::Loaded;
 use crate::error::RalphError;
-use crate::events::RunEvent;
+use crate::events::{GitOffWhy, RunEvent};
+use crate::git::session::{self, GitSession, Noted, OpenError};
 use crate::recovery::resume;
 use crate::report::Reporter;
 use crate::signal::{InterruptAction, Signals, StopCause};
@@ -23,10 +24,10 @@ use crate::supervise::note::{LastTool, ToolState, Trouble};
 use crate::workflow::Progress;
 use crate::workflow::{advance, prompt};
 
-use super::failure::recovery_note;
 use super::ownership::{self, Lease, Takeover, WhenHeld};
 use super::start::{self, Answer, Start};
 use super::{Options, ResumeFlag, RunEnd};
+use crate::step::failure::recovery_note;
 
 /// A run ready to dispatch.
 pub(crate) struct Ready {
@@ -53,7 +54,7 @@ pub(crate) struct Ready {
     /// `--from`: the phase the run started at or was moved to, for the journal.
     pub from: Option<String>,
     /// Git features, when the project is in a repository (docs/git.md).
-    pub git: Option<super::git_step::GitSession>,
+    pub git: Option<GitSession>,
     /// The attempt that was running when the previous ralph of this run died or
     /// was stopped (journaled at start as `attempt_interrupted`).
     pub interrupted: Option<InFlight>,
@@ -129,7 +130,7 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         Ok(chosen) => chosen,
         Err(end) => return Ok(Prepared::Settled(end)),
     };
-    let git = super::git_step::setup(&dir, &loaded, &mut checkpoint, resumed, options.allow_dirty, &mut told)?;
+    let git = open_git(&dir, &loaded, &mut checkpoint, resumed, options.allow_dirty, &mut told)?;
     let (logs_dir, journal) = open_logs(&agent_dir, &loaded, &checkpoint, enabled && !resumed, options, &mut told)?;
     let Told { reporter, events: told } = told;
     Ok(Prepared::Ready(
@@ -155,6 +156,31 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         }),
         signals,
     ))
+}
+
+/// Opens git for the run (see `git::session`), saying what a person should know.
+fn open_git(
+    dir: &Path,
+    loaded: &Loaded,
+    checkpoint: &mut Checkpoint,
+    resumed: bool,
+    allow_dirty: bool,
+    told: &mut Told,
+) -> Result<Option<GitSession>, RalphError> {
+    let mut say = |noted| {
+        told.tell(match noted {
+            Noted::NotARepository => RunEvent::GitOff { why: GitOffWhy::NotARepository },
+            Noted::GitMissing => RunEvent::GitOff { why: GitOffWhy::GitMissing },
+            Noted::StartedWithoutGit => RunEvent::GitOff { why: GitOffWhy::StartedWithoutGit },
+            Noted::BranchCreated(branch) => RunEvent::GitBranchCreated { branch },
+            Noted::Detached(head) => RunEvent::GitDetached { head },
+            Noted::Held(files) => RunEvent::GitHeld { files },
+        });
+    };
+    session::open(dir, loaded, &mut checkpoint.git, resumed, allow_dirty, &mut say).map_err(|e| match e {
+        OpenError::Refused(refusal) => RalphError::Git(refusal),
+        OpenError::Git(e) => RalphError::GitSetup(format!("git: {e}")),
+    })
 }
 
 /// The config, the goal and the phases' templates, checked (an unknown `--from`
