@@ -59,7 +59,7 @@ def test_only_modules(rev, paths):
 
 args = sys.argv[1:]
 rev = args.pop(0) if args and not args[0].startswith("src") else "HEAD"
-places = [a.rstrip("/") + "/" for a in args] or ["src/"]
+places = [a if a.endswith(".rs") else a.rstrip("/") + "/" for a in args] or ["src/"]
 paths = [p for p in git("ls-tree", "-r", "--name-only", rev, "src").split() if p.endswith(".rs")]
 skipped = test_only_modules(rev, paths)
 counted = {
@@ -68,5 +68,5 @@ counted = {
     if not path.endswith("/tests.rs") and "/tests/" not in path and path not in skipped
 }
 for place in places:
-    total = sum(n for path, n in counted.items() if path.startswith(place))
+    total = sum(n for path, n in counted.items() if path == place or path.startswith(place))
     print(f"{rev}: {total} non-test lines in {place}")

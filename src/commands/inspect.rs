@@ -53,7 +53,7 @@ fn since(dir: &Path, cp: &Checkpoint) -> String {
     if let Some(session) = cp.in_flight.as_ref().and_then(|f| f.session.clone()) {
         cp.progress.resume_session = Some(session);
     }
-    let plan = crate::run::setup::resume_plan(&cp, &loaded, &checksum);
+    let plan = crate::step::start::plan(&cp, &loaded, &checksum);
     if plan.changes.is_empty() {
         return "  since the run started: nothing changed (config, goal, phases and agents are the same)\n".into();
     }

@@ -34,8 +34,8 @@ use crate::step::input::{Launched, Versions};
 use crate::step::{Input, RunState, Show};
 
 use super::control::ControlSocket;
-use super::ownership::Lease;
 use super::registration::Registration;
+use crate::state::ownership::Lease;
 
 /// What the run writes to and talks through.
 pub(super) struct Io {

@@ -1,10 +1,11 @@
 //! Running a workflow, the I/O shell around the pure step ([`crate::step`]):
 //! [`setup`] turns the directory, the config ([`config_file`] reads it) and any
-//! checkpoint ([`start`]: fresh or resume) into a ready run (or a precise error);
+//! checkpoint (fresh or resumed, as `step::start` decides) into a ready run (or a
+//! precise error);
 //! [`dispatch`] is the one loop that owns the run state, hands everything that
 //! happens to the step and carries out its effects (`io`); [`attempt`] runs one
 //! agent process. Around them, each carrying out what the step decided: the probe's
-//! TCP connect ([`connect`]), the lease ([`ownership`]), the registry entry
+//! TCP connect ([`connect`]), the registry entry
 //! (`registration`) and the control socket (`control`).
 
 pub(crate) mod attempt;
@@ -13,10 +14,8 @@ pub(crate) mod connect;
 mod control;
 pub(crate) mod dispatch;
 mod io;
-pub(crate) mod ownership;
 mod registration;
 pub(crate) mod setup;
-pub(crate) mod start;
 #[cfg(debug_assertions)]
 mod test_hooks;
 
@@ -24,19 +23,7 @@ use std::path::PathBuf;
 
 use crate::error::RalphError;
 
-/// What the user asked for about an existing checkpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ResumeFlag {
-    /// Neither flag: ask on a terminal, refuse otherwise.
-    Ask,
-    /// `--resume`
-    Resume,
-    /// `--no-resume`
-    Fresh,
-    /// `--resume-or-start`: resume an unfinished run, start one when there is none,
-    /// leave a completed, paused, failed or blocked run as it is.
-    ResumeOrStart,
-}
+pub(crate) use crate::step::start::ResumeFlag;
 
 /// How `ralph run` was invoked.
 #[derive(Debug, Clone)]

@@ -1,5 +1,5 @@
 //! Everything before the first attempt: the config, the goal, the templates, the
-//! lock and the lease (see `ownership`), the checkpoint decision (fresh, resume,
+//! lock and the lease (see `state::ownership`), the checkpoint decision (fresh, resume,
 //! ask, or leave a settled run as it is), logging and the journal. Every problem
 //! found here is reported before anything runs.
 
@@ -10,24 +10,20 @@ use crate::config::Loaded;
 use crate::error::RalphError;
 use crate::events::{GitOffWhy, RunEvent};
 use crate::git::session::{self, GitSession, Noted, OpenError};
-use crate::recovery::resume;
 use crate::report::Reporter;
-use crate::signal::{InterruptAction, Signals, StopCause};
-use crate::state::checkpoint::{self, Checkpoint, InFlight, Status};
+use crate::signal::{InterruptAction, Signals};
+use crate::state::checkpoint::{self, Checkpoint, InFlight};
 use crate::state::format::{self, FormatError, ReadError, Stale};
 use crate::state::journal::Journal;
 use crate::state::lease_file;
 use crate::state::lock::RunLock;
 use crate::state::retention;
 use crate::state::store;
-use crate::supervise::note::{LastTool, ToolState, Trouble};
-use crate::workflow::Progress;
 use crate::workflow::{advance, prompt};
 
-use super::ownership::{self, Lease, Takeover, WhenHeld};
-use super::start::{self, Answer, Start};
-use super::{Options, ResumeFlag, RunEnd};
-use crate::step::failure::recovery_note;
+use super::{Options, RunEnd};
+use crate::state::ownership::{self, AcquireError, Heard, Lease, Takeover, WhenHeld};
+use crate::step::start::{self, Answer, Refused, ResumeFlag, Start};
 
 /// A run ready to dispatch.
 pub(crate) struct Ready {
@@ -105,13 +101,24 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     // the lock cleanly (a dropped lock otherwise counts as an interrupted run).
     let mut lock = ReleaseUnlessKept(taken);
     // The lease on the run directory (see `ownership`), said when taken over.
-    let (lease, takeover) = ownership::acquire(
-        &agent_dir.join("ralph.lease"),
-        &lease_file::identity(),
-        loaded.config.watch.lease_timeout,
-        when_held,
-        &mut |event| told.tell(event),
-    )?;
+    let timeout = loaded.config.watch.lease_timeout;
+    let heard = &mut |heard| {
+        told.tell(match heard {
+            Heard::Watching(r) => {
+                let timeout_ms = timeout.as_millis() as u64;
+                RunEvent::LeaseWatch { pid: r.pid, host: r.host, renewals: r.renewals, timeout_ms }
+            }
+            Heard::LostRace(winner) => RunEvent::LeaseLost { host: winner.host },
+        });
+    };
+    let (lease, takeover) =
+        ownership::acquire(&agent_dir.join("ralph.lease"), &lease_file::identity(), timeout, when_held, heard)
+            .map_err(|e| match e {
+                AcquireError::Io { path, source } => {
+                    RalphError::setup(format!("cannot use the lease {}", path.display()), source)
+                }
+                AcquireError::Held(message) => RalphError::LeaseHeld(message),
+            })?;
     let takeover = takeover.map(|t| taken_over(&t));
     if let Some(event) = &takeover {
         told.reporter.event(event);
@@ -228,7 +235,11 @@ async fn choose_checkpoint(
 ) -> Result<Result<(Checkpoint, bool, Option<InFlight>), RunEnd>, RalphError> {
     let (from, agent_dir) = (options.from.as_deref(), options.dir.join(".agent"));
     let (prompt_checksum, artifacts_dir) = (checksum(goal.as_bytes()), agent_dir.join("artifacts"));
-    let fresh = || fresh_checkpoint(loaded, &prompt_checksum, from, &artifacts_dir).map(|cp| Ok((cp, false, None)));
+    let has_artifact = |phase: &str| artifacts_dir.join(format!("{phase}.md")).is_file();
+    let fresh = || {
+        let cp = start::fresh(loaded, &prompt_checksum, from, has_artifact, jiff::Timestamp::now(), std::process::id());
+        cp.map(|cp| Ok((cp, false, None))).map_err(|e| from_error(&e, &loaded.path))
+    };
     let Some(cp_path) = cp_path else { return fresh() };
     let existing = load_checkpoint(cp_path, options.resume, told)?;
     if let Some(cp) = &existing {
@@ -246,7 +257,12 @@ async fn choose_checkpoint(
     match (decision, existing) {
         (Start::Resume, Some(cp)) => {
             let interrupted = cp.in_flight.clone();
-            Ok(Ok((resume(cp, loaded, goal, &prompt_checksum, from, told)?, true, interrupted)))
+            let (cp, said) = start::resume(cp, loaded, goal, &prompt_checksum, from).map_err(|e| match e {
+                Refused::PhaseGone(message) => RalphError::ResumeMismatch(message),
+                Refused::From(e) => from_error(&e, &loaded.path),
+            })?;
+            said.into_iter().for_each(|event| told.tell(event));
+            Ok(Ok((cp, true, interrupted)))
         }
         (Start::ArchiveThenFresh, Some(_)) => {
             let aside = store::set_aside(cp_path, "archived")
@@ -254,7 +270,11 @@ async fn choose_checkpoint(
             told.tell(RunEvent::CheckpointArchived { aside: aside.display().to_string() });
             fresh()
         }
-        (Start::Settled, Some(cp)) => Ok(Err(settled(&cp, told))),
+        (Start::Settled, Some(cp)) => {
+            let (end, said) = start::settled(&cp);
+            told.tell(said);
+            Ok(Err(end))
+        }
         (Start::NothingToResume, existing) => {
             let why = match existing {
                 Some(cp) => format!("the run {} is {}", cp.run_id, cp.status.as_str()),
@@ -337,20 +357,6 @@ fn refuse_over_corrupt(agent_dir: &Path) -> Result<(), RalphError> {
             agent_dir.join(name).display()
         ))),
     }
-}
-
-/// The end of a run `--resume-or-start` leaves as it is, said in one line.
-fn settled(cp: &Checkpoint, told: &mut Told) -> RunEnd {
-    let reason = cp.stop_reason.clone().unwrap_or_else(|| "no reason recorded".to_string());
-    let end = match cp.status {
-        Status::Failed => RunEnd::Failed(reason),
-        Status::Blocked => RunEnd::Blocked(reason),
-        Status::Paused => RunEnd::Stopped(cp.stop_cause.unwrap_or(StopCause::User)),
-        _ => RunEnd::Completed,
-    };
-    let status = if end == RunEnd::Completed { Status::Completed } else { cp.status };
-    told.tell(RunEvent::RunSettled { run_id: cp.run_id.clone(), status, reason: cp.stop_reason.clone() });
-    end
 }
 
 /// How long the lock may stay held after the ralph recorded in it died: the kernel
@@ -563,152 +569,9 @@ async fn read_answer(signals: &mut Signals) -> Result<Option<String>, RalphError
     }
 }
 
-/// A new run: at the first phase, or at `from` reusing the earlier phases' results
-/// that the last run left in `artifacts_dir`.
-fn fresh_checkpoint(
-    loaded: &Loaded,
-    prompt_checksum: &str,
-    from: Option<&str>,
-    artifacts_dir: &Path,
-) -> Result<Checkpoint, RalphError> {
-    let (now, first) = (jiff::Timestamp::now(), loaded.phases.first().map(|p| p.name.as_str()).unwrap_or(""));
-    let has_artifact = |phase: &str| artifacts_dir.join(format!("{phase}.md")).is_file();
-    let progress = match from {
-        Some(name) => advance::start_at(&loaded.phases, loaded.repeat, name, has_artifact)
-            .map_err(|e| from_error(&e, &loaded.path))?,
-        None => {
-            let mut progress = Progress::new(first);
-            advance::fit_pass(&mut progress.position, 1, loaded.repeat);
-            progress
-        }
-    };
-    Ok(Checkpoint {
-        version: checkpoint::VERSION,
-        seq: 0,
-        run_id: format!("{}-{}", now.strftime("%Y%m%dT%H%M%SZ"), std::process::id()),
-        status: Status::Running,
-        clean_stop: false,
-        stop_cause: None,
-        stop_reason: None,
-        progress,
-        in_flight: None,
-        last_error: None,
-        usage: Default::default(),
-        phase_usage: Default::default(),
-        elapsed_secs: 0.0,
-        config_path: loaded.path.display().to_string(),
-        config_checksum: loaded.checksum.clone(),
-        prompt_checksum: prompt_checksum.to_string(),
-        started_at: now,
-        updated_at: now,
-        git: None,
-        agent_checkpoint: None,
-    })
-}
-
 /// `--from` names a phase the workflow does not have.
 fn from_error(e: &advance::UnknownPhase, config: &Path) -> RalphError {
     RalphError::Usage(format!("{e} ({})", config.display()))
-}
-
-/// Continues `cp` under the current config: same phase, iteration, agent and session.
-fn resume(
-    mut cp: Checkpoint,
-    loaded: &Loaded,
-    goal: &str,
-    prompt_checksum: &str,
-    from: Option<&str>,
-    told: &mut Told,
-) -> Result<Checkpoint, RalphError> {
-    // An attempt still in flight means ralph ended without recording it (a crash,
-    // kill -9, a power cut): it continues its session.
-    let in_flight = cp.in_flight.take();
-    if let Some(session) = in_flight.as_ref().and_then(|f| f.session.clone()) {
-        cp.progress.resume_session = Some(session);
-    }
-    let plan = resume_plan(&cp, loaded, prompt_checksum);
-    for change in &plan.changes {
-        told.tell(RunEvent::ResumeChange { change: change.clone() });
-    }
-    let pos = &mut cp.progress.position;
-    let index = plan.phase.ok_or_else(|| {
-        RalphError::ResumeMismatch(format!(
-            "the checkpoint stands in phase {}, which {} no longer has; restore that phase or run `ralph --no-resume`",
-            pos.phase_name,
-            loaded.path.display()
-        ))
-    })?;
-    (pos.phase, pos.agent_index) = (index, plan.agent_index);
-    if plan.agent_changed {
-        cp.progress.counters.agent_failures = 0;
-    }
-    if !plan.keep_session {
-        // Another agent (or kind) would not know the session: a fresh one starts.
-        cp.progress.resume_session = None;
-    }
-    let pos = &mut cp.progress.position;
-    // The pass continues exactly, within what the (maybe changed) config allows.
-    let pass = pos.pass;
-    advance::fit_pass(pos, pass, loaded.repeat);
-    if matches!(cp.status, Status::Failed | Status::Blocked) {
-        // The user resumes a stopped run after fixing something: the iteration gets
-        // a fresh budget; the run's totals are kept.
-        cp.progress.renew_budgets();
-    }
-    // The attempt ralph lost track of is told that the last tool call it started
-    // has an unknown outcome. This replaces any older note: the crash is the latest
-    // thing that happened to the iteration.
-    if let Some(in_flight) = in_flight {
-        let tool = in_flight.tool.map(|t| LastTool {
-            name: t.name,
-            input_summary: t.input,
-            state: ToolState::StartedNoResult,
-        });
-        cp.progress.recovery_note = Some(recovery_note(&cp.progress, &loaded.phases, goal, Trouble::Interrupted, tool));
-    }
-    if let Some(name) = from {
-        let old = cp.progress.position.phase_name.clone();
-        advance::move_to(&mut cp.progress, &loaded.phases, loaded.repeat, name)
-            .map_err(|e| from_error(&e, &loaded.path))?;
-        told.tell(RunEvent::RunMoved { from: old, to: name.to_string() });
-    }
-    let pos = &cp.progress.position;
-    told.tell(RunEvent::Resuming {
-        run_id: cp.run_id.clone(),
-        status: cp.status,
-        phase: pos.phase_name.clone(),
-        pass: pos.pass,
-        passes: pos.passes,
-        iteration: pos.iteration,
-        agent_number: pos.agent_index + 1,
-        session: cp.progress.resume_session.clone(),
-    });
-    (cp.status, cp.clean_stop, cp.stop_cause, cp.stop_reason) = (Status::Running, false, None, None);
-    cp.config_path = loaded.path.display().to_string();
-    cp.config_checksum = loaded.checksum.clone();
-    cp.prompt_checksum = prompt_checksum.to_string();
-    Ok(cp)
-}
-
-/// What `--resume` of `cp` does under the config and goal found now (also shown
-/// by `--inspect-checkpoint`).
-pub(crate) fn resume_plan(cp: &Checkpoint, loaded: &Loaded, prompt_checksum: &str) -> resume::Plan {
-    let config_name = loaded.path.display().to_string();
-    let kind = |name: &str| loaded.config.agents.get(name).map(|a| a.kind);
-    resume::plan(
-        resume::Recorded {
-            progress: &cp.progress,
-            config_checksum: &cp.config_checksum,
-            goal_checksum: &cp.prompt_checksum,
-        },
-        resume::Current {
-            config_name: &config_name,
-            config_checksum: &loaded.checksum,
-            goal_checksum: prompt_checksum,
-            phases: &loaded.phases,
-            kind: &kind,
-        },
-    )
 }
 
 /// sha256, hex.

@@ -30,8 +30,8 @@
 //! move before each attempt), [`outcome`] (the running attempt and its end),
 //! [`failure`] (a failed attempt to its decision), [`waits`] (backoff, rate-limit
 //! resets, the offline pause, a full disk), [`git`] (the commit step), [`control`]
-//! (the control socket's messages) and [`ending`] (the policy's decision carried out,
-//! the run's end).
+//! (the control socket's messages), [`ending`] (the policy's decision carried out,
+//! the run's end), and [`start`] (how a run starts: fresh, resumed or left as it is).
 
 pub(crate) mod begin;
 pub(crate) mod control;
@@ -41,6 +41,7 @@ pub(crate) mod failure;
 pub(crate) mod git;
 pub(crate) mod input;
 pub(crate) mod outcome;
+pub(crate) mod start;
 pub(crate) mod state;
 pub(crate) mod waits;
 

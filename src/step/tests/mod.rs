@@ -6,6 +6,7 @@ mod attempt;
 mod begin;
 mod failure;
 mod git;
+mod start;
 mod waits;
 
 use std::path::Path;

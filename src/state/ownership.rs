@@ -1,7 +1,8 @@
 //! Taking and keeping the lease of the run directory (the rules are in
-//! [`crate::state::lease`]): wait for another host's lease to expire, take it
-//! over, renew it from a heartbeat thread while the run lives, release it at the
-//! end. A heartbeat that finds the lease taken over stops ralph at once.
+//! [`super::lease`], the file in [`super::lease_file`]): wait for another host's
+//! lease to expire, take it over, renew it from a heartbeat thread while the run
+//! lives, release it at the end. A heartbeat that finds the lease taken over stops
+//! ralph at once.
 //!
 //! The heartbeat is a plain thread, not a task of the run's event loop: it keeps
 //! renewing while the loop is busy, and it can stop the process even when the loop
@@ -14,10 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::error::RalphError;
-use crate::events::RunEvent;
-use crate::state::lease::{self, FirstLook, Found, Identity, LeaseRecord, Renewal, Seen, Watch};
-use crate::state::lease_file;
+use super::lease::{self, FirstLook, Found, Identity, LeaseRecord, Renewal, Seen, Watch};
+use super::lease_file;
 
 /// Whether to wait while another host's lease is live (`--resume-or-start`), or
 /// refuse as soon as it is seen renewed.
@@ -49,6 +48,25 @@ pub(crate) struct Lease {
     released: Arc<Mutex<bool>>,
 }
 
+/// What a person should hear while the lease is taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Heard {
+    /// Another host's ralph holds it: it is watched for renewals.
+    Watching(LeaseRecord),
+    /// Another host took it at the same moment; it continues the run.
+    LostRace(LeaseRecord),
+}
+
+/// Why the lease cannot be taken.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AcquireError {
+    #[error("cannot use the lease {}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    /// Another ralph holds it (the message says who and what to do).
+    #[error("{0}")]
+    Held(String),
+}
+
 /// Takes the lease at `path`, waiting as long as `when_held` says; `say` tells the
 /// user what is going on.
 pub(crate) fn acquire(
@@ -56,9 +74,9 @@ pub(crate) fn acquire(
     me: &Identity,
     timeout: Duration,
     when_held: WhenHeld,
-    say: &mut dyn FnMut(RunEvent),
-) -> Result<(Lease, Option<Takeover>), RalphError> {
-    let io = |e: std::io::Error| RalphError::setup(format!("cannot use the lease {}", path.display()), e);
+    say: &mut dyn FnMut(Heard),
+) -> Result<(Lease, Option<Takeover>), AcquireError> {
+    let io = |source: std::io::Error| AcquireError::Io { path: path.to_path_buf(), source };
     let poll = (timeout / 8).clamp(Duration::from_millis(10), Duration::from_secs(1));
     let mut told = false;
     loop {
@@ -72,19 +90,14 @@ pub(crate) fn acquire(
             }),
             FirstLook::Watch(record) => {
                 if !told {
-                    say(RunEvent::LeaseWatch {
-                        pid: record.pid,
-                        host: record.host.clone(),
-                        renewals: record.renewals,
-                        timeout_ms: timeout.as_millis() as u64,
-                    });
+                    say(Heard::Watching(record.clone()));
                     told = true;
                 }
                 match watch(path, me, &record, timeout, poll, when_held).map_err(io)? {
                     Watched::Free => continue,
                     Watched::Expired(takeover) => Some(takeover),
                     Watched::Live(record) => {
-                        return Err(RalphError::LeaseHeld(format!(
+                        return Err(AcquireError::Held(format!(
                             "another ralph (pid {} on host {}) holds the lease of this directory and renewed it \
                              while this one watched; wait for it to finish, or use --resume-or-start to wait",
                             record.pid, record.host
@@ -108,9 +121,9 @@ pub(crate) fn acquire(
             // has done anything.
             thread::sleep(lease::renew_every(timeout).min(Duration::from_secs(2)));
             if let Renewal::Lost(winner) = lease::renewal(&record.token, &lease_file::read(path).map_err(io)?) {
-                say(RunEvent::LeaseLost { host: winner.host.clone() });
+                say(Heard::LostRace(winner.clone()));
                 if when_held == WhenHeld::Refuse {
-                    return Err(RalphError::LeaseHeld(format!(
+                    return Err(AcquireError::Held(format!(
                         "another ralph (pid {} on host {}) took the lease of this directory",
                         winner.pid, winner.host
                     )));
