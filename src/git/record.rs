@@ -108,6 +108,18 @@ pub(crate) enum CommitOutcome {
     Failed(String),
 }
 
+impl CommitReport {
+    /// A commit step that could not even start.
+    pub(crate) fn failed(error: impl Into<String>) -> Self {
+        CommitReport {
+            stale_locks: Vec::new(),
+            agent_moved: None,
+            left_out: Vec::new(),
+            outcome: CommitOutcome::Failed(error.into()),
+        }
+    }
+}
+
 impl GitState {
     pub(crate) fn record(&mut self, commit: CommitRecord) {
         self.head = Some(commit.hash.clone());

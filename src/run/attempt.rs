@@ -17,8 +17,9 @@ use crate::agent::AgentEvent;
 use crate::agent::launch::Prepared;
 use crate::config::Timeouts;
 use crate::git::attribution::Touched;
+use crate::process::ending::Ending;
 use crate::process::lines::{Item, LineReader, text};
-use crate::process::{Escalation, Step, agent_group, signal_group, spawn};
+use crate::process::{agent_group, signal_group, spawn};
 use crate::recovery::classify::{EndedBy, Exit};
 use crate::report::Pulse;
 use crate::signal::{StopCause, Suspension};
@@ -101,7 +102,7 @@ pub(crate) async fn run(
     while r.exit.is_none() || r.out.open || r.err.open {
         r.catch_up_suspension();
         let (watch_at, watch_reason) = r.supervisor.deadline();
-        let escalate_at = r.escalation.as_ref().and_then(|e| e.next_at);
+        let escalate_at = r.escalation.as_ref().and_then(|e| e.ending.next_at());
         let (flush_at, drain_at, running) = (r.log.flush_at(), r.drain_at, r.exit.is_none());
         tokio::select! {
             () = out.fill(), if r.out.open => {}
@@ -169,12 +170,9 @@ struct Stream {
     long: bool,
 }
 
-/// ralph is ending the agent with grace.
+/// ralph is ending the agent with grace, and why (for the display).
 struct Escalating {
-    esc: Escalation,
-    /// When the next, stronger signal is due.
-    next_at: Option<Instant>,
-    /// Why, for the display.
+    ending: Ending,
     why: EndWhy,
 }
 
@@ -257,8 +255,8 @@ impl Running {
         }
         self.suspended = suspended;
         self.supervisor.pause(paused);
-        if let Some(at) = self.escalation.as_mut().and_then(|e| e.next_at.as_mut()) {
-            *at += paused;
+        if let Some(e) = self.escalation.as_mut() {
+            e.ending.pause(paused);
         }
         if let Some(at) = self.drain_at.as_mut() {
             *at += paused;
@@ -360,37 +358,25 @@ impl Running {
         match &mut self.escalation {
             Some(under_way) => under_way.why = why,
             None => {
-                let (esc, step) = Escalation::start_with(self.a.prepared.stop_signal, self.a.limits.grace);
-                let next_at = send(step, self.pgid);
-                self.escalation = Some(Escalating { esc, next_at, why });
+                let ending = Ending::start(self.a.prepared.stop_signal, self.a.limits.grace, self.pgid);
+                self.escalation = Some(Escalating { ending, why });
             }
         }
         self.tell_escalation();
     }
 
     fn grace_elapsed(&mut self) {
-        let Some(e) = self.escalation.as_mut() else { return };
-        let before = e.esc.last_signal();
-        let step = e.esc.grace_elapsed();
-        e.next_at = send(step, self.pgid);
-        // A repeated SIGKILL is no news for the person watching.
-        if e.esc.last_signal() != before {
+        if self.escalation.as_mut().is_some_and(|e| e.ending.grace_elapsed()) {
             self.tell_escalation();
         }
     }
 
     /// Tells the run where the escalation stands: the signal sent, and the next one
-    /// with its time (none after SIGKILL, which is only repeated).
+    /// with its time.
     fn tell_escalation(&self) {
         let Some(e) = &self.escalation else { return };
-        let sent = e.esc.last_signal();
-        let next = match sent {
-            Signal::SIGINT => Some(Signal::SIGTERM),
-            Signal::SIGKILL => None,
-            _ => Some(Signal::SIGKILL),
-        };
-        let next = next.map(|s| s.as_str()).zip(e.next_at);
-        self.tell(AttemptMsg::Escalating { why: e.why.clone(), sent: sent.as_str(), next });
+        let next = e.ending.next().map(|(signal, at)| (signal.as_str(), at));
+        self.tell(AttemptMsg::Escalating { why: e.why.clone(), sent: e.ending.sent().as_str(), next });
     }
 
     /// What the run says; true on the user's second Ctrl+C.
@@ -415,19 +401,7 @@ impl Running {
     fn force_exit(self) -> Outcome {
         let _ = signal_group(self.pgid, Signal::SIGKILL);
         end_escaped(&self.a.prepared.attempt_id, self.started, self.pgid);
-        let after = stamp(&self.a.dir, self.a.done_file.as_deref());
-        let report = AttemptReport {
-            end: AttemptEnd::ForceExit,
-            output: gathered(self.collected),
-            duration: self.started.elapsed(),
-            intervention: None,
-            last_tool: None,
-            last_signal: None,
-            touched: self.touched,
-            artifact: (self.before, after),
-            log_unsaved: None,
-        };
-        Outcome { report, unsaved_log: None }
+        Outcome { report: self.report(AttemptEnd::ForceExit), unsaved_log: None }
     }
 
     /// The log's disk-full and space-back news, for the run.
@@ -445,34 +419,32 @@ impl Running {
             Some(cause) => AttemptEnd::Stopped(cause),
             None => AttemptEnd::Exited { exit: self.exit.unwrap_or(Exit::Code(-1)), ended_by: self.ended_by },
         };
-        let unsaved_log = (!self.log.on_disk()).then_some(self.log);
-        let log_unsaved = unsaved_log.as_ref().map(|log| {
-            let path = log.current().to_path_buf();
-            let free =
-                crate::state::disk::free_bytes(&path).map_or_else(|| "unknown".to_string(), crate::state::disk::human);
-            (path.display().to_string(), free)
-        });
-        let report = AttemptReport {
-            end,
-            output: gathered(self.collected),
-            duration: self.started.elapsed(),
-            intervention: if self.stopping.is_some() { None } else { self.intervention },
-            last_tool: self.supervisor.last_tool(),
-            last_signal: self.escalation.map(|e| e.esc.last_signal().as_str()),
-            touched: self.touched,
-            artifact: (self.before, stamp(&self.a.dir, self.a.done_file.as_deref())),
-            log_unsaved,
-        };
+        let last_signal = self.escalation.as_ref().map(|e| e.ending.sent().as_str());
+        let intervention = if self.stopping.is_some() { None } else { self.intervention.take() };
+        let last_tool = self.supervisor.last_tool();
+        let unsaved_log = (!self.log.on_disk()).then(|| std::mem::take(&mut self.log));
+        let mut report = self.report(end);
+        (report.intervention, report.last_tool, report.last_signal) = (intervention, last_tool, last_signal);
+        report.log_unsaved = unsaved_log.as_ref().map(|log| super::io::full(log.current()));
         Outcome { report, unsaved_log }
     }
-}
 
-/// What the output comes to, its tails redacted: only redacted text is kept.
-fn gathered(collected: Collected) -> crate::supervise::collected::Gathered {
-    let mut gathered = collected.finish();
-    gathered.text_tail = redact(&gathered.text_tail);
-    gathered.stderr_tail = redact(&gathered.stderr_tail);
-    gathered
+    /// What the attempt leaves behind, its tails redacted (only redacted text is kept).
+    fn report(self, end: AttemptEnd) -> AttemptReport {
+        let mut output = self.collected.finish();
+        (output.text_tail, output.stderr_tail) = (redact(&output.text_tail), redact(&output.stderr_tail));
+        AttemptReport {
+            end,
+            output,
+            duration: self.started.elapsed(),
+            intervention: None,
+            last_tool: None,
+            last_signal: None,
+            touched: self.touched,
+            artifact: (self.before, stamp(&self.a.dir, self.a.done_file.as_deref())),
+            log_unsaved: None,
+        }
+    }
 }
 
 /// What the done artifact looks like now (its checksum), for `done = "file:PATH"`.
@@ -506,14 +478,6 @@ impl Drop for GroupGuard {
     fn drop(&mut self) {
         agent_group::clear();
     }
-}
-
-/// Sends the step's signal; returns when to escalate next.
-fn send(step: Step, pgid: u32) -> Option<Instant> {
-    let Step::Send { signal, wait } = step;
-    tracing::info!("sending {signal} to the agent's process group {pgid}");
-    signal_group(pgid, signal).unwrap_or_else(|e| tracing::warn!("cannot signal process group {pgid}: {e}"));
-    wait.map(|w| Instant::now() + w)
 }
 
 fn exit_of(status: std::process::ExitStatus) -> Exit {

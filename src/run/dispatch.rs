@@ -18,7 +18,7 @@ use tokio::time::{Instant, sleep_until};
 use crate::config::{AgentConfig, Loaded};
 use crate::error::RalphError;
 use crate::events::RunEvent;
-use crate::git::record::{CommitOutcome, CommitReport};
+use crate::git::record::CommitReport;
 use crate::notify::Notifier;
 use crate::outcome::RunEnd;
 use crate::recovery::probe::{self, ProbeResult};
@@ -252,12 +252,7 @@ impl Dispatcher {
                     Some(git) => {
                         git.commit(&order.git, &order.pending, &order.run_id, &order.touched, order.after_crash)
                     }
-                    None => CommitReport {
-                        stale_locks: Vec::new(),
-                        agent_moved: None,
-                        left_out: Vec::new(),
-                        outcome: CommitOutcome::Failed("git features are off".to_string()),
-                    },
+                    None => CommitReport::failed("git features are off"),
                 };
                 self.queue.push_back(Input::Committed(report));
             }

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::config::{AgentConfig, AgentKind, Loaded};
+use crate::config::{AgentConfig, Loaded};
 use crate::state::checkpoint::{Checkpoint, Status};
 use crate::state::lock::LockInfo;
 use crate::state::registry::{self, Entry};
@@ -48,7 +48,8 @@ fn entry(project: &std::path::Path, loaded: &Loaded, cp: &Checkpoint) -> Entry {
         })
         .filter(|name| present(name))
         .collect();
-    let programs: BTreeSet<String> = agents.iter().filter_map(|a| program(a)).collect();
+    let programs: BTreeSet<String> =
+        agents.iter().flat_map(|a| crate::agent::preflight::programs(a)).map(|p| p.display().to_string()).collect();
     let watch = &loaded.config.watch;
     Entry {
         dir: project.to_path_buf(),
@@ -68,14 +69,4 @@ fn entry(project: &std::path::Path, loaded: &Loaded, cp: &Checkpoint) -> Entry {
         file: std::path::PathBuf::new(),
         inode: 0,
     }
-}
-
-/// The program an agent launches, as configured (a name looked up on `PATH`, or a
-/// path); `None` for the built-in scripted agent, which is ralph itself.
-pub(super) fn program(agent: &AgentConfig) -> Option<String> {
-    if agent.kind == AgentKind::Command {
-        return agent.command.as_ref().and_then(|c| c.first()).cloned();
-    }
-    let default = crate::agent::kinds::descriptor(agent.kind)?.binary;
-    Some(agent.binary.as_ref().map_or_else(|| default.to_string(), |b| b.display().to_string()))
 }

@@ -359,49 +359,21 @@ fn refuse_over_corrupt(agent_dir: &Path) -> Result<(), RalphError> {
     }
 }
 
-/// How long the lock may stay held after the ralph recorded in it died: the kernel
-/// frees it when the last process sharing the dead ralph's descriptor is gone, and
-/// a child it was starting (between clone and exec) dies by its parent-death signal
-/// only a moment later. A restart right after a kill -9 waits that out.
-const DEAD_HOLDER_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
-
-/// Takes the flock of this host; `--resume-or-start` waits while another ralph of
-/// this host holds it, the other modes refuse (after [`DEAD_HOLDER_GRACE`] when the
-/// recorded holder is dead).
+/// Takes the flock of this host (`--resume-or-start` waits for it), saying whether the
+/// previous ralph here stopped cleanly.
 fn take_lock(path: &Path, when_held: WhenHeld, told: &mut Told) -> Result<RunLock, RalphError> {
-    let mut waiting = false;
-    let started = std::time::Instant::now();
-    loop {
-        match crate::state::lock::acquire(path) {
-            Ok(acquired) => {
-                if let Some(stale) = acquired.stale {
-                    let (pid, host, started_at) = (Some(stale.pid), Some(stale.host), Some(stale.started_at));
-                    told.tell(RunEvent::LockStale { pid, host, started_at });
-                } else if acquired.stale_unreadable {
-                    told.tell(RunEvent::LockStale { pid: None, host: None, started_at: None });
-                }
-                return Ok(acquired.lock);
-            }
-            Err(crate::state::lock::LockError::Held { info: Some(holder), .. })
-                if !holder.process_alive() && started.elapsed() < DEAD_HOLDER_GRACE =>
-            {
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
-            Err(crate::state::lock::LockError::Held { path, info }) if when_held == WhenHeld::Wait => {
-                if !waiting {
-                    let path = path.display().to_string();
-                    told.tell(RunEvent::LockWait {
-                        path,
-                        pid: info.as_ref().map(|i| i.pid),
-                        host: info.map(|i| i.host),
-                    });
-                    waiting = true;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(500));
-            }
-            Err(e) => return Err(RalphError::Lock(e)),
-        }
+    let waiting = &mut |path: &Path, holder: Option<crate::state::lock::LockInfo>| {
+        let (pid, host) = (holder.as_ref().map(|h| h.pid), holder.map(|h| h.host));
+        told.tell(RunEvent::LockWait { path: path.display().to_string(), pid, host });
+    };
+    let acquired = crate::state::lock::take(path, when_held == WhenHeld::Wait, waiting).map_err(RalphError::Lock)?;
+    if let Some(stale) = acquired.stale {
+        let (pid, host, started_at) = (Some(stale.pid), Some(stale.host), Some(stale.started_at));
+        told.tell(RunEvent::LockStale { pid, host, started_at });
+    } else if acquired.stale_unreadable {
+        told.tell(RunEvent::LockStale { pid: None, host: None, started_at: None });
     }
+    Ok(acquired.lock)
 }
 
 /// We hold the lock, so no ralph of that run is alive: whatever still carries its

@@ -86,6 +86,39 @@ pub(crate) fn held_message(path: &Path, holder: Option<(u32, &str)>) -> String {
     }
 }
 
+/// How long the lock may stay held after the ralph recorded in it died: the kernel
+/// frees it when the last process sharing the dead ralph's descriptor is gone, and
+/// a child it was starting (between clone and exec) dies by its parent-death signal
+/// only a moment later. A restart right after a kill -9 waits that out.
+const DEAD_HOLDER_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Takes the lock at `path` for a run: while another ralph of this host holds it,
+/// waits when `wait` (`--resume-or-start`, telling `waiting` once who holds it) or
+/// refuses, after [`DEAD_HOLDER_GRACE`] when the recorded holder is dead.
+pub(crate) fn take(
+    path: &Path,
+    wait: bool,
+    waiting: &mut dyn FnMut(&Path, Option<LockInfo>),
+) -> Result<Acquired, LockError> {
+    let (mut told, started) = (false, std::time::Instant::now());
+    loop {
+        match acquire(path) {
+            Err(LockError::Held { info: Some(holder), .. })
+                if !holder.process_alive() && started.elapsed() < DEAD_HOLDER_GRACE =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            Err(LockError::Held { path, info }) if wait => {
+                if !std::mem::replace(&mut told, true) {
+                    waiting(&path, info);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
+            taken => return taken,
+        }
+    }
+}
+
 /// A successfully taken lock, and what it says about the previous run.
 #[derive(Debug)]
 pub(crate) struct Acquired {
