@@ -1,7 +1,7 @@
 //! The run's side of the control socket: it starts the server (whose messages reach
 //! the loop with the signals) and publishes the live state `ralph status` and the
-//! agent's `get_task_status` read. What the messages change is the step's
-//! (`step::control`).
+//! agent's `get_task_status` read. What the messages change, and what the live state
+//! says, is the step's (`step::control`).
 
 use std::sync::{Arc, Mutex};
 
@@ -11,7 +11,6 @@ use crate::control::Live;
 use crate::control::server::{QUEUE, Server};
 use crate::events::RunEvent;
 use crate::signal::Signals;
-use crate::state::checkpoint::Status;
 use crate::step::RunState;
 
 /// The socket and the live state it answers with.
@@ -57,29 +56,7 @@ impl ControlSocket {
 
     /// The live state, from the run state.
     pub(super) fn refresh(&self, run: &RunState) {
-        let cp = &run.cp;
-        let (pos, phase) = (&cp.progress.position, run.phase());
-        let mut live = lock(&self.live);
-        live.phase = pos.phase_name.clone();
-        live.iteration = pos.iteration;
-        live.iterations = phase.iterations;
-        live.agent = run.current_agent();
-        live.status = cp.status.as_str().to_string();
-        live.waiting_for =
-            (cp.status == Status::Waiting).then(|| match (cp.progress.rate_limit_until, cp.progress.offline_since) {
-                (Some(at), _) => format!("a rate-limit reset at unix second {at}"),
-                (None, Some(_)) => "the providers to come back online".to_string(),
-                (None, None) => "a backoff before the next attempt".to_string(),
-            });
-        live.stop_requested = run.control.stop_after.is_some();
-        live.recovery_note = cp.progress.recovery_note.clone();
-        live.last_checkpoint = cp
-            .agent_checkpoint
-            .as_ref()
-            .filter(|c| c.phase == pos.phase_name && c.iteration == pos.iteration)
-            .map(|c| c.summary.clone());
-        let max_cost = run.setting.loaded.config.general.max_cost_usd;
-        live.budget = max_cost.map(|max| format!("${:.2} of ${max:.2} spent", cp.usage.cost_usd));
+        crate::step::control::live(run, &mut lock(&self.live));
     }
 }
 

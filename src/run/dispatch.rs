@@ -8,14 +8,13 @@
 //! attempts the loop hands the step `Input::Next` once nothing else is pending (a
 //! signal that came meanwhile first).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::time::{Instant, sleep_until};
 
-use crate::config::{AgentConfig, Loaded};
 use crate::error::RalphError;
 use crate::events::RunEvent;
 use crate::git::record::CommitReport;
@@ -25,7 +24,7 @@ use crate::recovery::probe::{self, ProbeResult};
 use crate::signal::{InterruptAction, Signals, Suspension};
 use crate::step::effect::Effect;
 use crate::step::input::AttemptMsg;
-use crate::step::state::{Endpoints, Opening, Setting};
+use crate::step::state::{Opening, Setting};
 use crate::step::{self, Command, Input, Now, RunState};
 
 use super::attempt::{self, Attempt, Outcome};
@@ -78,7 +77,10 @@ impl Dispatcher {
     fn new(ready: Ready, signals: &mut Signals) -> Self {
         let loaded = ready.loaded;
         let setting = Setting {
-            endpoints: endpoints(&loaded),
+            // Read once: the agents' configuration and environment stay as they are.
+            endpoints: probe::by_phase(&loaded, &|var| std::env::var(var).ok().filter(|v| !v.is_empty()), &|path| {
+                std::fs::read_to_string(path).ok()
+            }),
             goal: ready.goal,
             templates: ready.templates,
             resumed: ready.resumed,
@@ -302,23 +304,6 @@ impl Dispatcher {
                 }
             });
         }
-    }
-}
-
-/// The default probe endpoints of each phase's agents and of all of them, read once
-/// from the agents' configuration and environment.
-fn endpoints(loaded: &Loaded) -> Endpoints {
-    let agents = &loaded.config.agents;
-    let env = |var: &str| std::env::var(var).ok().filter(|v| !v.is_empty());
-    let read = |path: &std::path::Path| std::fs::read_to_string(path).ok();
-    let of = |names: &mut dyn Iterator<Item = &String>| {
-        let chosen: BTreeMap<String, AgentConfig> =
-            names.filter_map(|name| agents.get(name).map(|a| (name.clone(), a.clone()))).collect();
-        probe::candidates(&chosen, &env, &read)
-    };
-    Endpoints {
-        per_phase: loaded.phases.iter().map(|p| of(&mut p.chain.iter())).collect(),
-        all: of(&mut loaded.phases.iter().flat_map(|p| p.chain.iter())),
     }
 }
 

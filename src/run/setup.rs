@@ -283,7 +283,7 @@ async fn choose_checkpoint(
             Err(RalphError::NothingToResume(format!("nothing to resume: {why}; run `ralph` to start a new run")))
         }
         (_, None) if flag == ResumeFlag::ResumeOrStart => {
-            refuse_over_corrupt(&agent_dir)?;
+            refuse_over_corrupt(cp_path)?;
             fresh()
         }
         _ => fresh(),
@@ -342,21 +342,13 @@ fn open_logs(
 /// No checkpoint, but one that did not parse was kept aside: that run is not over,
 /// and a job engine restarting ralph must not start a new one over its work tree
 /// (a crash never leaves a torn checkpoint; a person has to look).
-fn refuse_over_corrupt(agent_dir: &Path) -> Result<(), RalphError> {
-    let Ok(entries) = std::fs::read_dir(agent_dir) else { return Ok(()) };
-    let newest = entries
-        .filter_map(Result::ok)
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("checkpoint.corrupt-"))
-        .max();
-    match newest {
-        None => Ok(()),
-        Some(name) => Err(RalphError::ResumeMismatch(format!(
-            "there is no checkpoint, but one that did not parse is kept aside as {}; --resume-or-start does not \
-             start a new run over it: repair it and move it back to checkpoint.json, or run `ralph --no-resume` once",
-            agent_dir.join(name).display()
-        ))),
-    }
+fn refuse_over_corrupt(cp_path: &Path) -> Result<(), RalphError> {
+    let Some(aside) = store::newest_aside(cp_path, "corrupt") else { return Ok(()) };
+    Err(RalphError::ResumeMismatch(format!(
+        "there is no checkpoint, but one that did not parse is kept aside as {}; --resume-or-start does not \
+         start a new run over it: repair it and move it back to checkpoint.json, or run `ralph --no-resume` once",
+        aside.display()
+    )))
 }
 
 /// Takes the flock of this host (`--resume-or-start` waits for it), saying whether the

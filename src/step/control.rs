@@ -2,12 +2,13 @@
 //! stops after the iteration, or at once while nothing of it runs), the agent's MCP
 //! tools (progress, a verified checkpoint, its interruption, its completion, its
 //! cancel) kept as evidence for the attempt's end, a lost `ralph mcp` counted
-//! against `[retry] mcp_restarts`, and the heartbeat they all are.
+//! against `[retry] mcp_restarts`, and the heartbeat they all are; and what the
+//! socket answers about the run ([`live`]).
 
-use crate::control::Inbound;
+use crate::control::{Inbound, Live};
 use crate::events::RunEvent;
 use crate::signal::StopCause;
-use crate::state::checkpoint::AgentCheckpoint;
+use crate::state::checkpoint::{AgentCheckpoint, Status};
 
 use super::effect::Command;
 use super::outcome::tell;
@@ -80,4 +81,28 @@ fn apply(run: &mut RunState, msg: Inbound) {
             run.emit(RunEvent::TaskCancelled { attempt, reason });
         }
     }
+}
+
+/// What `ralph status` and the agent's `get_task_status` see of the run now.
+pub(crate) fn live(run: &RunState, live: &mut Live) {
+    let cp = &run.cp;
+    let (pos, phase) = (&cp.progress.position, run.phase());
+    live.phase = pos.phase_name.clone();
+    live.iteration = pos.iteration;
+    live.iterations = phase.iterations;
+    live.agent = run.current_agent();
+    live.status = cp.status.as_str().to_string();
+    live.waiting_for =
+        (cp.status == Status::Waiting).then(|| match (cp.progress.rate_limit_until, cp.progress.offline_since) {
+            (Some(at), _) => format!("a rate-limit reset at unix second {at}"),
+            (None, Some(_)) => "the providers to come back online".to_string(),
+            (None, None) => "a backoff before the next attempt".to_string(),
+        });
+    live.stop_requested = run.control.stop_after.is_some();
+    live.recovery_note = cp.progress.recovery_note.clone();
+    live.last_checkpoint = (cp.agent_checkpoint.as_ref())
+        .filter(|c| c.phase == pos.phase_name && c.iteration == pos.iteration)
+        .map(|c| c.summary.clone());
+    let max_cost = run.setting.loaded.config.general.max_cost_usd;
+    live.budget = max_cost.map(|max| format!("${:.2} of ${max:.2} spent", cp.usage.cost_usd));
 }

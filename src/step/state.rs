@@ -11,6 +11,7 @@ use crate::config::{Loaded, Phase};
 use crate::events::RunEvent;
 use crate::git::attribution::Touched;
 use crate::outcome::RunEnd;
+use crate::recovery::probe::Candidates;
 use crate::signal::StopCause;
 use crate::state::atomic::Durability;
 use crate::state::checkpoint::Checkpoint;
@@ -32,17 +33,9 @@ pub(crate) struct Setting {
     /// Git features are on (a repository, and a baseline for this run).
     pub git: bool,
     /// The default probe endpoints of each phase's agents, and of all of them.
-    pub endpoints: Endpoints,
+    pub endpoints: Candidates,
     /// This ralph's pid, for the journal.
     pub pid: u32,
-}
-
-/// Default probe endpoints, as the configured agents and their environment name
-/// them (read once by the shell).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Endpoints {
-    pub per_phase: Vec<Vec<String>>,
-    pub all: Vec<String>,
 }
 
 /// What the loop is doing now, and what the next answer it waits for decides.

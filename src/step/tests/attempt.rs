@@ -184,6 +184,18 @@ fn an_agents_checkpoint_is_saved_and_quoted_by_the_next_note() {
 }
 
 #[test]
+fn ralph_status_sees_what_the_run_waits_for_and_a_stop_asked_for() {
+    let mut r = Run::started(TWO_AGENTS);
+    let _ = r.step(Input::Control(vec![Inbound::Stop { now: false }]));
+    let _ = r.ends(exited(0, None));
+    let mut live = crate::control::Live::default();
+    crate::step::control::live(&r.run, &mut live);
+    assert_eq!((live.status.as_str(), live.agent.as_str(), live.stop_requested), ("waiting", "a", true));
+    assert_eq!(live.waiting_for.as_deref(), Some("a backoff before the next attempt"));
+    assert!(live.recovery_note.is_some());
+}
+
+#[test]
 fn the_live_display_follows_the_attempt() {
     let mut r = Run::started(TWO_AGENTS);
     let effects = r.effects(Input::Attempt(AttemptMsg::Escalating {

@@ -23,7 +23,7 @@ use crate::workflow::Progress;
 
 use super::effect::{Command, Effect, Show};
 use super::input::{AttemptEnd, AttemptReport, Input, Launched, Now, Stamp};
-use super::state::{Endpoints, Opening, RunState, Setting};
+use super::state::{Opening, RunState, Setting};
 use super::step;
 
 /// Two sim agents `a` and `b` in one chain, one phase `develop` of two iterations.
@@ -65,7 +65,7 @@ impl Run {
         let loaded = crate::config::parse(Path::new("ralph.toml"), toml).unwrap_or_else(|e| panic!("{e}"));
         let first = loaded.phases[0].name.clone();
         let setting = Setting {
-            endpoints: Endpoints::default(),
+            endpoints: Default::default(),
             goal: "Make the tests pass.".into(),
             templates: loaded.phases.iter().map(|p| crate::workflow::prompt::builtin(&p.name).to_string()).collect(),
             resumed: false,
