@@ -70,7 +70,6 @@ struct Dispatcher {
     /// Endpoints that answered a background probe.
     answered: (UnboundedSender<String>, UnboundedReceiver<String>),
     suspension: Suspension,
-    max_log: u64,
 }
 
 impl Dispatcher {
@@ -124,7 +123,6 @@ impl Dispatcher {
             commands: None,
             answered: unbounded_channel(),
             suspension: signals.suspension(),
-            max_log: loaded.config.logs.max_attempt_log,
         }
     }
 
@@ -284,7 +282,7 @@ impl Dispatcher {
             done_file: start.done_file,
             dir: self.io.dir.clone(),
             log: self.io.logs_dir.join(format!("{}.log", start.stem)),
-            max_log: self.max_log,
+            max_log: self.run.setting.loaded.config.logs.max_attempt_log,
             pulse: self.io.reporter.pulse(),
             suspension: self.suspension.clone(),
         };
