@@ -44,10 +44,9 @@ pub(crate) struct Attempt {
     /// Its limits (see `supervise::watch::attempt_limits`).
     pub limits: Timeouts,
     pub cost_left: Option<f64>,
-    /// The done artifact, whose change the report tells.
+    /// The done artifact (`done = "file:PATH"`, in the project), whose change the
+    /// report tells.
     pub done_file: Option<PathBuf>,
-    /// The project directory the done artifact is relative to.
-    pub dir: PathBuf,
     pub log: PathBuf,
     pub max_log: u64,
     /// The live display's clock of the agent's last output.
@@ -70,7 +69,7 @@ pub(crate) async fn run(
     mut commands: UnboundedReceiver<Command>,
 ) -> Outcome {
     let started = Instant::now();
-    let before = stamp(&a.dir, a.done_file.as_deref());
+    let before = stamp(a.done_file.as_deref());
     let program = a.prepared.launch.argv.first().cloned().unwrap_or_default();
     let (mut child, pipes) = match spawn(&a.prepared.launch) {
         Ok(spawned) => spawned,
@@ -441,17 +440,17 @@ impl Running {
             last_tool: None,
             last_signal: None,
             touched: self.touched,
-            artifact: (self.before, stamp(&self.a.dir, self.a.done_file.as_deref())),
+            artifact: (self.before, stamp(self.a.done_file.as_deref())),
             log_unsaved: None,
         }
     }
 }
 
 /// What the done artifact looks like now (its checksum), for `done = "file:PATH"`.
-fn stamp(dir: &Path, done_file: Option<&Path>) -> Stamp {
+fn stamp(done_file: Option<&Path>) -> Stamp {
     match done_file {
         Some(path) => {
-            std::fs::read(dir.join(path)).map_or(Stamp::Missing, |bytes| Stamp::Content(super::setup::checksum(&bytes)))
+            std::fs::read(path).map_or(Stamp::Missing, |bytes| Stamp::Content(super::setup::checksum(&bytes)))
         }
         None => Stamp::NotApplicable,
     }
