@@ -7,7 +7,7 @@
 use crate::config::DoneSignal;
 use crate::events::RunEvent;
 use crate::recovery::classify::{EndedBy, Exit};
-use crate::recovery::{policy, rate_limit};
+use crate::recovery::rate_limit;
 use crate::signal::StopCause;
 use crate::state::atomic::Durability;
 use crate::state::checkpoint::{InFlight, Status};
@@ -16,10 +16,10 @@ use crate::supervise::watch;
 use crate::workflow::advance;
 use crate::workflow::done::Completion;
 
-use super::effect::{CommitOrder, Effect, Fatal, Launch, PromptPlan, StartAttempt};
+use super::effect::{Effect, Fatal, Launch, PromptPlan, StartAttempt};
 use super::input::{AttemptEnd, AttemptReport, Launched, SpawnError};
 use super::state::{Committing, Mode, Online, RunState, Running};
-use super::{ending, outcome, waits};
+use super::{ending, git, outcome, waits};
 
 /// The run begins: its journal's opening, the first save, the background probes, and
 /// on resume the commit a killed ralph left pending.
@@ -60,7 +60,7 @@ pub(super) fn start(run: &mut RunState) {
         run.emit(RunEvent::GitBaseline { top, baseline, branch, held, commit });
     }
     run.save();
-    probe_in_background(run);
+    waits::probe_in_background(run);
     resume_pending(run);
 }
 
@@ -70,37 +70,12 @@ fn resume_pending(run: &mut RunState) {
     let pending = run.cp.git.as_ref().and_then(|g| g.pending.clone());
     let (Some(pending), true) = (pending, run.setting.git) else { return };
     let completion = if pending.goal { Completion::Goal } else { Completion::Done };
-    let order = commit_order(run, pending, true);
+    let order = git::commit_order(run, pending, true);
     run.effect(Effect::Commit(Box::new(order)));
     // The attempt that finished the iteration ran in the ralph that died.
     let ended = AttemptEnd::Exited { exit: Exit::Code(0), ended_by: EndedBy::Agent };
     let report = AttemptReport::empty(ended);
     run.mode = Mode::Committing(Box::new(Committing { completion, report, after_crash: true }));
-}
-
-/// The commit of `pending` as the git session makes it.
-pub(super) fn commit_order(run: &RunState, pending: crate::git::record::Pending, after_crash: bool) -> CommitOrder {
-    CommitOrder {
-        pending,
-        git: run.cp.git.clone().unwrap_or_default(),
-        run_id: run.cp.run_id.clone(),
-        touched: run.touched.clone(),
-        after_crash,
-    }
-}
-
-/// Probes every default endpoint of the run's agents that has not answered yet, each
-/// on its own, without waiting: those that answer become evidence for later offline
-/// checks. At the start and after each successful attempt; `[offline] probe` needs none.
-pub(super) fn probe_in_background(run: &mut RunState) {
-    if run.setting.loaded.config.offline.probe.is_some() {
-        return;
-    }
-    let pending: Vec<String> =
-        run.setting.endpoints.all.iter().filter(|e| !run.answered.contains(*e)).cloned().collect();
-    if !pending.is_empty() {
-        run.effect(Effect::ProbeInBackground(pending));
-    }
 }
 
 /// The move before the next attempt, in this order: a full disk is waited out (the
@@ -111,9 +86,9 @@ pub(super) fn probe_in_background(run: &mut RunState) {
 /// attempt ended); else the attempt.
 pub(super) fn next_move(run: &mut RunState) {
     if run.disk_full.is_some() {
-        return waits::disk(run, 0, None);
+        return ending::disk_wait(run, 0, None);
     }
-    if let Some(stop) = cap_reached(run) {
+    if let Some(stop) = run.cap_reached() {
         return ending::stop(run, stop);
     }
     if run.cp.progress.offline_since.is_some() {
@@ -133,12 +108,6 @@ pub(super) fn next_move(run: &mut RunState) {
         return ending::stopped(run, cause, None);
     }
     launch(run);
-}
-
-/// The runtime and cost caps, checked before every attempt and on every round of an
-/// offline pause.
-pub(super) fn cap_reached(run: &RunState) -> Option<policy::Stop> {
-    policy::run_cap(&run.setting.loaded.config.general, run.elapsed(), run.cp.usage.cost_usd)
 }
 
 /// Counts the attempt and asks for its launch: which agent, which session, which

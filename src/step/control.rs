@@ -11,7 +11,6 @@ use crate::signal::StopCause;
 use crate::state::checkpoint::{AgentCheckpoint, Status};
 
 use super::effect::Command;
-use super::outcome::tell;
 use super::state::{Mode, RunState};
 use super::waits;
 
@@ -24,7 +23,7 @@ pub(super) fn inbox(run: &mut RunState, inbox: Vec<Inbound>) {
     }
     match &run.mode {
         // Any message of the agent is a sign of life.
-        Mode::Attempt(_) if heartbeat => tell(run, Command::Alive),
+        Mode::Attempt(_) if heartbeat => run.tell(Command::Alive),
         // `ralph stop`: nothing of the iteration runs while ralph waits, so it stops here.
         Mode::Waiting(_) | Mode::Probing(_) if run.control.stop_after.is_some() => {
             waits::interrupted(run, StopCause::User);

@@ -1,91 +1,19 @@
-//! Where a decision leads: the policy's [`Next`] carried out (the next iteration,
-//! phase or agent, a retry, a wait), a phase's end (its artifact, the review/fix
-//! passes), and the run's end: a stop by a signal (the session kept for `--resume`),
-//! the second Ctrl+C, a cap or a person's problem, and the final save.
+//! The run's end: a stop by a signal (the session kept for `--resume`), the second
+//! Ctrl+C, a cap or a person's problem, and the final save, after a full disk is
+//! waited out (the same wait that holds the next attempt back while the disk has no
+//! room for the run's state).
 
-use crate::events::{self, RunEvent};
+use crate::events::RunEvent;
 use crate::outcome::RunEnd;
-use crate::recovery::policy::{FalloverWhy, Next, Stop};
+use crate::recovery::policy::Stop;
 use crate::signal::StopCause;
 use crate::state::checkpoint::Status;
+use crate::state::disk;
 use crate::supervise::note::Trouble;
-use crate::workflow::advance::{GroupMove, PhaseEnd};
 
-use super::effect::{ArtifactSource, Effect, Show};
-use super::state::{Mode, Online, RunState, Wait};
-use super::{failure, outcome, waits};
-
-/// Carries out the policy's decision.
-pub(super) fn carry_out(run: &mut RunState, next: Next) {
-    tracing::debug!(?next, "carrying out");
-    run.mode = Mode::Ready;
-    match next {
-        Next::Iteration => {
-            let (phase, iteration) = (run.phase().name.clone(), run.cp.progress.position.iteration);
-            run.emit(RunEvent::IterationStarted { phase, iteration });
-            run.save();
-        }
-        Next::Phase { finished, end } => {
-            phase_ended(run, finished, &end);
-            run.save();
-        }
-        Next::Finished { end } => {
-            phase_ended(run, run.phase().name.clone(), &end);
-            self::end(run, RunEnd::Completed);
-        }
-        Next::Retry { delay, probe_first } => {
-            let session = run.cp.progress.resume_session.clone();
-            run.emit(RunEvent::Retry { delay_ms: delay.as_millis() as u64, resume_session: session });
-            run.save();
-            if probe_first {
-                waits::offline_check(run, Online::Backoff(delay));
-            } else if !delay.is_zero() {
-                waits::wait(run, delay, "retrying after backoff".to_string(), Wait::Backoff);
-            }
-        }
-        Next::Fallover { from, to, new_cycle, why } => {
-            let cycle = run.cp.progress.position.cycle;
-            let why = match why {
-                FalloverWhy::Budget => events::FalloverWhy::RecoveryAttempts,
-                FalloverWhy::RateLimit => events::FalloverWhy::RateLimit,
-            };
-            run.emit(RunEvent::Fallover { from, to, cycle, why, new_cycle });
-            run.save();
-        }
-        Next::WaitUntil { at, reset, reason } => {
-            run.emit(RunEvent::RateLimitWait { until: at, reset, reason: reason.clone() });
-            waits::rate_limit(run, at, &reason);
-        }
-        Next::Stop(s) => stop(run, s),
-    }
-}
-
-/// A phase ended: its artifact kept for the next phase's prompt (its done file, or the
-/// final message of its last iteration), `phase_done`, and what it did to the
-/// repeating review/fix group (decided by [`crate::workflow::advance`]).
-fn phase_ended(run: &mut RunState, finished: String, end: &PhaseEnd) {
-    let done = run.setting.loaded.phases.iter().find(|p| p.name == finished).map(|p| p.done.clone());
-    let source = match done {
-        Some(crate::config::DoneSignal::File(path)) => Some(ArtifactSource::File(path)),
-        Some(_) => run.last_success.take().map(ArtifactSource::Text),
-        None => None,
-    };
-    if let Some(source) = source {
-        run.effect(Effect::KeepArtifact { phase: finished.clone(), source });
-    }
-    run.emit(RunEvent::PhaseDone { phase: finished });
-    if let Some(v) = end.verdict {
-        run.emit(RunEvent::ReviewVerdict { pass: v.pass, passes: v.passes, clean: v.clean });
-    }
-    match end.group {
-        None => {}
-        Some(GroupMove::NextPass { pass, passes }) => run.emit(RunEvent::PassStarted { pass, passes }),
-        Some(GroupMove::Ended(v)) => {
-            let why = if v.clean { "clean" } else { "passes_used" }.to_string();
-            run.emit(RunEvent::PassesEnded { passes_run: v.pass, passes: v.passes, clean: v.clean, why });
-        }
-    }
-}
+use super::effect::{Effect, Fatal, Show};
+use super::record;
+use super::state::{Mode, RunState, Wait};
 
 /// An orderly stop by a signal (or `ralph stop`), and the run's end.
 pub(super) fn stopped(run: &mut RunState, cause: StopCause, session: Option<String>) {
@@ -97,8 +25,8 @@ pub(super) fn stopped(run: &mut RunState, cause: StopCause, session: Option<Stri
 /// its session continues on `--resume`, told that the last tool call it started has
 /// an unknown outcome. Returns the run's end.
 pub(super) fn stop_by(run: &mut RunState, cause: StopCause, session: Option<String>) -> RunEnd {
-    let last_tool = run.cp.in_flight.as_ref().and_then(|f| f.tool.as_ref()).map(outcome::in_flight_tool);
-    let interrupted_note = failure::note_for(run, Trouble::Interrupted, last_tool);
+    let last_tool = run.cp.in_flight.as_ref().and_then(|f| f.tool.as_ref()).map(record::in_flight_tool);
+    let interrupted_note = record::note_for(run, Trouble::Interrupted, last_tool);
     if let Some(in_flight) = run.cp.in_flight.take() {
         let session = session.or(in_flight.session);
         // The journal tells every attempt's end, this one included, once the
@@ -153,7 +81,7 @@ pub(super) fn stop(run: &mut RunState, stop: Stop) {
 /// out first (not after the second Ctrl+C, which leaves at once).
 pub(super) fn end(run: &mut RunState, end: RunEnd) {
     if end != RunEnd::ForceExit && run.disk_full.is_some() {
-        return waits::disk(run, 0, Some(end));
+        return disk_wait(run, 0, Some(end));
     }
     finish(run, end);
 }
@@ -170,4 +98,48 @@ pub(super) fn finish(run: &mut RunState, end: RunEnd) {
     run.emit(ended);
     run.effect(Effect::Finish(end));
     run.mode = Mode::Ended;
+}
+
+/// A state file the disk had no room for: the `tries`th round of waiting for space,
+/// with backoff, bounded by the run's time limit; `then` is the run's end when it
+/// ended (its final state must reach the disk too).
+pub(super) fn disk_wait(run: &mut RunState, tries: u32, then: Option<RunEnd>) {
+    let Some((path, free)) = run.disk_full.clone() else { return };
+    let why = format!("disk full on {path} ({free} free)");
+    let mut delay = disk::backoff(tries);
+    if let Some(left) = run.runtime_left() {
+        if left.is_zero() {
+            let why = format!("{why}; [general] max_runtime ran out while waiting for space");
+            run.effect(Effect::Fail(Fatal::NoSpace(why)));
+            run.mode = Mode::Ended;
+            return;
+        }
+        delay = delay.min(left);
+    }
+    if tries == 0 {
+        run.emit(RunEvent::DiskFull { path, free });
+    }
+    run.show(Show::Waiting { why, delay });
+    run.effect(Effect::Timer(run.now.mono + delay));
+    run.mode = Mode::Waiting(Wait::Disk { tries, then });
+}
+
+/// The writes a full disk refused were tried again.
+pub(super) fn rewritten(run: &mut RunState, still_full: Option<(String, String)>) {
+    let Mode::Rewriting { tries, then } = std::mem::take(&mut run.mode) else { return };
+    match still_full {
+        Some(full) => {
+            run.disk_full = Some(full);
+            disk_wait(run, tries.saturating_add(1), then);
+        }
+        None => {
+            if let Some((path, _)) = run.disk_full.take() {
+                run.emit(RunEvent::DiskSpaceBack { path });
+            }
+            match then {
+                Some(end) => finish(run, end),
+                None => run.mode = Mode::Ready,
+            }
+        }
+    }
 }

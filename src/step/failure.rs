@@ -6,34 +6,21 @@
 //! and the self-contained recovery note left for the next attempt. A launch that
 //! failed before the agent ran is classified by `recovery::spawn`.
 
-use crate::config::{AgentKind, DoneSignal, Phase};
-use crate::events::RunEvent;
+use crate::config::{AgentKind, DoneSignal};
 use crate::recovery::classify::{self, EndedBy, Exit};
-use crate::recovery::policy::{self, Facts, Limits, Next, Stop};
+use crate::recovery::policy::{self, Facts, Stop};
 use crate::recovery::probe::{self, ProbeResult};
-use crate::recovery::{Category, Classification, Rule, reset, spawn};
-use crate::state::checkpoint::LastError;
-use crate::state::redact::redact;
+use crate::recovery::{Category, Rule, reset};
 use crate::supervise::Detector;
 use crate::supervise::completion::Claim;
-use crate::supervise::note::{self, LastTool, NoteContext, Trouble};
 use crate::supervise::trouble;
-use crate::workflow::Progress;
 use crate::workflow::done::SignOff;
 
 use super::effect::Effect;
 use super::input::{AttemptReport, SpawnError, Versions};
-use super::outcome::{intervene, signoff};
-use super::state::{Mode, Probe, RunState};
-use super::{ending, waits};
-
-/// A failed attempt between its classification and its decision.
-#[derive(Debug)]
-pub(crate) struct Failed {
-    pub report: AttemptReport,
-    pub claim: Claim,
-    pub failure: Classification,
-}
+use super::record::{self, intervene, jitter, note_for, on_failure, signoff, spawn_failure, with_versions};
+use super::state::{Failed, Mode, Probe, RunState};
+use super::{carry, ending, waits};
 
 /// The attempt ended without its done signal (`missing` says which).
 pub(super) fn attempt_failed(
@@ -113,24 +100,12 @@ pub(super) fn versions(run: &mut RunState, versions: Option<Versions>) {
     decided(run, failed);
 }
 
-/// The message of a refused argument, with the installed version and the one ralph
-/// was tested with.
-pub(crate) fn with_versions(reason: &str, versions: Option<&Versions>) -> String {
-    let Some(Versions { kind, installed, tested }) = versions else {
-        return format!("{reason}; check the agent's command and its version");
-    };
-    format!(
-        "{reason}; the installed {kind} is version {installed}, ralph was tested with {tested}: \
-         install {tested} or a ralph that supports {installed} (`ralph doctor` compares them)"
-    )
-}
-
 /// Records the failure, notes what the judge and the detectors saw, asks the policy
 /// what next, and leaves the recovery note for the next attempt.
 fn decided(run: &mut RunState, failed: Box<Failed>) {
     let Failed { report, claim, failure } = *failed;
     let agent = run.current_agent();
-    record(run, &agent, &failure, &report);
+    record::record(run, &agent, &failure, &report);
     if let Some(found) = &report.intervention {
         intervene(run, found.detector, &found.evidence);
     }
@@ -168,7 +143,7 @@ fn decided(run: &mut RunState, failed: Box<Failed>) {
     let intervention = report.intervention.as_ref().filter(|_| failure.rule != Rule::Offline);
     let trouble = trouble::trouble(&failure, intervention, &claim);
     run.cp.progress.recovery_note = Some(note_for(run, trouble, report.last_tool.clone()));
-    ending::carry_out(run, next);
+    carry::carry_out(run, next);
 }
 
 /// The agent could not be started. A launch that can never succeed as configured (a
@@ -178,114 +153,12 @@ fn decided(run: &mut RunState, failed: Box<Failed>) {
 pub(super) fn spawn_failed(run: &mut RunState, agent: &str, error: &SpawnError) {
     run.cp.in_flight = None;
     let failure = spawn_failure(agent, error);
-    record(run, agent, &failure, &AttemptReport::not_started(error.clone()));
+    record::record(run, agent, &failure, &AttemptReport::not_started(error.clone()));
     if failure.category == Category::UserConfig {
         return ending::stop(run, Stop::Blocked { message: failure.reason });
     }
     let now = run.now.wall;
     let facts = Facts { session: None, rate_limit_reset: None, now: now.as_second(), jitter: jitter(now) };
     let next = on_failure(run, &failure, facts);
-    ending::carry_out(run, next);
-}
-
-/// How a failed start is classified: ralph's own checks before exec (the binary not
-/// on PATH) carry no errno and need a person; the kernel's errors are
-/// `recovery::spawn`'s.
-pub(crate) fn spawn_failure(agent: &str, error: &SpawnError) -> Classification {
-    match error.errno {
-        None if error.not_found => {
-            Classification::new(Category::UserConfig, Rule::LaunchImpossible, error.message.clone())
-        }
-        errno => spawn::classify(agent, &error.program, errno, &error.message),
-    }
-}
-
-/// The policy's decision on a recorded failure.
-pub(super) fn on_failure(run: &mut RunState, failure: &Classification, facts: Facts) -> Next {
-    let config = &run.setting.loaded.config;
-    let limits = Limits { retry: &config.retry, max_cycles: config.general.max_cycles };
-    policy::on_failure(&mut run.cp.progress, &run.setting.loaded.phases, limits, failure, facts)
-}
-
-/// Journals the failure (once the checkpoint holding it is saved) and keeps it as
-/// the run's last error.
-pub(super) fn record(run: &mut RunState, agent: &str, failure: &Classification, report: &AttemptReport) {
-    let attempt = run.cp.progress.counters.attempts;
-    let output = &report.output;
-    let tail = tail_chars(&evidence(output.final_message.as_deref(), output.result_is_error, &output.text_tail), 2000);
-    run.emit_after_save(RunEvent::AttemptFailed {
-        attempt,
-        agent: agent.to_string(),
-        category: failure.category,
-        rule: failure.rule,
-        reason: failure.reason.clone(),
-        session: output.session.clone(),
-        evidence: tail.clone(),
-        duration_ms: report.duration.as_millis() as u64,
-        usage: output.usage.clone(),
-    });
-    if failure.category == Category::Ambiguous {
-        tracing::warn!("flagged for review: attempt {attempt} failed in a way ralph cannot explain");
-    }
-    run.cp.last_error = Some(LastError {
-        classification: failure.clone(),
-        agent: agent.to_string(),
-        text_tail: tail,
-        at: run.now.wall,
-        log: run.last_log.clone(),
-    });
-}
-
-/// The evidence a person reads first: the output's tail, or, when the agent reported
-/// its error as a structured result and printed nothing else, that result.
-pub(crate) fn evidence(final_message: Option<&str>, result_is_error: bool, text_tail: &str) -> String {
-    match (final_message, result_is_error) {
-        (Some(message), true) if text_tail.trim().is_empty() => redact(message),
-        _ => text_tail.to_string(),
-    }
-}
-
-/// The self-contained recovery note for the next attempt, with the agent's own
-/// `save_checkpoint` of this iteration (verified progress).
-pub(super) fn note_for(run: &RunState, trouble: Trouble, last_tool: Option<LastTool>) -> String {
-    let (progress, phase) = (&run.cp.progress, run.phase());
-    let mut text = recovery_note(progress, &run.setting.loaded.phases, &run.setting.goal, trouble, last_tool);
-    let saved = run.cp.agent_checkpoint.as_ref();
-    if let Some(saved) = saved.filter(|c| c.phase == phase.name && c.iteration == progress.position.iteration) {
-        text.push_str(&note::saved_progress(saved));
-    }
-    text
-}
-
-/// The recovery note of the iteration `progress` stands in, without the agent's own
-/// checkpoint; also for an attempt a crash cut short.
-pub(crate) fn recovery_note(
-    progress: &Progress,
-    phases: &[Phase],
-    goal: &str,
-    trouble: Trouble,
-    last_tool: Option<LastTool>,
-) -> String {
-    let phase = &phases[progress.position.phase];
-    note::note(&NoteContext {
-        goal,
-        phase: &phase.name,
-        iteration: progress.position.iteration,
-        iterations: phase.iterations,
-        done_summary: &trouble::done_summary(progress, phases),
-        what_went_wrong: trouble,
-        last_tool,
-    })
-}
-
-/// A number in [0, 1) for the backoff's jitter. The clock's nanoseconds are random
-/// enough to keep many runs hit by one outage from retrying in lockstep.
-pub(crate) fn jitter(now: jiff::Timestamp) -> f64 {
-    f64::from(now.subsec_nanosecond().unsigned_abs()) / 1e9
-}
-
-/// The last `max` characters of `text`.
-pub(crate) fn tail_chars(text: &str, max: usize) -> String {
-    let count = text.chars().count();
-    text.chars().skip(count.saturating_sub(max)).collect()
+    carry::carry_out(run, next);
 }

@@ -18,10 +18,10 @@ use crate::recovery::{Category, Classification, Rule};
 use crate::supervise::note::Trouble;
 use crate::workflow::done::Completion;
 
-use super::effect::Effect;
+use super::effect::{CommitOrder, Effect};
 use super::input::AttemptReport;
 use super::state::{Committing, Mode, RunState};
-use super::{begin, ending, failure};
+use super::{carry, record, waits};
 
 /// What the commit step leaves the iteration to.
 #[must_use]
@@ -46,7 +46,7 @@ pub(super) fn iteration_done(run: &mut RunState, completion: Completion, report:
             }
             // From here a kill resumes into the trailer lookup, never into a rerun.
             run.save();
-            let order = begin::commit_order(run, pending, false);
+            let order = commit_order(run, pending, false);
             run.effect(Effect::Commit(Box::new(order)));
             run.mode = Mode::Committing(Box::new(Committing { completion, report, after_crash: false }));
         }
@@ -145,7 +145,7 @@ fn apply(run: &mut RunState, report: CommitReport, key: &str) -> Step {
             Step::Done
         }
         CommitOutcome::Rejected(output) => {
-            let shown = failure::tail_chars(&output, 4000);
+            let shown = record::tail_chars(&output, 4000);
             run.emit(RunEvent::GitCommitRejected { key: key.to_string(), output: shown });
             Step::Rejected(output)
         }
@@ -171,7 +171,7 @@ fn after_commit(run: &mut RunState, step: Step, completion: Completion, attempt:
     let next = match step {
         Step::Done => {
             if !after_crash {
-                begin::probe_in_background(run);
+                waits::probe_in_background(run);
             }
             let (phases, repeat) = (&run.setting.loaded.phases, run.setting.loaded.repeat);
             policy::on_success(&mut run.cp.progress, phases, repeat, completion)
@@ -179,7 +179,7 @@ fn after_commit(run: &mut RunState, step: Step, completion: Completion, attempt:
         Step::Rejected(output) => commit_rejected(run, attempt, &output),
         Step::Blocked(message) => Next::Stop(Stop::Blocked { message }),
     };
-    ending::carry_out(run, next);
+    carry::carry_out(run, next);
 }
 
 /// A hook rejected the commit: an `agent` failure of the iteration, budgeted like
@@ -191,14 +191,25 @@ fn commit_rejected(run: &mut RunState, attempt: &AttemptReport, output: &str) ->
         Rule::CommitRejected,
         "a git hook rejected the commit of the iteration's work".to_string(),
     );
-    failure::record(run, &agent, &failure, attempt);
+    record::record(run, &agent, &failure, attempt);
     let session = attempt.output.session.clone();
     let facts = Facts { session, rate_limit_reset: None, now: run.now.unix(), jitter: 0.5 };
-    let next = failure::on_failure(run, &failure, facts);
+    let next = record::on_failure(run, &failure, facts);
     let what = format!(
         "Your work is not committed: the repository's git hook rejected the commit with this output:\n\n{}\n\nFix what it reports, then end with the done signal again.",
-        failure::tail_chars(output, 3000)
+        record::tail_chars(output, 3000)
     );
-    run.cp.progress.recovery_note = Some(failure::note_for(run, Trouble::Other(what), None));
+    run.cp.progress.recovery_note = Some(record::note_for(run, Trouble::Other(what), None));
     next
+}
+
+/// The commit of `pending` as the git session makes it.
+pub(super) fn commit_order(run: &RunState, pending: Pending, after_crash: bool) -> CommitOrder {
+    CommitOrder {
+        pending,
+        git: run.cp.git.clone().unwrap_or_default(),
+        run_id: run.cp.run_id.clone(),
+        touched: run.touched.clone(),
+        after_crash,
+    }
 }

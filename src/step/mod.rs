@@ -22,18 +22,25 @@
 //! workflow, supervise, the events) and imports no shell module (no processes, files,
 //! terminal or tokio I/O: `tokio::time::Instant` is a value, as in the supervisor).
 //! Placed inside `workflow/` or `recovery/` it would make them import each other.
-//! From `state` it takes types (the checkpoint, `Durability`) and two pure
-//! functions (redaction of what is kept, the full disk's backoff).
+//! From `state` it takes types (the checkpoint, `Durability`, an attempt log's
+//! `DiskNews`) and two pure functions (redaction of what is kept, the full disk's
+//! backoff).
 //!
-//! The files: [`state`] (the run state and its vocabulary: emit, save, the clocks),
-//! [`input`] and [`effect`] (the types in and out), [`begin`] (the opening and the
-//! move before each attempt), [`outcome`] (the running attempt and its end),
-//! [`failure`] (a failed attempt to its decision), [`waits`] (backoff, rate-limit
-//! resets, the offline pause, a full disk), [`git`] (the commit step), [`control`]
-//! (the control socket's messages), [`ending`] (the policy's decision carried out,
-//! the run's end), and [`start`] (how a run starts: fresh, resumed or left as it is).
+//! The files stand on floors, each importing only the ones below it (no circle: the
+//! transitions call down, never back up). From the ground: [`effect`] and [`input`]
+//! (the types out and in); [`state`] (the run state and its vocabulary: emit, save,
+//! the clocks, the caps, what the attempt is told); [`record`] (what is recorded of
+//! an attempt: a failure, the notes, the policy asked); [`start`] (how a run starts:
+//! fresh, resumed or left as it is) and [`ending`] (the run's end, after a full disk
+//! is waited out); [`waits`] (backoff, rate-limit resets, the offline pause);
+//! [`carry`] (the policy's decision carried out) and [`control`] (the control
+//! socket's messages); [`git`] (the commit step) and [`failure`] (a failed attempt to
+//! its decision); [`outcome`] (the running attempt and its end); [`begin`] (the
+//! opening and the move before each attempt); and `step` here, which hands each input
+//! to the one that decides it.
 
 pub(crate) mod begin;
+pub(crate) mod carry;
 pub(crate) mod control;
 pub(crate) mod effect;
 pub(crate) mod ending;
@@ -41,6 +48,7 @@ pub(crate) mod failure;
 pub(crate) mod git;
 pub(crate) mod input;
 pub(crate) mod outcome;
+pub(crate) mod record;
 pub(crate) mod start;
 pub(crate) mod state;
 pub(crate) mod waits;
@@ -56,7 +64,7 @@ pub(crate) use effect::{Command, Effect, EndWhy, Show};
 pub(crate) use input::{Input, Now};
 pub(crate) use state::RunState;
 
-use state::Mode;
+use state::{Mode, Probe};
 
 /// One step: `input` happened at `now`; the run state changes and the effects say
 /// what the shell does about it, in order.
@@ -73,7 +81,11 @@ pub(crate) fn step(run: &mut RunState, input: Input, now: Now) -> Vec<Effect> {
         Input::Attempt(msg) => outcome::message(run, msg),
         Input::AttemptEnded(report) => outcome::ended(run, *report),
         Input::Timer => waits::timer(run),
-        Input::Probed(result) => waits::probed(run, result),
+        Input::Probed(result) => match std::mem::take(&mut run.mode) {
+            Mode::Probing(Probe::Failure { failed, endpoints }) => failure::probed(run, failed, result, &endpoints),
+            Mode::Probing(probe) => waits::probed(run, probe, result),
+            other => run.mode = other,
+        },
         Input::Answered(endpoint) => {
             run.answered.insert(endpoint);
         }
@@ -82,7 +94,7 @@ pub(crate) fn step(run: &mut RunState, input: Input, now: Now) -> Vec<Effect> {
         Input::DiskFull { path, free } => {
             run.disk_full.get_or_insert((path, free));
         }
-        Input::DiskRetried(still_full) => waits::rewritten(run, still_full),
+        Input::DiskRetried(still_full) => ending::rewritten(run, still_full),
     }
     run.effects()
 }
@@ -101,7 +113,7 @@ fn stop_signal(run: &mut RunState, cause: StopCause) {
             (cp.status, cp.stop_cause) = (Status::stopped_by(cause), Some(cause));
             run.emit(RunEvent::StopRequested { signal: cause.signal_name().to_string() });
             run.save();
-            outcome::tell(run, Command::Stop(cause));
+            run.tell(Command::Stop(cause));
         }
         Mode::Waiting(_) | Mode::Probing(_) => waits::interrupted(run, cause),
         _ => {}
@@ -112,7 +124,7 @@ fn stop_signal(run: &mut RunState, cause: StopCause) {
 /// run), or the run ends now.
 fn force_exit(run: &mut RunState) {
     match run.mode {
-        Mode::Attempt(_) => outcome::tell(run, Command::Kill),
+        Mode::Attempt(_) => run.tell(Command::Kill),
         Mode::Ended => {}
         _ => ending::forced(run, None),
     }

@@ -9,16 +9,15 @@ use crate::recovery::classify::{EndedBy, Exit};
 use crate::recovery::policy::{Cap, Stop};
 use crate::state::atomic::Durability;
 use crate::state::attempt_log::DiskNews;
-use crate::state::checkpoint::ToolCall;
-use crate::state::redact::redact;
 use crate::supervise::Detector;
 use crate::supervise::completion::Claim;
-use crate::supervise::note::{self, LastTool, ToolState};
+use crate::supervise::note::{self, ToolState};
 use crate::workflow::advance;
 use crate::workflow::done::{self, Completion, Evidence, SignOff};
 
-use super::effect::{Command, Effect, Show};
+use super::effect::Show;
 use super::input::{AttemptEnd, AttemptMsg, AttemptReport, artifact_changed};
+use super::record::{intervene, signoff, tool_call};
 use super::state::{Mode, RunState};
 use super::{ending, failure, git};
 
@@ -88,8 +87,7 @@ pub(super) fn ended(run: &mut RunState, report: AttemptReport) {
             }
             run.cp.in_flight = None;
             let cost = run.cp.usage.cost_usd;
-            let stop = super::begin::cap_reached(run)
-                .unwrap_or_else(|| Cap::Cost.stop(format!("the run has cost ${cost:.2}")));
+            let stop = run.cap_reached().unwrap_or_else(|| Cap::Cost.stop(format!("the run has cost ${cost:.2}")));
             ending::stop(run, stop);
         }
         &AttemptEnd::Exited { exit, ended_by } => exited(run, report, exit, ended_by),
@@ -207,42 +205,4 @@ fn ask_to_confirm(run: &mut RunState, report: &AttemptReport, claim: &Claim, unt
     let question = note::confirmation(&why, goal, until_complete);
     crate::recovery::policy::ask_to_confirm(&mut run.cp.progress, session, question);
     run.save();
-}
-
-/// Records what the judge made of a sign-off it did not simply accept: the journal
-/// gets the rule and the agent's words, the terminal a line, the summary the last
-/// rejection.
-pub(super) fn signoff(run: &mut RunState, verdict: SignOff, why: &crate::supervise::completion::Why) {
-    let attempt = run.cp.progress.counters.attempts;
-    run.emit(RunEvent::Signoff { attempt, verdict, rule: why.rule, words: why.words.clone() });
-}
-
-/// Records one of ralph's interventions (journal, counters, terminal).
-pub(super) fn intervene(run: &mut RunState, detector: Detector, evidence: &str) {
-    run.emit(RunEvent::Intervention { detector, evidence: evidence.to_string() });
-}
-
-/// Tells the running attempt, unless it is over.
-pub(super) fn tell(run: &mut RunState, command: Command) {
-    if matches!(run.mode, Mode::Attempt(_)) {
-        run.effect(Effect::Attempt(command));
-    }
-}
-
-/// A tool call as the checkpoint keeps it (its input redacted).
-pub(super) fn tool_call(tool: &LastTool) -> ToolCall {
-    ToolCall {
-        name: tool.name.clone(),
-        input: redact(&tool.input_summary),
-        finished: tool.state == ToolState::Finished,
-    }
-}
-
-/// The tool call recorded in the checkpoint, as the note names it.
-pub(super) fn in_flight_tool(tool: &ToolCall) -> LastTool {
-    LastTool {
-        name: tool.name.clone(),
-        input_summary: tool.input.clone(),
-        state: if tool.finished { ToolState::Finished } else { ToolState::StartedNoResult },
-    }
 }

@@ -18,7 +18,7 @@ use crate::supervise::note::{LastTool, ToolState, Trouble};
 use crate::workflow::Progress;
 use crate::workflow::advance::{self, UnknownPhase};
 
-use super::failure::recovery_note;
+use super::record::recovery_note;
 
 /// What the user asked for about an existing checkpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,7 +17,11 @@ use crate::state::atomic::Durability;
 use crate::state::checkpoint::Checkpoint;
 use crate::workflow::done::Completion;
 
-use super::effect::{Effect, Show};
+use crate::recovery::Classification;
+use crate::recovery::policy::{self, Stop};
+use crate::supervise::completion::Claim;
+
+use super::effect::{Command, Effect, Show};
 use super::input::{AttemptReport, Now};
 
 /// What the run was set up with; fixed while it runs.
@@ -53,7 +57,7 @@ pub(crate) enum Mode {
     /// Waiting for a probe's answer.
     Probing(Probe),
     /// Waiting for the agent's version, before the failure is recorded.
-    Versions(Box<super::failure::Failed>),
+    Versions(Box<Failed>),
     /// Waiting for the commit step.
     Committing(Box<Committing>),
     /// Writing again what a full disk refused.
@@ -88,7 +92,7 @@ pub(crate) enum Wait {
 #[derive(Debug)]
 pub(crate) enum Probe {
     /// Whether a failed attempt was the network's.
-    Failure { failed: Box<super::failure::Failed>, endpoints: Vec<String> },
+    Failure { failed: Box<Failed>, endpoints: Vec<String> },
     /// Whether the run pauses offline; then (when online) this.
     Offline { endpoints: Vec<String>, then: Online },
     /// A round of the offline pause.
@@ -113,6 +117,14 @@ pub(crate) struct Committing {
     pub report: AttemptReport,
     /// The commit was left pending by a ralph that died.
     pub after_crash: bool,
+}
+
+/// A failed attempt between its classification and its decision.
+#[derive(Debug)]
+pub(crate) struct Failed {
+    pub report: AttemptReport,
+    pub claim: Claim,
+    pub failure: Classification,
 }
 
 /// What the control socket brought in that the step keeps.
@@ -305,6 +317,19 @@ impl RunState {
     pub(super) fn position_key(&self) -> (usize, u32, u32) {
         let pos = &self.cp.progress.position;
         (pos.phase, pos.iteration, pos.pass)
+    }
+
+    /// The runtime and cost caps, checked before every attempt and on every round of
+    /// an offline pause.
+    pub(super) fn cap_reached(&self) -> Option<Stop> {
+        policy::run_cap(&self.setting.loaded.config.general, self.elapsed(), self.cp.usage.cost_usd)
+    }
+
+    /// Tells the running attempt, unless it is over.
+    pub(super) fn tell(&mut self, command: Command) {
+        if matches!(self.mode, Mode::Attempt(_)) {
+            self.out.push(Effect::Attempt(command));
+        }
     }
 
     /// Whether the step waits for `Input::Next` (nothing else is under way).

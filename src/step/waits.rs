@@ -9,11 +9,10 @@ use crate::events::RunEvent;
 use crate::recovery::probe::{self, ProbeResult};
 use crate::recovery::rate_limit;
 use crate::state::checkpoint::Status;
-use crate::state::disk;
 
-use super::effect::{Effect, Fatal, Show};
+use super::effect::{Effect, Show};
+use super::ending;
 use super::state::{Mode, Online, Probe, RunState, Wait};
-use super::{begin, ending, failure};
 
 /// How long `checkpoint.json` may lag behind a light save while the agent runs (the
 /// shell's catch-up), and so the shortest wait a reader of the checkpoint could see.
@@ -146,11 +145,11 @@ pub(super) fn offline_check(run: &mut RunState, then: Online) {
     run.mode = Mode::Probing(Probe::Offline { endpoints, then });
 }
 
-/// A probe answered.
-pub(super) fn probed(run: &mut RunState, result: ProbeResult) {
-    let Mode::Probing(probe) = std::mem::take(&mut run.mode) else { return };
+/// The probe of an offline check or of a round of the pause answered (a failure's
+/// probe is `failure::probed`'s).
+pub(super) fn probed(run: &mut RunState, probe: Probe, result: ProbeResult) {
     match probe {
-        Probe::Failure { failed, endpoints } => failure::probed(run, failed, result, &endpoints),
+        Probe::Failure { .. } => {}
         Probe::Offline { endpoints, then } => {
             tracing::debug!(?endpoints, ?result, "connectivity probe");
             match result {
@@ -207,7 +206,7 @@ fn go_offline(run: &mut RunState, endpoints: Vec<String>, error: String) {
 /// One round of the pause: a network that never returns is bounded by the run's
 /// time limit, checked before every probe.
 fn round(run: &mut RunState, endpoints: Vec<String>, paused_at: i64) {
-    if let Some(stop) = begin::cap_reached(run) {
+    if let Some(stop) = run.cap_reached() {
         run.cp.progress.exclude_from_streak(run.now.unix().saturating_sub(paused_at));
         return ending::stop(run, stop);
     }
@@ -227,46 +226,16 @@ fn back_online(run: &mut RunState) {
     run.save();
 }
 
-/// A state file the disk had no room for: the `tries`th round of waiting for space,
-/// with backoff, bounded by the run's time limit; `then` is the run's end when it
-/// ended (its final state must reach the disk too).
-pub(super) fn disk(run: &mut RunState, tries: u32, then: Option<crate::outcome::RunEnd>) {
-    let Some((path, free)) = run.disk_full.clone() else { return };
-    let why = format!("disk full on {path} ({free} free)");
-    let mut delay = disk::backoff(tries);
-    if let Some(left) = run.runtime_left() {
-        if left.is_zero() {
-            let why = format!("{why}; [general] max_runtime ran out while waiting for space");
-            run.effect(Effect::Fail(Fatal::NoSpace(why)));
-            run.mode = Mode::Ended;
-            return;
-        }
-        delay = delay.min(left);
+/// Probes every default endpoint of the run's agents that has not answered yet, each
+/// on its own, without waiting: those that answer become evidence for later offline
+/// checks. At the start and after each successful attempt; `[offline] probe` needs none.
+pub(super) fn probe_in_background(run: &mut RunState) {
+    if run.setting.loaded.config.offline.probe.is_some() {
+        return;
     }
-    if tries == 0 {
-        run.emit(RunEvent::DiskFull { path, free });
-    }
-    run.show(Show::Waiting { why, delay });
-    run.effect(Effect::Timer(run.now.mono + delay));
-    run.mode = Mode::Waiting(Wait::Disk { tries, then });
-}
-
-/// The writes a full disk refused were tried again.
-pub(super) fn rewritten(run: &mut RunState, still_full: Option<(String, String)>) {
-    let Mode::Rewriting { tries, then } = std::mem::take(&mut run.mode) else { return };
-    match still_full {
-        Some(full) => {
-            run.disk_full = Some(full);
-            disk(run, tries.saturating_add(1), then);
-        }
-        None => {
-            if let Some((path, _)) = run.disk_full.take() {
-                run.emit(RunEvent::DiskSpaceBack { path });
-            }
-            match then {
-                Some(end) => ending::finish(run, end),
-                None => run.mode = Mode::Ready,
-            }
-        }
+    let pending: Vec<String> =
+        run.setting.endpoints.all.iter().filter(|e| !run.answered.contains(*e)).cloned().collect();
+    if !pending.is_empty() {
+        run.effect(Effect::ProbeInBackground(pending));
     }
 }

@@ -185,7 +185,7 @@ fn the_prompt_of_a_resumed_session_is_its_note_with_todays_goal() {
     let mut r = Run::new(TWO_AGENTS);
     let (progress, phases) = (&r.run.cp.progress, &r.run.setting.loaded.phases);
     let crash = crate::supervise::note::Trouble::Crash { detail: "SIGSEGV".into() };
-    let note = crate::step::failure::recovery_note(progress, phases, "An older goal.", crash, None);
+    let note = crate::step::record::recovery_note(progress, phases, "An older goal.", crash, None);
     r.run.cp.progress.recovery_note = Some(note);
     let plan = crate::step::begin::prompt_plan(&r.run, true);
     let recovery = plan.recovery.clone().unwrap_or_default();
