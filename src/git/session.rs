@@ -8,10 +8,10 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::config::{CommitMode, GitConfig, Loaded};
+use crate::config::{CommitMode, GitConfig, Identity, Loaded};
 
 use super::attribution::Touched;
-use super::message::{self, Identity};
+use super::message;
 use super::plan::{self, Exempt, Facts, Rules};
 use super::preflight::{self, Refusal, RepoFacts, Wants};
 use super::record::{AgentMoved, CommitOutcome, CommitRecord, CommitReport, GitState, LeftOutFile, Pending};

@@ -5,8 +5,8 @@ use crate::control::Inbound;
 use crate::recovery::probe::ProbeResult;
 use crate::recovery::{Category, Rule};
 use crate::state::checkpoint::Status;
-use crate::step::record::{evidence, spawn_failure, with_versions};
 use crate::step::input::{AttemptEnd, Input, SpawnError, Versions};
+use crate::step::record::{evidence, spawn_failure, with_versions};
 use crate::supervise::{Detector, Intervention};
 
 use super::{Run, TWO_AGENTS, ended, exited, quiet};
