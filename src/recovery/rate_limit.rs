@@ -170,6 +170,8 @@ mod tests {
         let next = on_rate_limit(&mut p, &phases, &retry, &facts(Some(1_000), 900), Some("s".into()));
         assert_eq!(next, Next::WaitUntil { at: 1_002, reset: 1_000, reason: "agent a is rate-limited".into() });
         assert_eq!(p.rate_limit_until, Some(1_002));
+        reset_reached(&mut p);
+        assert_eq!(p.rate_limit_until, None);
         assert_eq!(p.resume_session.as_deref(), Some("s"));
         assert_eq!(p.counters.agent_failures, 0);
     }

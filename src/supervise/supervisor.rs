@@ -221,6 +221,22 @@ mod tests {
     }
 
     #[test]
+    fn the_clock_names_the_limit_that_ran_out() {
+        let t = timeouts();
+        let stall = Intervention::clock(EndedBy::Stall, &t);
+        assert_eq!(
+            (stall.detector, stall.evidence.as_str()),
+            (Detector::Stall, "no output for 1m and no tool running")
+        );
+        assert_eq!(Intervention::clock(EndedBy::ToolTimeout, &t).detector, Detector::ToolTimeout);
+        let attempt = Intervention::clock(EndedBy::AttemptTimeout, &t);
+        assert_eq!(
+            (attempt.ended_by(), attempt.evidence.as_str()),
+            (EndedBy::AttemptTimeout, "the attempt ran longer than 1h")
+        );
+    }
+
+    #[test]
     fn a_running_cost_past_the_rest_of_the_budget_ends_the_attempt() {
         let t0 = Instant::now();
         let mut s = Supervisor::new(&timeouts(), t0).with_cost_left(Some(0.6));

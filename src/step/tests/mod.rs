@@ -4,6 +4,7 @@
 
 mod attempt;
 mod begin;
+mod docs;
 mod failure;
 mod git;
 mod start;
