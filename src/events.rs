@@ -433,6 +433,11 @@ pub(crate) enum RunEvent {
     GitHeld = "git_held" {
         files: Vec<String>,
     },
+    /// Before an attempt the control socket was gone (a cleaner of the temp dir) and
+    /// is bound anew at `socket`.
+    ControlSocketMoved = "control_socket_moved" {
+        socket: String,
+    },
 }
 }
 

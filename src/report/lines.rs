@@ -143,6 +143,7 @@ pub(crate) fn line(event: &RunEvent, tz: &TimeZone) -> Option<String> {
         RunEvent::DiskSpaceBack { path } => format!("disk space is back on {path}: continuing"),
         RunEvent::Online {} => "Recovery resumed after offline".to_string(),
         RunEvent::StopAfterIteration {}
+        | RunEvent::ControlSocketMoved { .. }
         | RunEvent::AgentProgress { .. }
         | RunEvent::AgentCheckpoint { .. }
         | RunEvent::AgentInterruption { .. }
@@ -263,6 +264,9 @@ fn chain_line(event: &RunEvent) -> Option<String> {
 fn control_line(event: &RunEvent) -> Option<String> {
     Some(match event {
         RunEvent::StopAfterIteration {} => "ralph stop: stopping after this iteration".to_string(),
+        RunEvent::ControlSocketMoved { socket } => {
+            format!("the control socket was gone; listening again at {socket}")
+        }
         RunEvent::AgentProgress { message, .. } => format!("agent: {message}"),
         RunEvent::AgentCheckpoint { summary, .. } => format!("agent saved a checkpoint: {summary}"),
         RunEvent::AgentInterruption { reason, .. } => format!("agent gave up: {reason}"),

@@ -1,16 +1,18 @@
-//! The run's side of the control socket: it starts the server (whose messages reach
-//! the loop with the signals) and publishes the live state `ralph status` and the
-//! agent's `get_task_status` read. What the messages change, and what the live state
+//! The run's side of the control socket: it serves the socket set-up bound (whose
+//! messages reach the loop with the signals), keeps it in place before each attempt,
+//! and publishes the live state `ralph status` and the agent's `get_task_status` read. What the messages change, and what the live state
 //! says, is the step's (`step::control`).
 
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
 use crate::control::Live;
-use crate::control::server::{QUEUE, Server};
+use crate::control::server::{Bound, NoPlace, QUEUE, Server};
 use crate::events::RunEvent;
 use crate::signal::Signals;
+use crate::state::identity::Identity;
 use crate::step::RunState;
 
 /// The socket and the live state it answers with.
@@ -21,28 +23,47 @@ pub(super) struct ControlSocket {
 }
 
 impl ControlSocket {
-    /// Starts the control socket; a run without one still runs (with a warning).
-    pub(super) fn listen(&mut self, dir: &std::path::Path, run: &RunState, signals: &mut Signals) {
+    /// Starts serving the control socket `bound` in set-up and records where it is.
+    /// Without the record `ralph status` and `ralph stop` could not find the run: the
+    /// run does not start then (the error).
+    pub(super) fn listen(
+        &mut self,
+        bound: Option<Bound>,
+        dir: &Path,
+        run: &RunState,
+        signals: &mut Signals,
+    ) -> std::io::Result<()> {
+        let Some(bound) = bound else { return Ok(()) };
         let (tx, rx) = mpsc::channel(QUEUE);
         let mut live = lock(&self.live);
         (live.run_id, live.pid) = (run.cp.run_id.clone(), std::process::id());
         drop(live);
         self.refresh(run);
-        match Server::start(dir, self.live.clone(), tx) {
-            Ok(server) => {
-                tracing::info!("control socket at {}", server.socket().display());
-                self.server = Some(server);
-                signals.attach(rx);
-            }
-            Err(e) => {
-                tracing::warn!("no control socket (ralph status/stop and ralph mcp will not reach this run): {e}")
-            }
-        }
+        let server = Server::start(bound, dir, &run.cp.run_id, self.live.clone(), tx)?;
+        tracing::info!("control socket at {}", server.socket().display());
+        self.server = Some(server);
+        signals.attach(rx);
+        Ok(())
+    }
+
+    /// Before an attempt: the socket is still where the agent's `ralph mcp` and the
+    /// clients look for it, or it is bound anew (a cleaner of the temp dir may have
+    /// removed it while the run waited); its new place when it moved. With no place
+    /// left, an error: the run does not run an attempt that may need the channel
+    /// without it.
+    pub(super) fn keep(&mut self) -> Result<Option<String>, NoPlace> {
+        let Some(server) = self.server.as_mut() else { return Ok(None) };
+        Ok(server.keep_in_place()?.then(|| server.socket().display().to_string()))
     }
 
     /// The socket `ralph mcp` connects to.
-    pub(super) fn socket(&self) -> Option<&std::path::Path> {
+    pub(super) fn socket(&self) -> Option<&Path> {
         self.server.as_ref().map(Server::socket)
+    }
+
+    /// The run directory's identity, as the socket serves it (for the registry).
+    pub(super) fn identity(&self) -> Option<Identity> {
+        self.server.as_ref().map(|s| s.serving().dir)
     }
 
     /// Publishes the live state after an event.

@@ -37,7 +37,7 @@ use super::setup::Ready;
 /// Runs the run until it ends. `signals` were installed when the lock was taken, so
 /// nothing that came since is lost.
 pub(crate) async fn run(ready: Ready, mut signals: Signals) -> Result<RunEnd, RalphError> {
-    let mut d = Dispatcher::new(ready, &mut signals);
+    let mut d = Dispatcher::new(ready, &mut signals)?;
     match d.drive(&mut signals).await {
         Ok(end) => {
             if end != RunEnd::ForceExit {
@@ -73,7 +73,9 @@ struct Dispatcher {
 }
 
 impl Dispatcher {
-    fn new(ready: Ready, signals: &mut Signals) -> Self {
+    /// The run ready to start, its control socket served; a socket that cannot be
+    /// recorded leaves the directory as set-up found it (nothing of the run changed yet).
+    fn new(ready: Ready, signals: &mut Signals) -> Result<Self, RalphError> {
         let loaded = ready.loaded;
         let setting = Setting {
             // Read once: the agents' configuration and environment stay as they are.
@@ -111,8 +113,17 @@ impl Dispatcher {
             prepared: None,
             finished: None,
         };
-        io.control.listen(&io.dir, &run, signals);
-        Self {
+        if let Err(e) = io.control.listen(ready.control, &io.dir, &run, signals) {
+            if let Some(lease) = io.lease.take() {
+                let _ = lease.release();
+            }
+            if let Some(lock) = io.lock.take() {
+                let _ = lock.release();
+            }
+            let record = crate::control::path::record_of(&io.dir);
+            return Err(RalphError::setup(format!("cannot record the control socket in {}", record.display()), e));
+        }
+        Ok(Self {
             run,
             io,
             queue: VecDeque::new(),
@@ -123,7 +134,7 @@ impl Dispatcher {
             commands: None,
             answered: unbounded_channel(),
             suspension: signals.suspension(),
-        }
+        })
     }
 
     /// The loop: the next input, the step, its effects; until the run is finished.
@@ -222,7 +233,7 @@ impl Dispatcher {
             Effect::Record(event) => self.io.record(&event),
             Effect::Show(show) => self.io.show(show),
             Effect::Launch(plan) => {
-                let prepared = self.io.launch(&plan, &self.run);
+                let prepared = self.io.launch(&plan, &self.run)?;
                 self.queue.push_back(prepared);
             }
             Effect::Start(start) => self.start(*start),

@@ -105,7 +105,7 @@ impl Io {
         };
         match written {
             Ok(()) => {
-                self.registration.update(&self.dir, cp);
+                self.registration.update(&self.dir, cp, self.control.identity());
                 Ok(())
             }
             // Not a failure: the previous checkpoint is intact, and the run waits for
@@ -178,8 +178,9 @@ impl Io {
     }
 
     /// Prepares the attempt's launch: its prompt (with the previous phase's result),
-    /// kept beside its log, and its argv and environment.
-    pub(super) fn launch(&mut self, plan: &Launch, run: &RunState) -> Input {
+    /// kept beside its log, the control socket still in place, and its argv and
+    /// environment.
+    pub(super) fn launch(&mut self, plan: &Launch, run: &RunState) -> Result<Input, RalphError> {
         let previous = plan.prompt.previous.as_ref();
         let previous =
             previous.and_then(|name| std::fs::read_to_string(self.artifacts_dir.join(format!("{name}.md"))).ok());
@@ -190,8 +191,10 @@ impl Io {
         crate::state::private::create_file(&prompt_file)
             .and_then(|mut f| std::io::Write::write_all(&mut f, redact(&prompt).as_bytes()))
             .unwrap_or_else(|e| tracing::warn!("cannot keep the prompt of attempt {}: {e}", plan.attempt));
+        let moved = (self.control.keep())
+            .map_err(|e| RalphError::io("the control socket is gone", std::io::Error::other(e.to_string())))?;
         let Some(agent_cfg) = run.setting.loaded.config.agents.get(&plan.agent) else {
-            return Input::Prepared(Err(format!("agent {} is not configured", plan.agent)));
+            return Ok(Input::Prepared { launch: Err(format!("agent {} is not configured", plan.agent)), moved });
         };
         let request = Request {
             agent: &plan.agent,
@@ -204,7 +207,7 @@ impl Io {
             session_tokens: plan.session_tokens,
             control: self.control.socket().filter(|_| agent_cfg.mcp).map(|s| (s, plan.attempt)),
         };
-        Input::Prepared(match launch::prepare(agent_cfg, request) {
+        let launch = match launch::prepare(agent_cfg, request) {
             Ok(prepared) => {
                 let launched = Launched {
                     withheld_env: prepared.withheld_env.clone(),
@@ -215,7 +218,8 @@ impl Io {
                 Ok(launched)
             }
             Err(e) => Err(e.to_string()),
-        })
+        };
+        Ok(Input::Prepared { launch, moved })
     }
 
     /// The installed version of `agent` beside the one ralph was tested with.

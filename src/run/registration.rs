@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 
 use crate::config::{AgentConfig, Loaded};
 use crate::state::checkpoint::{Checkpoint, Status};
+use crate::state::identity::Identity;
 use crate::state::lock::LockInfo;
 use crate::state::registry::{self, Entry};
 
@@ -23,13 +24,15 @@ impl Registration {
     }
 
     /// Writes the registry entry when the checkpoint's status differs from the one
-    /// registered last.
-    pub(super) fn update(&mut self, project: &std::path::Path, cp: &Checkpoint) {
+    /// registered last; `identity` is the run directory's, as its control socket
+    /// serves it.
+    pub(super) fn update(&mut self, project: &std::path::Path, cp: &Checkpoint, identity: Option<Identity>) {
         if self.registered == Some(cp.status) || !self.loaded.config.general.workflow.checkpoint_enabled {
             return;
         }
         let Some(dir) = registry::dir() else { return };
-        match registry::write(&dir, &entry(project, &self.loaded, cp)) {
+        let entry = Entry { identity, ..entry(project, &self.loaded, cp) };
+        match registry::write(&dir, &entry) {
             Ok(()) => self.registered = Some(cp.status),
             Err(e) => tracing::warn!("cannot write the run registry entry in {}: {e}", dir.display()),
         }
@@ -54,6 +57,7 @@ fn entry(project: &std::path::Path, loaded: &Loaded, cp: &Checkpoint) -> Entry {
     Entry {
         dir: project.to_path_buf(),
         run_id: cp.run_id.clone(),
+        identity: None,
         pid: me.pid,
         host: me.host,
         boot_id: me.boot_id,

@@ -53,8 +53,9 @@ pub(crate) enum Input {
     /// Messages from the control socket (`ralph stop`, the agent's MCP tools).
     Control(Vec<Inbound>),
     /// The launch of the attempt is prepared (its argv, environment, prompt file), or
-    /// it cannot be (the message says why).
-    Prepared(Result<Launched, String>),
+    /// it cannot be (the message says why); `moved` is the control socket's new place
+    /// when it was gone and is bound anew.
+    Prepared { launch: Result<Launched, String>, moved: Option<String> },
     /// A message of the running attempt.
     Attempt(AttemptMsg),
     /// The attempt is over.

@@ -77,7 +77,12 @@ pub(crate) fn step(run: &mut RunState, input: Input, now: Now) -> Vec<Effect> {
         Input::Stop(cause) => stop_signal(run, cause),
         Input::ForceExit => force_exit(run),
         Input::Control(inbox) => control::inbox(run, inbox),
-        Input::Prepared(launched) => begin::prepared(run, launched),
+        Input::Prepared { launch, moved } => {
+            if let Some(socket) = moved {
+                run.emit(RunEvent::ControlSocketMoved { socket });
+            }
+            begin::prepared(run, launch);
+        }
         Input::Attempt(msg) => outcome::message(run, msg),
         Input::AttemptEnded(report) => outcome::ended(run, *report),
         Input::Timer => waits::timer(run),

@@ -123,7 +123,7 @@ fn an_attempt_is_counted_saved_lightly_then_journaled_then_started() {
     );
     assert!(!plan.prompt.resuming);
     let launched = Launched { withheld_env: vec!["AWS_SECRET".into()], quiet_tools: true, running_cost: false };
-    let effects = r.effects(Input::Prepared(Ok(launched)));
+    let effects = r.effects(Input::Prepared { launch: Ok(launched), moved: None });
     assert_eq!(super::trace(&effects), ["save:ordered", "attempt_started", "start"]);
     let Some(Effect::Start(start)) = effects.last() else { panic!() };
     let timeouts = &r.run.setting.loaded.config.timeouts;
@@ -136,6 +136,16 @@ fn an_attempt_is_counted_saved_lightly_then_journaled_then_started() {
 }
 
 #[test]
+fn a_control_socket_bound_anew_before_the_attempt_is_said_first() {
+    let mut r = Run::new(TWO_AGENTS);
+    let _ = r.step(Input::Start);
+    let _ = r.step(Input::Next);
+    let moved = Some("/run/user/1000/ralph/c.sock".to_string());
+    let trace = r.step(Input::Prepared { launch: Ok(Launched::default()), moved });
+    assert_eq!(trace, ["control_socket_moved", "save:ordered", "attempt_started", "start"]);
+}
+
+#[test]
 fn only_an_agent_that_reports_cost_while_it_runs_is_ended_on_the_cap() {
     let mut r = Run::with(TWO_AGENTS, |(s, cp)| {
         s.loaded.config.general.max_cost_usd = Some(5.0);
@@ -144,7 +154,7 @@ fn only_an_agent_that_reports_cost_while_it_runs_is_ended_on_the_cap() {
     let _ = r.step(Input::Start);
     let _ = r.step(Input::Next);
     let launched = Launched { running_cost: true, ..Launched::default() };
-    let effects = r.effects(Input::Prepared(Ok(launched)));
+    let effects = r.effects(Input::Prepared { launch: Ok(launched), moved: None });
     let Some(Effect::Start(start)) = effects.last() else { panic!() };
     assert_eq!(start.cost_left, Some(3.5));
 }
@@ -154,7 +164,7 @@ fn no_attempt_outlasts_the_run() {
     let mut r = Run::with(TWO_AGENTS, |(s, _)| s.loaded.config.general.max_runtime = Some(Duration::from_secs(600)));
     let _ = r.step(Input::Start);
     let _ = r.after(500.0).step(Input::Next);
-    let effects = r.effects(Input::Prepared(Ok(Launched::default())));
+    let effects = r.effects(Input::Prepared { launch: Ok(Launched::default()), moved: None });
     let Some(Effect::Start(start)) = effects.last() else { panic!() };
     assert_eq!(start.limits.attempt, Duration::from_secs(100));
 }
@@ -164,7 +174,8 @@ fn a_launch_that_cannot_be_prepared_needs_a_person() {
     let mut r = Run::new(TWO_AGENTS);
     let _ = r.step(Input::Start);
     let _ = r.step(Input::Next);
-    let trace = r.step(Input::Prepared(Err("agent a: binary claude-x not found on PATH".into())));
+    let trace =
+        r.step(Input::Prepared { launch: Err("agent a: binary claude-x not found on PATH".into()), moved: None });
     assert_eq!(
         quiet(trace),
         [

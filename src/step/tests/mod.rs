@@ -117,7 +117,7 @@ impl Run {
     pub(super) fn attempt(&mut self) -> Vec<String> {
         let mut trace = self.step(Input::Next);
         assert_eq!(trace.last().map(String::as_str), Some("launch"), "{trace:?}");
-        trace.extend(self.step(Input::Prepared(Ok(Launched::default()))));
+        trace.extend(self.step(Input::Prepared { launch: Ok(Launched::default()), moved: None }));
         trace
     }
 
