@@ -3,7 +3,7 @@
 //! ask, or leave a settled run as it is), logging and the journal. Every problem
 //! found here is reported before anything runs.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use crate::config::Loaded;
@@ -11,8 +11,8 @@ use crate::error::RalphError;
 use crate::events::{GitOffWhy, RunEvent};
 use crate::git::session::{self, GitSession, Noted, OpenError};
 use crate::report::Reporter;
-use crate::signal::{InterruptAction, Signals};
-use crate::state::checkpoint::{self, Checkpoint, InFlight};
+use crate::signal::Signals;
+use crate::state::checkpoint::{Checkpoint, InFlight};
 use crate::state::format::{self, FormatError, ReadError, Stale};
 use crate::state::journal::Journal;
 use crate::state::lease_file;
@@ -23,7 +23,7 @@ use crate::workflow::{advance, prompt};
 
 use super::{Options, RunEnd};
 use crate::state::ownership::{self, AcquireError, Heard, Lease, Takeover, WhenHeld};
-use crate::step::start::{self, Answer, Refused, ResumeFlag, Start};
+use crate::step::start::{self, Refused, ResumeFlag, Start};
 
 /// A run ready to dispatch.
 pub(crate) struct Ready {
@@ -255,7 +255,7 @@ async fn choose_checkpoint(
     let mut flag = options.resume;
     let mut decision = start::decide(existing.as_ref(), flag);
     if decision == Start::Ask {
-        let Some(answer) = ask(cp_path, existing.as_ref(), from, signals).await? else {
+        let Some(answer) = crate::report::ask::resume(cp_path, existing.as_ref(), from, signals).await? else {
             return Ok(Err(RunEnd::Declined));
         };
         flag = answer;
@@ -438,7 +438,7 @@ fn load_checkpoint(path: &Path, flag: ResumeFlag, told: &mut Told) -> Result<Opt
                 e,
             ),
         }),
-        Err(e) => Err(refusal(path, e)),
+        Err(e) => Err(RalphError::refused_checkpoint(path, e)),
     }
 }
 
@@ -459,85 +459,6 @@ fn restore(path: &Path, cp: &Checkpoint, stale: &Stale, told: &mut Told) -> Resu
     let path = path.display().to_string();
     told.tell(RunEvent::CheckpointRestored { path, why, seq: cp.seq, run_id: cp.run_id.clone() });
     Ok(())
-}
-
-/// The error for a checkpoint that is refused and left where it is.
-pub(crate) fn refusal(path: &Path, error: ReadError) -> RalphError {
-    match error {
-        ReadError::Format(FormatError::TooNew { version }) => {
-            RalphError::CheckpointTooNew { path: path.to_path_buf(), version, supported: checkpoint::VERSION }
-        }
-        ReadError::Format(FormatError::Invalid { field, problem }) => {
-            RalphError::CheckpointInvalid { path: path.to_path_buf(), field, problem }
-        }
-        ReadError::Format(FormatError::Corrupt(message)) => RalphError::Usage(format!(
-            "the checkpoint {} does not parse ({message}); `ralph --no-resume` sets it aside and starts fresh",
-            path.display()
-        )),
-        ReadError::Io { path, source } => RalphError::setup(format!("cannot read {}", path.display()), source),
-    }
-}
-
-/// The user's choice; `None` for "quit".
-async fn ask(
-    path: &Path,
-    existing: Option<&Checkpoint>,
-    from: Option<&str>,
-    signals: &mut Signals,
-) -> Result<Option<ResumeFlag>, RalphError> {
-    let Some(cp) = existing else { return Ok(Some(ResumeFlag::Fresh)) };
-    let needed = || RalphError::ResumeChoiceNeeded {
-        path: path.to_path_buf(),
-        status: cp.status.as_str().to_string(),
-        phase: cp.progress.position.phase_name.clone(),
-        iteration: cp.progress.position.iteration,
-        from: from.map(str::to_string),
-    };
-    let at = from.map(|p| format!(" at phase {p}")).unwrap_or_default();
-    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
-        return Err(needed());
-    }
-    let mut stderr = std::io::stderr();
-    for _ in 0..3 {
-        let _ = write!(
-            stderr,
-            "An unfinished run ({}, phase {}, iteration {}) is here. [r]esume it{at}, start [n]ew{at} (archives it), \
-             or [q]uit? [r] ",
-            cp.status.as_str(),
-            cp.progress.position.phase_name,
-            cp.progress.position.iteration
-        );
-        let _ = stderr.flush();
-        let Some(line) = read_answer(signals).await? else { break };
-        match start::parse_answer(&line) {
-            Some(Answer::Flag(flag)) => return Ok(Some(flag)),
-            Some(Answer::Quit) => return Ok(None),
-            None => {}
-        }
-    }
-    Err(needed())
-}
-
-/// One line from the terminal, or `None` at its end. The read blocks, so it runs on
-/// its own thread while the signals are watched here: a Ctrl+C at the question
-/// stops ralph at once (the thread ends with the process).
-async fn read_answer(signals: &mut Signals) -> Result<Option<String>, RalphError> {
-    let (tx, mut rx) = tokio::sync::oneshot::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let read = std::io::stdin().lock().read_line(&mut line);
-        let _ = tx.send(read.is_ok_and(|n| n > 0).then_some(line));
-    });
-    loop {
-        tokio::select! {
-            answer = &mut rx => return Ok(answer.unwrap_or(None)),
-            action = signals.next() => match action {
-                InterruptAction::Stop(cause) => return Err(RalphError::StoppedBeforeStart(cause)),
-                // The control socket listens only once the run has started.
-                InterruptAction::ForceExit | InterruptAction::Ignore | InterruptAction::Control => {}
-            },
-        }
-    }
 }
 
 /// `--from` names a phase the workflow does not have.
