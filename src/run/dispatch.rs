@@ -158,9 +158,9 @@ impl Dispatcher {
     }
 
     /// What happens next. Between attempts, a signal that came meanwhile, else the
-    /// step's next move; otherwise the first of: the attempt's end (after its
-    /// messages), a signal or a control request, a message of the attempt, the timer,
-    /// the probe, a background probe's answer, the checkpoint's catch-up.
+    /// step's next move; otherwise the first of: a signal or a control request, the
+    /// attempt's end (after its messages), a message of the attempt, the timer, the
+    /// probe, a background probe's answer, the checkpoint's catch-up.
     async fn next(&mut self, signals: &mut Signals) -> Option<Input> {
         if self.run.ready() {
             return tokio::select! {
@@ -172,11 +172,13 @@ impl Dispatcher {
         let (timer, catch_up) = (self.timer, self.io.behind.as_ref().map(|b| b.1));
         tokio::select! {
             biased;
+            // A signal first: the second Ctrl+C's handler kills the agent at once, and
+            // its attempt may end in the same turn; the step hears the Ctrl+C before.
+            action = signals.next() => self.signal(action, signals),
             outcome = finish(&mut self.attempt), if self.attempt.is_some() => {
                 self.attempt_ended(outcome);
                 None
             }
-            action = signals.next() => self.signal(action, signals),
             Some(msg) = recv(&mut self.messages) => Some(Input::Attempt(msg)),
             _ = sleep_until(timer.unwrap_or_else(Instant::now)), if timer.is_some() => {
                 self.timer = None;

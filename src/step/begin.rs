@@ -216,5 +216,5 @@ pub(super) fn prepared(run: &mut RunState, launched: Result<Launched, String>) {
         _ => None,
     };
     run.effect(Effect::Start(Box::new(StartAttempt { limits, cost_left, done_file, stem })));
-    run.mode = Mode::Attempt(Running { agent_running: true, stopping: false });
+    run.mode = Mode::Attempt(Running { agent_running: true, stopping: false, forced: false });
 }

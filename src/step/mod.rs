@@ -125,11 +125,14 @@ fn stop_signal(run: &mut RunState, cause: StopCause) {
     }
 }
 
-/// The second Ctrl+C: the running agent's group is killed (its attempt then ends the
-/// run), or the run ends now.
+/// The second Ctrl+C: the running agent's group is killed (its attempt's end, however
+/// it comes, then ends the run), or the run ends now.
 fn force_exit(run: &mut RunState) {
-    match run.mode {
-        Mode::Attempt(_) => run.tell(Command::Kill),
+    match &mut run.mode {
+        Mode::Attempt(running) => {
+            running.forced = true;
+            run.tell(Command::Kill);
+        }
         Mode::Ended => {}
         _ => ending::forced(run, None),
     }

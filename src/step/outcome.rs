@@ -59,7 +59,7 @@ pub(super) fn message(run: &mut RunState, msg: AttemptMsg) {
 
 /// The attempt is over: its usage counted, then what its end decides.
 pub(super) fn ended(run: &mut RunState, report: AttemptReport) {
-    run.mode = Mode::Ready;
+    let forced = matches!(std::mem::take(&mut run.mode), Mode::Attempt(running) if running.forced);
     // What a full disk held back is written before anything new starts.
     if let Some(full) = report.log_unsaved.clone() {
         run.disk_full.get_or_insert(full);
@@ -69,6 +69,7 @@ pub(super) fn ended(run: &mut RunState, report: AttemptReport) {
     add_usage(run, &report);
     let agent = run.current_agent();
     match &report.end {
+        _ if forced => ending::forced(run, report.output.session.clone()),
         AttemptEnd::ForceExit => ending::forced(run, report.output.session.clone()),
         AttemptEnd::Stopped(cause) => {
             // The attempt's own view of its last tool call is the freshest.

@@ -73,6 +73,9 @@ pub(crate) struct Running {
     pub agent_running: bool,
     /// A stop was sent to it.
     pub stopping: bool,
+    /// The second Ctrl+C came: however the attempt ends (the backstop may have
+    /// killed the agent before the attempt heard the kill), the run leaves at once.
+    pub forced: bool,
 }
 
 /// What a timer ends.

@@ -209,3 +209,14 @@ fn the_live_display_follows_the_attempt() {
     assert!(matches!(r.status(), Status::Interrupted));
     let _ = RunEnd::Completed;
 }
+
+#[test]
+fn the_second_ctrl_c_wins_however_the_attempt_ended() {
+    // The backstop kills the agent at the second Ctrl+C: its attempt may end as an
+    // orderly stop before it hears the kill.
+    let mut r = Run::started(TWO_AGENTS);
+    let _ = r.step(Input::Stop(StopCause::User));
+    let _ = r.step(Input::ForceExit);
+    let trace = quiet(r.ends(ended(AttemptEnd::Stopped(StopCause::User), None)));
+    assert_eq!(trace.last().map(String::as_str), Some("finish:ForceExit"));
+}
