@@ -181,10 +181,8 @@ impl Io {
     /// kept beside its log, the control socket still in place, and its argv and
     /// environment.
     pub(super) fn launch(&mut self, plan: &Launch, run: &RunState) -> Result<Input, RalphError> {
-        let previous = plan.prompt.previous.as_ref();
-        let previous =
-            previous.and_then(|name| std::fs::read_to_string(self.artifacts_dir.join(format!("{name}.md"))).ok());
-        let prompt = plan.prompt.render(previous.as_deref());
+        let artifact = |phase: &str| std::fs::read_to_string(self.artifacts_dir.join(format!("{phase}.md"))).ok();
+        let prompt = crate::step::begin::attempt_prompt(run, &artifact);
         // What the agent was told, beside what it answered: the first thing to read
         // when a run goes wrong. A `command` agent may read it as {prompt_file}.
         let prompt_file = self.logs_dir.join(format!("{}.prompt.md", plan.stem));

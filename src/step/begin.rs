@@ -1,7 +1,7 @@
 //! The run's opening and the move before each attempt: the order of the checks that
 //! may stop or delay it (a full disk, the run's caps, an offline pause or a
 //! rate-limit reset carried over, a limited agent whose reset came, a stop asked
-//! for), then the attempt itself: counted, its prompt planned, its launch prepared,
+//! for), then the attempt itself: counted, its launch prepared,
 //! recorded in flight and started.
 
 use crate::config::DoneSignal;
@@ -13,10 +13,10 @@ use crate::state::atomic::Durability;
 use crate::state::checkpoint::{InFlight, Status};
 use crate::supervise::note;
 use crate::supervise::watch;
-use crate::workflow::advance;
 use crate::workflow::done::Completion;
+use crate::workflow::{advance, prompt};
 
-use super::effect::{Effect, Fatal, Launch, PromptPlan, StartAttempt};
+use super::effect::{Effect, Fatal, Launch, StartAttempt};
 use super::input::{AttemptEnd, AttemptReport, Launched, SpawnError};
 use super::state::{Committing, Mode, Online, RunState, Running};
 use super::{ending, git, outcome, waits};
@@ -126,35 +126,28 @@ fn launch(run: &mut RunState) {
     let resume = progress.resume_session.clone();
     let session_tokens = resume.as_ref().and_then(|s| progress.session_tokens.get(s).copied()).unwrap_or_default();
     let stem = format!("attempt-{attempt:04}-{}-{agent}", progress.position.phase_name);
-    let prompt = prompt_plan(run, resume.is_some());
-    let plan = Launch {
-        agent: agent.clone(),
-        attempt,
-        launch,
-        stem: stem.clone(),
-        resume: resume.clone(),
-        session_tokens,
-        prompt,
-    };
+    let plan =
+        Launch { agent: agent.clone(), attempt, launch, stem: stem.clone(), resume: resume.clone(), session_tokens };
     run.effect(Effect::Launch(Box::new(plan)));
     run.mode = Mode::Launching { agent, resume, stem };
 }
 
-/// What the attempt's prompt is made of: the goal, where the run stands, the
-/// previous phase's result (named; the shell reads it), how the run was started, and
-/// the recovery note with today's goal. A resumed session gets the note alone.
-pub(crate) fn prompt_plan(run: &RunState, resuming: bool) -> PromptPlan {
+/// The attempt's prompt, rendered when the shell prepares its launch: the goal, where
+/// the run stands, the previous phase's result (`previous` reads it by the phase's
+/// name), how the run was started, and the recovery note with today's goal. A
+/// resumed session gets the note alone.
+pub(crate) fn attempt_prompt(run: &RunState, previous: &dyn Fn(&str) -> Option<String>) -> String {
     let (progress, phase, repeat) = (&run.cp.progress, run.phase(), run.setting.loaded.repeat);
     let pos = &progress.position;
-    let previous = advance::previous_phase(pos, repeat).and_then(|i| run.setting.loaded.phases.get(i));
-    let previous = previous.map(|p| p.name.clone());
+    let previous_phase = advance::previous_phase(pos, repeat).and_then(|i| run.setting.loaded.phases.get(i));
+    let previous = previous_phase.and_then(|p| Some((p.name.as_str(), previous(&p.name)?)));
     let from_note =
-        progress.from.as_ref().and_then(|from| crate::workflow::prompt::from_note(from, previous.as_deref()));
-    PromptPlan {
-        resuming,
-        template: run.setting.templates.get(pos.phase).cloned().unwrap_or_default(),
-        goal: run.setting.goal.clone(),
-        phase: phase.name.clone(),
+        progress.from.as_ref().and_then(|from| prompt::from_note(from, previous_phase.map(|p| p.name.as_str())));
+    // The note was written when the attempt failed; the goal is today's.
+    let recovery = progress.recovery_note.as_deref().map(|n| note::with_goal(n, &run.setting.goal));
+    let ctx = prompt::Context {
+        goal: &run.setting.goal,
+        phase: &phase.name,
         phase_number: pos.phase + 1,
         phase_count: run.setting.loaded.phases.len(),
         iteration: pos.iteration,
@@ -162,12 +155,16 @@ pub(crate) fn prompt_plan(run: &RunState, resuming: bool) -> PromptPlan {
         until_complete: phase.until_complete,
         pass: pos.passes.map(|passes| (pos.pass, passes)),
         review: advance::is_review(pos.phase, repeat),
-        done: phase.done.clone(),
-        previous,
-        from_note,
-        // The note was written when the attempt failed; the goal is today's.
-        recovery: progress.recovery_note.as_deref().map(|n| note::with_goal(n, &run.setting.goal)),
+        done: &phase.done,
+        previous: previous.as_ref().map(|(name, text)| (*name, text.as_str())),
+        from_note: from_note.as_deref(),
+        recovery: recovery.as_deref(),
+    };
+    if progress.resume_session.is_some() {
+        let note = recovery.as_deref().unwrap_or("Continue the task where the previous attempt stopped.");
+        return prompt::render_continue(&ctx, note);
     }
+    prompt::render(run.setting.templates.get(pos.phase).map_or("", String::as_str), &ctx)
 }
 
 /// The launch is prepared (or cannot be): the attempt is recorded in flight (saved,

@@ -17,7 +17,6 @@ use crate::signal::StopCause;
 use crate::state::atomic::Durability;
 use crate::state::checkpoint::Checkpoint;
 use crate::supervise::Detector;
-use crate::workflow::prompt;
 
 /// One act of I/O, decided by the step.
 #[must_use]
@@ -129,59 +128,6 @@ pub(crate) struct Launch {
     pub resume: Option<String>,
     /// The tokens counted to that session so far (agents that report running totals).
     pub session_tokens: (u64, u64),
-    pub prompt: PromptPlan,
-}
-
-/// Everything the prompt of an attempt is made of, but the previous phase's result,
-/// which the shell reads from the artifacts (`previous` names the phase).
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct PromptPlan {
-    /// The attempt resumes a session: it gets the note (or "continue"), not the
-    /// whole prompt.
-    pub resuming: bool,
-    pub template: String,
-    pub goal: String,
-    pub phase: String,
-    pub phase_number: usize,
-    pub phase_count: usize,
-    pub iteration: u32,
-    pub iterations: u32,
-    pub until_complete: bool,
-    pub pass: Option<(u32, u32)>,
-    pub review: bool,
-    pub done: crate::config::DoneSignal,
-    /// The phase whose result the prompt quotes as `{previous}`.
-    pub previous: Option<String>,
-    pub from_note: Option<String>,
-    /// The recovery note, with today's goal.
-    pub recovery: Option<String>,
-}
-
-impl PromptPlan {
-    /// The prompt, given the previous phase's result when it is on disk.
-    pub(crate) fn render(&self, previous_text: Option<&str>) -> String {
-        let ctx = prompt::Context {
-            goal: &self.goal,
-            phase: &self.phase,
-            phase_number: self.phase_number,
-            phase_count: self.phase_count,
-            iteration: self.iteration,
-            iterations: self.iterations,
-            until_complete: self.until_complete,
-            pass: self.pass,
-            review: self.review,
-            done: &self.done,
-            previous: self.previous.as_deref().zip(previous_text),
-            from_note: self.from_note.as_deref(),
-            recovery: self.recovery.as_deref(),
-        };
-        if self.resuming {
-            let note = self.recovery.as_deref().unwrap_or("Continue the task where the previous attempt stopped.");
-            prompt::render_continue(&ctx, note)
-        } else {
-            prompt::render(&self.template, &ctx)
-        }
-    }
 }
 
 /// How the prepared attempt runs.

@@ -121,7 +121,7 @@ fn an_attempt_is_counted_saved_lightly_then_journaled_then_started() {
         (plan.agent.as_str(), plan.attempt, plan.launch, plan.stem.as_str()),
         ("a", 1, 1, "attempt-0001-develop-a")
     );
-    assert!(!plan.prompt.resuming);
+    assert_eq!(plan.resume, None);
     let launched = Launched { withheld_env: vec!["AWS_SECRET".into()], quiet_tools: true, running_cost: false };
     let effects = r.effects(Input::Prepared { launch: Ok(launched), moved: None });
     assert_eq!(super::trace(&effects), ["save:ordered", "attempt_started", "start"]);
@@ -198,11 +198,10 @@ fn the_prompt_of_a_resumed_session_is_its_note_with_todays_goal() {
     let crash = crate::supervise::note::Trouble::Crash { detail: "SIGSEGV".into() };
     let note = crate::step::record::recovery_note(progress, phases, "An older goal.", crash, None);
     r.run.cp.progress.recovery_note = Some(note);
-    let plan = crate::step::begin::prompt_plan(&r.run, true);
-    let recovery = plan.recovery.clone().unwrap_or_default();
-    assert!(recovery.contains("Make the tests pass.") && !recovery.contains("An older goal."), "{recovery}");
-    let resumed = plan.render(None);
+    let fresh = crate::step::begin::attempt_prompt(&r.run, &|_| None);
+    r.run.cp.progress.resume_session = Some("s".into());
+    let resumed = crate::step::begin::attempt_prompt(&r.run, &|_| None);
+    assert!(resumed.contains("Make the tests pass.") && !resumed.contains("An older goal."), "{resumed}");
     assert!(resumed.contains("SIGSEGV") && !resumed.contains("# When you are done"), "{resumed}");
-    let fresh = crate::step::begin::prompt_plan(&r.run, false).render(None);
     assert!(fresh.contains("SIGSEGV") && fresh.contains("# When you are done"), "{fresh}");
 }
