@@ -70,8 +70,8 @@ pub(crate) struct CommitReport {
     pub stale_locks: Vec<String>,
     /// HEAD moved since ralph last committed: the agent (or someone) committed.
     pub agent_moved: Option<AgentMoved>,
-    /// Changed files left out of the commit.
-    pub left_out: Vec<LeftOutFile>,
+    /// Changed files left out of the commit, and why.
+    pub left_out: Vec<(String, super::plan::LeftOut)>,
     pub outcome: CommitOutcome,
 }
 
@@ -81,17 +81,6 @@ pub(crate) struct AgentMoved {
     pub from: Option<String>,
     pub to: String,
     pub commits: Vec<String>,
-}
-
-/// A changed file the commit did not take, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct LeftOutFile {
-    pub path: String,
-    /// The rule's key (`git::plan::LeftOut::key`).
-    pub reason: &'static str,
-    pub detail: String,
-    /// It stays out of every commit of the run (someone else's).
-    pub held: bool,
 }
 
 /// How the commit step ended.

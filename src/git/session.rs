@@ -9,12 +9,13 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::config::{CommitMode, GitConfig, Identity, Loaded};
+use crate::events::{GitOffWhy, RunEvent};
 
 use super::attribution::Touched;
 use super::message;
 use super::plan::{self, Exempt, Facts, Rules};
 use super::preflight::{self, Refusal, RepoFacts, Wants};
-use super::record::{AgentMoved, CommitOutcome, CommitRecord, CommitReport, GitState, LeftOutFile, Pending};
+use super::record::{AgentMoved, CommitOutcome, CommitRecord, CommitReport, GitState, Pending};
 use super::repo::{CommitFailure, Discovery, GitError, Identities, Repo};
 
 /// Files larger than this are not searched for credential values (they are logs or
@@ -34,23 +35,6 @@ pub(crate) struct GitSession {
     cwd: PathBuf,
     /// `cwd` relative to the top (`""` at the top).
     cwd_rel: String,
-}
-
-/// What opening the session found that a person should hear.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Noted {
-    /// Git features are off: not a repository.
-    NotARepository,
-    /// Git features are off: no `git` on PATH.
-    GitMissing,
-    /// Git features stay off: the resumed run started without them.
-    StartedWithoutGit,
-    /// `[git] branch` did not exist and was created.
-    BranchCreated(String),
-    /// HEAD is detached (at this commit, when there is one).
-    Detached(Option<String>),
-    /// `--allow-dirty`: these files are never committed.
-    Held(Vec<String>),
 }
 
 /// Why the session cannot be opened.
@@ -82,24 +66,24 @@ pub(crate) fn open(
     state: &mut Option<GitState>,
     resumed: bool,
     allow_dirty: bool,
-    say: &mut dyn FnMut(Noted),
+    say: &mut dyn FnMut(RunEvent),
 ) -> Result<Option<GitSession>, OpenError> {
     let config = loaded.config.git.clone();
     let repo = match Repo::discover(dir) {
         Discovery::Repo(repo) => repo.with_commit_timeout(loaded.config.timeouts.tool),
         Discovery::NotARepo => {
-            say(Noted::NotARepository);
+            say(RunEvent::GitOff { why: GitOffWhy::NotARepository });
             return Ok(None);
         }
         Discovery::NoGit => {
-            say(Noted::GitMissing);
+            say(RunEvent::GitOff { why: GitOffWhy::GitMissing });
             return Ok(None);
         }
     };
     if resumed && state.is_none() {
         // The run started without git features; a baseline now would not be the
         // run's start, so it stays without them.
-        say(Noted::StartedWithoutGit);
+        say(RunEvent::GitOff { why: GitOffWhy::StartedWithoutGit });
         return Ok(None);
     }
     let who = identities(&repo, &config)?;
@@ -126,14 +110,14 @@ pub(crate) fn open(
         let baseline = preflight::new_run(&facts, wants)?;
         if let Some(b) = &baseline.create_branch {
             repo.create_branch(b)?;
-            say(Noted::BranchCreated(b.clone()));
+            say(RunEvent::GitBranchCreated { branch: b.clone() });
         }
         let head = repo.head()?;
         if baseline.detached {
-            say(Noted::Detached(head.clone()));
+            say(RunEvent::GitDetached { head: head.clone() });
         }
         if !baseline.held.is_empty() {
-            say(Noted::Held(baseline.held.clone()));
+            say(RunEvent::GitHeld { files: baseline.held.clone() });
         }
         *state = Some(GitState {
             top: top.display().to_string(),
@@ -243,14 +227,7 @@ impl GitSession {
         let agent_files = if self.config.only_agent_files { touched.files(&bases, &self.cwd) } else { None };
         let selection =
             plan::select(facts, Rules { agent_files: agent_files.as_ref(), max_new_file: self.config.max_new_file.0 });
-        report.left_out = (selection.left_out.iter())
-            .map(|(path, why)| LeftOutFile {
-                path: path.clone(),
-                reason: why.key(),
-                detail: why.describe(),
-                held: why.held_for_the_run(),
-            })
-            .collect();
+        report.left_out = selection.left_out;
         if selection.commit.is_empty() {
             return Ok(CommitOutcome::Nothing);
         }

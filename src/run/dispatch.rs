@@ -20,11 +20,10 @@ use crate::events::RunEvent;
 use crate::git::record::CommitReport;
 use crate::notify::Notifier;
 use crate::outcome::RunEnd;
-use crate::recovery::probe::{self, ProbeResult};
+use crate::recovery::probe::ProbeResult;
 use crate::signal::{InterruptAction, Signals, Suspension};
 use crate::step::effect::Effect;
 use crate::step::input::AttemptMsg;
-use crate::step::state::{Opening, Setting};
 use crate::step::{self, Command, Input, Now, RunState};
 
 use super::attempt::{self, Attempt, Outcome};
@@ -76,25 +75,11 @@ impl Dispatcher {
     /// The run ready to start, its control socket served; a socket that cannot be
     /// recorded leaves the directory as set-up found it (nothing of the run changed yet).
     fn new(ready: Ready, signals: &mut Signals) -> Result<Self, RalphError> {
-        let loaded = ready.loaded;
-        let setting = Setting {
-            // Read once: the agents' configuration and environment stay as they are.
-            endpoints: probe::by_phase(&loaded, &|var| std::env::var(var).ok().filter(|v| !v.is_empty()), &|path| {
-                std::fs::read_to_string(path).ok()
-            }),
-            goal: ready.goal,
-            templates: ready.templates,
-            resumed: ready.resumed,
-            from: ready.from,
-            git: ready.git.is_some(),
-            pid: std::process::id(),
-            loaded: loaded.clone(),
-        };
-        let opening = Opening { interrupted: ready.interrupted, takeover: ready.takeover, told: ready.told };
-        let run = RunState::new(setting, ready.checkpoint, opening, Now::read());
+        let loaded = ready.setting.loaded.clone();
+        let run = RunState::new(ready.setting, ready.checkpoint, ready.opening, Now::read());
         let mut io = Io {
             notifier: Notifier::new(&loaded.config.notify, &ready.dir),
-            registration: Registration::new(loaded.clone()),
+            registration: Registration::new(loaded),
             dir: ready.dir,
             logs_dir: ready.logs_dir,
             artifacts_dir: ready.artifacts_dir,

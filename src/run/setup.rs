@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use crate::config::Loaded;
 use crate::error::RalphError;
-use crate::events::{GitOffWhy, RunEvent};
-use crate::git::session::{self, GitSession, Noted, OpenError};
+use crate::events::RunEvent;
+use crate::git::session::{self, GitSession, OpenError};
 use crate::report::Reporter;
 use crate::signal::Signals;
 use crate::state::checkpoint::{Checkpoint, InFlight};
@@ -22,38 +22,28 @@ use crate::state::store;
 use crate::workflow::{advance, prompt};
 
 use super::{Options, RunEnd};
+use crate::recovery::probe;
 use crate::state::ownership::{self, AcquireError, Heard, Lease, Takeover, WhenHeld};
 use crate::step::start::{self, Refused, ResumeFlag, Start};
+use crate::step::state::{Opening, Setting};
 
-/// A run ready to dispatch.
+/// A run ready to dispatch: what it was set up with and opens with, its checkpoint,
+/// and what it writes to.
 pub(crate) struct Ready {
+    pub setting: Setting,
+    pub opening: Opening,
+    pub checkpoint: Checkpoint,
     pub dir: PathBuf,
-    pub loaded: Loaded,
-    pub goal: String,
-    /// The prompt template of each phase, in phase order.
-    pub templates: Vec<String>,
     /// `None` when `checkpoint_enabled = false`.
     pub checkpoint_path: Option<PathBuf>,
-    pub checkpoint: Checkpoint,
     pub journal: Journal,
     pub logs_dir: PathBuf,
     pub artifacts_dir: PathBuf,
     pub reporter: Reporter,
-    /// What set-up said (shown already), for the journal once the run starts.
-    pub told: Vec<RunEvent>,
     pub lock: Option<RunLock>,
     pub lease: Option<Lease>,
-    /// The lease was taken over from a ralph that went away (`lease_taken_over`,
-    /// shown already; journaled first at start).
-    pub takeover: Option<RunEvent>,
-    pub resumed: bool,
-    /// `--from`: the phase the run started at or was moved to, for the journal.
-    pub from: Option<String>,
     /// Git features, when the project is in a repository (docs/git.md).
     pub git: Option<GitSession>,
-    /// The attempt that was running when the previous ralph of this run died or
-    /// was stopped (journaled at start as `attempt_interrupted`).
-    pub interrupted: Option<InFlight>,
     /// The control socket, bound before anything of the run changed; the run serves
     /// it once it starts.
     pub control: Option<crate::control::server::Bound>,
@@ -103,29 +93,7 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     // Until the run starts nothing changed: a problem found before then releases
     // the lock cleanly (a dropped lock otherwise counts as an interrupted run).
     let mut lock = ReleaseUnlessKept(taken);
-    // The lease on the run directory (see `ownership`), said when taken over.
-    let timeout = loaded.config.watch.lease_timeout;
-    let heard = &mut |heard| {
-        told.tell(match heard {
-            Heard::Watching(r) => {
-                let timeout_ms = timeout.as_millis() as u64;
-                RunEvent::LeaseWatch { pid: r.pid, host: r.host, renewals: r.renewals, timeout_ms }
-            }
-            Heard::LostRace(winner) => RunEvent::LeaseLost { host: winner.host },
-        });
-    };
-    let (lease, takeover) =
-        ownership::acquire(&agent_dir.join("ralph.lease"), &lease_file::identity(), timeout, when_held, heard)
-            .map_err(|e| match e {
-                AcquireError::Io { path, source } => {
-                    RalphError::setup(format!("cannot use the lease {}", path.display()), source)
-                }
-                AcquireError::Held(message) => RalphError::LeaseHeld(message),
-            })?;
-    let takeover = takeover.map(|t| taken_over(&t));
-    if let Some(event) = &takeover {
-        told.reporter.event(event);
-    }
+    let (lease, takeover) = take_lease(&agent_dir.join("ralph.lease"), &loaded.config.watch, when_held, &mut told)?;
     // Writes killed half-way leave their temporary files; only the lock holder
     // writes here, so whatever is left is garbage.
     let removed =
@@ -146,30 +114,35 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     let git = open_git(&dir, &loaded, &mut checkpoint, resumed, options.allow_dirty, &mut told)?;
     let (logs_dir, journal) = open_logs(&agent_dir, &loaded, &checkpoint, enabled && !resumed, options, &mut told)?;
     let Told { reporter, events: told } = told;
-    Ok(Prepared::Ready(
-        Box::new(Ready {
-            dir,
-            loaded,
-            goal,
-            templates,
-            checkpoint_path,
-            checkpoint,
-            journal,
-            logs_dir,
-            artifacts_dir: agent_dir.join("artifacts"),
-            reporter,
-            told,
-            lock: lock.0.take(),
-            lease: Some(lease),
-            takeover,
-            resumed,
-            from: options.from.clone(),
-            git,
-            interrupted,
-            control: Some(control),
+    let setting = Setting {
+        // Read once: the agents' configuration and environment stay as they are.
+        endpoints: probe::by_phase(&loaded, &|var| std::env::var(var).ok().filter(|v| !v.is_empty()), &|path| {
+            std::fs::read_to_string(path).ok()
         }),
-        signals,
-    ))
+        goal,
+        templates,
+        resumed,
+        from: options.from.clone(),
+        git: git.is_some(),
+        pid: std::process::id(),
+        loaded,
+    };
+    let ready = Ready {
+        setting,
+        opening: Opening { interrupted, takeover, told },
+        checkpoint,
+        dir,
+        checkpoint_path,
+        journal,
+        logs_dir,
+        artifacts_dir: agent_dir.join("artifacts"),
+        reporter,
+        lock: lock.0.take(),
+        lease: Some(lease),
+        git,
+        control: Some(control),
+    };
+    Ok(Prepared::Ready(Box::new(ready), signals))
 }
 
 /// Opens git for the run (see `git::session`), saying what a person should know.
@@ -181,19 +154,11 @@ fn open_git(
     allow_dirty: bool,
     told: &mut Told,
 ) -> Result<Option<GitSession>, RalphError> {
-    let mut say = |noted| {
-        told.tell(match noted {
-            Noted::NotARepository => RunEvent::GitOff { why: GitOffWhy::NotARepository },
-            Noted::GitMissing => RunEvent::GitOff { why: GitOffWhy::GitMissing },
-            Noted::StartedWithoutGit => RunEvent::GitOff { why: GitOffWhy::StartedWithoutGit },
-            Noted::BranchCreated(branch) => RunEvent::GitBranchCreated { branch },
-            Noted::Detached(head) => RunEvent::GitDetached { head },
-            Noted::Held(files) => RunEvent::GitHeld { files },
-        });
-    };
-    session::open(dir, loaded, &mut checkpoint.git, resumed, allow_dirty, &mut say).map_err(|e| match e {
-        OpenError::Refused(refusal) => RalphError::Git(refusal),
-        OpenError::Git(e) => RalphError::GitSetup(format!("git: {e}")),
+    session::open(dir, loaded, &mut checkpoint.git, resumed, allow_dirty, &mut |event| told.tell(event)).map_err(|e| {
+        match e {
+            OpenError::Refused(refusal) => RalphError::Git(refusal),
+            OpenError::Git(e) => RalphError::GitSetup(format!("git: {e}")),
+        }
     })
 }
 
@@ -373,6 +338,38 @@ fn take_lock(path: &Path, when_held: WhenHeld, told: &mut Told) -> Result<RunLoc
         told.tell(RunEvent::LockStale { pid: None, host: None, started_at: None });
     }
     Ok(acquired.lock)
+}
+
+/// Takes the lease on the run directory (see `ownership`), saying what it waits for;
+/// its takeover is shown at once and journaled first when the run starts.
+fn take_lease(
+    path: &Path,
+    config: &crate::config::Watch,
+    when_held: WhenHeld,
+    told: &mut Told,
+) -> Result<(Lease, Option<RunEvent>), RalphError> {
+    let timeout = config.lease_timeout;
+    let heard = &mut |heard| {
+        told.tell(match heard {
+            Heard::Watching(r) => {
+                let timeout_ms = timeout.as_millis() as u64;
+                RunEvent::LeaseWatch { pid: r.pid, host: r.host, renewals: r.renewals, timeout_ms }
+            }
+            Heard::LostRace(winner) => RunEvent::LeaseLost { host: winner.host },
+        });
+    };
+    let (lease, takeover) =
+        ownership::acquire(path, &lease_file::identity(), timeout, when_held, heard).map_err(|e| match e {
+            AcquireError::Io { path, source } => {
+                RalphError::setup(format!("cannot use the lease {}", path.display()), source)
+            }
+            AcquireError::Held(message) => RalphError::LeaseHeld(message),
+        })?;
+    let takeover = takeover.map(|t| taken_over(&t));
+    if let Some(event) = &takeover {
+        told.reporter.event(event);
+    }
+    Ok((lease, takeover))
 }
 
 /// We hold the lock, so no ralph of that run is alive: whatever still carries its

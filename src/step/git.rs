@@ -122,13 +122,13 @@ fn apply(run: &mut RunState, report: CommitReport, key: &str) -> Step {
         }
         run.emit(RunEvent::GitAgentCommitted { key: key.to_string(), from, to, commits });
     }
-    for file in report.left_out {
-        if file.held
+    for (path, why) in report.left_out {
+        if why.held_for_the_run()
             && let Some(git) = run.cp.git.as_mut()
         {
-            git.hold(&file.path);
+            git.hold(&path);
         }
-        let (path, reason, detail) = (file.path, file.reason.to_string(), file.detail);
+        let (reason, detail) = (why.key().to_string(), why.describe());
         run.emit(RunEvent::GitLeftOut { key: key.to_string(), path, reason, detail });
     }
     match report.outcome {

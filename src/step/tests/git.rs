@@ -1,7 +1,7 @@
 //! The commit step of an iteration.
 
 use crate::config::CommitMode;
-use crate::git::record::{AgentMoved, CommitOutcome, CommitRecord, CommitReport, GitState, LeftOutFile, Pending};
+use crate::git::record::{AgentMoved, CommitOutcome, CommitRecord, CommitReport, GitState, Pending};
 use crate::recovery::Rule;
 use crate::state::checkpoint::Status;
 use crate::step::effect::Effect;
@@ -66,12 +66,7 @@ fn what_git_reports_is_journaled_in_order_and_recorded() {
     let report = CommitReport {
         stale_locks: vec!["/p/.git/index.lock".into()],
         agent_moved: Some(AgentMoved { from: Some("b0".into()), to: "a1".into(), commits: vec!["a1".into()] }),
-        left_out: vec![LeftOutFile {
-            path: "NOTES.md".into(),
-            reason: "not_the_agents",
-            detail: "d".into(),
-            held: true,
-        }],
+        left_out: vec![("NOTES.md".into(), crate::git::plan::LeftOut::NotTheAgents)],
         outcome: CommitOutcome::Nothing,
     };
     let trace = quiet(r.step(Input::Committed(report)));
