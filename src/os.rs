@@ -1,16 +1,17 @@
 //! The Linux-specific calls, in one place: `prctl` (the subreaper, the parent-death
 //! signal), the `/proc` file system and its clock, the kernel's boot id, signalling
-//! a process group, a socket peer's credentials, ralph's own executable, and
-//! starting an agent with its parent-death signal set ([`spawn`]). Everything else
-//! reaches the operating system through portable APIs; a port to another system
-//! starts here. A test below fails when one of these calls appears anywhere else in
-//! `src/`.
-
-pub(crate) mod spawn;
+//! a process group, a socket peer's credentials, ralph's own executable, the file
+//! system type of a directory. Everything else reaches the operating system through
+//! portable APIs; a port to another system starts here. A test below fails when one
+//! of these calls appears anywhere else in `src/`.
+//!
+//! Every `unsafe` block of ralph's is here too (the redaction's vector path aside;
+//! the `unsafe_code` lint refuses one anywhere else): a child's parent-death signal,
+//! a signal's disposition, and the second-Ctrl+C backstop's handler and exit.
 
 use std::path::{Path, PathBuf};
 
-use nix::sys::signal::Signal;
+use nix::sys::signal::{SigHandler, Signal};
 use nix::unistd::Pid;
 
 /// Where the kernel shows its processes.
@@ -69,9 +70,56 @@ pub(crate) fn ticks_since_boot() -> Option<u64> {
 
 /// The kernel's clock ticks per second (`USER_HZ`), the unit of `/proc` times.
 pub(crate) fn ticks_per_second() -> Option<u64> {
-    // SAFETY: sysconf reads a constant; it has no preconditions.
-    let ticks = unsafe { nix::libc::sysconf(nix::libc::_SC_CLK_TCK) };
+    let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok()??;
     u64::try_from(ticks).ok().filter(|t| *t > 0)
+}
+
+/// Makes the child of `command` get SIGKILL when ralph dies: if ralph is killed
+/// outright (kill -9, the OOM killer), its agent dies with it instead of editing
+/// files unsupervised. The kernel sends the signal when the *thread* that started
+/// the child ends, so a command given this is spawned only from a thread that lives
+/// as long as ralph (the runtime's own, never tokio's blocking pool, whose idle
+/// threads end). A ralph that died before the signal was set is seen through
+/// `getppid`, and the launch fails with `ESRCH`.
+pub(crate) fn die_with_parent(command: &mut tokio::process::Command) {
+    let parent = nix::unistd::getpid();
+    // SAFETY: the closure runs in the child between fork and exec, and makes only
+    // async-signal-safe system calls (prctl, getppid); it neither allocates nor
+    // takes a lock (a raw OS error needs no allocation).
+    unsafe {
+        command.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+            if nix::unistd::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(nix::libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Sets `signal` back to its default action (`ignore == false`) or to be ignored.
+pub(crate) fn set_disposition(signal: Signal, ignore: bool) -> nix::Result<()> {
+    let handler = if ignore { SigHandler::SigIgn } else { SigHandler::SigDfl };
+    // SAFETY: SIG_DFL and SIG_IGN install no handler function, so nothing runs in a
+    // signal's context; the call fails harmlessly for SIGKILL and SIGSTOP.
+    unsafe { nix::sys::signal::signal(signal, handler) }.map(drop)
+}
+
+/// Runs `action` inside the SIGINT handler itself, beside tokio's (which only wakes
+/// the event loop): the second-Ctrl+C backstop, which must work while the loop is
+/// stuck. `action` must be async-signal-safe: load atomics, make system calls,
+/// neither allocate nor take a lock.
+pub(crate) fn on_interrupt_in_handler(action: fn()) -> std::io::Result<()> {
+    // SAFETY: the one caller (`process::agent_group`) passes an action that only
+    // loads atomics and makes async-signal-safe system calls (kill, write).
+    unsafe { signal_hook_registry::register(nix::libc::SIGINT, action) }.map(drop)
+}
+
+/// Ends the process at once with `code`, skipping destructors and exit handlers: for
+/// the backstop, when the event loop that owns them is stuck.
+pub(crate) fn exit_now(code: i32) -> ! {
+    // SAFETY: `_exit` has no preconditions; nothing of ralph's runs after it.
+    unsafe { nix::libc::_exit(code) }
 }
 
 #[cfg(test)]
@@ -79,8 +127,8 @@ mod tests {
     use std::path::Path;
 
     /// What only this module may call, as it is spelled in code.
-    const LINUX_ONLY: [&str; 7] =
-        ["prctl", "\"/proc", "random/boot_id", "killpg", "setpgid", "PeerCredentials", "current_exe"];
+    const LINUX_ONLY: [&str; 8] =
+        ["prctl", "\"/proc", "random/boot_id", "killpg", "setpgid", "PeerCredentials", "current_exe", "statfs"];
 
     fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
         for entry in std::fs::read_dir(dir).expect("read src/").flatten() {

@@ -203,7 +203,7 @@ pub(crate) async fn run(
 /// fills the pipe before the agent reads it), then closes it: the agent sees the end
 /// of its input. An agent that exits without reading all of it ends the write with
 /// EPIPE, harmlessly.
-fn write_prompt(text: Option<String>, pipe: Option<tokio::net::unix::pipe::Sender>) {
+fn write_prompt(text: Option<String>, pipe: Option<tokio::process::ChildStdin>) {
     let (Some(text), Some(mut pipe)) = (text, pipe) else { return };
     tokio::spawn(async move {
         use tokio::io::AsyncWriteExt;
