@@ -122,6 +122,35 @@ pub(crate) fn exit_now(code: i32) -> ! {
     unsafe { nix::libc::_exit(code) }
 }
 
+/// Whether `dir` is on a file system that other hosts can mount at the same time
+/// (NFS, SMB, CephFS, a cluster or FUSE file system), by its `statfs` type; a
+/// directory whose type cannot be read counts as shared. On a local file system only
+/// this kernel sees the directory, whose flock already says who owns it.
+pub(crate) fn is_shared_fs(dir: &Path) -> bool {
+    const SHARED: [u32; 17] = [
+        0x6969,      // NFS
+        0x517b,      // SMB
+        0xff53_4d42, // CIFS
+        0xfe53_4d42, // SMB2
+        0x00c3_6400, // CephFS
+        0x7375_7245, // Coda
+        0x5346_414f, // AFS
+        0x6b41_4653, // kAFS
+        0x0102_1997, // 9p
+        0x6573_5546, // FUSE (sshfs, GlusterFS, s3fs, virtiofs)
+        0x0bd0_0bd0, // Lustre
+        0x4750_4653, // GPFS
+        0x7461_636f, // OCFS2
+        0x0116_1970, // GFS2
+        0x564c,      // NCP
+        0x2003_0528, // OrangeFS
+        0x1983_0326, // BeeGFS
+    ];
+    // The type's bits as the kernel's 32-bit magic numbers, whatever the width of
+    // the C type on this target.
+    nix::sys::statfs::statfs(dir).map_or(true, |fs| SHARED.contains(&(fs.filesystem_type().0 as u32)))
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -139,6 +168,14 @@ mod tests {
                 out.push(path);
             }
         }
+    }
+
+    #[test]
+    fn a_local_directory_is_not_shared() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // The test's temp directory is on a local disk or a tmpfs on every machine
+        // the suite runs on.
+        assert!(!super::is_shared_fs(dir.path()));
     }
 
     #[test]
