@@ -50,7 +50,7 @@ fn bytes(line: &str) -> BytesCount {
 
 #[divan::bench(name = "parse/text_line")]
 fn parse_text(b: Bencher) {
-    let mut p = TextParser::default();
+    let mut p = TextParser;
     b.counter(bytes(TEXT_LINE)).bench_local(|| p.parse_line(black_box(TEXT_LINE)));
 }
 
@@ -127,7 +127,7 @@ fn per_line(
 #[divan::bench(name = "pipeline/text_line")]
 fn pipeline_text(b: Bencher) {
     let mut sup = Supervisor::new(&Timeouts::default(), tokio::time::Instant::now());
-    let mut parser = TextParser::default();
+    let mut parser = TextParser;
     let mut log = Vec::with_capacity(2 << 20);
     let now = tokio::time::Instant::now();
     b.counter(bytes(TEXT_LINE)).bench_local(|| per_line(&mut parser, &mut sup, &mut log, black_box(TEXT_LINE), now));

@@ -19,7 +19,7 @@ use std::borrow::Cow;
 use serde::de::{IgnoredAny, MapAccess, SeqAccess};
 use serde_json::Value;
 
-use super::event::{AgentEvent, LineParser, Spare};
+use super::event::{AgentEvent, LineParser};
 use super::json::{
     self, Loose, SessionId, Shape, as_status, as_u64, i64_field, str_field, string_or_empty, u64_field, unknown,
 };
@@ -29,7 +29,6 @@ use super::json::{
 #[derive(Debug, Default)]
 pub struct ClaudeStreamParser {
     session_id: SessionId,
-    spare: Spare,
 }
 
 impl ClaudeStreamParser {
@@ -59,9 +58,7 @@ impl LineParser for ClaudeStreamParser {
         match &*kind {
             "system" => system(&event, out),
             "assistant" => {
-                for block in event.blocks() {
-                    assistant_block(block, out, &mut self.spare);
-                }
+                out.extend(event.blocks().into_iter().filter_map(assistant_block));
                 // Synthetic assistant messages (e.g. an authentication failure) carry
                 // an error code next to the message; surface it so the classifier
                 // need not guess from text.
@@ -77,10 +74,6 @@ impl LineParser for ClaudeStreamParser {
         if out.is_empty() {
             out.push(unknown(&kind));
         }
-    }
-
-    fn recycle(&mut self, text: String) {
-        self.spare.keep(text);
     }
 }
 
@@ -213,25 +206,20 @@ fn owned(field: Loose<Cow<'_, str>>) -> String {
     field.0.map(Cow::into_owned).unwrap_or_default()
 }
 
-/// An assistant message's block; a borrowed text goes into the spare buffer.
-fn assistant_block(block: Block<'_>, out: &mut Vec<AgentEvent>, spare: &mut Spare) {
-    match block.kind.0.as_deref().unwrap_or_default() {
-        "text" => out.push(AgentEvent::Text {
-            text: match block.text.0 {
-                Some(Cow::Borrowed(text)) => spare.text(text),
-                text => text.map(Cow::into_owned).unwrap_or_default(),
-            },
-        }),
-        "thinking" => out.push(AgentEvent::Thinking { text: owned(block.thinking) }),
+/// An assistant message's block, when it is one ralph reads.
+fn assistant_block(block: Block<'_>) -> Option<AgentEvent> {
+    Some(match block.kind.0.as_deref().unwrap_or_default() {
+        "text" => AgentEvent::Text { text: owned(block.text) },
+        "thinking" => AgentEvent::Thinking { text: owned(block.thinking) },
         // Encrypted reasoning: nothing to show, but it is still model output.
-        "redacted_thinking" => out.push(AgentEvent::Thinking { text: String::new() }),
-        "tool_use" | "server_tool_use" => out.push(AgentEvent::ToolStarted {
+        "redacted_thinking" => AgentEvent::Thinking { text: String::new() },
+        "tool_use" | "server_tool_use" => AgentEvent::ToolStarted {
             id: owned(block.id),
             name: owned(block.name),
             input: block.input.unwrap_or(Value::Null),
-        }),
-        _ => {}
-    }
+        },
+        _ => return None,
+    })
 }
 
 /// A user message's block, when it is a tool result.
@@ -840,32 +828,6 @@ mod tests {
         ];
         for line in common {
             assert!(!p.parse_line(line).contains(&unknown("non-json")), "{line}");
-        }
-    }
-
-    #[test]
-    fn texts_read_into_recycled_buffers_read_the_same() {
-        let long = format!(
-            r#"{{"type":"assistant","message":{{"content":[{{"type":"text","text":"{}"}}]}}}}"#,
-            "y".repeat(20_000)
-        );
-        let lines = [
-            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}]}}"#,
-            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"a longer text than the one before it"}]},"session_id":"s1"}"#,
-            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"esc\"aped\n"},{"type":"text","text":"two"}]}}"#,
-            r#"{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":""}]}}"#,
-            &long,
-            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]}}"#,
-        ];
-        let (mut fresh, mut reused, mut out) = (ClaudeStreamParser::new(), ClaudeStreamParser::new(), Vec::new());
-        for line in lines.iter().cycle().take(3 * lines.len()) {
-            reused.parse_into(line, &mut out);
-            assert_eq!(out, fresh.parse_line(line), "{line}");
-            for event in out.drain(..) {
-                if let AgentEvent::Text { text } = event {
-                    reused.recycle(text);
-                }
-            }
         }
     }
 
