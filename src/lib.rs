@@ -24,6 +24,8 @@ mod events;
 mod exit;
 mod git;
 mod notify;
+// Every `unsafe` block lives here, each with its reason.
+#[allow(unsafe_code)]
 mod os;
 mod outcome;
 mod process;
@@ -46,7 +48,6 @@ pub mod bench {
     pub use crate::agent::event::{AgentEvent, LineParser};
     pub use crate::agent::text::TextParser;
     pub use crate::config::{AgentKind, Timeouts};
-    pub use crate::os::spawn::{Program, spawn};
     pub use crate::recovery::classify::{EndedBy, Exit, Report, classify};
     pub use crate::state::atomic::{Durability, replace};
     pub use crate::state::redact::{redact, redacted};

@@ -84,7 +84,7 @@ pub(crate) fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, L
         withheld_env: env.withheld,
         attempt_id,
         stop_signal: cli.map_or(Signal::SIGINT, |cli| cli.stop_signal),
-        parser: parser.unwrap_or_else(|| Box::new(TextParser::default())),
+        parser: parser.unwrap_or_else(|| Box::new(TextParser)),
         quiet_tools: cli.is_some_and(|cli| cli.quiet_tools),
         text_output,
         running_cost: cli.is_some_and(|cli| cli.running_cost),

@@ -212,9 +212,22 @@ pub(crate) struct Watch {
     pub restart_backoff: Duration,
     /// How long a lease held by another host must go without a renewal, measured on
     /// this host's monotonic clock, before this ralph takes the run over. The owner
-    /// renews four times per `lease_timeout`.
+    /// renews four times per `lease_timeout` where it renews (`lease_renewal`).
     #[serde(with = "humantime_serde")]
     pub lease_timeout: Duration,
+    /// Where the owner renews its lease: only on a file system other hosts mount
+    /// (`auto`), or on any (`always`: a volume shared although it looks local).
+    pub lease_renewal: LeaseRenewal,
+}
+
+/// `[watch] lease_renewal`
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum LeaseRenewal {
+    /// When `.agent/` is on a network or cluster file system (by its type).
+    #[default]
+    Auto,
+    Always,
 }
 
 impl Default for Watch {
@@ -224,6 +237,7 @@ impl Default for Watch {
             max_restarts: 3,
             restart_backoff: Duration::from_secs(30),
             lease_timeout: Duration::from_secs(60),
+            lease_renewal: LeaseRenewal::Auto,
         }
     }
 }

@@ -11,7 +11,6 @@ use nix::sys::signal::Signal;
 use tokio::time::{Instant, sleep_until};
 
 use crate::agent::AgentEvent;
-use crate::agent::event::LineParser;
 use crate::agent::launch::Prepared;
 use crate::config::Timeouts;
 use crate::process::lines::{Item, LineReader, text};
@@ -203,7 +202,7 @@ pub(crate) async fn run(
 /// fills the pipe before the agent reads it), then closes it: the agent sees the end
 /// of its input. An agent that exits without reading all of it ends the write with
 /// EPIPE, harmlessly.
-fn write_prompt(text: Option<String>, pipe: Option<tokio::net::unix::pipe::Sender>) {
+fn write_prompt(text: Option<String>, pipe: Option<tokio::process::ChildStdin>) {
     let (Some(text), Some(mut pipe)) = (text, pipe) else { return };
     tokio::spawn(async move {
         use tokio::io::AsyncWriteExt;
@@ -364,7 +363,7 @@ impl<'a> Running<'a> {
             {
                 self.observer.tool(&tool);
             }
-            if let Some(id) = self.collected.absorb(event, &mut *self.prepared.parser) {
+            if let Some(id) = self.collected.absorb(event) {
                 self.observer.session(&id);
                 self.catch_up_at.get_or_insert(self.now + CATCH_UP);
             }
@@ -596,13 +595,11 @@ impl Collected {
         Self { text_output, ..Self::default() }
     }
 
-    /// Takes in one event; returns a session id when it is new. The text it is done
-    /// with goes back to `parser`, for a later line's.
-    fn absorb(&mut self, event: AgentEvent, parser: &mut dyn LineParser) -> Option<String> {
+    /// Takes in one event; returns a session id when it is new.
+    fn absorb(&mut self, event: AgentEvent) -> Option<String> {
         if let AgentEvent::Text { text } = event {
-            let done = if self.text_output { Some(text) } else { self.last_text.replace(text) };
-            if let Some(done) = done {
-                parser.recycle(done);
+            if !self.text_output {
+                self.last_text = Some(text);
             }
             return None;
         }

@@ -91,7 +91,7 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     let (lease, takeover) = ownership::acquire(
         &agent_dir.join("ralph.lease"),
         &lease_file::identity(),
-        loaded.config.watch.lease_timeout,
+        &loaded.config.watch,
         when_held,
         &|line| reporter.line(line),
     )?;
