@@ -60,7 +60,7 @@ impl Notifier {
         if self.resumed_by_watch && matches!(event, RunEvent::RunResumed { .. }) {
             payload["resumed_by"] = json!("watch");
         }
-        crate::state::redact::redact_json(&mut payload);
+        crate::secrets::redact_json(&mut payload);
         let timeout = self.timeout;
         self.tasks.spawn(async move {
             if let Err(e) = tokio::time::timeout(timeout, notify(&argv, &payload)).await.unwrap_or_else(|_| {

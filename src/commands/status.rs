@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::error::RalphError;
 use crate::report::labelled;
 use crate::state::lock;
-use crate::state::redact::redact;
+use crate::secrets::redact;
 
 pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     // A running ralph answers for itself; otherwise the checkpoint tells.

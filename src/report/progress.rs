@@ -16,7 +16,7 @@ use jiff::tz::TimeZone;
 
 use crate::outcome::RunEnd;
 use crate::state::checkpoint::Checkpoint;
-use crate::state::redact::redact;
+use crate::secrets::redact;
 
 use super::clock;
 use super::lines::{self, Escalating};

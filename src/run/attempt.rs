@@ -20,7 +20,7 @@ use crate::recovery::classify::{EndedBy, Exit};
 use crate::report::lines::EndWhy;
 use crate::signal::{InterruptAction, Signals, StopCause};
 use crate::state::checkpoint::Usage;
-use crate::state::redact::redact;
+use crate::secrets::redact;
 use crate::supervise::note::LastTool;
 use crate::supervise::{Intervention, Supervisor, final_message};
 

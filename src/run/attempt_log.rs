@@ -28,7 +28,7 @@ use tokio::time::Instant;
 
 use crate::events::RunEvent;
 use crate::state::disk;
-use crate::state::redact::redact_bytes;
+use crate::secrets::redact_bytes;
 
 /// The longest a written byte waits in the buffer.
 pub(super) const FLUSH_EVERY: Duration = Duration::from_millis(200);

@@ -23,7 +23,7 @@ use crate::report::lines::{self, EndWhy, Escalating};
 use crate::signal::{InterruptAction, Signals, StopCause};
 use crate::state::atomic::Durability;
 use crate::state::checkpoint::{InFlight, Status, ToolCall};
-use crate::state::redact::redact;
+use crate::secrets::redact;
 use crate::state::store;
 use crate::supervise::completion::Claim;
 use crate::supervise::note::{self, LastTool, ToolState, Trouble};
@@ -736,7 +736,7 @@ impl Dispatcher {
         // input among them): on disk they are redacted like every log.
         let mut value = serde_json::to_value(&*cp)
             .map_err(|e| RalphError::Internal(format!("cannot encode the checkpoint: {e}")))?;
-        crate::state::redact::redact_json(&mut value);
+        crate::secrets::redact_json(&mut value);
         let durable = durability == Durability::Durable;
         let journaled = durability != Durability::Unsynced
             && (self.r.journal.snapshot(&value, durable))

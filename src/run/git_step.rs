@@ -367,7 +367,7 @@ impl Dispatcher {
                 Ok(Step::Done)
             }
             Err(CommitFailure::HookRejected(output)) => {
-                let output = crate::state::redact::redact(&output);
+                let output = crate::secrets::redact(&output);
                 self.emit(RunEvent::GitCommitRejected { key: pending.key.clone(), output: tail_chars(&output, 4000) });
                 Ok(Step::Rejected(output))
             }
