@@ -49,8 +49,8 @@ pub mod bench {
     pub use crate::config::{AgentKind, Timeouts};
     pub use crate::os::spawn::{Program, spawn};
     pub use crate::recovery::classify::{EndedBy, Exit, Report, classify};
-    pub use crate::state::atomic::{Durability, replace};
     pub use crate::secrets::{redact, redacted};
+    pub use crate::state::atomic::{Durability, replace};
     pub use crate::state::store::save_json_with;
     pub use crate::supervise::supervisor::Supervisor;
     pub use crate::supervise::tool_text::detect as tool_text_detect;

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use crate::error::RalphError;
 use crate::report::labelled;
-use crate::state::lock;
 use crate::secrets::redact;
+use crate::state::lock;
 
 pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     // A running ralph answers for itself; otherwise the checkpoint tells.

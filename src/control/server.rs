@@ -122,7 +122,14 @@ async fn connection(
         },
         _ => Reply::error("permission denied: only the user running ralph may use its socket"),
     };
-    let mut text = serde_json::to_string(&reply).unwrap_or_else(|_| r#"{"ok":false}"#.to_string());
+    // What the run publishes quotes the agent (its checkpoint summary, the recovery
+    // note): the answer is redacted like everything ralph writes.
+    let mut text = serde_json::to_value(&reply)
+        .map(|mut v| {
+            crate::secrets::redact_json(&mut v);
+            v.to_string()
+        })
+        .unwrap_or_else(|_| r#"{"ok":false}"#.to_string());
     text.push('\n');
     let _ = stream.write_all(text.as_bytes()).await;
     if let Some(attempt) = hello {

@@ -147,6 +147,10 @@ pub(crate) fn line(event: &RunEvent) -> Option<String> {
             if *found_on_resume { "found the commit of" } else { "committed" },
             short(hash)
         ),
+        RunEvent::GitLeftOut { path, reason, detail, .. } if reason == "credential" => format!(
+            "git: WARNING: not committing {path}: {detail}\n  next: take the secret out of {path}, or name the file \
+             in [git] allow_secrets in ralph.toml if it holds none (a test fixture, a documented example key)"
+        ),
         RunEvent::GitLeftOut { path, detail, .. } => format!("git: warning: not committing {path}: {detail}"),
         RunEvent::GitAgentCommitted { from, to, commits, .. } => format!(
             "git: HEAD moved from {} to {} ({} commit(s) not made by ralph); ralph commits what is left",

@@ -18,9 +18,9 @@ use crate::process::lines::{Item, LineReader, text};
 use crate::process::{Escalation, Step, agent_group, signal_group, spawn};
 use crate::recovery::classify::{EndedBy, Exit};
 use crate::report::lines::EndWhy;
+use crate::secrets::redact;
 use crate::signal::{InterruptAction, Signals, StopCause};
 use crate::state::checkpoint::Usage;
-use crate::secrets::redact;
 use crate::supervise::note::LastTool;
 use crate::supervise::{Intervention, Supervisor, final_message};
 
@@ -522,7 +522,9 @@ impl Drop for GroupGuard {
     }
 }
 
-/// Appends a line, keeping the last `TAIL_BYTES` or so (cut on a char boundary).
+/// Appends a line, keeping the last `TAIL_BYTES` or so, cut where a line starts (a
+/// cut inside a line could part a secret from its name, or a key's body from its
+/// `BEGIN` line, before the tail is redacted) or else on a char boundary.
 fn push_bounded(buf: &mut String, line: &str) {
     buf.push_str(line);
     buf.push('\n');
@@ -530,6 +532,9 @@ fn push_bounded(buf: &mut String, line: &str) {
         let mut cut = buf.len() - TAIL_BYTES;
         while !buf.is_char_boundary(cut) {
             cut += 1;
+        }
+        if let Some(next) = buf[cut..buf.len() - 1].find('\n') {
+            cut += next + 1;
         }
         buf.drain(..cut);
     }

@@ -27,8 +27,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::events::RunEvent;
+use crate::secrets::Stream;
 use crate::state::disk;
-use crate::secrets::redact_bytes;
 
 /// The longest a written byte waits in the buffer.
 pub(super) const FLUSH_EVERY: Duration = Duration::from_millis(200);
@@ -65,6 +65,9 @@ pub(crate) struct AttemptLog {
     full: Option<Full>,
     /// Events for the dispatcher, oldest first.
     news: Vec<RunEvent>,
+    /// The redaction of stdout and of stderr, each with what its last line left
+    /// (a private key's body, a secret cut by a line break).
+    redact: [Stream; 2],
     /// Unit tests: writes fail with ENOSPC while this file exists.
     #[cfg(test)]
     full_while: Option<PathBuf>,
@@ -104,7 +107,7 @@ impl AttemptLog {
 
     /// One whole line.
     pub(crate) fn line(&mut self, bytes: &[u8], stderr: bool) {
-        let bytes = redact_bytes(bytes);
+        let bytes = self.redact[usize::from(stderr)].line(bytes);
         // The common line, which fits the file and meets no full disk, in one step
         // (a flood is millions of them).
         let fits = self.written + (bytes.len() as u64) < self.limit();
@@ -123,7 +126,8 @@ impl AttemptLog {
         if stderr && first {
             self.write(b"[stderr] ");
         }
-        self.write(&redact_bytes(bytes));
+        let bytes = self.redact[usize::from(stderr)].piece(bytes);
+        self.write(&bytes);
     }
 
     pub(crate) fn end_line(&mut self) {

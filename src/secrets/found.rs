@@ -73,8 +73,7 @@ impl fmt::Display for GoalFinding {
 /// file is named in the warning.
 pub(crate) fn check_goal(shown: &str, text: &[u8]) -> Vec<GoalFinding> {
     let (found, ranges) = scan(text);
-    let found_values: Vec<&str> =
-        ranges.iter().filter_map(|&(s, e)| std::str::from_utf8(&text[s..e]).ok()).collect();
+    let found_values: Vec<&str> = ranges.iter().filter_map(|&(s, e)| std::str::from_utf8(&text[s..e]).ok()).collect();
     values::hide(found_values);
     found.into_iter().map(|finding| GoalFinding { file: shown.to_string(), finding }).collect()
 }

@@ -95,7 +95,9 @@ impl Matcher {
             .match_kind(MatchKind::LeftmostLongest)
             .kind(Some(AhoCorasickKind::DFA))
             .build(&words)
-            .or_else(|_| AhoCorasick::builder().ascii_case_insensitive(true).match_kind(MatchKind::LeftmostLongest).build(&words))
+            .or_else(|_| {
+                AhoCorasick::builder().ascii_case_insensitive(true).match_kind(MatchKind::LeftmostLongest).build(&words)
+            })
             .unwrap_or_else(|e| panic!("the secret anchors do not build: {e}"));
         Self { anchors, triggers, compiled: RULES.iter().map(|_| OnceLock::new()).collect() }
     }

@@ -51,7 +51,9 @@ pub fn redact(text: &str) -> String {
 pub fn redacted(text: &str) -> Cow<'_, str> {
     match redact_bytes(text.as_bytes()) {
         Cow::Borrowed(_) => Cow::Borrowed(text),
-        Cow::Owned(bytes) => Cow::Owned(String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())),
+        Cow::Owned(bytes) => {
+            Cow::Owned(String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+        }
     }
 }
 

@@ -66,7 +66,12 @@ pub(crate) enum Special {
     Netrc,
 }
 
-const fn token(id: &'static str, family: &'static str, anchors: &'static [&'static str], pattern: &'static str) -> Rule {
+const fn token(
+    id: &'static str,
+    family: &'static str,
+    anchors: &'static [&'static str],
+    pattern: &'static str,
+) -> Rule {
     Rule { id, family, anchors, shape: Shape::Token { pattern, check: Check::None } }
 }
 
@@ -116,12 +121,7 @@ macro_rules! uuid {
 pub(crate) static RULES: &[Rule] = &[
     // --- private keys, tokens that say what they are, URLs with passwords -----------
     special("private-key", "Private key (PEM, OpenSSH, PGP)", &["-----begin"], Special::PrivateKey),
-    token(
-        "jwt",
-        "JSON Web Token",
-        &["eyj"],
-        r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*",
-    ),
+    token("jwt", "JSON Web Token", &["eyj"], r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"),
     special("url-password", "Password in a URL (database, broker, git remote)", &["://"], Special::UrlPassword),
     special("basic-auth", "HTTP Basic credentials", &["basic"], Special::BasicAuth),
     token("bearer", "HTTP Bearer token", &["bearer"], r"(?i:\bbearer)[ \t]+(?P<s>[A-Za-z0-9_\-.~+/]{16,}=*)"),
@@ -141,7 +141,12 @@ pub(crate) static RULES: &[Rule] = &[
         r"aws_?secret|secret_?access_?key|aws_?secret_?key",
         r"[A-Za-z0-9/+]{40}",
     ),
-    token("aws-session-token", "AWS", &["iqojb3jpz2lux2vj", "fwogzxivyxdz"], r"\b(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdz)[A-Za-z0-9/+=]{100,}"),
+    token(
+        "aws-session-token",
+        "AWS",
+        &["iqojb3jpz2lux2vj", "fwogzxivyxdz"],
+        r"\b(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdz)[A-Za-z0-9/+=]{100,}",
+    ),
     named(
         "aws-session-token-named",
         "AWS",
@@ -162,7 +167,12 @@ pub(crate) static RULES: &[Rule] = &[
         r"\b[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}",
         Check::Entropy(3.0),
     ),
-    token("azure-storage-account-key", "Azure", &["accountkey"], r"(?i:accountkey)[ \t]*=[ \t]*(?P<s>[A-Za-z0-9+/]{86}==)"),
+    token(
+        "azure-storage-account-key",
+        "Azure",
+        &["accountkey"],
+        r"(?i:accountkey)[ \t]*=[ \t]*(?P<s>[A-Za-z0-9+/]{86}==)",
+    ),
     token(
         "azure-shared-access-key",
         "Azure",
@@ -184,15 +194,38 @@ pub(crate) static RULES: &[Rule] = &[
         r"azure_?devops[a-z_]*(?:pat|token)|ado_?pat|azdo_?(?:pat|token)|system_accesstoken",
         r"[a-z2-7]{52}|[A-Za-z0-9]{84}",
     ),
-    named("azure-openai-key", "Azure", &["azure"], r"azure_?(?:openai|cognitive|ai)[a-z_]*key", r"[a-fA-F0-9]{32}|[A-Za-z0-9]{84}"),
+    named(
+        "azure-openai-key",
+        "Azure",
+        &["azure"],
+        r"azure_?(?:openai|cognitive|ai)[a-z_]*key",
+        r"[a-fA-F0-9]{32}|[A-Za-z0-9]{84}",
+    ),
     token("alibaba-access-key-id", "Alibaba Cloud", &["ltai"], r"\bLTAI[A-Za-z0-9]{12,20}\b"),
     named("alibaba-secret", "Alibaba Cloud", &["alibaba", "aliyun"], r"alibaba|aliyun", r"[A-Za-z0-9]{30}"),
     token("tencent-secret-id", "Tencent Cloud", &["akid"], r"\bAKID[A-Za-z0-9]{32}\b"),
-    named("ibm-cloud-api-key", "IBM Cloud", &["ibm", "ic_api_key"], r"ibm[a-z_]*api_?key|ic_api_key", r"[A-Za-z0-9_\-]{44}"),
-    token("digitalocean-token", "DigitalOcean", &["dop_v1_", "doo_v1_", "dor_v1_", "dos_v1_"], r"\bdo[oprs]_v1_[a-f0-9]{64}"),
+    named(
+        "ibm-cloud-api-key",
+        "IBM Cloud",
+        &["ibm", "ic_api_key"],
+        r"ibm[a-z_]*api_?key|ic_api_key",
+        r"[A-Za-z0-9_\-]{44}",
+    ),
+    token(
+        "digitalocean-token",
+        "DigitalOcean",
+        &["dop_v1_", "doo_v1_", "dor_v1_", "dos_v1_"],
+        r"\bdo[oprs]_v1_[a-f0-9]{64}",
+    ),
     token("heroku-api-key-v2", "Heroku", &["hrku-"], r"\bHRKU-AA[0-9A-Za-z_\-]{58,}"),
     named("heroku-api-key", "Heroku", &["heroku"], r"heroku", uuid!()),
-    named("cloudflare-api-token", "Cloudflare", &["cloudflare", "cf_api"], r"cloudflare|cf_api", r"[A-Za-z0-9_\-]{37,40}"),
+    named(
+        "cloudflare-api-token",
+        "Cloudflare",
+        &["cloudflare", "cf_api"],
+        r"cloudflare|cf_api",
+        r"[A-Za-z0-9_\-]{37,40}",
+    ),
     token("cloudflare-origin-ca-key", "Cloudflare", &["v1.0-"], r"\bv1\.0-[a-f0-9]{24}-[a-f0-9]{146}"),
     token(
         "flyio-token",
@@ -205,7 +238,12 @@ pub(crate) static RULES: &[Rule] = &[
     token("netlify-token", "Netlify", &["nfp_"], r"\bnfp_[A-Za-z0-9]{36,}"),
     named("netlify-token-named", "Netlify", &["netlify"], r"netlify", r"[A-Za-z0-9_\-]{40,46}"),
     token("render-api-key", "Render", &["rnd_"], r"\brnd_[A-Za-z0-9]{32,}"),
-    token("supabase-token", "Supabase", &["sbp_", "sb_secret_"], r"\b(?:sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_\-]{20,})"),
+    token(
+        "supabase-token",
+        "Supabase",
+        &["sbp_", "sb_secret_"],
+        r"\b(?:sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_\-]{20,})",
+    ),
     token("planetscale-token", "PlanetScale", &["pscale_"], r"\bpscale_(?:tkn|oauth|pw)_[A-Za-z0-9_=.\-]{32,64}"),
     token("databricks-token", "Databricks", &["dapi", "dose"], r"\bd(?:api|ose)[a-f0-9]{32}(?:-\d)?\b"),
     token("terraform-cloud-token", "HashiCorp", &[".atlasv1."], r"\b[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=\-]{60,}"),
@@ -228,7 +266,13 @@ pub(crate) static RULES: &[Rule] = &[
     token("tailscale-key", "Tailscale", &["tskey-"], r"\btskey-[a-z]+-[A-Za-z0-9]{6,}-[A-Za-z0-9]{16,}"),
     token("docker-token", "Docker", &["dckr_pat_", "dckr_oat_"], r"\bdckr_(?:pat|oat)_[A-Za-z0-9_\-]{27,}"),
     token("yandex-api-key", "Yandex Cloud", &["aqvn"], r"\bAQVN[A-Za-z0-9_\-]{35,38}"),
-    named("yandex-secret", "Yandex Cloud", &["yandex"], r"yandex", r"YC[A-Za-z0-9_\-]{38}|t1\.[A-Za-z0-9_\-]+=*\.[A-Za-z0-9_\-]{86}=*"),
+    named(
+        "yandex-secret",
+        "Yandex Cloud",
+        &["yandex"],
+        r"yandex",
+        r"YC[A-Za-z0-9_\-]{38}|t1\.[A-Za-z0-9_\-]+=*\.[A-Za-z0-9_\-]{86}=*",
+    ),
     named("kubernetes-client-key", "Kubernetes", &["client-key-data"], r"client-key-data", r"[A-Za-z0-9+/]{40,}={0,2}"),
     // --- source hosts ---------------------------------------------------------------
     token("github-token", "GitHub", &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"], r"\bgh[pousr]_[A-Za-z0-9]{30,}"),
@@ -236,7 +280,10 @@ pub(crate) static RULES: &[Rule] = &[
     token(
         "gitlab-token",
         "GitLab",
-        &["glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glimt-", "glagent-", "gloas-", "glsoat-", "glffct-", "glft-"],
+        &[
+            "glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glimt-", "glagent-", "gloas-", "glsoat-", "glffct-",
+            "glft-",
+        ],
         r"\bgl(?:pat|dt|rt|ptt|cbt|imt|agent|oas|soat|ffct|ft)-[A-Za-z0-9_\-]{20,}(?:\.[0-9a-z]{9})?",
     ),
     token("gitlab-runner-registration", "GitLab", &["gr1348941"], r"\bGR1348941[A-Za-z0-9_\-]{20,}"),
@@ -244,7 +291,13 @@ pub(crate) static RULES: &[Rule] = &[
     token("bitbucket-app-password", "Bitbucket", &["atbb"], r"\bATBB[A-Za-z0-9_=.\-]{28,}"),
     named("bitbucket-secret", "Bitbucket", &["bitbucket"], r"bitbucket", r"[A-Za-z0-9_=\-]{32,64}"),
     token("atlassian-api-token", "Atlassian", &["atatt3", "atctt3"], r"\bAT[AC]TT3[A-Za-z0-9_\-=]{150,}"),
-    named("atlassian-token-named", "Atlassian", &["atlassian", "confluence", "jira"], r"atlassian|confluence|jira", r"[A-Za-z0-9]{24}"),
+    named(
+        "atlassian-token-named",
+        "Atlassian",
+        &["atlassian", "confluence", "jira"],
+        r"atlassian|confluence|jira",
+        r"[A-Za-z0-9]{24}",
+    ),
     token("sourcegraph-token", "Sourcegraph", &["sgp_"], r"\bsgp_(?:[a-f0-9]{16}_|local_)?[a-f0-9]{40}\b"),
     // --- package registries ---------------------------------------------------------
     token("npm-token", "npm", &["npm_"], r"\bnpm_[A-Za-z0-9]{36,}"),
@@ -276,7 +329,12 @@ pub(crate) static RULES: &[Rule] = &[
         &["access_token$"],
         r"access_token\$(?:production|sandbox)\$[a-z0-9]{16}\$[a-f0-9]{32}",
     ),
-    token("shopify-token", "Shopify", &["shpat_", "shpca_", "shppa_", "shpss_"], r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),
+    token(
+        "shopify-token",
+        "Shopify",
+        &["shpat_", "shpca_", "shppa_", "shpss_"],
+        r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",
+    ),
     token("razorpay-key", "Razorpay", &["rzp_live_", "rzp_test_"], r"\brzp_(?:live|test)_[A-Za-z0-9]{14,}"),
     token(
         "flutterwave-key",
@@ -319,12 +377,7 @@ pub(crate) static RULES: &[Rule] = &[
         &["hooks.slack.com"],
         r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9_/+\-]{20,})",
     ),
-    token(
-        "discord-webhook",
-        "Discord",
-        &["/api/webhooks/"],
-        r"/api/webhooks/\d+/(?P<s>[A-Za-z0-9_\-]{60,})",
-    ),
+    token("discord-webhook", "Discord", &["/api/webhooks/"], r"/api/webhooks/\d+/(?P<s>[A-Za-z0-9_\-]{60,})"),
     named(
         "discord-bot-token",
         "Discord",
@@ -333,17 +386,22 @@ pub(crate) static RULES: &[Rule] = &[
         r"[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}|[a-f0-9]{64}|[A-Za-z0-9_\-]{32}",
     ),
     token("telegram-bot-token", "Telegram", &[":aa"], r"\b\d{8,10}:AA[A-Za-z0-9_\-]{33}"),
-    named(
-        "twilio-key",
-        "Twilio",
-        &["twilio"],
-        r"twilio",
-        r"SK[0-9a-fA-F]{32}|AC[0-9a-fA-F]{32}|[0-9a-fA-F]{32}",
-    ),
+    named("twilio-key", "Twilio", &["twilio"], r"twilio", r"SK[0-9a-fA-F]{32}|AC[0-9a-fA-F]{32}|[0-9a-fA-F]{32}"),
     token("sendgrid-key", "SendGrid", &["sg."], r"\bSG\.[A-Za-z0-9_\-]{20,24}\.[A-Za-z0-9_\-]{40,45}"),
-    named("mailgun-key", "Mailgun", &["mailgun"], r"mailgun", r"(?:pub)?key-[a-f0-9]{32}|[a-f0-9]{32}-[a-f0-9]{8}-[a-f0-9]{8}"),
+    named(
+        "mailgun-key",
+        "Mailgun",
+        &["mailgun"],
+        r"mailgun",
+        r"(?:pub)?key-[a-f0-9]{32}|[a-f0-9]{32}-[a-f0-9]{8}-[a-f0-9]{8}",
+    ),
     token("mailchimp-key", "Mailchimp", &["-us"], r"\b[a-f0-9]{32}-us\d{1,2}\b"),
-    token("brevo-key", "Brevo (Sendinblue)", &["xkeysib-", "xsmtpsib-"], r"\bx(?:keysib|smtpsib)-[a-f0-9]{64}-[A-Za-z0-9]{16}"),
+    token(
+        "brevo-key",
+        "Brevo (Sendinblue)",
+        &["xkeysib-", "xsmtpsib-"],
+        r"\bx(?:keysib|smtpsib)-[a-f0-9]{64}-[A-Za-z0-9]{16}",
+    ),
     named("postmark-token", "Postmark", &["postmark"], r"postmark", uuid!()),
     token(
         "teams-webhook",
@@ -355,18 +413,19 @@ pub(crate) static RULES: &[Rule] = &[
     named("messagebird-key", "MessageBird", &["messagebird", "message_bird"], r"message_?bird", r"[A-Za-z0-9]{25}"),
     named("intercom-token", "Intercom", &["intercom"], r"intercom", r"[A-Za-z0-9_=\-]{59,60}"),
     token("telnyx-key", "Telnyx", &["key"], r"\bKEY[0-9A-F]{32}_[A-Za-z0-9]{22}\b"),
-    named("twitter-secret", "Twitter / X", &["twitter"], r"twitter", r"A{22}[A-Za-z0-9%]{80,}|[A-Za-z0-9]{45,50}|[0-9]{15,25}-[A-Za-z0-9]{20,40}"),
+    named(
+        "twitter-secret",
+        "Twitter / X",
+        &["twitter"],
+        r"twitter",
+        r"A{22}[A-Za-z0-9%]{80,}|[A-Za-z0-9]{45,50}|[0-9]{15,25}-[A-Za-z0-9]{20,40}",
+    ),
     token("facebook-access-token", "Meta (Facebook)", &["eaa"], r"\bEAA[BCDGI][A-Za-z0-9]{90,}"),
     named("facebook-secret", "Meta (Facebook)", &["facebook"], r"facebook", r"[a-f0-9]{32}"),
     token("firebase-messaging-key", "Firebase", &["apa91b"], r"\bAAAA[A-Za-z0-9_\-]{7}:APA91b[A-Za-z0-9_\-]{100,}"),
     named("zendesk-token", "Zendesk", &["zendesk"], r"zendesk", r"[A-Za-z0-9]{40}"),
     named("hubspot-key", "HubSpot", &["hubspot"], r"hubspot", uuid!()),
-    token(
-        "hubspot-private-app-token",
-        "HubSpot",
-        &["pat-na1-", "pat-eu1-"],
-        concat!(r"\bpat-(?:na|eu)1-", uuid!()),
-    ),
+    token("hubspot-private-app-token", "HubSpot", &["pat-na1-", "pat-eu1-"], concat!(r"\bpat-(?:na|eu)1-", uuid!())),
     // --- LLM providers --------------------------------------------------------------
     token("anthropic-key", "Anthropic", &["sk-ant-"], r"\bsk-ant-[a-z0-9]{2,10}-[A-Za-z0-9_\-]{20,}"),
     token("openrouter-key", "OpenRouter", &["sk-or-"], r"\bsk-or-v\d-[a-f0-9]{40,}"),
@@ -384,7 +443,13 @@ pub(crate) static RULES: &[Rule] = &[
     named("cohere-key", "Cohere", &["cohere", "co_api_key"], r"cohere|co_api_key", r"[A-Za-z0-9]{40}"),
     named("mistral-key", "Mistral AI", &["mistral"], r"mistral", r"[A-Za-z0-9]{32}"),
     named("together-key", "Together AI", &["together"], r"together", r"[a-f0-9]{64}"),
-    named("elevenlabs-key", "ElevenLabs", &["elevenlabs", "xi_api_key"], r"elevenlabs|xi_api_key", r"(?:sk_)?[a-f0-9]{32,48}"),
+    named(
+        "elevenlabs-key",
+        "ElevenLabs",
+        &["elevenlabs", "xi_api_key"],
+        r"elevenlabs|xi_api_key",
+        r"(?:sk_)?[a-f0-9]{32,48}",
+    ),
     named("wandb-key", "Weights & Biases", &["wandb"], r"wandb", r"[a-f0-9]{40}"),
     // --- observability and CI -------------------------------------------------------
     named(
@@ -394,7 +459,12 @@ pub(crate) static RULES: &[Rule] = &[
         r"datadog|dd_?(?:api|app(?:lication)?)_?key",
         r"[a-f0-9]{32}|[a-f0-9]{40}",
     ),
-    token("new-relic-key", "New Relic", &["nrak-", "nrii-", "nrjs-"], r"\bNR(?:AK-[A-Z0-9]{27}|II-[A-Za-z0-9_\-]{32}|JS-[a-f0-9]{19})"),
+    token(
+        "new-relic-key",
+        "New Relic",
+        &["nrak-", "nrii-", "nrjs-"],
+        r"\bNR(?:AK-[A-Z0-9]{27}|II-[A-Za-z0-9_\-]{32}|JS-[a-f0-9]{19})",
+    ),
     token("new-relic-license-key", "New Relic", &["nral"], r"\b[a-f0-9]{36}NRAL\b"),
     token(
         "sentry-token",
@@ -402,7 +472,12 @@ pub(crate) static RULES: &[Rule] = &[
         &["sntrys_", "sntryu_"],
         r"\b(?:sntrys_eyJ[A-Za-z0-9+/=_]{50,}|sntryu_[a-f0-9]{64})",
     ),
-    token("sentry-dsn", "Sentry", &["sentry", "ingest."], r"https?://(?P<s>[a-f0-9]{32})(?::[a-f0-9]{32})?@[a-z0-9.\-]*(?:sentry|ingest)"),
+    token(
+        "sentry-dsn",
+        "Sentry",
+        &["sentry", "ingest."],
+        r"https?://(?P<s>[a-f0-9]{32})(?::[a-f0-9]{32})?@[a-z0-9.\-]*(?:sentry|ingest)",
+    ),
     token(
         "grafana-token",
         "Grafana",
@@ -437,7 +512,12 @@ pub(crate) static RULES: &[Rule] = &[
     ),
     token("infracost-key", "Infracost", &["ico-"], r"\bico-[A-Za-z0-9]{32}\b"),
     token("linear-key", "Linear", &["lin_api_", "lin_oauth_"], r"\blin_(?:api|oauth)_[A-Za-z0-9]{40}"),
-    token("notion-token", "Notion", &["ntn_", "secret_"], r"\b(?:ntn_[0-9]{11}[A-Za-z0-9]{32,}|secret_[A-Za-z0-9]{43})\b"),
+    token(
+        "notion-token",
+        "Notion",
+        &["ntn_", "secret_"],
+        r"\b(?:ntn_[0-9]{11}[A-Za-z0-9]{32,}|secret_[A-Za-z0-9]{43})\b",
+    ),
     token("airtable-token", "Airtable", &["pat"], r"\bpat[A-Za-z0-9]{14}\.[a-f0-9]{64}"),
     named("asana-token", "Asana", &["asana"], r"asana", r"\d/\d{10,}(?:/\d+)?:[A-Za-z0-9]{32}|[0-9]{16}"),
     token("figma-token", "Figma", &["figd_"], r"\bfigd_[A-Za-z0-9_\-]{40,}"),
@@ -446,7 +526,13 @@ pub(crate) static RULES: &[Rule] = &[
     token("contentful-token", "Contentful", &["cfpat-"], r"\bCFPAT-[A-Za-z0-9_\-]{43}"),
     token("readme-key", "ReadMe", &["rdme_"], r"\brdme_[a-z0-9]{70}"),
     token("dropbox-token", "Dropbox", &["sl."], r"\bsl\.[A-Za-z0-9_=\-]{130,}"),
-    named("dropbox-token-named", "Dropbox", &["dropbox"], r"dropbox", r"[A-Za-z0-9]{11}AAAAAAAAAA[A-Za-z0-9_=\-]{43}|[A-Za-z0-9]{15}"),
+    named(
+        "dropbox-token-named",
+        "Dropbox",
+        &["dropbox"],
+        r"dropbox",
+        r"[A-Za-z0-9]{11}AAAAAAAAAA[A-Za-z0-9_=\-]{43}|[A-Za-z0-9]{15}",
+    ),
     token("mapbox-token", "Mapbox", &["sk.eyj"], r"\bsk\.eyJ[A-Za-z0-9_\-]{50,}\.[A-Za-z0-9_\-]{20,}"),
     token("maxmind-key", "MaxMind", &["_mmk"], r"\b[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk\b"),
     token("clickhouse-key", "ClickHouse", &["4b1d"], r"\b4b1d[A-Za-z0-9]{38}\b"),

@@ -15,21 +15,23 @@ fn re(pattern: &str) -> Regex {
 }
 
 static ASSIGNMENT: LazyLock<Regex> = LazyLock::new(|| {
-    re(r#"(?i)(?P<n>[a-z0-9_.\-]{0,60}(?:pass|pwd|secret|token|key|auth|cred|private)[a-z0-9_.\-]{0,40})(?P<q>["'`]?)[ \t]{0,4}(?P<sep>:=|=>|=|:)[ \t]{0,4}(?P<v>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|`[^`\n]*`|[^\s"'`,;&}\])<>]{1,400})"#)
+    re(
+        r#"(?i)(?P<n>[a-z0-9_.\-]{0,60}(?:pass|pwd|secret|token|key|auth|cred|private)[a-z0-9_.\-]{0,40})(?P<q>["'`]?)[ \t]{0,4}(?P<sep>:=|=>|=|:)[ \t]{0,4}(?P<v>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|`[^`\n]*`|[^\s"'`,;&}\])<>]{1,400})"#,
+    )
 });
 static FLAG: LazyLock<Regex> = LazyLock::new(|| {
-    re(r#"(?i)(?:^|[ \t])--(?P<n>[a-z0-9\-]{0,30}(?:password|passwd|token|secret|api-key|apikey)[a-z0-9\-]{0,20})(?:=|[ \t]+)(?P<v>"[^"\n]{1,400}"|'[^'\n]{1,400}'|[^\s"'\-][^\s"']{0,400})"#)
+    re(
+        r#"(?i)(?:^|[ \t])--(?P<n>[a-z0-9\-]{0,30}(?:password|passwd|token|secret|api-key|apikey)[a-z0-9\-]{0,20})(?:=|[ \t]+)(?P<v>"[^"\n]{1,400}"|'[^'\n]{1,400}'|[^\s"'\-][^\s"']{0,400})"#,
+    )
 });
 static URL: LazyLock<Regex> = LazyLock::new(|| {
     re(r#"(?i)\b[a-z][a-z0-9+.\-]{1,30}://[^\s:/@"'<>\[\]]{0,100}:(?P<s>[^\s/@"'<>]{1,200})@[^\s/@"'<>]{1,255}"#)
 });
 static BASIC: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)\bbasic[ \t]+(?P<s>[A-Za-z0-9+/]{8,}={0,2})"));
-static CURL_USER: LazyLock<Regex> = LazyLock::new(|| {
-    re(r#"(?:^|[ \t])(?:-u|--user)(?:=|[ \t]+)["']?[^\s:"']{1,100}:(?P<s>[^\s"']{1,200})"#)
-});
-static NETRC: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)\bmachine[ \t]+\S+[ \t]+login[ \t]+\S+[ \t]+password[ \t]+(?P<s>\S+)")
-});
+static CURL_USER: LazyLock<Regex> =
+    LazyLock::new(|| re(r#"(?:^|[ \t])(?:-u|--user)(?:=|[ \t]+)["']?[^\s:"']{1,100}:(?P<s>[^\s"']{1,200})"#));
+static NETRC: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)\bmachine[ \t]+\S+[ \t]+login[ \t]+\S+[ \t]+password[ \t]+(?P<s>\S+)"));
 static PEM_BEGIN: LazyLock<Regex> = LazyLock::new(|| re(r"-----BEGIN[ A-Z0-9_]{0,40}PRIVATE KEY(?: BLOCK)?-----"));
 static PEM_END: LazyLock<Regex> = LazyLock::new(|| re(r"-----END[ A-Z0-9_]{0,40}PRIVATE KEY(?: BLOCK)?-----"));
 
@@ -100,17 +102,104 @@ const STRONG: &[&str] = &["password", "passwd", "pwd", "passphrase", "secret", "
 const WEAK: &[&str] = &["key", "token", "auth", "pass", "pat"];
 /// What before `key` or `token` makes it a credential's name.
 const QUALIFIERS: &[&str] = &[
-    "api", "access", "auth", "private", "secret", "bot", "session", "signing", "encryption", "master", "client",
-    "refresh", "bearer", "personal", "deploy", "service", "app", "admin", "oauth", "license", "webhook", "id",
+    "api",
+    "access",
+    "auth",
+    "private",
+    "secret",
+    "bot",
+    "session",
+    "signing",
+    "encryption",
+    "master",
+    "client",
+    "refresh",
+    "bearer",
+    "personal",
+    "deploy",
+    "service",
+    "app",
+    "admin",
+    "oauth",
+    "license",
+    "webhook",
+    "id",
 ];
 /// A last part that makes the name describe something other than the secret.
 const NOT_THE_SECRET: &[&str] = &[
-    "id", "ids", "name", "names", "type", "types", "count", "counts", "length", "len", "size", "file", "files",
-    "path", "paths", "dir", "url", "uri", "endpoint", "env", "var", "vars", "hash", "prefix", "suffix", "field",
-    "header", "label", "format", "policy", "mode", "kind", "ttl", "expiry", "expires", "expiration", "at", "timeout",
-    "limit", "max", "min", "usage", "index", "param", "params", "ref", "required", "enabled", "set", "provided",
-    "source", "sources", "store", "manager", "helper", "command", "cmd", "fn", "func", "len", "policy", "rotation",
-    "version", "algorithm", "alg", "location", "filename", "arn", "region", "scope", "scopes", "status", "state",
+    "id",
+    "ids",
+    "name",
+    "names",
+    "type",
+    "types",
+    "count",
+    "counts",
+    "length",
+    "len",
+    "size",
+    "file",
+    "files",
+    "path",
+    "paths",
+    "dir",
+    "url",
+    "uri",
+    "endpoint",
+    "env",
+    "var",
+    "vars",
+    "hash",
+    "prefix",
+    "suffix",
+    "field",
+    "header",
+    "label",
+    "format",
+    "policy",
+    "mode",
+    "kind",
+    "ttl",
+    "expiry",
+    "expires",
+    "expiration",
+    "at",
+    "timeout",
+    "limit",
+    "max",
+    "min",
+    "usage",
+    "index",
+    "param",
+    "params",
+    "ref",
+    "required",
+    "enabled",
+    "set",
+    "provided",
+    "source",
+    "sources",
+    "store",
+    "manager",
+    "helper",
+    "command",
+    "cmd",
+    "fn",
+    "func",
+    "len",
+    "policy",
+    "rotation",
+    "version",
+    "algorithm",
+    "alg",
+    "location",
+    "filename",
+    "arn",
+    "region",
+    "scope",
+    "scopes",
+    "status",
+    "state",
 ];
 
 /// Splits a key into lowercase words at `_`, `-`, `.`, spaces and camelCase humps.
@@ -186,7 +275,8 @@ fn assignments(line: &[u8], hide: &mut dyn FnMut(usize, usize)) {
         }
         // `Key: press the space bar` is prose: an unquoted one-word name before a
         // colon counts when it is clearly a secret's or its value clearly one.
-        let prose_like = sep.as_bytes() == b":" && !quoted_name && !n.as_bytes().iter().any(|c| matches!(c, b'_' | b'-' | b'.'));
+        let prose_like =
+            sep.as_bytes() == b":" && !quoted_name && !n.as_bytes().iter().any(|c| matches!(c, b'_' | b'-' | b'.'));
         if let Some((start, end)) = value_of(line, v.start(), v.end()) {
             let value = &line[start..end];
             let quoted = v.start() < start;
@@ -264,18 +354,40 @@ fn real_value(name: &[u8], value: &[u8], quoted: bool, after: Option<u8>) -> boo
     }
     let lower = value.to_ascii_lowercase();
     const TYPES: &[&str] = &[
-        "str", "string", "bool", "boolean", "int", "integer", "bytes", "number", "any", "object", "char", "secretstr",
-        "vec", "option", "optional", "none", "sensitive", "required", "optional", "self",
+        "str",
+        "string",
+        "bool",
+        "boolean",
+        "int",
+        "integer",
+        "bytes",
+        "number",
+        "any",
+        "object",
+        "char",
+        "secretstr",
+        "vec",
+        "option",
+        "optional",
+        "none",
+        "sensitive",
+        "required",
+        "optional",
+        "self",
     ];
     if TYPES.iter().any(|t| lower == t.as_bytes()) {
         return false;
     }
     // A CamelCase type name (`String`, `SecretString`), pure letters.
-    if value[0].is_ascii_uppercase() && value.iter().all(u8::is_ascii_alphabetic) && value.iter().any(u8::is_ascii_lowercase) {
+    if value[0].is_ascii_uppercase()
+        && value.iter().all(u8::is_ascii_alphabetic)
+        && value.iter().any(u8::is_ascii_lowercase)
+    {
         return false;
     }
     // A variable named after what it holds (`password = password_hash`).
-    if is_ident(value) && words(name).iter().any(|w| w.len() >= 3 && lower.windows(w.len()).any(|x| x == w.as_bytes())) {
+    if is_ident(value) && words(name).iter().any(|w| w.len() >= 3 && lower.windows(w.len()).any(|x| x == w.as_bytes()))
+    {
         return false;
     }
     true
@@ -292,9 +404,39 @@ pub(crate) fn placeholder(value: &[u8]) -> bool {
         return true;
     }
     const WORDS: &[&str] = &[
-        "null", "none", "nil", "true", "false", "undefined", "yes", "no", "on", "off", "password", "passwd", "pass",
-        "pwd", "secret", "token", "changeme", "change_me", "redacted", "hidden", "masked", "example", "sample",
-        "placeholder", "dummy", "test", "user", "username", "pw", "string", "env", "required", "optional",
+        "null",
+        "none",
+        "nil",
+        "true",
+        "false",
+        "undefined",
+        "yes",
+        "no",
+        "on",
+        "off",
+        "password",
+        "passwd",
+        "pass",
+        "pwd",
+        "secret",
+        "token",
+        "changeme",
+        "change_me",
+        "redacted",
+        "hidden",
+        "masked",
+        "example",
+        "sample",
+        "placeholder",
+        "dummy",
+        "test",
+        "user",
+        "username",
+        "pw",
+        "string",
+        "env",
+        "required",
+        "optional",
     ];
     if WORDS.iter().any(|w| lower == w.as_bytes()) {
         return true;
@@ -323,7 +465,11 @@ pub(crate) fn looks_random(value: &[u8]) -> bool {
         return false;
     }
     // A path or a dotted name: words between separators.
-    if value.iter().filter(|&&c| c == b'/' || c == b'.').count() >= 2 && value.split(|c| *c == b'/' || *c == b'.').all(|w| w.iter().all(|c| c.is_ascii_lowercase() || *c == b'_' || *c == b'-')) {
+    if value.iter().filter(|&&c| c == b'/' || c == b'.').count() >= 2
+        && value
+            .split(|c| *c == b'/' || *c == b'.')
+            .all(|w| w.iter().all(|c| c.is_ascii_lowercase() || *c == b'_' || *c == b'-'))
+    {
         return false;
     }
     entropy(value) >= 3.2
@@ -331,12 +477,16 @@ pub(crate) fn looks_random(value: &[u8]) -> bool {
 
 /// Text like `snake_case_words` or `kebab-words`: a name, not a key.
 fn prose_like_value(value: &[u8]) -> bool {
-    value.split(|c| matches!(c, b'_' | b'-' | b'.' | b'/')).all(|w| w.iter().all(u8::is_ascii_lowercase) || w.iter().all(u8::is_ascii_digit))
+    value
+        .split(|c| matches!(c, b'_' | b'-' | b'.' | b'/'))
+        .all(|w| w.iter().all(u8::is_ascii_lowercase) || w.iter().all(u8::is_ascii_digit))
 }
 
 fn is_uuid(v: &[u8]) -> bool {
     v.len() == 36
-        && v.iter().enumerate().all(|(i, c)| if matches!(i, 8 | 13 | 18 | 23) { *c == b'-' } else { c.is_ascii_hexdigit() })
+        && v.iter()
+            .enumerate()
+            .all(|(i, c)| if matches!(i, 8 | 13 | 18 | 23) { *c == b'-' } else { c.is_ascii_hexdigit() })
 }
 
 /// A git object id or a SHA-256 in hex (with or without an `sha256:` style prefix).
@@ -356,7 +506,8 @@ fn is_version(v: &[u8]) -> bool {
 /// Basic credentials are `user:password` in base64: whole quads that decode to a
 /// colon, not a word (`Basic understanding`).
 fn basic_credentials(b64: &[u8]) -> bool {
-    b64.len() % 4 == 0 && decode_base64(b64).is_some_and(|d| d.contains(&b':') && d.iter().all(|c| !c.is_ascii_control()))
+    b64.len() % 4 == 0
+        && decode_base64(b64).is_some_and(|d| d.contains(&b':') && d.iter().all(|c| !c.is_ascii_control()))
 }
 
 fn decode_base64(s: &[u8]) -> Option<Vec<u8>> {
@@ -388,13 +539,36 @@ mod tests {
 
     #[test]
     fn names_say_how_sure_they_are() {
-        for strong in ["password", "DB_PASSWORD", "api_key", "apiKey", "SecretAccessKey", "client_secret", "GITHUB_TOKEN", "_authToken", "x-api-key", "accessToken", "PGPASSWORD"] {
+        for strong in [
+            "password",
+            "DB_PASSWORD",
+            "api_key",
+            "apiKey",
+            "SecretAccessKey",
+            "client_secret",
+            "GITHUB_TOKEN",
+            "_authToken",
+            "x-api-key",
+            "accessToken",
+            "PGPASSWORD",
+        ] {
             assert_eq!(strength(strong.as_bytes()), Strength::Strong, "{strong}");
         }
         for weak in ["key", "token", "Key", "auth", "sort_key"] {
             assert_eq!(strength(weak.as_bytes()), Strength::Weak, "{weak}");
         }
-        for none in ["max_tokens", "input_tokens", "key_file", "author", "keyboard", "token_type", "password_file", "api_key_env", "secret_name", "keys"] {
+        for none in [
+            "max_tokens",
+            "input_tokens",
+            "key_file",
+            "author",
+            "keyboard",
+            "token_type",
+            "password_file",
+            "api_key_env",
+            "secret_name",
+            "keys",
+        ] {
             assert_eq!(strength(none.as_bytes()), Strength::None, "{none}");
         }
     }

@@ -58,7 +58,8 @@ fn token_byte(c: u8) -> bool {
 /// A line of a private key's body or headers (`Proc-Type: 4,ENCRYPTED`).
 fn key_body(line: &[u8]) -> bool {
     let t = line.trim_ascii();
-    !t.is_empty() && t.iter().all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=' | b':' | b',' | b' ' | b'-'))
+    !t.is_empty()
+        && t.iter().all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=' | b':' | b',' | b' ' | b'-'))
 }
 
 impl LineState {
@@ -68,7 +69,8 @@ impl LineState {
         let body = line.strip_suffix(b"\r").unwrap_or(line);
         let first = out.len();
         if let Some(n) = self.key_lines {
-            let key = matcher::rule_index(super::rules::Special::PrivateKey).map_or(matcher::What::Value, matcher::What::Rule);
+            let key = matcher::rule_index(super::rules::Special::PrivateKey)
+                .map_or(matcher::What::Value, matcher::What::Rule);
             if let Some(end) = special::private_key_end(body) {
                 push_trimmed(out, body, 0, end, key);
                 self.key_lines = None;
@@ -122,7 +124,14 @@ impl LineState {
         })
     }
 
-    fn next_carry(&self, body: &[u8], carried: Option<usize>, anchored: bool, first: usize, out: &mut Vec<Hit>) -> Carry {
+    fn next_carry(
+        &self,
+        body: &[u8],
+        carried: Option<usize>,
+        anchored: bool,
+        first: usize,
+        out: &mut Vec<Hit>,
+    ) -> Carry {
         if self.key_lines.is_some() {
             return Carry::None;
         }
@@ -149,11 +158,17 @@ impl LineState {
         }
         // A secret's name and its `=` or `:` at the end: the value is on the next line.
         let trimmed = body.trim_ascii_end();
-        if anchored && let Some(&sep) = trimmed.last() && matches!(sep, b'=' | b':') {
+        if anchored
+            && let Some(&sep) = trimmed.last()
+            && matches!(sep, b'=' | b':')
+        {
             let name = &trimmed[..trimmed.len() - 1];
             let name = name.trim_ascii_end();
             let name = name.strip_suffix(b"\"").or_else(|| name.strip_suffix(b"'")).unwrap_or(name);
-            let from = name.iter().rposition(|&c| !(c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))).map_or(0, |i| i + 1);
+            let from = name
+                .iter()
+                .rposition(|&c| !(c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.')))
+                .map_or(0, |i| i + 1);
             if special::strength(&name[from..]) == Strength::Strong {
                 return Carry::Surely;
             }
@@ -187,7 +202,10 @@ pub(crate) fn text_hits(text: &[u8], values: &Values, out: &mut Vec<Hit>) {
         scratch.clear();
         state.hits(line, values, true, &mut scratch);
         out.extend(scratch.iter().map(|h| Hit { start: h.start + start, end: h.end + start, what: h.what }));
-        if !in_key && let Some(end) = special::private_key_end(line) && !line[..end].windows(10).any(|w| w == b"-----BEGIN") {
+        if !in_key
+            && let Some(end) = special::private_key_end(line)
+            && !line[..end].windows(10).any(|w| w == b"-----BEGIN")
+        {
             headless_key(text, &lines, out);
         }
         lines.push((start, start + line.len()));
@@ -240,6 +258,12 @@ pub(crate) struct Stream {
     state: LineState,
     values: (Arc<Values>, u64),
     hits: Vec<Hit>,
+}
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stream").field("state", &self.state).finish_non_exhaustive()
+    }
 }
 
 impl Default for Stream {

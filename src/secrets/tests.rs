@@ -81,10 +81,7 @@ fn provider_keys() {
 
 #[test]
 fn bearer_tokens() {
-    hides(
-        "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abc_DEF-123",
-        "Authorization: Bearer [REDACTED]",
-    );
+    hides("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abc_DEF-123", "Authorization: Bearer [REDACTED]");
     hides("curl -H 'authorization: bearer abcdefghijklmnop1234'", "curl -H 'authorization: bearer [REDACTED]'");
     hides("token: Bearer abcdefghijklmnopqrst", "token: Bearer [REDACTED]");
     hides("api_token: Bearer abc123", "api_token: Bearer [REDACTED]");
@@ -125,7 +122,9 @@ fn ordinary_text_survives() {
     keeps("    password: String,");
     keeps("self.api_key = config.api_key");
     keeps("checksum = \"c982642fa9e8606056828ee9a8505737230110bb1099153c79efe865c59d12ba\"");
-    keeps("\"integrity\": \"sha512-Pz4jJ6x0l2QpN6gyBK7Ox5Qk3S3tTWxCNfSKCt4nR9aTYn3d1cAvwNrNM1bYJbQQAU9YxV2kHlaXAOZSPOoqoA==\"");
+    keeps(
+        "\"integrity\": \"sha512-Pz4jJ6x0l2QpN6gyBK7Ox5Qk3S3tTWxCNfSKCt4nR9aTYn3d1cAvwNrNM1bYJbQQAU9YxV2kHlaXAOZSPOoqoA==\"",
+    );
     keeps("index 3f2a9c1..8b7d6a5 100644");
     keeps("data = \"SGVsbG8gV29ybGQhIFRoaXMgaXMgdGVzdCBkYXRh\"");
     keeps("a basic understanding of the basic idea");
@@ -135,11 +134,17 @@ fn ordinary_text_survives() {
 
 #[test]
 fn a_secret_cut_by_a_line_break_is_hidden_on_both_sides() {
-    hides("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/\nbPxRfiCYEXAMPLEKEY\nDone.", "aws_secret_access_key = [REDACTED]\n[REDACTED]\nDone.");
+    hides(
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/\nbPxRfiCYEXAMPLEKEY\nDone.",
+        "aws_secret_access_key = [REDACTED]\n[REDACTED]\nDone.",
+    );
     hides("token ghp_12345678\n90abcdefghijABCDEFGHIJ0123abcd next", "token [REDACTED]\n[REDACTED] next");
     hides("API_KEY=\nabc123def456\nrest", "API_KEY=\n[REDACTED]\nrest");
     // A secret at the end of a line does not swallow the next line's prose.
-    hides("key: sk-abcdefghijklmnopqrstuvwxyz1234\nNext step: run the tests", "key: [REDACTED]\nNext step: run the tests");
+    hides(
+        "key: sk-abcdefghijklmnopqrstuvwxyz1234\nNext step: run the tests",
+        "key: [REDACTED]\nNext step: run the tests",
+    );
 }
 
 #[test]

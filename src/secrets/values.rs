@@ -62,13 +62,4 @@ impl Values {
         let Some(finder) = &self.finder else { return };
         out.extend(finder.find_iter(line).map(|m| Hit { start: m.start(), end: m.end(), what: What::Value }));
     }
-
-    /// Whether `bytes` hold any of the values.
-    pub(crate) fn any_in(&self, bytes: &[u8]) -> bool {
-        self.finder.as_ref().is_some_and(|f| f.is_match(bytes))
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.list.is_empty()
-    }
 }
