@@ -310,9 +310,11 @@ impl<'a> Running<'a> {
         }
     }
 
-    /// An item of stdout or stderr: logged, then handled as a line.
+    /// An item of stdout or stderr: logged, then handled as a line (the parser reads
+    /// it as received, the tails keep it as the log shows it: redacted with what the
+    /// lines before it left, a key's body or a secret cut by a line break).
     fn item(&mut self, item: Item<'_>, stderr: bool) {
-        let line = match item {
+        let (line, shown) = match item {
             // Part of a long line: logged as it comes; a long line still arriving is
             // output, not a stall.
             Item::LongPart(bytes) => {
@@ -323,28 +325,32 @@ impl<'a> Running<'a> {
                 return;
             }
             Item::Line(bytes) => {
-                self.log.line(bytes, stderr);
-                text(bytes)
+                let shown = match self.log.line(bytes, stderr) {
+                    std::borrow::Cow::Borrowed(_) => None,
+                    std::borrow::Cow::Owned(redacted) => Some(String::from_utf8_lossy(&redacted).into_owned()),
+                };
+                (text(bytes), shown)
             }
             Item::LongEnd(summary) => {
                 self.log.end_line();
                 if stderr { &mut self.err } else { &mut self.out }.long = false;
-                summary.into()
+                (summary.into(), None)
             }
         };
+        let shown = shown.as_deref().unwrap_or(&line);
         if !stderr {
-            return self.stdout_line(&line);
+            return self.stdout_line(&line, shown);
         }
         // A line of stderr: evidence for the classifier, and a sign of life.
         let _ = self.supervisor.on_event(None, self.now);
         self.observer.event(None);
-        push_bounded(&mut self.collected.tail, &line);
-        push_bounded(&mut self.collected.stderr_tail, &line);
+        push_bounded(&mut self.collected.tail, shown);
+        push_bounded(&mut self.collected.stderr_tail, shown);
     }
 
     /// A stdout line: the agent's events, for the supervisor, the observer and the
-    /// outcome.
-    fn stdout_line(&mut self, line: &str) {
+    /// outcome; `shown` is the line as the log has it.
+    fn stdout_line(&mut self, line: &str, shown: &str) {
         let mut events = std::mem::take(&mut self.events);
         self.prepared.parser.parse_into(line, &mut events);
         trace_events(line, &events);
@@ -374,10 +380,10 @@ impl<'a> Running<'a> {
             self.events = events;
         }
         if self.collected.text_output {
-            push_bounded(&mut self.collected.stdout_tail, line);
+            push_bounded(&mut self.collected.stdout_tail, shown);
         }
         if self.collected.text_output || unparsed {
-            push_bounded(&mut self.collected.tail, line);
+            push_bounded(&mut self.collected.tail, shown);
         }
         if let Some(found) = found
             && self.exit.is_none()

@@ -18,6 +18,7 @@
 //! `disk_space_back` events, and keeps trying after the attempt ends
 //! (`run::disk_wait`). Any other write error gives the log up with a warning.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Write};
@@ -105,20 +106,22 @@ impl AttemptLog {
         }
     }
 
-    /// One whole line.
-    pub(crate) fn line(&mut self, bytes: &[u8], stderr: bool) {
+    /// One whole line; returns it as written (redacted), for the attempt's tails.
+    pub(crate) fn line<'a>(&mut self, bytes: &'a [u8], stderr: bool) -> Cow<'a, [u8]> {
         let bytes = self.redact[usize::from(stderr)].line(bytes);
         // The common line, which fits the file and meets no full disk, in one step
         // (a flood is millions of them).
         let fits = self.written + (bytes.len() as u64) < self.limit();
         if !stderr && fits && self.full.is_none() && self.file.is_some() {
-            return self.raw(&bytes, true);
+            self.raw(&bytes, true);
+            return bytes;
         }
         if stderr {
             self.write(b"[stderr] ");
         }
         self.write(&bytes);
         self.end_line();
+        bytes
     }
 
     /// Part of a line too long to hold; `first` for its first piece.

@@ -16,7 +16,7 @@ fn re(pattern: &str) -> Regex {
 
 static ASSIGNMENT: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r#"(?i)(?P<n>[a-z0-9_.\-]{0,60}(?:pass|pwd|secret|token|key|auth|cred|private)[a-z0-9_.\-]{0,40})(?P<q>["'`]?)[ \t]{0,4}(?P<sep>:=|=>|=|:)[ \t]{0,4}(?P<v>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|`[^`\n]*`|[^\s"'`,;&}\])<>]{1,400})"#,
+        r#"(?i)(?P<n>[a-z0-9_.\-]{0,60}(?:pass|pwd|secret|token|key|auth|cred|private)[a-z0-9_.\-]{0,40})(?P<q>["'`]?)[ \t]{0,4}(?P<sep>:=|=>|=|:)[ \t]{0,4}(?P<v>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|`[^`\n]*`|[^\s"'`,;&}\])<>\[({|]{1,400})"#,
     )
 });
 static FLAG: LazyLock<Regex> = LazyLock::new(|| {
@@ -247,7 +247,9 @@ pub(crate) fn strength(name: &[u8]) -> Strength {
             return Strength::Strong;
         }
         if WEAK.contains(&w.as_str()) || compound("token") {
-            let qualified = k > 0 && (env_style || QUALIFIERS.contains(&words[k - 1].as_str()));
+            // `GITHUB_TOKEN` names a token; `METADATA_KEY` as often names a key of a map.
+            let env_names_it = env_style && w != "key";
+            let qualified = k > 0 && (env_names_it || QUALIFIERS.contains(&words[k - 1].as_str()));
             best = best.max(if qualified || compound("token") { Strength::Strong } else { Strength::Weak });
         }
     }
@@ -268,6 +270,10 @@ fn assignments(line: &[u8], hide: &mut dyn FnMut(usize, usize)) {
         if sep.start() > 0 && matches!(line[sep.start() - 1], b'!' | b'<' | b'>' | b'=') {
             continue;
         }
+        // `${NAME:-default}`: a shell default, not an assignment.
+        if n.start() >= 2 && &line[n.start() - 2..n.start()] == b"${" {
+            continue;
+        }
         let quoted_name = caps.name("q").is_some_and(|q| !q.is_empty());
         let strength = strength(n.as_bytes());
         if strength == Strength::None {
@@ -280,13 +286,23 @@ fn assignments(line: &[u8], hide: &mut dyn FnMut(usize, usize)) {
         if let Some((start, end)) = value_of(line, v.start(), v.end()) {
             let value = &line[start..end];
             let quoted = v.start() < start;
+            // Code: a call or an index (`key = derive(…)`, `password = parts['pw']`).
+            if !quoted && matches!(line.get(end), Some(b'(' | b'[')) {
+                continue;
+            }
             let ok = match strength {
                 Strength::Strong if prose_like => {
                     matches!(words(n.as_bytes()).last().map(String::as_str), Some("password" | "passwd" | "passphrase"))
                         && real_value(n.as_bytes(), value, quoted, line.get(end).copied())
                         || looks_random(value)
                 }
-                Strength::Strong => real_value(n.as_bytes(), value, quoted, line.get(end).copied()),
+                Strength::Strong => {
+                    real_value(n.as_bytes(), value, quoted, line.get(end).copied())
+                        && !(sep.as_bytes() == b"="
+                            && !quoted
+                            && !in_query(line, n.start())
+                            && code_variable(n.as_bytes(), value))
+                }
                 _ => looks_random(value) && !prose_like_value(value),
             };
             if ok {
@@ -332,7 +348,7 @@ fn value_of(line: &[u8], start: usize, end: usize) -> Option<(usize, usize)> {
 /// A value that is no placeholder, reference or piece of code: what a strong name
 /// holds when it holds a secret.
 fn real_value(name: &[u8], value: &[u8], quoted: bool, after: Option<u8>) -> bool {
-    if value.len() < 3 || placeholder(value) || value.starts_with(super::REDACTED.as_bytes()) {
+    if value.len() < 3 || placeholder(value) || value.starts_with(super::REDACTED.as_bytes()) || is_path(value) {
         return false;
     }
     if quoted {
@@ -393,6 +409,31 @@ fn real_value(name: &[u8], value: &[u8], quoted: bool, after: Option<u8>) -> boo
     true
 }
 
+/// Whether the name at `start` is a URL query's (`?access_token=…&`).
+fn in_query(line: &[u8], start: usize) -> bool {
+    start > 0 && matches!(line[start - 1], b'?' | b'&')
+}
+
+/// `password = user_input` in code: a lowercase name given a variable (letters and
+/// underscores), where a config file would give a value.
+fn code_variable(name: &[u8], value: &[u8]) -> bool {
+    name.iter().any(u8::is_ascii_lowercase)
+        && value.len() <= 24
+        && value.first().is_some_and(|c| c.is_ascii_lowercase() || *c == b'_')
+        && value.iter().all(|c| c.is_ascii_lowercase() || *c == b'_')
+}
+
+/// A file's path (`/path/to/credentials.json`, `~/.aws/credentials`, `C:\keys\a.pem`):
+/// where a secret is, not the secret.
+fn is_path(value: &[u8]) -> bool {
+    let rooted = [&b"/"[..], b"./", b"~/", b"../"].iter().any(|p| value.starts_with(p));
+    let windows = value.len() > 3 && value[0].is_ascii_alphabetic() && &value[1..3] == b":\\";
+    const FILES: &[&str] =
+        &[".json", ".pem", ".key", ".txt", ".env", ".yaml", ".yml", ".p12", ".pfx", ".crt", ".toml", ".ini"];
+    let lower = value.to_ascii_lowercase();
+    rooted || windows || (value.contains(&b'/') && FILES.iter().any(|f| lower.ends_with(f.as_bytes())))
+}
+
 /// Placeholders, templates and references: never a secret.
 pub(crate) fn placeholder(value: &[u8]) -> bool {
     let lower = value.to_ascii_lowercase();
@@ -428,6 +469,10 @@ pub(crate) fn placeholder(value: &[u8]) -> bool {
         "example",
         "sample",
         "placeholder",
+        "foo",
+        "bar",
+        "baz",
+        "qux",
         "dummy",
         "test",
         "user",
@@ -441,13 +486,19 @@ pub(crate) fn placeholder(value: &[u8]) -> bool {
     if WORDS.iter().any(|w| lower == w.as_bytes()) {
         return true;
     }
-    const PARTS: &[&str] = &["${", "{{", "}}", "your_", "your-", "<your", "xxxx", "****", "...", "…"];
+    const PARTS: &[&str] = &["${", "{{", "}}", "your_", "your-", "<your", "xxx", "***", "...", "…"];
     PARTS.iter().any(|p| lower.windows(p.len()).any(|w| w == p.as_bytes()))
 }
 
 /// A value that looks generated, not written: long enough, mixed, no words.
 pub(crate) fn looks_random(value: &[u8]) -> bool {
-    if value.len() < 12 || value.len() > 400 || placeholder(value) {
+    value.len() >= 12 && !wordy(value) && looks_generated(value)
+}
+
+/// [`looks_random`] without the length and the words: for the rest of a secret that
+/// a line break cut (`…EXAMPLEKEY` may read as words, and be short).
+pub(crate) fn looks_generated(value: &[u8]) -> bool {
+    if value.len() > 400 || placeholder(value) {
         return false;
     }
     if value.iter().any(|c| c.is_ascii_whitespace()) {
@@ -473,6 +524,33 @@ pub(crate) fn looks_random(value: &[u8]) -> bool {
         return false;
     }
     entropy(value) >= 3.2
+}
+
+/// Words run together (`GenericTypesCacheKey`, `Ed25519PrivateKey`,
+/// `starlette.max_body_size`): a name, where a generated value's letters change case
+/// and give way to digits every couple of characters.
+fn wordy(value: &[u8]) -> bool {
+    let (mut runs, mut letters, mut run) = (0usize, 0usize, 0usize);
+    let mut prev: Option<u8> = None;
+    for &c in value {
+        let starts = prev.is_none_or(|p| {
+            !c.is_ascii_alphabetic() || !p.is_ascii_alphabetic() || (p.is_ascii_lowercase() && c.is_ascii_uppercase())
+        });
+        if starts && run > 0 {
+            runs += 1;
+            letters += run;
+            run = 0;
+        }
+        if c.is_ascii_alphabetic() {
+            run += 1;
+        }
+        prev = Some(c);
+    }
+    if run > 0 {
+        runs += 1;
+        letters += run;
+    }
+    runs > 0 && letters * 10 >= runs * 40
 }
 
 /// Text like `snake_case_words` or `kebab-words`: a name, not a key.

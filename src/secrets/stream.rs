@@ -116,7 +116,7 @@ impl LineState {
         let rest = &body[..head];
         let owed = match carry {
             Carry::Surely => head > 0,
-            _ => head >= 8 && special::looks_random(rest),
+            _ => head >= 8 && special::looks_generated(rest),
         };
         owed.then(|| {
             out.push(Hit { start: 0, end: head, what: matcher::What::Cut });

@@ -216,3 +216,36 @@ fn a_goal_file_is_named_by_line_never_by_value() {
     // From now on the value is hidden even without its name beside it.
     hides("echo sk_live_0123456789abcdefghijklmnop", "echo [REDACTED]");
 }
+
+/// The corpus of ordinary output (`tests/secrets/ordinary/`: lockfiles, this
+/// repository's `git log -p` and sources, real CLIs' transcripts): at most one false
+/// redaction per 10,000 lines.
+#[test]
+fn ordinary_output_is_left_alone() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/secrets/ordinary");
+    let (mut lines, mut changed) = (0, Vec::new());
+    for name in ["cargo-lock.txt", "package-lock.txt", "git-log-p.txt", "sources.txt", "transcripts.txt"] {
+        let text = std::fs::read(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        // The rules alone: the values other tests hide are process-wide.
+        let mut hits = Vec::new();
+        stream::text_hits(&text, &values::Values::default(), &mut hits);
+        let out = stream::apply(&text, &mut hits);
+        let before: Vec<&[u8]> = text.split(|&c| c == b'\n').collect();
+        let after: Vec<&[u8]> = out.split(|&c| c == b'\n').collect();
+        assert_eq!(before.len(), after.len(), "{name}: redaction keeps the lines");
+        lines += before.len();
+        for (k, (b, a)) in before.iter().zip(&after).enumerate() {
+            if b != a {
+                changed.push(format!("{name}:{}: {}", k + 1, String::from_utf8_lossy(b)));
+            }
+        }
+    }
+    eprintln!("{} of {lines} lines changed", changed.len());
+    assert!(lines >= 20_000, "{lines} lines");
+    assert!(
+        changed.len() * 10_000 <= lines,
+        "{} false redaction(s) in {lines} lines:\n{}",
+        changed.len(),
+        changed.join("\n")
+    );
+}

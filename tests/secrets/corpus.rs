@@ -76,7 +76,12 @@ fn formats() -> Vec<Format> {
         f!("Google Cloud", "GOOGLE_CLIENT_SECRET", Itself, |r| format!("GOCSPX-{}", r.draw(URLSAFE, 28))),
         f!("Google Cloud", "GOOGLE_OAUTH_TOKEN", Itself, |r| format!("ya29.{}", r.draw(URLSAFE, 80))),
         f!("Azure", "AZURE_STORAGE_KEY", Name, |r| format!("{}==", r.draw(B64, 86))),
-        f!("Azure", "AZURE_CLIENT_SECRET", Itself, |r| format!("{}{}Q~{}", r.draw(ALNUM, 3), r.next() % 10, r.draw(ALNUM, 34))),
+        f!("Azure", "AZURE_CLIENT_SECRET", Itself, |r| format!(
+            "{}{}Q~{}",
+            r.draw(ALNUM, 3),
+            r.next() % 10,
+            r.draw(ALNUM, 34)
+        )),
         f!("Alibaba Cloud", "ALIBABA_ACCESS_KEY_ID", Itself, |r| format!("LTAI{}", r.draw(ALNUM, 20))),
         f!("Tencent Cloud", "TENCENT_SECRET_ID", Itself, |r| format!("AKID{}", r.draw(ALNUM, 32))),
         f!("DigitalOcean", "DIGITALOCEAN_TOKEN", Itself, |r| format!("dop_v1_{}", r.draw(HEX, 64))),
@@ -131,12 +136,20 @@ fn formats() -> Vec<Format> {
             r.draw("0123456789", 18),
             r.draw(URLSAFE, 68)
         )),
-        f!("Telegram", "TELEGRAM_BOT_TOKEN", Itself, |r| format!("{}:AA{}", r.draw("0123456789", 10), r.draw(URLSAFE, 33))),
+        f!("Telegram", "TELEGRAM_BOT_TOKEN", Itself, |r| format!(
+            "{}:AA{}",
+            r.draw("0123456789", 10),
+            r.draw(URLSAFE, 33)
+        )),
         f!("Twilio", "TWILIO_API_SECRET", Name, |r| r.draw(HEX, 32)),
         f!("SendGrid", "SENDGRID_API_KEY", Itself, |r| format!("SG.{}.{}", r.draw(URLSAFE, 22), r.draw(URLSAFE, 43))),
         f!("Mailgun", "MAILGUN_API_KEY", Name, |r| format!("key-{}", r.draw(HEX, 32))),
         f!("Mailchimp", "MAILCHIMP_API_KEY", Itself, |r| format!("{}-us{}", r.draw(HEX, 32), 1 + r.next() % 20)),
-        f!("Brevo (Sendinblue)", "BREVO_API_KEY", Itself, |r| format!("xkeysib-{}-{}", r.draw(HEX, 64), r.draw(ALNUM, 16))),
+        f!("Brevo (Sendinblue)", "BREVO_API_KEY", Itself, |r| format!(
+            "xkeysib-{}-{}",
+            r.draw(HEX, 64),
+            r.draw(ALNUM, 16)
+        )),
         f!("Anthropic", "ANTHROPIC_API_KEY", Itself, |r| format!("sk-ant-api03-{}AA", r.draw(URLSAFE, 93))),
         f!("OpenAI (and sk- keys)", "OPENAI_API_KEY", Itself, |r| format!(
             "sk-proj-{}T3BlbkFJ{}",
@@ -149,7 +162,11 @@ fn formats() -> Vec<Format> {
         f!("Perplexity", "PPLX_API_KEY", Itself, |r| format!("pplx-{}", r.draw(ALNUM, 48))),
         f!("Hugging Face", "HF_TOKEN", Itself, |r| format!("hf_{}", r.draw(LETTERS, 34))),
         f!("Replicate", "REPLICATE_API_TOKEN", Itself, |r| format!("r8_{}", r.draw(ALNUM, 37))),
-        f!("LangChain (LangSmith)", "LANGSMITH_API_KEY", Itself, |r| format!("lsv2_pt_{}_{}", r.draw(HEX, 32), r.draw(HEX, 10))),
+        f!("LangChain (LangSmith)", "LANGSMITH_API_KEY", Itself, |r| format!(
+            "lsv2_pt_{}_{}",
+            r.draw(HEX, 32),
+            r.draw(HEX, 10)
+        )),
         f!("Mistral AI", "MISTRAL_API_KEY", Name, |r| r.draw(ALNUM, 32)),
         f!("Datadog", "DD_API_KEY", Name, |r| r.draw(HEX, 32)),
         f!("New Relic", "NEW_RELIC_API_KEY", Itself, |r| format!("NRAK-{}", r.draw(UPPER, 27))),
@@ -171,7 +188,11 @@ fn formats() -> Vec<Format> {
             r.draw(URLSAFE, 43)
         )),
         f!("HTTP Bearer token", "AUTH_HEADER", Name, |r| r.draw(URLSAFE, 40)),
-        f!("Password or secret assignment", "DB_PASSWORD", Name, |r| format!("{}!{}", r.draw(ALNUM, 10), r.draw(ALNUM, 6))),
+        f!("Password or secret assignment", "DB_PASSWORD", Name, |r| format!(
+            "{}!{}",
+            r.draw(ALNUM, 10),
+            r.draw(ALNUM, 6)
+        )),
         f!("Password or secret assignment", "SESSION_SECRET", Name, |r| r.draw(B64, 48)),
     ]
 }
@@ -255,7 +276,10 @@ fn shaped(r: &mut Rng) -> Vec<Sample> {
         let secret = format!("{}{}", parts.join("/"), r.draw(ALNUM, 4));
         out.push(Sample {
             family: "AWS",
-            text: format!(r#"{{"SecretAccessKey":"{}","Expiration":"2030-01-01T00:00:00Z"}}"#, secret.replace('/', escape)),
+            text: format!(
+                r#"{{"SecretAccessKey":"{}","Expiration":"2030-01-01T00:00:00Z"}}"#,
+                secret.replace('/', escape)
+            ),
             needles: parts,
         });
     }
