@@ -249,3 +249,25 @@ fn ordinary_output_is_left_alone() {
         changed.join("\n")
     );
 }
+
+#[test]
+fn vendors_beyond_the_corpus() {
+    let samples = [
+        "ADOBE_CLIENT_SECRET=p8e-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z",
+        "url: https://api.example.invalid?token=sha256~Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb3dEf6hIj9",
+        "SCALINGO_API_TOKEN tk-us-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb3dEf6hIj9kLm2n",
+        "apify: apify_api_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb3d",
+        "neon napi_ab3def6hij9klm2nop5qrs8tuv1wxy4zab3def6hij9klm2nop5qrs8tuv1w",
+        "pinterest pina_AB3DEF6HIJ9KLM2NOP5QRS8TUV1WXY4Z",
+        "rootly rootly_0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9",
+        r#"<add key="ClearTextPassword" value="Hunter2Hunter2" />"#,
+        "export ADAFRUIT_IO_KEY=aio_ab3def6hij9klm2nop5qrs8tuv1w",
+        "meraki_api_key: 0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d",
+        "TWITCH_CLIENT_SECRET=ab3def6hij9klm2nop5qrs8tuv1wxy",
+        "kucoin_secret = \"123e4567-e89b-12d3-a456-426614174000\"",
+    ];
+    for line in samples {
+        let out = redact(line);
+        assert!(out.contains(REDACTED), "{line} -> {out}");
+    }
+}
