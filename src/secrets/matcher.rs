@@ -48,7 +48,7 @@ pub(crate) struct Hit {
 
 /// Bits over the rules (one per rule).
 type RuleSet = [u64; RULE_WORDS];
-const RULE_WORDS: usize = 4;
+const RULE_WORDS: usize = 5;
 
 struct Matcher {
     anchors: AhoCorasick,

@@ -647,6 +647,14 @@ pub(crate) static RULES: &[Rule] = &[
     named("bitrise-token", "Bitrise", &["bitrise"], r"bitrise", r"[A-Za-z0-9_\-]{40,90}"),
     named("canva-secret", "Canva", &["canva"], r"canva", r"[A-Za-z0-9_\-]{32,}"),
     named("temporal-key", "Temporal", &["temporal"], r"temporal", r"[A-Za-z0-9._\-]{40,}"),
+    named("airtable-key", "Airtable", &["airtable"], r"airtable", r"[A-Za-z0-9]{17}"),
+    named("linear-secret", "Linear", &["linear"], r"linear", r"[a-f0-9]{32}"),
+    token(
+        "aws-bedrock-short-lived",
+        "AWS",
+        &["bedrock-api-key-"],
+        r"bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t[A-Za-z0-9+/=%&.\-]*",
+    ),
     // --- anything assigned to a name that says secret -------------------------------
     special(
         "secret-assignment",

@@ -297,11 +297,11 @@ fn assignments(line: &[u8], hide: &mut dyn FnMut(usize, usize)) {
                         || looks_random(value)
                 }
                 Strength::Strong => {
-                    real_value(n.as_bytes(), value, quoted, line.get(end).copied())
-                        && !(sep.as_bytes() == b"="
-                            && !quoted
-                            && !in_query(line, n.start())
-                            && code_variable(n.as_bytes(), value))
+                    let code = sep.as_bytes() == b"="
+                        && !quoted
+                        && !in_query(line, n.start())
+                        && code_variable(n.as_bytes(), value);
+                    !code && real_value(n.as_bytes(), value, quoted, line.get(end).copied())
                 }
                 _ => looks_random(value) && !prose_like_value(value),
             };
@@ -584,7 +584,7 @@ fn is_version(v: &[u8]) -> bool {
 /// Basic credentials are `user:password` in base64: whole quads that decode to a
 /// colon, not a word (`Basic understanding`).
 fn basic_credentials(b64: &[u8]) -> bool {
-    b64.len() % 4 == 0
+    b64.len().is_multiple_of(4)
         && decode_base64(b64).is_some_and(|d| d.contains(&b':') && d.iter().all(|c| !c.is_ascii_control()))
 }
 
