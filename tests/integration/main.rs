@@ -22,6 +22,7 @@ mod engine;
 mod gemini;
 mod git;
 mod hostile;
+mod identity;
 mod limits;
 mod opencode;
 mod passes;
