@@ -42,7 +42,7 @@ pub(crate) fn hide_values<'a>(values: impl IntoIterator<Item = &'a str>) {
 }
 
 /// Returns `text` with every secret the rules or the hidden values find replaced by
-/// [`REDACTED`].
+/// `[REDACTED]`.
 pub fn redact(text: &str) -> String {
     redacted(text).into_owned()
 }
