@@ -193,6 +193,11 @@ pub(crate) fn is_token_prefix(word: &[u8]) -> bool {
         let Some(rest) = word.get(p.len()..).filter(|_| word[..p.len()].eq_ignore_ascii_case(p.as_bytes())) else {
             return false;
         };
+        // A prefix of letters alone (`AKIA`, but also a rule's context word such as
+        // `sentry`) goes on in letters and digits only: `SENTRY_DSN` is a name.
+        if p.bytes().all(|c| c.is_ascii_alphabetic()) && !rest.iter().all(u8::is_ascii_alphanumeric) {
+            return false;
+        }
         // Cut right after the prefix, or in a body that is random (not `sk-short`).
         (rest.is_empty() && p.ends_with(['_', '-', '.']))
             || (!rest.is_empty() && rest.iter().any(|c| c.is_ascii_digit() || c.is_ascii_uppercase()))
