@@ -32,6 +32,7 @@ mod process;
 mod recovery;
 mod report;
 mod run;
+mod secrets;
 mod signal;
 mod state;
 mod supervise;
@@ -49,8 +50,8 @@ pub mod bench {
     pub use crate::agent::text::TextParser;
     pub use crate::config::{AgentKind, Timeouts};
     pub use crate::recovery::classify::{EndedBy, Exit, Report, classify};
+    pub use crate::secrets::{redact, redacted};
     pub use crate::state::atomic::{Durability, replace};
-    pub use crate::state::redact::{redact, redacted};
     pub use crate::state::store::save_json_with;
     pub use crate::supervise::supervisor::Supervisor;
     pub use crate::supervise::tool_text::detect as tool_text_detect;

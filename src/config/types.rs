@@ -592,6 +592,9 @@ pub(crate) struct GitConfig {
     pub author: Option<String>,
     /// `"Name <email>"`; default: the user's git identity.
     pub committer: Option<String>,
+    /// Paths or globs (relative to the repository's top) committed even when they
+    /// hold what looks like a secret: a test fixture with a vendor's example key.
+    pub allow_secrets: Vec<String>,
 }
 
 /// The default commit message template.
@@ -607,6 +610,7 @@ impl Default for GitConfig {
             message: DEFAULT_COMMIT_MESSAGE.to_string(),
             author: None,
             committer: None,
+            allow_secrets: Vec::new(),
         }
     }
 }
