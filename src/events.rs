@@ -409,6 +409,13 @@ pub(crate) enum RunEvent {
         status: Status,
         reason: Option<String>,
     },
+    /// The goal file or the config holds what looks like a credential (where, never
+    /// the value): the agent gets the file as written, ralph hides it everywhere.
+    SecretInInput = "secret_in_input" {
+        file: String,
+        line: usize,
+        family: String,
+    },
     /// Something set-up could not do that does not stop the run.
     SetupWarning = "setup_warning" {
         warning: String,

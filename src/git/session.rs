@@ -18,8 +18,8 @@ use super::preflight::{self, Refusal, RepoFacts, Wants};
 use super::record::{AgentMoved, CommitOutcome, CommitRecord, CommitReport, GitState, Pending};
 use super::repo::{CommitFailure, Discovery, GitError, Identities, Repo};
 
-/// Files larger than this are not searched for credential values (they are logs or
-/// binaries; a new one is held back by `max_new_file` anyway).
+/// Files larger than this are not searched for secrets (they are logs or binaries;
+/// a new one is held back by `max_new_file` anyway).
 const MAX_SCANNED: u64 = 64 * 1024 * 1024;
 
 /// A run with git features on.
@@ -29,8 +29,6 @@ pub(crate) struct GitSession {
     config: GitConfig,
     exempt: Exempt,
     who: Identities,
-    /// Values of the credentials ralph passes to the configured agents.
-    credentials: Vec<String>,
     /// Where agents run (relative tool paths are relative to it).
     cwd: PathBuf,
     /// `cwd` relative to the top (`""` at the top).
@@ -128,12 +126,14 @@ pub(crate) fn open(
             ..GitState::default()
         });
     }
-    let credentials = credential_values(loaded);
+    // Hidden by value everywhere from now on, the commit's files included, even
+    // before the first attempt hands them out (a resume's pending commit).
+    crate::secrets::hide_values(credential_values(loaded).iter().map(String::as_str));
     let cwd_rel = std::fs::canonicalize(dir)
         .ok()
         .and_then(|real| real.strip_prefix(&top).ok().map(|r| r.to_string_lossy().into_owned()))
         .unwrap_or_default();
-    Ok(Some(GitSession { repo, config, exempt, who, credentials, cwd: dir.to_path_buf(), cwd_rel }))
+    Ok(Some(GitSession { repo, config, exempt, who, cwd: dir.to_path_buf(), cwd_rel }))
 }
 
 /// What a new run here would do with git, for `--dry-run`: read-only (git status and
@@ -159,7 +159,7 @@ pub(crate) fn preview(dir: &Path, loaded: &Loaded) -> String {
     let exempt = exempt(&top, dir, &loaded.path, &dir.join(&loaded.config.general.prompt));
     let mut s = format!(
         "git: would commit {unit} on {on}: the files changed during it, new ones included (not over {} bytes, \
-         none holding a credential value); never ralph.toml, the goal file or .agent/\n",
+         none holding a secret); never ralph.toml, the goal file or .agent/\n",
         config.max_new_file.0
     );
     match repo.status().map(|changed| plan::dirty_at_start(&changed, &exempt)) {
@@ -222,7 +222,8 @@ impl GitSession {
         }
         let held: BTreeSet<String> = git.held.iter().cloned().collect();
         let candidates = plan::candidates(repo.status()?, &self.exempt, &held);
-        let facts = candidates.into_iter().map(|change| measure(repo.top(), change, &self.credentials)).collect();
+        let allow = &self.config.allow_secrets;
+        let facts = candidates.into_iter().map(|change| measure(repo.top(), change, allow)).collect();
         let bases: [(&Path, &str); 2] = [(repo.top(), ""), (&self.cwd, &self.cwd_rel)];
         let agent_files = if self.config.only_agent_files { touched.files(&bases, &self.cwd) } else { None };
         let selection =
@@ -233,9 +234,7 @@ impl GitSession {
         }
         match repo.commit(&selection.commit, &pending.message, &self.who) {
             Ok(hash) => Ok(CommitOutcome::Committed(self.record(&hash, &pending.key)?)),
-            Err(CommitFailure::HookRejected(output)) => {
-                Ok(CommitOutcome::Rejected(crate::state::redact::redact(&output)))
-            }
+            Err(CommitFailure::HookRejected(output)) => Ok(CommitOutcome::Rejected(crate::secrets::redact(&output))),
             Err(CommitFailure::Other(e)) => Err(e),
         }
     }
@@ -317,12 +316,13 @@ fn credential_values(loaded: &Loaded) -> Vec<String> {
     values.into_iter().collect()
 }
 
-/// Size and credential check of one candidate.
-fn measure(top: &Path, change: plan::Changed, credentials: &[String]) -> Facts {
+/// Size and secret check of one candidate.
+fn measure(top: &Path, change: plan::Changed, allow: &[String]) -> Facts {
     let path = top.join(&change.path);
     let size = std::fs::symlink_metadata(&path).ok().filter(|m| m.is_file()).map(|m| m.len());
-    let credential = !credentials.is_empty()
-        && size.is_some_and(|s| s <= MAX_SCANNED)
-        && std::fs::read(&path).is_ok_and(|content| plan::holds_credential(&content, credentials));
-    Facts { change, size, credential }
+    let secret = (!plan::allowed(&change.path, allow) && size.is_some_and(|s| s <= MAX_SCANNED))
+        .then(|| std::fs::read(&path).ok())
+        .flatten()
+        .and_then(|content| crate::secrets::found::in_bytes(&content).into_iter().next());
+    Facts { change, size, secret }
 }

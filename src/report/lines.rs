@@ -102,6 +102,19 @@ pub(crate) fn killed(agent: Option<&str>) -> String {
     format!("{what}; `ralph --resume` continues from the last checkpoint")
 }
 
+/// A changed file left out of the commit; one that holds a secret loudly, with the
+/// way to let a false alarm through.
+fn left_out(path: &str, reason: &str, detail: &str) -> String {
+    if reason == "credential" {
+        format!(
+            "git: WARNING: not committing {path}: {detail}\n  next: take the secret out of {path}, or name the file \
+             in [git] allow_secrets in ralph.toml if it holds none (a test fixture, a documented example key)"
+        )
+    } else {
+        format!("git: warning: not committing {path}: {detail}")
+    }
+}
+
 /// The line of `event`, times in `tz`; `None` for events without a line of their own.
 pub(crate) fn line(event: &RunEvent, tz: &TimeZone) -> Option<String> {
     Some(match event {
@@ -163,6 +176,7 @@ pub(crate) fn line(event: &RunEvent, tz: &TimeZone) -> Option<String> {
         | RunEvent::RunMoved { .. }
         | RunEvent::Resuming { .. }
         | RunEvent::RunSettled { .. }
+        | RunEvent::SecretInInput { .. }
         | RunEvent::SetupWarning { .. }
         | RunEvent::LogFile { .. } => return setup_line(event, tz),
         RunEvent::RunStarted { .. }
@@ -237,6 +251,7 @@ fn setup_line(event: &RunEvent, tz: &TimeZone) -> Option<String> {
             status.as_str(),
             reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default()
         ),
+        RunEvent::SecretInInput { file, line, family } => crate::secrets::found::goal_warning(file, *line, family),
         RunEvent::SetupWarning { warning } => format!("note: {warning}"),
         RunEvent::LogFile { path } => format!("log: {path}"),
         _ => return None,
@@ -287,7 +302,7 @@ fn git_line(event: &RunEvent) -> Option<String> {
             if *found_on_resume { "found the commit of" } else { "committed" },
             short(hash)
         ),
-        RunEvent::GitLeftOut { path, detail, .. } => format!("git: warning: not committing {path}: {detail}"),
+        RunEvent::GitLeftOut { path, reason, detail, .. } => left_out(path, reason, detail),
         RunEvent::GitAgentCommitted { from, to, commits, .. } => format!(
             "git: HEAD moved from {} to {} ({} commit(s) not made by ralph); ralph commits what is left",
             from.as_deref().map_or("nothing", short),
@@ -422,6 +437,7 @@ mod tests {
             },
             RunEvent::RunSettled { run_id: s("R1"), status: Status::Completed, reason: None },
             RunEvent::RunSettled { run_id: s("R1"), status: Status::Failed, reason: Some(s("max_cycles exhausted")) },
+            RunEvent::SecretInInput { file: s("PROMPT.md"), line: 4, family: s("Stripe") },
             RunEvent::SetupWarning { warning: s("cannot remove old run logs: permission denied") },
             RunEvent::LogFile { path: s("/p/.agent/logs/R1/ralph.log") },
             RunEvent::GitOff { why: GitOffWhy::NotARepository },

@@ -22,9 +22,9 @@ use crate::process::lines::{Item, LineReader, text};
 use crate::process::{agent_group, signal_group, spawn};
 use crate::recovery::classify::{EndedBy, Exit};
 use crate::report::Pulse;
+use crate::secrets::redact;
 use crate::signal::{StopCause, Suspension};
 use crate::state::attempt_log::AttemptLog;
-use crate::state::redact::redact;
 use crate::step::input::{AttemptEnd, AttemptMsg, AttemptReport, SpawnError, Stamp};
 use crate::step::{Command, EndWhy};
 use crate::supervise::collected::Collected;
@@ -151,7 +151,7 @@ pub(crate) async fn run(
 /// fills the pipe before the agent reads it), then closes it: the agent sees the end
 /// of its input. An agent that exits without reading all of it ends the write with
 /// EPIPE, harmlessly.
-fn write_prompt(text: Option<String>, pipe: Option<tokio::net::unix::pipe::Sender>) {
+fn write_prompt(text: Option<String>, pipe: Option<tokio::process::ChildStdin>) {
     let (Some(text), Some(mut pipe)) = (text, pipe) else { return };
     tokio::spawn(async move {
         use tokio::io::AsyncWriteExt;
@@ -263,9 +263,11 @@ impl Running {
         true
     }
 
-    /// An item of stdout or stderr: logged, then handled as a line.
+    /// An item of stdout or stderr: logged, then handled as a line (the parser reads
+    /// it as received, the tails keep it as the log shows it: redacted with what the
+    /// lines before it left, a key's body or a secret cut by a line break).
     fn item(&mut self, item: Item<'_>, stderr: bool) {
-        let line = match item {
+        let (line, shown) = match item {
             // Part of a long line: logged as it comes; a long line still arriving is
             // output, not a stall.
             Item::LongPart(bytes) => {
@@ -276,26 +278,31 @@ impl Running {
                 return;
             }
             Item::Line(bytes) => {
-                self.log.line(bytes, stderr);
-                text(bytes)
+                let shown = match self.log.line(bytes, stderr) {
+                    std::borrow::Cow::Borrowed(_) => None,
+                    std::borrow::Cow::Owned(redacted) => Some(String::from_utf8_lossy(&redacted).into_owned()),
+                };
+                (text(bytes), shown)
             }
             Item::LongEnd(summary) => {
                 self.log.end_line();
                 if stderr { &mut self.err } else { &mut self.out }.long = false;
-                summary.into()
+                (summary.into(), None)
             }
         };
+        let shown = shown.as_deref().unwrap_or(&line);
         if !stderr {
-            return self.stdout_line(&line);
+            return self.stdout_line(&line, shown);
         }
         // A line of stderr: evidence for the classifier, and a sign of life.
         let _ = self.supervisor.on_event(None, self.now);
         self.a.pulse.beat();
-        self.collected.stderr_line(&line);
+        self.collected.stderr_line(shown);
     }
 
-    /// A stdout line: the agent's events, for the supervisor, the run and the report.
-    fn stdout_line(&mut self, line: &str) {
+    /// A stdout line: the agent's events, for the supervisor, the run and the report;
+    /// `shown` is the line as the log has it.
+    fn stdout_line(&mut self, line: &str, shown: &str) {
         let mut events = std::mem::take(&mut self.events);
         self.a.prepared.parser.parse_into(line, &mut events);
         trace_events(line, &events);
@@ -315,7 +322,7 @@ impl Running {
             {
                 self.tell(AttemptMsg::Tool(tool));
             }
-            if let Some(id) = self.collected.absorb(event, &mut *self.a.prepared.parser) {
+            if let Some(id) = self.collected.absorb(event) {
                 self.tell(AttemptMsg::Session(id));
             }
         }
@@ -323,7 +330,7 @@ impl Running {
         if events.capacity() <= EVENTS_BUFFER {
             self.events = events;
         }
-        self.collected.stdout_line(line, unparsed);
+        self.collected.stdout_line(shown, unparsed);
         if let Some(found) = found
             && self.exit.is_none()
             && self.escalation.is_none()

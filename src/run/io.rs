@@ -22,12 +22,12 @@ use crate::notify::Notifier;
 use crate::outcome::RunEnd;
 use crate::report::lines::{self, Escalating};
 use crate::report::{Reporter, Summary};
+use crate::secrets::redact;
 use crate::state::atomic::Durability;
 use crate::state::attempt_log::AttemptLog;
 use crate::state::checkpoint::Checkpoint;
 use crate::state::journal::Journal;
 use crate::state::lock::RunLock;
-use crate::state::redact::redact;
 use crate::state::{disk, store};
 use crate::step::effect::{ArtifactSource, Fatal, Launch};
 use crate::step::input::{Launched, Versions};
@@ -88,7 +88,7 @@ impl Io {
         // input among them): on disk they are redacted like every log.
         let mut value =
             serde_json::to_value(cp).map_err(|e| RalphError::Internal(format!("cannot encode the checkpoint: {e}")))?;
-        crate::state::redact::redact_json(&mut value);
+        crate::secrets::redact_json(&mut value);
         let durable = durability == Durability::Durable;
         let journaled = durability != Durability::Unsynced
             && (self.journal.snapshot(&value, durable))

@@ -11,6 +11,7 @@ use crate::error::RalphError;
 use crate::events::RunEvent;
 use crate::git::session::{self, GitSession, OpenError};
 use crate::report::Reporter;
+use crate::secrets::found::GoalFinding;
 use crate::signal::Signals;
 use crate::state::checkpoint::{Checkpoint, InFlight};
 use crate::state::format::{self, FormatError, ReadError, Stale};
@@ -82,6 +83,10 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     let reporter = Reporter::new(options.quiet, std::io::stderr().is_terminal());
     reporter.header(&dir);
     let mut told = Told { reporter, events: Vec::new() };
+    for found in secrets_in_inputs(&dir, &loaded) {
+        let (file, line, family) = (found.file, found.finding.line, found.finding.family.to_string());
+        told.tell(RunEvent::SecretInInput { file, line, family });
+    }
     let when_held = if options.resume == ResumeFlag::ResumeOrStart { WhenHeld::Wait } else { WhenHeld::Refuse };
     // A simulated host (tests) has no kernel in common with the others: only the
     // lease protects the directory then.
@@ -193,6 +198,19 @@ pub(crate) fn read_config_and_goal(
     }
     let templates = load_templates(dir, &loaded)?;
     Ok((loaded, goal, templates))
+}
+
+/// A credential in the goal file or the config, named by file and line (never by
+/// value). The agent gets the goal as written; from here on everything ralph writes
+/// hides the values found. Any goal file (a fleet's task file too) goes through
+/// `secrets::found::check_goal_file`.
+pub(crate) fn secrets_in_inputs(dir: &Path, loaded: &Loaded) -> Vec<GoalFinding> {
+    let goal = &loaded.config.general.prompt;
+    let config = loaded.path.strip_prefix(dir).unwrap_or(&loaded.path);
+    [(dir.join(goal), goal.as_path()), (loaded.path.clone(), config)]
+        .iter()
+        .flat_map(|(path, shown)| crate::secrets::found::check_goal_file(path, &shown.display().to_string()))
+        .collect()
 }
 
 /// The checkpoint this run goes on with: a new one, or the one on disk resumed
@@ -359,7 +377,7 @@ fn take_lease(
         });
     };
     let (lease, takeover) =
-        ownership::acquire(path, &lease_file::identity(), timeout, when_held, heard).map_err(|e| match e {
+        ownership::acquire(path, &lease_file::identity(), config, when_held, heard).map_err(|e| match e {
             AcquireError::Io { path, source } => {
                 RalphError::setup(format!("cannot use the lease {}", path.display()), source)
             }

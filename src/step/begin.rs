@@ -8,6 +8,7 @@ use crate::config::DoneSignal;
 use crate::events::RunEvent;
 use crate::recovery::classify::{EndedBy, Exit};
 use crate::recovery::rate_limit;
+use crate::secrets::redact;
 use crate::signal::StopCause;
 use crate::state::atomic::Durability;
 use crate::state::checkpoint::{InFlight, Status};
@@ -140,11 +141,13 @@ pub(crate) fn attempt_prompt(run: &RunState, previous: &dyn Fn(&str) -> Option<S
     let (progress, phase, repeat) = (&run.cp.progress, run.phase(), run.setting.loaded.repeat);
     let pos = &progress.position;
     let previous_phase = advance::previous_phase(pos, repeat).and_then(|i| run.setting.loaded.phases.get(i));
-    let previous = previous_phase.and_then(|p| Some((p.name.as_str(), previous(&p.name)?)));
+    // What ralph adds to the goal quotes earlier agents: redacted (the goal, the
+    // user's own, goes as written).
+    let previous = previous_phase.and_then(|p| Some((p.name.as_str(), redact(&previous(&p.name)?))));
     let from_note =
         progress.from.as_ref().and_then(|from| prompt::from_note(from, previous_phase.map(|p| p.name.as_str())));
     // The note was written when the attempt failed; the goal is today's.
-    let recovery = progress.recovery_note.as_deref().map(|n| note::with_goal(n, &run.setting.goal));
+    let recovery = progress.recovery_note.as_deref().map(|n| note::with_goal(&redact(n), &run.setting.goal));
     let ctx = prompt::Context {
         goal: &run.setting.goal,
         phase: &phase.name,

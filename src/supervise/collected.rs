@@ -8,7 +8,6 @@
 use std::collections::VecDeque;
 
 use crate::agent::AgentEvent;
-use crate::agent::event::LineParser;
 use crate::state::checkpoint::Usage;
 
 use super::final_message;
@@ -59,7 +58,8 @@ impl Collected {
         Self { text_output, ..Self::default() }
     }
 
-    /// A line of stderr: evidence for the classifier.
+    /// A line of stderr: evidence for the classifier. Lines come as the attempt's log
+    /// wrote them (redacted with what the lines before them left).
     pub(crate) fn stderr_line(&mut self, line: &str) {
         push_bounded(&mut self.tail, line);
         push_bounded(&mut self.stderr_tail, line);
@@ -76,13 +76,11 @@ impl Collected {
         }
     }
 
-    /// Takes in one event; returns a session id when it is new. The text it is done
-    /// with goes back to `parser`, for a later line's.
-    pub(crate) fn absorb(&mut self, event: AgentEvent, parser: &mut dyn LineParser) -> Option<String> {
+    /// Takes in one event; returns a session id when it is new.
+    pub(crate) fn absorb(&mut self, event: AgentEvent) -> Option<String> {
         if let AgentEvent::Text { text } = event {
-            let done = if self.text_output { Some(text) } else { self.last_text.replace(text) };
-            if let Some(done) = done {
-                parser.recycle(done);
+            if !self.text_output {
+                self.last_text = Some(text);
             }
             return None;
         }
@@ -123,7 +121,9 @@ impl Collected {
     }
 }
 
-/// Appends a line, keeping the last `TAIL_BYTES` or so (cut on a char boundary).
+/// Appends a line, keeping the last `TAIL_BYTES` or so, cut where a line starts (a
+/// cut inside a line could part a secret from its name, or a key's body from its
+/// `BEGIN` line, before the tail is redacted) or else on a char boundary.
 fn push_bounded(buf: &mut String, line: &str) {
     buf.push_str(line);
     buf.push('\n');
@@ -131,6 +131,9 @@ fn push_bounded(buf: &mut String, line: &str) {
         let mut cut = buf.len() - TAIL_BYTES;
         while !buf.is_char_boundary(cut) {
             cut += 1;
+        }
+        if let Some(next) = buf[cut..buf.len() - 1].find('\n') {
+            cut += next + 1;
         }
         buf.drain(..cut);
     }
@@ -140,29 +143,16 @@ fn push_bounded(buf: &mut String, line: &str) {
 mod tests {
     use super::*;
 
-    struct Keep(Vec<String>);
-
-    impl LineParser for Keep {
-        fn parse_line(&mut self, _line: &str) -> Vec<AgentEvent> {
-            Vec::new()
-        }
-        fn recycle(&mut self, text: String) {
-            self.0.push(text);
-        }
-    }
-
     #[test]
-    fn the_result_is_the_final_message_and_old_texts_go_back_to_the_parser() {
+    fn without_a_result_the_last_text_is_the_final_message() {
         let mut c = Collected::new(false);
-        let mut parser = Keep(Vec::new());
-        assert_eq!(c.absorb(AgentEvent::Session { id: "s1".into() }, &mut parser), Some("s1".into()));
-        assert_eq!(c.absorb(AgentEvent::Session { id: "s1".into() }, &mut parser), None, "not new");
-        let _ = c.absorb(AgentEvent::Text { text: "first".into() }, &mut parser);
-        let _ = c.absorb(AgentEvent::Text { text: "second".into() }, &mut parser);
-        assert_eq!(parser.0, ["first"]);
+        assert_eq!(c.absorb(AgentEvent::Session { id: "s1".into() }), Some("s1".into()));
+        assert_eq!(c.absorb(AgentEvent::Session { id: "s1".into() }), None, "not new");
+        let _ = c.absorb(AgentEvent::Text { text: "first".into() });
+        let _ = c.absorb(AgentEvent::Text { text: "second".into() });
         let usage = AgentEvent::Usage { input_tokens: 3, output_tokens: 2, cost_usd: Some(0.5) };
-        let _ = c.absorb(usage.clone(), &mut parser);
-        let _ = c.absorb(usage, &mut parser);
+        let _ = c.absorb(usage.clone());
+        let _ = c.absorb(usage);
         let g = c.finish();
         assert_eq!((g.session.as_deref(), g.final_message.as_deref()), (Some("s1"), Some("second")));
         assert_eq!((g.usage.input_tokens, g.usage.output_tokens, g.usage.cost_usd), (6, 4, 1.0));
@@ -183,14 +173,19 @@ mod tests {
     #[test]
     fn the_tails_and_the_events_stay_bounded() {
         let mut c = Collected::new(false);
-        let mut parser = Keep(Vec::new());
         for n in 0..10_000 {
             c.stdout_line(&format!("é unparsed line {n}"), true);
-            let _ = c.absorb(AgentEvent::Error { message: format!("error {n}") }, &mut parser);
+            let _ = c.absorb(AgentEvent::Error { message: format!("error {n}") });
         }
         let g = c.finish();
         assert!(g.text_tail.len() <= 2 * TAIL_BYTES, "{}", g.text_tail.len());
         assert!(g.text_tail.ends_with("error 9999\n"));
+        // Cut where a line starts: no secret is parted from its name.
+        assert!(
+            g.text_tail.starts_with("é unparsed line ") || g.text_tail.starts_with("error "),
+            "{}",
+            &g.text_tail[..40]
+        );
         assert_eq!(g.events.len(), EVENTS_KEPT);
     }
 }
