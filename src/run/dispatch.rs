@@ -245,12 +245,12 @@ impl Dispatcher {
                 self.queue.push_back(versions);
             }
             Effect::KeepArtifact { phase, source } => self.io.keep_artifact(&phase, source),
-            Effect::Commit(order) => {
-                let report = match &self.io.git {
-                    Some(git) => {
-                        git.commit(&order.git, &order.pending, &order.run_id, &order.touched, order.after_crash)
-                    }
-                    None => CommitReport::failed("git features are off"),
+            Effect::Commit { after_crash } => {
+                let (cp, touched) = (&self.run.cp, &self.run.touched);
+                let pending = cp.git.as_ref().and_then(|state| Some((state, state.pending.as_ref()?)));
+                let report = match (&self.io.git, pending) {
+                    (Some(git), Some((state, pending))) => git.commit(state, pending, &cp.run_id, touched, after_crash),
+                    _ => CommitReport::failed("git features are off"),
                 };
                 self.queue.push_back(Input::Committed(report));
             }

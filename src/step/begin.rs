@@ -20,7 +20,7 @@ use crate::workflow::{advance, prompt};
 use super::effect::{Effect, Fatal, Launch, StartAttempt};
 use super::input::{AttemptEnd, AttemptReport, Launched, SpawnError};
 use super::state::{Committing, Mode, Online, RunState, Running};
-use super::{ending, git, outcome, waits};
+use super::{ending, outcome, waits};
 
 /// The run begins: its journal's opening, the first save, the background probes, and
 /// on resume the commit a killed ralph left pending.
@@ -71,8 +71,7 @@ fn resume_pending(run: &mut RunState) {
     let pending = run.cp.git.as_ref().and_then(|g| g.pending.clone());
     let (Some(pending), true) = (pending, run.setting.git) else { return };
     let completion = if pending.goal { Completion::Goal } else { Completion::Done };
-    let order = git::commit_order(run, pending, true);
-    run.effect(Effect::Commit(Box::new(order)));
+    run.effect(Effect::Commit { after_crash: true });
     // The attempt that finished the iteration ran in the ralph that died.
     let ended = AttemptEnd::Exited { exit: Exit::Code(0), ended_by: EndedBy::Agent };
     let report = AttemptReport::empty(ended);

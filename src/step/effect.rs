@@ -10,8 +10,6 @@ use tokio::time::Instant;
 
 use crate::config::Timeouts;
 use crate::events::RunEvent;
-use crate::git::attribution::Touched;
-use crate::git::record::{GitState, Pending};
 use crate::outcome::RunEnd;
 use crate::signal::StopCause;
 use crate::state::atomic::Durability;
@@ -50,8 +48,10 @@ pub(crate) enum Effect {
     AskVersions(String),
     /// Keep the finished phase's result for the next phase's prompt.
     KeepArtifact { phase: String, source: ArtifactSource },
-    /// Make the pending commit unless it exists (`Input::Committed`).
-    Commit(Box<CommitOrder>),
+    /// Make the commit the run's git state holds pending, unless it exists, with the
+    /// files the agent reported editing (`Input::Committed`); `after_crash`: a ralph
+    /// was killed with it pending, its stale git locks go first.
+    Commit { after_crash: bool },
     /// Write again what a full disk refused: this checkpoint, then the journal's held
     /// lines, then the last attempt's log (`Input::DiskRetried`).
     RetryWrites(Box<Checkpoint>),
@@ -150,19 +150,6 @@ pub(crate) enum ArtifactSource {
     File(PathBuf),
     /// The final message of its last iteration.
     Text(String),
-}
-
-/// The commit to make.
-#[derive(Debug, Clone)]
-pub(crate) struct CommitOrder {
-    pub pending: Pending,
-    /// The run's git state when it was ordered.
-    pub git: GitState,
-    pub run_id: String,
-    /// What the agent reported editing in the iteration (for `only_agent_files`).
-    pub touched: Touched,
-    /// A ralph was killed with this commit pending: its stale git locks go first.
-    pub after_crash: bool,
 }
 
 /// ralph's own failure.

@@ -18,7 +18,7 @@ use crate::recovery::{Category, Classification, Rule};
 use crate::supervise::note::Trouble;
 use crate::workflow::done::Completion;
 
-use super::effect::{CommitOrder, Effect};
+use super::effect::Effect;
 use super::input::AttemptReport;
 use super::state::{Committing, Mode, RunState};
 use super::{carry, record, waits};
@@ -46,8 +46,7 @@ pub(super) fn iteration_done(run: &mut RunState, completion: Completion, report:
             }
             // From here a kill resumes into the trailer lookup, never into a rerun.
             run.save();
-            let order = commit_order(run, pending, false);
-            run.effect(Effect::Commit(Box::new(order)));
+            run.effect(Effect::Commit { after_crash: false });
             run.mode = Mode::Committing(Box::new(Committing { completion, report, after_crash: false }));
         }
         None => after_commit(run, Step::Done, completion, &report, false),
@@ -201,15 +200,4 @@ fn commit_rejected(run: &mut RunState, attempt: &AttemptReport, output: &str) ->
     );
     run.cp.progress.recovery_note = Some(record::note_for(run, Trouble::Other(what), None));
     next
-}
-
-/// The commit of `pending` as the git session makes it.
-pub(super) fn commit_order(run: &RunState, pending: Pending, after_crash: bool) -> CommitOrder {
-    CommitOrder {
-        pending,
-        git: run.cp.git.clone().unwrap_or_default(),
-        run_id: run.cp.run_id.clone(),
-        touched: run.touched.clone(),
-        after_crash,
-    }
 }

@@ -223,7 +223,7 @@ fn word(effect: &Effect) -> String {
         Effect::ProbeInBackground(_) => "probe-in-background".into(),
         Effect::AskVersions(_) => "versions".into(),
         Effect::KeepArtifact { .. } => "artifact".into(),
-        Effect::Commit(_) => "commit".into(),
+        Effect::Commit { .. } => "commit".into(),
         Effect::RetryWrites(_) => "retry-writes".into(),
         Effect::Finish(end) => format!("finish:{end:?}"),
         Effect::Fail(_) => "fail".into(),
