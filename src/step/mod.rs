@@ -27,17 +27,9 @@
 //! backoff).
 //!
 //! The files stand on floors, each importing only the ones below it (no circle: the
-//! transitions call down, never back up). From the ground: [`effect`] and [`input`]
-//! (the types out and in); [`state`] (the run state and its vocabulary: emit, save,
-//! the clocks, the caps, what the attempt is told); [`record`] (what is recorded of
-//! an attempt: a failure, the notes, the policy asked); [`start`] (how a run starts:
-//! fresh, resumed or left as it is) and [`ending`] (the run's end, after a full disk
-//! is waited out); [`waits`] (backoff, rate-limit resets, the offline pause);
-//! [`carry`] (the policy's decision carried out) and [`control`] (the control
-//! socket's messages); [`git`] (the commit step) and [`failure`] (a failed attempt to
-//! its decision); [`outcome`] (the running attempt and its end); [`begin`] (the
-//! opening and the move before each attempt); and `step` here, which hands each input
-//! to the one that decides it.
+//! transitions call down, never back up): the types out and in, the run state, what
+//! is recorded of an attempt, then the transitions, and `step` here on top, which
+//! hands each input to the one that decides it.
 
 pub(crate) mod begin;
 pub(crate) mod carry;

@@ -265,17 +265,18 @@ impl RunState {
     /// Saves the checkpoint as it stands now, stamped, then emits what waited for it.
     pub(super) fn save_with(&mut self, durability: Durability) {
         let snapshot = self.stamped();
-        self.out.push(Effect::Save(snapshot, durability));
-        for event in std::mem::take(&mut self.after_save) {
-            self.emit(event);
-        }
+        self.saved(Effect::Save(snapshot, durability));
     }
 
     /// Writes again what a full disk refused, the checkpoint first; what waited for a
     /// save follows, as after any save.
     pub(super) fn rewrite(&mut self) {
         let snapshot = self.stamped();
-        self.out.push(Effect::RetryWrites(snapshot));
+        self.saved(Effect::RetryWrites(snapshot));
+    }
+
+    fn saved(&mut self, save: Effect) {
+        self.out.push(save);
         for event in std::mem::take(&mut self.after_save) {
             self.emit(event);
         }
