@@ -3,10 +3,9 @@
 //! found before the first attempt are exit 2, failures ralph cannot wait out once
 //! the run is under way are exit 4.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::config::ConfigError;
-use crate::state::format::{FormatError, ReadError};
 use crate::state::lock::LockError;
 
 #[derive(Debug, thiserror::Error)]
@@ -102,25 +101,6 @@ fn resume_hint(from: Option<&str>) -> String {
 }
 
 impl RalphError {
-    /// The error for a checkpoint that is refused and left where it is.
-    pub(crate) fn refused_checkpoint(path: &Path, error: ReadError) -> RalphError {
-        match error {
-            ReadError::Format(FormatError::TooNew { version }) => Self::CheckpointTooNew {
-                path: path.to_path_buf(),
-                version,
-                supported: crate::state::checkpoint::VERSION,
-            },
-            ReadError::Format(FormatError::Invalid { field, problem }) => {
-                Self::CheckpointInvalid { path: path.to_path_buf(), field, problem }
-            }
-            ReadError::Format(FormatError::Corrupt(message)) => Self::Usage(format!(
-                "the checkpoint {} does not parse ({message}); `ralph --no-resume` sets it aside and starts fresh",
-                path.display()
-            )),
-            ReadError::Io { path, source } => Self::setup(format!("cannot read {}", path.display()), source),
-        }
-    }
-
     /// An I/O failure once the run is under way (exit 4).
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         Self::refused(&source).unwrap_or_else(|| RalphError::Io { context: context.into(), source })

@@ -16,7 +16,7 @@ use crate::state::lock::{self, LockInfo};
 pub(crate) fn read(dir: &Path) -> Result<Option<Checkpoint>, RalphError> {
     let path = dir.join(".agent").join("checkpoint.json");
     let newest = format::read_newest(&path);
-    newest.map(|found| found.map(|n| n.checkpoint)).map_err(|e| RalphError::refused_checkpoint(&path, e))
+    newest.map(|found| found.map(|n| n.checkpoint)).map_err(|e| crate::run::setup::refused_checkpoint(&path, e))
 }
 
 pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {

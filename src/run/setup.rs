@@ -13,7 +13,7 @@ use crate::git::session::{self, GitSession, OpenError};
 use crate::report::Reporter;
 use crate::secrets::found::GoalFinding;
 use crate::signal::Signals;
-use crate::state::checkpoint::{Checkpoint, InFlight};
+use crate::state::checkpoint::{self, Checkpoint, InFlight};
 use crate::state::format::{self, FormatError, ReadError, Stale};
 use crate::state::journal::Journal;
 use crate::state::lease_file;
@@ -453,7 +453,24 @@ fn load_checkpoint(path: &Path, flag: ResumeFlag, told: &mut Told) -> Result<Opt
                 e,
             ),
         }),
-        Err(e) => Err(RalphError::refused_checkpoint(path, e)),
+        Err(e) => Err(refused_checkpoint(path, e)),
+    }
+}
+
+/// The error for a checkpoint that is refused and left where it is.
+pub(crate) fn refused_checkpoint(path: &Path, error: ReadError) -> RalphError {
+    match error {
+        ReadError::Format(FormatError::TooNew { version }) => {
+            RalphError::CheckpointTooNew { path: path.to_path_buf(), version, supported: checkpoint::VERSION }
+        }
+        ReadError::Format(FormatError::Invalid { field, problem }) => {
+            RalphError::CheckpointInvalid { path: path.to_path_buf(), field, problem }
+        }
+        ReadError::Format(FormatError::Corrupt(message)) => RalphError::Usage(format!(
+            "the checkpoint {} does not parse ({message}); `ralph --no-resume` sets it aside and starts fresh",
+            path.display()
+        )),
+        ReadError::Io { path, source } => RalphError::setup(format!("cannot read {}", path.display()), source),
     }
 }
 
