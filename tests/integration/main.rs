@@ -18,6 +18,7 @@ mod config;
 mod control;
 mod crash;
 mod deploy;
+mod endings;
 mod engine;
 mod gemini;
 mod git;
