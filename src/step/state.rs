@@ -14,7 +14,7 @@ use crate::outcome::RunEnd;
 use crate::recovery::probe::Candidates;
 use crate::signal::StopCause;
 use crate::state::atomic::Durability;
-use crate::state::checkpoint::Checkpoint;
+use crate::state::checkpoint::{Checkpoint, LastError};
 use crate::workflow::done::Completion;
 
 use crate::recovery::Classification;
@@ -171,6 +171,11 @@ pub(crate) struct RunState {
     /// Iterations this process finished without an attempt of its own (a commit a
     /// crash left pending), for the summary.
     pub carried: u32,
+    /// The error that ended the run, for the summary: the failure the stop answered.
+    /// None when a cap, a signal, a person's request or the finished work ended it:
+    /// an older failure is history then, not the cause (`ralph --inspect-checkpoint`
+    /// still shows the last error with its time).
+    pub ending_error: Option<LastError>,
     /// The setting's interrupted attempt and set-up's events, for the start.
     pub opening: Opening,
     /// Active time of earlier sessions of this run, and when this one started.
@@ -210,6 +215,7 @@ impl RunState {
             answered: BTreeSet::new(),
             disk_full: None,
             carried: 0,
+            ending_error: None,
             opening,
             started: now.mono,
             after_save: Vec::new(),
