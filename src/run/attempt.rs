@@ -331,25 +331,15 @@ impl Running {
             self.events = events;
         }
         self.collected.stdout_line(shown, unparsed);
-        if let Some(found) = found {
-            self.found(found);
+        // The first finding ends the attempt, unless the run is ending it already. Once
+        // the agent is gone (output read after its exit), what was seen is still what
+        // happened: the report carries it, the run judges by it (`step::failure::seen_by`).
+        match found {
+            Some(_) if self.stopping.is_some() || self.escalation.is_some() || self.intervention.is_some() => {}
+            Some(found) if self.exit.is_some() => self.intervention = Some(found),
+            Some(found) => self.intervene(found),
+            None => {}
         }
-    }
-
-    /// A detector found why the attempt must end. The first finding counts, unless
-    /// the run is stopping it already; once the agent is gone (its output read after
-    /// its exit) there is nothing left to end, but what the detector saw is still what
-    /// happened: the report carries it, and the run judges the attempt by it.
-    fn found(&mut self, found: Intervention) {
-        if self.stopping.is_some() || self.escalation.is_some() || self.intervention.is_some() {
-            return;
-        }
-        if self.exit.is_some() {
-            tracing::info!("seen after the agent exited: {} ({})", found.detector, found.evidence);
-            self.intervention = Some(found);
-            return;
-        }
-        self.intervene(found);
     }
 
     fn exited(&mut self, status: std::io::Result<std::process::ExitStatus>) {
@@ -407,9 +397,7 @@ impl Running {
                 self.escalate(EndWhy::stop(cause));
             }
             Command::Stop(_) => {}
-            // Unless the agent is gone or being ended already (a detector, a stop).
             Command::Interrupted if self.exit.is_none() && self.escalation.is_none() => {
-                tracing::info!("ending the attempt: the agent reported an interruption");
                 self.ended_by = EndedBy::Interruption;
                 self.escalate(EndWhy::Reported);
             }
