@@ -43,9 +43,12 @@ pub fn main() -> i32 {
         Some(Command::Doctor { config, json, place }) => {
             in_dir(&place, |d| commands::doctor::main(d, config.as_deref(), json))
         }
-        Some(Command::Status { json, all, prune, .. }) if all || prune => report(commands::status::all(json, prune)),
+        Some(Command::Status { json, all, prune, .. }) if all || prune => {
+            report(commands::status_all::main(json, prune))
+        }
         Some(Command::Status { json, place, .. }) => in_dir(&place, |d| commands::status::main(d, json)),
-        Some(Command::Stop { now, timeout, place }) => in_dir(&place, |d| commands::stop::main(d, now, timeout)),
+        Some(Command::Stop { now, all: true, timeout, .. }) => report(commands::stop::all(now, timeout)),
+        Some(Command::Stop { now, timeout, place, .. }) => in_dir(&place, |d| commands::stop::main(d, now, timeout)),
         Some(Command::Mcp { socket, attempt }) => report(commands::mcp::main(socket, attempt)),
         Some(Command::Watch(watch)) => report(commands::watch::main(&watch)),
         Some(Command::Logs { follow, config, place }) => {

@@ -1,11 +1,13 @@
 //! The Linux-specific calls, in one place: `prctl` (the subreaper, the parent-death
 //! signal), the `/proc` file system and its clock, the kernel's boot id, signalling
-//! a process group, a socket peer's credentials, ralph's own executable, and
-//! starting an agent with its parent-death signal set ([`spawn`]). Everything else
+//! a process group, a socket peer's credentials, ralph's own executable, who sent a
+//! signal ([`origin`]), and starting an agent with its parent-death signal set
+//! ([`spawn`]). Everything else
 //! reaches the operating system through portable APIs; a port to another system
 //! starts here. A test below fails when one of these calls appears anywhere else in
 //! `src/`.
 
+pub(crate) mod origin;
 pub(crate) mod spawn;
 
 use std::path::{Path, PathBuf};

@@ -167,7 +167,8 @@ pub(crate) fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) 
         last_error(&mut s, e, &stamp(e.at));
     }
     labelled(&mut s, "  stopped because", cp.stop_reason.as_ref());
-    labelled(&mut s, "  stopped by", cp.stop_cause.map(|cause| cause.signal_name()));
+    let sender = cp.stop_sender.as_ref().map(|s| format!(" from {}", s.describe())).unwrap_or_default();
+    labelled(&mut s, "  stopped by", cp.stop_cause.map(|cause| format!("{}{sender}", cause.signal_name())));
     labelled(&mut s, "  usage", cp.usage.describe());
     if let Some(git) = &cp.git {
         s.push_str(&crate::report::summary::commits(git, 0).replace(" (0 in this session)", ""));

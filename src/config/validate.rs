@@ -105,6 +105,7 @@ fn check_durations(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
         (keys!["offline", "timeout"], o.timeout),
         (keys!["watch", "restart_backoff"], config.watch.restart_backoff),
         (keys!["watch", "lease_timeout"], config.watch.lease_timeout),
+        (keys!["watch", "max_age"], config.watch.max_age),
         (keys!["notify", "timeout"], config.notify.timeout),
     ];
     if let Some(max) = g.max_runtime {
@@ -146,6 +147,7 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
         (keys!["retry", "mcp_restarts"], r.mcp_restarts, d.retry.mcp_restarts),
         (keys!["retry", "storm_recoveries"], r.storm_recoveries, d.retry.storm_recoveries),
         (keys!["watch", "max_restarts"], config.watch.max_restarts, d.watch.max_restarts),
+        (keys!["watch", "max_resumes_per_boot"], config.watch.max_resumes_per_boot, d.watch.max_resumes_per_boot),
         (keys!["logs", "keep_runs"], config.logs.keep_runs, d.logs.keep_runs),
     ];
     for (key, value, default) in caps {

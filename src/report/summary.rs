@@ -61,7 +61,7 @@ impl Summary {
             RunEnd::Failed(why) => format!("ralph: failed — {why}"),
             RunEnd::Blocked(why) => format!("ralph: blocked — {why}"),
             RunEnd::Stopped(StopCause::User) => "ralph: paused by you".to_string(),
-            RunEnd::Stopped(cause) => format!("ralph: interrupted by {}", cause.signal_name()),
+            RunEnd::Stopped(cause) => stopped_by(*cause, cp.stop_sender.as_ref()),
             RunEnd::ForceExit => "ralph: stopped at once".to_string(),
             RunEnd::Declined => "ralph: nothing started".to_string(),
         };
@@ -115,6 +115,21 @@ impl Summary {
         }
         labelled(&mut s, "  next", self.next.as_ref());
         s.trim_end().to_string()
+    }
+}
+
+/// The headline of a run a signal stopped: who sent it, and whether the watchdog
+/// takes it up.
+fn stopped_by(cause: StopCause, sender: Option<&crate::signal::origin::Sender>) -> String {
+    let from = sender.map(|s| format!(" from {}", s.describe())).unwrap_or_default();
+    match cause {
+        StopCause::Deliberate => {
+            format!("ralph: paused by a SIGTERM{from}: a deliberate stop, which the watchdog leaves alone")
+        }
+        StopCause::Hangup => {
+            "ralph: interrupted: the terminal closed (SIGHUP); `ralph watch` may resume it".to_string()
+        }
+        _ => format!("ralph: interrupted by {}{from}; `ralph watch` may resume it", cause.signal_name()),
     }
 }
 
@@ -184,6 +199,7 @@ pub(crate) mod tests {
             clean_stop: true,
             stop_cause: None,
             stop_reason: None,
+            stop_sender: None,
             progress,
             in_flight: None,
             last_error: Some(LastError {

@@ -575,6 +575,9 @@ impl Dispatcher {
         }
         let cp = &mut self.r.checkpoint;
         (cp.status, cp.stop_cause) = (Status::stopped_by(cause), Some(cause));
+        cp.stop_sender = matches!(cause, StopCause::Terminate | StopCause::Deliberate)
+            .then(crate::signal::origin::stopped_by)
+            .flatten();
         Ok(RunEnd::Stopped(cause))
     }
 
@@ -829,6 +832,9 @@ impl Observer for Dispatcher {
     fn stopping(&mut self, cause: StopCause) {
         let cp = &mut self.r.checkpoint;
         (cp.status, cp.stop_cause) = (Status::stopped_by(cause), Some(cause));
+        cp.stop_sender = matches!(cause, StopCause::Terminate | StopCause::Deliberate)
+            .then(crate::signal::origin::stopped_by)
+            .flatten();
         self.emit(RunEvent::StopRequested { signal: cause.signal_name().to_string() });
         self.save().unwrap_or_else(|e| tracing::warn!("{e}"));
         #[cfg(debug_assertions)]
