@@ -46,6 +46,15 @@ fn config_errors() {
         ("a chain that is not defined", good.replace("chain = \"main\"", "chain = \"nope\"")),
         ("an unknown agent kind", good.replace("kind = \"sim\"", "kind = \"cursor\"")),
         ("a TOML syntax error", format!("[general\n{good}")),
+        (
+            "six mistakes at once, reported in file order",
+            format!(
+                "[general]\nmax_cycle = 3\n[retry]\nagent_attempts = 0\nbackoff_base = \"soon\"\n{}",
+                good.replace("kind = \"sim\"", "kind = \"sim\"\nbogus = 1")
+                    .replace("main = [\"a\"]", "main = [\"a\", \"b\"]")
+                    .replace("chain = \"main\"", "chain = \"main\"\ndone = \"maybe\"")
+            ),
+        ),
     ];
     let mut all = String::new();
     for (what, toml) in cases {
