@@ -120,14 +120,27 @@ fn what_resume_does(cp: &Checkpoint, live: bool) -> String {
     }
 }
 
+/// The run's status as a person reads it: a run no ralph runs whose checkpoint says
+/// `running` ended without a clean stop.
+fn standing(cp: &Checkpoint, live: bool) -> String {
+    use crate::state::checkpoint::Status;
+    match cp.status {
+        Status::Running | Status::Waiting if !live && !cp.clean_stop => {
+            "interrupted: no ralph is running it (it ended without a clean stop: killed, crashed, or the machine \
+             restarted)"
+                .to_string()
+        }
+        status => status.as_str().to_string(),
+    }
+}
+
 /// [`describe`] with the times shown in `tz`.
 pub(crate) fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) -> String {
     let stamp = |t: jiff::Timestamp| crate::report::clock::stamp(&t.to_string(), tz);
     let mut s = String::new();
     let p = &cp.progress;
     let pos = &p.position;
-    let unclean = if cp.clean_stop || live { "" } else { " (no clean stop)" };
-    let _ = writeln!(s, "run {} — {}{unclean}", cp.run_id, cp.status.as_str());
+    let _ = writeln!(s, "run {} — {}", cp.run_id, standing(cp, live));
     let _ = writeln!(s, "  started {}, last written {}", stamp(cp.started_at), stamp(cp.updated_at));
     let pass = pos.passes.map(|n| format!(", review/fix pass {} of {n}", pos.pass)).unwrap_or_default();
     let _ = writeln!(

@@ -31,6 +31,8 @@ pub(super) struct ControlState {
     /// `ralph mcp` crashed more often than `[retry] mcp_restarts` allows; the run
     /// stops when the attempt ends.
     pub restarts_exhausted: bool,
+    /// When the wait under way ends (unix seconds), for `ralph status`.
+    pub wait_until: Option<i64>,
 }
 
 impl Dispatcher {
@@ -160,16 +162,25 @@ impl Dispatcher {
 
     /// Publishes the live state for `ralph status` and `get_task_status`.
     pub(super) fn publish(&mut self, event: &RunEvent) {
+        let now = jiff::Timestamp::now().as_second();
         if let RunEvent::AttemptStarted { attempt, .. } = event {
             // A new attempt: what the last one declared is its own.
             (self.control.declared, self.control.cancelled, self.control.interruption) = (None, None, None);
-            lock(&self.control.live).attempt = *attempt;
+            let mut live = lock(&self.control.live);
+            (live.attempt, live.attempt_started_at, live.agent_output_at) = (*attempt, Some(now), None);
         }
         self.refresh_live();
-        lock(&self.control.live).last_event = Some(event.kind().to_string());
+        let mut live = lock(&self.control.live);
+        (live.last_event, live.last_event_at) = (Some(event.kind().to_string()), Some(now));
     }
 
-    fn refresh_live(&self) {
+    /// The agent printed something: `ralph status` says how long ago.
+    pub(super) fn agent_printed(&self) {
+        lock(&self.control.live).agent_output_at = Some(jiff::Timestamp::now().as_second());
+    }
+
+    /// Publishes the run's state as it is now (a wait began or ended).
+    pub(super) fn refresh_live(&self) {
         let cp = &self.r.checkpoint;
         let (pos, phase) = (&cp.progress.position, self.phase());
         let mut live = lock(&self.control.live);
@@ -178,13 +189,13 @@ impl Dispatcher {
         live.iterations = phase.iterations;
         live.agent = self.current_agent();
         live.status = cp.status.as_str().to_string();
-        live.waiting_for = (cp.status == crate::state::checkpoint::Status::Waiting).then(|| {
-            match (cp.progress.rate_limit_until, cp.progress.offline_since) {
-                (Some(at), _) => format!("a rate-limit reset at unix second {at}"),
-                (None, Some(_)) => "the providers to come back online".to_string(),
-                (None, None) => "a backoff before the next attempt".to_string(),
-            }
+        let waiting = cp.status == crate::state::checkpoint::Status::Waiting;
+        live.waiting_for = waiting.then(|| match (cp.progress.rate_limit_until, cp.progress.offline_since) {
+            (Some(_), _) => "the rate limit's reset".to_string(),
+            (None, Some(_)) => "the providers to come back online".to_string(),
+            (None, None) => "a backoff before the next attempt".to_string(),
         });
+        live.waiting_until = waiting.then(|| self.control.wait_until.or(cp.progress.rate_limit_until)).flatten();
         live.stop_requested = self.control.stop_after.is_some();
         live.recovery_note = cp.progress.recovery_note.clone();
         live.last_checkpoint = cp

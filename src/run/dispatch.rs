@@ -827,6 +827,7 @@ impl Observer for Dispatcher {
             self.touched.observe(e);
         }
         self.r.reporter.agent_event();
+        self.agent_printed();
     }
 
     fn stopping(&mut self, cause: StopCause) {

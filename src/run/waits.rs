@@ -43,13 +43,19 @@ impl Dispatcher {
         let seen = delay >= CATCH_UP;
         if seen {
             self.r.checkpoint.status = Status::Waiting;
+            let ends = jiff::Timestamp::now().as_second().saturating_add(i64::try_from(delay.as_secs()).unwrap_or(0));
+            self.control.wait_until = Some(ends);
             self.save()?;
+            self.refresh_live();
         }
-        if let Err(end) = self.race(tokio::time::sleep_until(until), signals).await? {
+        let raced = self.race(tokio::time::sleep_until(until), signals).await?;
+        self.control.wait_until = None;
+        if let Err(end) = raced {
             return Ok(Some(end));
         }
         self.r.reporter.clear();
         self.r.checkpoint.status = Status::Running;
+        self.refresh_live();
         Ok(None)
     }
 
