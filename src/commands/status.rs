@@ -96,7 +96,7 @@ fn describe_live(live: &crate::control::Live, now: Timestamp, tz: &TimeZone) -> 
     };
     let _ = writeln!(out, "agent: {}, {attempt}", live.agent);
     if live.attempt > 0 && live.waiting_for.is_none() {
-        let printed = ago(live.agent_output_at).map_or_else(|| "nothing yet".to_string(), |age| age);
+        let printed = ago(live.agent_output_at).unwrap_or_else(|| "nothing yet".to_string());
         let _ = writeln!(out, "the agent last printed: {printed}");
     }
     if let Some(what) = &live.waiting_for {
