@@ -39,7 +39,8 @@ pub fn main() -> i32 {
             exit::DONE
         }
         Some(Command::Demo { keep }) => report(commands::demo::main(keep)),
-        Some(Command::Init { force, place }) => in_dir(&place, |d| commands::init::main(d, force)),
+        Some(Command::Init { force, example: true, place }) => in_dir(&place, |d| commands::init::example(d, force)),
+        Some(Command::Init { force, place, .. }) => in_dir(&place, |d| commands::init::main(d, force)),
         Some(Command::Doctor { config, json, place }) => {
             in_dir(&place, |d| commands::doctor::main(d, config.as_deref(), json))
         }
@@ -76,7 +77,7 @@ fn end_quietly_on_a_closed_pipe() {
 fn run_command(args: RunArgs) -> Result<i32, RalphError> {
     let dir = dir(&args.place)?;
     if args.dry_run {
-        return commands::dry_run::main(&dir, args.config.as_deref());
+        return commands::dry_run::main(&dir, args.config.as_deref(), args.from.as_deref());
     }
     if args.inspect_checkpoint {
         return commands::inspect::main(&dir, args.json);

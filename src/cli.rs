@@ -35,6 +35,9 @@ pub(crate) enum Command {
         /// Replace existing files too (each is kept as NAME.bak first).
         #[arg(long)]
         force: bool,
+        /// Write ralph.example.toml instead: every key, with its default and meaning.
+        #[arg(long)]
+        example: bool,
         #[command(flatten)]
         place: Place,
     },
