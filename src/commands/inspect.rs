@@ -64,7 +64,7 @@ fn since(dir: &Path, cp: &Checkpoint) -> String {
     if let Some(phase) = plan.phase.and_then(|i| loaded.phases.get(i)) {
         let agent = phase.chain.get(plan.agent_index).map_or("", String::as_str);
         let session = if plan.keep_session { "its session" } else { "a fresh session" };
-        let _ = writeln!(s, "  resume therefore continues with agent {agent} (#{}) in {session}", plan.agent_index + 1);
+        let _ = writeln!(s, "  resume therefore continues with agent {agent} in {session}");
     }
     s
 }
@@ -102,8 +102,7 @@ pub(crate) fn describe(cp: &Checkpoint, live: bool) -> String {
 }
 
 fn last_error(s: &mut String, e: &crate::state::checkpoint::LastError, at: &str) {
-    let c = &e.classification;
-    let _ = writeln!(s, "  last error: {} ({}, {}) from {} at {at}", c.reason, c.category.as_str(), c.rule, e.agent);
+    let _ = writeln!(s, "  last error: {} (agent {}, at {at})", e.classification.reason, e.agent);
     labelled(s, "  its log", e.log.as_ref());
 }
 
@@ -118,6 +117,18 @@ fn what_resume_does(cp: &Checkpoint, live: bool) -> String {
         (None, Some(f)) if f.session.is_some() => "continues the in-flight session".to_string(),
         _ => "starts a fresh session".to_string(),
     }
+}
+
+/// The agent a run is at, by name, with its place in the chain when the chain has
+/// more than one, and the round through the chain after the first.
+fn in_chain(pos: &crate::workflow::progress::Position) -> String {
+    let name = pos.chain.get(pos.agent_index).map_or_else(|| format!("#{}", pos.agent_index + 1), |a| a.name.clone());
+    let place = match pos.chain.len() {
+        0 | 1 => String::new(),
+        n => format!(" ({} of the {n} of its chain)", pos.agent_index + 1),
+    };
+    let round = if pos.cycle > 1 { format!(", round {} through the chain", pos.cycle) } else { String::new() };
+    format!("agent {name}{place}{round}")
 }
 
 /// The run's status as a person reads it: a run no ralph runs whose checkpoint says
@@ -143,15 +154,7 @@ pub(crate) fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) 
     let _ = writeln!(s, "run {} — {}", cp.run_id, standing(cp, live));
     let _ = writeln!(s, "  started {}, last written {}", stamp(cp.started_at), stamp(cp.updated_at));
     let pass = pos.passes.map(|n| format!(", review/fix pass {} of {n}", pos.pass)).unwrap_or_default();
-    let _ = writeln!(
-        s,
-        "  position: phase {} (#{}){pass}, iteration {}, agent #{} of the chain, cycle {}",
-        pos.phase_name,
-        pos.phase + 1,
-        pos.iteration,
-        pos.agent_index + 1,
-        pos.cycle
-    );
+    let _ = writeln!(s, "  position: phase {}{pass}, iteration {}, {}", pos.phase_name, pos.iteration, in_chain(pos));
     labelled(&mut s, "  last review", p.review.as_ref().map(|verdict| verdict.describe()));
     if let Some(from) = &p.from {
         let _ = writeln!(s, "  started at phase {} (--from)", from.phase);
@@ -167,14 +170,14 @@ pub(crate) fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) 
     let c = &p.counters;
     let _ = writeln!(
         s,
-        "  counters: {}, {} done, {} this iteration, {}",
+        "  counters: {}, {} done, {} of the current agent in this iteration",
         plural(c.attempts, "attempt"),
         plural(c.iterations_done, "iteration"),
-        plural(c.agent_failures, "agent failure"),
-        plural(c.fallovers, "fallover")
+        plural(c.agent_failures, "failure")
     );
     if !c.failures.is_empty() {
-        let _ = writeln!(s, "  failures: {}", crate::report::counts(&c.failures, |k| k.as_str()));
+        let failed = c.failures.iter().map(|(k, n)| format!("{n} {}", crate::report::words::category(*k)));
+        let _ = writeln!(s, "  failures: {}", failed.collect::<Vec<_>>().join(", "));
     }
     if let Some(e) = &cp.last_error {
         last_error(&mut s, e, &stamp(e.at));

@@ -90,7 +90,7 @@ pub(crate) fn escalating(e: &Escalating) -> String {
     let (what, hint) = match &e.why {
         EndWhy::User => ("stopping".to_string(), " (Ctrl+C again to kill it now)"),
         EndWhy::Signal(signal) => (format!("stopping ({signal})"), ""),
-        EndWhy::Intervention(detector) => (format!("ending the attempt ({detector})"), ""),
+        EndWhy::Intervention(detector) => (format!("ending the attempt ({})", super::words::detector(detector)), ""),
     };
     format!("{what}: waiting for {} to exit{hint} · sent {}", e.agent, e.sent)
 }
@@ -112,18 +112,21 @@ pub(crate) fn line(event: &RunEvent) -> Option<String> {
         RunEvent::AttemptSucceeded { phase, iteration, goal, review, until_complete, .. } => {
             format!("{phase} iteration {iteration} done{}", goal_note(*goal, *review, *until_complete))
         }
-        RunEvent::AttemptFailed { attempt, category, rule, reason, .. } => {
-            format!("attempt {attempt} failed ({}, {rule}): {reason}", category.as_str())
-        }
+        // The category and the rule stay in the journal and `ralph.log`.
+        RunEvent::AttemptFailed { attempt, reason, .. } => format!("attempt {attempt} failed: {reason}"),
         RunEvent::Signoff { verdict, rule, words, .. } => {
-            let why = Why::new(*rule, words.as_str()).describe();
+            let why = Why::new(*rule, words.as_str()).plain();
             match verdict {
                 SignOff::Rejected => format!("sign-off rejected: {why}"),
-                SignOff::Asked => format!("asking the agent to confirm its sign-off: {why}"),
+                SignOff::Asked => format!("asking the agent to confirm it is done: {why}"),
                 SignOff::AcceptedWithDoubt => format!("sign-off accepted despite a doubt: {why}"),
             }
         }
-        RunEvent::Intervention { detector, evidence } => format!("ralph stepped in ({detector}): {evidence}"),
+        // The sign-off's own line says it.
+        RunEvent::Intervention { detector, .. } if detector == "done_confirmation" => return None,
+        RunEvent::Intervention { detector, evidence } => {
+            format!("ralph stepped in: {} ({evidence})", super::words::detector(detector))
+        }
         RunEvent::PhaseDone { phase } => format!("phase {phase} done"),
         RunEvent::ReviewVerdict { pass, passes, clean } => {
             format!("review: {}", Verdict { pass: *pass, passes: *passes, clean: *clean }.describe())
@@ -134,12 +137,7 @@ pub(crate) fn line(event: &RunEvent) -> Option<String> {
             format!("review: {}; going on", v.describe())
         }
         RunEvent::Fallover { from, to, cycle, why, new_cycle } => {
-            let why = match why {
-                FalloverWhy::RecoveryAttempts => format!("recovery-attempt exhausted for agent {from}"),
-                FalloverWhy::RateLimit => format!("agent {from} is rate-limited"),
-            };
-            let cycle = if *new_cycle { format!(" (cycle {cycle})") } else { String::new() };
-            format!("{why}: falling over to {to}{cycle}")
+            super::words::fallover(from, to, *why == FalloverWhy::RateLimit, new_cycle.then_some(*cycle))
         }
         RunEvent::Fallback { from, to, .. } => format!("the rate limit of {to} has reset: back from {from} to {to}"),
         RunEvent::GitCommit { hash, key, files, insertions, deletions, found_on_resume } => format!(
@@ -166,7 +164,7 @@ pub(crate) fn line(event: &RunEvent) -> Option<String> {
         RunEvent::CompletionDeclared { summary, .. } => format!("agent declared the work complete: {summary}"),
         RunEvent::TaskCancelled { reason, .. } => format!("agent cancelled the task: {reason}"),
         RunEvent::McpLost { restarts, cap, .. } => {
-            format!("ralph mcp crashed while the agent ran ({restarts} of {cap} restarts)")
+            format!("ralph mcp crashed while the agent ran (restart {restarts} of [retry] mcp_restarts, {cap})")
         }
         RunEvent::RunStarted { .. }
         | RunEvent::RunResumed { .. }
@@ -222,7 +220,7 @@ mod tests {
             duration_ms: 1,
             usage: Default::default(),
         };
-        assert_eq!(line(&failed).as_deref(), Some("attempt 3 failed (agent, stall): the agent stalled"));
+        assert_eq!(line(&failed).as_deref(), Some("attempt 3 failed: the agent stalled"));
         let fallover = RunEvent::Fallover {
             from: "a".into(),
             to: "b".into(),
@@ -232,7 +230,10 @@ mod tests {
         };
         assert_eq!(
             line(&fallover).as_deref(),
-            Some("recovery-attempt exhausted for agent a: falling over to b (cycle 2)")
+            Some(
+                "agent a failed [retry] agent_attempts times in this iteration: falling over to b (round 2 through \
+                 the chain, of [general] max_cycles)"
+            )
         );
         assert_eq!(line(&RunEvent::Retry { delay_ms: 5, resume_session: None }), None);
     }

@@ -656,13 +656,13 @@ fn resume(
     }
     let pos = &cp.progress.position;
     reporter.line(&format!(
-        "resuming run {} ({}): phase {}{}, iteration {}, agent #{}{}",
+        "resuming run {} ({}): phase {}{}, iteration {}, agent {}{}",
         cp.run_id,
         cp.status.as_str(),
         pos.phase_name,
         pos.passes.map(|n| format!(", pass {} of {n}", pos.pass)).unwrap_or_default(),
         pos.iteration,
-        pos.agent_index + 1,
+        pos.chain.get(pos.agent_index).map_or_else(|| format!("#{}", pos.agent_index + 1), |a| a.name.clone()),
         cp.progress.resume_session.as_ref().map(|s| format!(", session {s}")).unwrap_or_default()
     ));
     (cp.status, cp.clean_stop, cp.stop_cause, cp.stop_reason) = (Status::Running, false, None, None);

@@ -339,7 +339,7 @@ fn crashed_mcp_servers_use_up_the_restart_budget() {
         crash("three")
     );
     let p = sim_project().retry("mcp_restarts = 2").sim("a", &[&format!("[{first}]")]).build();
-    p.ralph().run().expect_code(1).stderr_has("restart budget exhausted");
+    p.ralph().run().expect_code(1).stderr_has("the limit [retry] mcp_restarts was reached");
     let lost = p.events("mcp_lost");
     assert_eq!(lost.len(), 3, "{lost:?}\n{:#?}", p.events("attempt_failed"));
     assert_eq!(lost[2]["restarts"], 3);
