@@ -562,3 +562,15 @@ fn error_patterns_are_regular_expressions_of_command_agents() {
         .replace("command = [\"./agent\", \"{prompt}\"]\n", "");
     assert_has(&err(&claude), &["[agents.a] errors is not allowed for kind = \"claude\""]);
 }
+
+#[test]
+fn the_watchdogs_keys_are_checked() {
+    let e = err(&format!("[watch]\nmax_age = \"0s\"\nmax_resumes_per_boot = 0\nservice_managers = [\"\"]\n{BASE}"));
+    assert_has(
+        &e,
+        &["3 problems", "[watch] max_age must be longer than 0", "[watch] max_resumes_per_boot must be at least 1"],
+    );
+    assert_has(&e, &["[watch] service_managers \"\" is not a program name"]);
+    let loaded = load(&format!("[watch]\nmax_age = \"7d\"\nservice_managers = [\"nomad\"]\n{BASE}"));
+    assert_eq!(loaded.config.watch.max_age.as_secs(), 7 * 86_400);
+}

@@ -205,6 +205,15 @@ fn check_limits(cx: &Cx<'_>, config: &Config) {
             "[notify] command is empty; give the program and its arguments, like [\"notify-send\", \"ralph\"]"
         );
     }
+    for (i, name) in config.watch.service_managers.iter().enumerate() {
+        if name.trim().is_empty() || name.contains('/') {
+            fail!(
+                cx.at(&keys!["watch", "service_managers", i]),
+                "[watch] service_managers {name:?} is not a program name; give the name `/proc/PID/comm` shows, \
+                 like \"my-supervisor\""
+            );
+        }
+    }
     for (i, probe) in config.offline.probe.iter().flatten().enumerate() {
         let port_ok = probe
             .rsplit_once(':')
