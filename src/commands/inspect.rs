@@ -182,7 +182,8 @@ pub(crate) fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) 
     if let Some(e) = &cp.last_error {
         last_error(&mut s, e, &stamp(e.at));
     }
-    labelled(&mut s, "  stopped because", cp.stop_reason.as_ref());
+    let phase = pos.phase_name.as_str();
+    labelled(&mut s, "  stopped because", cp.stop_reason.as_ref().map(|r| crate::report::words::stop_reason(r, phase)));
     let sender = cp.stop_sender.as_ref().map(|s| format!(" from {}", s.describe())).unwrap_or_default();
     labelled(&mut s, "  stopped by", cp.stop_cause.map(|cause| format!("{}{sender}", cause.signal_name())));
     labelled(&mut s, "  usage", cp.usage.describe());

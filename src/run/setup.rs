@@ -316,7 +316,10 @@ fn settled(cp: &Checkpoint, reporter: &Reporter) -> RunEnd {
             "the run {} is {}{}; --resume-or-start leaves it as it is (`ralph --resume` continues it)",
             cp.run_id,
             cp.status.as_str(),
-            cp.stop_reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default()
+            cp.stop_reason
+                .as_ref()
+                .map(|r| format!(": {}", crate::report::words::stop_reason(r, &cp.progress.position.phase_name)))
+                .unwrap_or_default()
         ));
     }
     end
