@@ -4,6 +4,8 @@
 //! long-running watcher, then each run's when it changes.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -97,15 +99,27 @@ struct Pass<'a> {
     decisions: Decisions,
     tz: TimeZone,
     now: i64,
+    /// The decision lines of this pass, written at its end in one go (a thousand
+    /// runs are a thousand lines, not a thousand writes).
+    said: String,
 }
 
 impl Pass<'_> {
-    /// Records the decision about `dir` and prints it when it is news.
+    /// Records the decision about `dir` and says it when it is news.
     fn tell(&mut self, watcher: &mut Watcher, dir: &Path, decision: Decision) {
         let _ = self.before.record(&mut self.decisions, dir, decision.clone());
         if watcher.printed.get(dir) != Some(&decision) {
-            say(self.options, &format!("ralph watch: {}: {}", dir.display(), decision.render(&self.tz)));
+            if !self.options.quiet {
+                let _ = writeln!(self.said, "ralph watch: {}: {}", dir.display(), decision.render(&self.tz));
+            }
             watcher.printed.insert(dir.to_path_buf(), decision);
+        }
+    }
+
+    /// Writes the lines said so far.
+    fn flush(&mut self) {
+        if !self.said.is_empty() {
+            let _ = std::io::stderr().lock().write_all(std::mem::take(&mut self.said).as_bytes());
         }
     }
 }
@@ -135,6 +149,7 @@ fn pass(registry: &Path, options: &Options, watcher: &mut Watcher) {
         before,
         tz: crate::report::clock::zone(),
         now: jiff::Timestamp::now().as_second(),
+        said: String::new(),
     };
     scan_roots(&mut p, watcher);
     let (seen_before, mut seen) = Seen::load(registry, &boot_id);
@@ -168,6 +183,7 @@ fn pass(registry: &Path, options: &Options, watcher: &mut Watcher) {
             seen.settle(&name, entry.inode, &entry.dir, stamp);
         }
     }
+    p.flush();
     seen.save(registry, &seen_before);
     p.decisions.save(registry, &p.before);
     if p.boot_changed
@@ -192,7 +208,9 @@ fn scan_roots(p: &mut Pass<'_>, watcher: &mut Watcher) {
         return;
     }
     for line in super::scan::scan(p.registry, &roots, p.options.scan_depth) {
-        say(p.options, &format!("ralph watch: {line}"));
+        if !p.options.quiet {
+            let _ = writeln!(p.said, "ralph watch: {line}");
+        }
     }
     for root in roots {
         if !p.boot.scanned.contains(root) {
