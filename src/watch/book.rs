@@ -30,10 +30,12 @@ pub(crate) struct Recorded {
     pub since: String,
 }
 
-/// The last decision about every registered run, by directory.
+/// The last decision about every registered run, by directory (as a string: a
+/// thousand `PathBuf` keys cost the pass more than the rest of it, `Path`'s ordering
+/// going component by component).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Decisions {
-    pub runs: BTreeMap<PathBuf, Recorded>,
+    pub runs: BTreeMap<String, Recorded>,
 }
 
 impl Decisions {
@@ -42,32 +44,26 @@ impl Decisions {
     }
 
     pub(crate) fn get(&self, dir: &Path) -> Option<&Recorded> {
-        self.runs.get(dir)
+        self.runs.get(key(dir).as_ref())
     }
 
     /// Records `decision` for `dir` in `next`, keeping the time it was first made
     /// when it is unchanged since `self`; whether it changed.
     pub(crate) fn record(&self, next: &mut Self, dir: &Path, decision: Decision) -> bool {
-        let earlier = self.runs.get(dir).filter(|r| r.decision == decision);
+        let earlier = self.get(dir).filter(|r| r.decision == decision);
         let changed = earlier.is_none();
         let since = earlier.map_or_else(|| jiff::Timestamp::now().to_string(), |r| r.since.clone());
-        next.runs.insert(dir.to_path_buf(), Recorded { decision, since });
+        next.runs.insert(key(dir).into_owned(), Recorded { decision, since });
         changed
-    }
-
-    /// Carries the decision about `dir` over unchanged into `next` (a run the pass
-    /// skipped); false when there is none.
-    pub(crate) fn carry(&self, next: &mut Self, dir: &Path) -> bool {
-        let Some(recorded) = self.runs.get(dir) else { return false };
-        next.runs.insert(dir.to_path_buf(), recorded.clone());
-        true
     }
 
     /// Writes these decisions when they differ from `before`. Unsynced: they are
     /// only what the last pass decided.
     pub(crate) fn save(&self, registry: &Path, before: &Self) {
-        if self != before {
-            let _ = store::save_json_with(&decisions_file(registry), self, Durability::Unsynced);
+        if self != before
+            && let Ok(bytes) = serde_json::to_vec(self)
+        {
+            let _ = crate::state::atomic::replace(&decisions_file(registry), &bytes, Durability::Unsynced);
         }
     }
 }
@@ -133,6 +129,10 @@ impl Boot {
     }
 }
 
+fn key(dir: &Path) -> std::borrow::Cow<'_, str> {
+    dir.to_string_lossy()
+}
+
 fn create(registry: &Path) -> io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(registry)
@@ -170,8 +170,6 @@ mod tests {
         assert!(!again.record(&mut third, Path::new("/p"), left));
         assert_eq!(third.get(Path::new("/p")), again.get(Path::new("/p")));
         assert!(again.record(&mut third, Path::new("/p"), Decision::new(Word::Stale, "old", None)));
-        assert!(again.carry(&mut third, Path::new("/p")));
-        assert!(!again.carry(&mut third, Path::new("/q")));
     }
 
     #[test]

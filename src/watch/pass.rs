@@ -5,8 +5,8 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::fs::{File, OpenOptions};
+use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Child;
@@ -35,8 +35,9 @@ use super::words::{self, About, Decision};
 struct Watcher {
     /// The resumed runs it started, until they have started.
     children: Vec<Child>,
-    /// The decision it last printed about each run: printed again only when it changes.
-    printed: HashMap<PathBuf, Decision>,
+    /// The decision it last printed about each run (by directory): printed again
+    /// only when it changes.
+    printed: HashMap<String, Decision>,
     /// The `--root` directories were scanned by this watcher.
     scanned: bool,
 }
@@ -107,13 +108,17 @@ struct Pass<'a> {
 impl Pass<'_> {
     /// Records the decision about `dir` and says it when it is news.
     fn tell(&mut self, watcher: &mut Watcher, dir: &Path, decision: Decision) {
-        let _ = self.before.record(&mut self.decisions, dir, decision.clone());
-        if watcher.printed.get(dir) != Some(&decision) {
+        let key = dir.to_string_lossy();
+        if watcher.printed.get(key.as_ref()) != Some(&decision) {
             if !self.options.quiet {
-                let _ = writeln!(self.said, "ralph watch: {}: {}", dir.display(), decision.render(&self.tz));
+                let _ = writeln!(self.said, "ralph watch: {key}: {}", decision.render(&self.tz));
             }
-            watcher.printed.insert(dir.to_path_buf(), decision);
+            // `--once` says every run's line at its one pass: nothing to remember.
+            if !self.options.once {
+                watcher.printed.insert(key.into_owned(), decision.clone());
+            }
         }
+        let _ = self.before.record(&mut self.decisions, dir, decision);
     }
 
     /// Writes the lines said so far.
@@ -158,10 +163,8 @@ fn pass(registry: &Path, options: &Options, watcher: &mut Watcher) {
     });
     warnings.iter().for_each(|warning| eprintln!("ralph watch: {warning}"));
     for dir in seen.dirs() {
-        if p.before.carry(&mut p.decisions, &dir)
-            && let Some(recorded) = p.before.get(&dir)
-        {
-            p.tell(watcher, &dir, recorded.decision.clone());
+        if let Some(decision) = p.before.get(&dir).map(|recorded| recorded.decision.clone()) {
+            p.tell(watcher, &dir, decision);
         }
     }
     // The most recently active runs first: they are the ones a person misses most;
