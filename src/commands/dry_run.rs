@@ -49,7 +49,11 @@ pub(crate) fn main(dir: &Path, config_path: Option<&Path>, from: Option<&str>) -
         println!("{note}\n");
     }
     let previews = previews(dir, &loaded, &goal, &templates, first, from_start);
-    print!("{}", render(&loaded.path, &prompt_path, &previews));
+    for warning in crate::run::setup::secrets_in_inputs(dir, &loaded) {
+        println!("{warning}");
+    }
+    // What the agent would get, as everything ralph shows: redacted.
+    print!("{}", crate::secrets::redact(&render(&loaded.path, &prompt_path, &previews)));
     print!("\n{}", crate::run::git_step::preview(dir, &loaded));
     Ok(crate::exit::DONE)
 }

@@ -11,9 +11,9 @@ use crate::error::RalphError;
 use crate::outcome::RunEnd;
 use crate::recovery::policy::Cap;
 use crate::report::{clock, labelled};
+use crate::secrets::redact;
 use crate::signal::StopCause;
 use crate::state::checkpoint::{Checkpoint, Status};
-use crate::state::redact::redact;
 
 pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     // A running ralph answers for itself; otherwise the checkpoint tells. A socket

@@ -212,7 +212,7 @@ pub(crate) struct Watch {
     pub restart_backoff: Duration,
     /// How long a lease held by another host must go without a renewal, measured on
     /// this host's monotonic clock, before this ralph takes the run over. The owner
-    /// renews four times per `lease_timeout`.
+    /// renews four times per `lease_timeout` where it renews (`lease_renewal`).
     #[serde(with = "humantime_serde")]
     pub lease_timeout: Duration,
     /// A run last active longer ago than this is not resumed by the watcher (it is
@@ -225,6 +225,19 @@ pub(crate) struct Watch {
     /// Programs (by name) whose SIGTERM counts as a service manager's, besides the
     /// built-in list: the run is `interrupted` (resumable), not paused.
     pub service_managers: Vec<String>,
+    /// Where the owner renews its lease: only on a file system other hosts mount
+    /// (`auto`), or on any (`always`: a volume shared although it looks local).
+    pub lease_renewal: LeaseRenewal,
+}
+
+/// `[watch] lease_renewal`
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum LeaseRenewal {
+    /// When `.agent/` is on a network or cluster file system (by its type).
+    #[default]
+    Auto,
+    Always,
 }
 
 impl Default for Watch {
@@ -237,6 +250,7 @@ impl Default for Watch {
             max_age: Duration::from_secs(24 * 3600),
             max_resumes_per_boot: 20,
             service_managers: Vec::new(),
+            lease_renewal: LeaseRenewal::Auto,
         }
     }
 }
@@ -591,6 +605,9 @@ pub(crate) struct GitConfig {
     pub author: Option<String>,
     /// `"Name <email>"`; default: the user's git identity.
     pub committer: Option<String>,
+    /// Paths or globs (relative to the repository's top) committed even when they
+    /// hold what looks like a secret: a test fixture with a vendor's example key.
+    pub allow_secrets: Vec<String>,
 }
 
 /// The default commit message template.
@@ -606,6 +623,7 @@ impl Default for GitConfig {
             message: DEFAULT_COMMIT_MESSAGE.to_string(),
             author: None,
             committer: None,
+            allow_secrets: Vec::new(),
         }
     }
 }
