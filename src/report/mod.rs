@@ -1,4 +1,4 @@
-//! What the user sees: the line of each run event and the live display's texts
+//! What the user sees (and the one question ralph asks, [`ask`]): the line of each run event and the live display's texts
 //! ([`lines`], pure), a live progress line on a terminal (`progress`, `term`),
 //! timestamped plain lines otherwise, nothing but errors with `-q`; local times
 //! ([`clock`]); the end-of-run summary ([`summary`]) and the exact next step
@@ -6,6 +6,7 @@
 
 use std::fmt::Write;
 
+pub(crate) mod ask;
 pub(crate) mod clock;
 pub(crate) mod lines;
 pub(crate) mod log;
@@ -16,7 +17,7 @@ mod term;
 pub(crate) mod words;
 
 pub(crate) use next::next_step;
-pub(crate) use progress::Reporter;
+pub(crate) use progress::{Pulse, Reporter};
 pub(crate) use summary::Summary;
 #[cfg(test)]
 pub(crate) use summary::tests::checkpoint as summary_fixture;

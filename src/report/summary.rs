@@ -26,7 +26,7 @@ pub(crate) struct Summary {
     pub rounds: u32,
     pub failures: BTreeMap<Category, u32>,
     /// ralph's interventions in this session, by detector.
-    pub interventions: BTreeMap<String, u32>,
+    pub interventions: BTreeMap<crate::supervise::Detector, u32>,
     pub cap: Option<Cap>,
     /// The last sign-off the judge rejected, as "rule (\"words\")".
     pub rejected_signoff: Option<String>,
@@ -50,7 +50,7 @@ impl Summary {
                 self.fallovers += u32::from(from != to);
                 self.rounds += u32::from(*new_cycle);
             }
-            RunEvent::Intervention { detector, .. } => *self.interventions.entry(detector.clone()).or_insert(0) += 1,
+            RunEvent::Intervention { detector, .. } => *self.interventions.entry(*detector).or_insert(0) += 1,
             RunEvent::CapReached { cap, .. } => self.cap = Some(*cap),
             RunEvent::GitCommit { .. } => self.commits += 1,
             RunEvent::Signoff { verdict: crate::workflow::done::SignOff::Rejected, rule, words, .. } => {
@@ -95,7 +95,7 @@ impl Summary {
             let _ = writeln!(s, "  failures: {}", failed.collect::<Vec<_>>().join(", "));
         }
         if !self.interventions.is_empty() {
-            let stepped = self.interventions.iter().map(|(k, n)| times(words::stepped_in(k), *n));
+            let stepped = self.interventions.iter().map(|(k, n)| times(words::stepped_in(*k), *n));
             let _ = writeln!(s, "  ralph stepped in: {}", stepped.collect::<Vec<_>>().join(", "));
         }
         labelled(&mut s, "  last sign-off rejected", self.rejected_signoff.as_ref());

@@ -6,42 +6,41 @@
 
 use crate::recovery::Category;
 use crate::recovery::policy::Cap;
+use crate::supervise::Detector;
 
 /// What a detector saw, as the line that ends an attempt says it.
-pub(crate) fn detector(name: &str) -> &str {
-    match name {
-        "stall" => "the agent was silent longer than [timeouts] stall",
-        "tool_timeout" => "a tool call ran longer than [timeouts] tool",
-        "attempt_timeout" => "the attempt ran longer than [timeouts] attempt",
-        "tool_call_loop" => "the agent repeated the same tool calls",
-        "tool_text" => "the agent wrote a tool call as text instead of making it",
-        "tool_text_in_thinking" => "the agent wrote a tool call in its thinking instead of making it",
-        "repeated_permission_denials" => "the agent's own permission settings denied its tools again and again",
-        "continue_storm" => {
+pub(crate) fn detector(d: Detector) -> &'static str {
+    match d {
+        Detector::Stall => "the agent was silent longer than [timeouts] stall",
+        Detector::ToolTimeout => "a tool call ran longer than [timeouts] tool",
+        Detector::AttemptTimeout => "the attempt ran longer than [timeouts] attempt",
+        Detector::ToolCallLoop => "the agent repeated the same tool calls",
+        Detector::ToolText => "the agent wrote a tool call as text instead of making it",
+        Detector::ToolTextInThinking => "the agent wrote a tool call in its thinking instead of making it",
+        Detector::PermissionDenials => "the agent's own permission settings denied its tools again and again",
+        Detector::ContinueStorm => {
             "the iteration needed [retry] storm_recoveries recoveries within [retry] storm_window: the next \
              attempt starts a fresh session"
         }
-        "ready_to_continue" => "the agent stopped to announce or ask instead of going on",
-        "done_confirmation" => "the agent's sign-off was in doubt: asking it to confirm",
-        "max_cost_usd" => "the run reached [general] max_cost_usd",
-        other => other,
+        Detector::ReadyToContinue => "the agent stopped to announce or ask instead of going on",
+        Detector::DoneConfirmation => "the agent's sign-off was in doubt: asking it to confirm",
+        Detector::CostCap => "the run reached [general] max_cost_usd",
     }
 }
 
 /// A detector in the summary's counts: what ralph did.
-pub(crate) fn stepped_in(name: &str) -> &str {
-    match name {
-        "stall" => "ended a silent agent",
-        "tool_timeout" => "ended a tool call that ran too long",
-        "attempt_timeout" => "ended an attempt that ran too long",
-        "tool_call_loop" => "broke a loop of tool calls",
-        "tool_text" | "tool_text_in_thinking" => "ended a tool call written as text",
-        "repeated_permission_denials" => "ended an agent its permissions kept denying",
-        "continue_storm" => "started a fresh session after many recoveries",
-        "ready_to_continue" => "told an agent that stopped to go on",
-        "done_confirmation" => "asked the agent to confirm it was done",
-        "max_cost_usd" => "ended an attempt at the cost cap",
-        other => other,
+pub(crate) fn stepped_in(d: Detector) -> &'static str {
+    match d {
+        Detector::Stall => "ended a silent agent",
+        Detector::ToolTimeout => "ended a tool call that ran too long",
+        Detector::AttemptTimeout => "ended an attempt that ran too long",
+        Detector::ToolCallLoop => "broke a loop of tool calls",
+        Detector::ToolText | Detector::ToolTextInThinking => "ended a tool call written as text",
+        Detector::PermissionDenials => "ended an agent its permissions kept denying",
+        Detector::ContinueStorm => "started a fresh session after many recoveries",
+        Detector::ReadyToContinue => "told an agent that stopped to go on",
+        Detector::DoneConfirmation => "asked the agent to confirm it was done",
+        Detector::CostCap => "ended an attempt at the cost cap",
     }
 }
 
