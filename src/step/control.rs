@@ -51,7 +51,9 @@ fn apply(run: &mut RunState, msg: Inbound) {
             let counters = &mut run.cp.progress.counters;
             counters.mcp_restarts += 1;
             let (restarts, cap) = (counters.mcp_restarts, run.setting.loaded.config.retry.mcp_restarts);
-            run.control.restarts_exhausted |= restarts > cap;
+            if restarts > cap {
+                run.control.restarts_exhausted = Some(restarts);
+            }
             run.emit(RunEvent::McpLost { attempt, restarts, cap });
         }
         Inbound::McpLost { .. } => {}
@@ -93,8 +95,8 @@ fn apply(run: &mut RunState, msg: Inbound) {
 /// task (its judgement that no one but a person can go on). An iteration the attempt
 /// finished is kept and committed first (`step::git`).
 pub(crate) fn control_stop(run: &mut RunState) -> Option<Stop> {
-    if std::mem::take(&mut run.control.restarts_exhausted) {
-        let (used, cap) = (run.cp.progress.counters.mcp_restarts, run.setting.loaded.config.retry.mcp_restarts);
+    if let Some(used) = run.control.restarts_exhausted.take() {
+        let cap = run.setting.loaded.config.retry.mcp_restarts;
         let detail = format!("ralph mcp crashed {used} times in this iteration ([retry] mcp_restarts = {cap})");
         return Some(Cap::McpRestarts.stop(detail));
     }
@@ -111,12 +113,15 @@ pub(crate) fn live(run: &RunState, live: &mut Live) {
     live.iterations = phase.iterations;
     live.agent = run.current_agent();
     live.status = cp.status.as_str().to_string();
-    live.waiting_for =
-        (cp.status == Status::Waiting).then(|| match (cp.progress.rate_limit_until, cp.progress.offline_since) {
-            (Some(at), _) => format!("a rate-limit reset at unix second {at}"),
-            (None, Some(_)) => "the providers to come back online".to_string(),
-            (None, None) => "a backoff before the next attempt".to_string(),
-        });
+    live.attempt_started_at = cp.in_flight.as_ref().map(|f| f.started_at.as_second());
+    let waiting = cp.status == Status::Waiting;
+    live.waiting_for = waiting.then(|| match (cp.progress.rate_limit_until, cp.progress.offline_since) {
+        (Some(_), _) => "the rate limit's reset".to_string(),
+        (None, Some(_)) => "the providers to come back online".to_string(),
+        (None, None) => "a backoff before the next attempt".to_string(),
+    });
+    // `ralph status` shows the end in local time; the offline pause has none.
+    live.waiting_until = waiting.then(|| run.control.wait_until.or(cp.progress.rate_limit_until)).flatten();
     live.stop_requested = run.control.stop_after.is_some();
     live.recovery_note = cp.progress.recovery_note.clone();
     live.last_checkpoint = (cp.agent_checkpoint.as_ref())

@@ -63,7 +63,7 @@ fn a_cap_without_an_error_shows_no_older_error() {
         .phase("iterations = 3\nuntil = \"complete\"")
         .build();
     let out = p.ralph().run();
-    out.expect_code(1).stderr_has("iteration cap exhausted");
+    out.expect_code(1).stderr_has("the limit [phases.develop] iterations");
     assert_eq!(p.events("attempt_succeeded").len(), 3, "{out}");
     assert_eq!(p.events("attempt_failed").len(), 1, "{out}");
     assert!(!out.stderr.contains("last error"), "{out}");
@@ -90,7 +90,7 @@ fn a_finished_iteration_is_committed_before_the_restart_cap_ends_the_run() {
     let p = sim_project().retry("mcp_restarts = 2").sim("a", &[&first]).phase("iterations = 2").build();
     let git = Git::init(&p);
     let out = git.ralph(&p).run();
-    out.expect_code(1).stderr_has("restart budget exhausted");
+    out.expect_code(1).stderr_has("the limit [retry] mcp_restarts").stderr_has("crashed 3 times in this iteration");
     assert_eq!(p.events("attempt_succeeded").len(), 1, "{out}");
     let cp = p.checkpoint();
     assert_eq!(cp["progress"]["counters"]["iterations_done"], 1, "{cp:#}");

@@ -82,6 +82,8 @@ fn a_finished_iteration_is_kept_before_the_restart_cap_ends_the_run() {
     let p = r.progress();
     assert_eq!((p.counters.iterations_done, p.position.iteration), (1, 2));
     assert_eq!(r.status(), Status::Failed);
+    let reason = r.run.cp.stop_reason.clone().unwrap_or_default();
+    assert!(reason.contains("crashed 2 times in this iteration"), "{reason}");
     assert!(r.run.ending_error.is_none());
     // The last iteration finishes the run: nothing is left for the cap to stop.
     let mut r = Run::with(TWO_AGENTS, |(s, _)| s.loaded.config.retry.mcp_restarts = 1);
