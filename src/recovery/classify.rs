@@ -5,7 +5,7 @@
 //! start a new session or to rebuild the tool registry.
 
 use crate::agent::{AgentEvent, kinds};
-use crate::config::{AgentKind, ErrorCategory, ErrorPattern};
+use crate::config::{AgentKind, ErrorPattern};
 
 use super::{Category, Classification, Rule};
 
@@ -387,12 +387,7 @@ fn configured(report: &Report<'_>, own: &OwnErrorText<'_>) -> Option<Classificat
                 .name("reset_at")
                 .and_then(|m| parse_reset_at(m.as_str()))
                 .or_else(|| caps.name("reset_in").and_then(|m| parse_reset_in(m.as_str(), report.now)));
-            let category = match pattern.category {
-                ErrorCategory::Environmental => Environmental,
-                ErrorCategory::Agent => Agent,
-                ErrorCategory::UserConfig => UserConfig,
-                ErrorCategory::Ambiguous => Ambiguous,
-            };
+            let category = pattern.category;
             let excerpt = excerpt_at(line, caps.get(0).map_or(0, |m| m.start()));
             let rule =
                 if category == Environmental && reset.is_some() { Rule::RateLimited } else { Rule::ConfiguredError };
@@ -1077,10 +1072,10 @@ mod tests {
         let errors = [
             ErrorPattern {
                 pattern: r"quota resets in (?P<reset_in>\d+)s".into(),
-                category: ErrorCategory::Environmental,
+                category: Category::Environmental,
             },
-            ErrorPattern { pattern: r"(?i)licen[cs]e expired".into(), category: ErrorCategory::UserConfig },
-            ErrorPattern { pattern: r"blip".into(), category: ErrorCategory::Environmental },
+            ErrorPattern { pattern: r"(?i)licen[cs]e expired".into(), category: Category::UserConfig },
+            ErrorPattern { pattern: r"blip".into(), category: Category::Environmental },
         ];
         let mut r = stderr_report("", "warming up\nmy-agent: quota resets in 90s", &[]);
         r.errors = &errors;
