@@ -6,8 +6,6 @@
 //! because their names lack a marker word. Pure: names and values in, the child's
 //! environment and the withheld names out.
 
-use std::sync::LazyLock;
-
 use crate::agent::kinds;
 use crate::config::AgentKind;
 
@@ -35,9 +33,6 @@ pub(crate) const BASE: &[&str] = &[
     // git and ssh
     "SSH_AUTH_SOCK GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL GIT_COMMITTER_NAME GIT_COMMITTER_EMAIL",
 ];
-
-/// [`BASE`]'s patterns one by one, split once: every agent call asks about every name.
-static BASE_NAMES: LazyLock<Vec<&str>> = LazyLock::new(|| BASE.iter().flat_map(|g| g.split_whitespace()).collect());
 
 /// The credentials each kind looks for (what `ralph doctor` checks for).
 pub(crate) fn allowlist(kind: AgentKind) -> &'static [&'static str] {
@@ -81,7 +76,7 @@ pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
 pub(crate) fn passes(name: &str, kind: AgentKind, pass_env: &[String]) -> bool {
     // The base set, then the kind's own credentials and settings.
     let own = kinds::descriptor(kind).map_or(&[][..], |d| d.passes);
-    let allowed = BASE_NAMES.iter().chain(own).copied();
+    let allowed = BASE.iter().flat_map(|g| g.split_whitespace()).chain(own.iter().copied());
     // "Running inside another agent" changes a CLI's behaviour: never passed, not
     // even through `pass_env`.
     !kinds::ALL.iter().any(|d| d.nesting_markers.contains(&name))
