@@ -150,5 +150,7 @@ mod denial;
 mod signoff;
 mod words;
 
+pub(crate) use words::find_word;
+
 #[cfg(test)]
 mod tests;
