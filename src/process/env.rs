@@ -6,6 +6,8 @@
 //! because their names lack a marker word. Pure: names and values in, the child's
 //! environment and the withheld names out.
 
+use std::sync::LazyLock;
+
 use crate::agent::kinds;
 use crate::config::AgentKind;
 
@@ -33,6 +35,9 @@ pub(crate) const BASE: &[&str] = &[
     // git and ssh
     "SSH_AUTH_SOCK GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL GIT_COMMITTER_NAME GIT_COMMITTER_EMAIL",
 ];
+
+/// [`BASE`]'s patterns one by one, split once: every agent call asks about every name.
+static BASE_NAMES: LazyLock<Vec<&str>> = LazyLock::new(|| BASE.iter().flat_map(|g| g.split_whitespace()).collect());
 
 /// The credentials each kind looks for (what `ralph doctor` checks for).
 pub(crate) fn allowlist(kind: AgentKind) -> &'static [&'static str] {
@@ -76,7 +81,7 @@ pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
 pub(crate) fn passes(name: &str, kind: AgentKind, pass_env: &[String]) -> bool {
     // The base set, then the kind's own credentials and settings.
     let own = kinds::descriptor(kind).map_or(&[][..], |d| d.passes);
-    let allowed = BASE.iter().flat_map(|g| g.split_whitespace()).chain(own.iter().copied());
+    let allowed = BASE_NAMES.iter().chain(own).copied();
     // "Running inside another agent" changes a CLI's behaviour: never passed, not
     // even through `pass_env`.
     !kinds::ALL.iter().any(|d| d.nesting_markers.contains(&name))
