@@ -1051,10 +1051,7 @@ mod tests {
     #[test]
     fn configured_wordings_classify_and_capture_the_reset() {
         let errors = [
-            ErrorPattern {
-                pattern: r"quota resets in (?P<reset_in>\d+)s".into(),
-                category: Category::Environmental,
-            },
+            ErrorPattern { pattern: r"quota resets in (?P<reset_in>\d+)s".into(), category: Category::Environmental },
             ErrorPattern { pattern: r"(?i)licen[cs]e expired".into(), category: Category::UserConfig },
             ErrorPattern { pattern: r"blip".into(), category: Category::Environmental },
         ];
