@@ -123,6 +123,6 @@ fn report(result: Result<i32, RalphError>) -> i32 {
 }
 
 fn fail(error: RalphError) -> i32 {
-    eprintln!("ralph: {}", crate::state::redact::redact(&error.to_string()));
+    eprintln!("ralph: {}", crate::secrets::redact(&error.to_string()));
     exit::for_error(&error)
 }

@@ -4,11 +4,12 @@
 //! The crate is split into a pure decision core and a thin I/O shell:
 //!
 //! * pure: `config` (types and validation), `workflow` (phases, repeat rules,
-//!   done signals, prompts), `recovery` (classification and policy),
-//!   `signal` (the interrupt state machine), `agent` parsers.
+//!   done signals, prompts), `recovery` (classification and policy), `supervise`
+//!   (the attempt's detectors), `signal` (the interrupt state machine), `agent`
+//!   parsers, and `step`, the run's decisions as one step over them.
 //! * shell: `process` (process groups, graceful termination), `state`
-//!   (checkpoint, journal, lock), `run` (the dispatcher loop), `report`
-//!   (what the user sees), `commands` (the subcommands).
+//!   (checkpoint, journal, lock), `run` (the dispatcher loop that carries out the
+//!   step's effects), `report` (what the user sees), `commands` (the subcommands).
 //!
 //! Every module is private to the crate: the binary calls [`main`], and the
 //! benchmarks reach what they measure through the hidden `bench` module.
@@ -32,8 +33,10 @@ mod process;
 mod recovery;
 mod report;
 mod run;
+mod secrets;
 mod signal;
 mod state;
+mod step;
 mod supervise;
 mod watch;
 mod workflow;
@@ -49,8 +52,8 @@ pub mod bench {
     pub use crate::agent::text::TextParser;
     pub use crate::config::{AgentKind, Timeouts};
     pub use crate::recovery::classify::{EndedBy, Exit, Report, classify};
+    pub use crate::secrets::{redact, redacted};
     pub use crate::state::atomic::{Durability, replace};
-    pub use crate::state::redact::{redact, redacted};
     pub use crate::state::store::save_json_with;
     pub use crate::supervise::supervisor::Supervisor;
     pub use crate::supervise::tool_text::detect as tool_text_detect;

@@ -75,7 +75,7 @@ pub(crate) fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, L
     let env = env::build(std::env::vars(), cfg.kind, &cfg.pass_env, extra);
     // No pattern catches a bare `sk-ant-secret123`: hide the exact values ralph hands
     // over wherever it writes.
-    crate::state::redact::hide_values(env::secret_values(&env.vars, cfg.kind));
+    crate::secrets::hide_values(env::secret_values(&env.vars, cfg.kind));
     // The real CLIs read the prompt from stdin (see each kind's argv), so its length
     // is not bounded by the system's limit on one argument (128 KiB).
     let stdin = cli.map(|_| req.prompt.to_string());

@@ -6,17 +6,17 @@ use std::path::Path;
 
 use crate::error::RalphError;
 use crate::report::{labelled, plural};
+use crate::secrets::{redact, redact_json};
 use crate::state::checkpoint::Checkpoint;
 use crate::state::format;
 use crate::state::lock::{self, LockInfo};
-use crate::state::redact::{redact, redact_json};
 
 /// Reads the checkpoint of the project in `dir`, without changing anything. The
 /// same reader and the same refusals as `--resume`, so the two always agree.
 pub(crate) fn read(dir: &Path) -> Result<Option<Checkpoint>, RalphError> {
     let path = dir.join(".agent").join("checkpoint.json");
     let newest = format::read_newest(&path);
-    newest.map(|found| found.map(|n| n.checkpoint)).map_err(|e| crate::run::setup::refusal(&path, e))
+    newest.map(|found| found.map(|n| n.checkpoint)).map_err(|e| crate::run::setup::refused_checkpoint(&path, e))
 }
 
 pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
@@ -53,7 +53,7 @@ fn since(dir: &Path, cp: &Checkpoint) -> String {
     if let Some(session) = cp.in_flight.as_ref().and_then(|f| f.session.clone()) {
         cp.progress.resume_session = Some(session);
     }
-    let plan = crate::run::setup::resume_plan(&cp, &loaded, &checksum);
+    let plan = crate::step::start::plan(&cp, &loaded, &checksum);
     if plan.changes.is_empty() {
         return "  since the run started: nothing changed (config, goal, phases and agents are the same)\n".into();
     }
@@ -69,9 +69,10 @@ fn since(dir: &Path, cp: &Checkpoint) -> String {
     s
 }
 
-/// The ralph that holds this directory's lock, if it is alive.
+/// The ralph that holds this directory's lock now (the kernel's flock: a lock record
+/// copied with the project names a live pid that is not this directory's run).
 pub(crate) fn live_holder(dir: &Path) -> Option<LockInfo> {
-    lock::read_info(&dir.join(".agent").join("ralph.lock")).filter(|info| info.process_alive())
+    lock::holder(&dir.join(".agent").join("ralph.lock"))
 }
 
 /// The one JSON shape of `status --json` and `--inspect-checkpoint --json`:

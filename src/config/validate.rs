@@ -191,13 +191,13 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
 fn check_git(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
     let g = &config.git;
     if let Some(branch) = &g.branch
-        && let Err(problem) = crate::git::message::check_branch(branch)
+        && let Err(problem) = super::check_branch(branch)
     {
         fail!(cx.at(&keys!["git", "branch"]), "[git] branch {branch:?} {problem}");
     }
     for (key, value) in [("author", &g.author), ("committer", &g.committer)] {
         if let Some(text) = value
-            && crate::git::message::Identity::parse(text).is_none()
+            && super::Identity::parse(text).is_none()
         {
             fail!(
                 cx.at(&keys!["git", key]),

@@ -11,8 +11,8 @@ use std::process::{Command, Output, Stdio};
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
-use super::message::Identity;
 use super::plan::{self, Changed};
+use crate::config::Identity;
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum GitError {
@@ -186,6 +186,28 @@ impl Repo {
             return Err(failed(&args, &out));
         }
         Ok(plan::parse_status(&out.stdout))
+    }
+
+    /// The files git would commit under `under` (relative to the top; `""` for all):
+    /// tracked, and new ones that are not ignored; paths relative to the top.
+    pub(crate) fn committable(&self, under: &str) -> Result<Vec<String>, GitError> {
+        let mut args = vec!["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--full-name"];
+        if !under.is_empty() {
+            args.extend(["--", under]);
+        }
+        let out = self.output(&args)?;
+        if !out.status.success() {
+            return Err(failed(&args, &out));
+        }
+        let mut files: Vec<String> = out
+            .stdout
+            .split(|&b| b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect();
+        files.sort();
+        files.dedup();
+        Ok(files)
     }
 
     /// `git log -z --format=%H%n%B` of the commits after `since` (all of HEAD's

@@ -157,7 +157,7 @@ fn word_cut(bytes: &[u8], size: usize) -> usize {
     let size = size.min(bytes.len());
     let from = size.saturating_sub(CUT_LOOKBACK);
     let seen = from.saturating_sub(NAME_REACH);
-    let names: Vec<usize> = crate::state::redact::secret_names(&bytes[seen..(size + NAME_REACH).min(bytes.len())])
+    let names: Vec<usize> = crate::secrets::anchor_starts(&bytes[seen..(size + NAME_REACH).min(bytes.len())])
         .into_iter()
         .map(|at| seen + at)
         .collect();
@@ -303,8 +303,8 @@ mod tests {
                     let line = format!("{}{secret}{}", filler.repeat(pad), "z ".repeat(200));
                     let bytes = line.as_bytes();
                     let cut = word_cut(&bytes[..(PIECE + NAME_REACH).min(bytes.len())], PIECE);
-                    let first = crate::state::redact::redact_bytes(&bytes[..cut]).into_owned();
-                    let second = crate::state::redact::redact_bytes(&bytes[cut..]).into_owned();
+                    let first = crate::secrets::redact_bytes(&bytes[..cut]).into_owned();
+                    let second = crate::secrets::redact_bytes(&bytes[cut..]).into_owned();
                     for piece in [first, second] {
                         assert!(
                             memchr::memmem::find(&piece, b"hunter2").is_none(),

@@ -64,25 +64,58 @@ pub(crate) use crate::os::boot_id;
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum LockError {
     /// Another live process holds the flock.
-    #[error("{}", held_message(path, info.as_ref()))]
+    #[error("{}", held_message(path, info.as_ref().map(|i| (i.pid, i.host.as_str()))))]
     Held { path: PathBuf, info: Option<LockInfo> },
     #[error("cannot lock {}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },
 }
 
-fn held_message(path: &Path, info: Option<&LockInfo>) -> String {
+/// What a held lock means for the person, with its holder (pid, host) when known.
+pub(crate) fn held_message(path: &Path, holder: Option<(u32, &str)>) -> String {
     let path = path.display();
-    match info {
-        Some(i) => format!(
-            "another ralph (pid {} on {}) is running in this directory; \
+    match holder {
+        Some((pid, host)) => format!(
+            "another ralph (pid {pid} on {}) is running in this directory; \
              wait for it to finish or stop it (lock: {path})",
-            i.pid,
-            if i.host.is_empty() { "unknown host" } else { &i.host }
+            if host.is_empty() { "unknown host" } else { host }
         ),
         None => format!(
             "another ralph is running in this directory (lock {path} is held); \
              wait for it to finish or stop it"
         ),
+    }
+}
+
+/// How long the lock may stay held after the ralph recorded in it died: the kernel
+/// frees it when the last process sharing the dead ralph's descriptor is gone, and
+/// a child it was starting (between clone and exec) dies by its parent-death signal
+/// only a moment later. A restart right after a kill -9 waits that out.
+const DEAD_HOLDER_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Takes the lock at `path` for a run: while another ralph of this host holds it,
+/// waits when `wait` (`--resume-or-start`, telling `waiting` once who holds it) or
+/// refuses, after [`DEAD_HOLDER_GRACE`] when the recorded holder is dead.
+pub(crate) fn take(
+    path: &Path,
+    wait: bool,
+    waiting: &mut dyn FnMut(&Path, Option<LockInfo>),
+) -> Result<Acquired, LockError> {
+    let (mut told, started) = (false, std::time::Instant::now());
+    loop {
+        match acquire(path) {
+            Err(LockError::Held { info: Some(holder), .. })
+                if !holder.process_alive() && started.elapsed() < DEAD_HOLDER_GRACE =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            Err(LockError::Held { path, info }) if wait => {
+                if !std::mem::replace(&mut told, true) {
+                    waiting(&path, info);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
+            taken => return taken,
+        }
     }
 }
 
@@ -160,6 +193,25 @@ pub(crate) fn acquire(path: &Path) -> Result<Acquired, LockError> {
 /// still running is a separate question, see [`LockInfo::process_alive`].
 pub(crate) fn read_info(path: &Path) -> Option<LockInfo> {
     std::fs::read_to_string(path).ok().and_then(|c| parse(&c))
+}
+
+/// Whether a process holds the lock now, asked without writing or keeping it: a
+/// shared flock succeeds only when nobody holds the exclusive one. The kernel's
+/// answer, not the record's: a record copied with its project (`cp -a`, a backup
+/// restore) names a live pid, and a pid is reused after a reboot; a flock is neither.
+pub(crate) fn is_held(path: &Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let open = OpenOptions::new().read(true).custom_flags(nix::libc::O_NOFOLLOW).open(path);
+    let Ok(file) = open else { return false };
+    matches!(Flock::lock(file, FlockArg::LockSharedNonblock), Err((_, Errno::EWOULDBLOCK)))
+}
+
+/// The ralph that holds the lock now ([`is_held`]), as its record names it.
+pub(crate) fn holder(path: &Path) -> Option<LockInfo> {
+    if !is_held(path) {
+        return None;
+    }
+    read_info(path)
 }
 
 fn parse(content: &str) -> Option<LockInfo> {
@@ -321,6 +373,20 @@ mod tests {
         assert!(a.stale_unreadable);
         assert!(a.stale.is_some() || a.stale_unreadable);
         assert!(read_info(&p).is_some());
+    }
+
+    #[test]
+    fn only_a_held_flock_makes_a_holder_not_a_copied_record() {
+        let (_d, p) = lock_path();
+        // A record copied from a live run (this process, this boot) without its flock.
+        std::fs::write(&p, serde_json::to_string(&LockInfo::current()).unwrap()).unwrap();
+        assert!(read_info(&p).is_some_and(|i| i.process_alive()));
+        assert!(!is_held(&p) && holder(&p).is_none());
+        let a = acquire(&p).unwrap();
+        assert_eq!(holder(&p).map(|i| i.pid), Some(std::process::id()));
+        a.lock.release().unwrap();
+        assert!(!is_held(&p));
+        assert!(!is_held(&p.with_file_name("missing")));
     }
 
     #[test]

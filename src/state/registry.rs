@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::atomic::Durability;
 use super::checkpoint::Status;
+use super::identity::{Identity, Mismatch, Recorded};
 use super::store;
 
 /// What ralph records about its run.
@@ -24,6 +25,11 @@ pub(crate) struct Entry {
     /// The project directory (absolute).
     pub dir: PathBuf,
     pub run_id: String,
+    /// The identity of the run's directory when it started: an entry whose directory
+    /// now holds another one (a copy, another project in its place) is not this run
+    /// (see [`super::identity`]). `None` in entries of an older ralph.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<Identity>,
     pub pid: u32,
     pub host: String,
     pub boot_id: String,
@@ -55,6 +61,23 @@ pub(crate) struct Entry {
     pub file: PathBuf,
     #[serde(skip)]
     pub inode: u64,
+}
+
+impl Entry {
+    /// Whether the run found in the entry's directory (its run id, when a checkpoint
+    /// is readable, and the directory's identity now) is the run this entry
+    /// registered; `boot` is this boot's id (device numbers count only in the boot
+    /// the entry was written in). See [`super::identity::check`].
+    pub(crate) fn matches(
+        &self,
+        found_run: Option<&str>,
+        found: &Result<Identity, String>,
+        boot: &str,
+    ) -> Result<(), Mismatch> {
+        let recorded = Recorded { run_id: &self.run_id, identity: self.identity.as_ref() };
+        let same_boot = !boot.is_empty() && self.boot_id == boot;
+        super::identity::check(recorded, found_run, found, same_boot)
+    }
 }
 
 fn yes() -> bool {
@@ -109,7 +132,17 @@ pub(crate) fn watch_path(registry: &Path, project: &Path) -> PathBuf {
 /// the run's own checkpoint stays the truth.
 pub(crate) fn write(registry: &Path, entry: &Entry) -> io::Result<()> {
     create(registry)?;
-    store::save_json_with(&entry_path(registry, &entry.dir), entry, Durability::Ordered)
+    // Redacted like everything ralph writes, but for what must stay exact to find
+    // the run again (its directory, config, identity).
+    let mut value = serde_json::to_value(entry).map_err(io::Error::other)?;
+    if let Some(fields) = value.as_object_mut() {
+        let exact = ["dir", "config", "run_id", "host", "boot_id"];
+        fields
+            .iter_mut()
+            .filter(|(k, _)| !exact.contains(&k.as_str()))
+            .for_each(|(_, v)| crate::secrets::redact_json(v));
+    }
+    store::save_json_with(&entry_path(registry, &entry.dir), &value, Durability::Ordered)
 }
 
 pub(crate) fn write_watch(registry: &Path, project: &Path, state: &WatchState) -> io::Result<()> {
@@ -157,9 +190,25 @@ pub(crate) fn read_all_but(registry: &Path, mut skip: impl FnMut(&str, u64) -> b
 /// Removes an entry (the file it was read from) and the watcher's bookkeeping for
 /// its project.
 pub(crate) fn remove(registry: &Path, entry: &Entry) -> io::Result<()> {
-    let paths = [entry.file.clone(), entry_path(registry, &entry.dir), watch_path(registry, &entry.dir)];
+    let paths = [
+        entry.file.clone(),
+        entry_path(registry, &entry.dir),
+        watch_path(registry, &entry.dir),
+        watch_path(registry, &entry.dir).with_extension("lock"),
+    ];
     let absent = |e: io::Error| if e.kind() == io::ErrorKind::NotFound { Ok(()) } else { Err(e) };
     paths.iter().try_for_each(|path| std::fs::remove_file(path).or_else(absent))
+}
+
+/// Removes the `<key>.watch.lock` files an older `ralph watch` left, one per entry
+/// it ever decided about (a pass now takes one lock beside the registry).
+pub(crate) fn remove_legacy_locks(registry: &Path) {
+    let Ok(listing) = std::fs::read_dir(registry) else { return };
+    for item in listing.flatten() {
+        if item.file_name().to_string_lossy().ends_with(".watch.lock") {
+            let _ = std::fs::remove_file(item.path());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -170,6 +219,7 @@ mod tests {
         Entry {
             dir: PathBuf::from(dir),
             run_id: "r1".into(),
+            identity: None,
             pid: 1,
             host: "h".into(),
             boot_id: "b".into(),
