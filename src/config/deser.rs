@@ -13,8 +13,9 @@ use super::suggest::{did_you_mean, one_of};
 use super::{Config, ConfigError};
 
 /// Keys that are counts with a minimum of 1.
-const CAPS: [&str; 7] = [
+const CAPS: [&str; 8] = [
     "max_cycles",
+    "max_resumes_per_boot",
     "agent_attempts",
     "ambiguous_attempts",
     "tool_registry_resets",
