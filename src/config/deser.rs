@@ -11,7 +11,7 @@ use super::locate::{Dotted, KeyPath, Seg, Spans, keys};
 use super::suggest::{did_you_mean, one_of};
 
 /// Keys that are counts with a minimum of 1.
-const CAPS: [&str; 7] = [
+const CAPS: [&str; 8] = [
     "max_cycles",
     "agent_attempts",
     "ambiguous_attempts",
@@ -19,6 +19,7 @@ const CAPS: [&str; 7] = [
     "mcp_restarts",
     "iterations",
     "passes",
+    "max_parallel",
 ];
 
 /// Where the keys of the fixed tables live, for a key written in the wrong table.
@@ -58,6 +59,12 @@ const HOMES: &[(&str, &str)] = &[
     ("keep_runs", "logs"),
     ("max_attempt_log", "logs"),
     ("lease_timeout", "watch"),
+    ("tasks", "fleet"),
+    ("into", "fleet"),
+    ("worktrees", "fleet"),
+    ("max_parallel", "fleet"),
+    ("max_cost", "fleet"),
+    ("min_free_disk", "fleet"),
     ("chain", "phases.NAME"),
     ("kind", "agents.NAME"),
 ];
