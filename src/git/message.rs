@@ -5,6 +5,8 @@
 pub(crate) const RUN_TRAILER: &str = "Ralph-Run";
 /// The trailer naming the iteration (or phase) a commit holds.
 pub(crate) const ITERATION_TRAILER: &str = "Ralph-Iteration";
+/// The trailer naming the fleet task a commit belongs to (docs/fleet.md).
+pub(crate) const TASK_TRAILER: &str = "Ralph-Task";
 
 /// Longest kept summary, in characters.
 const MAX_SUMMARY: usize = 4000;
@@ -66,6 +68,8 @@ pub(crate) struct MessageContext<'a> {
     pub key: &'a str,
     /// The agent's summary (already [`summarize`]d).
     pub summary: &'a str,
+    /// The fleet task the run is (docs/fleet.md): a `Ralph-Task:` trailer.
+    pub task: Option<&'a str>,
 }
 
 /// The agent's final message as a commit body: done/goal tags removed, secrets
@@ -112,11 +116,12 @@ pub(crate) fn render(template: &str, ctx: &MessageContext<'_>) -> String {
     let body: Vec<&str> = body
         .lines()
         .map(str::trim_end)
-        .filter(|l| trailer_value(l, RUN_TRAILER).is_none() && trailer_value(l, ITERATION_TRAILER).is_none())
+        .filter(|l| [RUN_TRAILER, ITERATION_TRAILER, TASK_TRAILER].iter().all(|t| trailer_value(l, t).is_none()))
         .collect();
     let body = collapse_blank_lines(&body.join("\n"));
     let body = if body.trim().is_empty() { format!("ralph: {} iteration {}", ctx.phase, ctx.iteration) } else { body };
-    format!("{}\n\n{RUN_TRAILER}: {}\n{ITERATION_TRAILER}: {}\n", body.trim(), ctx.run_id, ctx.key)
+    let task = ctx.task.map(|t| format!("{TASK_TRAILER}: {t}\n")).unwrap_or_default();
+    format!("{}\n\n{task}{RUN_TRAILER}: {}\n{ITERATION_TRAILER}: {}\n", body.trim(), ctx.run_id, ctx.key)
 }
 
 fn collapse_blank_lines(text: &str) -> String {
@@ -159,7 +164,7 @@ mod tests {
     use super::*;
 
     fn ctx<'a>(summary: &'a str) -> MessageContext<'a> {
-        MessageContext { phase: "develop", iteration: 3, run_id: "R1", key: "develop/3", summary }
+        MessageContext { phase: "develop", iteration: 3, run_id: "R1", key: "develop/3", summary, task: None }
     }
 
     #[test]

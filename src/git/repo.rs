@@ -1,5 +1,10 @@
 //! The shell over the `git` binary: argument arrays only, machine-readable output,
-//! no decisions. Every call runs `git -C <top>` with prompts and editors disabled.
+//! no decisions. Every call runs `git -C <top>` with prompts and editors disabled
+//! and without automatic gc (`-c gc.auto=0`: many ralphs share one object store in a
+//! fleet, and a gc in the middle of a run's commit would stall it; the person's own
+//! git still collects garbage). A call that finds another git's lock file
+//! (`index.lock`, `packed-refs.lock`, a ref's lock) is retried with backoff for a few
+//! seconds before its failure counts ([`locked`]).
 //! Calls block: they are short, except a commit whose hooks run (a lint), which the
 //! run waits for anyway, bounded by the commit timeout (`[timeouts] tool`): a hook
 //! that hangs is ended with its whole process group.
@@ -104,6 +109,7 @@ impl Repo {
         let mut cmd = Command::new("git");
         cmd.arg("-C")
             .arg(&self.top)
+            .args(["-c", "gc.auto=0", "-c", "maintenance.auto=false"])
             .arg("--literal-pathspecs")
             .env("GIT_TERMINAL_PROMPT", "0")
             .env("GIT_EDITOR", "true")
@@ -112,7 +118,33 @@ impl Repo {
     }
 
     fn output(&self, args: &[&str]) -> Result<Output, GitError> {
-        Ok(self.command().args(args).output()?)
+        self.output_with(args, &[])
+    }
+
+    /// `args` with extra environment variables, retried while another git holds a lock.
+    fn output_with(&self, args: &[&str], env: &[(&str, &str)]) -> Result<Output, GitError> {
+        let mut delay = LOCK_RETRY_FIRST;
+        loop {
+            let out = self.command().args(args).envs(env.iter().copied()).output()?;
+            if out.status.success() || !locked(&out.stderr) || delay > LOCK_RETRY_LAST {
+                return Ok(out);
+            }
+            std::thread::sleep(delay);
+            delay *= 2;
+        }
+    }
+
+    /// Runs any git command here and returns its stdout; a failure (with its output)
+    /// is an error. For the fleet's plumbing (worktrees, refs, merge-tree).
+    pub(crate) fn git(&self, args: &[&str]) -> Result<String, GitError> {
+        self.run(args)
+    }
+
+    /// Runs a git command whose exit status is an answer (`merge-base --is-ancestor`,
+    /// `merge-tree`, a compare-and-swap `update-ref`): the whole output, whatever the
+    /// status. Lock errors are retried as everywhere.
+    pub(crate) fn git_output(&self, args: &[&str]) -> Result<Output, GitError> {
+        self.output(args)
     }
 
     /// Runs git and returns stdout, or the failure with its output.
@@ -263,6 +295,19 @@ impl Repo {
     }
 
     fn with_stdin(&self, args: &[&str], input: &[u8], who: &Identities) -> Result<String, GitError> {
+        let mut delay = LOCK_RETRY_FIRST;
+        loop {
+            match self.with_stdin_once(args, input, who) {
+                Err(GitError::Failed { output, .. }) if locked(output.as_bytes()) && delay <= LOCK_RETRY_LAST => {
+                    std::thread::sleep(delay);
+                    delay *= 2;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn with_stdin_once(&self, args: &[&str], input: &[u8], who: &Identities) -> Result<String, GitError> {
         let mut cmd = self.command();
         cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         for (prefix, id) in [("AUTHOR", &who.author), ("COMMITTER", &who.committer)] {
@@ -328,6 +373,20 @@ impl Repo {
         };
         ["pre-commit", "commit-msg"].iter().any(|h| is_executable(&dir.join(h)))
     }
+}
+
+/// The first wait before a call that met another git's lock is tried again; it
+/// doubles up to [`LOCK_RETRY_LAST`] (about 6 s in all).
+const LOCK_RETRY_FIRST: Duration = Duration::from_millis(50);
+const LOCK_RETRY_LAST: Duration = Duration::from_millis(3200);
+
+/// Whether git failed because another git holds a lock file: `Unable to create
+/// '…/index.lock': File exists` (also `packed-refs.lock` and a ref's lock). Not a
+/// compare-and-swap that found another value (`is at X but expected Y`): that is an
+/// answer, never retried.
+pub(crate) fn locked(stderr: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(stderr);
+    text.contains("Unable to create '") && text.contains(".lock': File exists")
 }
 
 /// Reads a pipe to its end on a thread, so a chatty hook never blocks on a full pipe.
