@@ -22,6 +22,7 @@ mod control;
 mod error;
 mod events;
 mod exit;
+mod fleet;
 mod git;
 mod notify;
 mod os;

@@ -1,7 +1,7 @@
 //! The Linux-specific calls, in one place: `prctl` (the subreaper, the parent-death
 //! signal), the `/proc` file system and its clock, the kernel's boot id, signalling
 //! a process group, a socket peer's credentials, ralph's own executable, a process
-//! watched by its pidfd and the free space of a file system (the fleet's), and
+//! watched by its pidfd (the fleet's), and
 //! starting an agent with its parent-death signal set ([`spawn`]). Everything else
 //! reaches the operating system through portable APIs; a port to another system
 //! starts here. A test below fails when one of these calls appears anywhere else in
@@ -53,7 +53,7 @@ pub(crate) fn self_exe() -> std::io::Result<PathBuf> {
 /// 5.3): how the fleet's supervisor waits for a task's ralph it did not start (one
 /// left running by a supervisor that crashed) without polling. Bound to the process,
 /// not the number: a pid reused later is never mistaken for it.
-pub(crate) fn pidfd_open(pid: i32) -> std::io::Result<std::os::fd::OwnedFd> {
+pub(crate) fn process_fd(pid: i32) -> std::io::Result<std::os::fd::OwnedFd> {
     use std::os::fd::FromRawFd;
     // SAFETY: the system call takes two integers and returns a new descriptor or -1;
     // no memory of ours is handed to the kernel.
@@ -76,13 +76,6 @@ pub(crate) fn exited(pidfd: std::os::fd::OwnedFd) -> std::io::Result<impl std::f
     Ok(async move {
         let _ = watched.readable().await;
     })
-}
-
-/// Bytes an unprivileged user may still write on the file system holding `path`.
-pub(crate) fn free_bytes(path: &Path) -> std::io::Result<u64> {
-    let stat = nix::sys::statvfs::statvfs(path)?;
-    #[allow(clippy::useless_conversion)] // the types differ between architectures
-    Ok(u64::from(stat.blocks_available()).saturating_mul(u64::from(stat.fragment_size())))
 }
 
 /// The kernel's boot id, which changes on every boot; empty when unreadable
@@ -116,7 +109,7 @@ mod tests {
     use std::path::Path;
 
     /// What only this module may call, as it is spelled in code.
-    const LINUX_ONLY: [&str; 9] = [
+    const LINUX_ONLY: [&str; 8] = [
         "prctl",
         "\"/proc",
         "random/boot_id",
@@ -125,7 +118,6 @@ mod tests {
         "PeerCredentials",
         "current_exe",
         "pidfd_open",
-        "statvfs",
     ];
 
     fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {

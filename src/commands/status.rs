@@ -66,6 +66,10 @@ struct Row {
     /// Resumes by `ralph watch` since the run last stopped cleanly.
     restarts: u32,
     run_id: String,
+    /// A fleet's supervisor ("fleet: 3 tasks, 1 running, 2 finished") or one of its
+    /// tasks ("fleet task a of /repo").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fleet: Option<String>,
 }
 
 /// `ralph status --all [--json] [--prune]`.
@@ -85,6 +89,10 @@ pub(crate) fn all(json: bool, prune: bool) -> Result<i32, RalphError> {
             registry::remove(&reg, &entry)
                 .map_err(|e| RalphError::io(format!("cannot remove the entry of {}", entry.dir.display()), e))?;
             eprintln!("removed the entry of {} (directory gone)", entry.dir.display());
+            continue;
+        }
+        if entry.fleet_supervisor() {
+            rows.push(fleet_row(&reg, &entry, stale));
             continue;
         }
         let path = entry.dir.join(".agent").join("checkpoint.json");
@@ -107,8 +115,12 @@ pub(crate) fn all(json: bool, prune: bool) -> Result<i32, RalphError> {
             iteration: pos.map(|p| p.iteration),
             agent,
             last_activity,
-            restarts: registry::read_watch(&reg, &entry.dir).restarts,
+            restarts: registry::read_watch(&reg, &entry.stem()).restarts,
             run_id: cp.as_ref().map_or(entry.run_id.clone(), |c| c.run_id.clone()),
+            fleet: entry
+                .fleet
+                .as_ref()
+                .and_then(|f| Some(format!("fleet task {} of {}", f.task.as_deref()?, f.repo.display()))),
         });
     }
     if json {
@@ -127,6 +139,11 @@ pub(crate) fn all(json: bool, prune: bool) -> Result<i32, RalphError> {
         let restarts =
             if r.restarts > 0 { format!(", {} restart(s) by ralph watch", r.restarts) } else { String::new() };
         let stale = if r.stale { " [stale: directory gone; `ralph status --prune` removes it]" } else { "" };
+        let place = match (&r.fleet, r.phase.is_some()) {
+            (Some(f), true) => format!("{f}, {place}"),
+            (Some(f), false) => f.clone(),
+            (None, _) => place,
+        };
         println!(
             "{}  {}  {place}{agent}{restarts}  last activity {}{stale}",
             r.dir,
@@ -135,4 +152,35 @@ pub(crate) fn all(json: bool, prune: bool) -> Result<i32, RalphError> {
         );
     }
     Ok(crate::exit::DONE)
+}
+
+/// A fleet's supervisor, as `status --all` shows it: the fleet's state and its tasks.
+fn fleet_row(registry: &std::path::Path, entry: &crate::state::registry::Entry, stale: bool) -> Row {
+    let dir = crate::fleet::paths::fleet_dir(&entry.dir);
+    let fleet = crate::fleet::state::read(&dir.join("fleet.json")).ok().flatten();
+    let live = crate::fleet::lock_held(&dir.join("fleet.lock"));
+    let status = fleet.as_ref().map_or("finished (archived)", |f| f.status.as_str());
+    let counts = fleet.as_ref().map(|f| {
+        let mut by_state = std::collections::BTreeMap::new();
+        f.tasks.values().for_each(|t| *by_state.entry(t.state.as_str()).or_insert(0) += 1);
+        let list: Vec<String> = by_state.iter().map(|(s, n)| format!("{n} {s}")).collect();
+        format!("fleet: {} task(s), {}", f.tasks.len(), list.join(", "))
+    });
+    let last_activity = std::fs::metadata(dir.join(crate::state::journal::FILE))
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| jiff::Timestamp::try_from(t).ok())
+        .map(|t| t.to_string());
+    Row {
+        dir: entry.dir.display().to_string(),
+        stale,
+        status: if live { format!("{status} (live)") } else { status.to_string() },
+        phase: None,
+        iteration: None,
+        agent: None,
+        last_activity,
+        restarts: crate::state::registry::read_watch(registry, &entry.stem()).restarts,
+        run_id: fleet.map_or(entry.run_id.clone(), |f| f.fleet_id),
+        fleet: Some(counts.unwrap_or_else(|| "fleet".to_string())),
+    }
 }

@@ -411,3 +411,47 @@ fn failed(args: &[&str], out: &Output) -> GitError {
     let args = args.iter().take(2).copied().collect::<Vec<_>>().join(" ");
     GitError::Failed { args, output: output.trim().to_string() }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_files_are_told_from_answers() {
+        assert!(locked(
+            b"fatal: Unable to create '/r/.git/index.lock': File exists.\n\nAnother git process seems to be running"
+        ));
+        assert!(locked(
+            b"error: cannot lock ref 'refs/heads/a': Unable to create '/r/.git/refs/heads/a.lock': File exists."
+        ));
+        assert!(!locked(b"error: cannot lock ref 'refs/heads/a': is at 1234 but expected 5678"));
+        assert!(!locked(b"fatal: not a git repository"));
+    }
+
+    #[test]
+    fn a_held_index_lock_is_waited_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let ok = Command::new("git").arg("-C").arg(dir.path()).args(args).env("GIT_CONFIG_NOSYSTEM", "1").status();
+            assert!(ok.is_ok_and(|s| s.success()), "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        std::fs::write(dir.path().join("a"), "a").unwrap();
+        let lock = dir.path().join(".git/index.lock");
+        std::fs::write(&lock, "").unwrap();
+        let released = {
+            let lock = lock.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                std::fs::remove_file(lock).unwrap();
+            })
+        };
+        let repo = Repo::at(dir.path());
+        repo.git(&["add", "a"]).expect("retried until the lock went");
+        released.join().unwrap();
+        // A lock that stays is a failure, with git's words.
+        std::fs::write(&lock, "").unwrap();
+        let err = repo.git(&["add", "a"]).unwrap_err().to_string();
+        assert!(err.contains("index.lock"), "{err}");
+    }
+}

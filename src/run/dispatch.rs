@@ -207,6 +207,13 @@ impl Dispatcher {
         {
             return Ok(Some(end));
         }
+        // A fleet task waits for a reset another task learned for its provider.
+        if let Some(fleet) = &self.r.fleet
+            && let Some(agent) = self.r.loaded.config.agents.get(&self.current_agent())
+            && let Some(at) = fleet.shared_reset(&self.current_agent(), agent, self.unix_now())
+        {
+            self.r.checkpoint.progress.rate_limit_until.get_or_insert(at);
+        }
         // A rate-limit wait survives a restart: a resumed run keeps waiting.
         if let Some(at) = self.r.checkpoint.progress.rate_limit_until
             && let Some(end) = self.wait_for_reset(at, "rate limit", signals).await?
@@ -324,6 +331,8 @@ impl Dispatcher {
             RalphError::ResumeMismatch(format!("agent {agent} is no longer configured; run `ralph --no-resume`"))
         })?;
         let pos_name = self.r.checkpoint.progress.position.phase_name.clone();
+        let (iteration_no, pass_no) =
+            (self.r.checkpoint.progress.position.iteration, self.r.checkpoint.progress.position.pass);
         let stem = format!("attempt-{attempt_no:04}-{pos_name}-{agent}");
         // What the agent was told, beside what it answered: the first thing to read
         // when a run goes wrong. A `command` agent may read it as {prompt_file}.
@@ -345,6 +354,10 @@ impl Dispatcher {
                 control: self.control.server.as_ref().filter(|_| agent_cfg.mcp).map(|s| (s.socket(), attempt_no)),
             },
         );
+        if let Some(fleet) = &self.r.fleet {
+            // The isolation check's window of this iteration (docs/fleet.md).
+            fleet.open_window(&crate::git::message::iteration_key(&pos_name, iteration_no, pass_no));
+        }
         let (started_at, cp) = (self.now(), &mut self.r.checkpoint);
         cp.status = Status::Running;
         cp.in_flight = Some(InFlight {
@@ -417,6 +430,13 @@ impl Dispatcher {
                 });
                 let final_message = outcome.final_message.as_deref().unwrap_or_default();
                 self.last_success = Some(final_message.to_string());
+                // A fleet task that changed things outside its worktree commits nothing.
+                if let Some(why) = self.r.fleet.as_ref().and_then(|f| {
+                    let pos = &self.r.checkpoint.progress.position;
+                    f.close_window(&crate::git::message::iteration_key(&pos.phase_name, pos.iteration, pos.pass))
+                }) {
+                    return self.stop(Stop::Blocked { message: why }).map(Some);
+                }
                 let step = self.commit_done(completion.clone(), final_message)?;
                 if matches!(step, Step::Done) {
                     self.probe_defaults_in_background();
@@ -533,6 +553,12 @@ impl Dispatcher {
                 self.save()?;
             }
             Next::WaitUntil { at, reset, reason } => {
+                if let (Some(fleet), agent) = (&self.r.fleet, self.current_agent())
+                    && let Some(cfg) = self.r.loaded.config.agents.get(&agent)
+                {
+                    // Every task using this provider waits for the same reset.
+                    fleet.publish_reset(&agent, cfg, at);
+                }
                 self.emit(RunEvent::RateLimitWait { until: at, reset, reason: reason.clone() });
                 return self.wait_for_reset(at, &reason, signals).await;
             }

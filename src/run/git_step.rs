@@ -197,6 +197,8 @@ fn exempt(top: &Path, dir: &Path, config: &Path, goal: &Path) -> Exempt {
     Exempt {
         files: [config, goal].into_iter().filter_map(rel).collect(),
         dirs: rel(&dir.join(".agent")).into_iter().collect(),
+        // A fleet task never commits the task files (docs/fleet.md).
+        globs: crate::fleet::task::exempt_globs(dir),
     }
 }
 
@@ -270,6 +272,7 @@ impl Dispatcher {
                 run_id: &self.r.checkpoint.run_id,
                 key: &key,
                 summary: &summary,
+                task: self.r.fleet.as_ref().map(crate::fleet::task::TaskRun::commit_trailer),
             },
         );
         if let Some(git) = self.r.checkpoint.git.as_mut() {

@@ -20,7 +20,7 @@ mod failure;
 pub(crate) mod git_step;
 pub(crate) mod ownership;
 mod passes;
-mod registration;
+pub(crate) mod registration;
 pub(crate) mod setup;
 pub(crate) mod start;
 #[cfg(debug_assertions)]

@@ -53,6 +53,8 @@ pub(crate) struct Ready {
     /// The attempt that was running when the previous ralph of this run died or
     /// was stopped (journaled at start as `attempt_interrupted`).
     pub interrupted: Option<InFlight>,
+    /// The run is a task of a fleet (docs/fleet.md): its hooks.
+    pub fleet: Option<crate::fleet::task::TaskRun>,
 }
 
 /// What setup found: a run to dispatch (with the signal handlers installed as soon
@@ -67,6 +69,8 @@ pub(crate) enum Prepared {
 
 pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     let dir = options.dir.clone();
+    // A task's worktree runs only under its fleet; nothing starts inside a task's agent.
+    let fleet = crate::fleet::task::join(&dir)?;
     let (loaded, goal, templates) = read_inputs(&dir, options)?;
     let agent_dir = dir.join(".agent");
     store::ensure_gitignore(&agent_dir)
@@ -133,6 +137,7 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
             from: options.from.clone(),
             git,
             interrupted,
+            fleet,
         }),
         signals,
     ))
@@ -161,7 +166,9 @@ pub(crate) fn read_config_and_goal(
     dir: &Path,
     config: Option<&Path>,
 ) -> Result<(Loaded, String, Vec<String>), RalphError> {
-    let loaded = super::config_file::load(&super::config_file::find(dir, config)?)?;
+    let mut loaded = super::config_file::load(&super::config_file::find(dir, config)?)?;
+    // A fleet task's goal is its task file; the rest resolves in the main checkout.
+    crate::fleet::task::adapt(dir, &mut loaded);
     let prompt_path = dir.join(&loaded.config.general.prompt);
     let goal = read_prompt(&prompt_path, &loaded.path)?;
     if let Some(problem) = crate::workflow::goal::check(&goal) {

@@ -14,17 +14,35 @@
 //!   crashed, at most 30 minutes;
 //! * in one boot a run is resumed once, unless it made progress since.
 
-use crate::state::checkpoint::{Checkpoint, Status};
+#[cfg(test)]
+use crate::state::checkpoint::Checkpoint;
+use crate::state::checkpoint::Status;
 use crate::state::registry::{Entry, WatchState};
 
 const MAX_BACKOFF_SECS: i64 = 30 * 60;
+
+/// What the watcher reads of a run's state (a run's checkpoint, or a fleet's state).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Seen<'a> {
+    pub status: Status,
+    /// Iterations done (tasks finished, for a fleet): progress since a resume.
+    pub progress: u32,
+    pub run_id: &'a str,
+}
+
+#[cfg(test)]
+impl<'a> Seen<'a> {
+    pub(crate) fn of(cp: &'a Checkpoint) -> Seen<'a> {
+        Seen { status: cp.status, progress: cp.progress.counters.iterations_done, run_id: &cp.run_id }
+    }
+}
 
 /// What the watcher found about one run.
 #[derive(Debug)]
 pub(crate) struct Facts<'a> {
     pub entry: &'a Entry,
     /// The run's checkpoint; `None` when missing or unreadable.
-    pub checkpoint: Option<&'a Checkpoint>,
+    pub checkpoint: Option<Seen<'a>>,
     pub dir_exists: bool,
     /// The directory is under one of `--root` (or no roots were given).
     pub allowed: bool,
@@ -84,6 +102,14 @@ pub(crate) fn decide(f: &Facts<'_>) -> Verdict {
     if f.owner_alive {
         return Verdict::Live;
     }
+    if f.entry.fleet_task() {
+        return Verdict::Leave { why: "a fleet's task: its fleet's supervisor resumes it", reset: false };
+    }
+    let (logs, resume) = if f.entry.fleet_supervisor() {
+        (".agent/fleet/logs/".to_string(), "ralph fleet")
+    } else {
+        (format!(".agent/logs/{}/", f.checkpoint.map_or("", |c| c.run_id)), "ralph --resume")
+    };
     let Some(cp) = f.checkpoint else { return Verdict::Leave { why: "no readable checkpoint", reset: false } };
     let leave = |why| Verdict::Leave { why, reset: true };
     match cp.status {
@@ -93,14 +119,13 @@ pub(crate) fn decide(f: &Facts<'_>) -> Verdict {
         Status::Paused => return leave("paused by the user"),
         Status::Completed | Status::Failed | Status::Blocked => return leave(cp.status.as_str()),
     }
-    let progress = f.state.iterations_at_resume.is_none_or(|at| cp.progress.counters.iterations_done > at);
+    let progress = f.state.iterations_at_resume.is_none_or(|at| cp.progress > at);
     let restarts = if progress { 0 } else { f.state.restarts };
     if restarts >= f.entry.max_restarts {
         return Verdict::Block(format!(
             "ralph watch resumed this run {restarts} time(s) and it stopped without a clean stop each time, \
-             with no iteration finished; see .agent/logs/{}/ and raise [watch] max_restarts, or run \
-             `ralph --resume` yourself",
-            cp.run_id
+             with no iteration finished; see {logs} and raise [watch] max_restarts, or run \
+             `{resume}` yourself"
         ));
     }
     if !progress && f.state.last_resume_boot.as_deref() == Some(f.boot_id) {
@@ -113,7 +138,7 @@ pub(crate) fn decide(f: &Facts<'_>) -> Verdict {
     if !f.missing.is_empty() {
         return Verdict::Block(format!(
             "ralph watch cannot resume this run: {} missing in the watcher's environment; set them in the \
-             watcher's environment file (see docs/operations.md) and run `ralph --resume`",
+             watcher's environment file (see docs/operations.md) and run `{resume}`",
             f.missing.join(", ")
         ));
     }
@@ -148,6 +173,7 @@ mod tests {
             max_restarts: 3,
             restart_backoff_secs: 30,
             updated_at: String::new(),
+            fleet: None,
             file: PathBuf::new(),
             inode: 0,
         }
@@ -164,7 +190,7 @@ mod tests {
     fn decide_with(cp: &Checkpoint, state: &WatchState, entry: &Entry, now: i64) -> Verdict {
         decide(&Facts {
             entry,
-            checkpoint: Some(cp),
+            checkpoint: Some(Seen::of(cp)),
             dir_exists: true,
             allowed: true,
             owner_alive: false,
@@ -193,7 +219,7 @@ mod tests {
             let cp = checkpoint(status, 2);
             let facts = |missing: Vec<String>| Facts {
                 entry: &e,
-                checkpoint: Some(&cp),
+                checkpoint: Some(Seen::of(&cp)),
                 dir_exists: true,
                 allowed: true,
                 owner_alive: false,
@@ -219,7 +245,7 @@ mod tests {
                 let e = Entry { resume_after_shutdown: bits & 1 != 0, max_restarts: 0, ..entry() };
                 let v = decide(&Facts {
                     entry: &e,
-                    checkpoint: Some(&cp),
+                    checkpoint: Some(Seen::of(&cp)),
                     dir_exists: bits & 2 != 0,
                     allowed: bits & 4 != 0,
                     owner_alive: bits & 8 != 0,
@@ -256,7 +282,7 @@ mod tests {
         let (e, s, cp) = (entry(), WatchState::default(), checkpoint(Status::Running, 0));
         let base = Facts {
             entry: &e,
-            checkpoint: Some(&cp),
+            checkpoint: Some(Seen::of(&cp)),
             dir_exists: true,
             allowed: true,
             owner_alive: true,
@@ -271,7 +297,7 @@ mod tests {
             allowed: false,
             owner_alive: false,
             entry: &e,
-            checkpoint: Some(&cp),
+            checkpoint: Some(Seen::of(&cp)),
             state: &s,
             missing: vec![],
             boot_id: "b",
@@ -312,7 +338,7 @@ mod tests {
         let (e, s, cp) = (entry(), WatchState::default(), checkpoint(Status::Running, 0));
         let v = decide(&Facts {
             entry: &e,
-            checkpoint: Some(&cp),
+            checkpoint: Some(Seen::of(&cp)),
             dir_exists: true,
             allowed: true,
             owner_alive: false,

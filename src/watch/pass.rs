@@ -82,35 +82,29 @@ fn pass(registry: &Path, options: &Options, children: &mut Vec<Child>) {
 /// settled (see [`super::seen`]).
 fn handle(registry: &Path, entry: &Entry, boot: &str, options: &Options, children: &mut Vec<Child>) -> Option<Stamp> {
     // Two watchers: whoever holds this run's bookkeeping lock decides for it.
-    let _guard = bookkeeping_lock(registry, &entry.dir)?;
-    let state = registry::read_watch(registry, &entry.dir);
-    let agent_dir = entry.dir.join(".agent");
-    // The newer of the file and the journal's last save, as `--resume` reads them:
-    // after a power cut the file may be missing, torn or older than the synced
-    // journal, and the run is still there to resume.
-    let path = agent_dir.join("checkpoint.json");
+    let _guard = bookkeeping_lock(registry, &entry.stem())?;
+    let state = registry::read_watch(registry, &entry.stem());
+    let (path, lock) = place(entry);
     // Before the read: a save in between makes the next pass read it again.
     let stamp = seen::stamp(&path);
-    let newest = format::read_newest(&path).ok().flatten();
-    let from_file = newest.as_ref().is_some_and(|newest| newest.stale.is_none());
-    let checkpoint = newest.map(|newest| newest.checkpoint);
+    let (view, from_file) = read_view(entry, &path);
     let mut clean = state == WatchState::default();
-    let settled = from_file && checkpoint.as_ref().is_some_and(|cp| decide::settled(cp.status));
+    let settled = from_file && view.as_ref().is_some_and(|v| decide::settled(v.status));
     let facts = Facts {
         entry,
-        checkpoint: checkpoint.as_ref(),
+        checkpoint: view.as_ref().map(View::seen),
         dir_exists: stamp.is_some() || entry.dir.is_dir(),
         allowed: options.roots.is_empty() || options.roots.iter().any(|r| entry.dir.starts_with(r)),
-        owner_alive: lock_held(&agent_dir.join("ralph.lock")),
+        owner_alive: lock_held(&lock),
         state: &state,
         boot_id: boot,
         now: jiff::Timestamp::now().as_second(),
-        missing: checkpoint.as_ref().filter(|cp| may_resume(cp.status)).map_or_else(Vec::new, |_| missing(entry)),
+        missing: view.as_ref().filter(|v| may_resume(v.status)).map_or_else(Vec::new, |_| missing(entry)),
     };
     let dir = entry.dir.display();
     match decide(&facts) {
         Verdict::Leave { reset: true, .. } if !clean => {
-            clean = registry::write_watch(registry, &entry.dir, &WatchState::default()).is_ok();
+            clean = registry::write_watch(registry, &entry.stem(), &WatchState::default()).is_ok();
         }
         Verdict::Live | Verdict::Stale | Verdict::Wait { .. } | Verdict::OncePerBoot | Verdict::Leave { .. } => {}
         Verdict::Block(why) => match block(registry, entry, &why) {
@@ -122,8 +116,8 @@ fn handle(registry: &Path, entry: &Entry, boot: &str, options: &Options, childre
             if children.len() >= options.max_concurrent {
                 return None;
             }
-            let cp = checkpoint?;
-            match resume(entry, &cp) {
+            let cp = view?;
+            match resume(entry, &cp.run_id) {
                 Ok((child, log)) => {
                     let (run, status, log) = (&cp.run_id, cp.status.as_str(), log.display());
                     eprintln!("ralph watch: {dir}: resumed run {run} ({status}), restart {restarts}; output in {log}");
@@ -132,9 +126,9 @@ fn handle(registry: &Path, entry: &Entry, boot: &str, options: &Options, childre
                         restarts,
                         last_resume_at: Some(jiff::Timestamp::now().as_second()),
                         last_resume_boot: Some(boot.to_string()),
-                        iterations_at_resume: Some(cp.progress.counters.iterations_done),
+                        iterations_at_resume: Some(cp.progress),
                     };
-                    if let Err(e) = registry::write_watch(registry, &entry.dir, &state) {
+                    if let Err(e) = registry::write_watch(registry, &entry.stem(), &state) {
                         eprintln!("ralph watch: {dir}: cannot record the resume: {e}");
                     }
                 }
@@ -145,11 +139,62 @@ fn handle(registry: &Path, entry: &Entry, boot: &str, options: &Options, childre
     stamp.filter(|_| settled && clean)
 }
 
-/// Starts `ralph --resume` in the run's directory, detached from the watcher's
-/// terminal and process group, its output in the run's log directory.
-fn resume(entry: &Entry, cp: &Checkpoint) -> std::io::Result<(Child, PathBuf)> {
+/// What the watcher reads of an entry's state: a run's checkpoint or a fleet's state.
+struct View {
+    status: Status,
+    progress: u32,
+    run_id: String,
+}
+
+impl View {
+    fn seen(&self) -> decide::Seen<'_> {
+        decide::Seen { status: self.status, progress: self.progress, run_id: &self.run_id }
+    }
+}
+
+/// The state file and the lock of an entry's run (or fleet).
+fn place(entry: &Entry) -> (PathBuf, PathBuf) {
+    if entry.fleet_supervisor() {
+        let dir = crate::fleet::paths::fleet_dir(&entry.dir);
+        return (dir.join("fleet.json"), dir.join("fleet.lock"));
+    }
+    let agent_dir = entry.dir.join(".agent");
+    (agent_dir.join("checkpoint.json"), agent_dir.join("ralph.lock"))
+}
+
+/// The state at `path`, and whether it came from the file itself (not the journal).
+fn read_view(entry: &Entry, path: &Path) -> (Option<View>, bool) {
+    if entry.fleet_supervisor() {
+        let fleet = crate::fleet::state::read(path).ok().flatten();
+        let view = fleet.map(|f| View { status: f.status.as_run_status(), progress: f.finished, run_id: f.fleet_id });
+        return (view, true);
+    }
+    // The newer of the file and the journal's last save, as `--resume` reads them:
+    // after a power cut the file may be missing, torn or older than the synced
+    // journal, and the run is still there to resume.
+    let newest = format::read_newest(path).ok().flatten();
+    let from_file = newest.as_ref().is_some_and(|newest| newest.stale.is_none());
+    let view = newest.map(|n| View::of(&n.checkpoint));
+    (view, from_file)
+}
+
+impl View {
+    fn of(cp: &Checkpoint) -> View {
+        View { status: cp.status, progress: cp.progress.counters.iterations_done, run_id: cp.run_id.clone() }
+    }
+}
+
+/// Starts `ralph --resume` (a fleet's supervisor: `ralph fleet`) in the run's
+/// directory, detached from the watcher's terminal and process group, its output in
+/// the run's log directory.
+fn resume(entry: &Entry, run_id: &str) -> std::io::Result<(Child, PathBuf)> {
     let exe = crate::os::self_exe()?;
-    let logs = entry.dir.join(".agent").join("logs").join(&cp.run_id);
+    let fleet = entry.fleet_supervisor();
+    let logs = if fleet {
+        crate::fleet::paths::fleet_dir(&entry.dir).join("logs")
+    } else {
+        entry.dir.join(".agent").join("logs").join(run_id)
+    };
     std::fs::create_dir_all(&logs)?;
     let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ");
     let log_path = logs.join(format!("watch-resume-{stamp}.log"));
@@ -157,7 +202,8 @@ fn resume(entry: &Entry, cp: &Checkpoint) -> std::io::Result<(Child, PathBuf)> {
         OpenOptions::new().create(true).append(true).mode(0o600).custom_flags(nix::libc::O_NOFOLLOW).open(&log_path)?;
     let mut command = Command::new(exe);
     let config = entry.config.iter().flat_map(|config| [Path::new("-c"), config]);
-    command.arg("--resume").arg("-C").arg(&entry.dir).args(config).env(crate::notify::RESUMED_BY, "watch");
+    command.arg(if fleet { "fleet" } else { "--resume" });
+    command.arg("-C").arg(&entry.dir).args(config).env(crate::notify::RESUMED_BY, "watch");
     command.envs(entry.path.iter().map(|path| ("PATH", path)));
     let child = command.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log).process_group(0).spawn()?;
     Ok((child, log_path))
@@ -166,6 +212,9 @@ fn resume(entry: &Entry, cp: &Checkpoint) -> std::io::Result<(Child, PathBuf)> {
 /// Marks an interrupted run `blocked` with the reason, under the run's own lock so
 /// no ralph starts meanwhile. `Ok(false)`: a ralph owns the run after all.
 fn block(registry: &Path, entry: &Entry, why: &str) -> Result<bool, String> {
+    if entry.fleet_supervisor() {
+        return block_fleet(registry, entry, why);
+    }
     let agent_dir = entry.dir.join(".agent");
     let lock = match lock::acquire(&agent_dir.join("ralph.lock")) {
         Ok(acquired) => acquired.lock,
@@ -188,6 +237,25 @@ fn block(registry: &Path, entry: &Entry, why: &str) -> Result<bool, String> {
     Ok(true)
 }
 
+/// [`block`] for a fleet: its state says `blocked`, under the fleet's lock.
+fn block_fleet(registry: &Path, entry: &Entry, why: &str) -> Result<bool, String> {
+    let dir = crate::fleet::paths::fleet_dir(&entry.dir);
+    let lock = match lock::acquire(&dir.join("fleet.lock")) {
+        Ok(acquired) => acquired.lock,
+        Err(lock::LockError::Held { .. }) => return Ok(false),
+        Err(e) => return Err(e.to_string()),
+    };
+    let path = dir.join("fleet.json");
+    let mut fleet = crate::fleet::state::read(&path).map_err(|e| e.to_string())?.ok_or("the fleet's state is gone")?;
+    (fleet.status, fleet.stop_reason, fleet.clean_stop) =
+        (crate::fleet::state::FleetStatus::Blocked, Some(why.to_string()), true);
+    crate::fleet::state::save(&path, &mut fleet).map_err(|e| e.to_string())?;
+    lock.release().map_err(|e| e.to_string())?;
+    let updated = Entry { status: Status::Blocked, updated_at: fleet.updated_at.to_string(), ..entry.clone() };
+    registry::write(registry, &updated).map_err(|e| e.to_string())?;
+    Ok(true)
+}
+
 /// Whether a ralph holds the run lock, asked without writing or keeping it: a
 /// shared flock succeeds only when nobody holds the exclusive one. Pids and boot
 /// ids are not trusted: a pid is reused after a reboot, a flock is not.
@@ -197,8 +265,8 @@ fn lock_held(path: &Path) -> bool {
 }
 
 /// The watcher's lock on its bookkeeping of one run, held while it decides.
-fn bookkeeping_lock(registry: &Path, project: &Path) -> Option<Flock<File>> {
-    let path = registry::watch_path(registry, project).with_extension("lock");
+fn bookkeeping_lock(registry: &Path, stem: &str) -> Option<Flock<File>> {
+    let path = registry::watch_path(registry, stem).with_extension("lock");
     let file = OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(path).ok()?;
     Flock::lock(file, FlockArg::LockExclusiveNonblock).ok()
 }

@@ -1,0 +1,152 @@
+//! `ralph fleet status [--json]`: one row per task, read from files only (the fleet's
+//! state, each task's checkpoint and journal), so it answers the same whether a
+//! supervisor runs or not, and in bounded time: nothing is measured here (a
+//! worktree's disk use is the one its supervisor recorded when the task's ralph last
+//! ended).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::error::RalphError;
+use crate::fleet::state::{Fleet, Task};
+
+/// One task, as `status` shows it.
+#[derive(Debug, Serialize)]
+struct Row {
+    task: String,
+    state: String,
+    phase: Option<String>,
+    iteration: Option<u32>,
+    agent: Option<String>,
+    /// RFC 3339, from the task's journal.
+    last_activity: Option<String>,
+    cost_usd: f64,
+    iterations: u32,
+    disk_bytes: Option<u64>,
+    branch: String,
+    worktree: Option<String>,
+    reason: Option<String>,
+    log: String,
+}
+
+pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
+    let found = super::fleet::find(dir)?;
+    let current = crate::fleet::setup::read_state(&found.paths.state())?;
+    // A finished fleet is archived: status shows the last one until a new one starts.
+    let Some(fleet) = current.or_else(|| last_archived(&found.paths.archive())) else {
+        if json {
+            println!("{{\"fleet\": null, \"tasks\": []}}");
+        } else {
+            println!("no fleet in {}; `ralph fleet` starts one", found.top.display());
+        }
+        return Ok(crate::exit::DONE);
+    };
+    let live = crate::fleet::lock_held(&found.paths.lock());
+    let rows: Vec<Row> = fleet.tasks.iter().map(|(name, t)| row(name, t, &found.paths.task_log(name))).collect();
+    if json {
+        let value = serde_json::json!({
+            "fleet": {
+                "id": fleet.fleet_id,
+                "status": fleet.status.as_str(),
+                "live": live,
+                "repo": fleet.repo,
+                "base": fleet.base,
+                "base_branch": fleet.base_branch,
+                "into": fleet.into,
+                "worktrees": fleet.worktrees,
+                "cost_usd": crate::fleet::core::spent(&fleet),
+            },
+            "tasks": rows,
+        });
+        println!("{}", serde_json::to_string_pretty(&value).map_err(|e| RalphError::Internal(e.to_string()))?);
+        return Ok(crate::exit::DONE);
+    }
+    print!("{}", crate::state::redact::redact(&describe(&fleet, live, &rows)));
+    Ok(crate::exit::DONE)
+}
+
+/// The newest archived fleet.
+fn last_archived(dir: &Path) -> Option<Fleet> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    crate::fleet::state::read(files.last()?).ok().flatten()
+}
+
+fn row(name: &str, t: &Task, log: &Path) -> Row {
+    let worktree = t.worktree.as_deref().filter(|w| w.exists());
+    let path = worktree.map(|w| w.join(".agent").join("checkpoint.json"));
+    let cp = path.and_then(|p| crate::state::format::read_newest(&p).ok().flatten()).map(|n| n.checkpoint);
+    let journal = worktree.map(|w| w.join(".agent").join(crate::state::journal::FILE));
+    let last_activity = journal
+        .and_then(|j| std::fs::metadata(j).and_then(|m| m.modified()).ok())
+        .and_then(|t| jiff::Timestamp::try_from(t).ok())
+        .map(|t| t.to_string());
+    let pos = cp.as_ref().map(|c| &c.progress.position);
+    Row {
+        task: name.to_string(),
+        state: crate::fleet::core::shown_state(t, cp.as_ref().map(|c| c.status)).to_string(),
+        phase: pos.map(|p| p.phase_name.clone()),
+        iteration: pos.map(|p| p.iteration),
+        agent: cp.as_ref().and_then(|c| c.in_flight.as_ref().map(|f| f.agent.clone())),
+        last_activity,
+        cost_usd: cp.as_ref().map_or(t.cost_usd, |c| c.usage.cost_usd),
+        iterations: cp.as_ref().map_or(t.iterations, |c| c.progress.counters.iterations_done),
+        disk_bytes: t.disk_bytes,
+        branch: t.branch.clone(),
+        worktree: t.worktree.as_ref().map(|w| w.display().to_string()),
+        reason: t.reason.clone().or_else(|| cp.as_ref().and_then(|c| c.stop_reason.clone())),
+        log: log.display().to_string(),
+    }
+}
+
+fn describe(fleet: &Fleet, live: bool, rows: &[Row]) -> String {
+    let mut out = format!(
+        "fleet {} ({}{}) in {}\nbase {} ({}), tasks land on {}\n",
+        fleet.fleet_id,
+        fleet.status.as_str(),
+        if live { ", supervisor running" } else { "" },
+        fleet.repo.display(),
+        crate::report::lines::short(&fleet.base),
+        fleet.base_branch.as_deref().unwrap_or("detached"),
+        fleet.into,
+    );
+    if let Some(reason) = &fleet.stop_reason {
+        let _ = writeln!(out, "why: {reason}");
+    }
+    let tz = crate::report::clock::zone();
+    for r in rows {
+        let place = match (&r.phase, r.iteration) {
+            (Some(p), Some(i)) => format!("{p} {i}"),
+            _ => "-".to_string(),
+        };
+        let at = r
+            .last_activity
+            .as_deref()
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+            .map_or("-".to_string(), |t| crate::report::clock::hms(t, &tz));
+        let disk = r.disk_bytes.map_or("-".to_string(), |b| crate::config::ByteSize(b / 1024 * 1024).to_string());
+        let _ = writeln!(
+            out,
+            "  {:<16} {:<9} {:<14} {:<8} {:<8} ${:<7.2} {:<8} {}",
+            r.task,
+            r.state,
+            place,
+            r.agent.as_deref().unwrap_or("-"),
+            at,
+            r.cost_usd,
+            disk,
+            r.branch
+        );
+        if let Some(reason) = &r.reason {
+            let _ = writeln!(out, "    why: {reason}");
+        }
+    }
+    out
+}

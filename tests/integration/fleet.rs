@@ -1,0 +1,260 @@
+//! `ralph fleet` against real repositories and real processes (docs/fleet.md): a
+//! fleet of several tasks to the end; the refusals of a first start; two
+//! supervisors; a stop and a continue; a task file added mid-run; an agent that
+//! writes into the main checkout; a ralph started inside a task; the supervisor
+//! killed with SIGKILL (its tasks adopted by the next one); the watchdog resuming a
+//! crashed fleet; discard and clean keeping a worktree that holds a file.
+
+use std::fs;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use crate::fleet_harness::{Fleet, WRITES, config};
+use crate::harness::RALPH;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// An agent that takes a while, so a test can act while tasks run.
+const SLOW: &str =
+    r#"[{ write = { path = "out.txt", content = "work\n" } }, { sleep = "1500ms" }, { done = "did it" }]"#;
+
+#[test]
+fn a_fleet_runs_each_task_on_its_own_branch_and_worktree_and_ends_0() {
+    let f =
+        Fleet::new(&config(&[WRITES], "max_parallel = 2", ""), &[("a", "Task a."), ("b", "Task b."), ("c", "Task c.")]);
+    f.write("tasks/README.md", "Not a task.\n");
+    let out = f.fleet(&[]).run();
+    out.expect_code(0).stderr_has("task a: finished").stderr_has("fleet ").stderr_has("archived");
+    for task in ["a", "b", "c"] {
+        let commits = f.commits(&format!("ralph/{task}"));
+        assert_eq!(commits.len(), 1, "{task}: {commits:?}\n{out}");
+        assert!(commits[0].contains(&format!("Ralph-Task: {task}\n")), "{}", commits[0]);
+        // Its worktree: outside the main checkout, locked, the task's work in it.
+        let wt = f.worktree(task);
+        assert!(wt.join("out.txt").is_file());
+        assert!(!wt.starts_with(&f.repo));
+        assert_eq!(f.git_in(&wt, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), format!("ralph/{task}"));
+    }
+    assert!(f.git(&["worktree", "list"]).matches("locked").count() == 3, "{}", f.git(&["worktree", "list"]));
+    assert!(f.git(&["branch", "--list", "ralph/README"]).is_empty(), "README.md is not a task");
+    // The main checkout is as it was; the fleet's files are ralph's own.
+    assert!(!f.repo.join("out.txt").exists());
+    assert_eq!(f.git(&["status", "--porcelain"]), "?? .agent/\n?? ralph.toml\n?? tasks/\n");
+    assert_eq!(f.git(&["rev-parse", "ralph/fleet"]), f.git(&["rev-parse", "main"]));
+    // Archived: the next `ralph fleet` would start a new fleet; status shows the last.
+    assert!(f.archived());
+    let status = f.fleet(&["status", "--json"]).run();
+    status.expect_code(0);
+    let v: serde_json::Value = serde_json::from_str(&status.stdout).expect("json");
+    assert_eq!(v["fleet"]["status"], "finished", "{}", status.stdout);
+    assert_eq!(v["tasks"].as_array().map(Vec::len), Some(3));
+    assert_eq!(v["tasks"][0]["state"], "finished");
+    assert_eq!(v["tasks"][0]["iterations"], 1);
+    f.assert_no_process_left();
+}
+
+#[test]
+fn a_first_start_refuses_what_would_go_wrong_before_creating_anything() {
+    // No cost cap: the worst case is printed.
+    let mut no_cap = config(&[WRITES], "", "");
+    no_cap = no_cap.replace("max_cost = \"none\"\n", "");
+    no_cap.push_str("\n[general]\nmax_cost_usd = 5.0\n");
+    let f = Fleet::new(&no_cap, &[("a", "A."), ("b", "B.")]);
+    f.fleet(&[]).run().expect_code(2).stderr_has("[fleet] max_cost is not set").stderr_has("up to $10.00");
+    assert!(!f.state_path().exists());
+    // Commits off: nothing could land.
+    let off = Fleet::new(&config(&[WRITES], "", "[git]\ncommit = \"off\"\n"), &[("a", "A.")]);
+    off.fleet(&[]).run().expect_code(2).stderr_has("[git] commit = \"off\"");
+    // A dirty main checkout, unless --allow-dirty; a task named like a branch that exists;
+    // a name git would not take.
+    let f = Fleet::new(&config(&[WRITES], "", ""), &[("a", "A.")]);
+    f.write("README.md", "# changed\n");
+    f.fleet(&[]).run().expect_code(2).stderr_has("changes of yours (README.md)").stderr_has("--allow-dirty");
+    f.git(&["branch", "ralph/a"]);
+    f.task("has space", "B.");
+    let out = f.fleet(&["--allow-dirty"]).run();
+    out.expect_code(2).stderr_has("ralph/a exists already").stderr_has("has space.md");
+    assert!(f.git(&["branch", "--list", "ralph/fleet"]).is_empty(), "nothing was created: {out}");
+    assert!(f.worktrees().len() == 1);
+    // No commit at all.
+    let unborn = Fleet::new(&config(&[WRITES], "", ""), &[("a", "A.")]);
+    unborn.git(&["update-ref", "-d", "HEAD"]);
+    unborn.fleet(&[]).run().expect_code(2).stderr_has("no commit yet");
+    // Not in a repository, or inside a task's agent.
+    let outside = crate::harness::Project::new();
+    outside.ralph().args(["fleet"]).run().expect_code(2).stderr_has("not in a git repository");
+    f.fleet(&[]).env("RALPH_FLEET_TASK", "x").run().expect_code(2).stderr_has("inside fleet task x");
+}
+
+#[test]
+fn two_supervisors_one_refused_then_a_stop_and_a_continue() {
+    let f = Fleet::new(&config(&[SLOW], "max_parallel = 1", ""), &[("a", "A."), ("b", "B.")]);
+    let first = f.fleet(&[]).spawn();
+    f.wait_for("task a running", |s| s["tasks"]["a"]["state"] == "running", LIMIT);
+    let second = f.fleet(&[]).run();
+    second.expect_code(2).stderr_has(&format!("another ralph fleet (pid {}", first.pid()));
+    // A task file added while it runs is picked up.
+    f.task("late", "Late.");
+    let stop = f.fleet(&["stop", "--now"]).run();
+    stop.expect_code(0).stdout_has("stopped: stopped");
+    let out = first.finish();
+    out.expect_code(130);
+    let state = f.state();
+    assert_eq!(state["status"], "stopped");
+    assert_eq!(state["tasks"]["a"]["state"], "queued", "{state}");
+    assert_eq!(state["tasks"]["a"]["paused"], true);
+    assert_eq!(state["tasks"]["late"]["state"], "queued");
+    let listed = f.fleet(&["status"]).run();
+    listed.expect_code(0).stdout_has("late").stdout_has("queued");
+    // Continued: the paused task resumes (its run is paused, so --resume), none twice.
+    let out = f.fleet(&[]).run();
+    out.expect_code(0).stderr_has("task a: resumed");
+    for task in ["a", "b", "late"] {
+        assert_eq!(f.commits(&format!("ralph/{task}")).len(), 1, "{task}\n{out}");
+    }
+    f.assert_no_process_left();
+}
+
+#[test]
+fn an_agent_that_writes_into_the_main_checkout_blocks_its_task_and_nothing_is_committed() {
+    let escape = "{ write = { path = \"ESCAPE\", content = \"escaped\\n\" } }";
+    let f = Fleet::new("", &[("a", "A.")]);
+    let steps = format!("[{escape}, {{ write = {{ path = \"mine.txt\", content = \"x\" }} }}, {{ done = \"done\" }}]");
+    let escaped = f.repo.join("escaped.txt").display().to_string();
+    f.write("ralph.toml", &config(&[&steps.replace("ESCAPE", &escaped)], "", ""));
+    let out = f.fleet(&[]).run();
+    out.expect_code(1).stderr_has("task a: blocked").stderr_has("escaped.txt in the main checkout");
+    assert!(f.commits("ralph/a").is_empty(), "nothing of the iteration is committed");
+    assert_eq!(f.task_state("a"), "blocked");
+    let why = f.state()["tasks"]["a"]["reason"].as_str().unwrap_or_default().to_string();
+    assert!(why.contains("ralph fleet retry a"), "{why}");
+    // The person undoes it; the task goes on and commits its own work only.
+    fs::remove_file(f.repo.join("escaped.txt")).expect("undo");
+    f.fleet(&["retry", "a"]).run().expect_code(0).stdout_has("queued again");
+    let out = f.fleet(&[]).run();
+    out.expect_code(1).stderr_has("task a: blocked");
+    // The scripted agent escapes again on every launch: blocked again, still nothing committed.
+    assert!(f.commits("ralph/a").is_empty());
+}
+
+#[test]
+fn a_ralph_started_inside_a_task_cannot_start_a_fleet_or_a_run() {
+    let f = Fleet::new("", &[("a", "A.")]);
+    let script = format!(
+        "{RALPH} fleet > fleet.txt 2>&1; echo $? > codes.txt; {RALPH} -C /tmp > run.txt 2>&1; echo $? >> codes.txt; \
+         echo '<promise>DONE</promise>'"
+    );
+    let body = format!(
+        "[fleet]\nmax_cost = \"none\"\n\n[agents.sh]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", {script:?}, \"{{prompt}}\"]\n\n\
+         [chains]\nmain = [\"sh\"]\n\n[phases.develop]\nchain = \"main\"\n"
+    );
+    f.write("ralph.toml", &crate::harness::fast("", "", &body));
+    let out = f.fleet(&[]).run();
+    out.expect_code(0);
+    let wt = f.worktree("a");
+    assert_eq!(fs::read_to_string(wt.join("codes.txt")).expect("codes"), "2\n2\n", "{out}");
+    let fleet = fs::read_to_string(wt.join("fleet.txt")).expect("fleet output");
+    assert!(fleet.contains("inside fleet task a"), "{fleet}");
+    let run = fs::read_to_string(wt.join("run.txt")).expect("run output");
+    assert!(run.contains("inside fleet task a") && run.contains("no recursion"), "{run}");
+    // A person's ralph in the task's worktree is refused too: only the fleet runs it.
+    let mine = f.ralph().current_dir(&wt).args(["--resume-or-start"]).run();
+    mine.expect_code(2).stderr_has("worktree of fleet task a");
+}
+
+#[test]
+fn a_supervisor_killed_with_sigkill_leaves_its_tasks_running_and_the_next_one_adopts_them() {
+    let f = Fleet::new(&config(&[SLOW], "max_parallel = 2", ""), &[("a", "A."), ("b", "B."), ("c", "C.")]);
+    let first = f.fleet(&[]).spawn();
+    f.wait_for("two tasks running", |s| s["tasks"]["b"]["state"] == "running", LIMIT);
+    let lock = f.worktree("b").join(".agent/ralph.lock");
+    let deadline = std::time::Instant::now() + LIMIT;
+    while fs::read_to_string(&lock).unwrap_or_default().trim().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "task b's ralph never took its lock");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    first.signal(Signal::SIGKILL);
+    let out = first.wait(Duration::from_secs(10));
+    assert_eq!(out.signal, Some(9));
+    // Its tasks go on without it.
+    let task_pid: i32 = serde_json::from_str::<serde_json::Value>(&fs::read_to_string(&lock).expect("lock"))
+        .expect("lock info")["pid"]
+        .as_i64()
+        .expect("pid") as i32;
+    assert!(crate::harness::alive(task_pid) || f.worktree("b").join(".agent/checkpoint.json").exists());
+    let again = f.fleet(&[]).run();
+    again.expect_code(0).stderr_has("without a clean stop");
+    for task in ["a", "b", "c"] {
+        assert_eq!(f.commits(&format!("ralph/{task}")).len(), 1, "{task}: exactly once\n{again}");
+    }
+    assert_eq!(f.worktrees().len(), 4, "no orphan worktree: {:?}", f.worktrees());
+    f.assert_no_process_left();
+}
+
+#[test]
+fn the_watchdog_resumes_a_fleet_whose_supervisor_died() {
+    let f = Fleet::new(
+        &config(&[SLOW], "max_parallel = 1", "[watch]\nrestart_backoff = \"1s\"\n"),
+        &[("a", "A."), ("b", "B.")],
+    );
+    let first = f.fleet(&[]).spawn();
+    f.wait_for("task a running", |s| s["tasks"]["a"]["state"] == "running", LIMIT);
+    first.signal(Signal::SIGKILL);
+    let _ = first.wait(Duration::from_secs(10));
+    let registry = f.p.registry();
+    let entries: Vec<String> = fs::read_dir(&registry)
+        .expect("registry")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(entries.iter().any(|n| n.ends_with("-fleet.json")), "{entries:?}");
+    let all = f.ralph().args(["status", "--all"]).run();
+    all.expect_code(0).stdout_has("fleet: 2 task(s)").stdout_has("fleet task a of");
+    let watch = f.ralph().args(["watch", "--once"]).run();
+    watch.expect_code(0).stderr_has("resumed run");
+    let deadline = std::time::Instant::now() + LIMIT;
+    while !f.archived() {
+        assert!(std::time::Instant::now() < deadline, "the resumed fleet did not finish: {watch}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(f.state()["status"], "finished");
+    for task in ["a", "b"] {
+        assert_eq!(f.commits(&format!("ralph/{task}")).len(), 1);
+    }
+    // The tasks' own entries are their supervisor's: the watchdog leaves them alone.
+    let again = f.ralph().args(["watch", "--once"]).run();
+    again.expect_code(0);
+    assert!(!again.stderr.contains("resumed run"), "{again}");
+    f.assert_no_process_left();
+}
+
+#[test]
+fn discard_and_clean_never_remove_a_worktree_that_holds_a_file_in_no_commit() {
+    // Task b fails at once (its agent exits 1 on every launch): the fleet ends 1.
+    let f = Fleet::new(&config(&[WRITES], "max_parallel = 2", ""), &[("a", "A.")]);
+    let out = f.fleet(&[]).run();
+    out.expect_code(0);
+    // A finished fleet is archived: a second fleet with a failing task stays.
+    let failing = config(&[r#"[{ exit = 1 }]"#], "", "");
+    let g = Fleet::new(&failing.replace("[retry]\n", "[retry]\nagent_attempts = 1\n"), &[("x", "X."), ("y", "Y.")]);
+    let out = g.fleet(&[]).run();
+    out.expect_code(1).stderr_has("task x: failed").stderr_has("ralph fleet retry x");
+    let wt = g.worktree("x");
+    fs::write(wt.join("notes.txt"), "a person's notes").expect("notes");
+    let out = g.fleet(&["discard", "x"]).run();
+    out.expect_code(0).stdout_has("discarded").stdout_has("notes.txt");
+    assert!(wt.join("notes.txt").is_file(), "kept");
+    g.fleet(&["clean"]).run().expect_code(2).stderr_has("is kept");
+    fs::remove_file(wt.join("notes.txt")).expect("remove");
+    g.fleet(&["clean"]).run().expect_code(0).stdout_has("removed its worktree");
+    assert!(!wt.exists());
+    assert!(!g.git(&["branch", "--list", "ralph/x"]).is_empty(), "the branch is kept");
+    let out = g.fleet(&["discard", "y", "--delete-branch"]).run();
+    out.expect_code(0).stdout_has("deleted its branch ralph/y");
+    assert!(g.git(&["branch", "--list", "ralph/y"]).is_empty());
+    // Nothing left to do: the fleet ends 0 and is archived.
+    g.fleet(&[]).run().expect_code(0);
+    assert!(g.archived());
+    g.assert_no_process_left();
+}
