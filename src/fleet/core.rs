@@ -79,6 +79,11 @@ pub(crate) fn on_exit(task: &Task, view: Option<&RunView>, exit: Exit, asked: As
         },
         // A SIGTERM or SIGHUP: resumed like any interrupted run.
         Some(Status::Interrupted) => keep(TaskState::Queued, None),
+        // Stopped by the fleet before it could save its stop (it had only just
+        // started): not a crash, it resumes first next time.
+        Some(Status::Running | Status::Waiting) | None if matches!(asked, Asked::FleetStop(_)) => {
+            Ended { state: TaskState::Queued, reason: None, paused: true, restarts: task.restarts }
+        }
         // A crash (the checkpoint still says running), or no checkpoint at all.
         Some(Status::Running | Status::Waiting) | None => crashed(task, view, exit, log),
     }
@@ -288,6 +293,9 @@ mod tests {
             on_exit(&t, Some(&view(Status::Paused, 1)), Exit::Code(130), Asked::FleetStop(StopCause::User), "l");
         assert_eq!((fleet_stop.state, fleet_stop.paused), (TaskState::Queued, true));
         assert_eq!(end(Status::Completed, Asked::Discard), TaskState::Discarded);
+        // Killed by the fleet's stop before it saved anything: no crash.
+        let early = on_exit(&t, None, Exit::Signal(2), Asked::FleetStop(StopCause::User), "l");
+        assert_eq!((early.state, early.paused, early.restarts), (TaskState::Queued, true, 0));
     }
 
     #[test]

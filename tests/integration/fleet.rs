@@ -182,7 +182,7 @@ fn a_supervisor_killed_with_sigkill_leaves_its_tasks_running_and_the_next_one_ad
         .expect("lock info")["pid"]
         .as_i64()
         .expect("pid") as i32;
-    assert!(crate::harness::alive(task_pid) || f.worktree("b").join(".agent/checkpoint.json").exists());
+    assert!(crate::harness::alive(task_pid), "task b's ralph goes on without its supervisor");
     let again = f.fleet(&[]).run();
     again.expect_code(0).stderr_has("without a clean stop");
     for task in ["a", "b", "c"] {
@@ -200,6 +200,13 @@ fn the_watchdog_resumes_a_fleet_whose_supervisor_died() {
     );
     let first = f.fleet(&[]).spawn();
     f.wait_for("task a running", |s| s["tasks"]["a"]["state"] == "running", LIMIT);
+    // Its run has registered itself (at its first save).
+    let checkpoint = f.worktree("a").join(".agent/checkpoint.json");
+    let deadline = std::time::Instant::now() + LIMIT;
+    while !checkpoint.exists() {
+        assert!(std::time::Instant::now() < deadline, "task a's run never saved");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     first.signal(Signal::SIGKILL);
     let _ = first.wait(Duration::from_secs(10));
     let registry = f.p.registry();
