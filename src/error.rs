@@ -69,6 +69,9 @@ pub(crate) enum RalphError {
     /// nothing was changed.
     #[error("stopped by {} before the run started; nothing was changed", .0.signal_name())]
     StoppedBeforeStart(crate::signal::StopCause),
+    /// No private place for the run's control socket (found before anything runs).
+    #[error("{0}")]
+    ControlSocket(String),
     /// A symbolic link, or a directory of another user, where ralph keeps its state.
     #[error("{0}")]
     UnsafeState(String),

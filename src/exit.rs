@@ -69,7 +69,8 @@ pub(crate) fn code(ending: Ending<'_>) -> i32 {
             | RalphError::Preflight(_)
             | RalphError::Git(_)
             | RalphError::GitSetup(_)
-            | RalphError::UnsafeState(_),
+            | RalphError::UnsafeState(_)
+            | RalphError::ControlSocket(_),
         ) => USAGE,
         Ending::Error(RalphError::StoppedBeforeStart(cause)) => code(Ending::Run(&RunEnd::Stopped(*cause))),
         Ending::Error(RalphError::Io { .. } | RalphError::Internal(_)) => INTERNAL,

@@ -3,8 +3,10 @@
 //!
 //! Told: the run completed, failed or is blocked; a long wait began (a rate-limit
 //! reset, the offline pause, a full disk); the run was resumed by `ralph watch`. A failing or slow
-//! notifier never blocks or breaks the run: each runs as its own task, is killed
-//! after its timeout, and its failure is only logged.
+//! notifier never blocks or breaks the run: each runs as its own task, in a process
+//! group of its own that gets `[notify] timeout` in all (what the notifier starts in
+//! the background included) and is killed whole then, and its failure is only
+//! logged. Nothing of a notifier outlives the run.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -63,7 +65,9 @@ impl Notifier {
         crate::state::redact::redact_json(&mut payload);
         let timeout = self.timeout;
         self.tasks.spawn(async move {
-            if let Err(e) = tokio::time::timeout(timeout, notify(&argv, &payload)).await.unwrap_or_else(|_| {
+            let deadline = tokio::time::Instant::now() + timeout;
+            let notified = tokio::time::timeout_at(deadline, notify(&argv, &payload, deadline));
+            if let Err(e) = notified.await.unwrap_or_else(|_| {
                 Err(std::io::Error::new(std::io::ErrorKind::TimedOut, format!("did not finish within {timeout:?}")))
             }) {
                 tracing::warn!("the notifier {argv:?} failed: {e}");
@@ -80,21 +84,56 @@ impl Notifier {
     }
 }
 
-async fn notify(argv: &[String], payload: &serde_json::Value) -> std::io::Result<()> {
+/// Runs the notifier in a process group of its own; what it leaves running in the
+/// group gets until `deadline`, and the group is killed when this future ends or is
+/// dropped (the timeout, the end of the run).
+async fn notify(argv: &[String], payload: &serde_json::Value, deadline: tokio::time::Instant) -> std::io::Result<()> {
     let (program, args) = argv.split_first().ok_or_else(|| std::io::Error::other("empty command"))?;
-    let mut child = tokio::process::Command::new(program)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()?;
+    let mut command = tokio::process::Command::new(program);
+    command.args(args).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null());
+    command.process_group(0).kill_on_drop(true);
+    let (mut child, helper) = crate::process::escaped::spawn_helper(|| {
+        let child = command.spawn()?;
+        let pid = child.id().and_then(|pid| i32::try_from(pid).ok());
+        Ok((child, pid))
+    })?;
+    let mut group = helper.map(|helper| Group { helper, armed: true });
     if let Some(mut stdin) = child.stdin.take() {
         // A notifier that does not read its stdin is its own business.
         let _ = stdin.write_all(format!("{payload}\n").as_bytes()).await;
     }
     let status = child.wait().await?;
+    while group.as_ref().is_some_and(Group::alive) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    if group.as_ref().is_some_and(|g| !g.alive()) {
+        // Nobody is left to end, and the group's number may be given to a new
+        // process: leave it alone.
+        group.iter_mut().for_each(|g| g.armed = false);
+    }
     if status.success() { Ok(()) } else { Err(std::io::Error::other(format!("exited with {status}"))) }
+}
+
+/// The notifier's process group (its id is the notifier's pid), killed when dropped;
+/// an attempt's end leaves it alone until then (see `process::escaped`).
+struct Group {
+    helper: crate::process::escaped::Helper,
+    /// Unset once the group is known empty: its number may be another's by then.
+    armed: bool,
+}
+
+impl Group {
+    fn alive(&self) -> bool {
+        crate::os::signal_group(self.helper.group(), None).is_ok()
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = crate::os::signal_group(self.helper.group(), nix::sys::signal::Signal::SIGKILL);
+        }
+    }
 }
 
 #[cfg(test)]

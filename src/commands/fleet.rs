@@ -172,7 +172,7 @@ fn stop(found: &Found, task: Option<String>, now: bool, timeout: Duration) -> Re
         let state = crate::fleet::state::read(&found.paths.state()).ok().flatten();
         let done = match (&task, &state) {
             // The whole fleet: its supervisor is gone (its lock released).
-            (None, _) => !crate::fleet::lock_held(&found.paths.lock()),
+            (None, _) => !crate::state::lock::is_held(&found.paths.lock()),
             (Some(name), Some(f)) => f.tasks.get(name).is_none_or(|t| !t.state.active()),
             (Some(_), None) => true,
         };

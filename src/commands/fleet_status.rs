@@ -43,7 +43,7 @@ pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
         }
         return Ok(crate::exit::DONE);
     };
-    let live = crate::fleet::lock_held(&found.paths.lock());
+    let live = crate::state::lock::is_held(&found.paths.lock());
     let rows: Vec<Row> = fleet.tasks.iter().map(|(name, t)| row(name, t, &found.paths.task_log(name))).collect();
     if json {
         let value = serde_json::json!({

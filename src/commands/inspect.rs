@@ -69,9 +69,10 @@ fn since(dir: &Path, cp: &Checkpoint) -> String {
     s
 }
 
-/// The ralph that holds this directory's lock, if it is alive.
+/// The ralph that holds this directory's lock now (the kernel's flock: a lock record
+/// copied with the project names a live pid that is not this directory's run).
 pub(crate) fn live_holder(dir: &Path) -> Option<LockInfo> {
-    lock::read_info(&dir.join(".agent").join("ralph.lock")).filter(|info| info.process_alive())
+    lock::holder(&dir.join(".agent").join("ralph.lock"))
 }
 
 /// The one JSON shape of `status --json` and `--inspect-checkpoint --json`:

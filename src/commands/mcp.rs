@@ -36,8 +36,9 @@ pub(crate) fn main(socket: Option<PathBuf>, attempt: Option<u32>) -> Result<i32,
     };
     let served = runtime.block_on(async {
         use tokio::signal::unix::{SignalKind, signal};
+        let stdio = super::mcp_stdio::stdio();
         let running = server
-            .serve(rmcp::transport::stdio())
+            .serve((stdio.input, stdio.output))
             .await
             .map_err(|e| RalphError::Internal(format!("mcp: cannot start: {e}")))?;
         let (Ok(mut term), Ok(mut int), Ok(mut hup)) =
@@ -47,12 +48,15 @@ pub(crate) fn main(socket: Option<PathBuf>, attempt: Option<u32>) -> Result<i32,
         };
         // A CLI that ends its MCP servers with a signal is shutting them down, not
         // crashing them.
-        tokio::select! {
+        let ended = tokio::select! {
             r = running.waiting() => r.map(|_| ()).map_err(|e| RalphError::Internal(format!("mcp: {e}"))),
-            _ = term.recv() => Ok(()),
-            _ = int.recv() => Ok(()),
-            _ = hup.recv() => Ok(()),
-        }
+            _ = term.recv() => return Ok(()),
+            _ = int.recv() => return Ok(()),
+            _ = hup.recv() => return Ok(()),
+        };
+        // What rmcp wrote last reaches stdout before the process ends.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), stdio.writer).await;
+        ended
     });
     if let (Some(stream), Some(a)) = (session, attempt) {
         client::end_session(stream, a);
@@ -100,7 +104,7 @@ struct ReasonArgs {
 struct CompleteArgs {
     /// What was done.
     summary: String,
-    /// How the work was verified: the commands run and what they showed (at least 20 characters; "done", "tested" and the like are refused).
+    /// How the work was verified: the commands run and what they showed (at least 20 characters of distinct words; "done", "tested" and the like, however padded, are refused).
     evidence: String,
     /// True only when the whole goal is reached and verified, not just this iteration.
     #[serde(default)]

@@ -11,6 +11,7 @@ pub(crate) mod init;
 pub(crate) mod inspect;
 pub(crate) mod logs;
 pub(crate) mod mcp;
+mod mcp_stdio;
 pub(crate) mod sim;
 pub(crate) mod status;
 pub(crate) mod stop;

@@ -16,7 +16,9 @@ use crate::state::lock;
 
 pub(crate) fn main(dir: &Path, now: bool, timeout: Duration) -> Result<i32, RalphError> {
     let socket = client::socket_of(dir).map_err(|e| RalphError::Usage(e.to_string()))?;
-    let reply = client::call(&socket, &Request::Stop { now }).map_err(|e| RalphError::Usage(e.to_string()))?;
+    // Only to this directory's run: a record copied with the project leads to the
+    // original's socket, which refuses a stop meant for a copy.
+    let reply = client::call_run(dir, &Request::Stop { now }).map_err(|e| RalphError::Usage(e.to_string()))?;
     if !reply.ok {
         return Err(RalphError::Usage(format!("the run refused: {}", reply.error.unwrap_or_default())));
     }
@@ -24,7 +26,7 @@ pub(crate) fn main(dir: &Path, now: bool, timeout: Duration) -> Result<i32, Ralp
     let lock_path = dir.join(".agent").join("ralph.lock");
     let started = Instant::now();
     // The run has ended when its socket is gone and its lock released.
-    while socket.exists() || lock::read_info(&lock_path).is_some_and(|i| i.process_alive()) {
+    while socket.exists() || lock::is_held(&lock_path) {
         if started.elapsed() >= timeout {
             eprintln!(
                 "ralph: the run has not stopped after {}; it is still {}. Wait with `ralph status`, \

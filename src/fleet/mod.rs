@@ -52,5 +52,4 @@ pub(crate) mod state;
 mod supervisor;
 pub(crate) mod task;
 
-pub(crate) use procs::lock_held;
 pub(crate) use supervisor::{Options, main};

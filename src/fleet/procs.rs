@@ -4,15 +4,11 @@
 //! on one channel, which the supervisor's loop selects on: nothing is polled.
 
 use std::collections::BTreeMap;
-use std::fs::OpenOptions;
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Stdio;
 
-use nix::errno::Errno;
-use nix::fcntl::{Flock, FlockArg};
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use tokio::sync::mpsc;
@@ -105,14 +101,14 @@ impl Procs {
     /// Returns its pid.
     pub(super) fn adopt(&mut self, task: &str, worktree: &Path) -> Option<u32> {
         let lock = worktree.join(".agent").join("ralph.lock");
-        if !lock_held(&lock) {
+        if !crate::state::lock::is_held(&lock) {
             return None;
         }
         let pid = crate::state::lock::read_info(&lock)?.pid;
         let fd: OwnedFd = crate::os::process_fd(i32::try_from(pid).ok()?).ok()?;
         // The pidfd is that process's for good: if the lock is still held now, the
         // holder is the process it names (no other ralph starts a task's run).
-        if !lock_held(&lock) {
+        if !crate::state::lock::is_held(&lock) {
             return None;
         }
         let exited = crate::os::exited(fd).ok()?;
@@ -137,10 +133,4 @@ impl Procs {
     pub(super) fn tasks(&self) -> Vec<String> {
         self.live.keys().cloned().collect()
     }
-}
-
-/// Whether a ralph holds the lock at `path`, asked without taking it.
-pub(crate) fn lock_held(path: &Path) -> bool {
-    let Ok(file) = OpenOptions::new().read(true).custom_flags(nix::libc::O_NOFOLLOW).open(path) else { return false };
-    matches!(Flock::lock(file, FlockArg::LockSharedNonblock), Err((_, Errno::EWOULDBLOCK)))
 }

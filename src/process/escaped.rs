@@ -35,7 +35,8 @@ const END_WAIT: Duration = Duration::from_secs(2);
 pub(crate) struct Proc {
     pub pid: i32,
     pub ppid: i32,
-    /// Its process group: ralph's own helpers (a notifier) share ralph's.
+    /// Its process group: ralph's own helpers share ralph's, or have one of their own
+    /// that [`spawn_helper`] made known (a notifier).
     pub pgid: i32,
     pub zombie: bool,
     /// Its environment carries the attempt's id.
@@ -50,9 +51,9 @@ pub(crate) struct Me {
 }
 
 /// An orphan that came back to the subreaper: ralph's child, but not one ralph
-/// started itself. ralph's own helpers (notifiers) run in ralph's process group;
-/// an agent and everything it started are in the agent's group or a session of
-/// their own.
+/// started itself. ralph's own helpers run in ralph's process group (or in a group
+/// of their own, left out of the scan: see [`spawn_helper`]); an agent and everything
+/// it started are in the agent's group or a session of their own.
 fn inherited(p: &Proc, me: Me, owned: &[i32]) -> bool {
     p.ppid == me.pid && p.pgid != me.pgid && !owned.contains(&p.pid)
 }
@@ -154,6 +155,45 @@ fn attempt_start(ran: Duration) -> Option<u64> {
     Some(crate::os::ticks_since_boot()?.saturating_sub(u64::try_from(ran).ok()?))
 }
 
+/// The process groups of ralph's own helpers that run in a group of their own (a
+/// notifier, so that what it leaves behind ends with it): they are no agent's
+/// orphans, and not reaped here (tokio waits for the helper itself).
+static HELPERS: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+fn helpers() -> std::sync::MutexGuard<'static, Vec<i32>> {
+    HELPERS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A helper's process group, left alone by [`end_attempt`] until dropped.
+#[derive(Debug)]
+pub(crate) struct Helper(i32);
+
+impl Helper {
+    /// The helper's process group.
+    pub(crate) fn group(&self) -> i32 {
+        self.0
+    }
+}
+
+impl Drop for Helper {
+    fn drop(&mut self) {
+        helpers().retain(|group| *group != self.0);
+    }
+}
+
+/// Starts a helper: `spawn` puts it in a process group of its own and returns it
+/// with its pid (its group's id). The group is known to [`end_attempt`] before the
+/// helper can be seen by it: an attempt that ends meanwhile does not take it for an
+/// orphan.
+pub(crate) fn spawn_helper<T>(
+    spawn: impl FnOnce() -> std::io::Result<(T, Option<i32>)>,
+) -> std::io::Result<(T, Option<Helper>)> {
+    let mut groups = helpers();
+    let (spawned, pid) = spawn()?;
+    groups.extend(pid);
+    Ok((spawned, pid.map(Helper)))
+}
+
 /// Ends and reaps what escaped the attempt `attempt_id`, which started at
 /// `started`; `owned` are the pids with a waiter of their own (the agent). Returns
 /// the pids it killed.
@@ -165,7 +205,10 @@ pub(crate) fn end_attempt(attempt_id: &str, started: Instant, owned: &[i32]) -> 
     let (root, subreaper) = (crate::os::proc_root(), crate::os::is_subreaper());
     loop {
         let pids = subreaper.then(|| descendants(root, me.pid)).flatten();
-        let procs = scan(root, pids.unwrap_or_else(|| all_pids(root)), attempt_id, since);
+        let mut procs = scan(root, pids.unwrap_or_else(|| all_pids(root)), attempt_id, since);
+        // After the scan: a helper started since is in the list, or was not scanned.
+        let groups = helpers().clone();
+        procs.retain(|p| !groups.contains(&p.pgid));
         for pid in to_reap(&procs, me, owned) {
             reap(pid);
         }

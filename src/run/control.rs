@@ -8,6 +8,7 @@ use tokio::sync::mpsc;
 
 use crate::control::server::{QUEUE, Server};
 use crate::control::{Inbound, Live};
+use crate::error::RalphError;
 use crate::events::RunEvent;
 use crate::signal::Signals;
 use crate::state::checkpoint::AgentCheckpoint;
@@ -33,22 +34,53 @@ pub(super) struct ControlState {
 }
 
 impl Dispatcher {
-    /// Starts the control socket; a run without one still runs (with a warning).
-    pub(super) fn listen(&mut self, signals: &mut Signals) {
+    /// Starts serving the control socket bound in set-up and records where it is.
+    /// Without the record `ralph status` and `ralph stop` could not find the run: the
+    /// run does not start then, and leaves the directory as it found it.
+    pub(super) fn listen(&mut self, signals: &mut Signals) -> Result<(), RalphError> {
+        let Some(bound) = self.r.control.take() else { return Ok(()) };
         let (tx, rx) = mpsc::channel(QUEUE);
         let mut live = lock(&self.control.live);
         (live.run_id, live.pid) = (self.r.checkpoint.run_id.clone(), std::process::id());
         drop(live);
         self.refresh_live();
-        match Server::start(&self.r.dir, self.control.live.clone(), tx) {
+        let run_id = self.r.checkpoint.run_id.clone();
+        match Server::start(bound, &self.r.dir, &run_id, self.control.live.clone(), tx) {
             Ok(server) => {
                 tracing::info!("control socket at {}", server.socket().display());
                 self.control.server = Some(server);
                 signals.attach(rx);
+                Ok(())
             }
             Err(e) => {
-                tracing::warn!("no control socket (ralph status/stop and ralph mcp will not reach this run): {e}")
+                // Nothing of the run changed yet: a clean release, as set-up does.
+                if let Some(lease) = self.r.lease.take() {
+                    let _ = lease.release();
+                }
+                if let Some(lock) = self.r.lock.take() {
+                    let _ = lock.release();
+                }
+                let record = crate::control::path::record_of(&self.r.dir);
+                Err(RalphError::setup(format!("cannot record the control socket in {}", record.display()), e))
             }
+        }
+    }
+
+    /// Before an attempt: the socket is still where the agent's `ralph mcp` and the
+    /// clients will look for it, or it is bound anew (a cleaner of the temp dir may
+    /// have removed it while the run waited). With no place left the run stops: it
+    /// does not run an attempt that may need the channel without it.
+    pub(super) fn keep_channel(&mut self) -> Result<(), RalphError> {
+        let Some(server) = self.control.server.as_mut() else { return Ok(()) };
+        match server.keep_in_place() {
+            Ok(false) => Ok(()),
+            Ok(true) => {
+                let line = format!("the control socket was gone; listening again at {}", server.socket().display());
+                self.r.reporter.line(&line);
+                tracing::warn!("{line}");
+                Ok(())
+            }
+            Err(e) => Err(RalphError::io("the control socket is gone", std::io::Error::other(e.to_string()))),
         }
     }
 

@@ -117,7 +117,7 @@ impl Dispatcher {
     /// Dispatches until the workflow ends. `signals` were installed when the lock
     /// was taken, so nothing that came since is lost.
     pub(crate) async fn run(mut self, mut signals: Signals) -> Result<RunEnd, RalphError> {
-        self.listen(&mut signals);
+        self.listen(&mut signals)?;
         if let Some(t) = self.r.takeover.take() {
             let from = t.from.as_ref();
             self.emit(RunEvent::LeaseTakenOver {
@@ -340,6 +340,7 @@ impl Dispatcher {
         crate::state::private::create_file(&prompt_file)
             .and_then(|mut f| std::io::Write::write_all(&mut f, redact(&prompt).as_bytes()))
             .unwrap_or_else(|e| tracing::warn!("cannot keep the prompt of attempt {attempt_no}: {e}"));
+        self.keep_channel()?;
         let prepared = launch::prepare(
             &agent_cfg,
             Request {

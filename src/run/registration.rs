@@ -21,7 +21,8 @@ impl Dispatcher {
             return;
         }
         let Some(dir) = registry::dir() else { return };
-        let entry = entry(&self.r.dir, &self.r.loaded, &self.r.checkpoint);
+        let identity = self.control.server.as_ref().map(|s| s.serving().dir);
+        let entry = Entry { identity, ..entry(&self.r.dir, &self.r.loaded, &self.r.checkpoint) };
         match registry::write(&dir, &entry) {
             Ok(()) => self.registered = Some(status),
             Err(e) => tracing::warn!("cannot write the run registry entry in {}: {e}", dir.display()),
@@ -62,6 +63,7 @@ pub(crate) fn registry_entry(
     Entry {
         dir: project.to_path_buf(),
         run_id: run_id.to_string(),
+        identity: None,
         pid: me.pid,
         host: me.host,
         boot_id: me.boot_id,

@@ -53,6 +53,9 @@ pub(crate) struct Ready {
     /// The attempt that was running when the previous ralph of this run died or
     /// was stopped (journaled at start as `attempt_interrupted`).
     pub interrupted: Option<InFlight>,
+    /// The control socket, bound before anything of the run changed; the run serves
+    /// it once it starts.
+    pub control: Option<crate::control::server::Bound>,
     /// The run is a task of a fleet (docs/fleet.md): its hooks.
     pub fleet: Option<crate::fleet::task::TaskRun>,
 }
@@ -109,6 +112,9 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     if removed > 0 {
         tracing::info!("removed {removed} temporary file(s) of interrupted writes");
     }
+    // The run's channel (ralph status, ralph stop, the agent's MCP tools), bound
+    // before anything changes: a run never goes on without it.
+    let control = crate::control::server::Bound::bind(&dir).map_err(|e| RalphError::ControlSocket(e.to_string()))?;
     let enabled = loaded.config.general.workflow.checkpoint_enabled;
     let checkpoint_path = enabled.then(|| agent_dir.join("checkpoint.json"));
     let chosen = choose_checkpoint(options, &loaded, &goal, checkpoint_path.as_deref(), &reporter, &mut signals);
@@ -137,6 +143,7 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
             from: options.from.clone(),
             git,
             interrupted,
+            control: Some(control),
             fleet,
         }),
         signals,

@@ -162,6 +162,25 @@ pub(crate) fn read_info(path: &Path) -> Option<LockInfo> {
     std::fs::read_to_string(path).ok().and_then(|c| parse(&c))
 }
 
+/// Whether a process holds the lock now, asked without writing or keeping it: a
+/// shared flock succeeds only when nobody holds the exclusive one. The kernel's
+/// answer, not the record's: a record copied with its project (`cp -a`, a backup
+/// restore) names a live pid, and a pid is reused after a reboot; a flock is neither.
+pub(crate) fn is_held(path: &Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let open = OpenOptions::new().read(true).custom_flags(nix::libc::O_NOFOLLOW).open(path);
+    let Ok(file) = open else { return false };
+    matches!(Flock::lock(file, FlockArg::LockSharedNonblock), Err((_, Errno::EWOULDBLOCK)))
+}
+
+/// The ralph that holds the lock now ([`is_held`]), as its record names it.
+pub(crate) fn holder(path: &Path) -> Option<LockInfo> {
+    if !is_held(path) {
+        return None;
+    }
+    read_info(path)
+}
+
 fn parse(content: &str) -> Option<LockInfo> {
     serde_json::from_str(content.trim()).ok()
 }
@@ -321,6 +340,20 @@ mod tests {
         assert!(a.stale_unreadable);
         assert!(a.stale.is_some() || a.stale_unreadable);
         assert!(read_info(&p).is_some());
+    }
+
+    #[test]
+    fn only_a_held_flock_makes_a_holder_not_a_copied_record() {
+        let (_d, p) = lock_path();
+        // A record copied from a live run (this process, this boot) without its flock.
+        std::fs::write(&p, serde_json::to_string(&LockInfo::current()).unwrap()).unwrap();
+        assert!(read_info(&p).is_some_and(|i| i.process_alive()));
+        assert!(!is_held(&p) && holder(&p).is_none());
+        let a = acquire(&p).unwrap();
+        assert_eq!(holder(&p).map(|i| i.pid), Some(std::process::id()));
+        a.lock.release().unwrap();
+        assert!(!is_held(&p));
+        assert!(!is_held(&p.with_file_name("missing")));
     }
 
     #[test]

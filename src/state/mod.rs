@@ -1,13 +1,14 @@
 //! State on disk under `.agent/`: atomic and private files (no symlinks followed,
 //! 0600/0700), the checkpoint and the one reader of its format (`format`), the
 //! journal, the lock, the lease, what `logs/` keeps, redaction of what is written,
-//! telling a full disk from a failure (`disk`); and the run registry under
-//! `$XDG_STATE_HOME`.
+//! telling a full disk from a failure (`disk`), who a run directory is beyond its path
+//! (`identity`); and the run registry under `$XDG_STATE_HOME`.
 
 pub(crate) mod atomic;
 pub(crate) mod checkpoint;
 pub(crate) mod disk;
 pub(crate) mod format;
+pub(crate) mod identity;
 pub(crate) mod journal;
 pub(crate) mod lease;
 pub(crate) mod lease_file;

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::atomic::Durability;
 use super::checkpoint::Status;
+use super::identity::{Identity, Mismatch, Recorded};
 use super::store;
 
 /// What ralph records about its run.
@@ -31,6 +32,11 @@ pub(crate) struct Entry {
     /// The project directory (absolute).
     pub dir: PathBuf,
     pub run_id: String,
+    /// The identity of the run's directory when it started: an entry whose directory
+    /// now holds another one (a copy, another project in its place) is not this run
+    /// (see [`super::identity`]). `None` in entries of an older ralph.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<Identity>,
     pub pid: u32,
     pub host: String,
     pub boot_id: String,
@@ -87,6 +93,21 @@ pub(crate) enum FleetRole {
 }
 
 impl Entry {
+    /// Whether the run found in the entry's directory (its run id, when a checkpoint
+    /// is readable, and the directory's identity now) is the run this entry
+    /// registered; `boot` is this boot's id (device numbers count only in the boot
+    /// the entry was written in). See [`super::identity::check`].
+    pub(crate) fn matches(
+        &self,
+        found_run: Option<&str>,
+        found: &Result<Identity, String>,
+        boot: &str,
+    ) -> Result<(), Mismatch> {
+        let recorded = Recorded { run_id: &self.run_id, identity: self.identity.as_ref() };
+        let same_boot = !boot.is_empty() && self.boot_id == boot;
+        super::identity::check(recorded, found_run, found, same_boot)
+    }
+
     /// The name of its file and of the watcher's bookkeeping, without extension.
     pub(crate) fn stem(&self) -> String {
         stem(&self.dir, self.fleet.as_ref().map(|f| f.role))
@@ -211,9 +232,25 @@ pub(crate) fn read_all_but(registry: &Path, mut skip: impl FnMut(&str, u64) -> b
 /// its project.
 pub(crate) fn remove(registry: &Path, entry: &Entry) -> io::Result<()> {
     let stem = entry.stem();
-    let paths = [entry.file.clone(), entry_path(registry, &stem), watch_path(registry, &stem)];
+    let paths = [
+        entry.file.clone(),
+        entry_path(registry, &stem),
+        watch_path(registry, &stem),
+        watch_path(registry, &stem).with_extension("lock"),
+    ];
     let absent = |e: io::Error| if e.kind() == io::ErrorKind::NotFound { Ok(()) } else { Err(e) };
     paths.iter().try_for_each(|path| std::fs::remove_file(path).or_else(absent))
+}
+
+/// Removes the `<key>.watch.lock` files an older `ralph watch` left, one per entry
+/// it ever decided about (a pass now takes one lock beside the registry).
+pub(crate) fn remove_legacy_locks(registry: &Path) {
+    let Ok(listing) = std::fs::read_dir(registry) else { return };
+    for item in listing.flatten() {
+        if item.file_name().to_string_lossy().ends_with(".watch.lock") {
+            let _ = std::fs::remove_file(item.path());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -224,6 +261,7 @@ mod tests {
         Entry {
             dir: PathBuf::from(dir),
             run_id: "r1".into(),
+            identity: None,
             pid: 1,
             host: "h".into(),
             boot_id: "b".into(),

@@ -75,15 +75,31 @@ pub(crate) fn set_aside(path: &Path, label: &str) -> io::Result<PathBuf> {
     Err(io::Error::other("no free name to set the file aside"))
 }
 
+/// How old a temporary file must be before a starting run takes it for the leftover
+/// of a killed write. Holding the run lock does not make a ralph the only writer
+/// here: a ralph starting at the same moment writes `.gitignore` (and `ralph doctor`
+/// its probe) through a temporary file before it asks for the lock, and a write in
+/// progress lasts milliseconds. The margin also covers a writer's clock that is
+/// behind (a shared file system stamps with the server's clock) and a writer
+/// stopped in the middle (Ctrl+Z). A younger leftover waits for a later start.
+pub(crate) const LEFTOVER_AGE: std::time::Duration = std::time::Duration::from_secs(10 * 60);
+
 /// Removes the temporary files of writes that were killed half-way (`.tmp*` in
-/// `dir`); returns how many. Only the lock holder may call it: nobody else writes
-/// there then.
+/// `dir` older than [`LEFTOVER_AGE`]); returns how many. Called by the lock holder;
+/// a younger temporary file may be another process's write in progress.
 pub(crate) fn remove_leftover_temp_files(dir: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let now = std::time::SystemTime::now();
+    // A modification time in the future (a clock ahead) is young.
+    let old = |modified: std::time::SystemTime| now.duration_since(modified).is_ok_and(|age| age >= LEFTOVER_AGE);
     entries
         .filter_map(Result::ok)
         .filter(|e| e.file_name().to_string_lossy().starts_with(".tmp"))
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file() || t.is_symlink()))
+        .filter(|e| {
+            // Not followed: a link's own time.
+            let meta = e.metadata();
+            meta.is_ok_and(|m| (m.is_file() || m.is_symlink()) && m.modified().is_ok_and(old))
+        })
         .filter(|e| std::fs::remove_file(e.path()).is_ok())
         .count()
 }
@@ -117,14 +133,21 @@ pub(crate) fn ensure_gitignore(agent_dir: &Path) -> io::Result<()> {
     if std::fs::symlink_metadata(&path).is_ok() {
         return Ok(());
     }
-    let mut tmp = super::private::temp_file_in(agent_dir)?;
-    tmp.write_all(GITIGNORE.as_bytes())?;
-    tmp.as_file().sync_all()?;
-    match tmp.persist_noclobber(&path) {
-        Ok(_) => sync_dir(agent_dir),
-        // Someone (another ralph) created it meanwhile: theirs is as good.
-        Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(e.error),
+    // Before the run lock, so other ralphs may be here too: whatever they do to this
+    // file (write theirs first) leaves a complete `.gitignore`.
+    let mut attempts = 0;
+    loop {
+        let mut tmp = super::private::temp_file_in(agent_dir)?;
+        tmp.write_all(GITIGNORE.as_bytes())?;
+        tmp.as_file().sync_all()?;
+        match tmp.persist_noclobber(&path) {
+            Ok(_) => return sync_dir(agent_dir),
+            // Someone (another ralph) created it meanwhile: theirs is as good.
+            Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
+            // The temporary file went (a clean-up that took it for a leftover): again.
+            Err(e) if e.error.kind() == io::ErrorKind::NotFound && attempts < 3 => attempts += 1,
+            Err(e) => return Err(e.error),
+        }
     }
 }
 
@@ -193,15 +216,23 @@ mod tests {
     }
 
     #[test]
-    fn leftover_temp_files_are_removed() {
+    fn leftover_temp_files_are_removed_and_writes_in_progress_are_not() {
         let dir = tempfile::tempdir().unwrap();
+        let long_ago = std::time::SystemTime::now() - LEFTOVER_AGE - std::time::Duration::from_secs(1);
         for i in 0..3 {
-            std::fs::write(dir.path().join(format!(".tmpAbC{i}")), b"torn").unwrap();
+            let file = std::fs::File::create(dir.path().join(format!(".tmpAbC{i}"))).unwrap();
+            file.set_modified(long_ago).unwrap();
         }
+        // Another ralph's `.gitignore` on its way, as a start-up makes it.
+        let in_progress = super::super::private::temp_file_in(dir.path()).unwrap();
         std::fs::write(dir.path().join("checkpoint.json"), b"{}").unwrap();
         assert_eq!(remove_leftover_temp_files(dir.path()), 3);
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert_eq!(names, vec![std::ffi::OsString::from("checkpoint.json")]);
+        let mut names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        names.sort();
+        let mut kept = [std::ffi::OsString::from("checkpoint.json"), in_progress.path().file_name().unwrap().into()];
+        kept.sort();
+        assert_eq!(names, kept);
+        in_progress.persist_noclobber(dir.path().join(".gitignore")).unwrap();
     }
 
     #[test]

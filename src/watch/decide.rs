@@ -12,11 +12,19 @@
 //!   resume (progress) or a clean stop start the count again;
 //! * between resumes the watcher waits `restart_backoff`, doubling per restart that
 //!   crashed, at most 30 minutes;
-//! * in one boot a run is resumed once, unless it made progress since.
+//! * in one boot a run is resumed once, unless it made progress since;
+//! * only the run the entry registered is resumed: a directory that now holds
+//!   another run (another run id, or another directory at the path: a copy, a
+//!   project deleted and replaced) is left alone and reported
+//!   ([`Verdict::OtherRun`]), and a run reached through two entries (a link to its
+//!   directory) is decided once per pass ([`Verdict::Duplicate`]).
+
+use std::path::{Path, PathBuf};
 
 #[cfg(test)]
 use crate::state::checkpoint::Checkpoint;
 use crate::state::checkpoint::Status;
+use crate::state::identity::{Identity, Mismatch};
 use crate::state::registry::{Entry, WatchState};
 
 const MAX_BACKOFF_SECS: i64 = 30 * 60;
@@ -54,6 +62,10 @@ pub(crate) struct Facts<'a> {
     pub now: i64,
     /// What a resume would lack: programs not found, credential variables unset.
     pub missing: Vec<String>,
+    /// The identity of the entry's directory now (why not, when it cannot be read).
+    pub identity: &'a Result<Identity, String>,
+    /// An entry decided earlier in this pass that reached the same directory.
+    pub decided_as: Option<&'a Path>,
 }
 
 #[must_use]
@@ -75,6 +87,12 @@ pub(crate) enum Verdict {
     Block(String),
     /// Resume it; `restarts` is the new count of restarts without a clean stop.
     Resume { restarts: u32 },
+    /// The directory holds another run than the one the entry registered: never
+    /// resumed; `ralph status --all` shows it and `--prune` removes the entry.
+    OtherRun(Mismatch),
+    /// The run was decided in this pass through another entry (`first`) that reaches
+    /// the same directory (a link to it): decided once.
+    Duplicate { first: PathBuf },
 }
 
 /// Whether a run in this status can ever be resumed by the watcher: only then does
@@ -99,11 +117,17 @@ pub(crate) fn decide(f: &Facts<'_>) -> Verdict {
     if !f.allowed {
         return Verdict::Leave { why: "outside the allowed roots", reset: false };
     }
+    if let Some(first) = f.decided_as {
+        return Verdict::Duplicate { first: first.to_path_buf() };
+    }
     if f.owner_alive {
         return Verdict::Live;
     }
     if f.entry.fleet_task() {
         return Verdict::Leave { why: "a fleet's task: its fleet's supervisor resumes it", reset: false };
+    }
+    if let Err(why) = registered_run(f) {
+        return Verdict::OtherRun(why);
     }
     let (logs, resume) = if f.entry.fleet_supervisor() {
         (".agent/fleet/logs/".to_string(), "ralph fleet")
@@ -145,6 +169,13 @@ pub(crate) fn decide(f: &Facts<'_>) -> Verdict {
     Verdict::Resume { restarts: restarts + 1 }
 }
 
+/// Whether the run in the entry's directory is the one the entry registered: the
+/// same directory (devices compared only in the boot it registered in) and the same
+/// run id.
+fn registered_run(f: &Facts<'_>) -> Result<(), Mismatch> {
+    f.entry.matches(f.checkpoint.map(|cp| cp.run_id), f.identity, f.boot_id)
+}
+
 /// `base`, doubled for each restart that crashed, at most 30 minutes.
 fn backoff_secs(base: u64, restarts: u32) -> i64 {
     let base = i64::try_from(base).unwrap_or(MAX_BACKOFF_SECS);
@@ -155,12 +186,18 @@ fn backoff_secs(base: u64, restarts: u32) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
+    use crate::state::identity::DirId;
+
+    /// The fixture checkpoint's run, and its directory.
+    const RUN: &str = "20261201T054329Z-12180";
+    const HERE: Identity = Identity { project: DirId { dev: 1, ino: 10 }, agent_dir: DirId { dev: 1, ino: 11 } };
+    const FOUND: &Result<Identity, String> = &Ok(HERE);
 
     fn entry() -> Entry {
         Entry {
             dir: PathBuf::from("/p"),
-            run_id: "r1".into(),
+            run_id: RUN.into(),
+            identity: Some(HERE),
             pid: 1,
             host: "h".into(),
             boot_id: "boot-1".into(),
@@ -198,6 +235,8 @@ mod tests {
             boot_id: "boot-2",
             now,
             missing: vec![],
+            identity: FOUND,
+            decided_as: None,
         })
     }
 
@@ -227,6 +266,8 @@ mod tests {
                 boot_id: "boot-2",
                 now: 0,
                 missing,
+                identity: FOUND,
+                decided_as: None,
             };
             let with = decide(&facts(vec!["program claude".into()]));
             let without = decide(&facts(vec![]));
@@ -253,6 +294,8 @@ mod tests {
                     boot_id: "boot-1",
                     now: i64::from(bits),
                     missing: if bits & 16 != 0 { vec!["program claude".into()] } else { vec![] },
+                    identity: FOUND,
+                    decided_as: None,
                 });
                 assert!(matches!(v, Verdict::Live | Verdict::Stale | Verdict::Leave { .. }), "{status:?}: {v:?}");
                 assert!(settled(status) && !may_resume(status));
@@ -290,6 +333,8 @@ mod tests {
             boot_id: "b",
             now: 0,
             missing: vec![],
+            identity: FOUND,
+            decided_as: None,
         };
         assert_eq!(decide(&base), Verdict::Live);
         assert_eq!(decide(&Facts { dir_exists: false, ..base }), Verdict::Stale);
@@ -300,6 +345,8 @@ mod tests {
             checkpoint: Some(Seen::of(&cp)),
             state: &s,
             missing: vec![],
+            identity: FOUND,
+            decided_as: None,
             boot_id: "b",
             now: 0,
             dir_exists: true,
@@ -346,8 +393,53 @@ mod tests {
             boot_id: "b",
             now: 0,
             missing: vec!["ANTHROPIC_API_KEY".into(), "program claude".into()],
+            identity: FOUND,
+            decided_as: None,
         });
         assert!(matches!(v, Verdict::Block(why) if why.contains("ANTHROPIC_API_KEY") && why.contains("claude")));
+    }
+
+    #[test]
+    fn only_the_run_the_entry_registered_is_resumed() {
+        let (e, s) = (entry(), WatchState::default());
+        let ours = checkpoint(Status::Running, 2);
+        let mut theirs = checkpoint(Status::Running, 2);
+        theirs.run_id = "20270101T000000Z-1".into();
+        let facts = |entry, cp, identity, boot_id| Facts {
+            entry,
+            checkpoint: Some(Seen::of(cp)),
+            dir_exists: true,
+            allowed: true,
+            owner_alive: false,
+            state: &s,
+            boot_id,
+            now: 0,
+            missing: vec![],
+            identity,
+            decided_as: None,
+        };
+        assert_eq!(decide(&facts(&e, &ours, FOUND, "boot-1")), Verdict::Resume { restarts: 1 });
+        // Another project moved or cloned to the path: new inodes, whatever its run id.
+        let moved_in = Ok(Identity { project: DirId { dev: 1, ino: 20 }, agent_dir: DirId { dev: 1, ino: 21 } });
+        for cp in [&ours, &theirs] {
+            let v = decide(&facts(&e, cp, &moved_in, "boot-1"));
+            assert!(matches!(v, Verdict::OtherRun(Mismatch::OtherDirectory(_))), "{v:?}");
+        }
+        // Another run in the registered directory.
+        let v = decide(&facts(&e, &theirs, FOUND, "boot-1"));
+        assert!(matches!(&v, Verdict::OtherRun(Mismatch::OtherRun { found, .. }) if found == &theirs.run_id), "{v:?}");
+        // After a reboot the device may be numbered anew; the inodes decide.
+        let renumbered = Ok(Identity { project: DirId { dev: 9, ino: 10 }, agent_dir: DirId { dev: 9, ino: 11 } });
+        assert_eq!(decide(&facts(&e, &ours, &renumbered, "boot-2")), Verdict::Resume { restarts: 1 });
+        assert!(matches!(decide(&facts(&e, &ours, &renumbered, "boot-1")), Verdict::OtherRun(_)));
+        // An entry of an older ralph has no identity: its run id decides.
+        let old = Entry { identity: None, ..entry() };
+        assert_eq!(decide(&facts(&old, &ours, &moved_in, "boot-1")), Verdict::Resume { restarts: 1 });
+        assert!(matches!(decide(&facts(&old, &theirs, &moved_in, "boot-1")), Verdict::OtherRun(_)));
+        // A run reached again through another entry (a link) is decided once.
+        let first = PathBuf::from("/real/p");
+        let again = Facts { decided_as: Some(&first), ..facts(&e, &ours, FOUND, "boot-1") };
+        assert_eq!(decide(&again), Verdict::Duplicate { first: first.clone() });
     }
 
     #[test]

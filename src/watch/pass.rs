@@ -1,8 +1,9 @@
 //! The watcher's loop and one pass over the registry: gather the facts of each run,
 //! ask [`super::decide`], carry out the verdict.
 
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -14,6 +15,7 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use crate::error::RalphError;
 use crate::state::checkpoint::{Checkpoint, Status};
+use crate::state::identity::{DirId, Identity};
 use crate::state::registry::{self, Entry, WatchState};
 use crate::state::{format, lock, store};
 
@@ -60,17 +62,38 @@ pub(super) async fn watch(registry: &Path, options: &Options) -> Result<i32, Ral
     Ok(crate::exit::DONE)
 }
 
-/// One look at every registered run; runs settled at the last look are skipped.
+/// One look at every registered run; runs settled at the last look are skipped. One
+/// watcher passes at a time (a lock beside the registry): two watchers resume a run
+/// once.
 fn pass(registry: &Path, options: &Options, children: &mut Vec<Child>) {
+    let Some((_pass, first)) = pass_lock(registry) else {
+        eprintln!("ralph watch: another ralph watch has been passing over the registry for 30s; skipping this pass");
+        return;
+    };
+    if first {
+        // The first pass of this version: the per-entry locks of older ones go.
+        registry::remove_legacy_locks(registry);
+    }
     children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
     let boot = lock::boot_id();
     let (before, mut seen) = Seen::load(registry, &boot);
     let (mut entries, warnings) = registry::read_all_but(registry, |name, inode| before.still(name, inode, &mut seen));
     warnings.iter().for_each(|warning| eprintln!("ralph watch: {warning}"));
-    // The most recently active runs first: they are the ones a person misses most.
-    entries.sort_by_cached_key(|e| std::cmp::Reverse(last_activity(&e.dir)));
+    // The most recently active runs first: they are the ones a person misses most;
+    // of two entries of one run (one through a link), the one by its real path.
+    entries.sort_by_cached_key(|e| (std::cmp::Reverse(last_activity(&e.dir)), !is_real_path(&e.dir)));
+    // The directory each run was decided through in this pass, by its identity (a
+    // fleet's supervisor and a run of the same directory are two).
+    let mut decided: HashMap<(DirId, bool), PathBuf> = HashMap::new();
     for entry in entries {
-        if let Some(stamp) = handle(registry, &entry, &boot, options, children) {
+        let identity = Identity::of(&entry.dir).map_err(|e| e.to_string());
+        let fleet = entry.fleet_supervisor();
+        let first = identity.as_ref().ok().and_then(|id| decided.get(&(id.project, fleet))).cloned();
+        if let (Ok(id), None) = (&identity, &first) {
+            decided.insert((id.project, fleet), entry.dir.clone());
+        }
+        let found = Found { identity: &identity, decided_as: first.as_deref() };
+        if let Some(stamp) = handle(registry, &entry, &found, &boot, options, children) {
             let name = entry.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             seen.settle(&name, entry.inode, &entry.dir, stamp);
         }
@@ -78,11 +101,22 @@ fn pass(registry: &Path, options: &Options, children: &mut Vec<Child>) {
     seen.save(registry, &before);
 }
 
+/// What the pass found about an entry's directory beyond the entry itself.
+struct Found<'a> {
+    identity: &'a Result<Identity, String>,
+    decided_as: Option<&'a Path>,
+}
+
 /// Decides for one run and carries it out; the checkpoint's stamp when the run is
 /// settled (see [`super::seen`]).
-fn handle(registry: &Path, entry: &Entry, boot: &str, options: &Options, children: &mut Vec<Child>) -> Option<Stamp> {
-    // Two watchers: whoever holds this run's bookkeeping lock decides for it.
-    let _guard = bookkeeping_lock(registry, &entry.stem())?;
+fn handle(
+    registry: &Path,
+    entry: &Entry,
+    found: &Found<'_>,
+    boot: &str,
+    options: &Options,
+    children: &mut Vec<Child>,
+) -> Option<Stamp> {
     let state = registry::read_watch(registry, &entry.stem());
     let (path, lock) = place(entry);
     // Before the read: a save in between makes the next pass read it again.
@@ -95,11 +129,13 @@ fn handle(registry: &Path, entry: &Entry, boot: &str, options: &Options, childre
         checkpoint: view.as_ref().map(View::seen),
         dir_exists: stamp.is_some() || entry.dir.is_dir(),
         allowed: options.roots.is_empty() || options.roots.iter().any(|r| entry.dir.starts_with(r)),
-        owner_alive: lock_held(&lock),
+        owner_alive: lock::is_held(&lock),
         state: &state,
         boot_id: boot,
         now: jiff::Timestamp::now().as_second(),
         missing: view.as_ref().filter(|v| may_resume(v.status)).map_or_else(Vec::new, |_| missing(entry)),
+        identity: found.identity,
+        decided_as: found.decided_as,
     };
     let dir = entry.dir.display();
     match decide(&facts) {
@@ -107,6 +143,13 @@ fn handle(registry: &Path, entry: &Entry, boot: &str, options: &Options, childre
             clean = registry::write_watch(registry, &entry.stem(), &WatchState::default()).is_ok();
         }
         Verdict::Live | Verdict::Stale | Verdict::Wait { .. } | Verdict::OncePerBoot | Verdict::Leave { .. } => {}
+        Verdict::OtherRun(why) => eprintln!(
+            "ralph watch: {dir}: not resumed: the run {} registered here is not there any more: {why}; \
+             `ralph status --prune` removes the entry",
+            entry.run_id
+        ),
+        // Decided through the entry that reaches it by its own path.
+        Verdict::Duplicate { .. } => return None,
         Verdict::Block(why) => match block(registry, entry, &why) {
             Ok(true) => eprintln!("ralph watch: {dir}: marked blocked: {why}"),
             Ok(false) => {}
@@ -256,19 +299,34 @@ fn block_fleet(registry: &Path, entry: &Entry, why: &str) -> Result<bool, String
     Ok(true)
 }
 
-/// Whether a ralph holds the run lock, asked without writing or keeping it: a
-/// shared flock succeeds only when nobody holds the exclusive one. Pids and boot
-/// ids are not trusted: a pid is reused after a reboot, a flock is not.
-fn lock_held(path: &Path) -> bool {
-    let Ok(file) = OpenOptions::new().read(true).custom_flags(nix::libc::O_NOFOLLOW).open(path) else { return false };
-    matches!(Flock::lock(file, FlockArg::LockSharedNonblock), Err((_, Errno::EWOULDBLOCK)))
+/// The lock of a pass over the registry (`ralph/watch.lock`, beside the registry so
+/// that taking it wakes no watcher), waited for at most 30 s; and whether this pass
+/// made its file (the first pass of this version of ralph).
+fn pass_lock(registry: &Path) -> Option<(Flock<File>, bool)> {
+    let path = registry.with_file_name("watch.lock");
+    if let Some(parent) = path.parent() {
+        let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent);
+    }
+    let first = std::fs::symlink_metadata(&path).is_err();
+    let open = || {
+        let mut options = OpenOptions::new();
+        options.create(true).truncate(false).write(true).mode(0o600).custom_flags(nix::libc::O_NOFOLLOW).open(&path)
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match Flock::lock(open().ok()?, FlockArg::LockExclusiveNonblock) {
+            Ok(lock) => return Some((lock, first)),
+            Err((_, Errno::EWOULDBLOCK)) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(_) => return None,
+        }
+    }
 }
 
-/// The watcher's lock on its bookkeeping of one run, held while it decides.
-fn bookkeeping_lock(registry: &Path, stem: &str) -> Option<Flock<File>> {
-    let path = registry::watch_path(registry, stem).with_extension("lock");
-    let file = OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(path).ok()?;
-    Flock::lock(file, FlockArg::LockExclusiveNonblock).ok()
+/// Whether `dir` is the directory's own path (no link on the way).
+fn is_real_path(dir: &Path) -> bool {
+    std::fs::canonicalize(dir).is_ok_and(|real| real == dir)
 }
 
 /// What a resume would lack in this environment: credential variables the run's

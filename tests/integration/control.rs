@@ -22,9 +22,10 @@ fn project(done: &str, timeouts: &str, iterations: u32, first: &str, later: &str
         .build()
 }
 
+/// The socket's path: the record's first line (its second names the run).
 fn socket_of(p: &Project) -> PathBuf {
     p.wait_for_file(".agent/control.sock.path", DEFAULT_TIMEOUT);
-    PathBuf::from(p.read(".agent/control.sock.path").trim())
+    PathBuf::from(p.read(".agent/control.sock.path").lines().next().unwrap_or_default().trim())
 }
 
 /// Sends raw bytes, reads the one reply line.
@@ -344,4 +345,86 @@ fn crashed_mcp_servers_use_up_the_restart_budget() {
     assert_eq!(lost[2]["restarts"], 3);
     assert_eq!(p.checkpoint()["status"], "failed");
     assert_eq!(p.events("cap_reached")[0]["cap"], "mcp_restarts", "{:?}", p.events("cap_reached"));
+}
+
+#[test]
+fn an_oversized_line_is_told_by_its_length() {
+    let p = project("tag", "", 1, SLOW, r#"{ done = "x" }"#);
+    let run = p.ralph().spawn();
+    p.pid_file("agent.pid");
+    let socket = socket_of(&p);
+    let mut line = vec![b'x'; 70_000];
+    line.push(b'\n');
+    let reply = raw(&socket, &line);
+    let error = reply["error"].as_str().unwrap_or_default().to_string();
+    assert!(error.contains("request too long: 70000 bytes"), "{reply}");
+    assert!(!error.contains("newline"), "it had one: {reply}");
+    run.finish().expect_code(0);
+}
+
+#[test]
+fn a_checkpoint_of_a_thousand_items_is_kept_capped_not_refused() {
+    let items = (0..1000).map(|i| format!("\"step {i}: {}\"", "x".repeat(100))).collect::<Vec<_>>().join(", ");
+    let first = format!(
+        r#"{{ mcp = {{ tool = "save_checkpoint", arguments = {{ summary = "half way", steps_done = [{items}], next_steps = ["the rest"] }} }} }}, {{ done = "x" }}"#
+    );
+    let p = project("tag", "", 1, &first, r#"{ done = "y" }"#);
+    p.ralph().run().expect_code(0);
+    let saved = p.events("agent_checkpoint");
+    assert_eq!(saved.len(), 1, "refused: {}", p.attempt_log(1));
+    let steps = saved[0]["steps_done"].as_array().cloned().unwrap_or_default();
+    assert_eq!(steps.len(), 51, "50 items and what was left out");
+    assert_eq!(steps[50], "… 950 more not kept");
+}
+
+#[test]
+fn padded_evidence_is_refused() {
+    let padded = format!("ok{}.", " ".repeat(30));
+    let first = format!(
+        r#"{{ mcp = {{ tool = "declare_complete", arguments = {{ summary = "s", evidence = "{padded}" }} }} }},
+           {{ mcp = {{ tool = "declare_complete", arguments = {{ summary = "s", evidence = "aaaaaaaaaaaaaaaaaaaa" }} }} }},
+           {{ say = "finished" }}"#
+    );
+    let p = project("mcp", "", 1, &first, r#"{ say = "never" }"#);
+    p.ralph().run().expect_code(1);
+    assert!(p.events("completion_declared").is_empty(), "{:?}", p.events("completion_declared"));
+}
+
+/// A line that is not JSON gets JSON-RPC's parse error (-32700, id null), and the
+/// server goes on answering.
+#[test]
+fn ralph_mcp_answers_malformed_json_with_a_parse_error() {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(crate::harness::RALPH)
+        .arg("mcp")
+        .env_remove("RALPH_SOCKET")
+        .env_remove("RALPH_ATTEMPT")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ").unwrap();
+    let init = r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    writeln!(stdin, "{init}").unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut replies = Vec::new();
+    for _ in 0..2 {
+        let line = rx.recv_timeout(DEFAULT_TIMEOUT).expect("ralph mcp answers");
+        replies.push(serde_json::from_str::<Value>(&line).unwrap());
+    }
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    let error = replies.iter().find(|r| r["error"].is_object()).unwrap_or_else(|| panic!("{replies:#?}"));
+    assert_eq!(error["error"]["code"], -32700, "{error:#}");
+    assert!(error["id"].is_null(), "{error:#}");
+    assert!(replies.iter().any(|r| r["id"] == 2 && r["result"]["serverInfo"]["name"] == "ralph"), "{replies:#?}");
 }

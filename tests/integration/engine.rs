@@ -29,6 +29,21 @@ fn resume_or_start_starts_a_run_when_there_is_none() {
     assert_eq!(attempts(&p), 2);
 }
 
+/// Two job-engine starts at the same instant on a fresh directory: one runs the
+/// workflow, the other waits for it and finds it completed; neither is refused. (A
+/// start-up used to take the other's `.gitignore` on its way for a killed write's
+/// leftover: "cannot create …/.agent". `scripts/start-race.sh` runs hundreds.)
+#[test]
+fn two_starts_racing_on_a_fresh_directory_both_succeed() {
+    for round in 0..12 {
+        let p = sim_project().sim("a", &[r#"[{ done = "at once" }]"#]).build();
+        let (a, b) = (p.ralph().args(["--resume-or-start"]).spawn(), p.ralph().args(["--resume-or-start"]).spawn());
+        let (a, b) = (a.finish(), b.finish());
+        assert!(a.code == Some(0) && b.code == Some(0), "round {round}:\n{a}\n{b}");
+        assert_eq!(attempts(&p), 1, "round {round}");
+    }
+}
+
 #[test]
 fn resume_or_start_on_a_completed_run_exits_0_and_runs_nothing() {
     let p = two_iterations();

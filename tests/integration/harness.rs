@@ -249,6 +249,7 @@ impl Project {
             state: self.state.path().to_path_buf(),
             args: Vec::new(),
             env: Vec::new(),
+            unset: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
         }
     }
@@ -315,6 +316,7 @@ pub(crate) struct Ralph {
     state: PathBuf,
     args: Vec<String>,
     env: Vec<(String, String)>,
+    unset: Vec<String>,
     timeout: Duration,
 }
 
@@ -372,6 +374,12 @@ impl Ralph {
         self
     }
 
+    /// Without `key` in its environment.
+    pub(crate) fn env_remove(mut self, key: &str) -> Self {
+        self.unset.push(key.to_string());
+        self
+    }
+
     /// Runs in `dir` instead of the project directory.
     pub(crate) fn current_dir(mut self, dir: &Path) -> Self {
         self.dir = dir.to_path_buf();
@@ -399,6 +407,9 @@ impl Ralph {
             // Its own group, so a timeout can kill ralph with everything in it, and a
             // signal a test sends reaches ralph only.
             .process_group(0);
+        for key in &self.unset {
+            cmd.env_remove(key);
+        }
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd
     }

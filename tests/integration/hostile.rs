@@ -202,14 +202,20 @@ fn leftovers_of_kills_are_cleaned_and_a_garbage_lock_is_stale() {
     let p = Project::new().config(&sh_agent("echo '<promise>DONE</promise>'", "", ""));
     fs::create_dir_all(p.join(".agent")).expect("mkdir");
     fs::create_dir_all(p.join(".agent/artifacts")).expect("mkdir");
-    for i in 0..5 {
-        fs::write(p.join(&format!(".agent/.tmp{i}xYz")), b"{\"torn").expect("write");
-    }
-    fs::write(p.join(".agent/artifacts/.tmpAbc"), b"torn").expect("write");
+    // Leftovers of kills a while ago; one of a write that may be in progress now
+    // (another ralph starting) is left alone.
+    let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(11 * 60);
+    let torn = |rel: &str| {
+        fs::write(p.join(rel), b"{\"torn").expect("write");
+        fs::File::options().write(true).open(p.join(rel)).and_then(|f| f.set_modified(long_ago)).expect("age");
+    };
+    (0..5).for_each(|i| torn(&format!(".agent/.tmp{i}xYz")));
+    torn(".agent/artifacts/.tmpAbc");
+    fs::write(p.join(".agent/.tmpNow"), b"{\"in progress").expect("write");
     fs::write(p.join(".agent/ralph.lock"), b"\xff\xfe\x00 not a lock").expect("write");
     p.ralph().run().expect_code(0);
     let left: Vec<_> = p.agent_dir_listing().into_iter().filter(|n| n.starts_with(".tmp")).collect();
-    assert!(left.is_empty(), "{left:?}");
+    assert_eq!(left, [".tmpNow"]);
     assert!(!p.exists(".agent/artifacts/.tmpAbc"));
 }
 

@@ -25,6 +25,7 @@ mod fleet_kill;
 mod gemini;
 mod git;
 mod hostile;
+mod identity;
 mod limits;
 mod opencode;
 mod passes;

@@ -367,6 +367,46 @@ fn notifications_receive_the_event_and_a_broken_notifier_breaks_nothing() {
     q.ralph().timeout(LIMIT).run().expect_code(0);
 }
 
+/// A notifier that leaves a process behind in the background: its process group is
+/// ended at its timeout, so nothing of it outlives ralph.
+#[test]
+fn a_notifiers_background_child_does_not_outlive_ralph() {
+    let p = crate::harness::sim_project().sim("a", &[r#"[{ done = "at once" }]"#]).build();
+    let pid_file = p.join("background.pid");
+    let script = format!("sleep 300 & echo $! > {}", pid_file.display());
+    p.write(
+        "ralph.toml",
+        &format!("{}\n[notify]\ncommand = [\"sh\", \"-c\", {script:?}]\ntimeout = \"1s\"\n", p.read("ralph.toml")),
+    );
+    p.ralph().run().expect_code(0);
+    let background = p.pid_file("background.pid");
+    let gone = crate::harness::gone_within(background, Duration::from_secs(5));
+    cleanup(background);
+    assert!(gone, "the notifier's background child {background} outlived ralph");
+}
+
+/// A notifier still running when an attempt ends is ralph's own helper, not an
+/// orphan of the agent: the attempt's clean-up leaves it to finish.
+#[test]
+fn a_notifier_outlasts_the_attempt_that_ends_while_it_runs() {
+    let p = project("");
+    let seen = p.join("notified.jsonl");
+    let script = format!("sleep 1; cat >> {}", seen.display());
+    let config = p.read("ralph.toml").replace(
+        "[agents.a]",
+        &format!("[notify]\ncommand = [\"sh\", \"-c\", {script:?}]\ntimeout = \"20s\"\n\n[agents.a]"),
+    );
+    p.write("ralph.toml", &config);
+    kill_9(&p);
+    // As the watchdog resumes it: the resume is notified, and its attempts end while
+    // that notifier sleeps.
+    p.ralph().args(["--resume"]).env("RALPH_RESUMED_BY", "watch").timeout(LIMIT).run().expect_code(0);
+    let lines: Vec<Value> =
+        fs::read_to_string(&seen).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let kinds: Vec<_> = lines.iter().map(|l| l["event"]["kind"].as_str().unwrap_or_default().to_string()).collect();
+    assert!(kinds.contains(&"run_resumed".to_string()) && kinds.contains(&"run_ended".to_string()), "{kinds:?}");
+}
+
 #[test]
 fn the_systemd_unit_passes_systemd_analyze_verify() {
     let p = Project::new();
