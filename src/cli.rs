@@ -232,6 +232,10 @@ pub(crate) struct FleetRunArgs {
     /// Start in a main checkout with changes of yours; they stay out of every task.
     #[arg(long)]
     pub allow_dirty: bool,
+    /// Run every task to finished and land none: a person reviews and lands them
+    /// (`ralph fleet diff TASK`, `ralph fleet land TASK`). Kept for the fleet's life.
+    #[arg(long)]
+    pub no_land: bool,
     /// Only errors and the summary.
     #[arg(short, long)]
     pub quiet: bool,
@@ -291,7 +295,21 @@ pub(crate) enum FleetCommand {
         #[command(flatten)]
         place: Place,
     },
-    /// Queue a failed, blocked or stopped task again.
+    /// Land a finished task now, before the others (a blocked one too, once its
+    /// branch was resolved by hand).
+    Land {
+        task: String,
+        #[command(flatten)]
+        place: Place,
+    },
+    /// What a task would land: its branch's changes since it left the fleet's branch.
+    Diff {
+        task: String,
+        #[command(flatten)]
+        place: Place,
+    },
+    /// Queue a failed, blocked or stopped task again (one the merge queue gave up
+    /// on: to land again, with its evictions counted from 0).
     Retry {
         task: String,
         #[command(flatten)]

@@ -21,6 +21,7 @@ pub(crate) fn main(cli: FleetCli) -> i32 {
                 dir: dir.to_path_buf(),
                 config: run.config.clone(),
                 allow_dirty: run.allow_dirty,
+                no_land: run.no_land,
                 quiet: run.quiet,
             })
         });
@@ -35,6 +36,8 @@ pub(crate) fn main(cli: FleetCli) -> i32 {
         }
         FleetCommand::Clean { place } => in_fleet(&place, |f| change(&f, &Request::Clean {})),
         FleetCommand::Retry { task, place } => in_fleet(&place, |f| change(&f, &Request::Retry { task: task.clone() })),
+        FleetCommand::Land { task, place } => in_fleet(&place, |f| land(&f, &task)),
+        FleetCommand::Diff { task, place } => in_fleet(&place, |f| diff(&f, &task)),
     }
 }
 
@@ -262,4 +265,44 @@ fn logs(found: &Found, task: &str, follow: bool) -> Result<i32, RalphError> {
             Ok(exit::DONE)
         }
     }
+}
+
+/// `ralph fleet land TASK`: through the supervisor (it lands next), or here and now
+/// under the fleet's lock.
+fn land(found: &Found, task: &str) -> Result<i32, RalphError> {
+    let request = Request::Land { task: task.to_string() };
+    if let Some(reply) = control::call(&found.paths.socket_record(), &request, Duration::from_secs(60)) {
+        let reply = reply.map_err(RalphError::Usage)?;
+        return answer(reply.ok, &reply.message);
+    }
+    let mut book = offline(found)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| RalphError::io("cannot start the runtime", e))?;
+    let (ok, lines) = runtime.block_on(crate::fleet::landing::land_now(&mut book, task))?;
+    runtime.shutdown_background();
+    answer(ok, &lines.join("\n"))
+}
+
+/// `ralph fleet diff TASK`: `git diff <into>...<branch>`, git's own output.
+fn diff(found: &Found, task: &str) -> Result<i32, RalphError> {
+    let fleet = crate::fleet::setup::read_state(&found.paths.state())?
+        .ok_or_else(|| RalphError::Usage(format!("no fleet in {}", found.top.display())))?;
+    let branch = crate::fleet::names::branch_of(task);
+    let merged = fleet.tasks.get(task).is_some_and(|t| t.landed.is_some());
+    // A merged task's branch is gone: what it landed is its commits on `into`.
+    let args: Vec<String> = if merged {
+        let grep = format!("--grep=^{}: {task}$", crate::git::message::TASK_TRAILER);
+        vec!["log".into(), "-p".into(), grep, fleet.into.clone()]
+    } else {
+        vec!["diff".into(), format!("{}...{branch}", fleet.into)]
+    };
+    let status = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&found.top)
+        .args(&args)
+        .status()
+        .map_err(|e| RalphError::io("cannot run git", e))?;
+    Ok(if status.success() { exit::DONE } else { exit::FAILED })
 }

@@ -45,6 +45,8 @@ pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     };
     let live = crate::state::lock::is_held(&found.paths.lock());
     let rows: Vec<Row> = fleet.tasks.iter().map(|(name, t)| row(name, t, &found.paths.task_log(name))).collect();
+    let queue = queue(&fleet);
+    let onto_base = onto_base(&found.top, &fleet);
     if json {
         let value = serde_json::json!({
             "fleet": {
@@ -57,13 +59,21 @@ pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
                 "into": fleet.into,
                 "worktrees": fleet.worktrees,
                 "cost_usd": crate::fleet::core::spent(&fleet),
+                "no_land": fleet.no_land,
+                "landing": fleet.landing.as_ref().map(|l| serde_json::json!({"task": l.task, "step": l.step.as_str()})),
+                "into_onto_base": onto_base.as_ref().map(|b| serde_json::json!({
+                    "base_branch": b.branch, "clean": b.conflicts.is_empty(), "conflicts": b.conflicts,
+                })),
             },
+            "queue": queue,
             "tasks": rows,
         });
         println!("{}", serde_json::to_string_pretty(&value).map_err(|e| RalphError::Internal(e.to_string()))?);
         return Ok(crate::exit::DONE);
     }
-    print!("{}", crate::state::redact::redact(&describe(&fleet, live, &rows)));
+    let mut text = describe(&fleet, live, &rows);
+    text.push_str(&describe_queue(&fleet, &queue, onto_base.as_ref()));
+    print!("{}", crate::state::redact::redact(&text));
     Ok(crate::exit::DONE)
 }
 
@@ -147,6 +157,80 @@ fn describe(fleet: &Fleet, live: bool, rows: &[Row]) -> String {
         if let Some(reason) = &r.reason {
             let _ = writeln!(out, "    why: {reason}");
         }
+    }
+    out
+}
+
+/// A task in the merge queue, as `status` shows it.
+#[derive(Debug, Serialize)]
+struct Queued {
+    task: String,
+    /// "landing" for the one under way, else "waiting".
+    state: &'static str,
+    /// When it should have landed (RFC 3339), from the mean landing so far.
+    estimate: String,
+}
+
+fn queue(fleet: &Fleet) -> Vec<Queued> {
+    let now = jiff::Timestamp::now();
+    crate::fleet::queue::order(fleet)
+        .into_iter()
+        .enumerate()
+        .map(|(i, task)| {
+            let wait = crate::fleet::queue::estimate(i, fleet.landings, fleet.landing_secs);
+            let at = now.checked_add(jiff::SignedDuration::try_from(wait).unwrap_or_default()).unwrap_or(now);
+            let landing = fleet.landing.as_ref().is_some_and(|l| l.task == task);
+            Queued { task, state: if landing { "landing" } else { "waiting" }, estimate: at.to_string() }
+        })
+        .collect()
+}
+
+/// Whether the fleet's branch still merges cleanly onto the base branch's tip now.
+struct OntoBase {
+    branch: String,
+    conflicts: Vec<String>,
+}
+
+fn onto_base(top: &Path, fleet: &Fleet) -> Option<OntoBase> {
+    let branch = fleet.base_branch.clone()?;
+    let repo = crate::git::repo::Repo::at(top);
+    let conflicts = crate::fleet::landing::conflicts_between(&repo, &branch, &fleet.into).ok()?;
+    Some(OntoBase { branch, conflicts })
+}
+
+fn describe_queue(fleet: &Fleet, queue: &[Queued], base: Option<&OntoBase>) -> String {
+    let mut out = String::new();
+    let tz = crate::report::clock::zone();
+    if fleet.no_land {
+        out.push_str("merge queue: off (--no-land): `ralph fleet land TASK` lands a finished task\n");
+    } else if !queue.is_empty() {
+        let items: Vec<String> = queue
+            .iter()
+            .map(|q| {
+                let at = q
+                    .estimate
+                    .parse::<jiff::Timestamp>()
+                    .map(|t| crate::report::clock::hms(t, &tz))
+                    .unwrap_or_default();
+                format!("{} ({}, ~{at})", q.task, q.state)
+            })
+            .collect();
+        let _ = writeln!(out, "merge queue: {}", items.join(", "));
+    }
+    match base {
+        Some(b) if b.conflicts.is_empty() => {
+            let _ = writeln!(out, "{} merges cleanly onto {}'s tip", fleet.into, b.branch);
+        }
+        Some(b) => {
+            let _ = writeln!(
+                out,
+                "{} no longer merges cleanly onto {}: {} conflict",
+                fleet.into,
+                b.branch,
+                b.conflicts.join(", ")
+            );
+        }
+        None => {}
     }
     out
 }

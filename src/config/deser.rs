@@ -65,6 +65,10 @@ const HOMES: &[(&str, &str)] = &[
     ("max_parallel", "fleet"),
     ("max_cost", "fleet"),
     ("min_free_disk", "fleet"),
+    ("check", "fleet"),
+    ("check_timeout", "fleet"),
+    ("max_evictions", "fleet"),
+    ("regenerate", "fleet"),
     ("chain", "phases.NAME"),
     ("kind", "agents.NAME"),
 ];

@@ -678,6 +678,18 @@ pub(crate) struct FleetConfig {
     pub max_cost: Option<MaxCost>,
     /// A task's worktree is created only with at least this much free disk.
     pub min_free_disk: ByteSize,
+    /// The merge queue's check: an argv run on each task's rebased head before it
+    /// lands (`["cargo", "test"]`); unset: no check.
+    pub check: Option<Vec<String>>,
+    /// The longest one check may run.
+    #[serde(with = "humantime_serde")]
+    pub check_timeout: Duration,
+    /// Evictions per task (a conflict or a failing check sends it back to its
+    /// agent) before it is blocked.
+    pub max_evictions: u32,
+    /// Generated files: a glob (relative to the top) and the argv that makes them
+    /// again; a conflict confined to them is resolved without an eviction.
+    pub regenerate: BTreeMap<String, Vec<String>>,
 }
 
 impl Default for FleetConfig {
@@ -689,6 +701,10 @@ impl Default for FleetConfig {
             max_parallel: 2,
             max_cost: None,
             min_free_disk: ByteSize(1 << 30),
+            check: None,
+            check_timeout: Duration::from_secs(30 * 60),
+            max_evictions: 3,
+            regenerate: BTreeMap::new(),
         }
     }
 }

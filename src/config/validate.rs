@@ -245,6 +245,24 @@ fn check_fleet(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
             "[fleet] max_cost must be a number of dollars above 0, not {cost}; or \"none\" for no cap"
         );
     }
+    if f.check.as_ref().is_some_and(|c| c.first().is_none_or(|p| p.trim().is_empty())) {
+        fail!(
+            cx.at(&keys!["fleet", "check"]),
+            "[fleet] check is empty; give the program and its arguments, like [\"cargo\", \"test\"], or leave it out"
+        );
+    }
+    if f.check_timeout.is_zero() {
+        fail!(cx.at(&keys!["fleet", "check_timeout"]), "[fleet] check_timeout must be longer than 0, like \"30m\"");
+    }
+    for (glob, argv) in &f.regenerate {
+        if glob.trim().is_empty() || argv.first().is_none_or(|p| p.trim().is_empty()) {
+            fail!(
+                cx.at(&keys!["fleet", "regenerate", glob]),
+                "[fleet] regenerate {glob:?} needs a file glob and a command, like \"Cargo.lock\" = [\"cargo\", \
+                 \"generate-lockfile\"]"
+            );
+        }
+    }
     if f.worktrees.as_ref().is_some_and(|w| w.as_os_str().is_empty()) {
         fail!(cx.at(&keys!["fleet", "worktrees"]), "[fleet] worktrees is empty; leave it out for the default");
     }

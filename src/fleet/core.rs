@@ -138,7 +138,8 @@ pub(crate) fn next_to_start(fleet: &Fleet, max_parallel: u32) -> Vec<String> {
     let active = fleet.tasks.values().filter(|t| t.state.active()).count();
     let free = (max_parallel as usize).saturating_sub(active);
     let mut queued: Vec<(&String, &Task)> = fleet.tasks.iter().filter(|(_, t)| t.state == TaskState::Queued).collect();
-    queued.sort_by_key(|(_, t)| (!t.started, t.seq));
+    // Sent back by the merge queue first: the others wait for it to land.
+    queued.sort_by_key(|(_, t)| (t.eviction.is_none(), !t.started, t.seq));
     queued.into_iter().take(free).map(|(name, _)| name.clone()).collect()
 }
 
@@ -175,6 +176,7 @@ pub(crate) fn outcome(fleet: &Fleet, landing: bool) -> Option<FleetEnd> {
 /// waits (a rate limit, a backoff) is `waiting`; one being set up is `running`.
 pub(crate) fn shown_state(task: &Task, run: Option<Status>) -> &'static str {
     match (task.state, run) {
+        (TaskState::Queued, _) if task.eviction.is_some() => "evicted",
         (TaskState::Running | TaskState::Starting, Some(Status::Waiting)) => "waiting",
         (TaskState::Starting, _) => "running",
         (state, _) => state.as_str(),

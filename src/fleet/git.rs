@@ -189,7 +189,14 @@ pub(crate) fn changes_in(worktree: &Path) -> Result<Vec<String>, GitError> {
         return Err(failure("status", &out));
     }
     let changed = crate::git::plan::parse_status(&out.stdout);
-    Ok(changed.into_iter().map(|c| c.path).filter(|p| p != ".agent" && !p.starts_with(".agent/")).collect())
+    // A deleted tracked file loses nothing (git has it): a removal cut short by a
+    // kill leaves such deletions, and the removal goes on.
+    Ok(changed
+        .into_iter()
+        .filter(|c| !c.deleted)
+        .map(|c| c.path)
+        .filter(|p| p != ".agent" && !p.starts_with(".agent/"))
+        .collect())
 }
 
 /// Every ref and its object.

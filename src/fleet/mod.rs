@@ -38,14 +38,18 @@
 //! the tasks with the supervisor would throw away every attempt in flight (an hour
 //! of an agent's work) for nothing the supervisor needs.
 
+mod command;
 pub(crate) mod control;
 pub(crate) mod core;
 pub(crate) mod git;
 pub(crate) mod isolation;
+pub(crate) mod landing;
+mod merging;
 pub(crate) mod names;
 pub(crate) mod ops;
 pub(crate) mod paths;
 mod procs;
+pub(crate) mod queue;
 mod report;
 pub(crate) mod setup;
 pub(crate) mod state;

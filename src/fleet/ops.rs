@@ -144,7 +144,13 @@ impl Book {
             },
         };
         let view = run_view(&worktree);
-        let Some(flag) = core::start_flag(view.as_ref().map(|v| v.status)) else { return Ok(Ready::Finished) };
+        let status = view.as_ref().map(|v| v.status);
+        let flag = match (&t.eviction, core::start_flag(status)) {
+            // A completed run the merge queue sent back: its ralph reopens it.
+            (Some(_), None) => "--resume-or-start",
+            (_, Some(flag)) => flag,
+            (None, None) => return Ok(Ready::Finished),
+        };
         self.write_descriptor(name, &t, &worktree, file)?;
         Ok(Ready::Go { worktree, flag, created_in })
     }
@@ -153,6 +159,7 @@ impl Book {
         let mut d = Descriptor::new(&self.fleet.fleet_id, name, &self.paths.repo, file, self.fleet.config.clone());
         d.tasks_glob = self.fleet.tasks_glob.clone();
         d.own_files = own_files(&self.paths.repo, &self.loaded);
+        d.eviction = t.eviction.clone();
         let others: f64 = self.fleet.tasks.iter().filter(|(n, _)| n.as_str() != name).map(|(_, t)| t.cost_usd).sum();
         // The task's own spending so far counts against its own cap, which is
         // over the run's whole life: its share is the rest plus what it spent.
@@ -184,7 +191,14 @@ impl Book {
         if listed.iter().any(|w| w.path == path) {
             let p = path.display().to_string();
             let _ = self.repo.git_output(&["worktree", "unlock", &p]);
-            self.repo.git(&["worktree", "remove", "--force", &p]).map_err(git_error)?;
+            if self.repo.git(&["worktree", "remove", "--force", &p]).is_err() {
+                // Killed before git wrote its `.git` file: git cannot remove what it
+                // cannot validate. Nothing but git's checkout is in it (its task
+                // never ran: the worktree is recorded before a task starts).
+                std::fs::remove_dir_all(&path)
+                    .map_err(|e| RalphError::io(format!("cannot remove the half-made {}", path.display()), e))?;
+                self.repo.git(&["worktree", "prune"]).map_err(git_error)?;
+            }
         } else if path.exists() && std::fs::remove_dir(&path).is_err() {
             return Ok(Err(Ready::Block(format!(
                 "{} exists and is not this task's worktree; move it away, then `ralph fleet retry {name}`",

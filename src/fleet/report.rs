@@ -123,8 +123,11 @@ pub(super) fn summary(fleet: &Fleet, headline: &str, landing: bool, logs: &dyn F
     let mut out = format!("\nfleet {}: {headline}\n", fleet.fleet_id);
     for (name, t) in &fleet.tasks {
         let cost = if t.cost_usd > 0.0 { format!(", ${:.2}", t.cost_usd) } else { String::new() };
-        let _ =
-            writeln!(out, "  {name}: {}, {} iteration(s){cost}, branch {}", t.state.as_str(), t.iterations, t.branch);
+        let place = match &t.landed {
+            Some(head) => format!("landed on {} as {}", fleet.into, crate::report::lines::short(head)),
+            None => format!("branch {}", t.branch),
+        };
+        let _ = writeln!(out, "  {name}: {}, {} iteration(s){cost}, {place}", t.state.as_str(), t.iterations);
         if let Some(reason) = &t.reason {
             let _ = writeln!(out, "    why: {reason}");
         }

@@ -24,6 +24,8 @@ pub(crate) struct Options {
     pub config: Option<PathBuf>,
     /// A first start in a main checkout with changes: they stay out of every task.
     pub allow_dirty: bool,
+    /// Tasks stop at finished; a person lands them (kept for the fleet's life).
+    pub no_land: bool,
     pub quiet: bool,
 }
 
@@ -109,9 +111,10 @@ pub(super) fn open(options: &Options) -> Result<Open, RalphError> {
         let list = silent.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ");
         notes.push(format!("note: agent(s) {list} report no cost: [fleet] max_cost cannot count what they spend"));
     }
-    let (fleet, fresh) = match existing {
-        Some(fleet) if fleet.status != FleetStatus::Finished => (fleet, false),
-        _ => match create(&repo, &top, &loaded, &paths, options.allow_dirty)? {
+    // A finished fleet whose tasks all landed is archived: one still here has work.
+    let (mut fleet, fresh) = match existing {
+        Some(fleet) => (fleet, false),
+        None => match create(&repo, &top, &loaded, &paths, options.allow_dirty)? {
             Ok(fleet) => (fleet, true),
             Err(nothing) => {
                 lock.release().map_err(|e| RalphError::io("cannot release the fleet's lock", e))?;
@@ -119,6 +122,10 @@ pub(super) fn open(options: &Options) -> Result<Open, RalphError> {
             }
         },
     };
+    if options.no_land && !fleet.no_land {
+        fleet.no_land = true;
+        notes.push("--no-land: each task stops at finished; `ralph fleet land TASK` lands one".into());
+    }
     paths.worktrees = fleet.worktrees.clone();
     let mut book = Book::new(repo, paths, loaded, fleet, max_cost);
     if fresh {
@@ -215,6 +222,10 @@ fn create(
         tasks_glob: f.tasks.clone(),
         discovered: u32::try_from(tasks.len()).unwrap_or(u32::MAX),
         finished: 0,
+        no_land: false,
+        landing: None,
+        landings: 0,
+        landing_secs: 0.0,
         created_at: now,
         updated_at: now,
         tasks: tasks.into_iter().collect(),

@@ -145,6 +145,54 @@ pub(crate) struct Task {
     pub disk_bytes: Option<u64>,
     #[serde(default)]
     pub updated_at: Option<jiff::Timestamp>,
+    /// Times the merge queue sent it back to its agent.
+    #[serde(default)]
+    pub evictions: u32,
+    /// The eviction its run has yet to take (its ralph reopens the run with it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eviction: Option<Eviction>,
+    /// The commit it landed as on `into` (its head, rebased), once merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub landed: Option<String>,
+}
+
+/// The merge queue sent a task back: one more iteration of its run's last phase,
+/// with this in the prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Eviction {
+    /// Counted from 1 over the task's life.
+    pub number: u32,
+    /// What went wrong and what to do (the conflict, or the check's output).
+    pub text: String,
+}
+
+crate::config::named! {
+    /// How far a landing got (see `queue`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    pub(crate) enum LandingStep {
+        /// The head to land is made (rebased onto `onto`); the check is next.
+        Prepared = "prepared",
+        /// The compare-and-swap of `into` from `onto` to `head` may have happened.
+        Swapping = "swapping",
+    }
+}
+
+/// The landing under way, written before each step that changes git.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Landing {
+    pub task: String,
+    pub step: LandingStep,
+    /// `into` when the landing began: the compare-and-swap's expected value.
+    pub onto: String,
+    /// What lands: the task's commits rebased onto `onto` (or its own head, when
+    /// its branch contains `onto`).
+    pub head: String,
+    /// The task branch's tip when the landing began.
+    pub task_head: String,
+    /// Its commits (the rebase's), oldest first: `(task's, landed)`.
+    #[serde(default)]
+    pub rebased: Vec<(String, String)>,
+    pub started_at: jiff::Timestamp,
 }
 
 impl Task {
@@ -167,6 +215,9 @@ impl Task {
             finished_seq: None,
             disk_bytes: None,
             updated_at: None,
+            evictions: 0,
+            eviction: None,
+            landed: None,
         }
     }
 }
@@ -205,6 +256,17 @@ pub(crate) struct Fleet {
     /// Tasks finished so far (the next `finished_seq`).
     #[serde(default)]
     pub finished: u32,
+    /// Started with `--no-land`: tasks stop at finished; a person lands them.
+    #[serde(default)]
+    pub no_land: bool,
+    /// The landing under way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub landing: Option<Landing>,
+    /// Landings done, and the seconds they took in all (the queue's estimates).
+    #[serde(default)]
+    pub landings: u32,
+    #[serde(default)]
+    pub landing_secs: f64,
     pub created_at: jiff::Timestamp,
     pub updated_at: jiff::Timestamp,
     pub tasks: BTreeMap<String, Task>,
@@ -297,6 +359,10 @@ pub(crate) mod tests {
             tasks_glob: "tasks/*.md".into(),
             discovered: 0,
             finished: 0,
+            no_land: false,
+            landing: None,
+            landings: 0,
+            landing_secs: 0.0,
             created_at: now,
             updated_at: now,
             tasks: BTreeMap::new(),

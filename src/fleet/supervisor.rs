@@ -85,6 +85,10 @@ async fn run(options: Options) -> Result<i32, RalphError> {
         control_rx,
         socket,
         journal,
+        job: None,
+        queue_paused: None,
+        land_first: None,
+        moved_in_a_row: 0,
     };
     for note in &opened.notes {
         sup.reporter.line(note);
@@ -94,30 +98,39 @@ async fn run(options: Options) -> Result<i32, RalphError> {
 
 /// Why the fleet is stopping.
 #[derive(Debug, Clone, PartialEq)]
-enum Stopping {
+pub(super) enum Stopping {
     Signal(StopCause),
     /// `[fleet] max_cost` is reached.
     Cost(String),
 }
 
-struct Supervisor {
-    book: Book,
-    lock: Option<RunLock>,
-    procs: Procs,
-    reporter: Reporter,
+pub(super) struct Supervisor {
+    pub(super) book: Book,
+    pub(super) lock: Option<RunLock>,
+    pub(super) procs: Procs,
+    pub(super) reporter: Reporter,
     /// What each task's ralph was asked to do.
-    asked: BTreeMap<String, Asked>,
+    pub(super) asked: BTreeMap<String, Asked>,
     /// Discarded tasks whose branch goes too.
-    delete_branch: BTreeMap<String, bool>,
-    stopping: Option<Stopping>,
+    pub(super) delete_branch: BTreeMap<String, bool>,
+    pub(super) stopping: Option<Stopping>,
     /// Why queued tasks wait (free disk), until the timer looks again.
-    later: Option<String>,
-    interrupt: InterruptState,
-    watcher: notify::RecommendedWatcher,
-    fs_rx: mpsc::UnboundedReceiver<PathBuf>,
-    control_rx: mpsc::Receiver<Inbound>,
-    socket: PathBuf,
-    journal: Journal,
+    pub(super) later: Option<String>,
+    pub(super) interrupt: InterruptState,
+    pub(super) watcher: notify::RecommendedWatcher,
+    pub(super) fs_rx: mpsc::UnboundedReceiver<PathBuf>,
+    pub(super) control_rx: mpsc::Receiver<Inbound>,
+    pub(super) socket: PathBuf,
+    pub(super) journal: Journal,
+    /// The landing's slow part (regenerate, check) under way.
+    pub(super) job: Option<tokio::task::JoinHandle<super::landing::Done>>,
+    /// Why the merge queue waits (`into` checked out somewhere), until the timer
+    /// looks again.
+    pub(super) queue_paused: Option<String>,
+    /// `ralph fleet land TASK`: lands next.
+    pub(super) land_first: Option<String>,
+    /// Landings in a row whose compare-and-swap found `into` moved.
+    pub(super) moved_in_a_row: u32,
 }
 
 impl Supervisor {
@@ -143,31 +156,38 @@ impl Supervisor {
             self.reporter.line(&line);
         }
         self.settle_left_behind()?;
+        for line in super::landing::recover(&mut self.book)? {
+            self.reporter.line(&line);
+        }
         self.discover()?;
         let mut int = signal(SignalKind::interrupt()).map_err(|e| RalphError::io("cannot handle SIGINT", e))?;
         let mut term = signal(SignalKind::terminate()).map_err(|e| RalphError::io("cannot handle SIGTERM", e))?;
         let mut hup = signal(SignalKind::hangup()).map_err(|e| RalphError::io("cannot handle SIGHUP", e))?;
+        let landing = !self.book.fleet.no_land;
         let end = loop {
             if self.stopping.is_none() {
                 self.start_what_fits()?;
+                self.land_next()?;
             }
-            if self.procs.count() == 0 {
+            if self.procs.count() == 0 && self.job.is_none() {
                 if self.stopping.is_some() {
                     break None;
                 }
-                if let Some(end) = core::outcome(&self.book.fleet, false) {
+                if let Some(end) = core::outcome(&self.book.fleet, landing) {
                     break Some(end);
                 }
             }
-            let wait_disk = self.later.is_some();
+            let (wait_disk, wait_queue) = (self.later.is_some(), self.queue_paused.is_some());
             tokio::select! {
                 Some(ended) = self.procs.rx.recv() => self.on_ended(ended)?,
                 Some(path) = self.fs_rx.recv() => self.on_file(&path)?,
                 Some((request, reply)) = self.control_rx.recv() => self.on_request(request, reply)?,
+                done = super::merging::job_done(&mut self.job) => self.on_job(done)?,
                 _ = int.recv() => if self.on_signal(Incoming::Interrupt) { break None },
                 _ = term.recv() => if self.on_signal(Incoming::Terminate) { break None },
                 _ = hup.recv() => if self.on_signal(Incoming::Hangup) { break None },
                 () = tokio::time::sleep(DISK_RETRY), if wait_disk => self.later = None,
+                () = tokio::time::sleep(super::merging::QUEUE_RETRY), if wait_queue => self.queue_paused = None,
             }
         };
         self.finish(end.as_ref())
@@ -202,7 +222,7 @@ impl Supervisor {
 
     /// A line in the fleet's journal (`.agent/fleet/events.jsonl`): what the
     /// supervisor did, with times to the nanosecond.
-    fn event(&mut self, kind: &str, fields: serde_json::Value) {
+    pub(super) fn event(&mut self, kind: &str, fields: serde_json::Value) {
         if let Err(e) = self.journal.append(kind, &fields) {
             tracing::warn!("cannot write the fleet's journal: {e}");
         }
@@ -260,7 +280,8 @@ impl Supervisor {
                 let t = self.book.fleet.tasks.get_mut(name).ok_or_else(|| RalphError::Internal(name.into()))?;
                 (t.started, t.paused, t.iterations_at_start, t.reason) = (true, false, iterations, None);
                 let resuming = flag == "--resume" || iterations > 0;
-                self.book.set(name, TaskState::Running, None)?;
+                let evicted = t.eviction.is_some();
+                self.book.set(name, if evicted { TaskState::Evicted } else { TaskState::Running }, None)?;
                 let how = if resuming { "resumed" } else { "started" };
                 self.reporter.line(&format!("task {name}: {how} (pid {pid}) in {}", worktree.display()));
                 self.watch_task(name);
@@ -373,6 +394,7 @@ impl Supervisor {
         );
         self.reporter.line(&why);
         self.stop_tasks(true);
+        self.abort_job();
         self.stopping = Some(Stopping::Cost(why));
     }
 
@@ -404,10 +426,12 @@ impl Supervisor {
             InterruptAction::Stop(cause) => {
                 self.reporter
                     .line(&format!("{}: stopping every task in order (again to stop at once)", cause.signal_name()));
-                // Each task's ralph stops its agent in order and saves its run.
+                // Each task's ralph stops its agent in order and saves its run; a
+                // landing's check is ended (the landing starts again next time).
                 for name in self.procs.tasks() {
                     self.procs.signal(&name, signal);
                 }
+                self.abort_job();
                 self.stopping = Some(Stopping::Signal(cause));
                 false
             }
@@ -425,6 +449,7 @@ impl Supervisor {
         let answer = match request {
             Request::Stop { task: None, now } => {
                 self.stop_tasks(now);
+                self.abort_job();
                 self.stopping.get_or_insert(Stopping::Signal(StopCause::User));
                 let n = self.procs.count();
                 Ok(format!(
@@ -438,7 +463,7 @@ impl Supervisor {
             Request::Clean {} => {
                 Ok(self.book.clean().into_iter().map(|r| r.unwrap_or_else(|e| e)).collect::<Vec<_>>().join("\n"))
             }
-            Request::Land { task } => Err(format!("task {task}: the merge queue is not part of this ralph")),
+            Request::Land { task } => self.land_request(&task),
         };
         let reply_value = match answer {
             Ok(message) => Reply { ok: true, message },
@@ -471,12 +496,16 @@ impl Supervisor {
         let t = self.book.task(name)?.clone();
         match core::retry(name, &t) {
             Command::Set(state) => {
+                let state = super::merging::retried_state(&self.book, name, state);
                 if let Some(t) = self.book.fleet.tasks.get_mut(name) {
-                    t.restarts = 0;
+                    (t.restarts, t.evictions, t.eviction) = (0, 0, None);
                 }
                 self.book.set(name, state, None).map_err(|e| e.to_string())?;
-                self.later = None;
-                Ok(format!("task {name}: queued again"))
+                (self.later, self.queue_paused) = (None, None);
+                Ok(format!(
+                    "task {name}: {}",
+                    if state == TaskState::Finished { "queued to land again" } else { "queued again" }
+                ))
             }
             Command::AskRun => Err(format!("task {name} is running")),
             Command::Refuse(why) => Err(why),
@@ -563,12 +592,19 @@ impl Supervisor {
         self.book.save()?;
         self.event("fleet_ended", json!({"status": status.as_str(), "reason": self.book.fleet.stop_reason}));
         self.register(status.as_run_status());
-        let landing = false;
+        if status == FleetStatus::Finished {
+            for line in super::landing::tidy(&mut self.book)? {
+                self.reporter.line(&line);
+            }
+        }
+        let landing = !self.book.fleet.no_land;
         let headline = headline(&self.book.fleet, status);
         let logs = |name: &str| self.book.paths.task_log(name).display().to_string();
         let text = report::summary(&self.book.fleet, &headline, landing, &logs);
         self.reporter.summary(&text);
-        if status == FleetStatus::Finished {
+        let all_done =
+            self.book.fleet.tasks.values().all(|t| matches!(t.state, TaskState::Merged | TaskState::Discarded));
+        if status == FleetStatus::Finished && all_done {
             self.archive();
         }
         let _ = std::fs::remove_file(&self.socket);

@@ -70,6 +70,10 @@ pub(crate) struct Descriptor {
     /// of `[fleet] max_cost`, whichever is lower.
     #[serde(default)]
     pub max_cost_usd: Option<f64>,
+    /// The merge queue sent the task back: its completed run takes one more
+    /// iteration with this in its prompt ([`reopen`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eviction: Option<super::state::Eviction>,
 }
 
 impl Descriptor {
@@ -85,6 +89,7 @@ impl Descriptor {
             tasks_glob: String::new(),
             own_files: Vec::new(),
             max_cost_usd: None,
+            eviction: None,
         }
     }
 
@@ -191,6 +196,50 @@ pub(crate) fn adapt(dir: &Path, loaded: &mut Loaded) {
     {
         *program = main(Path::new(program)).display().to_string();
     }
+}
+
+/// The hook when a run's checkpoint is read: an eviction the task's completed run
+/// has not taken reopens it for one more iteration of its last phase, in the same
+/// run and (when its agent can) the same session, with the eviction in its prompt.
+/// Returns what to tell.
+pub(crate) fn reopen(dir: &Path, cp: &mut crate::state::checkpoint::Checkpoint, loaded: &Loaded) -> Option<String> {
+    use crate::state::checkpoint::Status;
+    let eviction = read_descriptor(dir)?.eviction?;
+    if cp.status != Status::Completed || cp.fleet_evictions >= eviction.number {
+        return None;
+    }
+    let pos = cp.progress.position.clone();
+    let phase = loaded.phases.get(pos.phase).filter(|p| p.name == pos.phase_name)?;
+    let agent = phase.chain.get(pos.agent_index).or(phase.chain.first())?.clone();
+    let progress = &mut cp.progress;
+    progress.start_iteration();
+    progress.renew_budgets();
+    (progress.position.iteration, progress.position.cycle) = (pos.iteration + 1, 1);
+    let resumable = loaded.config.agents.get(&agent).is_some_and(crate::config::AgentConfig::can_resume);
+    progress.resume_session = progress.sessions.get(&agent).cloned().filter(|_| resumable);
+    progress.recovery_note = Some(eviction.text.clone());
+    (cp.status, cp.clean_stop, cp.stop_reason, cp.stop_cause) = (Status::Running, false, None, None);
+    cp.fleet_evictions = eviction.number;
+    Some(format!(
+        "the merge queue sent this task back (eviction {}): one more iteration of phase {} (iteration {}), agent {agent}",
+        eviction.number, phase.name, progress.position.iteration
+    ))
+}
+
+/// The hook of the git set-up, in a fleet task's worktree: a rebase, merge or
+/// cherry-pick its agent left unfinished (the run stopped in the middle of an
+/// eviction) is aborted, never left for a person; the iteration runs again.
+pub(crate) fn abort_unfinished(dir: &Path, repo: &Repo) -> Vec<String> {
+    if read_descriptor(dir).is_none() {
+        return Vec::new();
+    }
+    let Ok(ops) = repo.in_progress() else { return Vec::new() };
+    ops.into_iter()
+        .map(|op| match repo.git(&[op, "--abort"]) {
+            Ok(_) => format!("fleet: aborted the git {op} the agent left unfinished; the iteration runs again"),
+            Err(e) => format!("fleet: cannot abort the unfinished git {op}: {e}"),
+        })
+        .collect()
 }
 
 /// The hook of the git set-up: the task files are ralph's, never committed.

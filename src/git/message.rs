@@ -124,6 +124,25 @@ pub(crate) fn render(template: &str, ctx: &MessageContext<'_>) -> String {
     format!("{}\n\n{task}{RUN_TRAILER}: {}\n{ITERATION_TRAILER}: {}\n", body.trim(), ctx.run_id, ctx.key)
 }
 
+/// The value of `trailer` in a commit message, if it carries one.
+pub(crate) fn trailer<'a>(message: &'a str, trailer: &str) -> Option<&'a str> {
+    message.lines().find_map(|line| trailer_value(line, trailer))
+}
+
+/// `message` with the trailer `key: value` added to its last paragraph, unless it
+/// carries `key` already.
+pub(crate) fn with_trailer(message: &str, key: &str, value: &str) -> String {
+    if trailer(message, key).is_some() {
+        return message.to_string();
+    }
+    let body = message.trim_end();
+    let last = body.rsplit("\n\n").next().unwrap_or(body);
+    let is_trailers =
+        !last.is_empty() && last.lines().all(|l| l.split_once(": ").is_some_and(|(k, _)| !k.contains(' ')));
+    let sep = if is_trailers && body.contains("\n\n") { "\n" } else { "\n\n" };
+    format!("{body}{sep}{key}: {value}\n")
+}
+
 fn collapse_blank_lines(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut after_blank = false;
@@ -165,6 +184,15 @@ mod tests {
 
     fn ctx<'a>(summary: &'a str) -> MessageContext<'a> {
         MessageContext { phase: "develop", iteration: 3, run_id: "R1", key: "develop/3", summary, task: None }
+    }
+
+    #[test]
+    fn a_trailer_is_added_once_to_the_trailer_paragraph() {
+        let with = with_trailer("subject\n\nbody\n\nRalph-Run: r\nRalph-Iteration: develop/1\n", TASK_TRAILER, "a");
+        assert_eq!(with, "subject\n\nbody\n\nRalph-Run: r\nRalph-Iteration: develop/1\nRalph-Task: a\n");
+        assert_eq!(with_trailer(&with, TASK_TRAILER, "b"), with);
+        assert_eq!(with_trailer("fix it", TASK_TRAILER, "a"), "fix it\n\nRalph-Task: a\n");
+        assert_eq!(trailer(&with, TASK_TRAILER), Some("a"));
     }
 
     #[test]

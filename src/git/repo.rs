@@ -140,6 +140,17 @@ impl Repo {
         self.run(args)
     }
 
+    /// [`Self::git`] with extra environment variables (`commit-tree`'s author, a
+    /// temporary index).
+    pub(crate) fn git_env(&self, args: &[&str], env: &[(&str, &str)]) -> Result<String, GitError> {
+        let out = self.output_with(args, env)?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(failed(args, &out))
+        }
+    }
+
     /// Runs a git command whose exit status is an answer (`merge-base --is-ancestor`,
     /// `merge-tree`, a compare-and-swap `update-ref`): the whole output, whatever the
     /// status. Lock errors are retried as everywhere.

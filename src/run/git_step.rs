@@ -89,6 +89,10 @@ pub(crate) fn setup(
         reporter.line("this run started without git features: they stay off until it ends");
         return Ok(None);
     }
+    // A fleet task's unfinished rebase (its agent was stopped mid-eviction) is aborted.
+    for line in crate::fleet::task::abort_unfinished(dir, &repo) {
+        reporter.line(&line);
+    }
     let fail = |e: GitError| RalphError::GitSetup(format!("git: {e}"));
     let who = identities(&repo, &config).map_err(fail)?;
     let has_email = who.committer.is_some() || email_known(&repo).map_err(fail)?;

@@ -199,9 +199,13 @@ async fn choose_checkpoint(
     let (prompt_checksum, artifacts_dir) = (checksum(goal.as_bytes()), agent_dir.join("artifacts"));
     let fresh = || fresh_checkpoint(loaded, &prompt_checksum, from, &artifacts_dir).map(|cp| Ok((cp, false, None)));
     let Some(cp_path) = cp_path else { return fresh() };
-    let existing = load_checkpoint(cp_path, options.resume, reporter)?;
+    let mut existing = load_checkpoint(cp_path, options.resume, reporter)?;
     if let Some(cp) = &existing {
         end_leftovers(&cp.run_id, reporter);
+    }
+    // A fleet task the merge queue sent back: its completed run takes one more iteration.
+    if let Some(line) = existing.as_mut().and_then(|cp| crate::fleet::task::reopen(&options.dir, cp, loaded)) {
+        reporter.line(&line);
     }
     let mut flag = options.resume;
     let mut decision = start::decide(existing.as_ref(), flag);
@@ -590,6 +594,7 @@ fn fresh_checkpoint(
         updated_at: now,
         git: None,
         agent_checkpoint: None,
+        fleet_evictions: 0,
     })
 }
 

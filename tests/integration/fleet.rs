@@ -10,22 +10,25 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::fleet_harness::{Fleet, WRITES, config};
+use crate::fleet_harness::{Fleet, WRITES, appends, config, shell_config};
 use crate::harness::RALPH;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// An agent that takes a while, so a test can act while tasks run.
-const SLOW: &str =
-    r#"[{ write = { path = "out.txt", content = "work\n" } }, { sleep = "1500ms" }, { done = "did it" }]"#;
+/// An agent that takes a while, so a test can act while tasks run (each task writes
+/// its own file: they land without conflicts).
+fn slow(fleet: &str, rest: &str) -> String {
+    shell_config(&appends("1.5"), fleet, rest)
+}
 
 #[test]
 fn a_fleet_runs_each_task_on_its_own_branch_and_worktree_and_ends_0() {
     let f =
         Fleet::new(&config(&[WRITES], "max_parallel = 2", ""), &[("a", "Task a."), ("b", "Task b."), ("c", "Task c.")]);
     f.write("tasks/README.md", "Not a task.\n");
-    let out = f.fleet(&[]).run();
-    out.expect_code(0).stderr_has("task a: finished").stderr_has("fleet ").stderr_has("archived");
+    // --no-land: every task stops at finished, on its branch, in its worktree.
+    let out = f.fleet(&["--no-land"]).run();
+    out.expect_code(0).stderr_has("task a: finished");
     for task in ["a", "b", "c"] {
         let commits = f.commits(&format!("ralph/{task}"));
         assert_eq!(commits.len(), 1, "{task}: {commits:?}\n{out}");
@@ -42,15 +45,25 @@ fn a_fleet_runs_each_task_on_its_own_branch_and_worktree_and_ends_0() {
     assert!(!f.repo.join("out.txt").exists());
     assert_eq!(f.git(&["status", "--porcelain"]), "?? .agent/\n?? ralph.toml\n?? tasks/\n");
     assert_eq!(f.git(&["rev-parse", "ralph/fleet"]), f.git(&["rev-parse", "main"]));
-    // Archived: the next `ralph fleet` would start a new fleet; status shows the last.
-    assert!(f.archived());
+    // Not archived: its tasks have yet to land, by hand.
+    assert!(!f.archived());
     let status = f.fleet(&["status", "--json"]).run();
     status.expect_code(0);
     let v: serde_json::Value = serde_json::from_str(&status.stdout).expect("json");
     assert_eq!(v["fleet"]["status"], "finished", "{}", status.stdout);
+    assert_eq!(v["fleet"]["no_land"], true);
     assert_eq!(v["tasks"].as_array().map(Vec::len), Some(3));
     assert_eq!(v["tasks"][0]["state"], "finished");
     assert_eq!(v["tasks"][0]["iterations"], 1);
+    f.fleet(&["diff", "b"]).run().expect_code(0).stdout_has("+work");
+    // A person lands one by hand (no supervisor runs): merged, its worktree and
+    // branch gone, its commit on the fleet's branch once.
+    let land = f.fleet(&["land", "b"]).run();
+    land.expect_code(0).stdout_has("task b: merged into ralph/fleet").stdout_has("deleted its branch ralph/b");
+    assert_eq!(f.landed("b").len(), 1);
+    assert!(!f.worktree("b").exists());
+    assert!(f.git(&["branch", "--list", "ralph/b"]).is_empty());
+    assert_eq!(f.task_state("b"), "merged");
     f.assert_no_process_left();
 }
 
@@ -89,7 +102,7 @@ fn a_first_start_refuses_what_would_go_wrong_before_creating_anything() {
 
 #[test]
 fn two_supervisors_one_refused_then_a_stop_and_a_continue() {
-    let f = Fleet::new(&config(&[SLOW], "max_parallel = 1", ""), &[("a", "A."), ("b", "B.")]);
+    let f = Fleet::new(&slow("max_parallel = 1", ""), &[("a", "A."), ("b", "B.")]);
     let first = f.fleet(&[]).spawn();
     f.wait_for("task a running", |s| s["tasks"]["a"]["state"] == "running", LIMIT);
     let second = f.fleet(&[]).run();
@@ -111,7 +124,8 @@ fn two_supervisors_one_refused_then_a_stop_and_a_continue() {
     let out = f.fleet(&[]).run();
     out.expect_code(0).stderr_has("task a: resumed");
     for task in ["a", "b", "late"] {
-        assert_eq!(f.commits(&format!("ralph/{task}")).len(), 1, "{task}\n{out}");
+        assert_eq!(f.landed(task).len(), 1, "{task}\n{out}");
+        assert_eq!(f.task_state(task), "merged");
     }
     f.assert_no_process_left();
 }
@@ -150,7 +164,7 @@ fn a_ralph_started_inside_a_task_cannot_start_a_fleet_or_a_run() {
          [chains]\nmain = [\"sh\"]\n\n[phases.develop]\nchain = \"main\"\n"
     );
     f.write("ralph.toml", &crate::harness::fast("", "", &body));
-    let out = f.fleet(&[]).run();
+    let out = f.fleet(&["--no-land"]).run();
     out.expect_code(0);
     let wt = f.worktree("a");
     assert_eq!(fs::read_to_string(wt.join("codes.txt")).expect("codes"), "2\n2\n", "{out}");
@@ -165,7 +179,7 @@ fn a_ralph_started_inside_a_task_cannot_start_a_fleet_or_a_run() {
 
 #[test]
 fn a_supervisor_killed_with_sigkill_leaves_its_tasks_running_and_the_next_one_adopts_them() {
-    let f = Fleet::new(&config(&[SLOW], "max_parallel = 2", ""), &[("a", "A."), ("b", "B."), ("c", "C.")]);
+    let f = Fleet::new(&slow("max_parallel = 2", ""), &[("a", "A."), ("b", "B."), ("c", "C.")]);
     let first = f.fleet(&[]).spawn();
     f.wait_for("two tasks running", |s| s["tasks"]["b"]["state"] == "running", LIMIT);
     let lock = f.worktree("b").join(".agent/ralph.lock");
@@ -186,18 +200,15 @@ fn a_supervisor_killed_with_sigkill_leaves_its_tasks_running_and_the_next_one_ad
     let again = f.fleet(&[]).run();
     again.expect_code(0).stderr_has("without a clean stop");
     for task in ["a", "b", "c"] {
-        assert_eq!(f.commits(&format!("ralph/{task}")).len(), 1, "{task}: exactly once\n{again}");
+        assert_eq!(f.landed(task).len(), 1, "{task}: exactly once\n{again}");
     }
-    assert_eq!(f.worktrees().len(), 4, "no orphan worktree: {:?}", f.worktrees());
+    assert_eq!(f.worktrees().len(), 1, "no orphan worktree: {:?}", f.worktrees());
     f.assert_no_process_left();
 }
 
 #[test]
 fn the_watchdog_resumes_a_fleet_whose_supervisor_died() {
-    let f = Fleet::new(
-        &config(&[SLOW], "max_parallel = 1", "[watch]\nrestart_backoff = \"1s\"\n"),
-        &[("a", "A."), ("b", "B.")],
-    );
+    let f = Fleet::new(&slow("max_parallel = 1", "\n[watch]\nrestart_backoff = \"1s\"\n"), &[("a", "A."), ("b", "B.")]);
     let first = f.fleet(&[]).spawn();
     f.wait_for("task a running", |s| s["tasks"]["a"]["state"] == "running", LIMIT);
     // Its run has registered itself (at its first save).
@@ -220,14 +231,24 @@ fn the_watchdog_resumes_a_fleet_whose_supervisor_died() {
     all.expect_code(0).stdout_has("fleet: 2 task(s)").stdout_has("fleet task a of");
     let watch = f.ralph().args(["watch", "--once"]).run();
     watch.expect_code(0).stderr_has("resumed run");
-    let deadline = std::time::Instant::now() + LIMIT;
+    let deadline = std::time::Instant::now() + 2 * LIMIT;
     while !f.archived() {
-        assert!(std::time::Instant::now() < deadline, "the resumed fleet did not finish: {watch}");
+        if std::time::Instant::now() > deadline {
+            let logs = f.repo.join(".agent/fleet/logs");
+            let resumed: Vec<String> = fs::read_dir(&logs)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("watch-resume-"))
+                .map(|e| fs::read_to_string(e.path()).unwrap_or_default())
+                .collect();
+            panic!("the resumed fleet did not finish: {watch}\n{resumed:?}\n{}", f.state());
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(f.state()["status"], "finished");
     for task in ["a", "b"] {
-        assert_eq!(f.commits(&format!("ralph/{task}")).len(), 1);
+        assert_eq!(f.landed(task).len(), 1);
     }
     // The tasks' own entries are their supervisor's: the watchdog leaves them alone.
     let again = f.ralph().args(["watch", "--once"]).run();

@@ -31,6 +31,22 @@ pub(crate) fn config(scripts: &[&str], fleet: &str, rest: &str) -> String {
     fast("", "", &s)
 }
 
+/// A config whose agent `sh` is `sh -c script` (the prompt its `$1`), in the phase
+/// `develop`; `[fleet]` entries and any other tables.
+pub(crate) fn shell_config(script: &str, fleet: &str, rest: &str) -> String {
+    let body = format!(
+        "[fleet]\nmax_cost = \"none\"\n{fleet}\n\n[agents.sh]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", {script:?}, \"agent\", \"{{prompt}}\"]\n\n\
+         [chains]\nmain = [\"sh\"]\n\n[phases.develop]\nchain = \"main\"\n{rest}"
+    );
+    fast("", "", &body)
+}
+
+/// A shell agent whose every launch appends a line to `<task>.txt` (its own file:
+/// tasks never conflict) after `pause`, and is done.
+pub(crate) fn appends(pause: &str) -> String {
+    format!("echo work >> \"$RALPH_FLEET_TASK.txt\"; sleep {pause}; echo '<promise>DONE</promise>'")
+}
+
 /// An agent that writes `out.txt` and is done.
 pub(crate) const WRITES: &str = r#"[{ write = { path = "out.txt", content = "work\n" } }, { done = "did it" }]"#;
 
@@ -138,6 +154,12 @@ impl Fleet {
     pub(crate) fn commits(&self, branch: &str) -> Vec<String> {
         let hashes = self.git(&["rev-list", "--reverse", branch]);
         hashes.lines().skip(1).map(|h| self.git(&["log", "-1", "--format=%B", h])).collect()
+    }
+
+    /// The messages of the commits on the fleet's branch that carry `Ralph-Task: task`,
+    /// oldest first.
+    pub(crate) fn landed(&self, task: &str) -> Vec<String> {
+        self.commits("ralph/fleet").into_iter().filter(|m| m.contains(&format!("Ralph-Task: {task}\n"))).collect()
     }
 
     /// The worktrees git knows of, the main checkout's first.

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use crate::crash_harness::{Rng, env_count, seed};
-use crate::fleet_harness::{Fleet, config};
+use crate::fleet_harness::{Fleet, appends, shell_config};
 
 /// Kills per fleet at most, so that every fleet also reaches its end.
 const KILLS_PER_FLEET: usize = 6;
@@ -24,11 +24,8 @@ fn sigkill_of_the_supervisor_at_random_moments_loses_nothing() {
     let (mut kills, mut fleets, mut starts) = (0, 0, 0);
     while kills < target {
         assert!(started.elapsed() < Duration::from_secs(1800), "seed {seed}: {kills} kills in 30 minutes");
-        let steps = [
-            r#"[{ write = { path = "one.txt", content = "1" } }, { sleep = "150ms" }, { done = "one" }]"#,
-            r#"[{ write = { path = "two.txt", content = "2" } }, { sleep = "150ms" }, { done = "two" }]"#,
-        ];
-        let f = Fleet::new(&config(&steps, "max_parallel = 2", "iterations = 2\n"), &TASKS.map(|t| (t, "Do it.")));
+        let config = shell_config(&appends("0.15"), "max_parallel = 2", "iterations = 2\n");
+        let f = Fleet::new(&config, &TASKS.map(|t| (t, "Do it.")));
         let mut left = KILLS_PER_FLEET.min(target - kills);
         loop {
             let run = f.fleet(&["-q"]).timeout(Duration::from_secs(120)).spawn();
@@ -67,18 +64,20 @@ fn sigkill_of_the_supervisor_at_random_moments_loses_nothing() {
 fn audit(f: &Fleet, seed: u64) {
     assert!(f.archived(), "seed {seed}: the fleet is not archived");
     for task in TASKS {
-        let commits = f.commits(&format!("ralph/{task}"));
+        let commits = f.landed(task);
         let keys: Vec<&str> =
             commits.iter().filter_map(|c| c.lines().find(|l| l.starts_with("Ralph-Iteration:"))).collect();
-        assert_eq!(keys, ["Ralph-Iteration: develop/1", "Ralph-Iteration: develop/2"], "seed {seed}: task {task}");
-        assert!(commits.iter().all(|c| c.contains(&format!("Ralph-Task: {task}\n"))), "seed {seed}");
-        assert_eq!(f.task_state(task), "finished", "seed {seed}: task {task}");
+        let why = || {
+            format!(
+                "seed {seed}: task {task}: {}\n{}",
+                f.state()["tasks"][task],
+                f.git(&["log", "--format=%h %s%n%b", "ralph/fleet"])
+            )
+        };
+        assert_eq!(keys, ["Ralph-Iteration: develop/1", "Ralph-Iteration: develop/2"], "{}", why());
+        assert_eq!(f.task_state(task), "merged", "seed {seed}: task {task}");
+        assert!(f.git(&["branch", "--list", &format!("ralph/{task}")]).is_empty(), "seed {seed}: ralph/{task} left");
     }
-    let mut listed = f.worktrees();
-    listed.remove(0);
-    let mut expected: Vec<String> = TASKS.iter().map(|t| f.worktree(t).display().to_string()).collect();
-    listed.sort();
-    expected.sort();
-    assert_eq!(listed, expected, "seed {seed}: worktrees");
+    assert_eq!(f.worktrees().len(), 1, "seed {seed}: worktrees {:?}", f.worktrees());
     f.assert_no_process_left();
 }

@@ -22,6 +22,8 @@ mod deploy;
 mod engine;
 mod fleet;
 mod fleet_kill;
+mod fleet_landing_kill;
+mod fleet_queue;
 mod gemini;
 mod git;
 mod hostile;

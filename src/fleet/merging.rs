@@ -1,0 +1,161 @@
+//! The supervisor's side of the merge queue: when a landing starts, what its job's
+//! end and its compare-and-swap come to, evictions, and a person's `land` and
+//! `retry` of a task the queue holds. Decisions are `queue`'s, git is `landing`'s;
+//! this file only sequences them inside the supervisor's loop (one landing at a
+//! time; the loop keeps serving task ends and requests while a check runs).
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::error::RalphError;
+
+use super::landing::{self, Begun, Done, Finished};
+use super::ops::Book;
+use super::queue::{self, Trouble};
+use super::state::TaskState;
+use super::supervisor::Supervisor;
+
+/// How long the queue waits before it looks again at an `into` someone has
+/// checked out.
+pub(super) const QUEUE_RETRY: Duration = Duration::from_secs(10);
+
+/// Compare-and-swaps in a row that found `into` moved before the queue pauses.
+const MOVED_IN_A_ROW: u32 = 5;
+
+/// The job's end; pending while there is none.
+pub(super) async fn job_done(job: &mut Option<tokio::task::JoinHandle<Done>>) -> Done {
+    match job.as_mut() {
+        Some(handle) => handle.await.unwrap_or_else(|e| Done::Failed(format!("the landing's job failed: {e}"))),
+        None => std::future::pending().await,
+    }
+}
+
+/// The state `retry` puts a task in: a blocked task whose run is complete (the queue
+/// gave up on it) lands again; others run again.
+pub(super) fn retried_state(book: &Book, name: &str, state: TaskState) -> TaskState {
+    let completed = book.run_view(name).is_some_and(|v| v.status == crate::state::checkpoint::Status::Completed);
+    if state == TaskState::Queued && completed { TaskState::Finished } else { state }
+}
+
+impl Supervisor {
+    /// Starts the next landing, when none is under way.
+    pub(super) fn land_next(&mut self) -> Result<(), RalphError> {
+        if self.job.is_some() || self.queue_paused.is_some() || self.book.fleet.landing.is_some() {
+            return Ok(());
+        }
+        let Some(name) = queue::next(&self.book.fleet, self.land_first.as_deref()) else { return Ok(()) };
+        if self.land_first.as_deref() == Some(name.as_str()) {
+            self.land_first = None;
+        }
+        match landing::begin(&mut self.book, &name)? {
+            Begun::Paused(why) => {
+                self.reporter.line(&format!("the merge queue waits: {why}"));
+                self.queue_paused = Some(why);
+            }
+            Begun::Landed(head) => {
+                landing::merged(&mut self.book, &name, &head, jiff::Timestamp::now())?;
+                self.landed(&name);
+            }
+            Begun::Trouble(trouble) => self.evict(&name, &trouble)?,
+            Begun::Failed(why) => self.block(&name, &why)?,
+            Begun::Ready(job) => {
+                let commits = self.book.fleet.landing.as_ref().map_or(0, |l| l.rebased.len());
+                self.reporter
+                    .line(&format!("task {name}: landing on {} ({commits} commit(s) rebased)", self.book.fleet.into));
+                self.event("landing_started", json!({"task": name, "head": job.head, "rebased": commits}));
+                if job.is_empty() {
+                    let head = job.head.clone();
+                    self.swap(&head)?;
+                } else {
+                    self.job = Some(tokio::spawn(landing::run(job)));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The landing's job ended.
+    pub(super) fn on_job(&mut self, done: Done) -> Result<(), RalphError> {
+        self.job = None;
+        let Some(name) = self.book.fleet.landing.as_ref().map(|l| l.task.clone()) else { return Ok(()) };
+        match done {
+            Done::Passed(head) => self.swap(&head),
+            Done::Trouble(trouble) => self.evict(&name, &trouble),
+            Done::Failed(why) => self.block(&name, &why),
+        }
+    }
+
+    /// Ends the landing's job (a stop): the landing starts again at the next start.
+    pub(super) fn abort_job(&mut self) {
+        if let Some(job) = self.job.take() {
+            job.abort();
+        }
+    }
+
+    fn swap(&mut self, head: &str) -> Result<(), RalphError> {
+        let Some(name) = self.book.fleet.landing.as_ref().map(|l| l.task.clone()) else { return Ok(()) };
+        match landing::finish(&mut self.book, head)? {
+            Finished::Landed => {
+                self.moved_in_a_row = 0;
+                self.landed(&name);
+            }
+            Finished::Moved => {
+                self.moved_in_a_row += 1;
+                let into = self.book.fleet.into.clone();
+                self.reporter
+                    .line(&format!("task {name}: {into} moved while it was landing; landing it again on the new tip"));
+                self.event("landing_moved", json!({"task": name}));
+                if self.moved_in_a_row >= MOVED_IN_A_ROW {
+                    let why =
+                        format!("{into} moved during {MOVED_IN_A_ROW} landings in a row; someone else is moving it");
+                    self.reporter.line(&format!("the merge queue waits: {why}"));
+                    (self.queue_paused, self.moved_in_a_row) = (Some(why), 0);
+                }
+            }
+            Finished::Failed(why) => {
+                self.reporter.line(&format!("task {name}: blocked: {why}"));
+                self.event("landing_failed", json!({"task": name, "error": why}));
+            }
+        }
+        Ok(())
+    }
+
+    /// A task is merged: said, journaled, its worktree and branch cleaned up.
+    fn landed(&mut self, name: &str) {
+        let (into, head) =
+            (self.book.fleet.into.clone(), self.book.fleet.tasks.get(name).and_then(|t| t.landed.clone()));
+        let short = head.as_deref().map(crate::report::lines::short).unwrap_or_default().to_string();
+        self.reporter.line(&format!("task {name}: merged into {into} at {short}"));
+        self.event("task_merged", json!({"task": name, "head": head}));
+        for line in landing::cleanup(&mut self.book, name) {
+            self.reporter.line(&line);
+        }
+    }
+
+    /// The task goes back to its agent with `trouble`, or is blocked.
+    fn evict(&mut self, name: &str, trouble: &Trouble) -> Result<(), RalphError> {
+        let (line, back) = landing::evict(&mut self.book, name, trouble)?;
+        self.reporter.line(&line);
+        let number = self.book.fleet.tasks.get(name).map_or(0, |t| t.evictions);
+        let kind = if back { "task_evicted" } else { "task_blocked" };
+        self.event(kind, json!({"task": name, "number": number, "why": queue::short(trouble)}));
+        Ok(())
+    }
+
+    fn block(&mut self, name: &str, why: &str) -> Result<(), RalphError> {
+        let line = landing::block(&mut self.book, name, why)?;
+        self.reporter.line(&line);
+        self.event("landing_failed", json!({"task": name, "error": why}));
+        Ok(())
+    }
+
+    /// `ralph fleet land TASK`: it lands next, before the others; a blocked task
+    /// whose run is complete (resolved by hand) too.
+    pub(super) fn land_request(&mut self, name: &str) -> Result<String, String> {
+        landing::may_land(&mut self.book, name)?;
+        self.land_first = Some(name.to_string());
+        self.queue_paused = None;
+        Ok(format!("task {name}: lands next"))
+    }
+}
