@@ -73,6 +73,7 @@ pub(crate) fn land_dir(book: &Book) -> PathBuf {
 /// Starts landing `name`: compares its branch with `into`, rebases it in new objects
 /// when needed, saves the landing and marks the task merging.
 pub(crate) fn begin(book: &mut Book, name: &str) -> Result<Begun, RalphError> {
+    let began = jiff::Timestamp::now();
     let into = book.fleet.into.clone();
     let list = git::worktrees(&book.repo).map_err(git_error)?;
     if let Some(at) = git::checked_out(&list, &into) {
@@ -102,7 +103,7 @@ pub(crate) fn begin(book: &mut Book, name: &str) -> Result<Begun, RalphError> {
                 head: landed.clone(),
                 task_head: head,
                 rebased: pairs,
-                started_at: jiff::Timestamp::now(),
+                started_at: began,
             });
             book.set(name, TaskState::Merging, None)?;
             Ok(Begun::Ready(job(book, name, &landed, regenerate)))
@@ -566,15 +567,19 @@ pub(crate) fn tidy(book: &mut Book) -> Result<Vec<String>, RalphError> {
 }
 
 /// Lock files a killed git left (a supervisor killed with its process group kills
-/// the git it runs): the landing worktree's index (only the supervisor uses it),
+/// the git it runs): the landing worktree's (only the supervisor uses it),
 /// and the locks of `into`, of the branches of tasks whose ralph is not running,
 /// and of `packed-refs`. git holds a lock for milliseconds; one that is still there,
 /// unchanged, two seconds later has no owner any more.
 fn remove_stale_locks(book: &Book, said: &mut Vec<String>) {
     let land = land_dir(book);
     let mut locks = Vec::new();
-    if let Ok(path) = Repo::at(&land).git(&["rev-parse", "--git-path", "index.lock"]).map(|p| land.join(p.trim())) {
-        locks.push(path);
+    // The landing worktree's own locks (its index, its HEAD, …).
+    if land.join(".git").exists()
+        && let Ok(admin) = Repo::at(&land).git(&["rev-parse", "--absolute-git-dir"])
+        && let Ok(listing) = std::fs::read_dir(admin.trim())
+    {
+        locks.extend(listing.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "lock")));
     }
     if let Ok(common) = book.repo.git(&["rev-parse", "--git-common-dir"]) {
         let common = book.paths.repo.join(common.trim());

@@ -39,12 +39,14 @@ pub(super) fn retried_state(book: &Book, name: &str, state: TaskState) -> TaskSt
 }
 
 impl Supervisor {
-    /// Starts the next landing, when none is under way.
-    pub(super) fn land_next(&mut self) -> Result<(), RalphError> {
+    /// Starts the next landing, when none is under way. Returns whether a landing
+    /// was settled at once (landed, sent back, blocked or to land again), so the
+    /// loop looks at the queue and the free slots again.
+    pub(super) fn land_next(&mut self) -> Result<bool, RalphError> {
         if self.job.is_some() || self.queue_paused.is_some() || self.book.fleet.landing.is_some() {
-            return Ok(());
+            return Ok(false);
         }
-        let Some(name) = queue::next(&self.book.fleet, self.land_first.as_deref()) else { return Ok(()) };
+        let Some(name) = queue::next(&self.book.fleet, self.land_first.as_deref()) else { return Ok(false) };
         if self.land_first.as_deref() == Some(name.as_str()) {
             self.land_first = None;
         }
@@ -52,10 +54,11 @@ impl Supervisor {
             Begun::Paused(why) => {
                 self.reporter.line(&format!("the merge queue waits: {why}"));
                 self.queue_paused = Some(why);
+                return Ok(false);
             }
             Begun::Landed(head) => {
                 landing::merged(&mut self.book, &name, &head, jiff::Timestamp::now())?;
-                self.landed(&name);
+                self.landed(&name, None);
             }
             Begun::Trouble(trouble) => self.evict(&name, &trouble)?,
             Begun::Failed(why) => self.block(&name, &why)?,
@@ -64,15 +67,15 @@ impl Supervisor {
                 self.reporter
                     .line(&format!("task {name}: landing on {} ({commits} commit(s) rebased)", self.book.fleet.into));
                 self.event("landing_started", json!({"task": name, "head": job.head, "rebased": commits}));
-                if job.is_empty() {
-                    let head = job.head.clone();
-                    self.swap(&head)?;
-                } else {
+                if !job.is_empty() {
                     self.job = Some(tokio::spawn(landing::run(job)));
+                    return Ok(false);
                 }
+                let head = job.head.clone();
+                self.swap(&head)?;
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// The landing's job ended.
@@ -94,11 +97,14 @@ impl Supervisor {
     }
 
     fn swap(&mut self, head: &str) -> Result<(), RalphError> {
-        let Some(name) = self.book.fleet.landing.as_ref().map(|l| l.task.clone()) else { return Ok(()) };
+        let Some(landing) = self.book.fleet.landing.clone() else { return Ok(()) };
+        let name = landing.task.clone();
         match landing::finish(&mut self.book, head)? {
             Finished::Landed => {
                 self.moved_in_a_row = 0;
-                self.landed(&name);
+                // The queue's rebase, for the record: never the agent's commits.
+                self.event("task_rebased", json!({"task": name, "onto": landing.onto, "commits": landing.rebased}));
+                self.landed(&name, Some(landing.started_at));
             }
             Finished::Moved => {
                 self.moved_in_a_row += 1;
@@ -121,16 +127,21 @@ impl Supervisor {
         Ok(())
     }
 
-    /// A task is merged: said, journaled, its worktree and branch cleaned up.
-    fn landed(&mut self, name: &str) {
+    /// A task is merged: said, journaled (with how long its landing took since it
+    /// began: the rebase, the check, the swap), its worktree and branch cleaned up
+    /// (timed apart: that is mostly git removing a worktree's files).
+    fn landed(&mut self, name: &str, began: Option<jiff::Timestamp>) {
         let (into, head) =
             (self.book.fleet.into.clone(), self.book.fleet.tasks.get(name).and_then(|t| t.landed.clone()));
         let short = head.as_deref().map(crate::report::lines::short).unwrap_or_default().to_string();
         self.reporter.line(&format!("task {name}: merged into {into} at {short}"));
-        self.event("task_merged", json!({"task": name, "head": head}));
+        let ms = |since: jiff::Timestamp| jiff::Timestamp::now().duration_since(since).as_secs_f64() * 1000.0;
+        self.event("task_merged", json!({"task": name, "head": head, "landing_ms": began.map(ms)}));
+        let cleaning = jiff::Timestamp::now();
         for line in landing::cleanup(&mut self.book, name) {
             self.reporter.line(&line);
         }
+        self.event("task_cleaned", json!({"task": name, "ms": ms(cleaning)}));
     }
 
     /// The task goes back to its agent with `trouble`, or is blocked.

@@ -30,6 +30,8 @@ pub(crate) struct Book {
     told: BTreeSet<String>,
     /// Tasks of earlier (archived) fleets, with their fleet: their files are done.
     earlier: BTreeMap<String, String>,
+    /// Changed since the last save (see [`Book::set_later`]).
+    dirty: bool,
 }
 
 /// Whether a task can start now.
@@ -49,13 +51,25 @@ pub(crate) enum Ready {
 impl Book {
     pub(crate) fn new(repo: Repo, paths: Paths, loaded: Loaded, fleet: Fleet, max_cost: Option<f64>) -> Book {
         let earlier = earlier_tasks(&paths.archive(), &fleet.fleet_id);
-        Book { repo, paths, loaded, fleet, max_cost, told: BTreeSet::new(), earlier }
+        Book { repo, paths, loaded, fleet, max_cost, told: BTreeSet::new(), earlier, dirty: false }
     }
 
     /// Writes the state; a failure is ralph's own I/O failing (exit 4).
     pub(crate) fn save(&mut self) -> Result<(), RalphError> {
         let path = self.paths.state();
-        state::save(&path, &mut self.fleet).map_err(|e| RalphError::io(format!("cannot write {}", path.display()), e))
+        state::save(&path, &mut self.fleet).map_err(|e| RalphError::io(format!("cannot write {}", path.display()), e))?;
+        self.dirty = false;
+        Ok(())
+    }
+
+    /// The state changed in memory: the next [`Book::flush`] saves it.
+    pub(crate) fn changed(&mut self) {
+        self.dirty = true;
+    }
+
+    /// Saves what [`Book::set_later`] changed, if anything.
+    pub(crate) fn flush(&mut self) -> Result<(), RalphError> {
+        if self.dirty { self.save() } else { Ok(()) }
     }
 
     pub(crate) fn task(&self, name: &str) -> Result<&Task, String> {
@@ -71,6 +85,14 @@ impl Book {
 
     /// Sets a task's state and reason, and saves.
     pub(crate) fn set(&mut self, name: &str, to: TaskState, reason: Option<String>) -> Result<(), RalphError> {
+        self.set_later(name, to, reason);
+        self.save()
+    }
+
+    /// [`Book::set`], saved with the next save ([`Book::flush`] at the latest): for a
+    /// change the tasks' checkpoints and locks tell again after a crash (a task's
+    /// ralph started or ended), so the next task starts without waiting for a sync.
+    pub(crate) fn set_later(&mut self, name: &str, to: TaskState, reason: Option<String>) {
         let t = self.task_mut(name);
         (t.state, t.reason, t.updated_at) = (to, reason, Some(jiff::Timestamp::now()));
         if to == TaskState::Finished && t.finished_seq.is_none() {
@@ -78,7 +100,7 @@ impl Book {
             let seq = self.fleet.finished;
             self.task_mut(name).finished_seq = Some(seq);
         }
-        self.save()
+        self.dirty = true;
     }
 
     /// Finds task files added since the last look: new tasks join the queue (or are
@@ -136,7 +158,8 @@ impl Book {
             return Ok(Ready::Block(format!("its task file {} is gone (ralph never deletes one)", t.file)));
         }
         let started = std::time::Instant::now();
-        let (worktree, created_in) = match t.worktree.clone().filter(|w| w.join(".git").exists()) {
+        let ready = t.worktree.clone().filter(|w| w.join(".git").exists());
+        let (worktree, created_in) = match ready {
             Some(w) => (w, None),
             None => match self.create_worktree(name, &t)? {
                 Ok(w) => (w, Some(started.elapsed())),
@@ -187,23 +210,10 @@ impl Book {
             None => tracing::warn!("fleet: cannot read the free space of {}", probe.display()),
         }
         // A worktree a crash left half-made (its task never ran there) goes first.
-        let listed = git::worktrees(&self.repo).map_err(git_error)?;
-        if listed.iter().any(|w| w.path == path) {
-            let p = path.display().to_string();
-            let _ = self.repo.git_output(&["worktree", "unlock", &p]);
-            if self.repo.git(&["worktree", "remove", "--force", &p]).is_err() {
-                // Killed before git wrote its `.git` file: git cannot remove what it
-                // cannot validate. Nothing but git's checkout is in it (its task
-                // never ran: the worktree is recorded before a task starts).
-                std::fs::remove_dir_all(&path)
-                    .map_err(|e| RalphError::io(format!("cannot remove the half-made {}", path.display()), e))?;
-                self.repo.git(&["worktree", "prune"]).map_err(git_error)?;
-            }
-        } else if path.exists() && std::fs::remove_dir(&path).is_err() {
-            return Ok(Err(Ready::Block(format!(
-                "{} exists and is not this task's worktree; move it away, then `ralph fleet retry {name}`",
-                path.display()
-            ))));
+        if path.exists()
+            && let Some(refused) = self.clear_half_made(name, &path)?
+        {
+            return Ok(Err(refused));
         }
         let existing = git::tip(&self.repo, &t.branch).map_err(git_error)?;
         // The branch was made by this fleet when `from` was recorded before it.
@@ -216,20 +226,52 @@ impl Book {
                 .map_err(git_error)?
                 .ok_or_else(|| RalphError::GitSetup(format!("the fleet's branch {} is gone", self.fleet.into)))?,
         };
-        if t.from.is_none() {
-            let task = self.task_mut(name);
-            (task.from, task.state) = (Some(from.clone()), TaskState::Starting);
-            self.save()?;
-        }
+        // One durable save before git makes anything: the branch (made from `from`)
+        // is this fleet's, and the worktree at `path` is this task's.
+        let task = self.task_mut(name);
+        (task.from, task.state, task.worktree) = (Some(from.clone()), TaskState::Starting, Some(path.clone()));
+        self.save()?;
         std::fs::create_dir_all(&self.paths.worktrees)
             .map_err(|e| RalphError::io(format!("cannot create {}", self.paths.worktrees.display()), e))?;
         let reason = format!("ralph fleet {}: task {name}", self.fleet.fleet_id);
-        if let Err(e) = git::add_worktree(&self.repo, &path, &t.branch, &from, &reason, existing.is_none()) {
+        let add = || git::add_worktree(&self.repo, &path, &t.branch, &from, &reason, existing.is_none());
+        // A folder removed by hand leaves git's record of it: pruned, then again.
+        if add().is_err()
+            && let Err(e) = self.repo.git(&["worktree", "prune"]).and_then(|_| add())
+        {
+            self.task_mut(name).worktree = None;
             return Ok(Err(Ready::Block(format!("git cannot create its worktree: {e}"))));
         }
-        self.task_mut(name).worktree = Some(path.clone());
-        self.save()?;
         Ok(Ok(path))
+    }
+
+    /// Removes what a crash left at a task's worktree path before the task ran there
+    /// (a half-made worktree, an empty folder). `Some`: it cannot, and why.
+    fn clear_half_made(&mut self, name: &str, path: &Path) -> Result<Option<Ready>, RalphError> {
+        if crate::state::lock::is_held(&path.join(".agent").join("ralph.lock")) {
+            return Ok(Some(Ready::Later(format!("a ralph still runs in {}", path.display()))));
+        }
+        let listed = git::worktrees(&self.repo).map_err(git_error)?;
+        if !listed.iter().any(|w| w.path == path) {
+            if std::fs::remove_dir(path).is_err() {
+                return Ok(Some(Ready::Block(format!(
+                    "{} exists and is not this task's worktree; move it away, then `ralph fleet retry {name}`",
+                    path.display()
+                ))));
+            }
+            return Ok(None);
+        }
+        let p = path.display().to_string();
+        let _ = self.repo.git_output(&["worktree", "unlock", &p]);
+        if self.repo.git(&["worktree", "remove", "--force", &p]).is_err() {
+            // Killed before git wrote its `.git` file: git cannot remove what it
+            // cannot validate. Nothing but git's checkout is in it (its task never
+            // ran: a ralph there holds its lock).
+            std::fs::remove_dir_all(path)
+                .map_err(|e| RalphError::io(format!("cannot remove the half-made {}", path.display()), e))?;
+            self.repo.git(&["worktree", "prune"]).map_err(git_error)?;
+        }
+        Ok(None)
     }
 
     /// Compares the state with `git worktree list`: a task's worktree that git no

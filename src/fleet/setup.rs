@@ -63,7 +63,27 @@ pub(crate) fn top(dir: &Path) -> Result<(Repo, PathBuf), RalphError> {
     };
     let top = std::fs::canonicalize(repo.top()).unwrap_or_else(|_| repo.top().to_path_buf());
     task::admit_fleet(&top)?;
-    Ok((Repo::at(&top), top))
+    let repo = Repo::at(&top);
+    let version = repo.git(&["--version"]).map_err(ops::git_error)?;
+    if let Some(old) = too_old(&version) {
+        return Err(RalphError::Usage(format!(
+            "{old} is too old for a fleet: its merge queue needs git {}.{} or newer (`git merge-tree --write-tree \
+             --merge-base`); upgrade git",
+            MIN_GIT.0, MIN_GIT.1
+        )));
+    }
+    Ok((repo, top))
+}
+
+/// The oldest git a fleet runs with: `merge-tree --write-tree --merge-base`.
+const MIN_GIT: (u32, u32) = (2, 40);
+
+/// `git version 2.39.2` when it is older than [`MIN_GIT`].
+fn too_old(version: &str) -> Option<String> {
+    let number = version.split_whitespace().nth(2)?;
+    let mut parts = number.split('.').map(|p| p.parse::<u32>().ok());
+    let (major, minor) = (parts.next()??, parts.next()??);
+    ((major, minor) < MIN_GIT).then(|| version.trim().to_string())
 }
 
 /// The config of the main checkout, checked for what a fleet needs.
@@ -335,4 +355,15 @@ fn first_tasks(
         t.state = TaskState::Queued;
     }
     Ok((tasks, skipped))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn gits_older_than_2_40_are_refused() {
+        assert_eq!(super::too_old("git version 2.39.5\n").as_deref(), Some("git version 2.39.5"));
+        assert_eq!(super::too_old("git version 2.40.0"), None);
+        assert_eq!(super::too_old("git version 3.0.1 (Apple Git-1)"), None);
+        assert_eq!(super::too_old("something else"), None);
+    }
 }

@@ -56,6 +56,9 @@ async fn run(options: Options) -> Result<i32, RalphError> {
     let reporter = Reporter::new(options.quiet, std::io::stderr().is_terminal());
     let (fs_tx, fs_rx) = mpsc::unbounded_channel();
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        // Opening and reading are events too (the supervisor's own reads of a
+        // checkpoint among them): only what changes a file counts.
+        let event = event.ok().filter(|e| !matches!(e.kind, notify::EventKind::Access(_)));
         for path in event.map(|e| e.paths).unwrap_or_default() {
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             if name == "checkpoint.json" || name.ends_with(".md") {
@@ -89,6 +92,7 @@ async fn run(options: Options) -> Result<i32, RalphError> {
         queue_paused: None,
         land_first: None,
         moved_in_a_row: 0,
+        measure: Vec::new(),
     };
     for note in &opened.notes {
         sup.reporter.line(note);
@@ -131,6 +135,8 @@ pub(super) struct Supervisor {
     pub(super) land_first: Option<String>,
     /// Landings in a row whose compare-and-swap found `into` moved.
     pub(super) moved_in_a_row: u32,
+    /// Tasks whose worktree's disk use is to be measured.
+    pub(super) measure: Vec<String>,
 }
 
 impl Supervisor {
@@ -165,10 +171,18 @@ impl Supervisor {
         let mut hup = signal(SignalKind::hangup()).map_err(|e| RalphError::io("cannot handle SIGHUP", e))?;
         let landing = !self.book.fleet.no_land;
         let end = loop {
-            if self.stopping.is_none() {
+            // A landing settled at once (no job to wait for) may free a slot or
+            // queue an evicted task: both are looked at again before sleeping.
+            while self.stopping.is_none() {
                 self.start_what_fits()?;
-                self.land_next()?;
+                // Saved before anything slow (a landing's git, a worktree's walk).
+                self.book.flush()?;
+                if !self.land_next()? {
+                    break;
+                }
             }
+            self.measure_disks();
+            self.book.flush()?;
             if self.procs.count() == 0 && self.job.is_none() {
                 if self.stopping.is_some() {
                     break None;
@@ -201,23 +215,49 @@ impl Supervisor {
             .fleet
             .tasks
             .iter()
-            .filter(|(_, t)| t.state.active())
+            // A queued one too: a supervisor that died before it saved a start.
+            .filter(|(_, t)| t.state.active() || t.state == TaskState::Queued && t.worktree.is_some())
             .map(|(n, t)| (n.clone(), t.worktree.clone(), t.state))
             .collect();
         for (name, worktree, state) in active {
             if let Some(pid) = worktree.as_deref().and_then(|w| self.procs.adopt(&name, w)) {
                 self.reporter.line(&format!("task {name}: its ralph (pid {pid}) still runs; watching it"));
                 self.event("task_adopted", json!({"task": name, "pid": pid}));
+                if state == TaskState::Queued {
+                    let evicted = self.book.fleet.tasks[&name].eviction.is_some();
+                    self.book.set_later(&name, if evicted { TaskState::Evicted } else { TaskState::Running }, None);
+                }
                 self.watch_task(&name);
                 continue;
             }
-            if state == TaskState::Starting && worktree.is_none() {
+            if state == TaskState::Queued {
+                continue;
+            }
+            // Killed while its worktree was made, or before its run saved anything:
+            // no run happened there, and the worktree is made again.
+            let ran = worktree.as_deref().is_some_and(|w| w.join(".agent").join("checkpoint.json").exists());
+            if state == TaskState::Starting && !ran {
+                if let Some(t) = self.book.fleet.tasks.get_mut(&name) {
+                    t.worktree = None;
+                }
                 self.book.set(&name, TaskState::Queued, None)?;
                 continue;
             }
             self.on_ended(Ended { task: name, pid: 0, exit: core::Exit::Unknown })?;
         }
         Ok(())
+    }
+
+    /// The disk use of the worktrees of tasks whose ralph ended (shown by `status`).
+    fn measure_disks(&mut self) {
+        for name in std::mem::take(&mut self.measure) {
+            if let Some(t) = self.book.fleet.tasks.get_mut(&name)
+                && let Some(worktree) = &t.worktree
+            {
+                t.disk_bytes = Some(super::git::disk_use(worktree));
+                self.book.changed();
+            }
+        }
     }
 
     /// A line in the fleet's journal (`.agent/fleet/events.jsonl`): what the
@@ -281,7 +321,8 @@ impl Supervisor {
                 (t.started, t.paused, t.iterations_at_start, t.reason) = (true, false, iterations, None);
                 let resuming = flag == "--resume" || iterations > 0;
                 let evicted = t.eviction.is_some();
-                self.book.set(name, if evicted { TaskState::Evicted } else { TaskState::Running }, None)?;
+                // Its lock says it runs if the supervisor dies before the next save.
+                self.book.set_later(name, if evicted { TaskState::Evicted } else { TaskState::Running }, None);
                 let how = if resuming { "resumed" } else { "started" };
                 self.reporter.line(&format!("task {name}: {how} (pid {pid}) in {}", worktree.display()));
                 self.watch_task(name);
@@ -300,6 +341,7 @@ impl Supervisor {
     fn on_ended(&mut self, ended: Ended) -> Result<(), RalphError> {
         self.procs.forget(&ended);
         let name = ended.task.clone();
+        self.event("task_exited", json!({"task": name, "pid": ended.pid}));
         self.reporter.done(&name);
         self.unwatch_task(&name);
         task::close_window_of(&self.book.paths.dir, &name);
@@ -318,9 +360,10 @@ impl Supervisor {
             if let Some(v) = &view {
                 (t.iterations, t.cost_usd, t.run_id) = (v.iterations_done, v.cost_usd, Some(v.run_id.clone()));
             }
-            t.disk_bytes = t.worktree.as_deref().map(super::git::disk_use);
         }
-        self.book.set(&name, next.state, next.reason.clone())?;
+        // Measured once the next task has started: walking a worktree takes a while.
+        self.measure.push(name.clone());
+        self.book.set_later(&name, next.state, next.reason.clone());
         let exit = core::describe_exit(ended.exit);
         self.event(
             "task_ended",

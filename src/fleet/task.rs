@@ -108,8 +108,12 @@ pub(crate) fn read_descriptor(dir: &Path) -> Option<Descriptor> {
 /// Writes the descriptor into the worktree's `.agent/` (made private and ignored by
 /// git as for any run).
 pub(crate) fn write_descriptor(worktree: &Path, d: &Descriptor) -> std::io::Result<()> {
-    crate::state::store::ensure_gitignore(&worktree.join(".agent"))?;
-    crate::state::store::save_json(&super::paths::descriptor(worktree), d)
+    // The run writes `.agent/.gitignore` itself first thing; the folder is enough.
+    crate::state::private::ensure_dir(&worktree.join(".agent"))?;
+    // Written whole (a rename) before every start of the task's ralph: a power cut
+    // that loses it loses nothing the next start does not write again.
+    let path = super::paths::descriptor(worktree);
+    crate::state::store::save_json_with(&path, d, crate::state::atomic::Durability::Unsynced)
 }
 
 /// Who may run in a directory.
@@ -412,7 +416,9 @@ pub(crate) fn close_window_of(fleet_dir: &Path, task: &str) {
     let Some(mut w) = crate::state::store::load_json::<Window>(&path).ok().flatten() else { return };
     if w.closed_at.is_none() {
         w.closed_at = Some(now_ms());
-        let _ = crate::state::store::save_json_with(&path, &w, crate::state::atomic::Durability::Ordered);
+        // Best effort: a window a power cut reopens only makes a later change
+        // look like it overlapped this task too.
+        let _ = crate::state::store::save_json_with(&path, &w, crate::state::atomic::Durability::Unsynced);
     }
 }
 

@@ -13,7 +13,7 @@ use nix::sys::signal::Signal;
 use crate::fleet_harness::{Fleet, WRITES, appends, config, shell_config};
 use crate::harness::RALPH;
 
-const LIMIT: Duration = Duration::from_secs(60);
+const LIMIT: Duration = Duration::from_secs(120);
 
 /// An agent that takes a while, so a test can act while tasks run (each task writes
 /// its own file: they land without conflicts).

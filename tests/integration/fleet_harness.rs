@@ -111,7 +111,7 @@ impl Fleet {
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("HOME", self.p.join("home").display().to_string())
             .env("XDG_CONFIG_HOME", self.p.join("home/.config").display().to_string())
-            .timeout(Duration::from_secs(60))
+            .timeout(Duration::from_secs(120))
     }
 
     /// `ralph fleet ARGS…`.
@@ -209,6 +209,22 @@ impl Fleet {
         while !self.processes().is_empty() {
             assert!(Instant::now() < deadline, "processes left: {:?}", self.processes());
             std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Fleet {
+    /// A failing test shows what each task's ralph printed.
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        let logs = self.repo.join(".agent/fleet/logs");
+        for entry in fs::read_dir(&logs).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|x| x == "log") {
+                eprintln!("--- {} ---\n{}", path.display(), fs::read_to_string(&path).unwrap_or_default());
+            }
         }
     }
 }

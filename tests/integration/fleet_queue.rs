@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::fleet_harness::{Fleet, appends, shell_config};
 
-const LIMIT: Duration = Duration::from_secs(90);
+const LIMIT: Duration = Duration::from_secs(120);
 
 /// The fleet's journal, parsed (the archived one once the fleet is archived).
 fn events(f: &Fleet) -> Vec<Value> {
