@@ -1,8 +1,8 @@
 //! In-process benchmarks (`cargo bench --bench pipeline`), documented in
 //! docs/performance.md: the per-line parts of an attempt (the text and stream-json
 //! parsers, the supervisor's detectors, redaction, the whole per-line path as the
-//! attempt runs it), the failure classifier, one checkpoint write per
-//! durability level, and starting a program the three ways there are.
+//! attempt runs it), the failure classifier, and one checkpoint write per
+//! durability level.
 //!
 //! Divan rather than criterion: the figures here are per-call times and bytes per
 //! second, which divan reports directly (`counter`), it needs three small crates
@@ -50,7 +50,7 @@ fn bytes(line: &str) -> BytesCount {
 
 #[divan::bench(name = "parse/text_line")]
 fn parse_text(b: Bencher) {
-    let mut p = TextParser::default();
+    let mut p = TextParser;
     b.counter(bytes(TEXT_LINE)).bench_local(|| p.parse_line(black_box(TEXT_LINE)));
 }
 
@@ -127,7 +127,7 @@ fn per_line(
 #[divan::bench(name = "pipeline/text_line")]
 fn pipeline_text(b: Bencher) {
     let mut sup = Supervisor::new(&Timeouts::default(), tokio::time::Instant::now());
-    let mut parser = TextParser::default();
+    let mut parser = TextParser;
     let mut log = Vec::with_capacity(2 << 20);
     let now = tokio::time::Instant::now();
     b.counter(bytes(TEXT_LINE)).bench_local(|| per_line(&mut parser, &mut sup, &mut log, black_box(TEXT_LINE), now));
@@ -277,82 +277,5 @@ mod durable {
         let path = dir.path().join("checkpoint.json");
         let bytes = serde_json::to_vec_pretty(&super::checkpoint()).expect("serialize");
         b.bench_local(|| replace(&path, &bytes, Durability::Ordered).expect("replace"));
-    }
-}
-
-/// Starting `/bin/true` and reaping it: ralph's way (`clone(CLONE_VM | CLONE_VFORK)`
-/// with the parent-death signal set in the child), std's `Command` with the same step
-/// as `pre_exec` (a `fork`: the path before), and std's `Command` without it
-/// (`posix_spawn`, the floor, which cannot set the parent-death signal). The fork's
-/// cost grows with the parent's memory: `spawn/*_big` first touches 64 MiB.
-mod spawn {
-    use std::os::fd::AsFd;
-    use std::os::unix::process::CommandExt;
-    use std::path::Path;
-    use std::process::{Command, Stdio};
-
-    use divan::Bencher;
-    use ralph::bench::{Program, spawn};
-
-    fn reap(pid: i32) {
-        nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None).expect("waitpid");
-    }
-
-    fn clone_vfork() {
-        let null = std::fs::File::open("/dev/null").expect("/dev/null");
-        let fd = null.as_fd();
-        let env = [("PATH".to_owned(), "/usr/bin:/bin".to_owned())];
-        let program =
-            Program { path: Path::new("/bin/true"), args: &[], env: &env, cwd: Path::new("/"), stdio: [fd, fd, fd] };
-        reap(spawn(&program).expect("spawn"));
-    }
-
-    fn command(pre_exec: bool) {
-        let mut cmd = Command::new("/bin/true");
-        cmd.current_dir("/").env_clear().env("PATH", "/usr/bin:/bin").process_group(0);
-        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-        if pre_exec {
-            // SAFETY: one async-signal-safe system call between fork and exec.
-            unsafe {
-                cmd.pre_exec(|| {
-                    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(std::io::Error::from)
-                });
-            }
-        }
-        cmd.status().expect("status");
-    }
-
-    #[divan::bench(name = "clone_vfork", sample_count = 300)]
-    fn vfork(b: Bencher) {
-        b.bench_local(clone_vfork);
-    }
-
-    #[divan::bench(name = "std_fork_pre_exec", sample_count = 300)]
-    fn fork(b: Bencher) {
-        b.bench_local(|| command(true));
-    }
-
-    #[divan::bench(name = "std_posix_spawn", sample_count = 300)]
-    fn posix_spawn(b: Bencher) {
-        b.bench_local(|| command(false));
-    }
-
-    /// 64 MiB touched, as a parent with a larger heap would have.
-    fn big() -> Vec<u8> {
-        vec![1u8; 64 << 20]
-    }
-
-    #[divan::bench(name = "clone_vfork_big", sample_count = 100)]
-    fn vfork_big(b: Bencher) {
-        let memory = big();
-        b.bench_local(clone_vfork);
-        drop(divan::black_box(memory));
-    }
-
-    #[divan::bench(name = "std_fork_pre_exec_big", sample_count = 100)]
-    fn fork_big(b: Bencher) {
-        let memory = big();
-        b.bench_local(|| command(true));
-        drop(divan::black_box(memory));
     }
 }

@@ -29,8 +29,12 @@ pub fn main() -> i32 {
         None => cli.run.dry_run || cli.run.inspect_checkpoint,
         Some(Command::Sim(_) | Command::Demo { .. } | Command::Mcp { .. } | Command::Watch(_)) => false,
     };
+    // A command that only prints (`ralph status | head`) ends quietly when its reader
+    // goes away, as any Unix filter does, instead of panicking on the failed write.
+    // A run keeps SIGPIPE ignored: an agent that closes its end of a pipe early is a
+    // failure ralph handles, not ralph's death.
     if reports_only {
-        end_quietly_on_a_closed_pipe();
+        let _ = crate::os::set_disposition(nix::sys::signal::Signal::SIGPIPE, false);
     }
     match cli.command {
         // The scripted agent is a plain synchronous program: no runtime, no handlers.
@@ -59,17 +63,6 @@ pub fn main() -> i32 {
         Some(Command::Run(args)) => report(run_command(args)),
         None => report(run_command(cli.run)),
     }
-}
-
-/// A command that only prints (`ralph status | head`) ends quietly when its reader
-/// goes away, as any Unix filter does, instead of panicking on the failed write.
-/// A run keeps SIGPIPE ignored: an agent that closes its end of a pipe early is a
-/// failure ralph handles, not ralph's death.
-fn end_quietly_on_a_closed_pipe() {
-    use nix::sys::signal::{SigHandler, Signal, signal};
-    // SAFETY: restores the default disposition before any other thread exists; no
-    // handler function is involved.
-    let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
 }
 
 fn run_command(args: RunArgs) -> Result<i32, RalphError> {
@@ -132,6 +125,6 @@ fn report(result: Result<i32, RalphError>) -> i32 {
 }
 
 fn fail(error: RalphError) -> i32 {
-    eprintln!("ralph: {}", crate::state::redact::redact(&error.to_string()));
+    eprintln!("ralph: {}", crate::secrets::redact(&error.to_string()));
     exit::for_error(&error)
 }

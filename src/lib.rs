@@ -25,12 +25,15 @@ mod exit;
 mod fleet;
 mod git;
 mod notify;
+// Every `unsafe` block lives here, each with its reason.
+#[allow(unsafe_code)]
 mod os;
 mod outcome;
 mod process;
 mod recovery;
 mod report;
 mod run;
+mod secrets;
 mod signal;
 mod state;
 mod supervise;
@@ -47,10 +50,9 @@ pub mod bench {
     pub use crate::agent::event::{AgentEvent, LineParser};
     pub use crate::agent::text::TextParser;
     pub use crate::config::{AgentKind, Timeouts};
-    pub use crate::os::spawn::{Program, spawn};
     pub use crate::recovery::classify::{EndedBy, Exit, Report, classify};
+    pub use crate::secrets::{redact, redacted};
     pub use crate::state::atomic::{Durability, replace};
-    pub use crate::state::redact::{redact, redacted};
     pub use crate::state::store::save_json_with;
     pub use crate::supervise::supervisor::Supervisor;
     pub use crate::supervise::tool_text::detect as tool_text_detect;

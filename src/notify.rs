@@ -62,7 +62,7 @@ impl Notifier {
         if self.resumed_by_watch && matches!(event, RunEvent::RunResumed { .. }) {
             payload["resumed_by"] = json!("watch");
         }
-        crate::state::redact::redact_json(&mut payload);
+        crate::secrets::redact_json(&mut payload);
         let timeout = self.timeout;
         self.tasks.spawn(async move {
             let deadline = tokio::time::Instant::now() + timeout;

@@ -1,17 +1,18 @@
 //! The Linux-specific calls, in one place: `prctl` (the subreaper, the parent-death
 //! signal), the `/proc` file system and its clock, the kernel's boot id, signalling
-//! a process group, a socket peer's credentials, ralph's own executable, a process
-//! watched by its pidfd (the fleet's), and
-//! starting an agent with its parent-death signal set ([`spawn`]). Everything else
-//! reaches the operating system through portable APIs; a port to another system
-//! starts here. A test below fails when one of these calls appears anywhere else in
-//! `src/`.
-
-pub(crate) mod spawn;
+//! a process group, a socket peer's credentials, ralph's own executable, the file
+//! system type of a directory, a process watched by its pidfd (the fleet's).
+//! Everything else reaches the operating system through portable APIs; a port to
+//! another system starts here. A test below fails when one of these calls appears
+//! anywhere else in `src/`.
+//!
+//! Every `unsafe` block of ralph's is here too (the redaction's vector path aside;
+//! the `unsafe_code` lint refuses one anywhere else): a child's parent-death signal,
+//! a signal's disposition, and the second-Ctrl+C backstop's handler and exit.
 
 use std::path::{Path, PathBuf};
 
-use nix::sys::signal::Signal;
+use nix::sys::signal::{SigHandler, Signal};
 use nix::unistd::Pid;
 
 /// Where the kernel shows its processes.
@@ -99,9 +100,85 @@ pub(crate) fn ticks_since_boot() -> Option<u64> {
 
 /// The kernel's clock ticks per second (`USER_HZ`), the unit of `/proc` times.
 pub(crate) fn ticks_per_second() -> Option<u64> {
-    // SAFETY: sysconf reads a constant; it has no preconditions.
-    let ticks = unsafe { nix::libc::sysconf(nix::libc::_SC_CLK_TCK) };
+    let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok()??;
     u64::try_from(ticks).ok().filter(|t| *t > 0)
+}
+
+/// Makes the child of `command` get SIGKILL when ralph dies: if ralph is killed
+/// outright (kill -9, the OOM killer), its agent dies with it instead of editing
+/// files unsupervised. The kernel sends the signal when the *thread* that started
+/// the child ends, so a command given this is spawned only from a thread that lives
+/// as long as ralph (the runtime's own, never tokio's blocking pool, whose idle
+/// threads end). A ralph that died before the signal was set is seen through
+/// `getppid`, and the launch fails with `ESRCH`.
+pub(crate) fn die_with_parent(command: &mut tokio::process::Command) {
+    let parent = nix::unistd::getpid();
+    // SAFETY: the closure runs in the child between fork and exec, and makes only
+    // async-signal-safe system calls (prctl, getppid); it neither allocates nor
+    // takes a lock (a raw OS error needs no allocation).
+    unsafe {
+        command.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+            if nix::unistd::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(nix::libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Sets `signal` back to its default action (`ignore == false`) or to be ignored.
+pub(crate) fn set_disposition(signal: Signal, ignore: bool) -> nix::Result<()> {
+    let handler = if ignore { SigHandler::SigIgn } else { SigHandler::SigDfl };
+    // SAFETY: SIG_DFL and SIG_IGN install no handler function, so nothing runs in a
+    // signal's context; the call fails harmlessly for SIGKILL and SIGSTOP.
+    unsafe { nix::sys::signal::signal(signal, handler) }.map(drop)
+}
+
+/// Runs `action` inside the SIGINT handler itself, beside tokio's (which only wakes
+/// the event loop): the second-Ctrl+C backstop, which must work while the loop is
+/// stuck. `action` must be async-signal-safe: load atomics, make system calls,
+/// neither allocate nor take a lock.
+pub(crate) fn on_interrupt_in_handler(action: fn()) -> std::io::Result<()> {
+    // SAFETY: the one caller (`process::agent_group`) passes an action that only
+    // loads atomics and makes async-signal-safe system calls (kill, write).
+    unsafe { signal_hook_registry::register(nix::libc::SIGINT, action) }.map(drop)
+}
+
+/// Ends the process at once with `code`, skipping destructors and exit handlers: for
+/// the backstop, when the event loop that owns them is stuck.
+pub(crate) fn exit_now(code: i32) -> ! {
+    // SAFETY: `_exit` has no preconditions; nothing of ralph's runs after it.
+    unsafe { nix::libc::_exit(code) }
+}
+
+/// Whether `dir` is on a file system that other hosts can mount at the same time
+/// (NFS, SMB, CephFS, a cluster or FUSE file system), by its `statfs` type; a
+/// directory whose type cannot be read counts as shared. On a local file system only
+/// this kernel sees the directory, whose flock already says who owns it.
+pub(crate) fn is_shared_fs(dir: &Path) -> bool {
+    const SHARED: [u32; 17] = [
+        0x6969,      // NFS
+        0x517b,      // SMB
+        0xff53_4d42, // CIFS
+        0xfe53_4d42, // SMB2
+        0x00c3_6400, // CephFS
+        0x7375_7245, // Coda
+        0x5346_414f, // AFS
+        0x6b41_4653, // kAFS
+        0x0102_1997, // 9p
+        0x6573_5546, // FUSE (sshfs, GlusterFS, s3fs, virtiofs)
+        0x0bd0_0bd0, // Lustre
+        0x4750_4653, // GPFS
+        0x7461_636f, // OCFS2
+        0x0116_1970, // GFS2
+        0x564c,      // NCP
+        0x2003_0528, // OrangeFS
+        0x1983_0326, // BeeGFS
+    ];
+    // The type's bits as the kernel's 32-bit magic numbers, whatever the width of
+    // the C type on this target.
+    nix::sys::statfs::statfs(dir).map_or(true, |fs| SHARED.contains(&(fs.filesystem_type().0 as u32)))
 }
 
 #[cfg(test)]
@@ -109,8 +186,8 @@ mod tests {
     use std::path::Path;
 
     /// What only this module may call, as it is spelled in code.
-    const LINUX_ONLY: [&str; 8] =
-        ["prctl", "\"/proc", "random/boot_id", "killpg", "setpgid", "PeerCredentials", "current_exe", "pidfd_open"];
+    const LINUX_ONLY: [&str; 9] =
+        ["prctl", "\"/proc", "random/boot_id", "killpg", "setpgid", "PeerCredentials", "current_exe", "statfs", "pidfd_open"];
 
     fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
         for entry in std::fs::read_dir(dir).expect("read src/").flatten() {
@@ -121,6 +198,14 @@ mod tests {
                 out.push(path);
             }
         }
+    }
+
+    #[test]
+    fn a_local_directory_is_not_shared() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // The test's temp directory is on a local disk or a tmpfs on every machine
+        // the suite runs on.
+        assert!(!super::is_shared_fs(dir.path()));
     }
 
     #[test]

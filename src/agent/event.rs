@@ -56,30 +56,4 @@ pub trait LineParser: Send {
     fn parse_into(&mut self, line: &str, out: &mut Vec<AgentEvent>) {
         out.extend(self.parse_line(line));
     }
-
-    /// Takes back the text of a [`AgentEvent::Text`] the caller is done with: a
-    /// parser of the formats that flood keeps it (`Spare`) and copies a later line's
-    /// text into it, so that a flood allocates and frees no text per line.
-    fn recycle(&mut self, _text: String) {}
-}
-
-/// One text buffer kept for reuse, unless it grew past [`Spare::MAX`] (a huge
-/// line's memory goes back).
-#[derive(Debug, Default)]
-pub(crate) struct Spare(String);
-
-impl Spare {
-    const MAX: usize = 16 * 1024;
-
-    /// `text` in the kept buffer (which is then gone), or in a new one.
-    pub(crate) fn text(&mut self, text: &str) -> String {
-        std::mem::take(&mut self.0) + text
-    }
-
-    pub(crate) fn keep(&mut self, mut buf: String) {
-        if buf.capacity() <= Self::MAX {
-            buf.clear();
-            self.0 = buf;
-        }
-    }
 }

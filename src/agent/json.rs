@@ -1,12 +1,12 @@
 //! Reading the agents' JSON lines: one line to an object (or why not), lenient field
 //! getters (CLIs write numbers as floats or strings in places), the HTTP status a
-//! CLI quotes inside an error text, and the two pieces of a typed reading that builds
-//! no `Value` tree ([`Obj`], [`Str`]). Shared by every stream parser.
+//! CLI quotes inside an error text, and a lenient typed reading that builds no
+//! `Value` tree ([`Loose`], [`Shape`]). Shared by every stream parser.
 
 use std::borrow::Cow;
 use std::marker::PhantomData;
 
-use serde::de::{Deserialize, Deserializer, MapAccess, Visitor, value::MapAccessDeserializer};
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::event::AgentEvent;
@@ -32,52 +32,88 @@ pub(crate) fn line(text: &str) -> Line {
     }
 }
 
-/// A JSON object read as `T`, and nothing else: a derived struct would also take an
-/// array, by position, where the lenient accessors see no fields at all.
-pub(crate) struct Obj<T>(pub T);
+/// A field read leniently, without building a `Value`: `Some` when the value has the
+/// shape `T` reads ([`Shape`]), `None` for any other shape, which is skipped. An odd
+/// field costs that field, never the line, as with the `Value` accessors below.
+pub(crate) struct Loose<T>(pub Option<T>);
 
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Object<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for Object<T> {
-            type Value = T;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
-                T::deserialize(MapAccessDeserializer::new(map))
-            }
-        }
-        d.deserialize_map(Object(PhantomData)).map(Obj)
+impl<T> Default for Loose<T> {
+    fn default() -> Self {
+        Self(None)
     }
 }
 
-/// A string field, borrowed from the line unless it has escapes.
-pub(crate) struct Str<'a>(pub Cow<'a, str>);
+/// What a JSON value must be to be read as `Self`; every other shape reads as
+/// nothing. Strings are borrowed from the line unless they hold escapes.
+pub(crate) trait Shape<'de>: Sized {
+    fn from_str(_: Cow<'de, str>) -> Option<Self> {
+        None
+    }
 
-impl Str<'_> {
-    /// The field's text, empty when it is missing (as `string_or_empty`).
-    pub(crate) fn owned(field: Option<Self>) -> String {
-        field.map(|s| s.0.into_owned()).unwrap_or_default()
+    fn from_bool(_: bool) -> Option<Self> {
+        None
+    }
+
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Option<Self>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
     }
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+impl<'de> Shape<'de> for Cow<'de, str> {
+    fn from_str(text: Cow<'de, str>) -> Option<Self> {
+        Some(text)
+    }
+}
+
+impl Shape<'_> for bool {
+    fn from_bool(b: bool) -> Option<Self> {
+        Some(b)
+    }
+}
+
+impl<'de, T: Shape<'de>> Deserialize<'de> for Loose<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Text;
-        impl<'de> Visitor<'de> for Text {
-            type Value = Cow<'de, str>;
+        struct Any<T>(PhantomData<T>);
+        impl<'de, T: Shape<'de>> Visitor<'de> for Any<T> {
+            type Value = Option<T>;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a string")
+                f.write_str("any JSON value")
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<Self::Value, E> {
+                Ok(T::from_bool(b))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(None)
             }
             fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Cow::Borrowed(v))
+                Ok(T::from_str(Cow::Borrowed(v)))
             }
             fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Cow::Owned(v.to_owned()))
+                Ok(T::from_str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                T::from_map(map)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                T::from_seq(seq)
             }
         }
-        d.deserialize_str(Text).map(Str)
+        d.deserialize_any(Any(PhantomData)).map(Loose)
     }
 }
 
@@ -108,7 +144,7 @@ pub(crate) fn each_object(text: &str, parse: impl FnOnce(&Value, &str, &mut Vec<
 
 /// The session id a stream last reported, so that `Session` is emitted only when the
 /// id first appears or changes.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct SessionId(Option<String>);
 
 impl SessionId {
@@ -145,14 +181,15 @@ pub(crate) fn string_or_empty(v: &Value, key: &str) -> String {
     str_field(v, key).unwrap_or("").to_owned()
 }
 
-pub(crate) fn bool_field(v: &Value, key: &str) -> bool {
-    v.get(key).and_then(Value::as_bool).unwrap_or(false)
-}
-
 /// Non-negative integers, tolerating floats and numeric strings (seen in the wild for
 /// timestamps and status codes).
 pub(crate) fn u64_field(v: &Value, key: &str) -> Option<u64> {
-    match v.get(key)? {
+    v.get(key).and_then(as_u64)
+}
+
+/// A number as [`u64_field`] reads it.
+pub(crate) fn as_u64(v: &Value) -> Option<u64> {
+    match v {
         Value::Number(n) => n.as_u64().or_else(|| n.as_f64().filter(|f| f.is_finite() && *f >= 0.0).map(|f| f as u64)),
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
@@ -171,7 +208,12 @@ pub(crate) fn i64_field(v: &Value, key: &str) -> Option<i64> {
 
 /// An HTTP status field (100–599).
 pub(crate) fn status_field(v: &Value, key: &str) -> Option<u16> {
-    u64_field(v, key).and_then(|n| u16::try_from(n).ok()).filter(is_status)
+    v.get(key).and_then(as_status)
+}
+
+/// A number as [`status_field`] reads it.
+pub(crate) fn as_status(v: &Value) -> Option<u16> {
+    as_u64(v).and_then(|n| u16::try_from(n).ok()).filter(is_status)
 }
 
 /// The HTTP status right after one of `markers` in an error text, e.g. Codex's

@@ -75,7 +75,7 @@ pub(crate) fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, L
     let env = env::build(std::env::vars(), cfg.kind, &cfg.pass_env, extra);
     // No pattern catches a bare `sk-ant-secret123`: hide the exact values ralph hands
     // over wherever it writes.
-    crate::state::redact::hide_values(env::secret_values(&env.vars, cfg.kind));
+    crate::secrets::hide_values(env::secret_values(&env.vars, cfg.kind));
     // The real CLIs read the prompt from stdin (see each kind's argv), so its length
     // is not bounded by the system's limit on one argument (128 KiB).
     let stdin = cli.map(|_| req.prompt.to_string());
@@ -84,7 +84,7 @@ pub(crate) fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, L
         withheld_env: env.withheld,
         attempt_id,
         stop_signal: cli.map_or(Signal::SIGINT, |cli| cli.stop_signal),
-        parser: parser.unwrap_or_else(|| Box::new(TextParser::default())),
+        parser: parser.unwrap_or_else(|| Box::new(TextParser)),
         quiet_tools: cli.is_some_and(|cli| cli.quiet_tools),
         text_output,
         running_cost: cli.is_some_and(|cli| cli.running_cost),

@@ -9,7 +9,6 @@ pub(crate) mod descriptor;
 pub(crate) mod event;
 pub(crate) mod gemini;
 pub(crate) mod json;
-pub(crate) mod json_scan;
 pub(crate) mod kinds;
 pub(crate) mod launch;
 pub(crate) mod opencode;

@@ -43,6 +43,7 @@ pub(crate) fn main(dir: &Path, config_path: Option<&Path>, json: bool) -> Result
         Err(e) => Check::new(false, format!("goal file {}: {e}", goal.display())),
     });
     checks.push(state_dir(dir));
+    checks.extend(secrets(dir, &loaded));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -79,6 +80,79 @@ pub(crate) fn main(dir: &Path, config_path: Option<&Path>, json: bool) -> Result
         }
     }
     Ok(if failed == 0 { crate::exit::DONE } else { crate::exit::BLOCKED })
+}
+
+/// Files listed by name at most; the count says how many more.
+const SECRETS_LISTED: usize = 20;
+
+/// The secret rules' families, a credential in the goal or the config (a note), and
+/// every file git would commit in the project that holds a match (names and lines,
+/// never values): ralph's commits would leave each out.
+fn secrets(dir: &Path, loaded: &crate::config::Loaded) -> Vec<Check> {
+    let families = crate::secrets::families();
+    let mut out = vec![Check::new(
+        true,
+        format!(
+            "secrets: {} rules over {} families are redacted everywhere ralph writes: {}",
+            crate::secrets::rules::RULES.len(),
+            families.len(),
+            families.join(", ")
+        ),
+    )];
+    for warning in crate::run::setup::secrets_in_inputs(dir, loaded) {
+        out.push(Check { ok: false, what: warning.replace('\n', " "), note: true });
+    }
+    let crate::git::repo::Discovery::Repo(repo) = crate::git::repo::Repo::discover(dir) else {
+        out.push(Check::new(true, "secrets: not in a git repository: no files to look at".to_string()));
+        return out;
+    };
+    let top = std::fs::canonicalize(repo.top()).unwrap_or_else(|_| repo.top().to_path_buf());
+    let under = std::fs::canonicalize(dir)
+        .ok()
+        .and_then(|d| d.strip_prefix(&top).ok().map(|r| r.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    let files = match repo.committable(&under) {
+        Ok(files) => files,
+        Err(e) => {
+            out.push(Check::new(false, format!("secrets: cannot list the project's files: {e}")));
+            return out;
+        }
+    };
+    let allow = &loaded.config.git.allow_secrets;
+    let mut held = Vec::new();
+    for file in &files {
+        let path = top.join(file);
+        let small = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= 64 << 20);
+        let Some(found) = small
+            .then(|| std::fs::read(&path).ok())
+            .flatten()
+            .and_then(|b| crate::secrets::found::in_bytes(&b).into_iter().next())
+        else {
+            continue;
+        };
+        if crate::git::plan::allowed(file, allow) {
+            out.push(Check::new(true, format!("secrets: {file} ({found}) is let through by [git] allow_secrets")));
+        } else {
+            held.push(format!("{file} ({found})"));
+        }
+    }
+    if held.is_empty() {
+        out.push(Check::new(true, format!("secrets: none of the {} files git would commit holds one", files.len())));
+        return out;
+    }
+    let count = held.len();
+    let more = if count > SECRETS_LISTED { format!(" and {} more", count - SECRETS_LISTED) } else { String::new() };
+    held.truncate(SECRETS_LISTED);
+    out.push(Check::new(
+        false,
+        format!(
+            "secrets: {} file(s) git would commit hold what looks like a secret: {}{more}; ralph's commits leave such \
+             a file out: take the secret out, or name the file in [git] allow_secrets if it holds none",
+            count,
+            held.join(", ")
+        ),
+    ));
+    out
 }
 
 /// Whether ralph can write its state: `.agent/` (or, before the first run, the

@@ -25,7 +25,11 @@ pub(crate) fn main(dir: &Path, config_path: Option<&Path>) -> Result<i32, RalphE
     let (loaded, goal, templates) = crate::run::setup::read_config_and_goal(dir, config_path)?;
     let prompt_path = dir.join(&loaded.config.general.prompt);
     let previews = previews(dir, &loaded, &goal, &templates);
-    print!("{}", render(&loaded.path, &prompt_path, &previews));
+    for warning in crate::run::setup::secrets_in_inputs(dir, &loaded) {
+        println!("{warning}");
+    }
+    // What the agent would get, as everything ralph shows: redacted.
+    print!("{}", crate::secrets::redact(&render(&loaded.path, &prompt_path, &previews)));
     print!("\n{}", crate::run::git_step::preview(dir, &loaded));
     Ok(crate::exit::DONE)
 }

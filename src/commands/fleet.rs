@@ -261,7 +261,7 @@ fn logs(found: &Found, task: &str, follow: bool) -> Result<i32, RalphError> {
         Some(w) if w.join(".agent").join("logs").is_dir() => super::logs::main(&w, Some(&fleet.config), follow),
         _ => {
             let text = std::fs::read_to_string(found.paths.task_log(task)).unwrap_or_default();
-            print!("{}", crate::state::redact::redact(&text));
+            print!("{}", crate::secrets::redact(&text));
             Ok(exit::DONE)
         }
     }

@@ -73,7 +73,7 @@ pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     }
     let mut text = describe(&fleet, live, &rows);
     text.push_str(&describe_queue(&fleet, &queue, onto_base.as_ref()));
-    print!("{}", crate::state::redact::redact(&text));
+    print!("{}", crate::secrets::redact(&text));
     Ok(crate::exit::DONE)
 }
 

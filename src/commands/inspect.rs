@@ -6,10 +6,10 @@ use std::path::Path;
 
 use crate::error::RalphError;
 use crate::report::{labelled, plural};
+use crate::secrets::{redact, redact_json};
 use crate::state::checkpoint::Checkpoint;
 use crate::state::format;
 use crate::state::lock::{self, LockInfo};
-use crate::state::redact::{redact, redact_json};
 
 /// Reads the checkpoint of the project in `dir`, without changing anything. The
 /// same reader and the same refusals as `--resume`, so the two always agree.

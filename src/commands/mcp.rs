@@ -180,14 +180,15 @@ impl Ralph {
             .map_err(|e| ErrorData::internal_error(format!("ralph mcp: {e}"), None))?
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         if !reply.ok {
-            return Ok(CallToolResult::error(vec![ContentBlock::text(reply.error.unwrap_or_default())]));
+            let error = crate::secrets::redact(&reply.error.unwrap_or_default());
+            return Ok(CallToolResult::error(vec![ContentBlock::text(error)]));
         }
         let text = match (&reply.live, &reply.message) {
             (Some(live), _) => serde_json::to_string_pretty(live).unwrap_or_default(),
             (None, Some(m)) => m.clone(),
             (None, None) => "ok".to_string(),
         };
-        Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
+        Ok(CallToolResult::success(vec![ContentBlock::text(crate::secrets::redact(&text))]))
     }
 }
 

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use crate::error::RalphError;
 use crate::report::labelled;
+use crate::secrets::redact;
 use crate::state::lock;
-use crate::state::redact::redact;
 
 pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     // A running ralph answers for itself; otherwise the checkpoint tells. A socket

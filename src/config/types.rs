@@ -213,9 +213,22 @@ pub(crate) struct Watch {
     pub restart_backoff: Duration,
     /// How long a lease held by another host must go without a renewal, measured on
     /// this host's monotonic clock, before this ralph takes the run over. The owner
-    /// renews four times per `lease_timeout`.
+    /// renews four times per `lease_timeout` where it renews (`lease_renewal`).
     #[serde(with = "humantime_serde")]
     pub lease_timeout: Duration,
+    /// Where the owner renews its lease: only on a file system other hosts mount
+    /// (`auto`), or on any (`always`: a volume shared although it looks local).
+    pub lease_renewal: LeaseRenewal,
+}
+
+/// `[watch] lease_renewal`
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum LeaseRenewal {
+    /// When `.agent/` is on a network or cluster file system (by its type).
+    #[default]
+    Auto,
+    Always,
 }
 
 impl Default for Watch {
@@ -225,6 +238,7 @@ impl Default for Watch {
             max_restarts: 3,
             restart_backoff: Duration::from_secs(30),
             lease_timeout: Duration::from_secs(60),
+            lease_renewal: LeaseRenewal::Auto,
         }
     }
 }
@@ -579,6 +593,9 @@ pub(crate) struct GitConfig {
     pub author: Option<String>,
     /// `"Name <email>"`; default: the user's git identity.
     pub committer: Option<String>,
+    /// Paths or globs (relative to the repository's top) committed even when they
+    /// hold what looks like a secret: a test fixture with a vendor's example key.
+    pub allow_secrets: Vec<String>,
 }
 
 /// The default commit message template.
@@ -594,6 +611,7 @@ impl Default for GitConfig {
             message: DEFAULT_COMMIT_MESSAGE.to_string(),
             author: None,
             committer: None,
+            allow_secrets: Vec::new(),
         }
     }
 }

@@ -322,7 +322,14 @@ async fn connection(mut stream: UnixStream, id: u64, evicted: oneshot::Receiver<
         Ok(line) => answer(&line, context),
         Err(e) => (Reply::error(e), None),
     };
-    let mut text = serde_json::to_string(&reply).unwrap_or_else(|_| r#"{"ok":false}"#.to_string());
+    // What the run publishes quotes the agent (its checkpoint summary, the recovery
+    // note): the answer is redacted like everything ralph writes.
+    let mut text = serde_json::to_value(&reply)
+        .map(|mut v| {
+            crate::secrets::redact_json(&mut v);
+            v.to_string()
+        })
+        .unwrap_or_else(|_| r#"{"ok":false}"#.to_string());
     text.push('\n');
     let _ = stream.write_all(text.as_bytes()).await;
     if let Some((attempt, held)) = session {

@@ -69,7 +69,7 @@ pub(crate) async fn run(argv: &[String], cwd: &Path, timeout: Duration, log: &Pa
 }
 
 /// Appends what comes out of `pipe` to `file` until the pipe closes.
-async fn drain(mut pipe: tokio::net::unix::pipe::Receiver, file: std::io::Result<std::fs::File>) {
+async fn drain(mut pipe: impl tokio::io::AsyncRead + Unpin, file: std::io::Result<std::fs::File>) {
     use std::io::Write;
     use tokio::io::AsyncReadExt;
     let Ok(mut file) = file else { return };
@@ -86,7 +86,7 @@ pub(crate) fn tail(log: &Path, lines: usize) -> String {
     let text = std::fs::read(log).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     let tail = all[all.len().saturating_sub(lines)..].join("\n");
-    crate::state::redact::redact(&chars_tail(&tail, 4000))
+    crate::secrets::redact(&chars_tail(&tail, 4000))
 }
 
 /// The last `max` characters of `text`.

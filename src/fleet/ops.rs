@@ -133,6 +133,7 @@ impl Book {
                 TaskState::Blocked => format!("task {}: blocked: {}", f.name, t.reason.clone().unwrap_or_default()),
                 _ => format!("task {}: queued ({})", f.name, f.file),
             });
+            said.extend(task::secrets_in_task_file(&self.paths.repo, &f.file));
             self.fleet.tasks.insert(f.name, t);
             added = true;
         }

@@ -45,7 +45,7 @@ impl Reporter {
 
     /// A line of its own.
     pub(super) fn line(&self, text: &str) {
-        let text = crate::state::redact::redact(text);
+        let text = crate::secrets::redact(text);
         match (self.mode, &self.multi) {
             (Mode::Quiet, _) => {}
             (Mode::Terminal, Some(multi)) => {
@@ -83,7 +83,7 @@ impl Reporter {
         if let Some(multi) = &self.multi {
             let _ = multi.clear();
         }
-        eprint!("{}", crate::state::redact::redact(text));
+        eprint!("{}", crate::secrets::redact(text));
     }
 }
 

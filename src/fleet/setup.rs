@@ -146,6 +146,10 @@ pub(super) fn open(options: &Options) -> Result<Open, RalphError> {
         fleet.no_land = true;
         notes.push("--no-land: each task stops at finished; `ralph fleet land TASK` lands one".into());
     }
+    // Every task file is a goal, checked at every start like a run's.
+    for t in fleet.tasks.values().filter(|t| !t.state.settled()) {
+        notes.extend(task::secrets_in_task_file(&top, &t.file));
+    }
     paths.worktrees = fleet.worktrees.clone();
     let mut book = Book::new(repo, paths, loaded, fleet, max_cost);
     if fresh {

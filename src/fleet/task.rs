@@ -246,6 +246,13 @@ pub(crate) fn abort_unfinished(dir: &Path, repo: &Repo) -> Vec<String> {
         .collect()
 }
 
+/// A task file is a goal: looked at for credentials like any goal file (named by
+/// file and line, never by value), and the values found are hidden from then on in
+/// everything the supervisor writes. Its task's own run looks again when it starts.
+pub(crate) fn secrets_in_task_file(repo: &Path, file: &str) -> Vec<String> {
+    crate::secrets::found::check_goal_file(&repo.join(file), file).iter().map(ToString::to_string).collect()
+}
+
 /// The hook of the git set-up: the task files are ralph's, never committed.
 pub(crate) fn exempt_globs(dir: &Path) -> Vec<String> {
     read_descriptor(dir).map(|d| vec![d.tasks_glob]).unwrap_or_default()

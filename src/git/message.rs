@@ -79,7 +79,7 @@ pub(crate) fn summarize(final_message: &str) -> String {
     for tag in ["<promise>DONE</promise>", "<promise>COMPLETE</promise>"] {
         text = text.replace(tag, "");
     }
-    let text = crate::state::redact::redact(&text);
+    let text = crate::secrets::redact(&text);
     let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
     let joined = lines.join("\n");
     let trimmed = joined.trim();

@@ -1,8 +1,10 @@
 //! Which changed files a commit takes, and why every other one is left out. Pure:
-//! the shell lists the changes (`git status`) and measures each candidate (size, a
-//! credential value inside); these functions decide.
+//! the shell lists the changes (`git status`) and measures each candidate (size, the
+//! first secret inside, by `crate::secrets`); these functions decide.
 
 use std::collections::BTreeSet;
+
+use crate::secrets::found::Finding;
 
 /// One changed path from `git status --porcelain=v1 -z --no-renames`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,8 +80,9 @@ pub(crate) struct Facts {
     pub change: Changed,
     /// Size in bytes of a file that exists.
     pub size: Option<u64>,
-    /// It holds the value of a credential ralph passed to an agent.
-    pub credential: bool,
+    /// The first secret it holds (a match of the secret rules, or the value of a
+    /// credential ralph passes to an agent), unless `[git] allow_secrets` names it.
+    pub secret: Option<Finding>,
 }
 
 /// Why a changed file is not in the commit.
@@ -87,8 +90,8 @@ pub(crate) struct Facts {
 pub(crate) enum LeftOut {
     /// The agent reported editing other files and ran no shell: someone else's edit.
     NotTheAgents,
-    /// It contains the value of a credential ralph passed to an agent.
-    Credential,
+    /// It holds a secret: where, and what it looks like (never the value).
+    Credential(Finding),
     /// A new file over `[git] max_new_file`.
     TooLarge { size: u64, max: u64 },
 }
@@ -98,7 +101,7 @@ impl LeftOut {
     pub(crate) fn key(&self) -> &'static str {
         match self {
             LeftOut::NotTheAgents => "not_the_agents",
-            LeftOut::Credential => "credential",
+            LeftOut::Credential(_) => "credential",
             LeftOut::TooLarge { .. } => "too_large",
         }
     }
@@ -112,7 +115,12 @@ impl LeftOut {
     pub(crate) fn describe(&self) -> String {
         match self {
             LeftOut::NotTheAgents => "the agent did not report editing it (someone else's change?)".into(),
-            LeftOut::Credential => "it contains the value of a credential ralph passed to an agent".into(),
+            LeftOut::Credential(found) => {
+                format!(
+                    "it holds a secret (line {}: {}); it stays out of every commit while it does",
+                    found.line, found.family
+                )
+            }
             LeftOut::TooLarge { size, max } => format!("a new file of {size} bytes, over [git] max_new_file ({max})"),
         }
     }
@@ -139,8 +147,8 @@ pub(crate) struct Rules<'a> {
 pub(crate) fn select(facts: Vec<Facts>, rules: Rules<'_>) -> Selection {
     let mut out = Selection::default();
     for f in facts {
-        let why = if f.credential {
-            Some(LeftOut::Credential)
+        let why = if let Some(found) = f.secret {
+            Some(LeftOut::Credential(found))
         } else if f.change.untracked
             && let Some(size) = f.size
             && size > rules.max_new_file
@@ -163,10 +171,10 @@ pub(crate) fn select(facts: Vec<Facts>, rules: Rules<'_>) -> Selection {
     out
 }
 
-/// Whether `content` holds any of the credential values (each at least 8 bytes; a
-/// shorter "secret" would match by accident everywhere).
-pub(crate) fn holds_credential(content: &[u8], values: &[String]) -> bool {
-    values.iter().filter(|v| v.len() >= 8).any(|v| content.windows(v.len()).any(|w| w == v.as_bytes()))
+/// Whether `[git] allow_secrets` lets `path` through: an exact path, or a glob
+/// (`*` any characters, `/` included; `?` one).
+pub(crate) fn allowed(path: &str, allow: &[String]) -> bool {
+    allow.iter().any(|glob| crate::process::env::glob_match(glob.trim_start_matches("./"), path))
 }
 
 #[cfg(test)]
@@ -181,8 +189,12 @@ mod tests {
         Changed { path: path.into(), untracked: true, deleted: false }
     }
 
-    fn facts(change: Changed, size: u64, credential: bool) -> Facts {
-        Facts { change, size: Some(size), credential }
+    fn facts(change: Changed, size: u64, secret: bool) -> Facts {
+        Facts { change, size: Some(size), secret: secret.then(found) }
+    }
+
+    fn found() -> Finding {
+        Finding { line: 3, family: "GitHub" }
     }
 
     fn exempt() -> Exempt {
@@ -242,7 +254,7 @@ mod tests {
             sel.left_out,
             vec![
                 ("big.bin".to_string(), LeftOut::TooLarge { size: 101, max: 100 }),
-                (".env".to_string(), LeftOut::Credential)
+                (".env".to_string(), LeftOut::Credential(found()))
             ]
         );
     }
@@ -260,10 +272,18 @@ mod tests {
     }
 
     #[test]
-    fn a_credential_value_is_found_anywhere_in_the_content() {
-        let values = vec!["sk-test-0123456789".to_string(), "short".to_string()];
-        assert!(holds_credential(b"key = \"sk-test-0123456789\"\n", &values));
-        assert!(!holds_credential(b"key = \"sk-test-012345678\"\n", &values));
-        assert!(!holds_credential(b"a short text", &values));
+    fn allow_secrets_takes_paths_and_globs() {
+        let allow = vec!["tests/fixtures/*".to_string(), "./docs/example.env".to_string()];
+        assert!(allowed("tests/fixtures/aws/keys.json", &allow));
+        assert!(allowed("docs/example.env", &allow));
+        assert!(!allowed("src/config.rs", &allow));
+        assert!(!allowed("tests/other.rs", &allow));
+    }
+
+    #[test]
+    fn a_secret_is_named_by_line_and_family_never_by_value() {
+        let why = LeftOut::Credential(found());
+        assert_eq!(why.key(), "credential");
+        assert!(why.describe().contains("line 3: GitHub"), "{}", why.describe());
     }
 }

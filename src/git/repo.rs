@@ -239,6 +239,28 @@ impl Repo {
         Ok(plan::parse_status(&out.stdout))
     }
 
+    /// The files git would commit under `under` (relative to the top; `""` for all):
+    /// tracked, and new ones that are not ignored; paths relative to the top.
+    pub(crate) fn committable(&self, under: &str) -> Result<Vec<String>, GitError> {
+        let mut args = vec!["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--full-name"];
+        if !under.is_empty() {
+            args.extend(["--", under]);
+        }
+        let out = self.output(&args)?;
+        if !out.status.success() {
+            return Err(failed(&args, &out));
+        }
+        let mut files: Vec<String> = out
+            .stdout
+            .split(|&b| b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect();
+        files.sort();
+        files.dedup();
+        Ok(files)
+    }
+
     /// `git log -z --format=%H%n%B` of the commits after `since` (all of HEAD's
     /// history when `None`), newest first.
     pub(crate) fn log_since(&self, since: Option<&str>) -> Result<String, GitError> {

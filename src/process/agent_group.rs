@@ -9,7 +9,8 @@
 //! file system cannot trap the user.
 
 use std::io::Read;
-use std::os::fd::IntoRawFd;
+use std::os::fd::OwnedFd;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -17,8 +18,8 @@ use nix::sys::signal::{Signal, raise};
 
 /// The running agent's process group id; 0 when none runs.
 static GROUP: AtomicI32 = AtomicI32::new(0);
-/// The write end of the pipe that wakes the backstop thread; -1 until armed.
-static WAKE: AtomicI32 = AtomicI32::new(-1);
+/// The write end of the pipe that wakes the backstop thread, once armed.
+static WAKE: OnceLock<OwnedFd> = OnceLock::new();
 static ARMED: AtomicBool = AtomicBool::new(false);
 
 /// How long the event loop gets to finish its own (saving) exit after the second
@@ -66,25 +67,19 @@ pub(crate) fn arm_backstop() -> std::io::Result<()> {
             // The loop did not get out in time: leave now. The user's intent was
             // written at the first Ctrl+C; the group is already killed.
             signal_current(Signal::SIGKILL);
-            // SAFETY: ends the process at once, skipping destructors (the loop that
-            // owns them is stuck).
-            unsafe { nix::libc::_exit(crate::exit::INTERRUPTED) };
+            // Destructors are skipped: the loop that owns them is stuck.
+            crate::os::exit_now(crate::exit::INTERRUPTED);
         }
     })?;
-    WAKE.store(write.into_raw_fd(), Ordering::SeqCst);
-    // SAFETY: the action only loads atomics and makes async-signal-safe system calls
-    // (kill, write); it neither allocates nor takes a lock.
-    let registered = unsafe { signal_hook_registry::register(nix::libc::SIGINT, on_second_interrupt) };
-    registered.map(drop)
+    let _ = WAKE.set(write);
+    crate::os::on_interrupt_in_handler(on_second_interrupt)
 }
 
-/// Runs inside the signal handler: kill the group first, then wake the thread.
+/// Runs inside the signal handler, so only atomics and system calls: kill the group
+/// first, then wake the thread.
 fn on_second_interrupt() {
     signal_current(Signal::SIGKILL);
-    let fd = WAKE.load(Ordering::SeqCst);
-    if fd >= 0 {
-        // SAFETY: `fd` is the pipe's write end, kept open for the process's life;
-        // write(2) is async-signal-safe.
-        let _ = unsafe { nix::libc::write(fd, [1u8].as_ptr().cast(), 1) };
+    if let Some(fd) = WAKE.get() {
+        let _ = nix::unistd::write(fd, &[1]);
     }
 }

@@ -49,7 +49,7 @@ pub(crate) fn allowlist(kind: AgentKind) -> &'static [&'static str] {
 
 /// Parts of a variable name (split at `_` and `-`) that mark it as a credential:
 /// their values are redacted by value wherever ralph writes (see
-/// `state::redact::hide_values`). Contained anywhere in a part:
+/// `secrets::hide_values`). Contained anywhere in a part:
 const SECRET_MARKERS: &[&str] = &["KEY", "TOKEN", "SECRET", "PASS", "CREDENTIAL", "WEBHOOK", "OAUTH"];
 /// Short markers that count only as a whole part (`PATH` is not a `PAT`, nor
 /// `GIT_AUTHOR_NAME` an `AUTH`).

@@ -1,16 +1,11 @@
 //! Starting an agent in its own process group, waiting for it, and signalling
 //! that group.
 
-use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::ExitStatus;
+use std::process::{ExitStatus, Stdio};
 
 use nix::sys::signal::Signal;
-use tokio::net::unix::pipe;
-use tokio::signal::unix;
-
-use crate::os;
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
 /// Everything needed to start one agent process.
 #[derive(Debug, Clone)]
@@ -28,33 +23,30 @@ pub(crate) struct Launch {
 /// The agent's ends of its standard streams, held by ralph.
 pub(crate) struct Pipes {
     /// Where the prompt is written, when [`Launch::stdin`] has one.
-    pub stdin: Option<pipe::Sender>,
-    pub stdout: pipe::Receiver,
-    pub stderr: pipe::Receiver,
+    pub stdin: Option<ChildStdin>,
+    pub stdout: ChildStdout,
+    pub stderr: ChildStderr,
 }
 
 /// A started agent, its process group's leader. Dropped before it was reaped (an
-/// error path gave up on the attempt), it is killed: an agent never runs on
-/// unsupervised.
+/// error path gave up on the attempt), it is killed (and reaped by the runtime): an
+/// agent never runs on unsupervised.
 pub(crate) struct Agent {
-    pid: i32,
-    status: Option<ExitStatus>,
-    /// Waiting failed: the pid may no longer be ralph's child, so it is not killed.
-    lost: bool,
-    /// A child exit was signalled since the agent was last looked at.
-    look: bool,
-    /// Made before the agent started, so that no exit goes unseen.
-    child_exits: unix::Signal,
+    child: Child,
+    pid: u32,
 }
 
 /// Starts the agent: own process group (so a terminal's Ctrl+C reaches ralph only,
 /// and ralph can end the agent with everything it started), killed when ralph dies
-/// (`SIGKILL` as its parent-death signal), stdin `/dev/null` (agents that read
-/// stdin when it is not a terminal would otherwise hang) or a pipe the caller writes
-/// the prompt to and closes, stdout and stderr piped to ralph.
+/// (`os::die_with_parent`: call this from the runtime's own thread), stdin
+/// `/dev/null` (agents that read stdin when it is not a terminal would otherwise
+/// hang) or a pipe the caller writes the prompt to and closes, stdout and stderr
+/// piped to ralph, SIGPIPE at its default, nothing of ralph's open but what it
+/// inherited without close-on-exec.
 ///
-/// Started without a `fork` (see `os::spawn`); the error is the errno the OS gave,
-/// which decides whether the launch can ever succeed (`recovery::spawn`).
+/// The error is the errno the OS gave, which decides whether the launch can ever
+/// succeed (`recovery::spawn`). A file without a `#!` line runs under `/bin/sh`, as
+/// `execvp` runs it.
 pub(crate) fn spawn(launch: &Launch) -> std::io::Result<(Agent, Pipes)> {
     let (program, args) =
         launch.argv.split_first().ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty argv"))?;
@@ -62,105 +54,43 @@ pub(crate) fn spawn(launch: &Launch) -> std::io::Result<(Agent, Pipes)> {
     // one costs a failed execve in the child (measured: ~0.4 ms per launch).
     let path_var = launch.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_str());
     let path = if program.contains('/') {
-        std::path::PathBuf::from(program)
+        PathBuf::from(program)
     } else {
         which::which_in(program, path_var, &launch.cwd).map_err(|_| {
             std::io::Error::new(std::io::ErrorKind::NotFound, format!("{program} was not found on PATH"))
         })?
     };
-    let (stdin, prompt) = match launch.stdin {
-        Some(_) => {
-            let (ours, theirs) = agent_pipe(PipeEnd::Write)?;
-            (theirs, Some(ours))
-        }
-        None => (std::fs::File::open("/dev/null")?.into(), None),
+    let mut command = Command::new(path);
+    command
+        .args(args)
+        .current_dir(&launch.cwd)
+        .env_clear()
+        .envs(launch.env.iter().map(|(k, v)| (k, v)))
+        .stdin(if launch.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    crate::os::die_with_parent(&mut command);
+    let mut child = command.spawn()?;
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let (Some(stdout), Some(stderr), Some(pid)) = (stdout, stderr, child.id()) else {
+        return Err(std::io::Error::other("the agent started without its output pipes"));
     };
-    let (stdout, out_write) = agent_pipe(PipeEnd::Read)?;
-    let (stderr, err_write) = agent_pipe(PipeEnd::Read)?;
-    let child_exits = unix::signal(unix::SignalKind::child())?;
-    let stdio = [stdin.as_fd(), out_write.as_fd(), err_write.as_fd()];
-    let pid = os::spawn::spawn(&os::spawn::Program { path: &path, args, env: &launch.env, cwd: &launch.cwd, stdio })?;
-    let agent = Agent { pid, status: None, lost: false, look: true, child_exits };
-    let pipes = Pipes {
-        stdin: prompt.map(pipe::Sender::from_owned_fd_unchecked).transpose()?,
-        stdout: pipe::Receiver::from_owned_fd_unchecked(stdout)?,
-        stderr: pipe::Receiver::from_owned_fd_unchecked(stderr)?,
-    };
-    Ok((agent, pipes))
-}
-
-/// Which end of a new pipe is ralph's.
-#[derive(Clone, Copy)]
-enum PipeEnd {
-    Read,
-    Write,
-}
-
-/// A pipe whose `ours` end is ralph's (non-blocking, for tokio) and whose other end
-/// is the agent's (blocking, as a program expects its stdio). Returns (ralph's
-/// end, the agent's end); both close on exec (the agent gets its copy by `dup2`).
-fn agent_pipe(ours: PipeEnd) -> std::io::Result<(OwnedFd, OwnedFd)> {
-    use nix::fcntl::{FcntlArg, OFlag, fcntl};
-    let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
-    let (ours, theirs) = match ours {
-        PipeEnd::Read => (read, write),
-        PipeEnd::Write => (write, read),
-    };
-    fcntl(&theirs, FcntlArg::F_SETFL(OFlag::empty()))?;
-    Ok((ours, theirs))
+    let pipes = Pipes { stdin: child.stdin.take(), stdout, stderr };
+    Ok((Agent { child, pid }, pipes))
 }
 
 impl Agent {
     /// Its pid, which is also its process group's id.
     pub(crate) fn pid(&self) -> u32 {
-        self.pid.unsigned_abs()
+        self.pid
     }
 
     /// Waits for the agent to exit and reaps it. Cancel-safe, and cheap to call on
-    /// every turn of the attempt's loop: the agent is looked at (`waitpid`) only
-    /// after a child exit was signalled, and every one since the agent started is.
+    /// every turn of the attempt's loop (the runtime is told of the exit).
     pub(crate) async fn wait(&mut self) -> std::io::Result<ExitStatus> {
-        loop {
-            if let Some(status) = self.status {
-                return Ok(status);
-            }
-            if self.look {
-                match os::spawn::try_wait(self.pid) {
-                    Ok(Some(raw)) => self.status = Some(ExitStatus::from_raw(raw)),
-                    Ok(None) => self.look = false,
-                    Err(e) => {
-                        self.lost = true;
-                        return Err(e);
-                    }
-                }
-                continue;
-            }
-            if self.child_exits.recv().await.is_none() {
-                return Err(std::io::Error::other("the runtime stopped watching for child exits"));
-            }
-            self.look = true;
-        }
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        if self.status.is_some() || self.lost {
-            return;
-        }
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid), Signal::SIGKILL);
-        if let Ok(Some(_)) = os::spawn::try_wait(self.pid) {
-            return;
-        }
-        // Reaped once it is gone, by a handle of its own; without a runtime ralph is
-        // exiting, and init reaps.
-        let pid = self.pid;
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                let Ok(child_exits) = unix::signal(unix::SignalKind::child()) else { return };
-                let _ = Agent { pid, status: None, lost: false, look: true, child_exits }.wait().await;
-            });
-        }
+        self.child.wait().await
     }
 }
 
@@ -179,9 +109,12 @@ pub(crate) fn signal_group(pgid: u32, signal: Signal) -> std::io::Result<()> {
 mod tests {
     use std::time::Duration;
 
-    use tokio::io::AsyncReadExt;
+    use std::os::unix::process::ExitStatusExt;
+
+    use tokio::io::{AsyncRead, AsyncReadExt};
 
     use super::*;
+    use crate::os;
 
     const LIMIT: Duration = Duration::from_secs(10);
 
@@ -194,7 +127,7 @@ mod tests {
         }
     }
 
-    async fn read_all(mut from: pipe::Receiver) -> String {
+    async fn read_all(mut from: impl AsyncRead + Unpin) -> String {
         let mut text = String::new();
         tokio::time::timeout(LIMIT, from.read_to_string(&mut text)).await.expect("output ends").expect("read");
         text
@@ -247,7 +180,7 @@ mod tests {
         let (agent, _pipes) = spawn(&l).expect("spawn");
         let pid = agent.pid();
         let proc = os::proc_root().join(pid.to_string());
-        // The clone returns once the exec has replaced ralph's memory; the kernel
+        // The spawn returns once the exec has replaced the child's memory; the kernel
         // closes the close-on-exec descriptors a moment later, before it names the
         // process after its program.
         let deadline = std::time::Instant::now() + LIMIT;
@@ -314,5 +247,30 @@ mod tests {
         let (mut agent, pipes) = spawn(&launch(&[script.to_str().expect("utf-8"), "x"], dir.path())).expect("spawn");
         assert_eq!(read_all(pipes.stdout).await, "ran x\n");
         assert!(wait(&mut agent).await.success());
+    }
+
+    /// The parent-death signal comes when the *thread* that started the agent ends:
+    /// started from tokio's blocking pool, whose idle threads end after a keep-alive,
+    /// an agent would be killed in the middle of its work. Started the way ralph
+    /// starts it, from the runtime's own thread, it runs on past that.
+    #[test]
+    fn an_agent_outlives_the_blocking_pools_idle_threads() {
+        let keep_alive = Duration::from_millis(100);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .thread_keep_alive(keep_alive)
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let sleeper = launch(&["sleep", "30"], dir.path());
+            let (mut ours, _pipes) = spawn(&sleeper).expect("spawn");
+            let pooled = tokio::task::spawn_blocking(move || spawn(&sleeper)).await.expect("the pool ran it");
+            let (mut pooled, _pooled_pipes) = pooled.expect("spawn");
+            let status = wait(&mut pooled).await;
+            assert_eq!(status.signal(), Some(Signal::SIGKILL as i32), "killed when its idle thread ended");
+            tokio::time::sleep(keep_alive * 3).await;
+            assert!(ours.child.try_wait().expect("try_wait").is_none(), "the agent ralph started still runs");
+        });
     }
 }

@@ -157,7 +157,7 @@ fn word_cut(bytes: &[u8], size: usize) -> usize {
     let size = size.min(bytes.len());
     let from = size.saturating_sub(CUT_LOOKBACK);
     let seen = from.saturating_sub(NAME_REACH);
-    let names: Vec<usize> = crate::state::redact::secret_names(&bytes[seen..(size + NAME_REACH).min(bytes.len())])
+    let names: Vec<usize> = crate::secrets::anchor_starts(&bytes[seen..(size + NAME_REACH).min(bytes.len())])
         .into_iter()
         .map(|at| seen + at)
         .collect();
@@ -178,24 +178,10 @@ fn word_cut(bytes: &[u8], size: usize) -> usize {
     if start > 0 && start < size { start } else { size }
 }
 
-/// A line as text, without a copy when it is valid UTF-8. Most lines are ASCII, which
-/// [`is_ascii`] settles in a third of the instructions of `from_utf8` (a byte at a time
-/// until its reads are aligned) and `from_utf8_lossy` (a byte at a time throughout).
+/// A line as text, without a copy when it is valid UTF-8 (`from_utf8` checks ASCII a
+/// word at a time); an invalid byte becomes U+FFFD.
 pub(crate) fn text(bytes: &[u8]) -> Cow<'_, str> {
-    if is_ascii(bytes) {
-        // SAFETY: ASCII is valid UTF-8.
-        return Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(bytes) });
-    }
     std::str::from_utf8(bytes).map_or_else(|_| String::from_utf8_lossy(bytes), Cow::Borrowed)
-}
-
-/// Whether no byte has its high bit set: the bytes OR-ed together eight at a time
-/// (the last eight once more, for the rest), then the high bits tested once.
-fn is_ascii(bytes: &[u8]) -> bool {
-    let word = |w: &[u8; 8]| u64::from_ne_bytes(*w);
-    let (words, rest) = bytes.as_chunks::<8>();
-    let last = bytes.last_chunk::<8>().map_or_else(|| rest.iter().fold(0, |a, &b| a | u64::from(b)), word);
-    words.iter().fold(last, |a, w| a | word(w)) & u64::from_ne_bytes([0x80; 8]) == 0
 }
 
 #[cfg(test)]
@@ -318,8 +304,8 @@ mod tests {
                     let line = format!("{}{secret}{}", filler.repeat(pad), "z ".repeat(200));
                     let bytes = line.as_bytes();
                     let cut = word_cut(&bytes[..(PIECE + NAME_REACH).min(bytes.len())], PIECE);
-                    let first = crate::state::redact::redact_bytes(&bytes[..cut]).into_owned();
-                    let second = crate::state::redact::redact_bytes(&bytes[cut..]).into_owned();
+                    let first = crate::secrets::redact_bytes(&bytes[..cut]).into_owned();
+                    let second = crate::secrets::redact_bytes(&bytes[cut..]).into_owned();
                     for piece in [first, second] {
                         assert!(
                             memchr::memmem::find(&piece, b"hunter2").is_none(),
@@ -338,15 +324,14 @@ mod tests {
     }
 
     #[test]
-    fn a_line_is_ascii_exactly_when_std_says_so() {
+    fn a_line_reads_as_utf8_with_invalid_bytes_replaced() {
         for len in 0..40 {
             let line = vec![b'x'; len];
-            assert!(is_ascii(&line));
+            assert!(matches!(text(&line), Cow::Borrowed(_)));
             for at in 0..len {
                 for high in [0x80, 0xc3, 0xff] {
                     let mut line = line.clone();
                     line[at] = high;
-                    assert!(!is_ascii(&line), "{line:?}");
                     assert_eq!(text(&line), String::from_utf8_lossy(&line));
                 }
             }

@@ -107,6 +107,19 @@ pub(crate) fn killed(agent: Option<&str>) -> String {
     format!("{what}; `ralph --resume` continues from the last checkpoint")
 }
 
+/// A changed file left out of the commit; one that holds a secret loudly, with the
+/// way to let a false alarm through.
+fn left_out(path: &str, reason: &str, detail: &str) -> String {
+    if reason == "credential" {
+        format!(
+            "git: WARNING: not committing {path}: {detail}\n  next: take the secret out of {path}, or name the file \
+             in [git] allow_secrets in ralph.toml if it holds none (a test fixture, a documented example key)"
+        )
+    } else {
+        format!("git: warning: not committing {path}: {detail}")
+    }
+}
+
 pub(crate) fn line(event: &RunEvent) -> Option<String> {
     Some(match event {
         RunEvent::AttemptSucceeded { phase, iteration, goal, review, until_complete, .. } => {
@@ -147,7 +160,7 @@ pub(crate) fn line(event: &RunEvent) -> Option<String> {
             if *found_on_resume { "found the commit of" } else { "committed" },
             short(hash)
         ),
-        RunEvent::GitLeftOut { path, detail, .. } => format!("git: warning: not committing {path}: {detail}"),
+        RunEvent::GitLeftOut { path, reason, detail, .. } => left_out(path, reason, detail),
         RunEvent::GitAgentCommitted { from, to, commits, .. } => format!(
             "git: HEAD moved from {} to {} ({} commit(s) not made by ralph); ralph commits what is left",
             from.as_deref().map_or("nothing", short),

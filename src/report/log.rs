@@ -65,7 +65,7 @@ struct Redacting(std::fs::File);
 
 impl std::io::Write for Redacting {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.write_all(&crate::state::redact::redact_bytes(buf))?;
+        self.0.write_all(&crate::secrets::redact_bytes(buf))?;
         Ok(buf.len())
     }
 

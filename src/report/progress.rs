@@ -15,8 +15,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use jiff::tz::TimeZone;
 
 use crate::outcome::RunEnd;
+use crate::secrets::redact;
 use crate::state::checkpoint::Checkpoint;
-use crate::state::redact::redact;
 
 use super::clock;
 use super::lines::{self, Escalating};

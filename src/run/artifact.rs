@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::config::DoneSignal;
-use crate::state::redact::redact;
+use crate::secrets::redact;
 
 use super::dispatch::Dispatcher;
 

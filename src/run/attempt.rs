@@ -11,16 +11,15 @@ use nix::sys::signal::Signal;
 use tokio::time::{Instant, sleep_until};
 
 use crate::agent::AgentEvent;
-use crate::agent::event::LineParser;
 use crate::agent::launch::Prepared;
 use crate::config::Timeouts;
 use crate::process::lines::{Item, LineReader, text};
 use crate::process::{Escalation, Step, agent_group, signal_group, spawn};
 use crate::recovery::classify::{EndedBy, Exit};
 use crate::report::lines::EndWhy;
+use crate::secrets::redact;
 use crate::signal::{InterruptAction, Signals, StopCause};
 use crate::state::checkpoint::Usage;
-use crate::state::redact::redact;
 use crate::supervise::note::LastTool;
 use crate::supervise::{Intervention, Supervisor, final_message};
 
@@ -203,7 +202,7 @@ pub(crate) async fn run(
 /// fills the pipe before the agent reads it), then closes it: the agent sees the end
 /// of its input. An agent that exits without reading all of it ends the write with
 /// EPIPE, harmlessly.
-fn write_prompt(text: Option<String>, pipe: Option<tokio::net::unix::pipe::Sender>) {
+fn write_prompt(text: Option<String>, pipe: Option<tokio::process::ChildStdin>) {
     let (Some(text), Some(mut pipe)) = (text, pipe) else { return };
     tokio::spawn(async move {
         use tokio::io::AsyncWriteExt;
@@ -310,9 +309,11 @@ impl<'a> Running<'a> {
         }
     }
 
-    /// An item of stdout or stderr: logged, then handled as a line.
+    /// An item of stdout or stderr: logged, then handled as a line (the parser reads
+    /// it as received, the tails keep it as the log shows it: redacted with what the
+    /// lines before it left, a key's body or a secret cut by a line break).
     fn item(&mut self, item: Item<'_>, stderr: bool) {
-        let line = match item {
+        let (line, shown) = match item {
             // Part of a long line: logged as it comes; a long line still arriving is
             // output, not a stall.
             Item::LongPart(bytes) => {
@@ -323,28 +324,32 @@ impl<'a> Running<'a> {
                 return;
             }
             Item::Line(bytes) => {
-                self.log.line(bytes, stderr);
-                text(bytes)
+                let shown = match self.log.line(bytes, stderr) {
+                    std::borrow::Cow::Borrowed(_) => None,
+                    std::borrow::Cow::Owned(redacted) => Some(String::from_utf8_lossy(&redacted).into_owned()),
+                };
+                (text(bytes), shown)
             }
             Item::LongEnd(summary) => {
                 self.log.end_line();
                 if stderr { &mut self.err } else { &mut self.out }.long = false;
-                summary.into()
+                (summary.into(), None)
             }
         };
+        let shown = shown.as_deref().unwrap_or(&line);
         if !stderr {
-            return self.stdout_line(&line);
+            return self.stdout_line(&line, shown);
         }
         // A line of stderr: evidence for the classifier, and a sign of life.
         let _ = self.supervisor.on_event(None, self.now);
         self.observer.event(None);
-        push_bounded(&mut self.collected.tail, &line);
-        push_bounded(&mut self.collected.stderr_tail, &line);
+        push_bounded(&mut self.collected.tail, shown);
+        push_bounded(&mut self.collected.stderr_tail, shown);
     }
 
     /// A stdout line: the agent's events, for the supervisor, the observer and the
-    /// outcome.
-    fn stdout_line(&mut self, line: &str) {
+    /// outcome; `shown` is the line as the log has it.
+    fn stdout_line(&mut self, line: &str, shown: &str) {
         let mut events = std::mem::take(&mut self.events);
         self.prepared.parser.parse_into(line, &mut events);
         trace_events(line, &events);
@@ -364,7 +369,7 @@ impl<'a> Running<'a> {
             {
                 self.observer.tool(&tool);
             }
-            if let Some(id) = self.collected.absorb(event, &mut *self.prepared.parser) {
+            if let Some(id) = self.collected.absorb(event) {
                 self.observer.session(&id);
                 self.catch_up_at.get_or_insert(self.now + CATCH_UP);
             }
@@ -374,10 +379,10 @@ impl<'a> Running<'a> {
             self.events = events;
         }
         if self.collected.text_output {
-            push_bounded(&mut self.collected.stdout_tail, line);
+            push_bounded(&mut self.collected.stdout_tail, shown);
         }
         if self.collected.text_output || unparsed {
-            push_bounded(&mut self.collected.tail, line);
+            push_bounded(&mut self.collected.tail, shown);
         }
         if let Some(found) = found
             && self.exit.is_none()
@@ -522,7 +527,9 @@ impl Drop for GroupGuard {
     }
 }
 
-/// Appends a line, keeping the last `TAIL_BYTES` or so (cut on a char boundary).
+/// Appends a line, keeping the last `TAIL_BYTES` or so, cut where a line starts (a
+/// cut inside a line could part a secret from its name, or a key's body from its
+/// `BEGIN` line, before the tail is redacted) or else on a char boundary.
 fn push_bounded(buf: &mut String, line: &str) {
     buf.push_str(line);
     buf.push('\n');
@@ -530,6 +537,9 @@ fn push_bounded(buf: &mut String, line: &str) {
         let mut cut = buf.len() - TAIL_BYTES;
         while !buf.is_char_boundary(cut) {
             cut += 1;
+        }
+        if let Some(next) = buf[cut..buf.len() - 1].find('\n') {
+            cut += next + 1;
         }
         buf.drain(..cut);
     }
@@ -596,13 +606,11 @@ impl Collected {
         Self { text_output, ..Self::default() }
     }
 
-    /// Takes in one event; returns a session id when it is new. The text it is done
-    /// with goes back to `parser`, for a later line's.
-    fn absorb(&mut self, event: AgentEvent, parser: &mut dyn LineParser) -> Option<String> {
+    /// Takes in one event; returns a session id when it is new.
+    fn absorb(&mut self, event: AgentEvent) -> Option<String> {
         if let AgentEvent::Text { text } = event {
-            let done = if self.text_output { Some(text) } else { self.last_text.replace(text) };
-            if let Some(done) = done {
-                parser.recycle(done);
+            if !self.text_output {
+                self.last_text = Some(text);
             }
             return None;
         }

@@ -18,6 +18,7 @@
 //! `disk_space_back` events, and keeps trying after the attempt ends
 //! (`run::disk_wait`). Any other write error gives the log up with a warning.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Write};
@@ -27,8 +28,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::events::RunEvent;
+use crate::secrets::Stream;
 use crate::state::disk;
-use crate::state::redact::redact_bytes;
 
 /// The longest a written byte waits in the buffer.
 pub(super) const FLUSH_EVERY: Duration = Duration::from_millis(200);
@@ -65,6 +66,9 @@ pub(crate) struct AttemptLog {
     full: Option<Full>,
     /// Events for the dispatcher, oldest first.
     news: Vec<RunEvent>,
+    /// The redaction of stdout and of stderr, each with what its last line left
+    /// (a private key's body, a secret cut by a line break).
+    redact: [Stream; 2],
     /// Unit tests: writes fail with ENOSPC while this file exists.
     #[cfg(test)]
     full_while: Option<PathBuf>,
@@ -102,20 +106,22 @@ impl AttemptLog {
         }
     }
 
-    /// One whole line.
-    pub(crate) fn line(&mut self, bytes: &[u8], stderr: bool) {
-        let bytes = redact_bytes(bytes);
+    /// One whole line; returns it as written (redacted), for the attempt's tails.
+    pub(crate) fn line<'a>(&mut self, bytes: &'a [u8], stderr: bool) -> Cow<'a, [u8]> {
+        let bytes = self.redact[usize::from(stderr)].line(bytes);
         // The common line, which fits the file and meets no full disk, in one step
         // (a flood is millions of them).
         let fits = self.written + (bytes.len() as u64) < self.limit();
         if !stderr && fits && self.full.is_none() && self.file.is_some() {
-            return self.raw(&bytes, true);
+            self.raw(&bytes, true);
+            return bytes;
         }
         if stderr {
             self.write(b"[stderr] ");
         }
         self.write(&bytes);
         self.end_line();
+        bytes
     }
 
     /// Part of a line too long to hold; `first` for its first piece.
@@ -123,7 +129,8 @@ impl AttemptLog {
         if stderr && first {
             self.write(b"[stderr] ");
         }
-        self.write(&redact_bytes(bytes));
+        let bytes = self.redact[usize::from(stderr)].piece(bytes);
+        self.write(&bytes);
     }
 
     pub(crate) fn end_line(&mut self) {

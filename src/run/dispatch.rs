@@ -20,10 +20,10 @@ use crate::recovery::policy::{self, Cap, FalloverWhy, Next, Stop};
 use crate::recovery::rate_limit;
 use crate::report::Summary;
 use crate::report::lines::{self, EndWhy, Escalating};
+use crate::secrets::redact;
 use crate::signal::{InterruptAction, Signals, StopCause};
 use crate::state::atomic::Durability;
 use crate::state::checkpoint::{InFlight, Status, ToolCall};
-use crate::state::redact::redact;
 use crate::state::store;
 use crate::supervise::completion::Claim;
 use crate::supervise::note::{self, LastTool, ToolState, Trouble};
@@ -667,12 +667,15 @@ impl Dispatcher {
         let (phase, repeat) = (self.phase(), self.r.loaded.repeat);
         let previous_name =
             advance::previous_phase(pos, repeat).and_then(|i| self.r.loaded.phases.get(i)).map(|p| p.name.clone());
+        // What ralph adds to the goal quotes earlier agents: redacted (the goal, the
+        // user's own, goes as written).
         let previous_text = previous_name
             .as_ref()
-            .and_then(|name| std::fs::read_to_string(self.r.artifacts_dir.join(format!("{name}.md"))).ok());
+            .and_then(|name| std::fs::read_to_string(self.r.artifacts_dir.join(format!("{name}.md"))).ok())
+            .map(|text| redact(&text));
         let from_note = progress.from.as_ref().and_then(|from| prompt::from_note(from, previous_name.as_deref()));
         // The note was written when the attempt failed; the goal is today's.
-        let recovery = progress.recovery_note.as_deref().map(|n| note::with_goal(n, &self.r.goal));
+        let recovery = progress.recovery_note.as_deref().map(|n| note::with_goal(&redact(n), &self.r.goal));
         let ctx = prompt::Context {
             goal: &self.r.goal,
             phase: &phase.name,
@@ -763,7 +766,7 @@ impl Dispatcher {
         // input among them): on disk they are redacted like every log.
         let mut value = serde_json::to_value(&*cp)
             .map_err(|e| RalphError::Internal(format!("cannot encode the checkpoint: {e}")))?;
-        crate::state::redact::redact_json(&mut value);
+        crate::secrets::redact_json(&mut value);
         let durable = durability == Durability::Durable;
         let journaled = durability != Durability::Unsynced
             && (self.r.journal.snapshot(&value, durable))

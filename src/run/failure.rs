@@ -206,7 +206,7 @@ impl Dispatcher {
         // The evidence a person reads first: the output's tail, or, when the agent
         // reported its error as a structured result, that result.
         let evidence = match (&outcome.final_message, outcome.result_is_error) {
-            (Some(message), true) if outcome.text_tail.trim().is_empty() => crate::state::redact::redact(message),
+            (Some(message), true) if outcome.text_tail.trim().is_empty() => crate::secrets::redact(message),
             _ => outcome.text_tail.clone(),
         };
         let tail = tail_chars(&evidence, 2000);

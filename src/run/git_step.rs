@@ -31,8 +31,8 @@ use super::attempt::Outcome;
 use super::dispatch::{Dispatcher, Flow};
 use super::failure::tail_chars;
 
-/// Files larger than this are not searched for credential values (they are logs or
-/// binaries; a new one is held back by `max_new_file` anyway).
+/// Files larger than this are not searched for secrets (they are logs or binaries;
+/// a new one is held back by `max_new_file` anyway).
 const MAX_SCANNED: u64 = 64 * 1024 * 1024;
 
 /// A run with git features on.
@@ -42,8 +42,6 @@ pub(crate) struct GitSession {
     config: GitConfig,
     exempt: Exempt,
     who: Identities,
-    /// Values of the credentials ralph passes to the configured agents.
-    credentials: Vec<String>,
     /// Where agents run (relative tool paths are relative to it).
     cwd: PathBuf,
     /// `cwd` relative to the top (`""` at the top).
@@ -139,12 +137,14 @@ pub(crate) fn setup(
             ..GitState::default()
         });
     }
-    let credentials = credential_values(loaded);
+    // Hidden by value everywhere from now on, the commit's files included, even
+    // before the first attempt hands them out (a resume's pending commit).
+    crate::secrets::hide_values(credential_values(loaded).iter().map(String::as_str));
     let cwd_rel = std::fs::canonicalize(dir)
         .ok()
         .and_then(|real| real.strip_prefix(&top).ok().map(|r| r.to_string_lossy().into_owned()))
         .unwrap_or_default();
-    Ok(Some(GitSession { repo, config, exempt, who, credentials, cwd: dir.to_path_buf(), cwd_rel }))
+    Ok(Some(GitSession { repo, config, exempt, who, cwd: dir.to_path_buf(), cwd_rel }))
 }
 
 /// What a new run here would do with git, for `--dry-run`: read-only (git status and
@@ -170,7 +170,7 @@ pub(crate) fn preview(dir: &Path, loaded: &Loaded) -> String {
     let exempt = exempt(&top, dir, &loaded.path, &dir.join(&loaded.config.general.prompt));
     let mut s = format!(
         "git: would commit {unit} on {on}: the files changed during it, new ones included (not over {} bytes, \
-         none holding a credential value); never ralph.toml, the goal file or .agent/\n",
+         none holding a secret); never ralph.toml, the goal file or .agent/\n",
         config.max_new_file.0
     );
     match repo.status().map(|changed| plan::dirty_at_start(&changed, &exempt)) {
@@ -344,7 +344,8 @@ impl Dispatcher {
         }
         let held: BTreeSet<String> = state.held.iter().cloned().collect();
         let candidates = plan::candidates(repo.status()?, &session.exempt, &held);
-        let facts = candidates.into_iter().map(|change| measure(repo.top(), change, &session.credentials)).collect();
+        let allow = &session.config.allow_secrets;
+        let facts = candidates.into_iter().map(|change| measure(repo.top(), change, allow)).collect();
         let bases: [(&Path, &str); 2] = [(repo.top(), ""), (&session.cwd, &session.cwd_rel)];
         let agent_files = if session.config.only_agent_files { self.touched.files(&bases, &session.cwd) } else { None };
         let selection = plan::select(
@@ -374,7 +375,7 @@ impl Dispatcher {
                 Ok(Step::Done)
             }
             Err(CommitFailure::HookRejected(output)) => {
-                let output = crate::state::redact::redact(&output);
+                let output = crate::secrets::redact(&output);
                 self.emit(RunEvent::GitCommitRejected { key: pending.key.clone(), output: tail_chars(&output, 4000) });
                 Ok(Step::Rejected(output))
             }
@@ -470,12 +471,13 @@ impl Dispatcher {
     }
 }
 
-/// Size and credential check of one candidate.
-fn measure(top: &Path, change: plan::Changed, credentials: &[String]) -> Facts {
+/// Size and secret check of one candidate.
+fn measure(top: &Path, change: plan::Changed, allow: &[String]) -> Facts {
     let path = top.join(&change.path);
     let size = std::fs::symlink_metadata(&path).ok().filter(|m| m.is_file()).map(|m| m.len());
-    let credential = !credentials.is_empty()
-        && size.is_some_and(|s| s <= MAX_SCANNED)
-        && std::fs::read(&path).is_ok_and(|content| plan::holds_credential(&content, credentials));
-    Facts { change, size, credential }
+    let secret = (!plan::allowed(&change.path, allow) && size.is_some_and(|s| s <= MAX_SCANNED))
+        .then(|| std::fs::read(&path).ok())
+        .flatten()
+        .and_then(|content| crate::secrets::found::in_bytes(&content).into_iter().next());
+    Facts { change, size, secret }
 }

@@ -1,7 +1,14 @@
 //! Taking and keeping the lease of the run directory (the rules are in
 //! [`crate::state::lease`]): wait for another host's lease to expire, take it
-//! over, renew it from a heartbeat thread while the run lives, release it at the
-//! end. A heartbeat that finds the lease taken over stops ralph at once.
+//! over, renew it from a heartbeat thread while the run lives where another host
+//! can read it, release it at the end. A heartbeat that finds the lease taken over
+//! stops ralph at once.
+//!
+//! The lease is renewed only where it protects something: `.agent/` on a file
+//! system other hosts mount (`os::is_shared_fs`: NFS, SMB, CephFS, a cluster or
+//! FUSE file system), or anywhere with `[watch] lease_renewal = "always"`. On a
+//! local disk only this kernel sees the directory and its flock says who owns the
+//! run: the lease is written once, unsynced, and nothing wakes ralph for it.
 //!
 //! The heartbeat is a plain thread, not a task of the run's event loop: it keeps
 //! renewing while the loop is busy, and it can stop the process even when the loop
@@ -10,11 +17,13 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::config::{LeaseRenewal, Watch as WatchConfig};
 use crate::error::RalphError;
+use crate::state::atomic::Durability;
 use crate::state::lease::{self, FirstLook, Found, Identity, LeaseRecord, Renewal, Seen, Watch};
 use crate::state::lease_file;
 
@@ -36,12 +45,15 @@ pub(crate) struct Takeover {
     pub why: String,
 }
 
-/// The held lease; renewed until released or dropped.
+/// The held lease; renewed (where it is) until released or dropped.
 #[derive(Debug)]
 pub(crate) struct Lease {
     path: PathBuf,
     token: String,
-    stop: Option<mpsc::Sender<()>>,
+    /// `Ordered` where another host reads the lease (see `lease_file::write`).
+    durability: Durability,
+    /// The heartbeat's stop, where it renews.
+    heartbeat: Option<mpsc::Sender<()>>,
     /// Set once released; the heartbeat renews only under this lock, and only while
     /// it is unset, so a release need not wait for the thread to end (a thread
     /// handoff is most of a one-call run's tear-down on a busy machine).
@@ -53,11 +65,15 @@ pub(crate) struct Lease {
 pub(crate) fn acquire(
     path: &Path,
     me: &Identity,
-    timeout: Duration,
+    config: &WatchConfig,
     when_held: WhenHeld,
     say: &dyn Fn(&str),
 ) -> Result<(Lease, Option<Takeover>), RalphError> {
     let io = |e: std::io::Error| RalphError::setup(format!("cannot use the lease {}", path.display()), e);
+    let timeout = config.lease_timeout;
+    let renews =
+        config.lease_renewal == LeaseRenewal::Always || crate::os::is_shared_fs(crate::state::atomic::parent_dir(path));
+    let durability = if renews { Durability::Ordered } else { Durability::Unsynced };
     let poll = (timeout / 8).clamp(Duration::from_millis(10), Duration::from_secs(1));
     let mut told = false;
     loop {
@@ -102,7 +118,7 @@ pub(crate) fn acquire(
             renewals: 0,
             acquired_at: jiff::Timestamp::now().to_string(),
         };
-        lease_file::write(path, &record).map_err(io)?;
+        lease_file::write(path, &record, durability).map_err(io)?;
         if takeover.as_ref().is_some_and(|t| !t.waited.is_zero()) {
             // Two hosts that saw the same lease expire both write; the last write
             // wins. Look again after a renewal period: a loser backs off before it
@@ -119,7 +135,7 @@ pub(crate) fn acquire(
                 continue;
             }
         }
-        let lease = Lease::start(path, record, timeout).map_err(io)?;
+        let lease = Lease::start(path, record, durability, renews.then(|| lease::renew_every(timeout))).map_err(io)?;
         return Ok((lease, takeover));
     }
 }
@@ -165,12 +181,18 @@ fn new_token() -> String {
 }
 
 impl Lease {
-    fn start(path: &Path, mut record: LeaseRecord, timeout: Duration) -> std::io::Result<Lease> {
+    /// Holds the lease just written, renewing it `every` so often if given.
+    fn start(
+        path: &Path,
+        mut record: LeaseRecord,
+        durability: Durability,
+        every: Option<Duration>,
+    ) -> std::io::Result<Lease> {
+        let (token, released) = (record.token.clone(), Arc::new(Mutex::new(false)));
+        let mut lease = Lease { path: path.to_path_buf(), token, durability, heartbeat: None, released };
+        let Some(every) = every else { return Ok(lease) };
         let (tx, rx) = mpsc::channel::<()>();
-        let (every, file) = (lease::renew_every(timeout), path.to_path_buf());
-        let token = record.token.clone();
-        let released = Arc::new(Mutex::new(false));
-        let gate = Arc::clone(&released);
+        let (file, gate) = (path.to_path_buf(), Arc::clone(&lease.released));
         thread::Builder::new().name("lease".into()).spawn(move || {
             while let Err(RecvTimeoutError::Timeout) = rx.recv_timeout(every) {
                 let Ok(done) = gate.lock() else { return };
@@ -180,7 +202,7 @@ impl Lease {
                 match lease_file::read(&file).map(|found| lease::renewal(&record.token, &found)) {
                     Ok(Renewal::Renew) => {
                         record.renewals += 1;
-                        lease_file::write(&file, &record)
+                        lease_file::write(&file, &record, durability)
                             .unwrap_or_else(|e| tracing::warn!("cannot renew the lease {}: {e}", file.display()));
                     }
                     Ok(Renewal::Lost(winner)) => lost(&winner),
@@ -188,7 +210,8 @@ impl Lease {
                 }
             }
         })?;
-        Ok(Lease { path: path.to_path_buf(), token, stop: Some(tx), released })
+        lease.heartbeat = Some(tx);
+        Ok(lease)
     }
 
     /// Stops ralph at once (see `lost`) when another ralph holds the lease now.
@@ -208,22 +231,21 @@ impl Lease {
         self.release_inner()
     }
 
-    fn stop_heartbeat(&mut self) {
-        if let Ok(mut done) = self.released.lock() {
-            *done = true;
-        }
-        if let Some(tx) = self.stop.take() {
+    /// Stops the heartbeat; whether the lease was held until now.
+    fn stop_heartbeat(&mut self) -> bool {
+        let mut released = self.released.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(tx) = self.heartbeat.take() {
             let _ = tx.send(());
         }
+        !std::mem::replace(&mut *released, true)
     }
 
     fn release_inner(&mut self) -> std::io::Result<()> {
-        if self.stop.is_none() {
+        if !self.stop_heartbeat() {
             return Ok(());
         }
-        self.stop_heartbeat();
         match lease::renewal(&self.token, &lease_file::read(&self.path)?) {
-            Renewal::Renew => lease_file::clear(&self.path),
+            Renewal::Renew => lease_file::clear(&self.path, self.durability),
             Renewal::Lost(_) => Ok(()),
         }
     }
@@ -260,11 +282,30 @@ mod tests {
         Identity { host: host.into(), boot_id: format!("boot-{host}") }
     }
 
+    /// `[watch]` with this timeout, the lease renewed on the test's local disk.
+    fn renewed(timeout: Duration) -> WatchConfig {
+        WatchConfig { lease_timeout: timeout, lease_renewal: LeaseRenewal::Always, ..WatchConfig::default() }
+    }
+
+    #[test]
+    fn a_lease_on_a_local_disk_is_written_once_and_never_renewed() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("ralph.lease");
+        let config = WatchConfig { lease_timeout: Duration::from_millis(40), ..WatchConfig::default() };
+        let (lease, _) = acquire(&p, &me("a"), &config, WhenHeld::Refuse, &|_| {}).unwrap();
+        assert!(lease.heartbeat.is_none(), "no heartbeat thread");
+        thread::sleep(Duration::from_millis(100));
+        assert!(matches!(lease_file::read(&p).unwrap(), Found::Held(r) if r.renewals == 0));
+        lease.release().unwrap();
+        assert_eq!(lease_file::read(&p).unwrap(), Found::Free);
+    }
+
     #[test]
     fn free_lease_is_taken_renewed_and_released() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("ralph.lease");
-        let (lease, takeover) = acquire(&p, &me("a"), Duration::from_millis(200), WhenHeld::Refuse, &|_| {}).unwrap();
+        let (lease, takeover) =
+            acquire(&p, &me("a"), &renewed(Duration::from_millis(200)), WhenHeld::Refuse, &|_| {}).unwrap();
         assert!(takeover.is_none());
         let renewals = |p: &Path| match lease_file::read(p).unwrap() {
             Found::Held(r) => r.renewals,
@@ -291,9 +332,9 @@ mod tests {
             renewals: 5,
             acquired_at: String::new(),
         };
-        lease_file::write(&p, &theirs).unwrap();
+        lease_file::write(&p, &theirs, Durability::Ordered).unwrap();
         let timeout = Duration::from_millis(300);
-        let (lease, takeover) = acquire(&p, &me("a"), timeout, WhenHeld::Refuse, &|_| {}).unwrap();
+        let (lease, takeover) = acquire(&p, &me("a"), &renewed(timeout), WhenHeld::Refuse, &|_| {}).unwrap();
         let takeover = takeover.unwrap();
         assert_eq!(takeover.from, Some(theirs));
         assert!(takeover.waited >= timeout);
@@ -304,8 +345,8 @@ mod tests {
     fn a_live_lease_is_refused_when_not_waiting() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("ralph.lease");
-        let (held, _) = acquire(&p, &me("b"), Duration::from_millis(200), WhenHeld::Refuse, &|_| {}).unwrap();
-        let err = acquire(&p, &me("a"), Duration::from_millis(200), WhenHeld::Refuse, &|_| {}).unwrap_err();
+        let (held, _) = acquire(&p, &me("b"), &renewed(Duration::from_millis(200)), WhenHeld::Refuse, &|_| {}).unwrap();
+        let err = acquire(&p, &me("a"), &renewed(Duration::from_millis(200)), WhenHeld::Refuse, &|_| {}).unwrap_err();
         assert!(err.to_string().contains("on host b"), "{err}");
         held.release().unwrap();
     }

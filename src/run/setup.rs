@@ -80,6 +80,10 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         .map_err(|e| RalphError::setup(format!("cannot create {}", agent_dir.display()), e))?;
     let reporter = Reporter::new(options.quiet, std::io::stderr().is_terminal());
     reporter.header(&dir);
+    for warning in secrets_in_inputs(&dir, &loaded) {
+        tracing::warn!("{warning}");
+        reporter.line(&warning);
+    }
     let when_held = if options.resume == ResumeFlag::ResumeOrStart { WhenHeld::Wait } else { WhenHeld::Refuse };
     // A simulated host (tests) has no kernel in common with the others: only the
     // lease protects the directory then.
@@ -95,7 +99,7 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     let (lease, takeover) = ownership::acquire(
         &agent_dir.join("ralph.lease"),
         &lease_file::identity(),
-        loaded.config.watch.lease_timeout,
+        &loaded.config.watch,
         when_held,
         &|line| reporter.line(line),
     )?;
@@ -183,6 +187,20 @@ pub(crate) fn read_config_and_goal(
     }
     let templates = load_templates(dir, &loaded)?;
     Ok((loaded, goal, templates))
+}
+
+/// A credential in the goal file or the config, named by file and line (never by
+/// value). The agent gets the goal as written; from here on everything ralph writes
+/// hides the values found. Any goal file (a fleet's task file too) goes through
+/// `secrets::found::check_goal_file`.
+pub(crate) fn secrets_in_inputs(dir: &Path, loaded: &Loaded) -> Vec<String> {
+    let goal = &loaded.config.general.prompt;
+    let config = loaded.path.strip_prefix(dir).unwrap_or(&loaded.path);
+    [(dir.join(goal), goal.as_path()), (loaded.path.clone(), config)]
+        .iter()
+        .flat_map(|(path, shown)| crate::secrets::found::check_goal_file(path, &shown.display().to_string()))
+        .map(|found| found.to_string())
+        .collect()
 }
 
 /// The checkpoint this run goes on with: a new one, or the one on disk resumed

@@ -3,7 +3,7 @@
 //! checkpoint stays small.
 //!
 //! Each line is `{"at":"<RFC 3339>","kind":"<kind>", ...fields}`. String values
-//! pass through [`redact`](crate::state::redact::redact) first: agent output ends up here and must not carry
+//! pass through [`redact`](crate::secrets::redact) first: agent output ends up here and must not carry
 //! credentials to disk.
 //!
 //! No fsync per event: a line is handed to the kernel with a single write as soon
@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::redact::redact_json;
+use crate::secrets::redact_json;
 
 /// The journal's name, beside `checkpoint.json` in `.agent/`.
 pub(crate) const FILE: &str = "events.jsonl";

@@ -39,18 +39,19 @@ pub(crate) fn read(path: &Path) -> io::Result<Found> {
     }
 }
 
-/// Synced before the rename, so another host never reads the new name without its
-/// content (a shared file system may send the rename first); the directory is not:
-/// a power cut that brings the previous lease back also ended its holder, and the
-/// lease of a dead holder is taken over either way.
-pub(crate) fn write(path: &Path, record: &LeaseRecord) -> io::Result<()> {
+/// `durability` is the owner's (`run::ownership`): `Ordered` where another host
+/// reads the lease, so that it never reads the new name without its content (a
+/// shared file system may send the rename first); `Unsynced` where none can. The
+/// directory is never synced: a power cut that brings the previous lease back also
+/// ended its holder, and the lease of a dead holder is taken over either way.
+pub(crate) fn write(path: &Path, record: &LeaseRecord, durability: Durability) -> io::Result<()> {
     let line = format!("{}\n", serde_json::to_string(record).map_err(io::Error::other)?);
-    atomic::replace(path, line.as_bytes(), Durability::Ordered)
+    atomic::replace(path, line.as_bytes(), durability)
 }
 
 /// Empties the lease (a clean release). The file stays, like the lock's.
-pub(crate) fn clear(path: &Path) -> io::Result<()> {
-    atomic::replace(path, b"", Durability::Ordered)
+pub(crate) fn clear(path: &Path, durability: Durability) -> io::Result<()> {
+    atomic::replace(path, b"", durability)
 }
 
 #[cfg(test)]
@@ -70,9 +71,9 @@ mod tests {
             renewals: 2,
             acquired_at: "now".into(),
         };
-        write(&p, &r).unwrap();
+        write(&p, &r, Durability::Ordered).unwrap();
         assert_eq!(read(&p).unwrap(), Found::Held(r));
-        clear(&p).unwrap();
+        clear(&p, Durability::Unsynced).unwrap();
         assert_eq!(read(&p).unwrap(), Found::Free);
         std::fs::write(&p, "{\"host\": ").unwrap();
         assert_eq!(read(&p).unwrap(), Found::Unreadable);

@@ -1,6 +1,6 @@
 //! State on disk under `.agent/`: atomic and private files (no symlinks followed,
 //! 0600/0700), the checkpoint and the one reader of its format (`format`), the
-//! journal, the lock, the lease, what `logs/` keeps, redaction of what is written,
+//! journal, the lock, the lease, what `logs/` keeps,
 //! telling a full disk from a failure (`disk`), who a run directory is beyond its path
 //! (`identity`); and the run registry under `$XDG_STATE_HOME`.
 
@@ -14,7 +14,6 @@ pub(crate) mod lease;
 pub(crate) mod lease_file;
 pub(crate) mod lock;
 pub(crate) mod private;
-pub(crate) mod redact;
 pub(crate) mod registry;
 pub(crate) mod retention;
 pub(crate) mod store;

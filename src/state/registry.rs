@@ -183,7 +183,17 @@ pub(crate) fn watch_path(registry: &Path, stem: &str) -> PathBuf {
 /// the run's own checkpoint stays the truth.
 pub(crate) fn write(registry: &Path, entry: &Entry) -> io::Result<()> {
     create(registry)?;
-    store::save_json_with(&entry_path(registry, &entry.stem()), entry, Durability::Ordered)
+    // Redacted like everything ralph writes, but for what must stay exact to find
+    // the run again (its directory, config, identity).
+    let mut value = serde_json::to_value(entry).map_err(io::Error::other)?;
+    if let Some(fields) = value.as_object_mut() {
+        let exact = ["dir", "config", "run_id", "host", "boot_id", "identity", "fleet"];
+        fields
+            .iter_mut()
+            .filter(|(k, _)| !exact.contains(&k.as_str()))
+            .for_each(|(_, v)| crate::secrets::redact_json(v));
+    }
+    store::save_json_with(&entry_path(registry, &entry.stem()), &value, Durability::Ordered)
 }
 
 pub(crate) fn write_watch(registry: &Path, stem: &str, state: &WatchState) -> io::Result<()> {

@@ -60,19 +60,8 @@ pub(crate) fn detect_in_thinking(text: &str) -> Option<ToolText> {
 const TRIGGERS: [u8; 3] = [b'<', b'[', b'{'];
 
 fn scan(text: &str, mode: Mode) -> Option<ToolText> {
-    has_trigger(text.as_bytes()).then(|| scan_masked(text, mode)).flatten()
-}
-
-/// Whether a trigger byte occurs: a text of a few dozen bytes (a streamed chunk) a
-/// block of 16 at a time in a few vector instructions, a longer one by `memchr3`,
-/// whose setup costs more than such a text's whole test.
-fn has_trigger(b: &[u8]) -> bool {
     let [x, y, z] = TRIGGERS;
-    let hit = |block: &[u8; 16]| block.iter().fold(false, |a, &c| a | (c == x) | (c == y) | (c == z));
-    match b.last_chunk::<16>() {
-        Some(last) if b.len() <= 64 => hit(last) || b.as_chunks::<16>().0.iter().any(hit),
-        _ => memchr::memchr3(x, y, z, b).is_some(),
-    }
+    memchr::memchr3(x, y, z, text.as_bytes()).and_then(|_| scan_masked(text, mode))
 }
 
 /// [`scan`] without the trigger-byte shortcut.

@@ -147,7 +147,8 @@ fn shared_volume() -> Project {
     sim_project()
         .toml(
             r#"[watch]
-lease_timeout = "1s""#,
+lease_timeout = "1s"
+lease_renewal = "always""#,
         )
         .sim(
             "a",

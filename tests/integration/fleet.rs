@@ -23,12 +23,18 @@ fn slow(fleet: &str, rest: &str) -> String {
 
 #[test]
 fn a_fleet_runs_each_task_on_its_own_branch_and_worktree_and_ends_0() {
-    let f =
-        Fleet::new(&config(&[WRITES], "max_parallel = 2", ""), &[("a", "Task a."), ("b", "Task b."), ("c", "Task c.")]);
+    // A task file is a goal like any: a credential in it is named, never shown.
+    let token = "ghp_1234567890abcdefghijABCDEFGHIJ0123";
+    let c = format!("Task c: call the API with {token}.");
+    let f = Fleet::new(&config(&[WRITES], "max_parallel = 2", ""), &[("a", "Task a."), ("b", "Task b."), ("c", &c)]);
     f.write("tasks/README.md", "Not a task.\n");
     // --no-land: every task stops at finished, on its branch, in its worktree.
     let out = f.fleet(&["--no-land"]).run();
-    out.expect_code(0).stderr_has("task a: finished");
+    out.expect_code(0).stderr_has("task a: finished").stderr_has("tasks/c.md line 1 holds what looks like a credential");
+    let events = fs::read_to_string(f.repo.join(".agent/fleet/events.jsonl")).expect("the fleet's journal");
+    for text in [&out.stderr, &out.stdout, &events, &f.state().to_string()] {
+        assert!(!text.contains(token), "the task file's credential was shown: {text}");
+    }
     for task in ["a", "b", "c"] {
         let commits = f.commits(&format!("ralph/{task}"));
         assert_eq!(commits.len(), 1, "{task}: {commits:?}\n{out}");

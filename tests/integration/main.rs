@@ -33,6 +33,7 @@ mod opencode;
 mod passes;
 mod power_cut;
 mod resume;
+mod secrets;
 mod signals;
 mod signoff;
 mod snapshots;

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::Duration;
 
-use nix::sys::signal::{self, SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal};
+use nix::sys::signal::{self, SigSet, SigmaskHow, Signal};
 
 /// "SIGSEGV", "sigsegv", "SEGV" and "segv" all name the same signal.
 pub(super) fn parse_signal(name: &str) -> Option<Signal> {
@@ -27,10 +27,7 @@ pub(super) fn crash(name: &str) -> ! {
     // The Rust runtime installs a SIGSEGV/SIGBUS handler for stack-overflow reports
     // that swallows a raised (non-fault) SIGSEGV, and an earlier `ignore` step may have
     // set SIG_IGN: restore the default action so the signal really terminates us.
-    let dfl = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
-    // SAFETY: installing SIG_DFL runs no code in signal context; the call fails
-    // harmlessly for SIGKILL/SIGSTOP, whose action cannot be changed anyway.
-    let _ = unsafe { signal::sigaction(sig, &dfl) };
+    let _ = crate::os::set_disposition(sig, false);
     // A blocked signal would stay pending and `raise` would return.
     let mut set = SigSet::empty();
     set.add(sig);
@@ -51,8 +48,7 @@ pub(super) fn ignore(names: &[String]) -> Vec<String> {
             problems.push(format!("unknown signal {name:?}"));
             continue;
         };
-        // SAFETY: SIG_IGN installs no handler code, so no async-signal-safety concerns.
-        if let Err(e) = unsafe { signal::signal(sig, SigHandler::SigIgn) } {
+        if let Err(e) = crate::os::set_disposition(sig, true) {
             problems.push(format!("cannot ignore {sig}: {e}"));
         }
     }

@@ -190,17 +190,6 @@ fn the_trigger_byte_shortcut_changes_no_answer() {
             assert_eq!(super::scan_masked(&stripped, mode), None, "{stripped:?}");
         }
     }
-    for len in 0..80 {
-        let mut text = vec![b'x'; len];
-        assert!(!super::has_trigger(&text));
-        for at in 0..len {
-            for t in super::TRIGGERS {
-                text[at] = t;
-                assert!(super::has_trigger(&text), "{len} {at}");
-                text[at] = b'x';
-            }
-        }
-    }
     let prose = "Reading src/run/attempt.rs to see where the per-line work happens; next the parser.";
     assert_eq!(detect(prose), None);
     assert_eq!(pattern("[TOOL_CALLS][{\"name\": \"ls\", \"arguments\": {}}]"), Some("special-token"));
