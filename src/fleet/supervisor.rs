@@ -650,6 +650,13 @@ impl Supervisor {
         if status == FleetStatus::Finished && all_done {
             self.archive();
         }
+        // Nothing of the fleet runs now: git's own housekeeping, which the tasks'
+        // and the queue's git calls kept off, as the repository's config has it.
+        if cause.is_none()
+            && let Err(e) = self.book.repo.gc_auto()
+        {
+            self.reporter.line(&format!("note: git gc --auto failed: {e}"));
+        }
         let _ = std::fs::remove_file(&self.socket);
         let _ = std::fs::remove_file(self.book.paths.socket_record());
         if let Some(lock) = self.lock.take() {

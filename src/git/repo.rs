@@ -218,6 +218,19 @@ impl Repo {
         Ok(found)
     }
 
+    /// `git gc --auto` as the repository's own config has it (ralph's other calls
+    /// turn automatic gc off): for a fleet's supervisor once nothing else runs.
+    pub(crate) fn gc_auto(&self) -> Result<(), GitError> {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&self.top)
+            .args(["gc", "--auto", "--quiet"])
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .stdin(Stdio::null())
+            .output()?;
+        if out.status.success() { Ok(()) } else { Err(failed(&["gc", "--auto"], &out)) }
+    }
+
     pub(crate) fn index_lock(&self) -> Result<PathBuf, GitError> {
         self.git_path("index.lock")
     }
