@@ -60,16 +60,31 @@ chain = "main"
 EOF
 }
 
-# The sum of VmRSS (kB) of the processes whose command line contains $1.
-rss_of() {
-    local total=0 pid
-    for pid in $(pgrep -f -- "$1" || true); do
-        total=$((total + $(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)))
+# The sum of a /proc memory field (kB) over the processes whose command line
+# contains $2: VmRSS, RssAnon (from status), Pss (from smaps_rollup).
+mem_of() {
+    local field=$1 total=0 pid file=status
+    [[ $field == Pss ]] && file=smaps_rollup
+    for pid in $(pgrep -f -- "$2" || true); do
+        total=$((total + $(awk -v f="$field:" '$1 == f {print $2; exit}' "/proc/$pid/$file" 2>/dev/null || echo 0)))
     done
     echo "$total"
 }
 
 if want idle; then
+    # One single run of the same agent first, alone, measured as the tasks are.
+    single="$WORK/single"
+    mkdir -p "$single"
+    git -C "$single" init -q
+    echo "Write your file." >"$single/PROMPT.md"
+    git -C "$single" add PROMPT.md
+    git -C "$single" commit -qm initial
+    waits 8 | sed '/^\[fleet\]/,/^max_parallel/d' >"$single/ralph.toml"
+    "$RALPH" -q -C "$single" >/dev/null 2>&1 &
+    sleep 4
+    single_rss=$(mem_of VmRSS "ralph.* -C $single")
+    single_anon=$(mem_of RssAnon "ralph.* -C $single")
+    wait $! || true
     dir="$WORK/idle/repo"
     repo "$dir" "$(waits 12)" 50
     (cd "$dir" && exec "$RALPH" fleet -q >"$WORK/idle.out" 2>&1) &
@@ -79,26 +94,20 @@ if want idle; then
     ticks() { awk '{print $14 + $15}' "/proc/$sup/stat"; }
     t0=$(ticks); sleep 5; t1=$(ticks)
     hz=$(getconf CLK_TCK)
-    sup_rss=$(awk '/^VmHWM/ {print $2}' "/proc/$sup/status")
-    tasks_rss=$(rss_of "ralph.* -C $WORK/idle/repo-fleet/")
-    running=$(pgrep -fc -- "ralph.* -C $WORK/idle/repo-fleet/" || true)
-    # One single run of the same agent, measured the same way.
-    single="$WORK/single"
-    mkdir -p "$single"
-    git -C "$single" init -q
-    echo "Write your file." >"$single/PROMPT.md"
-    git -C "$single" add PROMPT.md
-    git -C "$single" commit -qm initial
-    waits 6 | sed '/^\[fleet\]/,/^max_parallel/d' >"$single/ralph.toml"
-    "$RALPH" -q -C "$single" >/dev/null 2>&1 &
-    sleep 3
-    single_rss=$(rss_of "ralph.* -C $single")
-    wait $! || true
+    sup_hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$sup/status")
+    sup_rss=$(awk '/^VmRSS/ {print $2}' "/proc/$sup/status")
+    tasks="ralph.* -C $WORK/idle/repo-fleet/"
+    running=$(pgrep -fc -- "$tasks" || true)
+    tasks_rss=$(mem_of VmRSS "$tasks")
+    tasks_anon=$(mem_of RssAnon "$tasks")
+    fleet_pss=$(( $(mem_of Pss "$tasks") + $(awk '$1 == "Pss:" {print $2}' "/proc/$sup/smaps_rollup") ))
     report "supervisor CPU while every task waits (8 of 50 running)" \
         "$(( (t1 - t0) * 1000 / hz )) ms in 5 s" "~0 (no polling)"
-    report "supervisor peak RSS (VmHWM)" "$sup_rss kB" "≤ 16 MiB (16384 kB)"
-    report "task ralphs' RSS, $running running" "$tasks_rss kB" \
-        "≤ 8 × a single run's ($single_rss kB) = $((8 * single_rss)) kB"
+    report "supervisor peak RSS (VmHWM)" "$sup_hwm kB" "≤ 16 MiB (16384 kB)"
+    report "fleet's RSS: $running task ralphs + supervisor (sum of VmRSS)" "$((tasks_rss + sup_rss)) kB" \
+        "≤ 8 × a single run's ($single_rss kB) + $sup_rss = $((8 * single_rss + sup_rss)) kB"
+    report "  the task ralphs' own memory (sum of RssAnon)" "$tasks_anon kB" "8 × a single run's = $((8 * single_anon)) kB"
+    report "  the fleet's memory, shared pages counted once (sum of Pss)" "$fleet_pss kB" ""
     wait "$sup"
     figures idle "$dir"
 fi

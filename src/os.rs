@@ -186,8 +186,17 @@ mod tests {
     use std::path::Path;
 
     /// What only this module may call, as it is spelled in code.
-    const LINUX_ONLY: [&str; 9] =
-        ["prctl", "\"/proc", "random/boot_id", "killpg", "setpgid", "PeerCredentials", "current_exe", "statfs", "pidfd_open"];
+    const LINUX_ONLY: [&str; 9] = [
+        "prctl",
+        "\"/proc",
+        "random/boot_id",
+        "killpg",
+        "setpgid",
+        "PeerCredentials",
+        "current_exe",
+        "statfs",
+        "pidfd_open",
+    ];
 
     fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
         for entry in std::fs::read_dir(dir).expect("read src/").flatten() {

@@ -194,7 +194,7 @@ struct OntoBase {
 fn onto_base(top: &Path, fleet: &Fleet) -> Option<OntoBase> {
     let branch = fleet.base_branch.clone()?;
     let repo = crate::git::repo::Repo::at(top);
-    let conflicts = crate::fleet::landing::conflicts_between(&repo, &branch, &fleet.into).ok()?;
+    let conflicts = crate::fleet::rebase::conflicts_between(&repo, &branch, &fleet.into).ok()?;
     Some(OntoBase { branch, conflicts })
 }
 

@@ -13,12 +13,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::RalphError;
-use crate::git::message::{TASK_TRAILER, with_trailer};
+use crate::git::message::TASK_TRAILER;
 use crate::git::repo::{GitError, Repo};
 
 use super::git::{self, Swap};
 use super::ops::{Book, git_error};
-use super::queue::{self, Merge, Plan, Trouble};
+use super::queue::{self, Trouble};
+use super::rebase::{self, Prep, Rebased};
 use super::state::{Landing, LandingStep, TaskState};
 
 /// What starting a landing came to.
@@ -34,6 +35,8 @@ pub(crate) enum Begun {
     Failed(String),
     /// Saved; the job runs next.
     Ready(Job),
+    /// The task is no longer finished: nothing to land.
+    Gone,
 }
 
 /// The slow part of a landing: generated files made again, then the check.
@@ -70,14 +73,25 @@ pub(crate) fn land_dir(book: &Book) -> PathBuf {
     book.paths.worktrees.join(".land")
 }
 
-/// Starts landing `name`: compares its branch with `into`, rebases it in new objects
-/// when needed, saves the landing and marks the task merging.
-pub(crate) fn begin(book: &mut Book, name: &str) -> Result<Begun, RalphError> {
-    let began = jiff::Timestamp::now();
+/// What the quick first part of a landing found.
+#[derive(Debug)]
+pub(crate) enum Opened {
+    /// `into` is checked out somewhere: the queue waits (the text says where).
+    Paused(String),
+    /// git failed, or a branch is gone: the task is blocked with this.
+    Failed(String),
+    /// The rebase to make, away from the supervisor's loop ([`rebase::rebase`]).
+    Rebase(Prep),
+}
+
+/// Opens the landing of `name`: `into` must not be checked out anywhere; the tips
+/// of `into` and of the task's branch are what the landing starts from.
+pub(crate) fn open(book: &Book, name: &str) -> Result<Opened, RalphError> {
+    let started_at = jiff::Timestamp::now();
     let into = book.fleet.into.clone();
     let list = git::worktrees(&book.repo).map_err(git_error)?;
     if let Some(at) = git::checked_out(&list, &into) {
-        return Ok(Begun::Paused(format!(
+        return Ok(Opened::Paused(format!(
             "the fleet's branch {into} is checked out in {}; ralph never moves a branch someone has checked out. \
              Switch that worktree to another branch (`git -C {} switch --detach`); the queue goes on by itself",
             at.display(),
@@ -88,27 +102,52 @@ pub(crate) fn begin(book: &mut Book, name: &str) -> Result<Begun, RalphError> {
     let found = (git::tip(&book.repo, &into), git::tip(&book.repo, &branch));
     let (onto, head) = match found {
         (Ok(Some(onto)), Ok(Some(head))) => (onto, head),
-        (Ok(None), _) => return Ok(Begun::Failed(format!("the fleet's branch {into} is gone"))),
-        (_, Ok(None)) => return Ok(Begun::Failed(format!("its branch {branch} is gone"))),
-        (Err(e), _) | (_, Err(e)) => return Ok(Begun::Failed(e.to_string())),
+        (Ok(None), _) => return Ok(Opened::Failed(format!("the fleet's branch {into} is gone"))),
+        (_, Ok(None)) => return Ok(Opened::Failed(format!("its branch {branch} is gone"))),
+        (Err(e), _) | (_, Err(e)) => return Ok(Opened::Failed(e.to_string())),
     };
-    match rebase(book, name, &onto, &head) {
-        Ok(Rebased::Contained) => Ok(Begun::Landed(head)),
+    let globs = book.loaded.config.fleet.regenerate.keys().cloned().collect();
+    Ok(Opened::Rebase(Prep { task: name.to_string(), repo: book.repo.clone(), onto, head, globs, started_at }))
+}
+
+/// The landing once its rebase is made: saved and the task marked merging, with the
+/// job to run; or what else it came to. A task no longer finished (a person
+/// discarded it meanwhile) is left as it is.
+pub(crate) fn begun(book: &mut Book, prep: Prep, rebased: Result<Rebased, GitError>) -> Result<Begun, RalphError> {
+    let name = prep.task.as_str();
+    if book.fleet.tasks.get(name).is_none_or(|t| t.state != TaskState::Finished) {
+        return Ok(Begun::Gone);
+    }
+    match rebased {
+        Ok(Rebased::Contained) => Ok(Begun::Landed(prep.head)),
         Ok(Rebased::Trouble(t)) => Ok(Begun::Trouble(t)),
         Ok(Rebased::Made { head: landed, pairs, regenerate }) => {
             book.fleet.landing = Some(Landing {
                 task: name.to_string(),
                 step: LandingStep::Prepared,
-                onto,
+                onto: prep.onto,
                 head: landed.clone(),
-                task_head: head,
+                task_head: prep.head,
                 rebased: pairs,
-                started_at: began,
+                started_at: prep.started_at,
             });
             book.set(name, TaskState::Merging, None)?;
             Ok(Begun::Ready(job(book, name, &landed, regenerate)))
         }
         Err(e) => Ok(Begun::Failed(e.to_string())),
+    }
+}
+
+/// [`open`], the rebase and [`begun`] in one go, here and now (`ralph fleet land`
+/// without a supervisor).
+pub(crate) fn begin(book: &mut Book, name: &str) -> Result<Begun, RalphError> {
+    match open(book, name)? {
+        Opened::Paused(why) => Ok(Begun::Paused(why)),
+        Opened::Failed(why) => Ok(Begun::Failed(why)),
+        Opened::Rebase(prep) => {
+            let rebased = rebase::rebase(&prep);
+            begun(book, prep, rebased)
+        }
     }
 }
 
@@ -126,168 +165,6 @@ fn job(book: &Book, name: &str, head: &str, globs: Vec<String>) -> Job {
         timeout: f.check_timeout,
         log: book.paths.logs().join(format!("check-{name}-{n}.log")),
     }
-}
-
-enum Rebased {
-    /// The branch's head is in `into` already.
-    Contained,
-    Trouble(Trouble),
-    /// The head to land, the commits it was made of `(task's, new)`, and the globs
-    /// whose generated files must be made again.
-    Made {
-        head: String,
-        pairs: Vec<(String, String)>,
-        regenerate: Vec<String>,
-    },
-}
-
-/// The task's commits on top of `onto`, made without a worktree (`merge-tree`,
-/// `commit-tree`): as they are when the branch contains `onto`.
-fn rebase(book: &Book, name: &str, onto: &str, head: &str) -> Result<Rebased, GitError> {
-    let repo = &book.repo;
-    if git::is_ancestor(repo, head, onto)? {
-        return Ok(Rebased::Contained);
-    }
-    let base = repo.git(&["merge-base", onto, head])?.trim().to_string();
-    let merge = match merge_tree(repo, &[onto, head])? {
-        // The branch contains `into`: a task that merged or rebased it itself.
-        _ if base == onto => Merge::Contains,
-        (_, files) if files.is_empty() => Merge::Clean,
-        (_, files) => Merge::Conflicts(files),
-    };
-    let range = format!("{base}..{head}");
-    let merges = repo.git(&["rev-list", "--merges", "--count", &range])?.trim() != "0";
-    let globs: Vec<String> = book.loaded.config.fleet.regenerate.keys().cloned().collect();
-    let regenerate = match queue::plan(&merge, merges, &globs) {
-        Plan::AsIs => return Ok(Rebased::Made { head: head.to_string(), pairs: Vec::new(), regenerate: Vec::new() }),
-        Plan::Evict if merges => return Ok(Rebased::Trouble(Trouble::MergeCommits)),
-        Plan::Evict => return conflict(book, onto, head, &base).map(Rebased::Trouble),
-        Plan::Rebase => Vec::new(),
-        Plan::Regenerate(globs) => globs,
-    };
-    let commits = repo.git(&["rev-list", "--reverse", "--topo-order", &range])?;
-    let mut tip = onto.to_string();
-    let mut pairs = Vec::new();
-    for commit in commits.lines() {
-        let parent = format!("{commit}^");
-        let (tree, files) = merge_tree(repo, &[&format!("--merge-base={parent}"), &tip, commit])?;
-        let tree = match files.as_slice() {
-            [] => tree,
-            _ if files.iter().all(|f| regenerate.iter().any(|g| queue::matches(g, f))) => {
-                take_ours(repo, &tree, &tip, &files)?
-            }
-            // Clean as a whole, not commit by commit: its agent rebases it.
-            _ => return conflict(book, onto, head, &base).map(Rebased::Trouble),
-        };
-        tip = commit_like(repo, &tree, &tip, commit, name)?;
-        pairs.push((commit.to_string(), tip.clone()));
-    }
-    Ok(Rebased::Made { head: tip, pairs, regenerate })
-}
-
-/// The files that conflict when `a` and `b` merge (none: it merges cleanly).
-pub(crate) fn conflicts_between(repo: &Repo, a: &str, b: &str) -> Result<Vec<String>, GitError> {
-    merge_tree(repo, &[a, b]).map(|(_, files)| files)
-}
-
-/// `git merge-tree --write-tree` of `args`: the tree (with conflict markers where
-/// there are conflicts) and the conflicting files.
-fn merge_tree(repo: &Repo, args: &[&str]) -> Result<(String, Vec<String>), GitError> {
-    let mut all = vec!["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages"];
-    all.extend(args);
-    let out = repo.git_output(&all)?;
-    if !matches!(out.status.code(), Some(0 | 1)) {
-        let mut text = String::from_utf8_lossy(&out.stderr).into_owned();
-        text.push_str(&String::from_utf8_lossy(&out.stdout));
-        return Err(GitError::Failed { args: "merge-tree".into(), output: text.trim().to_string() });
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut fields = text.split('\0').filter(|f| !f.is_empty());
-    let tree = fields.next().unwrap_or_default().trim().to_string();
-    let mut files: Vec<String> = fields.map(str::to_string).collect();
-    files.dedup();
-    Ok((tree, files))
-}
-
-/// `tree` with the landing side's (`ours`) version of `files`.
-fn take_ours(repo: &Repo, tree: &str, ours: &str, files: &[String]) -> Result<String, GitError> {
-    let index = tempfile::NamedTempFile::new().map_err(GitError::Spawn)?;
-    let path = index.path().display().to_string();
-    let env = [("GIT_INDEX_FILE", path.as_str())];
-    repo.git_env(&["read-tree", tree], &env)?;
-    for file in files {
-        let entry = repo.git(&["ls-tree", ours, "--", file])?;
-        match entry.split_once('\t').map(|(meta, _)| meta.split_whitespace().collect::<Vec<_>>()) {
-            Some(meta) if meta.len() == 3 => {
-                let info = format!("{},{},{file}", meta[0], meta[2]);
-                repo.git_env(&["update-index", "--add", "--cacheinfo", &info], &env)?;
-            }
-            _ => drop(repo.git_env(&["update-index", "--force-remove", "--", file], &env)?),
-        }
-    }
-    Ok(repo.git_env(&["write-tree"], &env)?.trim().to_string())
-}
-
-/// A commit of `tree` on `parent` with `like`'s author, date and message, and the
-/// `Ralph-Task:` trailer (the agent's own commits lack it).
-fn commit_like(repo: &Repo, tree: &str, parent: &str, like: &str, task: &str) -> Result<String, GitError> {
-    let info = repo.git(&["log", "-1", "--format=%an%x00%ae%x00%ad%x00%B", "--date=raw", like])?;
-    let mut parts = info.splitn(4, '\0');
-    let (name, email, date, message) = (
-        parts.next().unwrap_or(""),
-        parts.next().unwrap_or(""),
-        parts.next().unwrap_or(""),
-        parts.next().unwrap_or(""),
-    );
-    let message = with_trailer(message.trim_end(), TASK_TRAILER, task);
-    let env = [("GIT_AUTHOR_NAME", name), ("GIT_AUTHOR_EMAIL", email), ("GIT_AUTHOR_DATE", date)];
-    Ok(repo.git_env(&["commit-tree", tree, "-p", parent, "-m", &message], &env)?.trim().to_string())
-}
-
-/// What the agent is told of a conflict: the files, the commits on `into` that
-/// touched them, the conflicting hunks.
-fn conflict(book: &Book, onto: &str, head: &str, base: &str) -> Result<Trouble, GitError> {
-    let repo = &book.repo;
-    let (tree, files) = merge_tree(repo, &[onto, head])?;
-    let mut args = vec!["log".to_string(), "--format=  %h %s".into(), format!("{base}..{onto}"), "--".into()];
-    args.extend(files.iter().cloned());
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let commits = repo.git(&args)?.lines().take(20).map(str::to_string).collect();
-    let mut hunks = String::new();
-    for file in files.iter().take(5) {
-        let text = repo.git(&["show", &format!("{tree}:{file}")]).unwrap_or_default();
-        hunks.push_str(&format!("--- {file}\n{}", conflict_hunks(&text)));
-    }
-    Ok(Trouble::Conflict { files, commits, hunks: super::command::chars_tail(&hunks, 6000) })
-}
-
-/// The conflict regions of a file with markers, with two lines around each.
-pub(crate) fn conflict_hunks(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut keep = vec![false; lines.len()];
-    let mut inside = false;
-    for (i, line) in lines.iter().enumerate() {
-        if line.starts_with("<<<<<<<") {
-            inside = true;
-        }
-        if inside {
-            (i.saturating_sub(2)..=(i + 2).min(lines.len().saturating_sub(1))).for_each(|j| keep[j] = true);
-        }
-        if line.starts_with(">>>>>>>") {
-            inside = false;
-        }
-    }
-    let mut out = String::new();
-    let mut last = None;
-    for (i, line) in lines.iter().enumerate().filter(|(i, _)| keep[*i]) {
-        if last.is_some_and(|l: usize| i > l + 1) {
-            out.push_str("...\n");
-        }
-        out.push_str(line);
-        out.push('\n');
-        last = Some(i);
-    }
-    out
 }
 
 /// Regenerates and checks the head in the landing worktree.
@@ -458,65 +335,6 @@ pub(crate) fn again(book: &mut Book, name: &str) -> Result<(), RalphError> {
     book.set(name, TaskState::Finished, None)
 }
 
-/// What a merged task no longer needs: its worktree (unless it holds changes in no
-/// commit) and its branch (moved to the landed head first, so `into` contains it
-/// when it is deleted). Says what it did.
-pub(crate) fn cleanup(book: &mut Book, name: &str) -> Vec<String> {
-    let mut said = Vec::new();
-    let kept = match book.remove_worktree(name) {
-        Ok(line) => {
-            said.push(line);
-            false
-        }
-        Err(why) => {
-            said.push(why);
-            true
-        }
-    };
-    if kept {
-        return said;
-    }
-    let (branch, landed) = match book.fleet.tasks.get(name) {
-        Some(t) => (t.branch.clone(), t.landed.clone()),
-        None => return said,
-    };
-    let name_ref = format!("refs/heads/{branch}");
-    let ledger = book.paths.ledger();
-    let repo = book.repo.clone();
-    let step = || -> Result<Option<String>, GitError> {
-        let Some(tip) = git::tip(&repo, &branch)? else { return Ok(None) };
-        let into = git::tip(&repo, &book.fleet.into)?.unwrap_or_default();
-        let mut tip = tip;
-        if !git::is_ancestor(&repo, &tip, &into)?
-            && let Some(landed) = landed.as_deref().filter(|l| git::is_ancestor(&repo, l, &into).unwrap_or(false))
-        {
-            // Its rebased commits are what landed: the branch names them first.
-            if git::swap(&repo, &ledger, &name_ref, Some(landed), Some(&tip), "ralph fleet: landed as")? != Swap::Done {
-                return Ok(Some(format!("task {name}: its branch {branch} moved meanwhile; it is kept")));
-            }
-            tip = landed.to_string();
-        }
-        if !git::is_ancestor(&repo, &tip, &into)? {
-            return Ok(Some(format!(
-                "task {name}: its branch {branch} holds commits that {} does not; kept",
-                book.fleet.into
-            )));
-        }
-        match git::swap(&repo, &ledger, &name_ref, None, Some(&tip), "ralph fleet: merged")? {
-            Swap::Done => {
-                Ok(Some(format!("task {name}: deleted its branch {branch} ({} contains it)", book.fleet.into)))
-            }
-            Swap::Moved => Ok(Some(format!("task {name}: its branch {branch} moved meanwhile; it is kept"))),
-        }
-    };
-    match step() {
-        Ok(Some(line)) => said.push(line),
-        Ok(None) => {}
-        Err(e) => said.push(format!("task {name}: git cannot remove its branch {branch}: {e}")),
-    }
-    said
-}
-
 /// At a start: a landing a crash interrupted is settled by asking git, merged tasks
 /// are cleaned up, a task left merging lands again. Says what it did.
 pub(crate) fn recover(book: &mut Book) -> Result<Vec<String>, RalphError> {
@@ -543,66 +361,9 @@ pub(crate) fn recover(book: &mut Book) -> Result<Vec<String>, RalphError> {
     for name in stuck {
         again(book, &name)?;
     }
-    remove_stale_locks(book, &mut said);
-    said.extend(tidy(book)?);
+    super::tidy::remove_stale_locks(book, &mut said);
+    said.extend(super::tidy::tidy(book)?);
     Ok(said)
-}
-
-/// Cleans up after merged tasks whose worktree or branch is still there (a cleanup
-/// a kill cut short, or a git that refused then).
-pub(crate) fn tidy(book: &mut Book) -> Result<Vec<String>, RalphError> {
-    let branches =
-        book.repo.git(&["for-each-ref", "--format=%(refname:short)", "refs/heads/ralph/"]).map_err(git_error)?;
-    let branches: Vec<&str> = branches.lines().collect();
-    let untidy: Vec<String> = book
-        .fleet
-        .tasks
-        .iter()
-        .filter(|(_, t)| {
-            t.state == TaskState::Merged && (t.worktree.is_some() || branches.contains(&t.branch.as_str()))
-        })
-        .map(|(n, _)| n.clone())
-        .collect();
-    Ok(untidy.iter().flat_map(|name| cleanup(book, name)).collect())
-}
-
-/// Lock files a killed git left (a supervisor killed with its process group kills
-/// the git it runs): the landing worktree's (only the supervisor uses it),
-/// and the locks of `into`, of the branches of tasks whose ralph is not running,
-/// and of `packed-refs`. git holds a lock for milliseconds; one that is still there,
-/// unchanged, two seconds later has no owner any more.
-fn remove_stale_locks(book: &Book, said: &mut Vec<String>) {
-    let land = land_dir(book);
-    let mut locks = Vec::new();
-    // The landing worktree's own locks (its index, its HEAD, …).
-    if land.join(".git").exists()
-        && let Ok(admin) = Repo::at(&land).git(&["rev-parse", "--absolute-git-dir"])
-        && let Ok(listing) = std::fs::read_dir(admin.trim())
-    {
-        locks.extend(listing.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "lock")));
-    }
-    if let Ok(common) = book.repo.git(&["rev-parse", "--git-common-dir"]) {
-        let common = book.paths.repo.join(common.trim());
-        locks.push(common.join("packed-refs.lock"));
-        let idle = book.fleet.tasks.values().filter(|t| !t.state.active()).map(|t| t.branch.clone());
-        for branch in std::iter::once(book.fleet.into.clone()).chain(idle) {
-            locks.push(common.join("refs/heads").join(format!("{branch}.lock")));
-        }
-    }
-    let stamp = |p: &Path| {
-        use std::os::unix::fs::MetadataExt;
-        std::fs::symlink_metadata(p).ok().map(|m| (m.ino(), m.mtime(), m.mtime_nsec()))
-    };
-    let found: Vec<(PathBuf, (u64, i64, i64))> = locks.into_iter().filter_map(|p| stamp(&p).map(|s| (p, s))).collect();
-    if found.is_empty() {
-        return;
-    }
-    std::thread::sleep(Duration::from_secs(2));
-    for (path, before) in found {
-        if stamp(&path) == Some(before) && std::fs::remove_file(&path).is_ok() {
-            said.push(format!("removed {}, left by a git that was killed", path.display()));
-        }
-    }
 }
 
 /// The task goes back to its agent with `trouble` (queued, its eviction pending), or
@@ -664,7 +425,7 @@ pub(crate) async fn land_now(book: &mut Book, name: &str) -> Result<(bool, Vec<S
             Begun::Landed(head) => {
                 merged(book, name, &head, jiff::Timestamp::now())?;
                 said.push(format!("task {name}: merged (its work was in {} already)", book.fleet.into));
-                said.extend(cleanup(book, name));
+                said.extend(super::tidy::cleanup(book, name)?);
                 return Ok((true, said));
             }
             Begun::Trouble(trouble) => {
@@ -672,6 +433,7 @@ pub(crate) async fn land_now(book: &mut Book, name: &str) -> Result<(bool, Vec<S
                 return Ok((false, said));
             }
             Begun::Failed(why) => return Ok((false, [said, vec![block(book, name, &why)?]].concat())),
+            Begun::Gone => return Ok((false, [said, vec![format!("task {name} is no longer finished")]].concat())),
             Begun::Ready(job) => match run(job).await {
                 Done::Passed(head) => head,
                 Done::Trouble(trouble) => {
@@ -688,7 +450,7 @@ pub(crate) async fn land_now(book: &mut Book, name: &str) -> Result<(bool, Vec<S
                     book.fleet.into,
                     crate::report::lines::short(&head)
                 ));
-                said.extend(cleanup(book, name));
+                said.extend(super::tidy::cleanup(book, name)?);
                 return Ok((true, said));
             }
             Finished::Moved => said.push(format!("{} moved while landing; again on its new tip", book.fleet.into)),

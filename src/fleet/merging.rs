@@ -10,11 +10,15 @@ use serde_json::json;
 
 use crate::error::RalphError;
 
-use super::landing::{self, Begun, Done, Finished};
+use crate::git::repo::GitError;
+
+use super::landing::{self, Begun, Done, Finished, Opened};
 use super::ops::Book;
 use super::queue::{self, Trouble};
+use super::rebase::{Prep, Rebased};
 use super::state::TaskState;
 use super::supervisor::Supervisor;
+use super::tidy::{Tidied, Tidy};
 
 /// How long the queue waits before it looks again at an `into` someone has
 /// checked out.
@@ -39,22 +43,49 @@ pub(super) fn retried_state(book: &Book, name: &str, state: TaskState) -> TaskSt
 }
 
 impl Supervisor {
-    /// Starts the next landing, when none is under way. Returns whether a landing
-    /// was settled at once (landed, sent back, blocked or to land again), so the
-    /// loop looks at the queue and the free slots again.
+    /// Starts the next landing, when none is under way: its rebase goes to a chore.
+    /// Returns whether it settled a task at once (git failed: blocked), so the loop
+    /// looks at the queue and the free slots again.
     pub(super) fn land_next(&mut self) -> Result<bool, RalphError> {
-        if self.job.is_some() || self.queue_paused.is_some() || self.book.fleet.landing.is_some() {
+        let busy = self.job.is_some() || self.preparing.is_some() || self.book.fleet.landing.is_some();
+        if busy || self.queue_paused.is_some() {
             return Ok(false);
         }
         let Some(name) = queue::next(&self.book.fleet, self.land_first.as_deref()) else { return Ok(false) };
         if self.land_first.as_deref() == Some(name.as_str()) {
             self.land_first = None;
         }
-        match landing::begin(&mut self.book, &name)? {
+        match landing::open(&self.book, &name)? {
+            Opened::Paused(why) => {
+                self.reporter.line(&format!("the merge queue waits: {why}"));
+                self.queue_paused = Some(why);
+                Ok(false)
+            }
+            Opened::Failed(why) => {
+                self.block(&name, &why)?;
+                Ok(true)
+            }
+            Opened::Rebase(prep) => {
+                self.preparing = Some(name);
+                self.chores.rebase(prep);
+                Ok(false)
+            }
+        }
+    }
+
+    /// A landing's rebase is made: the landing begins (saved, the task merging), or
+    /// the task lands as it is, goes back to its agent, or is blocked. A fleet that
+    /// is stopping begins nothing: the task lands at the next start.
+    pub(super) fn on_rebased(&mut self, prep: Prep, rebased: Result<Rebased, GitError>) -> Result<(), RalphError> {
+        self.preparing = None;
+        if self.stopping.is_some() {
+            return Ok(());
+        }
+        let name = prep.task.clone();
+        match landing::begun(&mut self.book, prep, rebased)? {
             Begun::Paused(why) => {
                 self.reporter.line(&format!("the merge queue waits: {why}"));
                 self.queue_paused = Some(why);
-                return Ok(false);
             }
             Begun::Landed(head) => {
                 landing::merged(&mut self.book, &name, &head, jiff::Timestamp::now())?;
@@ -62,20 +93,21 @@ impl Supervisor {
             }
             Begun::Trouble(trouble) => self.evict(&name, &trouble)?,
             Begun::Failed(why) => self.block(&name, &why)?,
+            Begun::Gone => {}
             Begun::Ready(job) => {
                 let commits = self.book.fleet.landing.as_ref().map_or(0, |l| l.rebased.len());
                 self.reporter
                     .line(&format!("task {name}: landing on {} ({commits} commit(s) rebased)", self.book.fleet.into));
                 self.event("landing_started", json!({"task": name, "head": job.head, "rebased": commits}));
-                if !job.is_empty() {
+                if job.is_empty() {
+                    let head = job.head.clone();
+                    self.swap(&head)?;
+                } else {
                     self.job = Some(tokio::spawn(landing::run(job)));
-                    return Ok(false);
                 }
-                let head = job.head.clone();
-                self.swap(&head)?;
             }
         }
-        Ok(true)
+        Ok(())
     }
 
     /// The landing's job ended.
@@ -128,20 +160,28 @@ impl Supervisor {
     }
 
     /// A task is merged: said, journaled (with how long its landing took since it
-    /// began: the rebase, the check, the swap), its worktree and branch cleaned up
-    /// (timed apart: that is mostly git removing a worktree's files).
+    /// began: the rebase, the check, the swap); its worktree and branch go in a
+    /// chore (deleting a worktree's files takes a while).
     fn landed(&mut self, name: &str, began: Option<jiff::Timestamp>) {
         let (into, head) =
             (self.book.fleet.into.clone(), self.book.fleet.tasks.get(name).and_then(|t| t.landed.clone()));
         let short = head.as_deref().map(crate::report::lines::short).unwrap_or_default().to_string();
         self.reporter.line(&format!("task {name}: merged into {into} at {short}"));
-        let ms = |since: jiff::Timestamp| jiff::Timestamp::now().duration_since(since).as_secs_f64() * 1000.0;
-        self.event("task_merged", json!({"task": name, "head": head, "landing_ms": began.map(ms)}));
-        let cleaning = jiff::Timestamp::now();
-        for line in landing::cleanup(&mut self.book, name) {
-            self.reporter.line(&line);
+        let ms = began.map(|since| jiff::Timestamp::now().duration_since(since).as_secs_f64() * 1000.0);
+        self.event("task_merged", json!({"task": name, "head": head, "landing_ms": ms}));
+        if let Some(tidy) = Tidy::of(&self.book, name) {
+            self.chores.tidy(tidy);
         }
-        self.event("task_cleaned", json!({"task": name, "ms": ms(cleaning)}));
+    }
+
+    /// A merged task's cleanup is done: said, and a worktree that is gone forgotten.
+    pub(super) fn on_tidied(&mut self, done: &Tidied) -> Result<(), RalphError> {
+        for line in &done.lines {
+            self.reporter.line(line);
+        }
+        let ms = done.took.as_secs_f64() * 1000.0;
+        self.event("task_cleaned", json!({"task": done.task, "ms": ms, "worktree_gone": done.worktree_gone}));
+        done.apply(&mut self.book)
     }
 
     /// The task goes back to its agent with `trouble`, or is blocked.

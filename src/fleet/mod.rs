@@ -38,6 +38,7 @@
 //! the tasks with the supervisor would throw away every attempt in flight (an hour
 //! of an agent's work) for nothing the supervisor needs.
 
+mod chores;
 mod command;
 pub(crate) mod control;
 pub(crate) mod core;
@@ -50,10 +51,13 @@ pub(crate) mod ops;
 pub(crate) mod paths;
 mod procs;
 pub(crate) mod queue;
+pub(crate) mod rebase;
 mod report;
 pub(crate) mod setup;
 pub(crate) mod state;
 mod supervisor;
 pub(crate) mod task;
+pub(crate) mod tidy;
+pub(crate) mod worktree;
 
 pub(crate) use supervisor::{Options, main};

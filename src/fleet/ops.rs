@@ -17,6 +17,7 @@ use super::names;
 use super::paths::Paths;
 use super::state::{self, Fleet, Task, TaskState};
 use super::task::{self, Descriptor};
+use super::worktree::{Make, NotMade};
 
 /// The fleet, its repository, its places and its config.
 pub(crate) struct Book {
@@ -40,6 +41,9 @@ pub(crate) enum Ready {
     /// Its worktree, with the descriptor written; the flag to start its ralph with;
     /// how long git took to create the worktree, when it was created now.
     Go { worktree: PathBuf, flag: &'static str, created_in: Option<std::time::Duration> },
+    /// Its worktree is to be made (by a chore, [`Make::run`]); the task is starting
+    /// (saved), and [`Book::made`] goes on once git is done.
+    Make(Make),
     /// Its run is already complete: it finished while nobody recorded it.
     Finished,
     /// Not now (the text says why); the supervisor tries again later.
@@ -57,7 +61,8 @@ impl Book {
     /// Writes the state; a failure is ralph's own I/O failing (exit 4).
     pub(crate) fn save(&mut self) -> Result<(), RalphError> {
         let path = self.paths.state();
-        state::save(&path, &mut self.fleet).map_err(|e| RalphError::io(format!("cannot write {}", path.display()), e))?;
+        state::save(&path, &mut self.fleet)
+            .map_err(|e| RalphError::io(format!("cannot write {}", path.display()), e))?;
         self.dirty = false;
         Ok(())
     }
@@ -158,15 +163,40 @@ impl Book {
         if !file.is_file() {
             return Ok(Ready::Block(format!("its task file {} is gone (ralph never deletes one)", t.file)));
         }
-        let started = std::time::Instant::now();
-        let ready = t.worktree.clone().filter(|w| w.join(".git").exists());
-        let (worktree, created_in) = match ready {
-            Some(w) => (w, None),
-            None => match self.create_worktree(name, &t)? {
-                Ok(w) => (w, Some(started.elapsed())),
-                Err(ready) => return Ok(ready),
-            },
-        };
+        match t.worktree.clone().filter(|w| w.join(".git").exists()) {
+            Some(worktree) => self.go(name, &t, worktree, None),
+            None => self.plan_worktree(name, &t),
+        }
+    }
+
+    /// A task's worktree was made (or not, and why): the task goes on to start, or
+    /// waits, or is blocked.
+    pub(crate) fn made(&mut self, name: &str, made: Result<std::time::Duration, NotMade>) -> Result<Ready, RalphError> {
+        let t = self.fleet.tasks.get(name).cloned().ok_or_else(|| RalphError::Internal(format!("no task {name}")))?;
+        match (made, t.worktree.clone()) {
+            (Ok(took), Some(worktree)) => self.go(name, &t, worktree, Some(took)),
+            (Ok(_), None) => Err(RalphError::Internal(format!("task {name} has no worktree"))),
+            (Err(not), _) => {
+                // Nothing of it was made: the next try makes it again.
+                self.task_mut(name).worktree = None;
+                self.set_later(name, TaskState::Queued, None);
+                Ok(match not {
+                    NotMade::Later(why) => Ready::Later(why),
+                    NotMade::Block(why) => Ready::Block(why),
+                })
+            }
+        }
+    }
+
+    /// Its worktree is there: the descriptor is written and its ralph may start.
+    fn go(
+        &mut self,
+        name: &str,
+        t: &Task,
+        worktree: PathBuf,
+        created_in: Option<std::time::Duration>,
+    ) -> Result<Ready, RalphError> {
+        let file = self.paths.repo.join(&t.file);
         let view = run_view(&worktree);
         let status = view.as_ref().map(|v| v.status);
         let flag = match (&t.eviction, core::start_flag(status)) {
@@ -175,7 +205,7 @@ impl Book {
             (_, Some(flag)) => flag,
             (None, None) => return Ok(Ready::Finished),
         };
-        self.write_descriptor(name, &t, &worktree, file)?;
+        self.write_descriptor(name, t, &worktree, file)?;
         Ok(Ready::Go { worktree, flag, created_in })
     }
 
@@ -193,33 +223,30 @@ impl Book {
             .map_err(|e| RalphError::io(format!("cannot write the task descriptor in {}", worktree.display()), e))
     }
 
-    /// Creates the task's branch and worktree. `Err(Ready)`: not now, or never.
-    fn create_worktree(&mut self, name: &str, t: &Task) -> Result<Result<PathBuf, Ready>, RalphError> {
+    /// What making the task's branch and worktree takes: enough free disk, and its
+    /// branch made by this fleet or not there yet. The task is saved as starting
+    /// (its branch's start and its worktree's place recorded) before git makes
+    /// anything; [`Make::run`] then makes them.
+    fn plan_worktree(&mut self, name: &str, t: &Task) -> Result<Ready, RalphError> {
         let path = self.paths.worktree(name);
         let need = self.loaded.config.fleet.min_free_disk.0;
         let probe = path.ancestors().find(|p| p.exists()).unwrap_or(Path::new("/"));
         match crate::state::disk::free_bytes(probe) {
             Some(free) if free < need => {
-                return Ok(Err(Ready::Later(format!(
+                return Ok(Ready::Later(format!(
                     "{} has {} free, less than [fleet] min_free_disk ({})",
                     probe.display(),
                     crate::state::disk::human(free),
                     crate::state::disk::human(need)
-                ))));
+                )));
             }
             Some(_) => {}
             None => tracing::warn!("fleet: cannot read the free space of {}", probe.display()),
         }
-        // A worktree a crash left half-made (its task never ran there) goes first.
-        if path.exists()
-            && let Some(refused) = self.clear_half_made(name, &path)?
-        {
-            return Ok(Err(refused));
-        }
         let existing = git::tip(&self.repo, &t.branch).map_err(git_error)?;
         // The branch was made by this fleet when `from` was recorded before it.
         if existing.is_some() && t.from.is_none() {
-            return Ok(Err(Ready::Block(branch_taken(&t.branch))));
+            return Ok(Ready::Block(branch_taken(&t.branch)));
         }
         let from = match (&existing, &t.from) {
             (Some(_), Some(from)) => from.clone(),
@@ -227,52 +254,17 @@ impl Book {
                 .map_err(git_error)?
                 .ok_or_else(|| RalphError::GitSetup(format!("the fleet's branch {} is gone", self.fleet.into)))?,
         };
-        // One durable save before git makes anything: the branch (made from `from`)
-        // is this fleet's, and the worktree at `path` is this task's.
         let task = self.task_mut(name);
         (task.from, task.state, task.worktree) = (Some(from.clone()), TaskState::Starting, Some(path.clone()));
         self.save()?;
-        std::fs::create_dir_all(&self.paths.worktrees)
-            .map_err(|e| RalphError::io(format!("cannot create {}", self.paths.worktrees.display()), e))?;
-        let reason = format!("ralph fleet {}: task {name}", self.fleet.fleet_id);
-        let add = || git::add_worktree(&self.repo, &path, &t.branch, &from, &reason, existing.is_none());
-        // A folder removed by hand leaves git's record of it: pruned, then again.
-        if add().is_err()
-            && let Err(e) = self.repo.git(&["worktree", "prune"]).and_then(|_| add())
-        {
-            self.task_mut(name).worktree = None;
-            return Ok(Err(Ready::Block(format!("git cannot create its worktree: {e}"))));
-        }
-        Ok(Ok(path))
-    }
-
-    /// Removes what a crash left at a task's worktree path before the task ran there
-    /// (a half-made worktree, an empty folder). `Some`: it cannot, and why.
-    fn clear_half_made(&mut self, name: &str, path: &Path) -> Result<Option<Ready>, RalphError> {
-        if crate::state::lock::is_held(&path.join(".agent").join("ralph.lock")) {
-            return Ok(Some(Ready::Later(format!("a ralph still runs in {}", path.display()))));
-        }
-        let listed = git::worktrees(&self.repo).map_err(git_error)?;
-        if !listed.iter().any(|w| w.path == path) {
-            if std::fs::remove_dir(path).is_err() {
-                return Ok(Some(Ready::Block(format!(
-                    "{} exists and is not this task's worktree; move it away, then `ralph fleet retry {name}`",
-                    path.display()
-                ))));
-            }
-            return Ok(None);
-        }
-        let p = path.display().to_string();
-        let _ = self.repo.git_output(&["worktree", "unlock", &p]);
-        if self.repo.git(&["worktree", "remove", "--force", &p]).is_err() {
-            // Killed before git wrote its `.git` file: git cannot remove what it
-            // cannot validate. Nothing but git's checkout is in it (its task never
-            // ran: a ralph there holds its lock).
-            std::fs::remove_dir_all(path)
-                .map_err(|e| RalphError::io(format!("cannot remove the half-made {}", path.display()), e))?;
-            self.repo.git(&["worktree", "prune"]).map_err(git_error)?;
-        }
-        Ok(None)
+        Ok(Ready::Make(Make {
+            task: name.to_string(),
+            repo: self.repo.clone(),
+            path,
+            branch: t.branch.clone(),
+            from,
+            reason: format!("ralph fleet {}: task {name}", self.fleet.fleet_id),
+        }))
     }
 
     /// Compares the state with `git worktree list`: a task's worktree that git no
@@ -324,32 +316,11 @@ impl Book {
         let Some(worktree) = self.fleet.tasks.get(name).and_then(|t| t.worktree.clone()) else {
             return Ok(format!("task {name} has no worktree"));
         };
-        if !worktree.exists() {
-            let _ = self.repo.git_output(&["worktree", "prune"]);
-            self.task_mut(name).worktree = None;
-            return Ok(format!("task {name}: its worktree is gone already"));
-        }
-        let changes = git::changes_in(&worktree).map_err(|e| e.to_string())?;
-        if !changes.is_empty() {
-            return Err(format!(
-                "task {name}: its worktree {} is kept: it holds changes that are in no commit ({}); save or remove \
-                 them, then `ralph fleet clean`",
-                worktree.display(),
-                list(&changes)
-            ));
-        }
-        // ralph's own `.agent/` (the run's checkpoint, journal, transcripts) is kept
-        // in the fleet's logs; git then removes the rest, refusing anything new.
-        let kept = self.paths.logs().join(format!("{name}.agent"));
-        let _ = std::fs::remove_dir_all(&kept);
-        if std::fs::rename(worktree.join(".agent"), &kept).is_err() {
-            let _ = std::fs::remove_dir_all(worktree.join(".agent"));
-        }
-        git::remove_worktree(&self.repo, &worktree)
-            .map_err(|e| format!("task {name}: git cannot remove its worktree: {e}"))?;
+        let keep = self.paths.logs().join(format!("{name}.agent"));
+        let line = super::tidy::remove_worktree_at(&self.repo, name, &worktree, &keep)?;
         self.task_mut(name).worktree = None;
         self.save().map_err(|e| e.to_string())?;
-        Ok(format!("task {name}: removed its worktree {}", worktree.display()))
+        Ok(line)
     }
 
     /// Deletes a discarded task's branch (its worktree gone first).

@@ -159,7 +159,9 @@ pub(super) fn open(options: &Options) -> Result<Open, RalphError> {
 }
 
 fn take_lock(paths: &Paths) -> Result<(RunLock, Vec<String>), RalphError> {
-    match lock::acquire(&paths.lock()) {
+    // A supervisor killed a moment ago may still hold it through a child it was
+    // starting (between clone and exec): waited out.
+    match lock::acquire_after_dead_holder(&paths.lock()) {
         Ok(acquired) => {
             let notes = match (&acquired.stale, acquired.stale_unreadable) {
                 (Some(prev), _) => vec![format!(

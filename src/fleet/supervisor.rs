@@ -21,6 +21,7 @@ use crate::state::journal::Journal;
 use crate::state::lock::RunLock;
 use serde_json::json;
 
+use super::chores::Chore;
 use super::control::{self, Inbound, Reply, Request};
 use super::core::{self, Asked, Command, FleetEnd};
 use super::ops::{Book, Ready};
@@ -28,6 +29,7 @@ use super::procs::{Ended, Procs, Start};
 use super::report::{self, Reporter};
 use super::state::{FleetStatus, TaskState};
 use super::task;
+use super::worktree::NotMade;
 
 pub(crate) use super::setup::Options;
 
@@ -92,7 +94,8 @@ async fn run(options: Options) -> Result<i32, RalphError> {
         queue_paused: None,
         land_first: None,
         moved_in_a_row: 0,
-        measure: Vec::new(),
+        chores: super::chores::Chores::new(),
+        preparing: None,
     };
     for note in &opened.notes {
         sup.reporter.line(note);
@@ -135,8 +138,10 @@ pub(super) struct Supervisor {
     pub(super) land_first: Option<String>,
     /// Landings in a row whose compare-and-swap found `into` moved.
     pub(super) moved_in_a_row: u32,
-    /// Tasks whose worktree's disk use is to be measured.
-    pub(super) measure: Vec<String>,
+    /// The slow git and file work under way (rebases, cleanups, disk use).
+    pub(super) chores: super::chores::Chores,
+    /// The task whose landing's rebase is under way.
+    pub(super) preparing: Option<String>,
 }
 
 impl Supervisor {
@@ -181,9 +186,8 @@ impl Supervisor {
                     break;
                 }
             }
-            self.measure_disks();
             self.book.flush()?;
-            if self.procs.count() == 0 && self.job.is_none() {
+            if self.procs.count() == 0 && self.job.is_none() && self.chores.is_empty() {
                 if self.stopping.is_some() {
                     break None;
                 }
@@ -197,6 +201,7 @@ impl Supervisor {
                 Some(path) = self.fs_rx.recv() => self.on_file(&path)?,
                 Some((request, reply)) = self.control_rx.recv() => self.on_request(request, reply)?,
                 done = super::merging::job_done(&mut self.job) => self.on_job(done)?,
+                chore = self.chores.next() => self.on_chore(chore)?,
                 _ = int.recv() => if self.on_signal(Incoming::Interrupt) { break None },
                 _ = term.recv() => if self.on_signal(Incoming::Terminate) { break None },
                 _ = hup.recv() => if self.on_signal(Incoming::Hangup) { break None },
@@ -248,16 +253,21 @@ impl Supervisor {
         Ok(())
     }
 
-    /// The disk use of the worktrees of tasks whose ralph ended (shown by `status`).
-    fn measure_disks(&mut self) {
-        for name in std::mem::take(&mut self.measure) {
-            if let Some(t) = self.book.fleet.tasks.get_mut(&name)
-                && let Some(worktree) = &t.worktree
-            {
-                t.disk_bytes = Some(super::git::disk_use(worktree));
-                self.book.changed();
+    /// A chore ended: what it found goes into the state.
+    fn on_chore(&mut self, chore: Chore) -> Result<(), RalphError> {
+        match chore {
+            Chore::Rebased(prep, rebased) => self.on_rebased(prep, rebased)?,
+            Chore::Tidied(done) => self.on_tidied(&done)?,
+            Chore::Made(name, made) => self.on_made(&name, made)?,
+            Chore::Measured(name, bytes) => {
+                if let Some(t) = self.book.fleet.tasks.get_mut(&name) {
+                    t.disk_bytes = Some(bytes);
+                    self.book.changed();
+                }
             }
+            Chore::Lost(why) => self.reporter.line(&format!("note: a cleanup failed ({why}); the next start does it")),
         }
+        Ok(())
     }
 
     /// A line in the fleet's journal (`.agent/fleet/events.jsonl`): what the
@@ -284,26 +294,58 @@ impl Supervisor {
             return Ok(());
         }
         for name in core::next_to_start(&self.book.fleet, self.book.loaded.config.fleet.max_parallel) {
-            match self.book.ready(&name)? {
-                Ready::Go { worktree, flag, created_in } => {
-                    if let Some(took) = created_in {
-                        self.event("worktree_created", json!({"task": name, "ms": took.as_millis() as u64}));
-                    }
-                    self.spawn(&name, &worktree, flag)?;
+            let ready = self.book.ready(&name)?;
+            if !self.act(&name, ready)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Carries out whether a task can start; `false` when no other task can now.
+    fn act(&mut self, name: &str, ready: Ready) -> Result<bool, RalphError> {
+        match ready {
+            Ready::Go { worktree, flag, created_in } => {
+                if let Some(took) = created_in {
+                    self.event("worktree_created", json!({"task": name, "ms": took.as_millis() as u64}));
                 }
-                Ready::Finished => {
-                    self.book.set(&name, TaskState::Finished, None)?;
-                    self.reporter.line(&format!("task {name}: finished"));
-                }
-                Ready::Block(why) => {
-                    self.reporter.line(&format!("task {name}: blocked: {why}"));
-                    self.book.set(&name, TaskState::Blocked, Some(why))?;
-                }
-                Ready::Later(why) => {
-                    self.reporter.line(&format!("task {name} waits: {why}; looking again in a minute"));
-                    self.later = Some(why);
-                    break;
-                }
+                self.spawn(name, &worktree, flag)?;
+            }
+            // The task is starting (it holds its slot) while git makes it.
+            Ready::Make(make) => self.chores.make(make),
+            Ready::Finished => {
+                self.book.set(name, TaskState::Finished, None)?;
+                self.reporter.line(&format!("task {name}: finished"));
+            }
+            Ready::Block(why) => {
+                self.reporter.line(&format!("task {name}: blocked: {why}"));
+                self.book.set(name, TaskState::Blocked, Some(why))?;
+            }
+            Ready::Later(why) => {
+                self.reporter.line(&format!("task {name} waits: {why}; looking again in a minute"));
+                self.later = Some(why);
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// A task's worktree is made (or not): it starts, unless the fleet or the task
+    /// was stopped meanwhile (then it waits, queued, in its worktree) or discarded.
+    fn on_made(&mut self, name: &str, made: Result<std::time::Duration, NotMade>) -> Result<(), RalphError> {
+        let asked = self.asked.remove(name);
+        let ready = self.book.made(name, made)?;
+        match (asked, ready) {
+            (Some(Asked::Discard), _) => {
+                self.book.set(name, TaskState::Discarded, Some("discarded by `ralph fleet discard`".into()))?;
+                self.discarded(name);
+            }
+            (Some(Asked::TaskStop), _) => {
+                self.book.set(name, TaskState::Stopped, Some("stopped by `ralph fleet stop`".into()))?;
+            }
+            (_, Ready::Go { .. }) if self.stopping.is_some() => self.book.set(name, TaskState::Queued, None)?,
+            (_, ready) => {
+                self.act(name, ready)?;
             }
         }
         Ok(())
@@ -361,8 +403,10 @@ impl Supervisor {
                 (t.iterations, t.cost_usd, t.run_id) = (v.iterations_done, v.cost_usd, Some(v.run_id.clone()));
             }
         }
-        // Measured once the next task has started: walking a worktree takes a while.
-        self.measure.push(name.clone());
+        // Walking a worktree takes a while: a chore.
+        if let Some(worktree) = self.book.fleet.tasks.get(&name).and_then(|t| t.worktree.clone()) {
+            self.chores.measure(name.clone(), worktree);
+        }
         self.book.set_later(&name, next.state, next.reason.clone());
         let exit = core::describe_exit(ended.exit);
         self.event(
@@ -636,7 +680,7 @@ impl Supervisor {
         self.event("fleet_ended", json!({"status": status.as_str(), "reason": self.book.fleet.stop_reason}));
         self.register(status.as_run_status());
         if status == FleetStatus::Finished {
-            for line in super::landing::tidy(&mut self.book)? {
+            for line in super::tidy::tidy(&mut self.book)? {
                 self.reporter.line(&line);
             }
         }

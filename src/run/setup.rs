@@ -15,7 +15,7 @@ use crate::state::checkpoint::{self, Checkpoint, InFlight, Status};
 use crate::state::format::{self, FormatError, ReadError, Stale};
 use crate::state::journal::Journal;
 use crate::state::lease_file;
-use crate::state::lock::RunLock;
+use crate::state::lock::{DEAD_HOLDER_GRACE, RunLock};
 use crate::state::retention;
 use crate::state::store;
 use crate::supervise::note::{LastTool, ToolState, Trouble};
@@ -349,12 +349,6 @@ fn settled(cp: &Checkpoint, reporter: &Reporter) -> RunEnd {
     }
     end
 }
-
-/// How long the lock may stay held after the ralph recorded in it died: the kernel
-/// frees it when the last process sharing the dead ralph's descriptor is gone, and
-/// a child it was starting (between clone and exec) dies by its parent-death signal
-/// only a moment later. A restart right after a kill -9 waits that out.
-const DEAD_HOLDER_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Takes the flock of this host; `--resume-or-start` waits while another ralph of
 /// this host holds it, the other modes refuse (after [`DEAD_HOLDER_GRACE`] when the

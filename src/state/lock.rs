@@ -155,6 +155,28 @@ pub(crate) fn acquire(path: &Path) -> Result<Acquired, LockError> {
     Err(io_err(io::Error::other("the lock file keeps being replaced while locking it")))
 }
 
+/// How long the lock may stay held after the ralph recorded in it died: the kernel
+/// frees it when the last process sharing the dead ralph's descriptor is gone, and
+/// a child it was starting (between clone and exec) dies by its parent-death signal
+/// or execs only a moment later. A restart right after a kill -9 waits that out.
+pub(crate) const DEAD_HOLDER_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// [`acquire`], waiting out (up to [`DEAD_HOLDER_GRACE`]) a lock still held a
+/// moment after the process recorded in it died.
+pub(crate) fn acquire_after_dead_holder(path: &Path) -> Result<Acquired, LockError> {
+    let started = std::time::Instant::now();
+    loop {
+        match acquire(path) {
+            Err(LockError::Held { info: Some(holder), .. })
+                if !holder.process_alive() && started.elapsed() < DEAD_HOLDER_GRACE =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// The lock file's content, without locking: for `ralph status`. `None` when the
 /// file is missing, empty (clean stop) or unparseable. Whether that process is
 /// still running is a separate question, see [`LockInfo::process_alive`].

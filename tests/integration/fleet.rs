@@ -30,7 +30,9 @@ fn a_fleet_runs_each_task_on_its_own_branch_and_worktree_and_ends_0() {
     f.write("tasks/README.md", "Not a task.\n");
     // --no-land: every task stops at finished, on its branch, in its worktree.
     let out = f.fleet(&["--no-land"]).run();
-    out.expect_code(0).stderr_has("task a: finished").stderr_has("tasks/c.md line 1 holds what looks like a credential");
+    out.expect_code(0)
+        .stderr_has("task a: finished")
+        .stderr_has("tasks/c.md line 1 holds what looks like a credential");
     let events = fs::read_to_string(f.repo.join(".agent/fleet/events.jsonl")).expect("the fleet's journal");
     for text in [&out.stderr, &out.stdout, &events, &f.state().to_string()] {
         assert!(!text.contains(token), "the task file's credential was shown: {text}");
