@@ -2,9 +2,10 @@
 """Counts the lines of src/ that are not test code, at a git revision (default HEAD):
 every .rs file minus tests.rs files, the files of modules declared under #[cfg(test)]
 (`#[cfg(test)] mod corpus;`), and the items under #[cfg(test)] (a mod tests {..} block
-or a single item). The figure issue #9 tracks: refactors must not grow it.
+or a single item). The figure issue #9 tracks: refactors must not grow it. With PATHs, only the files
+under them count (issue #27 measures `src/run/` this way), each PATH with its own figure.
 
-    scripts/nontest-lines.py [REV]
+    scripts/nontest-lines.py [REV] [PATH...]
 """
 import re
 import subprocess
@@ -56,11 +57,16 @@ def test_only_modules(rev, paths):
     return found
 
 
-rev = sys.argv[1] if len(sys.argv) > 1 else "HEAD"
+args = sys.argv[1:]
+rev = args.pop(0) if args and not args[0].startswith("src") else "HEAD"
+places = [a if a.endswith(".rs") else a.rstrip("/") + "/" for a in args] or ["src/"]
 paths = [p for p in git("ls-tree", "-r", "--name-only", rev, "src").split() if p.endswith(".rs")]
 skipped = test_only_modules(rev, paths)
-total = 0
-for path in paths:
-    if not path.endswith("/tests.rs") and "/tests/" not in path and path not in skipped:
-        total += non_test_lines(git("show", f"{rev}:{path}"))
-print(f"{rev}: {total} non-test lines in src/")
+counted = {
+    path: non_test_lines(git("show", f"{rev}:{path}"))
+    for path in paths
+    if not path.endswith("/tests.rs") and "/tests/" not in path and path not in skipped
+}
+for place in places:
+    total = sum(n for path, n in counted.items() if path == place or path.startswith(place))
+    print(f"{rev}: {total} non-test lines in {place}")

@@ -16,6 +16,7 @@ use crate::recovery::policy::Cap;
 use crate::recovery::{Category, Rule};
 use crate::signal::StopCause;
 use crate::state::checkpoint::{Status, Usage};
+use crate::supervise::Detector;
 use crate::supervise::completion::Rule as SignOffRule;
 use crate::workflow::done::SignOff;
 
@@ -164,7 +165,7 @@ pub(crate) enum RunEvent {
     },
     /// One of ralph's detectors stepped in (stall, loop, tool text, storm, nudge…).
     Intervention = "intervention" {
-        detector: String,
+        detector: Detector,
         evidence: String,
     },
     IterationStarted = "iteration_started" {
@@ -331,7 +332,151 @@ pub(crate) enum RunEvent {
         restarts: u32,
         cap: u32,
     },
+    /// The previous ralph here died without releasing the lock: its run was
+    /// interrupted. Who it was, as the lock file says (all null when it does not parse).
+    LockStale = "lock_stale" {
+        pid: Option<u32>,
+        host: Option<String>,
+        started_at: Option<String>,
+    },
+    /// Another ralph of this host holds the lock; `--resume-or-start` waits for it.
+    LockWait = "lock_wait" {
+        path: String,
+        pid: Option<u32>,
+        host: Option<String>,
+    },
+    /// Another host's ralph holds the lease of the run directory: it is taken over
+    /// only after `timeout_ms` without a renewal.
+    LeaseWatch = "lease_watch" {
+        pid: u32,
+        host: String,
+        renewals: u64,
+        timeout_ms: u64,
+    },
+    /// Another host took the lease at the same moment as this ralph; it continues.
+    LeaseLost = "lease_lost" {
+        host: String,
+    },
+    /// Processes the interrupted run left behind (found by its run id) were ended.
+    LeftoversEnded = "leftovers_ended" {
+        run_id: String,
+        pids: Vec<i32>,
+    },
+    /// `--no-resume` (or the answer "new") archived the previous checkpoint.
+    CheckpointArchived = "checkpoint_archived" {
+        aside: String,
+    },
+    /// `--no-resume` found a checkpoint it cannot use and kept it aside.
+    CheckpointSetAside = "checkpoint_set_aside" {
+        path: String,
+        aside: String,
+        problem: String,
+    },
+    /// `checkpoint.json` was older than the journal's last snapshot (or missing or
+    /// torn): the snapshot was put in its place.
+    CheckpointRestored = "checkpoint_restored" {
+        path: String,
+        why: String,
+        seq: u64,
+        run_id: String,
+    },
+    /// What changed since the checkpoint was written, and what the resume does
+    /// about it.
+    ResumeChange = "resume_change" {
+        change: String,
+    },
+    /// `--resume --from PHASE` moved the run.
+    RunMoved = "run_moved" {
+        from: String,
+        to: String,
+    },
+    /// Where a resumed run continues.
+    Resuming = "resuming" {
+        run_id: String,
+        status: Status,
+        phase: String,
+        pass: u32,
+        passes: Option<u32>,
+        iteration: u32,
+        /// The agent's place in the chain, from 1.
+        agent_number: usize,
+        session: Option<String>,
+    },
+    /// `--resume-or-start` leaves a finished, paused, failed or blocked run as it is
+    /// (shown only: no run starts).
+    RunSettled = "run_settled" {
+        run_id: String,
+        status: Status,
+        reason: Option<String>,
+    },
+    /// The goal file or the config holds what looks like a credential (where, never
+    /// the value): the agent gets the file as written, ralph hides it everywhere.
+    SecretInInput = "secret_in_input" {
+        file: String,
+        line: usize,
+        family: String,
+    },
+    /// Something set-up could not do that does not stop the run.
+    SetupWarning = "setup_warning" {
+        warning: String,
+    },
+    /// ralph's own log (with `-v`).
+    LogFile = "log_file" {
+        path: String,
+    },
+    /// Git features are off for this run, and why.
+    GitOff = "git_off" {
+        why: GitOffWhy,
+    },
+    /// `[git] branch` did not exist: ralph created it and commits on it.
+    GitBranchCreated = "git_branch_created" {
+        branch: String,
+    },
+    /// HEAD is detached at the start of a new run: ralph commits on it.
+    GitDetached = "git_detached" {
+        head: Option<String>,
+    },
+    /// `--allow-dirty`: the files changed at the start are never committed.
+    GitHeld = "git_held" {
+        files: Vec<String>,
+    },
+    /// Before an attempt the control socket was gone (a cleaner of the temp dir) and
+    /// is bound anew at `socket`.
+    ControlSocketMoved = "control_socket_moved" {
+        socket: String,
+    },
+    /// A fleet task's completed run is reopened by the merge queue's eviction
+    /// `eviction` (docs/fleet.md): one more iteration of its last phase.
+    FleetReopened = "fleet_reopened" {
+        eviction: u32,
+        phase: String,
+        iteration: u32,
+        agent: String,
+    },
+    /// A fleet task's worktree held a git operation (`rebase`, `merge`,
+    /// `cherry-pick`) its agent left unfinished: aborted (`error`: it could not be).
+    FleetGitAborted = "fleet_git_aborted" {
+        op: String,
+        error: Option<String>,
+    },
+    /// A fleet task waits for a rate-limit reset another task learned for the same
+    /// provider (unix seconds).
+    FleetSharedReset = "fleet_shared_reset" {
+        until: i64,
+        provider: String,
+        learned_by: String,
+    },
 }
+}
+
+/// Why git features are off for a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum GitOffWhy {
+    NotARepository,
+    GitMissing,
+    /// A resumed run that started without them (its baseline would not be its start).
+    StartedWithoutGit,
 }
 
 #[cfg(test)]

@@ -13,7 +13,6 @@
 use crate::error::RalphError;
 use crate::outcome::RunEnd;
 use crate::signal::StopCause;
-use crate::state::lock::LockError;
 
 /// The workflow finished: every phase reached its done signal.
 pub(crate) const DONE: i32 = 0;
@@ -56,7 +55,8 @@ pub(crate) fn code(ending: Ending<'_>) -> i32 {
             RalphError::Config(_)
             | RalphError::Prompt { .. }
             | RalphError::Goal { .. }
-            | RalphError::Lock(LockError::Held { .. } | LockError::Io { .. })
+            // Every lock problem (held, or its file unusable) is found before the first attempt.
+            | RalphError::Lock(_)
             | RalphError::LeaseHeld(_)
             | RalphError::CheckpointCorrupt { .. }
             | RalphError::CheckpointTooNew { .. }
@@ -104,7 +104,7 @@ mod tests {
         assert_eq!(for_error(&RalphError::Usage("bad".into())), 2);
         assert_eq!(for_error(&RalphError::io("cannot write the checkpoint", io())), 4);
         assert_eq!(for_error(&RalphError::Internal("bug".into())), 4);
-        let held = LockError::Held { path: "x".into(), info: None };
+        let held = crate::state::lock::LockError::Held { path: "x".into(), info: None };
         assert_eq!(for_error(&RalphError::Lock(held)), 2);
     }
 }

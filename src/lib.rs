@@ -4,11 +4,12 @@
 //! The crate is split into a pure decision core and a thin I/O shell:
 //!
 //! * pure: `config` (types and validation), `workflow` (phases, repeat rules,
-//!   done signals, prompts), `recovery` (classification and policy),
-//!   `signal` (the interrupt state machine), `agent` parsers.
+//!   done signals, prompts), `recovery` (classification and policy), `supervise`
+//!   (the attempt's detectors), `signal` (the interrupt state machine), `agent`
+//!   parsers, and `step`, the run's decisions as one step over them.
 //! * shell: `process` (process groups, graceful termination), `state`
-//!   (checkpoint, journal, lock), `run` (the dispatcher loop), `report`
-//!   (what the user sees), `commands` (the subcommands).
+//!   (checkpoint, journal, lock), `run` (the dispatcher loop that carries out the
+//!   step's effects), `report` (what the user sees), `commands` (the subcommands).
 //!
 //! Every module is private to the crate: the binary calls [`main`], and the
 //! benchmarks reach what they measure through the hidden `bench` module.
@@ -36,6 +37,7 @@ mod run;
 mod secrets;
 mod signal;
 mod state;
+mod step;
 mod supervise;
 mod watch;
 mod workflow;

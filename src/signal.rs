@@ -8,8 +8,11 @@
 //! the attempt do not count the time stopped.
 //! [`Signals`] is the I/O half: it turns the process's signal streams into
 //! [`Incoming`] values, arms the backstop at the first stop (so a second Ctrl+C
-//! works even when the event loop is blocked) and carries out a suspension.
+//! works even when the event loop is blocked) and carries out a suspension (its
+//! length is the [`Suspension`] the attempt's clocks leave out).
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::signal::unix::{Signal, SignalKind, signal};
@@ -88,6 +91,7 @@ impl InterruptState {
         InterruptAction::Stop(cause)
     }
 
+    #[cfg(test)]
     pub(crate) fn stopping(&self) -> Option<StopCause> {
         self.stopping
     }
@@ -103,7 +107,7 @@ pub(crate) struct Signals {
     hup: Signal,
     tstp: Signal,
     pub state: InterruptState,
-    suspended: Duration,
+    suspension: Suspension,
     control: Option<mpsc::Receiver<Inbound>>,
     inbox: Vec<Inbound>,
 }
@@ -117,7 +121,7 @@ impl Signals {
             hup: signal(SignalKind::hangup())?,
             tstp: signal(SignalKind::from_raw(nix::libc::SIGTSTP))?,
             state: InterruptState::default(),
-            suspended: Duration::ZERO,
+            suspension: Suspension::default(),
             control: None,
             inbox: Vec::new(),
         })
@@ -135,15 +139,15 @@ impl Signals {
 
     /// Waits for the next signal and returns what to do about it. Ctrl+Z, whatever
     /// else is under way, is carried out here (the call returns after `fg`) and
-    /// reported as [`InterruptAction::Ignore`]; [`Signals::suspended`] tells how
-    /// long it took.
+    /// reported as [`InterruptAction::Ignore`]; [`Signals::suspension`] adds how long
+    /// it took.
     pub(crate) async fn next(&mut self) -> InterruptAction {
         let incoming = tokio::select! {
             _ = self.int.recv() => Incoming::Interrupt,
             _ = self.term.recv() => Incoming::Terminate,
             _ = self.hup.recv() => Incoming::Hangup,
             _ = self.tstp.recv() => {
-                self.suspended += agent_group::suspend();
+                self.suspension.add(agent_group::suspend());
                 return InterruptAction::Ignore;
             }
             Some(msg) = recv(&mut self.control) => match msg {
@@ -164,13 +168,25 @@ impl Signals {
         action
     }
 
-    /// Total time ralph spent suspended; the attempt's clocks leave it out.
-    pub(crate) fn suspended(&self) -> Duration {
-        self.suspended
+    /// The time ralph spends suspended, as it grows; the attempt's clocks leave it out.
+    pub(crate) fn suspension(&self) -> Suspension {
+        self.suspension.clone()
+    }
+}
+
+/// The total time ralph spent stopped by Ctrl+Z, shared with whoever keeps a clock
+/// that must leave it out (the running attempt's).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Suspension(Arc<AtomicU64>);
+
+impl Suspension {
+    pub(crate) fn get(&self) -> Duration {
+        Duration::from_nanos(self.0.load(Ordering::Relaxed))
     }
 
-    pub(crate) fn stopping(&self) -> Option<StopCause> {
-        self.state.stopping()
+    fn add(&self, stopped: Duration) {
+        let nanos = u64::try_from(stopped.as_nanos()).unwrap_or(u64::MAX);
+        self.0.fetch_add(nanos, Ordering::Relaxed);
     }
 }
 

@@ -10,7 +10,7 @@
 //! - **There is no final result event.** The answer is the last `text`, and the run
 //!   is over when the process exits (0, or 1 after an `error` event). ralph's attempt
 //!   takes the last `Text` as the final message when no `Result` came
-//!   (`run::attempt::Collected::finish`), so nothing is synthesised here.
+//!   (`supervise::collected::Collected::finish`), so nothing is synthesised here.
 //! - **A text or reasoning part is printed only once it is complete**, and **a tool
 //!   call only once it has finished** (`completed` or `error`): there is no output
 //!   while the model writes or while a tool runs, so the stall guard, not the tool

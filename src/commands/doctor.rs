@@ -100,7 +100,7 @@ fn secrets(dir: &Path, loaded: &crate::config::Loaded) -> Vec<Check> {
         ),
     )];
     for warning in crate::run::setup::secrets_in_inputs(dir, loaded) {
-        out.push(Check { ok: false, what: warning.replace('\n', " "), note: true });
+        out.push(Check { ok: false, what: warning.to_string().replace('\n', " "), note: true });
     }
     let crate::git::repo::Discovery::Repo(repo) = crate::git::repo::Repo::discover(dir) else {
         out.push(Check::new(true, "secrets: not in a git repository: no files to look at".to_string()));

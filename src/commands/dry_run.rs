@@ -30,7 +30,7 @@ pub(crate) fn main(dir: &Path, config_path: Option<&Path>) -> Result<i32, RalphE
     }
     // What the agent would get, as everything ralph shows: redacted.
     print!("{}", crate::secrets::redact(&render(&loaded.path, &prompt_path, &previews)));
-    print!("\n{}", crate::run::git_step::preview(dir, &loaded));
+    print!("\n{}", crate::git::session::preview(dir, &loaded));
     Ok(crate::exit::DONE)
 }
 

@@ -16,7 +16,7 @@ use crate::state::lock::{self, LockInfo};
 pub(crate) fn read(dir: &Path) -> Result<Option<Checkpoint>, RalphError> {
     let path = dir.join(".agent").join("checkpoint.json");
     let newest = format::read_newest(&path);
-    newest.map(|found| found.map(|n| n.checkpoint)).map_err(|e| crate::run::setup::refusal(&path, e))
+    newest.map(|found| found.map(|n| n.checkpoint)).map_err(|e| crate::run::setup::refused_checkpoint(&path, e))
 }
 
 pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
@@ -53,7 +53,7 @@ fn since(dir: &Path, cp: &Checkpoint) -> String {
     if let Some(session) = cp.in_flight.as_ref().and_then(|f| f.session.clone()) {
         cp.progress.resume_session = Some(session);
     }
-    let plan = crate::run::setup::resume_plan(&cp, &loaded, &checksum);
+    let plan = crate::step::start::plan(&cp, &loaded, &checksum);
     if plan.changes.is_empty() {
         return "  since the run started: nothing changed (config, goal, phases and agents are the same)\n".into();
     }

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{AgentKind, DoneSignal, Loaded, SimStep, parse};
+use super::{AgentKind, DoneSignal, Identity, Loaded, SimStep, check_branch, parse};
 
 /// A minimal valid config; tests put the key under test in front of it, so its line
 /// numbers are easy to predict.
@@ -561,4 +561,24 @@ fn error_patterns_are_regular_expressions_of_command_agents() {
         .replace("kind = \"command\"", "kind = \"claude\"")
         .replace("command = [\"./agent\", \"{prompt}\"]\n", "");
     assert_has(&err(&claude), &["[agents.a] errors is not allowed for kind = \"claude\""]);
+}
+
+#[test]
+fn identities_need_a_name_and_an_email() {
+    assert_eq!(
+        Identity::parse("Ralph Bot <ralph@example.com>"),
+        Some(Identity { name: "Ralph Bot".into(), email: "ralph@example.com".into() })
+    );
+    assert_eq!(Identity::parse("<a@b>"), None);
+    assert_eq!(Identity::parse("Name"), None);
+    assert_eq!(Identity::parse("Name <>"), None);
+    assert_eq!(Identity::parse("Name <a@b> x"), None);
+}
+
+#[test]
+fn branch_names_follow_git_rules() {
+    assert!(check_branch("ralph/run-1").is_ok());
+    for bad in ["", "-x", "a..b", "a b", "x.lock", "a:b", "end/", "a@{1}"] {
+        assert!(check_branch(bad).is_err(), "{bad}");
+    }
 }

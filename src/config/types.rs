@@ -598,6 +598,46 @@ pub(crate) struct GitConfig {
     pub allow_secrets: Vec<String>,
 }
 
+/// A git identity, as `[git] author` and `committer` give it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Identity {
+    pub name: String,
+    pub email: String,
+}
+
+impl Identity {
+    /// Parses `"Name <email>"`; both parts must be present.
+    pub(crate) fn parse(text: &str) -> Option<Identity> {
+        let text = text.trim();
+        let open = text.find('<')?;
+        let rest = text[open + 1..].strip_suffix('>')?;
+        let name = text[..open].trim();
+        let email = rest.trim();
+        let bad = |s: &str| s.is_empty() || s.contains(['<', '>', '\n']);
+        if bad(name) || bad(email) {
+            return None;
+        }
+        Some(Identity { name: name.to_string(), email: email.to_string() })
+    }
+}
+
+/// Whether `name` can be a branch name. A subset of `git check-ref-format`, checked
+/// when the config loads so a bad name is a config error, not a failure mid-run.
+pub(crate) fn check_branch(name: &str) -> Result<(), &'static str> {
+    let bad_char = |c: char| c.is_whitespace() || c.is_control() || "~^:?*[\\".contains(c);
+    if name.is_empty() {
+        Err("is empty")
+    } else if name.starts_with('-') || name.starts_with('/') || name.ends_with('/') || name.ends_with('.') {
+        Err("cannot start with - or /, nor end with / or .")
+    } else if name.contains("..") || name.contains("@{") || name.contains("//") || name.ends_with(".lock") {
+        Err("is not a valid branch name (.., @{, // and .lock are not allowed)")
+    } else if name.chars().any(bad_char) {
+        Err("contains a character git does not allow in a branch name")
+    } else {
+        Ok(())
+    }
+}
+
 /// The default commit message template.
 pub(crate) const DEFAULT_COMMIT_MESSAGE: &str = "ralph: {phase} iteration {iteration}: {title}\n\n{summary}";
 

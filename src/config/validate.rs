@@ -193,13 +193,13 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
 fn check_git(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
     let g = &config.git;
     if let Some(branch) = &g.branch
-        && let Err(problem) = crate::git::message::check_branch(branch)
+        && let Err(problem) = super::check_branch(branch)
     {
         fail!(cx.at(&keys!["git", "branch"]), "[git] branch {branch:?} {problem}");
     }
     for (key, value) in [("author", &g.author), ("committer", &g.committer)] {
         if let Some(text) = value
-            && crate::git::message::Identity::parse(text).is_none()
+            && super::Identity::parse(text).is_none()
         {
             fail!(
                 cx.at(&keys!["git", key]),
@@ -234,7 +234,7 @@ fn check_fleet(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
             f.tasks
         );
     }
-    if let Err(problem) = crate::git::message::check_branch(&f.into) {
+    if let Err(problem) = crate::config::check_branch(&f.into) {
         fail!(cx.at(&keys!["fleet", "into"]), "[fleet] into {:?} {problem}", f.into);
     }
     if let Some(super::types::MaxCost::Usd(cost)) = f.max_cost

@@ -74,7 +74,7 @@ pub(crate) fn check_name(name: &str, into: &str) -> Result<(), String> {
     if name.starts_with('.') || name.contains('/') {
         return invalid("a branch name component cannot start with . or hold /");
     }
-    if let Err(problem) = crate::git::message::check_branch(&branch) {
+    if let Err(problem) = crate::config::check_branch(&branch) {
         return invalid(&format!("the branch {branch} {problem}"));
     }
     if branch == into || into.starts_with(&format!("{branch}/")) || branch.starts_with(&format!("{into}/")) {

@@ -161,7 +161,7 @@ pub(super) fn open(options: &Options) -> Result<Open, RalphError> {
 fn take_lock(paths: &Paths) -> Result<(RunLock, Vec<String>), RalphError> {
     // A supervisor killed a moment ago may still hold it through a child it was
     // starting (between clone and exec): waited out.
-    match lock::acquire_after_dead_holder(&paths.lock()) {
+    match lock::take(&paths.lock(), false, &mut |_, _| {}) {
         Ok(acquired) => {
             let notes = match (&acquired.stale, acquired.stale_unreadable) {
                 (Some(prev), _) => vec![format!(

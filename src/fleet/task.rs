@@ -9,22 +9,27 @@
 //! `RALPH_FLEET_TASK=<name>` and `RALPH_FLEET_SUPERVISOR=<its pid>` for it; the
 //! first reaches the agent and everything it starts, the second does not.
 //!
-//! The hooks, and the one call site of each in `src/run/`:
-//! * [`join`] (setup): who may run here. A ralph in a task's worktree must be the
+//! The hooks. What the run does about them is decided by its step (`crate::step`,
+//! which knows the run is a task by `Setting::task`); this file carries them out:
+//! * [`join`] (set-up): who may run here. A ralph in a task's worktree must be the
 //!   one its supervisor started (a person's `ralph` there, a second copy, is
 //!   refused); a ralph whose environment says it runs inside a task's agent may
 //!   start nothing, neither a run nor a fleet (no recursion). Exit 2.
 //! * [`adapt`] (reading the config): the goal is the task file, the phases'
 //!   templates and the agents' relative programs resolve in the main checkout,
 //!   `[git] branch` does not apply, the cost cap is the task's share.
-//! * [`exempt_globs`] (git set-up): the task files are never committed by a task.
+//! * [`eviction`] (the checkpoint is read): the merge queue's eviction, which
+//!   `step::start::reopen` turns into one more iteration of the completed run.
+//! * the descriptor's `tasks_glob` (git set-up, `git::session::open`): the task files
+//!   are never committed; an unfinished rebase or merge is aborted.
 //! * [`registry_mark`] (the registry entry): the run belongs to its supervisor.
-//! * [`TaskRun::open_window`] / [`TaskRun::close_window`] (an attempt starts / an
-//!   iteration is done, before its commit): the isolation check (`isolation`).
-//! * [`TaskRun::shared_reset`] / [`TaskRun::publish_reset`] (before an attempt / a
-//!   rate-limit wait starts): a reset learned by one task holds for every task using
-//!   that provider.
-//! * [`TaskRun::commit_trailer`] (the commit message): `Ralph-Task: <name>`.
+//! * [`TaskRun::open_window`] / [`TaskRun::close_window`] (`step::effect::Fleet`: an
+//!   attempt starts / an iteration is done, before its commit): the isolation check
+//!   (`isolation`).
+//! * the shared rate-limit resets ([`carry_out`] of `step::effect::Fleet`: before an
+//!   attempt / a rate-limit wait starts): a reset learned by one task holds for every
+//!   task using that provider (`limits/<provider>.json`).
+//! * the commit message's `Ralph-Task: <name>` trailer (`step::git::pending`).
 
 use std::path::{Path, PathBuf};
 
@@ -35,6 +40,9 @@ use crate::error::RalphError;
 use crate::git::plan::Exempt;
 use crate::git::repo::Repo;
 use crate::state::registry::{FleetMark, FleetRole};
+use crate::step::Input;
+use crate::step::effect::Fleet;
+use crate::step::input::SharedReset;
 
 use super::isolation::{self, Verdict, Window};
 
@@ -202,48 +210,10 @@ pub(crate) fn adapt(dir: &Path, loaded: &mut Loaded) {
     }
 }
 
-/// The hook when a run's checkpoint is read: an eviction the task's completed run
-/// has not taken reopens it for one more iteration of its last phase, in the same
-/// run and (when its agent can) the same session, with the eviction in its prompt.
-/// Returns what to tell.
-pub(crate) fn reopen(dir: &Path, cp: &mut crate::state::checkpoint::Checkpoint, loaded: &Loaded) -> Option<String> {
-    use crate::state::checkpoint::Status;
-    let eviction = read_descriptor(dir)?.eviction?;
-    if cp.status != Status::Completed || cp.fleet_evictions >= eviction.number {
-        return None;
-    }
-    let pos = cp.progress.position.clone();
-    let phase = loaded.phases.get(pos.phase).filter(|p| p.name == pos.phase_name)?;
-    let agent = phase.chain.get(pos.agent_index).or(phase.chain.first())?.clone();
-    let progress = &mut cp.progress;
-    progress.start_iteration();
-    progress.renew_budgets();
-    (progress.position.iteration, progress.position.cycle) = (pos.iteration + 1, 1);
-    let resumable = loaded.config.agents.get(&agent).is_some_and(crate::config::AgentConfig::can_resume);
-    progress.resume_session = progress.sessions.get(&agent).cloned().filter(|_| resumable);
-    progress.recovery_note = Some(eviction.text.clone());
-    (cp.status, cp.clean_stop, cp.stop_reason, cp.stop_cause) = (Status::Running, false, None, None);
-    cp.fleet_evictions = eviction.number;
-    Some(format!(
-        "the merge queue sent this task back (eviction {}): one more iteration of phase {} (iteration {}), agent {agent}",
-        eviction.number, phase.name, progress.position.iteration
-    ))
-}
-
-/// The hook of the git set-up, in a fleet task's worktree: a rebase, merge or
-/// cherry-pick its agent left unfinished (the run stopped in the middle of an
-/// eviction) is aborted, never left for a person; the iteration runs again.
-pub(crate) fn abort_unfinished(dir: &Path, repo: &Repo) -> Vec<String> {
-    if read_descriptor(dir).is_none() {
-        return Vec::new();
-    }
-    let Ok(ops) = repo.in_progress() else { return Vec::new() };
-    ops.into_iter()
-        .map(|op| match repo.git(&[op, "--abort"]) {
-            Ok(_) => format!("fleet: aborted the git {op} the agent left unfinished; the iteration runs again"),
-            Err(e) => format!("fleet: cannot abort the unfinished git {op}: {e}"),
-        })
-        .collect()
+/// The hook when a run's checkpoint is read: the merge queue's latest eviction of
+/// the task, if any (`step::start::reopen` decides whether it reopens the run).
+pub(crate) fn eviction(dir: &Path) -> Option<super::state::Eviction> {
+    read_descriptor(dir)?.eviction
 }
 
 /// A task file is a goal: looked at for credentials like any goal file (named by
@@ -251,11 +221,6 @@ pub(crate) fn abort_unfinished(dir: &Path, repo: &Repo) -> Vec<String> {
 /// everything the supervisor writes. Its task's own run looks again when it starts.
 pub(crate) fn secrets_in_task_file(repo: &Path, file: &str) -> Vec<String> {
     crate::secrets::found::check_goal_file(&repo.join(file), file).iter().map(ToString::to_string).collect()
-}
-
-/// The hook of the git set-up: the task files are ralph's, never committed.
-pub(crate) fn exempt_globs(dir: &Path) -> Vec<String> {
-    read_descriptor(dir).map(|d| vec![d.tasks_glob]).unwrap_or_default()
 }
 
 /// The hook of the registry entry.
@@ -266,6 +231,31 @@ pub(crate) fn registry_mark(dir: &Path) -> Option<FleetMark> {
 /// ralph's own files in the main checkout: never dirty, never an isolation breach.
 pub(crate) fn main_exempt(tasks_glob: &str, own_files: &[String]) -> Exempt {
     Exempt { files: own_files.to_vec(), dirs: vec![".agent".to_string()], globs: vec![tasks_glob.to_string()] }
+}
+
+/// Carries out what a fleet task's run asks of its fleet (`task` is `None` only for
+/// a run that is no task, which asks nothing: it hears "nothing found"); what it
+/// learns goes back to the step.
+pub(crate) fn carry_out(task: Option<&TaskRun>, asked: Fleet, loaded: &Loaded) -> Option<Input> {
+    let agent_config = |name: &str| loaded.config.agents.get(name);
+    match (asked, task) {
+        (Fleet::OpenWindow { key }, Some(task)) => {
+            task.open_window(&key);
+            None
+        }
+        (Fleet::CheckIsolation { key }, task) => Some(Input::Isolated(task.and_then(|t| t.close_window(&key)))),
+        (Fleet::SharedReset { agent }, task) => Some(Input::SharedReset(task.and_then(|t| {
+            let shared = t.shared_reset(&agent, agent_config(&agent)?, jiff::Timestamp::now().as_second())?;
+            Some(SharedReset { until: shared.until, provider: shared.provider, learned_by: shared.learned_by })
+        }))),
+        (Fleet::PublishReset { agent, until }, Some(task)) => {
+            if let Some(config) = agent_config(&agent) {
+                task.publish_reset(&agent, config, until);
+            }
+            None
+        }
+        (Fleet::OpenWindow { .. } | Fleet::PublishReset { .. }, None) => None,
+    }
 }
 
 /// A run that is a fleet task.
@@ -282,11 +272,6 @@ impl TaskRun {
     fn snapshot(&self) -> Result<isolation::Snapshot, String> {
         let exempt = main_exempt(&self.d.tasks_glob, &self.d.own_files);
         super::git::snapshot(&Repo::at(&self.d.repo), &exempt).map_err(|e| e.to_string())
-    }
-
-    /// The trailer every commit of the task carries.
-    pub(crate) fn commit_trailer(&self) -> &str {
-        &self.d.task
     }
 
     /// An attempt of iteration `key` starts: the window opens with a snapshot,
@@ -358,17 +343,17 @@ impl TaskRun {
 
     /// A rate-limit reset another task of the fleet learned for the provider of
     /// `agent`, still ahead of `now` (unix seconds).
-    pub(crate) fn shared_reset(&self, name: &str, agent: &AgentConfig, now: i64) -> Option<i64> {
+    fn shared_reset(&self, name: &str, agent: &AgentConfig, now: i64) -> Option<Shared> {
         let path = self.limit_path(name, agent);
-        let shared: Option<SharedReset> = crate::state::store::load_json(&path).ok().flatten();
-        shared.map(|s| s.until).filter(|until| *until > now)
+        let shared: Option<Shared> = crate::state::store::load_json(&path).ok().flatten();
+        shared.filter(|s| s.until > now)
     }
 
     /// This task waits for a rate-limit reset of `agent`'s provider until `until`:
     /// the other tasks using that provider wait for it too.
-    pub(crate) fn publish_reset(&self, name: &str, agent: &AgentConfig, until: i64) {
+    fn publish_reset(&self, name: &str, agent: &AgentConfig, until: i64) {
         let path = self.limit_path(name, agent);
-        let value = SharedReset { provider: provider(name, agent), until, learned_by: self.d.task.clone() };
+        let value = Shared { provider: provider(name, agent), until, learned_by: self.d.task.clone() };
         let agent = self.d.repo.join(".agent");
         if let Err(e) = crate::state::private::ensure_dirs(&agent, Path::new("fleet/limits")).and_then(|()| {
             crate::state::store::save_json_with(&path, &value, crate::state::atomic::Durability::Ordered)
@@ -387,7 +372,7 @@ impl TaskRun {
 
 /// A reset shared between the tasks, `limits/<provider>.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct SharedReset {
+struct Shared {
     provider: String,
     until: i64,
     learned_by: String,
@@ -525,7 +510,7 @@ prompt = "prompts/dev.md"
         let other: AgentConfig = toml::from_str("kind = \"sim\"").unwrap();
         assert_eq!(run("b").shared_reset("a", &sim, 100), None);
         run("a").publish_reset("a", &sim, 160);
-        assert_eq!(run("b").shared_reset("a", &sim, 100), Some(160));
+        assert_eq!(run("b").shared_reset("a", &sim, 100).map(|s| (s.until, s.learned_by)), Some((160, "a".into())));
         assert_eq!(run("b").shared_reset("a", &sim, 160), None, "past");
         assert_eq!(run("b").shared_reset("z", &other, 100), None, "another provider");
     }

@@ -72,6 +72,12 @@ impl Touched {
         }
     }
 
+    /// Adds what a later attempt of the same iteration reported.
+    pub(crate) fn absorb(&mut self, other: &Touched) {
+        self.unknown |= other.unknown;
+        self.files.extend(other.files.iter().cloned());
+    }
+
     /// The reported files relative to the repository's top (`/`-separated), or
     /// `None` when the report cannot be trusted to be complete. `cwd` is where the
     /// agent ran (relative paths are relative to it); `bases` are directories with

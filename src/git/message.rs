@@ -1,5 +1,6 @@
-//! Commit messages, the `Ralph-Run:`/`Ralph-Iteration:` trailers that make commits
-//! findable on resume, identities (`"Name <email>"`) and branch names. Pure text.
+//! Commit messages and the `Ralph-Run:`/`Ralph-Iteration:` trailers that make commits
+//! findable on resume. Pure text. (Identities and branch names, which the config
+//! checks when it loads, are `config`'s.)
 
 /// The trailer naming the run a commit belongs to.
 pub(crate) const RUN_TRAILER: &str = "Ralph-Run";
@@ -12,46 +13,6 @@ pub(crate) const TASK_TRAILER: &str = "Ralph-Task";
 const MAX_SUMMARY: usize = 4000;
 /// Longest subject fragment taken from the summary, in characters.
 const MAX_TITLE: usize = 72;
-
-/// A git identity.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Identity {
-    pub name: String,
-    pub email: String,
-}
-
-impl Identity {
-    /// Parses `"Name <email>"`; both parts must be present.
-    pub(crate) fn parse(text: &str) -> Option<Identity> {
-        let text = text.trim();
-        let open = text.find('<')?;
-        let rest = text[open + 1..].strip_suffix('>')?;
-        let name = text[..open].trim();
-        let email = rest.trim();
-        let bad = |s: &str| s.is_empty() || s.contains(['<', '>', '\n']);
-        if bad(name) || bad(email) {
-            return None;
-        }
-        Some(Identity { name: name.to_string(), email: email.to_string() })
-    }
-}
-
-/// Whether `name` can be a branch name. A subset of `git check-ref-format`, checked
-/// when the config loads so a bad name is a config error, not a failure mid-run.
-pub(crate) fn check_branch(name: &str) -> Result<(), &'static str> {
-    let bad_char = |c: char| c.is_whitespace() || c.is_control() || "~^:?*[\\".contains(c);
-    if name.is_empty() {
-        Err("is empty")
-    } else if name.starts_with('-') || name.starts_with('/') || name.ends_with('/') || name.ends_with('.') {
-        Err("cannot start with - or /, nor end with / or .")
-    } else if name.contains("..") || name.contains("@{") || name.contains("//") || name.ends_with(".lock") {
-        Err("is not a valid branch name (.., @{, // and .lock are not allowed)")
-    } else if name.chars().any(bad_char) {
-        Err("contains a character git does not allow in a branch name")
-    } else {
-        Ok(())
-    }
-}
 
 /// The key of an iteration in the `Ralph-Iteration:` trailer: `develop/3`, and
 /// `develop/3/pass-2` from the second pass of the workflow on.
@@ -193,26 +154,6 @@ mod tests {
         assert_eq!(with_trailer(&with, TASK_TRAILER, "b"), with);
         assert_eq!(with_trailer("fix it", TASK_TRAILER, "a"), "fix it\n\nRalph-Task: a\n");
         assert_eq!(trailer(&with, TASK_TRAILER), Some("a"));
-    }
-
-    #[test]
-    fn identities_need_a_name_and_an_email() {
-        assert_eq!(
-            Identity::parse("Ralph Bot <ralph@example.com>"),
-            Some(Identity { name: "Ralph Bot".into(), email: "ralph@example.com".into() })
-        );
-        assert_eq!(Identity::parse("<a@b>"), None);
-        assert_eq!(Identity::parse("Name"), None);
-        assert_eq!(Identity::parse("Name <>"), None);
-        assert_eq!(Identity::parse("Name <a@b> x"), None);
-    }
-
-    #[test]
-    fn branch_names_follow_git_rules() {
-        assert!(check_branch("ralph/run-1").is_ok());
-        for bad in ["", "-x", "a..b", "a b", "x.lock", "a:b", "end/", "a@{1}"] {
-            assert!(check_branch(bad).is_err(), "{bad}");
-        }
     }
 
     #[test]

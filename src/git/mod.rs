@@ -6,7 +6,9 @@
 //! others are left out ([`plan`]), which files the agent reported editing
 //! ([`attribution`]), the message, trailers and identities ([`message`]), whether a
 //! repository can be used at all ([`preflight`]), and what the checkpoint keeps
-//! ([`record`]). [`repo`] is the thin shell: the `git` binary run with argument arrays.
+//! ([`record`]). [`repo`] is the thin shell: the `git` binary run with argument arrays;
+//! [`session`] is a run's use of it (opening, the commit step, reported as facts the
+//! run's step decides on).
 //!
 //! Why the `git` binary and not a library (gix): ralph must behave exactly like the
 //! user's own `git commit` — their hooks (pre-commit, commit-msg), their identity and
@@ -22,3 +24,4 @@ pub(crate) mod plan;
 pub(crate) mod preflight;
 pub(crate) mod record;
 pub(crate) mod repo;
+pub(crate) mod session;

@@ -62,6 +62,53 @@ pub(crate) struct Pending {
     pub goal: bool,
 }
 
+/// What one commit step found and did, as the run's git session reports it: facts
+/// only, in the order they happened; the run decides what they come to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CommitReport {
+    /// Lock files a commit killed mid-way left behind, removed first.
+    pub stale_locks: Vec<String>,
+    /// HEAD moved since ralph last committed: the agent (or someone) committed.
+    pub agent_moved: Option<AgentMoved>,
+    /// Changed files left out of the commit, and why.
+    pub left_out: Vec<(String, super::plan::LeftOut)>,
+    pub outcome: CommitOutcome,
+}
+
+/// Commits someone else made since ralph's last one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AgentMoved {
+    pub from: Option<String>,
+    pub to: String,
+    pub commits: Vec<String>,
+}
+
+/// How the commit step ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum CommitOutcome {
+    /// The commit exists already (a resume after a kill found its trailers).
+    Found(CommitRecord),
+    Committed(CommitRecord),
+    /// The iteration changed nothing ralph commits.
+    Nothing,
+    /// A hook rejected the commit, with its output (redacted).
+    Rejected(String),
+    /// git failed otherwise.
+    Failed(String),
+}
+
+impl CommitReport {
+    /// A commit step that could not even start.
+    pub(crate) fn failed(error: impl Into<String>) -> Self {
+        CommitReport {
+            stale_locks: Vec::new(),
+            agent_moved: None,
+            left_out: Vec::new(),
+            outcome: CommitOutcome::Failed(error.into()),
+        }
+    }
+}
+
 impl GitState {
     pub(crate) fn record(&mut self, commit: CommitRecord) {
         self.head = Some(commit.hash.clone());

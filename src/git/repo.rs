@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use super::message::Identity;
 use super::plan::{self, Changed};
+use crate::config::Identity;
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum GitError {

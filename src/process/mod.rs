@@ -1,14 +1,15 @@
 //! Agent processes: spawned in their own process group from an argument array
 //! (never a shell string, [`group`]) with an allowlisted environment ([`env`](mod@env));
 //! ended with SIGINT → grace → SIGTERM → grace → SIGKILL sent to the whole group
-//! ([`escalation`], and [`agent_group`] for the signal paths outside the attempt
-//! loop); their output read as lines of bytes, whatever the bytes and the line
-//! length ([`lines`], [`long_line`]); what escaped the group ([`escaped`]) or a
+//! ([`escalation`], sent by [`ending`]; [`agent_group`] for the signal paths outside
+//! the attempt loop); their output read as lines of bytes, whatever the bytes and the
+//! line length ([`lines`], [`long_line`]); what escaped the group ([`escaped`]) or a
 //! dead ralph left behind ([`leftovers`]) found and ended; a program's pre-flight
 //! and version ([`preflight`], [`version`]). The Linux-specific calls are
 //! `crate::os`'s.
 
 pub(crate) mod agent_group;
+pub(crate) mod ending;
 pub(crate) mod env;
 pub(crate) mod escalation;
 pub(crate) mod escaped;
@@ -19,5 +20,4 @@ pub(crate) mod long_line;
 pub(crate) mod preflight;
 pub(crate) mod version;
 
-pub(crate) use escalation::{Escalation, Step};
 pub(crate) use group::{Launch, signal_group, spawn};

@@ -57,7 +57,7 @@ pub(crate) enum Stop {
     Blocked { message: String },
 }
 
-/// What the dispatcher does next.
+/// What the run does next (carried out by `step::carry::carry_out`).
 #[must_use]
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Next {

@@ -3,7 +3,8 @@
 //! [`rate_limit`], returning the [`decision`] types), when a provider's limit resets
 //! ([`reset`]), what a resume continues under the current config ([`resume`]), and
 //! which endpoints tell whether the network is gone ([`probe`]; the TCP connect
-//! itself is the shell's). All pure; the dispatcher executes their decisions.
+//! itself is the shell's). All pure; the run's step (`step::step`) acts on their
+//! decisions.
 
 pub(crate) mod classify;
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The recovery policy: given where the run stands and how an attempt ended, what
-//! happens next. Pure: it changes [`Progress`] and returns a [`Next`] for the
-//! dispatcher to carry out, so every rule is testable without processes or clocks.
+//! happens next. Pure: it changes [`Progress`] and returns a [`Next`] for the run's
+//! step to carry out (`step::carry`), so every rule is testable without processes or
+//! clocks.
 
 use std::time::Duration;
 

@@ -93,6 +93,31 @@ pub(crate) fn candidates(
     }
 }
 
+/// The default endpoints of each phase's agents, and of all of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Candidates {
+    pub per_phase: Vec<Vec<String>>,
+    pub all: Vec<String>,
+}
+
+/// [`candidates`] for each phase of a workflow and for the whole of it.
+pub(crate) fn by_phase(
+    loaded: &crate::config::Loaded,
+    env: &dyn Fn(&str) -> Option<String>,
+    read: ReadFile<'_>,
+) -> Candidates {
+    let agents = &loaded.config.agents;
+    let of = |names: &mut dyn Iterator<Item = &String>| {
+        let chosen: BTreeMap<String, AgentConfig> =
+            names.filter_map(|name| agents.get(name).map(|a| (name.clone(), a.clone()))).collect();
+        candidates(&chosen, env, read)
+    };
+    Candidates {
+        per_phase: loaded.phases.iter().map(|p| of(&mut p.chain.iter())).collect(),
+        all: of(&mut loaded.phases.iter().flat_map(|p| p.chain.iter())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -104,6 +129,19 @@ mod tests {
         let mut a: AgentConfig = toml::from_str(&format!("kind = \"{}\"", kind.as_str())).unwrap();
         a.env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         a
+    }
+
+    #[test]
+    fn each_phase_probes_its_own_agents_providers() {
+        let toml = "[agents.c]\nkind = \"claude\"\n[agents.g]\nkind = \"gemini\"\n[chains]\none = [\"c\"]\ntwo = [\"g\"]\n\
+                    [phases.plan]\nchain = \"one\"\n[phases.develop]\nchain = \"two\"\n";
+        let loaded = crate::config::parse(Path::new("ralph.toml"), toml).unwrap();
+        let c = by_phase(&loaded, &|_| None, &|_| None);
+        assert_eq!(
+            c.per_phase,
+            [vec!["api.anthropic.com:443".to_string()], vec!["generativelanguage.googleapis.com:443".to_string()]]
+        );
+        assert_eq!(c.all, ["api.anthropic.com:443", "generativelanguage.googleapis.com:443"]);
     }
 
     #[test]

@@ -45,6 +45,7 @@ pub(crate) fn on_rate_limit(
     let until = reset.saturating_add(MARGIN_SECS);
     let within_cap = until.saturating_sub(now) <= max_wait;
     let Some(phase) = phases.get(progress.position.phase) else {
+        progress.rate_limit_until = Some(until);
         return Next::WaitUntil { at: until, reset, reason: "rate limit".into() };
     };
     let agent = phase.chain.get(progress.position.agent_index).cloned().unwrap_or_default();
@@ -79,6 +80,12 @@ pub(crate) fn on_rate_limit(
     }
     progress.rate_limit_until = Some(until);
     Next::WaitUntil { at: until, reset, reason: format!("agent {agent} is rate-limited") }
+}
+
+/// The reset waited for came (or had passed): the run no longer waits for it. With
+/// [`on_rate_limit`], the one place `rate_limit_until` is written.
+pub(crate) fn reset_reached(progress: &mut Progress) {
+    progress.rate_limit_until = None;
 }
 
 /// No agent can run before `max_rate_limit_wait`: the run fails (exit 1) with the
@@ -163,6 +170,8 @@ mod tests {
         let next = on_rate_limit(&mut p, &phases, &retry, &facts(Some(1_000), 900), Some("s".into()));
         assert_eq!(next, Next::WaitUntil { at: 1_002, reset: 1_000, reason: "agent a is rate-limited".into() });
         assert_eq!(p.rate_limit_until, Some(1_002));
+        reset_reached(&mut p);
+        assert_eq!(p.rate_limit_until, None);
         assert_eq!(p.resume_session.as_deref(), Some("s"));
         assert_eq!(p.counters.agent_failures, 0);
     }

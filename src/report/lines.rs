@@ -9,7 +9,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::clock;
-use crate::events::{FalloverWhy, RunEvent};
+use jiff::tz::TimeZone;
+
+use crate::events::{FalloverWhy, GitOffWhy, RunEvent};
+use crate::state::checkpoint::Status;
 use crate::supervise::completion::Why;
 use crate::workflow::advance::Verdict;
 use crate::workflow::done::SignOff;
@@ -26,15 +29,7 @@ pub(crate) struct Escalating {
     pub next: Option<&'static str>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum EndWhy {
-    /// Ctrl+C: a second one kills at once.
-    User,
-    /// SIGTERM or SIGHUP: an orderly stop for the machine.
-    Signal(&'static str),
-    /// A detector of ralph's (stall, tool timeout, loop...).
-    Intervention(String),
-}
+pub(crate) use crate::step::EndWhy;
 
 /// The first line of a run: version, directory, and the zone of every time shown.
 pub(crate) fn header(version: &str, dir: &Path, zone: &str) -> String {
@@ -120,7 +115,18 @@ fn left_out(path: &str, reason: &str, detail: &str) -> String {
     }
 }
 
-pub(crate) fn line(event: &RunEvent) -> Option<String> {
+/// The line of a sign-off's verdict.
+fn signoff_line(verdict: SignOff, why: Why) -> String {
+    let why = why.describe();
+    match verdict {
+        SignOff::Rejected => format!("sign-off rejected: {why}"),
+        SignOff::Asked => format!("asking the agent to confirm its sign-off: {why}"),
+        SignOff::AcceptedWithDoubt => format!("sign-off accepted despite a doubt: {why}"),
+    }
+}
+
+/// The line of `event`, times in `tz`; `None` for events without a line of their own.
+pub(crate) fn line(event: &RunEvent, tz: &TimeZone) -> Option<String> {
     Some(match event {
         RunEvent::AttemptSucceeded { phase, iteration, goal, review, until_complete, .. } => {
             format!("{phase} iteration {iteration} done{}", goal_note(*goal, *review, *until_complete))
@@ -128,14 +134,7 @@ pub(crate) fn line(event: &RunEvent) -> Option<String> {
         RunEvent::AttemptFailed { attempt, category, rule, reason, .. } => {
             format!("attempt {attempt} failed ({}, {rule}): {reason}", category.as_str())
         }
-        RunEvent::Signoff { verdict, rule, words, .. } => {
-            let why = Why::new(*rule, words.as_str()).describe();
-            match verdict {
-                SignOff::Rejected => format!("sign-off rejected: {why}"),
-                SignOff::Asked => format!("asking the agent to confirm its sign-off: {why}"),
-                SignOff::AcceptedWithDoubt => format!("sign-off accepted despite a doubt: {why}"),
-            }
-        }
+        RunEvent::Signoff { verdict, rule, words, .. } => signoff_line(*verdict, Why::new(*rule, words.as_str())),
         RunEvent::Intervention { detector, evidence } => format!("ralph stepped in ({detector}): {evidence}"),
         RunEvent::PhaseDone { phase } => format!("phase {phase} done"),
         RunEvent::ReviewVerdict { pass, passes, clean } => {
@@ -146,6 +145,139 @@ pub(crate) fn line(event: &RunEvent) -> Option<String> {
             let v = Verdict { pass: *passes_run, passes: *passes, clean: false };
             format!("review: {}; going on", v.describe())
         }
+        RunEvent::Fallover { .. } | RunEvent::Fallback { .. } => return chain_line(event),
+        RunEvent::GitCommit { .. }
+        | RunEvent::GitLeftOut { .. }
+        | RunEvent::GitAgentCommitted { .. }
+        | RunEvent::GitCommitRejected { .. }
+        | RunEvent::GitStaleLockRemoved { .. }
+        | RunEvent::GitOff { .. }
+        | RunEvent::GitBranchCreated { .. }
+        | RunEvent::GitDetached { .. }
+        | RunEvent::GitHeld { .. } => return git_line(event),
+        RunEvent::DiskFull { path, free } => format!("waiting: disk full on {path} ({free} free)"),
+        RunEvent::DiskSpaceBack { path } => format!("disk space is back on {path}: continuing"),
+        RunEvent::Online {} => "Recovery resumed after offline".to_string(),
+        RunEvent::StopAfterIteration {}
+        | RunEvent::ControlSocketMoved { .. }
+        | RunEvent::AgentProgress { .. }
+        | RunEvent::AgentCheckpoint { .. }
+        | RunEvent::AgentInterruption { .. }
+        | RunEvent::CompletionDeclared { .. }
+        | RunEvent::TaskCancelled { .. }
+        | RunEvent::McpLost { .. } => return control_line(event),
+        RunEvent::LockStale { .. }
+        | RunEvent::LockWait { .. }
+        | RunEvent::LeaseWatch { .. }
+        | RunEvent::LeaseLost { .. }
+        | RunEvent::LeaseTakenOver { .. }
+        | RunEvent::LeftoversEnded { .. }
+        | RunEvent::CheckpointArchived { .. }
+        | RunEvent::CheckpointSetAside { .. }
+        | RunEvent::CheckpointRestored { .. }
+        | RunEvent::ResumeChange { .. }
+        | RunEvent::RunMoved { .. }
+        | RunEvent::Resuming { .. }
+        | RunEvent::RunSettled { .. }
+        | RunEvent::SecretInInput { .. }
+        | RunEvent::SetupWarning { .. }
+        | RunEvent::FleetReopened { .. }
+        | RunEvent::FleetGitAborted { .. }
+        | RunEvent::LogFile { .. } => return setup_line(event, tz),
+        RunEvent::RunStarted { .. }
+        | RunEvent::RunResumed { .. }
+        | RunEvent::RunError { .. }
+        | RunEvent::RunEnded { .. }
+        | RunEvent::AttemptInterrupted { .. }
+        | RunEvent::Offline { .. }
+        | RunEvent::StopRequested { .. }
+        | RunEvent::AttemptStarted { .. }
+        | RunEvent::IterationStarted { .. }
+        | RunEvent::Retry { .. }
+        | RunEvent::RateLimitWait { .. }
+        | RunEvent::CapReached { .. }
+        | RunEvent::GitBaseline { .. }
+        | RunEvent::GitNothingToCommit { .. }
+        | RunEvent::GitError { .. }
+        // Shown as the wait's own line.
+        | RunEvent::FleetSharedReset { .. }
+        | RunEvent::PassesEnded { clean: true, .. } => return None,
+    })
+}
+
+/// The lines of what set-up found (the lock, the lease, the checkpoint, git).
+fn setup_line(event: &RunEvent, tz: &TimeZone) -> Option<String> {
+    Some(match event {
+        RunEvent::LockStale { pid: Some(pid), host, started_at } => format!(
+            "the previous ralph here (pid {pid} on {}, started {}) ended without a clean stop: its run was interrupted",
+            host.as_deref().unwrap_or_default(),
+            clock::stamp(started_at.as_deref().unwrap_or_default(), tz)
+        ),
+        RunEvent::LockStale { pid: None, .. } => {
+            "the previous ralph here ended without a clean stop (its lock file does not parse): its run was interrupted"
+                .to_string()
+        }
+        RunEvent::LockWait { path, pid, host } => format!(
+            "{}; waiting for it (--resume-or-start)",
+            crate::state::lock::held_message(Path::new(path), pid.zip(host.as_deref()))
+        ),
+        RunEvent::LeaseWatch { pid, host, renewals, timeout_ms } => format!(
+            "the run directory is leased by ralph pid {pid} on host {host} (renewed {renewals} times); it is taken \
+             over only after {} without a renewal",
+            humantime::format_duration(Duration::from_millis(*timeout_ms))
+        ),
+        RunEvent::LeaseLost { host } => format!("host {host} took the lease at the same time; it continues the run"),
+        RunEvent::LeaseTakenOver { from_pid: Some(pid), from_host: Some(host), waited_ms: 1.., why, .. } => {
+            format!("took the run directory over from ralph pid {pid} on host {host}: its lease was {why}")
+        }
+        RunEvent::LeftoversEnded { run_id, pids } => format!(
+            "ended {} left behind by the interrupted run {run_id}: pids {pids:?}",
+            if pids.len() == 1 { "1 process".to_string() } else { format!("{} processes", pids.len()) }
+        ),
+        RunEvent::CheckpointArchived { aside } => format!("archived the previous checkpoint as {aside}"),
+        RunEvent::CheckpointSetAside { path, aside, problem } => {
+            format!("the checkpoint {path} {problem}; it was kept aside as {aside}; starting fresh")
+        }
+        RunEvent::CheckpointRestored { path, why, seq, run_id } => format!(
+            "note: the checkpoint {path} {why}; restored save {seq} of run {run_id} from the journal (ralph or the \
+             machine stopped before the file reached the disk)"
+        ),
+        RunEvent::ResumeChange { change } => format!("note: {change}"),
+        RunEvent::RunMoved { from, to } => format!("moving the run from phase {from} to phase {to} (--from)"),
+        RunEvent::Resuming { run_id, status, phase, pass, passes, iteration, agent_number, session } => format!(
+            "resuming run {run_id} ({}): phase {phase}{}, iteration {iteration}, agent #{agent_number}{}",
+            status.as_str(),
+            passes.map(|n| format!(", pass {pass} of {n}")).unwrap_or_default(),
+            session.as_ref().map(|s| format!(", session {s}")).unwrap_or_default()
+        ),
+        RunEvent::RunSettled { run_id, status: Status::Completed, .. } => {
+            format!("the run {run_id} is already completed; nothing to do")
+        }
+        RunEvent::RunSettled { run_id, status, reason } => format!(
+            "the run {run_id} is {}{}; --resume-or-start leaves it as it is (`ralph --resume` continues it)",
+            status.as_str(),
+            reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default()
+        ),
+        RunEvent::SecretInInput { file, line, family } => crate::secrets::found::goal_warning(file, *line, family),
+        RunEvent::SetupWarning { warning } => format!("note: {warning}"),
+        RunEvent::FleetReopened { eviction, phase, iteration, agent } => format!(
+            "the merge queue sent this fleet task back (eviction {eviction}): one more iteration of phase {phase} \
+             (iteration {iteration}), agent {agent}"
+        ),
+        RunEvent::FleetGitAborted { op, error: None } => {
+            format!("fleet: aborted the git {op} the agent left unfinished; the iteration runs again")
+        }
+        RunEvent::FleetGitAborted { op, error: Some(error) } => {
+            format!("fleet: cannot abort the git {op} the agent left unfinished: {error}")
+        }
+        RunEvent::LogFile { path } => format!("log: {path}"),
+        _ => return None,
+    })
+}
+
+/// The lines of the chain moving to another agent and back.
+fn chain_line(event: &RunEvent) -> Option<String> {
+    Some(match event {
         RunEvent::Fallover { from, to, cycle, why, new_cycle } => {
             let why = match why {
                 FalloverWhy::RecoveryAttempts => format!("recovery-attempt exhausted for agent {from}"),
@@ -155,6 +287,33 @@ pub(crate) fn line(event: &RunEvent) -> Option<String> {
             format!("{why}: falling over to {to}{cycle}")
         }
         RunEvent::Fallback { from, to, .. } => format!("the rate limit of {to} has reset: back from {from} to {to}"),
+        _ => return None,
+    })
+}
+
+/// The lines of what came through the control socket: `ralph stop`, the agent's MCP
+/// tools, a lost `ralph mcp`.
+fn control_line(event: &RunEvent) -> Option<String> {
+    Some(match event {
+        RunEvent::StopAfterIteration {} => "ralph stop: stopping after this iteration".to_string(),
+        RunEvent::ControlSocketMoved { socket } => {
+            format!("the control socket was gone; listening again at {socket}")
+        }
+        RunEvent::AgentProgress { message, .. } => format!("agent: {message}"),
+        RunEvent::AgentCheckpoint { summary, .. } => format!("agent saved a checkpoint: {summary}"),
+        RunEvent::AgentInterruption { reason, .. } => format!("agent gave up: {reason}"),
+        RunEvent::CompletionDeclared { summary, .. } => format!("agent declared the work complete: {summary}"),
+        RunEvent::TaskCancelled { reason, .. } => format!("agent cancelled the task: {reason}"),
+        RunEvent::McpLost { restarts, cap, .. } => {
+            format!("ralph mcp crashed while the agent ran ({restarts} of {cap} restarts)")
+        }
+        _ => return None,
+    })
+}
+
+/// The lines of git's steps: set-up, commits, what they leave out.
+fn git_line(event: &RunEvent) -> Option<String> {
+    Some(match event {
         RunEvent::GitCommit { hash, key, files, insertions, deletions, found_on_resume } => format!(
             "git: {} {} {key} ({files} file(s), +{insertions} -{deletions})",
             if *found_on_resume { "found the commit of" } else { "committed" },
@@ -169,35 +328,20 @@ pub(crate) fn line(event: &RunEvent) -> Option<String> {
         ),
         RunEvent::GitCommitRejected { key, .. } => format!("git: a hook rejected the commit of {key}"),
         RunEvent::GitStaleLockRemoved { path } => format!("git: removed {path} left by an interrupted commit"),
-        RunEvent::DiskFull { path, free } => format!("waiting: disk full on {path} ({free} free)"),
-        RunEvent::DiskSpaceBack { path } => format!("disk space is back on {path}: continuing"),
-        RunEvent::Online {} => "Recovery resumed after offline".to_string(),
-        RunEvent::StopAfterIteration {} => "ralph stop: stopping after this iteration".to_string(),
-        RunEvent::AgentProgress { message, .. } => format!("agent: {message}"),
-        RunEvent::AgentCheckpoint { summary, .. } => format!("agent saved a checkpoint: {summary}"),
-        RunEvent::AgentInterruption { reason, .. } => format!("agent gave up: {reason}"),
-        RunEvent::CompletionDeclared { summary, .. } => format!("agent declared the work complete: {summary}"),
-        RunEvent::TaskCancelled { reason, .. } => format!("agent cancelled the task: {reason}"),
-        RunEvent::McpLost { restarts, cap, .. } => {
-            format!("ralph mcp crashed while the agent ran ({restarts} of {cap} restarts)")
+        RunEvent::GitOff { why: GitOffWhy::NotARepository } => "not a git repository: git features are off".into(),
+        RunEvent::GitOff { why: GitOffWhy::GitMissing } => "git is not installed: git features are off".into(),
+        RunEvent::GitOff { why: GitOffWhy::StartedWithoutGit } => {
+            "this run started without git features: they stay off until it ends".into()
         }
-        RunEvent::RunStarted { .. }
-        | RunEvent::RunResumed { .. }
-        | RunEvent::RunError { .. }
-        | RunEvent::RunEnded { .. }
-        | RunEvent::AttemptInterrupted { .. }
-        | RunEvent::LeaseTakenOver { .. }
-        | RunEvent::Offline { .. }
-        | RunEvent::StopRequested { .. }
-        | RunEvent::AttemptStarted { .. }
-        | RunEvent::IterationStarted { .. }
-        | RunEvent::Retry { .. }
-        | RunEvent::RateLimitWait { .. }
-        | RunEvent::CapReached { .. }
-        | RunEvent::GitBaseline { .. }
-        | RunEvent::GitNothingToCommit { .. }
-        | RunEvent::GitError { .. }
-        | RunEvent::PassesEnded { clean: true, .. } => return None,
+        RunEvent::GitBranchCreated { branch } => format!("git: created branch {branch}; ralph commits on it"),
+        RunEvent::GitDetached { head } => format!(
+            "git: HEAD is detached{}; ralph commits on it (`git branch NAME` keeps the commits)",
+            head.as_deref().map(|h| format!(" at {}", short(h))).unwrap_or_default()
+        ),
+        RunEvent::GitHeld { files } => {
+            format!("git: --allow-dirty: {} changed file(s) are left out of every commit", files.len())
+        }
+        _ => return None,
     })
 }
 
@@ -221,6 +365,7 @@ mod tests {
     use super::*;
 
     use crate::recovery::Category;
+    use crate::supervise::Detector;
 
     #[test]
     fn each_event_reads_as_before() {
@@ -235,7 +380,10 @@ mod tests {
             duration_ms: 1,
             usage: Default::default(),
         };
-        assert_eq!(line(&failed).as_deref(), Some("attempt 3 failed (agent, stall): the agent stalled"));
+        assert_eq!(
+            line(&failed, &TimeZone::UTC).as_deref(),
+            Some("attempt 3 failed (agent, stall): the agent stalled")
+        );
         let fallover = RunEvent::Fallover {
             from: "a".into(),
             to: "b".into(),
@@ -244,10 +392,10 @@ mod tests {
             new_cycle: true,
         };
         assert_eq!(
-            line(&fallover).as_deref(),
+            line(&fallover, &TimeZone::UTC).as_deref(),
             Some("recovery-attempt exhausted for agent a: falling over to b (cycle 2)")
         );
-        assert_eq!(line(&RunEvent::Retry { delay_ms: 5, resume_session: None }), None);
+        assert_eq!(line(&RunEvent::Retry { delay_ms: 5, resume_session: None }, &TimeZone::UTC), None);
     }
 
     fn attempt_line() -> RunEvent {
@@ -268,6 +416,62 @@ mod tests {
     }
 
     #[test]
+    fn what_set_up_says() {
+        let s = |s: &str| s.to_string();
+        let events = [
+            RunEvent::LockStale { pid: Some(41), host: Some(s("box")), started_at: Some(s("2026-01-02T03:04:05Z")) },
+            RunEvent::LockStale { pid: None, host: None, started_at: None },
+            RunEvent::LockWait { path: s("/p/.agent/ralph.lock"), pid: Some(41), host: Some(s("box")) },
+            RunEvent::LeaseWatch { pid: 7, host: s("alpha"), renewals: 3, timeout_ms: 30_000 },
+            RunEvent::LeaseLost { host: s("beta") },
+            RunEvent::LeaseTakenOver {
+                from_host: Some(s("alpha")),
+                from_pid: Some(7),
+                from_boot_id: Some(s("b")),
+                from_renewals: Some(3),
+                waited_ms: 31_000,
+                why: s("not renewed for 31s"),
+            },
+            RunEvent::LeftoversEnded { run_id: s("R1"), pids: vec![12, 13] },
+            RunEvent::CheckpointArchived { aside: s("/p/.agent/checkpoint.archived-1.json") },
+            RunEvent::CheckpointSetAside {
+                path: s("/p/.agent/checkpoint.json"),
+                aside: s("/p/.agent/checkpoint.corrupt-1.json"),
+                problem: s("does not parse (EOF)"),
+            },
+            RunEvent::CheckpointRestored { path: s("/p/c.json"), why: s("is missing"), seq: 9, run_id: s("R1") },
+            RunEvent::ResumeChange { change: s("the goal file changed since this run started") },
+            RunEvent::RunMoved { from: s("develop"), to: s("review") },
+            RunEvent::Resuming {
+                run_id: s("R1"),
+                status: Status::Paused,
+                phase: s("review"),
+                pass: 2,
+                passes: Some(3),
+                iteration: 1,
+                agent_number: 2,
+                session: Some(s("sess-1")),
+            },
+            RunEvent::RunSettled { run_id: s("R1"), status: Status::Completed, reason: None },
+            RunEvent::RunSettled { run_id: s("R1"), status: Status::Failed, reason: Some(s("max_cycles exhausted")) },
+            RunEvent::SecretInInput { file: s("PROMPT.md"), line: 4, family: s("Stripe") },
+            RunEvent::SetupWarning { warning: s("cannot remove old run logs: permission denied") },
+            RunEvent::LogFile { path: s("/p/.agent/logs/R1/ralph.log") },
+            RunEvent::FleetReopened { eviction: 2, phase: s("develop"), iteration: 4, agent: s("claude") },
+            RunEvent::FleetGitAborted { op: s("rebase"), error: None },
+            RunEvent::FleetGitAborted { op: s("merge"), error: Some(s("fatal: no merge in progress")) },
+            RunEvent::GitOff { why: GitOffWhy::NotARepository },
+            RunEvent::GitOff { why: GitOffWhy::GitMissing },
+            RunEvent::GitOff { why: GitOffWhy::StartedWithoutGit },
+            RunEvent::GitBranchCreated { branch: s("ralph/work") },
+            RunEvent::GitDetached { head: Some(s("0123456789abcdef")) },
+            RunEvent::GitHeld { files: vec![s("NOTES.md"), s("scratch.txt")] },
+        ];
+        let lines: Vec<String> = events.iter().map(|e| line(e, &TimeZone::UTC).unwrap_or_default()).collect();
+        insta::assert_snapshot!(lines.join("\n"));
+    }
+
+    #[test]
     fn what_the_terminal_says_while_it_runs() {
         let stop = |why: EndWhy, sent, next| escalating(&Escalating { agent: "claude".into(), why, sent, next });
         let lines = [
@@ -281,7 +485,7 @@ mod tests {
             stop(EndWhy::User, "SIGINT", Some("SIGTERM")),
             stop(EndWhy::User, "SIGTERM", Some("SIGKILL")),
             stop(EndWhy::Signal("SIGTERM"), "SIGINT", Some("SIGTERM")),
-            stop(EndWhy::Intervention("stall".into()), "SIGINT", Some("SIGTERM")),
+            stop(EndWhy::Intervention(Detector::Stall), "SIGINT", Some("SIGTERM")),
             agent_stopped("claude", Some("SIGTERM")),
             killed(Some("claude")),
             killed(None),

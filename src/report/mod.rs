@@ -1,4 +1,4 @@
-//! What the user sees: the line of each run event and the live display's texts
+//! What the user sees (and the one question ralph asks, [`ask`]): the line of each run event and the live display's texts
 //! ([`lines`], pure), a live progress line on a terminal (`progress`, `term`),
 //! timestamped plain lines otherwise, nothing but errors with `-q`; local times
 //! ([`clock`]); the end-of-run summary ([`summary`]) and the exact next step
@@ -6,6 +6,7 @@
 
 use std::fmt::Write;
 
+pub(crate) mod ask;
 pub(crate) mod clock;
 pub(crate) mod lines;
 pub(crate) mod log;
@@ -15,7 +16,7 @@ pub(crate) mod summary;
 mod term;
 
 pub(crate) use next::next_step;
-pub(crate) use progress::Reporter;
+pub(crate) use progress::{Pulse, Reporter};
 #[cfg(test)]
 pub(crate) use summary::tests::checkpoint as summary_fixture;
 pub(crate) use summary::{Summary, counts};

@@ -23,6 +23,19 @@ use super::lines::{self, Escalating};
 use super::summary::Summary;
 use super::term::NoPadTerm;
 
+/// The live line's clock of the agent's last output.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Pulse(Option<(Arc<AtomicU64>, Instant)>);
+
+impl Pulse {
+    /// The agent printed something now.
+    pub(crate) fn beat(&self) {
+        if let Some((last, epoch)) = &self.0 {
+            last.store(epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Quiet,
@@ -82,7 +95,7 @@ impl Reporter {
     pub(crate) fn event(&mut self, event: &crate::events::RunEvent) {
         if let Some(text) = lines::attempt(event, self.cost_usd) {
             self.attempt_started(text);
-        } else if let Some(text) = lines::line(event) {
+        } else if let Some(text) = lines::line(event, &self.tz) {
             self.line(&text);
         }
     }
@@ -116,12 +129,10 @@ impl Reporter {
         self.cost_usd = cost_usd;
     }
 
-    /// The agent produced output.
-    pub(crate) fn agent_event(&self) {
-        // Only the live line shows it: a clock reading per line is a flood's cost.
-        if self.mode == Mode::Terminal {
-            self.touch();
-        }
+    /// The clock the running attempt sets when its agent prints; only the live line
+    /// shows it (a clock reading per line is a flood's cost elsewhere).
+    pub(crate) fn pulse(&self) -> Pulse {
+        Pulse((self.mode == Mode::Terminal).then(|| (Arc::clone(&self.last_event_ms), self.epoch)))
     }
 
     /// ralph is ending the agent: what it sent, what comes next and when, and (when

@@ -44,7 +44,9 @@ impl Summary {
             RunEvent::AttemptSucceeded { .. } => self.iterations += 1,
             RunEvent::PhaseDone { .. } => self.phases += 1,
             RunEvent::Fallover { .. } => self.fallovers += 1,
-            RunEvent::Intervention { detector, .. } => *self.interventions.entry(detector.clone()).or_insert(0) += 1,
+            RunEvent::Intervention { detector, .. } => {
+                *self.interventions.entry(detector.as_str().to_string()).or_insert(0) += 1;
+            }
             RunEvent::CapReached { cap, .. } => self.cap = Some(*cap),
             RunEvent::GitCommit { .. } => self.commits += 1,
             RunEvent::Signoff { verdict: crate::workflow::done::SignOff::Rejected, rule, words, .. } => {

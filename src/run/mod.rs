@@ -1,49 +1,29 @@
-//! Running a workflow, the shell around the pure core: [`setup`] turns the directory,
-//! the config ([`config_file`] reads it) and any checkpoint ([`start`]: fresh or
-//! resume) into a ready run (or a precise error), [`dispatch`] is the one loop that
-//! owns the run state and drives attempts, and [`attempt`] runs one agent process
-//! and writes its log (`attempt_log`). Around the loop, each carrying out decisions
-//! made elsewhere: failed attempts (`failure`), waits (`waits`, `disk_wait`, the
-//! probe's TCP connect in [`connect`]), phase artifacts (`artifact`), the repeating
-//! passes (`passes`), git steps ([`git_step`]), the lease ([`ownership`]), the
-//! registry entry (`registration`) and the control socket (`control`).
+//! Running a workflow, the I/O shell around the pure step ([`crate::step`]):
+//! [`setup`] turns the directory, the config ([`config_file`] reads it) and any
+//! checkpoint (fresh or resumed, as `step::start` decides) into a ready run (or a
+//! precise error);
+//! [`dispatch`] is the one loop that owns the run state, hands everything that
+//! happens to the step and carries out its effects (`io`); [`attempt`] runs one
+//! agent process. Around them, each carrying out what the step decided: the probe's
+//! TCP connect ([`connect`]), the registry entry
+//! (`registration`) and the control socket (`control`).
 
-mod artifact;
 pub(crate) mod attempt;
-mod attempt_log;
 pub(crate) mod config_file;
 pub(crate) mod connect;
 mod control;
-mod disk_wait;
 pub(crate) mod dispatch;
-mod failure;
-pub(crate) mod git_step;
-pub(crate) mod ownership;
-mod passes;
+mod io;
 pub(crate) mod registration;
 pub(crate) mod setup;
-pub(crate) mod start;
 #[cfg(debug_assertions)]
 mod test_hooks;
-mod waits;
 
 use std::path::PathBuf;
 
 use crate::error::RalphError;
 
-/// What the user asked for about an existing checkpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ResumeFlag {
-    /// Neither flag: ask on a terminal, refuse otherwise.
-    Ask,
-    /// `--resume`
-    Resume,
-    /// `--no-resume`
-    Fresh,
-    /// `--resume-or-start`: resume an unfinished run, start one when there is none,
-    /// leave a completed, paused, failed or blocked run as it is.
-    ResumeOrStart,
-}
+pub(crate) use crate::step::start::ResumeFlag;
 
 /// How `ralph run` was invoked.
 #[derive(Debug, Clone)]
@@ -70,7 +50,7 @@ pub(crate) async fn run(options: Options) -> Result<RunEnd, RalphError> {
         tracing::warn!("cannot become a child subreaper: escaped agent processes are found by their environment only");
     }
     match setup::prepare(&options).await? {
-        setup::Prepared::Ready(ready, signals) => dispatch::Dispatcher::new(*ready).run(signals).await,
+        setup::Prepared::Ready(ready, signals) => dispatch::run(*ready, signals).await,
         setup::Prepared::Settled(end) => Ok(end),
     }
 }

@@ -5,26 +5,35 @@
 
 use std::collections::BTreeSet;
 
-use crate::config::{AgentConfig, AgentKind, Loaded};
-use crate::state::checkpoint::Checkpoint;
+use crate::config::{AgentConfig, Loaded};
+use crate::state::checkpoint::{Checkpoint, Status};
+use crate::state::identity::Identity;
 use crate::state::lock::LockInfo;
 use crate::state::registry::{self, Entry};
 
-use super::dispatch::Dispatcher;
+/// The registry entry of this run, written again when its status changes.
+pub(super) struct Registration {
+    loaded: Loaded,
+    /// The status last written.
+    registered: Option<Status>,
+}
 
-impl Dispatcher {
+impl Registration {
+    pub(super) fn new(loaded: Loaded) -> Self {
+        Self { loaded, registered: None }
+    }
+
     /// Writes the registry entry when the checkpoint's status differs from the one
-    /// registered last.
-    pub(super) fn register_status(&mut self) {
-        let status = self.r.checkpoint.status;
-        if self.registered == Some(status) || !self.r.loaded.config.general.workflow.checkpoint_enabled {
+    /// registered last; `identity` is the run directory's, as its control socket
+    /// serves it.
+    pub(super) fn update(&mut self, project: &std::path::Path, cp: &Checkpoint, identity: Option<Identity>) {
+        if self.registered == Some(cp.status) || !self.loaded.config.general.workflow.checkpoint_enabled {
             return;
         }
         let Some(dir) = registry::dir() else { return };
-        let identity = self.control.server.as_ref().map(|s| s.serving().dir);
-        let entry = Entry { identity, ..entry(&self.r.dir, &self.r.loaded, &self.r.checkpoint) };
+        let entry = Entry { identity, ..entry(project, &self.loaded, cp) };
         match registry::write(&dir, &entry) {
-            Ok(()) => self.registered = Some(status),
+            Ok(()) => self.registered = Some(cp.status),
             Err(e) => tracing::warn!("cannot write the run registry entry in {}: {e}", dir.display()),
         }
     }
@@ -58,7 +67,8 @@ pub(crate) fn registry_entry(
         })
         .filter(|name| present(name))
         .collect();
-    let programs: BTreeSet<String> = agents.iter().filter_map(|a| program(a)).collect();
+    let programs: BTreeSet<String> =
+        agents.iter().flat_map(|a| crate::agent::preflight::programs(a)).map(|p| p.display().to_string()).collect();
     let watch = &loaded.config.watch;
     Entry {
         dir: project.to_path_buf(),
@@ -80,14 +90,4 @@ pub(crate) fn registry_entry(
         file: std::path::PathBuf::new(),
         inode: 0,
     }
-}
-
-/// The program an agent launches, as configured (a name looked up on `PATH`, or a
-/// path); `None` for the built-in scripted agent, which is ralph itself.
-pub(super) fn program(agent: &AgentConfig) -> Option<String> {
-    if agent.kind == AgentKind::Command {
-        return agent.command.as_ref().and_then(|c| c.first()).cloned();
-    }
-    let default = crate::agent::kinds::descriptor(agent.kind)?.binary;
-    Some(agent.binary.as_ref().map_or_else(|| default.to_string(), |b| b.display().to_string()))
 }

@@ -58,14 +58,17 @@ pub(crate) struct GoalFinding {
 
 impl fmt::Display for GoalFinding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "warning: {} line {} holds what looks like a credential ({}): the agent gets the file as written, and \
-             ralph hides it in everything it writes\n  next: keep credentials in the environment and name the \
-             variable instead",
-            self.file, self.finding.line, self.finding.family
-        )
+        f.write_str(&goal_warning(&self.file, self.finding.line, self.finding.family))
     }
+}
+
+/// What a person is told of a secret in a goal or config file: where, never the value.
+pub(crate) fn goal_warning(file: &str, line: usize, family: &str) -> String {
+    format!(
+        "warning: {file} line {line} holds what looks like a credential ({family}): the agent gets the file as \
+         written, and ralph hides it in everything it writes\n  next: keep credentials in the environment and name \
+         the variable instead"
+    )
 }
 
 /// Looks at a goal file (PROMPT.md, a task file) or the config for credentials, and

@@ -29,8 +29,7 @@ pub enum Durability {
     /// power cut may bring back the previous (complete) version. For states whose
     /// loss is the same as a crash just before them (a registry entry, the lease);
     /// the next durable write in the directory makes this one durable too. (The
-    /// dispatcher's light checkpoint saves pass it to mean "the journal only",
-    /// `run::dispatch`.)
+    /// run's light checkpoint saves pass it to mean "the journal only", `run::io`.)
     Ordered,
     /// Nothing is synced: a power cut may leave the old file, the new one, or an
     /// empty or partial one. Only for a file whose content is also made durable

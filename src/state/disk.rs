@@ -1,7 +1,8 @@
 //! A full disk is an outage, not a failure: telling ENOSPC and EDQUOT apart from
 //! other write errors, how much space is free, and how long to wait before the next
-//! try. The waiting itself is the dispatcher's (`run::dispatch`), which keeps the
-//! last good checkpoint on disk and starts nothing new until the state is saved.
+//! try. The waiting itself is the run's (`step::waits::disk`, carried out by
+//! `run::io`), which keeps the last good checkpoint on disk and starts nothing new
+//! until the state is saved.
 //!
 //! Debug builds have a fault hook for the tests: while the file named by
 //! `RALPH_TEST_DISK_FULL` exists, every checkpoint and journal write fails with

@@ -1,7 +1,7 @@
 //! The lease on a run directory that another host can mount (a Kubernetes
 //! PersistentVolumeClaim, NFS): who owns the run when a pid cannot be checked.
 //! Pure decisions only; the file is read and written by [`super::lease_file`] and
-//! renewed by `run::ownership`.
+//! renewed by `state::ownership`.
 //!
 //! The owner writes `{host, boot_id, pid, token, renewals}` and bumps `renewals`
 //! four times per `[watch] lease_timeout`. Another ralph decides from it:

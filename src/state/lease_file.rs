@@ -39,7 +39,7 @@ pub(crate) fn read(path: &Path) -> io::Result<Found> {
     }
 }
 
-/// `durability` is the owner's (`run::ownership`): `Ordered` where another host
+/// `durability` is the owner's (`state::ownership`): `Ordered` where another host
 /// reads the lease, so that it never reads the new name without its content (a
 /// shared file system may send the rename first); `Unsynced` where none can. The
 /// directory is never synced: a power cut that brings the previous lease back also

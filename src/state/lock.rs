@@ -64,25 +64,58 @@ pub(crate) use crate::os::boot_id;
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum LockError {
     /// Another live process holds the flock.
-    #[error("{}", held_message(path, info.as_ref()))]
+    #[error("{}", held_message(path, info.as_ref().map(|i| (i.pid, i.host.as_str()))))]
     Held { path: PathBuf, info: Option<LockInfo> },
     #[error("cannot lock {}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },
 }
 
-fn held_message(path: &Path, info: Option<&LockInfo>) -> String {
+/// What a held lock means for the person, with its holder (pid, host) when known.
+pub(crate) fn held_message(path: &Path, holder: Option<(u32, &str)>) -> String {
     let path = path.display();
-    match info {
-        Some(i) => format!(
-            "another ralph (pid {} on {}) is running in this directory; \
+    match holder {
+        Some((pid, host)) => format!(
+            "another ralph (pid {pid} on {}) is running in this directory; \
              wait for it to finish or stop it (lock: {path})",
-            i.pid,
-            if i.host.is_empty() { "unknown host" } else { &i.host }
+            if host.is_empty() { "unknown host" } else { host }
         ),
         None => format!(
             "another ralph is running in this directory (lock {path} is held); \
              wait for it to finish or stop it"
         ),
+    }
+}
+
+/// How long the lock may stay held after the ralph recorded in it died: the kernel
+/// frees it when the last process sharing the dead ralph's descriptor is gone, and
+/// a child it was starting (between clone and exec) dies by its parent-death signal
+/// only a moment later. A restart right after a kill -9 waits that out.
+const DEAD_HOLDER_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Takes the lock at `path` for a run: while another ralph of this host holds it,
+/// waits when `wait` (`--resume-or-start`, telling `waiting` once who holds it) or
+/// refuses, after [`DEAD_HOLDER_GRACE`] when the recorded holder is dead.
+pub(crate) fn take(
+    path: &Path,
+    wait: bool,
+    waiting: &mut dyn FnMut(&Path, Option<LockInfo>),
+) -> Result<Acquired, LockError> {
+    let (mut told, started) = (false, std::time::Instant::now());
+    loop {
+        match acquire(path) {
+            Err(LockError::Held { info: Some(holder), .. })
+                if !holder.process_alive() && started.elapsed() < DEAD_HOLDER_GRACE =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            Err(LockError::Held { path, info }) if wait => {
+                if !std::mem::replace(&mut told, true) {
+                    waiting(&path, info);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
+            taken => return taken,
+        }
     }
 }
 
@@ -153,28 +186,6 @@ pub(crate) fn acquire(path: &Path) -> Result<Acquired, LockError> {
         return Ok(Acquired { lock: RunLock { file }, stale: previous.flatten(), stale_unreadable });
     }
     Err(io_err(io::Error::other("the lock file keeps being replaced while locking it")))
-}
-
-/// How long the lock may stay held after the ralph recorded in it died: the kernel
-/// frees it when the last process sharing the dead ralph's descriptor is gone, and
-/// a child it was starting (between clone and exec) dies by its parent-death signal
-/// or execs only a moment later. A restart right after a kill -9 waits that out.
-pub(crate) const DEAD_HOLDER_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
-
-/// [`acquire`], waiting out (up to [`DEAD_HOLDER_GRACE`]) a lock still held a
-/// moment after the process recorded in it died.
-pub(crate) fn acquire_after_dead_holder(path: &Path) -> Result<Acquired, LockError> {
-    let started = std::time::Instant::now();
-    loop {
-        match acquire(path) {
-            Err(LockError::Held { info: Some(holder), .. })
-                if !holder.process_alive() && started.elapsed() < DEAD_HOLDER_GRACE =>
-            {
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
-            other => return other,
-        }
-    }
 }
 
 /// The lock file's content, without locking: for `ralph status`. `None` when the

@@ -1,10 +1,12 @@
 //! State on disk under `.agent/`: atomic and private files (no symlinks followed,
 //! 0600/0700), the checkpoint and the one reader of its format (`format`), the
-//! journal, the lock, the lease, what `logs/` keeps,
-//! telling a full disk from a failure (`disk`), who a run directory is beyond its path
+//! journal, the lock, the lease and its holder (`ownership`), each attempt's bounded
+//! log (`attempt_log`), what `logs/` keeps, telling a full disk from a failure
+//! (`disk`), who a run directory is beyond its path
 //! (`identity`); and the run registry under `$XDG_STATE_HOME`.
 
 pub(crate) mod atomic;
+pub(crate) mod attempt_log;
 pub(crate) mod checkpoint;
 pub(crate) mod disk;
 pub(crate) mod format;
@@ -13,6 +15,7 @@ pub(crate) mod journal;
 pub(crate) mod lease;
 pub(crate) mod lease_file;
 pub(crate) mod lock;
+pub(crate) mod ownership;
 pub(crate) mod private;
 pub(crate) mod registry;
 pub(crate) mod retention;

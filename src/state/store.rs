@@ -75,6 +75,15 @@ pub(crate) fn set_aside(path: &Path, label: &str) -> io::Result<PathBuf> {
     Err(io::Error::other("no free name to set the file aside"))
 }
 
+/// The newest file [`set_aside`] kept of `path` with `label`, if any.
+pub(crate) fn newest_aside(path: &Path, label: &str) -> Option<PathBuf> {
+    let stem = path.file_stem()?.to_string_lossy().into_owned();
+    let prefix = format!("{stem}.{label}-");
+    let names = std::fs::read_dir(parent_dir(path)).ok()?.filter_map(Result::ok);
+    let newest = names.map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with(&prefix)).max();
+    newest.map(|name| parent_dir(path).join(name))
+}
+
 /// How old a temporary file must be before a starting run takes it for the leftover
 /// of a killed write. Holding the run lock does not make a ralph the only writer
 /// here: a ralph starting at the same moment writes `.gitignore` (and `ralph doctor`
@@ -264,6 +273,8 @@ mod tests {
         seen.sort();
         seen.dedup();
         assert_eq!(seen.len(), 3);
+        assert!(newest_aside(&p, "corrupt").is_some_and(|q| seen.contains(&q)));
+        assert_eq!(newest_aside(&p, "archived"), None);
     }
 
     #[test]

@@ -11,6 +11,7 @@ use crate::agent::AgentEvent;
 use crate::config::Timeouts;
 
 use super::denials::Denials;
+use super::detector::Detector;
 use super::loops::LoopDetector;
 use super::note::{LastTool, ToolState};
 use super::{Watch, tool_text};
@@ -18,11 +19,32 @@ use super::{Watch, tool_text};
 /// ralph ends the attempt, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Intervention {
-    pub ended_by: EndedBy,
-    /// The detector's name, for the journal and the summary.
-    pub detector: &'static str,
+    /// The detector that fired, for the journal and the summary.
+    pub detector: Detector,
     /// What it saw (redacted by the journal).
     pub evidence: String,
+}
+
+impl Intervention {
+    /// Who ended the attempt: ralph, for the reason the detector names.
+    pub fn ended_by(&self) -> EndedBy {
+        self.detector.ended_by()
+    }
+
+    /// ralph's own clock ran out: the stall, tool or attempt limit of `timeouts`.
+    pub fn clock(reason: EndedBy, timeouts: &Timeouts) -> Intervention {
+        let fmt = |d| humantime::format_duration(d).to_string();
+        let (detector, evidence) = match reason {
+            EndedBy::ToolTimeout => {
+                (Detector::ToolTimeout, format!("a tool call ran longer than {}", fmt(timeouts.tool)))
+            }
+            EndedBy::AttemptTimeout => {
+                (Detector::AttemptTimeout, format!("the attempt ran longer than {}", fmt(timeouts.attempt)))
+            }
+            _ => (Detector::Stall, format!("no output for {} and no tool running", fmt(timeouts.stall))),
+        };
+        Intervention { detector, evidence }
+    }
 }
 
 pub struct Supervisor {
@@ -63,7 +85,7 @@ impl Supervisor {
         self.watch.on_event(event, now);
         let event = event?;
         if let Some(evidence) = self.denials.on_event(event) {
-            return Some(ralph(EndedBy::PermissionDenials, "repeated_permission_denials", evidence));
+            return Some(ralph(Detector::PermissionDenials, evidence));
         }
         match event {
             AgentEvent::ToolStarted { id, name, input } => {
@@ -71,9 +93,7 @@ impl Supervisor {
                     id.clone(),
                     LastTool { name: name.clone(), input_summary: summarize(input), state: ToolState::StartedNoResult },
                 ));
-                self.loops
-                    .on_tool_call(name, input)
-                    .map(|found| ralph(EndedBy::Loop, "tool_call_loop", found.description))
+                self.loops.on_tool_call(name, input).map(|found| ralph(Detector::ToolCallLoop, found.description))
             }
             AgentEvent::ToolFinished { id, .. } => {
                 if let Some((last_id, tool)) = self.last_tool.as_mut()
@@ -84,20 +104,22 @@ impl Supervisor {
                 None
             }
             AgentEvent::Text { text } => {
-                tool_text::detect(text).map(|found| ralph(EndedBy::ToolText, "tool_text", found.evidence()))
+                tool_text::detect(text).map(|found| ralph(Detector::ToolText, found.evidence()))
             }
-            AgentEvent::Thinking { text } => tool_text::detect_in_thinking(text)
-                .map(|found| ralph(EndedBy::ToolTextInThinking, "tool_text_in_thinking", found.evidence())),
+            AgentEvent::Thinking { text } => {
+                tool_text::detect_in_thinking(text).map(|found| ralph(Detector::ToolTextInThinking, found.evidence()))
+            }
             AgentEvent::Usage { cost_usd: Some(cost), .. } => {
                 self.cost += cost;
                 let left = self.cost_left?;
-                (self.cost >= left).then(|| Intervention {
-                    ended_by: EndedBy::CostCap,
-                    detector: "max_cost_usd",
-                    evidence: format!(
-                        "the attempt reported ${:.2} while the run had ${left:.2} left of [general] max_cost_usd",
-                        self.cost
-                    ),
+                (self.cost >= left).then(|| {
+                    ralph(
+                        Detector::CostCap,
+                        format!(
+                            "the attempt reported ${:.2} while the run had ${left:.2} left of [general] max_cost_usd",
+                            self.cost
+                        ),
+                    )
                 })
             }
             _ => None,
@@ -121,8 +143,8 @@ impl Supervisor {
 }
 
 /// ralph steps in: `detector` saw `evidence`.
-fn ralph(ended_by: EndedBy, detector: &'static str, evidence: String) -> Intervention {
-    Intervention { ended_by, detector, evidence }
+fn ralph(detector: Detector, evidence: String) -> Intervention {
+    Intervention { detector, evidence }
 }
 
 /// A short, single-line form of a tool's input for the recovery note.
@@ -168,7 +190,7 @@ mod tests {
         assert_eq!(s.on_event(Some(&call("1", "Read", input.clone())), now), None);
         assert_eq!(s.on_event(Some(&call("2", "Read", input.clone())), now), None);
         let hit = s.on_event(Some(&call("3", "Read", input)), now).expect("loop");
-        assert_eq!((hit.ended_by, hit.detector), (EndedBy::Loop, "tool_call_loop"));
+        assert_eq!((hit.ended_by(), hit.detector), (EndedBy::Loop, Detector::ToolCallLoop));
     }
 
     #[tokio::test(start_paused = true)]
@@ -177,9 +199,9 @@ mod tests {
         let mut s = Supervisor::new(&timeouts(), now);
         let text = "I will now edit the file.\n<function=edit>\n<parameter=path>src/main.rs</parameter>\n</function>";
         let hit = s.on_event(Some(&AgentEvent::Text { text: text.into() }), now).expect("tool text");
-        assert_eq!(hit.ended_by, EndedBy::ToolText);
+        assert_eq!(hit.ended_by(), EndedBy::ToolText);
         let hit = s.on_event(Some(&AgentEvent::Thinking { text: text.into() }), now).expect("thinking");
-        assert_eq!(hit.ended_by, EndedBy::ToolTextInThinking);
+        assert_eq!(hit.ended_by(), EndedBy::ToolTextInThinking);
         let plain = AgentEvent::Text { text: "All tests pass; the parser handles nested parentheses.".into() };
         assert_eq!(s.on_event(Some(&plain), now), None);
     }
@@ -199,13 +221,29 @@ mod tests {
     }
 
     #[test]
+    fn the_clock_names_the_limit_that_ran_out() {
+        let t = timeouts();
+        let stall = Intervention::clock(EndedBy::Stall, &t);
+        assert_eq!(
+            (stall.detector, stall.evidence.as_str()),
+            (Detector::Stall, "no output for 1m and no tool running")
+        );
+        assert_eq!(Intervention::clock(EndedBy::ToolTimeout, &t).detector, Detector::ToolTimeout);
+        let attempt = Intervention::clock(EndedBy::AttemptTimeout, &t);
+        assert_eq!(
+            (attempt.ended_by(), attempt.evidence.as_str()),
+            (EndedBy::AttemptTimeout, "the attempt ran longer than 1h")
+        );
+    }
+
+    #[test]
     fn a_running_cost_past_the_rest_of_the_budget_ends_the_attempt() {
         let t0 = Instant::now();
         let mut s = Supervisor::new(&timeouts(), t0).with_cost_left(Some(0.6));
         let step = |c| AgentEvent::Usage { input_tokens: 1, output_tokens: 1, cost_usd: Some(c) };
         assert_eq!(s.on_event(Some(&step(0.5)), t0), None);
         let hit = s.on_event(Some(&step(0.5)), t0).expect("over the cap");
-        assert_eq!((hit.ended_by, hit.detector), (EndedBy::CostCap, "max_cost_usd"));
+        assert_eq!((hit.ended_by(), hit.detector), (EndedBy::CostCap, Detector::CostCap));
         let mut unlimited = Supervisor::new(&timeouts(), t0);
         assert_eq!(unlimited.on_event(Some(&step(100.0)), t0), None);
     }

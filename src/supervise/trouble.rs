@@ -15,7 +15,7 @@ use super::note::Trouble;
 /// (or could not be), so it gets the plain "no signal" note.
 pub(crate) fn trouble(failure: &Classification, intervention: Option<&Intervention>, claim: &Claim) -> Trouble {
     if let Some(found) = intervention {
-        return match found.ended_by {
+        return match found.ended_by() {
             EndedBy::Stall => Trouble::Stall,
             EndedBy::Loop => Trouble::Loop { description: found.evidence.clone() },
             EndedBy::ToolText => Trouble::ToolText { in_thinking: false, excerpt: excerpt(&found.evidence) },
@@ -109,8 +109,7 @@ mod tests {
     fn interventions_name_the_trouble() {
         let f = Classification::new(Category::Agent, Rule::ToolText, "tool text");
         let found = Intervention {
-            ended_by: EndedBy::ToolTextInThinking,
-            detector: "tool_text_in_thinking",
+            detector: crate::supervise::detector::Detector::ToolTextInThinking,
             evidence: "function_tag: <function=edit>".into(),
         };
         assert_eq!(

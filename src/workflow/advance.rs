@@ -1,6 +1,6 @@
 //! Where the run goes at a phase boundary, and where it starts: the phase order, the
 //! repeating review/fix group (`[general.workflow] repeat`) and `--from`. Pure: the
-//! dispatcher and the setup only carry these decisions out.
+//! run's step and its start (`step::carry`, `step::start`) act on these decisions.
 //!
 //! The group's first phase is the review. It ends its pass "clean" with the goal
 //! signal (`<promise>COMPLETE</promise>`): nothing is left to fix, so the rest of the

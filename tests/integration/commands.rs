@@ -191,7 +191,7 @@ fn verbose_levels_log_decisions_and_agent_events() {
 #[test]
 fn ralph_log_takes_rust_log_syntax_and_json_is_for_machines() {
     let p = crash_then_done();
-    p.ralph().env("RALPH_LOG", "warn,ralph::run::failure=debug").args(["--log-format", "json"]).run().expect_code(0);
+    p.ralph().env("RALPH_LOG", "warn,ralph::step::failure=debug").args(["--log-format", "json"]).run().expect_code(0);
     let log = p.ralph_log();
     let lines: Vec<serde_json::Value> =
         log.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {e}: {l}"))).collect();

@@ -1,8 +1,8 @@
 //! Taking and keeping the lease of the run directory (the rules are in
-//! [`crate::state::lease`]): wait for another host's lease to expire, take it
-//! over, renew it from a heartbeat thread while the run lives where another host
-//! can read it, release it at the end. A heartbeat that finds the lease taken over
-//! stops ralph at once.
+//! [`super::lease`], the file in [`super::lease_file`]): wait for another host's
+//! lease to expire, take it over, renew it from a heartbeat thread while the run
+//! lives where another host can read it, release it at the end. A heartbeat that
+//! finds the lease taken over stops ralph at once.
 //!
 //! The lease is renewed only where it protects something: `.agent/` on a file
 //! system other hosts mount (`os::is_shared_fs`: NFS, SMB, CephFS, a cluster or
@@ -22,10 +22,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::config::{LeaseRenewal, Watch as WatchConfig};
-use crate::error::RalphError;
-use crate::state::atomic::Durability;
-use crate::state::lease::{self, FirstLook, Found, Identity, LeaseRecord, Renewal, Seen, Watch};
-use crate::state::lease_file;
+
+use super::atomic::Durability;
+use super::lease::{self, FirstLook, Found, Identity, LeaseRecord, Renewal, Seen, Watch};
+use super::lease_file;
 
 /// Whether to wait while another host's lease is live (`--resume-or-start`), or
 /// refuse as soon as it is seen renewed.
@@ -60,6 +60,25 @@ pub(crate) struct Lease {
     released: Arc<Mutex<bool>>,
 }
 
+/// What a person should hear while the lease is taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Heard {
+    /// Another host's ralph holds it: it is watched for renewals.
+    Watching(LeaseRecord),
+    /// Another host took it at the same moment; it continues the run.
+    LostRace(LeaseRecord),
+}
+
+/// Why the lease cannot be taken.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AcquireError {
+    #[error("cannot use the lease {}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    /// Another ralph holds it (the message says who and what to do).
+    #[error("{0}")]
+    Held(String),
+}
+
 /// Takes the lease at `path`, waiting as long as `when_held` says; `say` tells the
 /// user what is going on.
 pub(crate) fn acquire(
@@ -67,12 +86,12 @@ pub(crate) fn acquire(
     me: &Identity,
     config: &WatchConfig,
     when_held: WhenHeld,
-    say: &dyn Fn(&str),
-) -> Result<(Lease, Option<Takeover>), RalphError> {
-    let io = |e: std::io::Error| RalphError::setup(format!("cannot use the lease {}", path.display()), e);
+    say: &mut dyn FnMut(Heard),
+) -> Result<(Lease, Option<Takeover>), AcquireError> {
+    let io = |source: std::io::Error| AcquireError::Io { path: path.to_path_buf(), source };
     let timeout = config.lease_timeout;
     let renews =
-        config.lease_renewal == LeaseRenewal::Always || crate::os::is_shared_fs(crate::state::atomic::parent_dir(path));
+        config.lease_renewal == LeaseRenewal::Always || crate::os::is_shared_fs(super::atomic::parent_dir(path));
     let durability = if renews { Durability::Ordered } else { Durability::Unsynced };
     let poll = (timeout / 8).clamp(Duration::from_millis(10), Duration::from_secs(1));
     let mut told = false;
@@ -87,21 +106,14 @@ pub(crate) fn acquire(
             }),
             FirstLook::Watch(record) => {
                 if !told {
-                    say(&format!(
-                        "the run directory is leased by ralph pid {} on host {} (renewed {} times); \
-                         it is taken over only after {} without a renewal",
-                        record.pid,
-                        record.host,
-                        record.renewals,
-                        humantime::format_duration(timeout)
-                    ));
+                    say(Heard::Watching(record.clone()));
                     told = true;
                 }
                 match watch(path, me, &record, timeout, poll, when_held).map_err(io)? {
                     Watched::Free => continue,
                     Watched::Expired(takeover) => Some(takeover),
                     Watched::Live(record) => {
-                        return Err(RalphError::LeaseHeld(format!(
+                        return Err(AcquireError::Held(format!(
                             "another ralph (pid {} on host {}) holds the lease of this directory and renewed it \
                              while this one watched; wait for it to finish, or use --resume-or-start to wait",
                             record.pid, record.host
@@ -125,9 +137,9 @@ pub(crate) fn acquire(
             // has done anything.
             thread::sleep(lease::renew_every(timeout).min(Duration::from_secs(2)));
             if let Renewal::Lost(winner) = lease::renewal(&record.token, &lease_file::read(path).map_err(io)?) {
-                say(&format!("host {} took the lease at the same time; it continues the run", winner.host));
+                say(Heard::LostRace(winner.clone()));
                 if when_held == WhenHeld::Refuse {
-                    return Err(RalphError::LeaseHeld(format!(
+                    return Err(AcquireError::Held(format!(
                         "another ralph (pid {} on host {}) took the lease of this directory",
                         winner.pid, winner.host
                     )));
@@ -292,7 +304,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("ralph.lease");
         let config = WatchConfig { lease_timeout: Duration::from_millis(40), ..WatchConfig::default() };
-        let (lease, _) = acquire(&p, &me("a"), &config, WhenHeld::Refuse, &|_| {}).unwrap();
+        let (lease, _) = acquire(&p, &me("a"), &config, WhenHeld::Refuse, &mut |_| {}).unwrap();
         assert!(lease.heartbeat.is_none(), "no heartbeat thread");
         thread::sleep(Duration::from_millis(100));
         assert!(matches!(lease_file::read(&p).unwrap(), Found::Held(r) if r.renewals == 0));
@@ -305,7 +317,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("ralph.lease");
         let (lease, takeover) =
-            acquire(&p, &me("a"), &renewed(Duration::from_millis(200)), WhenHeld::Refuse, &|_| {}).unwrap();
+            acquire(&p, &me("a"), &renewed(Duration::from_millis(200)), WhenHeld::Refuse, &mut |_| {}).unwrap();
         assert!(takeover.is_none());
         let renewals = |p: &Path| match lease_file::read(p).unwrap() {
             Found::Held(r) => r.renewals,
@@ -334,7 +346,7 @@ mod tests {
         };
         lease_file::write(&p, &theirs, Durability::Ordered).unwrap();
         let timeout = Duration::from_millis(300);
-        let (lease, takeover) = acquire(&p, &me("a"), &renewed(timeout), WhenHeld::Refuse, &|_| {}).unwrap();
+        let (lease, takeover) = acquire(&p, &me("a"), &renewed(timeout), WhenHeld::Refuse, &mut |_| {}).unwrap();
         let takeover = takeover.unwrap();
         assert_eq!(takeover.from, Some(theirs));
         assert!(takeover.waited >= timeout);
@@ -345,8 +357,10 @@ mod tests {
     fn a_live_lease_is_refused_when_not_waiting() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("ralph.lease");
-        let (held, _) = acquire(&p, &me("b"), &renewed(Duration::from_millis(200)), WhenHeld::Refuse, &|_| {}).unwrap();
-        let err = acquire(&p, &me("a"), &renewed(Duration::from_millis(200)), WhenHeld::Refuse, &|_| {}).unwrap_err();
+        let (held, _) =
+            acquire(&p, &me("b"), &renewed(Duration::from_millis(200)), WhenHeld::Refuse, &mut |_| {}).unwrap();
+        let err =
+            acquire(&p, &me("a"), &renewed(Duration::from_millis(200)), WhenHeld::Refuse, &mut |_| {}).unwrap_err();
         assert!(err.to_string().contains("on host b"), "{err}");
         held.release().unwrap();
     }

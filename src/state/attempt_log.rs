@@ -14,9 +14,9 @@
 //! never a stalled agent: the output keeps being read, what the disk refused stays
 //! in memory (at most [`HELD_MAX`] more; beyond it a marker says how many bytes
 //! were lost), the write is tried again with the disk backoff, and the log goes on
-//! once space is back. The dispatcher hears of it as `disk_full` and
-//! `disk_space_back` events, and keeps trying after the attempt ends
-//! (`run::disk_wait`). Any other write error gives the log up with a warning.
+//! once space is back. The log reports it as [`DiskNews`], which the run journals as
+//! `disk_full` and `disk_space_back`, and keeps trying after the attempt ends (the
+//! run's full-disk wait). Any other write error gives the log up with a warning.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -27,18 +27,17 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::events::RunEvent;
+use super::disk;
 use crate::secrets::Stream;
-use crate::state::disk;
 
 /// The longest a written byte waits in the buffer.
-pub(super) const FLUSH_EVERY: Duration = Duration::from_millis(200);
+pub(crate) const FLUSH_EVERY: Duration = Duration::from_millis(200);
 /// Tail segments kept.
 const SEGMENTS: usize = 4;
 /// Bytes buffered before they are written, whatever the flush interval.
 const BUFFER: usize = 64 * 1024;
 /// Output held in memory while the disk is full, at most.
-pub(super) const HELD_MAX: usize = 1024 * 1024;
+pub(crate) const HELD_MAX: usize = 1024 * 1024;
 
 /// Where the agent's output is written.
 #[derive(Debug, Default)]
@@ -64,14 +63,23 @@ pub(crate) struct AttemptLog {
     dirty_since: Option<Instant>,
     /// Set while the disk is full.
     full: Option<Full>,
-    /// Events for the dispatcher, oldest first.
-    news: Vec<RunEvent>,
+    /// What the disk did, for the run's journal, oldest first.
+    news: Vec<DiskNews>,
     /// The redaction of stdout and of stderr, each with what its last line left
     /// (a private key's body, a secret cut by a line break).
     redact: [Stream; 2],
     /// Unit tests: writes fail with ENOSPC while this file exists.
     #[cfg(test)]
     full_while: Option<PathBuf>,
+}
+
+/// What a log's disk did: the run journals it (`disk_full`, `disk_space_back`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DiskNews {
+    /// A write found the disk full; `free` as the file system reports it.
+    Full { path: PathBuf, free: String },
+    /// The output held meanwhile is written.
+    SpaceBack { path: PathBuf },
 }
 
 /// The waiting out of a full disk.
@@ -154,7 +162,7 @@ impl AttemptLog {
             return;
         }
         let Some(full) = self.full.take() else { return };
-        self.news.push(RunEvent::DiskSpaceBack { path: self.current().display().to_string() });
+        self.news.push(DiskNews::SpaceBack { path: self.current().to_path_buf() });
         self.write(&full.held);
         if full.lost > 0 {
             let newline = if full.held.last().is_some_and(|b| *b != b'\n') { "\n" } else { "" };
@@ -164,8 +172,8 @@ impl AttemptLog {
         self.drain();
     }
 
-    /// What happened to the disk since the last call, for the dispatcher.
-    pub(crate) fn take_news(&mut self) -> Vec<RunEvent> {
+    /// What happened to the disk since the last call.
+    pub(crate) fn take_news(&mut self) -> Vec<DiskNews> {
         std::mem::take(&mut self.news)
     }
 
@@ -277,7 +285,7 @@ impl AttemptLog {
                 let path = self.current().to_path_buf();
                 let free = disk::free_bytes(&path).map_or_else(|| "unknown".to_string(), disk::human);
                 tracing::warn!("disk full writing the attempt log {}", path.display());
-                self.news.push(RunEvent::DiskFull { path: path.display().to_string(), free });
+                self.news.push(DiskNews::Full { path, free });
                 self.full = Some(Full { tries: 0, retry_at: now + disk::backoff(0), held: Vec::new(), lost: 0 });
             }
         }
@@ -377,7 +385,11 @@ mod tests {
     }
 
     fn kinds(log: &mut AttemptLog) -> Vec<&'static str> {
-        log.take_news().iter().map(RunEvent::kind).collect()
+        let kind = |news: &DiskNews| match news {
+            DiskNews::Full { .. } => "disk_full",
+            DiskNews::SpaceBack { .. } => "disk_space_back",
+        };
+        log.take_news().iter().map(kind).collect()
     }
 
     #[tokio::test(start_paused = true)]

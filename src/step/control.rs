@@ -1,0 +1,107 @@
+//! What came through the control socket and what it changes: `ralph stop` (the run
+//! stops after the iteration, or at once while nothing of it runs), the agent's MCP
+//! tools (progress, a verified checkpoint, its interruption, its completion, its
+//! cancel) kept as evidence for the attempt's end, a lost `ralph mcp` counted
+//! against `[retry] mcp_restarts`, and the heartbeat they all are; and what the
+//! socket answers about the run ([`live`]).
+
+use crate::control::{Inbound, Live};
+use crate::events::RunEvent;
+use crate::signal::StopCause;
+use crate::state::checkpoint::{AgentCheckpoint, Status};
+
+use super::effect::Command;
+use super::state::{Mode, RunState};
+use super::waits;
+
+/// Applies the socket's messages.
+pub(super) fn inbox(run: &mut RunState, inbox: Vec<Inbound>) {
+    let mut heartbeat = false;
+    for msg in inbox {
+        heartbeat |= !matches!(msg, Inbound::Stop { .. });
+        apply(run, msg);
+    }
+    match &run.mode {
+        // Any message of the agent is a sign of life.
+        Mode::Attempt(_) if heartbeat => run.tell(Command::Alive),
+        // `ralph stop`: nothing of the iteration runs while ralph waits, so it stops here.
+        Mode::Waiting(_) | Mode::Probing(_) if run.control.stop_after.is_some() => {
+            waits::interrupted(run, StopCause::User);
+        }
+        _ => {}
+    }
+}
+
+/// One message.
+fn apply(run: &mut RunState, msg: Inbound) {
+    let agent_running = matches!(&run.mode, Mode::Attempt(r) if r.agent_running);
+    match msg {
+        Inbound::Stop { .. } => {
+            if run.control.stop_after.is_none() {
+                run.control.stop_after = Some(run.position_key());
+                run.emit(RunEvent::StopAfterIteration {});
+            }
+        }
+        // The socket answers status requests itself.
+        Inbound::Hello { .. } | Inbound::Bye { .. } | Inbound::Status {} | Inbound::TaskStatus { .. } => {}
+        // Only a server lost while its agent still runs is a crash: the agent's own
+        // exit (and ralph's cleanup of its group) ends it too.
+        Inbound::McpLost { attempt } if agent_running && attempt == run.cp.progress.counters.attempts => {
+            let counters = &mut run.cp.progress.counters;
+            counters.mcp_restarts += 1;
+            let (restarts, cap) = (counters.mcp_restarts, run.setting.loaded.config.retry.mcp_restarts);
+            run.control.restarts_exhausted |= restarts > cap;
+            run.emit(RunEvent::McpLost { attempt, restarts, cap });
+        }
+        Inbound::McpLost { .. } => {}
+        Inbound::Progress { attempt, message } => run.emit(RunEvent::AgentProgress { attempt, message }),
+        Inbound::Checkpoint { attempt, summary, files_touched, steps_done, next_steps } => {
+            let pos = &run.cp.progress.position;
+            run.cp.agent_checkpoint = Some(AgentCheckpoint {
+                phase: pos.phase_name.clone(),
+                iteration: pos.iteration,
+                summary: summary.clone(),
+                steps_done: steps_done.clone(),
+                next_steps: next_steps.clone(),
+            });
+            run.emit(RunEvent::AgentCheckpoint { attempt, summary, files_touched, steps_done, next_steps });
+            run.save();
+        }
+        Inbound::Interruption { attempt, reason } => {
+            run.control.interruption = Some(reason.clone());
+            run.emit(RunEvent::AgentInterruption { attempt, reason });
+        }
+        Inbound::Complete { attempt, summary, evidence, goal_complete } => {
+            run.control.declared = Some((attempt, goal_complete));
+            run.emit(RunEvent::CompletionDeclared { attempt, summary, evidence, goal_complete });
+        }
+        Inbound::Cancel { attempt, reason } => {
+            run.control.cancelled = Some(reason.clone());
+            run.emit(RunEvent::TaskCancelled { attempt, reason });
+        }
+    }
+}
+
+/// What `ralph status` and the agent's `get_task_status` see of the run now.
+pub(crate) fn live(run: &RunState, live: &mut Live) {
+    let cp = &run.cp;
+    let (pos, phase) = (&cp.progress.position, run.phase());
+    live.phase = pos.phase_name.clone();
+    live.iteration = pos.iteration;
+    live.iterations = phase.iterations;
+    live.agent = run.current_agent();
+    live.status = cp.status.as_str().to_string();
+    live.waiting_for =
+        (cp.status == Status::Waiting).then(|| match (cp.progress.rate_limit_until, cp.progress.offline_since) {
+            (Some(at), _) => format!("a rate-limit reset at unix second {at}"),
+            (None, Some(_)) => "the providers to come back online".to_string(),
+            (None, None) => "a backoff before the next attempt".to_string(),
+        });
+    live.stop_requested = run.control.stop_after.is_some();
+    live.recovery_note = cp.progress.recovery_note.clone();
+    live.last_checkpoint = (cp.agent_checkpoint.as_ref())
+        .filter(|c| c.phase == pos.phase_name && c.iteration == pos.iteration)
+        .map(|c| c.summary.clone());
+    let max_cost = run.setting.loaded.config.general.max_cost_usd;
+    live.budget = max_cost.map(|max| format!("${:.2} of ${max:.2} spent", cp.usage.cost_usd));
+}
