@@ -1,6 +1,6 @@
 //! `ralph fleet` against real repositories and real processes (docs/fleet.md): a
 //! fleet of several tasks to the end; the refusals of a first start; two
-//! supervisors; a stop and a continue; a task file added mid-run; an agent that
+//! supervisors (one after the other, and at the same moment); a stop and a continue; a task file added mid-run; an agent that
 //! writes into the main checkout; a ralph started inside a task; the supervisor
 //! killed with SIGKILL (its tasks adopted by the next one); the watchdog resuming a
 //! crashed fleet; discard and clean keeping a worktree that holds a file.
@@ -134,6 +134,22 @@ fn two_supervisors_one_refused_then_a_stop_and_a_continue() {
     for task in ["a", "b", "late"] {
         assert_eq!(f.landed(task).len(), 1, "{task}\n{out}");
         assert_eq!(f.task_state(task), "merged");
+    }
+    f.assert_no_process_left();
+}
+
+#[test]
+fn two_supervisors_started_at_the_same_moment_one_runs_the_fleet_the_other_is_refused() {
+    let f = Fleet::new(&config(&[WRITES], "max_parallel = 2", ""), &[("a", "A."), ("b", "B.")]);
+    let (one, two) = (f.fleet(&[]).spawn(), f.fleet(&[]).spawn());
+    let (one, two) = (one.finish(), two.finish());
+    let mut codes = [one.code, two.code];
+    codes.sort_unstable();
+    assert_eq!(codes, [Some(0), Some(2)], "{one}\n{two}");
+    let refused = if one.code == Some(2) { &one } else { &two };
+    refused.stderr_has("another ralph fleet");
+    for task in ["a", "b"] {
+        assert_eq!(f.landed(task).len(), 1, "{task}\n{one}\n{two}");
     }
     f.assert_no_process_left();
 }
