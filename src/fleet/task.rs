@@ -18,7 +18,7 @@
 //! * [`adapt`] (reading the config): the goal is the task file, the phases'
 //!   templates and the agents' relative programs resolve in the main checkout,
 //!   `[git] branch` does not apply, the cost cap is the task's share.
-//! * [`eviction`] (the checkpoint is read): the merge queue's eviction, which
+//! * [`reopen`] (the checkpoint is read): the merge queue's eviction, which
 //!   `step::start::reopen` turns into one more iteration of the completed run.
 //! * the descriptor's `tasks_glob` (git set-up, `git::session::open`): the task files
 //!   are never committed; an unfinished rebase or merge is aborted.
@@ -37,6 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{AgentConfig, Loaded};
 use crate::error::RalphError;
+use crate::events::RunEvent;
 use crate::git::plan::Exempt;
 use crate::git::repo::Repo;
 use crate::state::registry::{FleetMark, FleetRole};
@@ -211,9 +212,15 @@ pub(crate) fn adapt(dir: &Path, loaded: &mut Loaded) {
 }
 
 /// The hook when a run's checkpoint is read: the merge queue's latest eviction of
-/// the task, if any (`step::start::reopen` decides whether it reopens the run).
-pub(crate) fn eviction(dir: &Path) -> Option<super::state::Eviction> {
-    read_descriptor(dir)?.eviction
+/// the task, if any, handed to `step::start::reopen`, which decides whether it
+/// reopens the completed run (then what to tell).
+pub(crate) fn reopen(dir: &Path, cp: &mut crate::state::checkpoint::Checkpoint, loaded: &Loaded) -> Option<RunEvent> {
+    let eviction = read_descriptor(dir)?.eviction?;
+    crate::step::start::reopen(
+        cp,
+        loaded,
+        &crate::step::start::Eviction { number: eviction.number, text: &eviction.text },
+    )
 }
 
 /// A task file is a goal: looked at for credentials like any goal file (named by

@@ -244,11 +244,8 @@ async fn choose_checkpoint(
         end_leftovers(&cp.run_id, told);
     }
     // A fleet task the merge queue sent back: its completed run takes one more iteration.
-    if let (Some(cp), Some(eviction)) = (existing.as_mut(), crate::fleet::task::eviction(&options.dir)) {
-        let eviction = start::Eviction { number: eviction.number, text: &eviction.text };
-        if let Some(reopened) = start::reopen(cp, loaded, &eviction) {
-            told.tell(reopened);
-        }
+    if let Some(reopened) = existing.as_mut().and_then(|cp| crate::fleet::task::reopen(&options.dir, cp, loaded)) {
+        told.tell(reopened);
     }
     let mut flag = options.resume;
     let mut decision = start::decide(existing.as_ref(), flag);
