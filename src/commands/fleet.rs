@@ -306,3 +306,28 @@ fn diff(found: &Found, task: &str) -> Result<i32, RalphError> {
         .map_err(|e| RalphError::io("cannot run git", e))?;
     Ok(if status.success() { exit::DONE } else { exit::FAILED })
 }
+
+/// `ralph stop --all` and a fleet: its supervisor is asked to stop (each running
+/// task pauses in order, the fleet is saved `stopped`, and `ralph fleet` continues
+/// it); returns what it said, or why no supervisor took the stop.
+pub(crate) fn ask_to_stop(repo: &Path, now: bool) -> Result<String, String> {
+    let record = find(repo).map_err(|e| e.to_string())?.paths.socket_record();
+    match control::call(&record, &Request::Stop { task: None, now }, Duration::from_secs(60)) {
+        Some(Ok(reply)) if reply.ok => Ok(reply.message),
+        Some(Ok(reply)) => Err(reply.message),
+        Some(Err(e)) => Err(e),
+        None => Err(format!("no fleet supervisor answers in {}", repo.display())),
+    }
+}
+
+/// Whether a supervisor runs the fleet of `repo` (it holds the fleet's lock).
+pub(crate) fn supervised(repo: &Path) -> bool {
+    crate::state::lock::is_held(&paths::fleet_dir(repo).join("fleet.lock"))
+}
+
+/// The status a stopped fleet reads as for `ralph stop` (a fleet archived meanwhile:
+/// completed).
+pub(crate) fn stopped_as(repo: &Path) -> crate::state::checkpoint::Status {
+    let state = crate::fleet::state::read(&paths::fleet_dir(repo).join("fleet.json")).ok().flatten();
+    state.map_or(crate::state::checkpoint::Status::Completed, |f| f.status.as_run_status())
+}
