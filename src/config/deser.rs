@@ -11,8 +11,9 @@ use super::locate::{Dotted, KeyPath, Seg, Spans, keys};
 use super::suggest::{did_you_mean, one_of};
 
 /// Keys that are counts with a minimum of 1.
-const CAPS: [&str; 8] = [
+const CAPS: [&str; 9] = [
     "max_cycles",
+    "max_resumes_per_boot",
     "agent_attempts",
     "ambiguous_attempts",
     "tool_registry_resets",
@@ -69,6 +70,9 @@ const HOMES: &[(&str, &str)] = &[
     ("check_timeout", "fleet"),
     ("max_evictions", "fleet"),
     ("regenerate", "fleet"),
+    ("max_age", "watch"),
+    ("max_resumes_per_boot", "watch"),
+    ("service_managers", "watch"),
     ("chain", "phases.NAME"),
     ("kind", "agents.NAME"),
 ];

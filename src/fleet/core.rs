@@ -258,7 +258,8 @@ pub(crate) fn worst_case(tasks: usize, per_run: Option<f64>) -> String {
 /// end of the work.
 pub(crate) fn final_status(stop: Option<StopCause>, end: Option<&FleetEnd>) -> FleetStatus {
     match (stop, end) {
-        (Some(StopCause::User), _) => FleetStatus::Stopped,
+        // A person's stop: Ctrl+C, or a SIGTERM of a process of their own.
+        (Some(StopCause::User | StopCause::Deliberate), _) => FleetStatus::Stopped,
         (Some(_), _) => FleetStatus::Interrupted,
         (None, Some(FleetEnd::Done)) => FleetStatus::Finished,
         (None, Some(FleetEnd::Unfinished(_))) => FleetStatus::Unfinished,
@@ -357,6 +358,7 @@ mod tests {
         assert_eq!(final_status(None, Some(&FleetEnd::Done)), FleetStatus::Finished);
         assert_eq!(final_status(Some(StopCause::User), None), FleetStatus::Stopped);
         assert_eq!(final_status(Some(StopCause::Terminate), None), FleetStatus::Interrupted);
+        assert_eq!(final_status(Some(StopCause::Deliberate), None), FleetStatus::Stopped);
     }
 
     #[test]

@@ -171,6 +171,11 @@ impl Supervisor {
             self.reporter.line(&line);
         }
         self.discover()?;
+        // Who sends a SIGTERM decides what it is (a process of the person's own: their
+        // stop, like Ctrl+C; a service manager or a shutdown: an interruption the
+        // watchdog resumes), as for a run (docs/operations.md).
+        crate::os::origin::record().map_err(|e| RalphError::io("cannot record who sends SIGTERM", e))?;
+        let managers = self.book.loaded.config.watch.service_managers.clone();
         let mut int = signal(SignalKind::interrupt()).map_err(|e| RalphError::io("cannot handle SIGINT", e))?;
         let mut term = signal(SignalKind::terminate()).map_err(|e| RalphError::io("cannot handle SIGTERM", e))?;
         let mut hup = signal(SignalKind::hangup()).map_err(|e| RalphError::io("cannot handle SIGHUP", e))?;
@@ -203,7 +208,10 @@ impl Supervisor {
                 done = super::merging::job_done(&mut self.job) => self.on_job(done)?,
                 chore = self.chores.next() => self.on_chore(chore)?,
                 _ = int.recv() => if self.on_signal(Incoming::Interrupt) { break None },
-                _ = term.recv() => if self.on_signal(Incoming::Terminate) { break None },
+                _ = term.recv() => {
+                    let deliberate = crate::signal::origin::found(&managers);
+                    if self.on_signal(Incoming::Terminate { deliberate }) { break None }
+                }
                 _ = hup.recv() => if self.on_signal(Incoming::Hangup) { break None },
                 () = tokio::time::sleep(DISK_RETRY), if wait_disk => self.later = None,
                 () = tokio::time::sleep(super::merging::QUEUE_RETRY), if wait_queue => self.queue_paused = None,
@@ -506,7 +514,7 @@ impl Supervisor {
     fn on_signal(&mut self, incoming: Incoming) -> bool {
         let signal = match incoming {
             Incoming::Interrupt => Signal::SIGINT,
-            Incoming::Terminate => Signal::SIGTERM,
+            Incoming::Terminate { .. } => Signal::SIGTERM,
             Incoming::Hangup => Signal::SIGHUP,
         };
         match self.interrupt.on_signal(incoming) {

@@ -39,7 +39,9 @@ impl Registration {
     }
 }
 
-fn entry(project: &std::path::Path, loaded: &Loaded, cp: &Checkpoint) -> Entry {
+/// The entry of the run `cp` in `project` under `loaded`, as this process would
+/// register it (the watchdog registers a run the registry lost the same way).
+pub(crate) fn entry(project: &std::path::Path, loaded: &Loaded, cp: &Checkpoint) -> Entry {
     Entry {
         // A fleet task's run is its supervisor's to resume (docs/fleet.md).
         fleet: crate::fleet::task::registry_mark(project),
@@ -85,6 +87,8 @@ pub(crate) fn registry_entry(
         resume_after_shutdown: watch.resume_after_shutdown,
         max_restarts: watch.max_restarts,
         restart_backoff_secs: watch.restart_backoff.as_secs(),
+        max_age_secs: watch.max_age.as_secs(),
+        max_resumes_per_boot: watch.max_resumes_per_boot,
         updated_at: updated_at.to_string(),
         fleet: None,
         file: std::path::PathBuf::new(),

@@ -1,9 +1,11 @@
 //! `ralph fleet` against real repositories and real processes (docs/fleet.md): a
 //! fleet of several tasks to the end; the refusals of a first start; two
-//! supervisors (one after the other, and at the same moment); a stop and a continue; a task file added mid-run; an agent that
-//! writes into the main checkout; a ralph started inside a task; the supervisor
-//! killed with SIGKILL (its tasks adopted by the next one); the watchdog resuming a
-//! crashed fleet; discard and clean keeping a worktree that holds a file.
+//! supervisors (one after the other, and at the same moment); `ralph stop --all`
+//! stopping a fleet through its supervisor; a stop and a continue; a task file added
+//! mid-run; an agent that writes into the main checkout; a ralph started inside a
+//! task; the supervisor killed with SIGKILL (its tasks adopted by the next one); the
+//! watchdog resuming a crashed fleet (held while `ralph watch --hold` is in force);
+//! discard and clean keeping a worktree that holds a file.
 
 use std::fs;
 use std::time::Duration;
@@ -155,6 +157,38 @@ fn two_supervisors_started_at_the_same_moment_one_runs_the_fleet_the_other_is_re
 }
 
 #[test]
+fn stop_all_stops_a_fleet_through_its_supervisor_and_ralph_fleet_continues_it() {
+    let f = Fleet::new(&slow("max_parallel = 2", ""), &[("a", "A."), ("b", "B."), ("c", "C.")]);
+    let first = f.fleet(&[]).spawn();
+    f.wait_for("two tasks running", |s| s["tasks"]["b"]["state"] == "running", LIMIT);
+    // Each task's run registered itself: `stop --all` must leave them to their
+    // supervisor, which stops them in order with the fleet.
+    for task in ["a", "b"] {
+        let checkpoint = f.worktree(task).join(".agent/checkpoint.json");
+        let deadline = std::time::Instant::now() + LIMIT;
+        while !checkpoint.exists() {
+            assert!(std::time::Instant::now() < deadline, "task {task}'s run never saved");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let stop = f.ralph().args(["stop", "--all", "--now"]).run();
+    stop.expect_code(0).stdout_has(&format!("{}: stopped: paused", f.repo.display()));
+    assert!(!stop.stdout.contains(&f.worktree("a").display().to_string()), "a task stopped behind its fleet: {stop}");
+    first.finish().expect_code(130);
+    let state = f.state();
+    assert_eq!(state["status"], "stopped", "{state}");
+    for task in ["a", "b"] {
+        assert_eq!(state["tasks"][task]["state"], "queued", "{state}");
+        assert_eq!(state["tasks"][task]["paused"], true, "{state}");
+    }
+    f.fleet(&[]).run().expect_code(0);
+    for task in ["a", "b", "c"] {
+        assert_eq!(f.landed(task).len(), 1, "{task}");
+    }
+    f.assert_no_process_left();
+}
+
+#[test]
 fn an_agent_that_writes_into_the_main_checkout_blocks_its_task_and_nothing_is_committed() {
     let escape = "{ write = { path = \"ESCAPE\", content = \"escaped\\n\" } }";
     let f = Fleet::new("", &[("a", "A.")]);
@@ -253,8 +287,15 @@ fn the_watchdog_resumes_a_fleet_whose_supervisor_died() {
     assert!(entries.iter().any(|n| n.ends_with("-fleet.json")), "{entries:?}");
     let all = f.ralph().args(["status", "--all"]).run();
     all.expect_code(0).stdout_has("fleet: 2 task(s)").stdout_has("fleet task a of");
+    // The watchdog's hold covers fleets: held, not resumed, until released.
+    let fleet_dir = f.repo.join(".agent/fleet");
+    f.ralph().args(["watch", "--hold"]).run().expect_code(0);
+    let held = f.ralph().args(["watch", "--once"]).run();
+    held.expect_code(0).stderr_has(&format!("{}: held: ", fleet_dir.display()));
+    assert!(!held.stderr.contains(": resumed: "), "{held}");
+    f.ralph().args(["watch", "--release"]).run().expect_code(0);
     let watch = f.ralph().args(["watch", "--once"]).run();
-    watch.expect_code(0).stderr_has("resumed run");
+    watch.expect_code(0).stderr_has(&format!("{}: resumed: ", fleet_dir.display()));
     let deadline = std::time::Instant::now() + 2 * LIMIT;
     while !f.archived() {
         if std::time::Instant::now() > deadline {
@@ -277,7 +318,7 @@ fn the_watchdog_resumes_a_fleet_whose_supervisor_died() {
     // The tasks' own entries are their supervisor's: the watchdog leaves them alone.
     let again = f.ralph().args(["watch", "--once"]).run();
     again.expect_code(0);
-    assert!(!again.stderr.contains("resumed run"), "{again}");
+    assert!(!again.stderr.contains(": resumed: "), "{again}");
     f.assert_no_process_left();
 }
 

@@ -214,7 +214,7 @@ fn the_watchdog_resumes_a_fleet_that_died_mid_landing_and_it_lands_once() {
     first.signal(Signal::SIGKILL);
     let _ = first.wait(Duration::from_secs(10));
     assert_eq!(f.task_state("a"), "merging");
-    f.ralph().args(["watch", "--once"]).run().expect_code(0).stderr_has("resumed run");
+    f.ralph().args(["watch", "--once"]).run().expect_code(0).stderr_has(": resumed: ");
     let deadline = Instant::now() + LIMIT;
     while !f.archived() {
         assert!(Instant::now() < deadline, "the resumed fleet did not finish");
