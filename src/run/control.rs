@@ -76,15 +76,14 @@ impl ControlSocket {
 
     /// Publishes the live state after an event, stamped with the time it was told.
     pub(super) fn publish(&self, event: &RunEvent, run: &RunState) {
-        let now = jiff::Timestamp::now().as_second();
         if let RunEvent::AttemptStarted { attempt, .. } = event {
             self.output.clear();
-            let mut live = lock(&self.live);
-            (live.attempt, live.attempt_started_at) = (*attempt, Some(now));
+            lock(&self.live).attempt = *attempt;
         }
         self.refresh(run);
         let mut live = lock(&self.live);
-        (live.last_event, live.last_event_at) = (Some(event.kind().to_string()), Some(now));
+        (live.last_event, live.last_event_at) =
+            (Some(event.kind().to_string()), Some(jiff::Timestamp::now().as_second()));
     }
 
     /// The live state, from the run state.
