@@ -8,7 +8,7 @@ use crate::outcome::RunEnd;
 use crate::recovery::policy::{FalloverWhy, Next};
 use crate::workflow::advance::{GroupMove, PhaseEnd};
 
-use super::effect::{ArtifactSource, Effect};
+use super::effect::{ArtifactSource, Effect, Fleet};
 use super::state::{Mode, Online, RunState, Wait};
 use super::{ending, waits};
 
@@ -19,7 +19,8 @@ use super::{ending, waits};
 pub(super) enum Answer {
     /// The failure just recorded.
     Failure,
-    /// A success, or git's own refusal to commit (its message is the run's end).
+    /// A success, or git's own refusal to commit, or a fleet task's isolation
+    /// breach (its message is the run's end).
     NoError,
 }
 
@@ -61,6 +62,10 @@ pub(super) fn carry_out(run: &mut RunState, next: Next, answer: Answer) {
             run.save();
         }
         Next::WaitUntil { at, reset, reason } => {
+            if run.setting.task.is_some() {
+                // Every task of the fleet using this provider waits for it too.
+                run.effect(Effect::Fleet(Fleet::PublishReset { agent: run.current_agent(), until: at }));
+            }
             run.emit(RunEvent::RateLimitWait { until: at, reset, reason: reason.clone() });
             waits::rate_limit(run, at, &reason);
         }
