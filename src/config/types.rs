@@ -117,6 +117,10 @@ pub(crate) struct Retry {
     /// up to [`AGENT_BACKOFF_MAX`]; zero retries at once.
     #[serde(with = "humantime_serde")]
     pub agent_backoff_base: Duration,
+    /// How long a chain member that spent its whole `agent_attempts` is skipped when
+    /// a phase starts with it; then it is tried first again.
+    #[serde(with = "humantime_serde")]
+    pub exhausted_cooldown: Duration,
 }
 
 /// The longest wait between `agent`-category retries of one agent.
@@ -137,6 +141,7 @@ impl Default for Retry {
             storm_window: Duration::from_secs(600),
             max_environmental_wait: Duration::from_secs(6 * 3600),
             agent_backoff_base: Duration::from_secs(2),
+            exhausted_cooldown: Duration::from_secs(30 * 60),
         }
     }
 }

@@ -265,8 +265,18 @@ fn chain_line(event: &RunEvent) -> Option<String> {
             let why = match why {
                 FalloverWhy::RecoveryAttempts => format!("recovery-attempt exhausted for agent {from}"),
                 FalloverWhy::RateLimit => format!("agent {from} is rate-limited"),
+                FalloverWhy::CoolingDown => {
+                    return Some(format!(
+                        "agent {from} spent its whole budget recently and is cooling down \
+                         ([retry] exhausted_cooldown): starting with {to}"
+                    ));
+                }
             };
             let cycle = if *new_cycle { format!(" (cycle {cycle})") } else { String::new() };
+            // A chain of one agent has no other to fall over to: it starts its next cycle.
+            if from == to {
+                return Some(format!("{why}: trying it again{cycle}"));
+            }
             format!("{why}: falling over to {to}{cycle}")
         }
         RunEvent::Fallback { from, to, .. } => format!("the rate limit of {to} has reset: back from {from} to {to}"),

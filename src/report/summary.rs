@@ -25,6 +25,8 @@ pub(crate) struct Summary {
     /// ralph's interventions in this session, by detector.
     pub interventions: BTreeMap<String, u32>,
     pub cap: Option<Cap>,
+    /// The config key of the cap that ended the run (`[general] max_cycles`).
+    pub cap_key: Option<String>,
     /// The last sign-off the judge rejected, as "rule (\"words\")".
     pub rejected_signoff: Option<String>,
     pub elapsed: Duration,
@@ -47,7 +49,7 @@ impl Summary {
             RunEvent::Intervention { detector, .. } => {
                 *self.interventions.entry(detector.as_str().to_string()).or_insert(0) += 1;
             }
-            RunEvent::CapReached { cap, .. } => self.cap = Some(*cap),
+            RunEvent::CapReached { cap, key, .. } => (self.cap, self.cap_key) = (Some(*cap), Some(key.clone())),
             RunEvent::GitCommit { .. } => self.commits += 1,
             RunEvent::Signoff { verdict: crate::workflow::done::SignOff::Rejected, rule, words, .. } => {
                 self.rejected_signoff = Some(crate::supervise::completion::Why::new(*rule, words.as_str()).describe());
@@ -92,7 +94,7 @@ impl Summary {
             let _ = writeln!(s, "  ralph stepped in: {}", counts(&self.interventions, String::as_str));
         }
         labelled(&mut s, "  last sign-off rejected", self.rejected_signoff.as_ref());
-        labelled(&mut s, "  stopped by", self.cap.map(Cap::phrase));
+        labelled(&mut s, "  stopped by", self.cap_key.as_ref());
         if let Some(usage) = self.usage.describe() {
             let _ = writeln!(s, "  usage: {usage}");
             for (phase, usage) in &cp.phase_usage {
@@ -186,6 +188,7 @@ pub(crate) mod tests {
             clean_stop: true,
             stop_cause: None,
             stop_reason: None,
+            stopped_by: None,
             progress,
             in_flight: None,
             last_error: Some(LastError {

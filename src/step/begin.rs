@@ -5,9 +5,9 @@
 //! recorded in flight and started.
 
 use crate::config::DoneSignal;
-use crate::events::RunEvent;
+use crate::events::{self, RunEvent};
 use crate::recovery::classify::{EndedBy, Exit};
-use crate::recovery::rate_limit;
+use crate::recovery::{policy, rate_limit};
 use crate::secrets::redact;
 use crate::signal::StopCause;
 use crate::state::atomic::Durability;
@@ -100,6 +100,10 @@ pub(super) fn next_move(run: &mut RunState) {
     let now = run.now.unix();
     if let Some((from, to)) = rate_limit::return_after_reset(&mut run.cp.progress, &run.setting.loaded.phases, now) {
         run.emit(RunEvent::Fallback { from, to, why: "rate limit reset".to_string() });
+    }
+    if let Some((from, to)) = policy::skip_exhausted(&mut run.cp.progress, &run.setting.loaded.phases, now) {
+        let (cycle, why) = (run.cp.progress.position.cycle, events::FalloverWhy::CoolingDown);
+        run.emit(RunEvent::Fallover { from, to, cycle, why, new_cycle: false });
     }
     if run.control.stop_after.is_some_and(|at| at != run.position_key()) {
         return ending::stopped(run, StopCause::User, None);

@@ -220,6 +220,7 @@ fn block(registry: &Path, entry: &Entry, why: &str) -> Result<bool, String> {
     let mut cp = newest.ok_or("the checkpoint is gone")?.checkpoint;
     cp.status = Status::Blocked;
     cp.stop_reason = Some(why.to_string());
+    cp.stopped_by = None;
     cp.clean_stop = true;
     cp.updated_at = jiff::Timestamp::now();
     store::save_json(&path, &cp).map_err(|e| e.to_string())?;

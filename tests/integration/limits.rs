@@ -446,3 +446,59 @@ fi
 touch second
 exit 1
 "#;
+
+/// Issue 30, item 9: the cap that ended the run is the one named: by its config key in
+/// the summary, by its stable phrase in the journal and the checkpoint (`--json`); a
+/// chain of one agent never "falls over" to itself, and its run ends on `max_cycles`.
+#[test]
+fn the_cap_that_ended_the_run_is_named_by_its_key_and_its_phrase() {
+    let p = sim_project().retry("agent_attempts = 2").general("max_cycles = 2").sim("a", &["[{ exit = 2 }]"]).build();
+    let out = p.ralph().run();
+    out.expect_code(1)
+        .stderr_has("ralph: failed — max_cycles exhausted")
+        .stderr_has("stopped by: [general] max_cycles")
+        .stderr_has("recovery-attempt exhausted for agent a: trying it again (cycle 2)");
+    let stderr = &out.stderr;
+    assert!(!stderr.contains("falling over to a"), "{stderr}");
+    let cap = &p.events("cap_reached")[0];
+    assert_eq!(
+        (&cap["cap"], &cap["key"], &cap["phrase"]),
+        (&json!("max_cycles"), &json!("[general] max_cycles"), &json!("max_cycles exhausted"))
+    );
+    let ended = p.events("run_ended");
+    assert!(ended[0]["reason"].as_str().is_some_and(|r| r.starts_with("max_cycles exhausted")), "{ended:?}");
+    let status = p.ralph().args(["status", "--json"]).run();
+    let json: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    let by = &json["checkpoint"]["stopped_by"];
+    assert_eq!((&by["key"], &by["phrase"]), (&json!("[general] max_cycles"), &json!("max_cycles exhausted")));
+}
+
+/// Issue 30, item 9: a chain member that spent its whole budget is not tried first
+/// again when the next phase starts, until `[retry] exhausted_cooldown` has passed.
+#[test]
+fn a_member_that_spent_its_budget_is_skipped_by_the_next_phase_for_its_cool_down() {
+    let project = |cooldown: &str| {
+        sim_project()
+            .retry(&format!("agent_attempts = 2\nexhausted_cooldown = \"{cooldown}\""))
+            .toml("[phases.plan]\nchain = \"main\"\n")
+            .sim("a", &["[{ exit = 2 }]"])
+            .sim("b", &[r#"[{ done = "b did it" }]"#])
+            .build()
+    };
+    let p = project("30m");
+    p.ralph().run().expect_code(0).stderr_has("agent a spent its whole budget recently");
+    let agents: Vec<(String, String)> = p
+        .events("attempt_started")
+        .iter()
+        .map(|e| (e["phase"].as_str().unwrap_or("").to_string(), e["agent"].as_str().unwrap_or("").to_string()))
+        .collect();
+    let pairs = |v: &[(&str, &str)]| v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect::<Vec<_>>();
+    assert_eq!(agents, pairs(&[("plan", "a"), ("plan", "a"), ("plan", "b"), ("develop", "b")]));
+    assert_eq!(p.events("fallover").last().map(|f| f["why"].clone()), Some(json!("cooling_down")));
+
+    // With no cool-down the first member is tried first again.
+    let p = project("0s");
+    p.ralph().run().expect_code(0);
+    let develop = p.events("attempt_started").into_iter().filter(|e| e["phase"] == json!("develop")).count();
+    assert_eq!(develop, 3, "a twice, then b");
+}

@@ -151,6 +151,7 @@ pub(super) fn checkpoint(first: &str) -> Checkpoint {
         clean_stop: false,
         stop_cause: None,
         stop_reason: None,
+        stopped_by: None,
         progress: Progress::new(first),
         in_flight: None,
         last_error: None,
