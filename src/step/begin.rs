@@ -12,7 +12,7 @@ use crate::secrets::redact;
 use crate::signal::StopCause;
 use crate::state::atomic::Durability;
 use crate::state::checkpoint::{InFlight, Status};
-use crate::supervise::note;
+use crate::supervise::{excerpt, note};
 use crate::supervise::watch;
 use crate::workflow::done::Completion;
 use crate::workflow::{advance, prompt};
@@ -145,8 +145,11 @@ pub(crate) fn attempt_prompt(run: &RunState, previous: &dyn Fn(&str) -> Option<S
     let pos = &progress.position;
     let previous_phase = advance::previous_phase(pos, repeat).and_then(|i| run.setting.loaded.phases.get(i));
     // What ralph adds to the goal quotes earlier agents: redacted (the goal, the
-    // user's own, goes as written).
-    let previous = previous_phase.and_then(|p| Some((p.name.as_str(), redact(&previous(&p.name)?))));
+    // user's own, goes as written), and without ralph's control markup, whatever
+    // wrote the result (a done file, a run before the markup was removed): a
+    // review's goal tag would be the fix's own "nothing left" signal.
+    let previous = previous_phase
+        .and_then(|p| Some((p.name.as_str(), redact(&excerpt::without_markup(&previous(&p.name)?)))));
     let from_note =
         progress.from.as_ref().and_then(|from| prompt::from_note(from, previous_phase.map(|p| p.name.as_str())));
     // The note was written when the attempt failed; the goal is today's.
