@@ -24,6 +24,7 @@ mod error;
 mod events;
 mod exit;
 mod git;
+mod host_network;
 mod notify;
 // Every `unsafe` block lives here, each with its reason.
 #[allow(unsafe_code)]

@@ -128,7 +128,8 @@ mod tests {
 
     #[test]
     fn a_summary_loses_the_tags_and_secrets_and_is_bounded() {
-        let s = summarize("  Added the parser.\n\nAPI_KEY=sk-ant-abcdefghijklmnop1234\n\n<promise>DONE</promise>\n", BODY);
+        let s =
+            summarize("  Added the parser.\n\nAPI_KEY=sk-ant-abcdefghijklmnop1234\n\n<promise>DONE</promise>\n", BODY);
         assert_eq!(s, "Added the parser.\n\nAPI_KEY=[REDACTED]");
         assert_eq!(summarize(&"x".repeat(5000), BODY).chars().count(), 1000);
         let ticks: Vec<String> = (1..=108).map(|n| format!("tick {n}")).collect();

@@ -27,6 +27,8 @@ pub(crate) struct Summary {
     pub cap: Option<Cap>,
     /// The config key of the cap that ended the run (`[general] max_cycles`).
     pub cap_key: Option<String>,
+    /// Why the failures may be the network's: nothing ralph probed ever answered.
+    pub network: Option<String>,
     /// The last sign-off the judge rejected, as "rule (\"words\")".
     pub rejected_signoff: Option<String>,
     pub elapsed: Duration,
@@ -90,6 +92,7 @@ impl Summary {
         if !self.failures.is_empty() {
             let _ = writeln!(s, "  failures: {}", counts(&self.failures, |k| k.as_str()));
         }
+        labelled(&mut s, "  network", self.network.as_ref());
         if !self.interventions.is_empty() {
             let _ = writeln!(s, "  ralph stepped in: {}", counts(&self.interventions, String::as_str));
         }

@@ -12,8 +12,8 @@ use crate::secrets::redact;
 use crate::signal::StopCause;
 use crate::state::atomic::Durability;
 use crate::state::checkpoint::{InFlight, Status};
-use crate::supervise::{excerpt, note};
 use crate::supervise::watch;
+use crate::supervise::{excerpt, note};
 use crate::workflow::done::Completion;
 use crate::workflow::{advance, prompt};
 
@@ -148,8 +148,8 @@ pub(crate) fn attempt_prompt(run: &RunState, previous: &dyn Fn(&str) -> Option<S
     // user's own, goes as written), and without ralph's control markup, whatever
     // wrote the result (a done file, a run before the markup was removed): a
     // review's goal tag would be the fix's own "nothing left" signal.
-    let previous = previous_phase
-        .and_then(|p| Some((p.name.as_str(), redact(&excerpt::without_markup(&previous(&p.name)?)))));
+    let previous =
+        previous_phase.and_then(|p| Some((p.name.as_str(), redact(&excerpt::without_markup(&previous(&p.name)?)))));
     let from_note =
         progress.from.as_ref().and_then(|from| prompt::from_note(from, previous_phase.map(|p| p.name.as_str())));
     // The note was written when the attempt failed; the goal is today's.
