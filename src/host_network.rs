@@ -28,6 +28,14 @@ pub(crate) fn probe(timeout: Duration) -> ProbeResult {
     host::judge(route, ask(&servers, timeout))
 }
 
+/// [`probe`] as a connect's result: the reason when the host is offline.
+pub(crate) fn reachable(timeout: Duration) -> Result<(), String> {
+    match probe(timeout) {
+        ProbeResult::Online => Ok(()),
+        ProbeResult::Offline { last_error } => Err(last_error),
+    }
+}
+
 /// One question to each resolver in turn, sharing `timeout`, until one answers.
 fn ask(servers: &[std::net::IpAddr], timeout: Duration) -> Result<(), String> {
     if servers.is_empty() {

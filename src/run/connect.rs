@@ -46,10 +46,7 @@ pub(crate) async fn probe(endpoints: &[String], timeout: Duration) -> ProbeResul
 /// by its route and its resolver.
 fn connect(endpoint: &str, timeout: Duration) -> Result<(), String> {
     if endpoint == crate::recovery::probe::HOST {
-        return match crate::host_network::probe(timeout) {
-            ProbeResult::Online => Ok(()),
-            ProbeResult::Offline { last_error } => Err(last_error),
-        };
+        return crate::host_network::reachable(timeout);
     }
     let started = Instant::now();
     let addrs = endpoint.to_socket_addrs().map_err(|e| format!("{endpoint}: {e}"))?;

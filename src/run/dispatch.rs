@@ -23,7 +23,7 @@ use crate::outcome::RunEnd;
 use crate::recovery::probe::ProbeResult;
 use crate::signal::{InterruptAction, Signals, Suspension};
 use crate::step::effect::Effect;
-use crate::step::input::AttemptMsg;
+use crate::step::input::{AttemptMsg, Heard};
 use crate::step::{self, Command, Input, Now, RunState};
 
 use super::attempt::{self, Attempt, Outcome};
@@ -300,9 +300,6 @@ impl Dispatcher {
         }
     }
 }
-
-/// An endpoint probed in the background, and what it said.
-type Heard = (String, ProbeResult);
 
 /// The end of a future that may not be there (then never).
 async fn finish<T>(future: &mut Option<Pin<Box<dyn Future<Output = T>>>>) -> T {

@@ -128,6 +128,9 @@ pub(crate) struct SpawnError {
     pub program: String,
 }
 
+/// An endpoint (or the host) probed in the background, and what it said.
+pub(crate) type Heard = (String, ProbeResult);
+
 /// What the done artifact (`done = "file:PATH"`) looked like, before and after.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Stamp {
