@@ -32,7 +32,10 @@ pub(crate) struct MessageContext<'a> {
 /// markup removed, and within `bounds` (`[git] body_lines`, `body_chars`): the whole
 /// message when it fits, else its last paragraph or its tail ([`excerpt::bounded`]).
 pub(crate) fn summarize(final_message: &str, bounds: Bounds) -> String {
-    excerpt::bounded(&crate::secrets::redact(final_message), bounds)
+    use crate::secrets::redact;
+    // Redacted before it is cut (a secret cut in half no longer looks like one), and
+    // after (the markup removed could join one).
+    redact(&excerpt::bounded(&redact(final_message), bounds))
 }
 
 /// The first non-empty line of the summary, without a cut mark or heading marks.
@@ -137,6 +140,13 @@ mod tests {
         assert_eq!(title("\n# Heading\nmore"), "Heading");
         assert_eq!(title("…tick 99\ntick 100"), "tick 99");
         assert_eq!(title(""), "done");
+    }
+
+    #[test]
+    fn a_secret_at_the_cut_is_redacted_whole_not_cut_in_half() {
+        let text = format!("API_KEY=sk-ant-abcdefghijklmnop1234 {}", "y".repeat(980));
+        let s = summarize(&text, BODY);
+        assert!(!s.contains("mnop1234") && s.contains("[REDACTED]"), "{s}");
     }
 
     #[test]

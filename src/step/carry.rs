@@ -6,6 +6,7 @@
 use crate::events::{self, RunEvent};
 use crate::outcome::RunEnd;
 use crate::recovery::policy::{FalloverWhy, Next};
+use crate::secrets::redact;
 use crate::supervise::excerpt::{self, Bounds};
 use crate::workflow::advance::{GroupMove, PhaseEnd};
 
@@ -69,7 +70,10 @@ fn phase_ended(run: &mut RunState, finished: String, end: &PhaseEnd) {
         Some(_) => {
             let workflow = &run.setting.loaded.config.general.workflow;
             let bounds = Bounds { lines: workflow.artifact_lines as usize, chars: workflow.artifact_chars as usize };
-            run.last_success.take().map(|text| ArtifactSource::Text(excerpt::bounded(&text, bounds)))
+            // Redacted before it is cut (a secret cut in half no longer looks like one),
+            // and after (the markup removed could join one).
+            let kept = |text: String| redact(&excerpt::bounded(&redact(&text), bounds));
+            run.last_success.take().map(|text| ArtifactSource::Text(kept(text)))
         }
         None => None,
     };
