@@ -510,10 +510,12 @@ fn a_member_that_spent_its_budget_is_skipped_by_the_next_phase_for_its_cool_down
 #[test]
 fn a_host_that_went_offline_pauses_the_run_without_budget_until_it_is_back() {
     let p = Project::new();
+    // The agent takes the network away itself, once ralph has had time to see the
+    // host online (its background probe at the start).
     let net = p.host_network();
     let script = format!(
         "if [ -f launched ]; then echo finished > out.txt; echo 'Wrote out.txt.'; echo '<promise>DONE</promise>'; \
-         else touch launched; sleep 0.5; echo 'no default route' > {}; exit 1; fi",
+         else touch launched; sleep 1.5; echo 'no default route' > {}; exit 1; fi",
         net.display()
     );
     let config = fast(
