@@ -94,7 +94,8 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         Some(_) => None,
         None => Some(take_lock(&agent_dir.join("ralph.lock"), when_held, &mut told)?),
     };
-    let mut signals = Signals::install().map_err(|e| RalphError::io("cannot install signal handlers", e))?;
+    let mut signals = Signals::install(&loaded.config.watch.service_managers)
+        .map_err(|e| RalphError::io("cannot install signal handlers", e))?;
     // Until the run starts nothing changed: a problem found before then releases
     // the lock cleanly (a dropped lock otherwise counts as an interrupted run).
     let mut lock = ReleaseUnlessKept(taken);

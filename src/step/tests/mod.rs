@@ -152,6 +152,7 @@ pub(super) fn checkpoint(first: &str) -> Checkpoint {
         stop_cause: None,
         stop_reason: None,
         stopped_by: None,
+        stop_sender: None,
         progress: Progress::new(first),
         in_flight: None,
         last_error: None,
