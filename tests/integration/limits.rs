@@ -571,7 +571,7 @@ fn a_host_without_network_from_the_start_never_pauses_and_the_summary_says_why()
     let p = p.config(&config);
     let out = p.ralph().run();
     out.expect_code(1)
-        .stderr_has("max_cycles exhausted")
+        .stderr_has("stopped by: the limit [general] max_cycles")
         .stderr_has("network: no provider answered since the start")
         .stderr_has("this host has no default route");
     assert!(p.events("offline").is_empty(), "never paused");
