@@ -46,11 +46,7 @@ pub(crate) fn title(summary: &str) -> String {
 
 /// `line` cut to `max` characters, the cut marked with `…`.
 fn shortened(line: &str, max: usize) -> String {
-    if line.chars().count() <= max {
-        return line.to_string();
-    }
-    let cut: String = line.chars().take(max.saturating_sub(1)).collect();
-    format!("{}…", cut.trim_end())
+    crate::report::ellipsis(line, max.saturating_sub(1))
 }
 
 /// The full message: the template filled in, then the trailers as the last paragraph.
