@@ -23,6 +23,7 @@ mod control;
 mod error;
 mod events;
 mod exit;
+mod fleet;
 mod git;
 mod host_network;
 mod notify;
