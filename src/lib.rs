@@ -25,6 +25,7 @@ mod events;
 mod exit;
 mod fleet;
 mod git;
+mod host_network;
 mod notify;
 // Every `unsafe` block lives here, each with its reason.
 #[allow(unsafe_code)]

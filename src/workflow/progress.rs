@@ -96,6 +96,11 @@ pub(crate) struct Progress {
     /// the chain returns to them afterwards.
     #[serde(default)]
     pub cooldowns: BTreeMap<String, i64>,
+    /// Agents that spent their whole `agent_attempts` in an iteration, with the unix
+    /// second their cool-down ends (`[retry] exhausted_cooldown`): until then a phase
+    /// that would start with one starts with the next member of its chain.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub exhausted: BTreeMap<String, i64>,
     /// Unix seconds of the recoveries of the current iteration (continue storms).
     #[serde(default)]
     pub recoveries: Vec<i64>,
