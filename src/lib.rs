@@ -24,6 +24,7 @@ mod error;
 mod events;
 mod exit;
 mod git;
+mod named;
 mod notify;
 // Every `unsafe` block lives here, each with its reason.
 #[allow(unsafe_code)]
