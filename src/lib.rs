@@ -23,6 +23,8 @@ mod control;
 mod error;
 mod events;
 mod exit;
+#[cfg(test)]
+mod floors;
 mod git;
 mod named;
 mod notify;
