@@ -23,6 +23,7 @@ mod control;
 mod error;
 mod events;
 mod exit;
+mod fleet;
 #[cfg(test)]
 mod floors;
 mod git;

@@ -57,13 +57,16 @@ impl From<Refusal> for OpenError {
 
 /// Opens git for the run: nothing outside a repository, the pre-flight checks and the
 /// baseline (recorded in `state`) for a new run, only the checks on resume. `say`
-/// hears what a person should know.
+/// hears what a person should know. `fleet_tasks`: the run is a fleet task, and this
+/// is its fleet's `[fleet] tasks` glob (docs/fleet.md): the task files are never
+/// committed, and a rebase, merge or cherry-pick its agent left unfinished is
+/// aborted (the iteration runs again), never left for a person.
 pub(crate) fn open(
     dir: &Path,
     loaded: &Loaded,
     state: &mut Option<GitState>,
-    resumed: bool,
-    allow_dirty: bool,
+    (resumed, allow_dirty): (bool, bool),
+    fleet_tasks: Option<&str>,
     say: &mut dyn FnMut(RunEvent),
 ) -> Result<Option<GitSession>, OpenError> {
     let config = loaded.config.git.clone();
@@ -84,10 +87,14 @@ pub(crate) fn open(
         say(RunEvent::GitOff { why: GitOffWhy::StartedWithoutGit });
         return Ok(None);
     }
+    if fleet_tasks.is_some() {
+        abort_unfinished(&repo, say)?;
+    }
     let who = identities(&repo, &config)?;
     let has_email = who.committer.is_some() || email_known(&repo)?;
     let top = repo.top().to_path_buf();
-    let exempt = exempt(&top, dir, &loaded.path, &dir.join(&loaded.config.general.prompt));
+    let mut exempt = exempt(&top, dir, &loaded.path, &dir.join(&loaded.config.general.prompt));
+    exempt.globs.extend(fleet_tasks.map(str::to_string));
     let commits_on = config.commit != CommitMode::Off;
     let mut facts = RepoFacts {
         in_progress: repo.in_progress()?,
@@ -286,7 +293,18 @@ fn exempt(top: &Path, dir: &Path, config: &Path, goal: &Path) -> Exempt {
     Exempt {
         files: [config, goal].into_iter().filter_map(rel).collect(),
         dirs: rel(&dir.join(".agent")).into_iter().collect(),
+        globs: Vec::new(),
     }
+}
+
+/// A fleet task's worktree: the git operations its agent left unfinished (its ralph
+/// stopped in the middle of an eviction) are aborted, each said.
+fn abort_unfinished(repo: &Repo, say: &mut dyn FnMut(RunEvent)) -> Result<(), GitError> {
+    for op in repo.in_progress()? {
+        let error = repo.git(&[op, "--abort"]).err().map(|e| e.to_string());
+        say(RunEvent::FleetGitAborted { op: op.to_string(), error });
+    }
+    Ok(())
 }
 
 fn identities(repo: &Repo, config: &GitConfig) -> Result<Identities, GitError> {

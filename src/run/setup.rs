@@ -48,6 +48,8 @@ pub(crate) struct Ready {
     /// The control socket, bound before anything of the run changed; the run serves
     /// it once it starts.
     pub control: Option<crate::control::server::Bound>,
+    /// The run is a task of a fleet (docs/fleet.md): what carries out its hooks.
+    pub fleet: Option<crate::fleet::task::TaskRun>,
 }
 
 /// What setup found: a run to dispatch (with the signal handlers installed as soon
@@ -76,6 +78,8 @@ impl Told {
 
 pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     let dir = options.dir.clone();
+    // A task's worktree runs only under its fleet; nothing starts inside a task's agent.
+    let fleet = crate::fleet::task::join(&dir)?;
     let (loaded, goal, templates) = read_inputs(&dir, options)?;
     let agent_dir = dir.join(".agent");
     store::ensure_gitignore(&agent_dir)
@@ -117,7 +121,8 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         Ok(chosen) => chosen,
         Err(end) => return Ok(Prepared::Settled(end)),
     };
-    let git = open_git(&dir, &loaded, &mut checkpoint, resumed, options.allow_dirty, &mut told)?;
+    let tasks_glob = fleet.as_ref().map(|f| f.d.tasks_glob.as_str());
+    let git = open_git(&dir, &loaded, &mut checkpoint, (resumed, options.allow_dirty), tasks_glob, &mut told)?;
     let (logs_dir, journal) = open_logs(&agent_dir, &loaded, &checkpoint, enabled && !resumed, options, &mut told)?;
     let Told { reporter, events: told } = told;
     let setting = Setting {
@@ -131,6 +136,7 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         from: options.from.clone(),
         git: git.is_some(),
         pid: std::process::id(),
+        task: fleet.as_ref().map(|f| f.d.task.clone()),
         loaded,
     };
     let ready = Ready {
@@ -147,6 +153,7 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         lease: Some(lease),
         git,
         control: Some(control),
+        fleet,
     };
     Ok(Prepared::Ready(Box::new(ready), signals))
 }
@@ -156,15 +163,14 @@ fn open_git(
     dir: &Path,
     loaded: &Loaded,
     checkpoint: &mut Checkpoint,
-    resumed: bool,
-    allow_dirty: bool,
+    flags: (bool, bool),
+    fleet_tasks: Option<&str>,
     told: &mut Told,
 ) -> Result<Option<GitSession>, RalphError> {
-    session::open(dir, loaded, &mut checkpoint.git, resumed, allow_dirty, &mut |event| told.tell(event)).map_err(|e| {
-        match e {
-            OpenError::Refused(refusal) => RalphError::Git(refusal),
-            OpenError::Git(e) => RalphError::GitSetup(format!("git: {e}")),
-        }
+    let say = &mut |event| told.tell(event);
+    session::open(dir, loaded, &mut checkpoint.git, flags, fleet_tasks, say).map_err(|e| match e {
+        OpenError::Refused(refusal) => RalphError::Git(refusal),
+        OpenError::Git(e) => RalphError::GitSetup(format!("git: {e}")),
     })
 }
 
@@ -191,7 +197,9 @@ pub(crate) fn read_config_and_goal(
     dir: &Path,
     config: Option<&Path>,
 ) -> Result<(Loaded, String, Vec<String>), RalphError> {
-    let loaded = super::config_file::load(&super::config_file::find(dir, config)?)?;
+    let mut loaded = super::config_file::load(&super::config_file::find(dir, config)?)?;
+    // A fleet task's goal is its task file; the rest resolves in the main checkout.
+    crate::fleet::task::adapt(dir, &mut loaded);
     let prompt_path = dir.join(&loaded.config.general.prompt);
     let goal = read_prompt(&prompt_path, &loaded.path)?;
     if let Some(problem) = crate::workflow::goal::check(&goal) {
@@ -232,9 +240,13 @@ async fn choose_checkpoint(
         cp.map(|cp| Ok((cp, false, None))).map_err(|e| from_error(&e, &loaded.path))
     };
     let Some(cp_path) = cp_path else { return fresh() };
-    let existing = load_checkpoint(cp_path, options.resume, told)?;
+    let mut existing = load_checkpoint(cp_path, options.resume, told)?;
     if let Some(cp) = &existing {
         end_leftovers(&cp.run_id, told);
+    }
+    // A fleet task the merge queue sent back: its completed run takes one more iteration.
+    if let Some(reopened) = existing.as_mut().and_then(|cp| crate::fleet::task::reopen(&options.dir, cp, loaded)) {
+        told.tell(reopened);
     }
     let mut flag = options.resume;
     let mut decision = start::decide(existing.as_ref(), flag);
