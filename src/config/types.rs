@@ -3,12 +3,18 @@
 //! Key names follow design.md §3 and never change. Every table denies unknown keys so
 //! a typo is an error (with a suggestion) instead of a silently ignored setting.
 //! Semantic checks (unknown agents, zero caps, per-kind keys) live in `validate`.
+//!
+//! A low floor: this file imports only the shared leaves (`named`, the failure
+//! [`Category`](crate::recovery::Category)), so the agent descriptors can read an
+//! agent's table without reaching `validate`, which reads the descriptors.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+use crate::named::named;
 
 /// The whole configuration file.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
@@ -308,26 +314,6 @@ impl Default for Logs {
 fn bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     ByteSize::deserialize(d).map(u64::from)
 }
-
-/// An enum of unit variants whose stable names are written once: serde reads and
-/// writes each variant as its name, and `as_str` returns it.
-macro_rules! named {
-    ($(#[$meta:meta])* $vis:vis enum $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)* }) => {
-        $(#[$meta])*
-        $vis enum $name {
-            $($(#[$vmeta])* #[serde(rename = $text)] $variant,)*
-        }
-
-        impl $name {
-            $vis fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text,)*
-                }
-            }
-        }
-    };
-}
-pub(crate) use named;
 
 named! {
     /// The kinds of agent ralph knows how to drive.

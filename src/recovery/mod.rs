@@ -20,7 +20,7 @@ pub(crate) mod spawn;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::named;
+use crate::named::named;
 
 named! {
     /// The four failure categories of design.md §4.

@@ -394,7 +394,7 @@ mod tests {
 
     #[test]
     fn issues_twice_then_clean_runs_three_passes_then_goes_on() {
-        use crate::workflow::advance::{GroupMove, Verdict};
+        use crate::workflow::{advance::GroupMove, progress::Verdict};
         let (phases, repeat) = review_fix_commit();
         let mut p = Progress::new("review");
         advance::fit_pass(&mut p.position, 1, repeat);
@@ -467,7 +467,7 @@ mod tests {
 
     #[test]
     fn passes_used_up_goes_on_with_issues_left() {
-        use crate::workflow::advance::{GroupMove, Verdict};
+        use crate::workflow::{advance::GroupMove, progress::Verdict};
         let (phases, _) = review_fix_commit();
         let repeat = Some(RepeatGroup { first: 0, last: 1, passes: 2 });
         let mut p = Progress::new("review");

@@ -15,8 +15,8 @@ use crate::events::{FalloverWhy, GitOffWhy, RunEvent};
 use crate::state::checkpoint::Status;
 use crate::supervise::Detector;
 use crate::supervise::completion::Why;
-use crate::workflow::advance::Verdict;
 use crate::workflow::done::SignOff;
+use crate::workflow::progress::Verdict;
 
 /// An agent being ended by ralph.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use crate::workflow::Progress;
 /// default and keeps the version. [`super::format`] reads every version ever written.
 pub(crate) const VERSION: u32 = 1;
 
-crate::config::named! {
+crate::named::named! {
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
     pub(crate) enum Status {
         /// An attempt is running or about to (also what a crashed run leaves behind).
