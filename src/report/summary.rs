@@ -28,6 +28,8 @@ pub(crate) struct Summary {
     /// ralph's interventions in this session, by detector.
     pub interventions: BTreeMap<crate::supervise::Detector, u32>,
     pub cap: Option<Cap>,
+    /// Why the failures may be the network's: nothing ralph probed ever answered.
+    pub network: Option<String>,
     /// The last sign-off the judge rejected, as "rule (\"words\")".
     pub rejected_signoff: Option<String>,
     pub elapsed: Duration,
@@ -97,6 +99,7 @@ impl Summary {
             let failed = self.failures.iter().map(|(k, n)| format!("{n} {}", words::category(*k)));
             let _ = writeln!(s, "  failures: {}", failed.collect::<Vec<_>>().join(", "));
         }
+        labelled(&mut s, "  network", self.network.as_ref());
         if !self.interventions.is_empty() {
             let stepped = self.interventions.iter().map(|(k, n)| times(words::stepped_in(*k), *n));
             let _ = writeln!(s, "  ralph stepped in: {}", stepped.collect::<Vec<_>>().join(", "));
@@ -228,6 +231,7 @@ pub(crate) mod tests {
             clean_stop: true,
             stop_cause: None,
             stop_reason: None,
+            stopped_by: None,
             stop_sender: None,
             progress,
             in_flight: None,

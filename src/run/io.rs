@@ -288,6 +288,9 @@ impl Io {
         summary.usage = cp.usage.clone();
         summary.failures = cp.progress.counters.failures.clone();
         summary.error.clone_from(&run.ending_error);
+        if *end != RunEnd::Completed && !summary.failures.is_empty() {
+            summary.network = crate::recovery::probe::never_online(&run.answered, &run.unanswered);
+        }
         let loaded = &run.setting.loaded;
         summary.next = crate::report::next_step(
             end,

@@ -71,8 +71,10 @@ pub(super) fn stop(run: &mut RunState, stop: Stop) {
     cp.in_flight = None;
     let end_ = match stop {
         Stop::Failed { cap, message } => {
-            (cp.status, cp.stop_reason) = (Status::Failed, Some(message.clone()));
-            run.emit(RunEvent::CapReached { cap, message: message.clone() });
+            let named = cap.named(&cp.progress.position.phase_name);
+            (cp.status, cp.stop_reason, cp.stopped_by) = (Status::Failed, Some(message.clone()), Some(named.clone()));
+            let (key, phrase) = (named.key, named.phrase);
+            run.emit(RunEvent::CapReached { cap, key, phrase, message: message.clone() });
             RunEnd::Failed(message)
         }
         Stop::Blocked { message } => {

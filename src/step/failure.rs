@@ -13,6 +13,7 @@ use crate::recovery::probe::{self, ProbeResult};
 use crate::recovery::{Category, Rule, reset};
 use crate::supervise::Detector;
 use crate::supervise::completion::Claim;
+use crate::supervise::excerpt::INTERRUPTION_MARKER;
 use crate::supervise::trouble;
 use crate::workflow::done::SignOff;
 
@@ -39,7 +40,7 @@ pub(super) fn attempt_failed(
     // `report_interruption`: the agent's own reason is evidence like its output.
     let interruption = run.control.interruption.take();
     let text_tail = match &interruption {
-        Some(reason) => format!("{}\nthe agent reported an interruption: {reason}\n", output.text_tail),
+        Some(reason) => format!("{}\n{INTERRUPTION_MARKER} {reason}\n", output.text_tail),
         None => output.text_tail.clone(),
     };
     let failure = classify::classify(&classify::Report {

@@ -15,6 +15,7 @@ use crate::git::message::{self, MessageContext};
 use crate::git::record::{CommitOutcome, CommitRecord, CommitReport, Pending};
 use crate::recovery::policy::{self, Facts, Next, Stop};
 use crate::recovery::{Category, Classification, Rule};
+use crate::supervise::excerpt::Bounds;
 use crate::supervise::note::Trouble;
 use crate::workflow::done::Completion;
 
@@ -101,13 +102,15 @@ pub(crate) fn pending(run: &RunState, completion: &Completion, final_message: &s
     }
     let pos = &run.cp.progress.position;
     let key = message::iteration_key(&pos.phase_name, pos.iteration, pos.pass);
-    let summary = message::summarize(final_message);
+    let body = Bounds { lines: config.body_lines as usize, chars: config.body_chars as usize };
+    let summary = message::summarize(final_message, body);
     let context = MessageContext {
         phase: &pos.phase_name,
         iteration: pos.iteration,
         run_id: &run.cp.run_id,
         key: &key,
         summary: &summary,
+        title_chars: config.title_chars as usize,
         task: run.setting.task.as_deref(),
     };
     let text = message::render(&config.message, &context);

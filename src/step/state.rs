@@ -4,7 +4,7 @@
 //! the agent reported editing, the endpoints that answered). Its methods are the
 //! step's vocabulary: emit, save, the clocks, where the run stands.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::config::{Loaded, Phase};
@@ -180,6 +180,9 @@ pub(crate) struct RunState {
     /// Default probe endpoints that answered during this run: only those count as
     /// evidence of being offline.
     pub answered: BTreeSet<String>,
+    /// Endpoints (and the host) probed in the background that did not answer, with
+    /// why: the summary's words for a run that never saw the network.
+    pub unanswered: BTreeMap<String, String>,
     /// A state file the disk had no room for, and the free space seen: nothing new
     /// starts until it is written.
     pub disk_full: Option<(String, String)>,
@@ -229,6 +232,7 @@ impl RunState {
             last_success: None,
             last_log: None,
             answered: BTreeSet::new(),
+            unanswered: BTreeMap::new(),
             disk_full: None,
             carried: 0,
             ending_error: None,

@@ -9,35 +9,9 @@
 //! until `passes` passes have run; then the run goes on with issues left, which the
 //! verdict in the checkpoint records.
 
-use serde::{Deserialize, Serialize};
-
 use crate::config::{Phase, RepeatGroup};
 
-use super::progress::{FromStart, Position, Progress};
-
-/// The review's verdict in one pass.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Verdict {
-    /// The pass the review ran in, from 1.
-    pub pass: u32,
-    /// The group's passes at most.
-    pub passes: u32,
-    /// The review found nothing left to fix.
-    pub clean: bool,
-}
-
-impl Verdict {
-    /// One line for `status`, the summary and the journal's readers.
-    pub(crate) fn describe(&self) -> String {
-        let Verdict { pass, passes, clean } = *self;
-        match (clean, pass >= passes) {
-            (true, _) => format!("clean in pass {pass} of {passes}"),
-            (false, true) if passes == 1 => "the only pass used; the review still had issues".to_string(),
-            (false, true) => format!("all {passes} passes used; the last review still had issues"),
-            (false, false) => format!("pass {pass} of {passes} found issues; the fix follows"),
-        }
-    }
-}
+use super::progress::{FromStart, Position, Progress, Verdict};
 
 /// What the repeat group did when a phase ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,9 @@
 //! Where a run stands: phase, iteration, chain position, cycle and every budget
 //! counter. It is the part of the checkpoint that the decision core reads and
 //! changes; the shell only stores it.
+//!
+//! The floor under `advance`: the phase-boundary decisions take and give these
+//! types (the review's [`Verdict`] too), and nothing here imports them back.
 
 use std::collections::BTreeMap;
 
@@ -9,7 +12,29 @@ use serde::{Deserialize, Serialize};
 use crate::config::AgentKind;
 use crate::recovery::Category;
 
-use super::advance::Verdict;
+/// The review's verdict in one pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Verdict {
+    /// The pass the review ran in, from 1.
+    pub pass: u32,
+    /// The group's passes at most.
+    pub passes: u32,
+    /// The review found nothing left to fix.
+    pub clean: bool,
+}
+
+impl Verdict {
+    /// One line for `status`, the summary and the journal's readers.
+    pub(crate) fn describe(&self) -> String {
+        let Verdict { pass, passes, clean } = *self;
+        match (clean, pass >= passes) {
+            (true, _) => format!("clean in pass {pass} of {passes}"),
+            (false, true) if passes == 1 => "the only pass used; the review still had issues".to_string(),
+            (false, true) => format!("all {passes} passes used; the last review still had issues"),
+            (false, false) => format!("pass {pass} of {passes} found issues; the fix follows"),
+        }
+    }
+}
 
 /// The point in the workflow the next attempt belongs to.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,6 +121,11 @@ pub(crate) struct Progress {
     /// the chain returns to them afterwards.
     #[serde(default)]
     pub cooldowns: BTreeMap<String, i64>,
+    /// Agents that spent their whole `agent_attempts` in an iteration, with the unix
+    /// second their cool-down ends (`[retry] exhausted_cooldown`): until then a phase
+    /// that would start with one starts with the next member of its chain.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub exhausted: BTreeMap<String, i64>,
     /// Unix seconds of the recoveries of the current iteration (continue storms).
     #[serde(default)]
     pub recoveries: Vec<i64>,

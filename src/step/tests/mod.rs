@@ -154,6 +154,7 @@ pub(super) fn checkpoint(first: &str) -> Checkpoint {
         clean_stop: false,
         stop_cause: None,
         stop_reason: None,
+        stopped_by: None,
         stop_sender: None,
         progress: Progress::new(first),
         in_flight: None,
@@ -245,9 +246,11 @@ fn word(effect: &Effect) -> String {
     }
 }
 
-/// The effects without the live display's, which most rules do not care about.
+/// The effects without the live display's and the background probes (the host is
+/// probed after every successful attempt until it answers), which most rules do not
+/// care about.
 pub(super) fn quiet(trace: Vec<String>) -> Vec<String> {
-    trace.into_iter().filter(|w| !w.starts_with("show:")).collect()
+    trace.into_iter().filter(|w| !w.starts_with("show:") && w != "probe-in-background").collect()
 }
 
 /// The timer's instant among `effects`, in seconds after `t0`.
