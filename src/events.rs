@@ -124,6 +124,9 @@ pub(crate) enum RunEvent {
         duration_ms: u64,
         session: Option<String>,
         usage: Usage,
+        /// How the agent exited when that was not cleanly (`"status 1"`, `"SIGSEGV"`):
+        /// it crashed on its way out after a done tag the judge accepted.
+        exit: Option<String>,
     },
     AttemptFailed = "attempt_failed" {
         attempt: u32,

@@ -69,6 +69,9 @@ named! {
         StreamStalled = "stream_stalled",
         StreamInterrupted = "stream_interrupted",
         ToolUnavailable = "tool_unavailable",
+        /// The agent's MCP `report_interruption` ended its attempt, and no other rule
+        /// explains its reason.
+        ReportedInterruption = "reported_interruption",
         Crashed = "crashed",
         KilledFromOutside = "killed_from_outside",
         ExitNonzero = "exit_nonzero",

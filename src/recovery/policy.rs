@@ -218,7 +218,7 @@ fn on_tool_unavailable(progress: &mut Progress, limits: Limits<'_>, failure: &Cl
     progress.counters.tool_registry_resets += 1;
     if progress.counters.tool_registry_resets > limits.retry.tool_registry_resets {
         return Next::Stop(Cap::ToolRegistryResets.stop(format!(
-            "{} tool-availability failures in this run, [retry] tool_registry_resets = {} (last: {})",
+            "{} tool-availability failures in this iteration, [retry] tool_registry_resets = {} (last: {})",
             progress.counters.tool_registry_resets, limits.retry.tool_registry_resets, failure.reason
         )));
     }
@@ -461,7 +461,8 @@ mod tests {
             ("review", 2, 1, 0, 1)
         );
         assert_eq!((p.counters.agent_failures, p.counters.ambiguous_failures), (0, 0));
-        assert_eq!((p.counters.tool_registry_resets, p.counters.fallovers, p.counters.attempts), (1, 1, 0));
+        // The tool-registry resets count per iteration, like the agent's budget.
+        assert_eq!((p.counters.tool_registry_resets, p.counters.fallovers, p.counters.attempts), (0, 1, 0));
         assert_eq!(p.counters.failures[&Category::Agent], 2);
     }
 

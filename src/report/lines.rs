@@ -87,6 +87,7 @@ pub(crate) fn escalating(e: &Escalating) -> String {
         EndWhy::User => ("stopping".to_string(), " (Ctrl+C again to kill it now)"),
         EndWhy::Signal(signal) => (format!("stopping ({signal})"), ""),
         EndWhy::Intervention(detector) => (format!("ending the attempt ({})", super::words::detector(*detector)), ""),
+        EndWhy::Reported => ("ending the attempt (the agent reported an interruption)".to_string(), ""),
     };
     format!("{what}: waiting for {} to exit{hint} · sent {}", e.agent, e.sent)
 }

@@ -14,8 +14,20 @@ use super::effect::{ArtifactSource, Effect, Fleet};
 use super::state::{Mode, Online, RunState, Wait};
 use super::{ending, waits};
 
+/// What the policy's decision answers: a stop it makes in answer to a failure is
+/// that failure's (the summary shows it as what ended the run); one after a success
+/// (the iteration cap) or on git's refusal had no error of an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Answer {
+    /// The failure just recorded.
+    Failure,
+    /// A success, or git's own refusal to commit, or a fleet task's isolation
+    /// breach (its message is the run's end).
+    NoError,
+}
+
 /// Carries out the policy's decision.
-pub(super) fn carry_out(run: &mut RunState, next: Next) {
+pub(super) fn carry_out(run: &mut RunState, next: Next, answer: Answer) {
     tracing::debug!(?next, "carrying out");
     run.mode = Mode::Ready;
     match next {
@@ -59,6 +71,7 @@ pub(super) fn carry_out(run: &mut RunState, next: Next) {
             run.emit(RunEvent::RateLimitWait { until: at, reset, reason: reason.clone() });
             waits::rate_limit(run, at, &reason);
         }
+        Next::Stop(s) if answer == Answer::Failure => ending::failed(run, s),
         Next::Stop(s) => ending::stop(run, s),
     }
 }

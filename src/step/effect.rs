@@ -111,6 +111,8 @@ pub(crate) enum EndWhy {
     Signal(&'static str),
     /// A detector of ralph's (stall, tool timeout, loop...).
     Intervention(Detector),
+    /// The agent reported an interruption (MCP `report_interruption`).
+    Reported,
 }
 
 impl EndWhy {
@@ -132,6 +134,10 @@ pub(crate) enum Command {
     Kill,
     /// The agent is alive (a heartbeat through its MCP tools): not a stall.
     Alive,
+    /// The agent reported an interruption (MCP `report_interruption`): it gave up, so
+    /// its attempt ends now, with grace, and recovery starts (nobody waits out the
+    /// stall limit for an agent that said why it stopped).
+    Interrupted,
 }
 
 /// The attempt to prepare.

@@ -58,7 +58,14 @@ pub(super) fn forced(run: &mut RunState, session: Option<String>) {
     end(run, RunEnd::ForceExit);
 }
 
-/// A cap or a person's problem ends the run.
+/// The failure just recorded ends the run (a budget it used up, or a person's
+/// problem): the summary shows it as what ended the run.
+pub(super) fn failed(run: &mut RunState, stop: Stop) {
+    run.ending_error = run.cp.last_error.clone();
+    self::stop(run, stop);
+}
+
+/// A cap or a person's problem ends the run; no error did, unless [`failed`] says so.
 pub(super) fn stop(run: &mut RunState, stop: Stop) {
     let cp = &mut run.cp;
     cp.in_flight = None;

@@ -294,7 +294,8 @@ mod tests {
         p.recovery_note = Some("crashed".into());
         move_to(&mut p, &ps, group(3), "review").unwrap();
         assert_eq!((p.position.phase, p.position.pass, p.position.iteration), (1, 2, 1));
-        assert_eq!((p.counters.attempts, p.counters.agent_failures, p.counters.tool_registry_resets), (7, 0, 1));
+        // The iteration's budgets (the tool-registry resets among them) start afresh.
+        assert_eq!((p.counters.attempts, p.counters.agent_failures, p.counters.tool_registry_resets), (7, 0, 0));
         assert_eq!((&p.resume_session, &p.recovery_note), (&None, &None));
         move_to(&mut p, &ps, group(3), "plan").unwrap();
         assert_eq!((p.position.phase, p.position.pass, p.position.passes), (0, 1, None));

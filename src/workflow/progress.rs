@@ -82,9 +82,9 @@ pub(crate) struct Counters {
     pub ambiguous_failures: u32,
     /// Consecutive failures that were retried with backoff (drives the delay).
     pub retry_streak: u32,
-    /// Tool-registry resets in the run.
+    /// Tool-registry resets in the current iteration.
     pub tool_registry_resets: u32,
-    /// Crashes of `ralph mcp` while its agent ran, in the run.
+    /// Crashes of `ralph mcp` while its agent ran, in the current iteration.
     pub mcp_restarts: u32,
     /// Failures by category in the whole run.
     pub failures: BTreeMap<Category, u32>,
@@ -189,6 +189,10 @@ impl Progress {
         c.ambiguous_failures = 0;
         c.retry_streak = 0;
         c.confirmations = 0;
+        // Per iteration, like the other budgets: a long night's unrelated incidents
+        // in different iterations do not add up to a cap.
+        c.tool_registry_resets = 0;
+        c.mcp_restarts = 0;
         self.environmental_streak = None;
         self.resume_session = None;
         self.recovery_note = None;
@@ -202,8 +206,6 @@ impl Progress {
         let (session, note) = (self.resume_session.take(), self.recovery_note.take());
         self.start_iteration();
         (self.resume_session, self.recovery_note) = (session, note);
-        self.counters.tool_registry_resets = 0;
-        self.counters.mcp_restarts = 0;
         self.position.cycle = 1;
     }
 

@@ -5,6 +5,7 @@
 mod attempt;
 mod begin;
 mod docs;
+mod endings;
 mod failure;
 mod fleet;
 mod git;
@@ -223,6 +224,7 @@ fn word(effect: &Effect) -> String {
         Effect::Attempt(Command::Stop(_)) => "attempt:stop".into(),
         Effect::Attempt(Command::Kill) => "attempt:kill".into(),
         Effect::Attempt(Command::Alive) => "attempt:alive".into(),
+        Effect::Attempt(Command::Interrupted) => "attempt:interrupted".into(),
         Effect::Timer(_) => "timer".into(),
         Effect::Probe(_) => "probe".into(),
         Effect::ProbeInBackground(_) => "probe-in-background".into(),
