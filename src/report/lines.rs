@@ -151,7 +151,8 @@ pub(crate) fn line(event: &RunEvent, tz: &TimeZone) -> Option<String> {
         | RunEvent::GitOff { .. }
         | RunEvent::GitBranchCreated { .. }
         | RunEvent::GitDetached { .. }
-        | RunEvent::GitHeld { .. } => return git_line(event),
+        | RunEvent::GitHeld { .. }
+        | RunEvent::GitChangedWhileStopped { .. } => return git_line(event),
         RunEvent::DiskFull { path, free } => format!("waiting: disk full on {path} ({free} free)"),
         RunEvent::DiskSpaceBack { path } => format!("disk space is back on {path}: continuing"),
         RunEvent::Online {} => "Recovery resumed after offline".to_string(),
@@ -324,6 +325,17 @@ fn git_line(event: &RunEvent) -> Option<String> {
         RunEvent::GitHeld { files } => {
             format!("git: --allow-dirty: {} changed file(s) are left out of every commit", files.len())
         }
+        RunEvent::GitChangedWhileStopped { files } => {
+            const SHOWN: usize = 20;
+            let mut names = files.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+            if files.len() > SHOWN {
+                names.push_str(&format!(" and {} more (the journal lists them)", files.len() - SHOWN));
+            }
+            format!(
+                "git: changed while ralph was stopped, so yours: {names}; ralph leaves them out of every commit of \
+                 this run (commit them yourself)"
+            )
+        }
         _ => return None,
     })
 }
@@ -446,6 +458,7 @@ mod tests {
             RunEvent::GitBranchCreated { branch: s("ralph/work") },
             RunEvent::GitDetached { head: Some(s("0123456789abcdef")) },
             RunEvent::GitHeld { files: vec![s("NOTES.md"), s("scratch.txt")] },
+            RunEvent::GitChangedWhileStopped { files: vec![s("NOTES.md"), s("agent.sh"), s("scratch.txt")] },
         ];
         let lines: Vec<String> = events.iter().map(|e| line(e, &TimeZone::UTC).unwrap_or_default()).collect();
         insta::assert_snapshot!(lines.join("\n"));

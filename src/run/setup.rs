@@ -78,6 +78,7 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     let dir = options.dir.clone();
     let (loaded, goal, templates) = read_inputs(&dir, options)?;
     let agent_dir = dir.join(".agent");
+    let agent_dir_existed = agent_dir.symlink_metadata().is_ok();
     store::ensure_gitignore(&agent_dir)
         .map_err(|e| RalphError::setup(format!("cannot create {}", agent_dir.display()), e))?;
     let reporter = Reporter::new(options.quiet, std::io::stderr().is_terminal());
@@ -88,17 +89,39 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         told.tell(RunEvent::SecretInInput { file, line, family });
     }
     let when_held = if options.resume == ResumeFlag::ResumeOrStart { WhenHeld::Wait } else { WhenHeld::Refuse };
+    // Until the run starts nothing changed: whatever stops it before then gives the
+    // lock and the lease back as they were (a crashed run's record stays its mark),
+    // and a `.agent/` made for it goes again.
+    let mut held = GiveBack { lock: None, lease: None, made: (!agent_dir_existed).then(|| agent_dir.clone()) };
     // A simulated host (tests) has no kernel in common with the others: only the
     // lease protects the directory then.
-    let taken = match lease_file::simulated_host() {
-        Some(_) => None,
-        None => Some(take_lock(&agent_dir.join("ralph.lock"), when_held, &mut told)?),
-    };
+    if lease_file::simulated_host().is_none() {
+        held.lock = Some(take_lock(&agent_dir.join("ralph.lock"), when_held, &mut told)?);
+    }
     let mut signals = Signals::install().map_err(|e| RalphError::io("cannot install signal handlers", e))?;
-    // Until the run starts nothing changed: a problem found before then releases
-    // the lock cleanly (a dropped lock otherwise counts as an interrupted run).
-    let mut lock = ReleaseUnlessKept(taken);
     let (lease, takeover) = take_lease(&agent_dir.join("ralph.lease"), &loaded.config.watch, when_held, &mut told)?;
+    held.lease = Some(lease);
+    // The run's channel (ralph status, ralph stop, the agent's MCP tools), bound
+    // before anything changes: a run never goes on without it.
+    let control = crate::control::server::Bound::bind(&dir).map_err(|e| RalphError::ControlSocket(e.to_string()))?;
+    let enabled = loaded.config.general.workflow.checkpoint_enabled;
+    let checkpoint_path = enabled.then(|| agent_dir.join("checkpoint.json"));
+    // Every check that can refuse, before anything changes: what becomes of the
+    // checkpoint (read, decided, resumed in memory), then git for that start.
+    let chosen = choose_checkpoint(options, &loaded, &goal, checkpoint_path.as_deref(), &mut signals);
+    let chosen = match chosen.await? {
+        Ok(chosen) => chosen,
+        Err((end, said)) => {
+            said.into_iter().for_each(|event| told.tell(event));
+            return Ok(Prepared::Settled(end));
+        }
+    };
+    let (resumed, git_state) = match &chosen {
+        Chosen::Fresh { .. } => (false, None),
+        Chosen::Resume { cp, .. } => (true, cp.git.as_ref()),
+    };
+    let git = session::check(&dir, &loaded, git_state, resumed, options.allow_dirty).map_err(git_error)?;
+    // From here on the run changes things: it has passed every check.
     // Writes killed half-way leave their temporary files; only the lock holder
     // writes here, so whatever is left is garbage.
     let removed =
@@ -106,17 +129,10 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     if removed > 0 {
         tracing::info!("removed {removed} temporary file(s) of interrupted writes");
     }
-    // The run's channel (ralph status, ralph stop, the agent's MCP tools), bound
-    // before anything changes: a run never goes on without it.
-    let control = crate::control::server::Bound::bind(&dir).map_err(|e| RalphError::ControlSocket(e.to_string()))?;
-    let enabled = loaded.config.general.workflow.checkpoint_enabled;
-    let checkpoint_path = enabled.then(|| agent_dir.join("checkpoint.json"));
-    let chosen = choose_checkpoint(options, &loaded, &goal, checkpoint_path.as_deref(), &mut told, &mut signals);
-    let (mut checkpoint, resumed, interrupted) = match chosen.await? {
-        Ok(chosen) => chosen,
-        Err(end) => return Ok(Prepared::Settled(end)),
-    };
-    let git = open_git(&dir, &loaded, &mut checkpoint, resumed, options.allow_dirty, &mut told)?;
+    let (mut checkpoint, interrupted, clean_stop) = carry_out(chosen, checkpoint_path.as_deref(), &mut told)?;
+    let git = git
+        .open(&loaded, &mut checkpoint.git, clean_stop, &mut |event| told.tell(event))
+        .map_err(|e| RalphError::GitSetup(format!("git: {e}")))?;
     let (logs_dir, journal) = open_logs(&agent_dir, &loaded, &checkpoint, enabled && !resumed, options, &mut told)?;
     let Told { reporter, events: told } = told;
     let setting = Setting {
@@ -132,6 +148,7 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         pid: std::process::id(),
         loaded,
     };
+    let (lock, lease) = held.keep();
     let ready = Ready {
         setting,
         opening: Opening { interrupted, takeover, told },
@@ -142,29 +159,20 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         logs_dir,
         artifacts_dir: agent_dir.join("artifacts"),
         reporter,
-        lock: lock.0.take(),
-        lease: Some(lease),
+        lock,
+        lease,
         git,
         control: Some(control),
     };
     Ok(Prepared::Ready(Box::new(ready), signals))
 }
 
-/// Opens git for the run (see `git::session`), saying what a person should know.
-fn open_git(
-    dir: &Path,
-    loaded: &Loaded,
-    checkpoint: &mut Checkpoint,
-    resumed: bool,
-    allow_dirty: bool,
-    told: &mut Told,
-) -> Result<Option<GitSession>, RalphError> {
-    session::open(dir, loaded, &mut checkpoint.git, resumed, allow_dirty, &mut |event| told.tell(event)).map_err(|e| {
-        match e {
-            OpenError::Refused(refusal) => RalphError::Git(refusal),
-            OpenError::Git(e) => RalphError::GitSetup(format!("git: {e}")),
-        }
-    })
+/// Git's refusal (exit 2) or failure, as set-up reports it.
+fn git_error(e: OpenError) -> RalphError {
+    match e {
+        OpenError::Refused(refusal) => RalphError::Git(refusal),
+        OpenError::Git(e) => RalphError::GitSetup(format!("git: {e}")),
+    }
 }
 
 /// The config, the goal and the phases' templates, checked (an unknown `--from`
@@ -213,57 +221,81 @@ pub(crate) fn secrets_in_inputs(dir: &Path, loaded: &Loaded) -> Vec<GoalFinding>
         .collect()
 }
 
-/// The checkpoint this run goes on with: a new one, or the one on disk resumed
-/// (with the attempt that was in flight); `Err` when the run is settled as it is.
+/// What becomes of the checkpoint, decided before anything changes; carried out
+/// by [`carry_out`] once every check has passed.
+enum Chosen {
+    /// A new run, after the checkpoint found is set aside (`aside`); `old_run`
+    /// names the run whose leftovers are ended.
+    Fresh { cp: Box<Checkpoint>, aside: Option<Aside>, old_run: Option<String> },
+    /// The run on disk continues (`cp` as it resumes), with the attempt that was in
+    /// flight; `restore` is the journal's newer snapshot to put in place of the file;
+    /// `clean_stop`: it ended in order (a person may have edited since).
+    Resume {
+        cp: Box<Checkpoint>,
+        interrupted: Option<InFlight>,
+        said: Vec<RunEvent>,
+        restore: Option<(Box<Checkpoint>, Stale)>,
+        clean_stop: bool,
+    },
+}
+
+/// How the checkpoint found is set aside for a new run.
+enum Aside {
+    /// `--no-resume`, or a completed run: archived.
+    Archive,
+    /// `--no-resume` over a checkpoint that cannot be used.
+    Unusable { label: &'static str, problem: String },
+}
+
+/// What set-up settles on when the run stays as it is: its end and what to say.
+type Settles = (RunEnd, Vec<RunEvent>);
+
+/// The checkpoint this run goes on with (a new one, or the one on disk resumed),
+/// decided without changing anything; `Err` when the run is settled as it is (the
+/// user quit at the question, or `--resume-or-start` found it over).
 async fn choose_checkpoint(
     options: &Options,
     loaded: &Loaded,
     goal: &str,
     cp_path: Option<&Path>,
-    told: &mut Told,
     signals: &mut Signals,
-) -> Result<Result<(Checkpoint, bool, Option<InFlight>), RunEnd>, RalphError> {
+) -> Result<Result<Chosen, Settles>, RalphError> {
     let (from, agent_dir) = (options.from.as_deref(), options.dir.join(".agent"));
     let (prompt_checksum, artifacts_dir) = (checksum(goal.as_bytes()), agent_dir.join("artifacts"));
     let has_artifact = |phase: &str| artifacts_dir.join(format!("{phase}.md")).is_file();
-    let fresh = || {
+    let fresh = |aside: Option<Aside>, old_run: Option<String>| {
         let cp = start::fresh(loaded, &prompt_checksum, from, has_artifact, jiff::Timestamp::now(), std::process::id());
-        cp.map(|cp| Ok((cp, false, None))).map_err(|e| from_error(&e, &loaded.path))
+        cp.map(|cp| Ok(Chosen::Fresh { cp: Box::new(cp), aside, old_run })).map_err(|e| from_error(&e, &loaded.path))
     };
-    let Some(cp_path) = cp_path else { return fresh() };
-    let existing = load_checkpoint(cp_path, options.resume, told)?;
-    if let Some(cp) = &existing {
-        end_leftovers(&cp.run_id, told);
-    }
+    let Some(cp_path) = cp_path else { return fresh(None, None) };
+    let (existing, stale) = match read_checkpoint(cp_path, options.resume)? {
+        Found::Nothing => (None, None),
+        Found::Checkpoint(newest) => (Some(newest.checkpoint), newest.stale),
+        Found::Unusable { label, problem } => return fresh(Some(Aside::Unusable { label, problem }), None),
+    };
     let mut flag = options.resume;
     let mut decision = start::decide(existing.as_ref(), flag);
     if decision == Start::Ask {
         let Some(answer) = crate::report::ask::resume(cp_path, existing.as_ref(), from, signals).await? else {
-            return Ok(Err(RunEnd::Declined));
+            return Ok(Err((RunEnd::Declined, Vec::new())));
         };
         flag = answer;
         decision = start::decide(existing.as_ref(), flag);
     }
     match (decision, existing) {
         (Start::Resume, Some(cp)) => {
-            let interrupted = cp.in_flight.clone();
+            let (interrupted, clean_stop) = (cp.in_flight.clone(), cp.clean_stop);
+            let restore = stale.map(|stale| (Box::new(cp.clone()), stale));
             let (cp, said) = start::resume(cp, loaded, goal, &prompt_checksum, from).map_err(|e| match e {
                 Refused::PhaseGone(message) => RalphError::ResumeMismatch(message),
                 Refused::From(e) => from_error(&e, &loaded.path),
             })?;
-            said.into_iter().for_each(|event| told.tell(event));
-            Ok(Ok((cp, true, interrupted)))
+            Ok(Ok(Chosen::Resume { cp: Box::new(cp), interrupted, said, restore, clean_stop }))
         }
-        (Start::ArchiveThenFresh, Some(_)) => {
-            let aside = store::set_aside(cp_path, "archived")
-                .map_err(|e| RalphError::setup("cannot archive the old checkpoint", e))?;
-            told.tell(RunEvent::CheckpointArchived { aside: aside.display().to_string() });
-            fresh()
-        }
+        (Start::ArchiveThenFresh, Some(cp)) => fresh(Some(Aside::Archive), Some(cp.run_id)),
         (Start::Settled, Some(cp)) => {
             let (end, said) = start::settled(&cp);
-            told.tell(said);
-            Ok(Err(end))
+            Ok(Err((end, vec![said])))
         }
         (Start::NothingToResume, existing) => {
             let why = match existing {
@@ -274,9 +306,51 @@ async fn choose_checkpoint(
         }
         (_, None) if flag == ResumeFlag::ResumeOrStart => {
             refuse_over_corrupt(cp_path)?;
-            fresh()
+            fresh(None, None)
         }
-        _ => fresh(),
+        (_, existing) => fresh(None, existing.map(|cp| cp.run_id)),
+    }
+}
+
+/// Carries out what was chosen, now that every check has passed: the journal's
+/// newer snapshot put in place, the old checkpoint set aside, the dead run's
+/// leftovers ended. Returns the checkpoint, the attempt that was in flight, and
+/// whether the resumed run had stopped in order.
+fn carry_out(
+    chosen: Chosen,
+    cp_path: Option<&Path>,
+    told: &mut Told,
+) -> Result<(Checkpoint, Option<InFlight>, bool), RalphError> {
+    match chosen {
+        Chosen::Resume { cp, interrupted, said, restore, clean_stop } => {
+            if let (Some((on_disk, stale)), Some(path)) = (restore, cp_path) {
+                self::restore(path, &on_disk, &stale, told)?;
+            }
+            end_leftovers(&cp.run_id, told);
+            said.into_iter().for_each(|event| told.tell(event));
+            Ok((*cp, interrupted, clean_stop))
+        }
+        Chosen::Fresh { cp, aside, old_run } => {
+            if let Some(run_id) = &old_run {
+                end_leftovers(run_id, told);
+            }
+            match (aside, cp_path) {
+                (Some(Aside::Archive), Some(path)) => {
+                    let aside = store::set_aside(path, "archived")
+                        .map_err(|e| RalphError::setup("cannot archive the old checkpoint", e))?;
+                    told.tell(RunEvent::CheckpointArchived { aside: aside.display().to_string() });
+                }
+                (Some(Aside::Unusable { label, problem }), Some(path)) => {
+                    let aside = store::set_aside(path, label).map_err(|io| {
+                        RalphError::setup(format!("cannot set the checkpoint {} aside", path.display()), io)
+                    })?;
+                    let (path, aside) = (path.display().to_string(), aside.display().to_string());
+                    told.tell(RunEvent::CheckpointSetAside { path, aside, problem });
+                }
+                _ => {}
+            }
+            Ok((*cp, None, false))
+        }
     }
 }
 
@@ -421,38 +495,32 @@ fn read_prompt(path: &Path, config: &Path) -> Result<String, RalphError> {
     })
 }
 
-/// Reads the checkpoint for a run: the newer of `checkpoint.json` and the journal's
-/// snapshot, put in place of the file when it is the journal's. With `--no-resume` a
-/// checkpoint that cannot be used is set aside and the run starts fresh in the same
-/// call: the user asked to start over, and the file is kept.
-fn load_checkpoint(path: &Path, flag: ResumeFlag, told: &mut Told) -> Result<Option<Checkpoint>, RalphError> {
+/// What is on disk for a run.
+enum Found {
+    Nothing,
+    /// The newer of `checkpoint.json` and the journal's snapshot.
+    Checkpoint(Box<format::Newest>),
+    /// `--no-resume` over a checkpoint that cannot be used: it is set aside (with this
+    /// label, for this problem) and the run starts fresh, in the same call.
+    Unusable {
+        label: &'static str,
+        problem: String,
+    },
+}
+
+/// Reads the checkpoint for a run, changing nothing. One that cannot be used is
+/// refused and left in place, unless `--no-resume` asks to start over.
+fn read_checkpoint(path: &Path, flag: ResumeFlag) -> Result<Found, RalphError> {
     match format::read_newest(path) {
-        Ok(None) => Ok(None),
-        Ok(Some(newest)) => {
-            if let Some(stale) = &newest.stale {
-                restore(path, &newest.checkpoint, stale, told)?;
-            }
-            Ok(Some(newest.checkpoint))
-        }
+        Ok(None) => Ok(Found::Nothing),
+        Ok(Some(newest)) => Ok(Found::Checkpoint(Box::new(newest))),
         Err(ReadError::Format(e)) if flag == ResumeFlag::Fresh => {
             let (label, problem) = match &e {
                 FormatError::Corrupt(message) => ("corrupt", format!("does not parse ({message})")),
                 other => ("archived", format!("cannot be used ({other})")),
             };
-            let aside = store::set_aside(path, label)
-                .map_err(|io| RalphError::setup(format!("cannot set the checkpoint {} aside", path.display()), io))?;
-            let (path, aside) = (path.display().to_string(), aside.display().to_string());
-            told.tell(RunEvent::CheckpointSetAside { path, aside, problem });
-            Ok(None)
+            Ok(Found::Unusable { label, problem })
         }
-        // Only a file that does not parse is set aside; the others are left in place.
-        Err(ReadError::Format(FormatError::Corrupt(message))) => Err(match store::set_aside(path, "corrupt") {
-            Ok(aside) => RalphError::CheckpointCorrupt { path: path.to_path_buf(), aside, message },
-            Err(e) => RalphError::setup(
-                format!("the checkpoint {} does not parse ({message}) and cannot be moved aside", path.display()),
-                e,
-            ),
-        }),
         Err(e) => Err(refused_checkpoint(path, e)),
     }
 }
@@ -466,10 +534,9 @@ pub(crate) fn refused_checkpoint(path: &Path, error: ReadError) -> RalphError {
         ReadError::Format(FormatError::Invalid { field, problem }) => {
             RalphError::CheckpointInvalid { path: path.to_path_buf(), field, problem }
         }
-        ReadError::Format(FormatError::Corrupt(message)) => RalphError::Usage(format!(
-            "the checkpoint {} does not parse ({message}); `ralph --no-resume` sets it aside and starts fresh",
-            path.display()
-        )),
+        ReadError::Format(FormatError::Corrupt(message)) => {
+            RalphError::CheckpointCorrupt { path: path.to_path_buf(), message }
+        }
         ReadError::Io { path, source } => RalphError::setup(format!("cannot read {}", path.display()), source),
     }
 }
@@ -517,13 +584,37 @@ fn taken_over(t: &Takeover) -> RunEvent {
     }
 }
 
-/// Releases the run lock cleanly when set-up fails before the run starts.
-struct ReleaseUnlessKept(Option<crate::state::lock::RunLock>);
+/// The lock and the lease while set-up runs: given back as they were when the run
+/// does not start (a refusal, the question quit, a settled run), with a `.agent/`
+/// made for it removed again; kept by [`GiveBack::keep`] when it starts.
+struct GiveBack {
+    lock: Option<RunLock>,
+    lease: Option<Lease>,
+    /// `.agent/`, when set-up made it.
+    made: Option<PathBuf>,
+}
 
-impl Drop for ReleaseUnlessKept {
+impl GiveBack {
+    fn keep(mut self) -> (Option<RunLock>, Option<Lease>) {
+        self.made = None;
+        (self.lock.take(), self.lease.take())
+    }
+}
+
+impl Drop for GiveBack {
     fn drop(&mut self) {
-        if let Some(lock) = self.0.take() {
-            let _ = lock.release();
+        if let Some(lease) = self.lease.take() {
+            lease.give_back().unwrap_or_else(|e| tracing::warn!("cannot give the lease back: {e}"));
+        }
+        if let Some(lock) = self.lock.take() {
+            lock.give_back().unwrap_or_else(|e| tracing::warn!("cannot give the lock back: {e}"));
+        }
+        if let Some(dir) = self.made.take() {
+            // Only what set-up itself writes there; anything else keeps the directory.
+            for name in [".gitignore", "ralph.lock", "ralph.lease"] {
+                let _ = std::fs::remove_file(dir.join(name));
+            }
+            let _ = std::fs::remove_dir(&dir);
         }
     }
 }

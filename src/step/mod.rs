@@ -92,6 +92,7 @@ pub(crate) fn step(run: &mut RunState, input: Input, now: Now) -> Vec<Effect> {
             run.disk_full.get_or_insert((path, free));
         }
         Input::DiskRetried(still_full) => ending::rewritten(run, still_full),
+        Input::TreeRecorded(tree) => ending::tree_recorded(run, tree),
     }
     run.effects()
 }
@@ -125,7 +126,8 @@ fn force_exit(run: &mut RunState) {
             running.forced = true;
             run.tell(Command::Kill);
         }
-        Mode::Ended => {}
+        // The end is under way already; its answer comes next.
+        Mode::Ended | Mode::Recording(_) => {}
         _ => ending::forced(run, None),
     }
 }
