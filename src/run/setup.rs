@@ -121,14 +121,11 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         Chosen::Resume { cp, .. } => (true, cp.git.as_ref()),
     };
     let git = session::check(&dir, &loaded, git_state, resumed, options.allow_dirty).map_err(git_error)?;
+    // A link planted where the run's state goes is refused now, not half-way.
+    let state_files = ["events.jsonl", "logs", "artifacts"].map(|name| agent_dir.join(name));
+    crate::state::private::refuse_links(&state_files).map_err(|e| RalphError::setup("the state directory", e))?;
     // From here on the run changes things: it has passed every check.
-    // Writes killed half-way leave their temporary files; only the lock holder
-    // writes here, so whatever is left is garbage.
-    let removed =
-        store::remove_leftover_temp_files(&agent_dir) + store::remove_leftover_temp_files(&agent_dir.join("artifacts"));
-    if removed > 0 {
-        tracing::info!("removed {removed} temporary file(s) of interrupted writes");
-    }
+    remove_leftover_temp_files(&agent_dir);
     let (mut checkpoint, interrupted, clean_stop) = carry_out(chosen, checkpoint_path.as_deref(), &mut told)?;
     let git = git
         .open(&loaded, &mut checkpoint.git, clean_stop, &mut |event| told.tell(event))
@@ -165,6 +162,16 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         control: Some(control),
     };
     Ok(Prepared::Ready(Box::new(ready), signals))
+}
+
+/// Writes killed half-way leave their temporary files; only the lock holder writes
+/// here, so whatever is left is garbage.
+fn remove_leftover_temp_files(agent_dir: &Path) {
+    let removed =
+        store::remove_leftover_temp_files(agent_dir) + store::remove_leftover_temp_files(&agent_dir.join("artifacts"));
+    if removed > 0 {
+        tracing::info!("removed {removed} temporary file(s) of interrupted writes");
+    }
 }
 
 /// Git's refusal (exit 2) or failure, as set-up reports it.

@@ -129,6 +129,11 @@ fn every_refusal(r: &Repo) {
     );
     refused_without_a_change(r, "pre-flight", &["--no-resume"], "/nonexistent/claude");
     r.p.write("ralph.toml", &config);
+    // A link planted where the run's state goes.
+    let outside = tempfile::tempdir().expect("outside");
+    std::os::unix::fs::symlink(outside.path(), r.p.join(".agent/artifacts")).expect("plant a link");
+    refused_without_a_change(r, "planted link", &["--no-resume", "--allow-dirty"], "is a symbolic link");
+    std::fs::remove_file(r.p.join(".agent/artifacts")).expect("unplant");
     // Neither flag, no terminal.
     refused_without_a_change(r, "no flag", &[], "--resume");
 }
