@@ -1,7 +1,11 @@
 //! Everything before the first attempt: the config, the goal, the templates, the
 //! lock and the lease (see `state::ownership`), the checkpoint decision (fresh, resume,
-//! ask, or leave a settled run as it is), logging and the journal. Every problem
-//! found here is reported before anything runs.
+//! ask, or leave a settled run as it is), git, logging and the journal. Every problem
+//! found here is reported before anything runs, and before anything changes: every
+//! check that can refuse (config, goal, pre-flight, lock, lease, checkpoint, git,
+//! planted links) comes first, and what set-up changes (a restored or archived
+//! checkpoint, a dead run's leftovers, a branch, the journal, the logs) comes after
+//! them all; a refusal gives the lock and the lease back as they were.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -113,6 +117,11 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         Ok(chosen) => chosen,
         Err((end, said)) => {
             said.into_iter().for_each(|event| told.tell(event));
+            // A settled run's ralph stops cleanly (the crash of the one before it is
+            // over: the run is settled); a quit at the question changes nothing.
+            if end != RunEnd::Declined {
+                held.release();
+            }
             return Ok(Prepared::Settled(end));
         }
     };
@@ -592,8 +601,9 @@ fn taken_over(t: &Takeover) -> RunEvent {
 }
 
 /// The lock and the lease while set-up runs: given back as they were when the run
-/// does not start (a refusal, the question quit, a settled run), with a `.agent/`
-/// made for it removed again; kept by [`GiveBack::keep`] when it starts.
+/// does not start (a refusal, the question quit), with a `.agent/` made for it
+/// removed again; kept by [`GiveBack::keep`] when it starts, released by
+/// [`GiveBack::release`] when `--resume-or-start` finds the run settled.
 struct GiveBack {
     lock: Option<RunLock>,
     lease: Option<Lease>,
@@ -605,6 +615,17 @@ impl GiveBack {
     fn keep(mut self) -> (Option<RunLock>, Option<Lease>) {
         self.made = None;
         (self.lock.take(), self.lease.take())
+    }
+
+    /// A clean stop of this ralph: the lease and the lock released (emptied).
+    fn release(mut self) {
+        self.made = None;
+        if let Some(lease) = self.lease.take() {
+            lease.release().unwrap_or_else(|e| tracing::warn!("cannot release the lease: {e}"));
+        }
+        if let Some(lock) = self.lock.take() {
+            lock.release().unwrap_or_else(|e| tracing::warn!("cannot release the lock: {e}"));
+        }
     }
 }
 

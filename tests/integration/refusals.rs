@@ -138,13 +138,25 @@ fn every_refusal(r: &Repo) {
     refused_without_a_change(r, "no flag", &[], "--resume");
 }
 
+/// A run with `args`, stopped by the signal (SIGINT pauses, SIGKILL crashes it) once
+/// its first attempt is under way.
+fn stopped(r: &Repo, args: &[&str], signal: Signal) {
+    let _ = std::fs::remove_file(r.p.join(".agent/it1-started"));
+    let run = r.ralph().args(args.iter().copied()).timeout(Duration::from_secs(60)).spawn();
+    r.p.wait_for_file(".agent/it1-started", Duration::from_secs(30));
+    if signal == Signal::SIGKILL {
+        let _ = killpg(Pid::from_raw(run.pid()), Signal::SIGKILL);
+        let _ = run.wait(Duration::from_secs(10));
+    } else {
+        run.signal(signal);
+        run.finish().expect_code(130);
+    }
+}
+
 #[test]
 fn a_refused_command_changes_nothing_after_a_pause() {
     let r = project();
-    let run = r.ralph().timeout(Duration::from_secs(60)).spawn();
-    r.p.wait_for_file(".agent/it1-started", Duration::from_secs(30));
-    run.signal(Signal::SIGINT);
-    run.finish().expect_code(130);
+    stopped(&r, &[], Signal::SIGINT);
     every_refusal(&r);
     // The paused run resumes as if nothing had been tried: no restore, no crash.
     let out = r.ralph().args(["--resume"]).run();
@@ -157,10 +169,7 @@ fn a_refused_command_changes_nothing_after_a_pause() {
 #[test]
 fn a_refused_command_changes_nothing_after_a_crash() {
     let r = project();
-    let run = r.ralph().timeout(Duration::from_secs(60)).spawn();
-    r.p.wait_for_file(".agent/it1-started", Duration::from_secs(30));
-    let _ = killpg(Pid::from_raw(run.pid()), Signal::SIGKILL);
-    let _ = run.wait(Duration::from_secs(10));
+    stopped(&r, &[], Signal::SIGKILL);
     // The journal holds the newest state; the file is gone (as a power cut can leave
     // it): only a resume that goes on restores it.
     std::fs::remove_file(r.p.join(".agent/checkpoint.json")).expect("remove");
@@ -176,10 +185,7 @@ fn a_refused_command_changes_nothing_after_a_crash() {
 #[test]
 fn a_checkpoint_that_does_not_parse_is_refused_and_left_in_place() {
     let r = project();
-    let run = r.ralph().timeout(Duration::from_secs(60)).spawn();
-    r.p.wait_for_file(".agent/it1-started", Duration::from_secs(30));
-    run.signal(Signal::SIGINT);
-    run.finish().expect_code(130);
+    stopped(&r, &[], Signal::SIGINT);
     // Neither the file nor the journal holds a usable checkpoint.
     r.p.write(".agent/checkpoint.json", "{ not json");
     r.p.write(".agent/events.jsonl", "");
@@ -188,11 +194,7 @@ fn a_checkpoint_that_does_not_parse_is_refused_and_left_in_place() {
     }
     assert_eq!(r.p.read(".agent/checkpoint.json"), "{ not json");
     // Starting over is asked for: the file is kept aside, never lost.
-    std::fs::remove_file(r.p.join(".agent/it1-started")).expect("marker");
-    let run = r.ralph().args(["--no-resume", "--allow-dirty"]).timeout(Duration::from_secs(60)).spawn();
-    r.p.wait_for_file(".agent/it1-started", Duration::from_secs(30));
-    run.signal(Signal::SIGINT);
-    run.finish().expect_code(130);
+    stopped(&r, &["--no-resume", "--allow-dirty"], Signal::SIGINT);
     let aside: Vec<_> = r.p.agent_dir_listing().into_iter().filter(|n| n.contains("corrupt")).collect();
     assert_eq!(aside.len(), 1, "{:?}", r.p.agent_dir_listing());
     assert_eq!(r.p.read(&format!(".agent/{}", aside[0])), "{ not json");
