@@ -43,13 +43,17 @@ pub fn main() -> i32 {
             exit::DONE
         }
         Some(Command::Demo { keep }) => report(commands::demo::main(keep)),
-        Some(Command::Init { force, place }) => in_dir(&place, |d| commands::init::main(d, force)),
+        Some(Command::Init { force, example: true, place }) => in_dir(&place, |d| commands::init::example(d, force)),
+        Some(Command::Init { force, place, .. }) => in_dir(&place, |d| commands::init::main(d, force)),
         Some(Command::Doctor { config, json, place }) => {
             in_dir(&place, |d| commands::doctor::main(d, config.as_deref(), json))
         }
-        Some(Command::Status { json, all, prune, .. }) if all || prune => report(commands::status::all(json, prune)),
+        Some(Command::Status { json, all, prune, .. }) if all || prune => {
+            report(commands::status_all::main(json, prune))
+        }
         Some(Command::Status { json, place, .. }) => in_dir(&place, |d| commands::status::main(d, json)),
-        Some(Command::Stop { now, timeout, place }) => in_dir(&place, |d| commands::stop::main(d, now, timeout)),
+        Some(Command::Stop { now, all: true, timeout, .. }) => report(commands::stop::all(now, timeout)),
+        Some(Command::Stop { now, timeout, place, .. }) => in_dir(&place, |d| commands::stop::main(d, now, timeout)),
         Some(Command::Mcp { socket, attempt }) => report(commands::mcp::main(socket, attempt)),
         Some(Command::Watch(watch)) => report(commands::watch::main(&watch)),
         Some(Command::Logs { follow, config, place }) => {
@@ -66,7 +70,7 @@ pub fn main() -> i32 {
 fn run_command(args: RunArgs) -> Result<i32, RalphError> {
     let dir = dir(&args.place)?;
     if args.dry_run {
-        return commands::dry_run::main(&dir, args.config.as_deref());
+        return commands::dry_run::main(&dir, args.config.as_deref(), args.from.as_deref());
     }
     if args.inspect_checkpoint {
         return commands::inspect::main(&dir, args.json);

@@ -35,6 +35,9 @@ pub(crate) enum Command {
         /// Replace existing files too (each is kept as NAME.bak first).
         #[arg(long)]
         force: bool,
+        /// Write ralph.example.toml instead: every key, with its default and meaning.
+        #[arg(long)]
+        example: bool,
         #[command(flatten)]
         place: Place,
     },
@@ -64,13 +67,18 @@ pub(crate) enum Command {
         #[command(flatten)]
         place: Place,
     },
-    /// Ask the running ralph of this directory to stop after the current iteration
-    /// (paused, resumable), or at once like a first Ctrl+C with --now; wait for it
-    /// to end and exit with its exit status.
+    /// Ask the running ralph of this directory (every registered run with --all) to
+    /// stop after the current iteration (paused, resumable), or at once like a first
+    /// Ctrl+C with --now; wait for it to end. Exits like `systemctl stop`: 0 when it
+    /// ended paused or completed, its own code when failed or blocked, 1 on the
+    /// timeout, 2 when no run answers.
     Stop {
         /// Stop now, like a first Ctrl+C.
         #[arg(long)]
         now: bool,
+        /// Every run of the run registry that a ralph runs now.
+        #[arg(long)]
+        all: bool,
         /// How long to wait for the run to end.
         #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = humantime::parse_duration)]
         timeout: std::time::Duration,
@@ -203,9 +211,23 @@ pub(crate) struct WatchCli {
     /// Resumed runs started at most at once.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_concurrent: u32,
-    /// Resume only runs under this directory (repeatable; default: all).
+    /// Resume only runs under this directory (repeatable; default: all), and look
+    /// under it for interrupted runs the registry lost (at start, and once per boot
+    /// with --once).
     #[arg(long = "root", value_name = "DIR")]
     pub roots: Vec<PathBuf>,
+    /// Directory levels below each --root the scan looks.
+    #[arg(long, value_name = "N", default_value_t = 6)]
+    pub scan_depth: usize,
+    /// Only errors: no decisions.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Resume nothing until --release (every watcher; shown by `status --all`).
+    #[arg(long, conflicts_with_all = ["release", "once"])]
+    pub hold: bool,
+    /// Lift the hold of --hold.
+    #[arg(long, conflicts_with = "once")]
+    pub release: bool,
     /// Print a systemd user unit for the watchdog and exit.
     #[arg(long)]
     pub print_systemd_unit: bool,

@@ -16,7 +16,7 @@ pub(crate) enum RalphError {
     #[error("{}: cannot read the goal file ({source}); write it, or set [general] prompt in {}", .path.display(), .config.display())]
     Prompt { path: PathBuf, config: PathBuf, source: std::io::Error },
     /// The goal file is empty or still the starter text: an agent would be paid to guess.
-    #[error("{}: {}; {}", .path.display(), .problem.describe(), crate::workflow::goal::WHAT_TO_WRITE)]
+    #[error("{}: {}", .path.display(), .problem.describe())]
     Goal { path: PathBuf, problem: crate::workflow::goal::Unusable },
     /// The run lock: another ralph holds it, or it cannot be taken.
     #[error(transparent)]

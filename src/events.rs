@@ -400,6 +400,8 @@ pub(crate) enum RunEvent {
         iteration: u32,
         /// The agent's place in the chain, from 1.
         agent_number: usize,
+        /// The agent's name, when the chain still has that place.
+        agent: Option<String>,
         session: Option<String>,
     },
     /// `--resume-or-start` leaves a finished, paused, failed or blocked run as it is
@@ -408,6 +410,8 @@ pub(crate) enum RunEvent {
         run_id: String,
         status: Status,
         reason: Option<String>,
+        /// The phase it stopped in (a cap of iterations is that phase's key).
+        phase: String,
     },
     /// The goal file or the config holds what looks like a credential (where, never
     /// the value): the agent gets the file as written, ralph hides it everywhere.

@@ -49,7 +49,7 @@ pub(crate) fn code(ending: Ending<'_>) -> i32 {
         Ending::Run(RunEnd::Failed(_)) => FAILED,
         Ending::Run(RunEnd::Blocked(_)) => BLOCKED,
         Ending::Run(RunEnd::Stopped(StopCause::User) | RunEnd::ForceExit) => INTERRUPTED,
-        Ending::Run(RunEnd::Stopped(StopCause::Terminate)) => TERMINATED,
+        Ending::Run(RunEnd::Stopped(StopCause::Terminate | StopCause::Deliberate)) => TERMINATED,
         Ending::Run(RunEnd::Stopped(StopCause::Hangup)) => HANGUP,
         Ending::Error(
             RalphError::Config(_)

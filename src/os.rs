@@ -1,13 +1,17 @@
 //! The Linux-specific calls, in one place: `prctl` (the subreaper, the parent-death
 //! signal), the `/proc` file system and its clock, the kernel's boot id, signalling
 //! a process group, a socket peer's credentials, ralph's own executable, the file
-//! system type of a directory. Everything else reaches the operating system through
-//! portable APIs; a port to another system starts here. A test below fails when one
-//! of these calls appears anywhere else in `src/`.
+//! system type of a directory, who sent a signal ([`origin`]). Everything else
+//! reaches the operating system through portable APIs; a port to another system
+//! starts here. A test below fails when one of these calls appears anywhere else in
+//! `src/`.
 //!
 //! Every `unsafe` block of ralph's is here too (the redaction's vector path aside;
 //! the `unsafe_code` lint refuses one anywhere else): a child's parent-death signal,
-//! a signal's disposition, and the second-Ctrl+C backstop's handler and exit.
+//! a signal's disposition, the second-Ctrl+C backstop's handler and exit, and the
+//! handler that records a signal's sender ([`origin`]).
+
+pub(crate) mod origin;
 
 use std::path::{Path, PathBuf};
 

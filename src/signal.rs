@@ -1,8 +1,9 @@
 //! The two-stage interrupt, as a state machine that needs no real signals.
 //!
 //! The first SIGINT asks for an orderly stop that the user chose (the run is saved as
-//! `paused`); SIGTERM and SIGHUP ask for the same orderly stop on behalf of the
-//! machine (saved as `interrupted`, so a watchdog may resume it). A second SIGINT
+//! `paused`), and so does a SIGTERM sent by a process of the user's own ([`origin`]);
+//! a SIGTERM of the machine and SIGHUP ask for the same orderly stop on its behalf
+//! (saved as `interrupted`, so a watchdog may resume it). A second SIGINT
 //! while stopping means "now": the agent's group is killed and ralph exits at once.
 //! Ctrl+Z (SIGTSTP) suspends ralph together with the agent's group; the clocks of
 //! the attempt do not count the time stopped.
@@ -22,11 +23,16 @@ use crate::control::Inbound;
 
 use crate::process::agent_group;
 
+pub(crate) mod origin;
+
 /// A signal ralph reacts to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Incoming {
     Interrupt,
-    Terminate,
+    /// SIGTERM; `deliberate`: sent by a process of the user's own.
+    Terminate {
+        deliberate: bool,
+    },
     Hangup,
 }
 
@@ -40,13 +46,18 @@ pub(crate) enum StopCause {
     Terminate,
     /// SIGHUP: the terminal went away.
     Hangup,
+    /// SIGTERM sent by a process of the user's own (`kill PID`, a script): as much
+    /// the user's decision as Ctrl+C, so the run is paused. Saved as `"terminate"`,
+    /// which every ralph reads (the checkpoint's `stop_sender` says who sent it).
+    #[serde(rename = "terminate", skip_deserializing)]
+    Deliberate,
 }
 
 impl StopCause {
     pub(crate) fn signal_name(self) -> &'static str {
         match self {
             StopCause::User => "SIGINT",
-            StopCause::Terminate => "SIGTERM",
+            StopCause::Terminate | StopCause::Deliberate => "SIGTERM",
             StopCause::Hangup => "SIGHUP",
         }
     }
@@ -76,13 +87,14 @@ impl InterruptState {
     pub(crate) fn on_signal(&mut self, incoming: Incoming) -> InterruptAction {
         match (self.stopping, incoming) {
             (None, Incoming::Interrupt) => self.begin(StopCause::User),
-            (None, Incoming::Terminate) => self.begin(StopCause::Terminate),
+            (None, Incoming::Terminate { deliberate: false }) => self.begin(StopCause::Terminate),
+            (None, Incoming::Terminate { deliberate: true }) => self.begin(StopCause::Deliberate),
             (None, Incoming::Hangup) => self.begin(StopCause::Hangup),
             // Only the user's second Ctrl+C hurries the stop: a service manager
             // repeats SIGTERM and a dying terminal may send SIGHUP more than once,
             // and neither means "skip the cleanup".
             (Some(_), Incoming::Interrupt) => InterruptAction::ForceExit,
-            (Some(_), Incoming::Terminate | Incoming::Hangup) => InterruptAction::Ignore,
+            (Some(_), Incoming::Terminate { .. } | Incoming::Hangup) => InterruptAction::Ignore,
         }
     }
 
@@ -110,11 +122,16 @@ pub(crate) struct Signals {
     suspension: Suspension,
     control: Option<mpsc::Receiver<Inbound>>,
     inbox: Vec<Inbound>,
+    /// `[watch] service_managers`: more programs whose SIGTERM is the machine's.
+    managers: Vec<String>,
 }
 
 impl Signals {
-    /// Installs the handlers. From here on these signals no longer kill ralph.
-    pub(crate) fn install() -> std::io::Result<Self> {
+    /// Installs the handlers, and the record of who sends SIGTERM and SIGHUP;
+    /// `managers` are the programs of `[watch] service_managers`. From here on these
+    /// signals no longer kill ralph.
+    pub(crate) fn install(managers: &[String]) -> std::io::Result<Self> {
+        crate::os::origin::record()?;
         Ok(Self {
             int: signal(SignalKind::interrupt())?,
             term: signal(SignalKind::terminate())?,
@@ -124,6 +141,7 @@ impl Signals {
             suspension: Suspension::default(),
             control: None,
             inbox: Vec::new(),
+            managers: managers.to_vec(),
         })
     }
 
@@ -144,7 +162,7 @@ impl Signals {
     pub(crate) async fn next(&mut self) -> InterruptAction {
         let incoming = tokio::select! {
             _ = self.int.recv() => Incoming::Interrupt,
-            _ = self.term.recv() => Incoming::Terminate,
+            _ = self.term.recv() => Incoming::Terminate { deliberate: origin::found(&self.managers) },
             _ = self.hup.recv() => Incoming::Hangup,
             _ = self.tstp.recv() => {
                 self.suspension.add(agent_group::suspend());
@@ -218,17 +236,29 @@ mod tests {
     #[test]
     fn sigterm_and_sighup_stop_in_order_and_are_not_a_pause() {
         let mut s = InterruptState::default();
-        assert_eq!(s.on_signal(Incoming::Terminate), InterruptAction::Stop(StopCause::Terminate));
-        assert_eq!(s.on_signal(Incoming::Terminate), InterruptAction::Ignore);
+        let term = Incoming::Terminate { deliberate: false };
+        assert_eq!(s.on_signal(term), InterruptAction::Stop(StopCause::Terminate));
+        assert_eq!(s.on_signal(term), InterruptAction::Ignore);
         assert_eq!(s.on_signal(Incoming::Hangup), InterruptAction::Ignore);
         let mut h = InterruptState::default();
         assert_eq!(h.on_signal(Incoming::Hangup), InterruptAction::Stop(StopCause::Hangup));
     }
 
     #[test]
+    fn a_sigterm_of_the_users_own_pauses_like_ctrl_c_and_reads_back_as_sigterm() {
+        let mut s = InterruptState::default();
+        assert_eq!(s.on_signal(Incoming::Terminate { deliberate: true }), InterruptAction::Stop(StopCause::Deliberate));
+        assert_eq!(s.on_signal(Incoming::Terminate { deliberate: false }), InterruptAction::Ignore);
+        assert_eq!(StopCause::Deliberate.signal_name(), "SIGTERM");
+        let saved = serde_json::to_string(&StopCause::Deliberate).unwrap_or_default();
+        assert_eq!(saved, "\"terminate\"");
+        assert_eq!(serde_json::from_str::<StopCause>(&saved).ok(), Some(StopCause::Terminate));
+    }
+
+    #[test]
     fn ctrl_c_during_a_sigterm_stop_hurries_it() {
         let mut s = InterruptState::default();
-        let _ = s.on_signal(Incoming::Terminate);
+        let _ = s.on_signal(Incoming::Terminate { deliberate: false });
         assert_eq!(s.on_signal(Incoming::Interrupt), InterruptAction::ForceExit);
         assert_eq!(s.stopping(), Some(StopCause::Terminate));
     }

@@ -20,6 +20,10 @@ pub(crate) fn main(dir: &Path, config: Option<&Path>, keep: Option<u32>) -> Resu
     };
     let current = crate::commands::inspect::read(dir).ok().flatten().map(|cp| cp.run_id);
     let logs = dir.join(".agent").join("logs");
+    if std::fs::symlink_metadata(&logs).is_err() {
+        println!("nothing to remove: {} has no logs (no run has written any here)", dir.display());
+        return Ok(crate::exit::DONE);
+    }
     let pruned = retention::prune(&logs, current.as_deref(), keep as usize)
         .map_err(|e| RalphError::io(format!("cannot prune {}", logs.display()), e))?;
     if pruned.is_empty() {

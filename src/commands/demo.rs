@@ -29,12 +29,19 @@ pub(crate) fn main(keep: bool) -> Result<i32, RalphError> {
     };
     write("ralph.toml", CONFIG)?;
     write("PROMPT.md", GOAL)?;
+    // The demo's runs register in a registry of their own, inside the demo directory:
+    // the user's `ralph status --all` and watchdog never see a run whose directory is
+    // removed a moment later.
+    let state = dir.join(".demo").join("state");
     let exe = crate::os::self_exe().map_err(|e| RalphError::io("cannot find ralph's own executable", e))?;
     say(&format!("demo directory: {}", dir.display()));
     say("1/2  `ralph`: plan, then develop; the first agent crashes and falls over; Ctrl+C during a long build");
 
-    let mut child =
-        Command::new(&exe).current_dir(&dir).spawn().map_err(|e| RalphError::io("cannot start ralph", e))?;
+    let mut child = Command::new(&exe)
+        .current_dir(&dir)
+        .env("XDG_STATE_HOME", &state)
+        .spawn()
+        .map_err(|e| RalphError::io("cannot start ralph", e))?;
     let marker = dir.join(".demo/step2-started");
     let deadline = Instant::now() + Duration::from_secs(60);
     // The demo is the user here: it waits to see the long build start, then presses
@@ -61,6 +68,7 @@ pub(crate) fn main(keep: bool) -> Result<i32, RalphError> {
     let second = Command::new(&exe)
         .arg("--resume")
         .current_dir(&dir)
+        .env("XDG_STATE_HOME", &state)
         .status()
         .map_err(|e| RalphError::io("cannot start ralph", e))?;
     say(&format!("demo: ralph exited with {}", code(second)));
@@ -90,7 +98,9 @@ fn code(status: ExitStatus) -> i32 {
 fn say(line: &str) {
     use std::io::IsTerminal;
     if std::io::stderr().is_terminal() {
-        eprintln!("\x1b[1m{line}\x1b[0m");
+        // The run's live line may be on the screen: the message goes over it, on a
+        // line of its own (the run draws its line again below).
+        eprintln!("\r\x1b[2K\x1b[1m{line}\x1b[0m");
     } else {
         eprintln!("{line}");
     }

@@ -1,6 +1,9 @@
-//! `ralph --dry-run`: the phases, the chains, and the exact prompt and argv the first
-//! attempt of each phase would get, then exit. Nothing is launched, locked or written;
-//! a later phase's `{previous}` (the earlier phase's result) is shown as a placeholder.
+//! `ralph --dry-run [--from PHASE]`: the phases, the chains, and the exact prompt and
+//! argv the first attempt of each phase would get (the flags that connect the agent
+//! to `ralph mcp` included), then exit. Nothing is launched, locked or written; a
+//! later phase's `{previous}` (the earlier phase's result) is shown as a
+//! placeholder, or with `--from` the last run's result that the run would reuse. An
+//! unfinished run in the directory is said first: `ralph` would ask about it.
 
 use std::fmt::Write;
 use std::path::Path;
@@ -9,22 +12,43 @@ use crate::agent::descriptor::Request;
 use crate::agent::launch;
 use crate::config::{DoneSignal, Loaded, Phase};
 use crate::error::RalphError;
+use crate::workflow::progress::FromStart;
 use crate::workflow::prompt;
 
 /// What the first attempt of one phase would be.
 #[derive(Debug, Clone)]
 pub(crate) struct Preview {
     pub phase: Phase,
+    /// The phase's place in the workflow (1-based) and the number of phases.
+    pub number: usize,
+    pub count: usize,
     /// The prompt, filled.
     pub prompt: String,
     /// The argv, or why the agent cannot be launched.
     pub argv: Result<Vec<String>, String>,
+    /// How `ralph mcp` reaches the agent when its argv does not say.
+    pub mcp: Option<String>,
 }
 
-pub(crate) fn main(dir: &Path, config_path: Option<&Path>) -> Result<i32, RalphError> {
+pub(crate) fn main(dir: &Path, config_path: Option<&Path>, from: Option<&str>) -> Result<i32, RalphError> {
     let (loaded, goal, templates) = crate::run::setup::read_config_and_goal(dir, config_path)?;
     let prompt_path = dir.join(&loaded.config.general.prompt);
-    let previews = previews(dir, &loaded, &goal, &templates);
+    let artifacts = dir.join(".agent").join("artifacts");
+    let start = match from {
+        Some(name) => {
+            let has = |phase: &str| artifacts.join(format!("{phase}.md")).is_file();
+            let progress = crate::workflow::advance::start_at(&loaded.phases, loaded.repeat, name, has)
+                .map_err(|e| RalphError::Usage(format!("{e} ({})", loaded.path.display())))?;
+            Some(progress)
+        }
+        None => None,
+    };
+    let first = start.as_ref().map_or(0, |p| p.position.phase);
+    let from_start = start.as_ref().and_then(|p| p.from.as_ref());
+    if let Some(note) = unfinished(dir, from) {
+        println!("{note}\n");
+    }
+    let previews = previews(dir, &loaded, &goal, &templates, first, from_start);
     for warning in crate::run::setup::secrets_in_inputs(dir, &loaded) {
         println!("{warning}");
     }
@@ -34,16 +58,49 @@ pub(crate) fn main(dir: &Path, config_path: Option<&Path>) -> Result<i32, RalphE
     Ok(crate::exit::DONE)
 }
 
-fn previews(dir: &Path, loaded: &Loaded, goal: &str, templates: &[String]) -> Vec<Preview> {
+/// An unfinished run in the directory, which `ralph` would ask about before the run
+/// this preview shows.
+fn unfinished(dir: &Path, from: Option<&str>) -> Option<String> {
+    let cp = super::inspect::read(dir).ok().flatten().filter(|cp| cp.status.unfinished())?;
+    let pos = &cp.progress.position;
+    let flag = from.map(|f| format!(" --from {f}")).unwrap_or_default();
+    Some(format!(
+        "note: an unfinished run ({}, phase {}, iteration {}) has a checkpoint here: `ralph{flag}` asks what to \
+         do with it; `ralph --resume` continues it, `ralph --no-resume{flag}` starts the run shown below",
+        cp.status.as_str(),
+        pos.phase_name,
+        pos.iteration
+    ))
+}
+
+/// The first attempt of each phase from `first` on; `from`: the run starts there
+/// (`--from`), reusing the results of the earlier phases that the last run left.
+fn previews(
+    dir: &Path,
+    loaded: &Loaded,
+    goal: &str,
+    templates: &[String],
+    first: usize,
+    from: Option<&FromStart>,
+) -> Vec<Preview> {
+    let artifacts = dir.join(".agent").join("artifacts");
     loaded
         .phases
         .iter()
         .enumerate()
+        .skip(first)
         .map(|(i, phase)| {
-            let placeholder = i
-                .checked_sub(1)
-                .and_then(|p| loaded.phases.get(p))
-                .map(|p| (p.name.clone(), format!("<the result of phase {}, known once it has run>", p.name)));
+            let previous = i.checked_sub(1).and_then(|p| loaded.phases.get(p)).map(|p| {
+                let text = if i == first && artifacts.join(format!("{}.md", p.name)).is_file() {
+                    format!("<the result of phase {} from the last run, in .agent/artifacts/{}.md>", p.name, p.name)
+                } else {
+                    format!("<the result of phase {}, known once it has run>", p.name)
+                };
+                (p.name.clone(), text)
+            });
+            let from_note = from
+                .filter(|_| i == first)
+                .and_then(|f| prompt::from_note(f, previous.as_ref().map(|(n, _)| n.as_str())));
             let ctx = prompt::Context {
                 goal,
                 phase: &phase.name,
@@ -55,34 +112,67 @@ fn previews(dir: &Path, loaded: &Loaded, goal: &str, templates: &[String]) -> Ve
                 pass: loaded.repeat.filter(|g| g.contains(i)).map(|g| (1, g.passes)),
                 review: crate::workflow::advance::is_review(i, loaded.repeat),
                 done: &phase.done,
-                previous: placeholder.as_ref().map(|(n, t)| (n.as_str(), t.as_str())),
-                from_note: None,
+                previous: previous.as_ref().map(|(n, t)| (n.as_str(), t.as_str())),
+                from_note: from_note.as_deref(),
                 recovery: None,
             };
             let text = prompt::render(&templates[i], &ctx);
             let agent = phase.chain.first().cloned().unwrap_or_default();
-            let argv = match loaded.config.agents.get(&agent) {
-                None => Err(format!("agent {agent} is not configured")),
-                Some(cfg) => launch::prepare(
-                    cfg,
-                    Request {
-                        agent: &agent,
-                        prompt: &text,
-                        prompt_file: Path::new("<the prompt file>"),
-                        resume: None,
-                        launch: 1,
-                        cwd: dir,
-                        run_id: "dry-run",
-                        control: None,
-                        session_tokens: (0, 0),
-                    },
-                )
-                .map(|p| p.launch.argv)
-                .map_err(|e| e.to_string()),
+            let (argv, mcp) = match loaded.config.agents.get(&agent) {
+                None => (Err(format!("agent {agent} is not configured")), None),
+                Some(cfg) => first_launch(dir, &agent, cfg, &text),
             };
-            Preview { phase: phase.clone(), prompt: text, argv }
+            Preview { phase: phase.clone(), number: i + 1, count: loaded.phases.len(), prompt: text, argv, mcp }
         })
         .collect()
+}
+
+/// The control socket's place in a preview: it is made when the run starts.
+const SOCKET: &str = "<control-socket>";
+
+/// The variables that register `ralph mcp` with an agent that is not told in its argv.
+const MCP_VARS: [&str; 3] =
+    ["OPENCODE_CONFIG_CONTENT", crate::commands::mcp::ENV_SOCKET, crate::commands::mcp::ENV_ATTEMPT];
+
+/// The argv of an agent's first launch, connected to `ralph mcp` as the run connects
+/// it, and how `ralph mcp` reaches it when that is not in the argv.
+fn first_launch(
+    dir: &Path,
+    agent: &str,
+    cfg: &crate::config::AgentConfig,
+    prompt: &str,
+) -> (Result<Vec<String>, String>, Option<String>) {
+    // Gemini is told through a settings file the run writes: a preview writes nothing.
+    let through_a_file = cfg.kind == crate::config::AgentKind::Gemini;
+    let request = Request {
+        agent,
+        prompt,
+        prompt_file: Path::new("<the prompt file>"),
+        resume: None,
+        launch: 1,
+        cwd: dir,
+        run_id: "dry-run",
+        control: (cfg.mcp && !through_a_file).then_some((Path::new(SOCKET), 1)),
+        session_tokens: (0, 0),
+    };
+    let prepared = match launch::prepare(cfg, request) {
+        Ok(prepared) => prepared,
+        Err(e) => return (Err(e.to_string()), None),
+    };
+    let vars: Vec<String> = prepared
+        .launch
+        .env
+        .iter()
+        .filter(|(k, _)| MCP_VARS.contains(&k.as_str()))
+        .map(|(k, v)| format!("{k}={}", quote(v)))
+        .collect();
+    let mcp = match (cfg.mcp, through_a_file) {
+        (false, _) => Some("not registered (mcp = false)".to_string()),
+        (true, true) => Some("registered in a settings file the run writes (GEMINI_CLI_SYSTEM_SETTINGS_PATH)".into()),
+        (true, false) if !vars.is_empty() => Some(format!("in its environment: {}", vars.join(" "))),
+        (true, false) => None,
+    };
+    (Ok(prepared.launch.argv), mcp)
 }
 
 /// The whole preview as text.
@@ -103,7 +193,7 @@ pub(crate) fn render(config: &Path, goal: &Path, previews: &[Preview]) -> String
     for (name, agents) in chains {
         let _ = writeln!(s, "  {name}: {}", agents.join(" → "));
     }
-    for (i, Preview { phase, prompt, argv }) in previews.iter().enumerate() {
+    for Preview { phase, number, count, prompt, argv, mcp } in previews {
         let iterations = crate::report::plural(phase.iterations, "iteration");
         let repeat =
             if phase.until_complete { format!("until the goal is complete, at most {iterations}") } else { iterations };
@@ -115,11 +205,8 @@ pub(crate) fn render(config: &Path, goal: &Path, previews: &[Preview]) -> String
         };
         let _ = writeln!(
             s,
-            "\nphase {}/{} {}: chain {}, {repeat}, done by {done}",
-            i + 1,
-            previews.len(),
-            phase.name,
-            phase.chain_name
+            "\nphase {number}/{count} {}: chain {}, {repeat}, done by {done}",
+            phase.name, phase.chain_name
         );
         let agent = phase.chain.first().map_or("", String::as_str);
         let launch = match argv {
@@ -131,6 +218,9 @@ pub(crate) fn render(config: &Path, goal: &Path, previews: &[Preview]) -> String
             Err(e) => format!(" cannot be launched: {e}"),
         };
         let _ = writeln!(s, "  first attempt: agent {agent}{launch}");
+        if let Some(mcp) = mcp {
+            let _ = writeln!(s, "  ralph mcp: {mcp}");
+        }
         let _ = writeln!(s, "  PROMPT:");
         for line in prompt.lines() {
             let _ = writeln!(s, "  |{}{line}", if line.is_empty() { "" } else { " " });
@@ -152,6 +242,8 @@ mod tests {
     #[test]
     fn the_preview_of_two_phases() {
         let p = |phase: &str, argv: Result<Vec<String>, String>, prompt: &str| Preview {
+            number: if phase == "plan" { 1 } else { 2 },
+            count: 2,
             phase: Phase {
                 name: phase.into(),
                 chain_name: "main".into(),
@@ -163,6 +255,7 @@ mod tests {
             },
             prompt: prompt.into(),
             argv,
+            mcp: None,
         };
         let previews = [
             p(

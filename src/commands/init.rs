@@ -32,6 +32,25 @@ pub(crate) fn action(exists: bool, force: bool) -> Action {
     }
 }
 
+/// `ralph init --example`: `ralph.example.toml`, every key with its default and
+/// meaning (the file a test loads, so it is always valid).
+pub(crate) fn example(dir: &Path, force: bool) -> Result<i32, RalphError> {
+    let path = dir.join("ralph.example.toml");
+    let what = action(path.exists(), force);
+    if what == Action::Keep {
+        println!("kept {} (it exists; --force replaces it and keeps a backup)", path.display());
+        return Ok(crate::exit::DONE);
+    }
+    let backup = if what == Action::Replace { Some(backup(&path)?) } else { None };
+    write_new(&path, EXAMPLE)?;
+    let kept = backup.map(|b| format!(" (the old one is kept as {})", b.display())).unwrap_or_default();
+    println!("wrote {}{kept}: every key, its default and meaning; copy what you need into ralph.toml", path.display());
+    Ok(crate::exit::DONE)
+}
+
+/// The complete example config of ralph's repository.
+const EXAMPLE: &str = include_str!("../../ralph.example.toml");
+
 pub(crate) fn main(dir: &Path, force: bool) -> Result<i32, RalphError> {
     let found: Vec<&str> =
         kinds::ALL.iter().filter(|d| which::which(d.binary).is_ok()).map(|d| d.kind.as_str()).collect();

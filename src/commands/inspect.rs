@@ -64,7 +64,7 @@ fn since(dir: &Path, cp: &Checkpoint) -> String {
     if let Some(phase) = plan.phase.and_then(|i| loaded.phases.get(i)) {
         let agent = phase.chain.get(plan.agent_index).map_or("", String::as_str);
         let session = if plan.keep_session { "its session" } else { "a fresh session" };
-        let _ = writeln!(s, "  resume therefore continues with agent {agent} (#{}) in {session}", plan.agent_index + 1);
+        let _ = writeln!(s, "  resume therefore continues with agent {agent} in {session}");
     }
     s
 }
@@ -102,8 +102,7 @@ pub(crate) fn describe(cp: &Checkpoint, live: bool) -> String {
 }
 
 fn last_error(s: &mut String, e: &crate::state::checkpoint::LastError, at: &str) {
-    let c = &e.classification;
-    let _ = writeln!(s, "  last error: {} ({}, {}) from {} at {at}", c.reason, c.category.as_str(), c.rule, e.agent);
+    let _ = writeln!(s, "  last error: {} (agent {}, at {at})", e.classification.reason, e.agent);
     labelled(s, "  its log", e.log.as_ref());
 }
 
@@ -120,25 +119,42 @@ fn what_resume_does(cp: &Checkpoint, live: bool) -> String {
     }
 }
 
+/// The agent a run is at, by name, with its place in the chain when the chain has
+/// more than one, and the round through the chain after the first.
+fn in_chain(pos: &crate::workflow::progress::Position) -> String {
+    let name = pos.chain.get(pos.agent_index).map_or_else(|| format!("#{}", pos.agent_index + 1), |a| a.name.clone());
+    let place = match pos.chain.len() {
+        0 | 1 => String::new(),
+        n => format!(" ({} of the {n} of its chain)", pos.agent_index + 1),
+    };
+    let round = if pos.cycle > 1 { format!(", round {} through the chain", pos.cycle) } else { String::new() };
+    format!("agent {name}{place}{round}")
+}
+
+/// The run's status as a person reads it: a run no ralph runs whose checkpoint says
+/// `running` ended without a clean stop.
+fn standing(cp: &Checkpoint, live: bool) -> String {
+    use crate::state::checkpoint::Status;
+    match cp.status {
+        Status::Running | Status::Waiting if !live && !cp.clean_stop => {
+            "interrupted: no ralph is running it (it ended without a clean stop: killed, crashed, or the machine \
+             restarted)"
+                .to_string()
+        }
+        status => status.as_str().to_string(),
+    }
+}
+
 /// [`describe`] with the times shown in `tz`.
 pub(crate) fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) -> String {
     let stamp = |t: jiff::Timestamp| crate::report::clock::stamp(&t.to_string(), tz);
     let mut s = String::new();
     let p = &cp.progress;
     let pos = &p.position;
-    let unclean = if cp.clean_stop || live { "" } else { " (no clean stop)" };
-    let _ = writeln!(s, "run {} — {}{unclean}", cp.run_id, cp.status.as_str());
+    let _ = writeln!(s, "run {} — {}", cp.run_id, standing(cp, live));
     let _ = writeln!(s, "  started {}, last written {}", stamp(cp.started_at), stamp(cp.updated_at));
     let pass = pos.passes.map(|n| format!(", review/fix pass {} of {n}", pos.pass)).unwrap_or_default();
-    let _ = writeln!(
-        s,
-        "  position: phase {} (#{}){pass}, iteration {}, agent #{} of the chain, cycle {}",
-        pos.phase_name,
-        pos.phase + 1,
-        pos.iteration,
-        pos.agent_index + 1,
-        pos.cycle
-    );
+    let _ = writeln!(s, "  position: phase {}{pass}, iteration {}, {}", pos.phase_name, pos.iteration, in_chain(pos));
     labelled(&mut s, "  last review", p.review.as_ref().map(|verdict| verdict.describe()));
     if let Some(from) = &p.from {
         let _ = writeln!(s, "  started at phase {} (--from)", from.phase);
@@ -154,20 +170,22 @@ pub(crate) fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) 
     let c = &p.counters;
     let _ = writeln!(
         s,
-        "  counters: {}, {} done, {} this iteration, {}",
+        "  counters: {}, {} done, {} of the current agent in this iteration",
         plural(c.attempts, "attempt"),
         plural(c.iterations_done, "iteration"),
-        plural(c.agent_failures, "agent failure"),
-        plural(c.fallovers, "fallover")
+        plural(c.agent_failures, "failure")
     );
     if !c.failures.is_empty() {
-        let _ = writeln!(s, "  failures: {}", crate::report::counts(&c.failures, |k| k.as_str()));
+        let failed = c.failures.iter().map(|(k, n)| format!("{n} {}", crate::report::words::category(*k)));
+        let _ = writeln!(s, "  failures: {}", failed.collect::<Vec<_>>().join(", "));
     }
     if let Some(e) = &cp.last_error {
         last_error(&mut s, e, &stamp(e.at));
     }
-    labelled(&mut s, "  stopped because", cp.stop_reason.as_ref());
-    labelled(&mut s, "  stopped by", cp.stop_cause.map(|cause| cause.signal_name()));
+    let phase = pos.phase_name.as_str();
+    labelled(&mut s, "  stopped because", cp.stop_reason.as_ref().map(|r| crate::report::words::stop_reason(r, phase)));
+    let sender = cp.stop_sender.as_ref().map(|s| format!(" from {}", s.describe())).unwrap_or_default();
+    labelled(&mut s, "  stopped by", cp.stop_cause.map(|cause| format!("{}{sender}", cause.signal_name())));
     labelled(&mut s, "  usage", cp.usage.describe());
     if let Some(git) = &cp.git {
         s.push_str(&crate::report::summary::commits(git, 0).replace(" (0 in this session)", ""));

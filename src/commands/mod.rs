@@ -12,5 +12,6 @@ pub(crate) mod mcp;
 mod mcp_stdio;
 pub(crate) mod sim;
 pub(crate) mod status;
+pub(crate) mod status_all;
 pub(crate) mod stop;
 pub(crate) mod watch;

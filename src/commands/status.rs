@@ -1,13 +1,19 @@
-//! `ralph status [--json] [--all] [--prune]`: the run in a directory, from its
-//! checkpoint and lock (live when a ralph holds the lock), or every run in the run
-//! registry.
+//! `ralph status [--json]`: the run in a directory, from its checkpoint and lock
+//! (live when a ralph holds the lock); `--all` is [`super::status_all`].
 
+use std::fmt::Write as _;
 use std::path::Path;
 
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+
 use crate::error::RalphError;
-use crate::report::labelled;
+use crate::outcome::RunEnd;
+use crate::recovery::policy::Cap;
+use crate::report::{clock, labelled};
 use crate::secrets::redact;
-use crate::state::lock;
+use crate::signal::StopCause;
+use crate::state::checkpoint::{Checkpoint, Status};
 
 pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     // A running ralph answers for itself; otherwise the checkpoint tells. A socket
@@ -18,7 +24,7 @@ pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     }
     let live = asked.ok().and_then(|r| r.live);
     if let Some(live) = live.as_ref().filter(|_| !json) {
-        print!("{}", describe_live(live));
+        print!("{}", describe_live(live, jiff::Timestamp::now(), &clock::zone()));
         return Ok(crate::exit::DONE);
     }
     // With a live answer, a checkpoint that does not read is no error.
@@ -33,19 +39,80 @@ pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
         (Some(cp), Some(h)) => {
             print!("live: ralph pid {} on {}\n{}", h.pid, h.host, redact(&super::inspect::describe(cp, true)));
         }
-        (Some(cp), None) => print!("{}", redact(&super::inspect::describe(cp, false))),
+        (Some(cp), None) => {
+            print!("{}", redact(&super::inspect::describe(cp, false)));
+            labelled_line("  next", next(dir, cp).as_deref());
+        }
     }
     Ok(crate::exit::DONE)
 }
 
-/// The live state, as `ralph status` prints it.
-fn describe_live(live: &crate::control::Live) -> String {
+fn labelled_line(label: &str, value: Option<&str>) {
+    if let Some(value) = value {
+        println!("{label}: {}", redact(value));
+    }
+}
+
+/// What to do about a run no ralph runs, as the summary of its end said it (the
+/// config key of the cap that stopped it, the credential to set, `ralph --resume`);
+/// `None` for a completed run.
+pub(crate) fn next(dir: &Path, cp: &Checkpoint) -> Option<String> {
+    let reason = || cp.stop_reason.clone().unwrap_or_default();
+    let end = match cp.status {
+        Status::Completed => return None,
+        Status::Failed => RunEnd::Failed(reason()),
+        Status::Blocked => RunEnd::Blocked(reason()),
+        Status::Paused | Status::Interrupted => RunEnd::Stopped(cp.stop_cause.unwrap_or(StopCause::User)),
+        // Ended without a clean stop: a crash, a kill, a reboot.
+        Status::Running | Status::Waiting => {
+            return Some(
+                "`ralph --resume` continues it (the watchdog, `ralph watch`, does it by itself if it runs)".into(),
+            );
+        }
+    };
+    let path = crate::run::config_file::find(dir, None).ok();
+    let loaded = path.as_deref().and_then(|p| crate::run::config_file::load(p).ok());
+    let (config, path) = match &loaded {
+        Some(loaded) => (loaded.config.clone(), loaded.path.clone()),
+        None => (crate::config::Config::default(), std::path::PathBuf::from(&cp.config_path)),
+    };
+    let cap = cp.stop_reason.as_deref().and_then(Cap::of_reason);
+    crate::report::next_step(&end, cap, cp.last_error.as_ref(), &config, &path, &cp.progress.position.phase_name)
+}
+
+/// The live state, as `ralph status` prints it, its times in `tz` as seen at `now`.
+fn describe_live(live: &crate::control::Live, now: Timestamp, tz: &TimeZone) -> String {
+    let ago = |at: Option<i64>| at.map(|at| clock::ago(now.as_second() - at));
     let mut out = format!(
-        "live: ralph pid {}, run {}\nstatus: {}\nphase: {}, iteration {} of {}\nagent: {}, attempt {}\n",
-        live.pid, live.run_id, live.status, live.phase, live.iteration, live.iterations, live.agent, live.attempt
+        "live: ralph pid {}, run {}\nstatus: {}\nphase: {}, iteration {} of {}\n",
+        live.pid, live.run_id, live.status, live.phase, live.iteration, live.iterations
     );
-    labelled(&mut out, "waiting for", live.waiting_for.as_ref());
-    labelled(&mut out, "last event", live.last_event.as_ref());
+    let since =
+        |at: i64| clock::countdown(std::time::Duration::from_secs(u64::try_from(now.as_second() - at).unwrap_or(0)));
+    let attempt = match (live.attempt, live.attempt_started_at) {
+        (0, _) => "no attempt yet".to_string(),
+        (n, Some(at)) if live.waiting_for.is_none() => format!("attempt {n}, running for {}", since(at)),
+        (n, _) => format!("attempt {n}"),
+    };
+    let _ = writeln!(out, "agent: {}, {attempt}", live.agent);
+    if live.attempt > 0 && live.waiting_for.is_none() {
+        let printed = ago(live.agent_output_at).unwrap_or_else(|| "nothing yet".to_string());
+        let _ = writeln!(out, "the agent last printed: {printed}");
+    }
+    if let Some(what) = &live.waiting_for {
+        let until = live.waiting_until.and_then(|at| Timestamp::from_second(at).ok());
+        let until = until.map(|at| {
+            let left = std::time::Duration::from_secs(u64::try_from(at.as_second() - now.as_second()).unwrap_or(0));
+            format!(" until {} (in {})", clock::stamp_at(at, tz), clock::countdown(left))
+        });
+        let _ = writeln!(out, "waiting for {what}{}", until.unwrap_or_default());
+    }
+    // The start of the attempt is said above.
+    if let (Some(kind), Some(age)) =
+        (live.last_event.as_ref().filter(|k| *k != "attempt_started"), ago(live.last_event_at))
+    {
+        let _ = writeln!(out, "last step: {} {age}", kind.replace('_', " "));
+    }
     if live.stop_requested {
         out.push_str("stopping after this iteration (ralph stop)\n");
     }
@@ -53,116 +120,33 @@ fn describe_live(live: &crate::control::Live) -> String {
     out
 }
 
-/// One registered run, as `status --all` shows it.
-#[derive(Debug, serde::Serialize)]
-struct Row {
-    dir: String,
-    /// The directory is gone: `--prune` removes the entry.
-    stale: bool,
-    /// The directory holds another run than the one registered (a copy, another
-    /// project in its place), and why: the watchdog leaves it, `--prune` removes the
-    /// entry.
-    other_run: Option<String>,
-    status: String,
-    phase: Option<String>,
-    iteration: Option<u32>,
-    agent: Option<String>,
-    /// RFC 3339, from the run's journal.
-    last_activity: Option<String>,
-    /// Resumes by `ralph watch` since the run last stopped cleanly.
-    restarts: u32,
-    run_id: String,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// `ralph status --all [--json] [--prune]`.
-pub(crate) fn all(json: bool, prune: bool) -> Result<i32, RalphError> {
-    use crate::state::registry;
-    let Some(reg) = registry::dir() else {
-        return Err(RalphError::Usage("cannot find the run registry: neither XDG_STATE_HOME nor HOME is set".into()));
-    };
-    let (entries, warnings) = registry::read_all(&reg);
-    for warning in warnings {
-        eprintln!("ralph: {warning}");
-    }
-    let boot = lock::boot_id();
-    let mut rows = Vec::new();
-    for entry in entries {
-        let row = row(&reg, &entry, &boot);
-        let gone = match (&row.other_run, row.stale) {
-            (_, true) => Some("directory gone".to_string()),
-            (Some(why), false) => Some(format!("its run is not there any more: {why}")),
-            (None, false) => None,
+    #[test]
+    fn the_live_state_reads_in_local_time_and_ages() {
+        let now: Timestamp = "2026-12-01T08:10:00Z".parse().expect("time");
+        let at = |t: &str| t.parse::<Timestamp>().ok().map(|t| t.as_second());
+        let mut live = crate::control::Live {
+            run_id: "20261201T054329Z-12180".into(),
+            pid: 4242,
+            phase: "develop".into(),
+            iteration: 2,
+            iterations: 20,
+            agent: "claude".into(),
+            attempt: 3,
+            status: "running".into(),
+            attempt_started_at: at("2026-12-01T08:05:48Z"),
+            agent_output_at: at("2026-12-01T08:09:48Z"),
+            last_event: Some("attempt_started".into()),
+            last_event_at: at("2026-12-01T08:05:48Z"),
+            ..Default::default()
         };
-        if let Some(why) = gone.filter(|_| prune) {
-            registry::remove(&reg, &entry)
-                .map_err(|e| RalphError::io(format!("cannot remove the entry of {}", entry.dir.display()), e))?;
-            eprintln!("removed the entry of {} ({why})", entry.dir.display());
-            continue;
-        }
-        rows.push(row);
+        let tz = TimeZone::fixed(jiff::tz::offset(1));
+        let running = describe_live(&live, now, &tz);
+        (live.status, live.waiting_for, live.waiting_until) =
+            ("waiting".into(), Some("the rate limit's reset".into()), at("2026-12-01T09:00:00Z"));
+        insta::assert_snapshot!(format!("{running}---\n{}", describe_live(&live, now, &tz)));
     }
-    if json {
-        println!("{}", serde_json::to_string_pretty(&rows).map_err(|e| RalphError::Internal(e.to_string()))?);
-        return Ok(crate::exit::DONE);
-    }
-    if rows.is_empty() {
-        println!("no registered runs in {}", reg.display());
-    }
-    rows.iter().for_each(|r| println!("{}", line(r)));
-    Ok(crate::exit::DONE)
-}
-
-/// What `status --all` shows of one entry: the run found in its directory now.
-fn row(reg: &Path, entry: &crate::state::registry::Entry, boot: &str) -> Row {
-    let stale = !entry.dir.is_dir();
-    let path = entry.dir.join(".agent").join("checkpoint.json");
-    let cp = crate::state::format::read_newest(&path).ok().flatten().map(|newest| newest.checkpoint);
-    let pos = cp.as_ref().map(|c| &c.progress.position);
-    let agent = cp.as_ref().and_then(|c| c.in_flight.as_ref().map(|f| f.agent.clone()));
-    let journal = entry.dir.join(".agent").join("events.jsonl");
-    let last_activity = std::fs::metadata(&journal)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| jiff::Timestamp::try_from(t).ok())
-        .map(|t| t.to_string());
-    let live = lock::is_held(&entry.dir.join(".agent").join("ralph.lock"));
-    let status = cp.as_ref().map_or(entry.status, |c| c.status).as_str().to_string();
-    let identity = crate::state::identity::Identity::of(&entry.dir).map_err(|e| e.to_string());
-    let found_run = cp.as_ref().map(|c| c.run_id.as_str());
-    let other_run = (!stale).then(|| entry.matches(found_run, &identity, boot).err()).flatten();
-    Row {
-        dir: entry.dir.display().to_string(),
-        stale,
-        other_run: other_run.map(|why| why.to_string()),
-        status: if live { format!("{status} (live)") } else { status },
-        phase: pos.map(|p| p.phase_name.clone()),
-        iteration: pos.map(|p| p.iteration),
-        agent,
-        last_activity,
-        restarts: crate::state::registry::read_watch(reg, &entry.dir).restarts,
-        run_id: cp.as_ref().map_or(entry.run_id.clone(), |c| c.run_id.clone()),
-    }
-}
-
-/// One row of `status --all` as text.
-fn line(r: &Row) -> String {
-    let place = match (&r.phase, r.iteration) {
-        (Some(p), Some(i)) => format!("phase {p}, iteration {i}"),
-        _ => "no checkpoint".to_string(),
-    };
-    let agent = r.agent.as_ref().map(|a| format!(", agent {a}")).unwrap_or_default();
-    let restarts = if r.restarts > 0 { format!(", {} restart(s) by ralph watch", r.restarts) } else { String::new() };
-    let flag = match (&r.other_run, r.stale) {
-        (_, true) => " [stale: directory gone; `ralph status --prune` removes it]".to_string(),
-        (Some(why), false) => {
-            format!(" [not the registered run: {why}; ralph watch leaves it; `ralph status --prune` removes the entry]")
-        }
-        (None, false) => String::new(),
-    };
-    format!(
-        "{}  {}  {place}{agent}{restarts}  last activity {}{flag}",
-        r.dir,
-        r.status,
-        r.last_activity.as_deref().unwrap_or("unknown")
-    )
 }

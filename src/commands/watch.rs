@@ -1,4 +1,5 @@
-//! `ralph watch [--once] [--print-systemd-unit]`: arguments to [`crate::watch`].
+//! `ralph watch [--once] [-q] [--root DIR] [--hold | --release] [--print-systemd-unit]`:
+//! arguments to [`crate::watch`].
 
 use crate::cli::WatchCli;
 use crate::error::RalphError;
@@ -9,6 +10,12 @@ pub(crate) fn main(cli: &WatchCli) -> Result<i32, RalphError> {
         print!("{}", crate::watch::unit::systemd_unit(&exe));
         return Ok(crate::exit::DONE);
     }
+    if cli.hold {
+        return crate::watch::hold();
+    }
+    if cli.release {
+        return crate::watch::release();
+    }
     let canonical = |r: &std::path::PathBuf| {
         std::fs::canonicalize(r).map_err(|e| RalphError::setup(format!("cannot use --root {}", r.display()), e))
     };
@@ -18,5 +25,7 @@ pub(crate) fn main(cli: &WatchCli) -> Result<i32, RalphError> {
         interval: cli.interval,
         max_concurrent: usize::try_from(cli.max_concurrent).unwrap_or(usize::MAX),
         roots,
+        scan_depth: cli.scan_depth,
+        quiet: cli.quiet,
     })
 }

@@ -11,8 +11,9 @@ use super::locate::{Dotted, KeyPath, Seg, Spans, keys};
 use super::suggest::{did_you_mean, one_of};
 
 /// Keys that are counts with a minimum of 1.
-const CAPS: [&str; 7] = [
+const CAPS: [&str; 8] = [
     "max_cycles",
+    "max_resumes_per_boot",
     "agent_attempts",
     "ambiguous_attempts",
     "tool_registry_resets",
@@ -58,6 +59,9 @@ const HOMES: &[(&str, &str)] = &[
     ("keep_runs", "logs"),
     ("max_attempt_log", "logs"),
     ("lease_timeout", "watch"),
+    ("max_age", "watch"),
+    ("max_resumes_per_boot", "watch"),
+    ("service_managers", "watch"),
     ("chain", "phases.NAME"),
     ("kind", "agents.NAME"),
 ];

@@ -15,6 +15,18 @@ pub(crate) enum ConfigError {
     /// A problem with no better place than the file itself.
     #[error("{}: {message}", .path.display())]
     File { path: PathBuf, message: String },
+    /// Every problem of one file, in file order, each on its own line; `more` past
+    /// the ones listed.
+    #[error("{} problems in {}; fix them all, then run again:\n{}{}", .errors.len() + .more, .path.display(), lines(.errors), more_line(*.more))]
+    Several { path: PathBuf, errors: Vec<ConfigError>, more: usize },
+}
+
+fn lines(errors: &[ConfigError]) -> String {
+    errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+}
+
+fn more_line(more: usize) -> String {
+    if more == 0 { String::new() } else { format!("\n… and {more} more, shown once these are fixed") }
 }
 
 fn list(paths: &[PathBuf]) -> String {

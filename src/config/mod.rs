@@ -11,6 +11,7 @@ mod deser;
 mod documented;
 mod error;
 mod locate;
+mod shape;
 pub(crate) mod suggest;
 #[cfg(test)]
 mod tests;

@@ -564,6 +564,18 @@ fn error_patterns_are_regular_expressions_of_command_agents() {
 }
 
 #[test]
+fn the_watchdogs_keys_are_checked() {
+    let e = err(&format!("[watch]\nmax_age = \"0s\"\nmax_resumes_per_boot = 0\nservice_managers = [\"\"]\n{BASE}"));
+    assert_has(
+        &e,
+        &["3 problems", "[watch] max_age must be longer than 0", "[watch] max_resumes_per_boot must be at least 1"],
+    );
+    assert_has(&e, &["[watch] service_managers \"\" is not a program name"]);
+    let loaded = load(&format!("[watch]\nmax_age = \"7d\"\nservice_managers = [\"nomad\"]\n{BASE}"));
+    assert_eq!(loaded.config.watch.max_age.as_secs(), 7 * 86_400);
+}
+
+#[test]
 fn identities_need_a_name_and_an_email() {
     assert_eq!(
         Identity::parse("Ralph Bot <ralph@example.com>"),

@@ -215,6 +215,16 @@ pub(crate) struct Watch {
     /// renews four times per `lease_timeout` where it renews (`lease_renewal`).
     #[serde(with = "humantime_serde")]
     pub lease_timeout: Duration,
+    /// A run last active longer ago than this is not resumed by the watcher (it is
+    /// shown as stale; `ralph --resume` still continues it).
+    #[serde(with = "humantime_serde")]
+    pub max_age: Duration,
+    /// Resumes by the watcher in one boot, across all runs, after which it resumes
+    /// this run no more until the next boot.
+    pub max_resumes_per_boot: u32,
+    /// Programs (by name) whose SIGTERM counts as a service manager's, besides the
+    /// built-in list: the run is `interrupted` (resumable), not paused.
+    pub service_managers: Vec<String>,
     /// Where the owner renews its lease: only on a file system other hosts mount
     /// (`auto`), or on any (`always`: a volume shared although it looks local).
     pub lease_renewal: LeaseRenewal,
@@ -237,6 +247,9 @@ impl Default for Watch {
             max_restarts: 3,
             restart_backoff: Duration::from_secs(30),
             lease_timeout: Duration::from_secs(60),
+            max_age: Duration::from_secs(24 * 3600),
+            max_resumes_per_boot: 20,
+            service_managers: Vec::new(),
             lease_renewal: LeaseRenewal::Auto,
         }
     }

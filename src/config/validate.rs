@@ -3,6 +3,7 @@
 //! Runs after serde has checked the shape, so every check here is about values. Each
 //! error points at the key that caused it (via [`Spans`]) and says how to fix it.
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -11,6 +12,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use super::locate::{Dotted, KeyPath, Seg, Spans, keys};
+use super::shape::Dropped;
 use super::suggest::{did_you_mean, did_you_mean_or_list, one_of};
 use super::types::{ByteSize, DEFAULT_ITERATIONS, GitConfig};
 use super::{AgentConfig, AgentKind, Config, ConfigError, DoneSignal, Loaded, Phase, RepeatGroup, SimStep};
@@ -18,18 +20,42 @@ use crate::agent::kinds;
 
 pub(super) fn parse(path: &Path, source: &str) -> Result<Loaded, ConfigError> {
     let spans = Spans::new(source);
-    let config: Config = toml::from_str(source).map_err(|e| super::deser::error(path, &spans, &e))?;
-    let cx = Cx { path, spans: &spans };
-    check_names(&cx, &config)?;
-    check_limits(&cx, &config)?;
+    let mut errors = Vec::new();
+    let Some((config, dropped)) = super::shape::deserialize(path, source, &spans, &mut errors) else {
+        return Err(all(path, errors));
+    };
+    let cx = Cx { path, spans: &spans, dropped: &dropped, errors: RefCell::new(errors) };
+    check_names(&cx, &config);
+    check_limits(&cx, &config);
     for (name, agent) in &config.agents {
-        check_agent(&cx, name, agent)?;
+        check_agent(&cx, name, agent);
     }
-    check_chains(&cx, &config)?;
-    check_git(&cx, &config)?;
-    let phases = resolve_phases(&cx, &config)?;
-    let repeat = resolve_repeat(&cx, &config, &phases)?;
-    Ok(Loaded { path: path.to_path_buf(), config, phases, repeat, checksum: checksum(source) })
+    check_chains(&cx, &config);
+    check_git(&cx, &config);
+    let (order, phases) = resolve_phases(&cx, &config);
+    let repeat = resolve_repeat(&cx, &config, &order);
+    let errors = cx.errors.into_inner();
+    if !errors.is_empty() {
+        return Err(all(path, errors));
+    }
+    Ok(Loaded { path: path.to_path_buf(), config, phases, repeat: repeat.flatten(), checksum: checksum(source) })
+}
+
+/// Every error of the file as one, in file order (the ones without a place last),
+/// at most [`super::shape::MAX_ERRORS`].
+fn all(path: &Path, mut errors: Vec<ConfigError>) -> ConfigError {
+    let place = |e: &ConfigError| match e {
+        ConfigError::At { line, column, .. } => (*line, *column),
+        _ => (usize::MAX, 0),
+    };
+    errors.sort_by_key(place);
+    errors.dedup_by(|a, b| a.to_string() == b.to_string());
+    let more = errors.len().saturating_sub(super::shape::MAX_ERRORS);
+    errors.truncate(super::shape::MAX_ERRORS);
+    if errors.len() == 1 && more == 0 {
+        return errors.remove(0);
+    }
+    ConfigError::Several { path: path.to_path_buf(), errors, more }
 }
 
 /// sha256 of the bytes, lowercase hex.
@@ -45,29 +71,34 @@ pub(super) fn checksum_for_tests(source: &str) -> String {
     checksum(source)
 }
 
+/// What the checks share: where the file is, what the shape pass dropped, and the
+/// errors found so far (each check reports every error it finds and goes on).
 struct Cx<'a> {
     path: &'a Path,
     spans: &'a Spans<'a>,
+    dropped: &'a Dropped,
+    errors: RefCell<Vec<ConfigError>>,
 }
 
 impl Cx<'_> {
-    /// The error at `key`, given its message.
-    fn at(&self, key: &[Seg]) -> impl FnOnce(String) -> ConfigError {
+    /// Reports the error at `key`, given its message.
+    fn at(&self, key: &[Seg]) -> impl FnOnce(String) + '_ {
         let (line, column) = self.spans.line_col(key);
         let path = self.path.to_path_buf();
-        move |message| ConfigError::At { path, line, column, message }
+        move |message| self.errors.borrow_mut().push(ConfigError::At { path, line, column, message })
     }
 }
 
-/// Returns the error of `cx.at(key)`, its message formatted like `format!`.
+/// Reports the error of `cx.at(key)`, its message formatted like `format!`; the
+/// check goes on.
 macro_rules! fail {
     ($at:expr, $($message:tt)+) => {
-        return Err($at(format!($($message)+)))
+        $at(format!($($message)+))
     };
 }
 
 /// Names end up in logs, the checkpoint and file names, so keep them plain.
-fn check_names(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
+fn check_names(cx: &Cx<'_>, config: &Config) {
     let tables = [
         ("agents", config.agents.keys().collect::<Vec<_>>()),
         ("chains", config.chains.keys().collect()),
@@ -85,11 +116,10 @@ fn check_names(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
             }
         }
     }
-    Ok(())
 }
 
 /// Every duration is above 0, and the backoff's base is not above its maximum.
-fn check_durations(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
+fn check_durations(cx: &Cx<'_>, config: &Config) {
     let (g, r, t, o) = (&config.general, &config.retry, &config.timeouts, &config.offline);
     let mut durations = vec![
         (keys!["retry", "backoff_base"], r.backoff_base),
@@ -105,6 +135,7 @@ fn check_durations(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
         (keys!["offline", "timeout"], o.timeout),
         (keys!["watch", "restart_backoff"], config.watch.restart_backoff),
         (keys!["watch", "lease_timeout"], config.watch.lease_timeout),
+        (keys!["watch", "max_age"], config.watch.max_age),
         (keys!["notify", "timeout"], config.notify.timeout),
     ];
     if let Some(max) = g.max_runtime {
@@ -124,10 +155,9 @@ fn check_durations(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
             human(r.backoff_max)
         );
     }
-    Ok(())
 }
 
-fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
+fn check_limits(cx: &Cx<'_>, config: &Config) {
     let g = &config.general;
     let r = &config.retry;
     if g.prompt.as_os_str().is_empty() {
@@ -146,6 +176,7 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
         (keys!["retry", "mcp_restarts"], r.mcp_restarts, d.retry.mcp_restarts),
         (keys!["retry", "storm_recoveries"], r.storm_recoveries, d.retry.storm_recoveries),
         (keys!["watch", "max_restarts"], config.watch.max_restarts, d.watch.max_restarts),
+        (keys!["watch", "max_resumes_per_boot"], config.watch.max_resumes_per_boot, d.watch.max_resumes_per_boot),
         (keys!["logs", "keep_runs"], config.logs.keep_runs, d.logs.keep_runs),
     ];
     for (key, value, default) in caps {
@@ -167,12 +198,21 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
             ByteSize(super::types::MIN_ATTEMPT_LOG)
         );
     }
-    check_durations(cx, config)?;
+    check_durations(cx, config);
     if config.notify.command.as_ref().is_some_and(|c| c.first().is_none_or(|p| p.trim().is_empty())) {
         fail!(
             cx.at(&keys!["notify", "command"]),
             "[notify] command is empty; give the program and its arguments, like [\"notify-send\", \"ralph\"]"
         );
+    }
+    for (i, name) in config.watch.service_managers.iter().enumerate() {
+        if name.trim().is_empty() || name.contains('/') {
+            fail!(
+                cx.at(&keys!["watch", "service_managers", i]),
+                "[watch] service_managers {name:?} is not a program name; give the name `/proc/PID/comm` shows, \
+                 like \"my-supervisor\""
+            );
+        }
     }
     for (i, probe) in config.offline.probe.iter().flatten().enumerate() {
         let port_ok = probe
@@ -185,10 +225,9 @@ fn check_limits(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
             );
         }
     }
-    Ok(())
 }
 
-fn check_git(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
+fn check_git(cx: &Cx<'_>, config: &Config) {
     let g = &config.git;
     if let Some(branch) = &g.branch
         && let Err(problem) = super::check_branch(branch)
@@ -215,7 +254,6 @@ fn check_git(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
     if g.message.trim().is_empty() {
         fail!(cx.at(&keys!["git", "message"]), "[git] message is empty; leave it out for the default");
     }
-    Ok(())
 }
 
 fn human(d: Duration) -> String {
@@ -240,7 +278,7 @@ const KEY_KINDS: [(&str, &str); 4] = [
     ("errors", "kind = \"command\" (and \"sim\")"),
 ];
 
-fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), ConfigError> {
+fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) {
     let kind = agent.kind.as_str();
     let here = |key: &str| keys!["agents", name, key];
     let set = [
@@ -273,8 +311,8 @@ fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Confi
         }
     }
     match agent.kind {
-        AgentKind::Command => check_command(cx, name, agent)?,
-        AgentKind::Sim => check_sim(cx, name, agent)?,
+        AgentKind::Command => check_command(cx, name, agent),
+        AgentKind::Sim => check_sim(cx, name, agent),
         _ => {}
     }
     if let Some(mode) = &agent.permission_mode {
@@ -301,22 +339,20 @@ fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Confi
         }
     }
     for var in agent.env.keys() {
-        check_env_name(cx, &keys!["agents", name, "env", var.as_str()], var)?;
+        check_env_name(cx, &keys!["agents", name, "env", var.as_str()], var);
     }
     for (i, var) in agent.pass_env.iter().enumerate() {
-        check_env_name(cx, &keys!["agents", name, "pass_env", i], var)?;
+        check_env_name(cx, &keys!["agents", name, "pass_env", i], var);
     }
-    Ok(())
 }
 
-fn check_env_name(cx: &Cx<'_>, key: &[Seg], var: &str) -> Result<(), ConfigError> {
+fn check_env_name(cx: &Cx<'_>, key: &[Seg], var: &str) {
     if var.is_empty() || var.contains(['=', '\0']) {
         fail!(cx.at(key), "{}: {var:?} is not an environment variable name", KeyPath(key));
     }
-    Ok(())
 }
 
-fn check_command(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), ConfigError> {
+fn check_command(cx: &Cx<'_>, name: &str, agent: &AgentConfig) {
     let argv = agent.command.as_deref().unwrap_or_default();
     if argv.first().is_none_or(|p| p.is_empty()) {
         // Without the key there is nothing to point at but the agent's header.
@@ -327,6 +363,7 @@ fn check_command(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Con
             "[agents.{name}] command is required for kind = \"command\": the program and its arguments, with \
              {{prompt}} where the prompt goes, e.g. command = [\"./my-agent\", \"--prompt\", \"{{prompt}}\"]"
         );
+        return;
     }
     if !argv.iter().any(|a| a.contains("{prompt}") || a.contains("{prompt_file}")) {
         fail!(
@@ -348,13 +385,12 @@ fn check_command(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), Con
             argv[0]
         );
     }
-    Ok(())
 }
 
 const SIGNALS_CRASH: [&str; 4] = ["SIGSEGV", "SIGABRT", "SIGKILL", "SIGTERM"];
 const SIGNALS_IGNORE: [&str; 3] = ["SIGINT", "SIGTERM", "SIGHUP"];
 
-fn check_sim(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), ConfigError> {
+fn check_sim(cx: &Cx<'_>, name: &str, agent: &AgentConfig) {
     if agent.script.is_empty() {
         fail!(
             cx.at(&keys!["agents", name]),
@@ -386,10 +422,9 @@ fn check_sim(cx: &Cx<'_>, name: &str, agent: &AgentConfig) -> Result<(), ConfigE
             }
         }
     }
-    Ok(())
 }
 
-fn check_chains(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
+fn check_chains(cx: &Cx<'_>, config: &Config) {
     let agents: Vec<&str> = config.agents.keys().map(String::as_str).collect();
     for (chain, members) in &config.chains {
         if members.is_empty() {
@@ -400,7 +435,8 @@ fn check_chains(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
             );
         }
         for (i, member) in members.iter().enumerate() {
-            if !config.agents.contains_key(member) {
+            // An agent whose table had a mistake of its own is reported there.
+            if !config.agents.contains_key(member) && !cx.dropped.has("agents", member) {
                 fail!(
                     cx.at(&keys!["chains", chain, i]),
                     "[chains] {chain} names agent `{member}`, which is not defined in [agents] (defined: {}){}",
@@ -410,10 +446,10 @@ fn check_chains(cx: &Cx<'_>, config: &Config) -> Result<(), ConfigError> {
             }
         }
     }
-    Ok(())
 }
 
-fn resolve_phases(cx: &Cx<'_>, config: &Config) -> Result<Vec<Phase>, ConfigError> {
+/// The phases in run order as configured, and those of them that resolve.
+fn resolve_phases(cx: &Cx<'_>, config: &Config) -> (Vec<String>, Vec<Phase>) {
     let defined: Vec<&str> = config.phases.keys().map(String::as_str).collect();
     let listed = &config.general.workflow.phases;
     let order: Vec<String> = if listed.is_empty() {
@@ -424,7 +460,7 @@ fn resolve_phases(cx: &Cx<'_>, config: &Config) -> Result<Vec<Phase>, ConfigErro
         let mut seen = BTreeSet::new();
         for (i, name) in listed.iter().enumerate() {
             let key = keys!["general", "workflow", "phases", i];
-            if !config.phases.contains_key(name) {
+            if !config.phases.contains_key(name) && !cx.dropped.has("phases", name) {
                 fail!(
                     cx.at(&key),
                     "[general.workflow] phases lists `{name}`, which has no [phases.{name}] table (defined: {}){}",
@@ -447,44 +483,47 @@ fn resolve_phases(cx: &Cx<'_>, config: &Config) -> Result<Vec<Phase>, ConfigErro
                  add it to the list where it should run, or remove [phases.{extra}]"
             );
         }
-        listed.clone()
+        listed.iter().filter(|name| config.phases.contains_key(*name)).cloned().collect()
     };
-    if order.is_empty() {
-        return Err(ConfigError::File {
+    if order.is_empty() && !cx.dropped.any("phases") {
+        cx.errors.borrow_mut().push(ConfigError::File {
             path: cx.path.to_path_buf(),
             message: "no phases defined; add at least one [phases.NAME] table with \
-                chain = \"NAME\" (see ralph.example.toml)"
+                chain = \"NAME\" (see `ralph init --example`)"
                 .into(),
         });
     }
-    order.iter().map(|name| resolve_phase(cx, config, name)).collect()
+    let phases = order.iter().filter_map(|name| resolve_phase(cx, config, name)).collect();
+    (order, phases)
 }
 
-fn resolve_phase(cx: &Cx<'_>, config: &Config, name: &str) -> Result<Phase, ConfigError> {
-    let Some(p) = config.phases.get(name) else {
-        fail!(cx.at(&keys!["phases"]), "phase {name} is not defined");
-    };
+fn resolve_phase(cx: &Cx<'_>, config: &Config, name: &str) -> Option<Phase> {
+    let p = config.phases.get(name)?;
     let chain_names: Vec<&str> = config.chains.keys().map(String::as_str).collect();
-    let Some(chain) = config.chains.get(&p.chain) else {
+    let chain = config.chains.get(&p.chain);
+    if chain.is_none() && !cx.dropped.has("chains", &p.chain) {
         fail!(
             cx.at(&keys!["phases", name, "chain"]),
             "phase {name} uses chain `{}`, which is not defined in [chains]{}",
             p.chain,
             did_you_mean_or_list(&p.chain, &chain_names, "defined")
         );
-    };
+    }
     if p.iterations == Some(0) {
         fail!(
             cx.at(&keys!["phases", name, "iterations"]),
             "[phases.{name}] iterations must be at least 1, not 0 (default {DEFAULT_ITERATIONS})"
         );
     }
-    let done = match &p.done {
+    let done = match p.done.as_deref().map(parse_done) {
         None => DoneSignal::Tag,
-        Some(done) => {
-            parse_done(done).map_err(|m| cx.at(&keys!["phases", name, "done"])(format!("[phases.{name}] done: {m}")))?
+        Some(Ok(done)) => done,
+        Some(Err(m)) => {
+            fail!(cx.at(&keys!["phases", name, "done"]), "[phases.{name}] done: {m}");
+            DoneSignal::Tag
         }
     };
+    let chain = chain?;
     if done == DoneSignal::Mcp
         && let Some(agent) = chain.iter().find(|a| config.agents.get(*a).is_some_and(|c| !c.mcp))
     {
@@ -495,7 +534,7 @@ fn resolve_phase(cx: &Cx<'_>, config: &Config, name: &str) -> Result<Phase, Conf
             p.chain
         );
     }
-    Ok(Phase {
+    Some(Phase {
         name: name.to_owned(),
         chain_name: p.chain.clone(),
         chain: chain.clone(),
@@ -506,11 +545,12 @@ fn resolve_phase(cx: &Cx<'_>, config: &Config, name: &str) -> Result<Phase, Conf
     })
 }
 
-/// `[general.workflow] repeat`: known phases, each once, consecutive in the order.
-fn resolve_repeat(cx: &Cx<'_>, config: &Config, phases: &[Phase]) -> Result<Option<RepeatGroup>, ConfigError> {
-    let Some(repeat) = &config.general.workflow.repeat else { return Ok(None) };
+/// `[general.workflow] repeat`: known phases, each once, consecutive in `order` (the
+/// phases in run order). `Some(None)`: no repeat; `None`: a mistake, reported.
+fn resolve_repeat(cx: &Cx<'_>, config: &Config, order: &[String]) -> Option<Option<RepeatGroup>> {
+    let Some(repeat) = &config.general.workflow.repeat else { return Some(None) };
     let here = |key: &str| keys!["general", "workflow", "repeat", key];
-    let order: Vec<&str> = phases.iter().map(|p| p.name.as_str()).collect();
+    let order: Vec<&str> = order.iter().map(String::as_str).collect();
     if repeat.passes == 0 {
         fail!(
             cx.at(&here("passes")),
@@ -524,16 +564,20 @@ fn resolve_repeat(cx: &Cx<'_>, config: &Config, phases: &[Phase]) -> Result<Opti
              the review first, e.g. phases = [\"review\", \"fix\"] (the order: {})",
             one_of(&order)
         );
+        return None;
     };
     let mut indices = Vec::with_capacity(repeat.phases.len());
     for (i, name) in repeat.phases.iter().enumerate() {
         let key = keys!["general", "workflow", "repeat", "phases", i];
         let Some(index) = order.iter().position(|p| p == name) else {
-            fail!(
-                cx.at(&key),
-                "[general.workflow] repeat lists phase `{name}`, which is not in the workflow{}",
-                did_you_mean_or_list(name, &order, "the phases")
-            );
+            if !cx.dropped.has("phases", name) {
+                fail!(
+                    cx.at(&key),
+                    "[general.workflow] repeat lists phase `{name}`, which is not in the workflow{}",
+                    did_you_mean_or_list(name, &order, "the phases")
+                );
+            }
+            return None;
         };
         if let Some(&previous) = indices.last()
             && index != previous + 1
@@ -545,12 +589,13 @@ fn resolve_repeat(cx: &Cx<'_>, config: &Config, phases: &[Phase]) -> Result<Opti
                 one_of(&order),
                 order[previous]
             );
+            return None;
         }
         indices.push(index);
     }
     let first = order.iter().position(|p| p == first_name).unwrap_or(0);
     let last = indices.last().copied().unwrap_or(first);
-    Ok(Some(RepeatGroup { first, last, passes: repeat.passes }))
+    (repeat.passes > 0).then_some(Some(RepeatGroup { first, last, passes: repeat.passes }))
 }
 
 fn parse_done(done: &str) -> Result<DoneSignal, String> {

@@ -2,9 +2,11 @@
 //! a running ralph. [`protocol`] is the pure half (requests, replies, limits and the
 //! rules that accept or refuse a request); [`path`] chooses where the socket lives;
 //! [`server`] listens inside the run and hands what the run must act on to the
-//! dispatcher through a channel; [`client`] is the other end.
+//! dispatcher through a channel, with the running agent's last output from
+//! [`output_clock`]; [`client`] is the other end.
 
 pub(crate) mod client;
+pub(crate) mod output_clock;
 pub(crate) mod path;
 pub(crate) mod protocol;
 pub(crate) mod server;

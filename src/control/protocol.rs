@@ -190,6 +190,14 @@ pub(crate) struct Live {
     pub last_checkpoint: Option<String>,
     /// The recovery note the agent was given.
     pub recovery_note: Option<String>,
+    /// When the attempt running now started (unix seconds).
+    pub attempt_started_at: Option<i64>,
+    /// When its agent last printed anything (unix seconds).
+    pub agent_output_at: Option<i64>,
+    /// When the wait ends (unix seconds), while the run waits.
+    pub waiting_until: Option<i64>,
+    /// When the last run event happened (unix seconds).
+    pub last_event_at: Option<i64>,
 }
 
 /// What the dispatcher is told by the socket: a request [`route`] passed on (its free

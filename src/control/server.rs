@@ -24,6 +24,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
+use super::output_clock::OutputClock;
 use super::path;
 use super::protocol::{self, Inbound, Live, MAX_LINE, Reply, Serving};
 use crate::state::identity::Identity;
@@ -135,6 +136,7 @@ impl Server {
         project: &Path,
         run_id: &str,
         live: Arc<Mutex<Live>>,
+        output: OutputClock,
         tx: mpsc::Sender<Inbound>,
     ) -> std::io::Result<Self> {
         let serving = Serving { run_id: run_id.to_string(), dir: bound.identity };
@@ -142,6 +144,7 @@ impl Server {
             uid: nix::unistd::getuid().as_raw(),
             serving: serving.clone(),
             live,
+            output,
             tx,
             slots: Mutex::default(),
         });
@@ -230,6 +233,8 @@ struct Context {
     uid: u32,
     serving: Serving,
     live: Arc<Mutex<Live>>,
+    /// The running agent's last output, read when asked.
+    output: OutputClock,
     tx: mpsc::Sender<Inbound>,
     slots: Mutex<Slots>,
 }
@@ -380,7 +385,8 @@ fn answer<'a>(line: &[u8], context: &'a Context) -> (Reply, Option<(u32, Held<'a
         };
         session = Some((attempt, held));
     }
-    let snapshot = context.live.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    let mut snapshot = context.live.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    snapshot.agent_output_at = context.output.read();
     let (reply, inbound) = protocol::route(request, &snapshot);
     let reply = match inbound.map(|msg| context.tx.try_send(msg)) {
         Some(Err(_)) => Reply::error("the run is busy; try again"),

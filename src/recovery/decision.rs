@@ -42,6 +42,22 @@ impl Cap {
         }
     }
 
+    /// The cap whose phrase a stop reason starts with (as [`Cap::stop`] wrote it).
+    pub(crate) fn of_reason(reason: &str) -> Option<Cap> {
+        const ALL: [Cap; 9] = [
+            Cap::MaxCycles,
+            Cap::ToolRegistryResets,
+            Cap::McpRestarts,
+            Cap::AmbiguousAttempts,
+            Cap::Iterations,
+            Cap::Runtime,
+            Cap::Cost,
+            Cap::EnvironmentalWait,
+            Cap::RateLimitWait,
+        ];
+        ALL.into_iter().find(|cap| reason.starts_with(cap.phrase()))
+    }
+
     /// The run stops `failed` on this cap: its phrase, then `detail`.
     pub(crate) fn stop(self, detail: impl std::fmt::Display) -> Stop {
         Stop::Failed { cap: self, message: format!("{}: {detail}", self.phrase()) }

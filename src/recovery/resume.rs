@@ -75,7 +75,12 @@ pub(crate) fn plan(recorded: Recorded<'_>, current: Current<'_>) -> Plan {
         return Plan { phase: None, agent_index: 0, keep_session: false, agent_changed: true, changes };
     };
     if index != pos.phase {
-        changes.push(format!("phase {} is now phase #{} (was #{})", pos.phase_name, index + 1, pos.phase + 1));
+        changes.push(format!(
+            "phase {} is now the {} phase (was the {})",
+            pos.phase_name,
+            crate::report::words::ordinal(index + 1),
+            crate::report::words::ordinal(pos.phase + 1)
+        ));
     }
     let phase = &current.phases[index];
     let now = chain_of(phase, current.kind);
@@ -90,8 +95,8 @@ pub(crate) fn plan(recorded: Recorded<'_>, current: Current<'_>) -> Plan {
             return Plan { phase: Some(index), agent_index, keep_session: has_session, agent_changed: false, changes };
         }
         changes.push(format!(
-            "the checkpoint's agent #{} does not exist in the chain of phase {} [{}]: resuming at its first agent, {first}{fresh}",
-            pos.agent_index + 1,
+            "the checkpoint's {} agent of the chain does not exist in the chain of phase {} [{}]: resuming at its first agent, {first}{fresh}",
+            crate::report::words::ordinal(pos.agent_index + 1),
             phase.name,
             names(&now)
         ));
@@ -112,12 +117,12 @@ pub(crate) fn plan(recorded: Recorded<'_>, current: Current<'_>) -> Plan {
         Some(at) => {
             if chain_changed {
                 changes.push(format!(
-                    "the chain of phase {} changed ([{}] → [{}]): resuming at agent {}, now #{}",
+                    "the chain of phase {} changed ([{}] → [{}]): resuming at agent {}, now {} in the chain",
                     phase.name,
                     names(&pos.chain),
                     names(&now),
                     owner.name,
-                    at + 1
+                    crate::report::words::ordinal(at + 1)
                 ));
             }
             let kind_now = now[at].kind;

@@ -54,6 +54,33 @@ pub(crate) fn countdown(left: Duration) -> String {
     }
 }
 
+/// A duration as a config file spells it, in whole hours, minutes and seconds:
+/// `24h`, `30s`, `1h 30m` (humantime would say `1day`).
+pub(crate) fn spelled(d: Duration) -> String {
+    let secs = d.as_secs();
+    let parts = [(secs / 3600, "h"), (secs / 60 % 60, "m"), (secs % 60, "s")];
+    let shown: Vec<String> = parts.iter().filter(|(n, _)| *n > 0).map(|(n, unit)| format!("{n}{unit}")).collect();
+    if shown.is_empty() { format!("{}ms", d.as_millis()) } else { shown.join(" ") }
+}
+
+/// How long ago, as a person says it: `12s ago`, `5m ago`, `3h 05m ago`, `2 days ago`.
+pub(crate) fn ago(secs: i64) -> String {
+    let secs = secs.max(0);
+    let (d, h, m) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60);
+    match (d, h, m) {
+        (0, 0, 0) => format!("{secs}s ago"),
+        (0, 0, _) => format!("{m}m ago"),
+        (0, _, _) => format!("{h}h {m:02}m ago"),
+        (1, _, _) => "1 day ago".to_string(),
+        _ => format!("{d} days ago"),
+    }
+}
+
+/// A unix second as `YYYY-MM-DD HH:MM:SS ZONE (AGE ago)` in `tz`, seen at `now`.
+pub(crate) fn stamp_and_age(at: Timestamp, now: Timestamp, tz: &TimeZone) -> String {
+    format!("{} ({})", stamp_at(at, tz), ago(now.as_second() - at.as_second()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,6 +97,25 @@ mod tests {
         for (d, want) in cases {
             assert_eq!(countdown(d), want, "{d:?}");
         }
+    }
+
+    #[test]
+    fn durations_are_spelled_as_in_the_config() {
+        assert_eq!(spelled(Duration::from_secs(86_400)), "24h");
+        assert_eq!(spelled(Duration::from_secs(5400)), "1h 30m");
+        assert_eq!(spelled(Duration::from_secs(30)), "30s");
+        assert_eq!(spelled(Duration::from_millis(50)), "50ms");
+    }
+
+    #[test]
+    fn ages_read_as_people_say_them() {
+        let cases =
+            [(0, "0s ago"), (59, "59s ago"), (300, "5m ago"), (3 * 3600 + 300, "3h 05m ago"), (86_400, "1 day ago")];
+        for (secs, want) in cases {
+            assert_eq!(ago(secs), want);
+        }
+        assert_eq!(ago(90 * 86_400), "90 days ago");
+        assert_eq!(ago(-5), "0s ago");
     }
 
     #[test]

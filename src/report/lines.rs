@@ -13,6 +13,7 @@ use jiff::tz::TimeZone;
 
 use crate::events::{FalloverWhy, GitOffWhy, RunEvent};
 use crate::state::checkpoint::Status;
+use crate::supervise::Detector;
 use crate::supervise::completion::Why;
 use crate::workflow::advance::Verdict;
 use crate::workflow::done::SignOff;
@@ -85,7 +86,7 @@ pub(crate) fn escalating(e: &Escalating) -> String {
     let (what, hint) = match &e.why {
         EndWhy::User => ("stopping".to_string(), " (Ctrl+C again to kill it now)"),
         EndWhy::Signal(signal) => (format!("stopping ({signal})"), ""),
-        EndWhy::Intervention(detector) => (format!("ending the attempt ({detector})"), ""),
+        EndWhy::Intervention(detector) => (format!("ending the attempt ({})", super::words::detector(*detector)), ""),
     };
     format!("{what}: waiting for {} to exit{hint} · sent {}", e.agent, e.sent)
 }
@@ -121,26 +122,24 @@ pub(crate) fn line(event: &RunEvent, tz: &TimeZone) -> Option<String> {
         RunEvent::AttemptSucceeded { phase, iteration, goal, review, until_complete, .. } => {
             format!("{phase} iteration {iteration} done{}", goal_note(*goal, *review, *until_complete))
         }
-        RunEvent::AttemptFailed { attempt, category, rule, reason, .. } => {
-            format!("attempt {attempt} failed ({}, {rule}): {reason}", category.as_str())
-        }
+        // The category and the rule stay in the journal and `ralph.log`.
+        RunEvent::AttemptFailed { attempt, reason, .. } => format!("attempt {attempt} failed: {reason}"),
         RunEvent::Signoff { verdict, rule, words, .. } => {
-            let why = Why::new(*rule, words.as_str()).describe();
+            let why = Why::new(*rule, words.as_str()).plain();
             match verdict {
                 SignOff::Rejected => format!("sign-off rejected: {why}"),
-                SignOff::Asked => format!("asking the agent to confirm its sign-off: {why}"),
+                SignOff::Asked => format!("asking the agent to confirm it is done: {why}"),
                 SignOff::AcceptedWithDoubt => format!("sign-off accepted despite a doubt: {why}"),
             }
         }
-        RunEvent::Intervention { detector, evidence } => format!("ralph stepped in ({detector}): {evidence}"),
-        RunEvent::PhaseDone { phase } => format!("phase {phase} done"),
-        RunEvent::ReviewVerdict { pass, passes, clean } => {
-            format!("review: {}", Verdict { pass: *pass, passes: *passes, clean: *clean }.describe())
+        // The sign-off's own line says it.
+        RunEvent::Intervention { detector: Detector::DoneConfirmation, .. } => return None,
+        RunEvent::Intervention { detector, evidence } => {
+            format!("ralph stepped in: {} ({evidence})", super::words::detector(*detector))
         }
-        RunEvent::PassStarted { pass, passes } => format!("pass {pass} of {passes}: back to the review"),
-        RunEvent::PassesEnded { passes_run, passes, clean: false, .. } => {
-            let v = Verdict { pass: *passes_run, passes: *passes, clean: false };
-            format!("review: {}; going on", v.describe())
+        RunEvent::PhaseDone { phase } => format!("phase {phase} done"),
+        RunEvent::ReviewVerdict { .. } | RunEvent::PassStarted { .. } | RunEvent::PassesEnded { clean: false, .. } => {
+            return review_line(event);
         }
         RunEvent::Fallover { .. } | RunEvent::Fallback { .. } => return chain_line(event),
         RunEvent::GitCommit { .. }
@@ -199,6 +198,21 @@ pub(crate) fn line(event: &RunEvent, tz: &TimeZone) -> Option<String> {
     })
 }
 
+/// The lines of the review/fix passes.
+fn review_line(event: &RunEvent) -> Option<String> {
+    Some(match event {
+        RunEvent::ReviewVerdict { pass, passes, clean } => {
+            format!("review: {}", Verdict { pass: *pass, passes: *passes, clean: *clean }.describe())
+        }
+        RunEvent::PassStarted { pass, passes } => format!("pass {pass} of {passes}: back to the review"),
+        RunEvent::PassesEnded { passes_run, passes, clean: false, .. } => {
+            let v = Verdict { pass: *passes_run, passes: *passes, clean: false };
+            format!("review: {}; going on", v.describe())
+        }
+        _ => return None,
+    })
+}
+
 /// The lines of what set-up found (the lock, the lease, the checkpoint, git).
 fn setup_line(event: &RunEvent, tz: &TimeZone) -> Option<String> {
     Some(match event {
@@ -238,19 +252,20 @@ fn setup_line(event: &RunEvent, tz: &TimeZone) -> Option<String> {
         ),
         RunEvent::ResumeChange { change } => format!("note: {change}"),
         RunEvent::RunMoved { from, to } => format!("moving the run from phase {from} to phase {to} (--from)"),
-        RunEvent::Resuming { run_id, status, phase, pass, passes, iteration, agent_number, session } => format!(
-            "resuming run {run_id} ({}): phase {phase}{}, iteration {iteration}, agent #{agent_number}{}",
+        RunEvent::Resuming { run_id, status, phase, pass, passes, iteration, agent_number, agent, session } => format!(
+            "resuming run {run_id} ({}): phase {phase}{}, iteration {iteration}, agent {}{}",
             status.as_str(),
             passes.map(|n| format!(", pass {pass} of {n}")).unwrap_or_default(),
+            agent.clone().unwrap_or_else(|| format!("#{agent_number}")),
             session.as_ref().map(|s| format!(", session {s}")).unwrap_or_default()
         ),
         RunEvent::RunSettled { run_id, status: Status::Completed, .. } => {
             format!("the run {run_id} is already completed; nothing to do")
         }
-        RunEvent::RunSettled { run_id, status, reason } => format!(
+        RunEvent::RunSettled { run_id, status, reason, phase } => format!(
             "the run {run_id} is {}{}; --resume-or-start leaves it as it is (`ralph --resume` continues it)",
             status.as_str(),
-            reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default()
+            reason.as_ref().map(|r| format!(": {}", super::words::stop_reason(r, phase))).unwrap_or_default()
         ),
         RunEvent::SecretInInput { file, line, family } => crate::secrets::found::goal_warning(file, *line, family),
         RunEvent::SetupWarning { warning } => format!("note: {warning}"),
@@ -263,12 +278,7 @@ fn setup_line(event: &RunEvent, tz: &TimeZone) -> Option<String> {
 fn chain_line(event: &RunEvent) -> Option<String> {
     Some(match event {
         RunEvent::Fallover { from, to, cycle, why, new_cycle } => {
-            let why = match why {
-                FalloverWhy::RecoveryAttempts => format!("recovery-attempt exhausted for agent {from}"),
-                FalloverWhy::RateLimit => format!("agent {from} is rate-limited"),
-            };
-            let cycle = if *new_cycle { format!(" (cycle {cycle})") } else { String::new() };
-            format!("{why}: falling over to {to}{cycle}")
+            super::words::fallover(from, to, *why == FalloverWhy::RateLimit, new_cycle.then_some(*cycle))
         }
         RunEvent::Fallback { from, to, .. } => format!("the rate limit of {to} has reset: back from {from} to {to}"),
         _ => return None,
@@ -289,7 +299,7 @@ fn control_line(event: &RunEvent) -> Option<String> {
         RunEvent::CompletionDeclared { summary, .. } => format!("agent declared the work complete: {summary}"),
         RunEvent::TaskCancelled { reason, .. } => format!("agent cancelled the task: {reason}"),
         RunEvent::McpLost { restarts, cap, .. } => {
-            format!("ralph mcp crashed while the agent ran ({restarts} of {cap} restarts)")
+            format!("ralph mcp crashed while the agent ran (restart {restarts} of [retry] mcp_restarts, {cap})")
         }
         _ => return None,
     })
@@ -375,10 +385,7 @@ mod tests {
             duration_ms: 1,
             usage: Default::default(),
         };
-        assert_eq!(
-            line(&failed, &TimeZone::UTC).as_deref(),
-            Some("attempt 3 failed (agent, stall): the agent stalled")
-        );
+        assert_eq!(line(&failed, &TimeZone::UTC).as_deref(), Some("attempt 3 failed: the agent stalled"));
         let fallover = RunEvent::Fallover {
             from: "a".into(),
             to: "b".into(),
@@ -388,7 +395,10 @@ mod tests {
         };
         assert_eq!(
             line(&fallover, &TimeZone::UTC).as_deref(),
-            Some("recovery-attempt exhausted for agent a: falling over to b (cycle 2)")
+            Some(
+                "agent a failed [retry] agent_attempts times in this iteration: falling over to b (round 2 through \
+                 the chain, of [general] max_cycles)"
+            )
         );
         assert_eq!(line(&RunEvent::Retry { delay_ms: 5, resume_session: None }, &TimeZone::UTC), None);
     }
@@ -445,10 +455,16 @@ mod tests {
                 passes: Some(3),
                 iteration: 1,
                 agent_number: 2,
+                agent: Some(s("codex")),
                 session: Some(s("sess-1")),
             },
-            RunEvent::RunSettled { run_id: s("R1"), status: Status::Completed, reason: None },
-            RunEvent::RunSettled { run_id: s("R1"), status: Status::Failed, reason: Some(s("max_cycles exhausted")) },
+            RunEvent::RunSettled { run_id: s("R1"), status: Status::Completed, reason: None, phase: s("develop") },
+            RunEvent::RunSettled {
+                run_id: s("R1"),
+                status: Status::Failed,
+                reason: Some(s("max_cycles exhausted")),
+                phase: s("develop"),
+            },
             RunEvent::SecretInInput { file: s("PROMPT.md"), line: 4, family: s("Stripe") },
             RunEvent::SetupWarning { warning: s("cannot remove old run logs: permission denied") },
             RunEvent::LogFile { path: s("/p/.agent/logs/R1/ralph.log") },

@@ -14,12 +14,13 @@ mod next;
 mod progress;
 pub(crate) mod summary;
 mod term;
+pub(crate) mod words;
 
 pub(crate) use next::next_step;
 pub(crate) use progress::{Pulse, Reporter};
+pub(crate) use summary::Summary;
 #[cfg(test)]
 pub(crate) use summary::tests::checkpoint as summary_fixture;
-pub(crate) use summary::{Summary, counts};
 
 /// `text` cut to `width` characters, marked "…" where it was cut.
 pub(crate) fn ellipsis(text: &str, width: usize) -> String {

@@ -12,7 +12,7 @@ use crate::recovery::policy::Cap;
 use crate::signal::StopCause;
 use crate::state::checkpoint::{Checkpoint, Usage};
 
-use super::{labelled, plural};
+use super::{labelled, plural, words};
 
 /// Counts of this process's part of the run, plus the run's totals.
 #[derive(Debug, Clone, Default)]
@@ -20,10 +20,13 @@ pub(crate) struct Summary {
     pub phases: u32,
     pub iterations: u32,
     pub attempts: u32,
+    /// Moves to another agent of the chain.
     pub fallovers: u32,
+    /// Rounds begun again through the chain (a one-agent chain's only "fallover").
+    pub rounds: u32,
     pub failures: BTreeMap<Category, u32>,
     /// ralph's interventions in this session, by detector.
-    pub interventions: BTreeMap<String, u32>,
+    pub interventions: BTreeMap<crate::supervise::Detector, u32>,
     pub cap: Option<Cap>,
     /// The last sign-off the judge rejected, as "rule (\"words\")".
     pub rejected_signoff: Option<String>,
@@ -43,14 +46,15 @@ impl Summary {
             RunEvent::AttemptStarted { .. } => self.attempts += 1,
             RunEvent::AttemptSucceeded { .. } => self.iterations += 1,
             RunEvent::PhaseDone { .. } => self.phases += 1,
-            RunEvent::Fallover { .. } => self.fallovers += 1,
-            RunEvent::Intervention { detector, .. } => {
-                *self.interventions.entry(detector.as_str().to_string()).or_insert(0) += 1;
+            RunEvent::Fallover { from, to, new_cycle, .. } => {
+                self.fallovers += u32::from(from != to);
+                self.rounds += u32::from(*new_cycle);
             }
+            RunEvent::Intervention { detector, .. } => *self.interventions.entry(*detector).or_insert(0) += 1,
             RunEvent::CapReached { cap, .. } => self.cap = Some(*cap),
             RunEvent::GitCommit { .. } => self.commits += 1,
             RunEvent::Signoff { verdict: crate::workflow::done::SignOff::Rejected, rule, words, .. } => {
-                self.rejected_signoff = Some(crate::supervise::completion::Why::new(*rule, words.as_str()).describe());
+                self.rejected_signoff = Some(crate::supervise::completion::Why::new(*rule, words.as_str()).plain());
             }
             _ => {}
         }
@@ -58,12 +62,13 @@ impl Summary {
 
     pub(crate) fn render(&self, end: &RunEnd, cp: &Checkpoint) -> String {
         let mut s = String::new();
+        let phase = cp.progress.position.phase_name.as_str();
         let headline = match end {
             RunEnd::Completed => "ralph: done — every phase finished".to_string(),
-            RunEnd::Failed(why) => format!("ralph: failed — {why}"),
-            RunEnd::Blocked(why) => format!("ralph: blocked — {why}"),
+            RunEnd::Failed(why) => format!("ralph: failed — {}", words::stop_reason(why, phase)),
+            RunEnd::Blocked(why) => format!("ralph: blocked — {}", words::stop_reason(why, phase)),
             RunEnd::Stopped(StopCause::User) => "ralph: paused by you".to_string(),
-            RunEnd::Stopped(cause) => format!("ralph: interrupted by {}", cause.signal_name()),
+            RunEnd::Stopped(cause) => stopped_by(*cause, cp.stop_sender.as_ref()),
             RunEnd::ForceExit => "ralph: stopped at once".to_string(),
             RunEnd::Declined => "ralph: nothing started".to_string(),
         };
@@ -71,11 +76,11 @@ impl Summary {
         let c = &cp.progress.counters;
         let _ = writeln!(
             s,
-            "  this session: {} finished, {}, {}, {}",
+            "  this session: {} finished, {}, {}{}",
             plural(self.phases, "phase"),
             plural(self.iterations, "iteration"),
             plural(self.attempts, "attempt"),
-            plural(self.fallovers, "fallover")
+            self.moves()
         );
         let _ = writeln!(
             s,
@@ -86,13 +91,16 @@ impl Summary {
         );
         labelled(&mut s, "  review", cp.progress.review.as_ref().map(|verdict| verdict.describe()));
         if !self.failures.is_empty() {
-            let _ = writeln!(s, "  failures: {}", counts(&self.failures, |k| k.as_str()));
+            let failed = self.failures.iter().map(|(k, n)| format!("{n} {}", words::category(*k)));
+            let _ = writeln!(s, "  failures: {}", failed.collect::<Vec<_>>().join(", "));
         }
         if !self.interventions.is_empty() {
-            let _ = writeln!(s, "  ralph stepped in: {}", counts(&self.interventions, String::as_str));
+            let stepped = self.interventions.iter().map(|(k, n)| times(words::stepped_in(*k), *n));
+            let _ = writeln!(s, "  ralph stepped in: {}", stepped.collect::<Vec<_>>().join(", "));
         }
         labelled(&mut s, "  last sign-off rejected", self.rejected_signoff.as_ref());
-        labelled(&mut s, "  stopped by", self.cap.map(Cap::phrase));
+        let limit = self.cap.map(|cap| format!("the limit {}", words::cap_key(cap, phase)));
+        labelled(&mut s, "  stopped by", limit);
         if let Some(usage) = self.usage.describe() {
             let _ = writeln!(s, "  usage: {usage}");
             for (phase, usage) in &cp.phase_usage {
@@ -107,9 +115,7 @@ impl Summary {
         if matches!(end, RunEnd::Failed(_) | RunEnd::Blocked(_))
             && let Some(e) = &cp.last_error
         {
-            let c = &e.classification;
-            let _ =
-                writeln!(s, "  last error: {} ({}, {}) from agent {}", c.reason, c.category.as_str(), c.rule, e.agent);
+            let _ = writeln!(s, "  last error: {} (agent {})", e.classification.reason, e.agent);
             for line in excerpt(&e.text_tail, EXCERPT_LINES) {
                 let _ = writeln!(s, "    | {line}");
             }
@@ -117,6 +123,44 @@ impl Summary {
         }
         labelled(&mut s, "  next", self.next.as_ref());
         s.trim_end().to_string()
+    }
+}
+
+impl Summary {
+    /// The chain's moves of this session, when there were any: to another agent, and
+    /// through the chain again.
+    fn moves(&self) -> String {
+        let mut said = String::new();
+        if self.fallovers > 0 {
+            said.push_str(&format!(", {}", times("fell over to another agent", self.fallovers)));
+        }
+        if self.rounds > 0 {
+            said.push_str(&format!(", {}", times("went through the chain again", self.rounds)));
+        }
+        said
+    }
+}
+
+/// "asked the agent to confirm it was done (2 times)", "… (once)".
+fn times(what: &str, n: u32) -> String {
+    match n {
+        1 => format!("{what} (once)"),
+        n => format!("{what} ({n} times)"),
+    }
+}
+
+/// The headline of a run a signal stopped: who sent it, and whether the watchdog
+/// takes it up.
+fn stopped_by(cause: StopCause, sender: Option<&crate::signal::origin::Sender>) -> String {
+    let from = sender.map(|s| format!(" from {}", s.describe())).unwrap_or_default();
+    match cause {
+        StopCause::Deliberate => {
+            format!("ralph: paused by a SIGTERM{from}: a deliberate stop, which the watchdog leaves alone")
+        }
+        StopCause::Hangup => {
+            "ralph: interrupted: the terminal closed (SIGHUP); `ralph watch` may resume it".to_string()
+        }
+        _ => format!("ralph: interrupted by {}{from}; `ralph watch` may resume it", cause.signal_name()),
     }
 }
 
@@ -161,11 +205,6 @@ fn excerpt(text: &str, n: usize) -> Vec<String> {
     lines[lines.len().saturating_sub(n)..].iter().map(|l| super::ellipsis(l, EXCERPT_WIDTH)).collect()
 }
 
-/// "agent 2, environmental 1": named counts in one line.
-pub(crate) fn counts<K>(map: &BTreeMap<K, u32>, name: impl Fn(&K) -> &str) -> String {
-    map.iter().map(|(k, v)| format!("{} {v}", name(k))).collect::<Vec<_>>().join(", ")
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -186,6 +225,7 @@ pub(crate) mod tests {
             clean_stop: true,
             stop_cause: None,
             stop_reason: None,
+            stop_sender: None,
             progress,
             in_flight: None,
             last_error: Some(LastError {

@@ -16,6 +16,7 @@ use tokio::time::{Instant, sleep_until};
 use crate::agent::AgentEvent;
 use crate::agent::launch::Prepared;
 use crate::config::Timeouts;
+use crate::control::output_clock::OutputClock;
 use crate::git::attribution::Touched;
 use crate::process::ending::Ending;
 use crate::process::lines::{Item, LineReader, text};
@@ -51,6 +52,8 @@ pub(crate) struct Attempt {
     pub max_log: u64,
     /// The live display's clock of the agent's last output.
     pub pulse: Pulse,
+    /// `ralph status`'s clock of the agent's last output.
+    pub output: OutputClock,
     /// The time ralph spent stopped by Ctrl+Z: the attempt's clocks leave it out.
     pub suspension: Suspension,
 }
@@ -297,6 +300,7 @@ impl Running {
         // A line of stderr: evidence for the classifier, and a sign of life.
         let _ = self.supervisor.on_event(None, self.now);
         self.a.pulse.beat();
+        self.a.output.beat(self.now);
         self.collected.stderr_line(shown);
     }
 
@@ -311,6 +315,7 @@ impl Running {
             found = self.supervisor.on_event(None, self.now);
         }
         self.a.pulse.beat();
+        self.a.output.beat(self.now);
         // Lines that are not the agent's structured events (a CLI's own error
         // printout) are evidence for the classifier.
         let unparsed = events.iter().all(|e| matches!(e, AgentEvent::Unknown { kind } if kind == "non-json"));

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 use crate::control::Live;
+use crate::control::output_clock::OutputClock;
 use crate::control::server::{Bound, NoPlace, QUEUE, Server};
 use crate::events::RunEvent;
 use crate::signal::Signals;
@@ -19,6 +20,8 @@ use crate::step::RunState;
 #[derive(Default)]
 pub(super) struct ControlSocket {
     live: Arc<Mutex<Live>>,
+    /// The running agent's last output, which the socket reads itself.
+    output: OutputClock,
     server: Option<Server>,
 }
 
@@ -39,7 +42,7 @@ impl ControlSocket {
         (live.run_id, live.pid) = (run.cp.run_id.clone(), std::process::id());
         drop(live);
         self.refresh(run);
-        let server = Server::start(bound, dir, &run.cp.run_id, self.live.clone(), tx)?;
+        let server = Server::start(bound, dir, &run.cp.run_id, self.live.clone(), self.output.clone(), tx)?;
         tracing::info!("control socket at {}", server.socket().display());
         self.server = Some(server);
         signals.attach(rx);
@@ -66,13 +69,21 @@ impl ControlSocket {
         self.server.as_ref().map(|s| s.serving().dir)
     }
 
-    /// Publishes the live state after an event.
+    /// The clock the running attempt marks when its agent prints.
+    pub(super) fn output(&self) -> OutputClock {
+        self.output.clone()
+    }
+
+    /// Publishes the live state after an event, stamped with the time it was told.
     pub(super) fn publish(&self, event: &RunEvent, run: &RunState) {
         if let RunEvent::AttemptStarted { attempt, .. } = event {
+            self.output.clear();
             lock(&self.live).attempt = *attempt;
         }
         self.refresh(run);
-        lock(&self.live).last_event = Some(event.kind().to_string());
+        let mut live = lock(&self.live);
+        (live.last_event, live.last_event_at) =
+            (Some(event.kind().to_string()), Some(jiff::Timestamp::now().as_second()));
     }
 
     /// The live state, from the run state.

@@ -185,7 +185,7 @@ impl Dispatcher {
     /// A signal, as the step hears it; Ctrl+Z was carried out already (`fg` came).
     fn signal(&mut self, action: InterruptAction, signals: &mut Signals) -> Option<Input> {
         match action {
-            InterruptAction::Stop(cause) => Some(Input::Stop(cause)),
+            InterruptAction::Stop(cause) => Some(Input::Stop(cause, crate::signal::origin::stopped_by())),
             InterruptAction::ForceExit => Some(Input::ForceExit),
             InterruptAction::Control => Some(Input::Control(signals.take_inbox())),
             InterruptAction::Ignore => None,
@@ -287,6 +287,7 @@ impl Dispatcher {
             log: self.io.logs_dir.join(format!("{}.log", start.stem)),
             max_log: self.run.setting.loaded.config.logs.max_attempt_log,
             pulse: self.io.reporter.pulse(),
+            output: self.io.control.output(),
             suspension: self.suspension.clone(),
         };
         let ((tx, rx), (commands, heard)) = (unbounded_channel(), unbounded_channel());

@@ -14,7 +14,7 @@ pub(crate) mod connect;
 mod control;
 pub(crate) mod dispatch;
 mod io;
-mod registration;
+pub(crate) mod registration;
 pub(crate) mod setup;
 #[cfg(debug_assertions)]
 mod test_hooks;

@@ -39,7 +39,9 @@ impl Registration {
     }
 }
 
-fn entry(project: &std::path::Path, loaded: &Loaded, cp: &Checkpoint) -> Entry {
+/// The entry of the run `cp` in `project` under `loaded`, as this process would
+/// register it (the watchdog registers a run the registry lost the same way).
+pub(crate) fn entry(project: &std::path::Path, loaded: &Loaded, cp: &Checkpoint) -> Entry {
     let me = LockInfo::current();
     let used: BTreeSet<&String> = loaded.phases.iter().flat_map(|p| p.chain.iter()).collect();
     let agents: Vec<&AgentConfig> = used.iter().filter_map(|name| loaded.config.agents.get(*name)).collect();
@@ -69,6 +71,8 @@ fn entry(project: &std::path::Path, loaded: &Loaded, cp: &Checkpoint) -> Entry {
         resume_after_shutdown: watch.resume_after_shutdown,
         max_restarts: watch.max_restarts,
         restart_backoff_secs: watch.restart_backoff.as_secs(),
+        max_age_secs: watch.max_age.as_secs(),
+        max_resumes_per_boot: watch.max_resumes_per_boot,
         updated_at: cp.updated_at.to_string(),
         file: std::path::PathBuf::new(),
         inode: 0,

@@ -88,10 +88,7 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     let reporter = Reporter::new(options.quiet, std::io::stderr().is_terminal());
     reporter.header(&dir);
     let mut told = Told { reporter, events: Vec::new() };
-    for found in secrets_in_inputs(&dir, &loaded) {
-        let (file, line, family) = (found.file, found.finding.line, found.finding.family.to_string());
-        told.tell(RunEvent::SecretInInput { file, line, family });
-    }
+    tell_secrets_in_inputs(&dir, &loaded, &mut told);
     let when_held = if options.resume == ResumeFlag::ResumeOrStart { WhenHeld::Wait } else { WhenHeld::Refuse };
     // Until the run starts nothing changed: whatever stops it before then gives the
     // lock and the lease back as they were (a crashed run's record stays its mark),
@@ -102,7 +99,8 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     if lease_file::simulated_host().is_none() {
         held.lock = Some(take_lock(&agent_dir.join("ralph.lock"), when_held, &mut told)?);
     }
-    let mut signals = Signals::install().map_err(|e| RalphError::io("cannot install signal handlers", e))?;
+    let mut signals = Signals::install(&loaded.config.watch.service_managers)
+        .map_err(|e| RalphError::io("cannot install signal handlers", e))?;
     let (lease, takeover) = take_lease(&agent_dir.join("ralph.lease"), &loaded.config.watch, when_held, &mut told)?;
     held.lease = Some(lease);
     // The run's channel (ralph status, ralph stop, the agent's MCP tools), bound
@@ -180,6 +178,14 @@ fn remove_leftover_temp_files(agent_dir: &Path) {
         store::remove_leftover_temp_files(agent_dir) + store::remove_leftover_temp_files(&agent_dir.join("artifacts"));
     if removed > 0 {
         tracing::info!("removed {removed} temporary file(s) of interrupted writes");
+    }
+}
+
+/// Says where the goal file or the config holds a credential (file and line).
+fn tell_secrets_in_inputs(dir: &Path, loaded: &Loaded, told: &mut Told) {
+    for found in secrets_in_inputs(dir, loaded) {
+        let (file, line, family) = (found.file, found.finding.line, found.finding.family.to_string());
+        told.tell(RunEvent::SecretInInput { file, line, family });
     }
 }
 

@@ -18,11 +18,12 @@ crate::config::named! {
     pub(crate) enum Status {
         /// An attempt is running or about to (also what a crashed run leaves behind).
         Running = "running",
-        /// The user stopped the run (Ctrl+C); it waits for `--resume`.
+        /// The user stopped the run (Ctrl+C, `ralph stop`, a SIGTERM of theirs); it
+    /// waits for `--resume`.
         Paused = "paused",
         /// Waiting for a rate-limit reset or a backoff to end.
         Waiting = "waiting",
-        /// Stopped by SIGTERM or SIGHUP; a watchdog may resume it.
+        /// Stopped by a SIGTERM of the machine or SIGHUP; a watchdog may resume it.
         Interrupted = "interrupted",
         Completed = "completed",
         /// A cap or budget ran out.
@@ -36,7 +37,10 @@ impl Status {
     /// The status of a run stopped by `cause`: the user's Ctrl+C pauses it (it waits
     /// for `--resume`); SIGTERM and SIGHUP interrupt it (a watchdog may resume it).
     pub(crate) fn stopped_by(cause: StopCause) -> Status {
-        if cause == StopCause::User { Status::Paused } else { Status::Interrupted }
+        match cause {
+            StopCause::User | StopCause::Deliberate => Status::Paused,
+            StopCause::Terminate | StopCause::Hangup => Status::Interrupted,
+        }
     }
 
     /// Whether a run in this status can be continued with `--resume`.
@@ -125,6 +129,10 @@ pub(crate) struct Checkpoint {
     pub clean_stop: bool,
     /// The signal that stopped the run (`Paused` or `Interrupted`).
     pub stop_cause: Option<StopCause>,
+    /// Who sent the SIGTERM that stopped the run, and what that made it (a
+    /// deliberate stop is `paused`; see `signal::origin`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_sender: Option<crate::signal::origin::Sender>,
     /// Why the run failed or is blocked.
     pub stop_reason: Option<String>,
     pub progress: Progress,

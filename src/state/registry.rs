@@ -55,6 +55,12 @@ pub(crate) struct Entry {
     /// `[watch] restart_backoff` of the run's config, seconds.
     #[serde(default = "default_backoff_secs")]
     pub restart_backoff_secs: u64,
+    /// `[watch] max_age` of the run's config, seconds.
+    #[serde(default = "default_max_age_secs")]
+    pub max_age_secs: u64,
+    /// `[watch] max_resumes_per_boot` of the run's config.
+    #[serde(default = "default_max_resumes_per_boot")]
+    pub max_resumes_per_boot: u32,
     pub updated_at: String,
     /// The file this entry was read from, and its inode (not stored).
     #[serde(skip)]
@@ -88,6 +94,12 @@ fn default_max_restarts() -> u32 {
 }
 fn default_backoff_secs() -> u64 {
     crate::config::Watch::default().restart_backoff.as_secs()
+}
+fn default_max_age_secs() -> u64 {
+    crate::config::Watch::default().max_age.as_secs()
+}
+fn default_max_resumes_per_boot() -> u32 {
+    crate::config::Watch::default().max_resumes_per_boot
 }
 
 /// What the watcher records about the runs it resumed.
@@ -231,6 +243,8 @@ mod tests {
             resume_after_shutdown: true,
             max_restarts: 3,
             restart_backoff_secs: 30,
+            max_age_secs: 86_400,
+            max_resumes_per_boot: 20,
             updated_at: "now".into(),
             file: PathBuf::new(),
             inode: 0,

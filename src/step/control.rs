@@ -91,12 +91,15 @@ pub(crate) fn live(run: &RunState, live: &mut Live) {
     live.iterations = phase.iterations;
     live.agent = run.current_agent();
     live.status = cp.status.as_str().to_string();
-    live.waiting_for =
-        (cp.status == Status::Waiting).then(|| match (cp.progress.rate_limit_until, cp.progress.offline_since) {
-            (Some(at), _) => format!("a rate-limit reset at unix second {at}"),
-            (None, Some(_)) => "the providers to come back online".to_string(),
-            (None, None) => "a backoff before the next attempt".to_string(),
-        });
+    live.attempt_started_at = cp.in_flight.as_ref().map(|f| f.started_at.as_second());
+    let waiting = cp.status == Status::Waiting;
+    live.waiting_for = waiting.then(|| match (cp.progress.rate_limit_until, cp.progress.offline_since) {
+        (Some(_), _) => "the rate limit's reset".to_string(),
+        (None, Some(_)) => "the providers to come back online".to_string(),
+        (None, None) => "a backoff before the next attempt".to_string(),
+    });
+    // `ralph status` shows the end in local time; the offline pause has none.
+    live.waiting_until = waiting.then(|| run.control.wait_until.or(cp.progress.rate_limit_until)).flatten();
     live.stop_requested = run.control.stop_after.is_some();
     live.recovery_note = cp.progress.recovery_note.clone();
     live.last_checkpoint = (cp.agent_checkpoint.as_ref())

@@ -45,8 +45,7 @@ pub(super) fn stop_by(run: &mut RunState, cause: StopCause, session: Option<Stri
         }
         progress.recovery_note = Some(interrupted_note);
     }
-    let cp = &mut run.cp;
-    (cp.status, cp.stop_cause) = (Status::stopped_by(cause), Some(cause));
+    run.stopped_by(cause);
     RunEnd::Stopped(cause)
 }
 

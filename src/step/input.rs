@@ -47,8 +47,9 @@ pub(crate) enum Input {
     /// The effects of the last step are carried out and nothing else arrived: the
     /// next move, when the run is between attempts.
     Next,
-    /// The first stop signal (Ctrl+C, SIGTERM, SIGHUP, `ralph stop --now`).
-    Stop(StopCause),
+    /// The first stop signal (Ctrl+C, SIGTERM, SIGHUP, `ralph stop --now`), and who
+    /// sent the SIGTERM when one came (`signal::origin`).
+    Stop(StopCause, Option<crate::signal::origin::Sender>),
     /// A second Ctrl+C during a stop: kill and leave now.
     ForceExit,
     /// Messages from the control socket (`ralph stop`, the agent's MCP tools).

@@ -50,7 +50,6 @@ mod tests;
 
 use crate::events::RunEvent;
 use crate::signal::StopCause;
-use crate::state::checkpoint::Status;
 
 pub(crate) use effect::{Command, Effect, EndWhy, Show};
 pub(crate) use input::{Input, Now};
@@ -66,7 +65,7 @@ pub(crate) fn step(run: &mut RunState, input: Input, now: Now) -> Vec<Effect> {
         Input::Start => begin::start(run),
         Input::Next if run.ready() => begin::next_move(run),
         Input::Next => {}
-        Input::Stop(cause) => stop_signal(run, cause),
+        Input::Stop(cause, sender) => stop_signal(run, cause, sender),
         Input::ForceExit => force_exit(run),
         Input::Control(inbox) => control::inbox(run, inbox),
         Input::Prepared { launch, moved } => {
@@ -102,13 +101,13 @@ pub(crate) fn step(run: &mut RunState, input: Input, now: Now) -> Vec<Effect> {
 /// escalation cannot lose it; once the agent has exited, the stop is honoured after
 /// its result is kept; a wait ends at once; between attempts the next move honours
 /// it.
-fn stop_signal(run: &mut RunState, cause: StopCause) {
+fn stop_signal(run: &mut RunState, cause: StopCause, sender: Option<crate::signal::origin::Sender>) {
     run.stopping = Some(cause);
+    run.stop_sender = sender;
     match &mut run.mode {
         Mode::Attempt(running) if running.agent_running && !running.stopping => {
             running.stopping = true;
-            let cp = &mut run.cp;
-            (cp.status, cp.stop_cause) = (Status::stopped_by(cause), Some(cause));
+            run.stopped_by(cause);
             run.emit(RunEvent::StopRequested { signal: cause.signal_name().to_string() });
             run.save();
             run.tell(Command::Stop(cause));

@@ -117,6 +117,7 @@ pub(crate) fn fresh(
         clean_stop: false,
         stop_cause: None,
         stop_reason: None,
+        stop_sender: None,
         progress,
         in_flight: None,
         last_error: None,
@@ -211,6 +212,7 @@ pub(crate) fn resume(
         passes: pos.passes,
         iteration: pos.iteration,
         agent_number: pos.agent_index + 1,
+        agent: pos.chain.get(pos.agent_index).map(|a| a.name.clone()),
         session: cp.progress.resume_session.clone(),
     });
     (cp.status, cp.clean_stop, cp.stop_cause, cp.stop_reason) = (Status::Running, false, None, None);
@@ -251,5 +253,11 @@ pub(crate) fn settled(cp: &Checkpoint) -> (RunEnd, RunEvent) {
         _ => RunEnd::Completed,
     };
     let status = if end == RunEnd::Completed { Status::Completed } else { cp.status };
-    (end, RunEvent::RunSettled { run_id: cp.run_id.clone(), status, reason: cp.stop_reason.clone() })
+    let said = RunEvent::RunSettled {
+        run_id: cp.run_id.clone(),
+        status,
+        reason: cp.stop_reason.clone(),
+        phase: cp.progress.position.phase_name.clone(),
+    };
+    (end, said)
 }

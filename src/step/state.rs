@@ -147,6 +147,8 @@ pub(crate) struct Control {
     /// `ralph mcp` crashed more often than `[retry] mcp_restarts` allows; the run
     /// stops when the attempt ends.
     pub restarts_exhausted: bool,
+    /// When the wait under way ends (unix seconds), for `ralph status`.
+    pub wait_until: Option<i64>,
 }
 
 /// The run, as the loop owns it.
@@ -158,6 +160,8 @@ pub(crate) struct RunState {
     pub control: Control,
     /// The first stop signal, once it came.
     pub stopping: Option<StopCause>,
+    /// Who sent the SIGTERM that stopped the run, when one did.
+    pub stop_sender: Option<crate::signal::origin::Sender>,
     /// The files the agent reported editing in the current iteration.
     pub touched: Touched,
     /// The final message of the last successful attempt: the phase's artifact when
@@ -208,6 +212,7 @@ impl RunState {
             mode: Mode::Ready,
             control: Control::default(),
             stopping: None,
+            stop_sender: None,
             last_success: None,
             last_log: None,
             answered: BTreeSet::new(),
@@ -258,6 +263,15 @@ impl RunState {
     /// (an iteration journaled done and then run again).
     pub(super) fn emit_after_save(&mut self, event: RunEvent) {
         self.after_save.push(event);
+    }
+
+    /// Records a stop by `cause` in the checkpoint: its status (a SIGTERM of the
+    /// user's own pauses, one of the machine interrupts) and, for a SIGTERM, who sent it.
+    pub(super) fn stopped_by(&mut self, cause: StopCause) {
+        let sigterm = matches!(cause, StopCause::Terminate | StopCause::Deliberate);
+        let cp = &mut self.cp;
+        (cp.status, cp.stop_cause) = (crate::state::checkpoint::Status::stopped_by(cause), Some(cause));
+        cp.stop_sender = self.stop_sender.clone().filter(|_| sigterm);
     }
 
     /// Saves the checkpoint durably.

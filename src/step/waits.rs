@@ -30,6 +30,8 @@ pub(super) fn wait(run: &mut RunState, delay: Duration, why: String, then: Wait)
     run.show(Show::Waiting { why, delay });
     if seen(delay) {
         run.cp.status = Status::Waiting;
+        let ends = run.now.wall.checked_add(delay).unwrap_or(run.now.wall);
+        run.control.wait_until = Some(ends.as_second());
         run.save();
     }
     run.effect(Effect::Timer(run.now.mono + delay));
@@ -68,6 +70,7 @@ fn reset_reached(run: &mut RunState) {
 /// The timer went off.
 pub(super) fn timer(run: &mut RunState) {
     let Mode::Waiting(wait) = std::mem::take(&mut run.mode) else { return };
+    run.control.wait_until = None;
     match wait {
         Wait::Backoff => {
             run.show(Show::Clear);

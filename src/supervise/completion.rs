@@ -54,9 +54,15 @@ impl Why {
         Self { rule, words: one_line(&words.into()) }
     }
 
-    /// "negated_work (\"the flaky test still fails\")", for lines and journals.
+    /// "negated_work (\"the flaky test still fails\")", for journals and notes.
     pub(crate) fn describe(&self) -> String {
         format!("{} (\"{}\")", self.rule.as_str(), self.words)
+    }
+
+    /// The same in words, for what a person reads: "the words before the tag say the
+    /// work is not done (\"the flaky test still fails\")".
+    pub(crate) fn plain(&self) -> String {
+        format!("{} (\"{}\")", self.rule.plain(), self.words)
     }
 }
 
@@ -88,6 +94,26 @@ named! {
         Uncertain = "uncertain",
         /// No tag, but the message says the work is done (a doubt worth a question).
         ClaimInWords = "claim_in_words",
+    }
+}
+
+impl Rule {
+    /// The rule in a sentence (its name stays in the journal's `signoff` event).
+    pub(crate) fn plain(self) -> &'static str {
+        match self {
+            Rule::NegatedWork => "the words before the tag say the work is not done",
+            Rule::StillWorking => "the words before the tag say the agent is still at it",
+            Rule::PostponedSignal => "the agent puts the tag off or makes it conditional",
+            Rule::InstructionEcho => "the tag ends a repeated instruction, not a sign-off",
+            Rule::Example => "the tag is cited as an example",
+            Rule::Quoted => "the tag is quoted",
+            Rule::InCode => "the tag is inside code",
+            Rule::TagNotLast => "more text follows the tag",
+            Rule::LimitNotice => "the message ends with a usage-limit notice",
+            Rule::DoubtWord => "the line of the tag holds a word of doubt",
+            Rule::Uncertain => "the last paragraph before the tag is unsure",
+            Rule::ClaimInWords => "the agent says it is done, without the done tag",
+        }
     }
 }
 

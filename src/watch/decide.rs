@@ -1,18 +1,25 @@
 //! What `ralph watch` does about one registered run: a pure function of what it
 //! found (the run's checkpoint, whether a ralph owns it, its own bookkeeping, the
-//! boot, the clock), unit-tested without processes.
+//! boot, the clock), unit-tested without processes. [`super::words`] says each
+//! verdict in words.
 //!
 //! The rules (docs/operations.md, "The watchdog"):
 //! * a run is *interrupted* when its checkpoint says `running` or `waiting` and no
 //!   ralph owns it (it crashed, was killed, or the machine rebooted), or when ralph
-//!   recorded it `interrupted` by SIGTERM/SIGHUP and `[watch] resume_after_shutdown`
-//!   is on; `paused`, `completed`, `failed` and `blocked` runs are never resumed;
+//!   recorded it `interrupted` (a SIGTERM of the machine, a SIGHUP) and `[watch]
+//!   resume_after_shutdown` is on; `paused` (Ctrl+C, `ralph stop`, a SIGTERM of the
+//!   user's own), `completed`, `failed` and `blocked` runs are never resumed;
+//! * a run last active longer ago than `[watch] max_age` is *stale*: left for a
+//!   person;
+//! * while the watchdog is held (`ralph watch --hold`) nothing is resumed or blocked;
 //! * a resume that ends in another crash counts against `[watch] max_restarts`;
 //!   at the cap the run is marked `blocked`; iterations finished since the last
 //!   resume (progress) or a clean stop start the count again;
 //! * between resumes the watcher waits `restart_backoff`, doubling per restart that
 //!   crashed, at most 30 minutes;
-//! * in one boot a run is resumed once, unless it made progress since;
+//! * in one boot a run is resumed once, unless it made progress since, and the
+//!   watcher resumes at most `[watch] max_resumes_per_boot` runs (counted over all
+//!   runs);
 //! * only the run the entry registered is resumed: a directory that now holds
 //!   another run (another run id, or another directory at the path: a copy, a
 //!   project deleted and replaced) is left alone and reported
@@ -48,6 +55,13 @@ pub(crate) struct Facts<'a> {
     pub identity: &'a Result<Identity, String>,
     /// An entry decided earlier in this pass that reached the same directory.
     pub decided_as: Option<&'a Path>,
+    /// When the run last did something (its journal or checkpoint written), unix
+    /// seconds; `None` when unknown.
+    pub last_active: Option<i64>,
+    /// `ralph watch --hold` is in force.
+    pub held: bool,
+    /// Resumes by the watcher in this boot so far, over all runs.
+    pub boot_resumes: u32,
 }
 
 #[must_use]
@@ -55,11 +69,18 @@ pub(crate) struct Facts<'a> {
 pub(crate) enum Verdict {
     /// A ralph is running it.
     Live,
-    /// Not for the watcher; the reason says why. `reset`: the run stopped cleanly
+    /// Not for the watcher; `why` says why. `reset`: the run stopped cleanly
     /// since, so the watcher's restart count starts again.
-    Leave { why: &'static str, reset: bool },
+    Leave { why: Left, reset: bool },
     /// The directory is gone.
-    Stale,
+    Gone,
+    /// Interrupted, but last active before `[watch] max_age`: left for a person.
+    Stale { last_active: i64 },
+    /// Interrupted, and `ralph watch --hold` is in force.
+    Held,
+    /// Interrupted, and the watcher has resumed `[watch] max_resumes_per_boot`
+    /// runs in this boot: left until the next boot.
+    BootCap { resumes: u32, cap: u32 },
     /// Interrupted, but the backoff has not ended.
     Wait { until: i64 },
     /// Interrupted again in the boot the watcher last resumed it in, with no
@@ -77,6 +98,23 @@ pub(crate) enum Verdict {
     Duplicate { first: PathBuf },
 }
 
+/// Why the watcher leaves a run that nobody runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Left {
+    /// Outside every `--root`.
+    OutsideRoots,
+    /// `.agent/checkpoint.json` is missing or does not parse.
+    NoCheckpoint,
+    /// Interrupted by a shutdown or a closed terminal, and `[watch]
+    /// resume_after_shutdown` is off.
+    ShutdownNotResumed,
+    /// Paused by its user (Ctrl+C, `ralph stop`, a SIGTERM of theirs).
+    Paused,
+    Completed,
+    Failed,
+    Blocked,
+}
+
 /// Whether a run in this status can ever be resumed by the watcher: only then does
 /// [`decide`] look at [`Facts::missing`], which costs a `PATH` search per program, so
 /// the pass gathers it for these runs alone.
@@ -86,7 +124,7 @@ pub(crate) fn may_resume(status: Status) -> bool {
 
 /// Whether a run in this status is one the watcher never acts on, whatever else it
 /// finds, once its bookkeeping is the default: [`decide`] then answers `Live`,
-/// `Stale` or `Leave` with nothing to reset. The pass skips such a run until its
+/// `Gone` or `Leave` with nothing to reset. The pass skips such a run until its
 /// checkpoint changes (`seen`). `interrupted` is not one: it depends on the entry.
 pub(crate) fn settled(status: Status) -> bool {
     matches!(status, Status::Paused | Status::Completed | Status::Failed | Status::Blocked)
@@ -94,10 +132,10 @@ pub(crate) fn settled(status: Status) -> bool {
 
 pub(crate) fn decide(f: &Facts<'_>) -> Verdict {
     if !f.dir_exists {
-        return Verdict::Stale;
+        return Verdict::Gone;
     }
     if !f.allowed {
-        return Verdict::Leave { why: "outside the allowed roots", reset: false };
+        return Verdict::Leave { why: Left::OutsideRoots, reset: false };
     }
     if let Some(first) = f.decided_as {
         return Verdict::Duplicate { first: first.to_path_buf() };
@@ -108,14 +146,22 @@ pub(crate) fn decide(f: &Facts<'_>) -> Verdict {
     if let Err(why) = registered_run(f) {
         return Verdict::OtherRun(why);
     }
-    let Some(cp) = f.checkpoint else { return Verdict::Leave { why: "no readable checkpoint", reset: false } };
+    let Some(cp) = f.checkpoint else { return Verdict::Leave { why: Left::NoCheckpoint, reset: false } };
     let leave = |why| Verdict::Leave { why, reset: true };
     match cp.status {
         Status::Running | Status::Waiting => {}
         Status::Interrupted if f.entry.resume_after_shutdown => {}
-        Status::Interrupted => return leave("stopped by a shutdown; resume_after_shutdown is off"),
-        Status::Paused => return leave("paused by the user"),
-        Status::Completed | Status::Failed | Status::Blocked => return leave(cp.status.as_str()),
+        Status::Interrupted => return leave(Left::ShutdownNotResumed),
+        Status::Paused => return leave(Left::Paused),
+        Status::Completed => return leave(Left::Completed),
+        Status::Failed => return leave(Left::Failed),
+        Status::Blocked => return leave(Left::Blocked),
+    }
+    if let Some(last_active) = f.last_active.filter(|&at| stale(f.now, at, f.entry.max_age_secs)) {
+        return Verdict::Stale { last_active };
+    }
+    if f.held {
+        return Verdict::Held;
     }
     let progress = f.state.iterations_at_resume.is_none_or(|at| cp.progress.counters.iterations_done > at);
     let restarts = if progress { 0 } else { f.state.restarts };
@@ -141,7 +187,16 @@ pub(crate) fn decide(f: &Facts<'_>) -> Verdict {
             f.missing.join(", ")
         ));
     }
+    if f.boot_resumes >= f.entry.max_resumes_per_boot {
+        return Verdict::BootCap { resumes: f.boot_resumes, cap: f.entry.max_resumes_per_boot };
+    }
     Verdict::Resume { restarts: restarts + 1 }
+}
+
+/// Whether a run last active at `last_active` is older than `max_age_secs` at `now`.
+fn stale(now: i64, last_active: i64, max_age_secs: u64) -> bool {
+    let max_age = i64::try_from(max_age_secs).unwrap_or(i64::MAX);
+    now.saturating_sub(last_active) > max_age
 }
 
 /// Whether the run in the entry's directory is the one the entry registered: the
@@ -184,6 +239,8 @@ mod tests {
             resume_after_shutdown: true,
             max_restarts: 3,
             restart_backoff_secs: 30,
+            max_age_secs: 86_400,
+            max_resumes_per_boot: 20,
             updated_at: String::new(),
             file: PathBuf::new(),
             inode: 0,
@@ -211,6 +268,9 @@ mod tests {
             missing: vec![],
             identity: FOUND,
             decided_as: None,
+            last_active: None,
+            held: false,
+            boot_resumes: 0,
         })
     }
 
@@ -242,6 +302,9 @@ mod tests {
                 missing,
                 identity: FOUND,
                 decided_as: None,
+                last_active: None,
+                held: false,
+                boot_resumes: 0,
             };
             let with = decide(&facts(vec!["program claude".into()]));
             let without = decide(&facts(vec![]));
@@ -270,8 +333,11 @@ mod tests {
                     missing: if bits & 16 != 0 { vec!["program claude".into()] } else { vec![] },
                     identity: FOUND,
                     decided_as: None,
+                    last_active: Some(i64::from(bits)),
+                    held: bits & 8 != 0,
+                    boot_resumes: u32::from(bits),
                 });
-                assert!(matches!(v, Verdict::Live | Verdict::Stale | Verdict::Leave { .. }), "{status:?}: {v:?}");
+                assert!(matches!(v, Verdict::Live | Verdict::Gone | Verdict::Leave { .. }), "{status:?}: {v:?}");
                 assert!(settled(status) && !may_resume(status));
             }
         }
@@ -309,9 +375,12 @@ mod tests {
             missing: vec![],
             identity: FOUND,
             decided_as: None,
+            last_active: None,
+            held: false,
+            boot_resumes: 0,
         };
         assert_eq!(decide(&base), Verdict::Live);
-        assert_eq!(decide(&Facts { dir_exists: false, ..base }), Verdict::Stale);
+        assert_eq!(decide(&Facts { dir_exists: false, ..base }), Verdict::Gone);
         let outside = Facts {
             allowed: false,
             owner_alive: false,
@@ -324,6 +393,9 @@ mod tests {
             boot_id: "b",
             now: 0,
             dir_exists: true,
+            last_active: None,
+            held: false,
+            boot_resumes: 0,
         };
         assert!(matches!(decide(&outside), Verdict::Leave { reset: false, .. }));
     }
@@ -369,6 +441,9 @@ mod tests {
             missing: vec!["ANTHROPIC_API_KEY".into(), "program claude".into()],
             identity: FOUND,
             decided_as: None,
+            last_active: None,
+            held: false,
+            boot_resumes: 0,
         });
         assert!(matches!(v, Verdict::Block(why) if why.contains("ANTHROPIC_API_KEY") && why.contains("claude")));
     }
@@ -391,6 +466,9 @@ mod tests {
             missing: vec![],
             identity,
             decided_as: None,
+            last_active: None,
+            held: false,
+            boot_resumes: 0,
         };
         assert_eq!(decide(&facts(&e, &ours, FOUND, "boot-1")), Verdict::Resume { restarts: 1 });
         // Another project moved or cloned to the path: new inodes, whatever its run id.

@@ -1,52 +1,71 @@
 //! The watcher's loop and one pass over the registry: gather the facts of each run,
-//! ask [`super::decide`], carry out the verdict.
+//! ask [`super::decide`], carry out the verdict, and say the decision
+//! ([`super::words`]): every run's at `--once` and at the first pass of a
+//! long-running watcher, then each run's when it changes.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
+use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, SystemTime};
+use std::process::Child;
+use std::time::Duration;
 
+use jiff::tz::TimeZone;
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::error::RalphError;
-use crate::state::checkpoint::{Checkpoint, Status};
+use crate::state::checkpoint::Checkpoint;
 use crate::state::identity::{DirId, Identity};
 use crate::state::registry::{self, Entry, WatchState};
-use crate::state::{format, lock, store};
+use crate::state::{format, lock};
 
 use super::Options;
+use super::act;
+use super::book::{self, Boot, Decisions};
 use super::decide::{self, Facts, Verdict, decide, may_resume};
 use super::seen::{self, Seen, Stamp};
+use super::words::{self, About, Decision};
+
+/// What a long-running watcher remembers between passes.
+#[derive(Default)]
+struct Watcher {
+    /// The resumed runs it started, until they have started.
+    children: Vec<Child>,
+    /// The decision it last printed about each run (by directory): printed again
+    /// only when it changes.
+    printed: HashMap<String, Decision>,
+    /// The `--root` directories were scanned by this watcher.
+    scanned: bool,
+}
 
 /// Watches until Ctrl+C or SIGTERM (or one pass with `--once`).
 pub(super) async fn watch(registry: &Path, options: &Options) -> Result<i32, RalphError> {
-    let mut children = Vec::new();
+    let mut watcher = Watcher::default();
     if options.once {
-        pass(registry, options, &mut children);
+        pass(registry, options, &mut watcher);
         return Ok(crate::exit::DONE);
     }
     std::fs::create_dir_all(registry)
         .map_err(|e| RalphError::setup(format!("cannot create the run registry {}", registry.display()), e))?;
     let (tx, mut changes) = tokio::sync::mpsc::unbounded_channel();
-    let mut watcher = notify::recommended_watcher(move |_: notify::Result<notify::Event>| {
+    let mut inotify = notify::recommended_watcher(move |_: notify::Result<notify::Event>| {
         let _ = tx.send(());
     })
     .map_err(|e| RalphError::io("cannot watch the run registry", std::io::Error::other(e)))?;
-    if let Err(e) = notify::Watcher::watch(&mut watcher, registry, notify::RecursiveMode::NonRecursive) {
+    if let Err(e) = notify::Watcher::watch(&mut inotify, registry, notify::RecursiveMode::NonRecursive) {
         // The periodic scan still finds every run, only later.
         let (registry, interval) = (registry.display(), options.interval);
         eprintln!("ralph watch: cannot watch {registry} for changes ({e}); scanning every {interval:?}");
     }
     let mut interrupt = signal(SignalKind::interrupt()).map_err(|e| RalphError::io("cannot handle SIGINT", e))?;
     let mut terminate = signal(SignalKind::terminate()).map_err(|e| RalphError::io("cannot handle SIGTERM", e))?;
-    eprintln!("ralph watch: watching {}", registry.display());
+    say(options, &format!("ralph watch: watching {}", registry.display()));
     loop {
-        pass(registry, options, &mut children);
+        pass(registry, options, &mut watcher);
         tokio::select! {
             _ = changes.recv() => {
                 // A burst of writes (a run's entry, our own bookkeeping) is one change.
@@ -58,14 +77,62 @@ pub(super) async fn watch(registry: &Path, options: &Options) -> Result<i32, Ral
             _ = terminate.recv() => break,
         }
     }
-    eprintln!("ralph watch: stopped; the runs it resumed go on");
+    say(options, "ralph watch: stopped; the runs it resumed go on");
     Ok(crate::exit::DONE)
 }
 
-/// One look at every registered run; runs settled at the last look are skipped. One
-/// watcher passes at a time (a lock beside the registry): two watchers resume a run
-/// once.
-fn pass(registry: &Path, options: &Options, children: &mut Vec<Child>) {
+/// A line of the watcher's, unless `-q`.
+fn say(options: &Options, line: &str) {
+    if !options.quiet {
+        eprintln!("{line}");
+    }
+}
+
+/// What one pass shares between the runs it decides about.
+struct Pass<'a> {
+    registry: &'a Path,
+    options: &'a Options,
+    boot: Boot,
+    /// The boot's record changed (a resume was counted).
+    boot_changed: bool,
+    hold: Option<book::Hold>,
+    before: Decisions,
+    decisions: Decisions,
+    tz: TimeZone,
+    now: i64,
+    /// The decision lines of this pass, written at its end in one go (a thousand
+    /// runs are a thousand lines, not a thousand writes).
+    said: String,
+}
+
+impl Pass<'_> {
+    /// Records the decision about `dir` and says it when it is news.
+    fn tell(&mut self, watcher: &mut Watcher, dir: &Path, decision: Decision) {
+        let key = dir.to_string_lossy();
+        if watcher.printed.get(key.as_ref()) != Some(&decision) {
+            if !self.options.quiet {
+                let _ = writeln!(self.said, "ralph watch: {key}: {}", decision.render(&self.tz));
+            }
+            // `--once` says every run's line at its one pass: nothing to remember.
+            if !self.options.once {
+                watcher.printed.insert(key.into_owned(), decision.clone());
+            }
+        }
+        let _ = self.before.record(&mut self.decisions, dir, decision);
+    }
+
+    /// Writes the lines said so far.
+    fn flush(&mut self) {
+        if !self.said.is_empty() {
+            let _ = std::io::stderr().lock().write_all(std::mem::take(&mut self.said).as_bytes());
+        }
+    }
+}
+
+/// One look at every registered run; runs settled at the last look are skipped
+/// (their decision stands). One watcher passes at a time (a lock beside the
+/// registry): two watchers resume a run once.
+fn pass(registry: &Path, options: &Options, watcher: &mut Watcher) {
     let Some((_pass, first)) = pass_lock(registry) else {
         eprintln!("ralph watch: another ralph watch has been passing over the registry for 30s; skipping this pass");
         return;
@@ -74,14 +141,35 @@ fn pass(registry: &Path, options: &Options, children: &mut Vec<Child>) {
         // The first pass of this version: the per-entry locks of older ones go.
         registry::remove_legacy_locks(registry);
     }
-    children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
-    let boot = lock::boot_id();
-    let (before, mut seen) = Seen::load(registry, &boot);
-    let (mut entries, warnings) = registry::read_all_but(registry, |name, inode| before.still(name, inode, &mut seen));
+    watcher.children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
+    let boot_id = lock::boot_id();
+    let before = Decisions::load(registry);
+    let mut p = Pass {
+        registry,
+        options,
+        boot: Boot::load(registry, &boot_id),
+        boot_changed: false,
+        hold: book::hold(registry),
+        decisions: Decisions::default(),
+        before,
+        tz: crate::report::clock::zone(),
+        now: jiff::Timestamp::now().as_second(),
+        said: String::new(),
+    };
+    scan_roots(&mut p, watcher);
+    let (seen_before, mut seen) = Seen::load(registry, &boot_id);
+    let (mut entries, warnings) = registry::read_all_but(registry, |name, inode| {
+        seen_before.still(name, inode, &mut seen, |dir| p.before.get(dir).is_some())
+    });
     warnings.iter().for_each(|warning| eprintln!("ralph watch: {warning}"));
+    for dir in seen.dirs() {
+        if let Some(decision) = p.before.get(&dir).map(|recorded| recorded.decision.clone()) {
+            p.tell(watcher, &dir, decision);
+        }
+    }
     // The most recently active runs first: they are the ones a person misses most;
     // of two entries of one run (one through a link), the one by its real path.
-    entries.sort_by_cached_key(|e| (std::cmp::Reverse(last_activity(&e.dir)), !is_real_path(&e.dir)));
+    entries.sort_by_cached_key(|e| (std::cmp::Reverse(act::last_active(&e.dir)), !is_real_path(&e.dir)));
     // The directory each run was decided through in this pass, by its identity.
     let mut decided: HashMap<DirId, PathBuf> = HashMap::new();
     for entry in entries {
@@ -91,12 +179,48 @@ fn pass(registry: &Path, options: &Options, children: &mut Vec<Child>) {
             decided.insert(id.project, entry.dir.clone());
         }
         let found = Found { identity: &identity, decided_as: first.as_deref() };
-        if let Some(stamp) = handle(registry, &entry, &found, &boot, options, children) {
+        let (stamp, decision) = handle(&mut p, &entry, &found, &boot_id, &mut watcher.children);
+        p.tell(watcher, &entry.dir, decision);
+        if let Some(stamp) = stamp {
             let name = entry.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             seen.settle(&name, entry.inode, &entry.dir, stamp);
         }
     }
-    seen.save(registry, &before);
+    p.flush();
+    seen.save(registry, &seen_before);
+    p.decisions.save(registry, &p.before);
+    if p.boot_changed
+        && let Err(e) = p.boot.save(registry)
+    {
+        eprintln!("ralph watch: cannot record this boot's resumes: {e}");
+    }
+}
+
+/// The `--root` directories, scanned for interrupted runs the registry lost: by a
+/// long-running watcher when it starts, by `--once` once per boot.
+fn scan_roots(p: &mut Pass<'_>, watcher: &mut Watcher) {
+    let roots: Vec<&PathBuf> = if p.options.once {
+        p.options.roots.iter().filter(|r| !p.boot.scanned.contains(r)).collect()
+    } else if watcher.scanned {
+        Vec::new()
+    } else {
+        p.options.roots.iter().collect()
+    };
+    watcher.scanned = true;
+    if roots.is_empty() {
+        return;
+    }
+    for line in super::scan::scan(p.registry, &roots, p.options.scan_depth) {
+        if !p.options.quiet {
+            let _ = writeln!(p.said, "ralph watch: {line}");
+        }
+    }
+    for root in roots {
+        if !p.boot.scanned.contains(root) {
+            p.boot.scanned.push(root.clone());
+            p.boot_changed = true;
+        }
+    }
 }
 
 /// What the pass found about an entry's directory beyond the entry itself.
@@ -105,17 +229,16 @@ struct Found<'a> {
     decided_as: Option<&'a Path>,
 }
 
-/// Decides for one run and carries it out; the checkpoint's stamp when the run is
-/// settled (see [`super::seen`]).
+/// Decides for one run and carries it out: the decision, and the checkpoint's stamp
+/// when the run is settled (see [`super::seen`]).
 fn handle(
-    registry: &Path,
+    p: &mut Pass<'_>,
     entry: &Entry,
     found: &Found<'_>,
     boot: &str,
-    options: &Options,
     children: &mut Vec<Child>,
-) -> Option<Stamp> {
-    let state = registry::read_watch(registry, &entry.dir);
+) -> (Option<Stamp>, Decision) {
+    let state = registry::read_watch(p.registry, &entry.dir);
     let agent_dir = entry.dir.join(".agent");
     // The newer of the file and the journal's last save, as `--resume` reads them:
     // after a power cut the file may be missing, torn or older than the synced
@@ -128,111 +251,95 @@ fn handle(
     let checkpoint = newest.map(|newest| newest.checkpoint);
     let mut clean = state == WatchState::default();
     let settled = from_file && checkpoint.as_ref().is_some_and(|cp| decide::settled(cp.status));
+    let roots = &p.options.roots;
     let facts = Facts {
         entry,
         checkpoint: checkpoint.as_ref(),
         dir_exists: stamp.is_some() || entry.dir.is_dir(),
-        allowed: options.roots.is_empty() || options.roots.iter().any(|r| entry.dir.starts_with(r)),
+        allowed: roots.is_empty() || roots.iter().any(|r| entry.dir.starts_with(r)),
         owner_alive: lock::is_held(&agent_dir.join("ralph.lock")),
         state: &state,
         boot_id: boot,
-        now: jiff::Timestamp::now().as_second(),
-        missing: checkpoint.as_ref().filter(|cp| may_resume(cp.status)).map_or_else(Vec::new, |_| missing(entry)),
+        now: p.now,
+        missing: checkpoint.as_ref().filter(|cp| may_resume(cp.status)).map_or_else(Vec::new, |_| act::missing(entry)),
         identity: found.identity,
         decided_as: found.decided_as,
+        last_active: act::last_active(&entry.dir),
+        held: p.hold.is_some(),
+        boot_resumes: p.boot.resumes,
     };
-    let dir = entry.dir.display();
-    match decide(&facts) {
+    let verdict = decide(&facts);
+    let about = About {
+        entry,
+        checkpoint: checkpoint.as_ref(),
+        held_since: p.hold.as_ref().map(|h| h.since.as_str()),
+        tz: &p.tz,
+    };
+    let decision = words::decision(&verdict, &about);
+    let decision = match verdict {
         Verdict::Leave { reset: true, .. } if !clean => {
-            clean = registry::write_watch(registry, &entry.dir, &WatchState::default()).is_ok();
+            clean = registry::write_watch(p.registry, &entry.dir, &WatchState::default()).is_ok();
+            decision
         }
-        Verdict::Live | Verdict::Stale | Verdict::Wait { .. } | Verdict::OncePerBoot | Verdict::Leave { .. } => {}
-        Verdict::OtherRun(why) => eprintln!(
-            "ralph watch: {dir}: not resumed: the run {} registered here is not there any more: {why}; \
-             `ralph status --prune` removes the entry",
-            entry.run_id
-        ),
-        // Decided through the entry that reaches it by its own path.
-        Verdict::Duplicate { .. } => return None,
-        Verdict::Block(why) => match block(registry, entry, &why) {
-            Ok(true) => eprintln!("ralph watch: {dir}: marked blocked: {why}"),
-            Ok(false) => {}
-            Err(e) => eprintln!("ralph watch: {dir}: cannot mark the run blocked: {e}"),
+        Verdict::Block(why) => match act::block(p.registry, entry, &why) {
+            Ok(Some(ended)) => words::blocked(&why, ended),
+            Ok(None) => words::decision(&Verdict::Live, &about),
+            Err(e) => {
+                Decision::new(decision.word, format!("{why}; but the watchdog cannot mark it blocked: {e}"), None)
+            }
         },
-        Verdict::Resume { restarts } => {
-            if children.len() >= options.max_concurrent {
-                return None;
-            }
-            let cp = checkpoint?;
-            match resume(entry, &cp) {
-                Ok((child, log)) => {
-                    let (run, status, log) = (&cp.run_id, cp.status.as_str(), log.display());
-                    eprintln!("ralph watch: {dir}: resumed run {run} ({status}), restart {restarts}; output in {log}");
-                    children.push(child);
-                    let state = WatchState {
-                        restarts,
-                        last_resume_at: Some(jiff::Timestamp::now().as_second()),
-                        last_resume_boot: Some(boot.to_string()),
-                        iterations_at_resume: Some(cp.progress.counters.iterations_done),
-                    };
-                    if let Err(e) = registry::write_watch(registry, &entry.dir, &state) {
-                        eprintln!("ralph watch: {dir}: cannot record the resume: {e}");
-                    }
-                }
-                Err(e) => eprintln!("ralph watch: {dir}: cannot resume: {e}"),
-            }
-        }
-    }
-    stamp.filter(|_| settled && clean)
-}
-
-/// Starts `ralph --resume` in the run's directory, detached from the watcher's
-/// terminal and process group, its output in the run's log directory.
-fn resume(entry: &Entry, cp: &Checkpoint) -> std::io::Result<(Child, PathBuf)> {
-    let exe = crate::os::self_exe()?;
-    let logs = entry.dir.join(".agent").join("logs").join(&cp.run_id);
-    std::fs::create_dir_all(&logs)?;
-    let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ");
-    let log_path = logs.join(format!("watch-resume-{stamp}.log"));
-    let log =
-        OpenOptions::new().create(true).append(true).mode(0o600).custom_flags(nix::libc::O_NOFOLLOW).open(&log_path)?;
-    let mut command = Command::new(exe);
-    let config = entry.config.iter().flat_map(|config| [Path::new("-c"), config]);
-    command.arg("--resume").arg("-C").arg(&entry.dir).args(config).env(crate::notify::RESUMED_BY, "watch");
-    command.envs(entry.path.iter().map(|path| ("PATH", path)));
-    let child = command.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log).process_group(0).spawn()?;
-    Ok((child, log_path))
-}
-
-/// Marks an interrupted run `blocked` with the reason, under the run's own lock so
-/// no ralph starts meanwhile. `Ok(false)`: a ralph owns the run after all.
-fn block(registry: &Path, entry: &Entry, why: &str) -> Result<bool, String> {
-    let agent_dir = entry.dir.join(".agent");
-    let lock = match lock::acquire(&agent_dir.join("ralph.lock")) {
-        Ok(acquired) => acquired.lock,
-        Err(lock::LockError::Held { .. }) => return Ok(false),
-        Err(e) => return Err(e.to_string()),
+        // Decided through the entry that reaches it by its own path, each pass.
+        Verdict::Duplicate { .. } => return (None, decision),
+        Verdict::Resume { restarts } => match checkpoint.as_ref() {
+            Some(cp) => start(p, entry, cp, restarts, boot, children),
+            None => decision,
+        },
+        _ => decision,
     };
-    let path = agent_dir.join("checkpoint.json");
-    // The newest save (after a power cut the journal's), so the resume that reads
-    // the two again sees this one.
-    let newest = format::read_newest(&path).map_err(|e| e.to_string())?;
-    let mut cp = newest.ok_or("the checkpoint is gone")?.checkpoint;
-    cp.status = Status::Blocked;
-    cp.stop_reason = Some(why.to_string());
-    cp.clean_stop = true;
-    cp.updated_at = jiff::Timestamp::now();
-    store::save_json(&path, &cp).map_err(|e| e.to_string())?;
-    lock.release().map_err(|e| e.to_string())?;
-    let updated = Entry { status: Status::Blocked, updated_at: cp.updated_at.to_string(), ..entry.clone() };
-    registry::write(registry, &updated).map_err(|e| e.to_string())?;
-    Ok(true)
+    (stamp.filter(|_| settled && clean), decision)
+}
+
+/// Starts the resume of a run (when a slot is free), counts it against this boot's
+/// `[watch] max_resumes_per_boot`, and records it in the run's bookkeeping.
+fn start(
+    p: &mut Pass<'_>,
+    entry: &Entry,
+    cp: &Checkpoint,
+    restarts: u32,
+    boot: &str,
+    children: &mut Vec<Child>,
+) -> Decision {
+    if children.len() >= p.options.max_concurrent {
+        return words::no_slot(cp, p.options.max_concurrent);
+    }
+    p.boot.resumes += 1;
+    p.boot_changed = true;
+    // Counted before it starts: a watcher that dies right after never under-counts.
+    if let Err(e) = p.boot.save(p.registry) {
+        eprintln!("ralph watch: cannot record this boot's resumes: {e}");
+    }
+    match act::resume(entry, cp) {
+        Ok((child, log)) => {
+            children.push(child);
+            let state = WatchState {
+                restarts,
+                last_resume_at: Some(jiff::Timestamp::now().as_second()),
+                last_resume_boot: Some(boot.to_string()),
+                iterations_at_resume: Some(cp.progress.counters.iterations_done),
+            };
+            if let Err(e) = registry::write_watch(p.registry, &entry.dir, &state) {
+                eprintln!("ralph watch: {}: cannot record the resume: {e}", entry.dir.display());
+            }
+            words::resumed(cp, restarts, entry.max_restarts, &log)
+        }
+        Err(e) => words::not_started(cp, &e.to_string()),
+    }
 }
 
 /// The lock of a pass over the registry (`ralph/watch.lock`, beside the registry so
 /// that taking it wakes no watcher), waited for at most 30 s; and whether this pass
 /// made its file (the first pass of this version of ralph).
-fn pass_lock(registry: &Path) -> Option<(Flock<File>, bool)> {
+pub(super) fn pass_lock(registry: &Path) -> Option<(Flock<File>, bool)> {
     let path = registry.with_file_name("watch.lock");
     if let Some(parent) = path.parent() {
         let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent);
@@ -257,23 +364,4 @@ fn pass_lock(registry: &Path) -> Option<(Flock<File>, bool)> {
 /// Whether `dir` is the directory's own path (no link on the way).
 fn is_real_path(dir: &Path) -> bool {
     std::fs::canonicalize(dir).is_ok_and(|real| real == dir)
-}
-
-/// What a resume would lack in this environment: credential variables the run's
-/// agents had, and programs its chains launch that do not resolve on its `PATH`.
-fn missing(entry: &Entry) -> Vec<String> {
-    let unset = entry.credential_names.iter().filter(|name| std::env::var_os(name).is_none_or(|v| v.is_empty()));
-    let path = entry.path.clone().or_else(|| std::env::var("PATH").ok()).unwrap_or_default();
-    let found = |p: &String| {
-        if p.contains('/') { entry.dir.join(p).is_file() } else { which::which_in(p, Some(&path), &entry.dir).is_ok() }
-    };
-    let absent = entry.programs.iter().filter(|p| !found(p)).map(|p| format!("program {p}"));
-    unset.cloned().chain(absent).collect()
-}
-
-/// When the run last did something: its journal's modification time.
-fn last_activity(dir: &Path) -> SystemTime {
-    std::fs::metadata(dir.join(".agent").join(crate::state::journal::FILE))
-        .and_then(|m| m.modified())
-        .unwrap_or(SystemTime::UNIX_EPOCH)
 }

@@ -45,15 +45,21 @@ impl Seen {
         (earlier.filter(|s| s.boot == boot && !boot.is_empty()).unwrap_or_else(empty), empty())
     }
 
-    /// Whether the run of the entry `name` (with `inode`) is still settled; if so it
+    /// Whether the run of the entry `name` (with `inode`) is still settled, and
+    /// `known` says yes to its directory (the watcher has its decision); if so it
     /// is carried over into `next`.
-    pub(super) fn still(&self, name: &str, inode: u64, next: &mut Self) -> bool {
-        let Some(run) = self.runs.get(name).filter(|r| r.0 == inode) else { return false };
+    pub(super) fn still(&self, name: &str, inode: u64, next: &mut Self, known: impl Fn(&Path) -> bool) -> bool {
+        let Some(run) = self.runs.get(name).filter(|r| r.0 == inode && known(&r.1)) else { return false };
         if stamp(&run.1.join(".agent").join("checkpoint.json")) != Some(run.2) {
             return false;
         }
         next.runs.insert(name.to_string(), run.clone());
         true
+    }
+
+    /// The directories of the runs carried over.
+    pub(super) fn dirs(&self) -> Vec<PathBuf> {
+        self.runs.values().map(|run| run.1.clone()).collect()
     }
 
     pub(super) fn settle(&mut self, name: &str, entry_inode: u64, dir: &Path, checkpoint: Stamp) {
@@ -98,15 +104,18 @@ mod tests {
         seen.save(&registry, &before);
 
         let (again, mut next) = Seen::load(&registry, "boot-1");
-        assert!(again.still("a.json", 7, &mut next));
-        assert!(!again.still("a.json", 8, &mut next), "a rewritten entry is read again");
-        assert!(!again.still("b.json", 7, &mut next));
-        assert!(!Seen::load(&registry, "boot-2").0.still("a.json", 7, &mut next));
+        let known = |_: &Path| true;
+        assert!(again.still("a.json", 7, &mut next, known));
+        assert_eq!(next.dirs(), std::slice::from_ref(&project));
+        assert!(!again.still("a.json", 7, &mut next, |_| false), "a run without a decision is read again");
+        assert!(!again.still("a.json", 8, &mut next, known), "a rewritten entry is read again");
+        assert!(!again.still("b.json", 7, &mut next, known));
+        assert!(!Seen::load(&registry, "boot-2").0.still("a.json", 7, &mut next, known));
 
         // Every save replaces the checkpoint by a rename.
         let tmp_file = project.join(".agent/checkpoint.json.tmp");
         std::fs::write(&tmp_file, "{}").unwrap();
         std::fs::rename(&tmp_file, &checkpoint).unwrap();
-        assert!(!again.still("a.json", 7, &mut next));
+        assert!(!again.still("a.json", 7, &mut next, known));
     }
 }

@@ -100,7 +100,7 @@ pub(crate) fn evaluate(signal: &DoneSignal, ev: &Evidence<'_>) -> Completion {
                 Completion::NotDone("exit 0: the agent stopped to announce or ask about the next step".into())
             }
             Claim::Denied(why) => {
-                Completion::NotDone(format!("exit 0: the done tag was not accepted: {}", why.describe()))
+                Completion::NotDone(format!("exit 0: the done tag was not accepted: {}", why.plain()))
             }
             _ => Completion::NotDone("exit 0 without the done tag".into()),
         },
@@ -205,7 +205,9 @@ mod tests {
         assert_eq!(
             evaluate(&DoneSignal::Tag, &with_session(denied, false)),
             Completion::NotDone(
-                "exit 0: the done tag was not accepted: negated_work (\"the flaky test still fails\")".into()
+                "exit 0: the done tag was not accepted: the words before the tag say the work is not done (\"the \
+                 flaky test still fails\")"
+                    .into()
             )
         );
     }

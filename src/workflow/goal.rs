@@ -16,27 +16,50 @@ pub(crate) const WHAT_TO_WRITE: &str =
 pub(crate) enum Unusable {
     /// Nothing but whitespace, headings and comments.
     Empty,
-    /// Still the starter text of `ralph init`.
-    Unedited,
+    /// The starter text of `ralph init` is still there, on these lines (1-based,
+    /// first and last); `alone`: nothing else is written.
+    Unedited { first: usize, last: usize, alone: bool },
 }
 
 impl Unusable {
-    pub(crate) fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> String {
         match self {
-            Unusable::Empty => "the goal file is empty",
-            Unusable::Unedited => "the goal file still holds the placeholder text `ralph init` wrote",
+            Unusable::Empty => format!("the goal file is empty; {WHAT_TO_WRITE}"),
+            Unusable::Unedited { first, last, alone } => {
+                let lines = if first == last { format!("line {first}") } else { format!("lines {first}-{last}") };
+                if alone {
+                    format!(
+                        "the goal file still holds only the placeholder text `ralph init` wrote ({lines}); replace \
+                         it: {WHAT_TO_WRITE}"
+                    )
+                } else {
+                    format!(
+                        "the goal file still holds the placeholder text `ralph init` wrote beside your goal: delete \
+                         {lines}, which an agent would read as part of it"
+                    )
+                }
+            }
         }
     }
 }
 
 /// `None` when the goal says something an agent can work on.
 pub(crate) fn check(goal: &str) -> Option<Unusable> {
-    if goal.contains(PLACEHOLDER) {
-        return Some(Unusable::Unedited);
-    }
+    // The lines of the starter's own sentences, wherever they are in the file.
+    let starter: Vec<&str> = STARTER.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
+    let placeholder: Vec<usize> = goal
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| starter.contains(&line.trim()) || line.contains(PLACEHOLDER))
+        .map(|(i, _)| i + 1)
+        .collect();
     let said = strip_comments(goal);
     // A bare Markdown heading ("# Goal") says nothing by itself.
-    let words = said.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).count();
+    let saying = |l: &&str| !l.is_empty() && !l.starts_with('#') && !starter.contains(l) && !l.contains(PLACEHOLDER);
+    let words = said.lines().map(str::trim).filter(saying).count();
+    if let (Some(&first), Some(&last)) = (placeholder.first(), placeholder.last()) {
+        return Some(Unusable::Unedited { first, last, alone: words == 0 });
+    }
     (words == 0).then_some(Unusable::Empty)
 }
 
@@ -57,8 +80,15 @@ mod tests {
 
     #[test]
     fn the_starter_text_is_refused_even_with_small_edits_around_it() {
-        assert_eq!(check(STARTER), Some(Unusable::Unedited));
-        assert_eq!(check(&format!("{STARTER}\nsome more")), Some(Unusable::Unedited));
+        assert_eq!(check(STARTER), Some(Unusable::Unedited { first: 3, last: 4, alone: true }));
+        // A goal written below the placeholder: the placeholder's lines are named.
+        let below = format!("{STARTER}\nBuild a calculator; `cargo test` passes.\n");
+        assert_eq!(check(&below), Some(Unusable::Unedited { first: 3, last: 4, alone: false }));
+        let described = Unusable::Unedited { first: 3, last: 4, alone: false }.describe();
+        assert!(described.contains("delete lines 3-4"), "{described}");
+        // Only its first sentence left.
+        let one = "# Goal\n\nDescribe what you want built, how to verify it (the commands that must pass),\nMy goal.\n";
+        assert_eq!(check(one), Some(Unusable::Unedited { first: 3, last: 3, alone: false }));
     }
 
     #[test]

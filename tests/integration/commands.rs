@@ -136,6 +136,58 @@ chain = "main"
     assert!(!p.exists("agent.pid"), "a dry run launched the agent");
 }
 
+/// `--dry-run --from PHASE` previews the run `ralph --from PHASE` would start: from
+/// that phase, with the last run's result it reuses; it shows how `ralph mcp`
+/// reaches each agent, and says first that an unfinished run is here.
+#[test]
+fn dry_run_honours_from_shows_ralph_mcp_and_mentions_an_unfinished_run() {
+    let p = Project::new().config(&fast(
+        "",
+        "",
+        r#"
+[agents.a]
+kind = "sim"
+[[agents.a.script]]
+steps = [{ pidfile = "agent.pid" }, { tool = { name = "Bash", hang = true } }]
+[chains]
+main = ["a"]
+[phases.plan]
+chain = "main"
+[phases.develop]
+chain = "main"
+"#,
+    ));
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    run.signal(nix::sys::signal::Signal::SIGINT);
+    run.finish().expect_code(130);
+    cleanup(agent);
+    p.write(".agent/artifacts/plan.md", "the plan\n");
+    let before = p.agent_dir_listing();
+    let out = p.ralph().args(["--dry-run", "--from", "develop"]).run();
+    out.expect_code(0)
+        .stdout_has("note: an unfinished run (paused, phase plan, iteration 1) has a checkpoint here")
+        .stdout_has("phase 2/2 develop")
+        .stdout_has("(`ralph --from develop`)")
+        .stdout_has("<the result of phase plan from the last run, in .agent/artifacts/plan.md>")
+        .stdout_has("ralph mcp: in its environment: RALPH_SOCKET='<control-socket>' RALPH_ATTEMPT=1");
+    assert!(!out.stdout.contains("phase 1/2 plan"), "{out}");
+    assert_eq!(p.agent_dir_listing(), before, "a dry run wrote into .agent/");
+    p.ralph().args(["--dry-run", "--from", "devlop"]).run().expect_code(2).stderr_has("did you mean `develop`");
+    // A CLI agent is told in its argv.
+    let Some(claude) = crate::real_cli::find("claude") else { return };
+    p.write(
+        "ralph.toml",
+        &p.read("ralph.toml")
+            .replace(
+                "[agents.a]",
+                &format!("[agents.c]\nkind = \"claude\"\nbinary = {:?}\n[agents.a]", claude.display().to_string()),
+            )
+            .replace("main = [\"a\"]", "main = [\"c\"]"),
+    );
+    p.ralph().args(["--dry-run"]).run().expect_code(0).stdout_has("--mcp-config").stdout_has("<control-socket>");
+}
+
 #[test]
 fn logs_prints_the_last_attempt_readably_and_follows_a_live_one() {
     let p = hanging_agent();
@@ -242,6 +294,13 @@ fn init_without_an_agent_cli_writes_a_config_that_refuses_to_run_until_one_is_in
     let out = p.ralph().env("PATH", path.clone()).run();
     out.expect_code(2).stderr_has("PROMPT.md").stderr_has("placeholder").stderr_has("what you want built");
     assert!(!p.exists(".agent/checkpoint.json"), "a refused goal started a run");
+    // A goal written below the placeholder: the placeholder's lines are named.
+    p.write("PROMPT.md", &format!("{}\nWrite PLAN.md.\n", p.read("PROMPT.md")));
+    let out = p.ralph().env("PATH", path.clone()).run();
+    out.expect_code(2)
+        .stderr_has("PROMPT.md: the goal file still holds the placeholder text")
+        .stderr_has("delete lines 3-4");
+    assert!(!p.exists(".agent/checkpoint.json"), "a refused goal started a run");
     p.write("PROMPT.md", "# Goal\n\nWrite PLAN.md.\n");
     let out = p.ralph().env("PATH", path.clone()).run();
     out.expect_code(2).stderr_has("not found on PATH").stderr_has("npm install -g @anthropic-ai/claude-code");
@@ -281,6 +340,24 @@ fn init_writes_only_what_is_missing_and_backs_up_with_force() {
     assert_eq!(p.read("ralph.toml.bak.1"), "# second\n");
 }
 
+/// The starter points to `ralph init --example`, which writes the complete example:
+/// a config that loads.
+#[test]
+fn init_example_writes_the_complete_example_the_starter_points_to() {
+    let p = Project::bare();
+    let empty_bin = p.join(".empty-bin");
+    std::fs::create_dir_all(&empty_bin).unwrap();
+    p.ralph().args(["init"]).env("PATH", empty_bin.display().to_string()).run().expect_code(0);
+    assert!(p.read("ralph.toml").contains("`ralph init --example`"), "{}", p.read("ralph.toml"));
+    assert!(!p.read("ralph.toml").contains("in ralph's repository"));
+    p.ralph().args(["init", "--example"]).run().expect_code(0).stdout_has("ralph.example.toml");
+    let example = p.read("ralph.example.toml");
+    assert!(example.contains("[watch]") && example.contains("max_resumes_per_boot"), "{example}");
+    assert!(!example.contains("not supported by this build"), "{example}");
+    p.ralph().args(["init", "--example"]).run().expect_code(0).stdout_has("kept");
+    p.ralph().args(["doctor", "-c", "ralph.example.toml"]).run().stdout_has("is valid");
+}
+
 #[test]
 fn init_honours_dash_c() {
     let p = Project::bare();
@@ -298,11 +375,60 @@ fn completions_for_bash() {
     out.expect_code(0).stdout_has("ralph").stdout_has("--resume");
 }
 
+/// The demo on a terminal: both runs end as they should, each of its messages is
+/// on a line of its own (not run into the live line of the run it drives), and its
+/// runs leave nothing in the user's run registry.
 #[test]
-fn demo_runs() {
+fn demo_runs_on_a_terminal_and_leaves_no_registered_run() {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
     let p = Project::new();
-    let out = p.ralph().args(["demo"]).timeout(Duration::from_secs(90)).run();
-    out.expect_code(0).stderr_has("ralph exited with 130").stderr_has("ralph exited with 0");
+    let pty = nix::pty::openpty(None, None).expect("openpty");
+    let slave = std::fs::File::from(pty.slave);
+    let state = p.registry().parent().and_then(|r| r.parent()).expect("state").to_path_buf();
+    let mut child = std::process::Command::new(crate::harness::RALPH)
+        .arg("demo")
+        .current_dir(p.path())
+        .env("XDG_STATE_HOME", &state)
+        .stdin(std::process::Stdio::null())
+        .stdout(slave.try_clone().expect("dup"))
+        .stderr(slave)
+        .process_group(0)
+        .spawn()
+        .expect("spawn ralph demo");
+    let mut master = std::fs::File::from(pty.master);
+    let reader = std::thread::spawn(move || {
+        let (mut seen, mut buf) = (Vec::new(), [0u8; 4096]);
+        while let Ok(n @ 1..) = master.read(&mut buf) {
+            seen.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&seen).into_owned()
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the demo did not end within 90s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    drop(child);
+    let seen = reader.join().unwrap_or_default();
+    assert_eq!(status.code(), Some(0), "{seen}");
+    assert!(seen.contains("ralph exited with 130") && seen.contains("ralph exited with 0"), "{seen}");
+    // The message after the Ctrl+C starts on a cleared line of its own.
+    let at = seen.find("demo: pressing Ctrl+C").expect("the Ctrl+C message");
+    assert!(seen[..at].ends_with("\r\x1b[2K\x1b[1m"), "{:?}", &seen[at.saturating_sub(80)..at + 20]);
+    p.ralph().args(["status", "--all"]).run().expect_code(0).stdout_has("no registered runs");
+}
+
+#[test]
+fn clean_without_logs_says_there_are_none() {
+    let p = Project::new();
+    p.ralph().args(["clean"]).run().expect_code(0).stdout_has("has no logs");
 }
 
 #[test]

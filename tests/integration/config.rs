@@ -117,3 +117,27 @@ fn the_example_config_runs_to_completion() {
     assert!(p.exists("PLAN.md"));
     assert_eq!(p.checkpoint()["status"], "completed");
 }
+
+/// Every mistake in one run, in file order, each with its place: an agent whose own
+/// table is wrong is reported there, not again where a chain names it.
+#[test]
+fn every_error_is_reported_at_once_in_file_order() {
+    let toml = format!(
+        "[phases.develop]\nchain = \"nope\"\n[retry]\nagent_attempts = 0\n[general]\nmax_cycle = 2\n{}",
+        AGENT.replace("kind = \"sim\"", "kind = \"cursor\"").replace("[phases.develop]\nchain = \"main\"\n", "")
+    );
+    let out = config_error(&toml, &["4 problems in"]);
+    let places: Vec<&str> = out.stderr.lines().skip(1).filter_map(|l| l.split(": ").next()).collect();
+    let lines: Vec<usize> = places.iter().filter_map(|p| p.rsplit(':').nth(1)?.parse().ok()).collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    assert!(lines.windows(2).all(|w| w[0] <= w[1]), "not in file order: {lines:?}\n{out}");
+    assert!(!out.stderr.contains("not defined in [agents]"), "a follow-up was reported\n{out}");
+    out.stderr_has("did you mean `max_cycles`").stderr_has("`cursor`").stderr_has("chain `nope`");
+}
+
+#[test]
+fn at_most_twenty_errors_are_listed() {
+    let keys: String = (0..25).map(|i| format!("bogus_{i} = 1\n")).collect();
+    let out = config_error(&format!("[general]\n{keys}{AGENT}"), &["25 problems in", "… and 5 more"]);
+    assert_eq!(out.stderr.lines().filter(|l| l.contains("unknown key")).count(), 20, "{out}");
+}

@@ -62,7 +62,7 @@ fn status_asks_the_live_run_and_stop_now_pauses_it() {
     assert_eq!(v["live_state"]["phase"], "develop", "{v:#}");
     assert_eq!(v["live_state"]["agent"], "a");
 
-    p.ralph().args(["stop", "--now"]).run().expect_code(130).stdout_has("stopped: paused");
+    p.ralph().args(["stop", "--now"]).run().expect_code(0).stdout_has("stopped: paused");
     run.finish().expect_code(130);
     assert_eq!(p.checkpoint()["status"], "paused");
     assert!(!socket.exists(), "the socket outlived the run");
@@ -77,7 +77,7 @@ fn stop_lets_the_iteration_finish_then_pauses() {
     let p = project("tag", "", 2, SLOW, r#"{ done = "two" }"#);
     let run = p.ralph().spawn();
     p.pid_file("agent.pid");
-    p.ralph().args(["stop"]).run().expect_code(130).stdout_has("stopped: paused");
+    p.ralph().args(["stop"]).run().expect_code(0).stdout_has("stopped: paused");
     run.finish().expect_code(130);
     let cp = p.checkpoint();
     assert_eq!(cp["status"], "paused", "{cp:#}");
@@ -339,7 +339,7 @@ fn crashed_mcp_servers_use_up_the_restart_budget() {
         crash("three")
     );
     let p = sim_project().retry("mcp_restarts = 2").sim("a", &[&format!("[{first}]")]).build();
-    p.ralph().run().expect_code(1).stderr_has("restart budget exhausted");
+    p.ralph().run().expect_code(1).stderr_has("the limit [retry] mcp_restarts was reached");
     let lost = p.events("mcp_lost");
     assert_eq!(lost.len(), 3, "{lost:?}\n{:#?}", p.events("attempt_failed"));
     assert_eq!(lost[2]["restarts"], 3);
@@ -427,4 +427,83 @@ fn ralph_mcp_answers_malformed_json_with_a_parse_error() {
     assert_eq!(error["error"]["code"], -32700, "{error:#}");
     assert!(error["id"].is_null(), "{error:#}");
     assert!(replies.iter().any(|r| r["id"] == 2 && r["result"]["serverInfo"]["name"] == "ralph"), "{replies:#?}");
+}
+
+/// `ralph status` of a live run: how long the attempt has run and when the agent
+/// last printed (not the last journal event), and a wait in local time with its
+/// zone, never a unix second.
+#[test]
+fn status_says_the_attempts_age_the_agents_last_output_and_a_wait_in_local_time() {
+    let p = sim_project()
+        .retry(r#"agent_backoff_base = "30s""#)
+        .sim(
+            "a",
+            &[
+                r#"[{ say = "working" }, { pidfile = "agent.pid" }, { say = "still working" }, { sleep = "2s" }, { crash = "SIGSEGV" }]"#,
+                r#"[{ done = "x" }]"#,
+            ],
+        )
+        .build();
+    let run = p.ralph().spawn();
+    p.pid_file("agent.pid");
+    let status = p.ralph().args(["status"]).run();
+    status.expect_code(0).stdout_has("attempt 1, running for ").stdout_has("the agent last printed: ");
+    assert!(!status.stdout.contains("last event"), "{status:?}");
+    // The agent crashes by itself: an agent failure, retried after its backoff.
+    p.wait_for_checkpoint(|cp| cp["status"] == "waiting", DEFAULT_TIMEOUT);
+    let waiting = p.ralph().args(["status"]).run();
+    waiting.expect_code(0).stdout_has("waiting for a backoff before the next attempt until ").stdout_has(" (in ");
+    assert!(!waiting.stdout.contains("unix second"), "{waiting:?}");
+    p.ralph().args(["stop", "--now"]).run().expect_code(0);
+    run.finish().expect_code(130);
+}
+
+/// After a kill -9 no ralph runs the run: `ralph status` says so, and what to do.
+#[test]
+fn status_after_a_kill_says_no_ralph_runs_it_and_what_to_do_next() {
+    let p = project(
+        "tag",
+        "",
+        1,
+        r#"{ pidfile = "agent.pid" }, { tool = { name = "Bash", hang = true } }"#,
+        r#"{ done = "x" }"#,
+    );
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    p.wait_for_checkpoint(|cp| cp["in_flight"]["session"].is_string(), DEFAULT_TIMEOUT);
+    run.signal(nix::sys::signal::Signal::SIGKILL);
+    run.wait(Duration::from_secs(10));
+    crate::harness::cleanup(agent);
+    let status = p.ralph().args(["status"]).run();
+    status
+        .expect_code(0)
+        .stdout_has("interrupted: no ralph is running it")
+        .stdout_has("  next: `ralph --resume` continues it");
+    assert!(!status.stdout.contains("no clean stop)"), "{status:?}");
+    // A failed run's next step names the key to raise.
+    let q = project("tag", "", 1, r#"{ crash = "SIGSEGV" }"#, r#"{ crash = "SIGSEGV" }"#);
+    q.ralph().run().expect_code(1);
+    q.ralph().args(["status"]).run().expect_code(0).stdout_has("  next: ").stdout_has("raise [general] max_cycles");
+}
+
+#[test]
+fn stop_exits_1_when_the_run_does_not_end_in_time() {
+    let p = project(
+        "tag",
+        "",
+        1,
+        r#"{ pidfile = "agent.pid" }, { tool = { name = "Bash", hang = true } }"#,
+        r#"{ done = "x" }"#,
+    );
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    p.ralph()
+        .args(["stop", "--timeout", "1s"])
+        .run()
+        .expect_code(1)
+        .stderr_has("has not stopped after 1s")
+        .stdout_has("still running at the timeout");
+    p.ralph().args(["stop", "--now"]).run().expect_code(0);
+    run.finish().expect_code(130);
+    crate::harness::cleanup(agent);
 }

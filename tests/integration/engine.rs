@@ -135,7 +135,9 @@ fn engine_restart_loop_until_exit_0_does_the_work_once() {
     // start is always stopped, whatever the machine's speed.
     let scenario = multi_phase_with("150ms");
     let restarts = env_count("RALPH_ENGINE_RESTARTS", 10);
-    let p = Project::new().config(&scenario.config);
+    // The SIGTERMs are a job engine's evictions, not the user's deliberate stops.
+    let manager = crate::harness::sigterm_as_service_manager();
+    let p = Project::new().config(&format!("{}\n[watch]\n{manager}\n", scenario.config));
     let history = restart_until_done(&p, &scenario, &mut rng, restarts, 30);
     audit(&p, &scenario, &history);
     assert!(history.kills() > 0, "nothing was stopped: seed {seed}");

@@ -437,14 +437,14 @@ fn kill_9_around_the_commit_resumes_into_exactly_one_commit_per_iteration() {
     loop {
         assert!(Instant::now() < deadline, "seed {seed}: not done within the bound");
         rounds += 1;
-        let mut ralph = r.ralph().timeout(Duration::from_secs(60));
-        if r.p.exists(".agent/checkpoint.json") {
-            // Killed after the final state was written: the run is complete.
-            if r.p.checkpoint()["status"] == "completed" {
-                break;
-            }
-            ralph = ralph.args(["--resume"]);
+        // Killed after the final state was written: the run is complete.
+        if r.p.exists(".agent/checkpoint.json") && r.p.checkpoint()["status"] == "completed" {
+            break;
         }
+        // Not `--resume` only when checkpoint.json is there: a kill between the
+        // journal's first save and the file's leaves a run ralph restores from the
+        // journal (and then refuses to start over without `--resume`).
+        let ralph = r.ralph().timeout(Duration::from_secs(60)).args(["--resume-or-start"]);
         if rounds > 15 {
             // Enough kills: let it finish.
             let out = ralph.run();

@@ -182,12 +182,23 @@ pub(crate) const STREAM_STALL_RETRY: &str = "agent_attempts = 5";
 /// The bound on a real-CLI stall test's run: a stall limit or two past the start.
 pub(crate) const STREAM_STALL_RUN: Duration = Duration::from_secs(180);
 
+/// The `[watch]` entry that makes a SIGTERM sent by this test process count as a
+/// service manager's (an eviction, a shutdown: the run stays resumable) instead of
+/// a deliberate stop of the user's own: the test binary's file name, as `/proc`
+/// shows the sender's executable.
+pub(crate) fn sigterm_as_service_manager() -> String {
+    let exe = std::env::current_exe().expect("the test binary");
+    let name = exe.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    format!("service_managers = [{name:?}]")
+}
+
 /// A temp directory with a `PROMPT.md`.
 pub(crate) struct Project {
     tmp: TempDir,
     /// `XDG_STATE_HOME` of every ralph the test starts: the run registry lives here,
     /// outside the project (a git test sees no stray files) and outside the user's home.
-    state: TempDir,
+    /// Shared by the projects of one test that share a registry ([`Project::beside`]).
+    state: std::sync::Arc<TempDir>,
 }
 
 impl Project {
@@ -200,7 +211,15 @@ impl Project {
     /// A project without `PROMPT.md`.
     pub(crate) fn bare() -> Self {
         let dir = || tempfile::Builder::new().prefix("ralph-it-").tempdir().expect("temp dir");
-        Project { tmp: dir(), state: dir() }
+        Project { tmp: dir(), state: std::sync::Arc::new(dir()) }
+    }
+
+    /// Another project (with a `PROMPT.md`) whose ralphs share this one's run registry.
+    pub(crate) fn beside(&self) -> Self {
+        let dir = tempfile::Builder::new().prefix("ralph-it-").tempdir().expect("temp dir");
+        let p = Project { tmp: dir, state: self.state.clone() };
+        p.write("PROMPT.md", "Build the thing.\n");
+        p
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -245,6 +264,7 @@ impl Project {
 
     pub(crate) fn ralph(&self) -> Ralph {
         Ralph {
+            program: RALPH.to_string(),
             dir: self.path().to_path_buf(),
             state: self.state.path().to_path_buf(),
             args: Vec::new(),
@@ -312,6 +332,8 @@ impl Project {
 
 /// A `ralph` command line in a project.
 pub(crate) struct Ralph {
+    /// What runs: ralph, or a program that starts it ([`Ralph::through`]).
+    program: String,
     dir: PathBuf,
     state: PathBuf,
     args: Vec<String>,
@@ -391,8 +413,15 @@ impl Ralph {
         self
     }
 
+    /// Runs `program` with `args` (which start ralph themselves: `unshare … ralph`)
+    /// in ralph's place, with its directory, environment and timeout.
+    pub(crate) fn through(mut self, program: &str, args: Vec<String>) -> Self {
+        (self.program, self.args) = (program.to_string(), args);
+        self
+    }
+
     fn command(&self) -> Command {
-        let mut cmd = Command::new(RALPH);
+        let mut cmd = Command::new(&self.program);
         cmd.args(&self.args)
             .current_dir(&self.dir)
             .env_remove("RALPH_LOG")

@@ -112,7 +112,7 @@ fn the_cost_cap_ends_the_run_with_its_message() {
         .build();
     let out = p.ralph().run();
     out.expect_code(1)
-        .stderr_has("max_cost_usd exhausted")
+        .stderr_has("the limit [general] max_cost_usd was reached")
         .stderr_has("usage: $1.2000, 2000 input / 200 output tokens");
     let cp = p.checkpoint();
     assert_eq!(cp["status"], json!("failed"));
@@ -130,7 +130,7 @@ fn the_runtime_cap_ends_the_run_with_its_message() {
         .sim("a", &[r#"[{ sleep = "600ms" }, { done = "one" }]"#])
         .phase("iterations = 10")
         .build();
-    p.ralph().run().expect_code(1).stderr_has("max_runtime exhausted");
+    p.ralph().run().expect_code(1).stderr_has("the limit [general] max_runtime was reached");
 }
 
 #[test]
@@ -169,7 +169,7 @@ fn the_ambiguous_cap_ends_the_run_with_its_message() {
         .retry("ambiguous_attempts = 2")
         .sim("a", &[r#"[{ say = "Working." }, { crash = "SIGKILL" }]"#])
         .build();
-    p.ralph().run().expect_code(1).stderr_has("ambiguous-attempt exhausted");
+    p.ralph().run().expect_code(1).stderr_has("the limit [retry] ambiguous_attempts was reached");
     let failed = p.events("attempt_failed");
     assert_eq!(failed.len(), 2);
     assert!(failed.iter().all(|f| f["category"] == json!("ambiguous") && f["rule"] == json!("killed_from_outside")));
@@ -181,7 +181,7 @@ fn the_tool_registry_reset_cap_ends_the_run_with_its_message() {
         .retry("tool_registry_resets = 2\nagent_attempts = 9")
         .sim("a", &[r#"[{ error = "<tool_use_error>Error: No such tool available: mcp__ralph__report_progress</tool_use_error>" }]"#])
         .build();
-    p.ralph().run().expect_code(1).stderr_has("tool-registry-reset exhausted");
+    p.ralph().run().expect_code(1).stderr_has("the limit [retry] tool_registry_resets was reached");
     let started = p.events("attempt_started");
     assert_eq!(started.len(), 3, "two resets, then the cap");
     assert!(started.iter().all(|e| e["resume_session"].is_null()), "every reset starts a fresh session");
@@ -198,8 +198,8 @@ fn max_cycles_and_recovery_attempt_messages_name_their_caps() {
     p.ralph()
         .run()
         .expect_code(1)
-        .stderr_has("recovery-attempt exhausted for agent a")
-        .stderr_has("max_cycles exhausted");
+        .stderr_has("agent a failed [retry] agent_attempts times in this iteration")
+        .stderr_has("the limit [general] max_cycles was reached");
 }
 
 #[test]
@@ -210,7 +210,11 @@ fn an_offline_pause_that_never_ends_is_bounded_by_max_runtime() {
         .toml(&offline(port, "200ms"))
         .sim("a", &[r#"[{ error = "API Error: Unable to connect to API (ConnectionRefused)" }]"#])
         .build();
-    p.ralph().run().expect_code(1).stderr_has("Offline — paused").stderr_has("max_runtime exhausted");
+    p.ralph()
+        .run()
+        .expect_code(1)
+        .stderr_has("Offline — paused")
+        .stderr_has("the limit [general] max_runtime was reached");
     assert_eq!(p.events("attempt_started").len(), 1);
 }
 
@@ -222,7 +226,9 @@ fn resume_gives_a_failed_run_a_fresh_tool_registry_budget() {
         .sim("a", &[LOST, LOST, LOST, r#"[{ done = "done" }]"#])
         .build();
     let out = p.ralph().run();
-    out.expect_code(1).stderr_has("tool-registry-reset exhausted").stderr_has("[retry] tool_registry_resets");
+    out.expect_code(1)
+        .stderr_has("the limit [retry] tool_registry_resets was reached")
+        .stderr_has("[retry] tool_registry_resets");
     // The third launch loses its tool again: with a fresh budget that is one reset,
     // and the fourth finishes.
     p.ralph().args(["--resume"]).run().expect_code(0);
@@ -237,7 +243,7 @@ fn a_cap_on_a_run_total_names_the_key_to_raise_instead_of_a_resume() {
         .phase("iterations = 1")
         .build();
     let out = p.ralph().run();
-    out.expect_code(1).stderr_has("iteration cap exhausted").stderr_has("raise [phases.develop] iterations");
+    out.expect_code(1).stderr_has("iterations was reached").stderr_has("raise [phases.develop] iterations");
     assert!(!out.stderr.contains("with a fresh budget"), "{out}");
 }
 
@@ -248,8 +254,7 @@ fn the_summary_of_a_blocked_run_shows_the_error_its_log_and_the_credential_to_se
         .build();
     let out = p.ralph().run();
     out.expect_code(3)
-        .stderr_has("last error: ")
-        .stderr_has("auth_failed")
+        .stderr_has("last error: the provider rejected the credentials (HTTP 401) (agent a)")
         .stderr_has("    | ")
         .stderr_has("invalid x-api-key")
         .stderr_has("log: ")
@@ -316,7 +321,11 @@ fn a_reset_beyond_max_rate_limit_wait_with_nobody_else_fails_naming_it() {
         .retry("max_rate_limit_wait = \"2s\"")
         .sim("a", &[r#"[{ rate_limit = "1h" }, { error = "You've hit your limit" }]"#])
         .build();
-    p.ralph().run().expect_code(1).stderr_has("max_rate_limit_wait exhausted").stderr_has("raise max_rate_limit_wait");
+    p.ralph()
+        .run()
+        .expect_code(1)
+        .stderr_has("the limit [retry] max_rate_limit_wait was reached")
+        .stderr_has("raise max_rate_limit_wait");
     assert_eq!(p.events("attempt_started").len(), 1);
 }
 
@@ -361,7 +370,7 @@ fn an_environmental_streak_is_bounded_without_max_runtime() {
     p.ralph()
         .run()
         .expect_code(1)
-        .stderr_has("max_environmental_wait exhausted")
+        .stderr_has("the limit [retry] max_environmental_wait was reached")
         .stderr_has("the provider is overloaded");
 }
 

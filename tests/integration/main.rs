@@ -37,6 +37,7 @@ mod snapshots;
 mod state_format;
 mod supervise;
 mod watch;
+mod watchdog;
 mod workflow;
 
 /// Every file of this directory is compiled into the test binary: a file without its

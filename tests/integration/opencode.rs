@@ -246,7 +246,7 @@ fn the_cost_cap_stops_the_attempt_in_progress() {
         ChatReply::Write { path: target, content: "three\n".into() },
         ChatReply::Text("Wrote it.\n\n<promise>DONE</promise>".into()),
     ]);
-    run(&p).expect_code(1).stderr_has("max_cost_usd exhausted");
+    run(&p).expect_code(1).stderr_has("the limit [general] max_cost_usd was reached");
     assert_eq!(p.events("attempt_started").len(), 1);
     let interventions = p.events("intervention");
     assert!(interventions.iter().any(|e| e["detector"] == json!("max_cost_usd")), "{interventions:#?}");

@@ -223,7 +223,7 @@ fn resume_from_review_moves_an_unfinished_run_and_misuse_is_exit_2() {
         "ralph.toml",
         &p.read("ralph.toml").replace("[general.workflow]", "[general]\nmax_cycles = 1\n\n[general.workflow]"),
     );
-    p.ralph().run().expect_code(1).stderr_has("max_cycles exhausted");
+    p.ralph().run().expect_code(1).stderr_has("the limit [general] max_cycles was reached");
     assert_eq!(p.checkpoint()["progress"]["position"]["phase_name"], "fix");
     let before = std::fs::read(p.checkpoint_path()).unwrap();
 

@@ -376,10 +376,7 @@ fn a_session_is_resumed_only_by_the_agent_that_owns_it() {
     // The chain now names another agent at the same index.
     p.write("ralph.toml", &two_agents(r#"["b"]"#));
     let inspect = p.ralph().args(["--inspect-checkpoint"]).run();
-    inspect
-        .expect_code(0)
-        .stdout_has("agent a is no longer in the chain")
-        .stdout_has("agent b (#1) in a fresh session");
+    inspect.expect_code(0).stdout_has("agent a is no longer in the chain").stdout_has("agent b in a fresh session");
 
     let out = p.ralph().args(["--resume"]).run();
     out.expect_code(0).stderr_has("agent a is no longer in the chain");
@@ -403,7 +400,7 @@ fn a_reordered_chain_resumes_the_same_agent_by_name() {
 
     p.write("ralph.toml", &two_agents(r#"["b", "a"]"#));
     let out = p.ralph().args(["--resume"]).run();
-    out.expect_code(0).stderr_has("resuming at agent a, now #2");
+    out.expect_code(0).stderr_has("resuming at agent a, now second in the chain");
     let started = p.events("attempt_started");
     assert_eq!(started[1]["agent"], "a");
     assert_eq!(started[1]["resume_session"], "sim-a-1");

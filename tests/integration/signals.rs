@@ -273,23 +273,117 @@ fn ctrl_c_at_the_resume_question_releases_the_lock() {
     assert!(!out.stderr.contains("without a clean stop"), "the question left a stale lock\n{out}");
 }
 
+/// `kill PID` from a process of the user's own (this test): a deliberate stop, as
+/// much the user's decision as Ctrl+C; the sender is recorded.
 #[test]
-fn sigterm_interrupts_with_143() {
+fn a_sigterm_of_the_users_own_pauses_the_run() {
     let p = project("", "");
     let run = p.ralph().spawn();
     let agent = p.pid_file("agent.pid");
     run.signal(Signal::SIGTERM);
     let out = run.finish();
     cleanup(agent);
-    out.expect_code(143);
+    out.expect_code(143).stderr_has(&format!("ralph: paused by a SIGTERM from pid {}", std::process::id()));
+    out.stderr_has("a process of yours: a deliberate stop, which the watchdog leaves alone");
     assert!(!alive(agent));
+    let cp = p.checkpoint();
+    assert_eq!(cp["status"], "paused", "{cp:#}");
+    assert_eq!(cp["stop_cause"], "terminate");
+    assert_eq!(cp["stop_sender"]["origin"], "user", "{cp:#}");
+    assert_eq!(cp["stop_sender"]["pid"], std::process::id());
+    assert_eq!(cp["progress"]["resume_session"], "sim-a-1");
+    // `--resume-or-start` keeps a paused run's code, like a Ctrl+C'd one.
+    p.ralph().args(["--resume-or-start"]).run().expect_code(143);
+    p.ralph().args(["--resume"]).run().expect_code(0);
+    assert_eq!(p.events("attempt_started")[1]["resume_session"], "sim-a-1");
+}
+
+/// A SIGTERM of a service manager (here: this test, named in `[watch]
+/// service_managers`) interrupts: the run stays resumable.
+#[test]
+fn a_sigterm_of_a_service_manager_interrupts_with_143() {
+    let p = sim_project()
+        .toml(&format!("[watch]\n{}", crate::harness::sigterm_as_service_manager()))
+        .sim("a", &[r#"[{ pidfile = "agent.pid" }, { tool = { name = "Bash", input = { command = "make" }, hang = true } }]"#, r#"[{ done = "finished after the resume" }]"#])
+        .build();
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    run.signal(Signal::SIGTERM);
+    let out = run.finish();
+    cleanup(agent);
+    out.expect_code(143).stderr_has("ralph: interrupted by SIGTERM from pid").stderr_has("a service manager");
     let cp = p.checkpoint();
     assert_eq!(cp["status"], "interrupted", "{cp:#}");
     assert_eq!(cp["stop_cause"], "terminate");
-    assert_eq!(cp["progress"]["resume_session"], "sim-a-1");
+    assert_eq!(cp["stop_sender"]["origin"], "service_manager", "{cp:#}");
     // An interrupted run resumes like a paused one.
-    p.ralph().args(["--resume"]).run().expect_code(0);
+    p.ralph().args(["--resume-or-start"]).run().expect_code(0);
     assert_eq!(p.events("attempt_started")[1]["resume_session"], "sim-a-1");
+}
+
+/// The arguments of `unshare` that give a command its own pid namespace here (with
+/// a user namespace when not root), or `None` when the system refuses them.
+fn pid_namespace() -> Option<Vec<&'static str>> {
+    let root = nix::unistd::geteuid().is_root();
+    let args: Vec<&str> = if root {
+        vec!["--pid", "--fork", "--mount-proc"]
+    } else {
+        vec!["--user", "--map-root-user", "--pid", "--fork", "--mount-proc"]
+    };
+    let works =
+        std::process::Command::new("unshare").args(&args).arg("true").output().is_ok_and(|o| o.status.success());
+    works.then_some(args)
+}
+
+/// A SIGTERM from PID 1 (a shutdown, a container's init) and one from a sender
+/// ralph cannot see (pid 0: a container runtime outside its pid namespace) are the
+/// machine's: the run stays resumable.
+#[test]
+fn a_sigterm_from_pid_1_or_an_unknown_sender_interrupts() {
+    let Some(unshare) = pid_namespace() else {
+        assert!(std::env::var_os("CI").is_none(), "unshare cannot make a pid namespace under CI");
+        eprintln!("unshare cannot make a pid namespace here; skipping");
+        return;
+    };
+    let ralph = crate::harness::RALPH;
+    // PID 1 of the namespace is a shell that starts ralph and, told so, stops it.
+    let p = project("", "");
+    let script =
+        format!("{ralph} & pid=$!; while [ ! -e go ]; do sleep 0.05; done; kill -TERM $pid; wait $pid; exit $?");
+    let mut args: Vec<String> = unshare.iter().map(|a| (*a).to_string()).collect();
+    args.extend(["sh".to_string(), "-c".to_string(), script]);
+    let run = p.ralph().through("unshare", args).spawn();
+    p.wait_for_checkpoint(|cp| cp["in_flight"]["session"].is_string(), DEFAULT_TIMEOUT);
+    p.write("go", "");
+    run.finish().expect_code(143);
+    let cp = p.checkpoint();
+    assert_eq!(
+        (cp["status"].as_str(), cp["stop_sender"]["origin"].as_str()),
+        (Some("interrupted"), Some("init")),
+        "{cp:#}"
+    );
+
+    // ralph is PID 1 of its namespace; this test, outside it, is nobody it can see.
+    let q = project("", "");
+    let mut args: Vec<String> = unshare.iter().map(|a| (*a).to_string()).collect();
+    args.push(ralph.to_string());
+    let run = q.ralph().through("unshare", args).spawn();
+    q.wait_for_checkpoint(|cp| cp["in_flight"]["session"].is_string(), DEFAULT_TIMEOUT);
+    let inner = children_of(run.pid());
+    assert_eq!(inner.len(), 1, "unshare's child: {inner:?}");
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(inner[0]), Signal::SIGTERM);
+    run.finish().expect_code(143);
+    let cp = q.checkpoint();
+    assert_eq!(
+        (cp["status"].as_str(), cp["stop_sender"]["origin"].as_str()),
+        (Some("interrupted"), Some("unknown")),
+        "{cp:#}"
+    );
+}
+
+fn children_of(pid: i32) -> Vec<i32> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    text.split_whitespace().filter_map(|p| p.parse().ok()).collect()
 }
 
 #[test]

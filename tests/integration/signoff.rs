@@ -68,7 +68,10 @@ steps = [{ say = "Added a flag so users can pipe the output <promise>DONE</promi
 steps = [{ done = "" }]
 "#,
     );
-    p.ralph().run().expect_code(0).stderr_has("asking the agent to confirm its sign-off: doubt_word");
+    p.ralph()
+        .run()
+        .expect_code(0)
+        .stderr_has("asking the agent to confirm it is done: the line of the tag holds a word of doubt");
     assert_eq!(verdicts(&p), [("asked".to_string(), "doubt_word".to_string())]);
     let interventions = p.events("intervention");
     assert_eq!(interventions.len(), 1);
@@ -130,19 +133,22 @@ fn without_a_session_a_doubtful_tag_is_accepted_and_the_doubt_journaled() {
 }
 
 #[test]
-fn a_denied_tag_fails_and_the_journal_and_summary_name_the_rule_and_words() {
+fn a_denied_tag_fails_and_the_journal_names_the_rule_and_the_summary_says_it_in_words() {
     let p = command_agent(
         "agent_attempts = 1",
         "I added the retry, but the flaky test still fails about one run in five.\n<promise>DONE</promise>\n",
     );
     let out = p.ralph().run();
-    out.expect_code(1)
-        .stderr_has("last sign-off rejected: negated_work (\"i added the retry, but the flaky test still fails");
+    out.expect_code(1).stderr_has(
+        "last sign-off rejected: the words before the tag say the work is not done (\"i added the retry, but the \
+             flaky test still fails",
+    );
+    assert!(!out.stderr.contains("negated_work"), "{out}");
     assert_eq!(verdicts(&p), [("rejected".to_string(), "negated_work".to_string())]);
     let failed = p.events("attempt_failed");
     assert_eq!(failed[0]["rule"], json!("no_done_signal"));
     let reason = failed[0]["reason"].as_str().unwrap_or_default();
-    assert!(reason.contains("negated_work") && reason.contains("still fails"), "{reason}");
+    assert!(reason.contains("the work is not done") && reason.contains("still fails"), "{reason}");
 }
 
 #[test]

@@ -46,6 +46,15 @@ fn config_errors() {
         ("a chain that is not defined", good.replace("chain = \"main\"", "chain = \"nope\"")),
         ("an unknown agent kind", good.replace("kind = \"sim\"", "kind = \"cursor\"")),
         ("a TOML syntax error", format!("[general\n{good}")),
+        (
+            "six mistakes at once, reported in file order",
+            format!(
+                "[general]\nmax_cycle = 3\n[retry]\nagent_attempts = 0\nbackoff_base = \"soon\"\n{}",
+                good.replace("kind = \"sim\"", "kind = \"sim\"\nbogus = 1")
+                    .replace("main = [\"a\"]", "main = [\"a\", \"b\"]")
+                    .replace("chain = \"main\"", "chain = \"main\"\ndone = \"maybe\"")
+            ),
+        ),
     ];
     let mut all = String::new();
     for (what, toml) in cases {
@@ -106,4 +115,53 @@ fn status_and_inspect_of_a_paused_run() {
     let inspect = p.ralph().args(["--inspect-checkpoint"]).run();
     inspect.expect_code(0);
     insta::assert_snapshot!("inspect_checkpoint", redact(&p, &inspect.stdout));
+}
+
+/// A run that fails every way a one-agent chain can: a crash, a non-zero exit, a
+/// claim of done in words, a silence, a denied tag, and the chain's second round.
+/// The terminal and the summary say it in words and name limits by their keys; the
+/// internal names stay in the journal.
+#[test]
+fn a_failing_run_reads_in_plain_words() {
+    let p = sim_project()
+        .retry("agent_attempts = 2")
+        .timeouts(r#"stall = "2s""#)
+        .general("max_cycles = 2")
+        .sim(
+            "a",
+            &[
+                r#"[{ crash = "SIGSEGV" }]"#,
+                r#"[{ say = "All done!" }, { exit = 1 }]"#,
+                r#"[{ say = "All done! Everything works." }]"#,
+                r#"[{ say = "hmm" }, { sleep = "5s" }]"#,
+                r#"[{ say = "The tests still fail.\n<promise>DONE</promise>" }]"#,
+            ],
+        )
+        .build();
+    let out = p.ralph().timeout(std::time::Duration::from_secs(60)).run();
+    out.expect_code(1);
+    let internal = [
+        "claim_in_words",
+        "done_confirmation",
+        "exit_nonzero",
+        "negated_work",
+        "no_done_signal",
+        "agent #",
+        "(cycle",
+        "fallover",
+        "exhausted",
+        "(agent,",
+    ];
+    for name in internal {
+        assert!(!out.stderr.contains(name), "the terminal says {name:?}:\n{out}");
+    }
+    insta::assert_snapshot!(redact(&p, &out.stderr));
+    // The names are where tools read them.
+    let rules: Vec<String> =
+        p.events("attempt_failed").iter().map(|e| e["rule"].as_str().unwrap_or("").into()).collect();
+    assert!(rules.contains(&"exit_nonzero".to_string()) && rules.contains(&"no_done_signal".to_string()), "{rules:?}");
+    let detectors: Vec<String> =
+        p.events("intervention").iter().map(|e| e["detector"].as_str().unwrap_or("").into()).collect();
+    assert!(detectors.contains(&"done_confirmation".to_string()), "{detectors:?}");
+    assert!(p.checkpoint()["stop_reason"].as_str().unwrap_or("").starts_with("max_cycles exhausted"));
 }

@@ -1,6 +1,6 @@
 //! The watchdog against real runs: `ralph watch --once` and a running `ralph watch`
 //! resume a run killed with SIGKILL mid-attempt; user-paused runs are left alone
-//! (until their checkpoint changes); SIGTERM'd runs are resumed; a crash loop ends
+//! (until their checkpoint changes); runs a service manager SIGTERM'd are resumed; a crash loop ends
 //! `blocked`; missing credentials block instead of launching; a simulated reboot;
 //! two watchers give one ralph; `status --all`; notifications; the systemd unit
 //! passes `systemd-analyze verify`.
@@ -13,16 +13,16 @@ use serde_json::Value;
 
 use crate::harness::{Project, Running, cleanup, fast};
 
-const LIMIT: Duration = Duration::from_secs(60);
+pub(crate) const LIMIT: Duration = Duration::from_secs(60);
 
 /// Two iterations; the first launch of iteration 1 hangs in a long tool call (the
 /// moment a test kills ralph), every later launch finishes at once.
-fn project(watch: &str) -> Project {
+pub(crate) fn project(watch: &str) -> Project {
     Project::new().config(&config(watch, LATER_LAUNCHES))
 }
 
 /// Every launch after the first finishes its iteration at once.
-const LATER_LAUNCHES: &str = r#"
+pub(crate) const LATER_LAUNCHES: &str = r#"
 [[agents.a.script]]
 steps = [{ write = { path = "done1.txt", content = "1" } }, { done = "one" }]
 
@@ -30,7 +30,7 @@ steps = [{ write = { path = "done1.txt", content = "1" } }, { done = "one" }]
 steps = [{ write = { path = "done2.txt", content = "2" } }, { done = "two" }]
 "#;
 
-fn config(watch: &str, later_launches: &str) -> String {
+pub(crate) fn config(watch: &str, later_launches: &str) -> String {
     fast(
         "",
         "",
@@ -62,7 +62,7 @@ iterations = 2
 }
 
 /// Starts a run and waits until its agent is in the long tool call.
-fn start_and_wait_for_agent(p: &Project) -> (Running, i32) {
+pub(crate) fn start_and_wait_for_agent(p: &Project) -> (Running, i32) {
     let run = p.ralph().spawn();
     let agent = p.pid_file("agent.pid");
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"].is_string(), LIMIT);
@@ -70,14 +70,14 @@ fn start_and_wait_for_agent(p: &Project) -> (Running, i32) {
 }
 
 /// Starts a run, stops it with `signal` while its agent works, and checks its exit code.
-fn stop_with(p: &Project, signal: Signal, code: i32) {
+pub(crate) fn stop_with(p: &Project, signal: Signal, code: i32) {
     let (run, agent) = start_and_wait_for_agent(p);
     run.signal(signal);
     run.finish().expect_code(code);
     cleanup(agent);
 }
 
-fn kill_9(p: &Project) {
+pub(crate) fn kill_9(p: &Project) {
     let (run, agent) = start_and_wait_for_agent(p);
     run.signal(Signal::SIGKILL);
     let out = run.wait(Duration::from_secs(10));
@@ -87,11 +87,11 @@ fn kill_9(p: &Project) {
     assert_eq!(p.checkpoint()["status"], "running");
 }
 
-fn wait_for_status(p: &Project, status: &str) {
+pub(crate) fn wait_for_status(p: &Project, status: &str) {
     p.wait_for_checkpoint(|cp| cp["status"] == status, LIMIT);
 }
 
-fn watch_once(p: &Project) -> crate::harness::Output {
+pub(crate) fn watch_once(p: &Project) -> crate::harness::Output {
     p.ralph().args(["watch", "--once"]).timeout(LIMIT).run()
 }
 
@@ -102,7 +102,7 @@ fn watch_once_resumes_a_run_killed_mid_attempt() {
     let entries = fs::read_dir(p.registry()).expect("the run registered itself").count();
     assert!(entries >= 1);
     let out = watch_once(&p);
-    out.expect_code(0).stderr_has("resumed run");
+    out.expect_code(0).stderr_has(": resumed: ");
     wait_for_status(&p, "completed");
     assert!(p.exists("done1.txt") && p.exists("done2.txt"));
     assert_eq!(p.events("run_resumed").len(), 1);
@@ -125,7 +125,7 @@ fn a_run_whose_checkpoint_a_power_cut_tore_is_resumed_from_the_journal() {
     kill_9(&p);
     // What an unsynced rename may leave after a power cut.
     fs::write(p.join(".agent/checkpoint.json"), "{\"version\": 1, \"run_").expect("tear the checkpoint");
-    watch_once(&p).expect_code(0).stderr_has("resumed run");
+    watch_once(&p).expect_code(0).stderr_has(": resumed: ");
     // The journal's newest save is the attempt in flight with its session (a light
     // save): the resumed run continues that session, whose next launch finishes
     // (after the file was restored: until then it is torn).
@@ -147,12 +147,12 @@ fn a_stale_checkpoint_file_does_not_hide_a_crashed_run() {
     // An early save of the run (the journal's last synced one is later).
     (cp["status"], cp["seq"]) = ("paused".into(), 1.into());
     fs::write(p.join(".agent/checkpoint.json"), cp.to_string()).expect("an older save");
-    watch_once(&p).expect_code(0).stderr_has("resumed run");
+    watch_once(&p).expect_code(0).stderr_has(": resumed: ");
     wait_for_status(&p, "completed");
 }
 
 #[test]
-fn a_paused_run_is_left_alone_and_a_sigterm_run_is_resumed() {
+fn a_paused_run_is_left_alone_and_a_sigterm_of_the_machine_is_resumed() {
     let p = project("");
     stop_with(&p, Signal::SIGINT, 130);
     let _ = fs::remove_file(p.join("agent.pid"));
@@ -161,17 +161,27 @@ fn a_paused_run_is_left_alone_and_a_sigterm_run_is_resumed() {
     assert_eq!(p.checkpoint()["status"], "paused");
     assert!(p.events("run_resumed").is_empty());
 
-    let q = project("");
+    // A SIGTERM of a service manager (here: this test, named one in the config).
+    let manager = crate::harness::sigterm_as_service_manager();
+    let q = project(&manager);
     stop_with(&q, Signal::SIGTERM, 143);
     assert_eq!(q.checkpoint()["status"], "interrupted");
-    watch_once(&q).expect_code(0).stderr_has("resumed run");
+    watch_once(&q).expect_code(0).stderr_has(": resumed: interrupted by a shutdown or a service manager (SIGTERM)");
     wait_for_status(&q, "completed");
 
-    let r = project("resume_after_shutdown = false");
+    let r = project(&format!("resume_after_shutdown = false\n{manager}"));
     stop_with(&r, Signal::SIGTERM, 143);
-    watch_once(&r).expect_code(0);
+    watch_once(&r).expect_code(0).stderr_has("left alone: interrupted by a shutdown or a closed terminal");
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(r.checkpoint()["status"], "interrupted");
+
+    // A SIGTERM of the user's own (this test, unnamed): a deliberate stop.
+    let s = project("");
+    stop_with(&s, Signal::SIGTERM, 143);
+    assert_eq!(s.checkpoint()["status"], "paused");
+    watch_once(&s).expect_code(0).stderr_has("left alone: paused");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(s.events("run_resumed").is_empty());
 }
 
 /// A pass skips a run it found settled (paused) only until the run's checkpoint
@@ -189,7 +199,7 @@ fn a_settled_run_is_looked_at_again_once_its_checkpoint_changes() {
     let path = p.join(".agent/checkpoint.json");
     fs::write(path.with_extension("tmp"), cp.to_string()).expect("write the checkpoint");
     fs::rename(path.with_extension("tmp"), &path).expect("replace the checkpoint");
-    watch_once(&p).expect_code(0).stderr_has("resumed run");
+    watch_once(&p).expect_code(0).stderr_has(": resumed: ");
     wait_for_status(&p, "completed");
 }
 
@@ -210,7 +220,7 @@ fn a_crash_loop_ends_blocked_after_its_budget_across_simulated_reboots() {
             .timeout(LIMIT)
             .run()
             .expect_code(0)
-            .stderr_has("resumed run");
+            .stderr_has(": resumed: ");
         // The resumed ralph dies like the first one, before finishing anything.
         let agent = p.pid_file("agent.pid");
         let lock: Value = wait_for_lock(&p);
@@ -225,7 +235,7 @@ fn a_crash_loop_ends_blocked_after_its_budget_across_simulated_reboots() {
             let again =
                 p.ralph().args(["watch", "--once"]).env("RALPH_BOOT_ID_FILE", boot_env.clone()).timeout(LIMIT).run();
             again.expect_code(0);
-            assert!(!again.stderr.contains("resumed run"), "{again}");
+            assert!(!again.stderr.contains(": resumed: "), "{again}");
         }
     }
     // The budget is spent: the next pass marks it blocked instead of resuming.
@@ -235,7 +245,7 @@ fn a_crash_loop_ends_blocked_after_its_budget_across_simulated_reboots() {
         .timeout(LIMIT)
         .run()
         .expect_code(0)
-        .stderr_has("marked blocked");
+        .stderr_has(": blocked: ");
     let cp = p.checkpoint();
     assert_eq!(cp["status"], "blocked", "{cp:#}");
     assert!(cp["stop_reason"].as_str().unwrap_or_default().contains("max_restarts"), "{cp:#}");
@@ -263,7 +273,7 @@ fn missing_credentials_block_the_run_naming_them() {
     if !entry["credential_names"].as_array().is_some_and(|a| a.iter().any(|n| n == "RALPH_TEST_CREDENTIAL")) {
         panic!("the entry does not record the credential name: {entry:#}");
     }
-    watch_once(&p).expect_code(0).stderr_has("marked blocked").stderr_has("RALPH_TEST_CREDENTIAL");
+    watch_once(&p).expect_code(0).stderr_has(": blocked: ").stderr_has("RALPH_TEST_CREDENTIAL");
     let cp = p.checkpoint();
     assert_eq!(cp["status"], "blocked");
     assert!(cp["stop_reason"].as_str().unwrap_or_default().contains("RALPH_TEST_CREDENTIAL"));
@@ -283,7 +293,7 @@ fn a_reboot_resumes_a_run_whose_pid_now_belongs_to_another_process() {
     lock["pid"] = Value::from(std::process::id());
     lock["boot_id"] = Value::from("an-earlier-boot");
     fs::write(&lock_path, lock.to_string()).unwrap();
-    watch_once(&p).expect_code(0).stderr_has("resumed run");
+    watch_once(&p).expect_code(0).stderr_has(": resumed: ");
     wait_for_status(&p, "completed");
 }
 
@@ -311,7 +321,7 @@ fn a_running_watcher_resumes_a_killed_run_and_stops_cleanly() {
     kill_9(&p);
     wait_for_status(&p, "completed");
     watcher.signal(Signal::SIGTERM);
-    watcher.finish().expect_code(0).stderr_has("resumed run").stderr_has("stopped");
+    watcher.finish().expect_code(0).stderr_has(": resumed: ").stderr_has("stopped");
 }
 
 #[test]
@@ -329,7 +339,7 @@ fn status_all_lists_runs_and_prune_removes_stale_ones() {
     let mut entry = registry_entry(&p);
     entry["dir"] = Value::from("/nonexistent/ralph-project");
     fs::write(p.registry().join("0000000000000000.json"), entry.to_string()).unwrap();
-    p.ralph().args(["status", "--all"]).run().expect_code(0).stdout_has("stale");
+    p.ralph().args(["status", "--all"]).run().expect_code(0).stdout_has("the directory is gone");
     p.ralph().args(["status", "--prune"]).run().expect_code(0).stderr_has("removed");
     assert!(!p.registry().join("0000000000000000.json").exists());
     // A corrupt entry is skipped with a warning.
@@ -431,7 +441,7 @@ fn the_systemd_unit_passes_systemd_analyze_verify() {
     assert!(verify.status.success(), "systemd-analyze verify failed:\n{stderr}");
 }
 
-fn registry_file(p: &Project) -> std::path::PathBuf {
+pub(crate) fn registry_file(p: &Project) -> std::path::PathBuf {
     fs::read_dir(p.registry())
         .unwrap()
         .flatten()
@@ -443,11 +453,11 @@ fn registry_file(p: &Project) -> std::path::PathBuf {
         .expect("a registry entry")
 }
 
-fn registry_entry(p: &Project) -> Value {
+pub(crate) fn registry_entry(p: &Project) -> Value {
     serde_json::from_str(&fs::read_to_string(registry_file(p)).unwrap()).unwrap()
 }
 
-fn wait_for_lock(p: &Project) -> Value {
+pub(crate) fn wait_for_lock(p: &Project) -> Value {
     let path = p.join(".agent/ralph.lock");
     let deadline = Instant::now() + LIMIT;
     loop {
@@ -459,7 +469,7 @@ fn wait_for_lock(p: &Project) -> Value {
     }
 }
 
-fn wait_until(ok: impl Fn() -> bool, what: &str) {
+pub(crate) fn wait_until(ok: impl Fn() -> bool, what: &str) {
     let deadline = Instant::now() + LIMIT;
     while !ok() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");

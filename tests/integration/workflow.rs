@@ -104,7 +104,7 @@ fn max_cycles_exhausted_fails_the_run() {
         .sim("b", &[r#"[{ crash = "SIGABRT" }]"#])
         .build();
     let out = p.ralph().run();
-    out.expect_code(1).stderr_has("max_cycles exhausted");
+    out.expect_code(1).stderr_has("the limit [general] max_cycles was reached");
     let cp = p.checkpoint();
     assert_eq!(cp["status"], "failed");
     assert_eq!(cp["clean_stop"], true);
@@ -132,7 +132,7 @@ fn iteration_cap_exhausted_when_the_goal_never_comes() {
         .phase(r#"until = "complete""#)
         .phase("iterations = 2")
         .build();
-    p.ralph().run().expect_code(1).stderr_has("iteration cap exhausted");
+    p.ralph().run().expect_code(1).stderr_has("iterations was reached");
     assert_eq!(p.events("attempt_succeeded").len(), 2);
     assert_eq!(p.checkpoint()["status"], "failed");
 }

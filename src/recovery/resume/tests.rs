@@ -54,7 +54,7 @@ fn a_reordered_chain_resumes_the_same_agent_by_name() {
     let p = progress(vec![agent("c", AgentKind::Claude), agent("x", AgentKind::Codex)], 1);
     let plan = plan_for(&p, &[phase("develop", &["x", "c"])], &claude_kinds);
     assert_eq!((plan.agent_index, plan.keep_session), (0, true));
-    assert!(plan.changes[0].contains("resuming at agent x, now #1"), "{:?}", plan.changes);
+    assert!(plan.changes[0].contains("resuming at agent x, now first in the chain"), "{:?}", plan.changes);
 }
 
 #[test]
@@ -82,7 +82,7 @@ fn an_old_checkpoint_without_a_chain_keeps_an_index_that_fits_and_resets_one_tha
     assert_eq!((plan.agent_index, plan.keep_session), (1, true));
     let plan = plan_for(&p, &[phase("develop", &["c"])], &claude_kinds);
     assert_eq!((plan.agent_index, plan.keep_session, plan.agent_changed), (0, false, true));
-    assert!(plan.changes[0].contains("agent #2 does not exist"), "{:?}", plan.changes);
+    assert!(plan.changes[0].contains("second agent of the chain does not exist"), "{:?}", plan.changes);
 }
 
 #[test]
@@ -103,7 +103,7 @@ fn changed_files_and_phases_are_reported() {
     let all = plan.changes.join("\n");
     assert!(all.contains("ralph.toml changed"), "{all}");
     assert!(all.contains("the next attempt gets the new text"), "{all}");
-    assert!(all.contains("phase develop is now phase #2"), "{all}");
+    assert!(all.contains("phase develop is now the second phase"), "{all}");
     let gone = plan_for(&p, &[phase("review", &["c"])], &claude_kinds);
     assert_eq!(gone.phase, None);
     assert!(gone.changes[0].contains("resume is refused"), "{:?}", gone.changes);

@@ -34,7 +34,7 @@ fn a_session_and_a_tool_start_are_saved_lightly_and_a_tool_end_not_at_all() {
 #[test]
 fn a_stop_while_the_agent_runs_is_saved_before_the_agent_is_ended() {
     let mut r = Run::started(TWO_AGENTS);
-    assert_eq!(r.step(Input::Stop(StopCause::User)), ["stop_requested", "save", "attempt:stop"]);
+    assert_eq!(r.step(Input::Stop(StopCause::User, None)), ["stop_requested", "save", "attempt:stop"]);
     assert_eq!(r.status(), Status::Paused);
     let msg = AttemptMsg::Escalating { why: EndWhy::User, sent: "SIGINT", next: None };
     assert_eq!(r.step(Input::Attempt(msg)), ["show:escalating"]);
@@ -50,10 +50,31 @@ fn a_stop_while_the_agent_runs_is_saved_before_the_agent_is_ended() {
 }
 
 #[test]
+fn a_sigterm_of_the_users_own_pauses_and_names_its_sender_one_of_the_machine_interrupts() {
+    use crate::signal::origin::{Origin, Sender};
+    let sender = |origin| Sender { pid: 4242, uid: 1000, program: vec!["bash".into()], origin };
+    let mut r = Run::started(TWO_AGENTS);
+    let _ = r.step(Input::Stop(StopCause::Deliberate, Some(sender(Origin::User))));
+    assert_eq!(r.status(), Status::Paused, "saved before the agent is ended");
+    let _ = r.ends(ended(AttemptEnd::Stopped(StopCause::Deliberate), None));
+    assert_eq!((r.status(), r.run.cp.stop_cause), (Status::Paused, Some(StopCause::Deliberate)));
+    assert_eq!(r.run.cp.stop_sender.as_ref().map(|s| s.origin), Some(Origin::User));
+    let mut r = Run::started(TWO_AGENTS);
+    let _ = r.step(Input::Stop(StopCause::Terminate, Some(sender(Origin::ServiceManager))));
+    let _ = r.ends(ended(AttemptEnd::Stopped(StopCause::Terminate), None));
+    assert_eq!(r.status(), Status::Interrupted);
+    assert_eq!(r.run.cp.stop_sender.as_ref().map(|s| s.origin), Some(Origin::ServiceManager));
+    // Only a SIGTERM has a sender to name.
+    let mut r = Run::started(TWO_AGENTS);
+    let _ = r.step(Input::Stop(StopCause::Hangup, Some(sender(Origin::User))));
+    assert_eq!((r.status(), r.run.cp.stop_sender.as_ref()), (Status::Interrupted, None));
+}
+
+#[test]
 fn a_stop_after_the_agent_exited_is_honoured_once_its_result_is_kept() {
     let mut r = Run::started(TWO_AGENTS);
     assert!(r.step(Input::Attempt(AttemptMsg::Exited)).is_empty());
-    assert!(r.step(Input::Stop(StopCause::User)).is_empty(), "remembered, nothing sent");
+    assert!(r.step(Input::Stop(StopCause::User, None)).is_empty(), "remembered, nothing sent");
     let trace = r.ends(exited(0, Some(DONE)));
     assert_eq!(quiet(trace), ["save", "attempt_succeeded", "iteration_started"]);
     assert_eq!(quiet(r.step(Input::Next)), ["save", "run_ended", "finish:Stopped(User)"]);
@@ -63,7 +84,7 @@ fn a_stop_after_the_agent_exited_is_honoured_once_its_result_is_kept() {
 #[test]
 fn the_second_ctrl_c_kills_the_agent_and_the_run_leaves_at_once() {
     let mut r = Run::started(TWO_AGENTS);
-    let _ = r.step(Input::Stop(StopCause::User));
+    let _ = r.step(Input::Stop(StopCause::User, None));
     assert_eq!(r.step(Input::ForceExit), ["attempt:kill"]);
     let trace = r.ends(ended(AttemptEnd::ForceExit, None));
     assert_eq!(quiet(trace), ["save", "attempt_interrupted", "run_ended", "finish:ForceExit"]);
@@ -215,7 +236,7 @@ fn the_second_ctrl_c_wins_however_the_attempt_ended() {
     // The backstop kills the agent at the second Ctrl+C: its attempt may end as an
     // orderly stop before it hears the kill.
     let mut r = Run::started(TWO_AGENTS);
-    let _ = r.step(Input::Stop(StopCause::User));
+    let _ = r.step(Input::Stop(StopCause::User, None));
     let _ = r.step(Input::ForceExit);
     let trace = quiet(r.ends(ended(AttemptEnd::Stopped(StopCause::User), None)));
     assert_eq!(trace.last().map(String::as_str), Some("finish:ForceExit"));

@@ -105,7 +105,7 @@ fn a_stop_that_came_between_attempts_ends_the_run_before_the_next() {
     let _ = r.step(Input::Start);
     // Between attempts a stop is only remembered: the next move honours it, after
     // the waits and the caps.
-    assert!(r.step(Input::Stop(crate::signal::StopCause::Terminate)).is_empty());
+    assert!(r.step(Input::Stop(crate::signal::StopCause::Terminate, None)).is_empty());
     assert_eq!(r.step(Input::Next), ["save", "run_ended", "finish:Stopped(Terminate)"]);
     assert_eq!(r.status(), Status::Interrupted);
 }

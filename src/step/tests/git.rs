@@ -159,7 +159,7 @@ fn a_held_file_changed_again_is_left_out_with_its_reason_and_its_content_remembe
 #[test]
 fn an_orderly_end_records_the_working_tree_before_its_final_save() {
     let mut r = git_run(CommitMode::Iteration);
-    let _ = r.step(Input::Stop(StopCause::User));
+    let _ = r.step(Input::Stop(StopCause::User, None));
     let trace = quiet(r.ends(super::ended(AttemptEnd::Stopped(StopCause::User), None)));
     assert_eq!(trace, ["record-tree"], "nothing saved before the tree is known");
     let tree: Tree = [("src/a.rs".to_string(), "h".to_string())].into();

@@ -151,6 +151,7 @@ pub(super) fn checkpoint(first: &str) -> Checkpoint {
         clean_stop: false,
         stop_cause: None,
         stop_reason: None,
+        stop_sender: None,
         progress: Progress::new(first),
         in_flight: None,
         last_error: None,

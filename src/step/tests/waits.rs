@@ -28,8 +28,15 @@ fn a_backoff_is_saved_as_waiting_and_its_end_runs_on() {
     let effects = r.effects(Input::AttemptEnded(Box::new(exited(0, None))));
     assert_eq!(r.status(), Status::Waiting);
     assert_eq!(timer_secs(&r, &effects), Some(2.0), "the agent backoff");
+    // `ralph status` says what the run waits for, and until when.
+    let mut live = crate::control::Live::default();
+    crate::step::control::live(&r.run, &mut live);
+    assert_eq!(live.waiting_for.as_deref(), Some("a backoff before the next attempt"));
+    assert_eq!(live.waiting_until, Some(T0 + 2));
     assert_eq!(r.after(2.0).step(Input::Timer), ["show:clear"]);
     assert_eq!(r.status(), Status::Running);
+    crate::step::control::live(&r.run, &mut live);
+    assert_eq!((live.waiting_for, live.waiting_until), (None, None));
     assert!(r.run.ready());
 }
 
@@ -56,7 +63,7 @@ fn no_wait_outlasts_the_run() {
 fn a_stop_or_ralph_stop_ends_a_wait_at_once() {
     let mut r = Run::started(TWO_AGENTS);
     let _ = r.ends(exited(0, None));
-    assert_eq!(quiet(r.step(Input::Stop(StopCause::Hangup))), ["save", "run_ended", "finish:Stopped(Hangup)"]);
+    assert_eq!(quiet(r.step(Input::Stop(StopCause::Hangup, None))), ["save", "run_ended", "finish:Stopped(Hangup)"]);
     assert_eq!(r.status(), Status::Interrupted);
     let mut r = Run::started(TWO_AGENTS);
     let _ = r.ends(exited(0, None));
@@ -109,7 +116,7 @@ fn a_network_that_never_returns_is_bounded_by_the_runs_time() {
 fn a_full_disk_at_the_end_is_waited_out_before_the_final_save() {
     let mut r = Run::started(TWO_AGENTS);
     let _ = r.step(Input::DiskFull { path: "/p/.agent/events.jsonl".into(), free: "0 B".into() });
-    let _ = r.step(Input::Stop(StopCause::User));
+    let _ = r.step(Input::Stop(StopCause::User, None));
     let trace =
         quiet(r.ends(crate::step::tests::ended(crate::step::input::AttemptEnd::Stopped(StopCause::User), None)));
     // Its events wait for the save that records the stop, as they would anyway.

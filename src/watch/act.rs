@@ -1,0 +1,84 @@
+//! The watchdog's hands: start a detached `ralph --resume`, mark a run `blocked`
+//! (ending what it left running), and find what a resume would lack.
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use crate::state::checkpoint::{Checkpoint, Status};
+use crate::state::registry::{self, Entry};
+use crate::state::{format, lock, store};
+
+/// Starts `ralph --resume` in the run's directory, detached from the watcher's
+/// terminal and process group, its output in the run's log directory.
+pub(super) fn resume(entry: &Entry, cp: &Checkpoint) -> std::io::Result<(Child, PathBuf)> {
+    let exe = crate::os::self_exe()?;
+    let logs = entry.dir.join(".agent").join("logs").join(&cp.run_id);
+    std::fs::create_dir_all(&logs)?;
+    let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ");
+    let log_path = logs.join(format!("watch-resume-{stamp}.log"));
+    let log =
+        OpenOptions::new().create(true).append(true).mode(0o600).custom_flags(nix::libc::O_NOFOLLOW).open(&log_path)?;
+    let mut command = Command::new(exe);
+    let config = entry.config.iter().flat_map(|config| [Path::new("-c"), config]);
+    command.arg("--resume").arg("-C").arg(&entry.dir).args(config).env(crate::notify::RESUMED_BY, "watch");
+    command.envs(entry.path.iter().map(|path| ("PATH", path)));
+    let child = command.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log).process_group(0).spawn()?;
+    Ok((child, log_path))
+}
+
+/// Marks an interrupted run `blocked` with the reason, under the run's own lock so
+/// no ralph starts meanwhile, and ends every process still carrying its run id (an
+/// agent's background job outlives a killed ralph; a blocked run waits for a person
+/// and must leave nothing working on its tree). `Ok(None)`: a ralph owns the run
+/// after all; else the count of processes ended.
+pub(super) fn block(registry: &Path, entry: &Entry, why: &str) -> Result<Option<usize>, String> {
+    let agent_dir = entry.dir.join(".agent");
+    let lock = match lock::acquire(&agent_dir.join("ralph.lock")) {
+        Ok(acquired) => acquired.lock,
+        Err(lock::LockError::Held { .. }) => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let path = agent_dir.join("checkpoint.json");
+    // The newest save (after a power cut the journal's), so the resume that reads
+    // the two again sees this one.
+    let newest = format::read_newest(&path).map_err(|e| e.to_string())?;
+    let mut cp = newest.ok_or("the checkpoint is gone")?.checkpoint;
+    // With the lock held no ralph of this run is alive: whatever carries its id is
+    // a leftover of one that died.
+    let ended = crate::process::leftovers::kill_all(&cp.run_id).len();
+    cp.status = Status::Blocked;
+    cp.stop_reason = Some(why.to_string());
+    cp.clean_stop = true;
+    cp.updated_at = jiff::Timestamp::now();
+    store::save_json(&path, &cp).map_err(|e| e.to_string())?;
+    lock.release().map_err(|e| e.to_string())?;
+    let updated = Entry { status: Status::Blocked, updated_at: cp.updated_at.to_string(), ..entry.clone() };
+    registry::write(registry, &updated).map_err(|e| e.to_string())?;
+    Ok(Some(ended))
+}
+
+/// What a resume would lack in this environment: credential variables the run's
+/// agents had, and programs its chains launch that do not resolve on its `PATH`.
+pub(super) fn missing(entry: &Entry) -> Vec<String> {
+    let unset = entry.credential_names.iter().filter(|name| std::env::var_os(name).is_none_or(|v| v.is_empty()));
+    let path = entry.path.clone().or_else(|| std::env::var("PATH").ok()).unwrap_or_default();
+    let found = |p: &String| {
+        if p.contains('/') { entry.dir.join(p).is_file() } else { which::which_in(p, Some(&path), &entry.dir).is_ok() }
+    };
+    let absent = entry.programs.iter().filter(|p| !found(p)).map(|p| format!("program {p}"));
+    unset.cloned().chain(absent).collect()
+}
+
+/// When the run last did something, unix seconds: the later of its journal and its
+/// checkpoint written; `None` when neither is there.
+pub(crate) fn last_active(dir: &Path) -> Option<i64> {
+    let agent = dir.join(".agent");
+    let written = |name: &str| {
+        let modified = std::fs::symlink_metadata(agent.join(name)).and_then(|m| m.modified()).ok()?;
+        jiff::Timestamp::try_from(modified).ok().map(|t| t.as_second())
+    };
+    written(crate::state::journal::FILE).max(written("checkpoint.json"))
+}
