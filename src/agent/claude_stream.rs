@@ -1,28 +1,17 @@
 //! Parser for Claude Code's headless `--output-format stream-json` (one JSON object
 //! per line), also spoken by the built-in scripted agent (`agent::sim`).
 //!
-//! The format is not versioned and grows fields over time, so every field is read
-//! leniently: each line goes through one typed serde reading ([`Event`], its
-//! [`Message`] and [`Block`]s) whose fields take the shape they expect and read
-//! anything else as missing ([`Loose`]), so a missing or oddly typed field degrades
-//! to a default instead of dropping the line, and no input can panic. A key given
-//! twice counts once, its last value, as in a `serde_json::Value`. Strings are
-//! borrowed from the line unless they hold escapes, and no `Value` tree is built but
-//! for the few fields that are passed on as JSON (a tool call's input, a tool
-//! result's content) or read as numbers on rare lines (retries, limits, results).
-//!
-//! Every non-blank line yields at least one event (an `Unknown` when nothing else is
-//! recognised), so callers can measure liveness on events as well as on lines.
+//! The format is not versioned and grows fields over time, so everything is read
+//! through `serde_json::Value` with the lenient accessors every stream parser uses
+//! ([`json`]): a missing or oddly typed field degrades to a default instead of
+//! dropping the line, and no input can panic. Every non-blank line yields at least
+//! one event (an `Unknown` when nothing else is recognised), so callers can measure
+//! liveness on events as well as on lines.
 
-use std::borrow::Cow;
-
-use serde::de::{IgnoredAny, MapAccess, SeqAccess};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::event::{AgentEvent, LineParser};
-use super::json::{
-    self, Loose, SessionId, Shape, as_status, as_u64, i64_field, str_field, string_or_empty, u64_field, unknown,
-};
+use super::json::{self, SessionId, i64_field, str_field, string_or_empty, u64_field, unknown};
 
 /// One per attempt; remembers the last session id so `Session` is only emitted when
 /// the id first appears or changes.
@@ -39,220 +28,88 @@ impl ClaudeStreamParser {
 
 impl LineParser for ClaudeStreamParser {
     fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
-        let mut out = Vec::new();
-        self.parse_into(line, &mut out);
-        out
-    }
-
-    fn parse_into(&mut self, line: &str, out: &mut Vec<AgentEvent>) {
-        let line = line.trim();
-        if line.is_empty() {
-            return;
-        }
-        let Ok(Loose(Some(mut event))) = serde_json::from_str::<Loose<Event<'_>>>(line) else {
-            out.push(unknown("non-json"));
-            return;
-        };
-        let kind = event.kind.0.take().unwrap_or_default();
-        self.session_id.note(event.session_id.0.as_deref(), out);
-        match &*kind {
-            "system" => system(&event, out),
-            "assistant" => {
-                out.extend(event.blocks().into_iter().filter_map(assistant_block));
-                // Synthetic assistant messages (e.g. an authentication failure) carry
-                // an error code next to the message; surface it so the classifier
-                // need not guess from text.
-                if let Some(message) = event.error.0.filter(|e| !e.is_empty()) {
-                    out.push(AgentEvent::Error { message: message.into_owned() });
+        json::each_object(line, |obj, kind, out| {
+            self.session_id.note(str_field(obj, "session_id"), out);
+            match kind {
+                "system" => system(obj, out),
+                "assistant" => {
+                    out.extend(blocks(obj).iter().filter_map(assistant_block));
+                    // Synthetic assistant messages (e.g. an authentication failure)
+                    // carry an error code next to the message; surface it so the
+                    // classifier need not guess from text.
+                    if let Some(message) = str_field(obj, "error").filter(|e| !e.is_empty()) {
+                        out.push(AgentEvent::Error { message: message.to_owned() });
+                    }
                 }
+                "user" => out.extend(blocks(obj).iter().filter_map(tool_result)),
+                "rate_limit_event" => rate_limit(obj, out),
+                "result" => result(obj, out),
+                _ => {}
             }
-            "user" => out.extend(event.blocks().into_iter().filter_map(tool_result)),
-            "rate_limit_event" => rate_limit(&event, out),
-            "result" => result(event, out),
-            _ => {}
-        }
-        if out.is_empty() {
-            out.push(unknown(&kind));
-        }
+        })
     }
 }
 
-/// The fields of a line that ralph reads; the rest are skipped unread.
-#[derive(Default)]
-struct Event<'a> {
-    kind: Loose<Cow<'a, str>>,
-    session_id: Loose<Cow<'a, str>>,
-    message: Loose<Message<'a>>,
-    error: Loose<Cow<'a, str>>,
-    subtype: Loose<Cow<'a, str>>,
-    result: Loose<Cow<'a, str>>,
-    is_error: Loose<bool>,
-    /// Numbers and the rare lines' objects, read as any `Value` is.
-    attempt: Option<Value>,
-    error_status: Option<Value>,
-    rate_limit_info: Option<Value>,
-    usage: Option<Value>,
-    total_cost_usd: Option<Value>,
-    errors: Option<Value>,
-    api_error_status: Option<Value>,
-}
-
-impl<'de> Shape<'de> for Event<'de> {
-    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
-        let mut e = Self::default();
-        while let Some(Loose(key)) = map.next_key::<Loose<Cow<'de, str>>>()? {
-            match key.as_deref().unwrap_or_default() {
-                "type" => e.kind = map.next_value()?,
-                "session_id" => e.session_id = map.next_value()?,
-                "message" => e.message = map.next_value()?,
-                "error" => e.error = map.next_value()?,
-                "subtype" => e.subtype = map.next_value()?,
-                "result" => e.result = map.next_value()?,
-                "is_error" => e.is_error = map.next_value()?,
-                "attempt" => e.attempt = map.next_value()?,
-                "error_status" => e.error_status = map.next_value()?,
-                "rate_limit_info" => e.rate_limit_info = map.next_value()?,
-                "usage" => e.usage = map.next_value()?,
-                "total_cost_usd" => e.total_cost_usd = map.next_value()?,
-                "errors" => e.errors = map.next_value()?,
-                "api_error_status" => e.api_error_status = map.next_value()?,
-                _ => drop(map.next_value::<IgnoredAny>()?),
-            }
-        }
-        Ok(Some(e))
+/// The content blocks of `message.content`; a bare string counts as one text block.
+fn blocks(obj: &Value) -> Vec<Value> {
+    match obj.get("message").and_then(|m| m.get("content")) {
+        Some(Value::Array(blocks)) => blocks.clone(),
+        Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
+        _ => Vec::new(),
     }
 }
 
-impl<'a> Event<'a> {
-    /// The content blocks of `message.content`.
-    fn blocks(&mut self) -> Vec<Block<'a>> {
-        self.message.0.take().and_then(|m| m.content.0).unwrap_or_default().0
-    }
-}
-
-struct Message<'a> {
-    content: Loose<Blocks<'a>>,
-}
-
-impl<'de> Shape<'de> for Message<'de> {
-    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
-        let mut content = Loose::default();
-        while let Some(Loose(key)) = map.next_key::<Loose<Cow<'de, str>>>()? {
-            match key.as_deref() {
-                Some("content") => content = map.next_value()?,
-                _ => drop(map.next_value::<IgnoredAny>()?),
-            }
-        }
-        Ok(Some(Self { content }))
-    }
-}
-
-/// A message's content: its blocks that are objects; a bare string counts as one
-/// text block.
-#[derive(Default)]
-struct Blocks<'a>(Vec<Block<'a>>);
-
-impl<'de> Shape<'de> for Blocks<'de> {
-    fn from_str(text: Cow<'de, str>) -> Option<Self> {
-        Some(Self(vec![Block { kind: Loose(Some("text".into())), text: Loose(Some(text)), ..Block::default() }]))
-    }
-
-    fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Option<Self>, A::Error> {
-        let mut blocks = Vec::new();
-        while let Some(Loose(block)) = seq.next_element::<Loose<Block<'de>>>()? {
-            blocks.extend(block);
-        }
-        Ok(Some(Self(blocks)))
-    }
-}
-
-/// A content block: text, thinking, a tool call or a tool result.
-#[derive(Default)]
-struct Block<'a> {
-    kind: Loose<Cow<'a, str>>,
-    text: Loose<Cow<'a, str>>,
-    thinking: Loose<Cow<'a, str>>,
-    id: Loose<Cow<'a, str>>,
-    name: Loose<Cow<'a, str>>,
-    input: Option<Value>,
-    tool_use_id: Loose<Cow<'a, str>>,
-    is_error: Loose<bool>,
-    content: Option<Value>,
-}
-
-impl<'de> Shape<'de> for Block<'de> {
-    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
-        let mut b = Self::default();
-        while let Some(Loose(key)) = map.next_key::<Loose<Cow<'de, str>>>()? {
-            match key.as_deref().unwrap_or_default() {
-                "type" => b.kind = map.next_value()?,
-                "text" => b.text = map.next_value()?,
-                "thinking" => b.thinking = map.next_value()?,
-                "id" => b.id = map.next_value()?,
-                "name" => b.name = map.next_value()?,
-                "input" => b.input = map.next_value()?,
-                "tool_use_id" => b.tool_use_id = map.next_value()?,
-                "is_error" => b.is_error = map.next_value()?,
-                "content" => b.content = map.next_value()?,
-                _ => drop(map.next_value::<IgnoredAny>()?),
-            }
-        }
-        Ok(Some(b))
-    }
-}
-
-/// A field's text, empty when it is missing or not a string.
-fn owned(field: Loose<Cow<'_, str>>) -> String {
-    field.0.map(Cow::into_owned).unwrap_or_default()
+fn flag(v: &Value, key: &str) -> bool {
+    v.get(key).and_then(Value::as_bool).unwrap_or(false)
 }
 
 /// An assistant message's block, when it is one ralph reads.
-fn assistant_block(block: Block<'_>) -> Option<AgentEvent> {
-    Some(match block.kind.0.as_deref().unwrap_or_default() {
-        "text" => AgentEvent::Text { text: owned(block.text) },
-        "thinking" => AgentEvent::Thinking { text: owned(block.thinking) },
+fn assistant_block(block: &Value) -> Option<AgentEvent> {
+    Some(match str_field(block, "type").unwrap_or("") {
+        "text" => AgentEvent::Text { text: string_or_empty(block, "text") },
+        "thinking" => AgentEvent::Thinking { text: string_or_empty(block, "thinking") },
         // Encrypted reasoning: nothing to show, but it is still model output.
         "redacted_thinking" => AgentEvent::Thinking { text: String::new() },
         "tool_use" | "server_tool_use" => AgentEvent::ToolStarted {
-            id: owned(block.id),
-            name: owned(block.name),
-            input: block.input.unwrap_or(Value::Null),
+            id: string_or_empty(block, "id"),
+            name: string_or_empty(block, "name"),
+            input: block.get("input").cloned().unwrap_or(Value::Null),
         },
         _ => return None,
     })
 }
 
 /// A user message's block, when it is a tool result.
-fn tool_result(block: Block<'_>) -> Option<AgentEvent> {
-    (block.kind.0.as_deref() == Some("tool_result")).then(|| AgentEvent::ToolFinished {
-        id: owned(block.tool_use_id),
-        is_error: block.is_error.0.unwrap_or(false),
-        output: json::text(block.content.as_ref(), Some("\n")),
+fn tool_result(block: &Value) -> Option<AgentEvent> {
+    (str_field(block, "type") == Some("tool_result")).then(|| AgentEvent::ToolFinished {
+        id: string_or_empty(block, "tool_use_id"),
+        is_error: flag(block, "is_error"),
+        output: json::text(block.get("content"), Some("\n")),
     })
 }
 
-fn system(event: &Event<'_>, out: &mut Vec<AgentEvent>) {
-    match event.subtype.0.as_deref().unwrap_or_default() {
+fn system(obj: &Value, out: &mut Vec<AgentEvent>) {
+    match str_field(obj, "subtype").unwrap_or("") {
         "init" => {
             // A resumed session may report the id the parser already holds; the init
             // line still gets its own event because it marks the start of the attempt.
             if out.is_empty()
-                && let Some(id) = event.session_id.0.as_deref().filter(|s| !s.is_empty())
+                && let Some(id) = str_field(obj, "session_id").filter(|s| !s.is_empty())
             {
                 out.push(AgentEvent::Session { id: id.to_owned() });
             }
         }
         "api_retry" => out.push(AgentEvent::ApiRetry {
-            attempt: event.attempt.as_ref().and_then(as_u64).and_then(|n| u32::try_from(n).ok()).unwrap_or(0),
-            error: event.error.0.as_deref().unwrap_or_default().to_owned(),
-            status: event.error_status.as_ref().and_then(as_status),
+            attempt: u64_field(obj, "attempt").and_then(|n| u32::try_from(n).ok()).unwrap_or(0),
+            error: string_or_empty(obj, "error"),
+            status: json::status_field(obj, "error_status"),
         }),
         other => out.push(unknown(&format!("system/{other}"))),
     }
 }
 
-fn rate_limit(event: &Event<'_>, out: &mut Vec<AgentEvent>) {
-    let Some(info) = event.rate_limit_info.as_ref().filter(|i| i.is_object()) else { return };
+fn rate_limit(obj: &Value, out: &mut Vec<AgentEvent>) {
+    let Some(info) = obj.get("rate_limit_info").filter(|i| i.is_object()) else { return };
     out.push(AgentEvent::RateLimit {
         status: string_or_empty(info, "status"),
         resets_at: i64_field(info, "resetsAt"),
@@ -260,11 +117,11 @@ fn rate_limit(event: &Event<'_>, out: &mut Vec<AgentEvent>) {
     });
 }
 
-fn result(event: Event<'_>, out: &mut Vec<AgentEvent>) {
-    let usage = event.usage.filter(Value::is_object);
-    let cost = event.total_cost_usd.as_ref().and_then(Value::as_f64);
+fn result(obj: &Value, out: &mut Vec<AgentEvent>) {
+    let usage = obj.get("usage").filter(|u| u.is_object());
+    let cost = obj.get("total_cost_usd").and_then(Value::as_f64);
     if usage.is_some() || cost.is_some() {
-        let tokens = |key| usage.as_ref().and_then(|u| u64_field(u, key)).unwrap_or(0);
+        let tokens = |key| usage.and_then(|u| u64_field(u, key)).unwrap_or(0);
         out.push(AgentEvent::Usage {
             input_tokens: tokens("input_tokens"),
             output_tokens: tokens("output_tokens"),
@@ -272,16 +129,16 @@ fn result(event: Event<'_>, out: &mut Vec<AgentEvent>) {
         });
     }
     // `error_during_execution` results list their causes here instead of in `result`.
-    if let Some(Value::Array(errors)) = event.errors {
+    if let Some(Value::Array(errors)) = obj.get("errors") {
         for e in errors {
             out.push(AgentEvent::Error { message: e.as_str().map_or_else(|| e.to_string(), str::to_owned) });
         }
     }
     out.push(AgentEvent::Result {
-        text: owned(event.result),
-        is_error: event.is_error.0.unwrap_or(false),
-        subtype: owned(event.subtype),
-        api_error_status: event.api_error_status.as_ref().and_then(as_status),
+        text: string_or_empty(obj, "result"),
+        is_error: flag(obj, "is_error"),
+        subtype: string_or_empty(obj, "subtype"),
+        api_error_status: json::status_field(obj, "api_error_status"),
     });
 }
 
@@ -492,10 +349,8 @@ mod tests {
         );
     }
 
-    /// The reading this parser replaced, through `serde_json::Value` and the lenient
-    /// accessors: the answers it must keep. Where the `Value` refused a line (a lone
-    /// surrogate or a number beyond `f64` in a field the typed reading skips unread),
-    /// the typed reading may still find the line's events.
+    /// The `Value` reading as the tests first kept it, beside the parser's own: the
+    /// answers the parser must keep, whatever it is rewritten into.
     #[derive(Default)]
     struct Reference(SessionId);
 
@@ -507,10 +362,7 @@ mod tests {
                     "system" => reference_system(obj, out),
                     "assistant" => reference_assistant(obj, out),
                     "user" => reference_user(obj, out),
-                    "rate_limit_event" => rate_limit(
-                        &Event { rate_limit_info: obj.get("rate_limit_info").cloned(), ..Event::default() },
-                        out,
-                    ),
+                    "rate_limit_event" => rate_limit(obj, out),
                     "result" => reference_result(obj, out),
                     _ => {}
                 }

@@ -50,9 +50,8 @@ pub enum AgentEvent {
 pub trait LineParser: Send {
     fn parse_line(&mut self, line: &str) -> Vec<AgentEvent>;
 
-    /// [`parse_line`](Self::parse_line) into `out` (empty on entry): a parser of
-    /// the formats that flood reuses the caller's buffer instead of allocating one
-    /// per line.
+    /// [`parse_line`](Self::parse_line) into `out` (empty on entry), a buffer the
+    /// caller keeps from line to line.
     fn parse_into(&mut self, line: &str, out: &mut Vec<AgentEvent>) {
         out.extend(self.parse_line(line));
     }

@@ -1,12 +1,7 @@
 //! Reading the agents' JSON lines: one line to an object (or why not), lenient field
-//! getters (CLIs write numbers as floats or strings in places), the HTTP status a
-//! CLI quotes inside an error text, and a lenient typed reading that builds no
-//! `Value` tree ([`Loose`], [`Shape`]). Shared by every stream parser.
+//! getters (CLIs write numbers as floats or strings in places), and the HTTP status a
+//! CLI quotes inside an error text. Shared by every stream parser.
 
-use std::borrow::Cow;
-use std::marker::PhantomData;
-
-use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::event::AgentEvent;
@@ -29,91 +24,6 @@ pub(crate) fn line(text: &str) -> Line {
     match serde_json::from_str(text) {
         Ok(v @ Value::Object(_)) => Line::Object(v),
         _ => Line::NotJson,
-    }
-}
-
-/// A field read leniently, without building a `Value`: `Some` when the value has the
-/// shape `T` reads ([`Shape`]), `None` for any other shape, which is skipped. An odd
-/// field costs that field, never the line, as with the `Value` accessors below.
-pub(crate) struct Loose<T>(pub Option<T>);
-
-impl<T> Default for Loose<T> {
-    fn default() -> Self {
-        Self(None)
-    }
-}
-
-/// What a JSON value must be to be read as `Self`; every other shape reads as
-/// nothing. Strings are borrowed from the line unless they hold escapes.
-pub(crate) trait Shape<'de>: Sized {
-    fn from_str(_: Cow<'de, str>) -> Option<Self> {
-        None
-    }
-
-    fn from_bool(_: bool) -> Option<Self> {
-        None
-    }
-
-    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
-
-    fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Option<Self>, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
-}
-
-impl<'de> Shape<'de> for Cow<'de, str> {
-    fn from_str(text: Cow<'de, str>) -> Option<Self> {
-        Some(text)
-    }
-}
-
-impl Shape<'_> for bool {
-    fn from_bool(b: bool) -> Option<Self> {
-        Some(b)
-    }
-}
-
-impl<'de, T: Shape<'de>> Deserialize<'de> for Loose<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Any<T>(PhantomData<T>);
-        impl<'de, T: Shape<'de>> Visitor<'de> for Any<T> {
-            type Value = Option<T>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_bool<E>(self, b: bool) -> Result<Self::Value, E> {
-                Ok(T::from_bool(b))
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(T::from_str(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(T::from_str(Cow::Owned(v.to_owned())))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                T::from_map(map)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-                T::from_seq(seq)
-            }
-        }
-        d.deserialize_any(Any(PhantomData)).map(Loose)
     }
 }
 
@@ -184,12 +94,7 @@ pub(crate) fn string_or_empty(v: &Value, key: &str) -> String {
 /// Non-negative integers, tolerating floats and numeric strings (seen in the wild for
 /// timestamps and status codes).
 pub(crate) fn u64_field(v: &Value, key: &str) -> Option<u64> {
-    v.get(key).and_then(as_u64)
-}
-
-/// A number as [`u64_field`] reads it.
-pub(crate) fn as_u64(v: &Value) -> Option<u64> {
-    match v {
+    match v.get(key)? {
         Value::Number(n) => n.as_u64().or_else(|| n.as_f64().filter(|f| f.is_finite() && *f >= 0.0).map(|f| f as u64)),
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
@@ -208,12 +113,7 @@ pub(crate) fn i64_field(v: &Value, key: &str) -> Option<i64> {
 
 /// An HTTP status field (100–599).
 pub(crate) fn status_field(v: &Value, key: &str) -> Option<u16> {
-    v.get(key).and_then(as_status)
-}
-
-/// A number as [`status_field`] reads it.
-pub(crate) fn as_status(v: &Value) -> Option<u16> {
-    as_u64(v).and_then(|n| u16::try_from(n).ok()).filter(is_status)
+    u64_field(v, key).and_then(|n| u16::try_from(n).ok()).filter(is_status)
 }
 
 /// The HTTP status right after one of `markers` in an error text, e.g. Codex's

@@ -10,8 +10,4 @@ impl LineParser for TextParser {
     fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
         vec![AgentEvent::Text { text: line.to_string() }]
     }
-
-    fn parse_into(&mut self, line: &str, out: &mut Vec<AgentEvent>) {
-        out.push(AgentEvent::Text { text: line.to_string() });
-    }
 }

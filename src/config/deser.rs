@@ -6,9 +6,11 @@
 
 use std::path::Path;
 
-use super::ConfigError;
+use serde_json::Value;
+
 use super::locate::{Dotted, KeyPath, Seg, Spans, keys};
 use super::suggest::{did_you_mean, one_of};
+use super::{Config, ConfigError};
 
 /// Keys that are counts with a minimum of 1.
 const CAPS: [&str; 8] = [
@@ -20,50 +22,6 @@ const CAPS: [&str; 8] = [
     "mcp_restarts",
     "iterations",
     "passes",
-];
-
-/// Where the keys of the fixed tables live, for a key written in the wrong table.
-const HOMES: &[(&str, &str)] = &[
-    ("prompt", "general"),
-    ("max_cycles", "general"),
-    ("max_runtime", "general"),
-    ("max_cost_usd", "general"),
-    ("workflow", "general"),
-    ("checkpoint_enabled", "general.workflow"),
-    ("phases", "general.workflow"),
-    ("repeat", "general.workflow"),
-    ("agent_attempts", "retry"),
-    ("ambiguous_attempts", "retry"),
-    ("backoff_base", "retry"),
-    ("backoff_max", "retry"),
-    ("tool_registry_resets", "retry"),
-    ("mcp_restarts", "retry"),
-    ("on_rate_limit", "retry"),
-    ("max_rate_limit_wait", "retry"),
-    ("stall", "timeouts"),
-    ("tool", "timeouts"),
-    ("attempt", "timeouts"),
-    ("grace", "timeouts"),
-    ("probe", "offline"),
-    ("interval", "offline"),
-    ("timeout", "offline"),
-    ("commit", "git"),
-    ("branch", "git"),
-    ("only_agent_files", "git"),
-    ("max_new_file", "git"),
-    ("author", "git"),
-    ("committer", "git"),
-    ("resume_after_shutdown", "watch"),
-    ("max_restarts", "watch"),
-    ("restart_backoff", "watch"),
-    ("keep_runs", "logs"),
-    ("max_attempt_log", "logs"),
-    ("lease_timeout", "watch"),
-    ("max_age", "watch"),
-    ("max_resumes_per_boot", "watch"),
-    ("service_managers", "watch"),
-    ("chain", "phases.NAME"),
-    ("kind", "agents.NAME"),
 ];
 
 pub(super) fn error(path: &Path, spans: &Spans<'_>, err: &toml::de::Error) -> ConfigError {
@@ -91,10 +49,9 @@ fn explain(spans: &Spans<'_>, key: &[Seg], text: &str, message: &str) -> String 
         let table = key.split_last().map_or(&[][..], |(_, t)| t);
         let place = if table.is_empty() { "at the top level".to_owned() } else { format!("in [{}]", Dotted(table)) };
         let mut hint = did_you_mean(name, allowed.iter().copied());
-        if hint.is_empty()
-            && let Some((_, home)) = HOMES.iter().find(|(k, _)| *k == name)
-        {
-            hint = format!("; `{name}` belongs in [{home}]");
+        let homes = homes(name);
+        if hint.is_empty() && !homes.is_empty() {
+            hint = format!("; `{name}` belongs in [{}]", homes.join("] or ["));
         }
         return format!("unknown key `{name}` {place} (allowed keys: {}){hint}", one_of(&allowed));
     }
@@ -127,6 +84,31 @@ fn explain(spans: &Spans<'_>, key: &[Seg], text: &str, message: &str) -> String 
         return format!("{}: `{value}` is not {}", KeyPath(key), allowed_hint(last_key, expected));
     }
     format!("{}: {}", KeyPath(key), lowercase_first(message))
+}
+
+/// The tables a key lives in, for a key written in the wrong table: read from the
+/// default configuration, so every key of the fixed tables is known without a list.
+fn homes(key: &str) -> Vec<String> {
+    match key {
+        "chain" => vec!["phases.NAME".to_owned()],
+        "kind" => vec!["agents.NAME".to_owned()],
+        _ => {
+            let mut found = Vec::new();
+            tables_with(&serde_json::to_value(Config::default()).unwrap_or_default(), "", key, &mut found);
+            found
+        }
+    }
+}
+
+fn tables_with(value: &Value, table: &str, key: &str, found: &mut Vec<String>) {
+    let Value::Object(members) = value else { return };
+    if !table.is_empty() && members.contains_key(key) {
+        found.push(table.to_owned());
+    }
+    for (name, inner) in members {
+        let path = if table.is_empty() { name.clone() } else { format!("{table}.{name}") };
+        tables_with(inner, &path, key, found);
+    }
 }
 
 const STEP_HINT: &str = "a script step is an inline table with exactly one key, like \

@@ -398,17 +398,8 @@ pub(crate) struct AgentConfig {
 #[serde(deny_unknown_fields)]
 pub struct ErrorPattern {
     pub pattern: String,
-    pub category: ErrorCategory,
-}
-
-/// The category a configured error pattern puts a failure in.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorCategory {
-    Environmental,
-    Agent,
-    UserConfig,
-    Ambiguous,
+    /// The category it puts a failure in.
+    pub category: crate::recovery::Category,
 }
 
 impl AgentConfig {

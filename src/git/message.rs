@@ -38,26 +38,13 @@ pub(crate) fn summarize(final_message: &str) -> String {
     }
     let text = crate::secrets::redact(&text);
     let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
-    let joined = lines.join("\n");
-    let trimmed = joined.trim();
-    if trimmed.chars().count() > MAX_SUMMARY {
-        let cut: String = trimmed.chars().take(MAX_SUMMARY).collect();
-        format!("{}…", cut.trim_end())
-    } else {
-        trimmed.to_string()
-    }
+    crate::report::ellipsis(lines.join("\n").trim(), MAX_SUMMARY)
 }
 
 /// The first non-empty line of the summary, short enough for a subject line.
 pub(crate) fn title(summary: &str) -> String {
     let line = summary.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("done");
-    let line = line.trim_start_matches('#').trim();
-    if line.chars().count() > MAX_TITLE {
-        let cut: String = line.chars().take(MAX_TITLE - 1).collect();
-        format!("{}…", cut.trim_end())
-    } else {
-        line.to_string()
-    }
+    crate::report::ellipsis(line.trim_start_matches('#').trim(), MAX_TITLE - 1)
 }
 
 /// The full message: the template filled in, then the trailers as the last paragraph.

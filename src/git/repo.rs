@@ -4,11 +4,12 @@
 //! run waits for anyway, bounded by the commit timeout (`[timeouts] tool`): a hook
 //! that hangs is ended with its whole process group.
 
-use std::io::{Read, Write};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::Duration;
 
 use super::plan::{self, Changed};
 use crate::config::Identity;
@@ -59,15 +60,6 @@ pub(crate) struct Identities {
 impl Repo {
     /// The repository `dir` is in, if any.
     pub(crate) fn discover(dir: &Path) -> Discovery {
-        // Without a `.git` or a bare repository's `HEAD` in `dir` or above it (and no
-        // GIT_DIR), git would find nothing: a start outside a repository spares the
-        // subprocess (≈ 2–4 ms of a one-call run).
-        if std::env::var_os("GIT_DIR").is_none()
-            && let Ok(real) = std::fs::canonicalize(dir)
-            && real.ancestors().all(|d| !d.join(".git").exists() && !d.join("HEAD").exists())
-        {
-            return Discovery::NotARepo;
-        }
         let out = Command::new("git")
             .arg("-C")
             .arg(dir)
@@ -299,44 +291,38 @@ impl Repo {
             // git reads the whole list before it runs any hook.
             stdin.write_all(input)?;
         }
-        let stdout = drain(child.stdout.take());
-        let stderr = drain(child.stderr.take());
-        let deadline = Instant::now() + self.commit_timeout;
-        let status = loop {
-            if let Some(status) = child.try_wait()? {
-                break Some(status);
-            }
-            if Instant::now() >= deadline {
-                let pgid = i32::try_from(child.id()).unwrap_or(i32::MAX);
+        // Ends the group when git and its hooks outlast the commit timeout.
+        let (pgid, timeout) = (i32::try_from(child.id()).unwrap_or(i32::MAX), self.commit_timeout);
+        let (finished, wait) = std::sync::mpsc::channel::<()>();
+        let timer = std::thread::spawn(move || {
+            let expired = wait.recv_timeout(timeout) == Err(RecvTimeoutError::Timeout);
+            if expired {
                 let _ = crate::os::signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
-                let _ = child.wait();
-                break None;
             }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let out = Output {
-            status: status.unwrap_or_else(|| std::process::ExitStatus::from_raw(1 << 8)),
-            stdout: stdout.join().unwrap_or_default(),
-            stderr: stderr.join().unwrap_or_default(),
-        };
-        match status {
-            Some(s) if s.success() => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
-            Some(_) => Err(failed(args, &out)),
-            None => {
-                // Its owner is gone: the lock would stop every later commit.
-                if let Ok(lock) = self.index_lock() {
-                    let _ = std::fs::remove_file(lock);
-                }
-                let mut e = failed(args, &out);
-                if let GitError::Failed { output, .. } = &mut e {
-                    output.push_str(&format!(
-                        "\n(ended after {}: git or its hook did not finish)",
-                        humantime::format_duration(self.commit_timeout)
-                    ));
-                }
-                Err(e)
+            expired
+        });
+        // Both pipes are read to their end as the child runs: a chatty hook never blocks.
+        let out = child.wait_with_output();
+        drop(finished);
+        let expired = timer.join().unwrap_or(false);
+        let out = out?;
+        if out.status.success() {
+            return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
+        }
+        let mut e = failed(args, &out);
+        if expired {
+            // Its owner is gone: the lock would stop every later commit.
+            if let Ok(lock) = self.index_lock() {
+                let _ = std::fs::remove_file(lock);
+            }
+            if let GitError::Failed { output, .. } = &mut e {
+                output.push_str(&format!(
+                    "\n(ended after {}: git or its hook did not finish)",
+                    humantime::format_duration(self.commit_timeout)
+                ));
             }
         }
+        Err(e)
     }
 
     /// Whether a pre-commit or commit-msg hook would run.
@@ -350,17 +336,6 @@ impl Repo {
         };
         ["pre-commit", "commit-msg"].iter().any(|h| is_executable(&dir.join(h)))
     }
-}
-
-/// Reads a pipe to its end on a thread, so a chatty hook never blocks on a full pipe.
-fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(mut p) = pipe {
-            let _ = p.read_to_end(&mut buf);
-        }
-        buf
-    })
 }
 
 fn is_executable(path: &Path) -> bool {

@@ -178,10 +178,9 @@ fn word_cut(bytes: &[u8], size: usize) -> usize {
     if start > 0 && start < size { start } else { size }
 }
 
-/// A line as text, without a copy when it is valid UTF-8 (`from_utf8` checks ASCII a
-/// word at a time); an invalid byte becomes U+FFFD.
+/// A line as text, without a copy when it is valid UTF-8; an invalid byte becomes U+FFFD.
 pub(crate) fn text(bytes: &[u8]) -> Cow<'_, str> {
-    std::str::from_utf8(bytes).map_or_else(|_| String::from_utf8_lossy(bytes), Cow::Borrowed)
+    String::from_utf8_lossy(bytes)
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@
 //! start a new session or to rebuild the tool registry.
 
 use crate::agent::{AgentEvent, kinds};
-use crate::config::{AgentKind, ErrorCategory, ErrorPattern};
+use crate::config::{AgentKind, ErrorPattern};
+use crate::supervise::completion::find_word;
 
 use super::{Category, Classification, Rule};
 
@@ -387,12 +388,7 @@ fn configured(report: &Report<'_>, own: &OwnErrorText<'_>) -> Option<Classificat
                 .name("reset_at")
                 .and_then(|m| parse_reset_at(m.as_str()))
                 .or_else(|| caps.name("reset_in").and_then(|m| parse_reset_in(m.as_str(), report.now)));
-            let category = match pattern.category {
-                ErrorCategory::Environmental => Environmental,
-                ErrorCategory::Agent => Agent,
-                ErrorCategory::UserConfig => UserConfig,
-                ErrorCategory::Ambiguous => Ambiguous,
-            };
+            let category = pattern.category;
             let excerpt = excerpt_at(line, caps.get(0).map_or(0, |m| m.start()));
             let rule =
                 if category == Environmental && reset.is_some() { Rule::RateLimited } else { Rule::ConfiguredError };
@@ -449,29 +445,9 @@ impl<'a> OwnErrorText<'a> {
     fn find(&self, words: &[&str]) -> Option<String> {
         self.lines.iter().rev().find_map(|line| {
             let lower = line.to_ascii_lowercase();
-            words.iter().find_map(|w| word_position(&lower, w)).map(|at| excerpt_at(line, at))
+            words.iter().find_map(|w| find_word(&lower, w, 0)).map(|at| excerpt_at(line, at))
         })
     }
-}
-
-/// The first place `word` occurs in `hay` with no letter or digit on either side.
-fn word_position(hay: &str, word: &str) -> Option<usize> {
-    let bytes = hay.as_bytes();
-    let mut from = 0;
-    while let Some(found) = hay.get(from..)?.find(word) {
-        let at = from + found;
-        let end = at + word.len();
-        let before = at == 0 || !bytes[at - 1].is_ascii_alphanumeric();
-        let after = end >= bytes.len() || !bytes[end].is_ascii_alphanumeric();
-        if before && after {
-            return Some(at);
-        }
-        from = at + 1;
-        while !hay.is_char_boundary(from) {
-            from += 1;
-        }
-    }
-    None
 }
 
 /// The text an attempt's failure can be read from: the text tail, failed results and
@@ -595,7 +571,7 @@ fn tool_unavailable(r: &Report<'_>) -> Option<String> {
 /// Where `phrase` follows "tool NAME" (the name quoted or not): a tool dispatcher's
 /// error, as opposed to any program's.
 fn tool_dispatch(lower: &str, phrase: &str) -> Option<usize> {
-    let at = word_position(lower, phrase)?;
+    let at = find_word(lower, phrase, 0)?;
     let mut words = lower[..at].split_whitespace().rev();
     let _name = words.next()?;
     let tool = words.next()?.trim_matches(|c: char| !c.is_ascii_alphanumeric());
@@ -1075,12 +1051,9 @@ mod tests {
     #[test]
     fn configured_wordings_classify_and_capture_the_reset() {
         let errors = [
-            ErrorPattern {
-                pattern: r"quota resets in (?P<reset_in>\d+)s".into(),
-                category: ErrorCategory::Environmental,
-            },
-            ErrorPattern { pattern: r"(?i)licen[cs]e expired".into(), category: ErrorCategory::UserConfig },
-            ErrorPattern { pattern: r"blip".into(), category: ErrorCategory::Environmental },
+            ErrorPattern { pattern: r"quota resets in (?P<reset_in>\d+)s".into(), category: Category::Environmental },
+            ErrorPattern { pattern: r"(?i)licen[cs]e expired".into(), category: Category::UserConfig },
+            ErrorPattern { pattern: r"blip".into(), category: Category::Environmental },
         ];
         let mut r = stderr_report("", "warming up\nmy-agent: quota resets in 90s", &[]);
         r.errors = &errors;

@@ -33,19 +33,6 @@ pub(crate) fn run_cap(general: &crate::config::General, elapsed_secs: f64, cost_
     None
 }
 
-/// How a retry of an agent failure continues: in the same session when one is
-/// known, otherwise with a fresh session. (The one place this is decided.)
-#[must_use]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum RecoveryAction {
-    Resume,
-    Fresh,
-}
-
-pub(crate) fn recovery_action(has_session: bool) -> RecoveryAction {
-    if has_session { RecoveryAction::Resume } else { RecoveryAction::Fresh }
-}
-
 /// The limits the policy enforces.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits<'a> {
@@ -239,10 +226,8 @@ fn on_agent_failure(progress: &mut Progress, phases: &[Phase], limits: Limits<'_
     progress.counters.agent_failures += 1;
     progress.counters.retry_streak = 0;
     if progress.counters.agent_failures < limits.retry.agent_attempts {
-        progress.resume_session = match recovery_action(session.is_some()) {
-            RecoveryAction::Resume => session,
-            RecoveryAction::Fresh => None,
-        };
+        // The same session when one is known, otherwise a fresh one.
+        progress.resume_session = session;
         // Agent failures are budgeted, so they need no long backoff; a short one keeps
         // a crash loop from restarting the agent many times a second.
         let delay = agent_backoff(limits.retry, progress.counters.agent_failures);
@@ -509,12 +494,6 @@ mod tests {
             Next::Retry { delay: Duration::from_secs(2), probe_first: false }
         );
         assert_eq!(p.resume_session, None);
-    }
-
-    #[test]
-    fn recovery_action_resumes_only_with_a_session() {
-        assert_eq!(recovery_action(true), RecoveryAction::Resume);
-        assert_eq!(recovery_action(false), RecoveryAction::Fresh);
     }
 
     #[test]

@@ -90,16 +90,15 @@ impl Matcher {
                 set
             })
             .collect();
-        // A DFA: built in about a millisecond, then a table walk per byte, twice as
-        // fast as the NFA on a flood of clean lines.
+        // The contiguous NFA, not the DFA: the DFA's table for these anchors (any
+        // case) is ~900 KB, 0.8 MiB of ralph's 12 MiB peak-memory budget; it walks a
+        // clean line faster, but a 200 MB text flood stays under its CPU target
+        // without it (benches/run.sh ONLY=floods).
         let anchors = AhoCorasick::builder()
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::LeftmostLongest)
-            .kind(Some(AhoCorasickKind::DFA))
+            .kind(Some(AhoCorasickKind::ContiguousNFA))
             .build(&words)
-            .or_else(|_| {
-                AhoCorasick::builder().ascii_case_insensitive(true).match_kind(MatchKind::LeftmostLongest).build(&words)
-            })
             .unwrap_or_else(|e| panic!("the secret anchors do not build: {e}"));
         Self { anchors, triggers, compiled: RULES.iter().map(|_| OnceLock::new()).collect() }
     }

@@ -176,7 +176,6 @@ pub(crate) fn last_snapshot(path: &Path) -> io::Result<Option<Value>> {
         let whole = if start == 0 { &buf[..] } else { buf.splitn(2, |b| *b == b'\n').nth(1).unwrap_or_default() };
         let snapshot = whole
             .rsplit(|b| *b == b'\n')
-            .filter(|line| memchr::memmem::find(line, SNAPSHOT_KIND).is_some())
             .filter_map(|line| serde_json::from_slice::<Value>(line).ok())
             .find(|v| v["kind"] == "checkpoint");
         if snapshot.is_some() || start == 0 {
@@ -185,9 +184,6 @@ pub(crate) fn last_snapshot(path: &Path) -> io::Result<Option<Value>> {
         window = window.saturating_mul(4);
     }
 }
-
-/// What every snapshot line holds, for skipping the others without parsing them.
-const SNAPSHOT_KIND: &[u8] = b"\"kind\":\"checkpoint\"";
 
 fn render<T: Serialize>(at: &str, kind: &str, fields: &T) -> io::Result<String> {
     let mut value = serde_json::to_value(fields).map_err(io::Error::other)?;

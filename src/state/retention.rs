@@ -48,14 +48,8 @@ pub(crate) fn journal_run(journal: &Path) -> io::Result<Option<String>> {
     let Some(file) = super::private::open_existing(journal)? else { return Ok(None) };
     let mut run = None;
     for line in BufReader::new(file).lines() {
-        let line = line?;
-        // Most lines are other events (checkpoint snapshots among them, ≈2 KB
-        // each): only a line that names the kind is parsed. A torn line from a
-        // crash is skipped, as every journal reader does.
-        if !line.contains("\"kind\":\"run_started\"") {
-            continue;
-        }
-        let Ok(value) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
+        // A torn line from a crash is skipped, as every journal reader does.
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(&line?) else { continue };
         run = value["run_id"].as_str().filter(|_| value["kind"] == "run_started").map(str::to_string).or(run);
     }
     Ok(run)

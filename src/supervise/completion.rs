@@ -176,5 +176,7 @@ mod denial;
 mod signoff;
 mod words;
 
+pub(crate) use words::find_word;
+
 #[cfg(test)]
 mod tests;

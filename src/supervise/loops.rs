@@ -10,22 +10,14 @@ use std::ops::RangeInclusive;
 
 use serde_json::Value;
 
-/// The thresholds of the detector.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct LoopConfig {
-    /// Identical calls in a row that make a loop.
-    pub repeats: usize,
-    /// The lengths of repeating sequences looked for.
-    pub pattern_lengths: RangeInclusive<usize>,
-    /// Back-to-back occurrences of a sequence that make a loop.
-    pub pattern_times: usize,
-}
-
-impl Default for LoopConfig {
-    fn default() -> Self {
-        Self { repeats: 3, pattern_lengths: 2..=5, pattern_times: 3 }
-    }
-}
+/// Identical calls in a row that make a loop.
+const REPEATS: usize = 3;
+/// The lengths of repeating sequences looked for.
+const PATTERN_LENGTHS: RangeInclusive<usize> = 2..=5;
+/// Back-to-back occurrences of a sequence that make a loop.
+const PATTERN_TIMES: usize = 3;
+/// The calls kept: enough for the longest pattern's occurrences.
+const HISTORY: usize = *PATTERN_LENGTHS.end() * PATTERN_TIMES;
 
 /// What kind of loop was seen.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,34 +44,17 @@ struct Call {
 }
 
 /// Watches the tool calls of one attempt.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct LoopDetector {
-    config: LoopConfig,
     history: VecDeque<Call>,
 }
 
-impl Default for LoopDetector {
-    fn default() -> Self {
-        Self::new(LoopConfig::default())
-    }
-}
-
 impl LoopDetector {
-    /// Thresholds below 2 would call every call a loop, so they are raised to 2.
-    pub(crate) fn new(mut config: LoopConfig) -> Self {
-        config.repeats = config.repeats.max(2);
-        config.pattern_times = config.pattern_times.max(2);
-        let (lo, hi) = (*config.pattern_lengths.start(), *config.pattern_lengths.end());
-        config.pattern_lengths = lo.max(2)..=hi;
-        Self { config, history: VecDeque::new() }
-    }
-
     /// Records a call and says whether it completes a loop. After a loop is
     /// reported the history starts over, so one loop is reported once.
     pub(crate) fn on_tool_call(&mut self, name: &str, input: &Value) -> Option<Loop> {
         self.history.push_back(Call { name: name.to_owned(), args: canonical(input) });
-        let keep = self.capacity();
-        while self.history.len() > keep {
+        if self.history.len() > HISTORY {
             self.history.pop_front();
         }
         let found = self.repeat().or_else(|| self.pattern());
@@ -89,15 +64,10 @@ impl LoopDetector {
         found
     }
 
-    fn capacity(&self) -> usize {
-        let patterns = self.config.pattern_lengths.end().saturating_mul(self.config.pattern_times);
-        self.config.repeats.max(patterns)
-    }
-
     fn repeat(&self) -> Option<Loop> {
         let last = self.history.back()?;
         let times = self.history.iter().rev().take_while(|c| *c == last).count();
-        (times >= self.config.repeats).then(|| Loop {
+        (times >= REPEATS).then(|| Loop {
             kind: LoopKind::Repeat { times },
             description: format!("{} called {times} times in a row with the same arguments", show(last)),
         })
@@ -107,17 +77,15 @@ impl LoopDetector {
     /// A B six times, never as A B A B.
     fn pattern(&self) -> Option<Loop> {
         let n = self.history.len();
-        let times = self.config.pattern_times;
-        self.config.pattern_lengths.clone().find_map(|length| {
-            let span = length.checked_mul(times).filter(|&s| s <= n)?;
-            let start = n - span;
+        PATTERN_LENGTHS.clone().find_map(|length| {
+            let start = n.checked_sub(length * PATTERN_TIMES)?;
             let periodic = (start..n - length).all(|i| self.history[i] == self.history[i + length]);
             // A sequence of one repeated call is a repeat, not a pattern.
             let varied = (start + 1..start + length).any(|i| self.history[i] != self.history[start]);
             if !(periodic && varied) {
                 return None;
             }
-            let mut seen = times;
+            let mut seen = PATTERN_TIMES;
             while seen < n / length
                 && (0..length).all(|k| {
                     let i = n - (seen + 1) * length + k;
@@ -297,15 +265,6 @@ mod tests {
         let out = feed(&mut d, &[read("a"), read("a"), read("a"), read("a"), read("a"), read("a")]);
         let reported: Vec<bool> = out.iter().map(Option::is_some).collect();
         assert_eq!(reported, [false, false, true, false, false, true]);
-    }
-
-    #[test]
-    fn config_sets_the_thresholds() {
-        let mut d = LoopDetector::new(LoopConfig { repeats: 5, pattern_lengths: 2..=2, pattern_times: 4 });
-        assert!(feed(&mut d, &[read("a"), read("a"), read("a"), read("a")]).iter().all(Option::is_none));
-        assert!(d.on_tool_call("Read", &json!({"file_path": "a"})).is_some());
-        let mut d = LoopDetector::new(LoopConfig { repeats: 0, pattern_lengths: 0..=3, pattern_times: 1 });
-        assert!(d.on_tool_call("Read", &json!({})).is_none(), "thresholds below 2 are raised");
     }
 
     #[test]

@@ -446,7 +446,10 @@ fn logs_keep_the_newest_runs_each_with_its_journal_and_clean_prunes_by_hand() {
         v.sort();
         v
     };
-    assert_eq!(listing(&p), runs[1..].to_vec(), "the oldest run's logs were not pruned");
+    // Sorted as the listing is: two runs of one second sort by their pids' digits.
+    let mut kept = runs[1..].to_vec();
+    kept.sort();
+    assert_eq!(listing(&p), kept, "the oldest run's logs were not pruned");
     // The previous run's journal moved into its directory; the current one is in place.
     let previous = p.read(&format!(".agent/logs/{}/events.jsonl", runs[1]));
     assert!(previous.contains(&runs[1]) && !previous.contains(&runs[2]), "{previous}");

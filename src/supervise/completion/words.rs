@@ -151,7 +151,7 @@ pub(super) fn words_at<'a>(text: &'a str, phrase: &'a str) -> impl Iterator<Item
 
 /// `phrase` at or after `from`, not inside a longer word; a phrase that starts with
 /// "n't" may follow the rest of its word ("couldn't finish").
-pub(super) fn find_word(text: &str, phrase: &str, from: usize) -> Option<usize> {
+pub(crate) fn find_word(text: &str, phrase: &str, from: usize) -> Option<usize> {
     let glued = phrase.starts_with("n't");
     let mut start = from;
     while let Some(i) = text.get(start..)?.find(phrase) {
