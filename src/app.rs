@@ -24,6 +24,7 @@ pub fn main() -> i32 {
             | Command::Logs { .. }
             | Command::Clean { .. },
         ) => true,
+        Some(Command::Fleet(fleet)) => fleet.command.is_some(),
         Some(Command::Run(args)) => args.dry_run || args.inspect_checkpoint,
         None => cli.run.dry_run || cli.run.inspect_checkpoint,
         Some(Command::Sim(_) | Command::Demo { .. } | Command::Mcp { .. } | Command::Watch(_)) => false,
@@ -62,6 +63,7 @@ pub fn main() -> i32 {
         Some(Command::Clean { keep, config, place }) => {
             in_dir(&place, |d| commands::clean::main(d, config.as_deref(), keep))
         }
+        Some(Command::Fleet(fleet)) => commands::fleet::main(fleet),
         Some(Command::Run(args)) => report(run_command(args)),
         None => report(run_command(cli.run)),
     }
@@ -110,7 +112,7 @@ fn run_command(args: RunArgs) -> Result<i32, RalphError> {
     Ok(exit::code(exit::Ending::Run(&end?)))
 }
 
-fn dir(place: &Place) -> Result<PathBuf, RalphError> {
+pub(crate) fn dir(place: &Place) -> Result<PathBuf, RalphError> {
     match &place.dir {
         Some(d) => std::fs::canonicalize(d).map_err(|e| RalphError::setup(format!("cannot use {}", d.display()), e)),
         None => std::env::current_dir().map_err(|e| RalphError::setup("cannot read the current directory", e)),
@@ -118,7 +120,7 @@ fn dir(place: &Place) -> Result<PathBuf, RalphError> {
 }
 
 /// A command run in the directory `place` names.
-fn in_dir(place: &Place, command: impl FnOnce(&Path) -> Result<i32, RalphError>) -> i32 {
+pub(crate) fn in_dir(place: &Place, command: impl FnOnce(&Path) -> Result<i32, RalphError>) -> i32 {
     dir(place).map_or_else(fail, |d| report(command(&d)))
 }
 

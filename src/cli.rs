@@ -121,6 +121,9 @@ pub(crate) enum Command {
         #[command(flatten)]
         place: Place,
     },
+    /// Many runs at once: one git worktree and branch per task file, supervised
+    /// together; run again after any stop or crash to continue (docs/fleet.md).
+    Fleet(FleetCli),
     /// Shell completions.
     Completions { shell: clap_complete::Shell },
     /// The built-in scripted agent (launched by ralph itself).
@@ -231,4 +234,107 @@ pub(crate) struct WatchCli {
     /// Print a systemd user unit for the watchdog and exit.
     #[arg(long)]
     pub print_systemd_unit: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub(crate) struct FleetCli {
+    #[command(subcommand)]
+    pub command: Option<FleetCommand>,
+    #[command(flatten)]
+    pub run: FleetRunArgs,
+}
+
+/// `ralph fleet` itself: start or continue the fleet.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct FleetRunArgs {
+    /// The config file (default: ./ralph.toml, then ./.agent/ralph.toml, in the main checkout).
+    #[arg(short = 'c', long = "config", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Start in a main checkout with changes of yours; they stay out of every task.
+    #[arg(long)]
+    pub allow_dirty: bool,
+    /// Run every task to finished and land none: a person reviews and lands them
+    /// (`ralph fleet diff TASK`, `ralph fleet land TASK`). Kept for the fleet's life.
+    #[arg(long)]
+    pub no_land: bool,
+    /// Only errors and the summary.
+    #[arg(short, long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub place: Place,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub(crate) enum FleetCommand {
+    /// One row per task: state, phase and iteration, agent, last activity, cost, disk
+    /// use, branch, and the reason of any stop.
+    Status {
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        place: Place,
+    },
+    /// Stop the fleet (every running task, paused, resumable), or one task; after the
+    /// current iteration, or now with --now.
+    Stop {
+        /// The task to stop; all of them when left out.
+        task: Option<String>,
+        #[arg(long)]
+        now: bool,
+        /// How long to wait for the stop.
+        #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = humantime::parse_duration)]
+        timeout: std::time::Duration,
+        #[command(flatten)]
+        place: Place,
+    },
+    /// The transcript of a task's current or last attempt.
+    Logs {
+        task: String,
+        /// Keep printing while the task runs.
+        #[arg(short, long)]
+        follow: bool,
+        #[command(flatten)]
+        place: Place,
+    },
+    /// A task's worktree, to look or open a shell there.
+    Path {
+        task: String,
+        #[command(flatten)]
+        place: Place,
+    },
+    /// Give a task up: its worktree is removed (unless it holds changes in no
+    /// commit), its branch kept unless --delete-branch.
+    Discard {
+        task: String,
+        #[arg(long)]
+        delete_branch: bool,
+        #[command(flatten)]
+        place: Place,
+    },
+    /// Remove the worktrees of merged and discarded tasks (only those without changes).
+    Clean {
+        #[command(flatten)]
+        place: Place,
+    },
+    /// Land a finished task now, before the others (a blocked one too, once its
+    /// branch was resolved by hand).
+    Land {
+        task: String,
+        #[command(flatten)]
+        place: Place,
+    },
+    /// What a task would land: its branch's changes since it left the fleet's branch.
+    Diff {
+        task: String,
+        #[command(flatten)]
+        place: Place,
+    },
+    /// Queue a failed, blocked or stopped task again (one the merge queue gave up
+    /// on: to land again, with its evictions counted from 0).
+    Retry {
+        task: String,
+        #[command(flatten)]
+        place: Place,
+    },
 }

@@ -454,6 +454,27 @@ pub(crate) enum RunEvent {
     ControlSocketMoved = "control_socket_moved" {
         socket: String,
     },
+    /// A fleet task's completed run is reopened by the merge queue's eviction
+    /// `eviction` (docs/fleet.md): one more iteration of its last phase.
+    FleetReopened = "fleet_reopened" {
+        eviction: u32,
+        phase: String,
+        iteration: u32,
+        agent: String,
+    },
+    /// A fleet task's worktree held a git operation (`rebase`, `merge`,
+    /// `cherry-pick`) its agent left unfinished: aborted (`error`: it could not be).
+    FleetGitAborted = "fleet_git_aborted" {
+        op: String,
+        error: Option<String>,
+    },
+    /// A fleet task waits for a rate-limit reset another task learned for the same
+    /// provider (unix seconds).
+    FleetSharedReset = "fleet_shared_reset" {
+        until: i64,
+        provider: String,
+        learned_by: String,
+    },
 }
 }
 

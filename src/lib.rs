@@ -23,6 +23,7 @@ mod control;
 mod error;
 mod events;
 mod exit;
+mod fleet;
 mod git;
 mod notify;
 // Every `unsafe` block lives here, each with its reason.

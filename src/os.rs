@@ -1,10 +1,10 @@
 //! The Linux-specific calls, in one place: `prctl` (the subreaper, the parent-death
 //! signal), the `/proc` file system and its clock, the kernel's boot id, signalling
 //! a process group, a socket peer's credentials, ralph's own executable, the file
-//! system type of a directory, who sent a signal ([`origin`]). Everything else
-//! reaches the operating system through portable APIs; a port to another system
-//! starts here. A test below fails when one of these calls appears anywhere else in
-//! `src/`.
+//! system type of a directory, a process watched by its pidfd (the fleet's), who sent
+//! a signal ([`origin`]). Everything else reaches the operating system through
+//! portable APIs; a port to another system starts here. A test below fails when one
+//! of these calls appears anywhere else in `src/`.
 //!
 //! Every `unsafe` block of ralph's is here too (the redaction's vector path aside;
 //! the `unsafe_code` lint refuses one anywhere else): a child's parent-death signal,
@@ -51,6 +51,35 @@ pub(crate) fn self_exe() -> std::io::Result<PathBuf> {
     let exe = std::env::current_exe()?;
     let replaced = exe.to_str().and_then(|s| s.strip_suffix(" (deleted)")).map(PathBuf::from);
     Ok(replaced.filter(|r| r.is_file()).unwrap_or(exe))
+}
+
+/// A descriptor that becomes readable when process `pid` ends (`pidfd_open`, Linux
+/// 5.3): how the fleet's supervisor waits for a task's ralph it did not start (one
+/// left running by a supervisor that crashed) without polling. Bound to the process,
+/// not the number: a pid reused later is never mistaken for it.
+pub(crate) fn process_fd(pid: i32) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: the system call takes two integers and returns a new descriptor or -1;
+    // no memory of ours is handed to the kernel.
+    let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, pid, 0) };
+    let fd = i32::try_from(fd).map_err(|_| std::io::Error::other("pidfd_open returned an invalid descriptor"))?;
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the kernel has just returned this descriptor; nothing else owns it.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
+/// A future that is ready when the process of `pidfd` has ended (the kernel makes
+/// a pidfd readable then). Needs a tokio runtime with I/O enabled.
+pub(crate) fn exited(pidfd: std::os::fd::OwnedFd) -> std::io::Result<impl std::future::Future<Output = ()>> {
+    // SAFETY: the `OwnedFd` is an open descriptor that the `AsyncFd` owns, and
+    // nothing else closes, for as long as it lives.
+    let watched = unsafe { tokio::io::unix::AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE) }
+        .map_err(std::io::Error::from)?;
+    Ok(async move {
+        let _ = watched.readable().await;
+    })
 }
 
 /// The kernel's boot id, which changes on every boot; empty when unreadable
@@ -160,8 +189,17 @@ mod tests {
     use std::path::Path;
 
     /// What only this module may call, as it is spelled in code.
-    const LINUX_ONLY: [&str; 8] =
-        ["prctl", "\"/proc", "random/boot_id", "killpg", "setpgid", "PeerCredentials", "current_exe", "statfs"];
+    const LINUX_ONLY: [&str; 9] = [
+        "prctl",
+        "\"/proc",
+        "random/boot_id",
+        "killpg",
+        "setpgid",
+        "PeerCredentials",
+        "current_exe",
+        "statfs",
+        "pidfd_open",
+    ];
 
     fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
         for entry in std::fs::read_dir(dir).expect("read src/").flatten() {

@@ -5,6 +5,8 @@ pub(crate) mod clean;
 pub(crate) mod demo;
 pub(crate) mod doctor;
 pub(crate) mod dry_run;
+pub(crate) mod fleet;
+pub(crate) mod fleet_status;
 pub(crate) mod init;
 pub(crate) mod inspect;
 pub(crate) mod logs;

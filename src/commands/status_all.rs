@@ -40,6 +40,10 @@ struct Row {
     run_id: String,
     /// The watchdog's last decision about the run; `null` before its first pass.
     watch: Option<Watch>,
+    /// A fleet's supervisor ("fleet: 3 task(s), 1 running, 2 finished") or one of
+    /// its tasks ("fleet task a of /repo").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fleet: Option<String>,
 }
 
 /// The watchdog's last decision about a run.
@@ -104,6 +108,16 @@ pub(crate) fn main(json: bool, prune: bool) -> Result<i32, RalphError> {
 /// What `status --all` shows of one entry: the run found in its directory now.
 fn row(reg: &Path, entry: &Entry, boot: &str, decisions: &Decisions, held: bool) -> Row {
     let stale = !entry.dir.is_dir();
+    let watch = decisions.get(&book::decided_about(entry)).map(|r| Watch {
+        decision: r.decision.word,
+        reason: r.decision.reason.clone(),
+        since: r.since.clone(),
+        next: r.decision.next,
+        held,
+    });
+    if entry.fleet_supervisor() {
+        return fleet_row(reg, entry, stale, watch);
+    }
     let path = entry.dir.join(".agent").join("checkpoint.json");
     let cp = crate::state::format::read_newest(&path).ok().flatten().map(|newest| newest.checkpoint);
     let pos = cp.as_ref().map(|c| &c.progress.position);
@@ -112,18 +126,11 @@ fn row(reg: &Path, entry: &Entry, boot: &str, decisions: &Decisions, held: bool)
         c.in_flight.as_ref().map(|f| f.agent.clone()).or(next)
     });
     let last_activity =
-        crate::watch::last_active(&entry.dir).and_then(|at| Timestamp::from_second(at).ok()).map(|t| t.to_string());
+        crate::watch::last_active(entry).and_then(|at| Timestamp::from_second(at).ok()).map(|t| t.to_string());
     let live = lock::is_held(&entry.dir.join(".agent").join("ralph.lock"));
     let identity = crate::state::identity::Identity::of(&entry.dir).map_err(|e| e.to_string());
     let found_run = cp.as_ref().map(|c| c.run_id.as_str());
     let other_run = (!stale).then(|| entry.matches(found_run, &identity, boot).err()).flatten();
-    let watch = decisions.get(&entry.dir).map(|r| Watch {
-        decision: r.decision.word,
-        reason: r.decision.reason.clone(),
-        since: r.since.clone(),
-        next: r.decision.next,
-        held,
-    });
     Row {
         dir: entry.dir.display().to_string(),
         stale,
@@ -134,9 +141,45 @@ fn row(reg: &Path, entry: &Entry, boot: &str, decisions: &Decisions, held: bool)
         iteration: pos.map(|p| p.iteration),
         agent,
         last_activity,
-        restarts: registry::read_watch(reg, &entry.dir).restarts,
+        restarts: registry::read_watch(reg, &entry.stem()).restarts,
         run_id: cp.as_ref().map_or(entry.run_id.clone(), |c| c.run_id.clone()),
         watch,
+        fleet: entry
+            .fleet
+            .as_ref()
+            .and_then(|f| Some(format!("fleet task {} of {}", f.task.as_deref()?, f.repo.display()))),
+    }
+}
+
+/// A fleet's supervisor, as `status --all` shows it: the fleet's state and its tasks.
+fn fleet_row(registry: &Path, entry: &Entry, stale: bool, watch: Option<Watch>) -> Row {
+    let dir = crate::fleet::paths::fleet_dir(&entry.dir);
+    let fleet = crate::fleet::state::read(&dir.join("fleet.json")).ok().flatten();
+    let counts = fleet.as_ref().map(|f| {
+        let mut by_state = std::collections::BTreeMap::new();
+        f.tasks.values().for_each(|t| *by_state.entry(t.state.as_str()).or_insert(0) += 1);
+        let list: Vec<String> = by_state.iter().map(|(s, n)| format!("{n} {s}")).collect();
+        format!("fleet: {} task(s), {}", f.tasks.len(), list.join(", "))
+    });
+    let last_activity = std::fs::metadata(dir.join(crate::state::journal::FILE))
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| Timestamp::try_from(t).ok())
+        .map(|t| t.to_string());
+    Row {
+        dir: entry.dir.display().to_string(),
+        stale,
+        other_run: None,
+        status: fleet.as_ref().map_or("finished (archived)", |f| f.status.as_str()).to_string(),
+        live: lock::is_held(&dir.join("fleet.lock")),
+        phase: None,
+        iteration: None,
+        agent: None,
+        last_activity,
+        restarts: registry::read_watch(registry, &entry.stem()).restarts,
+        run_id: fleet.map_or(entry.run_id.clone(), |f| f.fleet_id),
+        watch,
+        fleet: Some(counts.unwrap_or_else(|| "fleet".to_string())),
     }
 }
 
@@ -148,6 +191,11 @@ fn block(r: &Row, tz: &TimeZone, now: Timestamp) -> String {
     let place = match (&r.phase, r.iteration) {
         (Some(p), Some(i)) => format!("phase {p}, iteration {i}"),
         _ => "no checkpoint".to_string(),
+    };
+    let place = match (&r.fleet, r.phase.is_some()) {
+        (Some(f), true) => format!("{f}, {place}"),
+        (Some(f), false) => f.clone(),
+        (None, _) => place,
     };
     let agent = r.agent.as_deref().unwrap_or("none yet");
     let restarts = match r.restarts {

@@ -65,17 +65,22 @@ pub(crate) fn all(now: bool, timeout: Duration) -> Result<i32, RalphError> {
         return Err(RalphError::Usage("cannot find the run registry: neither XDG_STATE_HOME nor HOME is set".into()));
     };
     let (entries, _) = crate::state::registry::read_all(&registry);
-    let live: Vec<PathBuf> = entries
-        .into_iter()
-        .map(|e| e.dir)
-        .filter(|dir| lock::is_held(&dir.join(".agent").join("ralph.lock")))
-        .collect();
+    let live: Vec<(PathBuf, bool)> =
+        entries.into_iter().filter_map(|e| target(&e).map(|fleet| (e.dir, fleet))).collect();
     if live.is_empty() {
         return Err(RalphError::Usage(format!("no running ralph among the runs registered in {}", registry.display())));
     }
     let (mut asked, mut codes) = (Vec::new(), Vec::new());
-    for dir in &live {
-        match ask(dir, now) {
+    for (dir, fleet) in &live {
+        let answered = if *fleet {
+            super::fleet::ask_to_stop(dir, now).map(|said| {
+                eprintln!("ralph: {}: {said}", dir.display());
+                Asked { dir: dir.clone(), socket: PathBuf::new(), fleet: true }
+            })
+        } else {
+            ask(dir, now)
+        };
+        match answered {
             Ok(a) => asked.push(a),
             Err(e) => {
                 eprintln!("ralph: {e}");
@@ -95,6 +100,24 @@ pub(crate) fn all(now: bool, timeout: Duration) -> Result<i32, RalphError> {
 struct Asked {
     dir: PathBuf,
     socket: PathBuf,
+    /// A fleet's supervisor, which stops its tasks in order and leaves.
+    fleet: bool,
+}
+
+/// Whether `ralph stop --all` asks the entry's ralph now: `Some(true)` a running
+/// fleet's supervisor (it stops its tasks in order: the fleet is `stopped` and `ralph
+/// fleet` continues it), `Some(false)` a running run, `None` nothing runs there or it
+/// is a task whose supervisor runs (stopped through it, never behind its back).
+fn target(entry: &crate::state::registry::Entry) -> Option<bool> {
+    if entry.fleet_supervisor() {
+        return super::fleet::supervised(&entry.dir).then_some(true);
+    }
+    if let Some(mark) = entry.fleet.as_ref().filter(|_| entry.fleet_task())
+        && super::fleet::supervised(&mark.repo)
+    {
+        return None;
+    }
+    lock::is_held(&entry.dir.join(".agent").join("ralph.lock")).then_some(false)
 }
 
 /// Sends the stop to the run of `dir`; why not, when no run answers.
@@ -107,14 +130,20 @@ fn ask(dir: &Path, now: bool) -> Result<Asked, String> {
         return Err(format!("the run of {} refused: {}", dir.display(), reply.error.unwrap_or_default()));
     }
     eprintln!("ralph: {}: {}", dir.display(), reply.message.unwrap_or_default());
-    Ok(Asked { dir: dir.to_path_buf(), socket })
+    Ok(Asked { dir: dir.to_path_buf(), socket, fleet: false })
 }
 
 /// Waits until every run asked has ended (its socket gone and its lock released),
 /// at most `timeout` in all; how each came out, in order.
 fn wait(asked: &[Asked], timeout: Duration, now: bool) -> Vec<Stopped> {
     let started = Instant::now();
-    let running = |a: &Asked| a.socket.exists() || lock::is_held(&a.dir.join(".agent").join("ralph.lock"));
+    let running = |a: &Asked| {
+        if a.fleet {
+            super::fleet::supervised(&a.dir)
+        } else {
+            a.socket.exists() || lock::is_held(&a.dir.join(".agent").join("ralph.lock"))
+        }
+    };
     while asked.iter().any(running) && started.elapsed() < timeout {
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -130,6 +159,9 @@ fn wait(asked: &[Asked], timeout: Duration, now: bool) -> Vec<Stopped> {
                     if now { "ending its agent" } else { "finishing its iteration" }
                 );
                 return Stopped::TimedOut;
+            }
+            if a.fleet {
+                return Stopped::Ended { status: super::fleet::stopped_as(&a.dir), cause: None };
             }
             match super::inspect::read(&a.dir) {
                 Ok(Some(cp)) => Stopped::Ended { status: cp.status, cause: cp.stop_cause },

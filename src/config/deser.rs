@@ -13,7 +13,7 @@ use super::suggest::{did_you_mean, one_of};
 use super::{Config, ConfigError};
 
 /// Keys that are counts with a minimum of 1.
-const CAPS: [&str; 8] = [
+const CAPS: [&str; 9] = [
     "max_cycles",
     "max_resumes_per_boot",
     "agent_attempts",
@@ -22,6 +22,7 @@ const CAPS: [&str; 8] = [
     "mcp_restarts",
     "iterations",
     "passes",
+    "max_parallel",
 ];
 
 pub(super) fn error(path: &Path, spans: &Spans<'_>, err: &toml::de::Error) -> ConfigError {

@@ -25,6 +25,7 @@ pub(crate) struct Config {
     pub chains: BTreeMap<String, Vec<String>>,
     pub phases: BTreeMap<String, PhaseConfig>,
     pub git: GitConfig,
+    pub fleet: FleetConfig,
 }
 
 /// `[general]`
@@ -715,6 +716,93 @@ impl<'de> Deserialize<'de> for ByteSize {
             Raw::Text(t) => ByteSize::parse(&t).ok_or_else(|| {
                 serde::de::Error::custom(format!("{t:?} is not a size; write bytes or e.g. \"5MB\", \"512KB\""))
             }),
+        }
+    }
+}
+
+/// `[fleet]`: many runs at once, one git worktree and branch per task, and the merge
+/// queue that lands them (docs/fleet.md).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct FleetConfig {
+    /// The task files, a glob relative to the repository's top (`*` within one
+    /// directory level); `README.md` is never a task.
+    pub tasks: String,
+    /// The branch the merge queue lands on, created from the fleet's base.
+    pub into: String,
+    /// Where the tasks' worktrees go, relative to the repository's top; unset: the
+    /// sibling folder `../<repository>-fleet`. Never inside the main checkout.
+    pub worktrees: Option<PathBuf>,
+    /// Task runs at once.
+    pub max_parallel: u32,
+    /// The total cost across the fleet's tasks: dollars, or "none" for no cap. Unset
+    /// refuses the fleet at its start with the worst case printed.
+    pub max_cost: Option<MaxCost>,
+    /// A task's worktree is created only with at least this much free disk.
+    pub min_free_disk: ByteSize,
+    /// The merge queue's check: an argv run on each task's rebased head before it
+    /// lands (`["cargo", "test"]`); unset: no check.
+    pub check: Option<Vec<String>>,
+    /// The longest one check may run.
+    #[serde(with = "humantime_serde")]
+    pub check_timeout: Duration,
+    /// Evictions per task (a conflict or a failing check sends it back to its
+    /// agent) before it is blocked.
+    pub max_evictions: u32,
+    /// Generated files: a glob (relative to the top) and the argv that makes them
+    /// again; a conflict confined to them is resolved without an eviction.
+    pub regenerate: BTreeMap<String, Vec<String>>,
+}
+
+impl Default for FleetConfig {
+    fn default() -> Self {
+        Self {
+            tasks: "tasks/*.md".to_string(),
+            into: "ralph/fleet".to_string(),
+            worktrees: None,
+            max_parallel: 2,
+            max_cost: None,
+            min_free_disk: ByteSize(1 << 30),
+            check: None,
+            check_timeout: Duration::from_secs(30 * 60),
+            max_evictions: 3,
+            regenerate: BTreeMap::new(),
+        }
+    }
+}
+
+/// `[fleet] max_cost`: a number of dollars, or the word "none".
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum MaxCost {
+    Usd(f64),
+    Unlimited,
+}
+
+impl Serialize for MaxCost {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            MaxCost::Usd(usd) => s.serialize_f64(*usd),
+            MaxCost::Unlimited => s.serialize_str("none"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for MaxCost {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Int(i64),
+            Float(f64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Int(n) => Ok(MaxCost::Usd(n as f64)),
+            Raw::Float(f) => Ok(MaxCost::Usd(f)),
+            Raw::Text(t) if t.trim().eq_ignore_ascii_case("none") => Ok(MaxCost::Unlimited),
+            Raw::Text(t) => Err(serde::de::Error::custom(format!(
+                "{t:?} is not a cost; write dollars like 40.0, or \"none\" for no cap"
+            ))),
         }
     }
 }

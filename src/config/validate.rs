@@ -32,6 +32,7 @@ pub(super) fn parse(path: &Path, source: &str) -> Result<Loaded, ConfigError> {
     }
     check_chains(&cx, &config);
     check_git(&cx, &config);
+    check_fleet(&cx, &config);
     let (order, phases) = resolve_phases(&cx, &config);
     let repeat = resolve_repeat(&cx, &config, &order);
     let errors = cx.errors.into_inner();
@@ -178,6 +179,7 @@ fn check_limits(cx: &Cx<'_>, config: &Config) {
         (keys!["watch", "max_restarts"], config.watch.max_restarts, d.watch.max_restarts),
         (keys!["watch", "max_resumes_per_boot"], config.watch.max_resumes_per_boot, d.watch.max_resumes_per_boot),
         (keys!["logs", "keep_runs"], config.logs.keep_runs, d.logs.keep_runs),
+        (keys!["fleet", "max_parallel"], config.fleet.max_parallel, d.fleet.max_parallel),
     ];
     for (key, value, default) in caps {
         if value == 0 {
@@ -253,6 +255,54 @@ fn check_git(cx: &Cx<'_>, config: &Config) {
     }
     if g.message.trim().is_empty() {
         fail!(cx.at(&keys!["git", "message"]), "[git] message is empty; leave it out for the default");
+    }
+}
+
+/// `[fleet]`: a task glob inside the repository, a branch name for `into`, a cost
+/// cap above 0. What needs the repository (the branch checked out somewhere, the
+/// worktrees' place) is checked when the fleet starts.
+fn check_fleet(cx: &Cx<'_>, config: &Config) {
+    let f = &config.fleet;
+    let tasks = Path::new(&f.tasks);
+    let escapes = tasks.components().any(|c| matches!(c, std::path::Component::ParentDir));
+    if f.tasks.trim().is_empty() || tasks.is_absolute() || escapes || !f.tasks.ends_with(".md") {
+        fail!(
+            cx.at(&keys!["fleet", "tasks"]),
+            "[fleet] tasks {:?} must be a glob of Markdown files inside the repository, like \"tasks/*.md\"",
+            f.tasks
+        );
+    }
+    if let Err(problem) = crate::config::check_branch(&f.into) {
+        fail!(cx.at(&keys!["fleet", "into"]), "[fleet] into {:?} {problem}", f.into);
+    }
+    if let Some(super::types::MaxCost::Usd(cost)) = f.max_cost
+        && !(cost.is_finite() && cost > 0.0)
+    {
+        fail!(
+            cx.at(&keys!["fleet", "max_cost"]),
+            "[fleet] max_cost must be a number of dollars above 0, not {cost}; or \"none\" for no cap"
+        );
+    }
+    if f.check.as_ref().is_some_and(|c| c.first().is_none_or(|p| p.trim().is_empty())) {
+        fail!(
+            cx.at(&keys!["fleet", "check"]),
+            "[fleet] check is empty; give the program and its arguments, like [\"cargo\", \"test\"], or leave it out"
+        );
+    }
+    if f.check_timeout.is_zero() {
+        fail!(cx.at(&keys!["fleet", "check_timeout"]), "[fleet] check_timeout must be longer than 0, like \"30m\"");
+    }
+    for (glob, argv) in &f.regenerate {
+        if glob.trim().is_empty() || argv.first().is_none_or(|p| p.trim().is_empty()) {
+            fail!(
+                cx.at(&keys!["fleet", "regenerate", glob]),
+                "[fleet] regenerate {glob:?} needs a file glob and a command, like \"Cargo.lock\" = [\"cargo\", \
+                 \"generate-lockfile\"]"
+            );
+        }
+    }
+    if f.worktrees.as_ref().is_some_and(|w| w.as_os_str().is_empty()) {
+        fail!(cx.at(&keys!["fleet", "worktrees"]), "[fleet] worktrees is empty; leave it out for the default");
     }
 }
 

@@ -6,6 +6,8 @@
 pub(crate) const RUN_TRAILER: &str = "Ralph-Run";
 /// The trailer naming the iteration (or phase) a commit holds.
 pub(crate) const ITERATION_TRAILER: &str = "Ralph-Iteration";
+/// The trailer naming the fleet task a commit belongs to (docs/fleet.md).
+pub(crate) const TASK_TRAILER: &str = "Ralph-Task";
 
 /// Longest kept summary, in characters.
 const MAX_SUMMARY: usize = 4000;
@@ -27,6 +29,8 @@ pub(crate) struct MessageContext<'a> {
     pub key: &'a str,
     /// The agent's summary (already [`summarize`]d).
     pub summary: &'a str,
+    /// The fleet task the run is (docs/fleet.md): a `Ralph-Task:` trailer.
+    pub task: Option<&'a str>,
 }
 
 /// The agent's final message as a commit body: done/goal tags removed, secrets
@@ -60,11 +64,31 @@ pub(crate) fn render(template: &str, ctx: &MessageContext<'_>) -> String {
     let body: Vec<&str> = body
         .lines()
         .map(str::trim_end)
-        .filter(|l| trailer_value(l, RUN_TRAILER).is_none() && trailer_value(l, ITERATION_TRAILER).is_none())
+        .filter(|l| [RUN_TRAILER, ITERATION_TRAILER, TASK_TRAILER].iter().all(|t| trailer_value(l, t).is_none()))
         .collect();
     let body = collapse_blank_lines(&body.join("\n"));
     let body = if body.trim().is_empty() { format!("ralph: {} iteration {}", ctx.phase, ctx.iteration) } else { body };
-    format!("{}\n\n{RUN_TRAILER}: {}\n{ITERATION_TRAILER}: {}\n", body.trim(), ctx.run_id, ctx.key)
+    let task = ctx.task.map(|t| format!("{TASK_TRAILER}: {t}\n")).unwrap_or_default();
+    format!("{}\n\n{task}{RUN_TRAILER}: {}\n{ITERATION_TRAILER}: {}\n", body.trim(), ctx.run_id, ctx.key)
+}
+
+/// The value of `trailer` in a commit message, if it carries one.
+pub(crate) fn trailer<'a>(message: &'a str, trailer: &str) -> Option<&'a str> {
+    message.lines().find_map(|line| trailer_value(line, trailer))
+}
+
+/// `message` with the trailer `key: value` added to its last paragraph, unless it
+/// carries `key` already.
+pub(crate) fn with_trailer(message: &str, key: &str, value: &str) -> String {
+    if trailer(message, key).is_some() {
+        return message.to_string();
+    }
+    let body = message.trim_end();
+    let last = body.rsplit("\n\n").next().unwrap_or(body);
+    let is_trailers =
+        !last.is_empty() && last.lines().all(|l| l.split_once(": ").is_some_and(|(k, _)| !k.contains(' ')));
+    let sep = if is_trailers && body.contains("\n\n") { "\n" } else { "\n\n" };
+    format!("{body}{sep}{key}: {value}\n")
 }
 
 fn collapse_blank_lines(text: &str) -> String {
@@ -107,7 +131,16 @@ mod tests {
     use super::*;
 
     fn ctx<'a>(summary: &'a str) -> MessageContext<'a> {
-        MessageContext { phase: "develop", iteration: 3, run_id: "R1", key: "develop/3", summary }
+        MessageContext { phase: "develop", iteration: 3, run_id: "R1", key: "develop/3", summary, task: None }
+    }
+
+    #[test]
+    fn a_trailer_is_added_once_to_the_trailer_paragraph() {
+        let with = with_trailer("subject\n\nbody\n\nRalph-Run: r\nRalph-Iteration: develop/1\n", TASK_TRAILER, "a");
+        assert_eq!(with, "subject\n\nbody\n\nRalph-Run: r\nRalph-Iteration: develop/1\nRalph-Task: a\n");
+        assert_eq!(with_trailer(&with, TASK_TRAILER, "b"), with);
+        assert_eq!(with_trailer("fix it", TASK_TRAILER, "a"), "fix it\n\nRalph-Task: a\n");
+        assert_eq!(trailer(&with, TASK_TRAILER), Some("a"));
     }
 
     #[test]

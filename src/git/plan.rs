@@ -42,11 +42,18 @@ pub(crate) struct Exempt {
     pub files: Vec<String>,
     /// Directory prefixes relative to the top, without the trailing `/` (`.agent`).
     pub dirs: Vec<String>,
+    /// Globs relative to the top, `*` and `?` within one path component (a fleet's
+    /// task files, `tasks/*.md`).
+    pub globs: Vec<String>,
 }
 
 impl Exempt {
     pub(crate) fn covers(&self, path: &str) -> bool {
         self.files.iter().any(|f| f == path)
+            || self.globs.iter().any(|g| {
+                let (g, p): (Vec<&str>, Vec<&str>) = (g.split('/').collect(), path.split('/').collect());
+                g.len() == p.len() && g.iter().zip(&p).all(|(g, p)| crate::process::env::glob_match(g, p))
+            })
             || self
                 .dirs
                 .iter()
@@ -220,7 +227,7 @@ mod tests {
     }
 
     fn exempt() -> Exempt {
-        Exempt { files: vec!["ralph.toml".into(), "PROMPT.md".into()], dirs: vec![".agent".into()] }
+        Exempt { files: vec!["ralph.toml".into(), "PROMPT.md".into()], dirs: vec![".agent".into()], globs: vec![] }
     }
 
     #[test]

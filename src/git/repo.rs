@@ -1,5 +1,10 @@
 //! The shell over the `git` binary: argument arrays only, machine-readable output,
-//! no decisions. Every call runs `git -C <top>` with prompts and editors disabled.
+//! no decisions. Every call runs `git -C <top>` with prompts and editors disabled
+//! and without automatic gc (`-c gc.auto=0`: many ralphs share one object store in a
+//! fleet, and a gc in the middle of a run's commit would stall it; the person's own
+//! git still collects garbage). A call that finds another git's lock file
+//! (`index.lock`, `packed-refs.lock`, a ref's lock) is retried with backoff for a few
+//! seconds before its failure counts ([`locked`]).
 //! Calls block: they are short, except a commit whose hooks run (a lint), which the
 //! run waits for anyway, bounded by the commit timeout (`[timeouts] tool`): a hook
 //! that hangs is ended with its whole process group.
@@ -96,6 +101,7 @@ impl Repo {
         let mut cmd = Command::new("git");
         cmd.arg("-C")
             .arg(&self.top)
+            .args(["-c", "gc.auto=0", "-c", "maintenance.auto=false"])
             .arg("--literal-pathspecs")
             .env("GIT_TERMINAL_PROMPT", "0")
             .env("GIT_EDITOR", "true")
@@ -104,7 +110,44 @@ impl Repo {
     }
 
     fn output(&self, args: &[&str]) -> Result<Output, GitError> {
-        Ok(self.command().args(args).output()?)
+        self.output_with(args, &[])
+    }
+
+    /// `args` with extra environment variables, retried while another git holds a lock.
+    fn output_with(&self, args: &[&str], env: &[(&str, &str)]) -> Result<Output, GitError> {
+        let mut delay = LOCK_RETRY_FIRST;
+        loop {
+            let out = self.command().args(args).envs(env.iter().copied()).output()?;
+            if out.status.success() || !locked(&out.stderr) || delay > LOCK_RETRY_LAST {
+                return Ok(out);
+            }
+            std::thread::sleep(delay);
+            delay *= 2;
+        }
+    }
+
+    /// Runs any git command here and returns its stdout; a failure (with its output)
+    /// is an error. For the fleet's plumbing (worktrees, refs, merge-tree).
+    pub(crate) fn git(&self, args: &[&str]) -> Result<String, GitError> {
+        self.run(args)
+    }
+
+    /// [`Self::git`] with extra environment variables (`commit-tree`'s author, a
+    /// temporary index).
+    pub(crate) fn git_env(&self, args: &[&str], env: &[(&str, &str)]) -> Result<String, GitError> {
+        let out = self.output_with(args, env)?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(failed(args, &out))
+        }
+    }
+
+    /// Runs a git command whose exit status is an answer (`merge-base --is-ancestor`,
+    /// `merge-tree`, a compare-and-swap `update-ref`): the whole output, whatever the
+    /// status. Lock errors are retried as everywhere.
+    pub(crate) fn git_output(&self, args: &[&str]) -> Result<Output, GitError> {
+        self.output(args)
     }
 
     /// Runs git and returns stdout, or the failure with its output.
@@ -165,6 +208,19 @@ impl Repo {
             }
         }
         Ok(found)
+    }
+
+    /// `git gc --auto` as the repository's own config has it (ralph's other calls
+    /// turn automatic gc off): for a fleet's supervisor once nothing else runs.
+    pub(crate) fn gc_auto(&self) -> Result<(), GitError> {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&self.top)
+            .args(["gc", "--auto", "--quiet"])
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .stdin(Stdio::null())
+            .output()?;
+        if out.status.success() { Ok(()) } else { Err(failed(&["gc", "--auto"], &out)) }
     }
 
     pub(crate) fn index_lock(&self) -> Result<PathBuf, GitError> {
@@ -277,6 +333,19 @@ impl Repo {
     }
 
     fn with_stdin(&self, args: &[&str], input: &[u8], who: &Identities) -> Result<String, GitError> {
+        let mut delay = LOCK_RETRY_FIRST;
+        loop {
+            match self.with_stdin_once(args, input, who) {
+                Err(GitError::Failed { output, .. }) if locked(output.as_bytes()) && delay <= LOCK_RETRY_LAST => {
+                    std::thread::sleep(delay);
+                    delay *= 2;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn with_stdin_once(&self, args: &[&str], input: &[u8], who: &Identities) -> Result<String, GitError> {
         let mut cmd = self.command();
         cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         for (prefix, id) in [("AUTHOR", &who.author), ("COMMITTER", &who.committer)] {
@@ -338,6 +407,20 @@ impl Repo {
     }
 }
 
+/// The first wait before a call that met another git's lock is tried again; it
+/// doubles up to [`LOCK_RETRY_LAST`] (about 6 s in all).
+const LOCK_RETRY_FIRST: Duration = Duration::from_millis(50);
+const LOCK_RETRY_LAST: Duration = Duration::from_millis(3200);
+
+/// Whether git failed because another git holds a lock file: `Unable to create
+/// '…/index.lock': File exists` (also `packed-refs.lock` and a ref's lock). Not a
+/// compare-and-swap that found another value (`is at X but expected Y`): that is an
+/// answer, never retried.
+pub(crate) fn locked(stderr: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(stderr);
+    text.contains("Unable to create '") && text.contains(".lock': File exists")
+}
+
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -348,4 +431,48 @@ fn failed(args: &[&str], out: &Output) -> GitError {
     output.push_str(&String::from_utf8_lossy(&out.stderr));
     let args = args.iter().take(2).copied().collect::<Vec<_>>().join(" ");
     GitError::Failed { args, output: output.trim().to_string() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_files_are_told_from_answers() {
+        assert!(locked(
+            b"fatal: Unable to create '/r/.git/index.lock': File exists.\n\nAnother git process seems to be running"
+        ));
+        assert!(locked(
+            b"error: cannot lock ref 'refs/heads/a': Unable to create '/r/.git/refs/heads/a.lock': File exists."
+        ));
+        assert!(!locked(b"error: cannot lock ref 'refs/heads/a': is at 1234 but expected 5678"));
+        assert!(!locked(b"fatal: not a git repository"));
+    }
+
+    #[test]
+    fn a_held_index_lock_is_waited_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let ok = Command::new("git").arg("-C").arg(dir.path()).args(args).env("GIT_CONFIG_NOSYSTEM", "1").status();
+            assert!(ok.is_ok_and(|s| s.success()), "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        std::fs::write(dir.path().join("a"), "a").unwrap();
+        let lock = dir.path().join(".git/index.lock");
+        std::fs::write(&lock, "").unwrap();
+        let released = {
+            let lock = lock.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                std::fs::remove_file(lock).unwrap();
+            })
+        };
+        let repo = Repo::at(dir.path());
+        repo.git(&["add", "a"]).expect("retried until the lock went");
+        released.join().unwrap();
+        // A lock that stays is a failure, with git's words.
+        std::fs::write(&lock, "").unwrap();
+        let err = repo.git(&["add", "a"]).unwrap_err().to_string();
+        assert!(err.contains("index.lock"), "{err}");
+    }
 }

@@ -71,17 +71,23 @@ pub(crate) struct Usable {
     session: GitSession,
     /// A new run's baseline; `None` on resume.
     baseline: Option<preflight::Baseline>,
+    /// A fleet task: an operation its agent left unfinished is aborted first.
+    abort_first: bool,
 }
 
 /// Checks git for the run, changing nothing: the repository's state (an operation
 /// in progress, the committer's email) for every start, and for a new run the
 /// index lock, a dirty tree and the branch. `state` is the resumed run's git state.
+/// `fleet_tasks`: the run is a fleet task, and this is its fleet's `[fleet] tasks`
+/// glob (docs/fleet.md): the task files are never committed, and a rebase, merge or
+/// cherry-pick its agent left unfinished is no refusal: `open` aborts it (the
+/// iteration runs again), never left for a person.
 pub(crate) fn check(
     dir: &Path,
     loaded: &Loaded,
     state: Option<&GitState>,
-    resumed: bool,
-    allow_dirty: bool,
+    (resumed, allow_dirty): (bool, bool),
+    fleet_tasks: Option<&str>,
 ) -> Result<Checked, OpenError> {
     let config = loaded.config.git.clone();
     let repo = match Repo::discover(dir) {
@@ -94,13 +100,16 @@ pub(crate) fn check(
         // run's start, so it stays without them.
         return Ok(Checked::Off(GitOffWhy::StartedWithoutGit));
     }
+    // A fleet task's unfinished operation is aborted by `open`, not refused.
+    let abort_first = fleet_tasks.is_some();
     let who = identities(&repo, &config)?;
     let has_email = who.committer.is_some() || email_known(&repo)?;
     let top = repo.top().to_path_buf();
-    let exempt = exempt(&top, dir, &loaded.path, &dir.join(&loaded.config.general.prompt));
+    let mut exempt = exempt(&top, dir, &loaded.path, &dir.join(&loaded.config.general.prompt));
+    exempt.globs.extend(fleet_tasks.map(str::to_string));
     let commits_on = config.commit != CommitMode::Off;
     let mut facts = RepoFacts {
-        in_progress: repo.in_progress()?,
+        in_progress: if abort_first { Vec::new() } else { repo.in_progress()? },
         index_locked: repo.index_lock()?.exists(),
         has_email,
         dirty: Vec::new(),
@@ -123,7 +132,7 @@ pub(crate) fn check(
         .and_then(|real| real.strip_prefix(&top).ok().map(|r| r.to_string_lossy().into_owned()))
         .unwrap_or_default();
     let session = GitSession { repo, config, exempt, who, cwd: dir.to_path_buf(), cwd_rel };
-    Ok(Checked::On(Box::new(Usable { session, baseline })))
+    Ok(Checked::On(Box::new(Usable { session, baseline, abort_first })))
 }
 
 impl Checked {
@@ -145,8 +154,11 @@ impl Checked {
             }
             Checked::On(usable) => usable,
         };
-        let Usable { session, baseline } = *usable;
+        let Usable { session, baseline, abort_first } = *usable;
         let repo = &session.repo;
+        if abort_first {
+            abort_unfinished(repo, say)?;
+        }
         match (baseline, state.as_mut()) {
             (Some(baseline), _) => {
                 if let Some(b) = &baseline.create_branch {
@@ -392,7 +404,18 @@ fn exempt(top: &Path, dir: &Path, config: &Path, goal: &Path) -> Exempt {
     Exempt {
         files: [config, goal].into_iter().filter_map(rel).collect(),
         dirs: rel(&dir.join(".agent")).into_iter().collect(),
+        globs: Vec::new(),
     }
+}
+
+/// A fleet task's worktree: the git operations its agent left unfinished (its ralph
+/// stopped in the middle of an eviction) are aborted, each said.
+fn abort_unfinished(repo: &Repo, say: &mut dyn FnMut(RunEvent)) -> Result<(), GitError> {
+    for op in repo.in_progress()? {
+        let error = repo.git(&[op, "--abort"]).err().map(|e| e.to_string());
+        say(RunEvent::FleetGitAborted { op: op.to_string(), error });
+    }
+    Ok(())
 }
 
 fn identities(repo: &Repo, config: &GitConfig) -> Result<Identities, GitError> {

@@ -34,6 +34,9 @@ pub(crate) const BASE: &[&str] = &[
     "LD_LIBRARY_PATH CC CXX MAKEFLAGS",
     // git and ssh
     "SSH_AUTH_SOCK GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL GIT_COMMITTER_NAME GIT_COMMITTER_EMAIL",
+    // ralph's: the fleet task the agent works for, so a ralph it starts refuses
+    // (docs/fleet.md)
+    "RALPH_FLEET_TASK",
 ];
 
 /// [`BASE`]'s patterns one by one, split once: every agent call asks about every name.

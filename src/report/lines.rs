@@ -116,6 +116,16 @@ fn left_out(path: &str, reason: &str, detail: &str) -> String {
     }
 }
 
+/// The line of a sign-off's verdict.
+fn signoff_line(verdict: SignOff, why: &Why) -> String {
+    let why = why.plain();
+    match verdict {
+        SignOff::Rejected => format!("sign-off rejected: {why}"),
+        SignOff::Asked => format!("asking the agent to confirm it is done: {why}"),
+        SignOff::AcceptedWithDoubt => format!("sign-off accepted despite a doubt: {why}"),
+    }
+}
+
 /// The line of `event`, times in `tz`; `None` for events without a line of their own.
 pub(crate) fn line(event: &RunEvent, tz: &TimeZone) -> Option<String> {
     Some(match event {
@@ -124,14 +134,7 @@ pub(crate) fn line(event: &RunEvent, tz: &TimeZone) -> Option<String> {
         }
         // The category and the rule stay in the journal and `ralph.log`.
         RunEvent::AttemptFailed { attempt, reason, .. } => format!("attempt {attempt} failed: {reason}"),
-        RunEvent::Signoff { verdict, rule, words, .. } => {
-            let why = Why::new(*rule, words.as_str()).plain();
-            match verdict {
-                SignOff::Rejected => format!("sign-off rejected: {why}"),
-                SignOff::Asked => format!("asking the agent to confirm it is done: {why}"),
-                SignOff::AcceptedWithDoubt => format!("sign-off accepted despite a doubt: {why}"),
-            }
-        }
+        RunEvent::Signoff { verdict, rule, words, .. } => signoff_line(*verdict, &Why::new(*rule, words.as_str())),
         // The sign-off's own line says it.
         RunEvent::Intervention { detector: Detector::DoneConfirmation, .. } => return None,
         RunEvent::Intervention { detector, evidence } => {
@@ -178,6 +181,8 @@ pub(crate) fn line(event: &RunEvent, tz: &TimeZone) -> Option<String> {
         | RunEvent::RunSettled { .. }
         | RunEvent::SecretInInput { .. }
         | RunEvent::SetupWarning { .. }
+        | RunEvent::FleetReopened { .. }
+        | RunEvent::FleetGitAborted { .. }
         | RunEvent::LogFile { .. } => return setup_line(event, tz),
         RunEvent::RunStarted { .. }
         | RunEvent::RunResumed { .. }
@@ -194,6 +199,8 @@ pub(crate) fn line(event: &RunEvent, tz: &TimeZone) -> Option<String> {
         | RunEvent::GitBaseline { .. }
         | RunEvent::GitNothingToCommit { .. }
         | RunEvent::GitError { .. }
+        // Shown as the wait's own line.
+        | RunEvent::FleetSharedReset { .. }
         | RunEvent::PassesEnded { clean: true, .. } => return None,
     })
 }
@@ -269,6 +276,16 @@ fn setup_line(event: &RunEvent, tz: &TimeZone) -> Option<String> {
         ),
         RunEvent::SecretInInput { file, line, family } => crate::secrets::found::goal_warning(file, *line, family),
         RunEvent::SetupWarning { warning } => format!("note: {warning}"),
+        RunEvent::FleetReopened { eviction, phase, iteration, agent } => format!(
+            "the merge queue sent this fleet task back (eviction {eviction}): one more iteration of phase {phase} \
+             (iteration {iteration}), agent {agent}"
+        ),
+        RunEvent::FleetGitAborted { op, error: None } => {
+            format!("fleet: aborted the git {op} the agent left unfinished; the iteration runs again")
+        }
+        RunEvent::FleetGitAborted { op, error: Some(error) } => {
+            format!("fleet: cannot abort the git {op} the agent left unfinished: {error}")
+        }
         RunEvent::LogFile { path } => format!("log: {path}"),
         _ => return None,
     })
@@ -468,6 +485,9 @@ mod tests {
             RunEvent::SecretInInput { file: s("PROMPT.md"), line: 4, family: s("Stripe") },
             RunEvent::SetupWarning { warning: s("cannot remove old run logs: permission denied") },
             RunEvent::LogFile { path: s("/p/.agent/logs/R1/ralph.log") },
+            RunEvent::FleetReopened { eviction: 2, phase: s("develop"), iteration: 4, agent: s("claude") },
+            RunEvent::FleetGitAborted { op: s("rebase"), error: None },
+            RunEvent::FleetGitAborted { op: s("merge"), error: Some(s("fatal: no merge in progress")) },
             RunEvent::GitOff { why: GitOffWhy::NotARepository },
             RunEvent::GitOff { why: GitOffWhy::GitMissing },
             RunEvent::GitOff { why: GitOffWhy::StartedWithoutGit },

@@ -251,6 +251,7 @@ pub(crate) mod tests {
             updated_at: "2026-01-01T00:01:15Z".parse().unwrap(),
             git: None,
             agent_checkpoint: None,
+            fleet_evictions: 0,
         }
     }
 

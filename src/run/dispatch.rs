@@ -97,6 +97,7 @@ impl Dispatcher {
             next_probe: None,
             prepared: None,
             finished: None,
+            fleet: ready.fleet,
         };
         if let Err(e) = io.control.listen(ready.control, &io.dir, &run, signals) {
             if let Some(lease) = io.lease.take() {
@@ -267,6 +268,10 @@ impl Dispatcher {
             }
             Effect::Finish(end) => self.io.finish(&end, &self.run),
             Effect::Fail(fatal) => return Err(io::fatal(fatal)),
+            Effect::Fleet(asked) => {
+                let answer = crate::fleet::task::carry_out(self.io.fleet.as_ref(), asked, &self.run.setting.loaded);
+                self.queue.extend(answer);
+            }
         }
         // A write found the disk full: the step hears of it once.
         if !was_full && let Some(path) = &self.io.disk_full {

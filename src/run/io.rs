@@ -66,6 +66,8 @@ pub(super) struct Io {
     pub prepared: Option<Prepared>,
     /// The run's end, once the step finished it.
     pub finished: Option<RunEnd>,
+    /// The run is a fleet task: what carries out its `Effect::Fleet`.
+    pub fleet: Option<crate::fleet::task::TaskRun>,
 }
 
 impl Io {

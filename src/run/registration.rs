@@ -42,6 +42,22 @@ impl Registration {
 /// The entry of the run `cp` in `project` under `loaded`, as this process would
 /// register it (the watchdog registers a run the registry lost the same way).
 pub(crate) fn entry(project: &std::path::Path, loaded: &Loaded, cp: &Checkpoint) -> Entry {
+    Entry {
+        // A fleet task's run is its supervisor's to resume (docs/fleet.md).
+        fleet: crate::fleet::task::registry_mark(project),
+        ..registry_entry(project, loaded, &cp.run_id, cp.status, &cp.updated_at.to_string())
+    }
+}
+
+/// An entry for the run (or the fleet) `run_id` in `project` under `loaded`, owned by
+/// this process: what a resume by the watchdog needs.
+pub(crate) fn registry_entry(
+    project: &std::path::Path,
+    loaded: &Loaded,
+    run_id: &str,
+    status: crate::state::checkpoint::Status,
+    updated_at: &str,
+) -> Entry {
     let me = LockInfo::current();
     let used: BTreeSet<&String> = loaded.phases.iter().flat_map(|p| p.chain.iter()).collect();
     let agents: Vec<&AgentConfig> = used.iter().filter_map(|name| loaded.config.agents.get(*name)).collect();
@@ -58,12 +74,12 @@ pub(crate) fn entry(project: &std::path::Path, loaded: &Loaded, cp: &Checkpoint)
     let watch = &loaded.config.watch;
     Entry {
         dir: project.to_path_buf(),
-        run_id: cp.run_id.clone(),
+        run_id: run_id.to_string(),
         identity: None,
         pid: me.pid,
         host: me.host,
         boot_id: me.boot_id,
-        status: cp.status,
+        status,
         config: Some(loaded.path.clone()),
         credential_names: credential_names.into_iter().collect(),
         programs: programs.into_iter().collect(),
@@ -73,7 +89,8 @@ pub(crate) fn entry(project: &std::path::Path, loaded: &Loaded, cp: &Checkpoint)
         restart_backoff_secs: watch.restart_backoff.as_secs(),
         max_age_secs: watch.max_age.as_secs(),
         max_resumes_per_boot: watch.max_resumes_per_boot,
-        updated_at: cp.updated_at.to_string(),
+        updated_at: updated_at.to_string(),
+        fleet: None,
         file: std::path::PathBuf::new(),
         inode: 0,
     }

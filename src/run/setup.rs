@@ -52,6 +52,8 @@ pub(crate) struct Ready {
     /// The control socket, bound before anything of the run changed; the run serves
     /// it once it starts.
     pub control: Option<crate::control::server::Bound>,
+    /// The run is a task of a fleet (docs/fleet.md): what carries out its hooks.
+    pub fleet: Option<crate::fleet::task::TaskRun>,
 }
 
 /// What setup found: a run to dispatch (with the signal handlers installed as soon
@@ -80,6 +82,8 @@ impl Told {
 
 pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     let dir = options.dir.clone();
+    // A task's worktree runs only under its fleet; nothing starts inside a task's agent.
+    let fleet = crate::fleet::task::join(&dir)?;
     let (loaded, goal, templates) = read_inputs(&dir, options)?;
     let agent_dir = dir.join(".agent");
     let agent_dir_existed = agent_dir.symlink_metadata().is_ok();
@@ -110,7 +114,7 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     let checkpoint_path = enabled.then(|| agent_dir.join("checkpoint.json"));
     // Every check that can refuse, before anything changes: what becomes of the
     // checkpoint (read, decided, resumed in memory), then git for that start.
-    let chosen = choose_checkpoint(options, &loaded, &goal, checkpoint_path.as_deref(), &mut signals);
+    let chosen = choose_checkpoint(options, &loaded, &goal, checkpoint_path.as_deref(), (&mut told, &mut signals));
     let chosen = match chosen.await? {
         Ok(chosen) => chosen,
         Err((end, said)) => {
@@ -123,14 +127,8 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
             return Ok(Prepared::Settled(end));
         }
     };
-    let (resumed, git_state) = match &chosen {
-        Chosen::Fresh { .. } => (false, None),
-        Chosen::Resume { cp, .. } => (true, cp.git.as_ref()),
-    };
-    let git = session::check(&dir, &loaded, git_state, resumed, options.allow_dirty).map_err(git_error)?;
-    // A link planted where the run's state goes is refused now, not half-way.
-    let state_files = ["events.jsonl", "logs", "artifacts"].map(|name| agent_dir.join(name));
-    crate::state::private::refuse_links(&state_files).map_err(|e| RalphError::setup("the state directory", e))?;
+    let tasks_glob = fleet.as_ref().map(|f| f.d.tasks_glob.as_str());
+    let (resumed, git) = last_checks(&dir, &loaded, &chosen, options.allow_dirty, tasks_glob)?;
     // From here on the run changes things: it has passed every check.
     remove_leftover_temp_files(&agent_dir);
     let (mut checkpoint, interrupted, clean_stop) = carry_out(chosen, checkpoint_path.as_deref(), &mut told)?;
@@ -150,6 +148,7 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         from: options.from.clone(),
         git: git.is_some(),
         pid: std::process::id(),
+        task: fleet.as_ref().map(|f| f.d.task.clone()),
         loaded,
     };
     let (lock, lease) = held.keep();
@@ -167,8 +166,29 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         lease,
         git,
         control: Some(control),
+        fleet,
     };
     Ok(Prepared::Ready(Box::new(ready), signals))
+}
+
+/// The last checks before set-up changes anything: git for the start chosen (whether
+/// it resumes is returned with it), and links planted where the run's state goes
+/// (refused now, not half-way).
+fn last_checks(
+    dir: &Path,
+    loaded: &Loaded,
+    chosen: &Chosen,
+    allow_dirty: bool,
+    tasks_glob: Option<&str>,
+) -> Result<(bool, session::Checked), RalphError> {
+    let (resumed, git_state) = match chosen {
+        Chosen::Fresh { .. } => (false, None),
+        Chosen::Resume { cp, .. } => (true, cp.git.as_ref()),
+    };
+    let git = session::check(dir, loaded, git_state, (resumed, allow_dirty), tasks_glob).map_err(git_error)?;
+    let state_files = ["events.jsonl", "logs", "artifacts"].map(|name| dir.join(".agent").join(name));
+    crate::state::private::refuse_links(&state_files).map_err(|e| RalphError::setup("the state directory", e))?;
+    Ok((resumed, git))
 }
 
 /// Writes killed half-way leave their temporary files; only the lock holder writes
@@ -220,7 +240,9 @@ pub(crate) fn read_config_and_goal(
     dir: &Path,
     config: Option<&Path>,
 ) -> Result<(Loaded, String, Vec<String>), RalphError> {
-    let loaded = super::config_file::load(&super::config_file::find(dir, config)?)?;
+    let mut loaded = super::config_file::load(&super::config_file::find(dir, config)?)?;
+    // A fleet task's goal is its task file; the rest resolves in the main checkout.
+    crate::fleet::task::adapt(dir, &mut loaded);
     let prompt_path = dir.join(&loaded.config.general.prompt);
     let goal = read_prompt(&prompt_path, &loaded.path)?;
     if let Some(problem) = crate::workflow::goal::check(&goal) {
@@ -280,7 +302,7 @@ async fn choose_checkpoint(
     loaded: &Loaded,
     goal: &str,
     cp_path: Option<&Path>,
-    signals: &mut Signals,
+    (told, signals): (&mut Told, &mut Signals),
 ) -> Result<Result<Chosen, Settles>, RalphError> {
     let (from, agent_dir) = (options.from.as_deref(), options.dir.join(".agent"));
     let (prompt_checksum, artifacts_dir) = (checksum(goal.as_bytes()), agent_dir.join("artifacts"));
@@ -290,11 +312,15 @@ async fn choose_checkpoint(
         cp.map(|cp| Ok(Chosen::Fresh { cp: Box::new(cp), aside, old_run })).map_err(|e| from_error(&e, &loaded.path))
     };
     let Some(cp_path) = cp_path else { return fresh(None, None) };
-    let (existing, stale) = match read_checkpoint(cp_path, options.resume)? {
+    let (mut existing, stale) = match read_checkpoint(cp_path, options.resume)? {
         Found::Nothing => (None, None),
         Found::Checkpoint(newest) => (Some(newest.checkpoint), newest.stale),
         Found::Unusable { label, problem } => return fresh(Some(Aside::Unusable { label, problem }), None),
     };
+    // A fleet task the merge queue sent back: its completed run takes one more iteration.
+    if let Some(reopened) = existing.as_mut().and_then(|cp| crate::fleet::task::reopen(&options.dir, cp, loaded)) {
+        told.tell(reopened);
+    }
     let mut flag = options.resume;
     let mut decision = start::decide(existing.as_ref(), flag);
     if decision == Start::Ask {

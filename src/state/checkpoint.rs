@@ -157,6 +157,14 @@ pub(crate) struct Checkpoint {
     /// The agent's latest `save_checkpoint` (MCP); its history is in the journal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_checkpoint: Option<AgentCheckpoint>,
+    /// A fleet task's run: the merge queue's evictions it has taken (each reopens
+    /// the completed run for one more iteration, docs/fleet.md).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fleet_evictions: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Verified progress the agent saved through `save_checkpoint`, bounded by the

@@ -8,6 +8,13 @@
 //! not at every transition; last activity is read from the run's own journal. The
 //! watcher keeps its own bookkeeping beside it (`<key>.watch.json`), so the two never
 //! write the same file. A corrupt entry is skipped with a warning, never fatal.
+//!
+//! Fleets (docs/fleet.md) are marked: the supervisor's own entry (`<key>-fleet.json`,
+//! keyed by the main checkout, beside any single run's entry there) carries
+//! `fleet.role = "supervisor"`, and each task's run carries `fleet.role = "task"`
+//! with its fleet's repository. The watchdog resumes a supervisor like a run (with
+//! `ralph fleet`) and leaves task runs to their supervisor; whatever stops or holds
+//! runs by the registry treats a fleet through its supervisor's entry.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -62,11 +69,33 @@ pub(crate) struct Entry {
     #[serde(default = "default_max_resumes_per_boot")]
     pub max_resumes_per_boot: u32,
     pub updated_at: String,
+    /// Set for a fleet's supervisor and for a fleet's task runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<FleetMark>,
     /// The file this entry was read from, and its inode (not stored).
     #[serde(skip)]
     pub file: PathBuf,
     #[serde(skip)]
     pub inode: u64,
+}
+
+/// What a fleet's entry says about its place in the fleet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct FleetMark {
+    pub role: FleetRole,
+    /// The fleet's main checkout.
+    pub repo: PathBuf,
+    /// A task run's task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+}
+
+/// A supervisor or one of its task runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum FleetRole {
+    Supervisor,
+    Task,
 }
 
 impl Entry {
@@ -83,6 +112,28 @@ impl Entry {
         let recorded = Recorded { run_id: &self.run_id, identity: self.identity.as_ref() };
         let same_boot = !boot.is_empty() && self.boot_id == boot;
         super::identity::check(recorded, found_run, found, same_boot)
+    }
+
+    /// The name of its file and of the watcher's bookkeeping, without extension.
+    pub(crate) fn stem(&self) -> String {
+        stem(&self.dir, self.fleet.as_ref().map(|f| f.role))
+    }
+
+    /// It belongs to a fleet's supervisor, which resumes and stops it.
+    pub(crate) fn fleet_task(&self) -> bool {
+        self.fleet.as_ref().is_some_and(|f| f.role == FleetRole::Task)
+    }
+
+    pub(crate) fn fleet_supervisor(&self) -> bool {
+        self.fleet.as_ref().is_some_and(|f| f.role == FleetRole::Supervisor)
+    }
+}
+
+/// The stem of the entry of `dir`'s run, or of its fleet's supervisor.
+pub(crate) fn stem(dir: &Path, role: Option<FleetRole>) -> String {
+    match role {
+        Some(FleetRole::Supervisor) => format!("{}-fleet", key(dir)),
+        _ => key(dir),
     }
 }
 
@@ -129,12 +180,12 @@ pub(crate) fn key(project: &Path) -> String {
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
-pub(crate) fn entry_path(registry: &Path, project: &Path) -> PathBuf {
-    registry.join(format!("{}.json", key(project)))
+pub(crate) fn entry_path(registry: &Path, stem: &str) -> PathBuf {
+    registry.join(format!("{stem}.json"))
 }
 
-pub(crate) fn watch_path(registry: &Path, project: &Path) -> PathBuf {
-    registry.join(format!("{}.watch.json", key(project)))
+pub(crate) fn watch_path(registry: &Path, stem: &str) -> PathBuf {
+    registry.join(format!("{stem}.watch.json"))
 }
 
 /// Writes `entry` atomically, creating the registry (mode 0700) when needed. The
@@ -148,22 +199,22 @@ pub(crate) fn write(registry: &Path, entry: &Entry) -> io::Result<()> {
     // the run again (its directory, config, identity).
     let mut value = serde_json::to_value(entry).map_err(io::Error::other)?;
     if let Some(fields) = value.as_object_mut() {
-        let exact = ["dir", "config", "run_id", "host", "boot_id"];
+        let exact = ["dir", "config", "run_id", "host", "boot_id", "identity", "fleet"];
         fields
             .iter_mut()
             .filter(|(k, _)| !exact.contains(&k.as_str()))
             .for_each(|(_, v)| crate::secrets::redact_json(v));
     }
-    store::save_json_with(&entry_path(registry, &entry.dir), &value, Durability::Ordered)
+    store::save_json_with(&entry_path(registry, &entry.stem()), &value, Durability::Ordered)
 }
 
-pub(crate) fn write_watch(registry: &Path, project: &Path, state: &WatchState) -> io::Result<()> {
+pub(crate) fn write_watch(registry: &Path, stem: &str, state: &WatchState) -> io::Result<()> {
     create(registry)?;
-    store::save_json_with(&watch_path(registry, project), state, Durability::Ordered)
+    store::save_json_with(&watch_path(registry, stem), state, Durability::Ordered)
 }
 
-pub(crate) fn read_watch(registry: &Path, project: &Path) -> WatchState {
-    store::load_json(&watch_path(registry, project)).ok().flatten().unwrap_or_default()
+pub(crate) fn read_watch(registry: &Path, stem: &str) -> WatchState {
+    store::load_json(&watch_path(registry, stem)).ok().flatten().unwrap_or_default()
 }
 
 fn create(registry: &Path) -> io::Result<()> {
@@ -202,11 +253,12 @@ pub(crate) fn read_all_but(registry: &Path, mut skip: impl FnMut(&str, u64) -> b
 /// Removes an entry (the file it was read from) and the watcher's bookkeeping for
 /// its project.
 pub(crate) fn remove(registry: &Path, entry: &Entry) -> io::Result<()> {
+    let stem = entry.stem();
     let paths = [
         entry.file.clone(),
-        entry_path(registry, &entry.dir),
-        watch_path(registry, &entry.dir),
-        watch_path(registry, &entry.dir).with_extension("lock"),
+        entry_path(registry, &stem),
+        watch_path(registry, &stem),
+        watch_path(registry, &stem).with_extension("lock"),
     ];
     let absent = |e: io::Error| if e.kind() == io::ErrorKind::NotFound { Ok(()) } else { Err(e) };
     paths.iter().try_for_each(|path| std::fs::remove_file(path).or_else(absent))
@@ -246,6 +298,7 @@ mod tests {
             max_age_secs: 86_400,
             max_resumes_per_boot: 20,
             updated_at: "now".into(),
+            fleet: None,
             file: PathBuf::new(),
             inode: 0,
         }
@@ -257,17 +310,34 @@ mod tests {
         let reg = tmp.path().join("runs");
         write(&reg, &entry("/p/a")).unwrap();
         write(&reg, &entry("/p/b")).unwrap();
-        write_watch(&reg, Path::new("/p/a"), &WatchState { restarts: 2, ..Default::default() }).unwrap();
+        write_watch(&reg, &key(Path::new("/p/a")), &WatchState { restarts: 2, ..Default::default() }).unwrap();
         std::fs::write(reg.join("garbage.json"), "{ no").unwrap();
         let (entries, warnings) = read_all(&reg);
         assert_eq!(entries.iter().map(|e| e.dir.to_str().unwrap()).collect::<Vec<_>>(), ["/p/a", "/p/b"]);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
-        assert_eq!(read_watch(&reg, Path::new("/p/a")).restarts, 2);
-        assert_eq!(read_watch(&reg, Path::new("/p/b")), WatchState::default());
+        assert_eq!(read_watch(&reg, &key(Path::new("/p/a"))).restarts, 2);
+        assert_eq!(read_watch(&reg, &key(Path::new("/p/b"))), WatchState::default());
         let a = entries.iter().find(|e| e.dir == Path::new("/p/a")).unwrap();
         remove(&reg, a).unwrap();
         assert_eq!(read_all(&reg).0.len(), 1);
-        assert_eq!(read_watch(&reg, Path::new("/p/a")), WatchState::default());
+        assert_eq!(read_watch(&reg, &key(Path::new("/p/a"))), WatchState::default());
+    }
+
+    #[test]
+    fn a_fleet_supervisor_has_its_own_entry_beside_a_run_of_the_same_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let reg = tmp.path().join("runs");
+        let run = entry("/p/a");
+        let fleet = Entry {
+            fleet: Some(FleetMark { role: FleetRole::Supervisor, repo: "/p/a".into(), task: None }),
+            ..entry("/p/a")
+        };
+        write(&reg, &run).unwrap();
+        write(&reg, &fleet).unwrap();
+        let (entries, _) = read_all(&reg);
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries.iter().filter(|e| e.fleet_supervisor()).count(), 1);
+        assert_ne!(run.stem(), fleet.stem());
     }
 
     #[test]

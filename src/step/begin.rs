@@ -4,8 +4,9 @@
 //! for), then the attempt itself: counted, its launch prepared,
 //! recorded in flight and started.
 
-use crate::config::DoneSignal;
+use crate::config::{DoneSignal, OnRateLimit};
 use crate::events::RunEvent;
+use crate::git::message;
 use crate::recovery::classify::{EndedBy, Exit};
 use crate::recovery::rate_limit;
 use crate::secrets::redact;
@@ -17,8 +18,8 @@ use crate::supervise::watch;
 use crate::workflow::done::Completion;
 use crate::workflow::{advance, prompt};
 
-use super::effect::{Effect, Fatal, Launch, StartAttempt};
-use super::input::{AttemptEnd, AttemptReport, Launched, SpawnError};
+use super::effect::{Effect, Fatal, Fleet, Launch, StartAttempt};
+use super::input::{AttemptEnd, AttemptReport, Launched, SharedReset, SpawnError};
 use super::state::{Committing, Mode, Online, RunState, Running};
 use super::{ending, outcome, waits};
 
@@ -107,7 +108,31 @@ pub(super) fn next_move(run: &mut RunState) {
     if let Some(cause) = run.stopping {
         return ending::stopped(run, cause, None);
     }
+    if run.setting.task.is_some() && run.setting.loaded.config.retry.on_rate_limit == OnRateLimit::Wait {
+        // A fleet task waits for a reset another task met on the same provider,
+        // rather than meeting the limit itself (docs/fleet.md).
+        run.effect(Effect::Fleet(Fleet::SharedReset { agent: run.current_agent() }));
+        run.mode = Mode::Looking;
+        return;
+    }
     launch(run);
+}
+
+/// A fleet task looked for a rate-limit reset another task learned: it waits for one
+/// still ahead, else the attempt starts.
+pub(super) fn shared_reset(run: &mut RunState, shared: Option<SharedReset>) {
+    if !matches!(run.mode, Mode::Looking) {
+        return;
+    }
+    run.mode = Mode::Ready;
+    match shared.filter(|s| s.until > run.now.unix()) {
+        Some(SharedReset { until, provider, learned_by }) => {
+            let why = format!("rate limit task {learned_by} met on {provider}");
+            run.emit(RunEvent::FleetSharedReset { until, provider, learned_by });
+            waits::rate_limit(run, until, &why);
+        }
+        None => launch(run),
+    }
 }
 
 /// Counts the attempt and asks for its launch: which agent, which session, which
@@ -125,7 +150,13 @@ fn launch(run: &mut RunState) {
     let attempt = progress.counters.attempts;
     let resume = progress.resume_session.clone();
     let session_tokens = resume.as_ref().and_then(|s| progress.session_tokens.get(s).copied()).unwrap_or_default();
-    let stem = format!("attempt-{attempt:04}-{}-{agent}", progress.position.phase_name);
+    let pos = &progress.position;
+    let stem = format!("attempt-{attempt:04}-{}-{agent}", pos.phase_name);
+    // A fleet task's isolation check: the window of this iteration.
+    let window = run.setting.task.is_some().then(|| message::iteration_key(&pos.phase_name, pos.iteration, pos.pass));
+    if let Some(key) = window {
+        run.effect(Effect::Fleet(Fleet::OpenWindow { key }));
+    }
     let plan =
         Launch { agent: agent.clone(), attempt, launch, stem: stem.clone(), resume: resume.clone(), session_tokens };
     run.effect(Effect::Launch(Box::new(plan)));

@@ -8,7 +8,7 @@ use crate::outcome::RunEnd;
 use crate::recovery::policy::{FalloverWhy, Next};
 use crate::workflow::advance::{GroupMove, PhaseEnd};
 
-use super::effect::{ArtifactSource, Effect};
+use super::effect::{ArtifactSource, Effect, Fleet};
 use super::state::{Mode, Online, RunState, Wait};
 use super::{ending, waits};
 
@@ -50,6 +50,10 @@ pub(super) fn carry_out(run: &mut RunState, next: Next) {
             run.save();
         }
         Next::WaitUntil { at, reset, reason } => {
+            if run.setting.task.is_some() {
+                // Every task of the fleet using this provider waits for it too.
+                run.effect(Effect::Fleet(Fleet::PublishReset { agent: run.current_agent(), until: at }));
+            }
             run.emit(RunEvent::RateLimitWait { until: at, reset, reason: reason.clone() });
             waits::rate_limit(run, at, &reason);
         }

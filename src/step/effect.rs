@@ -63,6 +63,26 @@ pub(crate) enum Effect {
     Finish(RunEnd),
     /// ralph's own failure ends the run (exit 4 or 2, by its kind).
     Fail(Fatal),
+    /// What a fleet task's run asks of its fleet (docs/fleet.md).
+    Fleet(Fleet),
+}
+
+/// What a fleet task's run asks of its fleet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Fleet {
+    /// An attempt of iteration `key` starts: the isolation check's window opens with
+    /// a snapshot of the world outside the worktree (kept open across the
+    /// iteration's retries and resumes).
+    OpenWindow { key: String },
+    /// Iteration `key` is done, before its commit: the window closes and the world
+    /// is compared with its snapshot (`Input::Isolated`).
+    CheckIsolation { key: String },
+    /// Before an attempt of `agent`: a rate-limit reset another task learned for
+    /// its provider (`Input::SharedReset`).
+    SharedReset { agent: String },
+    /// The run waits for `agent`'s rate-limit reset until the unix second `until`:
+    /// every task using that provider waits for it too.
+    PublishReset { agent: String, until: i64 },
 }
 
 /// What the live display shows.

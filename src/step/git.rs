@@ -18,7 +18,7 @@ use crate::recovery::{Category, Classification, Rule};
 use crate::supervise::note::Trouble;
 use crate::workflow::done::Completion;
 
-use super::effect::Effect;
+use super::effect::{Effect, Fleet};
 use super::input::AttemptReport;
 use super::state::{Committing, Mode, RunState};
 use super::{carry, record, waits};
@@ -35,9 +35,34 @@ pub(crate) enum Step {
     Blocked(String),
 }
 
-/// The iteration reached its done signal: its work is committed when the config says
-/// so, then the policy moves on.
+/// The iteration reached its done signal: a fleet task's isolation check comes first
+/// (nothing of an iteration that changed things outside its worktree is committed);
+/// then its work is committed when the config says so, and the policy moves on.
 pub(super) fn iteration_done(run: &mut RunState, completion: Completion, report: AttemptReport) {
+    if run.setting.task.is_some() {
+        let pos = &run.cp.progress.position;
+        let key = message::iteration_key(&pos.phase_name, pos.iteration, pos.pass);
+        run.effect(Effect::Fleet(Fleet::CheckIsolation { key }));
+        run.mode = Mode::Checking(Box::new(Committing { completion, report, after_crash: false }));
+        return;
+    }
+    commit_step(run, completion, report);
+}
+
+/// A fleet task's isolation check came back: a change outside the worktree blocks
+/// the task, naming what was touched, with nothing of the iteration committed;
+/// else the commit step.
+pub(super) fn isolated(run: &mut RunState, breach: Option<String>) {
+    let Mode::Checking(checking) = std::mem::take(&mut run.mode) else { return };
+    let Committing { completion, report, .. } = *checking;
+    match breach {
+        Some(message) => carry::carry_out(run, Next::Stop(Stop::Blocked { message })),
+        None => commit_step(run, completion, report),
+    }
+}
+
+/// The iteration's work committed when the config says so, then the policy's next move.
+fn commit_step(run: &mut RunState, completion: Completion, report: AttemptReport) {
     let final_message = report.output.final_message.clone().unwrap_or_default();
     match pending(run, &completion, &final_message) {
         Some(pending) => {
@@ -82,6 +107,7 @@ pub(crate) fn pending(run: &RunState, completion: &Completion, final_message: &s
         run_id: &run.cp.run_id,
         key: &key,
         summary: &summary,
+        task: run.setting.task.as_deref(),
     };
     let text = message::render(&config.message, &context);
     Some(Pending { key, message: text, goal: *completion == Completion::Goal })

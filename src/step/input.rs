@@ -79,6 +79,23 @@ pub(crate) enum Input {
     DiskRetried(Option<(String, String)>),
     /// The working tree the run's end leaves (`None`: git could not say).
     TreeRecorded(Option<Tree>),
+    /// A fleet task's isolation check of the iteration it finished: `None` when
+    /// nothing outside its worktree changed, else what was touched (and by whom it
+    /// may have been).
+    Isolated(Option<String>),
+    /// A rate-limit reset another task of the fleet learned for the provider of the
+    /// agent about to run, if one is still ahead.
+    SharedReset(Option<SharedReset>),
+}
+
+/// A rate-limit reset another task of the fleet learned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SharedReset {
+    /// The unix second it holds until (with ralph's margin).
+    pub until: i64,
+    pub provider: String,
+    /// The task that met the limit.
+    pub learned_by: String,
 }
 
 /// What the prepared launch says about the attempt.

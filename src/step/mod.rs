@@ -16,7 +16,7 @@
 //! core's too: [`state::Mode`] says what the run waits for and what its answer
 //! decides, so the shell is the same small loop whatever the rules become (issue
 //! 30's caps and MCP interruptions, a fleet's isolation check before the commit are a
-//! mode and an effect more).
+//! mode and an effect more: `Mode::Checking`, `effect::Fleet`).
 //!
 //! Why a top-level module: the step sits above the core it orchestrates (recovery,
 //! workflow, supervise, the events) and imports no shell module (no processes, files,
@@ -92,6 +92,8 @@ pub(crate) fn step(run: &mut RunState, input: Input, now: Now) -> Vec<Effect> {
         }
         Input::DiskRetried(still_full) => ending::rewritten(run, still_full),
         Input::TreeRecorded(tree) => ending::tree_recorded(run, tree),
+        Input::Isolated(breach) => git::isolated(run, breach),
+        Input::SharedReset(shared) => begin::shared_reset(run, shared),
     }
     run.effects()
 }

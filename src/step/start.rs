@@ -131,7 +131,42 @@ pub(crate) fn fresh(
         updated_at: now,
         git: None,
         agent_checkpoint: None,
+        fleet_evictions: 0,
     })
+}
+
+/// The merge queue sent a fleet task back (docs/fleet.md): its eviction `number`,
+/// with `text` (the conflict or the check's output, and what to do).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Eviction<'a> {
+    pub number: u32,
+    pub text: &'a str,
+}
+
+/// An eviction the task's completed run has not taken yet reopens it: one more
+/// iteration of its last phase, in the same run and (when its agent can resume) the
+/// same session, with fresh budgets and the eviction as its recovery note; the run
+/// is then resumed like any unfinished one. `None` (nothing changed) for a run that
+/// is not completed, has taken this eviction already, or whose phase the config no
+/// longer has.
+pub(crate) fn reopen(cp: &mut Checkpoint, loaded: &Loaded, eviction: &Eviction<'_>) -> Option<RunEvent> {
+    if cp.status != Status::Completed || cp.fleet_evictions >= eviction.number {
+        return None;
+    }
+    let pos = cp.progress.position.clone();
+    let phase = loaded.phases.get(pos.phase).filter(|p| p.name == pos.phase_name)?;
+    let agent = phase.chain.get(pos.agent_index).or(phase.chain.first())?.clone();
+    let progress = &mut cp.progress;
+    progress.start_iteration();
+    progress.renew_budgets();
+    (progress.position.iteration, progress.position.cycle) = (pos.iteration + 1, 1);
+    let resumable = loaded.config.agents.get(&agent).is_some_and(crate::config::AgentConfig::can_resume);
+    progress.resume_session = progress.sessions.get(&agent).cloned().filter(|_| resumable);
+    progress.recovery_note = Some(eviction.text.to_string());
+    (cp.status, cp.clean_stop, cp.stop_reason, cp.stop_cause) = (Status::Running, false, None, None);
+    cp.fleet_evictions = eviction.number;
+    let iteration = progress.position.iteration;
+    Some(RunEvent::FleetReopened { eviction: eviction.number, phase: phase.name.clone(), iteration, agent })
 }
 
 /// Why a checkpoint cannot be resumed under the config found now.

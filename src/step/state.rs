@@ -40,6 +40,10 @@ pub(crate) struct Setting {
     pub endpoints: Candidates,
     /// This ralph's pid, for the journal.
     pub pid: u32,
+    /// The run is this fleet task (docs/fleet.md): the isolation check before each
+    /// commit, the rate-limit resets shared with the other tasks, the `Ralph-Task:`
+    /// trailer.
+    pub task: Option<String>,
 }
 
 /// What the loop is doing now, and what the next answer it waits for decides.
@@ -58,6 +62,12 @@ pub(crate) enum Mode {
     Probing(Probe),
     /// Waiting for the agent's version, before the failure is recorded.
     Versions(Box<Failed>),
+    /// A fleet task waits for the isolation check of the iteration it finished,
+    /// before anything of it is committed.
+    Checking(Box<Committing>),
+    /// A fleet task looks for a rate-limit reset another task learned, before an
+    /// attempt.
+    Looking,
     /// Waiting for the commit step.
     Committing(Box<Committing>),
     /// Writing again what a full disk refused.

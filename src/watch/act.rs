@@ -7,15 +7,23 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use crate::state::checkpoint::{Checkpoint, Status};
+use crate::state::checkpoint::Status;
+
+use super::decide::Seen;
 use crate::state::registry::{self, Entry};
 use crate::state::{format, lock, store};
 
-/// Starts `ralph --resume` in the run's directory, detached from the watcher's
-/// terminal and process group, its output in the run's log directory.
-pub(super) fn resume(entry: &Entry, cp: &Checkpoint) -> std::io::Result<(Child, PathBuf)> {
+/// Starts `ralph --resume` (a fleet's supervisor: `ralph fleet`) in the run's
+/// directory, detached from the watcher's terminal and process group, its output in
+/// the run's log directory.
+pub(super) fn resume(entry: &Entry, cp: Seen<'_>) -> std::io::Result<(Child, PathBuf)> {
     let exe = crate::os::self_exe()?;
-    let logs = entry.dir.join(".agent").join("logs").join(&cp.run_id);
+    let fleet = entry.fleet_supervisor();
+    let logs = if fleet {
+        crate::fleet::paths::fleet_dir(&entry.dir).join("logs")
+    } else {
+        entry.dir.join(".agent").join("logs").join(cp.run_id)
+    };
     std::fs::create_dir_all(&logs)?;
     let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ");
     let log_path = logs.join(format!("watch-resume-{stamp}.log"));
@@ -23,7 +31,12 @@ pub(super) fn resume(entry: &Entry, cp: &Checkpoint) -> std::io::Result<(Child, 
         OpenOptions::new().create(true).append(true).mode(0o600).custom_flags(nix::libc::O_NOFOLLOW).open(&log_path)?;
     let mut command = Command::new(exe);
     let config = entry.config.iter().flat_map(|config| [Path::new("-c"), config]);
-    command.arg("--resume").arg("-C").arg(&entry.dir).args(config).env(crate::notify::RESUMED_BY, "watch");
+    command
+        .arg(if fleet { "fleet" } else { "--resume" })
+        .arg("-C")
+        .arg(&entry.dir)
+        .args(config)
+        .env(crate::notify::RESUMED_BY, "watch");
     command.envs(entry.path.iter().map(|path| ("PATH", path)));
     let child = command.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log).process_group(0).spawn()?;
     Ok((child, log_path))
@@ -35,6 +48,9 @@ pub(super) fn resume(entry: &Entry, cp: &Checkpoint) -> std::io::Result<(Child, 
 /// and must leave nothing working on its tree). `Ok(None)`: a ralph owns the run
 /// after all; else the count of processes ended.
 pub(super) fn block(registry: &Path, entry: &Entry, why: &str) -> Result<Option<usize>, String> {
+    if entry.fleet_supervisor() {
+        return block_fleet(registry, entry, why);
+    }
     let agent_dir = entry.dir.join(".agent");
     let lock = match lock::acquire(&agent_dir.join("ralph.lock")) {
         Ok(acquired) => acquired.lock,
@@ -60,6 +76,26 @@ pub(super) fn block(registry: &Path, entry: &Entry, why: &str) -> Result<Option<
     Ok(Some(ended))
 }
 
+/// [`block`] for a fleet: its state says `blocked`, under the fleet's lock (its tasks
+/// are its supervisor's: they stay as they are for the person).
+fn block_fleet(registry: &Path, entry: &Entry, why: &str) -> Result<Option<usize>, String> {
+    let dir = crate::fleet::paths::fleet_dir(&entry.dir);
+    let lock = match lock::acquire(&dir.join("fleet.lock")) {
+        Ok(acquired) => acquired.lock,
+        Err(lock::LockError::Held { .. }) => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let path = dir.join("fleet.json");
+    let mut fleet = crate::fleet::state::read(&path).map_err(|e| e.to_string())?.ok_or("the fleet's state is gone")?;
+    (fleet.status, fleet.stop_reason, fleet.clean_stop) =
+        (crate::fleet::state::FleetStatus::Blocked, Some(why.to_string()), true);
+    crate::fleet::state::save(&path, &mut fleet).map_err(|e| e.to_string())?;
+    lock.release().map_err(|e| e.to_string())?;
+    let updated = Entry { status: Status::Blocked, updated_at: fleet.updated_at.to_string(), ..entry.clone() };
+    registry::write(registry, &updated).map_err(|e| e.to_string())?;
+    Ok(Some(0))
+}
+
 /// What a resume would lack in this environment: credential variables the run's
 /// agents had, and programs its chains launch that do not resolve on its `PATH`.
 pub(super) fn missing(entry: &Entry) -> Vec<String> {
@@ -72,9 +108,23 @@ pub(super) fn missing(entry: &Entry) -> Vec<String> {
     unset.cloned().chain(absent).collect()
 }
 
-/// When the run last did something, unix seconds: the later of its journal and its
-/// checkpoint written; `None` when neither is there.
-pub(crate) fn last_active(dir: &Path) -> Option<i64> {
+/// When the run (a fleet's supervisor: its fleet) last did something, unix seconds:
+/// the later of its journal and its checkpoint (state) written; `None` when neither
+/// is there.
+pub(crate) fn last_active(entry: &Entry) -> Option<i64> {
+    if entry.fleet_supervisor() {
+        let fleet = crate::fleet::paths::fleet_dir(&entry.dir);
+        let written = |name: &str| {
+            let modified = std::fs::symlink_metadata(fleet.join(name)).and_then(|m| m.modified()).ok()?;
+            jiff::Timestamp::try_from(modified).ok().map(|t| t.as_second())
+        };
+        return written(crate::state::journal::FILE).max(written("fleet.json"));
+    }
+    last_active_in(&entry.dir)
+}
+
+/// When the run of `dir` last did something (see [`last_active`]).
+pub(crate) fn last_active_in(dir: &Path) -> Option<i64> {
     let agent = dir.join(".agent");
     let written = |name: &str| {
         let modified = std::fs::symlink_metadata(agent.join(name)).and_then(|m| m.modified()).ok()?;

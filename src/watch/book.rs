@@ -75,6 +75,13 @@ pub(crate) struct Hold {
     pub since: String,
 }
 
+/// The directory a decision about `entry` is kept under: the run's, or for a fleet's
+/// supervisor its fleet's folder (`.agent/fleet/`), so a fleet and a run of the same
+/// directory keep one decision each.
+pub(crate) fn decided_about(entry: &crate::state::registry::Entry) -> std::path::PathBuf {
+    if entry.fleet_supervisor() { crate::fleet::paths::fleet_dir(&entry.dir) } else { entry.dir.clone() }
+}
+
 pub(crate) fn hold(registry: &Path) -> Option<Hold> {
     // A hold file that does not parse still holds: the person meant it.
     let path = hold_file(registry);

@@ -28,18 +28,40 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::state::checkpoint::{Checkpoint, Status};
+use crate::signal::StopCause;
+#[cfg(test)]
+use crate::state::checkpoint::Checkpoint;
+use crate::state::checkpoint::Status;
 use crate::state::identity::{Identity, Mismatch};
 use crate::state::registry::{Entry, WatchState};
 
 const MAX_BACKOFF_SECS: i64 = 30 * 60;
+
+/// What the watcher reads of a run's state (a run's checkpoint, or a fleet's state).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Seen<'a> {
+    pub status: Status,
+    /// Iterations done (tasks finished, for a fleet): progress since a resume.
+    pub progress: u32,
+    pub run_id: &'a str,
+    /// Why it stopped, when a signal stopped it.
+    pub stop_cause: Option<StopCause>,
+}
+
+#[cfg(test)]
+impl<'a> Seen<'a> {
+    pub(crate) fn of(cp: &'a Checkpoint) -> Seen<'a> {
+        let (status, progress) = (cp.status, cp.progress.counters.iterations_done);
+        Seen { status, progress, run_id: &cp.run_id, stop_cause: cp.stop_cause }
+    }
+}
 
 /// What the watcher found about one run.
 #[derive(Debug)]
 pub(crate) struct Facts<'a> {
     pub entry: &'a Entry,
     /// The run's checkpoint; `None` when missing or unreadable.
-    pub checkpoint: Option<&'a Checkpoint>,
+    pub checkpoint: Option<Seen<'a>>,
     pub dir_exists: bool,
     /// The directory is under one of `--root` (or no roots were given).
     pub allowed: bool,
@@ -113,6 +135,9 @@ pub(crate) enum Left {
     Completed,
     Failed,
     Blocked,
+    /// A fleet's task: its fleet's supervisor resumes it (docs/fleet.md), never the
+    /// watchdog behind its back.
+    FleetTask,
 }
 
 /// Whether a run in this status can ever be resumed by the watcher: only then does
@@ -143,9 +168,17 @@ pub(crate) fn decide(f: &Facts<'_>) -> Verdict {
     if f.owner_alive {
         return Verdict::Live;
     }
+    if f.entry.fleet_task() {
+        return Verdict::Leave { why: Left::FleetTask, reset: false };
+    }
     if let Err(why) = registered_run(f) {
         return Verdict::OtherRun(why);
     }
+    let (logs, resume) = if f.entry.fleet_supervisor() {
+        (".agent/fleet/logs/".to_string(), "ralph fleet")
+    } else {
+        (format!(".agent/logs/{}/", f.checkpoint.map_or("", |c| c.run_id)), "ralph --resume")
+    };
     let Some(cp) = f.checkpoint else { return Verdict::Leave { why: Left::NoCheckpoint, reset: false } };
     let leave = |why| Verdict::Leave { why, reset: true };
     match cp.status {
@@ -163,14 +196,13 @@ pub(crate) fn decide(f: &Facts<'_>) -> Verdict {
     if f.held {
         return Verdict::Held;
     }
-    let progress = f.state.iterations_at_resume.is_none_or(|at| cp.progress.counters.iterations_done > at);
+    let progress = f.state.iterations_at_resume.is_none_or(|at| cp.progress > at);
     let restarts = if progress { 0 } else { f.state.restarts };
     if restarts >= f.entry.max_restarts {
         return Verdict::Block(format!(
             "ralph watch resumed this run {restarts} time(s) and it stopped without a clean stop each time, \
-             with no iteration finished; see .agent/logs/{}/ and raise [watch] max_restarts, or run \
-             `ralph --resume` yourself",
-            cp.run_id
+             with no iteration finished; see {logs} and raise [watch] max_restarts, or run \
+             `{resume}` yourself"
         ));
     }
     if !progress && f.state.last_resume_boot.as_deref() == Some(f.boot_id) {
@@ -183,7 +215,7 @@ pub(crate) fn decide(f: &Facts<'_>) -> Verdict {
     if !f.missing.is_empty() {
         return Verdict::Block(format!(
             "ralph watch cannot resume this run: {} missing in the watcher's environment; set them in the \
-             watcher's environment file (see docs/operations.md) and run `ralph --resume`",
+             watcher's environment file (see docs/operations.md) and run `{resume}`",
             f.missing.join(", ")
         ));
     }
@@ -203,7 +235,7 @@ fn stale(now: i64, last_active: i64, max_age_secs: u64) -> bool {
 /// same directory (devices compared only in the boot it registered in) and the same
 /// run id.
 fn registered_run(f: &Facts<'_>) -> Result<(), Mismatch> {
-    f.entry.matches(f.checkpoint.map(|cp| cp.run_id.as_str()), f.identity, f.boot_id)
+    f.entry.matches(f.checkpoint.map(|cp| cp.run_id), f.identity, f.boot_id)
 }
 
 /// `base`, doubled for each restart that crashed, at most 30 minutes.
@@ -242,6 +274,7 @@ mod tests {
             max_age_secs: 86_400,
             max_resumes_per_boot: 20,
             updated_at: String::new(),
+            fleet: None,
             file: PathBuf::new(),
             inode: 0,
         }
@@ -258,7 +291,7 @@ mod tests {
     fn decide_with(cp: &Checkpoint, state: &WatchState, entry: &Entry, now: i64) -> Verdict {
         decide(&Facts {
             entry,
-            checkpoint: Some(cp),
+            checkpoint: Some(Seen::of(cp)),
             dir_exists: true,
             allowed: true,
             owner_alive: false,
@@ -292,7 +325,7 @@ mod tests {
             let cp = checkpoint(status, 2);
             let facts = |missing: Vec<String>| Facts {
                 entry: &e,
-                checkpoint: Some(&cp),
+                checkpoint: Some(Seen::of(&cp)),
                 dir_exists: true,
                 allowed: true,
                 owner_alive: false,
@@ -323,7 +356,7 @@ mod tests {
                 let e = Entry { resume_after_shutdown: bits & 1 != 0, max_restarts: 0, ..entry() };
                 let v = decide(&Facts {
                     entry: &e,
-                    checkpoint: Some(&cp),
+                    checkpoint: Some(Seen::of(&cp)),
                     dir_exists: bits & 2 != 0,
                     allowed: bits & 4 != 0,
                     owner_alive: bits & 8 != 0,
@@ -365,7 +398,7 @@ mod tests {
         let (e, s, cp) = (entry(), WatchState::default(), checkpoint(Status::Running, 0));
         let base = Facts {
             entry: &e,
-            checkpoint: Some(&cp),
+            checkpoint: Some(Seen::of(&cp)),
             dir_exists: true,
             allowed: true,
             owner_alive: true,
@@ -385,7 +418,7 @@ mod tests {
             allowed: false,
             owner_alive: false,
             entry: &e,
-            checkpoint: Some(&cp),
+            checkpoint: Some(Seen::of(&cp)),
             state: &s,
             missing: vec![],
             identity: FOUND,
@@ -431,7 +464,7 @@ mod tests {
         let (e, s, cp) = (entry(), WatchState::default(), checkpoint(Status::Running, 0));
         let v = decide(&Facts {
             entry: &e,
-            checkpoint: Some(&cp),
+            checkpoint: Some(Seen::of(&cp)),
             dir_exists: true,
             allowed: true,
             owner_alive: false,
@@ -456,7 +489,7 @@ mod tests {
         theirs.run_id = "20270101T000000Z-1".into();
         let facts = |entry, cp, identity, boot_id| Facts {
             entry,
-            checkpoint: Some(cp),
+            checkpoint: Some(Seen::of(cp)),
             dir_exists: true,
             allowed: true,
             owner_alive: false,

@@ -18,7 +18,8 @@ use nix::fcntl::{Flock, FlockArg};
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::error::RalphError;
-use crate::state::checkpoint::Checkpoint;
+use crate::signal::StopCause;
+use crate::state::checkpoint::{Checkpoint, Status};
 use crate::state::identity::{DirId, Identity};
 use crate::state::registry::{self, Entry, WatchState};
 use crate::state::{format, lock};
@@ -169,21 +170,24 @@ fn pass(registry: &Path, options: &Options, watcher: &mut Watcher) {
     }
     // The most recently active runs first: they are the ones a person misses most;
     // of two entries of one run (one through a link), the one by its real path.
-    entries.sort_by_cached_key(|e| (std::cmp::Reverse(act::last_active(&e.dir)), !is_real_path(&e.dir)));
-    // The directory each run was decided through in this pass, by its identity.
-    let mut decided: HashMap<DirId, PathBuf> = HashMap::new();
+    entries.sort_by_cached_key(|e| (std::cmp::Reverse(act::last_active(e)), !is_real_path(&e.dir)));
+    // The directory each run was decided through in this pass, by its identity (a
+    // fleet's supervisor and a run of the same directory are two).
+    let mut decided: HashMap<(DirId, bool), PathBuf> = HashMap::new();
     for entry in entries {
         let identity = Identity::of(&entry.dir).map_err(|e| e.to_string());
-        let first = identity.as_ref().ok().and_then(|id| decided.get(&id.project)).cloned();
+        let fleet = entry.fleet_supervisor();
+        let first = identity.as_ref().ok().and_then(|id| decided.get(&(id.project, fleet))).cloned();
         if let (Ok(id), None) = (&identity, &first) {
-            decided.insert(id.project, entry.dir.clone());
+            decided.insert((id.project, fleet), entry.dir.clone());
         }
         let found = Found { identity: &identity, decided_as: first.as_deref() };
         let (stamp, decision) = handle(&mut p, &entry, &found, &boot_id, &mut watcher.children);
-        p.tell(watcher, &entry.dir, decision);
+        let about = book::decided_about(&entry);
+        p.tell(watcher, &about, decision);
         if let Some(stamp) = stamp {
             let name = entry.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            seen.settle(&name, entry.inode, &entry.dir, stamp);
+            seen.settle(&name, entry.inode, &about, stamp);
         }
     }
     p.flush();
@@ -238,47 +242,41 @@ fn handle(
     boot: &str,
     children: &mut Vec<Child>,
 ) -> (Option<Stamp>, Decision) {
-    let state = registry::read_watch(p.registry, &entry.dir);
-    let agent_dir = entry.dir.join(".agent");
-    // The newer of the file and the journal's last save, as `--resume` reads them:
-    // after a power cut the file may be missing, torn or older than the synced
-    // journal, and the run is still there to resume.
-    let path = agent_dir.join("checkpoint.json");
+    let state = registry::read_watch(p.registry, &entry.stem());
+    let (path, lock) = place(entry);
     // Before the read: a save in between makes the next pass read it again.
     let stamp = seen::stamp(&path);
-    let newest = format::read_newest(&path).ok().flatten();
-    let from_file = newest.as_ref().is_some_and(|newest| newest.stale.is_none());
-    let checkpoint = newest.map(|newest| newest.checkpoint);
+    let (view, from_file) = read_view(entry, &path);
     let mut clean = state == WatchState::default();
-    let settled = from_file && checkpoint.as_ref().is_some_and(|cp| decide::settled(cp.status));
+    let settled = from_file && view.as_ref().is_some_and(|v| decide::settled(v.status));
     let roots = &p.options.roots;
     let facts = Facts {
         entry,
-        checkpoint: checkpoint.as_ref(),
+        checkpoint: view.as_ref().map(View::seen),
         dir_exists: stamp.is_some() || entry.dir.is_dir(),
         allowed: roots.is_empty() || roots.iter().any(|r| entry.dir.starts_with(r)),
-        owner_alive: lock::is_held(&agent_dir.join("ralph.lock")),
+        owner_alive: lock::is_held(&lock),
         state: &state,
         boot_id: boot,
         now: p.now,
-        missing: checkpoint.as_ref().filter(|cp| may_resume(cp.status)).map_or_else(Vec::new, |_| act::missing(entry)),
+        missing: view.as_ref().filter(|v| may_resume(v.status)).map_or_else(Vec::new, |_| act::missing(entry)),
         identity: found.identity,
         decided_as: found.decided_as,
-        last_active: act::last_active(&entry.dir),
+        last_active: act::last_active(entry),
         held: p.hold.is_some(),
         boot_resumes: p.boot.resumes,
     };
     let verdict = decide(&facts);
     let about = About {
         entry,
-        checkpoint: checkpoint.as_ref(),
+        checkpoint: view.as_ref().map(View::seen),
         held_since: p.hold.as_ref().map(|h| h.since.as_str()),
         tz: &p.tz,
     };
     let decision = words::decision(&verdict, &about);
     let decision = match verdict {
         Verdict::Leave { reset: true, .. } if !clean => {
-            clean = registry::write_watch(p.registry, &entry.dir, &WatchState::default()).is_ok();
+            clean = registry::write_watch(p.registry, &entry.stem(), &WatchState::default()).is_ok();
             decision
         }
         Verdict::Block(why) => match act::block(p.registry, entry, &why) {
@@ -290,8 +288,8 @@ fn handle(
         },
         // Decided through the entry that reaches it by its own path, each pass.
         Verdict::Duplicate { .. } => return (None, decision),
-        Verdict::Resume { restarts } => match checkpoint.as_ref() {
-            Some(cp) => start(p, entry, cp, restarts, boot, children),
+        Verdict::Resume { restarts } => match view.as_ref() {
+            Some(v) => start(p, entry, v.seen(), restarts, boot, children),
             None => decision,
         },
         _ => decision,
@@ -299,12 +297,62 @@ fn handle(
     (stamp.filter(|_| settled && clean), decision)
 }
 
+/// What the watcher reads of an entry's state: a run's checkpoint or a fleet's state.
+struct View {
+    status: Status,
+    progress: u32,
+    run_id: String,
+    stop_cause: Option<StopCause>,
+}
+
+impl View {
+    fn seen(&self) -> decide::Seen<'_> {
+        let (status, progress, stop_cause) = (self.status, self.progress, self.stop_cause);
+        decide::Seen { status, progress, run_id: &self.run_id, stop_cause }
+    }
+
+    fn of(cp: &Checkpoint) -> View {
+        let progress = cp.progress.counters.iterations_done;
+        View { status: cp.status, progress, run_id: cp.run_id.clone(), stop_cause: cp.stop_cause }
+    }
+}
+
+/// The state file and the lock of an entry's run (or fleet).
+fn place(entry: &Entry) -> (PathBuf, PathBuf) {
+    if entry.fleet_supervisor() {
+        let dir = crate::fleet::paths::fleet_dir(&entry.dir);
+        return (dir.join("fleet.json"), dir.join("fleet.lock"));
+    }
+    let agent_dir = entry.dir.join(".agent");
+    (agent_dir.join("checkpoint.json"), agent_dir.join("ralph.lock"))
+}
+
+/// The state at `path`, and whether it came from the file itself (not the journal).
+fn read_view(entry: &Entry, path: &Path) -> (Option<View>, bool) {
+    if entry.fleet_supervisor() {
+        let fleet = crate::fleet::state::read(path).ok().flatten();
+        let view = fleet.map(|f| View {
+            status: f.status.as_run_status(),
+            progress: f.finished,
+            run_id: f.fleet_id,
+            stop_cause: None,
+        });
+        return (view, true);
+    }
+    // The newer of the file and the journal's last save, as `--resume` reads them:
+    // after a power cut the file may be missing, torn or older than the synced
+    // journal, and the run is still there to resume.
+    let newest = format::read_newest(path).ok().flatten();
+    let from_file = newest.as_ref().is_some_and(|newest| newest.stale.is_none());
+    (newest.map(|n| View::of(&n.checkpoint)), from_file)
+}
+
 /// Starts the resume of a run (when a slot is free), counts it against this boot's
 /// `[watch] max_resumes_per_boot`, and records it in the run's bookkeeping.
 fn start(
     p: &mut Pass<'_>,
     entry: &Entry,
-    cp: &Checkpoint,
+    cp: decide::Seen<'_>,
     restarts: u32,
     boot: &str,
     children: &mut Vec<Child>,
@@ -325,9 +373,9 @@ fn start(
                 restarts,
                 last_resume_at: Some(jiff::Timestamp::now().as_second()),
                 last_resume_boot: Some(boot.to_string()),
-                iterations_at_resume: Some(cp.progress.counters.iterations_done),
+                iterations_at_resume: Some(cp.progress),
             };
-            if let Err(e) = registry::write_watch(p.registry, &entry.dir, &state) {
+            if let Err(e) = registry::write_watch(p.registry, &entry.stem(), &state) {
                 eprintln!("ralph watch: {}: cannot record the resume: {e}", entry.dir.display());
             }
             words::resumed(cp, restarts, entry.max_restarts, &log)

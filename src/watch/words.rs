@@ -13,9 +13,9 @@ use std::time::Duration;
 use jiff::tz::TimeZone;
 use serde::{Deserialize, Serialize};
 
-use super::decide::{Left, Verdict};
+use super::decide::{Left, Seen, Verdict};
 use crate::signal::StopCause;
-use crate::state::checkpoint::{Checkpoint, Status};
+use crate::state::checkpoint::Status;
 use crate::state::registry::Entry;
 
 /// What the watchdog did or will do about a run, in one word (stable: `status
@@ -107,7 +107,7 @@ impl Decision {
 /// What the words need beyond the verdict.
 pub(crate) struct About<'a> {
     pub entry: &'a Entry,
-    pub checkpoint: Option<&'a Checkpoint>,
+    pub checkpoint: Option<Seen<'a>>,
     /// Since when `ralph watch --hold` is in force, as stored (RFC 3339).
     pub held_since: Option<&'a str>,
     pub tz: &'a TimeZone,
@@ -116,6 +116,18 @@ pub(crate) struct About<'a> {
 /// The decision a verdict is, before the pass carries it out (a resume and a block
 /// have their own words once done: [`resumed`], [`blocked`]).
 pub(crate) fn decision(verdict: &Verdict, a: &About<'_>) -> Decision {
+    let mut d = decision_of(verdict, a);
+    if a.entry.fleet_supervisor() {
+        // A fleet is continued with `ralph fleet`, and its state is the fleet's.
+        d.reason = d
+            .reason
+            .replace("`ralph --resume` in it", "`ralph fleet` in it")
+            .replace(".agent/checkpoint.json", ".agent/fleet/fleet.json");
+    }
+    d
+}
+
+fn decision_of(verdict: &Verdict, a: &About<'_>) -> Decision {
     let resume_by_hand = "`ralph --resume` in it continues it";
     match verdict {
         Verdict::Live => Decision::new(Word::LeftAlone, "a ralph is running it", None),
@@ -190,7 +202,7 @@ pub(crate) fn decision(verdict: &Verdict, a: &About<'_>) -> Decision {
 }
 
 /// A resume that was started.
-pub(crate) fn resumed(cp: &Checkpoint, restarts: u32, max_restarts: u32, log: &Path) -> Decision {
+pub(crate) fn resumed(cp: Seen<'_>, restarts: u32, max_restarts: u32, log: &Path) -> Decision {
     Decision::new(
         Word::Resumed,
         format!(
@@ -205,7 +217,7 @@ pub(crate) fn resumed(cp: &Checkpoint, restarts: u32, max_restarts: u32, log: &P
 }
 
 /// A resume the watcher could not start.
-pub(crate) fn not_started(cp: &Checkpoint, error: &str) -> Decision {
+pub(crate) fn not_started(cp: Seen<'_>, error: &str) -> Decision {
     Decision::new(
         Word::LeftAlone,
         format!("{}; the watchdog could not start `ralph --resume`: {error}", interrupted(Some(cp))),
@@ -214,7 +226,7 @@ pub(crate) fn not_started(cp: &Checkpoint, error: &str) -> Decision {
 }
 
 /// A resume that waits for a slot among `--max-concurrent`.
-pub(crate) fn no_slot(cp: &Checkpoint, max: usize) -> Decision {
+pub(crate) fn no_slot(cp: Seen<'_>, max: usize) -> Decision {
     Decision::new(
         Word::Waiting,
         format!("{}; {max} resumed run(s) are still starting (--max-concurrent)", interrupted(Some(cp))),
@@ -246,11 +258,12 @@ fn left(why: Left) -> &'static str {
         Left::Completed => "completed",
         Left::Failed => "failed (a cap or budget ran out); `ralph --resume` in it retries with a fresh budget",
         Left::Blocked => "blocked: a person must act (`ralph status` in it says why)",
+        Left::FleetTask => "a fleet's task: its fleet's supervisor resumes it (`ralph fleet status` in its repository)",
     }
 }
 
 /// How the run was interrupted, from its checkpoint.
-fn interrupted(cp: Option<&Checkpoint>) -> String {
+fn interrupted(cp: Option<Seen<'_>>) -> String {
     let Some(cp) = cp else { return "interrupted".to_string() };
     match (cp.status, cp.stop_cause) {
         (Status::Interrupted, Some(StopCause::Hangup)) => "interrupted when its terminal closed (SIGHUP)".to_string(),
@@ -272,6 +285,7 @@ fn human(secs: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::checkpoint::Checkpoint;
     use crate::state::identity::Mismatch;
 
     fn entry() -> Entry {
@@ -292,7 +306,8 @@ mod tests {
         let mut hup = cp.clone();
         (hup.status, hup.stop_cause) = (Status::Interrupted, Some(StopCause::Hangup));
         let tz = TimeZone::UTC;
-        let about = |cp| About { entry: &e, checkpoint: Some(cp), held_since: Some("2026-12-01T08:00:00Z"), tz: &tz };
+        let about =
+            |cp| About { entry: &e, checkpoint: Some(Seen::of(cp)), held_since: Some("2026-12-01T08:00:00Z"), tz: &tz };
         let t = 1_796_247_432;
         let verdicts = [
             Verdict::Live,
@@ -303,6 +318,7 @@ mod tests {
             Verdict::Leave { why: Left::Blocked, reset: true },
             Verdict::Leave { why: Left::NoCheckpoint, reset: false },
             Verdict::Leave { why: Left::OutsideRoots, reset: false },
+            Verdict::Leave { why: Left::FleetTask, reset: false },
             Verdict::Gone,
             Verdict::Stale { last_active: t - 90 * 86_400 },
             Verdict::Held,
@@ -314,9 +330,11 @@ mod tests {
         ];
         let mut lines: Vec<String> = verdicts.iter().map(|v| decision(v, &about(&cp)).render(&tz)).collect();
         lines.push(decision(&Verdict::OncePerBoot, &about(&hup)).render(&tz));
-        lines.push(resumed(&cp, 1, 3, Path::new("/home/me/project/.agent/logs/R/watch-resume-X.log")).render(&tz));
-        lines.push(not_started(&cp, "permission denied").render(&tz));
-        lines.push(no_slot(&cp, 4).render(&tz));
+        lines.push(
+            resumed(Seen::of(&cp), 1, 3, Path::new("/home/me/project/.agent/logs/R/watch-resume-X.log")).render(&tz),
+        );
+        lines.push(not_started(Seen::of(&cp), "permission denied").render(&tz));
+        lines.push(no_slot(Seen::of(&cp), 4).render(&tz));
         lines.push(blocked("ralph watch cannot resume this run: ANTHROPIC_API_KEY missing", 2).render(&tz));
         insta::assert_snapshot!(lines.join("\n"));
     }

@@ -426,6 +426,9 @@ impl Ralph {
             .current_dir(&self.dir)
             .env_remove("RALPH_LOG")
             .env_remove("RUST_LOG")
+            // A test run from inside a fleet's task must not look like a nested ralph.
+            .env_remove("RALPH_FLEET_TASK")
+            .env_remove("RALPH_FLEET_SUPERVISOR")
             .env("XDG_STATE_HOME", &self.state)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -6,6 +6,7 @@ mod attempt;
 mod begin;
 mod docs;
 mod failure;
+mod fleet;
 mod git;
 mod start;
 mod waits;
@@ -22,7 +23,7 @@ use crate::state::checkpoint::{Checkpoint, Status};
 use crate::supervise::collected::Gathered;
 use crate::workflow::Progress;
 
-use super::effect::{Command, Effect, Show};
+use super::effect::{Command, Effect, Fleet, Show};
 use super::input::{AttemptEnd, AttemptReport, Input, Launched, Now, Stamp};
 use super::state::{Opening, RunState, Setting};
 use super::step;
@@ -73,6 +74,7 @@ impl Run {
             from: None,
             git: false,
             pid: 42,
+            task: None,
             loaded,
         };
         let mut both = (setting, checkpoint(&first));
@@ -165,6 +167,7 @@ pub(super) fn checkpoint(first: &str) -> Checkpoint {
         updated_at: at,
         git: None,
         agent_checkpoint: None,
+        fleet_evictions: 0,
     }
 }
 
@@ -229,6 +232,15 @@ fn word(effect: &Effect) -> String {
         Effect::RecordTree => "record-tree".into(),
         Effect::Finish(end) => format!("finish:{end:?}"),
         Effect::Fail(_) => "fail".into(),
+        Effect::Fleet(fleet) => format!(
+            "fleet:{}",
+            match fleet {
+                Fleet::OpenWindow { .. } => "open-window",
+                Fleet::CheckIsolation { .. } => "check-isolation",
+                Fleet::SharedReset { .. } => "shared-reset",
+                Fleet::PublishReset { .. } => "publish-reset",
+            }
+        ),
     }
 }
 

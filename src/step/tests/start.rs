@@ -116,3 +116,32 @@ fn a_resume_under_a_config_without_its_phase_is_refused_and_from_moves_it() {
     assert!(told.iter().any(|e| matches!(e, RunEvent::RunMoved { from, to } if from == "plan" && to == "develop")));
     assert!(matches!(resume(at_plan, &loaded(&toml), "", "", Some("nope")), Err(Refused::From(_))));
 }
+
+#[test]
+fn an_eviction_reopens_a_completed_fleet_task_once_for_one_more_iteration() {
+    use crate::step::start::{Eviction, reopen};
+    let loaded = loaded(TWO_AGENTS);
+    let mut completed = cp(Status::Completed);
+    completed.progress.position.iteration = 2;
+    completed.progress.sessions.insert("a".into(), "sess-a".into());
+    completed.stop_reason = Some("goal complete".into());
+    let eviction = Eviction { number: 1, text: "the merge queue found a conflict in src/lib.rs" };
+    let told = reopen(&mut completed, &loaded, &eviction);
+    assert_eq!(
+        told,
+        Some(RunEvent::FleetReopened { eviction: 1, phase: "develop".into(), iteration: 3, agent: "a".into() })
+    );
+    assert_eq!(completed.status, Status::Running);
+    assert_eq!(completed.fleet_evictions, 1);
+    assert_eq!(completed.progress.position.iteration, 3);
+    assert_eq!(completed.progress.recovery_note.as_deref(), Some(eviction.text));
+    assert_eq!(completed.stop_reason, None);
+    // The same eviction is taken once: a crash after the reopening resumes, it does
+    // not reopen again.
+    completed.status = Status::Completed;
+    assert_eq!(reopen(&mut completed, &loaded, &eviction), None);
+    // Only a completed run is reopened (a running one resumes as it is).
+    let mut running = cp(Status::Running);
+    assert_eq!(reopen(&mut running, &loaded, &eviction), None);
+    assert_eq!(running.fleet_evictions, 0);
+}

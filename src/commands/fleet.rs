@@ -1,0 +1,333 @@
+//! `ralph fleet` and its subcommands: arguments to [`crate::fleet`]. A command that
+//! changes the fleet asks the running supervisor over its socket; when none runs it
+//! takes the fleet's lock and does the same itself.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::cli::{FleetCli, FleetCommand, Place};
+use crate::error::RalphError;
+use crate::exit;
+use crate::fleet::control::{self, Request};
+use crate::fleet::ops::Book;
+use crate::fleet::paths::{self, Paths};
+use crate::fleet::state::{FleetStatus, TaskState};
+
+pub(crate) fn main(cli: FleetCli) -> i32 {
+    let Some(command) = cli.command else {
+        let run = cli.run;
+        return crate::app::in_dir(&run.place, |dir| {
+            crate::fleet::main(crate::fleet::Options {
+                dir: dir.to_path_buf(),
+                config: run.config.clone(),
+                allow_dirty: run.allow_dirty,
+                no_land: run.no_land,
+                quiet: run.quiet,
+            })
+        });
+    };
+    match command {
+        FleetCommand::Status { json, place } => crate::app::in_dir(&place, |d| super::fleet_status::main(d, json)),
+        FleetCommand::Stop { task, now, timeout, place } => in_fleet(&place, |f| stop(&f, task, now, timeout)),
+        FleetCommand::Logs { task, follow, place } => in_fleet(&place, |f| logs(&f, &task, follow)),
+        FleetCommand::Path { task, place } => in_fleet(&place, |f| path(&f, &task)),
+        FleetCommand::Discard { task, delete_branch, place } => {
+            in_fleet(&place, |f| change(&f, &Request::Discard { task: task.clone(), delete_branch }))
+        }
+        FleetCommand::Clean { place } => in_fleet(&place, |f| change(&f, &Request::Clean {})),
+        FleetCommand::Retry { task, place } => in_fleet(&place, |f| change(&f, &Request::Retry { task: task.clone() })),
+        FleetCommand::Land { task, place } => in_fleet(&place, |f| land(&f, &task)),
+        FleetCommand::Diff { task, place } => in_fleet(&place, |f| diff(&f, &task)),
+    }
+}
+
+/// The fleet of the repository a command runs in.
+pub(crate) struct Found {
+    pub top: PathBuf,
+    pub paths: Paths,
+}
+
+fn in_fleet(place: &Place, command: impl FnOnce(Found) -> Result<i32, RalphError>) -> i32 {
+    crate::app::in_dir(place, |dir| command(find(dir)?))
+}
+
+/// The main checkout's fleet directory; the worktrees' place comes from its state.
+pub(crate) fn find(dir: &Path) -> Result<Found, RalphError> {
+    let (_, top) = crate::fleet::setup::top(dir)?;
+    let state = crate::fleet::state::read(&paths::fleet_dir(&top).join("fleet.json")).ok().flatten();
+    let worktrees = state.map_or_else(|| top.join("..").join("fleet"), |s| s.worktrees);
+    Ok(Found { paths: Paths::new(&top, worktrees), top })
+}
+
+/// A change by a person: through the supervisor, or under the fleet's lock.
+fn change(found: &Found, request: &Request) -> Result<i32, RalphError> {
+    if let Some(reply) = control::call(&found.paths.socket_record(), request, Duration::from_secs(60)) {
+        let reply = reply.map_err(RalphError::Usage)?;
+        return answer(reply.ok, &reply.message);
+    }
+    let mut book = offline(found)?;
+    let (ok, message) = match request {
+        Request::Retry { task } => retry_offline(&mut book, task),
+        Request::Discard { task, delete_branch } => discard_offline(&mut book, task, *delete_branch),
+        Request::Clean {} => {
+            let results = book.clean();
+            let ok = results.iter().all(Result::is_ok);
+            let text = results.into_iter().map(|r| r.unwrap_or_else(|e| e)).collect::<Vec<_>>().join("\n");
+            (ok, if text.is_empty() { "nothing to clean".to_string() } else { text })
+        }
+        _ => (false, "not a change".to_string()),
+    };
+    answer(ok, &message)
+}
+
+fn answer(ok: bool, message: &str) -> Result<i32, RalphError> {
+    if ok {
+        println!("{message}");
+        Ok(exit::DONE)
+    } else {
+        Err(RalphError::Usage(message.to_string()))
+    }
+}
+
+/// The fleet's book under its lock, for a command that runs without a supervisor.
+/// The lock is held until the process ends (a command is short).
+fn offline(found: &Found) -> Result<Book, RalphError> {
+    let lock = match crate::state::lock::acquire(&found.paths.lock()) {
+        Ok(acquired) => acquired.lock,
+        Err(crate::state::lock::LockError::Held { .. }) => {
+            return Err(RalphError::Usage(
+                "the fleet's supervisor runs but does not answer on its socket; wait, or stop it".into(),
+            ));
+        }
+        Err(e) => return Err(RalphError::Lock(e)),
+    };
+    // Released when the process exits; nothing is left half-done before that.
+    std::mem::forget(lock);
+    let fleet = crate::fleet::setup::read_state(&found.paths.state())?
+        .ok_or_else(|| RalphError::Usage(format!("no fleet in {}; `ralph fleet` starts one", found.top.display())))?;
+    let repo = crate::git::repo::Repo::at(&found.top);
+    let loaded = crate::run::config_file::load(&fleet.config)?;
+    let paths = Paths::new(&found.top, fleet.worktrees.clone());
+    Ok(Book::new(repo, paths, loaded, fleet, None))
+}
+
+fn retry_offline(book: &mut Book, task: &str) -> (bool, String) {
+    let t = match book.task(task) {
+        Ok(t) => t.clone(),
+        Err(e) => return (false, e),
+    };
+    match crate::fleet::core::retry(task, &t) {
+        crate::fleet::core::Command::Set(state) => {
+            if let Some(t) = book.fleet.tasks.get_mut(task) {
+                t.restarts = 0;
+            }
+            match book.set(task, state, None) {
+                Ok(()) => (true, format!("task {task}: queued again; `ralph fleet` runs it")),
+                Err(e) => (false, e.to_string()),
+            }
+        }
+        crate::fleet::core::Command::Refuse(why) => (false, why),
+        crate::fleet::core::Command::AskRun => (false, format!("task {task} is running")),
+    }
+}
+
+fn discard_offline(book: &mut Book, task: &str, delete_branch: bool) -> (bool, String) {
+    let t = match book.task(task) {
+        Ok(t) => t.clone(),
+        Err(e) => return (false, e),
+    };
+    if let Some(w) = &t.worktree
+        && crate::state::lock::read_info(&w.join(".agent").join("ralph.lock")).is_some_and(|i| i.process_alive())
+    {
+        return (false, format!("task {task}'s ralph still runs; `ralph fleet stop {task}` first"));
+    }
+    match crate::fleet::core::discard(task, &t) {
+        crate::fleet::core::Command::Refuse(why) => (false, why),
+        _ => {
+            if let Err(e) = book.set(task, TaskState::Discarded, Some("discarded by `ralph fleet discard`".into())) {
+                return (false, e.to_string());
+            }
+            let mut lines = vec![format!("task {task}: discarded")];
+            let removed = book.remove_worktree(task);
+            let kept = removed.is_err();
+            lines.push(removed.unwrap_or_else(|e| e));
+            if delete_branch && !kept {
+                lines.push(book.delete_branch(task).unwrap_or_else(|e| e));
+            }
+            (true, lines.join("\n"))
+        }
+    }
+}
+
+/// `ralph fleet stop [--now] [TASK]`: asks the supervisor; waits for the stop.
+fn stop(found: &Found, task: Option<String>, now: bool, timeout: Duration) -> Result<i32, RalphError> {
+    let request = Request::Stop { task: task.clone(), now };
+    let reply = match control::call(&found.paths.socket_record(), &request, Duration::from_secs(60)) {
+        Some(reply) => reply.map_err(RalphError::Usage)?,
+        None => return stop_without_supervisor(found, task.as_deref(), now),
+    };
+    if !reply.ok {
+        return Err(RalphError::Usage(reply.message));
+    }
+    eprintln!("ralph: {}", reply.message);
+    let started = Instant::now();
+    loop {
+        let state = crate::fleet::state::read(&found.paths.state()).ok().flatten();
+        let done = match (&task, &state) {
+            // The whole fleet: its supervisor is gone (its lock released).
+            (None, _) => !crate::state::lock::is_held(&found.paths.lock()),
+            (Some(name), Some(f)) => f.tasks.get(name).is_none_or(|t| !t.state.active()),
+            (Some(_), None) => true,
+        };
+        if done {
+            let shown = state.map(|f| match &task {
+                Some(name) => f.tasks.get(name).map_or("gone".into(), |t| t.state.as_str().to_string()),
+                None => f.status.as_str().to_string(),
+            });
+            println!("stopped: {}", shown.unwrap_or_else(|| "archived".into()));
+            return Ok(exit::DONE);
+        }
+        if started.elapsed() >= timeout {
+            eprintln!(
+                "ralph: not stopped after {}; `ralph fleet status` shows where it is",
+                humantime::format_duration(timeout)
+            );
+            return Ok(exit::FAILED);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// No supervisor runs: task ralphs a crashed supervisor left running are stopped
+/// through their own sockets; the next `ralph fleet` sees them paused.
+fn stop_without_supervisor(found: &Found, task: Option<&str>, now: bool) -> Result<i32, RalphError> {
+    let fleet = crate::fleet::setup::read_state(&found.paths.state())?
+        .ok_or_else(|| RalphError::Usage(format!("no fleet in {}", found.top.display())))?;
+    let mut stopped = Vec::new();
+    for (name, t) in fleet.tasks.iter().filter(|(n, _)| task.is_none_or(|want| want == n.as_str())) {
+        let Some(w) = &t.worktree else { continue };
+        let Ok(socket) = crate::control::client::socket_of(w) else { continue };
+        if crate::control::client::call(&socket, &crate::control::Request::Stop { now }).is_ok_and(|r| r.ok) {
+            stopped.push(name.clone());
+        }
+    }
+    if stopped.is_empty() {
+        let status = fleet.status;
+        println!(
+            "no fleet supervisor runs in {} (the fleet is {}) and no task's ralph is running",
+            found.top.display(),
+            status.as_str()
+        );
+        return Ok(if status == FleetStatus::Running { exit::FAILED } else { exit::DONE });
+    }
+    println!("asked task(s) {} to stop; `ralph fleet` continues them", stopped.join(", "));
+    Ok(exit::DONE)
+}
+
+fn task_worktree(found: &Found, task: &str) -> Result<(crate::fleet::state::Fleet, Option<PathBuf>), RalphError> {
+    let fleet = crate::fleet::setup::read_state(&found.paths.state())?
+        .ok_or_else(|| RalphError::Usage(format!("no fleet in {}", found.top.display())))?;
+    let t = fleet.tasks.get(task).ok_or_else(|| {
+        RalphError::Usage(format!(
+            "no task {task} in this fleet (tasks: {})",
+            fleet.tasks.keys().cloned().collect::<Vec<_>>().join(", ")
+        ))
+    })?;
+    let worktree = t.worktree.clone().filter(|w| w.exists());
+    Ok((fleet, worktree))
+}
+
+/// `ralph fleet path TASK`.
+fn path(found: &Found, task: &str) -> Result<i32, RalphError> {
+    match task_worktree(found, task)? {
+        (_, Some(w)) => {
+            println!("{}", w.display());
+            Ok(exit::DONE)
+        }
+        (f, None) => Err(RalphError::Usage(format!(
+            "task {task} has no worktree ({}); its branch is {}",
+            f.tasks.get(task).map_or("unknown", |t| t.state.as_str()),
+            crate::fleet::names::branch_of(task)
+        ))),
+    }
+}
+
+/// `ralph fleet logs [-f] TASK`: the task's transcripts as `ralph logs` shows them,
+/// or (its worktree gone) what its ralph printed.
+fn logs(found: &Found, task: &str, follow: bool) -> Result<i32, RalphError> {
+    let (fleet, worktree) = task_worktree(found, task)?;
+    eprintln!("ralph: task {task}: its ralph's own output is in {}", found.paths.task_log(task).display());
+    match worktree {
+        Some(w) if w.join(".agent").join("logs").is_dir() => super::logs::main(&w, Some(&fleet.config), follow),
+        _ => {
+            let text = std::fs::read_to_string(found.paths.task_log(task)).unwrap_or_default();
+            print!("{}", crate::secrets::redact(&text));
+            Ok(exit::DONE)
+        }
+    }
+}
+
+/// `ralph fleet land TASK`: through the supervisor (it lands next), or here and now
+/// under the fleet's lock.
+fn land(found: &Found, task: &str) -> Result<i32, RalphError> {
+    let request = Request::Land { task: task.to_string() };
+    if let Some(reply) = control::call(&found.paths.socket_record(), &request, Duration::from_secs(60)) {
+        let reply = reply.map_err(RalphError::Usage)?;
+        return answer(reply.ok, &reply.message);
+    }
+    let mut book = offline(found)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| RalphError::io("cannot start the runtime", e))?;
+    let (ok, lines) = runtime.block_on(crate::fleet::landing::land_now(&mut book, task))?;
+    runtime.shutdown_background();
+    answer(ok, &lines.join("\n"))
+}
+
+/// `ralph fleet diff TASK`: `git diff <into>...<branch>`, git's own output.
+fn diff(found: &Found, task: &str) -> Result<i32, RalphError> {
+    let fleet = crate::fleet::setup::read_state(&found.paths.state())?
+        .ok_or_else(|| RalphError::Usage(format!("no fleet in {}", found.top.display())))?;
+    let branch = crate::fleet::names::branch_of(task);
+    let merged = fleet.tasks.get(task).is_some_and(|t| t.landed.is_some());
+    // A merged task's branch is gone: what it landed is its commits on `into`.
+    let args: Vec<String> = if merged {
+        let grep = format!("--grep=^{}: {task}$", crate::git::message::TASK_TRAILER);
+        vec!["log".into(), "-p".into(), grep, fleet.into.clone()]
+    } else {
+        vec!["diff".into(), format!("{}...{branch}", fleet.into)]
+    };
+    let status = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&found.top)
+        .args(&args)
+        .status()
+        .map_err(|e| RalphError::io("cannot run git", e))?;
+    Ok(if status.success() { exit::DONE } else { exit::FAILED })
+}
+
+/// `ralph stop --all` and a fleet: its supervisor is asked to stop (each running
+/// task pauses in order, the fleet is saved `stopped`, and `ralph fleet` continues
+/// it); returns what it said, or why no supervisor took the stop.
+pub(crate) fn ask_to_stop(repo: &Path, now: bool) -> Result<String, String> {
+    let record = find(repo).map_err(|e| e.to_string())?.paths.socket_record();
+    match control::call(&record, &Request::Stop { task: None, now }, Duration::from_secs(60)) {
+        Some(Ok(reply)) if reply.ok => Ok(reply.message),
+        Some(Ok(reply)) => Err(reply.message),
+        Some(Err(e)) => Err(e),
+        None => Err(format!("no fleet supervisor answers in {}", repo.display())),
+    }
+}
+
+/// Whether a supervisor runs the fleet of `repo` (it holds the fleet's lock).
+pub(crate) fn supervised(repo: &Path) -> bool {
+    crate::state::lock::is_held(&paths::fleet_dir(repo).join("fleet.lock"))
+}
+
+/// The status a stopped fleet reads as for `ralph stop` (a fleet archived meanwhile:
+/// completed).
+pub(crate) fn stopped_as(repo: &Path) -> crate::state::checkpoint::Status {
+    let state = crate::fleet::state::read(&paths::fleet_dir(repo).join("fleet.json")).ok().flatten();
+    state.map_or(crate::state::checkpoint::Status::Completed, |f| f.status.as_run_status())
+}

@@ -1,0 +1,270 @@
+//! The fleet's git, the shell: worktrees (created locked, listed, removed only
+//! through git, which refuses a worktree with changes), branches and refs
+//! (compare-and-swap updates with a reason in the reflog, recorded in the ledger
+//! first), ancestry, and the snapshot of the world outside a worktree. Every call
+//! goes through [`crate::git::repo::Repo`]: the repository's own git, its hooks and
+//! config; lock files are waited out there; every other failure is an error with
+//! git's own words, never a success.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::git::repo::{GitError, Repo};
+
+use super::isolation::{LedgerEntry, Snapshot};
+
+/// One worktree of `git worktree list --porcelain`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Worktree {
+    pub path: PathBuf,
+    pub head: Option<String>,
+    /// `refs/heads/…`, or `None` when detached.
+    pub branch: Option<String>,
+    pub locked: bool,
+    pub prunable: bool,
+}
+
+/// Parses `git worktree list --porcelain -z`.
+pub(crate) fn parse_worktrees(out: &str) -> Vec<Worktree> {
+    let mut list = Vec::new();
+    let mut current: Option<Worktree> = None;
+    for field in out.split('\0') {
+        if field.is_empty() {
+            list.extend(current.take());
+            continue;
+        }
+        let (key, value) = field.split_once(' ').unwrap_or((field, ""));
+        let w = current.get_or_insert_with(Worktree::default);
+        match key {
+            "worktree" => w.path = PathBuf::from(value),
+            "HEAD" => w.head = Some(value.to_string()),
+            "branch" => w.branch = Some(value.to_string()),
+            "locked" => w.locked = true,
+            "prunable" => w.prunable = true,
+            _ => {}
+        }
+    }
+    list.extend(current);
+    list
+}
+
+pub(crate) fn worktrees(repo: &Repo) -> Result<Vec<Worktree>, GitError> {
+    Ok(parse_worktrees(&repo.git(&["worktree", "list", "--porcelain", "-z"])?))
+}
+
+/// The worktree that has `branch` (short name) checked out, if any.
+pub(crate) fn checked_out(list: &[Worktree], branch: &str) -> Option<PathBuf> {
+    let full = format!("refs/heads/{branch}");
+    list.iter().find(|w| w.branch.as_deref() == Some(full.as_str())).map(|w| w.path.clone())
+}
+
+/// The commit a branch points at; `None` when there is no such branch.
+pub(crate) fn tip(repo: &Repo, branch: &str) -> Result<Option<String>, GitError> {
+    let out = repo.git_output(&["rev-parse", "-q", "--verify", &format!("refs/heads/{branch}^{{commit}}")])?;
+    let value = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    Ok((out.status.success() && !value.is_empty()).then_some(value))
+}
+
+/// Whether `ancestor` is an ancestor of (or equal to) `of`.
+pub(crate) fn is_ancestor(repo: &Repo, ancestor: &str, of: &str) -> Result<bool, GitError> {
+    let out = repo.git_output(&["merge-base", "--is-ancestor", ancestor, of])?;
+    match out.status.code() {
+        Some(0) => Ok(true),
+        Some(1) => Ok(false),
+        _ => Err(failure("merge-base --is-ancestor", &out)),
+    }
+}
+
+fn failure(args: &str, out: &std::process::Output) -> GitError {
+    let mut output = String::from_utf8_lossy(&out.stdout).into_owned();
+    output.push_str(&String::from_utf8_lossy(&out.stderr));
+    GitError::Failed { args: args.to_string(), output: output.trim().to_string() }
+}
+
+/// How a compare-and-swap ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Swap {
+    Done,
+    /// The ref was not where it was expected: someone moved it meanwhile.
+    Moved,
+}
+
+/// `git update-ref -m <reason> <ref> <new> <old>`: moves (or, `new` = `None`,
+/// deletes; `old` = `None`, creates) a ref only when it is where it was expected.
+/// The update is appended to the fleet's ledger first, so the isolation checks of
+/// running tasks know it is ralph's own.
+pub(crate) fn swap(
+    repo: &Repo,
+    ledger: &Path,
+    name: &str,
+    new: Option<&str>,
+    old: Option<&str>,
+    reason: &str,
+) -> Result<Swap, GitError> {
+    let entry = LedgerEntry {
+        name: name.to_string(),
+        old: old.map(str::to_string),
+        new: new.map(str::to_string),
+        reason: reason.to_string(),
+    };
+    append_ledger(ledger, &entry).map_err(GitError::Spawn)?;
+    // An empty old value means "must not exist yet".
+    let out = match new {
+        Some(new) => repo.git_output(&["update-ref", "-m", reason, name, new, old.unwrap_or("")])?,
+        None => repo.git_output(&["update-ref", "-m", reason, "-d", name, old.unwrap_or("")])?,
+    };
+    if out.status.success() {
+        return Ok(Swap::Done);
+    }
+    let text = String::from_utf8_lossy(&out.stderr);
+    // git's words for a value that is not the expected one (and for a ref that
+    // exists when it must not, or is gone when it must be there).
+    let stale = ["but expected", "reference already exists", "unable to resolve reference", "is at "];
+    if text.contains("cannot lock ref") && stale.iter().any(|s| text.contains(s)) {
+        return Ok(Swap::Moved);
+    }
+    Err(failure("update-ref", &out))
+}
+
+/// Appends one line to the ledger, synced: it must be on disk before the update.
+pub(crate) fn append_ledger(ledger: &Path, entry: &LedgerEntry) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut line = serde_json::to_string(entry).map_err(std::io::Error::other)?;
+    line.push('\n');
+    let mut file = crate::state::private::append_file(ledger)?;
+    file.write_all(line.as_bytes())?;
+    file.sync_data()
+}
+
+/// The ledger's entries; a torn last line (a kill mid-append) is skipped.
+pub(crate) fn read_ledger(ledger: &Path) -> Vec<LedgerEntry> {
+    std::fs::read_to_string(ledger)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
+/// Creates a locked worktree at `path`: on a new branch `branch` at `from`, or (when
+/// the branch exists) on it. The repository's own git does it: its hooks
+/// (`post-checkout`) and config apply.
+pub(crate) fn add_worktree(
+    repo: &Repo,
+    path: &Path,
+    branch: &str,
+    from: &str,
+    reason: &str,
+    new_branch: bool,
+) -> Result<(), GitError> {
+    let path = path.display().to_string();
+    let mut args = vec!["worktree", "add", "--quiet", "--lock", "--reason", reason];
+    if new_branch {
+        args.extend(["-b", branch, &path, from]);
+    } else {
+        args.extend([&path, branch]);
+    }
+    repo.git(&args).map(drop)
+}
+
+/// Removes a worktree through git: unlocked first, then `git worktree remove`
+/// without `--force`, which refuses while it holds modified or untracked files.
+pub(crate) fn remove_worktree(repo: &Repo, path: &Path) -> Result<(), GitError> {
+    let path = path.display().to_string();
+    // Not locked (any more): fine.
+    let _ = repo.git_output(&["worktree", "unlock", &path])?;
+    let removed = repo.git(&["worktree", "remove", &path]).map(drop);
+    if removed.is_err() {
+        // Locked again, so git's `prune` never drops it while it stays.
+        let _ = repo.git_output(&["worktree", "lock", "--reason", "ralph fleet: kept, it holds changes", &path]);
+    }
+    removed
+}
+
+/// The changed paths of a worktree (`git status`), ralph's own `.agent/` left out:
+/// what would be lost with it.
+pub(crate) fn changes_in(worktree: &Path) -> Result<Vec<String>, GitError> {
+    let repo = Repo::at(worktree);
+    let out = repo.git_output(&["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"])?;
+    if !out.status.success() {
+        return Err(failure("status", &out));
+    }
+    let changed = crate::git::plan::parse_status(&out.stdout);
+    // A deleted tracked file loses nothing (git has it): a removal cut short by a
+    // kill leaves such deletions, and the removal goes on.
+    Ok(changed
+        .into_iter()
+        .filter(|c| !c.deleted)
+        .map(|c| c.path)
+        .filter(|p| p != ".agent" && !p.starts_with(".agent/"))
+        .collect())
+}
+
+/// Every ref and its object.
+pub(crate) fn refs(repo: &Repo) -> Result<BTreeMap<String, String>, GitError> {
+    let out = repo.git(&["for-each-ref", "--format=%(refname)%00%(objectname)"])?;
+    Ok(out.lines().filter_map(|l| l.split_once('\0')).map(|(n, o)| (n.to_string(), o.to_string())).collect())
+}
+
+/// The main checkout as a task's isolation check sees it (see `isolation`): HEAD,
+/// its branch, each changed path with a fingerprint (status and file), every ref.
+/// `exempt` leaves ralph's own files out.
+pub(crate) fn snapshot(repo: &Repo, exempt: &crate::git::plan::Exempt) -> Result<Snapshot, GitError> {
+    let head_ref = repo.git_output(&["symbolic-ref", "-q", "HEAD"])?;
+    let head_ref = String::from_utf8_lossy(&head_ref.stdout).trim().to_string();
+    let out = repo.git_output(&["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"])?;
+    if !out.status.success() {
+        return Err(failure("status", &out));
+    }
+    let mut files = BTreeMap::new();
+    for record in out.stdout.split(|b| *b == 0).filter(|r| r.len() > 3) {
+        let path = String::from_utf8_lossy(&record[3..]).into_owned();
+        if exempt.covers(&path) {
+            continue;
+        }
+        let stat = std::fs::symlink_metadata(repo.top().join(&path)).map_or_else(
+            |_| "gone".to_string(),
+            |m| {
+                use std::os::unix::fs::MetadataExt;
+                format!("{}:{}:{}.{}", m.ino(), m.size(), m.mtime(), m.mtime_nsec())
+            },
+        );
+        files.insert(path, format!("{} {stat}", String::from_utf8_lossy(&record[..2])));
+    }
+    Ok(Snapshot { head_ref: (!head_ref.is_empty()).then_some(head_ref), head: repo.head()?, files, refs: refs(repo)? })
+}
+
+/// Bytes the files under `dir` take (not following links).
+pub(crate) fn disk_use(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for entry in entries.flatten() {
+            let Ok(meta) = entry.metadata() else { continue };
+            total += meta.blocks() * 512;
+            if meta.is_dir() {
+                stack.push(entry.path());
+            }
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worktree_lists_parse() {
+        let out = "worktree /r\0HEAD aaa\0branch refs/heads/main\0\0worktree /w/a\0HEAD bbb\0branch refs/heads/ralph/a\0locked ralph fleet\0\0worktree /w/land\0HEAD ccc\0detached\0locked\0prunable gitdir file points to non-existent location\0\0";
+        let list = parse_worktrees(out);
+        assert_eq!(list.len(), 3);
+        assert_eq!(list[1].path, Path::new("/w/a"));
+        assert!(list[1].locked && !list[0].locked);
+        assert_eq!(list[2].branch, None);
+        assert!(list[2].prunable);
+        assert_eq!(checked_out(&list, "ralph/a"), Some(PathBuf::from("/w/a")));
+        assert_eq!(checked_out(&list, "ralph/fleet"), None);
+    }
+}

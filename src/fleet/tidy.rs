@@ -1,0 +1,229 @@
+//! What a merged task no longer needs, removed: its worktree (never one that holds
+//! changes in no commit; its `.agent/` kept in the fleet's logs) and its branch
+//! (moved to the landed commits first, so `into` contains it when it goes). The
+//! removal needs no fleet state: [`Tidy`] is taken from the book, [`Tidy::run`]
+//! runs anywhere (the supervisor runs it on a blocking thread: a worktree's files
+//! take a while to delete), [`Tidied::apply`] writes what came of it. At a start,
+//! [`tidy`] finishes cleanups a kill cut short and [`remove_stale_locks`] removes
+//! the lock files a killed git left.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::error::RalphError;
+use crate::git::repo::{GitError, Repo};
+
+use super::git::{self, Swap};
+use super::ops::{self, Book, git_error};
+use super::state::TaskState;
+
+/// A merged task's cleanup, ready to run.
+#[derive(Debug, Clone)]
+pub(crate) struct Tidy {
+    pub task: String,
+    repo: Repo,
+    worktree: Option<PathBuf>,
+    /// Where the worktree's `.agent/` goes.
+    keep_agent: PathBuf,
+    branch: String,
+    /// The commit the task landed as.
+    landed: Option<String>,
+    into: String,
+    ledger: PathBuf,
+}
+
+/// What a cleanup did.
+#[derive(Debug)]
+pub(crate) struct Tidied {
+    pub task: String,
+    /// What to tell.
+    pub lines: Vec<String>,
+    /// The worktree is gone (or there was none).
+    pub worktree_gone: bool,
+    pub took: Duration,
+}
+
+impl Tidy {
+    pub(crate) fn of(book: &Book, name: &str) -> Option<Tidy> {
+        let t = book.fleet.tasks.get(name)?;
+        Some(Tidy {
+            task: name.to_string(),
+            repo: book.repo.clone(),
+            worktree: t.worktree.clone(),
+            keep_agent: book.paths.logs().join(format!("{name}.agent")),
+            branch: t.branch.clone(),
+            landed: t.landed.clone(),
+            into: book.fleet.into.clone(),
+            ledger: book.paths.ledger(),
+        })
+    }
+
+    /// Removes the worktree, then the branch once `into` contains it.
+    pub(crate) fn run(self) -> Tidied {
+        let started = Instant::now();
+        let name = self.task.as_str();
+        let removed = match &self.worktree {
+            None => Ok(None),
+            Some(w) => remove_worktree_at(&self.repo, name, w, &self.keep_agent).map(Some),
+        };
+        let mut lines = Vec::new();
+        let worktree_gone = match removed {
+            Ok(line) => {
+                lines.extend(line);
+                match self.delete_branch() {
+                    Ok(Some(line)) => lines.push(line),
+                    Ok(None) => {}
+                    Err(e) => lines.push(format!("task {name}: git cannot remove its branch {}: {e}", self.branch)),
+                }
+                true
+            }
+            Err(why) => {
+                lines.push(why);
+                false
+            }
+        };
+        Tidied { task: self.task.clone(), lines, worktree_gone, took: started.elapsed() }
+    }
+
+    fn delete_branch(&self) -> Result<Option<String>, GitError> {
+        let (repo, name, branch) = (&self.repo, &self.task, &self.branch);
+        let Some(mut tip) = git::tip(repo, branch)? else { return Ok(None) };
+        let name_ref = format!("refs/heads/{branch}");
+        let into = git::tip(repo, &self.into)?.unwrap_or_default();
+        let moved = || format!("task {name}: its branch {branch} moved meanwhile; it is kept");
+        if !git::is_ancestor(repo, &tip, &into)?
+            && let Some(landed) = self.landed.as_deref().filter(|l| git::is_ancestor(repo, l, &into).unwrap_or(false))
+        {
+            // Its rebased commits are what landed: the branch names them first.
+            if git::swap(repo, &self.ledger, &name_ref, Some(landed), Some(&tip), "ralph fleet: landed as")?
+                != Swap::Done
+            {
+                return Ok(Some(moved()));
+            }
+            tip = landed.to_string();
+        }
+        if !git::is_ancestor(repo, &tip, &into)? {
+            return Ok(Some(format!(
+                "task {name}: its branch {branch} holds commits that {} does not; kept",
+                self.into
+            )));
+        }
+        Ok(Some(match git::swap(repo, &self.ledger, &name_ref, None, Some(&tip), "ralph fleet: merged")? {
+            Swap::Done => format!("task {name}: deleted its branch {branch} ({} contains it)", self.into),
+            Swap::Moved => moved(),
+        }))
+    }
+}
+
+impl Tidied {
+    /// Writes what the cleanup came to: a worktree that is gone is forgotten.
+    pub(crate) fn apply(&self, book: &mut Book) -> Result<(), RalphError> {
+        match book.fleet.tasks.get_mut(&self.task) {
+            Some(t) if self.worktree_gone && t.worktree.is_some() => {
+                t.worktree = None;
+                book.save()
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A merged task's cleanup, here and now. Says what it did.
+pub(crate) fn cleanup(book: &mut Book, name: &str) -> Result<Vec<String>, RalphError> {
+    let Some(tidy) = Tidy::of(book, name) else { return Ok(Vec::new()) };
+    let done = tidy.run();
+    done.apply(book)?;
+    Ok(done.lines)
+}
+
+/// Removes the worktree of task `name` at `worktree` when it holds nothing of a
+/// person's, its `.agent/` (the run's checkpoint, journal, transcripts) moved to
+/// `keep_agent` first; `Err` says why it is kept.
+pub(crate) fn remove_worktree_at(
+    repo: &Repo,
+    name: &str,
+    worktree: &Path,
+    keep_agent: &Path,
+) -> Result<String, String> {
+    if !worktree.exists() {
+        let _ = repo.git_output(&["worktree", "prune"]);
+        return Ok(format!("task {name}: its worktree is gone already"));
+    }
+    let changes = git::changes_in(worktree).map_err(|e| e.to_string())?;
+    if !changes.is_empty() {
+        return Err(format!(
+            "task {name}: its worktree {} is kept: it holds changes that are in no commit ({}); save or remove them, \
+             then `ralph fleet clean`",
+            worktree.display(),
+            ops::list(&changes)
+        ));
+    }
+    // git then removes the rest, refusing anything new.
+    let _ = std::fs::remove_dir_all(keep_agent);
+    if std::fs::rename(worktree.join(".agent"), keep_agent).is_err() {
+        let _ = std::fs::remove_dir_all(worktree.join(".agent"));
+    }
+    git::remove_worktree(repo, worktree).map_err(|e| format!("task {name}: git cannot remove its worktree: {e}"))?;
+    Ok(format!("task {name}: removed its worktree {}", worktree.display()))
+}
+
+/// Cleans up after merged tasks whose worktree or branch is still there (a cleanup
+/// a kill cut short, or a git that refused then).
+pub(crate) fn tidy(book: &mut Book) -> Result<Vec<String>, RalphError> {
+    let branches =
+        book.repo.git(&["for-each-ref", "--format=%(refname:short)", "refs/heads/ralph/"]).map_err(git_error)?;
+    let branches: Vec<&str> = branches.lines().collect();
+    let untidy: Vec<String> = book
+        .fleet
+        .tasks
+        .iter()
+        .filter(|(_, t)| {
+            t.state == TaskState::Merged && (t.worktree.is_some() || branches.contains(&t.branch.as_str()))
+        })
+        .map(|(n, _)| n.clone())
+        .collect();
+    let mut said = Vec::new();
+    for name in untidy {
+        said.extend(cleanup(book, &name)?);
+    }
+    Ok(said)
+}
+
+/// Lock files a killed git left (a supervisor killed with its process group kills
+/// the git it runs): the landing worktree's (only the supervisor uses it),
+/// and the locks of `into`, of the branches of tasks whose ralph is not running,
+/// and of `packed-refs`. git holds a lock for milliseconds; one that is still there,
+/// unchanged, two seconds later has no owner any more.
+pub(crate) fn remove_stale_locks(book: &Book, said: &mut Vec<String>) {
+    let land = super::landing::land_dir(book);
+    let mut locks = Vec::new();
+    // The landing worktree's own locks (its index, its HEAD, …).
+    if land.join(".git").exists()
+        && let Ok(admin) = Repo::at(&land).git(&["rev-parse", "--absolute-git-dir"])
+        && let Ok(listing) = std::fs::read_dir(admin.trim())
+    {
+        locks.extend(listing.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "lock")));
+    }
+    if let Ok(common) = book.repo.git(&["rev-parse", "--git-common-dir"]) {
+        let common = book.paths.repo.join(common.trim());
+        locks.push(common.join("packed-refs.lock"));
+        let idle = book.fleet.tasks.values().filter(|t| !t.state.active()).map(|t| t.branch.clone());
+        for branch in std::iter::once(book.fleet.into.clone()).chain(idle) {
+            locks.push(common.join("refs/heads").join(format!("{branch}.lock")));
+        }
+    }
+    let stamp = |p: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::symlink_metadata(p).ok().map(|m| (m.ino(), m.mtime(), m.mtime_nsec()))
+    };
+    let found: Vec<(PathBuf, (u64, i64, i64))> = locks.into_iter().filter_map(|p| stamp(&p).map(|s| (p, s))).collect();
+    if found.is_empty() {
+        return;
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    for (path, before) in found {
+        if stamp(&path) == Some(before) && std::fs::remove_file(&path).is_ok() {
+            said.push(format!("removed {}, left by a git that was killed", path.display()));
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! A task's worktree made, away from the supervisor's loop (a checkout of a large
+//! tree takes seconds): what a crash left at its place cleared first, then `git
+//! worktree add --lock` on its branch with the repository's own git (its hooks and
+//! config apply). The place and the branch's start were saved before (`ops`), so a
+//! kill at any moment leaves a worktree the next start recognises as half-made.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::git::repo::Repo;
+
+use super::git;
+
+/// Why a worktree was not made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum NotMade {
+    /// Not now (a ralph still runs there): the task waits and is looked at again.
+    Later(String),
+    /// Not without a person: the task is blocked with this.
+    Block(String),
+}
+
+/// A worktree to make.
+#[derive(Debug, Clone)]
+pub(crate) struct Make {
+    pub task: String,
+    pub(super) repo: Repo,
+    pub(super) path: PathBuf,
+    pub(super) branch: String,
+    /// The commit a new branch starts at.
+    pub(super) from: String,
+    /// The worktree's lock reason.
+    pub(super) reason: String,
+}
+
+impl Make {
+    /// Makes it; how long git took, or why not.
+    pub(crate) fn run(&self) -> Result<Duration, NotMade> {
+        let started = Instant::now();
+        if self.path.exists() {
+            self.clear_half_made()?;
+        }
+        if let Some(parent) = self.path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| NotMade::Block(format!("cannot create {}: {e}", parent.display())))?;
+        }
+        // The branch is made here unless a worktree a kill cut short made it already
+        // (this fleet's: its start was recorded before).
+        let add = || {
+            let new_branch = git::tip(&self.repo, &self.branch)?.is_none();
+            git::add_worktree(&self.repo, &self.path, &self.branch, &self.from, &self.reason, new_branch)
+        };
+        // A folder removed by hand leaves git's record of it: pruned, then again.
+        if add().is_err()
+            && let Err(e) = self.repo.git(&["worktree", "prune"]).and_then(|_| add())
+        {
+            return Err(NotMade::Block(format!("git cannot create its worktree: {e}")));
+        }
+        Ok(started.elapsed())
+    }
+
+    /// Removes what a crash left at the place before the task ran there (a
+    /// half-made worktree, an empty folder).
+    fn clear_half_made(&self) -> Result<(), NotMade> {
+        let (path, name) = (&self.path, &self.task);
+        if crate::state::lock::is_held(&path.join(".agent").join("ralph.lock")) {
+            return Err(NotMade::Later(format!("a ralph still runs in {}", path.display())));
+        }
+        let git_failed = |e: crate::git::repo::GitError| NotMade::Block(format!("git: {e}"));
+        let listed = git::worktrees(&self.repo).map_err(git_failed)?;
+        if !listed.iter().any(|w| w.path == *path) {
+            return std::fs::remove_dir(path).map_err(|_| {
+                NotMade::Block(format!(
+                    "{} exists and is not this task's worktree; move it away, then `ralph fleet retry {name}`",
+                    path.display()
+                ))
+            });
+        }
+        let p = path.display().to_string();
+        let _ = self.repo.git_output(&["worktree", "unlock", &p]);
+        if self.repo.git(&["worktree", "remove", "--force", &p]).is_err() {
+            // Killed before git wrote its `.git` file: git cannot remove what it
+            // cannot validate. Nothing but git's checkout is in it (its task never
+            // ran: a ralph there holds its lock).
+            remove_all(path)?;
+            self.repo.git(&["worktree", "prune"]).map_err(git_failed)?;
+        }
+        Ok(())
+    }
+}
+
+fn remove_all(path: &Path) -> Result<(), NotMade> {
+    std::fs::remove_dir_all(path)
+        .map_err(|e| NotMade::Block(format!("cannot remove the half-made worktree {}: {e}", path.display())))
+}

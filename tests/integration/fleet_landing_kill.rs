@@ -1,0 +1,94 @@
+//! The merge queue killed at random moments (seeded; the seed is printed): the
+//! supervisor alone, or its whole process group with the git it runs, SIGKILLed
+//! while tasks finish and land, `ralph fleet` started again until it exits 0; then
+//! audited: each task's commit on `into` exactly once, every task merged and none
+//! queued, no branch deleted before `into` had it, no rebase left in a worktree, no
+//! orphan worktree, no process left. About 6 kills here;
+//! `scripts/fleet-landing-kill-loop.sh` runs 100 and more (docs/reliability.md).
+
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+use crate::crash_harness::{Rng, env_count, seed};
+use crate::fleet_harness::{Fleet, appends, shell_config};
+
+const KILLS_PER_FLEET: usize = 6;
+const TASKS: [&str; 3] = ["a", "b", "c"];
+
+#[test]
+fn sigkill_during_landings_lands_every_task_exactly_once() {
+    let seed = seed("RALPH_LANDING_SEED");
+    let target = env_count("RALPH_LANDING_KILLS", 6);
+    let mut rng = Rng::new(seed);
+    let started = Instant::now();
+    let (mut kills, mut fleets, mut starts) = (0, 0, 0);
+    while kills < target {
+        assert!(started.elapsed() < Duration::from_secs(1800), "seed {seed}: {kills} kills in 30 minutes");
+        let fleet = "max_parallel = 3\ncheck = [\"sh\", \"-c\", \"sleep 0.2\"]";
+        let f = Fleet::new(&shell_config(&appends("0.05"), fleet, ""), &TASKS.map(|t| (t, "Do it.")));
+        let mut left = KILLS_PER_FLEET.min(target - kills);
+        loop {
+            let mut run = f.fleet(&["-q"]).timeout(Duration::from_secs(120)).spawn();
+            starts += 1;
+            if left == 0 {
+                run.finish().expect_code(0);
+                break;
+            }
+            std::thread::sleep(rng.below(Duration::from_millis(2500)));
+            if run.exited() {
+                let out = run.finish();
+                assert_eq!(out.code, Some(0), "seed {seed}: the fleet ended without a kill:\n{out}");
+                break;
+            }
+            // Half the time the git and the check it runs die with it.
+            if rng.next().is_multiple_of(2) {
+                let _ = killpg(Pid::from_raw(run.pid()), Signal::SIGKILL);
+            } else {
+                run.signal(Signal::SIGKILL);
+            }
+            let _ = run.wait(Duration::from_secs(10));
+            kills += 1;
+            left -= 1;
+        }
+        audit(&f, seed);
+        fleets += 1;
+    }
+    eprintln!(
+        "landing kill loop: seed {seed}, {kills} kills over {fleets} fleets ({starts} starts), every task landed \
+         exactly once, in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+fn audit(f: &Fleet, seed: u64) {
+    assert!(f.archived(), "seed {seed}: the fleet is not archived");
+    for task in TASKS {
+        let landed = f.landed(task);
+        let why = || format!("seed {seed}: task {task}\n{}", f.git(&["log", "--format=%h %s%n%b", "ralph/fleet"]));
+        assert_eq!(landed.len(), 1, "{}", why());
+        assert!(landed[0].contains("Ralph-Iteration: develop/1"), "{}", why());
+        assert_eq!(f.task_state(task), "merged", "{}", why());
+        let left = f.git(&["branch", "-v", "--list", &format!("ralph/{task}")]);
+        assert!(
+            left.is_empty(),
+            "seed {seed}: {left} left: {}\n{:?}\n{}",
+            f.state()["tasks"][task],
+            f.worktrees(),
+            why()
+        );
+        assert!(f.git(&["show", &format!("ralph/fleet:{task}.txt")]).lines().count() >= 1);
+    }
+    // Only the landing worktree stays, and no rebase or merge is left in it.
+    let listed = f.worktrees();
+    assert!(listed.len() <= 2 && listed.iter().skip(1).all(|w| w.ends_with("/.land")), "seed {seed}: {listed:?}");
+    let admin = f.repo.join(".git/worktrees");
+    for entry in std::fs::read_dir(&admin).into_iter().flatten().flatten() {
+        for op in ["rebase-merge", "rebase-apply", "MERGE_HEAD", "CHERRY_PICK_HEAD"] {
+            assert!(!entry.path().join(op).exists(), "seed {seed}: {op} left in {}", entry.path().display());
+        }
+    }
+    assert!(f.git(&["status", "--porcelain", "--untracked-files=no"]).is_empty(), "seed {seed}: the main checkout");
+    f.assert_no_process_left();
+}
