@@ -317,6 +317,8 @@ async fn choose_checkpoint(
         Found::Checkpoint(newest) => (Some(newest.checkpoint), newest.stale),
         Found::Unusable { label, problem } => return fresh(Some(Aside::Unusable { label, problem }), None),
     };
+    // What the journal's newer snapshot puts in place of the file, as it is on disk.
+    let restore = stale.and_then(|stale| Some((Box::new(existing.clone()?), stale)));
     // A fleet task the merge queue sent back: its completed run takes one more iteration.
     if let Some(reopened) = existing.as_mut().and_then(|cp| crate::fleet::task::reopen(&options.dir, cp, loaded)) {
         told.tell(reopened);
@@ -333,7 +335,6 @@ async fn choose_checkpoint(
     match (decision, existing) {
         (Start::Resume, Some(cp)) => {
             let (interrupted, clean_stop) = (cp.in_flight.clone(), cp.clean_stop);
-            let restore = stale.map(|stale| (Box::new(cp.clone()), stale));
             let (cp, said) = start::resume(cp, loaded, goal, &prompt_checksum, from).map_err(|e| match e {
                 Refused::PhaseGone(message) => RalphError::ResumeMismatch(message),
                 Refused::From(e) => from_error(&e, &loaded.path),
