@@ -40,7 +40,9 @@ fn a_change_outside_the_worktree_blocks_the_task_and_nothing_is_committed() {
     assert_eq!(quiet(trace(&effects)), ["fleet:check-isolation"]);
     assert!(effects.iter().any(|e| matches!(e, Effect::Fleet(Fleet::CheckIsolation { key }) if key == "develop/1")));
     let breach = "task login-page changed the main checkout: src/main.rs".to_string();
-    let trace = quiet(r.step(Input::Isolated(Some(breach.clone()))));
+    // A blocked run is an orderly end: the working tree it leaves is recorded first.
+    assert_eq!(quiet(r.step(Input::Isolated(Some(breach.clone())))), ["record-tree"]);
+    let trace = quiet(r.step(Input::TreeRecorded(None)));
     assert!(!trace.contains(&"commit".to_string()), "{trace:?}");
     assert_eq!(trace[..2], ["save", "attempt_succeeded"]);
     assert_eq!(r.status(), Status::Blocked);
