@@ -166,6 +166,7 @@ fn classify_error(b: Bencher) {
             missing_done: "",
             errors: &[],
             now: 0,
+            interruption: None,
         }))
     });
 }

@@ -67,7 +67,7 @@ pub(crate) enum RalphError {
     /// A signal stopped ralph before the run started (at the resume question);
     /// nothing was changed.
     #[error("stopped by {} before the run started; nothing was changed", .0.signal_name())]
-    StoppedBeforeStart(crate::signal::StopCause),
+    StoppedBeforeStart(crate::outcome::StopCause),
     /// No private place for the run's control socket (found before anything runs).
     #[error("{0}")]
     ControlSocket(String),

@@ -28,6 +28,9 @@ pub(crate) enum FalloverWhy {
     RecoveryAttempts,
     /// The agent is rate-limited and `on_rate_limit = "fallover"`.
     RateLimit,
+    /// A phase would start with an agent that spent its whole budget within
+    /// `[retry] exhausted_cooldown`: the next member of the chain starts instead.
+    CoolingDown,
 }
 
 /// Declares [`RunEvent`] with each variant's journal `"kind"` written once, beside
@@ -121,6 +124,9 @@ pub(crate) enum RunEvent {
         duration_ms: u64,
         session: Option<String>,
         usage: Usage,
+        /// How the agent exited when that was not cleanly (`"status 1"`, `"SIGSEGV"`):
+        /// it crashed on its way out after a done tag the judge accepted.
+        exit: Option<String>,
     },
     AttemptFailed = "attempt_failed" {
         attempt: u32,
@@ -290,6 +296,10 @@ pub(crate) enum RunEvent {
     /// A cap or budget ran out; the run stops `failed`.
     CapReached = "cap_reached" {
         cap: Cap,
+        /// The config key that sets it (`[general] max_cycles`).
+        key: String,
+        /// Its stable phrase (docs/recovery.md), which also starts the message.
+        phrase: String,
         message: String,
     },
     /// `ralph stop` asked the run to stop `paused` after the current iteration.
@@ -550,7 +560,12 @@ mod tests {
                 why: FalloverWhy::RecoveryAttempts,
                 new_cycle: true,
             },
-            RunEvent::CapReached { cap: Cap::MaxCycles, message: "max_cycles exhausted".into() },
+            RunEvent::CapReached {
+                cap: Cap::MaxCycles,
+                key: "[general] max_cycles".into(),
+                phrase: "max_cycles exhausted".into(),
+                message: "max_cycles exhausted".into(),
+            },
         ];
         for e in events {
             let v = serde_json::to_value(&e).unwrap();

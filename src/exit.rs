@@ -11,8 +11,7 @@
 //! | 130 / 143 / 129 | stopped by Ctrl+C / SIGTERM / SIGHUP |
 
 use crate::error::RalphError;
-use crate::outcome::RunEnd;
-use crate::signal::StopCause;
+use crate::outcome::{RunEnd, StopCause};
 
 /// The workflow finished: every phase reached its done signal.
 pub(crate) const DONE: i32 = 0;

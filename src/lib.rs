@@ -24,7 +24,11 @@ mod error;
 mod events;
 mod exit;
 mod fleet;
+#[cfg(test)]
+mod floors;
 mod git;
+mod host_network;
+mod named;
 mod notify;
 // Every `unsafe` block lives here, each with its reason.
 #[allow(unsafe_code)]

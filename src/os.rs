@@ -23,6 +23,17 @@ pub(crate) fn proc_root() -> &'static Path {
     Path::new("/proc")
 }
 
+/// The kernel's IPv4 and IPv6 route tables (`/proc/net/route`, `/proc/net/ipv6_route`),
+/// an empty text for one that cannot be read; `None` when neither can (not Linux, a
+/// restricted `/proc`).
+pub(crate) fn route_tables() -> Option<(String, String)> {
+    let read = |name: &str| std::fs::read_to_string(proc_root().join("net").join(name)).ok();
+    match (read("route"), read("ipv6_route")) {
+        (None, None) => None,
+        (v4, v6) => Some((v4.unwrap_or_default(), v6.unwrap_or_default())),
+    }
+}
+
 /// Makes ralph the reaper of its descendants' orphans; false when the kernel refuses.
 pub(crate) fn become_subreaper() -> bool {
     nix::sys::prctl::set_child_subreaper(true).is_ok()

@@ -20,8 +20,11 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 
 use crate::control::Inbound;
-
 use crate::process::agent_group;
+
+/// Why a stop was asked for: a type of the floor below (`outcome`), which the run's
+/// end, the error table and the exit codes share without importing this module.
+pub(crate) use crate::outcome::StopCause;
 
 pub(crate) mod origin;
 
@@ -34,33 +37,6 @@ pub(crate) enum Incoming {
         deliberate: bool,
     },
     Hangup,
-}
-
-/// Why an orderly stop was asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum StopCause {
-    /// Ctrl+C: the user's decision; the run stays paused until `--resume`.
-    User,
-    /// SIGTERM: a shutdown or a service manager.
-    Terminate,
-    /// SIGHUP: the terminal went away.
-    Hangup,
-    /// SIGTERM sent by a process of the user's own (`kill PID`, a script): as much
-    /// the user's decision as Ctrl+C, so the run is paused. Saved as `"terminate"`,
-    /// which every ralph reads (the checkpoint's `stop_sender` says who sent it).
-    #[serde(rename = "terminate", skip_deserializing)]
-    Deliberate,
-}
-
-impl StopCause {
-    pub(crate) fn signal_name(self) -> &'static str {
-        match self {
-            StopCause::User => "SIGINT",
-            StopCause::Terminate | StopCause::Deliberate => "SIGTERM",
-            StopCause::Hangup => "SIGHUP",
-        }
-    }
 }
 
 /// What the shell must do about a signal.

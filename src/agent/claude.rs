@@ -8,7 +8,7 @@ use nix::sys::signal::Signal;
 
 use super::claude_stream::ClaudeStreamParser;
 use super::descriptor::{Descriptor, Env, LaunchError, Request, flag, mcp_args, url_or};
-use crate::config::{AgentConfig, AgentKind};
+use crate::config::types::{AgentConfig, AgentKind};
 
 pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
     kind: AgentKind::Claude,

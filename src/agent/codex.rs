@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 use super::descriptor::{Descriptor, Lookup, ReadFile, Request, flag, host_port, mcp_args};
 use super::event::{AgentEvent, LineParser};
 use super::json::{self, str_field, string_or_empty, u64_field, unknown};
-use crate::config::{AgentConfig, AgentKind};
+use crate::config::types::{AgentConfig, AgentKind};
 
 pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
     kind: AgentKind::Codex,
@@ -317,7 +317,7 @@ fn http_status(message: &str) -> Option<u16> {
 mod tests {
     use super::*;
     use crate::agent::json::fuzz;
-    use crate::config::AgentConfig;
+    use crate::config::types::AgentConfig;
 
     fn parse_all(lines: &[&str]) -> Vec<AgentEvent> {
         let mut p = CodexParser::default();

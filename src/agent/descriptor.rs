@@ -8,7 +8,7 @@ use std::path::Path;
 use nix::sys::signal::Signal;
 
 use super::event::LineParser;
-use crate::config::{AgentConfig, AgentKind};
+use crate::config::types::{AgentConfig, AgentKind};
 
 /// What one attempt asks of the agent.
 #[derive(Debug, Clone, Copy)]

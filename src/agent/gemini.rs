@@ -32,7 +32,7 @@ use serde_json::Value;
 use super::descriptor::{Descriptor, Env, LaunchError, Request, flag, mcp_args, url_or};
 use super::event::{AgentEvent, LineParser};
 use super::json::{self, Line, status_field, str_field, string_or_empty, u64_field, unknown};
-use crate::config::{AgentConfig, AgentKind};
+use crate::config::types::{AgentConfig, AgentKind};
 
 pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
     kind: AgentKind::Gemini,

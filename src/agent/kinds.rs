@@ -4,7 +4,7 @@
 
 use super::descriptor::Descriptor;
 use super::{claude, codex, gemini, opencode};
-use crate::config::AgentKind;
+use crate::config::types::AgentKind;
 
 /// Every CLI kind, in the order `init` prefers them.
 pub(crate) const ALL: [&Descriptor; 4] =

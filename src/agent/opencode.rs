@@ -38,7 +38,7 @@ use serde_json::Value;
 use super::descriptor::{Descriptor, Env, LaunchError, Lookup, ReadFile, Request, flag, host_port, mcp_args, url_or};
 use super::event::{AgentEvent, LineParser};
 use super::json::{self, SessionId, str_field, string_or_empty, u64_field};
-use crate::config::{AgentConfig, AgentKind};
+use crate::config::types::{AgentConfig, AgentKind};
 
 pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
     kind: AgentKind::Opencode,
@@ -275,7 +275,7 @@ fn provider_error_code(body: &str) -> Option<String> {
 mod tests {
     use super::*;
     use crate::agent::json::fuzz;
-    use crate::config::AgentKind;
+    use crate::config::types::AgentKind;
     use serde_json::json;
 
     fn parse_all(lines: &[&str]) -> Vec<AgentEvent> {

@@ -5,6 +5,12 @@
 //! the file, line and column, the key, and what is allowed. Everything that can be
 //! checked without running anything is checked here, so a bad config exits 2 before
 //! any agent starts.
+//!
+//! Floors: [`types`] (the file's shape) is a floor of its own, below the agent
+//! descriptors that read an agent's table; `validate` is above them, since what a
+//! CLI kind allows (its permission modes, its name) is the descriptor's. So the
+//! descriptors take their types from `config::types`, never from this file, which
+//! reaches `validate`.
 
 mod deser;
 #[cfg(test)]
@@ -15,7 +21,7 @@ mod shape;
 pub(crate) mod suggest;
 #[cfg(test)]
 mod tests;
-mod types;
+pub(crate) mod types;
 mod validate;
 
 use std::path::{Path, PathBuf};

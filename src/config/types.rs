@@ -3,12 +3,18 @@
 //! Key names follow design.md §3 and never change. Every table denies unknown keys so
 //! a typo is an error (with a suggestion) instead of a silently ignored setting.
 //! Semantic checks (unknown agents, zero caps, per-kind keys) live in `validate`.
+//!
+//! A low floor: this file imports only the shared leaves (`named`, the failure
+//! [`Category`](crate::recovery::Category)), so the agent descriptors can read an
+//! agent's table without reaching `validate`, which reads the descriptors.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+use crate::named::named;
 
 /// The whole configuration file.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
@@ -67,11 +73,15 @@ pub(crate) struct Workflow {
     /// A group of consecutive phases (review, then fix) that runs again for up to
     /// `passes` passes; none by default.
     pub repeat: Option<Repeat>,
+    /// Lines and characters of a phase's final message kept as its result for the
+    /// next phase's prompt (`{{previous}}`).
+    pub artifact_lines: u32,
+    pub artifact_chars: u32,
 }
 
 impl Default for Workflow {
     fn default() -> Self {
-        Self { checkpoint_enabled: true, phases: Vec::new(), repeat: None }
+        Self { checkpoint_enabled: true, phases: Vec::new(), repeat: None, artifact_lines: 10, artifact_chars: 1000 }
     }
 }
 
@@ -118,6 +128,10 @@ pub(crate) struct Retry {
     /// up to [`AGENT_BACKOFF_MAX`]; zero retries at once.
     #[serde(with = "humantime_serde")]
     pub agent_backoff_base: Duration,
+    /// How long a chain member that spent its whole `agent_attempts` is skipped when
+    /// a phase starts with it; then it is tried first again.
+    #[serde(with = "humantime_serde")]
+    pub exhausted_cooldown: Duration,
 }
 
 /// The longest wait between `agent`-category retries of one agent.
@@ -138,6 +152,7 @@ impl Default for Retry {
             storm_window: Duration::from_secs(600),
             max_environmental_wait: Duration::from_secs(6 * 3600),
             agent_backoff_base: Duration::from_secs(2),
+            exhausted_cooldown: Duration::from_secs(30 * 60),
         }
     }
 }
@@ -299,26 +314,6 @@ impl Default for Logs {
 fn bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     ByteSize::deserialize(d).map(u64::from)
 }
-
-/// An enum of unit variants whose stable names are written once: serde reads and
-/// writes each variant as its name, and `as_str` returns it.
-macro_rules! named {
-    ($(#[$meta:meta])* $vis:vis enum $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)* }) => {
-        $(#[$meta])*
-        $vis enum $name {
-            $($(#[$vmeta])* #[serde(rename = $text)] $variant,)*
-        }
-
-        impl $name {
-            $vis fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text,)*
-                }
-            }
-        }
-    };
-}
-pub(crate) use named;
 
 named! {
     /// The kinds of agent ralph knows how to drive.
@@ -600,6 +595,11 @@ pub(crate) struct GitConfig {
     /// Paths or globs (relative to the repository's top) committed even when they
     /// hold what looks like a secret: a test fixture with a vendor's example key.
     pub allow_secrets: Vec<String>,
+    /// Characters of a commit's first line at most.
+    pub title_chars: u32,
+    /// Lines and characters of the agent's final message in a commit's body at most.
+    pub body_lines: u32,
+    pub body_chars: u32,
 }
 
 /// A git identity, as `[git] author` and `committer` give it.
@@ -656,6 +656,9 @@ impl Default for GitConfig {
             author: None,
             committer: None,
             allow_secrets: Vec::new(),
+            title_chars: 72,
+            body_lines: 10,
+            body_chars: 1000,
         }
     }
 }

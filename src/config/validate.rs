@@ -179,9 +179,22 @@ fn check_limits(cx: &Cx<'_>, config: &Config) {
         (keys!["watch", "max_restarts"], config.watch.max_restarts, d.watch.max_restarts),
         (keys!["watch", "max_resumes_per_boot"], config.watch.max_resumes_per_boot, d.watch.max_resumes_per_boot),
         (keys!["logs", "keep_runs"], config.logs.keep_runs, d.logs.keep_runs),
+        (keys!["git", "title_chars"], config.git.title_chars, d.git.title_chars),
+        (keys!["git", "body_lines"], config.git.body_lines, d.git.body_lines),
+        (keys!["git", "body_chars"], config.git.body_chars, d.git.body_chars),
         (keys!["fleet", "max_parallel"], config.fleet.max_parallel, d.fleet.max_parallel),
     ];
     for (key, value, default) in caps {
+        if value == 0 {
+            fail!(cx.at(&key), "{} must be at least 1, not 0 (default {default})", KeyPath(&key));
+        }
+    }
+    let (w, dw) = (&g.workflow, &d.general.workflow);
+    let bounds = [
+        (keys!["general", "workflow", "artifact_lines"], w.artifact_lines, dw.artifact_lines),
+        (keys!["general", "workflow", "artifact_chars"], w.artifact_chars, dw.artifact_chars),
+    ];
+    for (key, value, default) in bounds {
         if value == 0 {
             fail!(cx.at(&key), "{} must be at least 1, not 0 (default {default})", KeyPath(&key));
         }

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 /// The format version this ralph writes.
 pub(crate) const VERSION: u32 = 1;
 
-crate::config::named! {
+crate::named::named! {
     /// Where the fleet as a whole stands.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
     pub(crate) enum FleetStatus {
@@ -53,7 +53,7 @@ impl FleetStatus {
     }
 }
 
-crate::config::named! {
+crate::named::named! {
     /// Where one task stands (docs/fleet.md has the diagram).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
     pub(crate) enum TaskState {
@@ -166,7 +166,7 @@ pub(crate) struct Eviction {
     pub text: String,
 }
 
-crate::config::named! {
+crate::named::named! {
     /// How far a landing got (see `queue`).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
     pub(crate) enum LandingStep {

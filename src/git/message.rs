@@ -9,10 +9,7 @@ pub(crate) const ITERATION_TRAILER: &str = "Ralph-Iteration";
 /// The trailer naming the fleet task a commit belongs to (docs/fleet.md).
 pub(crate) const TASK_TRAILER: &str = "Ralph-Task";
 
-/// Longest kept summary, in characters.
-const MAX_SUMMARY: usize = 4000;
-/// Longest subject fragment taken from the summary, in characters.
-const MAX_TITLE: usize = 72;
+use crate::supervise::excerpt::{self, Bounds};
 
 /// The key of an iteration in the `Ralph-Iteration:` trailer: `develop/3`, and
 /// `develop/3/pass-2` from the second pass of the workflow on.
@@ -29,26 +26,31 @@ pub(crate) struct MessageContext<'a> {
     pub key: &'a str,
     /// The agent's summary (already [`summarize`]d).
     pub summary: &'a str,
+    /// Characters of the message's first line at most (`[git] title_chars`).
+    pub title_chars: usize,
     /// The fleet task the run is (docs/fleet.md): a `Ralph-Task:` trailer.
     pub task: Option<&'a str>,
 }
 
-/// The agent's final message as a commit body: done/goal tags removed, secrets
-/// redacted, whitespace trimmed, at most `MAX_SUMMARY` characters.
-pub(crate) fn summarize(final_message: &str) -> String {
-    let mut text = final_message.to_string();
-    for tag in ["<promise>DONE</promise>", "<promise>COMPLETE</promise>"] {
-        text = text.replace(tag, "");
-    }
-    let text = crate::secrets::redact(&text);
-    let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
-    crate::report::ellipsis(lines.join("\n").trim(), MAX_SUMMARY)
+/// The agent's final message as a commit body: secrets redacted, ralph's control
+/// markup removed, and within `bounds` (`[git] body_lines`, `body_chars`): the whole
+/// message when it fits, else its last paragraph or its tail ([`excerpt::bounded`]).
+pub(crate) fn summarize(final_message: &str, bounds: Bounds) -> String {
+    use crate::secrets::redact;
+    // Redacted before it is cut (a secret cut in half no longer looks like one), and
+    // after (the markup removed could join one).
+    redact(&excerpt::bounded(&redact(final_message), bounds))
 }
 
-/// The first non-empty line of the summary, short enough for a subject line.
+/// The first non-empty line of the summary, without a cut mark or heading marks.
 pub(crate) fn title(summary: &str) -> String {
     let line = summary.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("done");
-    crate::report::ellipsis(line.trim_start_matches('#').trim(), MAX_TITLE - 1)
+    line.trim_start_matches('…').trim_start_matches('#').trim().to_string()
+}
+
+/// `line` cut to `max` characters, the cut marked with `…`.
+fn shortened(line: &str, max: usize) -> String {
+    crate::report::ellipsis(line, max.saturating_sub(1))
 }
 
 /// The full message: the template filled in, then the trailers as the last paragraph.
@@ -68,8 +70,13 @@ pub(crate) fn render(template: &str, ctx: &MessageContext<'_>) -> String {
         .collect();
     let body = collapse_blank_lines(&body.join("\n"));
     let body = if body.trim().is_empty() { format!("ralph: {} iteration {}", ctx.phase, ctx.iteration) } else { body };
+    // The subject line, whatever the template made of it, stays within the limit.
+    let body = body.trim();
+    let (subject, rest) = body.split_once('\n').unwrap_or((body, ""));
+    let subject = shortened(subject.trim_end(), ctx.title_chars.max(1));
+    let body = if rest.is_empty() { subject } else { format!("{subject}\n{rest}") };
     let task = ctx.task.map(|t| format!("{TASK_TRAILER}: {t}\n")).unwrap_or_default();
-    format!("{}\n\n{task}{RUN_TRAILER}: {}\n{ITERATION_TRAILER}: {}\n", body.trim(), ctx.run_id, ctx.key)
+    format!("{body}\n\n{task}{RUN_TRAILER}: {}\n{ITERATION_TRAILER}: {}\n", ctx.run_id, ctx.key)
 }
 
 /// The value of `trailer` in a commit message, if it carries one.
@@ -131,7 +138,15 @@ mod tests {
     use super::*;
 
     fn ctx<'a>(summary: &'a str) -> MessageContext<'a> {
-        MessageContext { phase: "develop", iteration: 3, run_id: "R1", key: "develop/3", summary, task: None }
+        MessageContext {
+            phase: "develop",
+            iteration: 3,
+            run_id: "R1",
+            key: "develop/3",
+            summary,
+            task: None,
+            title_chars: 72,
+        }
     }
 
     #[test]
@@ -149,14 +164,38 @@ mod tests {
         assert_eq!(iteration_key("review", 1, 2), "review/1/pass-2");
     }
 
+    const BODY: Bounds = Bounds { lines: 10, chars: 1000 };
+
     #[test]
     fn a_summary_loses_the_tags_and_secrets_and_is_bounded() {
-        let s = summarize("  Added the parser.\n\nAPI_KEY=sk-ant-abcdefghijklmnop1234\n\n<promise>DONE</promise>\n");
+        let s =
+            summarize("  Added the parser.\n\nAPI_KEY=sk-ant-abcdefghijklmnop1234\n\n<promise>DONE</promise>\n", BODY);
         assert_eq!(s, "Added the parser.\n\nAPI_KEY=[REDACTED]");
-        assert_eq!(summarize(&"x".repeat(5000)).chars().count(), MAX_SUMMARY + 1);
+        assert_eq!(summarize(&"x".repeat(5000), BODY).chars().count(), 1000);
+        let ticks: Vec<String> = (1..=108).map(|n| format!("tick {n}")).collect();
+        assert_eq!(summarize(&ticks.join("\n"), BODY).lines().count(), 10);
         assert_eq!(title("\n# Heading\nmore"), "Heading");
+        assert_eq!(title("…tick 99\ntick 100"), "tick 99");
         assert_eq!(title(""), "done");
-        assert_eq!(title(&"y".repeat(100)).chars().count(), MAX_TITLE);
+    }
+
+    #[test]
+    fn a_secret_at_the_cut_is_redacted_whole_not_cut_in_half() {
+        let text = format!("API_KEY=sk-ant-abcdefghijklmnop1234 {}", "y".repeat(980));
+        let s = summarize(&text, BODY);
+        assert!(!s.contains("mnop1234") && s.contains("[REDACTED]"), "{s}");
+    }
+
+    #[test]
+    fn the_first_line_is_never_longer_than_the_limit() {
+        let long = "y".repeat(100);
+        let m = render(crate::config::DEFAULT_COMMIT_MESSAGE, &ctx(&long));
+        let subject = m.lines().next().unwrap_or("");
+        assert_eq!(subject.chars().count(), 72, "{subject}");
+        assert!(subject.starts_with("ralph: develop iteration 3: yyy") && subject.ends_with('…'));
+        let short = MessageContext { title_chars: 20, ..ctx("Added the parser.") };
+        assert_eq!(render("{title}\n\n{summary}", &short).lines().next(), Some("Added the parser."));
+        assert_eq!(render("{phase} {iteration}: {title}", &short).lines().next(), Some("develop 3: Added th…"));
     }
 
     #[test]

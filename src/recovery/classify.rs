@@ -19,6 +19,16 @@ pub enum Exit {
     Signal(i32),
 }
 
+impl Exit {
+    /// "status 1", or the signal's name ("SIGSEGV"): how the process ended.
+    pub(crate) fn describe(self) -> String {
+        match self {
+            Exit::Code(c) => format!("status {c}"),
+            Exit::Signal(sig) => signal_name(sig),
+        }
+    }
+}
+
 /// What the classifier looks at.
 #[derive(Debug, Clone, Copy)]
 pub struct Report<'a> {
@@ -38,6 +48,8 @@ pub struct Report<'a> {
     pub errors: &'a [ErrorPattern],
     /// Now, in unix seconds (for a configured pattern's `reset_in`).
     pub now: i64,
+    /// The reason of the agent's `report_interruption` (MCP), if it made one.
+    pub interruption: Option<&'a str>,
 }
 
 type Matcher = fn(&Report<'_>) -> Option<String>;
@@ -320,6 +332,8 @@ const RULES: &[Entry] = &[
     phrases(Rule::StreamInterrupted, Environmental, "the provider's stream ended early", STREAM_INTERRUPTED),
     structured(Rule::ToolUnavailable, Agent, tool_unavailable).then(Then::ResetTools),
     structured(Rule::ProviderError, Environmental, server_error_code),
+    // After every phrase: the agent's reason is evidence the rules above read first.
+    structured(Rule::ReportedInterruption, Agent, reported_interruption),
     structured(Rule::Crashed, Agent, crashed),
     structured(Rule::KilledFromOutside, Ambiguous, killed_from_outside),
     structured(Rule::ExitNonzero, Agent, exit_nonzero),
@@ -665,6 +679,14 @@ fn unknown_session_exit(r: &Report<'_>) -> Option<String> {
         .then(|| format!("{} exited {code} (input error, as for an unknown --resume id)", r.kind.as_str()))
 }
 
+/// ralph ended the attempt because the agent reported an interruption.
+fn reported_interruption(r: &Report<'_>) -> Option<String> {
+    (r.ended_by == EndedBy::Interruption).then(|| match r.interruption {
+        Some(reason) => format!("the agent reported an interruption: {reason}"),
+        None => "the agent reported an interruption".to_string(),
+    })
+}
+
 fn crashed(r: &Report<'_>) -> Option<String> {
     match r.exit {
         Exit::Signal(sig) if !is_outside_kill(sig) => Some(format!("the agent crashed ({})", signal_name(sig))),
@@ -721,6 +743,7 @@ mod tests {
             missing_done: "exit 0 without the done tag",
             errors: &[],
             now: 0,
+            interruption: None,
         }
     }
 
@@ -738,6 +761,19 @@ mod tests {
         let c = classify(&report(Exit::Signal(9), &[]));
         assert_eq!((c.category, c.rule.as_str()), (Category::Ambiguous, "killed_from_outside"));
         assert_eq!(classify(&report(Exit::Signal(6), &[])).rule.as_str(), "crashed");
+    }
+
+    #[test]
+    fn an_attempt_ended_on_the_agents_reported_interruption_is_read_by_its_reason() {
+        let mut r = report(Exit::Signal(15), &[]);
+        (r.ended_by, r.interruption) = (EndedBy::Interruption, Some("the package registry is down"));
+        let c = classify(&r);
+        assert_eq!((c.category, c.rule), (Category::Agent, Rule::ReportedInterruption));
+        assert_eq!(c.reason, "the agent reported an interruption: the package registry is down");
+        // Its words come first: an outage in them is the outage's.
+        let tail = "the agent reported an interruption: the API said 529 overloaded\n";
+        r.text_tail = tail;
+        assert_eq!(classify(&r).rule, Rule::ProviderOverloaded);
     }
 
     #[test]
@@ -779,6 +815,7 @@ mod tests {
             missing_done: "exit 0 without the done tag",
             errors: &[],
             now: 0,
+            interruption: None,
         }
     }
 
@@ -971,6 +1008,7 @@ mod tests {
             missing_done: "",
             errors: &[],
             now: 1_000,
+            interruption: None,
         }
     }
 

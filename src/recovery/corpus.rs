@@ -189,6 +189,7 @@ fn every_case_classifies_as_expected() {
             missing_done: "exit 0 without the done tag",
             errors: &[],
             now: NOW,
+            interruption: None,
         };
         let got = classify(&report);
         if (got.category, got.rule.as_str()) != (category(want_category), want_rule) {

@@ -42,6 +42,27 @@ impl Cap {
         }
     }
 
+    /// The config key that sets the cap, as a person would look it up in
+    /// `ralph.toml` (`phase` names the table of a phase's iterations).
+    pub(crate) fn key(self, phase: &str) -> String {
+        match self {
+            Cap::MaxCycles => "[general] max_cycles".into(),
+            Cap::ToolRegistryResets => "[retry] tool_registry_resets".into(),
+            Cap::McpRestarts => "[retry] mcp_restarts".into(),
+            Cap::AmbiguousAttempts => "[retry] ambiguous_attempts".into(),
+            Cap::Iterations => format!("[phases.{phase}] iterations"),
+            Cap::Runtime => "[general] max_runtime".into(),
+            Cap::Cost => "[general] max_cost_usd".into(),
+            Cap::EnvironmentalWait => "[retry] max_environmental_wait".into(),
+            Cap::RateLimitWait => "[retry] max_rate_limit_wait".into(),
+        }
+    }
+
+    /// What the run's record says of the cap that ended it.
+    pub(crate) fn named(self, phase: &str) -> StoppedBy {
+        StoppedBy { cap: self, key: self.key(phase), phrase: self.phrase().to_string() }
+    }
+
     /// The cap whose phrase a stop reason starts with (as [`Cap::stop`] wrote it).
     pub(crate) fn of_reason(reason: &str) -> Option<Cap> {
         const ALL: [Cap; 9] = [
@@ -62,6 +83,16 @@ impl Cap {
     pub(crate) fn stop(self, detail: impl std::fmt::Display) -> Stop {
         Stop::Failed { cap: self, message: format!("{}: {detail}", self.phrase()) }
     }
+}
+
+/// The cap that ended a run, as the checkpoint (`--json`) and the journal's
+/// `cap_reached` name it: the cap, its config key and its stable phrase
+/// (docs/recovery.md).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct StoppedBy {
+    pub cap: Cap,
+    pub key: String,
+    pub phrase: String,
 }
 
 /// Why a run stops before finishing.

@@ -10,6 +10,7 @@ pub(crate) mod classify;
 #[cfg(test)]
 mod corpus;
 pub(crate) mod decision;
+pub(crate) mod host;
 pub(crate) mod policy;
 pub(crate) mod probe;
 pub(crate) mod rate_limit;
@@ -19,7 +20,7 @@ pub(crate) mod spawn;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::named;
+use crate::named::named;
 
 named! {
     /// The four failure categories of design.md §4.
@@ -68,6 +69,9 @@ named! {
         StreamStalled = "stream_stalled",
         StreamInterrupted = "stream_interrupted",
         ToolUnavailable = "tool_unavailable",
+        /// The agent's MCP `report_interruption` ended its attempt, and no other rule
+        /// explains its reason.
+        ReportedInterruption = "reported_interruption",
         Crashed = "crashed",
         KilledFromOutside = "killed_from_outside",
         ExitNonzero = "exit_nonzero",

@@ -14,7 +14,7 @@ use crate::workflow::progress::EnvironmentalStreak;
 
 use super::{Category, Classification, Rule};
 
-pub(crate) use super::decision::{Cap, Facts, FalloverWhy, Next, Stop, backoff};
+pub(crate) use super::decision::{Cap, Facts, FalloverWhy, Next, Stop, StoppedBy, backoff};
 
 /// The caps on the run's totals, checked before every attempt: active time over all
 /// resumes (`elapsed_secs`) against `max_runtime`, reported cost against
@@ -50,6 +50,10 @@ pub(crate) fn on_success(
 ) -> Next {
     let Some(phase) = phases.get(progress.position.phase) else { return Next::Finished { end: PhaseEnd::default() } };
     progress.counters.iterations_done += 1;
+    // The agent that finished an iteration needs no cool-down.
+    if let Some(agent) = phase.chain.get(progress.position.agent_index) {
+        progress.exhausted.remove(agent);
+    }
     progress.start_iteration();
     // Progress was made, so the chain gets its full allowance of cycles again.
     progress.position.cycle = 1;
@@ -156,7 +160,7 @@ pub(crate) fn on_failure(
                 probe_first: false,
             }
         }
-        Category::Agent => on_agent_failure(progress, phases, limits, session),
+        Category::Agent => on_agent_failure(progress, phases, limits, session, facts.now),
     }
 }
 
@@ -214,7 +218,7 @@ fn on_tool_unavailable(progress: &mut Progress, limits: Limits<'_>, failure: &Cl
     progress.counters.tool_registry_resets += 1;
     if progress.counters.tool_registry_resets > limits.retry.tool_registry_resets {
         return Next::Stop(Cap::ToolRegistryResets.stop(format!(
-            "{} tool-availability failures in this run, [retry] tool_registry_resets = {} (last: {})",
+            "{} tool-availability failures in this iteration, [retry] tool_registry_resets = {} (last: {})",
             progress.counters.tool_registry_resets, limits.retry.tool_registry_resets, failure.reason
         )));
     }
@@ -222,7 +226,13 @@ fn on_tool_unavailable(progress: &mut Progress, limits: Limits<'_>, failure: &Cl
     Next::Retry { delay: Duration::ZERO, probe_first: false }
 }
 
-fn on_agent_failure(progress: &mut Progress, phases: &[Phase], limits: Limits<'_>, session: Option<String>) -> Next {
+fn on_agent_failure(
+    progress: &mut Progress,
+    phases: &[Phase],
+    limits: Limits<'_>,
+    session: Option<String>,
+    now: i64,
+) -> Next {
     progress.counters.agent_failures += 1;
     progress.counters.retry_streak = 0;
     if progress.counters.agent_failures < limits.retry.agent_attempts {
@@ -234,8 +244,12 @@ fn on_agent_failure(progress: &mut Progress, phases: &[Phase], limits: Limits<'_
         return Next::Retry { delay, probe_first: false };
     }
     let Some(phase) = phases.get(progress.position.phase) else { return Next::Finished { end: PhaseEnd::default() } };
+    let from = phase.chain.get(progress.position.agent_index).cloned().unwrap_or_default();
+    if phase.chain.len() > 1 {
+        let cooldown = i64::try_from(limits.retry.exhausted_cooldown.as_secs()).unwrap_or(i64::MAX);
+        progress.exhausted.insert(from.clone(), now.saturating_add(cooldown));
+    }
     let pos = &mut progress.position;
-    let from = phase.chain.get(pos.agent_index).cloned().unwrap_or_default();
     let mut next_index = pos.agent_index + 1;
     let mut new_cycle = false;
     if next_index >= phase.chain.len() {
@@ -258,6 +272,30 @@ fn on_agent_failure(progress: &mut Progress, phases: &[Phase], limits: Limits<'_
     progress.resume_session = None;
     let to = phase.chain.get(next_index).cloned().unwrap_or_default();
     Next::Fallover { from, to, new_cycle, why: FalloverWhy::Budget }
+}
+
+/// Before an attempt: a chain about to start with a member that spent its whole
+/// budget within `[retry] exhausted_cooldown` starts with the first member that did
+/// not (none left: the first as configured). Only at the chain's start (its first
+/// member, first cycle, no failure yet in the iteration): a fallover inside an
+/// iteration follows the chain as always. Cool-downs that ended are forgotten, so the
+/// member is tried first again. Returns (from, to) when the chain moved.
+pub(crate) fn skip_exhausted(progress: &mut Progress, phases: &[Phase], now: i64) -> Option<(String, String)> {
+    progress.exhausted.retain(|_, until| *until > now);
+    let phase = phases.get(progress.position.phase)?;
+    let (pos, c) = (&progress.position, &progress.counters);
+    if pos.agent_index != 0 || pos.cycle != 1 || c.agent_failures != 0 || c.ambiguous_failures != 0 {
+        return None;
+    }
+    let cooling = |i: &usize| phase.chain.get(*i).is_some_and(|name| progress.exhausted.contains_key(name));
+    if !cooling(&0) {
+        return None;
+    }
+    let index = (1..phase.chain.len()).find(|i| !cooling(i))?;
+    progress.position.agent_index = index;
+    progress.resume_session = None;
+    progress.counters.fallovers += 1;
+    Some((phase.chain.first().cloned().unwrap_or_default(), phase.chain.get(index).cloned().unwrap_or_default()))
 }
 
 /// The wait before the `n`th agent-category retry of one agent:
@@ -356,7 +394,7 @@ mod tests {
 
     #[test]
     fn issues_twice_then_clean_runs_three_passes_then_goes_on() {
-        use crate::workflow::advance::{GroupMove, Verdict};
+        use crate::workflow::{advance::GroupMove, progress::Verdict};
         let (phases, repeat) = review_fix_commit();
         let mut p = Progress::new("review");
         advance::fit_pass(&mut p.position, 1, repeat);
@@ -423,13 +461,14 @@ mod tests {
             ("review", 2, 1, 0, 1)
         );
         assert_eq!((p.counters.agent_failures, p.counters.ambiguous_failures), (0, 0));
-        assert_eq!((p.counters.tool_registry_resets, p.counters.fallovers, p.counters.attempts), (1, 1, 0));
+        // The tool-registry resets count per iteration, like the agent's budget.
+        assert_eq!((p.counters.tool_registry_resets, p.counters.fallovers, p.counters.attempts), (0, 1, 0));
         assert_eq!(p.counters.failures[&Category::Agent], 2);
     }
 
     #[test]
     fn passes_used_up_goes_on_with_issues_left() {
-        use crate::workflow::advance::{GroupMove, Verdict};
+        use crate::workflow::{advance::GroupMove, progress::Verdict};
         let (phases, _) = review_fix_commit();
         let repeat = Some(RepeatGroup { first: 0, last: 1, passes: 2 });
         let mut p = Progress::new("review");
@@ -627,6 +666,57 @@ mod tests {
         }
         assert!(fired.is_some_and(|e| e.starts_with("3 recoveries")));
         assert_eq!(p.resume_session, None);
+    }
+
+    #[test]
+    fn a_member_that_spent_its_budget_is_skipped_at_a_phase_start_until_its_cool_down_ends() {
+        let retry = Retry { agent_attempts: 1, exhausted_cooldown: Duration::from_secs(600), ..Retry::default() };
+        let phases = [phase("plan", &["a", "b"], 1, false), phase("dev", &["a", "b"], 1, false)];
+        let mut p = Progress::new("plan");
+        assert_eq!(skip_exhausted(&mut p, &phases, 0), None, "nothing spent yet");
+        let next = on_failure(&mut p, &phases, limits(&retry), &agent_failure(), facts_at(None, 100));
+        assert!(matches!(next, Next::Fallover { .. }));
+        assert_eq!(p.exhausted.get("a"), Some(&700));
+        assert_eq!(skip_exhausted(&mut p, &phases, 101), None, "inside the iteration the chain is followed");
+        assert!(matches!(on_success(&mut p, &phases, None, Completion::Done), Next::Phase { .. }));
+        assert_eq!(p.position.agent_index, 0, "a phase starts with the first member as configured");
+        assert_eq!(skip_exhausted(&mut p, &phases, 200), Some(("a".into(), "b".into())));
+        assert_eq!((p.position.agent_index, p.resume_session.as_ref()), (1, None));
+        // After the cool-down the first member is tried first again.
+        let mut later = Progress::new("dev");
+        later.position.phase = 1;
+        later.exhausted.insert("a".into(), 700);
+        assert_eq!(skip_exhausted(&mut later, &phases, 700), None);
+        assert!(later.exhausted.is_empty(), "an ended cool-down is forgotten");
+        // Every member cooling down: the chain starts as configured.
+        let mut all = Progress::new("dev");
+        all.position.phase = 1;
+        all.exhausted = [("a".to_string(), 900), ("b".to_string(), 900)].into();
+        assert_eq!(skip_exhausted(&mut all, &phases, 800), None);
+        assert_eq!(all.position.agent_index, 0);
+    }
+
+    #[test]
+    fn a_chain_of_one_records_no_cool_down_and_an_agent_that_finishes_loses_its_own() {
+        let retry = Retry { agent_attempts: 1, ..Retry::default() };
+        let one = [phase("dev", &["a"], 2, false)];
+        let mut p = Progress::new("dev");
+        let _ = on_failure(&mut p, &one, limits(&retry), &agent_failure(), facts_at(None, 100));
+        assert!(p.exhausted.is_empty());
+        let two = [phase("dev", &["a", "b"], 2, false)];
+        let mut p = Progress::new("dev");
+        p.exhausted.insert("b".into(), 10_000);
+        p.position.agent_index = 1;
+        assert_eq!(on_success(&mut p, &two, None, Completion::Done), Next::Iteration);
+        assert!(p.exhausted.is_empty());
+    }
+
+    #[test]
+    fn every_cap_names_its_config_key() {
+        assert_eq!(Cap::MaxCycles.key("dev"), "[general] max_cycles");
+        assert_eq!(Cap::Iterations.key("dev"), "[phases.dev] iterations");
+        let named = Cap::Runtime.named("dev");
+        assert_eq!((named.key.as_str(), named.phrase.as_str()), ("[general] max_runtime", "max_runtime exhausted"));
     }
 
     fn facts_at(session: Option<String>, now: i64) -> Facts {

@@ -15,6 +15,12 @@ use crate::config::AgentConfig;
 
 use super::{Category, Classification, Rule};
 
+/// The host itself as a probe target: online when it has a default route and a
+/// resolver that answers (`recovery::host`). Probed like a default endpoint, and
+/// judged by only where no endpoint is: with `[offline] probe` unset, no default
+/// endpoint that answered, and only once the host was seen online during the run.
+pub(crate) const HOST: &str = "this host's network";
+
 /// What the probe found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ProbeResult {
@@ -46,12 +52,28 @@ pub(crate) fn default_endpoints(
 }
 
 /// The endpoints whose silence means "offline": `[offline] probe` when set, else the
-/// default `candidates` that answered at least once during this run.
+/// default `candidates` that answered at least once during this run, else the host
+/// itself ([`HOST`]) once it was seen online during this run.
 pub(crate) fn judged(explicit: Option<&[String]>, candidates: &[String], answered: &BTreeSet<String>) -> Vec<String> {
-    match explicit {
-        Some(explicit) => explicit.to_vec(),
-        None => candidates.iter().filter(|e| answered.contains(*e)).cloned().collect(),
+    if let Some(explicit) = explicit {
+        return explicit.to_vec();
     }
+    let defaults: Vec<String> = candidates.iter().filter(|e| answered.contains(*e)).cloned().collect();
+    if defaults.is_empty() && answered.contains(HOST) {
+        return vec![HOST.to_string()];
+    }
+    defaults
+}
+
+/// The summary's plain words for a run that never saw the network: nothing it
+/// probed (`unanswered`, with the last error of each) ever answered.
+pub(crate) fn never_online(answered: &BTreeSet<String>, unanswered: &BTreeMap<String, String>) -> Option<String> {
+    if !answered.is_empty() || unanswered.is_empty() {
+        return None;
+    }
+    // Each error names its endpoint already (the host's says "this host …").
+    let heard: Vec<&str> = unanswered.values().map(String::as_str).collect();
+    Some(format!("no provider answered since the start ({}); the failures may be the network's", heard.join("; ")))
 }
 
 /// Whether a failed attempt is worth a probe of its own: any failure that is not a

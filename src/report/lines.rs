@@ -15,8 +15,8 @@ use crate::events::{FalloverWhy, GitOffWhy, RunEvent};
 use crate::state::checkpoint::Status;
 use crate::supervise::Detector;
 use crate::supervise::completion::Why;
-use crate::workflow::advance::Verdict;
 use crate::workflow::done::SignOff;
+use crate::workflow::progress::Verdict;
 
 /// An agent being ended by ralph.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,6 +87,7 @@ pub(crate) fn escalating(e: &Escalating) -> String {
         EndWhy::User => ("stopping".to_string(), " (Ctrl+C again to kill it now)"),
         EndWhy::Signal(signal) => (format!("stopping ({signal})"), ""),
         EndWhy::Intervention(detector) => (format!("ending the attempt ({})", super::words::detector(*detector)), ""),
+        EndWhy::Reported => ("ending the attempt (the agent reported an interruption)".to_string(), ""),
     };
     format!("{what}: waiting for {} to exit{hint} · sent {}", e.agent, e.sent)
 }
@@ -294,6 +295,10 @@ fn setup_line(event: &RunEvent, tz: &TimeZone) -> Option<String> {
 /// The lines of the chain moving to another agent and back.
 fn chain_line(event: &RunEvent) -> Option<String> {
     Some(match event {
+        RunEvent::Fallover { from, to, why: FalloverWhy::CoolingDown, .. } => format!(
+            "agent {from} failed [retry] agent_attempts times in an earlier iteration and sits out \
+             [retry] exhausted_cooldown: starting with {to}"
+        ),
         RunEvent::Fallover { from, to, cycle, why, new_cycle } => {
             super::words::fallover(from, to, *why == FalloverWhy::RateLimit, new_cycle.then_some(*cycle))
         }

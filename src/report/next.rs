@@ -56,8 +56,10 @@ pub(crate) fn next_step(
                     Cap::AmbiguousAttempts => ("[retry] ambiguous_attempts", config.retry.ambiguous_attempts),
                     _ => ("[general] max_cycles", config.general.max_cycles),
                 };
+                // Only an error that ended the run is shown to read.
+                let read = if last_error.is_some() { "read the last error and its log; " } else { "" };
                 format!(
-                    "read the last error and its log; {resume} retries this iteration with a fresh budget \
+                    "{read}{resume} retries this iteration with a fresh budget \
                      (to allow more before giving up, raise {key} in {file}, now {now})"
                 )
             }
@@ -127,7 +129,7 @@ mod tests {
             step(RunEnd::Stopped(StopCause::User), None, None),
             step(failed(), Some(Cap::Runtime), None),
             step(failed(), Some(Cap::Iterations), None),
-            step(failed(), Some(Cap::MaxCycles), None),
+            step(failed(), Some(Cap::MaxCycles), Some(&error("crashed"))),
             step(blocked(), None, Some(&error("auth_failed"))),
             step(blocked(), None, Some(&error("billing_disabled"))),
             step(blocked(), None, Some(&error("launch_impossible"))),
@@ -135,5 +137,12 @@ mod tests {
         ];
         insta::assert_snapshot!(lines.join("\n"));
         assert_eq!(next_step(&RunEnd::Completed, None, None, &config(), Path::new("x"), "p"), None);
+    }
+
+    #[test]
+    fn a_cap_no_error_reached_sends_nobody_to_read_one() {
+        let line = step(RunEnd::Failed("x".into()), Some(Cap::McpRestarts), None);
+        assert!(line.starts_with("`ralph --resume` retries this iteration"), "{line}");
+        assert!(line.contains("[retry] mcp_restarts"), "{line}");
     }
 }

@@ -10,7 +10,7 @@ use crate::outcome::RunEnd;
 use crate::recovery::Category;
 use crate::recovery::policy::Cap;
 use crate::signal::StopCause;
-use crate::state::checkpoint::{Checkpoint, Usage};
+use crate::state::checkpoint::{Checkpoint, LastError, Usage};
 
 use super::{labelled, plural, words};
 
@@ -28,6 +28,8 @@ pub(crate) struct Summary {
     /// ralph's interventions in this session, by detector.
     pub interventions: BTreeMap<crate::supervise::Detector, u32>,
     pub cap: Option<Cap>,
+    /// Why the failures may be the network's: nothing ralph probed ever answered.
+    pub network: Option<String>,
     /// The last sign-off the judge rejected, as "rule (\"words\")".
     pub rejected_signoff: Option<String>,
     pub elapsed: Duration,
@@ -36,6 +38,9 @@ pub(crate) struct Summary {
     pub commits: u32,
     /// What to do next ([`super::next_step`]); `None` when the run finished.
     pub next: Option<String>,
+    /// The error that ended the run, shown with its output and log; `None` when none
+    /// did (a cap without an error, a signal, the finished work).
+    pub error: Option<LastError>,
 }
 
 impl Summary {
@@ -94,6 +99,7 @@ impl Summary {
             let failed = self.failures.iter().map(|(k, n)| format!("{n} {}", words::category(*k)));
             let _ = writeln!(s, "  failures: {}", failed.collect::<Vec<_>>().join(", "));
         }
+        labelled(&mut s, "  network", self.network.as_ref());
         if !self.interventions.is_empty() {
             let stepped = self.interventions.iter().map(|(k, n)| times(words::stepped_in(*k), *n));
             let _ = writeln!(s, "  ralph stepped in: {}", stepped.collect::<Vec<_>>().join(", "));
@@ -113,7 +119,7 @@ impl Summary {
             let _ = write!(s, "{}", commits(git, self.commits));
         }
         if matches!(end, RunEnd::Failed(_) | RunEnd::Blocked(_))
-            && let Some(e) = &cp.last_error
+            && let Some(e) = &self.error
         {
             let _ = writeln!(s, "  last error: {} (agent {})", e.classification.reason, e.agent);
             for line in excerpt(&e.text_tail, EXCERPT_LINES) {
@@ -225,6 +231,7 @@ pub(crate) mod tests {
             clean_stop: true,
             stop_cause: None,
             stop_reason: None,
+            stopped_by: None,
             stop_sender: None,
             progress,
             in_flight: None,
@@ -274,7 +281,20 @@ pub(crate) mod tests {
             "the provider refused agent claude's credentials: set ANTHROPIC_API_KEY, then `ralph --resume`",
         ));
         let end = RunEnd::Blocked("the provider rejected the credentials".into());
-        insta::assert_snapshot!(s.render(&end, &checkpoint(Status::Blocked)));
+        let cp = checkpoint(Status::Blocked);
+        let s = Summary { error: cp.last_error.clone(), ..s };
+        insta::assert_snapshot!(s.render(&end, &cp));
+    }
+
+    #[test]
+    fn a_cap_that_no_error_reached_shows_no_older_error() {
+        // The checkpoint keeps the last error of the run (an hour ago, another
+        // agent's); the iteration cap that ended the run had none.
+        let s = Summary { cap: Some(Cap::Iterations), ..summary(None) };
+        let end = RunEnd::Failed("iteration cap exhausted: phase develop ran 3 iterations".into());
+        let text = s.render(&end, &checkpoint(Status::Failed));
+        assert!(text.contains("stopped by: the limit [phases.develop] iterations"), "{text}");
+        assert!(!text.contains("last error") && !text.contains("log:"), "{text}");
     }
 
     #[test]

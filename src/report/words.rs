@@ -56,17 +56,7 @@ pub(crate) fn category(c: Category) -> &'static str {
 
 /// The config key that sets a cap.
 pub(crate) fn cap_key(cap: Cap, phase: &str) -> String {
-    match cap {
-        Cap::MaxCycles => "[general] max_cycles".into(),
-        Cap::ToolRegistryResets => "[retry] tool_registry_resets".into(),
-        Cap::McpRestarts => "[retry] mcp_restarts".into(),
-        Cap::AmbiguousAttempts => "[retry] ambiguous_attempts".into(),
-        Cap::Iterations => format!("[phases.{phase}] iterations"),
-        Cap::Runtime => "[general] max_runtime".into(),
-        Cap::Cost => "[general] max_cost_usd".into(),
-        Cap::EnvironmentalWait => "[retry] max_environmental_wait".into(),
-        Cap::RateLimitWait => "[retry] max_rate_limit_wait".into(),
-    }
+    cap.key(phase)
 }
 
 /// A run's stop reason as the summary's headline says it: the cap's stable phrase

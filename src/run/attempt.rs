@@ -336,12 +336,14 @@ impl Running {
             self.events = events;
         }
         self.collected.stdout_line(shown, unparsed);
-        if let Some(found) = found
-            && self.exit.is_none()
-            && self.escalation.is_none()
-            && self.stopping.is_none()
-        {
-            self.intervene(found);
+        // The first finding ends the attempt, unless the run is ending it already. Once
+        // the agent is gone (output read after its exit), what was seen is still what
+        // happened: the report carries it, the run judges by it (`step::failure::seen_by`).
+        match found {
+            Some(_) if self.stopping.is_some() || self.escalation.is_some() || self.intervention.is_some() => {}
+            Some(found) if self.exit.is_some() => self.intervention = Some(found),
+            Some(found) => self.intervene(found),
+            None => {}
         }
     }
 
@@ -400,6 +402,11 @@ impl Running {
                 self.escalate(EndWhy::stop(cause));
             }
             Command::Stop(_) => {}
+            Command::Interrupted if self.exit.is_none() && self.escalation.is_none() => {
+                self.ended_by = EndedBy::Interruption;
+                self.escalate(EndWhy::Reported);
+            }
+            Command::Interrupted => {}
             Command::Kill => return true,
             Command::Alive => {
                 let _ = self.supervisor.on_event(None, Instant::now());

@@ -42,8 +42,12 @@ pub(crate) async fn probe(endpoints: &[String], timeout: Duration) -> ProbeResul
     }
 }
 
-/// One endpoint: every address it resolves to, until one accepts.
+/// One endpoint: every address it resolves to, until one accepts; the host itself
+/// by its route and its resolver.
 fn connect(endpoint: &str, timeout: Duration) -> Result<(), String> {
+    if endpoint == crate::recovery::probe::HOST {
+        return crate::host_network::reachable(timeout);
+    }
     let started = Instant::now();
     let addrs = endpoint.to_socket_addrs().map_err(|e| format!("{endpoint}: {e}"))?;
     let mut last = format!("{endpoint}: no address");

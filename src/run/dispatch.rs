@@ -23,7 +23,7 @@ use crate::outcome::RunEnd;
 use crate::recovery::probe::ProbeResult;
 use crate::signal::{InterruptAction, Signals, Suspension};
 use crate::step::effect::Effect;
-use crate::step::input::AttemptMsg;
+use crate::step::input::{AttemptMsg, Heard};
 use crate::step::{self, Command, Input, Now, RunState};
 
 use super::attempt::{self, Attempt, Outcome};
@@ -66,8 +66,8 @@ struct Dispatcher {
     attempt: Option<Pin<Box<dyn Future<Output = Outcome>>>>,
     messages: Option<UnboundedReceiver<AttemptMsg>>,
     commands: Option<UnboundedSender<Command>>,
-    /// Endpoints that answered a background probe.
-    answered: (UnboundedSender<String>, UnboundedReceiver<String>),
+    /// What the endpoints probed in the background said.
+    answered: (UnboundedSender<Heard>, UnboundedReceiver<Heard>),
     suspension: Suspension,
 }
 
@@ -174,7 +174,7 @@ impl Dispatcher {
                 self.probe = None;
                 Some(Input::Probed(result))
             }
-            Some(endpoint) = self.answered.1.recv() => Some(Input::Answered(endpoint)),
+            Some((endpoint, result)) = self.answered.1.recv() => Some(Input::Heard(endpoint, result)),
             // `checkpoint.json` catches up with the journal's light save.
             _ = sleep_until(catch_up.unwrap_or_else(Instant::now)), if catch_up.is_some() => {
                 self.io.catch_up();
@@ -300,15 +300,14 @@ impl Dispatcher {
         (self.messages, self.commands) = (Some(rx), Some(commands));
     }
 
-    /// Probes each endpoint on its own, without waiting: those that answer come back.
+    /// Probes each endpoint on its own, without waiting: each answer comes back.
     fn probe_in_background(&self, endpoints: Vec<String>) {
         let timeout = self.run.setting.loaded.config.offline.timeout;
         for endpoint in endpoints {
-            let answered = self.answered.0.clone();
+            let heard = self.answered.0.clone();
             tokio::spawn(async move {
-                if connect::probe(std::slice::from_ref(&endpoint), timeout).await == ProbeResult::Online {
-                    let _ = answered.send(endpoint);
-                }
+                let result = connect::probe(std::slice::from_ref(&endpoint), timeout).await;
+                let _ = heard.send((endpoint, result));
             });
         }
     }

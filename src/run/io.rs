@@ -287,11 +287,15 @@ impl Io {
         summary.elapsed = std::time::Duration::from_secs_f64(cp.elapsed_secs);
         summary.usage = cp.usage.clone();
         summary.failures = cp.progress.counters.failures.clone();
+        summary.error.clone_from(&run.ending_error);
+        if *end != RunEnd::Completed && !summary.failures.is_empty() {
+            summary.network = crate::recovery::probe::never_online(&run.answered, &run.unanswered);
+        }
         let loaded = &run.setting.loaded;
         summary.next = crate::report::next_step(
             end,
             summary.cap,
-            cp.last_error.as_ref(),
+            summary.error.as_ref(),
             &loaded.config,
             &loaded.path,
             &run.phase().name,

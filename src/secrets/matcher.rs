@@ -206,25 +206,12 @@ pub(crate) fn is_token_prefix(word: &[u8]) -> bool {
 fn passes(check: Check, secret: &[u8]) -> bool {
     match check {
         Check::None => true,
-        Check::Entropy(min) => entropy(secret) >= min,
+        Check::Entropy(min) => special::entropy(secret) >= min,
         Check::Mixed => {
             let has = |f: fn(&u8) -> bool| secret.iter().any(f);
             has(u8::is_ascii_digit) || (has(u8::is_ascii_uppercase) && has(u8::is_ascii_lowercase))
         }
     }
-}
-
-/// Shannon entropy in bits per byte.
-pub(crate) fn entropy(bytes: &[u8]) -> f32 {
-    if bytes.is_empty() {
-        return 0.0;
-    }
-    let mut counts = [0u32; 256];
-    for &b in bytes {
-        counts[usize::from(b)] += 1;
-    }
-    let n = bytes.len() as f32;
-    counts.iter().filter(|&&c| c > 0).map(|&c| c as f32 / n).map(|p| -p * p.log2()).sum()
 }
 
 /// Whether a special rule is `kind` (the private-key rule's index, for the stream).

@@ -2,12 +2,14 @@
 //! (strong names hide any real value, weak ones only a random-looking one), a
 //! password inside a URL, Basic credentials, a private key block, `curl -u` and
 //! `.netrc` passwords. Each reports the ranges to hide through `hide`.
+//!
+//! A floor below `matcher` (which runs these rules and shares [`entropy`]): it
+//! imports only the rule set.
 
 use std::sync::LazyLock;
 
 use regex::bytes::{Captures, Regex, RegexBuilder};
 
-use super::matcher::entropy;
 use super::rules::Special;
 
 fn re(pattern: &str) -> Regex {
@@ -524,6 +526,19 @@ pub(crate) fn looks_generated(value: &[u8]) -> bool {
         return false;
     }
     entropy(value) >= 3.2
+}
+
+/// Shannon entropy in bits per byte.
+pub(crate) fn entropy(bytes: &[u8]) -> f32 {
+    if bytes.is_empty() {
+        return 0.0;
+    }
+    let mut counts = [0u32; 256];
+    for &b in bytes {
+        counts[usize::from(b)] += 1;
+    }
+    let n = bytes.len() as f32;
+    counts.iter().filter(|&&c| c > 0).map(|&c| c as f32 / n).map(|p| -p * p.log2()).sum()
 }
 
 /// Words run together (`GenericTypesCacheKey`, `Ed25519PrivateKey`,

@@ -13,7 +13,7 @@ use crate::workflow::Progress;
 /// default and keeps the version. [`super::format`] reads every version ever written.
 pub(crate) const VERSION: u32 = 1;
 
-crate::config::named! {
+crate::named::named! {
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
     pub(crate) enum Status {
         /// An attempt is running or about to (also what a crashed run leaves behind).
@@ -135,6 +135,9 @@ pub(crate) struct Checkpoint {
     pub stop_sender: Option<crate::signal::origin::Sender>,
     /// Why the run failed or is blocked.
     pub stop_reason: Option<String>,
+    /// The cap that ended a failed run: its config key and stable phrase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<crate::recovery::policy::StoppedBy>,
     pub progress: Progress,
     pub in_flight: Option<InFlight>,
     pub last_error: Option<LastError>,

@@ -5,16 +5,16 @@
 //! recorded in flight and started.
 
 use crate::config::{DoneSignal, OnRateLimit};
-use crate::events::RunEvent;
+use crate::events::{self, RunEvent};
 use crate::git::message;
 use crate::recovery::classify::{EndedBy, Exit};
-use crate::recovery::rate_limit;
+use crate::recovery::{policy, rate_limit};
 use crate::secrets::redact;
 use crate::signal::StopCause;
 use crate::state::atomic::Durability;
 use crate::state::checkpoint::{InFlight, Status};
-use crate::supervise::note;
 use crate::supervise::watch;
+use crate::supervise::{excerpt, note};
 use crate::workflow::done::Completion;
 use crate::workflow::{advance, prompt};
 
@@ -102,6 +102,10 @@ pub(super) fn next_move(run: &mut RunState) {
     if let Some((from, to)) = rate_limit::return_after_reset(&mut run.cp.progress, &run.setting.loaded.phases, now) {
         run.emit(RunEvent::Fallback { from, to, why: "rate limit reset".to_string() });
     }
+    if let Some((from, to)) = policy::skip_exhausted(&mut run.cp.progress, &run.setting.loaded.phases, now) {
+        let (cycle, why) = (run.cp.progress.position.cycle, events::FalloverWhy::CoolingDown);
+        run.emit(RunEvent::Fallover { from, to, cycle, why, new_cycle: false });
+    }
     if run.control.stop_after.is_some_and(|at| at != run.position_key()) {
         return ending::stopped(run, StopCause::User, None);
     }
@@ -172,8 +176,11 @@ pub(crate) fn attempt_prompt(run: &RunState, previous: &dyn Fn(&str) -> Option<S
     let pos = &progress.position;
     let previous_phase = advance::previous_phase(pos, repeat).and_then(|i| run.setting.loaded.phases.get(i));
     // What ralph adds to the goal quotes earlier agents: redacted (the goal, the
-    // user's own, goes as written).
-    let previous = previous_phase.and_then(|p| Some((p.name.as_str(), redact(&previous(&p.name)?))));
+    // user's own, goes as written), and without ralph's control markup, whatever
+    // wrote the result (a done file, a run before the markup was removed): a
+    // review's goal tag would be the fix's own "nothing left" signal.
+    let previous =
+        previous_phase.and_then(|p| Some((p.name.as_str(), redact(&excerpt::without_markup(&previous(&p.name)?)))));
     let from_note =
         progress.from.as_ref().and_then(|from| prompt::from_note(from, previous_phase.map(|p| p.name.as_str())));
     // The note was written when the attempt failed; the goal is today's.

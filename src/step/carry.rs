@@ -6,14 +6,28 @@
 use crate::events::{self, RunEvent};
 use crate::outcome::RunEnd;
 use crate::recovery::policy::{FalloverWhy, Next};
+use crate::secrets::redact;
+use crate::supervise::excerpt::{self, Bounds};
 use crate::workflow::advance::{GroupMove, PhaseEnd};
 
 use super::effect::{ArtifactSource, Effect, Fleet};
 use super::state::{Mode, Online, RunState, Wait};
 use super::{ending, waits};
 
+/// What the policy's decision answers: a stop it makes in answer to a failure is
+/// that failure's (the summary shows it as what ended the run); one after a success
+/// (the iteration cap) or on git's refusal had no error of an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Answer {
+    /// The failure just recorded.
+    Failure,
+    /// A success, or git's own refusal to commit, or a fleet task's isolation
+    /// breach (its message is the run's end).
+    NoError,
+}
+
 /// Carries out the policy's decision.
-pub(super) fn carry_out(run: &mut RunState, next: Next) {
+pub(super) fn carry_out(run: &mut RunState, next: Next, answer: Answer) {
     tracing::debug!(?next, "carrying out");
     run.mode = Mode::Ready;
     match next {
@@ -57,18 +71,27 @@ pub(super) fn carry_out(run: &mut RunState, next: Next) {
             run.emit(RunEvent::RateLimitWait { until: at, reset, reason: reason.clone() });
             waits::rate_limit(run, at, &reason);
         }
+        Next::Stop(s) if answer == Answer::Failure => ending::failed(run, s),
         Next::Stop(s) => ending::stop(run, s),
     }
 }
 
 /// A phase ended: its artifact kept for the next phase's prompt (its done file, or the
-/// final message of its last iteration), `phase_done`, and what it did to the
+/// final message of its last iteration without ralph's markup and within `[general.workflow]
+/// artifact_lines` and `artifact_chars`), `phase_done`, and what it did to the
 /// repeating review/fix group (decided by [`crate::workflow::advance`]).
 fn phase_ended(run: &mut RunState, finished: String, end: &PhaseEnd) {
     let done = run.setting.loaded.phases.iter().find(|p| p.name == finished).map(|p| p.done.clone());
     let source = match done {
         Some(crate::config::DoneSignal::File(path)) => Some(ArtifactSource::File(path)),
-        Some(_) => run.last_success.take().map(ArtifactSource::Text),
+        Some(_) => {
+            let workflow = &run.setting.loaded.config.general.workflow;
+            let bounds = Bounds { lines: workflow.artifact_lines as usize, chars: workflow.artifact_chars as usize };
+            // Redacted before it is cut (a secret cut in half no longer looks like one),
+            // and after (the markup removed could join one).
+            let kept = |text: String| redact(&excerpt::bounded(&redact(&text), bounds));
+            run.last_success.take().map(|text| ArtifactSource::Text(kept(text)))
+        }
         None => None,
     };
     if let Some(source) = source {

@@ -7,6 +7,7 @@
 
 use crate::control::{Inbound, Live};
 use crate::events::RunEvent;
+use crate::recovery::policy::{Cap, Stop};
 use crate::signal::StopCause;
 use crate::state::checkpoint::{AgentCheckpoint, Status};
 
@@ -50,7 +51,9 @@ fn apply(run: &mut RunState, msg: Inbound) {
             let counters = &mut run.cp.progress.counters;
             counters.mcp_restarts += 1;
             let (restarts, cap) = (counters.mcp_restarts, run.setting.loaded.config.retry.mcp_restarts);
-            run.control.restarts_exhausted |= restarts > cap;
+            if restarts > cap {
+                run.control.restarts_exhausted = Some(restarts);
+            }
             run.emit(RunEvent::McpLost { attempt, restarts, cap });
         }
         Inbound::McpLost { .. } => {}
@@ -70,6 +73,11 @@ fn apply(run: &mut RunState, msg: Inbound) {
         Inbound::Interruption { attempt, reason } => {
             run.control.interruption = Some(reason.clone());
             run.emit(RunEvent::AgentInterruption { attempt, reason });
+            // The agent gave up: its attempt ends now and recovery starts.
+            let running = matches!(&run.mode, Mode::Attempt(r) if r.agent_running && !r.stopping);
+            if running && attempt == run.cp.progress.counters.attempts {
+                run.tell(Command::Interrupted);
+            }
         }
         Inbound::Complete { attempt, summary, evidence, goal_complete } => {
             run.control.declared = Some((attempt, goal_complete));
@@ -80,6 +88,20 @@ fn apply(run: &mut RunState, msg: Inbound) {
             run.emit(RunEvent::TaskCancelled { attempt, reason });
         }
     }
+}
+
+/// What the agent said through the control socket that ends the run once its attempt
+/// ended: `ralph mcp` crashed too often in the iteration, or the agent cancelled the
+/// task (its judgement that no one but a person can go on). An iteration the attempt
+/// finished is kept and committed first (`step::git`).
+pub(crate) fn control_stop(run: &mut RunState) -> Option<Stop> {
+    if let Some(used) = run.control.restarts_exhausted.take() {
+        let cap = run.setting.loaded.config.retry.mcp_restarts;
+        let detail = format!("ralph mcp crashed {used} times in this iteration ([retry] mcp_restarts = {cap})");
+        return Some(Cap::McpRestarts.stop(detail));
+    }
+    let reason = run.control.cancelled.take()?;
+    Some(Stop::Blocked { message: format!("the agent cancelled the task: {reason}") })
 }
 
 /// What `ralph status` and the agent's `get_task_status` see of the run now.

@@ -115,6 +115,8 @@ pub(crate) enum EndWhy {
     Signal(&'static str),
     /// A detector of ralph's (stall, tool timeout, loop...).
     Intervention(Detector),
+    /// The agent reported an interruption (MCP `report_interruption`).
+    Reported,
 }
 
 impl EndWhy {
@@ -136,6 +138,10 @@ pub(crate) enum Command {
     Kill,
     /// The agent is alive (a heartbeat through its MCP tools): not a stall.
     Alive,
+    /// The agent reported an interruption (MCP `report_interruption`): it gave up, so
+    /// its attempt ends now, with grace, and recovery starts (nobody waits out the
+    /// stall limit for an agent that said why it stopped).
+    Interrupted,
 }
 
 /// The attempt to prepare.

@@ -58,14 +58,23 @@ pub(super) fn forced(run: &mut RunState, session: Option<String>) {
     end(run, RunEnd::ForceExit);
 }
 
-/// A cap or a person's problem ends the run.
+/// The failure just recorded ends the run (a budget it used up, or a person's
+/// problem): the summary shows it as what ended the run.
+pub(super) fn failed(run: &mut RunState, stop: Stop) {
+    run.ending_error = run.cp.last_error.clone();
+    self::stop(run, stop);
+}
+
+/// A cap or a person's problem ends the run; no error did, unless [`failed`] says so.
 pub(super) fn stop(run: &mut RunState, stop: Stop) {
     let cp = &mut run.cp;
     cp.in_flight = None;
     let end_ = match stop {
         Stop::Failed { cap, message } => {
-            (cp.status, cp.stop_reason) = (Status::Failed, Some(message.clone()));
-            run.emit(RunEvent::CapReached { cap, message: message.clone() });
+            let named = cap.named(&cp.progress.position.phase_name);
+            (cp.status, cp.stop_reason, cp.stopped_by) = (Status::Failed, Some(message.clone()), Some(named.clone()));
+            let (key, phrase) = (named.key, named.phrase);
+            run.emit(RunEvent::CapReached { cap, key, phrase, message: message.clone() });
             RunEnd::Failed(message)
         }
         Stop::Blocked { message } => {

@@ -13,9 +13,11 @@ use crate::recovery::probe::{self, ProbeResult};
 use crate::recovery::{Category, Rule, reset};
 use crate::supervise::Detector;
 use crate::supervise::completion::Claim;
+use crate::supervise::excerpt::INTERRUPTION_MARKER;
 use crate::supervise::trouble;
 use crate::workflow::done::SignOff;
 
+use super::carry::Answer;
 use super::effect::Effect;
 use super::input::{AttemptReport, SpawnError, Versions};
 use super::record::{self, intervene, jitter, note_for, on_failure, signoff, spawn_failure, with_versions};
@@ -33,10 +35,12 @@ pub(super) fn attempt_failed(
 ) {
     let agent = run.current_agent();
     let agent_cfg = run.setting.loaded.config.agents.get(&agent);
+    let ended_by = seen_by(ended_by, &report);
     let output = &report.output;
     // `report_interruption`: the agent's own reason is evidence like its output.
-    let text_tail = match run.control.interruption.take() {
-        Some(reason) => format!("{}\nthe agent reported an interruption: {reason}\n", output.text_tail),
+    let interruption = run.control.interruption.take();
+    let text_tail = match &interruption {
+        Some(reason) => format!("{}\n{INTERRUPTION_MARKER} {reason}\n", output.text_tail),
         None => output.text_tail.clone(),
     };
     let failure = classify::classify(&classify::Report {
@@ -49,6 +53,7 @@ pub(super) fn attempt_failed(
         missing_done: &missing,
         errors: agent_cfg.map_or(&[], |a| &a.errors),
         now: run.now.unix(),
+        interruption: interruption.as_deref(),
     });
     tracing::debug!(
         agent, ?exit, ?ended_by, missing, events = output.events.len(), tail_bytes = output.text_tail.len(),
@@ -70,6 +75,16 @@ pub(super) fn attempt_failed(
     }
     run.effect(Effect::Probe(endpoints.clone()));
     run.mode = Mode::Probing(Probe::Failure { failed, endpoints });
+}
+
+/// Who ended the attempt, as the classifier judges it: a detector that saw why it
+/// must end decides, also when the agent exited before ralph could end it (its
+/// output read after its exit: a loop followed by a quick exit 0 is the loop).
+pub(crate) fn seen_by(ended_by: EndedBy, report: &AttemptReport) -> EndedBy {
+    match (&report.intervention, ended_by) {
+        (Some(found), EndedBy::Agent) => found.ended_by(),
+        _ => ended_by,
+    }
 }
 
 /// The probe after a failure answered: when no provider did, the failure was the
@@ -143,7 +158,7 @@ fn decided(run: &mut RunState, failed: Box<Failed>) {
     let intervention = report.intervention.as_ref().filter(|_| failure.rule != Rule::Offline);
     let trouble = trouble::trouble(&failure, intervention, &claim);
     run.cp.progress.recovery_note = Some(note_for(run, trouble, report.last_tool.clone()));
-    carry::carry_out(run, next);
+    carry::carry_out(run, next, Answer::Failure);
 }
 
 /// The agent could not be started. A launch that can never succeed as configured (a
@@ -155,10 +170,10 @@ pub(super) fn spawn_failed(run: &mut RunState, agent: &str, error: &SpawnError) 
     let failure = spawn_failure(agent, error);
     record::record(run, agent, &failure, &AttemptReport::not_started(error.clone()));
     if failure.category == Category::UserConfig {
-        return ending::stop(run, Stop::Blocked { message: failure.reason });
+        return ending::failed(run, Stop::Blocked { message: failure.reason });
     }
     let now = run.now.wall;
     let facts = Facts { session: None, rate_limit_reset: None, now: now.as_second(), jitter: jitter(now) };
     let next = on_failure(run, &failure, facts);
-    carry::carry_out(run, next);
+    carry::carry_out(run, next, Answer::Failure);
 }

@@ -15,13 +15,15 @@ use crate::git::message::{self, MessageContext};
 use crate::git::record::{CommitOutcome, CommitRecord, CommitReport, Pending};
 use crate::recovery::policy::{self, Facts, Next, Stop};
 use crate::recovery::{Category, Classification, Rule};
+use crate::supervise::excerpt::Bounds;
 use crate::supervise::note::Trouble;
 use crate::workflow::done::Completion;
 
+use super::carry::Answer;
 use super::effect::{Effect, Fleet};
 use super::input::AttemptReport;
 use super::state::{Committing, Mode, RunState};
-use super::{carry, record, waits};
+use super::{carry, control, ending, record, waits};
 
 /// What the commit step leaves the iteration to.
 #[must_use]
@@ -56,7 +58,7 @@ pub(super) fn isolated(run: &mut RunState, breach: Option<String>) {
     let Mode::Checking(checking) = std::mem::take(&mut run.mode) else { return };
     let Committing { completion, report, .. } = *checking;
     match breach {
-        Some(message) => carry::carry_out(run, Next::Stop(Stop::Blocked { message })),
+        Some(message) => carry::carry_out(run, Next::Stop(Stop::Blocked { message }), Answer::NoError),
         None => commit_step(run, completion, report),
     }
 }
@@ -100,13 +102,15 @@ pub(crate) fn pending(run: &RunState, completion: &Completion, final_message: &s
     }
     let pos = &run.cp.progress.position;
     let key = message::iteration_key(&pos.phase_name, pos.iteration, pos.pass);
-    let summary = message::summarize(final_message);
+    let body = Bounds { lines: config.body_lines as usize, chars: config.body_chars as usize };
+    let summary = message::summarize(final_message, body);
     let context = MessageContext {
         phase: &pos.phase_name,
         iteration: pos.iteration,
         run_id: &run.cp.run_id,
         key: &key,
         summary: &summary,
+        title_chars: config.title_chars as usize,
         task: run.setting.task.as_deref(),
     };
     let text = message::render(&config.message, &context);
@@ -195,20 +199,30 @@ fn record_commit(run: &mut RunState, record: CommitRecord, found_on_resume: bool
 }
 
 /// What the commit step leaves the iteration to: the policy's next step after a
-/// success, the rejected commit's failure, or a stop.
+/// success, the rejected commit's failure, or a stop. What the control socket said
+/// ends the run (`ralph mcp` crashing too often, the agent's cancel) takes effect
+/// here, once the finished iteration is kept: the position moves past it first,
+/// unless the run is over anyway.
 fn after_commit(run: &mut RunState, step: Step, completion: Completion, attempt: &AttemptReport, after_crash: bool) {
-    let next = match step {
+    let (next, answer) = match step {
         Step::Done => {
             if !after_crash {
                 waits::probe_in_background(run);
             }
             let (phases, repeat) = (&run.setting.loaded.phases, run.setting.loaded.repeat);
-            policy::on_success(&mut run.cp.progress, phases, repeat, completion)
+            (policy::on_success(&mut run.cp.progress, phases, repeat, completion), Answer::NoError)
         }
-        Step::Rejected(output) => commit_rejected(run, attempt, &output),
-        Step::Blocked(message) => Next::Stop(Stop::Blocked { message }),
+        Step::Rejected(output) => (commit_rejected(run, attempt, &output), Answer::Failure),
+        Step::Blocked(message) => (Next::Stop(Stop::Blocked { message }), Answer::NoError),
     };
-    carry::carry_out(run, next);
+    if matches!(next, Next::Stop(_) | Next::Finished { .. }) {
+        return carry::carry_out(run, next, answer);
+    }
+    let Some(stop) = control::control_stop(run) else { return carry::carry_out(run, next, answer) };
+    if matches!(next, Next::Iteration | Next::Phase { .. }) {
+        carry::carry_out(run, next, answer);
+    }
+    ending::stop(run, stop);
 }
 
 /// A hook rejected the commit: an `agent` failure of the iteration, budgeted like

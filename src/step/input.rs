@@ -66,8 +66,8 @@ pub(crate) enum Input {
     Timer,
     /// The answer of the probe the step asked for.
     Probed(ProbeResult),
-    /// A default endpoint probed in the background answered.
-    Answered(String),
+    /// A default endpoint (or the host) probed in the background answered, or not.
+    Heard(String, ProbeResult),
     /// The installed version of the agent, asked for after it refused an argument;
     /// `None` for a kind ralph has no descriptor of.
     Versions(Option<Versions>),
@@ -148,6 +148,9 @@ pub(crate) struct SpawnError {
     pub message: String,
     pub program: String,
 }
+
+/// An endpoint (or the host) probed in the background, and what it said.
+pub(crate) type Heard = (String, ProbeResult);
 
 /// What the done artifact (`done = "file:PATH"`) looked like, before and after.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -49,6 +49,7 @@ pub(crate) mod waits;
 mod tests;
 
 use crate::events::RunEvent;
+use crate::recovery::probe::ProbeResult;
 use crate::signal::StopCause;
 
 pub(crate) use effect::{Command, Effect, EndWhy, Show};
@@ -82,8 +83,12 @@ pub(crate) fn step(run: &mut RunState, input: Input, now: Now) -> Vec<Effect> {
             Mode::Probing(probe) => waits::probed(run, probe, result),
             other => run.mode = other,
         },
-        Input::Answered(endpoint) => {
+        Input::Heard(endpoint, ProbeResult::Online) => {
+            run.unanswered.remove(&endpoint);
             run.answered.insert(endpoint);
+        }
+        Input::Heard(endpoint, ProbeResult::Offline { last_error }) => {
+            run.unanswered.insert(endpoint, last_error);
         }
         Input::Versions(versions) => failure::versions(run, versions),
         Input::Committed(report) => git::committed(run, report),

@@ -6,7 +6,7 @@
 
 use crate::events::RunEvent;
 use crate::recovery::classify::{EndedBy, Exit};
-use crate::recovery::policy::{Cap, Stop};
+use crate::recovery::policy::Cap;
 use crate::state::atomic::Durability;
 use crate::state::attempt_log::DiskNews;
 use crate::supervise::Detector;
@@ -19,7 +19,7 @@ use super::effect::Show;
 use super::input::{AttemptEnd, AttemptMsg, AttemptReport, artifact_changed};
 use super::record::{intervene, signoff, tool_call};
 use super::state::{Mode, RunState};
-use super::{ending, failure, git};
+use super::{control, ending, failure, git};
 
 /// A message of the running attempt.
 pub(super) fn message(run: &mut RunState, msg: AttemptMsg) {
@@ -116,12 +116,15 @@ fn exited(run: &mut RunState, report: AttemptReport, exit: Exit, ended_by: Ended
         run.cp.progress.sessions.insert(agent.clone(), session.clone());
     }
     run.cp.in_flight = None;
-    if let Some(stop) = control_stop(run) {
-        return ending::stop(run, stop);
-    }
     let claim = done::judge(report.output.final_message.as_deref());
     let changed = artifact_changed(&report.artifact.0, &report.artifact.1);
     let completion = completion(run, &report, exit, ended_by, &claim, changed);
+    // A finished iteration is kept before the control socket's stop (`step::git`).
+    if !matches!(completion, Completion::Done | Completion::Goal)
+        && let Some(stop) = control::control_stop(run)
+    {
+        return ending::stop(run, stop);
+    }
     let attempt = run.cp.progress.counters.attempts;
     tracing::debug!(
         attempt, ?exit, ?ended_by, ?claim, ?completion, done = ?phase.done,
@@ -144,6 +147,8 @@ fn exited(run: &mut RunState, report: AttemptReport, exit: Exit, ended_by: Ended
                 duration_ms: report.duration.as_millis() as u64,
                 session: report.output.session.clone(),
                 usage: report.output.usage.clone(),
+                // An agent that crashed on its way out after its sign-off.
+                exit: (exit != Exit::Code(0)).then(|| exit.describe()),
             });
             run.last_success = Some(report.output.final_message.clone().unwrap_or_default());
             git::iteration_done(run, completion, report);
@@ -151,19 +156,6 @@ fn exited(run: &mut RunState, report: AttemptReport, exit: Exit, ended_by: Ended
         Completion::Confirm => ask_to_confirm(run, &report, &claim, phase.until_complete),
         Completion::NotDone(missing) => failure::attempt_failed(run, report, exit, ended_by, claim, missing),
     }
-}
-
-/// What the agent said through the control socket that ends the run: `ralph mcp`
-/// crashed too often, or the agent cancelled the task (its judgement that no one but
-/// a person can go on).
-pub(crate) fn control_stop(run: &mut RunState) -> Option<Stop> {
-    if std::mem::take(&mut run.control.restarts_exhausted) {
-        let (used, cap) = (run.cp.progress.counters.mcp_restarts, run.setting.loaded.config.retry.mcp_restarts);
-        let detail = format!("ralph mcp crashed {used} times in the run ([retry] mcp_restarts = {cap})");
-        return Some(Cap::McpRestarts.stop(detail));
-    }
-    let reason = run.control.cancelled.take()?;
-    Some(Stop::Blocked { message: format!("the agent cancelled the task: {reason}") })
 }
 
 /// Whether the attempt finished the iteration: the phase's done signal, judged by
@@ -187,6 +179,7 @@ pub(crate) fn completion(
         &run.phase().done,
         &Evidence {
             exited_cleanly: exit == Exit::Code(0),
+            tool_after_message: report.output.tool_after_message,
             claim,
             result_is_error: report.output.result_is_error,
             artifact_changed,

@@ -117,6 +117,7 @@ pub(crate) fn fresh(
         clean_stop: false,
         stop_cause: None,
         stop_reason: None,
+        stopped_by: None,
         stop_sender: None,
         progress,
         in_flight: None,
@@ -251,6 +252,7 @@ pub(crate) fn resume(
         session: cp.progress.resume_session.clone(),
     });
     (cp.status, cp.clean_stop, cp.stop_cause, cp.stop_reason) = (Status::Running, false, None, None);
+    cp.stopped_by = None;
     cp.config_path = loaded.path.display().to_string();
     cp.config_checksum = loaded.checksum.clone();
     cp.prompt_checksum = prompt_checksum.to_string();

@@ -4,7 +4,7 @@
 //! the agent reported editing, the endpoints that answered). Its methods are the
 //! step's vocabulary: emit, save, the clocks, where the run stands.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::config::{Loaded, Phase};
@@ -14,7 +14,7 @@ use crate::outcome::RunEnd;
 use crate::recovery::probe::Candidates;
 use crate::signal::StopCause;
 use crate::state::atomic::Durability;
-use crate::state::checkpoint::Checkpoint;
+use crate::state::checkpoint::{Checkpoint, LastError};
 use crate::workflow::done::Completion;
 
 use crate::recovery::Classification;
@@ -154,9 +154,10 @@ pub(crate) struct Control {
     pub cancelled: Option<String>,
     /// `report_interruption` of the running attempt.
     pub interruption: Option<String>,
-    /// `ralph mcp` crashed more often than `[retry] mcp_restarts` allows; the run
-    /// stops when the attempt ends.
-    pub restarts_exhausted: bool,
+    /// `ralph mcp` crashed more often than `[retry] mcp_restarts` allows (this many
+    /// times in the iteration: the count starts afresh once a finished iteration is
+    /// kept, before the stop); the run stops when the attempt ends.
+    pub restarts_exhausted: Option<u32>,
     /// When the wait under way ends (unix seconds), for `ralph status`.
     pub wait_until: Option<i64>,
 }
@@ -182,12 +183,20 @@ pub(crate) struct RunState {
     /// Default probe endpoints that answered during this run: only those count as
     /// evidence of being offline.
     pub answered: BTreeSet<String>,
+    /// Endpoints (and the host) probed in the background that did not answer, with
+    /// why: the summary's words for a run that never saw the network.
+    pub unanswered: BTreeMap<String, String>,
     /// A state file the disk had no room for, and the free space seen: nothing new
     /// starts until it is written.
     pub disk_full: Option<(String, String)>,
     /// Iterations this process finished without an attempt of its own (a commit a
     /// crash left pending), for the summary.
     pub carried: u32,
+    /// The error that ended the run, for the summary: the failure the stop answered.
+    /// None when a cap, a signal, a person's request or the finished work ended it:
+    /// an older failure is history then, not the cause (`ralph --inspect-checkpoint`
+    /// still shows the last error with its time).
+    pub ending_error: Option<LastError>,
     /// The setting's interrupted attempt and set-up's events, for the start.
     pub opening: Opening,
     /// Active time of earlier sessions of this run, and when this one started.
@@ -226,8 +235,10 @@ impl RunState {
             last_success: None,
             last_log: None,
             answered: BTreeSet::new(),
+            unanswered: BTreeMap::new(),
             disk_full: None,
             carried: 0,
+            ending_error: None,
             opening,
             started: now.mono,
             after_save: Vec::new(),

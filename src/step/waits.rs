@@ -229,15 +229,16 @@ fn back_online(run: &mut RunState) {
     run.save();
 }
 
-/// Probes every default endpoint of the run's agents that has not answered yet, each
-/// on its own, without waiting: those that answer become evidence for later offline
-/// checks. At the start and after each successful attempt; `[offline] probe` needs none.
+/// Probes every default endpoint of the run's agents that has not answered yet, and
+/// the host itself, each on its own, without waiting: those that answer become
+/// evidence for later offline checks. At the start and after each successful
+/// attempt; `[offline] probe` needs none.
 pub(super) fn probe_in_background(run: &mut RunState) {
     if run.setting.loaded.config.offline.probe.is_some() {
         return;
     }
-    let pending: Vec<String> =
-        run.setting.endpoints.all.iter().filter(|e| !run.answered.contains(*e)).cloned().collect();
+    let candidates = run.setting.endpoints.all.iter().map(String::as_str).chain([probe::HOST]);
+    let pending: Vec<String> = candidates.filter(|e| !run.answered.contains(*e)).map(str::to_string).collect();
     if !pending.is_empty() {
         run.effect(Effect::ProbeInBackground(pending));
     }

@@ -25,6 +25,9 @@ pub(crate) struct Collected {
     session: Option<String>,
     last_text: Option<String>,
     result: Option<(String, bool)>,
+    /// A tool call started after the last text or result: the agent worked on after
+    /// what is its final message.
+    tool_after_message: bool,
     events: VecDeque<AgentEvent>,
     /// stderr and unparsed stdout, for the classifier.
     tail: String,
@@ -43,6 +46,9 @@ pub(crate) struct Gathered {
     /// The agent's own final message.
     pub final_message: Option<String>,
     pub result_is_error: bool,
+    /// A tool call started after the final message (structured output only): a done
+    /// tag in it was not the agent's last act.
+    pub tool_after_message: bool,
     /// The last structured (non-text) events.
     pub events: Vec<AgentEvent>,
     /// The end of stderr and of unparsed stdout (not redacted yet: the shell keeps
@@ -81,16 +87,21 @@ impl Collected {
         if let AgentEvent::Text { text } = event {
             if !self.text_output {
                 self.last_text = Some(text);
+                self.tool_after_message = false;
             }
             return None;
         }
         let mut new_session = None;
         match &event {
+            AgentEvent::ToolStarted { .. } => self.tool_after_message = true,
             AgentEvent::Session { id } if self.session.as_deref() != Some(id) => {
                 self.session = Some(id.clone());
                 new_session = Some(id.clone());
             }
-            AgentEvent::Result { text, is_error, .. } => self.result = Some((text.clone(), *is_error)),
+            AgentEvent::Result { text, is_error, .. } => {
+                self.result = Some((text.clone(), *is_error));
+                self.tool_after_message = false;
+            }
             AgentEvent::Usage { input_tokens, output_tokens, cost_usd } => {
                 self.usage.input_tokens += input_tokens;
                 self.usage.output_tokens += output_tokens;
@@ -113,6 +124,7 @@ impl Collected {
             session: self.session,
             final_message,
             result_is_error,
+            tool_after_message: self.tool_after_message,
             events: self.events.into(),
             text_tail: self.tail,
             stderr_tail: self.stderr_tail,
@@ -142,6 +154,27 @@ fn push_bounded(buf: &mut String, line: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tool_call_after_the_final_message_is_told() {
+        let tool = || AgentEvent::ToolStarted { id: "t".into(), name: "Bash".into(), input: serde_json::json!({}) };
+        let mut c = Collected::new(false);
+        let _ = c.absorb(AgentEvent::Text { text: "done".into() });
+        assert!(!c.tool_after_message);
+        let _ = c.absorb(tool());
+        assert!(c.tool_after_message);
+        let _ = c.absorb(AgentEvent::Text { text: "done now".into() });
+        assert!(!c.finish().tool_after_message);
+        let mut c = Collected::new(false);
+        let _ = c.absorb(tool());
+        let _ = c.absorb(AgentEvent::Result {
+            text: "ok".into(),
+            is_error: false,
+            subtype: "success".into(),
+            api_error_status: None,
+        });
+        assert!(!c.finish().tool_after_message, "a result after the call is the final message");
+    }
 
     #[test]
     fn without_a_result_the_last_text_is_the_final_message() {

@@ -15,7 +15,7 @@
 
 use serde::Serialize;
 
-use crate::config::named;
+use crate::named::named;
 
 /// The done signal: the iteration's work is finished.
 pub(crate) const DONE_TAG: &str = "<promise>DONE</promise>";

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::ended_by::EndedBy;
 
-crate::config::named! {
+crate::named::named! {
     /// A detector of ralph's, by the name the journal gives it.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
     pub enum Detector {

@@ -22,4 +22,7 @@ pub enum EndedBy {
     CostCap,
     /// ralph: the agent's tool calls were refused permission again and again.
     PermissionDenials,
+    /// ralph, at the agent's word: it reported an interruption (MCP
+    /// `report_interruption`), so its attempt ends now and recovery starts.
+    Interruption,
 }

@@ -5,7 +5,8 @@
 //! ([`storm`]), who ended the attempt ([`ended_by`]) and the detectors' names
 //! ([`detector`]), honest completion in the final
 //! message and the done tags ([`completion`]), which text is the final message
-//! ([`final_message`]), and what went wrong and the recovery note for the next
+//! ([`final_message`]) and what of it reaches a commit or the next prompt
+//! ([`excerpt`]), and what went wrong and the recovery note for the next
 //! attempt ([`trouble`], [`note`]). Each
 //! detector decides from values passed in only (no I/O, no clock of its own), so it
 //! is tested with paused time, fixed instants and text corpora, and no processes.
@@ -15,6 +16,7 @@ pub(crate) mod completion;
 pub(crate) mod denials;
 pub(crate) mod detector;
 pub(crate) mod ended_by;
+pub(crate) mod excerpt;
 pub(crate) mod final_message;
 pub(crate) mod loops;
 mod markdown;

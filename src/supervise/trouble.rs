@@ -24,7 +24,8 @@ pub(crate) fn trouble(failure: &Classification, intervention: Option<&Interventi
             | EndedBy::AttemptTimeout
             | EndedBy::Agent
             | EndedBy::CostCap
-            | EndedBy::PermissionDenials => Trouble::Other(found.evidence.clone()),
+            | EndedBy::PermissionDenials
+            | EndedBy::Interruption => Trouble::Other(found.evidence.clone()),
         };
     }
     match (failure.rule, claim) {

@@ -67,6 +67,7 @@ pub(super) fn block(registry: &Path, entry: &Entry, why: &str) -> Result<Option<
     let ended = crate::process::leftovers::kill_all(&cp.run_id).len();
     cp.status = Status::Blocked;
     cp.stop_reason = Some(why.to_string());
+    cp.stopped_by = None;
     cp.clean_stop = true;
     cp.updated_at = jiff::Timestamp::now();
     store::save_json(&path, &cp).map_err(|e| e.to_string())?;

@@ -9,35 +9,9 @@
 //! until `passes` passes have run; then the run goes on with issues left, which the
 //! verdict in the checkpoint records.
 
-use serde::{Deserialize, Serialize};
-
 use crate::config::{Phase, RepeatGroup};
 
-use super::progress::{FromStart, Position, Progress};
-
-/// The review's verdict in one pass.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Verdict {
-    /// The pass the review ran in, from 1.
-    pub pass: u32,
-    /// The group's passes at most.
-    pub passes: u32,
-    /// The review found nothing left to fix.
-    pub clean: bool,
-}
-
-impl Verdict {
-    /// One line for `status`, the summary and the journal's readers.
-    pub(crate) fn describe(&self) -> String {
-        let Verdict { pass, passes, clean } = *self;
-        match (clean, pass >= passes) {
-            (true, _) => format!("clean in pass {pass} of {passes}"),
-            (false, true) if passes == 1 => "the only pass used; the review still had issues".to_string(),
-            (false, true) => format!("all {passes} passes used; the last review still had issues"),
-            (false, false) => format!("pass {pass} of {passes} found issues; the fix follows"),
-        }
-    }
-}
+use super::progress::{FromStart, Position, Progress, Verdict};
 
 /// What the repeat group did when a phase ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -320,7 +294,8 @@ mod tests {
         p.recovery_note = Some("crashed".into());
         move_to(&mut p, &ps, group(3), "review").unwrap();
         assert_eq!((p.position.phase, p.position.pass, p.position.iteration), (1, 2, 1));
-        assert_eq!((p.counters.attempts, p.counters.agent_failures, p.counters.tool_registry_resets), (7, 0, 1));
+        // The iteration's budgets (the tool-registry resets among them) start afresh.
+        assert_eq!((p.counters.attempts, p.counters.agent_failures, p.counters.tool_registry_resets), (7, 0, 0));
         assert_eq!((&p.resume_session, &p.recovery_note), (&None, &None));
         move_to(&mut p, &ps, group(3), "plan").unwrap();
         assert_eq!((p.position.phase, p.position.pass, p.position.passes), (0, 1, None));

@@ -9,6 +9,10 @@
 //! resumed, ralph asks it to confirm; without a session a doubtful tag is accepted
 //! (the doubt is recorded) and a claim in words is no signal. Only a denied tag or
 //! no tag at all is a failure.
+//!
+//! An agent that crashes on its way out (a non-zero exit or a signal of its own,
+//! with no tool call after its final message) after a done tag the judge accepts
+//! outright had finished: the iteration counts, and the exit is journaled with it.
 
 use crate::config::DoneSignal;
 use crate::supervise::completion::{self, Claim};
@@ -20,6 +24,8 @@ pub(crate) use crate::supervise::completion::{DONE_TAG, GOAL_TAG};
 pub(crate) struct Evidence<'a> {
     /// Exit status 0, and not ended by ralph.
     pub exited_cleanly: bool,
+    /// A tool call started after the final message: the agent worked on after it.
+    pub tool_after_message: bool,
     /// What the agent's own final message says (see [`judge`]).
     pub claim: &'a Claim,
     /// The agent reported its final result as an error.
@@ -67,7 +73,7 @@ pub(crate) enum SignOff {
 }
 
 pub(crate) fn evaluate(signal: &DoneSignal, ev: &Evidence<'_>) -> Completion {
-    if !ev.exited_cleanly {
+    if !ev.exited_cleanly && !signed_off_before_exit(signal, ev) {
         return Completion::NotDone("the agent did not exit cleanly".into());
     }
     if ev.result_is_error {
@@ -111,6 +117,20 @@ pub(crate) fn evaluate(signal: &DoneSignal, ev: &Evidence<'_>) -> Completion {
     }
 }
 
+/// The agent's last act was a done tag the judge accepts as it stands (where a tag
+/// decides: the goal tag anywhere but a `done = "mcp"` phase, the done tag in a tag
+/// phase), not an error result: whatever its exit says after that, it had finished.
+fn signed_off_before_exit(signal: &DoneSignal, ev: &Evidence<'_>) -> bool {
+    if ev.tool_after_message || ev.result_is_error {
+        return false;
+    }
+    match ev.claim {
+        Claim::Goal => *signal != DoneSignal::Mcp,
+        Claim::Done => *signal == DoneSignal::Tag,
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +143,7 @@ mod tests {
     fn ev(msg: Option<&str>) -> Evidence<'static> {
         Evidence {
             exited_cleanly: true,
+            tool_after_message: false,
             claim: claim(msg),
             result_is_error: false,
             artifact_changed: false,
@@ -142,6 +163,27 @@ mod tests {
         assert_eq!(evaluate(&DoneSignal::Mcp, &goal), Completion::Goal);
         // With another signal, a declaration is recorded but does not decide.
         assert!(matches!(evaluate(&DoneSignal::Tag, &declared), Completion::NotDone(_)));
+    }
+
+    #[test]
+    fn a_crash_after_an_accepted_tag_with_no_tool_call_after_it_is_done() {
+        let crashed = |msg, tool_after_message| Evidence { exited_cleanly: false, tool_after_message, ..ev(Some(msg)) };
+        let done = "Wrote the parser.\n<promise>DONE</promise>";
+        assert_eq!(evaluate(&DoneSignal::Tag, &crashed(done, false)), Completion::Done);
+        assert_eq!(
+            evaluate(&DoneSignal::File(PathBuf::from("x")), &crashed(done, false)),
+            Completion::NotDone("the agent did not exit cleanly".into())
+        );
+        let goal = "All of it works.\n<promise>COMPLETE</promise>";
+        assert_eq!(evaluate(&DoneSignal::Exit0, &crashed(goal, false)), Completion::Goal);
+        assert!(matches!(evaluate(&DoneSignal::Mcp, &crashed(goal, false)), Completion::NotDone(_)));
+        // Work after the tag, an error result, a doubtful or missing tag: not done.
+        assert!(matches!(evaluate(&DoneSignal::Tag, &crashed(done, true)), Completion::NotDone(_)));
+        let error = Evidence { result_is_error: true, ..crashed(done, false) };
+        assert!(matches!(evaluate(&DoneSignal::Tag, &error), Completion::NotDone(_)));
+        let doubtful = "Added a flag so users can pipe the output <promise>DONE</promise>";
+        assert!(matches!(evaluate(&DoneSignal::Tag, &crashed(doubtful, false)), Completion::NotDone(_)));
+        assert!(matches!(evaluate(&DoneSignal::Tag, &crashed("working on it", false)), Completion::NotDone(_)));
     }
 
     #[test]
@@ -213,9 +255,9 @@ mod tests {
     }
 
     #[test]
-    fn unclean_exit_or_error_result_is_never_done() {
+    fn unclean_exit_after_work_past_the_tag_or_an_error_result_is_never_done() {
         let mut e = ev(Some("<promise>DONE</promise>"));
-        e.exited_cleanly = false;
+        (e.exited_cleanly, e.tool_after_message) = (false, true);
         assert!(matches!(evaluate(&DoneSignal::Tag, &e), Completion::NotDone(_)));
         let mut e = ev(Some("<promise>DONE</promise>"));
         e.result_is_error = true;

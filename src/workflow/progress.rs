@@ -1,6 +1,9 @@
 //! Where a run stands: phase, iteration, chain position, cycle and every budget
 //! counter. It is the part of the checkpoint that the decision core reads and
 //! changes; the shell only stores it.
+//!
+//! The floor under `advance`: the phase-boundary decisions take and give these
+//! types (the review's [`Verdict`] too), and nothing here imports them back.
 
 use std::collections::BTreeMap;
 
@@ -9,7 +12,29 @@ use serde::{Deserialize, Serialize};
 use crate::config::AgentKind;
 use crate::recovery::Category;
 
-use super::advance::Verdict;
+/// The review's verdict in one pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Verdict {
+    /// The pass the review ran in, from 1.
+    pub pass: u32,
+    /// The group's passes at most.
+    pub passes: u32,
+    /// The review found nothing left to fix.
+    pub clean: bool,
+}
+
+impl Verdict {
+    /// One line for `status`, the summary and the journal's readers.
+    pub(crate) fn describe(&self) -> String {
+        let Verdict { pass, passes, clean } = *self;
+        match (clean, pass >= passes) {
+            (true, _) => format!("clean in pass {pass} of {passes}"),
+            (false, true) if passes == 1 => "the only pass used; the review still had issues".to_string(),
+            (false, true) => format!("all {passes} passes used; the last review still had issues"),
+            (false, false) => format!("pass {pass} of {passes} found issues; the fix follows"),
+        }
+    }
+}
 
 /// The point in the workflow the next attempt belongs to.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,9 +82,9 @@ pub(crate) struct Counters {
     pub ambiguous_failures: u32,
     /// Consecutive failures that were retried with backoff (drives the delay).
     pub retry_streak: u32,
-    /// Tool-registry resets in the run.
+    /// Tool-registry resets in the current iteration.
     pub tool_registry_resets: u32,
-    /// Crashes of `ralph mcp` while its agent ran, in the run.
+    /// Crashes of `ralph mcp` while its agent ran, in the current iteration.
     pub mcp_restarts: u32,
     /// Failures by category in the whole run.
     pub failures: BTreeMap<Category, u32>,
@@ -96,6 +121,11 @@ pub(crate) struct Progress {
     /// the chain returns to them afterwards.
     #[serde(default)]
     pub cooldowns: BTreeMap<String, i64>,
+    /// Agents that spent their whole `agent_attempts` in an iteration, with the unix
+    /// second their cool-down ends (`[retry] exhausted_cooldown`): until then a phase
+    /// that would start with one starts with the next member of its chain.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub exhausted: BTreeMap<String, i64>,
     /// Unix seconds of the recoveries of the current iteration (continue storms).
     #[serde(default)]
     pub recoveries: Vec<i64>,
@@ -159,6 +189,10 @@ impl Progress {
         c.ambiguous_failures = 0;
         c.retry_streak = 0;
         c.confirmations = 0;
+        // Per iteration, like the other budgets: a long night's unrelated incidents
+        // in different iterations do not add up to a cap.
+        c.tool_registry_resets = 0;
+        c.mcp_restarts = 0;
         self.environmental_streak = None;
         self.resume_session = None;
         self.recovery_note = None;
@@ -172,8 +206,6 @@ impl Progress {
         let (session, note) = (self.resume_session.take(), self.recovery_note.take());
         self.start_iteration();
         (self.resume_session, self.recovery_note) = (session, note);
-        self.counters.tool_registry_resets = 0;
-        self.counters.mcp_restarts = 0;
         self.position.cycle = 1;
     }
 

@@ -322,8 +322,9 @@ fn mcp_false_leaves_the_agent_without_ralphs_tools() {
 }
 
 /// A `ralph mcp` killed while its agent runs is a crash, counted against
-/// `[retry] mcp_restarts`; past it the run stops `failed` with the cap's phrase. One
-/// that is shut down in order (stdin closed) is not.
+/// `[retry] mcp_restarts`; past it the run stops `failed` with the cap's phrase, once
+/// the iteration the attempt finished is kept. One that is shut down in order
+/// (stdin closed) is not.
 #[test]
 fn crashed_mcp_servers_use_up_the_restart_budget() {
     // Different messages: the same call three times would be a tool-call loop.
@@ -338,8 +339,9 @@ fn crashed_mcp_servers_use_up_the_restart_budget() {
         crash("two"),
         crash("three")
     );
-    let p = sim_project().retry("mcp_restarts = 2").sim("a", &[&format!("[{first}]")]).build();
+    let p = sim_project().retry("mcp_restarts = 2").sim("a", &[&format!("[{first}]")]).phase("iterations = 2").build();
     p.ralph().run().expect_code(1).stderr_has("the limit [retry] mcp_restarts was reached");
+    assert_eq!(p.events("attempt_succeeded").len(), 1, "the finished iteration is kept");
     let lost = p.events("mcp_lost");
     assert_eq!(lost.len(), 3, "{lost:?}\n{:#?}", p.events("attempt_failed"));
     assert_eq!(lost[2]["restarts"], 3);

@@ -668,3 +668,40 @@ fn dry_run_says_what_would_be_committed_and_changes_nothing() {
     let p = Project::new().config(&sim(&[r#"[{ done = "a" }]"#], "[phases.develop]\nchain = \"main\"\n"));
     p.ralph().args(["--dry-run"]).run().expect_code(0).stdout_has("git: not a repository");
 }
+
+/// Issue 30, item 7: a text agent's final message is its whole stdout. The commit
+/// keeps a subject of at most 72 characters and at most 10 lines and 1,000 characters
+/// of it; the next phase's prompt gets it bounded the same way, without ralph's
+/// control markup (the first phase's `<promise>COMPLETE</promise>`).
+#[test]
+fn the_commit_and_the_next_prompt_hold_the_end_of_the_work_not_the_whole_output() {
+    let script = "n=$(ls ticks-* 2>/dev/null | wc -l); echo done > ticks-$n.txt; \
+                  for i in $(seq 1 108); do echo \"tick $i of a long and chatty build log line\"; done; \
+                  echo '<promise>COMPLETE</promise>'";
+    let config = fast(
+        "",
+        "",
+        &format!(
+            "[agents.a]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", {script:?}, \"sh\", \"{{prompt_file}}\"]\n\n[chains]\nmain = [\"a\"]\n\n\
+             [phases.plan]\nchain = \"main\"\nuntil = \"complete\"\niterations = 2\n\n\
+             [phases.develop]\nchain = \"main\"\n"
+        ),
+    );
+    let r = Repo::new(&config);
+    let out = r.ralph().run();
+    out.expect_code(0);
+    let commits = r.commits();
+    assert_eq!(commits.len(), 2, "{out}");
+    for (message, _) in &commits {
+        let subject = message.lines().next().unwrap_or("");
+        assert!(subject.chars().count() <= 72, "{subject:?}");
+        let body = message.split_once("\n\n").map_or("", |(_, rest)| rest);
+        let body = body.split("\n\nRalph-Run:").next().unwrap_or("");
+        assert!(body.lines().count() <= 10 && body.chars().count() <= 1000, "{body}");
+        assert!(body.contains("tick 108 of") && !body.contains("tick 1 of"), "{body}");
+        assert!(!message.contains("<promise>"), "{message}");
+    }
+    let prompt = r.p.prompt_of(2);
+    assert!(prompt.contains("tick 108 of") && !prompt.contains("tick 90 of"), "{prompt}");
+    assert!(!prompt.contains("COMPLETE</promise>"), "{prompt}");
+}

@@ -257,6 +257,23 @@ impl Project {
         self.join(rel).exists()
     }
 
+    /// The file that stands for the host's network state for this test's ralphs
+    /// (`RALPH_TEST_HOST_NETWORK`): absent, the host is online; [`Project::host_offline`]
+    /// takes the network away.
+    pub(crate) fn host_network(&self) -> PathBuf {
+        self.state.path().join("host-network")
+    }
+
+    /// The host loses its network (`why`, as ralph would read it), or gets it back (`None`).
+    pub(crate) fn host_offline(&self, why: Option<&str>) {
+        match why {
+            Some(why) => fs::write(self.host_network(), why).expect("write the host's network state"),
+            None => {
+                let _ = fs::remove_file(self.host_network());
+            }
+        }
+    }
+
     /// The run registry of this test's ralphs.
     pub(crate) fn registry(&self) -> PathBuf {
         self.state.path().join("ralph").join("runs")
@@ -430,6 +447,8 @@ impl Ralph {
             .env_remove("RALPH_FLEET_TASK")
             .env_remove("RALPH_FLEET_SUPERVISOR")
             .env("XDG_STATE_HOME", &self.state)
+            // The host's network, as the test sets it: online unless a test takes it away.
+            .env("RALPH_TEST_HOST_NETWORK", self.state.join("host-network"))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -455,3 +455,125 @@ fi
 touch second
 exit 1
 "#;
+
+/// Issue 30, item 9: the cap that ended the run is the one named: by its config key in
+/// the summary, by its stable phrase in the journal and the checkpoint (`--json`); a
+/// chain of one agent never "falls over" to itself, and its run ends on `max_cycles`.
+#[test]
+fn the_cap_that_ended_the_run_is_named_by_its_key_and_its_phrase() {
+    let p = sim_project().retry("agent_attempts = 2").general("max_cycles = 2").sim("a", &["[{ exit = 2 }]"]).build();
+    let out = p.ralph().run();
+    out.expect_code(1)
+        .stderr_has("(the limit [general] max_cycles was reached)")
+        .stderr_has("stopped by: the limit [general] max_cycles")
+        .stderr_has("agent a failed [retry] agent_attempts times in this iteration: trying a again");
+    let stderr = &out.stderr;
+    assert!(!stderr.contains("falling over to a"), "{stderr}");
+    let cap = &p.events("cap_reached")[0];
+    assert_eq!(
+        (&cap["cap"], &cap["key"], &cap["phrase"]),
+        (&json!("max_cycles"), &json!("[general] max_cycles"), &json!("max_cycles exhausted"))
+    );
+    let ended = p.events("run_ended");
+    assert!(ended[0]["reason"].as_str().is_some_and(|r| r.starts_with("max_cycles exhausted")), "{ended:?}");
+    let status = p.ralph().args(["status", "--json"]).run();
+    let json: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    let by = &json["checkpoint"]["stopped_by"];
+    assert_eq!((&by["key"], &by["phrase"]), (&json!("[general] max_cycles"), &json!("max_cycles exhausted")));
+}
+
+/// Issue 30, item 9: a chain member that spent its whole budget is not tried first
+/// again when the next phase starts, until `[retry] exhausted_cooldown` has passed.
+#[test]
+fn a_member_that_spent_its_budget_is_skipped_by_the_next_phase_for_its_cool_down() {
+    let project = |cooldown: &str| {
+        sim_project()
+            .retry(&format!("agent_attempts = 2\nexhausted_cooldown = \"{cooldown}\""))
+            .toml("[phases.plan]\nchain = \"main\"\n")
+            .sim("a", &["[{ exit = 2 }]"])
+            .sim("b", &[r#"[{ done = "b did it" }]"#])
+            .build()
+    };
+    let p = project("30m");
+    p.ralph().run().expect_code(0).stderr_has("sits out [retry] exhausted_cooldown: starting with b");
+    let agents: Vec<(String, String)> = p
+        .events("attempt_started")
+        .iter()
+        .map(|e| (e["phase"].as_str().unwrap_or("").to_string(), e["agent"].as_str().unwrap_or("").to_string()))
+        .collect();
+    let pairs = |v: &[(&str, &str)]| v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect::<Vec<_>>();
+    assert_eq!(agents, pairs(&[("plan", "a"), ("plan", "a"), ("plan", "b"), ("develop", "b")]));
+    assert_eq!(p.events("fallover").last().map(|f| f["why"].clone()), Some(json!("cooling_down")));
+
+    // With no cool-down the first member is tried first again.
+    let p = project("0s");
+    p.ralph().run().expect_code(0);
+    let develop = p.events("attempt_started").into_iter().filter(|e| e["phase"] == json!("develop")).count();
+    assert_eq!(develop, 3, "a twice, then b");
+}
+
+/// Issue 30, item 10: a `command` agent without `[offline] probe` whose failures carry
+/// no words. The host had network, then loses its default route: the failure is the
+/// outage's, the run pauses without spending budget, and goes on when the network
+/// returns. (The host's network is the test hook's file, see `Project::host_offline`.)
+#[test]
+fn a_host_that_went_offline_pauses_the_run_without_budget_until_it_is_back() {
+    let p = Project::new();
+    // The agent takes the network away itself, once ralph has had time to see the
+    // host online (its background probe at the start).
+    let net = p.host_network();
+    let script = format!(
+        "if [ -f launched ]; then echo finished > out.txt; echo 'Wrote out.txt.'; echo '<promise>DONE</promise>'; \
+         else touch launched; sleep 1.5; echo 'no default route' > {}; exit 1; fi",
+        net.display()
+    );
+    let config = fast(
+        "agent_attempts = 1",
+        "",
+        &format!(
+            "[general]\nmax_cycles = 1\n\n[offline]\ninterval = \"200ms\"\ntimeout = \"1s\"\n\n\
+             [agents.a]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", {script:?}, \"sh\", \"{{prompt_file}}\"]\n\n\
+             [chains]\nmain = [\"a\"]\n\n[phases.develop]\nchain = \"main\"\n"
+        ),
+    );
+    let p = p.config(&config);
+    let run = p.ralph().spawn();
+    p.wait_for_checkpoint(|cp| cp["progress"]["offline_since"].is_i64(), Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(p.events("attempt_started").len(), 1, "an attempt started while offline");
+    assert_eq!(p.checkpoint()["status"], json!("waiting"));
+    p.host_offline(None);
+    let out = run.finish();
+    out.expect_code(0).stderr_has("Offline — paused (since ").stderr_has("this host's network");
+    let cp = p.checkpoint();
+    assert_eq!(cp["progress"]["counters"]["failures"], json!({ "environmental": 1 }), "no budget spent");
+    let offline = p.events("offline");
+    assert_eq!(offline.len(), 1);
+    assert_eq!(offline[0]["error"], json!("no default route"));
+    assert_eq!(p.events("online").len(), 1);
+    assert_eq!(p.read("out.txt"), "finished\n");
+}
+
+/// Issue 30, item 10: a machine that never had network keeps its backoff (it never
+/// pauses on a host it never saw online), and its summary says in plain words that
+/// nothing answered since the start.
+#[test]
+fn a_host_without_network_from_the_start_never_pauses_and_the_summary_says_why() {
+    let p = Project::new();
+    p.host_offline(Some("this host has no default route"));
+    let config = fast(
+        "agent_attempts = 1",
+        "",
+        "[general]\nmax_cycles = 2\n\n[offline]\ninterval = \"200ms\"\n\n\
+         [agents.a]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"sleep 0.3; exit 1\", \"sh\", \"{prompt_file}\"]\n\n\
+         [chains]\nmain = [\"a\"]\n\n[phases.develop]\nchain = \"main\"\n",
+    );
+    let p = p.config(&config);
+    let out = p.ralph().run();
+    out.expect_code(1)
+        .stderr_has("stopped by: the limit [general] max_cycles")
+        .stderr_has("network: no provider answered since the start")
+        .stderr_has("this host has no default route");
+    assert!(p.events("offline").is_empty(), "never paused");
+    assert_eq!(p.events("attempt_started").len(), 2);
+}

@@ -19,6 +19,7 @@ mod config;
 mod control;
 mod crash;
 mod deploy;
+mod endings;
 mod engine;
 mod fleet;
 mod fleet_kill;

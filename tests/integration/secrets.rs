@@ -71,7 +71,8 @@ fn no_secret_of_the_corpus_leaves_ralph() {
         fs::write(data.path().join(name), text).expect("write data");
     }
     let d = data.path().display();
-    // Phase `leak` prints and writes; phase `next` keeps the prompt it was sent.
+    // Phase `leak` prints and writes; phase `next` keeps the prompt it was sent. The
+    // whole final message is its result (a phase's result is bounded by default).
     let script = format!(
         "if [ -f {d}/done-leak ]; then printf '%s' \"$1\" > {d}/next-prompt.txt; echo next done; exit 0; fi; \
          cat {d}/stdout.txt; cat {d}/stderr.txt >&2; cp {d}/file.env leak.env; echo 'fn main() {{}}' > ok.rs; \
@@ -81,7 +82,8 @@ fn no_secret_of_the_corpus_leaves_ralph() {
         "",
         "",
         &format!(
-            "[agents.a]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", {script:?}, \"sh\", \"{{prompt}}\"]\noutput = \"text\"\n\n\
+            "[general.workflow]\nartifact_lines = 100000\nartifact_chars = 10000000\n\n\
+             [agents.a]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", {script:?}, \"sh\", \"{{prompt}}\"]\noutput = \"text\"\n\n\
              [chains]\nmain = [\"a\"]\n\n[phases.leak]\nchain = \"main\"\ndone = \"exit0\"\n\n\
              [phases.next]\nchain = \"main\"\ndone = \"exit0\"\n"
         ),

@@ -67,8 +67,6 @@ async def main():
             check(not is_error(r), f"save_checkpoint: {text_of(r)}")
             r = await session.call_tool("get_task_status", {})
             check(not is_error(r) and '"phase": "develop"' in text_of(r), f"get_task_status: {text_of(r)}")
-            r = await session.call_tool("report_interruption", {"reason": "only a drill"})
-            check(not is_error(r), f"report_interruption: {text_of(r)}")
             r = await session.call_tool("declare_complete", {"summary": "s", "evidence": "done"})
             check(is_error(r) and "placeholder" in text_of(r), f"placeholder accepted: {text_of(r)}")
             r = await session.call_tool(
@@ -77,6 +75,10 @@ async def main():
             check(not is_error(r), f"declare_complete: {text_of(r)}")
             r = await session.call_tool("cancel_task", {"reason": "the python client ends the drill"})
             check(not is_error(r), f"cancel_task: {text_of(r)}")
+            # Last: ralph ends the attempt when the agent reports an interruption.
+            print("python client: all other tools answered", flush=True)
+            r = await session.call_tool("report_interruption", {"reason": "only a drill"})
+            check(not is_error(r), f"report_interruption: {text_of(r)}")
     print("python client: all tools answered", flush=True)
 
 

@@ -99,7 +99,8 @@ fn the_second_ctrl_c_kills_the_agent_and_the_run_leaves_at_once() {
 fn a_done_iteration_is_journaled_once_saved_then_the_next_one_starts() {
     let mut r = Run::started(TWO_AGENTS);
     let trace = r.ends(exited(0, Some(DONE)));
-    assert_eq!(trace, ["show:clear", "show:cost", "save", "attempt_succeeded", "iteration_started"]);
+    let expected = ["show:clear", "show:cost", "probe-in-background", "save", "attempt_succeeded", "iteration_started"];
+    assert_eq!(trace, expected);
     assert_eq!((r.progress().position.iteration, r.progress().counters.iterations_done), (2, 1));
     assert_eq!(r.run.last_success.as_deref(), Some(DONE));
 }

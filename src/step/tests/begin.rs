@@ -36,7 +36,7 @@ fn a_resumed_run_accounts_for_the_attempt_a_crash_cut_short_once_it_is_saved() {
         started_at: jiff::Timestamp::from_second(T0).unwrap(),
         tool: None,
     });
-    assert_eq!(r.step(Input::Start), ["run_resumed", "save", "attempt_interrupted"]);
+    assert_eq!(r.step(Input::Start), ["run_resumed", "save", "attempt_interrupted", "probe-in-background"]);
 }
 
 #[test]

@@ -5,6 +5,7 @@
 mod attempt;
 mod begin;
 mod docs;
+mod endings;
 mod failure;
 mod fleet;
 mod git;
@@ -153,6 +154,7 @@ pub(super) fn checkpoint(first: &str) -> Checkpoint {
         clean_stop: false,
         stop_cause: None,
         stop_reason: None,
+        stopped_by: None,
         stop_sender: None,
         progress: Progress::new(first),
         in_flight: None,
@@ -222,6 +224,7 @@ fn word(effect: &Effect) -> String {
         Effect::Attempt(Command::Stop(_)) => "attempt:stop".into(),
         Effect::Attempt(Command::Kill) => "attempt:kill".into(),
         Effect::Attempt(Command::Alive) => "attempt:alive".into(),
+        Effect::Attempt(Command::Interrupted) => "attempt:interrupted".into(),
         Effect::Timer(_) => "timer".into(),
         Effect::Probe(_) => "probe".into(),
         Effect::ProbeInBackground(_) => "probe-in-background".into(),
@@ -244,9 +247,11 @@ fn word(effect: &Effect) -> String {
     }
 }
 
-/// The effects without the live display's, which most rules do not care about.
+/// The effects without the live display's and the background probes (the host is
+/// probed after every successful attempt until it answers), which most rules do not
+/// care about.
 pub(super) fn quiet(trace: Vec<String>) -> Vec<String> {
-    trace.into_iter().filter(|w| !w.starts_with("show:")).collect()
+    trace.into_iter().filter(|w| !w.starts_with("show:") && w != "probe-in-background").collect()
 }
 
 /// The timer's instant among `effects`, in seconds after `t0`.

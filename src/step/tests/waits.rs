@@ -138,3 +138,46 @@ fn a_full_disk_past_the_runs_time_is_ralphs_own_failure() {
     let _ = r.step(Input::DiskFull { path: "/p/c.json".into(), free: "0 B".into() });
     assert_eq!(r.after(61.0).step(Input::Next), ["fail"]);
 }
+
+#[test]
+fn the_host_counts_as_evidence_of_an_outage_only_once_it_was_seen_online() {
+    use crate::recovery::probe::HOST;
+    use crate::recovery::{Category, Rule};
+    let started = |heard: Option<ProbeResult>| {
+        let mut r = Run::started(TWO_AGENTS);
+        if let Some(result) = heard {
+            let _ = r.step(Input::Heard(HOST.to_string(), result));
+        }
+        r
+    };
+    // Never seen online (a sandbox, CI): a failure is the agent's, with its backoff.
+    let mut r = started(Some(ProbeResult::Offline { last_error: "this host has no default route".into() }));
+    assert_eq!(quiet(r.ends(exited(1, None))), ["save", "attempt_failed", "retry", "save", "timer"]);
+    assert!(r.run.unanswered.contains_key(HOST));
+    // Seen online: the failure is checked against the host, and its silence makes it
+    // the outage's: no budget, the pause.
+    let mut r = started(Some(ProbeResult::Online));
+    assert_eq!(quiet(r.ends(exited(1, None))), ["probe"]);
+    let trace = quiet(r.after(1.0).step(Input::Probed(ProbeResult::Offline { last_error: "no route".into() })));
+    assert_eq!(trace, ["save", "attempt_failed", "retry", "probe"]);
+    let last = r.run.cp.last_error.as_ref().map(|e| (e.classification.category, e.classification.rule));
+    assert_eq!(last, Some((Category::Environmental, Rule::Offline)));
+    assert_eq!(r.progress().counters.agent_failures, 0);
+    let trace = quiet(r.step(Input::Probed(ProbeResult::Offline { last_error: "no route".into() })));
+    assert_eq!(trace, ["offline", "save", "timer"]);
+}
+
+#[test]
+fn the_summary_names_a_network_that_never_answered() {
+    use crate::recovery::probe::never_online;
+    let mut r = Run::started(TWO_AGENTS);
+    assert_eq!(never_online(&r.run.answered, &r.run.unanswered), None, "nothing heard yet: nothing said");
+    let _ = r.step(Input::Heard(
+        "api.example:443".into(),
+        ProbeResult::Offline { last_error: "api.example:443: refused".into() },
+    ));
+    let words = never_online(&r.run.answered, &r.run.unanswered).unwrap_or_default();
+    assert!(words.starts_with("no provider answered since the start (api.example:443: refused)"), "{words}");
+    let _ = r.step(Input::Heard("api.example:443".into(), ProbeResult::Online));
+    assert_eq!(never_online(&r.run.answered, &r.run.unanswered), None);
+}
