@@ -24,13 +24,12 @@ pub(crate) enum RalphError {
     /// A ralph on another host holds the run directory's lease.
     #[error("{0}")]
     LeaseHeld(String),
-    /// The checkpoint does not parse; it was moved aside.
+    /// The checkpoint does not parse; it is left where it is (a refusal changes nothing).
     #[error(
-        "the checkpoint {} does not parse ({message}); it was kept aside as {}. Run `ralph --no-resume` to start fresh, or repair it and move it back to resume",
-        .path.display(),
-        .aside.display()
+        "the checkpoint {} does not parse ({message}); it was left in place. Repair it to resume, or run `ralph --no-resume` to set it aside (it is kept) and start fresh",
+        .path.display()
     )]
-    CheckpointCorrupt { path: PathBuf, aside: PathBuf, message: String },
+    CheckpointCorrupt { path: PathBuf, message: String },
     /// The checkpoint was written by a newer ralph; it is left where it is.
     #[error(
         "the checkpoint {} has format version {version}, newer than the version {supported} this ralph reads; it was left in place. Resume it with the newer ralph, or run `ralph --no-resume` to archive it and start fresh",

@@ -454,6 +454,11 @@ pub(crate) enum RunEvent {
     GitHeld = "git_held" {
         files: Vec<String>,
     },
+    /// A resume after an orderly stop: these files were changed by a person while
+    /// ralph was stopped; they are never committed in this run.
+    GitChangedWhileStopped = "git_changed_while_stopped" {
+        files: Vec<String>,
+    },
     /// Before an attempt the control socket was gone (a cleaner of the temp dir) and
     /// is bound anew at `socket`.
     ControlSocketMoved = "control_socket_moved" {

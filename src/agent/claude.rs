@@ -13,6 +13,8 @@ use crate::config::types::{AgentConfig, AgentKind};
 pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
     kind: AgentKind::Claude,
     binary: "claude",
+    product: "Claude Code",
+    package: "@anthropic-ai/claude-code",
     tested_version: "2.1.197",
     argv,
     env: |_| Ok(env()),

@@ -36,6 +36,8 @@ use crate::config::types::{AgentConfig, AgentKind};
 pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
     kind: AgentKind::Codex,
     binary: "codex",
+    product: "Codex CLI",
+    package: "@openai/codex",
     tested_version: "0.171.0",
     argv: |cfg, req, binary| Ok(argv(cfg, req, binary)),
     // Codex 0.171 has no environment switch for telemetry or updates: `codex exec`

@@ -54,6 +54,11 @@ pub(crate) struct Descriptor {
     pub(crate) kind: AgentKind,
     /// The program looked up on PATH unless `[agents.X] binary` is set.
     pub(crate) binary: &'static str,
+    /// What its vendor calls it.
+    pub(crate) product: &'static str,
+    /// Its npm package: `npm install -g PACKAGE` installs it (what `init` and the
+    /// pre-flight tell a person who has none).
+    pub(crate) package: &'static str,
     /// The CLI version ralph was tested with: the pin in `tests/agents/versions.txt`
     /// that the integration tests install (a unit test keeps the two equal).
     pub(crate) tested_version: &'static str,
@@ -91,6 +96,11 @@ pub(crate) struct Descriptor {
 }
 
 impl Descriptor {
+    /// The command that installs it.
+    pub(crate) fn install(&self) -> String {
+        format!("npm install -g {}", self.package)
+    }
+
     /// The configured permission mode, or the kind's default.
     pub(crate) fn permission_mode<'a>(&self, cfg: &'a AgentConfig) -> &'a str {
         cfg.permission_mode.as_deref().unwrap_or(self.permission_modes.first().copied().unwrap_or_default())

@@ -37,6 +37,8 @@ use crate::config::types::{AgentConfig, AgentKind};
 pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
     kind: AgentKind::Gemini,
     binary: "gemini",
+    product: "Gemini CLI",
+    package: "@google/gemini-cli",
     tested_version: "0.61.0",
     argv: |cfg, req, binary| Ok(argv(cfg, req, binary)),
     env: launch_env,

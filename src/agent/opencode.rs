@@ -43,6 +43,8 @@ use crate::config::types::{AgentConfig, AgentKind};
 pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
     kind: AgentKind::Opencode,
     binary: "opencode",
+    product: "OpenCode",
+    package: "opencode-ai",
     tested_version: "1.18.33",
     argv: |cfg, req, binary| Ok(argv(cfg, req, binary)),
     env: launch_env,

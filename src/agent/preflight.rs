@@ -35,11 +35,15 @@ pub(crate) fn programs(cfg: &AgentConfig) -> Vec<PathBuf> {
 pub(crate) fn check_agent(name: &str, cfg: &AgentConfig, cwd: &Path) -> Result<Vec<PathBuf>, String> {
     let path_var = cfg.env.get("PATH").map(std::ffi::OsString::from).or_else(|| std::env::var_os("PATH"));
     let key = if cfg.kind == AgentKind::Command { "command" } else { "binary" };
+    // A CLI ralph knows is named with the command that installs it.
+    let install = super::kinds::descriptor(cfg.kind)
+        .map(|d| format!(" ({} installs {})", d.install(), d.product))
+        .unwrap_or_default();
     programs(cfg)
         .iter()
         .map(|program| {
             check_program(program, path_var.as_deref(), cwd)
-                .map_err(|e| format!("agent {name}: {e}; install it or set [agents.{name}] {key}"))
+                .map_err(|e| format!("agent {name}: {e}; install it{install} or set [agents.{name}] {key}"))
         })
         .collect()
 }

@@ -1,5 +1,8 @@
 //! `ralph init`: a starter `ralph.toml` and `PROMPT.md`, with the agent CLIs found on
-//! PATH in the chain (a scripted agent when none is installed, so the file runs).
+//! PATH in the chain. With none installed the file names the CLIs and how to
+//! install them, and its chain holds the first of them, so `ralph` refuses to start
+//! (the pre-flight, exit 2) until one is there: the built-in scripted agent never
+//! enters a project's configuration (it would "finish" the work without doing any).
 //! It writes only what is missing: a user's files are kept, or with `--force`
 //! backed up before they are replaced.
 
@@ -70,7 +73,15 @@ pub(crate) fn main(dir: &Path, force: bool) -> Result<i32, RalphError> {
     if wrote.contains(&"ralph.toml") {
         if found.is_empty() {
             let known = kinds::names().collect::<Vec<_>>().join(", ");
-            println!("no agent CLI found on PATH ({known}): the chain uses the built-in scripted agent");
+            println!("no agent CLI found on PATH ({known}): install one before running ralph; ralph.toml names each");
+            for d in kinds::ALL {
+                println!("  {}: {}", d.product, d.install());
+            }
+            println!(
+                "ralph.toml's chain holds {}: until it is installed `ralph` refuses to start (`ralph demo` shows a run \
+                 with a scripted agent)",
+                kinds::ALL[0].kind.as_str()
+            );
         } else {
             println!("agents found on PATH: {}", found.join(", "));
         }
@@ -112,16 +123,14 @@ fn backup(path: &Path) -> Result<PathBuf, RalphError> {
 /// The starter `ralph.toml`; `{name}` placeholders are filled in by [`starter`].
 const TEMPLATE: &str = include_str!("init.toml");
 
-/// The agent of the starter when no CLI is installed, so that the file runs.
-const SIM_AGENT: &str = include_str!("init_sim.toml");
-
 /// The starter config for the agents found: the template, with the defaults it
 /// spells out read from the `Default` impls.
 pub(crate) fn starter(found: &[&str]) -> String {
     let defaults = Config::default();
     let human = |d| humantime::format_duration(d).to_string();
     let (agents, chain) = if found.is_empty() {
-        (SIM_AGENT.to_string(), vec!["\"sim\"".to_string()])
+        let first = kinds::ALL[0].kind.as_str();
+        (none_found(first), vec![format!("\"{first}\"")])
     } else {
         let tables = found.iter().map(|kind| format!("[agents.{kind}]\nkind = \"{kind}\"\n\n")).collect();
         (tables, found.iter().map(|k| format!("\"{k}\"")).collect())
@@ -140,6 +149,25 @@ pub(crate) fn starter(found: &[&str]) -> String {
     ]
     .iter()
     .fold(TEMPLATE.to_string(), |text, (name, value)| text.replace(&format!("{{{name}}}"), value))
+}
+
+/// The agents of the starter when no CLI is installed: the first CLI ralph prefers,
+/// under a comment that names every CLI and the command that installs it.
+fn none_found(first: &str) -> String {
+    let mut text = String::from(
+        "# No agent CLI was found on PATH when `ralph init` wrote this file: ralph refuses to\n\
+         # start until the agent of the chain below is installed. Install one of:\n",
+    );
+    for d in kinds::ALL {
+        text.push_str(&format!("#   {}: {}\n", d.product, d.install()));
+    }
+    text.push_str(&format!(
+        "# With {} installed this file runs as it is. For another CLI, use its name for the\n\
+         # agent, its kind and the chain (kind = \"codex\", \"opencode\" or \"gemini\").\n\
+         [agents.{first}]\nkind = \"{first}\"\n\n",
+        kinds::ALL[0].product
+    ));
+    text
 }
 
 #[cfg(test)]
@@ -172,6 +200,19 @@ mod tests {
             assert_eq!(loaded.config.retry.agent_attempts, defaults.retry.agent_attempts);
             assert_eq!(loaded.config.general.max_cycles, defaults.general.max_cycles);
             assert_eq!(loaded.phases[0].chain.len(), found.len().max(1), "{text}");
+        }
+    }
+
+    /// With no CLI installed: no scripted agent (no fake success), every CLI named
+    /// with the command that installs it.
+    #[test]
+    fn with_no_cli_the_starter_names_them_and_never_the_scripted_agent() {
+        let text = starter(&[]);
+        let loaded = crate::config::parse(Path::new("ralph.toml"), &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert!(loaded.config.agents.values().all(|a| a.kind != crate::config::AgentKind::Sim), "{text}");
+        assert_eq!(loaded.phases[0].chain, ["claude"]);
+        for d in kinds::ALL {
+            assert!(text.contains(&d.install()), "{} is not named\n{text}", d.product);
         }
     }
 }

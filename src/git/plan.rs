@@ -2,7 +2,7 @@
 //! the shell lists the changes (`git status`) and measures each candidate (size, the
 //! first secret inside, by `crate::secrets`); these functions decide.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::secrets::found::Finding;
 
@@ -74,6 +74,27 @@ pub(crate) fn candidates(changed: Vec<Changed>, exempt: &Exempt, held: &BTreeSet
     changed.into_iter().filter(|c| !exempt.covers(&c.path) && !held.contains(&c.path)).collect()
 }
 
+/// A working tree's changed paths (ralph's own aside), each with a hash of its
+/// content ("gone" for a deletion).
+pub(crate) type Tree = BTreeMap<String, String>;
+
+/// The paths a person changed while ralph was stopped in order: changed now and
+/// not at the stop, or changed at the stop and different now. A path changed at the
+/// stop and unchanged now (put back, or committed by the person) has nothing to
+/// commit and is not counted.
+pub(crate) fn changed_while_stopped(at_stop: &Tree, now: &Tree) -> Vec<String> {
+    now.iter().filter(|(path, hash)| at_stop.get(*path) != Some(*hash)).map(|(path, _)| path.clone()).collect()
+}
+
+/// The held paths whose content differs from what ralph last saw of them (`seen`);
+/// a path never seen is not counted (there is nothing to compare with).
+pub(crate) fn changed_again(seen: &BTreeMap<String, String>, now: &Tree) -> Vec<String> {
+    now.iter()
+        .filter(|(path, hash)| seen.get(*path).is_some_and(|before| before != *hash))
+        .map(|(path, _)| path.clone())
+        .collect()
+}
+
 /// What the shell found out about one candidate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Facts {
@@ -94,6 +115,9 @@ pub(crate) enum LeftOut {
     Credential(Finding),
     /// A new file over `[git] max_new_file`.
     TooLarge { size: u64, max: u64 },
+    /// A file held for the run (a person's: changed before the run with
+    /// `--allow-dirty`, or while ralph was stopped) changed again.
+    Held,
 }
 
 impl LeftOut {
@@ -103,13 +127,14 @@ impl LeftOut {
             LeftOut::NotTheAgents => "not_the_agents",
             LeftOut::Credential(_) => "credential",
             LeftOut::TooLarge { .. } => "too_large",
+            LeftOut::Held => "held",
         }
     }
 
     /// Whether the file stays out for the rest of the run (someone else's edit),
     /// rather than being looked at again at the next commit.
     pub(crate) fn held_for_the_run(&self) -> bool {
-        matches!(self, LeftOut::NotTheAgents)
+        matches!(self, LeftOut::NotTheAgents | LeftOut::Held)
     }
 
     pub(crate) fn describe(&self) -> String {
@@ -122,6 +147,10 @@ impl LeftOut {
                 )
             }
             LeftOut::TooLarge { size, max } => format!("a new file of {size} bytes, over [git] max_new_file ({max})"),
+            LeftOut::Held => "it is yours (changed before the run with --allow-dirty, or while ralph was stopped) and \
+                              changed again during this iteration; ralph commits none of it: commit it yourself if \
+                              the change is wanted"
+                .into(),
         }
     }
 }
@@ -269,6 +298,28 @@ mod tests {
         assert!(sel.left_out[0].1.held_for_the_run());
         let sel = select(all, Rules { agent_files: None, max_new_file: 100 });
         assert_eq!(sel.commit.len(), 2);
+    }
+
+    fn tree(entries: &[(&str, &str)]) -> Tree {
+        entries.iter().map(|(p, h)| ((*p).to_string(), (*h).to_string())).collect()
+    }
+
+    #[test]
+    fn what_changed_while_ralph_was_stopped_is_the_persons() {
+        let at_stop = tree(&[("src/a.rs", "1"), ("src/c.rs", "2"), ("put-back.rs", "3")]);
+        let now = tree(&[("src/a.rs", "1"), ("src/c.rs", "2b"), ("NOTES.md", "4"), ("gone.rs", "gone")]);
+        assert_eq!(changed_while_stopped(&at_stop, &now), ["NOTES.md", "gone.rs", "src/c.rs"]);
+        assert!(changed_while_stopped(&now, &now).is_empty());
+        assert!(changed_while_stopped(&at_stop, &Tree::new()).is_empty(), "nothing changed now: nothing to hold");
+    }
+
+    #[test]
+    fn a_held_file_is_named_again_only_when_its_content_changed() {
+        let seen: BTreeMap<String, String> = tree(&[("NOTES.md", "1"), ("scratch.txt", "2")]);
+        let now = tree(&[("NOTES.md", "1b"), ("scratch.txt", "2"), ("never-seen.txt", "3")]);
+        assert_eq!(changed_again(&seen, &now), ["NOTES.md"]);
+        assert!(LeftOut::Held.held_for_the_run());
+        assert_eq!(LeftOut::Held.key(), "held");
     }
 
     #[test]

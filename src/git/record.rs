@@ -2,7 +2,11 @@
 //! state-format policy: no version bump). Bounded: the full history of commits is
 //! in the journal; the checkpoint keeps the newest [`KEPT_COMMITS`].
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
+
+use super::plan::Tree;
 
 /// Commits listed in the checkpoint (the journal has them all).
 pub(crate) const KEPT_COMMITS: usize = 200;
@@ -22,6 +26,15 @@ pub(crate) struct GitState {
     /// edited by someone else (attribution).
     #[serde(default)]
     pub held: Vec<String>,
+    /// A hash of each held file's content as ralph last saw it: a held file that
+    /// changes again (the agent touching a person's file) is named, never committed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub held_content: BTreeMap<String, String>,
+    /// The working tree an orderly stop left (changed paths and their content):
+    /// on resume, what differs is a person's. Absent after a crash, and used up by
+    /// the resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Tree>,
     /// HEAD as ralph last left it; a different HEAD means someone else committed.
     #[serde(default)]
     pub head: Option<String>,
@@ -72,6 +85,8 @@ pub(crate) struct CommitReport {
     pub agent_moved: Option<AgentMoved>,
     /// Changed files left out of the commit, and why.
     pub left_out: Vec<(String, super::plan::LeftOut)>,
+    /// The content of held files as this step saw them (path, hash).
+    pub seen: Vec<(String, String)>,
     pub outcome: CommitOutcome,
 }
 
@@ -104,6 +119,7 @@ impl CommitReport {
             stale_locks: Vec::new(),
             agent_moved: None,
             left_out: Vec::new(),
+            seen: Vec::new(),
             outcome: CommitOutcome::Failed(error.into()),
         }
     }

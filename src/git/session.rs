@@ -13,6 +13,7 @@ use crate::events::{GitOffWhy, RunEvent};
 
 use super::attribution::Touched;
 use super::message;
+use super::plan::Tree;
 use super::plan::{self, Exempt, Facts, Rules};
 use super::preflight::{self, Refusal, RepoFacts, Wants};
 use super::record::{AgentMoved, CommitOutcome, CommitRecord, CommitReport, GitState, Pending};
@@ -55,41 +56,52 @@ impl From<Refusal> for OpenError {
     }
 }
 
-/// Opens git for the run: nothing outside a repository, the pre-flight checks and the
-/// baseline (recorded in `state`) for a new run, only the checks on resume. `say`
-/// hears what a person should know. `fleet_tasks`: the run is a fleet task, and this
-/// is its fleet's `[fleet] tasks` glob (docs/fleet.md): the task files are never
-/// committed, and a rebase, merge or cherry-pick its agent left unfinished is
-/// aborted (the iteration runs again), never left for a person.
-pub(crate) fn open(
+/// Git for a run, checked: every refusal is found here, before anything changes
+/// (`open` then changes what it must: a branch, the baseline, the files held).
+#[derive(Debug)]
+pub(crate) enum Checked {
+    /// Git features are off for the run, and why.
+    Off(GitOffWhy),
+    On(Box<Usable>),
+}
+
+/// A repository the run may use.
+#[derive(Debug)]
+pub(crate) struct Usable {
+    session: GitSession,
+    /// A new run's baseline; `None` on resume.
+    baseline: Option<preflight::Baseline>,
+    /// A fleet task: an operation its agent left unfinished is aborted first.
+    abort_first: bool,
+}
+
+/// Checks git for the run, changing nothing: the repository's state (an operation
+/// in progress, the committer's email) for every start, and for a new run the
+/// index lock, a dirty tree and the branch. `state` is the resumed run's git state.
+/// `fleet_tasks`: the run is a fleet task, and this is its fleet's `[fleet] tasks`
+/// glob (docs/fleet.md): the task files are never committed, and a rebase, merge or
+/// cherry-pick its agent left unfinished is no refusal: `open` aborts it (the
+/// iteration runs again), never left for a person.
+pub(crate) fn check(
     dir: &Path,
     loaded: &Loaded,
-    state: &mut Option<GitState>,
+    state: Option<&GitState>,
     (resumed, allow_dirty): (bool, bool),
     fleet_tasks: Option<&str>,
-    say: &mut dyn FnMut(RunEvent),
-) -> Result<Option<GitSession>, OpenError> {
+) -> Result<Checked, OpenError> {
     let config = loaded.config.git.clone();
     let repo = match Repo::discover(dir) {
         Discovery::Repo(repo) => repo.with_commit_timeout(loaded.config.timeouts.tool),
-        Discovery::NotARepo => {
-            say(RunEvent::GitOff { why: GitOffWhy::NotARepository });
-            return Ok(None);
-        }
-        Discovery::NoGit => {
-            say(RunEvent::GitOff { why: GitOffWhy::GitMissing });
-            return Ok(None);
-        }
+        Discovery::NotARepo => return Ok(Checked::Off(GitOffWhy::NotARepository)),
+        Discovery::NoGit => return Ok(Checked::Off(GitOffWhy::GitMissing)),
     };
     if resumed && state.is_none() {
         // The run started without git features; a baseline now would not be the
         // run's start, so it stays without them.
-        say(RunEvent::GitOff { why: GitOffWhy::StartedWithoutGit });
-        return Ok(None);
+        return Ok(Checked::Off(GitOffWhy::StartedWithoutGit));
     }
-    if fleet_tasks.is_some() {
-        abort_unfinished(&repo, say)?;
-    }
+    // A fleet task's unfinished operation is aborted by `open`, not refused.
+    let abort_first = fleet_tasks.is_some();
     let who = identities(&repo, &config)?;
     let has_email = who.committer.is_some() || email_known(&repo)?;
     let top = repo.top().to_path_buf();
@@ -97,7 +109,7 @@ pub(crate) fn open(
     exempt.globs.extend(fleet_tasks.map(str::to_string));
     let commits_on = config.commit != CommitMode::Off;
     let mut facts = RepoFacts {
-        in_progress: repo.in_progress()?,
+        in_progress: if abort_first { Vec::new() } else { repo.in_progress()? },
         index_locked: repo.index_lock()?.exists(),
         has_email,
         dirty: Vec::new(),
@@ -105,42 +117,80 @@ pub(crate) fn open(
         wanted_branch_exists: false,
     };
     let wants = Wants { commits_on, allow_dirty, branch: config.branch.as_deref() };
-    if resumed {
+    let baseline = if resumed {
         preflight::check_always(&facts, wants)?;
+        None
     } else {
         facts.dirty = plan::dirty_at_start(&repo.status()?, &exempt);
         if let Some(b) = &config.branch {
             facts.wanted_branch_exists = repo.branch_exists(b)?;
         }
-        let baseline = preflight::new_run(&facts, wants)?;
-        if let Some(b) = &baseline.create_branch {
-            repo.create_branch(b)?;
-            say(RunEvent::GitBranchCreated { branch: b.clone() });
-        }
-        let head = repo.head()?;
-        if baseline.detached {
-            say(RunEvent::GitDetached { head: head.clone() });
-        }
-        if !baseline.held.is_empty() {
-            say(RunEvent::GitHeld { files: baseline.held.clone() });
-        }
-        *state = Some(GitState {
-            top: top.display().to_string(),
-            baseline: head.clone(),
-            branch: repo.branch()?,
-            held: baseline.held,
-            head,
-            ..GitState::default()
-        });
-    }
-    // Hidden by value everywhere from now on, the commit's files included, even
-    // before the first attempt hands them out (a resume's pending commit).
-    crate::secrets::hide_values(credential_values(loaded).iter().map(String::as_str));
+        Some(preflight::new_run(&facts, wants)?)
+    };
     let cwd_rel = std::fs::canonicalize(dir)
         .ok()
         .and_then(|real| real.strip_prefix(&top).ok().map(|r| r.to_string_lossy().into_owned()))
         .unwrap_or_default();
-    Ok(Some(GitSession { repo, config, exempt, who, cwd: dir.to_path_buf(), cwd_rel }))
+    let session = GitSession { repo, config, exempt, who, cwd: dir.to_path_buf(), cwd_rel };
+    Ok(Checked::On(Box::new(Usable { session, baseline, abort_first })))
+}
+
+impl Checked {
+    /// Opens git for the checked run: a new run's branch and baseline (recorded in
+    /// `state`); a resumed run's files a person changed while ralph was stopped in
+    /// order (`clean_stop`), held for the rest of the run. `say` hears what a person
+    /// should know.
+    pub(crate) fn open(
+        self,
+        loaded: &Loaded,
+        state: &mut Option<GitState>,
+        clean_stop: bool,
+        say: &mut dyn FnMut(RunEvent),
+    ) -> Result<Option<GitSession>, GitError> {
+        let usable = match self {
+            Checked::Off(why) => {
+                say(RunEvent::GitOff { why });
+                return Ok(None);
+            }
+            Checked::On(usable) => usable,
+        };
+        let Usable { session, baseline, abort_first } = *usable;
+        let repo = &session.repo;
+        if abort_first {
+            abort_unfinished(repo, say)?;
+        }
+        match (baseline, state.as_mut()) {
+            (Some(baseline), _) => {
+                if let Some(b) = &baseline.create_branch {
+                    repo.create_branch(b)?;
+                    say(RunEvent::GitBranchCreated { branch: b.clone() });
+                }
+                let head = repo.head()?;
+                if baseline.detached {
+                    say(RunEvent::GitDetached { head: head.clone() });
+                }
+                if !baseline.held.is_empty() {
+                    say(RunEvent::GitHeld { files: baseline.held.clone() });
+                }
+                let held_content = baseline.held.iter().map(|p| (p.clone(), content_hash(repo.top(), p))).collect();
+                *state = Some(GitState {
+                    top: repo.top().display().to_string(),
+                    baseline: head.clone(),
+                    branch: repo.branch()?,
+                    held: baseline.held,
+                    held_content,
+                    head,
+                    ..GitState::default()
+                });
+            }
+            (None, Some(git)) => session.hold_changed_while_stopped(git, clean_stop, say)?,
+            (None, None) => {}
+        }
+        // Hidden by value everywhere from now on, the commit's files included, even
+        // before the first attempt hands them out (a resume's pending commit).
+        crate::secrets::hide_values(credential_values(loaded).iter().map(String::as_str));
+        Ok(Some(session))
+    }
 }
 
 /// What a new run here would do with git, for `--dry-run`: read-only (git status and
@@ -183,6 +233,50 @@ pub(crate) fn preview(dir: &Path, loaded: &Loaded) -> String {
 }
 
 impl GitSession {
+    /// The working tree now: every changed path but ralph's own, with a hash of its
+    /// content. Recorded at an orderly stop, so that a resume tells what a person
+    /// changed meanwhile.
+    pub(crate) fn tree(&self) -> Result<Tree, GitError> {
+        let changed = self.repo.status()?;
+        let top = self.repo.top();
+        Ok(changed
+            .into_iter()
+            .filter(|c| !self.exempt.covers(&c.path))
+            .map(|c| {
+                let hash = content_hash(top, &c.path);
+                (c.path, hash)
+            })
+            .collect())
+    }
+
+    /// A resume after an orderly stop: the paths a person changed since (by
+    /// `plan::changed_while_stopped`) are held for the rest of the run, with their
+    /// content, and named once. After a crash the tree is the agent's. Either way
+    /// the tree of the stop is used up.
+    fn hold_changed_while_stopped(
+        &self,
+        git: &mut GitState,
+        clean_stop: bool,
+        say: &mut dyn FnMut(RunEvent),
+    ) -> Result<(), GitError> {
+        let Some(at_stop) = git.stopped.take() else { return Ok(()) };
+        if !clean_stop {
+            return Ok(());
+        }
+        let now = self.tree()?;
+        let files = plan::changed_while_stopped(&at_stop, &now);
+        for path in &files {
+            git.hold(path);
+            if let Some(hash) = now.get(path) {
+                git.held_content.insert(path.clone(), hash.clone());
+            }
+        }
+        if !files.is_empty() {
+            say(RunEvent::GitChangedWhileStopped { files });
+        }
+        Ok(())
+    }
+
     /// The commit step of `pending`: stale locks first after a crash, then the
     /// trailer lookup, the agent's own commits, the files the commit takes, the
     /// commit. `git` is the run's git state when it was ordered.
@@ -198,6 +292,7 @@ impl GitSession {
             stale_locks: if after_crash { self.remove_stale_locks(git.branch.as_deref()) } else { Vec::new() },
             agent_moved: None,
             left_out: Vec::new(),
+            seen: Vec::new(),
             outcome: CommitOutcome::Nothing,
         };
         report.outcome = match self.try_commit(git, pending, run_id, touched, &mut report) {
@@ -228,14 +323,30 @@ impl GitSession {
             report.agent_moved = Some(AgentMoved { from: git.head.clone(), to: to.clone(), commits });
         }
         let held: BTreeSet<String> = git.held.iter().cloned().collect();
-        let candidates = plan::candidates(repo.status()?, &self.exempt, &held);
+        let changed = repo.status()?;
+        // A held file (a person's) that changed again, the agent's doing or not: never
+        // committed, and said once per change.
+        let held_now: Tree = changed
+            .iter()
+            .filter(|c| held.contains(&c.path))
+            .map(|c| (c.path.clone(), content_hash(repo.top(), &c.path)))
+            .collect();
+        let again = plan::changed_again(&git.held_content, &held_now);
+        report.left_out.extend(again.into_iter().map(|path| (path, plan::LeftOut::Held)));
+        report.seen = held_now.into_iter().collect();
+        let candidates = plan::candidates(changed, &self.exempt, &held);
         let allow = &self.config.allow_secrets;
         let facts = candidates.into_iter().map(|change| measure(repo.top(), change, allow)).collect();
         let bases: [(&Path, &str); 2] = [(repo.top(), ""), (&self.cwd, &self.cwd_rel)];
         let agent_files = if self.config.only_agent_files { touched.files(&bases, &self.cwd) } else { None };
         let selection =
             plan::select(facts, Rules { agent_files: agent_files.as_ref(), max_new_file: self.config.max_new_file.0 });
-        report.left_out = selection.left_out;
+        for (path, why) in &selection.left_out {
+            if why.held_for_the_run() {
+                report.seen.push((path.clone(), content_hash(repo.top(), path)));
+            }
+        }
+        report.left_out.extend(selection.left_out);
         if selection.commit.is_empty() {
             return Ok(CommitOutcome::Nothing);
         }
@@ -332,6 +443,37 @@ fn credential_values(loaded: &Loaded) -> Vec<String> {
         .filter_map(|(k, v)| (crate::process::env::looks_secret(&k) && v.len() >= 8).then_some(v))
         .collect();
     values.into_iter().collect()
+}
+
+/// A hash of what `path` (relative to `top`) holds now: its bytes, a link's target,
+/// or a mark for a path that is gone or not a file.
+fn content_hash(top: &Path, path: &str) -> String {
+    use sha2::Digest;
+    let full = top.join(path);
+    let hex = |bytes: &[u8]| sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect::<String>();
+    match std::fs::symlink_metadata(&full) {
+        Err(_) => "gone".to_string(),
+        Ok(meta) if meta.file_type().is_symlink() => std::fs::read_link(&full)
+            .map_or_else(|_| "link".into(), |t| format!("link:{}", hex(t.as_os_str().as_encoded_bytes()))),
+        Ok(meta) if meta.is_file() => {
+            // Streamed: a large file is never read into memory whole.
+            let mut hasher = sha2::Sha256::new();
+            let streamed = std::fs::File::open(&full).and_then(|mut file| {
+                let mut buf = vec![0u8; 64 * 1024];
+                loop {
+                    match std::io::Read::read(&mut file, &mut buf)? {
+                        0 => return Ok(()),
+                        n => hasher.update(&buf[..n]),
+                    }
+                }
+            });
+            match streamed {
+                Ok(()) => hasher.finalize().iter().map(|b| format!("{b:02x}")).collect(),
+                Err(_) => "unreadable".to_string(),
+            }
+        }
+        Ok(_) => "not a file".to_string(),
+    }
 }
 
 /// Size and secret check of one candidate.

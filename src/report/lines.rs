@@ -142,13 +142,8 @@ pub(crate) fn line(event: &RunEvent, tz: &TimeZone) -> Option<String> {
             format!("ralph stepped in: {} ({evidence})", super::words::detector(*detector))
         }
         RunEvent::PhaseDone { phase } => format!("phase {phase} done"),
-        RunEvent::ReviewVerdict { pass, passes, clean } => {
-            format!("review: {}", Verdict { pass: *pass, passes: *passes, clean: *clean }.describe())
-        }
-        RunEvent::PassStarted { pass, passes } => format!("pass {pass} of {passes}: back to the review"),
-        RunEvent::PassesEnded { passes_run, passes, clean: false, .. } => {
-            let v = Verdict { pass: *passes_run, passes: *passes, clean: false };
-            format!("review: {}; going on", v.describe())
+        RunEvent::ReviewVerdict { .. } | RunEvent::PassStarted { .. } | RunEvent::PassesEnded { clean: false, .. } => {
+            return review_line(event);
         }
         RunEvent::Fallover { .. } | RunEvent::Fallback { .. } => return chain_line(event),
         RunEvent::GitCommit { .. }
@@ -159,7 +154,8 @@ pub(crate) fn line(event: &RunEvent, tz: &TimeZone) -> Option<String> {
         | RunEvent::GitOff { .. }
         | RunEvent::GitBranchCreated { .. }
         | RunEvent::GitDetached { .. }
-        | RunEvent::GitHeld { .. } => return git_line(event),
+        | RunEvent::GitHeld { .. }
+        | RunEvent::GitChangedWhileStopped { .. } => return git_line(event),
         RunEvent::DiskFull { path, free } => format!("waiting: disk full on {path} ({free} free)"),
         RunEvent::DiskSpaceBack { path } => format!("disk space is back on {path}: continuing"),
         RunEvent::Online {} => "Recovery resumed after offline".to_string(),
@@ -207,6 +203,21 @@ pub(crate) fn line(event: &RunEvent, tz: &TimeZone) -> Option<String> {
         // Shown as the wait's own line.
         | RunEvent::FleetSharedReset { .. }
         | RunEvent::PassesEnded { clean: true, .. } => return None,
+    })
+}
+
+/// The lines of the review/fix passes.
+fn review_line(event: &RunEvent) -> Option<String> {
+    Some(match event {
+        RunEvent::ReviewVerdict { pass, passes, clean } => {
+            format!("review: {}", Verdict { pass: *pass, passes: *passes, clean: *clean }.describe())
+        }
+        RunEvent::PassStarted { pass, passes } => format!("pass {pass} of {passes}: back to the review"),
+        RunEvent::PassesEnded { passes_run, passes, clean: false, .. } => {
+            let v = Verdict { pass: *passes_run, passes: *passes, clean: false };
+            format!("review: {}; going on", v.describe())
+        }
+        _ => return None,
     })
 }
 
@@ -346,6 +357,17 @@ fn git_line(event: &RunEvent) -> Option<String> {
         RunEvent::GitHeld { files } => {
             format!("git: --allow-dirty: {} changed file(s) are left out of every commit", files.len())
         }
+        RunEvent::GitChangedWhileStopped { files } => {
+            const SHOWN: usize = 20;
+            let mut names = files.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+            if files.len() > SHOWN {
+                names.push_str(&format!(" and {} more (the journal lists them)", files.len() - SHOWN));
+            }
+            format!(
+                "git: changed while ralph was stopped, so yours: {names}; ralph leaves them out of every commit of \
+                 this run (commit them yourself)"
+            )
+        }
         _ => return None,
     })
 }
@@ -477,6 +499,7 @@ mod tests {
             RunEvent::GitBranchCreated { branch: s("ralph/work") },
             RunEvent::GitDetached { head: Some(s("0123456789abcdef")) },
             RunEvent::GitHeld { files: vec![s("NOTES.md"), s("scratch.txt")] },
+            RunEvent::GitChangedWhileStopped { files: vec![s("NOTES.md"), s("agent.sh"), s("scratch.txt")] },
         ];
         let lines: Vec<String> = events.iter().map(|e| line(e, &TimeZone::UTC).unwrap_or_default()).collect();
         insta::assert_snapshot!(lines.join("\n"));

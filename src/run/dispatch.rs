@@ -260,6 +260,12 @@ impl Dispatcher {
                 self.queue.push_back(retried);
                 return Ok(());
             }
+            Effect::RecordTree => {
+                let tree = self.io.git.as_ref().and_then(|git| {
+                    git.tree().inspect_err(|e| tracing::warn!("cannot record the working tree at the stop: {e}")).ok()
+                });
+                self.queue.push_back(Input::TreeRecorded(tree));
+            }
             Effect::Finish(end) => self.io.finish(&end, &self.run),
             Effect::Fail(fatal) => return Err(io::fatal(fatal)),
             Effect::Fleet(asked) => {

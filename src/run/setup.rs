@@ -1,7 +1,11 @@
 //! Everything before the first attempt: the config, the goal, the templates, the
 //! lock and the lease (see `state::ownership`), the checkpoint decision (fresh, resume,
-//! ask, or leave a settled run as it is), logging and the journal. Every problem
-//! found here is reported before anything runs.
+//! ask, or leave a settled run as it is), git, logging and the journal. Every problem
+//! found here is reported before anything runs, and before anything changes: every
+//! check that can refuse (config, goal, pre-flight, lock, lease, checkpoint, git,
+//! planted links) comes first, and what set-up changes (a restored or archived
+//! checkpoint, a dead run's leftovers, a branch, the journal, the logs) comes after
+//! them all; a refusal gives the lock and the lease back as they were.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -82,47 +86,55 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     let fleet = crate::fleet::task::join(&dir)?;
     let (loaded, goal, templates) = read_inputs(&dir, options)?;
     let agent_dir = dir.join(".agent");
+    let agent_dir_existed = agent_dir.symlink_metadata().is_ok();
     store::ensure_gitignore(&agent_dir)
         .map_err(|e| RalphError::setup(format!("cannot create {}", agent_dir.display()), e))?;
     let reporter = Reporter::new(options.quiet, std::io::stderr().is_terminal());
     reporter.header(&dir);
     let mut told = Told { reporter, events: Vec::new() };
-    for found in secrets_in_inputs(&dir, &loaded) {
-        let (file, line, family) = (found.file, found.finding.line, found.finding.family.to_string());
-        told.tell(RunEvent::SecretInInput { file, line, family });
-    }
+    tell_secrets_in_inputs(&dir, &loaded, &mut told);
     let when_held = if options.resume == ResumeFlag::ResumeOrStart { WhenHeld::Wait } else { WhenHeld::Refuse };
+    // Until the run starts nothing changed: whatever stops it before then gives the
+    // lock and the lease back as they were (a crashed run's record stays its mark),
+    // and a `.agent/` made for it goes again.
+    let mut held = GiveBack { lock: None, lease: None, made: (!agent_dir_existed).then(|| agent_dir.clone()) };
     // A simulated host (tests) has no kernel in common with the others: only the
     // lease protects the directory then.
-    let taken = match lease_file::simulated_host() {
-        Some(_) => None,
-        None => Some(take_lock(&agent_dir.join("ralph.lock"), when_held, &mut told)?),
-    };
+    if lease_file::simulated_host().is_none() {
+        held.lock = Some(take_lock(&agent_dir.join("ralph.lock"), when_held, &mut told)?);
+    }
     let mut signals = Signals::install(&loaded.config.watch.service_managers)
         .map_err(|e| RalphError::io("cannot install signal handlers", e))?;
-    // Until the run starts nothing changed: a problem found before then releases
-    // the lock cleanly (a dropped lock otherwise counts as an interrupted run).
-    let mut lock = ReleaseUnlessKept(taken);
     let (lease, takeover) = take_lease(&agent_dir.join("ralph.lease"), &loaded.config.watch, when_held, &mut told)?;
-    // Writes killed half-way leave their temporary files; only the lock holder
-    // writes here, so whatever is left is garbage.
-    let removed =
-        store::remove_leftover_temp_files(&agent_dir) + store::remove_leftover_temp_files(&agent_dir.join("artifacts"));
-    if removed > 0 {
-        tracing::info!("removed {removed} temporary file(s) of interrupted writes");
-    }
+    held.lease = Some(lease);
     // The run's channel (ralph status, ralph stop, the agent's MCP tools), bound
     // before anything changes: a run never goes on without it.
     let control = crate::control::server::Bound::bind(&dir).map_err(|e| RalphError::ControlSocket(e.to_string()))?;
     let enabled = loaded.config.general.workflow.checkpoint_enabled;
     let checkpoint_path = enabled.then(|| agent_dir.join("checkpoint.json"));
-    let chosen = choose_checkpoint(options, &loaded, &goal, checkpoint_path.as_deref(), &mut told, &mut signals);
-    let (mut checkpoint, resumed, interrupted) = match chosen.await? {
+    // Every check that can refuse, before anything changes: what becomes of the
+    // checkpoint (read, decided, resumed in memory), then git for that start.
+    let chosen = choose_checkpoint(options, &loaded, &goal, checkpoint_path.as_deref(), (&mut told, &mut signals));
+    let chosen = match chosen.await? {
         Ok(chosen) => chosen,
-        Err(end) => return Ok(Prepared::Settled(end)),
+        Err((end, said)) => {
+            said.into_iter().for_each(|event| told.tell(event));
+            // A settled run's ralph stops cleanly (the crash of the one before it is
+            // over: the run is settled); a quit at the question changes nothing.
+            if end != RunEnd::Declined {
+                held.release();
+            }
+            return Ok(Prepared::Settled(end));
+        }
     };
     let tasks_glob = fleet.as_ref().map(|f| f.d.tasks_glob.as_str());
-    let git = open_git(&dir, &loaded, &mut checkpoint, (resumed, options.allow_dirty), tasks_glob, &mut told)?;
+    let (resumed, git) = last_checks(&dir, &loaded, &chosen, options.allow_dirty, tasks_glob)?;
+    // From here on the run changes things: it has passed every check.
+    remove_leftover_temp_files(&agent_dir);
+    let (mut checkpoint, interrupted, clean_stop) = carry_out(chosen, checkpoint_path.as_deref(), &mut told)?;
+    let git = git
+        .open(&loaded, &mut checkpoint.git, clean_stop, &mut |event| told.tell(event))
+        .map_err(|e| RalphError::GitSetup(format!("git: {e}")))?;
     let (logs_dir, journal) = open_logs(&agent_dir, &loaded, &checkpoint, enabled && !resumed, options, &mut told)?;
     let Told { reporter, events: told } = told;
     let setting = Setting {
@@ -139,6 +151,7 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         task: fleet.as_ref().map(|f| f.d.task.clone()),
         loaded,
     };
+    let (lock, lease) = held.keep();
     let ready = Ready {
         setting,
         opening: Opening { interrupted, takeover, told },
@@ -149,8 +162,8 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         logs_dir,
         artifacts_dir: agent_dir.join("artifacts"),
         reporter,
-        lock: lock.0.take(),
-        lease: Some(lease),
+        lock,
+        lease,
         git,
         control: Some(control),
         fleet,
@@ -158,20 +171,50 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     Ok(Prepared::Ready(Box::new(ready), signals))
 }
 
-/// Opens git for the run (see `git::session`), saying what a person should know.
-fn open_git(
+/// The last checks before set-up changes anything: git for the start chosen (whether
+/// it resumes is returned with it), and links planted where the run's state goes
+/// (refused now, not half-way).
+fn last_checks(
     dir: &Path,
     loaded: &Loaded,
-    checkpoint: &mut Checkpoint,
-    flags: (bool, bool),
-    fleet_tasks: Option<&str>,
-    told: &mut Told,
-) -> Result<Option<GitSession>, RalphError> {
-    let say = &mut |event| told.tell(event);
-    session::open(dir, loaded, &mut checkpoint.git, flags, fleet_tasks, say).map_err(|e| match e {
+    chosen: &Chosen,
+    allow_dirty: bool,
+    tasks_glob: Option<&str>,
+) -> Result<(bool, session::Checked), RalphError> {
+    let (resumed, git_state) = match chosen {
+        Chosen::Fresh { .. } => (false, None),
+        Chosen::Resume { cp, .. } => (true, cp.git.as_ref()),
+    };
+    let git = session::check(dir, loaded, git_state, (resumed, allow_dirty), tasks_glob).map_err(git_error)?;
+    let state_files = ["events.jsonl", "logs", "artifacts"].map(|name| dir.join(".agent").join(name));
+    crate::state::private::refuse_links(&state_files).map_err(|e| RalphError::setup("the state directory", e))?;
+    Ok((resumed, git))
+}
+
+/// Writes killed half-way leave their temporary files; only the lock holder writes
+/// here, so whatever is left is garbage.
+fn remove_leftover_temp_files(agent_dir: &Path) {
+    let removed =
+        store::remove_leftover_temp_files(agent_dir) + store::remove_leftover_temp_files(&agent_dir.join("artifacts"));
+    if removed > 0 {
+        tracing::info!("removed {removed} temporary file(s) of interrupted writes");
+    }
+}
+
+/// Says where the goal file or the config holds a credential (file and line).
+fn tell_secrets_in_inputs(dir: &Path, loaded: &Loaded, told: &mut Told) {
+    for found in secrets_in_inputs(dir, loaded) {
+        let (file, line, family) = (found.file, found.finding.line, found.finding.family.to_string());
+        told.tell(RunEvent::SecretInInput { file, line, family });
+    }
+}
+
+/// Git's refusal (exit 2) or failure, as set-up reports it.
+fn git_error(e: OpenError) -> RalphError {
+    match e {
         OpenError::Refused(refusal) => RalphError::Git(refusal),
         OpenError::Git(e) => RalphError::GitSetup(format!("git: {e}")),
-    })
+    }
 }
 
 /// The config, the goal and the phases' templates, checked (an unknown `--from`
@@ -222,28 +265,60 @@ pub(crate) fn secrets_in_inputs(dir: &Path, loaded: &Loaded) -> Vec<GoalFinding>
         .collect()
 }
 
-/// The checkpoint this run goes on with: a new one, or the one on disk resumed
-/// (with the attempt that was in flight); `Err` when the run is settled as it is.
+/// What becomes of the checkpoint, decided before anything changes; carried out
+/// by [`carry_out`] once every check has passed.
+enum Chosen {
+    /// A new run, after the checkpoint found is set aside (`aside`); `old_run`
+    /// names the run whose leftovers are ended.
+    Fresh { cp: Box<Checkpoint>, aside: Option<Aside>, old_run: Option<String> },
+    /// The run on disk continues (`cp` as it resumes), with the attempt that was in
+    /// flight; `restore` is the journal's newer snapshot to put in place of the file;
+    /// `clean_stop`: it ended in order (a person may have edited since).
+    Resume {
+        cp: Box<Checkpoint>,
+        interrupted: Option<InFlight>,
+        said: Vec<RunEvent>,
+        restore: Option<(Box<Checkpoint>, Stale)>,
+        clean_stop: bool,
+    },
+}
+
+/// How the checkpoint found is set aside for a new run.
+enum Aside {
+    /// `--no-resume`, or a completed run: archived.
+    Archive,
+    /// `--no-resume` over a checkpoint that cannot be used.
+    Unusable { label: &'static str, problem: String },
+}
+
+/// What set-up settles on when the run stays as it is: its end and what to say.
+type Settles = (RunEnd, Vec<RunEvent>);
+
+/// The checkpoint this run goes on with (a new one, or the one on disk resumed),
+/// decided without changing anything; `Err` when the run is settled as it is (the
+/// user quit at the question, or `--resume-or-start` found it over).
 async fn choose_checkpoint(
     options: &Options,
     loaded: &Loaded,
     goal: &str,
     cp_path: Option<&Path>,
-    told: &mut Told,
-    signals: &mut Signals,
-) -> Result<Result<(Checkpoint, bool, Option<InFlight>), RunEnd>, RalphError> {
+    (told, signals): (&mut Told, &mut Signals),
+) -> Result<Result<Chosen, Settles>, RalphError> {
     let (from, agent_dir) = (options.from.as_deref(), options.dir.join(".agent"));
     let (prompt_checksum, artifacts_dir) = (checksum(goal.as_bytes()), agent_dir.join("artifacts"));
     let has_artifact = |phase: &str| artifacts_dir.join(format!("{phase}.md")).is_file();
-    let fresh = || {
+    let fresh = |aside: Option<Aside>, old_run: Option<String>| {
         let cp = start::fresh(loaded, &prompt_checksum, from, has_artifact, jiff::Timestamp::now(), std::process::id());
-        cp.map(|cp| Ok((cp, false, None))).map_err(|e| from_error(&e, &loaded.path))
+        cp.map(|cp| Ok(Chosen::Fresh { cp: Box::new(cp), aside, old_run })).map_err(|e| from_error(&e, &loaded.path))
     };
-    let Some(cp_path) = cp_path else { return fresh() };
-    let mut existing = load_checkpoint(cp_path, options.resume, told)?;
-    if let Some(cp) = &existing {
-        end_leftovers(&cp.run_id, told);
-    }
+    let Some(cp_path) = cp_path else { return fresh(None, None) };
+    let (mut existing, stale) = match read_checkpoint(cp_path, options.resume)? {
+        Found::Nothing => (None, None),
+        Found::Checkpoint(newest) => (Some(newest.checkpoint), newest.stale),
+        Found::Unusable { label, problem } => return fresh(Some(Aside::Unusable { label, problem }), None),
+    };
+    // What the journal's newer snapshot puts in place of the file, as it is on disk.
+    let restore = stale.and_then(|stale| Some((Box::new(existing.clone()?), stale)));
     // A fleet task the merge queue sent back: its completed run takes one more iteration.
     if let Some(reopened) = existing.as_mut().and_then(|cp| crate::fleet::task::reopen(&options.dir, cp, loaded)) {
         told.tell(reopened);
@@ -252,31 +327,24 @@ async fn choose_checkpoint(
     let mut decision = start::decide(existing.as_ref(), flag);
     if decision == Start::Ask {
         let Some(answer) = crate::report::ask::resume(cp_path, existing.as_ref(), from, signals).await? else {
-            return Ok(Err(RunEnd::Declined));
+            return Ok(Err((RunEnd::Declined, Vec::new())));
         };
         flag = answer;
         decision = start::decide(existing.as_ref(), flag);
     }
     match (decision, existing) {
         (Start::Resume, Some(cp)) => {
-            let interrupted = cp.in_flight.clone();
+            let (interrupted, clean_stop) = (cp.in_flight.clone(), cp.clean_stop);
             let (cp, said) = start::resume(cp, loaded, goal, &prompt_checksum, from).map_err(|e| match e {
                 Refused::PhaseGone(message) => RalphError::ResumeMismatch(message),
                 Refused::From(e) => from_error(&e, &loaded.path),
             })?;
-            said.into_iter().for_each(|event| told.tell(event));
-            Ok(Ok((cp, true, interrupted)))
+            Ok(Ok(Chosen::Resume { cp: Box::new(cp), interrupted, said, restore, clean_stop }))
         }
-        (Start::ArchiveThenFresh, Some(_)) => {
-            let aside = store::set_aside(cp_path, "archived")
-                .map_err(|e| RalphError::setup("cannot archive the old checkpoint", e))?;
-            told.tell(RunEvent::CheckpointArchived { aside: aside.display().to_string() });
-            fresh()
-        }
+        (Start::ArchiveThenFresh, Some(cp)) => fresh(Some(Aside::Archive), Some(cp.run_id)),
         (Start::Settled, Some(cp)) => {
             let (end, said) = start::settled(&cp);
-            told.tell(said);
-            Ok(Err(end))
+            Ok(Err((end, vec![said])))
         }
         (Start::NothingToResume, existing) => {
             let why = match existing {
@@ -287,9 +355,51 @@ async fn choose_checkpoint(
         }
         (_, None) if flag == ResumeFlag::ResumeOrStart => {
             refuse_over_corrupt(cp_path)?;
-            fresh()
+            fresh(None, None)
         }
-        _ => fresh(),
+        (_, existing) => fresh(None, existing.map(|cp| cp.run_id)),
+    }
+}
+
+/// Carries out what was chosen, now that every check has passed: the journal's
+/// newer snapshot put in place, the old checkpoint set aside, the dead run's
+/// leftovers ended. Returns the checkpoint, the attempt that was in flight, and
+/// whether the resumed run had stopped in order.
+fn carry_out(
+    chosen: Chosen,
+    cp_path: Option<&Path>,
+    told: &mut Told,
+) -> Result<(Checkpoint, Option<InFlight>, bool), RalphError> {
+    match chosen {
+        Chosen::Resume { cp, interrupted, said, restore, clean_stop } => {
+            if let (Some((on_disk, stale)), Some(path)) = (restore, cp_path) {
+                self::restore(path, &on_disk, &stale, told)?;
+            }
+            end_leftovers(&cp.run_id, told);
+            said.into_iter().for_each(|event| told.tell(event));
+            Ok((*cp, interrupted, clean_stop))
+        }
+        Chosen::Fresh { cp, aside, old_run } => {
+            if let Some(run_id) = &old_run {
+                end_leftovers(run_id, told);
+            }
+            match (aside, cp_path) {
+                (Some(Aside::Archive), Some(path)) => {
+                    let aside = store::set_aside(path, "archived")
+                        .map_err(|e| RalphError::setup("cannot archive the old checkpoint", e))?;
+                    told.tell(RunEvent::CheckpointArchived { aside: aside.display().to_string() });
+                }
+                (Some(Aside::Unusable { label, problem }), Some(path)) => {
+                    let aside = store::set_aside(path, label).map_err(|io| {
+                        RalphError::setup(format!("cannot set the checkpoint {} aside", path.display()), io)
+                    })?;
+                    let (path, aside) = (path.display().to_string(), aside.display().to_string());
+                    told.tell(RunEvent::CheckpointSetAside { path, aside, problem });
+                }
+                _ => {}
+            }
+            Ok((*cp, None, false))
+        }
     }
 }
 
@@ -434,38 +544,32 @@ fn read_prompt(path: &Path, config: &Path) -> Result<String, RalphError> {
     })
 }
 
-/// Reads the checkpoint for a run: the newer of `checkpoint.json` and the journal's
-/// snapshot, put in place of the file when it is the journal's. With `--no-resume` a
-/// checkpoint that cannot be used is set aside and the run starts fresh in the same
-/// call: the user asked to start over, and the file is kept.
-fn load_checkpoint(path: &Path, flag: ResumeFlag, told: &mut Told) -> Result<Option<Checkpoint>, RalphError> {
+/// What is on disk for a run.
+enum Found {
+    Nothing,
+    /// The newer of `checkpoint.json` and the journal's snapshot.
+    Checkpoint(Box<format::Newest>),
+    /// `--no-resume` over a checkpoint that cannot be used: it is set aside (with this
+    /// label, for this problem) and the run starts fresh, in the same call.
+    Unusable {
+        label: &'static str,
+        problem: String,
+    },
+}
+
+/// Reads the checkpoint for a run, changing nothing. One that cannot be used is
+/// refused and left in place, unless `--no-resume` asks to start over.
+fn read_checkpoint(path: &Path, flag: ResumeFlag) -> Result<Found, RalphError> {
     match format::read_newest(path) {
-        Ok(None) => Ok(None),
-        Ok(Some(newest)) => {
-            if let Some(stale) = &newest.stale {
-                restore(path, &newest.checkpoint, stale, told)?;
-            }
-            Ok(Some(newest.checkpoint))
-        }
+        Ok(None) => Ok(Found::Nothing),
+        Ok(Some(newest)) => Ok(Found::Checkpoint(Box::new(newest))),
         Err(ReadError::Format(e)) if flag == ResumeFlag::Fresh => {
             let (label, problem) = match &e {
                 FormatError::Corrupt(message) => ("corrupt", format!("does not parse ({message})")),
                 other => ("archived", format!("cannot be used ({other})")),
             };
-            let aside = store::set_aside(path, label)
-                .map_err(|io| RalphError::setup(format!("cannot set the checkpoint {} aside", path.display()), io))?;
-            let (path, aside) = (path.display().to_string(), aside.display().to_string());
-            told.tell(RunEvent::CheckpointSetAside { path, aside, problem });
-            Ok(None)
+            Ok(Found::Unusable { label, problem })
         }
-        // Only a file that does not parse is set aside; the others are left in place.
-        Err(ReadError::Format(FormatError::Corrupt(message))) => Err(match store::set_aside(path, "corrupt") {
-            Ok(aside) => RalphError::CheckpointCorrupt { path: path.to_path_buf(), aside, message },
-            Err(e) => RalphError::setup(
-                format!("the checkpoint {} does not parse ({message}) and cannot be moved aside", path.display()),
-                e,
-            ),
-        }),
         Err(e) => Err(refused_checkpoint(path, e)),
     }
 }
@@ -479,10 +583,9 @@ pub(crate) fn refused_checkpoint(path: &Path, error: ReadError) -> RalphError {
         ReadError::Format(FormatError::Invalid { field, problem }) => {
             RalphError::CheckpointInvalid { path: path.to_path_buf(), field, problem }
         }
-        ReadError::Format(FormatError::Corrupt(message)) => RalphError::Usage(format!(
-            "the checkpoint {} does not parse ({message}); `ralph --no-resume` sets it aside and starts fresh",
-            path.display()
-        )),
+        ReadError::Format(FormatError::Corrupt(message)) => {
+            RalphError::CheckpointCorrupt { path: path.to_path_buf(), message }
+        }
         ReadError::Io { path, source } => RalphError::setup(format!("cannot read {}", path.display()), source),
     }
 }
@@ -530,13 +633,49 @@ fn taken_over(t: &Takeover) -> RunEvent {
     }
 }
 
-/// Releases the run lock cleanly when set-up fails before the run starts.
-struct ReleaseUnlessKept(Option<crate::state::lock::RunLock>);
+/// The lock and the lease while set-up runs: given back as they were when the run
+/// does not start (a refusal, the question quit), with a `.agent/` made for it
+/// removed again; kept by [`GiveBack::keep`] when it starts, released by
+/// [`GiveBack::release`] when `--resume-or-start` finds the run settled.
+struct GiveBack {
+    lock: Option<RunLock>,
+    lease: Option<Lease>,
+    /// `.agent/`, when set-up made it.
+    made: Option<PathBuf>,
+}
 
-impl Drop for ReleaseUnlessKept {
+impl GiveBack {
+    fn keep(mut self) -> (Option<RunLock>, Option<Lease>) {
+        self.made = None;
+        (self.lock.take(), self.lease.take())
+    }
+
+    /// A clean stop of this ralph: the lease and the lock released (emptied).
+    fn release(mut self) {
+        self.made = None;
+        if let Some(lease) = self.lease.take() {
+            lease.release().unwrap_or_else(|e| tracing::warn!("cannot release the lease: {e}"));
+        }
+        if let Some(lock) = self.lock.take() {
+            lock.release().unwrap_or_else(|e| tracing::warn!("cannot release the lock: {e}"));
+        }
+    }
+}
+
+impl Drop for GiveBack {
     fn drop(&mut self) {
-        if let Some(lock) = self.0.take() {
-            let _ = lock.release();
+        if let Some(lease) = self.lease.take() {
+            lease.give_back().unwrap_or_else(|e| tracing::warn!("cannot give the lease back: {e}"));
+        }
+        if let Some(lock) = self.lock.take() {
+            lock.give_back().unwrap_or_else(|e| tracing::warn!("cannot give the lock back: {e}"));
+        }
+        if let Some(dir) = self.made.take() {
+            // Only what set-up itself writes there; anything else keeps the directory.
+            for name in [".gitignore", "ralph.lock", "ralph.lease"] {
+                let _ = std::fs::remove_file(dir.join(name));
+            }
+            let _ = std::fs::remove_dir(&dir);
         }
     }
 }

@@ -139,6 +139,9 @@ pub(crate) struct Acquired {
 #[derive(Debug)]
 pub(crate) struct RunLock {
     file: Flock<File>,
+    /// What the file held before this ralph wrote itself in: put back by
+    /// [`RunLock::give_back`] when the run refuses to start.
+    previous: Vec<u8>,
 }
 
 impl RunLock {
@@ -149,6 +152,19 @@ impl RunLock {
         // Unlock even when emptying failed: holding on helps nobody.
         let unlocked = self.file.unlock().map(drop).map_err(|(_, e)| io::Error::from(e));
         emptied.and(unlocked)
+    }
+
+    /// A command that refuses changes nothing: the file gets back what it held
+    /// before (a crashed run's record stays the mark of that crash), then unlocks.
+    pub(crate) fn give_back(self) -> io::Result<()> {
+        let mut file = self.file;
+        let restored = file
+            .set_len(0)
+            .and_then(|()| file.seek(SeekFrom::Start(0)))
+            .and_then(|_| file.write_all(&self.previous))
+            .and_then(|()| file.sync_all());
+        let unlocked = file.unlock().map(drop).map_err(|(_, e)| io::Error::from(e));
+        restored.and(unlocked)
     }
 }
 
@@ -178,12 +194,16 @@ pub(crate) fn acquire(path: &Path) -> Result<Acquired, LockError> {
         if !same_inode(&file, path) {
             continue;
         }
-        let content = read_content(&mut file).map_err(io_err)?;
+        let bytes = read_bytes(&mut file).map_err(io_err)?;
+        // Lossy: garbage (non-UTF-8) content is a stale lock, not an error that
+        // blocks every start.
+        let content = String::from_utf8_lossy(&bytes);
         // `Some(None)`: content that does not parse.
         let previous = (!content.trim().is_empty()).then(|| parse(&content));
         write_info(&mut file, &LockInfo::current()).map_err(io_err)?;
         let stale_unreadable = previous == Some(None);
-        return Ok(Acquired { lock: RunLock { file }, stale: previous.flatten(), stale_unreadable });
+        let lock = RunLock { file, previous: bytes };
+        return Ok(Acquired { lock, stale: previous.flatten(), stale_unreadable });
     }
     Err(io_err(io::Error::other("the lock file keeps being replaced while locking it")))
 }
@@ -221,10 +241,14 @@ fn parse(content: &str) -> Option<LockInfo> {
 /// Lossy: garbage (non-UTF-8) content is a stale lock, not an error that blocks
 /// every start.
 fn read_content(file: &mut File) -> io::Result<String> {
+    Ok(String::from_utf8_lossy(&read_bytes(file)?).into_owned())
+}
+
+fn read_bytes(file: &mut File) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     file.seek(SeekFrom::Start(0))?;
     file.read_to_end(&mut bytes)?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    Ok(bytes)
 }
 
 fn write_info(file: &mut File, info: &LockInfo) -> io::Result<()> {
@@ -272,6 +296,24 @@ mod tests {
         b.lock.release().unwrap();
         let c = acquire(&p).unwrap();
         assert!(c.stale.is_none() && !c.stale_unreadable);
+    }
+
+    #[test]
+    fn a_lock_given_back_holds_what_it_held_before() {
+        let (_d, p) = lock_path();
+        let crashed = LockInfo { pid: 999_999_999, ..LockInfo::current() };
+        let old = format!("{}\n", serde_json::to_string(&crashed).unwrap());
+        std::fs::write(&p, &old).unwrap();
+        let a = acquire(&p).unwrap();
+        assert_eq!(a.stale.as_ref().map(|s| s.pid), Some(crashed.pid));
+        a.lock.give_back().unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), old, "the crash's mark is kept");
+        assert_eq!(acquire(&p).unwrap().stale.map(|s| s.pid), Some(crashed.pid));
+        // A clean stop's empty file stays empty.
+        let (_e, q) = lock_path();
+        acquire(&q).unwrap().lock.release().unwrap();
+        acquire(&q).unwrap().lock.give_back().unwrap();
+        assert_eq!(std::fs::metadata(&q).unwrap().len(), 0);
     }
 
     #[test]

@@ -58,6 +58,9 @@ pub(crate) struct Lease {
     /// it is unset, so a release need not wait for the thread to end (a thread
     /// handoff is most of a one-call run's tear-down on a busy machine).
     released: Arc<Mutex<bool>>,
+    /// The file's bytes before this ralph took the lease (`None`: there was no
+    /// file), put back by [`Lease::give_back`] when the run refuses to start.
+    previous: Option<Vec<u8>>,
 }
 
 /// What a person should hear while the lease is taken.
@@ -95,6 +98,11 @@ pub(crate) fn acquire(
     let durability = if renews { Durability::Ordered } else { Durability::Unsynced };
     let poll = (timeout / 8).clamp(Duration::from_millis(10), Duration::from_secs(1));
     let mut told = false;
+    let previous = match std::fs::read(path) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(io(e)),
+    };
     loop {
         let found = lease_file::read(path).map_err(io)?;
         let takeover = match lease::first_look(me, &found) {
@@ -147,7 +155,9 @@ pub(crate) fn acquire(
                 continue;
             }
         }
-        let lease = Lease::start(path, record, durability, renews.then(|| lease::renew_every(timeout))).map_err(io)?;
+        let mut lease =
+            Lease::start(path, record, durability, renews.then(|| lease::renew_every(timeout))).map_err(io)?;
+        lease.previous = previous;
         return Ok((lease, takeover));
     }
 }
@@ -201,7 +211,8 @@ impl Lease {
         every: Option<Duration>,
     ) -> std::io::Result<Lease> {
         let (token, released) = (record.token.clone(), Arc::new(Mutex::new(false)));
-        let mut lease = Lease { path: path.to_path_buf(), token, durability, heartbeat: None, released };
+        let mut lease =
+            Lease { path: path.to_path_buf(), token, durability, heartbeat: None, released, previous: None };
         let Some(every) = every else { return Ok(lease) };
         let (tx, rx) = mpsc::channel::<()>();
         let (file, gate) = (path.to_path_buf(), Arc::clone(&lease.released));
@@ -241,6 +252,20 @@ impl Lease {
     /// Stops renewing and empties the lease if it is still ours.
     pub(crate) fn release(mut self) -> std::io::Result<()> {
         self.release_inner()
+    }
+
+    /// A command that refuses changes nothing: the lease file gets back what it
+    /// held before (a crashed owner's record stays for the next ralph to take
+    /// over and say so), if it is still ours.
+    pub(crate) fn give_back(mut self) -> std::io::Result<()> {
+        if !self.stop_heartbeat() {
+            return Ok(());
+        }
+        match (lease::renewal(&self.token, &lease_file::read(&self.path)?), self.previous.take()) {
+            (Renewal::Lost(_), _) => Ok(()),
+            (Renewal::Renew, Some(bytes)) => super::atomic::replace(&self.path, &bytes, self.durability),
+            (Renewal::Renew, None) => std::fs::remove_file(&self.path),
+        }
     }
 
     /// Stops the heartbeat; whether the lease was held until now.
@@ -310,6 +335,31 @@ mod tests {
         assert!(matches!(lease_file::read(&p).unwrap(), Found::Held(r) if r.renewals == 0));
         lease.release().unwrap();
         assert_eq!(lease_file::read(&p).unwrap(), Found::Free);
+    }
+
+    #[test]
+    fn a_lease_given_back_is_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("ralph.lease");
+        let config = WatchConfig::default();
+        let (lease, _) = acquire(&p, &me("a"), &config, WhenHeld::Refuse, &mut |_| {}).unwrap();
+        lease.give_back().unwrap();
+        assert!(!p.exists(), "there was no lease file");
+        // A dead owner of this host: taken over at once, and its record put back.
+        let dead = LeaseRecord {
+            host: "a".into(),
+            boot_id: "boot-a".into(),
+            pid: 999_999_999,
+            token: "old".into(),
+            renewals: 3,
+            acquired_at: String::new(),
+        };
+        lease_file::write(&p, &dead, Durability::Unsynced).unwrap();
+        let before = std::fs::read(&p).unwrap();
+        let (lease, takeover) = acquire(&p, &me("a"), &config, WhenHeld::Refuse, &mut |_| {}).unwrap();
+        assert!(takeover.is_some());
+        lease.give_back().unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), before);
     }
 
     #[test]

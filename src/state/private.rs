@@ -9,7 +9,7 @@
 use std::fs::{DirBuilder, File, OpenOptions, Permissions};
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Mode of every file ralph writes under `.agent/`.
 pub(crate) const FILE_MODE: u32 = 0o600;
@@ -80,6 +80,16 @@ fn refused_link(path: &Path) -> io::Error {
 
 fn refused(message: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, Refused(message))
+}
+
+/// Refuses, changing nothing, when one of `paths` is a symbolic link: what ralph
+/// would open later, checked before it changes anything (a start that refuses
+/// changes nothing).
+pub(crate) fn refuse_links(paths: &[PathBuf]) -> io::Result<()> {
+    match paths.iter().find(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink())) {
+        Some(link) => Err(refused_link(link)),
+        None => Ok(()),
+    }
 }
 
 /// Whether `e` is a refusal of this module (not an ordinary I/O failure).

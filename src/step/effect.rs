@@ -55,6 +55,10 @@ pub(crate) enum Effect {
     /// Write again what a full disk refused: this checkpoint, then the journal's held
     /// lines, then the last attempt's log (`Input::DiskRetried`).
     RetryWrites(Box<Checkpoint>),
+    /// Record the working tree (its changed paths and their content) the run's
+    /// orderly end leaves, for the resume to tell a person's edits from the
+    /// agent's (`Input::TreeRecorded`).
+    RecordTree,
     /// The run is over: the summary, the lease, the lock.
     Finish(RunEnd),
     /// ralph's own failure ends the run (exit 4 or 2, by its kind).

@@ -94,8 +94,37 @@ pub(super) fn end(run: &mut RunState, end: RunEnd) {
     finish(run, end);
 }
 
-/// Writes the final state and hands the end to the shell (summary, lease, lock).
+/// Writes the final state and hands the end to the shell (summary, lease, lock);
+/// first the working tree it leaves is recorded when a resume may follow.
 pub(super) fn finish(run: &mut RunState, end: RunEnd) {
+    if records_tree(run, &end) {
+        run.effect(Effect::RecordTree);
+        run.mode = Mode::Recording(end);
+        return;
+    }
+    finish_now(run, end);
+}
+
+/// Whether the run's end records the working tree it leaves (docs/git.md): an
+/// orderly end (a stop, a cap, a person's problem) of a run that commits, which a
+/// person may edit in before `--resume`; what then differs is theirs. A completed
+/// run is never resumed.
+#[must_use]
+pub(crate) fn records_tree(run: &RunState, end: &RunEnd) -> bool {
+    let commits = run.setting.loaded.config.git.commit != crate::config::CommitMode::Off;
+    *end != RunEnd::Completed && run.setting.git && run.cp.git.is_some() && commits
+}
+
+/// The working tree of the run's end is known: the final save keeps it.
+pub(super) fn tree_recorded(run: &mut RunState, tree: Option<crate::git::plan::Tree>) {
+    let Mode::Recording(end) = std::mem::take(&mut run.mode) else { return };
+    if let Some(git) = run.cp.git.as_mut() {
+        git.stopped = tree;
+    }
+    finish_now(run, end);
+}
+
+fn finish_now(run: &mut RunState, end: RunEnd) {
     if end == RunEnd::Completed {
         run.cp.status = Status::Completed;
     }

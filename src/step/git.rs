@@ -160,6 +160,10 @@ fn apply(run: &mut RunState, report: CommitReport, key: &str) -> Step {
         let (reason, detail) = (why.key().to_string(), why.describe());
         run.emit(RunEvent::GitLeftOut { key: key.to_string(), path, reason, detail });
     }
+    // What held files hold now: a later change of one is named once more.
+    if let Some(git) = run.cp.git.as_mut() {
+        git.held_content.extend(report.seen);
+    }
     match report.outcome {
         CommitOutcome::Found(record) => {
             record_commit(run, record, true);

@@ -2,6 +2,7 @@
 //! to a run (a signal, a control message, a message of the running attempt, its end,
 //! a timer, a probe's answer, what git or the disk did), and the time it happened.
 
+use crate::git::plan::Tree;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -76,6 +77,8 @@ pub(crate) enum Input {
     DiskFull { path: String, free: String },
     /// The writes a full disk refused were tried again: `None` when they went through.
     DiskRetried(Option<(String, String)>),
+    /// The working tree the run's end leaves (`None`: git could not say).
+    TreeRecorded(Option<Tree>),
     /// A fleet task's isolation check of the iteration it finished: `None` when
     /// nothing outside its worktree changed, else what was touched (and by whom it
     /// may have been).

@@ -96,6 +96,7 @@ pub(crate) fn step(run: &mut RunState, input: Input, now: Now) -> Vec<Effect> {
             run.disk_full.get_or_insert((path, free));
         }
         Input::DiskRetried(still_full) => ending::rewritten(run, still_full),
+        Input::TreeRecorded(tree) => ending::tree_recorded(run, tree),
         Input::Isolated(breach) => git::isolated(run, breach),
         Input::SharedReset(shared) => begin::shared_reset(run, shared),
     }
@@ -131,7 +132,8 @@ fn force_exit(run: &mut RunState) {
             running.forced = true;
             run.tell(Command::Kill);
         }
-        Mode::Ended => {}
+        // The end is under way already; its answer comes next.
+        Mode::Ended | Mode::Recording(_) => {}
         _ => ending::forced(run, None),
     }
 }

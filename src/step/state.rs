@@ -72,6 +72,9 @@ pub(crate) enum Mode {
     Committing(Box<Committing>),
     /// Writing again what a full disk refused.
     Rewriting { tries: u32, then: Option<RunEnd> },
+    /// The run ends in order: the working tree it leaves is being recorded before
+    /// the final save (`ending::records_tree`).
+    Recording(RunEnd),
     /// The run ended.
     Ended,
 }

@@ -281,14 +281,15 @@ fn status_without_a_run() {
 }
 
 #[test]
-fn init_writes_a_config_that_runs_once_the_goal_is_written() {
+fn init_without_an_agent_cli_writes_a_config_that_refuses_to_run_until_one_is_installed() {
     let p = Project::bare();
-    // No agent CLI on PATH: the starter uses the scripted agent.
+    // No agent CLI on PATH: the starter names the CLIs to install, never a fake agent.
     let empty_bin = p.join(".empty-bin");
     std::fs::create_dir_all(&empty_bin).unwrap();
     let path = empty_bin.display().to_string();
-    p.ralph().args(["init"]).env("PATH", path.clone()).run().expect_code(0);
+    p.ralph().args(["init"]).env("PATH", path.clone()).run().expect_code(0).stdout_has("install one");
     assert!(p.exists("ralph.toml") && p.exists("PROMPT.md"));
+    assert!(!p.read("ralph.toml").contains("\"sim\""));
     // The unedited goal is refused before anything is launched.
     let out = p.ralph().env("PATH", path.clone()).run();
     out.expect_code(2).stderr_has("PROMPT.md").stderr_has("placeholder").stderr_has("what you want built");
@@ -302,8 +303,8 @@ fn init_writes_a_config_that_runs_once_the_goal_is_written() {
     assert!(!p.exists(".agent/checkpoint.json"), "a refused goal started a run");
     p.write("PROMPT.md", "# Goal\n\nWrite PLAN.md.\n");
     let out = p.ralph().env("PATH", path.clone()).run();
-    out.expect_code(0);
-    assert_eq!(p.checkpoint()["status"], "completed");
+    out.expect_code(2).stderr_has("not found on PATH").stderr_has("npm install -g @anthropic-ai/claude-code");
+    assert!(!p.exists(".agent/checkpoint.json") && !p.exists("PLAN.md"), "{out}");
 }
 
 #[test]

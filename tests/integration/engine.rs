@@ -257,9 +257,20 @@ fn another_host_refuses_a_live_lease_without_resume_or_start() {
 fn resume_or_start_never_starts_over_a_corrupt_checkpoint() {
     let p = two_iterations();
     p.write(".agent/checkpoint.json", "{ torn");
-    p.ralph().args(["--resume-or-start"]).run().expect_code(2).stderr_has("kept aside as");
+    // Refused and left in place, every time (a refusal changes nothing).
+    for _ in 0..2 {
+        p.ralph()
+            .args(["--resume-or-start"])
+            .run()
+            .expect_code(2)
+            .stderr_has("does not parse")
+            .stderr_has("left in place");
+        assert_eq!(p.read(".agent/checkpoint.json"), "{ torn");
+    }
+    // One an older ralph kept aside, with none in its place, is not started over either.
+    std::fs::rename(p.join(".agent/checkpoint.json"), p.join(".agent/checkpoint.corrupt-20260101T000000Z.json"))
+        .expect("aside");
     p.ralph().args(["--resume-or-start"]).run().expect_code(2).stderr_has("does not start a new run over it");
-    assert!(!p.exists(".agent/checkpoint.json"));
     p.ralph().args(["--no-resume"]).run().expect_code(0);
     p.ralph().args(["--resume-or-start"]).run().expect_code(0).stderr_has("already completed");
 }

@@ -14,17 +14,17 @@ use tempfile::TempDir;
 use crate::harness::{Project, Ralph, fast};
 
 /// A project that is a git repository with one commit (README.md, plus `extra`).
-struct Repo {
-    p: Project,
-    home: TempDir,
+pub(crate) struct Repo {
+    pub(crate) p: Project,
+    pub(crate) home: TempDir,
 }
 
 impl Repo {
-    fn new(config: &str) -> Repo {
+    pub(crate) fn new(config: &str) -> Repo {
         Repo::with(config, &[], true)
     }
 
-    fn with(config: &str, extra: &[(&str, &str)], email: bool) -> Repo {
+    pub(crate) fn with(config: &str, extra: &[(&str, &str)], email: bool) -> Repo {
         let home = tempfile::Builder::new().prefix("ralph-git-home-").tempdir().expect("temp home");
         let p = Project::new().config(config);
         let r = Repo { p, home };
@@ -56,7 +56,7 @@ impl Repo {
             .env_remove("GIT_WORK_TREE");
     }
 
-    fn git(&self, args: &[&str]) -> String {
+    pub(crate) fn git(&self, args: &[&str]) -> String {
         let mut cmd = Command::new("git");
         cmd.arg("-C").arg(self.p.path()).args(args);
         self.env(&mut cmd);
@@ -65,7 +65,7 @@ impl Repo {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn ralph(&self) -> Ralph {
+    pub(crate) fn ralph(&self) -> Ralph {
         self.p
             .ralph()
             .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -75,7 +75,7 @@ impl Repo {
     }
 
     /// Commits after the initial one, oldest first: (subject+body, files).
-    fn commits(&self) -> Vec<(String, Vec<String>)> {
+    pub(crate) fn commits(&self) -> Vec<(String, Vec<String>)> {
         let hashes = self.git(&["rev-list", "--reverse", "HEAD"]);
         hashes
             .lines()
@@ -88,12 +88,12 @@ impl Repo {
             .collect()
     }
 
-    fn status(&self) -> String {
+    pub(crate) fn status(&self) -> String {
         self.git(&["status", "--porcelain", "--untracked-files=all"])
     }
 }
 
-fn sim(scripts: &[&str], phase: &str) -> String {
+pub(crate) fn sim(scripts: &[&str], phase: &str) -> String {
     let mut s = String::from("[agents.a]\nkind = \"sim\"\n\n");
     for steps in scripts {
         s.push_str(&format!("[[agents.a.script]]\nsteps = {steps}\n\n"));
@@ -150,19 +150,34 @@ fn each_iteration_is_one_commit_with_its_new_files_and_nothing_of_ralphs() {
 }
 
 #[test]
-fn the_first_run_after_ralph_init_is_not_refused() {
+fn with_no_agent_cli_init_names_the_clis_and_ralph_refuses_until_one_is_there() {
     let r = Repo::with("", &[], true);
     std::fs::remove_file(r.p.join("ralph.toml")).expect("remove");
     std::fs::remove_file(r.p.join("PROMPT.md")).expect("remove");
-    // No agent CLI on PATH: init writes the scripted agent.
+    // No agent CLI on PATH: git only.
     let bin = r.home.path().join("bin");
     std::fs::create_dir_all(&bin).expect("bin");
     let git = which::which("git").expect("git on PATH");
     std::os::unix::fs::symlink(git, bin.join("git")).expect("link git");
     let path = bin.display().to_string();
-    r.ralph().args(["init"]).env("PATH", &path).run().expect_code(0);
-    // The starter goal is refused until a person writes one (a file ralph never commits).
+    let out = r.ralph().args(["init"]).env("PATH", &path).run();
+    out.expect_code(0).stdout_has("no agent CLI found on PATH").stdout_has("npm install -g @anthropic-ai/claude-code");
+    let config = r.p.read("ralph.toml");
+    // The scripted agent never enters a project's configuration: no fake success.
+    assert!(!config.contains("\"sim\""), "{config}");
+    for package in ["@anthropic-ai/claude-code", "@openai/codex", "opencode-ai", "@google/gemini-cli"] {
+        assert!(config.contains(&format!("npm install -g {package}")), "{package} is not named\n{config}");
+    }
     std::fs::write(r.p.join("PROMPT.md"), "Write the plan.\n").expect("goal");
+    let out = r.ralph().env("PATH", &path).run();
+    out.expect_code(2).stderr_has("agent claude").stderr_has("npm install -g @anthropic-ai/claude-code");
+    assert!(r.commits().is_empty(), "{out}");
+    assert!(!r.p.exists("PLAN.md") && !r.p.exists(".agent/checkpoint.json"), "{out}");
+    // Once the agent is there (the scripted one stands in for the CLI here), the first
+    // run after init is not refused for ralph's own files (ralph.toml, PROMPT.md).
+    let script = "[[agents.claude.script]]\nsteps = [{ write = { path = \"PLAN.md\", content = \"1. do the thing\\n\" } }, { goal = \"Done.\" }]\n\n";
+    let config = config.replacen("kind = \"claude\"\n", &format!("kind = \"sim\"\n\n{script}"), 1);
+    std::fs::write(r.p.join("ralph.toml"), config).expect("config");
     let out = r.ralph().env("PATH", &path).timeout(Duration::from_secs(60)).run();
     out.expect_code(0);
     let commits = r.commits();

@@ -97,28 +97,31 @@ fn kill_9_then_resume_finishes_without_redoing_finished_iterations() {
 }
 
 #[test]
-fn corrupt_checkpoint_is_kept_aside_and_never_overwritten() {
+fn corrupt_checkpoint_is_left_in_place_and_set_aside_only_by_no_resume() {
     let p = three_quick_iterations();
     p.write(".agent/checkpoint.json", "{ this is not json");
     let out = p.ralph().args(["--resume"]).run();
-    out.expect_code(2).stderr_has("checkpoint.json").stderr_has("does not parse").stderr_has("kept aside as");
-    assert!(!p.exists(".agent/checkpoint.json"));
+    out.expect_code(2).stderr_has("checkpoint.json").stderr_has("does not parse").stderr_has("left in place");
+    // A refusal changes nothing: the file stays, nothing is set aside.
+    assert_eq!(p.read(".agent/checkpoint.json"), "{ this is not json");
+    assert!(!p.agent_dir_listing().iter().any(|n| n.contains("corrupt")), "{:?}", p.agent_dir_listing());
+
+    let out = p.ralph().args(["--no-resume"]).run();
+    out.expect_code(0);
     let aside: Vec<_> = p.agent_dir_listing().into_iter().filter(|n| n.contains("corrupt")).collect();
     assert_eq!(aside.len(), 1, "{:?}", p.agent_dir_listing());
     assert!(out.stderr.contains(&aside[0]), "the message names {}\n{out}", aside[0]);
     assert_eq!(p.read(&format!(".agent/{}", aside[0])), "{ this is not json");
-
-    p.ralph().args(["--no-resume"]).run().expect_code(0);
     assert_eq!(p.checkpoint()["status"], "completed");
-    assert_eq!(p.read(&format!(".agent/{}", aside[0])), "{ this is not json");
 }
 
 #[test]
-fn corrupt_checkpoint_without_flags_is_also_kept_aside() {
+fn corrupt_checkpoint_without_flags_is_also_refused_in_place() {
     let p = three_quick_iterations();
     p.write(".agent/checkpoint.json", "garbage");
-    p.ralph().run().expect_code(2).stderr_has("kept aside as");
-    assert!(p.agent_dir_listing().iter().any(|n| n.contains("corrupt")));
+    p.ralph().run().expect_code(2).stderr_has("does not parse").stderr_has("--no-resume");
+    assert_eq!(p.read(".agent/checkpoint.json"), "garbage");
+    assert!(!p.agent_dir_listing().iter().any(|n| n.contains("corrupt")));
 }
 
 /// A paused run: Ctrl+C during iteration 2.

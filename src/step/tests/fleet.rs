@@ -40,7 +40,9 @@ fn a_change_outside_the_worktree_blocks_the_task_and_nothing_is_committed() {
     assert_eq!(quiet(trace(&effects)), ["fleet:check-isolation"]);
     assert!(effects.iter().any(|e| matches!(e, Effect::Fleet(Fleet::CheckIsolation { key }) if key == "develop/1")));
     let breach = "task login-page changed the main checkout: src/main.rs".to_string();
-    let trace = quiet(r.step(Input::Isolated(Some(breach.clone()))));
+    // A blocked run is an orderly end: the working tree it leaves is recorded first.
+    assert_eq!(quiet(r.step(Input::Isolated(Some(breach.clone())))), ["record-tree"]);
+    let trace = quiet(r.step(Input::TreeRecorded(None)));
     assert!(!trace.contains(&"commit".to_string()), "{trace:?}");
     assert_eq!(trace[..2], ["save", "attempt_succeeded"]);
     assert_eq!(r.status(), Status::Blocked);
@@ -56,8 +58,13 @@ fn a_clean_iteration_is_committed_with_the_task_trailer() {
     assert_eq!(quiet(r.step(Input::Isolated(None))), ["save", "attempt_succeeded", "commit"]);
     let pending = r.run.cp.git.as_ref().and_then(|g| g.pending.clone()).expect("pending");
     assert!(pending.message.contains("Ralph-Task: login-page\nRalph-Run: R1\n"), "{}", pending.message);
-    let report =
-        CommitReport { stale_locks: vec![], agent_moved: None, left_out: vec![], outcome: CommitOutcome::Nothing };
+    let report = CommitReport {
+        stale_locks: vec![],
+        agent_moved: None,
+        left_out: vec![],
+        seen: vec![],
+        outcome: CommitOutcome::Nothing,
+    };
     assert_eq!(quiet(r.step(Input::Committed(report))), ["git_nothing_to_commit", "iteration_started", "save"]);
 }
 

@@ -1,11 +1,16 @@
 //! The commit step of an iteration.
 
 use crate::config::CommitMode;
+use crate::events::RunEvent;
+use crate::git::plan::{LeftOut, Tree};
 use crate::git::record::{AgentMoved, CommitOutcome, CommitRecord, CommitReport, GitState, Pending};
+use crate::outcome::RunEnd;
 use crate::recovery::Rule;
+use crate::signal::StopCause;
 use crate::state::checkpoint::Status;
 use crate::step::effect::Effect;
-use crate::step::input::Input;
+use crate::step::ending::records_tree;
+use crate::step::input::{AttemptEnd, Input};
 
 use super::{Run, TWO_AGENTS, exited, quiet};
 
@@ -28,7 +33,7 @@ fn git_run(mode: CommitMode) -> Run {
 }
 
 fn report(outcome: CommitOutcome) -> CommitReport {
-    CommitReport { stale_locks: Vec::new(), agent_moved: None, left_out: Vec::new(), outcome }
+    CommitReport { stale_locks: Vec::new(), agent_moved: None, left_out: Vec::new(), seen: Vec::new(), outcome }
 }
 
 fn record(hash: &str) -> CommitRecord {
@@ -68,6 +73,7 @@ fn what_git_reports_is_journaled_in_order_and_recorded() {
         stale_locks: vec!["/p/.git/index.lock".into()],
         agent_moved: Some(AgentMoved { from: Some("b0".into()), to: "a1".into(), commits: vec!["a1".into()] }),
         left_out: vec![("NOTES.md".into(), crate::git::plan::LeftOut::NotTheAgents)],
+        seen: vec![("NOTES.md".into(), "h1".into())],
         outcome: CommitOutcome::Nothing,
     };
     let trace = quiet(r.step(Input::Committed(report)));
@@ -124,4 +130,54 @@ fn a_commit_a_crash_left_pending_carries_its_iteration_on() {
     // No background probe: that happened at the start.
     assert_eq!(trace, ["git_commit", "iteration_started", "save"]);
     assert_eq!((r.run.carried, r.progress().position.iteration), (1, 2));
+}
+
+#[test]
+fn a_held_file_changed_again_is_left_out_with_its_reason_and_its_content_remembered() {
+    let mut r = git_run(CommitMode::Iteration);
+    if let Some(git) = r.run.cp.git.as_mut() {
+        git.hold("NOTES.md");
+        git.held_content.insert("NOTES.md".into(), "h0".into());
+    }
+    let _ = r.ends(exited(0, Some(DONE)));
+    let report = CommitReport {
+        left_out: vec![("NOTES.md".into(), LeftOut::Held)],
+        seen: vec![("NOTES.md".into(), "h1".into())],
+        ..report(CommitOutcome::Committed(record("c1")))
+    };
+    let effects = r.effects(Input::Committed(report));
+    let left_out = effects.iter().find_map(|e| match e {
+        Effect::Emit(RunEvent::GitLeftOut { path, reason, .. }) => Some((path.clone(), reason.clone())),
+        _ => None,
+    });
+    assert_eq!(left_out, Some(("NOTES.md".to_string(), "held".to_string())));
+    let git = r.run.cp.git.as_ref().expect("git");
+    assert_eq!(git.held, ["NOTES.md"]);
+    assert_eq!(git.held_content.get("NOTES.md").map(String::as_str), Some("h1"), "said once per change");
+}
+
+#[test]
+fn an_orderly_end_records_the_working_tree_before_its_final_save() {
+    let mut r = git_run(CommitMode::Iteration);
+    let _ = r.step(Input::Stop(StopCause::User, None));
+    let trace = quiet(r.ends(super::ended(AttemptEnd::Stopped(StopCause::User), None)));
+    assert_eq!(trace, ["record-tree"], "nothing saved before the tree is known");
+    let tree: Tree = [("src/a.rs".to_string(), "h".to_string())].into();
+    let trace = quiet(r.step(Input::TreeRecorded(Some(tree.clone()))));
+    assert_eq!(trace, ["save", "attempt_interrupted", "run_ended", "finish:Stopped(User)"]);
+    assert_eq!(r.run.cp.git.as_ref().and_then(|g| g.stopped.clone()), Some(tree));
+    assert!(r.run.cp.clean_stop);
+}
+
+#[test]
+fn only_an_end_a_resume_may_follow_records_the_tree() {
+    let r = git_run(CommitMode::Iteration);
+    for end in [RunEnd::Stopped(StopCause::User), RunEnd::ForceExit, RunEnd::Failed("cap".into())] {
+        assert!(records_tree(&r.run, &end), "{end:?}");
+    }
+    assert!(!records_tree(&r.run, &RunEnd::Completed), "a completed run is never resumed");
+    let off = git_run(CommitMode::Off);
+    assert!(!records_tree(&off.run, &RunEnd::Stopped(StopCause::User)), "nothing is committed");
+    let no_git = Run::new(TWO_AGENTS);
+    assert!(!records_tree(&no_git.run, &RunEnd::Stopped(StopCause::User)));
 }

@@ -232,6 +232,7 @@ fn word(effect: &Effect) -> String {
         Effect::KeepArtifact { .. } => "artifact".into(),
         Effect::Commit { .. } => "commit".into(),
         Effect::RetryWrites(_) => "retry-writes".into(),
+        Effect::RecordTree => "record-tree".into(),
         Effect::Finish(end) => format!("finish:{end:?}"),
         Effect::Fail(_) => "fail".into(),
         Effect::Fleet(fleet) => format!(
