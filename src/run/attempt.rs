@@ -469,7 +469,7 @@ impl Running {
 fn stamp(done_file: Option<&Path>) -> Stamp {
     match done_file {
         Some(path) => {
-            std::fs::read(path).map_or(Stamp::Missing, |bytes| Stamp::Content(super::setup::checksum(&bytes)))
+            std::fs::read(path).map_or(Stamp::Missing, |bytes| Stamp::Content(crate::config::checksum(&bytes)))
         }
         None => Stamp::NotApplicable,
     }

@@ -29,7 +29,7 @@ use crate::state::checkpoint::Checkpoint;
 use crate::state::journal::Journal;
 use crate::state::lock::RunLock;
 use crate::state::{disk, store};
-use crate::step::effect::{ArtifactSource, Fatal, Launch};
+use crate::step::effect::{ArtifactSource, Launch};
 use crate::step::input::{Launched, Versions};
 use crate::step::{Input, RunState, Show};
 
@@ -317,14 +317,4 @@ impl Io {
 pub(super) fn full(path: &Path) -> (String, String) {
     let free = disk::free_bytes(path).map_or_else(|| "unknown".to_string(), disk::human);
     (path.display().to_string(), free)
-}
-
-/// ralph's own failure, as the error that ends the run.
-pub(super) fn fatal(fatal: Fatal) -> RalphError {
-    match fatal {
-        Fatal::AgentGone(agent) => {
-            RalphError::ResumeMismatch(format!("agent {agent} is no longer configured; run `ralph --no-resume`"))
-        }
-        Fatal::NoSpace(why) => RalphError::io(why, std::io::Error::from_raw_os_error(nix::libc::ENOSPC)),
-    }
 }

@@ -17,7 +17,7 @@ use crate::git::session::{self, GitSession, OpenError};
 use crate::report::Reporter;
 use crate::secrets::found::GoalFinding;
 use crate::signal::Signals;
-use crate::state::checkpoint::{self, Checkpoint, InFlight};
+use crate::state::checkpoint::{Checkpoint, InFlight};
 use crate::state::format::{self, FormatError, ReadError, Stale};
 use crate::state::journal::Journal;
 use crate::state::lease_file;
@@ -28,7 +28,7 @@ use crate::workflow::{advance, prompt};
 
 use super::{Options, RunEnd};
 use crate::recovery::probe;
-use crate::state::ownership::{self, AcquireError, Heard, Lease, Takeover, WhenHeld};
+use crate::state::ownership::{self, Heard, Lease, WhenHeld};
 use crate::step::start::{self, Refused, ResumeFlag, Start};
 use crate::step::state::{Opening, Setting};
 
@@ -305,7 +305,7 @@ async fn choose_checkpoint(
     (told, signals): (&mut Told, &mut Signals),
 ) -> Result<Result<Chosen, Settles>, RalphError> {
     let (from, agent_dir) = (options.from.as_deref(), options.dir.join(".agent"));
-    let (prompt_checksum, artifacts_dir) = (checksum(goal.as_bytes()), agent_dir.join("artifacts"));
+    let (prompt_checksum, artifacts_dir) = (crate::config::checksum(goal.as_bytes()), agent_dir.join("artifacts"));
     let has_artifact = |phase: &str| artifacts_dir.join(format!("{phase}.md")).is_file();
     let fresh = |aside: Option<Aside>, old_run: Option<String>| {
         let cp = start::fresh(loaded, &prompt_checksum, from, has_artifact, jiff::Timestamp::now(), std::process::id());
@@ -499,14 +499,8 @@ fn take_lease(
             Heard::LostRace(winner) => RunEvent::LeaseLost { host: winner.host },
         });
     };
-    let (lease, takeover) =
-        ownership::acquire(path, &lease_file::identity(), config, when_held, heard).map_err(|e| match e {
-            AcquireError::Io { path, source } => {
-                RalphError::setup(format!("cannot use the lease {}", path.display()), source)
-            }
-            AcquireError::Held(message) => RalphError::LeaseHeld(message),
-        })?;
-    let takeover = takeover.map(|t| taken_over(&t));
+    let (lease, takeover) = ownership::acquire(path, &lease_file::identity(), config, when_held, heard)?;
+    let takeover = takeover.map(|t| t.event());
     if let Some(event) = &takeover {
         told.reporter.event(event);
     }
@@ -570,23 +564,7 @@ fn read_checkpoint(path: &Path, flag: ResumeFlag) -> Result<Found, RalphError> {
             };
             Ok(Found::Unusable { label, problem })
         }
-        Err(e) => Err(refused_checkpoint(path, e)),
-    }
-}
-
-/// The error for a checkpoint that is refused and left where it is.
-pub(crate) fn refused_checkpoint(path: &Path, error: ReadError) -> RalphError {
-    match error {
-        ReadError::Format(FormatError::TooNew { version }) => {
-            RalphError::CheckpointTooNew { path: path.to_path_buf(), version, supported: checkpoint::VERSION }
-        }
-        ReadError::Format(FormatError::Invalid { field, problem }) => {
-            RalphError::CheckpointInvalid { path: path.to_path_buf(), field, problem }
-        }
-        ReadError::Format(FormatError::Corrupt(message)) => {
-            RalphError::CheckpointCorrupt { path: path.to_path_buf(), message }
-        }
-        ReadError::Io { path, source } => RalphError::setup(format!("cannot read {}", path.display()), source),
+        Err(e) => Err(RalphError::checkpoint(path, e)),
     }
 }
 
@@ -612,25 +590,6 @@ fn restore(path: &Path, cp: &Checkpoint, stale: &Stale, told: &mut Told) -> Resu
 /// `--from` names a phase the workflow does not have.
 fn from_error(e: &advance::UnknownPhase, config: &Path) -> RalphError {
     RalphError::Usage(format!("{e} ({})", config.display()))
-}
-
-/// sha256, hex.
-pub(crate) fn checksum(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The takeover of the lease, as the journal records it.
-fn taken_over(t: &Takeover) -> RunEvent {
-    let from = t.from.as_ref();
-    RunEvent::LeaseTakenOver {
-        from_host: from.map(|f| f.host.clone()),
-        from_pid: from.map(|f| f.pid),
-        from_boot_id: from.map(|f| f.boot_id.clone()),
-        from_renewals: from.map(|f| f.renewals),
-        waited_ms: t.waited.as_millis() as u64,
-        why: t.why.to_string(),
-    }
 }
 
 /// The lock and the lease while set-up runs: given back as they were when the run

@@ -45,6 +45,22 @@ pub(crate) struct Takeover {
     pub why: String,
 }
 
+impl Takeover {
+    /// The takeover, as the journal records it.
+    #[must_use]
+    pub(crate) fn event(&self) -> crate::events::RunEvent {
+        let from = self.from.as_ref();
+        crate::events::RunEvent::LeaseTakenOver {
+            from_host: from.map(|f| f.host.clone()),
+            from_pid: from.map(|f| f.pid),
+            from_boot_id: from.map(|f| f.boot_id.clone()),
+            from_renewals: from.map(|f| f.renewals),
+            waited_ms: self.waited.as_millis() as u64,
+            why: self.why.clone(),
+        }
+    }
+}
+
 /// The held lease; renewed (where it is) until released or dropped.
 #[derive(Debug)]
 pub(crate) struct Lease {
