@@ -110,52 +110,8 @@ impl RalphError {
         Self::refused(&source).unwrap_or_else(|| RalphError::Setup { context: context.into(), source })
     }
 
-    /// A checkpoint that is refused and left where it is.
-    pub(crate) fn checkpoint(path: &std::path::Path, error: crate::state::format::ReadError) -> Self {
-        use crate::state::format::{FormatError, ReadError};
-        match error {
-            ReadError::Format(FormatError::TooNew { version }) => {
-                let supported = crate::state::checkpoint::VERSION;
-                RalphError::CheckpointTooNew { path: path.to_path_buf(), version, supported }
-            }
-            ReadError::Format(FormatError::Invalid { field, problem }) => {
-                RalphError::CheckpointInvalid { path: path.to_path_buf(), field, problem }
-            }
-            ReadError::Format(FormatError::Corrupt(message)) => {
-                RalphError::CheckpointCorrupt { path: path.to_path_buf(), message }
-            }
-            ReadError::Io { path, source } => RalphError::setup(format!("cannot read {}", path.display()), source),
-        }
-    }
-
     /// ralph's state refused (a link, another user's directory) is that error, whatever the context.
     fn refused(source: &std::io::Error) -> Option<Self> {
         crate::state::private::is_refused(source).then(|| RalphError::UnsafeState(source.to_string()))
-    }
-}
-
-/// ralph's own failure, as the error that ends the run.
-impl From<crate::step::effect::Fatal> for RalphError {
-    fn from(fatal: crate::step::effect::Fatal) -> Self {
-        use crate::step::effect::Fatal;
-        match fatal {
-            Fatal::AgentGone(agent) => {
-                RalphError::ResumeMismatch(format!("agent {agent} is no longer configured; run `ralph --no-resume`"))
-            }
-            Fatal::NoSpace(why) => RalphError::io(why, std::io::Error::from_raw_os_error(nix::libc::ENOSPC)),
-        }
-    }
-}
-
-/// The lease cannot be used, or a live ralph elsewhere holds it (exit 2).
-impl From<crate::state::ownership::AcquireError> for RalphError {
-    fn from(e: crate::state::ownership::AcquireError) -> Self {
-        use crate::state::ownership::AcquireError;
-        match e {
-            AcquireError::Io { path, source } => {
-                RalphError::setup(format!("cannot use the lease {}", path.display()), source)
-            }
-            AcquireError::Held(message) => RalphError::LeaseHeld(message),
-        }
     }
 }

@@ -327,6 +327,18 @@ fn lost(winner: &LeaseRecord) -> ! {
     std::process::exit(crate::exit::INTERNAL)
 }
 
+/// The lease cannot be used, or a live ralph elsewhere holds it (exit 2).
+impl From<AcquireError> for crate::error::RalphError {
+    fn from(e: AcquireError) -> Self {
+        match e {
+            AcquireError::Io { path, source } => {
+                Self::setup(format!("cannot use the lease {}", path.display()), source)
+            }
+            AcquireError::Held(message) => Self::LeaseHeld(message),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
