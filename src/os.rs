@@ -6,10 +6,11 @@
 //! portable APIs; a port to another system starts here. A test below fails when one
 //! of these calls appears anywhere else in `src/`.
 //!
-//! Every `unsafe` block of ralph's is here too (the redaction's vector path aside;
-//! the `unsafe_code` lint refuses one anywhere else): a child's parent-death signal,
-//! a signal's disposition, the second-Ctrl+C backstop's handler and exit, and the
-//! handler that records a signal's sender ([`origin`]).
+//! Every `unsafe` block of ralph's is here too (the `unsafe_code` lint refuses one
+//! anywhere else): a child's parent-death signal, a signal's disposition, the
+//! second-Ctrl+C backstop's handler and exit, a pidfd's descriptor and its
+//! registration with tokio, and the handler that records a signal's sender
+//! ([`origin`]).
 
 pub(crate) mod origin;
 

@@ -49,7 +49,51 @@ pub(crate) fn parse_worktrees(out: &str) -> Vec<Worktree> {
 }
 
 pub(crate) fn worktrees(repo: &Repo) -> Result<Vec<Worktree>, GitError> {
-    Ok(parse_worktrees(&repo.git(&["worktree", "list", "--porcelain", "-z"])?))
+    let list = || repo.git(&["worktree", "list", "--porcelain", "-z"]);
+    let out = match list() {
+        Err(GitError::Failed { output, .. }) if crate::git::repo::half_made_worktree(output.as_bytes()) => {
+            clear_half_made_records(repo)?;
+            list()?
+        }
+        other => other?,
+    };
+    Ok(parse_worktrees(&out))
+}
+
+/// Removes git's records of worktrees whose `git worktree add` was killed before it
+/// wrote `commondir` (a supervisor SIGKILLed with its git): an empty one makes every
+/// `git worktree` command of the repository fail until they go. Called only after
+/// git was retried for seconds (`Repo`'s lock wait), so no git is still writing
+/// one. Such an add never reached its checkout: the worktree's folder holds at most
+/// git's `.git` file, which goes with it (a folder holding anything else is kept).
+/// The records removed, by name.
+pub(crate) fn clear_half_made_records(repo: &Repo) -> Result<Vec<String>, GitError> {
+    let common = repo.git(&["rev-parse", "--git-common-dir"])?;
+    let records = repo.top().join(common.trim()).join("worktrees");
+    let Ok(entries) = std::fs::read_dir(&records) else { return Ok(Vec::new()) };
+    let mut cleared = Vec::new();
+    for record in entries.flatten().map(|e| e.path()) {
+        // git dies on an empty `commondir` ("failed to read"), and reads a record
+        // without one as no linked worktree at all: both are an add cut short.
+        let written = std::fs::metadata(record.join("commondir")).is_ok_and(|m| m.len() > 0);
+        if !record.is_dir() || written {
+            continue;
+        }
+        if let Ok(dot_git) = std::fs::read_to_string(record.join("gitdir")) {
+            let dot_git = PathBuf::from(dot_git.trim());
+            let only_git = dot_git
+                .parent()
+                .and_then(|dir| std::fs::read_dir(dir).ok())
+                .is_some_and(|mut d| d.all(|e| e.is_ok_and(|e| e.file_name() == ".git")));
+            if only_git && dot_git.is_file() {
+                let _ = std::fs::remove_file(&dot_git);
+                let _ = dot_git.parent().map(std::fs::remove_dir);
+            }
+        }
+        std::fs::remove_dir_all(&record)?;
+        cleared.push(record.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+    }
+    Ok(cleared)
 }
 
 /// The worktree that has `branch` (short name) checked out, if any.
@@ -266,5 +310,42 @@ mod tests {
         assert!(list[2].prunable);
         assert_eq!(checked_out(&list, "ralph/a"), Some(PathBuf::from("/w/a")));
         assert_eq!(checked_out(&list, "ralph/fleet"), None);
+    }
+
+    fn run(dir: &Path, args: &[&str]) {
+        let out = std::process::Command::new("git").arg("-C").arg(dir).args(args).output().expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// A `git worktree add` killed between its record's `gitdir` and `commondir`
+    /// (the supervisor SIGKILLed with its git) made every later `git worktree`
+    /// command fail, and `ralph fleet` with it, for good.
+    #[test]
+    fn a_worktree_record_cut_short_by_a_kill_is_cleared_and_the_list_works() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let top = tmp.path().join("repo");
+        std::fs::create_dir(&top).expect("mkdir");
+        run(&top, &["init", "-q"]);
+        run(&top, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "one"]);
+        let (cut, kept) = (tmp.path().join("cut"), tmp.path().join("kept"));
+        for wt in [&cut, &kept] {
+            run(&top, &["worktree", "add", "-q", "--lock", "--detach", &wt.display().to_string()]);
+        }
+        // What the kill leaves: the record without commondir, the folder with only
+        // git's `.git` file (the checkout never happened).
+        std::fs::write(top.join(".git/worktrees/cut/commondir"), "").expect("cut short");
+        for entry in std::fs::read_dir(&cut).expect("cut").flatten() {
+            if entry.file_name() != ".git" {
+                std::fs::remove_dir_all(entry.path()).or_else(|_| std::fs::remove_file(entry.path())).expect("rm");
+            }
+        }
+        let repo = Repo::at(&top);
+        assert!(repo.git(&["worktree", "list"]).is_err(), "git refuses while the record is half made");
+        let list = worktrees(&repo).expect("listed after clearing");
+        let paths: Vec<_> = list.iter().map(|w| w.path.file_name().map(|n| n.to_owned())).collect();
+        assert_eq!(list.len(), 2, "{paths:?}");
+        assert!(list[1].path.ends_with("kept"));
+        assert!(!cut.exists(), "the folder that held only .git went with its record");
+        assert!(kept.join(".git").is_file(), "a whole worktree is untouched");
     }
 }

@@ -50,9 +50,11 @@ impl Make {
             let new_branch = git::tip(&self.repo, &self.branch)?.is_none();
             git::add_worktree(&self.repo, &self.path, &self.branch, &self.from, &self.reason, new_branch)
         };
-        // A folder removed by hand leaves git's record of it: pruned, then again.
+        // A folder removed by hand leaves git's record of it, and an add a kill cut
+        // short leaves a record git cannot read: cleared and pruned, then again.
+        let tidy = || git::clear_half_made_records(&self.repo).and_then(|_| self.repo.git(&["worktree", "prune"]));
         if add().is_err()
-            && let Err(e) = self.repo.git(&["worktree", "prune"]).and_then(|_| add())
+            && let Err(e) = tidy().and_then(|_| add())
         {
             return Err(NotMade::Block(format!("git cannot create its worktree: {e}")));
         }

@@ -118,7 +118,8 @@ impl Repo {
         let mut delay = LOCK_RETRY_FIRST;
         loop {
             let out = self.command().args(args).envs(env.iter().copied()).output()?;
-            if out.status.success() || !locked(&out.stderr) || delay > LOCK_RETRY_LAST {
+            let busy = locked(&out.stderr) || half_made_worktree(&out.stderr);
+            if out.status.success() || !busy || delay > LOCK_RETRY_LAST {
                 return Ok(out);
             }
             std::thread::sleep(delay);
@@ -419,6 +420,17 @@ const LOCK_RETRY_LAST: Duration = Duration::from_millis(3200);
 pub(crate) fn locked(stderr: &[u8]) -> bool {
     let text = String::from_utf8_lossy(stderr);
     text.contains("Unable to create '") && text.contains(".lock': File exists")
+}
+
+/// Whether git failed on a linked worktree's record whose `commondir` is still empty:
+/// `failed to read .git/worktrees/NAME/commondir`. Another git is adding that
+/// worktree right now (it writes the record's files one by one), and every
+/// `git worktree` command refuses until it is done; so it is waited out like a lock.
+/// A record a kill left so for good is the fleet's to clear
+/// (`fleet::git::clear_half_made_records`).
+pub(crate) fn half_made_worktree(stderr: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(stderr);
+    text.contains("failed to read ") && text.contains("/worktrees/") && text.contains("/commondir")
 }
 
 fn is_executable(path: &Path) -> bool {
