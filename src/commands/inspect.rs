@@ -16,7 +16,7 @@ use crate::state::lock::{self, LockInfo};
 pub(crate) fn read(dir: &Path) -> Result<Option<Checkpoint>, RalphError> {
     let path = dir.join(".agent").join("checkpoint.json");
     let newest = format::read_newest(&path);
-    newest.map(|found| found.map(|n| n.checkpoint)).map_err(|e| crate::run::setup::refused_checkpoint(&path, e))
+    newest.map(|found| found.map(|n| n.checkpoint)).map_err(|e| crate::error::RalphError::checkpoint(&path, e))
 }
 
 pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
@@ -45,7 +45,7 @@ fn since(dir: &Path, cp: &Checkpoint) -> String {
     };
     let goal = dir.join(&loaded.config.general.prompt);
     let checksum = match std::fs::read(&goal) {
-        Ok(bytes) => crate::run::setup::checksum(&bytes),
+        Ok(bytes) => crate::config::checksum(&bytes),
         Err(e) => return format!("  since the run started: cannot read the goal file {} ({e})\n", goal.display()),
     };
     // A resume first takes the session of an attempt ralph lost track of.

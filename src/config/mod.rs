@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 
 pub(crate) use error::ConfigError;
 pub use types::*;
+pub(crate) use validate::checksum;
 
 /// The file names searched for, in order, when `-c` is not given.
 pub(crate) const SEARCH_PATHS: [&str; 2] = ["ralph.toml", ".agent/ralph.toml"];

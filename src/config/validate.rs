@@ -39,7 +39,13 @@ pub(super) fn parse(path: &Path, source: &str) -> Result<Loaded, ConfigError> {
     if !errors.is_empty() {
         return Err(all(path, errors));
     }
-    Ok(Loaded { path: path.to_path_buf(), config, phases, repeat: repeat.flatten(), checksum: checksum(source) })
+    Ok(Loaded {
+        path: path.to_path_buf(),
+        config,
+        phases,
+        repeat: repeat.flatten(),
+        checksum: checksum(source.as_bytes()),
+    })
 }
 
 /// Every error of the file as one, in file order (the ones without a place last),
@@ -60,8 +66,8 @@ fn all(path: &Path, mut errors: Vec<ConfigError>) -> ConfigError {
 }
 
 /// sha256 of the bytes, lowercase hex.
-fn checksum(source: &str) -> String {
-    Sha256::digest(source.as_bytes()).iter().fold(String::with_capacity(64), |mut s, b| {
+pub(crate) fn checksum(source: &[u8]) -> String {
+    Sha256::digest(source).iter().fold(String::with_capacity(64), |mut s, b| {
         let _ = write!(s, "{b:02x}");
         s
     })
@@ -69,7 +75,7 @@ fn checksum(source: &str) -> String {
 
 #[cfg(test)]
 pub(super) fn checksum_for_tests(source: &str) -> String {
-    checksum(source)
+    checksum(source.as_bytes())
 }
 
 /// What the checks share: where the file is, what the shape pass dropped, and the

@@ -655,13 +655,10 @@ impl Supervisor {
     fn register(&self, status: Status) {
         let Some(dir) = crate::state::registry::dir() else { return };
         let f = &self.book.fleet;
-        let mut entry = crate::run::registration::registry_entry(
-            &f.repo,
-            &self.book.loaded,
-            &f.fleet_id,
-            status,
-            &jiff::Timestamp::now().to_string(),
-        );
+        let run = (f.fleet_id.as_str(), status, jiff::Timestamp::now().to_string());
+        let me = crate::state::lock::LockInfo::current();
+        let mut entry =
+            crate::state::registry::Entry::of_run(&f.repo, &self.book.loaded, run, me, &|name| std::env::var_os(name));
         entry.fleet = Some(crate::state::registry::FleetMark {
             role: crate::state::registry::FleetRole::Supervisor,
             repo: f.repo.clone(),

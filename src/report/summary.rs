@@ -44,6 +44,24 @@ pub(crate) struct Summary {
 }
 
 impl Summary {
+    /// Completes the summary at the run's end from its state: the totals the
+    /// checkpoint keeps, the error that ended it, whether the network was ever
+    /// reached, and what to do next.
+    pub(crate) fn close(&mut self, end: &RunEnd, run: &crate::step::state::RunState) {
+        let cp = &run.cp;
+        self.iterations += run.carried;
+        self.elapsed = Duration::from_secs_f64(cp.elapsed_secs);
+        self.usage = cp.usage.clone();
+        self.failures = cp.progress.counters.failures.clone();
+        self.error.clone_from(&run.ending_error);
+        if *end != RunEnd::Completed && !self.failures.is_empty() {
+            self.network = crate::recovery::probe::never_online(&run.answered, &run.unanswered);
+        }
+        let loaded = &run.setting.loaded;
+        let phase = &run.phase().name;
+        self.next = super::next_step(end, self.cap, self.error.as_ref(), &loaded.config, &loaded.path, phase);
+    }
+
     /// Counts this session's part of the run from the event stream.
     pub(crate) fn observe(&mut self, event: &crate::events::RunEvent) {
         use crate::events::RunEvent;

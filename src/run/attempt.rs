@@ -77,13 +77,7 @@ pub(crate) async fn run(
     let (mut child, pipes) = match spawn(&a.prepared.launch) {
         Ok(spawned) => spawned,
         Err(error) => {
-            let error = SpawnError {
-                errno: error.raw_os_error(),
-                not_found: matches!(error.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied),
-                message: error.to_string(),
-                program,
-            };
-            let mut report = AttemptReport::not_started(error);
+            let mut report = AttemptReport::not_started(SpawnError::of(&error, program));
             report.duration = started.elapsed();
             return Outcome { report, unsaved_log: None };
         }
@@ -469,7 +463,7 @@ impl Running {
 fn stamp(done_file: Option<&Path>) -> Stamp {
     match done_file {
         Some(path) => {
-            std::fs::read(path).map_or(Stamp::Missing, |bytes| Stamp::Content(super::setup::checksum(&bytes)))
+            std::fs::read(path).map_or(Stamp::Missing, |bytes| Stamp::Content(crate::config::checksum(&bytes)))
         }
         None => Stamp::NotApplicable,
     }

@@ -267,7 +267,7 @@ impl Dispatcher {
                 self.queue.push_back(Input::TreeRecorded(tree));
             }
             Effect::Finish(end) => self.io.finish(&end, &self.run),
-            Effect::Fail(fatal) => return Err(io::fatal(fatal)),
+            Effect::Fail(fatal) => return Err(fatal.into()),
             Effect::Fleet(asked) => {
                 let answer = crate::fleet::task::carry_out(self.io.fleet.as_ref(), asked, &self.run.setting.loaded);
                 self.queue.extend(answer);

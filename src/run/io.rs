@@ -29,7 +29,7 @@ use crate::state::checkpoint::Checkpoint;
 use crate::state::journal::Journal;
 use crate::state::lock::RunLock;
 use crate::state::{disk, store};
-use crate::step::effect::{ArtifactSource, Fatal, Launch};
+use crate::step::effect::{ArtifactSource, Launch};
 use crate::step::input::{Launched, Versions};
 use crate::step::{Input, RunState, Show};
 
@@ -281,26 +281,8 @@ impl Io {
     /// state the disk had no room for is not a clean stop: the lock keeps its
     /// content, as the checkpoint on disk still says `running`.
     pub(super) fn finish(&mut self, end: &RunEnd, run: &RunState) {
-        let cp = &run.cp;
-        let summary = &mut self.summary;
-        summary.iterations += run.carried;
-        summary.elapsed = std::time::Duration::from_secs_f64(cp.elapsed_secs);
-        summary.usage = cp.usage.clone();
-        summary.failures = cp.progress.counters.failures.clone();
-        summary.error.clone_from(&run.ending_error);
-        if *end != RunEnd::Completed && !summary.failures.is_empty() {
-            summary.network = crate::recovery::probe::never_online(&run.answered, &run.unanswered);
-        }
-        let loaded = &run.setting.loaded;
-        summary.next = crate::report::next_step(
-            end,
-            summary.cap,
-            summary.error.as_ref(),
-            &loaded.config,
-            &loaded.path,
-            &run.phase().name,
-        );
-        self.reporter.summary(&self.summary, end, cp);
+        self.summary.close(end, run);
+        self.reporter.summary(&self.summary, end, &run.cp);
         if let Some(lease) = self.lease.take() {
             lease.release().unwrap_or_else(|e| tracing::warn!("cannot release the lease: {e}"));
         }
@@ -317,14 +299,4 @@ impl Io {
 pub(super) fn full(path: &Path) -> (String, String) {
     let free = disk::free_bytes(path).map_or_else(|| "unknown".to_string(), disk::human);
     (path.display().to_string(), free)
-}
-
-/// ralph's own failure, as the error that ends the run.
-pub(super) fn fatal(fatal: Fatal) -> RalphError {
-    match fatal {
-        Fatal::AgentGone(agent) => {
-            RalphError::ResumeMismatch(format!("agent {agent} is no longer configured; run `ralph --no-resume`"))
-        }
-        Fatal::NoSpace(why) => RalphError::io(why, std::io::Error::from_raw_os_error(nix::libc::ENOSPC)),
-    }
 }

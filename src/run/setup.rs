@@ -17,8 +17,8 @@ use crate::git::session::{self, GitSession, OpenError};
 use crate::report::Reporter;
 use crate::secrets::found::GoalFinding;
 use crate::signal::Signals;
-use crate::state::checkpoint::{self, Checkpoint, InFlight};
-use crate::state::format::{self, FormatError, ReadError, Stale};
+use crate::state::checkpoint::{Checkpoint, InFlight};
+use crate::state::format::{self, ReadError, Stale};
 use crate::state::journal::Journal;
 use crate::state::lease_file;
 use crate::state::lock::RunLock;
@@ -28,7 +28,8 @@ use crate::workflow::{advance, prompt};
 
 use super::{Options, RunEnd};
 use crate::recovery::probe;
-use crate::state::ownership::{self, AcquireError, Heard, Lease, Takeover, WhenHeld};
+use crate::state::ownership::{self, Heard, Lease, WhenHeld};
+use crate::step::chosen::{self, Aside, Chosen, NotStarted};
 use crate::step::start::{self, Refused, ResumeFlag, Start};
 use crate::step::state::{Opening, Setting};
 
@@ -265,38 +266,13 @@ pub(crate) fn secrets_in_inputs(dir: &Path, loaded: &Loaded) -> Vec<GoalFinding>
         .collect()
 }
 
-/// What becomes of the checkpoint, decided before anything changes; carried out
-/// by [`carry_out`] once every check has passed.
-enum Chosen {
-    /// A new run, after the checkpoint found is set aside (`aside`); `old_run`
-    /// names the run whose leftovers are ended.
-    Fresh { cp: Box<Checkpoint>, aside: Option<Aside>, old_run: Option<String> },
-    /// The run on disk continues (`cp` as it resumes), with the attempt that was in
-    /// flight; `restore` is the journal's newer snapshot to put in place of the file;
-    /// `clean_stop`: it ended in order (a person may have edited since).
-    Resume {
-        cp: Box<Checkpoint>,
-        interrupted: Option<InFlight>,
-        said: Vec<RunEvent>,
-        restore: Option<(Box<Checkpoint>, Stale)>,
-        clean_stop: bool,
-    },
-}
-
-/// How the checkpoint found is set aside for a new run.
-enum Aside {
-    /// `--no-resume`, or a completed run: archived.
-    Archive,
-    /// `--no-resume` over a checkpoint that cannot be used.
-    Unusable { label: &'static str, problem: String },
-}
-
 /// What set-up settles on when the run stays as it is: its end and what to say.
 type Settles = (RunEnd, Vec<RunEvent>);
 
 /// The checkpoint this run goes on with (a new one, or the one on disk resumed),
-/// decided without changing anything; `Err` when the run is settled as it is (the
-/// user quit at the question, or `--resume-or-start` found it over).
+/// decided (by [`chosen::choose`]) without changing anything; `Err` when the run is
+/// settled as it is (the user quit at the question, or `--resume-or-start` found it
+/// over).
 async fn choose_checkpoint(
     options: &Options,
     loaded: &Loaded,
@@ -305,17 +281,25 @@ async fn choose_checkpoint(
     (told, signals): (&mut Told, &mut Signals),
 ) -> Result<Result<Chosen, Settles>, RalphError> {
     let (from, agent_dir) = (options.from.as_deref(), options.dir.join(".agent"));
-    let (prompt_checksum, artifacts_dir) = (checksum(goal.as_bytes()), agent_dir.join("artifacts"));
+    let (prompt_checksum, artifacts_dir) = (crate::config::checksum(goal.as_bytes()), agent_dir.join("artifacts"));
     let has_artifact = |phase: &str| artifacts_dir.join(format!("{phase}.md")).is_file();
-    let fresh = |aside: Option<Aside>, old_run: Option<String>| {
-        let cp = start::fresh(loaded, &prompt_checksum, from, has_artifact, jiff::Timestamp::now(), std::process::id());
-        cp.map(|cp| Ok(Chosen::Fresh { cp: Box::new(cp), aside, old_run })).map_err(|e| from_error(&e, &loaded.path))
+    // The new run's clock is read when it is chosen (after the question, if asked).
+    let inputs = || chosen::Inputs {
+        loaded,
+        goal,
+        prompt_checksum: &prompt_checksum,
+        from,
+        has_artifact: &has_artifact,
+        now: jiff::Timestamp::now(),
+        pid: std::process::id(),
     };
-    let Some(cp_path) = cp_path else { return fresh(None, None) };
+    let Some(cp_path) = cp_path else { return not_started(inputs().fresh(None, None), loaded) };
     let (mut existing, stale) = match read_checkpoint(cp_path, options.resume)? {
         Found::Nothing => (None, None),
         Found::Checkpoint(newest) => (Some(newest.checkpoint), newest.stale),
-        Found::Unusable { label, problem } => return fresh(Some(Aside::Unusable { label, problem }), None),
+        Found::Unusable { label, problem } => {
+            return not_started(inputs().fresh(Some(Aside::Unusable { label, problem }), None), loaded);
+        }
     };
     // What the journal's newer snapshot puts in place of the file, as it is on disk.
     let restore = stale.and_then(|stale| Some((Box::new(existing.clone()?), stale)));
@@ -332,32 +316,27 @@ async fn choose_checkpoint(
         flag = answer;
         decision = start::decide(existing.as_ref(), flag);
     }
-    match (decision, existing) {
-        (Start::Resume, Some(cp)) => {
-            let (interrupted, clean_stop) = (cp.in_flight.clone(), cp.clean_stop);
-            let (cp, said) = start::resume(cp, loaded, goal, &prompt_checksum, from).map_err(|e| match e {
-                Refused::PhaseGone(message) => RalphError::ResumeMismatch(message),
-                Refused::From(e) => from_error(&e, &loaded.path),
-            })?;
-            Ok(Ok(Chosen::Resume { cp: Box::new(cp), interrupted, said, restore, clean_stop }))
-        }
-        (Start::ArchiveThenFresh, Some(cp)) => fresh(Some(Aside::Archive), Some(cp.run_id)),
-        (Start::Settled, Some(cp)) => {
-            let (end, said) = start::settled(&cp);
-            Ok(Err((end, vec![said])))
-        }
-        (Start::NothingToResume, existing) => {
-            let why = match existing {
-                Some(cp) => format!("the run {} is {}", cp.run_id, cp.status.as_str()),
-                None => format!("there is no checkpoint at {}", cp_path.display()),
-            };
+    let over_nothing = existing.is_none() && flag == ResumeFlag::ResumeOrStart;
+    let corrupt_aside = over_nothing.then(|| store::newest_aside(cp_path, "corrupt")).flatten();
+    let chosen = chosen::choose((decision, flag), existing, restore, (cp_path, corrupt_aside), &inputs());
+    not_started(chosen, loaded)
+}
+
+/// The choice as set-up reports it: a run settled as it is, or a refusal.
+fn not_started(chosen: Result<Chosen, NotStarted>, loaded: &Loaded) -> Result<Result<Chosen, Settles>, RalphError> {
+    match chosen {
+        Ok(chosen) => Ok(Ok(chosen)),
+        Err(NotStarted::Settled(end, said)) => Ok(Err((end, vec![*said]))),
+        Err(NotStarted::NothingToResume(why)) => {
             Err(RalphError::NothingToResume(format!("nothing to resume: {why}; run `ralph` to start a new run")))
         }
-        (_, None) if flag == ResumeFlag::ResumeOrStart => {
-            refuse_over_corrupt(cp_path)?;
-            fresh(None, None)
-        }
-        (_, existing) => fresh(None, existing.map(|cp| cp.run_id)),
+        Err(NotStarted::OverCorrupt(aside)) => Err(RalphError::ResumeMismatch(format!(
+            "there is no checkpoint, but one that did not parse is kept aside as {}; --resume-or-start does not \
+             start a new run over it: repair it and move it back to checkpoint.json, or run `ralph --no-resume` once",
+            aside.display()
+        ))),
+        Err(NotStarted::Refused(Refused::PhaseGone(message))) => Err(RalphError::ResumeMismatch(message)),
+        Err(NotStarted::Refused(Refused::From(e))) => Err(from_error(&e, &loaded.path)),
     }
 }
 
@@ -452,18 +431,6 @@ fn open_logs(
     Ok((logs_dir, journal))
 }
 
-/// No checkpoint, but one that did not parse was kept aside: that run is not over,
-/// and a job engine restarting ralph must not start a new one over its work tree
-/// (a crash never leaves a torn checkpoint; a person has to look).
-fn refuse_over_corrupt(cp_path: &Path) -> Result<(), RalphError> {
-    let Some(aside) = store::newest_aside(cp_path, "corrupt") else { return Ok(()) };
-    Err(RalphError::ResumeMismatch(format!(
-        "there is no checkpoint, but one that did not parse is kept aside as {}; --resume-or-start does not \
-         start a new run over it: repair it and move it back to checkpoint.json, or run `ralph --no-resume` once",
-        aside.display()
-    )))
-}
-
 /// Takes the flock of this host (`--resume-or-start` waits for it), saying whether the
 /// previous ralph here stopped cleanly.
 fn take_lock(path: &Path, when_held: WhenHeld, told: &mut Told) -> Result<RunLock, RalphError> {
@@ -499,14 +466,8 @@ fn take_lease(
             Heard::LostRace(winner) => RunEvent::LeaseLost { host: winner.host },
         });
     };
-    let (lease, takeover) =
-        ownership::acquire(path, &lease_file::identity(), config, when_held, heard).map_err(|e| match e {
-            AcquireError::Io { path, source } => {
-                RalphError::setup(format!("cannot use the lease {}", path.display()), source)
-            }
-            AcquireError::Held(message) => RalphError::LeaseHeld(message),
-        })?;
-    let takeover = takeover.map(|t| taken_over(&t));
+    let (lease, takeover) = ownership::acquire(path, &lease_file::identity(), config, when_held, heard)?;
+    let takeover = takeover.map(|t| t.event());
     if let Some(event) = &takeover {
         told.reporter.event(event);
     }
@@ -564,29 +525,10 @@ fn read_checkpoint(path: &Path, flag: ResumeFlag) -> Result<Found, RalphError> {
         Ok(None) => Ok(Found::Nothing),
         Ok(Some(newest)) => Ok(Found::Checkpoint(Box::new(newest))),
         Err(ReadError::Format(e)) if flag == ResumeFlag::Fresh => {
-            let (label, problem) = match &e {
-                FormatError::Corrupt(message) => ("corrupt", format!("does not parse ({message})")),
-                other => ("archived", format!("cannot be used ({other})")),
-            };
+            let (label, problem) = chosen::unusable(&e);
             Ok(Found::Unusable { label, problem })
         }
-        Err(e) => Err(refused_checkpoint(path, e)),
-    }
-}
-
-/// The error for a checkpoint that is refused and left where it is.
-pub(crate) fn refused_checkpoint(path: &Path, error: ReadError) -> RalphError {
-    match error {
-        ReadError::Format(FormatError::TooNew { version }) => {
-            RalphError::CheckpointTooNew { path: path.to_path_buf(), version, supported: checkpoint::VERSION }
-        }
-        ReadError::Format(FormatError::Invalid { field, problem }) => {
-            RalphError::CheckpointInvalid { path: path.to_path_buf(), field, problem }
-        }
-        ReadError::Format(FormatError::Corrupt(message)) => {
-            RalphError::CheckpointCorrupt { path: path.to_path_buf(), message }
-        }
-        ReadError::Io { path, source } => RalphError::setup(format!("cannot read {}", path.display()), source),
+        Err(e) => Err(RalphError::checkpoint(path, e)),
     }
 }
 
@@ -612,25 +554,6 @@ fn restore(path: &Path, cp: &Checkpoint, stale: &Stale, told: &mut Told) -> Resu
 /// `--from` names a phase the workflow does not have.
 fn from_error(e: &advance::UnknownPhase, config: &Path) -> RalphError {
     RalphError::Usage(format!("{e} ({})", config.display()))
-}
-
-/// sha256, hex.
-pub(crate) fn checksum(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The takeover of the lease, as the journal records it.
-fn taken_over(t: &Takeover) -> RunEvent {
-    let from = t.from.as_ref();
-    RunEvent::LeaseTakenOver {
-        from_host: from.map(|f| f.host.clone()),
-        from_pid: from.map(|f| f.pid),
-        from_boot_id: from.map(|f| f.boot_id.clone()),
-        from_renewals: from.map(|f| f.renewals),
-        waited_ms: t.waited.as_millis() as u64,
-        why: t.why.to_string(),
-    }
 }
 
 /// The lock and the lease while set-up runs: given back as they were when the run

@@ -45,6 +45,22 @@ pub(crate) struct Takeover {
     pub why: String,
 }
 
+impl Takeover {
+    /// The takeover, as the journal records it.
+    #[must_use]
+    pub(crate) fn event(&self) -> crate::events::RunEvent {
+        let from = self.from.as_ref();
+        crate::events::RunEvent::LeaseTakenOver {
+            from_host: from.map(|f| f.host.clone()),
+            from_pid: from.map(|f| f.pid),
+            from_boot_id: from.map(|f| f.boot_id.clone()),
+            from_renewals: from.map(|f| f.renewals),
+            waited_ms: self.waited.as_millis() as u64,
+            why: self.why.clone(),
+        }
+    }
+}
+
 /// The held lease; renewed (where it is) until released or dropped.
 #[derive(Debug)]
 pub(crate) struct Lease {
@@ -309,6 +325,18 @@ fn lost(winner: &LeaseRecord) -> ! {
         winner.pid, winner.host
     );
     std::process::exit(crate::exit::INTERNAL)
+}
+
+/// The lease cannot be used, or a live ralph elsewhere holds it (exit 2).
+impl From<AcquireError> for crate::error::RalphError {
+    fn from(e: AcquireError) -> Self {
+        match e {
+            AcquireError::Io { path, source } => {
+                Self::setup(format!("cannot use the lease {}", path.display()), source)
+            }
+            AcquireError::Held(message) => Self::LeaseHeld(message),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -99,6 +99,56 @@ pub(crate) enum FleetRole {
 }
 
 impl Entry {
+    /// The entry of the run (or the fleet) `run_id` in `project` under `loaded`, owned
+    /// by the process `me` whose environment `env` reads: what a resume by the
+    /// watchdog needs (the names of the credentials it has, never their values).
+    #[must_use]
+    pub(crate) fn of_run(
+        project: &Path,
+        loaded: &crate::config::Loaded,
+        (run_id, status, updated_at): (&str, Status, String),
+        me: super::lock::LockInfo,
+        env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+    ) -> Entry {
+        use std::collections::BTreeSet;
+        let used: BTreeSet<&String> = loaded.phases.iter().flat_map(|p| p.chain.iter()).collect();
+        let agents: Vec<&crate::config::AgentConfig> =
+            used.iter().filter_map(|name| loaded.config.agents.get(*name)).collect();
+        let present = |name: &str| env(name).is_some_and(|v| !v.is_empty());
+        let credential_names: BTreeSet<String> = agents
+            .iter()
+            .flat_map(|a| {
+                crate::process::env::allowlist(a.kind).iter().map(|s| s.to_string()).chain(a.pass_env.iter().cloned())
+            })
+            .filter(|name| present(name))
+            .collect();
+        let programs: BTreeSet<String> =
+            agents.iter().flat_map(|a| crate::agent::preflight::programs(a)).map(|p| p.display().to_string()).collect();
+        let watch = &loaded.config.watch;
+        Entry {
+            dir: project.to_path_buf(),
+            run_id: run_id.to_string(),
+            identity: None,
+            pid: me.pid,
+            host: me.host,
+            boot_id: me.boot_id,
+            status,
+            config: Some(loaded.path.clone()),
+            credential_names: credential_names.into_iter().collect(),
+            programs: programs.into_iter().collect(),
+            path: env("PATH").and_then(|path| path.into_string().ok()),
+            resume_after_shutdown: watch.resume_after_shutdown,
+            max_restarts: watch.max_restarts,
+            restart_backoff_secs: watch.restart_backoff.as_secs(),
+            max_age_secs: watch.max_age.as_secs(),
+            max_resumes_per_boot: watch.max_resumes_per_boot,
+            updated_at,
+            fleet: None,
+            file: PathBuf::new(),
+            inode: 0,
+        }
+    }
+
     /// Whether the run found in the entry's directory (its run id, when a checkpoint
     /// is readable, and the directory's identity now) is the run this entry
     /// registered; `boot` is this boot's id (device numbers count only in the boot
@@ -278,6 +328,33 @@ pub(crate) fn remove_legacy_locks(registry: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_runs_entry_names_the_credentials_it_has_never_their_values() {
+        let toml = r#"
+[agents.c]
+kind = "claude"
+pass_env = ["MY_TOKEN", "UNSET_TOKEN"]
+[chains]
+main = ["c"]
+[phases.develop]
+chain = "main"
+"#;
+        let loaded = crate::config::parse(Path::new("ralph.toml"), toml).unwrap_or_else(|e| panic!("{e}"));
+        let env = |name: &str| match name {
+            "ANTHROPIC_API_KEY" | "MY_TOKEN" => Some("secret".into()),
+            "UNSET_TOKEN" => Some(String::new().into()),
+            "PATH" => Some("/usr/bin".into()),
+            _ => None,
+        };
+        let me =
+            super::super::lock::LockInfo { pid: 7, host: "h".into(), boot_id: "b".into(), started_at: "now".into() };
+        let entry = Entry::of_run(Path::new("/p"), &loaded, ("r1", Status::Running, "t".into()), me, &env);
+        assert_eq!(entry.credential_names, ["ANTHROPIC_API_KEY", "MY_TOKEN"]);
+        assert_eq!(entry.programs, ["claude"]);
+        assert_eq!((entry.pid, entry.path.as_deref(), entry.run_id.as_str()), (7, Some("/usr/bin"), "r1"));
+        assert!(!format!("{entry:?}").contains("secret"));
+    }
 
     fn entry(dir: &str) -> Entry {
         Entry {

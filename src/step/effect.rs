@@ -190,3 +190,15 @@ pub(crate) enum Fatal {
     /// `max_runtime` ran out while the disk was full.
     NoSpace(String),
 }
+
+/// ralph's own failure, as the error that ends the run.
+impl From<Fatal> for crate::error::RalphError {
+    fn from(fatal: Fatal) -> Self {
+        match fatal {
+            Fatal::AgentGone(agent) => {
+                Self::ResumeMismatch(format!("agent {agent} is no longer configured; run `ralph --no-resume`"))
+            }
+            Fatal::NoSpace(why) => Self::io(why, std::io::Error::from_raw_os_error(nix::libc::ENOSPC)),
+        }
+    }
+}

@@ -149,6 +149,20 @@ pub(crate) struct SpawnError {
     pub program: String,
 }
 
+impl SpawnError {
+    /// The error of starting `program`.
+    #[must_use]
+    pub(crate) fn of(error: &std::io::Error, program: String) -> Self {
+        use std::io::ErrorKind;
+        SpawnError {
+            errno: error.raw_os_error(),
+            not_found: matches!(error.kind(), ErrorKind::NotFound | ErrorKind::PermissionDenied),
+            message: error.to_string(),
+            program,
+        }
+    }
+}
+
 /// An endpoint (or the host) probed in the background, and what it said.
 pub(crate) type Heard = (String, ProbeResult);
 

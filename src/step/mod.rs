@@ -33,6 +33,7 @@
 
 pub(crate) mod begin;
 pub(crate) mod carry;
+pub(crate) mod chosen;
 pub(crate) mod control;
 pub(crate) mod effect;
 pub(crate) mod ending;

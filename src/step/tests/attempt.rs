@@ -242,3 +242,13 @@ fn the_second_ctrl_c_wins_however_the_attempt_ended() {
     let trace = quiet(r.ends(ended(AttemptEnd::Stopped(StopCause::User), None)));
     assert_eq!(trace.last().map(String::as_str), Some("finish:ForceExit"));
 }
+
+#[test]
+fn a_program_that_cannot_be_run_is_not_found_with_its_errno() {
+    use crate::step::input::SpawnError;
+    let missing = SpawnError::of(&std::io::Error::from_raw_os_error(nix::libc::ENOENT), "claude".into());
+    assert_eq!((missing.errno, missing.not_found, missing.program.as_str()), (Some(nix::libc::ENOENT), true, "claude"));
+    let denied = SpawnError::of(&std::io::Error::from_raw_os_error(nix::libc::EACCES), "claude".into());
+    assert!(denied.not_found);
+    assert!(!SpawnError::of(&std::io::Error::from_raw_os_error(nix::libc::E2BIG), String::new()).not_found);
+}

@@ -4,6 +4,7 @@
 
 mod attempt;
 mod begin;
+mod chosen;
 mod docs;
 mod endings;
 mod failure;
