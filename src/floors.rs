@@ -386,15 +386,11 @@ mod tests {
         "agent <-> state",
         "app <-> commands",
         "config <-> recovery",
-        "config <-> report",
         "error <-> state",
         "events <-> state",
         "fleet <-> run",
-        "git <-> report",
-        "recovery <-> report",
         "recovery <-> supervise",
         "recovery <-> workflow",
-        "report <-> supervise",
         "supervise <-> workflow",
     ];
 

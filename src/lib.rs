@@ -43,6 +43,7 @@ mod signal;
 mod state;
 mod step;
 mod supervise;
+mod text;
 mod watch;
 mod workflow;
 

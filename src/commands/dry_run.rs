@@ -194,7 +194,7 @@ pub(crate) fn render(config: &Path, goal: &Path, previews: &[Preview]) -> String
         let _ = writeln!(s, "  {name}: {}", agents.join(" → "));
     }
     for Preview { phase, number, count, prompt, argv, mcp } in previews {
-        let iterations = crate::report::plural(phase.iterations, "iteration");
+        let iterations = crate::text::plural(phase.iterations, "iteration");
         let repeat =
             if phase.until_complete { format!("until the goal is complete, at most {iterations}") } else { iterations };
         let done = match &phase.done {

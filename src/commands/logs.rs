@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::agent::AgentEvent;
 use crate::agent::event::LineParser;
 use crate::error::RalphError;
-use crate::report::clock;
+use crate::text::clock;
 
 /// How often `-f` looks for more.
 const POLL: Duration = Duration::from_millis(200);
@@ -232,7 +232,7 @@ pub(crate) fn render_event(event: &AgentEvent) -> Option<String> {
         AgentEvent::RateLimit { status, resets_at, limit_type } => {
             let kind = limit_type.as_deref().map(|t| format!(" ({t})")).unwrap_or_default();
             let at = resets_at.and_then(|s| jiff::Timestamp::from_second(s).ok());
-            let resets = at.map(|t| format!(", resets {}", clock::stamp(&t.to_string(), &clock::zone())));
+            let resets = at.map(|t| format!(", resets {}", clock::stamp(&t.to_string(), &crate::report::zone())));
             format!("· rate limit {status}{kind}{}", resets.unwrap_or_default())
         }
         AgentEvent::ApiRetry { attempt, error, status } => format!(
@@ -254,7 +254,7 @@ pub(crate) fn render_event(event: &AgentEvent) -> Option<String> {
 }
 
 fn cut(text: &str) -> String {
-    crate::report::ellipsis(&text.replace('\n', " ⏎ "), WIDTH)
+    crate::text::ellipsis(&text.replace('\n', " ⏎ "), WIDTH)
 }
 
 #[cfg(test)]

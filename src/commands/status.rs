@@ -10,10 +10,10 @@ use jiff::tz::TimeZone;
 use crate::error::RalphError;
 use crate::outcome::RunEnd;
 use crate::recovery::policy::Cap;
-use crate::report::{clock, labelled};
 use crate::secrets::redact;
 use crate::signal::StopCause;
 use crate::state::checkpoint::{Checkpoint, Status};
+use crate::text::{clock, labelled};
 
 pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     // A running ralph answers for itself; otherwise the checkpoint tells. A socket
@@ -24,7 +24,7 @@ pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     }
     let live = asked.ok().and_then(|r| r.live);
     if let Some(live) = live.as_ref().filter(|_| !json) {
-        print!("{}", describe_live(live, jiff::Timestamp::now(), &clock::zone()));
+        print!("{}", describe_live(live, jiff::Timestamp::now(), &crate::report::zone()));
         return Ok(crate::exit::DONE);
     }
     // With a live answer, a checkpoint that does not read is no error.

@@ -286,11 +286,8 @@ pub(crate) fn finish(book: &mut Book, head: &str) -> Result<Finished, RalphError
     book.save()?;
     let into_ref = format!("refs/heads/{}", book.fleet.into);
     let count = landing.rebased.len().max(1);
-    let reason = format!(
-        "ralph fleet: land {} ({count} commit(s) of {})",
-        landing.task,
-        crate::report::lines::short(&landing.task_head)
-    );
+    let reason =
+        format!("ralph fleet: land {} ({count} commit(s) of {})", landing.task, crate::text::short(&landing.task_head));
     let swapped = git::swap(&book.repo, &book.paths.ledger(), &into_ref, Some(head), Some(&landing.onto), &reason);
     let outcome = match swapped {
         Ok(Swap::Done) => match git::tip(&book.repo, &book.fleet.into).and_then(|tip| match tip {
@@ -445,11 +442,7 @@ pub(crate) async fn land_now(book: &mut Book, name: &str) -> Result<(bool, Vec<S
         };
         match finish(book, &head)? {
             Finished::Landed => {
-                said.push(format!(
-                    "task {name}: merged into {} at {}",
-                    book.fleet.into,
-                    crate::report::lines::short(&head)
-                ));
+                said.push(format!("task {name}: merged into {} at {}", book.fleet.into, crate::text::short(&head)));
                 said.extend(super::tidy::cleanup(book, name)?);
                 return Ok((true, said));
             }

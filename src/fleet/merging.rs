@@ -165,7 +165,7 @@ impl Supervisor {
     fn landed(&mut self, name: &str, began: Option<jiff::Timestamp>) {
         let (into, head) =
             (self.book.fleet.into.clone(), self.book.fleet.tasks.get(name).and_then(|t| t.landed.clone()));
-        let short = head.as_deref().map(crate::report::lines::short).unwrap_or_default().to_string();
+        let short = head.as_deref().map(crate::text::short).unwrap_or_default().to_string();
         self.reporter.line(&format!("task {name}: merged into {into} at {short}"));
         let ms = began.map(|since| jiff::Timestamp::now().duration_since(since).as_secs_f64() * 1000.0);
         self.event("task_merged", json!({"task": name, "head": head, "landing_ms": ms}));

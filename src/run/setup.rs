@@ -150,6 +150,7 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         git: git.is_some(),
         pid: std::process::id(),
         task: fleet.as_ref().map(|f| f.d.task.clone()),
+        tz: crate::report::zone(),
         loaded,
     };
     let (lock, lease) = held.keep();

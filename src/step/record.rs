@@ -61,7 +61,7 @@ pub(super) fn intervene(run: &mut RunState, detector: Detector, evidence: &str) 
 /// The policy's decision on a recorded failure.
 pub(super) fn on_failure(run: &mut RunState, failure: &Classification, facts: Facts) -> Next {
     let config = &run.setting.loaded.config;
-    let limits = Limits { retry: &config.retry, max_cycles: config.general.max_cycles };
+    let limits = Limits { retry: &config.retry, max_cycles: config.general.max_cycles, tz: &run.setting.tz };
     policy::on_failure(&mut run.cp.progress, &run.setting.loaded.phases, limits, failure, facts)
 }
 
