@@ -385,12 +385,10 @@ mod tests {
         "agent <-> process",
         "agent <-> state",
         "app <-> commands",
-        "config <-> recovery",
         "error <-> state",
         "events <-> state",
         "fleet <-> run",
         "recovery <-> supervise",
-        "recovery <-> workflow",
         "supervise <-> workflow",
     ];
 

@@ -1,9 +1,15 @@
-//! How a run ended, and why a stop was asked for. Plain values shared by the
-//! dispatcher that produces them, the signal machine ([`StopCause`]), the reporter
-//! that describes them, the errors and the exit-code table that maps them, so none
-//! of them imports another for it.
+//! How a run ended, why a stop was asked for, and what kind of failure an attempt
+//! was. Plain values shared by the dispatcher that produces them, the signal machine
+//! ([`StopCause`]), the reporter that describes them, the errors and the exit-code
+//! table that maps them, the config (a `[[classify]]` rule names a [`Category`]) and
+//! the checkpoint's counts, so none of them imports another for it.
 //!
-//! A leaf: this file imports nothing of the crate, so every floor may use it.
+//! A leaf: this file imports nothing of the crate but the `named!` macro (another
+//! leaf), so every floor may use it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::named::named;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum RunEnd {
@@ -44,5 +50,20 @@ impl StopCause {
             StopCause::Terminate | StopCause::Deliberate => "SIGTERM",
             StopCause::Hangup => "SIGHUP",
         }
+    }
+}
+
+named! {
+    /// The four failure categories of design.md §4.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+    pub enum Category {
+        /// Network, provider overload, rate limits: no budget, retry with backoff.
+        Environmental = "environmental",
+        /// The agent misbehaved: counts against its budget; resume, then fall over.
+        Agent = "agent",
+        /// A human must fix something: stop at once (exit 3).
+        UserConfig = "user_config",
+        /// Cannot tell: retried, flagged, bounded by its own cap.
+        Ambiguous = "ambiguous",
     }
 }
