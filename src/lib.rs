@@ -20,6 +20,7 @@ mod cli;
 mod commands;
 mod config;
 mod control;
+mod env_names;
 mod error;
 mod events;
 mod exit;

@@ -63,8 +63,8 @@ pub(crate) fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, L
     // A scripted or command agent may run `ralph mcp` itself: it finds its run here.
     let control = req.control.filter(|_| cli.is_none()).into_iter().flat_map(|(socket, attempt)| {
         [
-            (crate::commands::mcp::ENV_SOCKET.to_string(), socket.display().to_string()),
-            (crate::commands::mcp::ENV_ATTEMPT.to_string(), attempt.to_string()),
+            (crate::env_names::ENV_SOCKET.to_string(), socket.display().to_string()),
+            (crate::env_names::ENV_ATTEMPT.to_string(), attempt.to_string()),
         ]
     });
     let extra = extra

@@ -31,8 +31,8 @@ impl Check {
 }
 
 pub(crate) fn main(dir: &Path, config_path: Option<&Path>, json: bool) -> Result<i32, RalphError> {
-    let path = crate::run::config_file::find(dir, config_path)?;
-    let loaded = crate::run::config_file::load(&path)?;
+    let path = crate::config::file::find(dir, config_path)?;
+    let loaded = crate::config::file::load(&path)?;
     let mut checks = vec![Check::new(true, format!("config {} is valid", path.display()))];
     let goal = dir.join(&loaded.config.general.prompt);
     checks.push(match std::fs::read_to_string(&goal) {

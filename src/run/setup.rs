@@ -242,7 +242,7 @@ pub(crate) fn read_config_and_goal(
     dir: &Path,
     config: Option<&Path>,
 ) -> Result<(Loaded, String, Vec<String>), RalphError> {
-    let mut loaded = super::config_file::load(&super::config_file::find(dir, config)?)?;
+    let mut loaded = crate::config::file::load(&crate::config::file::find(dir, config)?)?;
     // A fleet task's goal is its task file; the rest resolves in the main checkout.
     crate::fleet::task::adapt(dir, &mut loaded);
     let prompt_path = dir.join(&loaded.config.general.prompt);

@@ -1,8 +1,10 @@
-//! Finding and reading `ralph.toml`: the I/O around the pure `config::parse`.
+//! Finding and reading `ralph.toml`: the I/O around the pure `config::parse` (the
+//! shell's part of `config`, used by the run's set-up, the fleet, watch and the
+//! subcommands; nothing of the pure `config` imports it).
 
 use std::path::{Path, PathBuf};
 
-use crate::config::{ConfigError, Loaded, SEARCH_PATHS, parse};
+use super::{ConfigError, Loaded, SEARCH_PATHS, parse};
 
 /// Finds the config file: `explicit` if given, else the first of [`SEARCH_PATHS`]
 /// under `dir` that exists.
