@@ -131,8 +131,7 @@ fn previews(
 const SOCKET: &str = "<control-socket>";
 
 /// The variables that register `ralph mcp` with an agent that is not told in its argv.
-const MCP_VARS: [&str; 3] =
-    ["OPENCODE_CONFIG_CONTENT", crate::env_names::ENV_SOCKET, crate::env_names::ENV_ATTEMPT];
+const MCP_VARS: [&str; 3] = ["OPENCODE_CONFIG_CONTENT", crate::env_names::ENV_SOCKET, crate::env_names::ENV_ATTEMPT];
 
 /// The argv of an agent's first launch, connected to `ralph mcp` as the run connects
 /// it, and how `ralph mcp` reaches it when that is not in the argv.

@@ -32,7 +32,7 @@ struct Row {
 }
 
 pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
-    let found = super::fleet::find(dir)?;
+    let found = super::fleet_find::find(dir)?;
     let current = crate::fleet::setup::read_state(&found.paths.state())?;
     // A finished fleet is archived: status shows the last one until a new one starts.
     let Some(fleet) = current.or_else(|| last_archived(&found.paths.archive())) else {

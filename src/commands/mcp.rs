@@ -18,7 +18,6 @@ use crate::control::protocol::Request;
 use crate::env_names::{ENV_ATTEMPT, ENV_SOCKET};
 use crate::error::RalphError;
 
-
 pub(crate) fn main(socket: Option<PathBuf>, attempt: Option<u32>) -> Result<i32, RalphError> {
     let socket = socket.or_else(|| std::env::var_os(ENV_SOCKET).map(PathBuf::from));
     let attempt = attempt.or_else(|| std::env::var(ENV_ATTEMPT).ok().and_then(|a| a.trim().parse().ok()));

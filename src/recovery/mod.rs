@@ -20,8 +20,8 @@ pub(crate) mod spawn;
 
 use serde::{Deserialize, Serialize};
 
-pub(crate) use crate::outcome::Category;
 use crate::named::named;
+pub(crate) use crate::outcome::Category;
 
 named! {
     /// The classifier's rules, by name: journal, terminal and checkpoint show the
