@@ -348,12 +348,6 @@ fn two_way_pairs(src: &Path) -> Vec<String> {
 mod tests {
     use super::*;
 
-    /// The circles of the fleet (issues 33 and 34), which landed together with this
-    /// test: they are to go (issue 28). A circle not listed fails the test, and so does
-    /// a listed one that went, so the list only shrinks.
-    const KNOWN: [&[&str]; 2] =
-        [&["fleet/landing.rs", "fleet/ops.rs", "fleet/tidy.rs"], &["fleet/merging.rs", "fleet/supervisor.rs"]];
-
     fn write(dir: &Path, files: &[(&str, &str)]) {
         for (name, text) in files {
             let path = dir.join(name);
@@ -366,16 +360,14 @@ mod tests {
     fn the_files_of_src_form_no_circle() {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
         let found = circles_in(&src);
-        let new: Vec<&String> = found.iter().filter(|(f, _)| !KNOWN.iter().any(|k| k == f)).map(|(_, a)| a).collect();
-        let joined = new.iter().map(|a| a.as_str()).collect::<Vec<_>>().join("\n");
-        assert!(new.is_empty(), "files of src/ import each other in a circle:\n{joined}");
-        let gone: Vec<_> = KNOWN.iter().filter(|k| !found.iter().any(|(f, _)| f == *k)).collect();
-        assert!(gone.is_empty(), "these circles went; take them off KNOWN: {gone:?}");
+        let joined = found.iter().map(|(_, a)| a.as_str()).collect::<Vec<_>>().join("\n");
+        assert!(found.is_empty(), "files of src/ import each other in a circle:\n{joined}");
         assert!(read_tree(&src).len() > 100, "the scan found too few files");
     }
 
     /// The pairs of top-level modules that still import each other (issue 28): the
-    /// list only shrinks, like `KNOWN`.
+    /// list only shrinks: a pair not listed fails the test, and so does a listed one
+    /// that went.
     const KNOWN_PAIRS: &[&str] = &[
         "agent <-> config",
         "agent <-> process",

@@ -17,7 +17,7 @@ use crate::git::message::TASK_TRAILER;
 use crate::git::repo::{GitError, Repo};
 
 use super::git::{self, Swap};
-use super::ops::{Book, git_error};
+use super::ops::{Book, git_error, land_dir};
 use super::queue::{self, Trouble};
 use super::rebase::{self, Prep, Rebased};
 use super::state::{Landing, LandingStep, TaskState};
@@ -66,11 +66,6 @@ pub(crate) enum Done {
     Passed(String),
     Trouble(Trouble),
     Failed(String),
-}
-
-/// The landing worktree: one for the fleet, so build caches stay warm.
-pub(crate) fn land_dir(book: &Book) -> PathBuf {
-    book.paths.worktrees.join(".land")
 }
 
 /// What the quick first part of a landing found.

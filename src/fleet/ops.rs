@@ -317,7 +317,7 @@ impl Book {
             return Ok(format!("task {name} has no worktree"));
         };
         let keep = self.paths.logs().join(format!("{name}.agent"));
-        let line = super::tidy::remove_worktree_at(&self.repo, name, &worktree, &keep)?;
+        let line = remove_worktree_at(&self.repo, name, &worktree, &keep)?;
         self.task_mut(name).worktree = None;
         self.save().map_err(|e| e.to_string())?;
         Ok(line)
@@ -411,4 +411,40 @@ pub(crate) fn list(paths: &[String]) -> String {
         s.push_str(&format!(" and {} more", paths.len() - SHOWN));
     }
     s
+}
+
+/// The landing worktree: one for the fleet, so build caches stay warm.
+pub(crate) fn land_dir(book: &Book) -> PathBuf {
+    book.paths.worktrees.join(".land")
+}
+
+/// Removes the worktree of task `name` at `worktree` when it holds nothing of a
+/// person's, its `.agent/` (the run's checkpoint, journal, transcripts) moved to
+/// `keep_agent` first; `Err` says why it is kept.
+pub(crate) fn remove_worktree_at(
+    repo: &Repo,
+    name: &str,
+    worktree: &Path,
+    keep_agent: &Path,
+) -> Result<String, String> {
+    if !worktree.exists() {
+        let _ = repo.git_output(&["worktree", "prune"]);
+        return Ok(format!("task {name}: its worktree is gone already"));
+    }
+    let changes = git::changes_in(worktree).map_err(|e| e.to_string())?;
+    if !changes.is_empty() {
+        return Err(format!(
+            "task {name}: its worktree {} is kept: it holds changes that are in no commit ({}); save or remove them, \
+             then `ralph fleet clean`",
+            worktree.display(),
+            list(&changes)
+        ));
+    }
+    // git then removes the rest, refusing anything new.
+    let _ = std::fs::remove_dir_all(keep_agent);
+    if std::fs::rename(worktree.join(".agent"), keep_agent).is_err() {
+        let _ = std::fs::remove_dir_all(worktree.join(".agent"));
+    }
+    git::remove_worktree(repo, worktree).map_err(|e| format!("task {name}: git cannot remove its worktree: {e}"))?;
+    Ok(format!("task {name}: removed its worktree {}", worktree.display()))
 }

@@ -24,6 +24,7 @@ use serde_json::json;
 use super::chores::Chore;
 use super::control::{self, Inbound, Reply, Request};
 use super::core::{self, Asked, Command, FleetEnd};
+use super::landing::Done;
 use super::ops::{Book, Ready};
 use super::procs::{Ended, Procs, Start};
 use super::report::{self, Reporter};
@@ -205,7 +206,7 @@ impl Supervisor {
                 Some(ended) = self.procs.rx.recv() => self.on_ended(ended)?,
                 Some(path) = self.fs_rx.recv() => self.on_file(&path)?,
                 Some((request, reply)) = self.control_rx.recv() => self.on_request(request, reply)?,
-                done = super::merging::job_done(&mut self.job) => self.on_job(done)?,
+                done = job_done(&mut self.job) => self.on_job(done)?,
                 chore = self.chores.next() => self.on_chore(chore)?,
                 _ = int.recv() => if self.on_signal(Incoming::Interrupt) { break None },
                 _ = term.recv() => {
@@ -214,7 +215,7 @@ impl Supervisor {
                 }
                 _ = hup.recv() => if self.on_signal(Incoming::Hangup) { break None },
                 () = tokio::time::sleep(DISK_RETRY), if wait_disk => self.later = None,
-                () = tokio::time::sleep(super::merging::QUEUE_RETRY), if wait_queue => self.queue_paused = None,
+                () = tokio::time::sleep(QUEUE_RETRY), if wait_queue => self.queue_paused = None,
             }
         };
         self.finish(end.as_ref())
@@ -591,7 +592,7 @@ impl Supervisor {
         let t = self.book.task(name)?.clone();
         match core::retry(name, &t) {
             Command::Set(state) => {
-                let state = super::merging::retried_state(&self.book, name, state);
+                let state = retried_state(&self.book, name, state);
                 if let Some(t) = self.book.fleet.tasks.get_mut(name) {
                     (t.restarts, t.evictions, t.eviction) = (0, 0, None);
                 }
@@ -750,4 +751,23 @@ fn headline(fleet: &super::state::Fleet, status: FleetStatus) -> String {
         FleetStatus::Interrupted => format!("interrupted: {done} of {total} task(s) done; `ralph fleet` continues"),
         _ => format!("unfinished: {done} of {total} task(s) done; the others need a person"),
     }
+}
+
+/// How long the queue waits before it looks again at an `into` someone has
+/// checked out.
+pub(super) const QUEUE_RETRY: Duration = Duration::from_secs(10);
+
+/// The job's end; pending while there is none.
+pub(super) async fn job_done(job: &mut Option<tokio::task::JoinHandle<Done>>) -> Done {
+    match job.as_mut() {
+        Some(handle) => handle.await.unwrap_or_else(|e| Done::Failed(format!("the landing's job failed: {e}"))),
+        None => std::future::pending().await,
+    }
+}
+
+/// The state `retry` puts a task in: a blocked task whose run is complete (the queue
+/// gave up on it) lands again; others run again.
+pub(super) fn retried_state(book: &Book, name: &str, state: TaskState) -> TaskState {
+    let completed = book.run_view(name).is_some_and(|v| v.status == crate::state::checkpoint::Status::Completed);
+    if state == TaskState::Queued && completed { TaskState::Finished } else { state }
 }
