@@ -373,7 +373,6 @@ mod tests {
         "agent <-> process",
         "agent <-> state",
         "error <-> state",
-        "events <-> state",
         "recovery <-> supervise",
         "supervise <-> workflow",
     ];
