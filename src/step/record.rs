@@ -5,6 +5,7 @@
 //! The floor under every transition of the step: it decides nothing about where the
 //! run goes.
 
+use super::trouble;
 use crate::config::Phase;
 use crate::events::RunEvent;
 use crate::recovery::policy::{self, Facts, Limits, Next};
@@ -14,7 +15,6 @@ use crate::state::checkpoint::{LastError, ToolCall};
 use crate::supervise::Detector;
 use crate::supervise::completion::Why;
 use crate::supervise::note::{self, LastTool, NoteContext, ToolState, Trouble};
-use crate::supervise::trouble;
 use crate::workflow::Progress;
 use crate::workflow::done::SignOff;
 
