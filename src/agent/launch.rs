@@ -6,8 +6,9 @@ use std::path::PathBuf;
 
 use nix::sys::signal::Signal;
 
+use super::env;
 use crate::config::{AgentConfig, AgentKind, OutputFormat};
-use crate::process::{Launch, env};
+use crate::process::Launch;
 
 use super::claude_stream::ClaudeStreamParser;
 use super::descriptor::{Env, LaunchError, Request, flag};

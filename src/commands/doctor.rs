@@ -7,11 +7,12 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::agent::env;
 use crate::agent::preflight;
 use crate::agent::{kinds, versions};
 use crate::config::{AgentConfig, AgentKind};
 use crate::error::RalphError;
-use crate::process::{self, env};
+use crate::process;
 use crate::recovery::probe::{self, ProbeResult};
 
 /// One line of the report.

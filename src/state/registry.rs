@@ -118,7 +118,7 @@ impl Entry {
         let credential_names: BTreeSet<String> = agents
             .iter()
             .flat_map(|a| {
-                crate::process::env::allowlist(a.kind).iter().map(|s| s.to_string()).chain(a.pass_env.iter().cloned())
+                crate::agent::env::allowlist(a.kind).iter().map(|s| s.to_string()).chain(a.pass_env.iter().cloned())
             })
             .filter(|name| present(name))
             .collect();
