@@ -118,14 +118,6 @@ fn paths(code: &str, kids: &BTreeSet<String>) -> Vec<Vec<String>> {
     used.iter().map(|(p, _)| p.clone()).chain(through).collect()
 }
 
-/// `a::b::{c, d::e}` into `prefix` + each leaf; a leaf's alias (`x as y`) is dropped,
-/// since the path is what the arrow follows.
-fn expand(tree: &str, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
-    let mut named = Vec::new();
-    expand_named(tree, prefix, &mut named);
-    out.extend(named.into_iter().map(|(path, _)| path));
-}
-
 /// `a::b::{c, d::e as f}` into `prefix` + each leaf, with the name it brings into
 /// scope (`c`, `f`).
 fn expand_named(tree: &str, prefix: &mut Vec<String>, out: &mut Vec<(Vec<String>, String)>) {

@@ -16,7 +16,7 @@ use crate::events::RunEvent;
 use crate::git::session::{self, GitSession, OpenError};
 use crate::report::Reporter;
 use crate::secrets::found::GoalFinding;
-use crate::signal::Signals;
+use crate::signal::listen::Signals;
 use crate::state::checkpoint::{Checkpoint, InFlight};
 use crate::state::format::{self, ReadError, Stale};
 use crate::state::journal::Journal;
