@@ -1,24 +1,46 @@
-//! The crate's floors, held by a test: a file sits above every file it imports, so
-//! the files of `src/` must never import each other in a circle. A circle is a cycle
-//! of `crate::`, `super::`, `self::` or child-module paths between files outside the
-//! tests; a path reaches the file of its longest module prefix, so a `mod.rs` that
-//! re-exports its children (or calls into them) stands for them too.
+//! The crate's floors, held by tests: a file sits above every file it imports.
+//! Three rules, each a test here (like `os.rs`'s test that keeps the Linux calls in
+//! one place):
 //!
-//! The floors as they are (issue 28's first part):
-//! * leaves every floor may use, importing nothing of the crate: `named` (the
-//!   `named!` macro of stable names), `outcome` (how a run ended, why a stop was asked
-//!   for), `os`, `secrets` (`special` below `matcher`);
+//! 1. **No circle of files.** A circle is a cycle of `crate::`, `super::`, `self::`
+//!    or child-module paths between files outside the tests; a path reaches the file
+//!    of its longest module prefix (a `mod.rs` that re-exports its children, or
+//!    calls into them, stands for them), and a path through a name a `use` brought
+//!    in (`use crate::commands;` then `commands::fleet::main()`) is followed.
+//! 2. **No two top-level modules importing each other** (`a <-> b`, any files of
+//!    each). Three pairs are still listed as known (`KNOWN_PAIRS` in the test, a list
+//!    that only shrinks): `agent <-> config` (config validation reads what a CLI
+//!    kind allows from its descriptor), `agent <-> state` (the registry entry names
+//!    the agents' programs and credentials; gemini's settings file is written with
+//!    `state::atomic`), `error <-> state` (the state errors' mappings sit beside
+//!    their sources, since `state` exits with an `exit` code and `exit` maps errors).
+//! 3. **No core file importing a shell file** (design.md §11): [`SIDES`] says which
+//!    side each module is on, the pure decision core (state and an event in, a
+//!    decision out) or the I/O shell (processes, signals, files, terminal). Core
+//!    files that still take a type from a shell file are listed as known.
+//!
+//! The floors, bottom up:
+//! * leaves every floor may use, importing nothing of the crate (or only another
+//!   leaf): `named` (the `named!` macro of stable names), `outcome` (the types many
+//!   modules share: how a run ended, why a stop was asked for, a run's status and
+//!   cost, the failure categories), `text` (ellipsis, plurals, ordinals, short hashes,
+//!   and `text::clock`, times formatted in a zone passed in), `env_names` (the
+//!   environment a launched agent gets from ralph), `os`, `secrets` (`special` below
+//!   `matcher`);
 //! * `config::types` (the file's shape) below the agent descriptors, which read an
 //!   agent's table; `config::validate` above them, since what a CLI kind allows is the
-//!   descriptor's;
+//!   descriptor's; `config::file` (finding and reading the file) is the shell's part;
 //! * `exit` (the codes) below `process::agent_group`, which exits with one of them
-//!   when the second Ctrl+C finds the event loop blocked, below `signal`, which arms it;
+//!   when the second Ctrl+C finds the event loop blocked, below `signal::listen`
+//!   (the listeners, which arm it), beside the pure machine in `signal`;
 //! * `workflow::progress` (where a run stands, the review's verdict) below
-//!   `workflow::advance` (the phase-boundary decisions).
-//!
-//! The fleet's files (issues 33 and 34) came with three circles, listed in the test
-//! as known until they go. Still to come (issue 28): no two top-level modules importing each other, and no
-//! core module importing a shell module.
+//!   `workflow::advance` (the phase-boundary decisions); `supervise` below
+//!   `workflow` (the done signals are the completion judge's) below `recovery`
+//!   below `step` (whose `trouble` puts a failure in the recovery note's words);
+//! * the shell on top: `state`, `report` (which reads the system's zone, once per
+//!   run or command: `report::zone`), `run`, `fleet`, `watch`, `commands` (with
+//!   `commands::in_dir`, `report` and `fleet_find` below the subcommands that use
+//!   them), `app`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

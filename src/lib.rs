@@ -1,15 +1,22 @@
 //! ralph runs coding agents unattended through a configured workflow of phases and
 //! agent fallover chains, and makes sure the work finishes when things break.
 //!
-//! The crate is split into a pure decision core and a thin I/O shell:
+//! The crate is split into a pure decision core and a thin I/O shell (which side
+//! each module is on is written in `floors::SIDES`, and held by its tests):
 //!
 //! * pure: `config` (types and validation), `workflow` (phases, repeat rules,
 //!   done signals, prompts), `recovery` (classification and policy), `supervise`
 //!   (the attempt's detectors), `signal` (the interrupt state machine), `agent`
-//!   parsers, and `step`, the run's decisions as one step over them.
+//!   parsers and its environment allowlist, and `step`, the run's decisions as one
+//!   step over them; the leaves they share: `outcome` (the shared types), `text`
+//!   (words and times in a zone passed in), `named`, `env_names`.
 //! * shell: `process` (process groups, graceful termination), `state`
 //!   (checkpoint, journal, lock), `run` (the dispatcher loop that carries out the
-//!   step's effects), `report` (what the user sees), `commands` (the subcommands).
+//!   step's effects), `signal::listen` (the signal streams), `config::file`,
+//!   `report` (what the user sees), `commands` (the subcommands).
+//!
+//! The floors (a file above everything it imports; no circles, no two top-level
+//! modules importing each other) are listed in `floors`, a test-only module.
 //!
 //! Every module is private to the crate: the binary calls [`main`], and the
 //! benchmarks reach what they measure through the hidden `bench` module.
