@@ -658,8 +658,9 @@ impl Supervisor {
         let f = &self.book.fleet;
         let run = (f.fleet_id.as_str(), status, jiff::Timestamp::now().to_string());
         let me = crate::state::lock::LockInfo::current();
-        let mut entry =
-            crate::state::registry::Entry::of_run(&f.repo, &self.book.loaded, run, me, &|name| std::env::var_os(name));
+        let env = |name: &str| std::env::var_os(name);
+        let needs = crate::agent::preflight::needs(&self.book.loaded, &env);
+        let mut entry = crate::state::registry::Entry::of_run(&f.repo, &self.book.loaded, run, me, needs, &env);
         entry.fleet = Some(crate::state::registry::FleetMark {
             role: crate::state::registry::FleetRole::Supervisor,
             repo: f.repo.clone(),
