@@ -103,7 +103,10 @@ pub(super) fn judge(msg: &str) -> Claim {
     let text = normalize(&masked);
     let claim = CLAIMS.iter().filter_map(|p| last_claim(&text, p).map(|at| (at, *p, Claim::ClaimedInWords(p))));
     let bare = bare_sentence(&text).map(|(at, p)| (at, p, Claim::ClaimedInWords(p)));
-    let ready = READY.iter().chain(ASKS_TO_GO_ON).filter_map(|p| words_at(&text, p).last().map(|at| (at, *p, Claim::ReadyToContinue(p))));
+    let ready = READY
+        .iter()
+        .chain(ASKS_TO_GO_ON)
+        .filter_map(|p| words_at(&text, p).last().map(|at| (at, *p, Claim::ReadyToContinue(p))));
     // Of overlapping phrases ("task is complete", "is complete") the longer names it.
     claim
         .chain(bare)
