@@ -387,7 +387,6 @@ fn real_value(name: &[u8], value: &[u8], quoted: bool, after: Option<u8>) -> boo
         "none",
         "sensitive",
         "required",
-        "optional",
         "self",
     ];
     if TYPES.iter().any(|t| lower == t.as_bytes()) {
