@@ -320,8 +320,7 @@ mod tests {
     use crate::config::types::AgentConfig;
 
     fn parse_all(lines: &[&str]) -> Vec<AgentEvent> {
-        let mut p = CodexParser::default();
-        lines.iter().flat_map(|l| p.parse_line(l)).collect()
+        crate::testkit::parse_all::<CodexParser>(lines)
     }
 
     const TID: &str = "01a22d66-98fb-72f0-9462-56da3949b4c9";

@@ -302,8 +302,7 @@ mod tests {
     use serde_json::json;
 
     fn parse_all(lines: &[&str]) -> Vec<AgentEvent> {
-        let mut p = GeminiParser::default();
-        lines.iter().flat_map(|l| p.parse_line(l)).collect()
+        crate::testkit::parse_all::<GeminiParser>(lines)
     }
 
     // Captured from Gemini CLI 0.61.0 against tests/integration/fake_gemini.rs.

@@ -279,8 +279,7 @@ mod tests {
     use serde_json::json;
 
     fn parse_all(lines: &[&str]) -> Vec<AgentEvent> {
-        let mut p = OpenCodeParser::default();
-        lines.iter().flat_map(|l| p.parse_line(l)).collect()
+        crate::testkit::parse_all::<OpenCodeParser>(lines)
     }
 
     const SID: &str = "ses_dd2997bbeffeB2bE092aBKHs7B";

@@ -308,18 +308,9 @@ pub(crate) fn agent_backoff(retry: &Retry, n: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::DoneSignal;
 
     fn phase(name: &str, chain: &[&str], iterations: u32, until_complete: bool) -> Phase {
-        Phase {
-            name: name.into(),
-            chain_name: "main".into(),
-            chain: chain.iter().map(|s| s.to_string()).collect(),
-            iterations,
-            until_complete,
-            done: DoneSignal::Tag,
-            prompt: None,
-        }
+        Phase { iterations, until_complete, ..crate::testkit::phase(name, chain) }
     }
 
     fn agent_failure() -> Classification {

@@ -1,0 +1,42 @@
+//! What the unit tests of many modules build the same way: a phase, the timeouts of
+//! an attempt, a parser run over a few lines. One home, so a test states only what it
+//! is about and a change to a shared type is made once here.
+//!
+//! Compiled for tests only; nothing outside `#[cfg(test)]` code may use it.
+
+use std::time::Duration;
+
+use crate::agent::event::{AgentEvent, LineParser};
+use crate::config::{DoneSignal, Phase, Timeouts};
+
+/// A phase `name` on the chain `main` of `chain`: one iteration, the `<promise>` tag
+/// as its done signal, no prompt of its own. A test that needs more says so with
+/// struct update syntax: `Phase { iterations: 5, ..phase("dev", &["a"]) }`.
+pub(crate) fn phase(name: &str, chain: &[&str]) -> Phase {
+    Phase {
+        name: name.into(),
+        chain_name: "main".into(),
+        chain: chain.iter().map(|s| (*s).to_string()).collect(),
+        iterations: 1,
+        until_complete: false,
+        done: DoneSignal::Tag,
+        prompt: None,
+    }
+}
+
+/// Limits of an attempt far from one another, so a test sees which one fired: a
+/// stall of a minute, a tool of ten, an attempt of an hour, a grace of a second.
+pub(crate) fn timeouts() -> Timeouts {
+    Timeouts {
+        stall: Duration::from_secs(60),
+        tool: Duration::from_secs(600),
+        attempt: Duration::from_secs(3600),
+        grace: Duration::from_secs(1),
+    }
+}
+
+/// Every event a fresh parser of type `P` reads from `lines`, in order.
+pub(crate) fn parse_all<P: LineParser + Default>(lines: &[&str]) -> Vec<AgentEvent> {
+    let mut p = P::default();
+    lines.iter().flat_map(|l| p.parse_line(l)).collect()
+}
