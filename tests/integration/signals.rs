@@ -6,9 +6,12 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use serde_json::json;
 
-use crate::harness::{DEFAULT_TIMEOUT, Project, alive, cleanup, fast, gone_within, sim_project};
+use crate::harness::{DEFAULT_TIMEOUT, Output, Project, Running, alive, cleanup, fast, gone_within, sim_project};
 
 const GONE: Duration = Duration::from_secs(5);
+
+/// The first launch's steps of an agent that ignores SIGINT and SIGTERM.
+const STUBBORN: &str = r#"{ ignore = ["SIGINT", "SIGTERM"] },"#;
 
 /// One agent `a` whose first launch runs `first` (then hangs in a tool call, which is
 /// never a stall), and whose later launches finish.
@@ -19,14 +22,40 @@ fn project(timeouts: &str, first: &str) -> Project {
     sim_project().timeouts(timeouts).sim("a", &[&hangs, r#"[{ done = "finished after the resume" }]"#]).build()
 }
 
+/// ralph started on `p`, once its agent has written `agent.pid`: the run and the agent.
+fn started(p: &Project) -> (Running, i32) {
+    let run = p.ralph().spawn();
+    let agent = p.pid_file("agent.pid");
+    (run, agent)
+}
+
+/// ralph started on `p` and sent `signal` once its agent runs: ralph's output, and
+/// the agent's pid (killed if ralph left it behind, which the test then sees).
+fn stopped_by(p: &Project, signal: Signal) -> (Output, i32) {
+    let (run, agent) = started(p);
+    run.signal(signal);
+    let out = run.finish();
+    cleanup(agent);
+    (out, agent)
+}
+
+/// The second Ctrl+C: a first one, `between` (until ralph is ending the agent), a
+/// second, and ralph's exit within `within`. Its output, and whether the agent was
+/// gone soon after (it is killed either way).
+fn ctrl_c_twice(run: Running, agent: i32, between: impl FnOnce(), within: Duration) -> (Output, bool) {
+    run.signal(Signal::SIGINT);
+    between();
+    run.signal(Signal::SIGINT);
+    let out = run.wait(within);
+    let gone = gone_within(agent, GONE);
+    cleanup(agent);
+    (out, gone)
+}
+
 #[test]
 fn first_ctrl_c_pauses_and_resume_continues_the_session() {
     let p = project("", "");
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
-    run.signal(Signal::SIGINT);
-    let out = run.finish();
-    cleanup(agent);
+    let (out, agent) = stopped_by(&p, Signal::SIGINT);
     out.expect_code(130).stderr_has("--resume");
     assert!(!alive(agent), "the agent {agent} outlived ralph");
     let cp = p.checkpoint();
@@ -49,11 +78,7 @@ fn first_ctrl_c_pauses_and_resume_continues_the_session() {
 #[test]
 fn ctrl_c_escalates_to_sigterm_when_the_agent_ignores_sigint() {
     let p = project("", r#"{ ignore = ["SIGINT"] },"#);
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
-    run.signal(Signal::SIGINT);
-    let out = run.finish();
-    cleanup(agent);
+    let (out, agent) = stopped_by(&p, Signal::SIGINT);
     out.expect_code(130);
     assert!(!alive(agent), "the agent {agent} outlived ralph");
     let log = p.ralph_log();
@@ -64,12 +89,8 @@ fn ctrl_c_escalates_to_sigterm_when_the_agent_ignores_sigint() {
 
 #[test]
 fn ctrl_c_escalates_to_sigkill_when_the_agent_ignores_sigint_and_sigterm() {
-    let p = project("", r#"{ ignore = ["SIGINT", "SIGTERM"] },"#);
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
-    run.signal(Signal::SIGINT);
-    let out = run.finish();
-    cleanup(agent);
+    let p = project("", STUBBORN);
+    let (out, agent) = stopped_by(&p, Signal::SIGINT);
     out.expect_code(130);
     assert!(!alive(agent), "the agent {agent} outlived ralph");
     let log = p.ralph_log();
@@ -82,8 +103,7 @@ fn ctrl_c_escalates_to_sigkill_when_the_agent_ignores_sigint_and_sigterm() {
 #[test]
 fn ctrl_c_ends_the_agents_grandchild_too() {
     let p = project("", r#"{ grandchild = { pidfile = "gc.pid", lives = "60s" } },"#);
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = started(&p);
     let gc = p.pid_file("gc.pid");
     assert!(alive(gc));
     run.signal(Signal::SIGINT);
@@ -98,10 +118,8 @@ fn ctrl_c_ends_the_agents_grandchild_too() {
 
 #[test]
 fn stubborn_grandchild_is_killed_with_the_group() {
-    let p =
-        project("", r#"{ ignore = ["SIGINT", "SIGTERM"] }, { grandchild = { pidfile = "gc.pid", lives = "60s" } },"#);
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let p = project("", &format!(r#"{STUBBORN} {{ grandchild = {{ pidfile = "gc.pid", lives = "60s" }} }},"#));
+    let (run, agent) = started(&p);
     let gc = p.pid_file("gc.pid");
     run.signal(Signal::SIGINT);
     let out = run.finish();
@@ -127,16 +145,11 @@ fn grandchild_of_an_agent_that_exits_normally_is_killed_when_the_attempt_ends() 
 
 #[test]
 fn second_ctrl_c_exits_at_once_and_leaves_a_valid_checkpoint() {
-    let p = project(r#"grace = "30s""#, r#"{ ignore = ["SIGINT", "SIGTERM"] },"#);
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
-    run.signal(Signal::SIGINT);
-    p.wait_for_log("sending SIGINT", DEFAULT_TIMEOUT);
-    run.signal(Signal::SIGINT);
+    let p = project(r#"grace = "30s""#, STUBBORN);
+    let (run, agent) = started(&p);
     // Far less than the 30 s grace: the second Ctrl+C does not wait.
-    let out = run.wait(Duration::from_secs(10));
-    let gone = gone_within(agent, GONE);
-    cleanup(agent);
+    let (out, gone) =
+        ctrl_c_twice(run, agent, || p.wait_for_log("sending SIGINT", DEFAULT_TIMEOUT), Duration::from_secs(10));
     out.expect_code(130);
     assert!(gone, "the agent {agent} outlived ralph");
     // The user's intent was recorded at the first Ctrl+C: a pause, not a crash that
@@ -152,17 +165,13 @@ fn second_ctrl_c_exits_at_once_and_leaves_a_valid_checkpoint() {
 
 #[test]
 fn second_ctrl_c_exits_even_when_the_event_loop_is_blocked() {
-    let p = project(r#"grace = "30s""#, r#"{ ignore = ["SIGINT", "SIGTERM"] },"#);
+    let p = project(r#"grace = "30s""#, STUBBORN);
     // Debug builds block the loop for a minute right after the first Ctrl+C is
     // recorded, as an fsync on a hung network file system would.
     let run = p.ralph().env("RALPH_TEST_HANG_AFTER_STOP", "1").spawn();
     let agent = p.pid_file("agent.pid");
-    run.signal(Signal::SIGINT);
-    p.wait_for_checkpoint(|cp| cp["status"] == "paused", DEFAULT_TIMEOUT);
-    run.signal(Signal::SIGINT);
-    let out = run.wait(Duration::from_secs(20));
-    let gone = gone_within(agent, GONE);
-    cleanup(agent);
+    let paused = || p.wait_for_checkpoint(|cp| cp["status"] == "paused", DEFAULT_TIMEOUT);
+    let (out, gone) = ctrl_c_twice(run, agent, paused, Duration::from_secs(20));
     out.expect_code(130);
     assert!(gone, "the agent {agent} outlived ralph");
     let cp = p.checkpoint();
@@ -218,12 +227,7 @@ fn ctrl_c_at_the_resume_question_releases_the_lock() {
     use std::sync::{Arc, Mutex};
 
     let p = project("", "");
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
-    run.signal(Signal::SIGINT);
-    let out = run.finish();
-    cleanup(agent);
-    out.expect_code(130);
+    stopped_by(&p, Signal::SIGINT).0.expect_code(130);
 
     // The question is asked only on a terminal.
     let pty = nix::pty::openpty(None, None).expect("openpty");
@@ -278,11 +282,7 @@ fn ctrl_c_at_the_resume_question_releases_the_lock() {
 #[test]
 fn a_sigterm_of_the_users_own_pauses_the_run() {
     let p = project("", "");
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
-    run.signal(Signal::SIGTERM);
-    let out = run.finish();
-    cleanup(agent);
+    let (out, agent) = stopped_by(&p, Signal::SIGTERM);
     out.expect_code(143).stderr_has(&format!("ralph: paused by a SIGTERM from pid {}", std::process::id()));
     out.stderr_has("a process of yours: a deliberate stop, which the watchdog leaves alone");
     assert!(!alive(agent));
@@ -306,11 +306,7 @@ fn a_sigterm_of_a_service_manager_interrupts_with_143() {
         .toml(&format!("[watch]\n{}", crate::harness::sigterm_as_service_manager()))
         .sim("a", &[r#"[{ pidfile = "agent.pid" }, { tool = { name = "Bash", input = { command = "make" }, hang = true } }]"#, r#"[{ done = "finished after the resume" }]"#])
         .build();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
-    run.signal(Signal::SIGTERM);
-    let out = run.finish();
-    cleanup(agent);
+    let (out, _) = stopped_by(&p, Signal::SIGTERM);
     out.expect_code(143).stderr_has("ralph: interrupted by SIGTERM from pid").stderr_has("a service manager");
     let cp = p.checkpoint();
     assert_eq!(cp["status"], "interrupted", "{cp:#}");
@@ -389,11 +385,7 @@ fn children_of(pid: i32) -> Vec<i32> {
 #[test]
 fn sighup_interrupts_with_129() {
     let p = project("", "");
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
-    run.signal(Signal::SIGHUP);
-    let out = run.finish();
-    cleanup(agent);
+    let (out, agent) = stopped_by(&p, Signal::SIGHUP);
     out.expect_code(129);
     assert!(!alive(agent));
     let cp = p.checkpoint();
@@ -439,15 +431,10 @@ output = "claude-stream-json""#,
         .build()
         .file("agent.sh", agent_script);
     std::fs::set_permissions(p.join("agent.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = started(&p);
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "s-usage", DEFAULT_TIMEOUT);
-    run.signal(Signal::SIGINT);
-    p.wait_for_log("sending SIGINT", DEFAULT_TIMEOUT);
-    run.signal(Signal::SIGINT);
-    let out = run.wait(Duration::from_secs(10));
-    let gone = gone_within(agent, GONE);
-    cleanup(agent);
+    let (out, gone) =
+        ctrl_c_twice(run, agent, || p.wait_for_log("sending SIGINT", DEFAULT_TIMEOUT), Duration::from_secs(10));
     out.expect_code(130);
     assert!(gone, "the agent {agent} outlived ralph");
     let cp = p.checkpoint();
@@ -494,12 +481,8 @@ chain = "main"
 
 #[test]
 fn ctrl_c_says_what_it_waits_for_and_each_escalation_step() {
-    let p = project("", r#"{ ignore = ["SIGINT", "SIGTERM"] },"#);
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
-    run.signal(Signal::SIGINT);
-    let out = run.finish();
-    cleanup(agent);
+    let p = project("", STUBBORN);
+    let (out, _) = stopped_by(&p, Signal::SIGINT);
     out.expect_code(130)
         .stderr_has("stopping: waiting for a to exit (Ctrl+C again to kill it now) · sent SIGINT; SIGTERM in 1s")
         .stderr_has("· sent SIGTERM; SIGKILL in 1s")
@@ -510,13 +493,9 @@ fn ctrl_c_says_what_it_waits_for_and_each_escalation_step() {
 
 #[test]
 fn second_ctrl_c_says_what_was_killed_and_how_to_continue() {
-    let p = project(r#"grace = "30s""#, r#"{ ignore = ["SIGINT", "SIGTERM"] },"#);
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
-    run.signal(Signal::SIGINT);
-    p.wait_for_log("sending SIGINT", DEFAULT_TIMEOUT);
-    run.signal(Signal::SIGINT);
-    let out = run.wait(Duration::from_secs(10));
-    cleanup(agent);
+    let p = project(r#"grace = "30s""#, STUBBORN);
+    let (run, agent) = started(&p);
+    let (out, _) =
+        ctrl_c_twice(run, agent, || p.wait_for_log("sending SIGINT", DEFAULT_TIMEOUT), Duration::from_secs(10));
     out.expect_code(130).stderr_has("killed a and everything it started").stderr_has("`ralph --resume` continues");
 }
