@@ -23,8 +23,7 @@ fn hanging_agent() -> Project {
 #[test]
 fn second_ralph_in_the_same_directory_is_refused() {
     let p = hanging_agent();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     let out = p.ralph().args(["--resume"]).run();
     let pid = run.pid();
 
@@ -46,8 +45,7 @@ fn second_ralph_in_the_same_directory_is_refused() {
 #[test]
 fn a_live_run_is_not_called_unclean_and_both_json_views_have_one_shape() {
     let p = hanging_agent();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     let status = p.ralph().args(["status"]).run();
     let status_json = p.ralph().args(["status", "--json"]).run();
     let inspect_json = p.ralph().args(["--inspect-checkpoint", "--json"]).run();
@@ -157,8 +155,7 @@ chain = "main"
 chain = "main"
 "#,
     ));
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     run.signal(nix::sys::signal::Signal::SIGINT);
     run.finish().expect_code(130);
     cleanup(agent);
@@ -193,8 +190,7 @@ fn logs_prints_the_last_attempt_readably_and_follows_a_live_one() {
     let p = hanging_agent();
     // Nothing yet.
     p.ralph().args(["logs"]).run().expect_code(2).stderr_has("no attempt logs");
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     // -f follows the live attempt until the run ends.
     let follow = p.ralph().args(["logs", "-f"]).spawn();
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
@@ -258,8 +254,7 @@ fn ralph_log_takes_rust_log_syntax_and_json_is_for_machines() {
 #[test]
 fn status_after_a_run() {
     let p = hanging_agent();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     run.signal(Signal::SIGINT);
     run.finish().expect_code(130);
     cleanup(agent);
@@ -404,17 +399,7 @@ fn demo_runs_on_a_terminal_and_leaves_no_registered_run() {
         }
         String::from_utf8_lossy(&seen).into_owned()
     });
-    let deadline = std::time::Instant::now() + Duration::from_secs(90);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            break status;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the demo did not end within 90s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = crate::harness::wait_child(&mut child, Duration::from_secs(90), "the demo");
     drop(child);
     let seen = reader.join().unwrap_or_default();
     assert_eq!(status.code(), Some(0), "{seen}");
@@ -554,14 +539,7 @@ fn a_closed_pipe_ends_a_printing_command_quietly() {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("spawn ralph");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        let status = loop {
-            if let Some(status) = child.try_wait().expect("try_wait") {
-                break status;
-            }
-            assert!(std::time::Instant::now() < deadline, "ralph {args:?} did not exit within 30 s");
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        };
+        let status = crate::harness::wait_child(&mut child, Duration::from_secs(30), &format!("ralph {args:?}"));
         let mut stderr = String::new();
         std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr).expect("stderr");
         assert!(!stderr.contains("panicked"), "ralph {args:?} panicked on a closed pipe:\n{stderr}");
@@ -594,17 +572,7 @@ fn a_ralph_replaced_during_the_run_still_starts_itself() {
         .expect("spawn the copy of ralph");
     let stderr = child.stderr.take().expect("stderr");
     let reader = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            break status;
-        }
-        if std::time::Instant::now() >= deadline {
-            let _ = child.kill();
-            panic!("ralph did not exit within 60 s");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let status = crate::harness::wait_child(&mut child, Duration::from_secs(60), "ralph");
     let stderr = reader.join().unwrap_or_default();
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("(deleted)"), "{stderr}");

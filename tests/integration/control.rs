@@ -470,8 +470,7 @@ fn status_after_a_kill_says_no_ralph_runs_it_and_what_to_do_next() {
         r#"{ pidfile = "agent.pid" }, { tool = { name = "Bash", hang = true } }"#,
         r#"{ done = "x" }"#,
     );
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"].is_string(), DEFAULT_TIMEOUT);
     run.signal(nix::sys::signal::Signal::SIGKILL);
     run.wait(Duration::from_secs(10));
@@ -497,8 +496,7 @@ fn stop_exits_1_when_the_run_does_not_end_in_time() {
         r#"{ pidfile = "agent.pid" }, { tool = { name = "Bash", hang = true } }"#,
         r#"{ done = "x" }"#,
     );
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     p.ralph()
         .args(["stop", "--timeout", "1s"])
         .run()

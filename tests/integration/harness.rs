@@ -71,6 +71,8 @@ pub(crate) struct SimProject {
     agents: Vec<(String, String)>,
     chain: Option<Vec<String>>,
     phase: String,
+    /// `(name, entries besides its chain)`: the phases, in order, when not `develop` alone.
+    phases: Vec<(String, String)>,
     rest: String,
     files: Vec<(String, String)>,
 }
@@ -104,6 +106,15 @@ impl SimProject {
         self.agent(name, &table)
     }
 
+    /// A `kind = "command"` agent running `sh -c script` (the prompt its `$1`), with
+    /// `extra` keys of its table.
+    pub(crate) fn sh(self, name: &str, script: &str, extra: &str) -> Self {
+        self.agent(
+            name,
+            &format!("kind = \"command\"\ncommand = [\"sh\", \"-c\", {script:?}, \"{{prompt}}\"]\n{extra}"),
+        )
+    }
+
     /// A `kind = "command"` agent running `argv` (a TOML array).
     pub(crate) fn command(self, name: &str, argv: &str) -> Self {
         self.agent(name, &format!("kind = \"command\"\ncommand = {argv}\n"))
@@ -124,6 +135,13 @@ impl SimProject {
     /// `[phases.develop]` entries besides its chain.
     pub(crate) fn phase(mut self, entries: &str) -> Self {
         self.phase.push_str(&format!("{entries}\n"));
+        self
+    }
+
+    /// A phase `name` on the chain `main` with `entries` besides its chain; the
+    /// phases so named, in the order added, take the place of `develop`.
+    pub(crate) fn named_phase(mut self, name: &str, entries: &str) -> Self {
+        self.phases.push((name.to_string(), entries.to_string()));
         self
     }
 
@@ -151,11 +169,12 @@ impl SimProject {
         }
         let chain = self.chain.clone().unwrap_or_else(|| self.agents.iter().map(|(n, _)| n.clone()).collect());
         let chain: Vec<String> = chain.iter().map(|a| format!("{a:?}")).collect();
-        body.push_str(&format!(
-            "[chains]\nmain = [{}]\n\n[phases.develop]\nchain = \"main\"\n{}",
-            chain.join(", "),
-            self.phase
-        ));
+        body.push_str(&format!("[chains]\nmain = [{}]\n", chain.join(", ")));
+        let develop = [("develop".to_string(), self.phase.clone())];
+        let phases = if self.phases.is_empty() { &develop[..] } else { &self.phases[..] };
+        for (name, entries) in phases {
+            body.push_str(&format!("\n[phases.{name}]\nchain = \"main\"\n{entries}\n"));
+        }
         fast(&self.retry, &self.timeouts, &body)
     }
 
@@ -277,6 +296,14 @@ impl Project {
     /// The run registry of this test's ralphs.
     pub(crate) fn registry(&self) -> PathBuf {
         self.state.path().join("ralph").join("runs")
+    }
+
+    /// ralph started here, once its agent has written `agent.pid`: the run and the
+    /// agent's pid.
+    pub(crate) fn start(&self) -> (Running, i32) {
+        let run = self.ralph().spawn();
+        let agent = self.pid_file("agent.pid");
+        (run, agent)
     }
 
     pub(crate) fn ralph(&self) -> Ralph {
@@ -557,6 +584,22 @@ impl Drop for Running {
             let _ = killpg(Pid::from_raw(self.pid()), Signal::SIGKILL);
             let _ = self.child.wait();
         }
+    }
+}
+
+/// Waits (bounded) for a child started outside [`Ralph`] to exit; on timeout kills it
+/// and panics, saying `what` did not end.
+pub(crate) fn wait_child(child: &mut Child, timeout: Duration, what: &str) -> ExitStatus {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{what} did not end within {timeout:?}");
+        }
+        thread::sleep(Duration::from_millis(20));
     }
 }
 

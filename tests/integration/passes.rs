@@ -162,8 +162,7 @@ fn kill_9_during_pass_2_resumes_pass_2() {
         &[r#"[{ done = "fixed A" }]"#],
         "",
     );
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     p.wait_for_file("pass2-started", Duration::from_secs(30));
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "sim-rev-2", Duration::from_secs(30));
     run.signal(Signal::SIGKILL);

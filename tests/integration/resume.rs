@@ -58,8 +58,7 @@ iterations = 3
 #[test]
 fn kill_9_then_resume_finishes_without_redoing_finished_iterations() {
     let p = three_iterations();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     p.wait_for_file("it2-started", Duration::from_secs(30));
     // ralph saves the session as soon as it reads it; kill it after that.
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "sim-a-2", Duration::from_secs(30));
@@ -126,8 +125,7 @@ fn corrupt_checkpoint_without_flags_is_also_refused_in_place() {
 
 /// A paused run: Ctrl+C during iteration 2.
 fn paused(p: &Project) {
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     p.wait_for_file("it2-started", Duration::from_secs(30));
     run.signal(Signal::SIGINT);
     run.finish().expect_code(130);
@@ -226,8 +224,7 @@ fn checkpoint_disabled_writes_nothing_and_every_run_starts_over() {
 checkpoint_enabled = false"#)
         .sim("a", &[r#"[{ pidfile = "agent.pid" }, { write = { path = "it1.txt", content = "1" } }, { tool = { name = "Bash", input = { command = "make" }, hang = true } }]"#])
         .build();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     p.wait_for_file("it1.txt", Duration::from_secs(30));
     run.signal(Signal::SIGINT);
     run.finish().expect_code(130);
@@ -237,8 +234,7 @@ checkpoint_enabled = false"#)
     fs::remove_file(p.join("agent.pid")).unwrap();
 
     // The next run starts from the beginning: launch 1 again, no question asked.
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     assert!(alive(agent));
     run.signal(Signal::SIGINT);
     run.finish().expect_code(130);
@@ -254,8 +250,7 @@ fn kill_9_of_ralph_then_the_next_ralph_ends_the_grandchild() {
     let p = sim_project()
         .sim("a", &[r#"[{ grandchild = { pidfile = "gc.pid", lives = "60s" } }, { pidfile = "agent.pid" }, { tool = { name = "Bash", input = { command = "make" }, hang = true } }]"#, r#"[{ done = "finished" }]"#])
         .build();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     let gc = p.pid_file("gc.pid");
     run.signal(Signal::SIGKILL);
     run.wait(Duration::from_secs(10));
@@ -281,8 +276,7 @@ fn hangs_in_make() -> Project {
 #[test]
 fn a_goal_edited_during_a_pause_reaches_the_resumed_session() {
     let p = hangs_in_make();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "sim-a-1", Duration::from_secs(30));
     run.signal(Signal::SIGINT);
     let out = run.finish();
@@ -300,8 +294,7 @@ fn a_goal_edited_during_a_pause_reaches_the_resumed_session() {
 #[test]
 fn a_run_interrupted_in_a_tool_call_resumes_with_a_note_naming_it() {
     let p = hangs_in_make();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     p.wait_for_checkpoint(|cp| cp["in_flight"]["tool"]["name"] == "Bash", Duration::from_secs(30));
     run.signal(Signal::SIGTERM);
     let out = run.finish();
@@ -317,8 +310,7 @@ fn a_run_interrupted_in_a_tool_call_resumes_with_a_note_naming_it() {
 #[test]
 fn a_crashed_run_resumes_with_a_note_naming_the_tool_call_in_flight() {
     let p = three_iterations();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     p.wait_for_checkpoint(|cp| cp["in_flight"]["tool"]["name"] == "Bash", Duration::from_secs(30));
     run.signal(Signal::SIGKILL);
     let _ = run.wait(Duration::from_secs(10));
@@ -364,8 +356,7 @@ chain = "main"
 #[test]
 fn a_session_is_resumed_only_by_the_agent_that_owns_it() {
     let p = Project::new().config(&two_agents(r#"["a"]"#));
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "sim-a-1", Duration::from_secs(30));
     run.signal(Signal::SIGINT);
     let out = run.finish();
@@ -391,8 +382,7 @@ fn a_session_is_resumed_only_by_the_agent_that_owns_it() {
 #[test]
 fn a_reordered_chain_resumes_the_same_agent_by_name() {
     let p = Project::new().config(&two_agents(r#"["a", "b"]"#));
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "sim-a-1", Duration::from_secs(30));
     run.signal(Signal::SIGINT);
     run.finish().expect_code(130);

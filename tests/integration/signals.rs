@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use serde_json::json;
+use serde_json::{Value, json};
 
-use crate::harness::{DEFAULT_TIMEOUT, Output, Project, Running, alive, cleanup, fast, gone_within, sim_project};
+use crate::harness::{DEFAULT_TIMEOUT, Output, Project, Running, alive, cleanup, gone_within, sim_project};
 
 const GONE: Duration = Duration::from_secs(5);
 
@@ -22,17 +22,10 @@ fn project(timeouts: &str, first: &str) -> Project {
     sim_project().timeouts(timeouts).sim("a", &[&hangs, r#"[{ done = "finished after the resume" }]"#]).build()
 }
 
-/// ralph started on `p`, once its agent has written `agent.pid`: the run and the agent.
-fn started(p: &Project) -> (Running, i32) {
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
-    (run, agent)
-}
-
 /// ralph started on `p` and sent `signal` once its agent runs: ralph's output, and
 /// the agent's pid (killed if ralph left it behind, which the test then sees).
 fn stopped_by(p: &Project, signal: Signal) -> (Output, i32) {
-    let (run, agent) = started(p);
+    let (run, agent) = p.start();
     run.signal(signal);
     let out = run.finish();
     cleanup(agent);
@@ -40,17 +33,24 @@ fn stopped_by(p: &Project, signal: Signal) -> (Output, i32) {
 }
 
 /// The second Ctrl+C: a first one, `between` (until ralph is ending the agent), a
-/// second, and ralph's exit within `within`. Its output, and whether the agent was
-/// gone soon after (it is killed either way).
-fn ctrl_c_twice(run: Running, agent: i32, between: impl FnOnce(), within: Duration) -> (Output, bool) {
+/// second; ralph must then exit 130 within `within`, its agent be gone soon after,
+/// and the run be paused. ralph's output and the checkpoint.
+fn ctrl_c_twice(p: &Project, run: Running, agent: i32, between: impl FnOnce(), within: Duration) -> (Output, Value) {
     run.signal(Signal::SIGINT);
     between();
     run.signal(Signal::SIGINT);
     let out = run.wait(within);
     let gone = gone_within(agent, GONE);
     cleanup(agent);
-    (out, gone)
+    out.expect_code(130);
+    assert!(gone, "the agent {agent} outlived ralph");
+    let cp = p.checkpoint();
+    assert_eq!(cp["status"], "paused", "{cp:#}");
+    (out, cp)
 }
+
+/// How soon ralph must be gone after the second Ctrl+C: far within a 30 s grace.
+const SECOND_SOON: Duration = Duration::from_secs(10);
 
 #[test]
 fn first_ctrl_c_pauses_and_resume_continues_the_session() {
@@ -100,33 +100,32 @@ fn ctrl_c_escalates_to_sigkill_when_the_agent_ignores_sigint_and_sigterm() {
     assert_eq!(cp["progress"]["resume_session"], "sim-a-1");
 }
 
-#[test]
-fn ctrl_c_ends_the_agents_grandchild_too() {
-    let p = project("", r#"{ grandchild = { pidfile = "gc.pid", lives = "60s" } },"#);
-    let (run, agent) = started(&p);
+/// Ctrl+C while the agent (running `first`) has a grandchild that would live a
+/// minute: ralph exits 130; whether the agent and the grandchild were gone soon after.
+fn ctrl_c_with_a_grandchild(first: &str) -> (bool, bool) {
+    let p = project("", &format!(r#"{first} {{ grandchild = {{ pidfile = "gc.pid", lives = "60s" }} }},"#));
+    let (run, agent) = p.start();
     let gc = p.pid_file("gc.pid");
     assert!(alive(gc));
     run.signal(Signal::SIGINT);
     let out = run.finish();
-    let (agent_gone, gc_gone) = (gone_within(agent, GONE), gone_within(gc, GONE));
+    let gone = (gone_within(agent, GONE), gone_within(gc, GONE));
     cleanup(agent);
     cleanup(gc);
     out.expect_code(130);
+    gone
+}
+
+#[test]
+fn ctrl_c_ends_the_agents_grandchild_too() {
+    let (agent_gone, gc_gone) = ctrl_c_with_a_grandchild("");
     assert!(agent_gone, "the agent outlived ralph");
     assert!(gc_gone, "the agent's grandchild outlived ralph");
 }
 
 #[test]
 fn stubborn_grandchild_is_killed_with_the_group() {
-    let p = project("", &format!(r#"{STUBBORN} {{ grandchild = {{ pidfile = "gc.pid", lives = "60s" }} }},"#));
-    let (run, agent) = started(&p);
-    let gc = p.pid_file("gc.pid");
-    run.signal(Signal::SIGINT);
-    let out = run.finish();
-    let (agent_gone, gc_gone) = (gone_within(agent, GONE), gone_within(gc, GONE));
-    cleanup(agent);
-    cleanup(gc);
-    out.expect_code(130);
+    let (agent_gone, gc_gone) = ctrl_c_with_a_grandchild(STUBBORN);
     assert!(agent_gone && gc_gone, "agent gone: {agent_gone}, grandchild gone: {gc_gone}");
 }
 
@@ -146,16 +145,11 @@ fn grandchild_of_an_agent_that_exits_normally_is_killed_when_the_attempt_ends() 
 #[test]
 fn second_ctrl_c_exits_at_once_and_leaves_a_valid_checkpoint() {
     let p = project(r#"grace = "30s""#, STUBBORN);
-    let (run, agent) = started(&p);
+    let (run, agent) = p.start();
     // Far less than the 30 s grace: the second Ctrl+C does not wait.
-    let (out, gone) =
-        ctrl_c_twice(run, agent, || p.wait_for_log("sending SIGINT", DEFAULT_TIMEOUT), Duration::from_secs(10));
-    out.expect_code(130);
-    assert!(gone, "the agent {agent} outlived ralph");
     // The user's intent was recorded at the first Ctrl+C: a pause, not a crash that
     // a watchdog would resume.
-    let cp = p.checkpoint();
-    assert_eq!(cp["status"], "paused", "{cp:#}");
+    let (_, cp) = ctrl_c_twice(&p, run, agent, || p.wait_for_log("sending SIGINT", DEFAULT_TIMEOUT), SECOND_SOON);
     assert_eq!(cp["stop_cause"], "user", "{cp:#}");
     assert_eq!(cp["progress"]["resume_session"], "sim-a-1", "{cp:#}");
     let out = p.ralph().args(["--resume"]).run();
@@ -171,11 +165,7 @@ fn second_ctrl_c_exits_even_when_the_event_loop_is_blocked() {
     let run = p.ralph().env("RALPH_TEST_HANG_AFTER_STOP", "1").spawn();
     let agent = p.pid_file("agent.pid");
     let paused = || p.wait_for_checkpoint(|cp| cp["status"] == "paused", DEFAULT_TIMEOUT);
-    let (out, gone) = ctrl_c_twice(run, agent, paused, Duration::from_secs(20));
-    out.expect_code(130);
-    assert!(gone, "the agent {agent} outlived ralph");
-    let cp = p.checkpoint();
-    assert_eq!(cp["status"], "paused", "{cp:#}");
+    let (_, cp) = ctrl_c_twice(&p, run, agent, paused, Duration::from_secs(20));
     assert_eq!(cp["stop_cause"], "user", "{cp:#}");
 }
 
@@ -202,8 +192,7 @@ fn ctrl_z_stops_the_agent_with_ralph_and_pauses_the_stall_clock() {
         .timeouts(r#"stall = "2s""#)
         .sim("a", &[r#"[{ pidfile = "agent.pid" }, { sleep = "1s" }, { done = "done after fg" }]"#])
         .build();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     run.signal(Signal::SIGTSTP);
     let ralph_stopped = wait_for_state(run.pid(), 'T');
     let agent_stopped = wait_for_state(agent, 'T');
@@ -259,17 +248,7 @@ fn ctrl_c_at_the_resume_question_releases_the_lock() {
         std::thread::sleep(Duration::from_millis(20));
     }
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), Signal::SIGINT).expect("signal");
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            break status;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("ralph did not end on Ctrl+C at the question");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = crate::harness::wait_child(&mut child, Duration::from_secs(10), "ralph, Ctrl+C'd at the question,");
     assert_eq!(status.code(), Some(130), "signal {:?}: {}", status.signal(), seen.lock().expect("lock"));
     assert_eq!(p.checkpoint()["status"], "paused");
     let out = p.ralph().args(["--resume"]).run();
@@ -431,14 +410,9 @@ output = "claude-stream-json""#,
         .build()
         .file("agent.sh", agent_script);
     std::fs::set_permissions(p.join("agent.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let (run, agent) = started(&p);
+    let (run, agent) = p.start();
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "s-usage", DEFAULT_TIMEOUT);
-    let (out, gone) =
-        ctrl_c_twice(run, agent, || p.wait_for_log("sending SIGINT", DEFAULT_TIMEOUT), Duration::from_secs(10));
-    out.expect_code(130);
-    assert!(gone, "the agent {agent} outlived ralph");
-    let cp = p.checkpoint();
-    assert_eq!(cp["status"], "paused", "{cp:#}");
+    let (_, cp) = ctrl_c_twice(&p, run, agent, || p.wait_for_log("sending SIGINT", DEFAULT_TIMEOUT), SECOND_SOON);
     assert_eq!(cp["usage"]["cost_usd"], 0.5, "{cp:#}");
     assert_eq!(cp["progress"]["resume_session"], "s-usage", "{cp:#}");
 }
@@ -447,27 +421,11 @@ output = "claude-stream-json""#,
 fn a_backoff_says_how_long_and_until_when() {
     let provider = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = provider.local_addr().expect("addr").port();
-    let p = Project::new().config(&fast(
-        r#"backoff_base = "20s"
-backoff_max = "20s""#,
-        "",
-        &format!(
-            r#"
-[offline]
-probe = ["127.0.0.1:{port}"]
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{{ error = "API Error: 529 Overloaded" }}]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#
-        ),
-    ));
+    let p = sim_project()
+        .retry("backoff_base = \"20s\"\nbackoff_max = \"20s\"")
+        .toml(&format!("[offline]\nprobe = [\"127.0.0.1:{port}\"]"))
+        .sim("a", &[r#"[{ error = "API Error: 529 Overloaded" }]"#])
+        .build();
     let run = p.ralph().spawn();
     // The line is said before `waiting` is saved.
     p.wait_for_checkpoint(|cp| cp["status"] == "waiting", DEFAULT_TIMEOUT);
@@ -494,8 +452,7 @@ fn ctrl_c_says_what_it_waits_for_and_each_escalation_step() {
 #[test]
 fn second_ctrl_c_says_what_was_killed_and_how_to_continue() {
     let p = project(r#"grace = "30s""#, STUBBORN);
-    let (run, agent) = started(&p);
-    let (out, _) =
-        ctrl_c_twice(run, agent, || p.wait_for_log("sending SIGINT", DEFAULT_TIMEOUT), Duration::from_secs(10));
-    out.expect_code(130).stderr_has("killed a and everything it started").stderr_has("`ralph --resume` continues");
+    let (run, agent) = p.start();
+    let (out, _) = ctrl_c_twice(&p, run, agent, || p.wait_for_log("sending SIGINT", DEFAULT_TIMEOUT), SECOND_SOON);
+    out.stderr_has("killed a and everything it started").stderr_has("`ralph --resume` continues");
 }

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::harness::{Project, fast, sim_project};
+use crate::harness::{Project, sim_project};
 
 /// A command agent (plain text output, so no session to resume) whose final message
 /// is the file `final.txt`.
@@ -155,25 +155,12 @@ fn a_denied_tag_fails_and_the_journal_names_the_rule_and_the_summary_says_it_in_
 fn a_command_agent_that_reports_a_session_but_cannot_resume_is_not_asked() {
     let result = json!({"type": "result", "subtype": "success", "is_error": false,
         "result": "Added a flag so users can pipe the output <promise>DONE</promise>", "session_id": "s-42"});
-    let p = Project::new().file("out.jsonl", &format!("{result}\n")).config(&fast(
-        "agent_attempts = 1",
-        "",
-        r#"
-[general]
-max_cycles = 1
-
-[agents.sh]
-kind = "command"
-output = "claude-stream-json"
-command = ["sh", "-c", "cat out.jsonl", "{prompt}"]
-
-[chains]
-main = ["sh"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .retry("agent_attempts = 1")
+        .general("max_cycles = 1")
+        .sh("sh", "cat out.jsonl", r#"output = "claude-stream-json""#)
+        .file("out.jsonl", &format!("{result}\n"))
+        .build();
     p.ralph().run().expect_code(0);
     assert_eq!(verdicts(&p), [("accepted_with_doubt".to_string(), "doubt_word".to_string())]);
     assert_eq!(p.events("attempt_started").len(), 1);

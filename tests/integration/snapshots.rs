@@ -104,8 +104,7 @@ fn status_and_inspect_of_a_paused_run() {
             ],
         )
         .build();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     run.signal(Signal::SIGINT);
     run.finish().expect_code(130);
     cleanup(agent);

@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use crate::harness::{Project, fast, sim_project};
+use crate::harness::{Project, sim_project};
 
 fn one_agent(retry: &str, timeouts: &str, scripts: &str) -> Project {
     sim_project().retry(retry).timeouts(timeouts).agent("a", &format!("kind = \"sim\"\n{scripts}")).build()
@@ -134,30 +134,21 @@ steps = [{ done = "Verified: build and tests pass." }]
 #[test]
 fn repeated_permission_denials_end_the_attempt_naming_the_tool() {
     let denied = "Claude requested permissions to use Bash, but you haven't granted it yet.";
-    let p = Project::new().config(&fast(
-        "agent_attempts = 2",
-        "",
-        &format!(
-            r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [
-  {{ tool = {{ name = "Bash", input = {{ command = "rm -rf build" }}, result = "{denied}", error = true }} }},
-  {{ tool = {{ name = "Bash", input = {{ command = "rm -r build" }}, result = "{denied}", error = true }} }},
-  {{ tool = {{ name = "Bash", input = {{ command = "rm build" }}, result = "{denied}", error = true }} }},
-  {{ say = "I will keep trying." }},
-  {{ hang = true }},
-]
-[[agents.a.script]]
-steps = [{{ done = "Worked within my permissions." }}]
-[chains]
-main = ["a"]
-[phases.develop]
-chain = "main"
-"#
-        ),
-    ));
+    let rm = |args: &str| {
+        format!(
+            r#"{{ tool = {{ name = "Bash", input = {{ command = "rm {args}" }}, result = "{denied}", error = true }} }},"#
+        )
+    };
+    let denials = format!(
+        r#"[{} {} {} {{ say = "I will keep trying." }}, {{ hang = true }}]"#,
+        rm("-rf build"),
+        rm("-r build"),
+        rm("build")
+    );
+    let p = sim_project()
+        .retry("agent_attempts = 2")
+        .sim("a", &[&denials, r#"[{ done = "Worked within my permissions." }]"#])
+        .build();
     p.ralph().run().expect_code(0);
     let failed = p.events("attempt_failed");
     assert_eq!(failed.len(), 1);

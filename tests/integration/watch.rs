@@ -63,8 +63,7 @@ iterations = 2
 
 /// Starts a run and waits until its agent is in the long tool call.
 pub(crate) fn start_and_wait_for_agent(p: &Project) -> (Running, i32) {
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"].is_string(), LIMIT);
     (run, agent)
 }
