@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::harness::{Project, cleanup, fast, sim_project};
+use crate::harness::{Project, cleanup, sim_project};
 
 /// One agent `a` whose first launch hangs in a tool call (its pid in `agent.pid`),
 /// and whose later launches finish.
@@ -72,30 +72,17 @@ fn a_live_run_is_not_called_unclean_and_both_json_views_have_one_shape() {
     assert_eq!(stopped[0]["signal"], "SIGINT");
 }
 
+/// The workflow of the two-phase tests: `plan`, then `develop`.
+const PLAN_THEN_DEVELOP: &str = "[general.workflow]\nphases = [\"plan\", \"develop\"]";
+
 #[test]
 fn goal_reached_is_said_only_where_it_ends_the_phase() {
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        r#"
-[general.workflow]
-phases = ["plan", "develop"]
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ goal = "the plan is the goal" }]
-[[agents.a.script]]
-steps = [{ goal = "all done" }]
-[chains]
-main = ["a"]
-[phases.plan]
-chain = "main"
-[phases.develop]
-chain = "main"
-until = "complete"
-iterations = 3
-"#,
-    ));
+    let p = sim_project()
+        .toml(PLAN_THEN_DEVELOP)
+        .sim("a", &[r#"[{ goal = "the plan is the goal" }]"#, r#"[{ goal = "all done" }]"#])
+        .named_phase("plan", "")
+        .named_phase("develop", "until = \"complete\"\niterations = 3")
+        .build();
     let out = p.ralph().run();
     out.expect_code(0);
     assert!(!out.stderr.contains("plan iteration 1 done (goal reached)"), "{out}");
@@ -104,24 +91,12 @@ iterations = 3
 
 #[test]
 fn dry_run_shows_each_phases_first_prompt_and_argv_and_writes_nothing() {
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        r#"
-[general.workflow]
-phases = ["plan", "develop"]
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ pidfile = "agent.pid" }, { done = "x" }]
-[chains]
-main = ["a"]
-[phases.plan]
-chain = "main"
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .toml(PLAN_THEN_DEVELOP)
+        .sim("a", &[r#"[{ pidfile = "agent.pid" }, { done = "x" }]"#])
+        .named_phase("plan", "")
+        .named_phase("develop", "")
+        .build();
     let out = p.ralph().args(["--dry-run"]).run();
     out.expect_code(0)
         .stdout_has("phases: plan → develop")
@@ -139,22 +114,11 @@ chain = "main"
 /// reaches each agent, and says first that an unfinished run is here.
 #[test]
 fn dry_run_honours_from_shows_ralph_mcp_and_mentions_an_unfinished_run() {
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ pidfile = "agent.pid" }, { tool = { name = "Bash", hang = true } }]
-[chains]
-main = ["a"]
-[phases.plan]
-chain = "main"
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .sim("a", &[r#"[{ pidfile = "agent.pid" }, { tool = { name = "Bash", hang = true } }]"#])
+        .named_phase("plan", "")
+        .named_phase("develop", "")
+        .build();
     let (run, agent) = p.start();
     run.signal(nix::sys::signal::Signal::SIGINT);
     run.finish().expect_code(130);
