@@ -718,6 +718,15 @@ impl Project {
     }
 }
 
+/// The sim steps of a `ralph mcp` killed during a `report_progress` call saying
+/// `message` (let each call differ: the same call three times is a tool-call loop),
+/// and a pause for ralph to see it.
+pub(crate) fn mcp_crash(message: &str) -> String {
+    format!(
+        r#"{{ mcp = {{ tool = "report_progress", arguments = {{ message = "{message}" }}, kill = true }} }}, {{ sleep = "500ms" }}"#
+    )
+}
+
 /// A goal longer than one command-line argument may be (128 KiB on Linux), starting
 /// with a dash (never to be read as an option) and ending with `marker`.
 pub(crate) fn long_goal(marker: &str) -> String {

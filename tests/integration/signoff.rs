@@ -20,12 +20,8 @@ fn command_agent(retry: &str, message: &str) -> Project {
 
 /// A scripted agent (it reports a session) with one attempt of budget and one
 /// cycle: any failure would end the run.
-fn sim_agent(scripts: &str) -> Project {
-    sim_project()
-        .retry("agent_attempts = 1")
-        .general("max_cycles = 1")
-        .agent("a", &format!("kind = \"sim\"\n{scripts}"))
-        .build()
+fn sim_agent(scripts: &[&str]) -> Project {
+    sim_project().retry("agent_attempts = 1").general("max_cycles = 1").sim("a", scripts).build()
 }
 
 fn verdicts(p: &Project) -> Vec<(String, String)> {
@@ -60,14 +56,10 @@ fn the_rows_of_the_issue_are_accepted_from_a_command_agent() {
 
 #[test]
 fn a_doubtful_tag_is_confirmed_in_the_same_session_without_spending_budget() {
-    let p = sim_agent(
-        r#"
-[[agents.a.script]]
-steps = [{ say = "Added a flag so users can pipe the output <promise>DONE</promise>" }]
-[[agents.a.script]]
-steps = [{ done = "" }]
-"#,
-    );
+    let p = sim_agent(&[
+        r#"[{ say = "Added a flag so users can pipe the output <promise>DONE</promise>" }]"#,
+        r#"[{ done = "" }]"#,
+    ]);
     p.ralph()
         .run()
         .expect_code(0)
@@ -93,14 +85,10 @@ steps = [{ done = "" }]
 
 #[test]
 fn a_claim_in_words_is_asked_about_once_without_spending_budget() {
-    let p = sim_agent(
-        r#"
-[[agents.a.script]]
-steps = [{ say = "All done, the feature is implemented." }]
-[[agents.a.script]]
-steps = [{ done = "Verified: build and tests pass." }]
-"#,
-    );
+    let p = sim_agent(&[
+        r#"[{ say = "All done, the feature is implemented." }]"#,
+        r#"[{ done = "Verified: build and tests pass." }]"#,
+    ]);
     p.ralph().run().expect_code(0);
     assert_eq!(verdicts(&p), [("asked".to_string(), "claim_in_words".to_string())]);
     assert!(p.events("attempt_failed").is_empty());
