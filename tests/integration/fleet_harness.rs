@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::harness::{Project, Ralph, alive, fast};
+use crate::crash_harness::Rng;
+use crate::harness::{Project, Ralph, Running, alive, fast};
 
 pub(crate) struct Fleet {
     pub p: Project,
@@ -227,4 +228,56 @@ impl Drop for Fleet {
             }
         }
     }
+}
+
+/// What a kill loop did, for its closing line.
+pub(crate) struct KillLoop {
+    pub kills: usize,
+    pub fleets: usize,
+    pub starts: usize,
+    pub elapsed: Duration,
+}
+
+/// The skeleton of the fleet kill loops: fleets made by `make`, each started with
+/// `ralph fleet -q` again and again and killed by `kill` after a random moment of
+/// up to `window` (at most `per_fleet` times, so each fleet also reaches its end,
+/// exiting 0), until `target` kills; then each fleet is audited by `audit`.
+pub(crate) fn kill_loop(
+    seed: u64,
+    target: usize,
+    per_fleet: usize,
+    window: Duration,
+    make: impl Fn() -> Fleet,
+    mut kill: impl FnMut(&mut Rng, &Running),
+    audit: impl Fn(&Fleet, u64),
+) -> KillLoop {
+    let mut rng = Rng::new(seed);
+    let started = Instant::now();
+    let (mut kills, mut fleets, mut starts) = (0, 0, 0);
+    while kills < target {
+        assert!(started.elapsed() < Duration::from_secs(1800), "seed {seed}: {kills} kills in 30 minutes");
+        let f = make();
+        let mut left = per_fleet.min(target - kills);
+        loop {
+            let mut run = f.fleet(&["-q"]).timeout(Duration::from_secs(120)).spawn();
+            starts += 1;
+            if left == 0 {
+                run.finish().expect_code(0);
+                break;
+            }
+            std::thread::sleep(rng.below(window));
+            if run.exited() {
+                let out = run.finish();
+                assert_eq!(out.code, Some(0), "seed {seed}: the fleet ended without a kill:\n{out}");
+                break;
+            }
+            kill(&mut rng, &run);
+            let _ = run.wait(Duration::from_secs(10));
+            kills += 1;
+            left -= 1;
+        }
+        audit(&f, seed);
+        fleets += 1;
+    }
+    KillLoop { kills, fleets, starts, elapsed: started.elapsed() }
 }
