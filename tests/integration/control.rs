@@ -252,16 +252,7 @@ fn a_saved_checkpoint_reaches_the_next_attempts_recovery_note() {
     p.ralph().run().expect_code(0);
     assert_eq!(p.events("agent_interruption").len(), 1);
     assert_eq!(p.events("attempt_failed").len(), 1);
-    let run_id = p.checkpoint()["run_id"].as_str().unwrap().to_string();
-    let prompt = std::fs::read_dir(p.join(&format!(".agent/logs/{run_id}")))
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .find(|e| {
-            e.file_name().to_string_lossy().starts_with("attempt-0002")
-                && e.file_name().to_string_lossy().ends_with(".prompt.md")
-        })
-        .expect("the second attempt's prompt");
-    let text = std::fs::read_to_string(prompt.path()).unwrap();
+    let text = p.prompt_of(2);
     assert!(text.contains("parser written and tested") && text.contains("the CLI flag"), "{text}");
 }
 
@@ -313,16 +304,7 @@ fn mcp_false_leaves_the_agent_without_ralphs_tools() {
     p.write("ralph.toml", &config);
     p.ralph().run().expect_code(0);
     assert!(p.events("agent_progress").is_empty());
-    let run_id = p.checkpoint()["run_id"].as_str().unwrap().to_string();
-    let log = std::fs::read_dir(p.join(&format!(".agent/logs/{run_id}")))
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .find(|e| {
-            e.file_name().to_string_lossy().starts_with("attempt-0001")
-                && e.file_name().to_string_lossy().ends_with(".log")
-        })
-        .expect("the attempt log");
-    let text = std::fs::read_to_string(log.path()).unwrap();
+    let text = p.attempt_log(1);
     assert!(text.contains("no ralph run is reachable"), "{text}");
 }
 

@@ -8,32 +8,21 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::crash_harness::{Rng, env_count, seed};
+use crate::crash_harness::Rng;
 use crate::fleet_harness::{Fleet, appends, kill_loop, shell_config};
 use crate::harness::Running;
 
-/// Kills per fleet at most, so that every fleet also reaches its end.
-const KILLS_PER_FLEET: usize = 6;
 const TASKS: [&str; 4] = ["a", "b", "c", "d"];
 
 #[test]
 fn sigkill_of_the_supervisor_at_random_moments_loses_nothing() {
-    let seed = seed("RALPH_FLEET_SEED");
     let make = || {
         let config = shell_config(&appends("0.15"), "max_parallel = 2", "iterations = 2\n");
         Fleet::new(&config, &TASKS.map(|t| (t, "Do it.")))
     };
     let kill = |_: &mut Rng, run: &Running| run.signal(Signal::SIGKILL);
-    let target = env_count("RALPH_FLEET_KILLS", 8);
-    let done = kill_loop(seed, target, KILLS_PER_FLEET, Duration::from_millis(1500), make, kill, audit);
-    eprintln!(
-        "fleet kill loop: seed {seed}, {} kills of the supervisor over {} fleets ({} starts), all consistent, in \
-         {:.1}s",
-        done.kills,
-        done.fleets,
-        done.starts,
-        done.elapsed.as_secs_f64()
-    );
+    kill_loop("fleet kill loop (the supervisor SIGKILLed)", "RALPH_FLEET", 8, Duration::from_millis(1500))
+        .run(make, kill, audit);
 }
 
 /// Every task's two iterations are on its branch exactly once; git's worktrees are

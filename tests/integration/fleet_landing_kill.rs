@@ -11,16 +11,14 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
-use crate::crash_harness::{Rng, env_count, seed};
+use crate::crash_harness::Rng;
 use crate::fleet_harness::{Fleet, appends, kill_loop, shell_config};
 use crate::harness::Running;
 
-const KILLS_PER_FLEET: usize = 6;
 const TASKS: [&str; 3] = ["a", "b", "c"];
 
 #[test]
 fn sigkill_during_landings_lands_every_task_exactly_once() {
-    let seed = seed("RALPH_LANDING_SEED");
     let make = || {
         let fleet = "max_parallel = 3\ncheck = [\"sh\", \"-c\", \"sleep 0.2\"]";
         Fleet::new(&shell_config(&appends("0.05"), fleet, ""), &TASKS.map(|t| (t, "Do it.")))
@@ -33,16 +31,7 @@ fn sigkill_during_landings_lands_every_task_exactly_once() {
             run.signal(Signal::SIGKILL);
         }
     };
-    let target = env_count("RALPH_LANDING_KILLS", 6);
-    let done = kill_loop(seed, target, KILLS_PER_FLEET, Duration::from_millis(2500), make, kill, audit);
-    eprintln!(
-        "landing kill loop: seed {seed}, {} kills over {} fleets ({} starts), every task landed exactly once, in \
-         {:.1}s",
-        done.kills,
-        done.fleets,
-        done.starts,
-        done.elapsed.as_secs_f64()
-    );
+    kill_loop("landing kill loop", "RALPH_LANDING", 6, Duration::from_millis(2500)).run(make, kill, audit);
 }
 
 fn audit(f: &Fleet, seed: u64) {

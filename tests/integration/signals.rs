@@ -331,12 +331,7 @@ fn a_sigterm_from_pid_1_or_an_unknown_sender_interrupts() {
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"].is_string(), DEFAULT_TIMEOUT);
     p.write("go", "");
     run.finish().expect_code(143);
-    let cp = p.checkpoint();
-    assert_eq!(
-        (cp["status"].as_str(), cp["stop_sender"]["origin"].as_str()),
-        (Some("interrupted"), Some("init")),
-        "{cp:#}"
-    );
+    interrupted_by(&p, "init");
 
     // ralph is PID 1 of its namespace; this test, outside it, is nobody it can see.
     let q = project("", "");
@@ -348,10 +343,16 @@ fn a_sigterm_from_pid_1_or_an_unknown_sender_interrupts() {
     assert_eq!(inner.len(), 1, "unshare's child: {inner:?}");
     let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(inner[0]), Signal::SIGTERM);
     run.finish().expect_code(143);
-    let cp = q.checkpoint();
+    interrupted_by(&q, "unknown");
+}
+
+/// The run of `p` stands interrupted by a sender of `origin`.
+#[track_caller]
+fn interrupted_by(p: &Project, origin: &str) {
+    let cp = p.checkpoint();
     assert_eq!(
         (cp["status"].as_str(), cp["stop_sender"]["origin"].as_str()),
-        (Some("interrupted"), Some("unknown")),
+        (Some("interrupted"), Some(origin)),
         "{cp:#}"
     );
 }
@@ -390,7 +391,6 @@ fn ctrl_c_during_backoff_pauses() {
 
 #[test]
 fn second_ctrl_c_keeps_the_usage_the_attempt_reported() {
-    use std::os::unix::fs::PermissionsExt;
     // An agent that reported its cost, then ignores SIGINT and SIGTERM.
     let agent_script = r#"#!/bin/sh
 trap '' INT TERM
@@ -399,17 +399,8 @@ printf '%s\n' '{"type":"system","subtype":"init","session_id":"s-usage"}'
 printf '%s\n' '{"type":"result","subtype":"success","is_error":false,"result":"partial","session_id":"s-usage","total_cost_usd":0.5,"usage":{"input_tokens":100,"output_tokens":20}}'
 exec sleep 60
 "#;
-    let p = sim_project()
-        .timeouts(r#"grace = "30s""#)
-        .agent(
-            "a",
-            r#"kind = "command"
-command = ["./agent.sh", "{prompt}"]
-output = "claude-stream-json""#,
-        )
-        .build()
-        .file("agent.sh", agent_script);
-    std::fs::set_permissions(p.join("agent.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let p =
+        sim_project().timeouts(r#"grace = "30s""#).program("a", "agent.sh", agent_script, "claude-stream-json").build();
     let (run, agent) = p.start();
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "s-usage", DEFAULT_TIMEOUT);
     let (_, cp) = ctrl_c_twice(&p, run, agent, || p.wait_for_log("sending SIGINT", DEFAULT_TIMEOUT), SECOND_SOON);

@@ -249,17 +249,7 @@ fn every_agent_of_a_used_chain_is_checked_before_the_run_starts() {
 
 #[test]
 fn a_binary_that_disappears_after_the_start_blocks_the_run() {
-    use std::os::unix::fs::PermissionsExt;
-    let p = sim_project()
-        .agent(
-            "a",
-            r#"kind = "command"
-command = ["./agent.sh", "{prompt}"]
-output = "text""#,
-        )
-        .build()
-        .file("agent.sh", "#!/bin/sh\nrm -f \"$0\"\nexit 1\n");
-    fs::set_permissions(p.join("agent.sh"), fs::Permissions::from_mode(0o755)).expect("chmod");
+    let p = sim_project().program("a", "agent.sh", "#!/bin/sh\nrm -f \"$0\"\nexit 1\n", "text").build();
     let out = p.ralph().run();
     out.expect_code(3).stderr_has("agent.sh");
     assert_eq!(p.checkpoint()["status"], "blocked");
@@ -293,14 +283,9 @@ fn a_command_agent_reads_a_long_prompt_from_its_prompt_file() {
 
 #[test]
 fn an_agent_program_that_cannot_be_executed_is_the_users_to_fix() {
-    use std::os::unix::fs::PermissionsExt;
     // Executable, but not a program: no #! line, not a binary format. (exec falls
     // back to /bin/sh for such a file, which then fails on it: exit 127.)
-    let p = sim_project()
-        .command("bad", r#"["./agent.bin", "{prompt}"]"#)
-        .file("agent.bin", "\u{1}\u{2}\u{3} not a program\n")
-        .build();
-    std::fs::set_permissions(p.join("agent.bin"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let p = sim_project().program("bad", "agent.bin", "\u{1}\u{2}\u{3} not a program\n", "").build();
     let out = p.ralph().run();
     assert_eq!(p.events("attempt_started").len(), 1, "never retried");
     out.expect_code(3).stderr_has("agent.bin");
@@ -308,12 +293,7 @@ fn an_agent_program_that_cannot_be_executed_is_the_users_to_fix() {
 
 #[test]
 fn an_agent_script_with_a_bad_interpreter_is_the_users_to_fix() {
-    use std::os::unix::fs::PermissionsExt;
-    let p = sim_project()
-        .command("bad", r#"["./agent.sh", "{prompt}"]"#)
-        .file("agent.sh", "#!/no/such/interpreter\necho hi\n")
-        .build();
-    std::fs::set_permissions(p.join("agent.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let p = sim_project().program("bad", "agent.sh", "#!/no/such/interpreter\necho hi\n", "").build();
     // Found by the pre-flight before anything starts (exit 2); were it to appear
     // after the start, the launch's errno says the same (`recovery::spawn`).
     p.ralph().run().expect_code(2).stderr_has("agent.sh").stderr_has("#! interpreter /no/such/interpreter");
