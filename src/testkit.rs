@@ -4,6 +4,7 @@
 //!
 //! Compiled for tests only; nothing outside `#[cfg(test)]` code may use it.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::agent::event::{AgentEvent, LineParser};
@@ -33,6 +34,36 @@ pub(crate) fn timeouts() -> Timeouts {
         attempt: Duration::from_secs(3600),
         grace: Duration::from_secs(1),
     }
+}
+
+/// Every `.rs` file under `dir` (the crate's `src/`, for the tests that read the
+/// code itself), in no particular order.
+pub(crate) fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read src/").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// `Unknown` events of these kinds, in order.
+pub(crate) fn unknowns(kinds: &[&str]) -> Vec<AgentEvent> {
+    kinds.iter().map(|k| AgentEvent::Unknown { kind: (*k).into() }).collect()
+}
+
+/// A `Session` event.
+pub(crate) fn session(id: &str) -> AgentEvent {
+    AgentEvent::Session { id: id.into() }
+}
+
+/// A `Text` event.
+pub(crate) fn text(text: &str) -> AgentEvent {
+    AgentEvent::Text { text: text.into() }
 }
 
 /// Every event a fresh parser of type `P` reads from `lines`, in order.

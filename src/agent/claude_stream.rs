@@ -148,6 +148,8 @@ mod tests {
     use crate::agent::json::fuzz;
     use serde_json::json;
 
+    use crate::testkit::{session, text};
+
     fn parse_all(lines: &[&str]) -> Vec<AgentEvent> {
         crate::testkit::parse_all::<ClaudeStreamParser>(lines)
     }
@@ -167,16 +169,7 @@ mod tests {
         );
         let b = r#"{"type":"assistant","message":{"content":[{"type":"text","text":"b"}]},"session_id":"other"}"#;
         let ev = parse_all(&[&a, &a, b]);
-        assert_eq!(
-            ev,
-            vec![
-                AgentEvent::Session { id: SID.into() },
-                AgentEvent::Text { text: "a".into() },
-                AgentEvent::Text { text: "a".into() },
-                AgentEvent::Session { id: "other".into() },
-                AgentEvent::Text { text: "b".into() },
-            ]
-        );
+        assert_eq!(ev, vec![session(SID), text("a"), text("a"), session("other"), text("b")]);
     }
 
     #[test]
@@ -338,13 +331,7 @@ mod tests {
                 r#"{"foo":1}"#,
                 "   ",
             ]),
-            vec![
-                AgentEvent::Unknown { kind: "non-json".into() },
-                AgentEvent::Unknown { kind: "non-json".into() },
-                AgentEvent::Unknown { kind: "stream_event".into() },
-                AgentEvent::Unknown { kind: "system/compact_boundary".into() },
-                AgentEvent::Unknown { kind: "untyped".into() },
-            ]
+            crate::testkit::unknowns(&["non-json", "non-json", "stream_event", "system/compact_boundary", "untyped"])
         );
     }
 

@@ -501,13 +501,7 @@ mod tests {
                 r#"{"type":"new.thing"}"#,
                 " "
             ]),
-            vec![
-                AgentEvent::Unknown { kind: "non-json".into() },
-                AgentEvent::Unknown { kind: "non-json".into() },
-                AgentEvent::Unknown { kind: "thread.started".into() },
-                AgentEvent::Unknown { kind: "untyped".into() },
-                AgentEvent::Unknown { kind: "new.thing".into() },
-            ]
+            crate::testkit::unknowns(&["non-json", "non-json", "thread.started", "untyped", "new.thing"])
         );
     }
 

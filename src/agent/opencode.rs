@@ -278,6 +278,8 @@ mod tests {
     use crate::config::types::AgentKind;
     use serde_json::json;
 
+    use crate::testkit::{session, text};
+
     fn parse_all(lines: &[&str]) -> Vec<AgentEvent> {
         crate::testkit::parse_all::<OpenCodeParser>(lines)
     }
@@ -370,14 +372,7 @@ mod tests {
         let c = r#"{"type":"step_start","part":{"sessionID":"ses_c"}}"#;
         assert_eq!(
             parse_all(&[a, a, b, c]),
-            vec![
-                AgentEvent::Session { id: "ses_a".into() },
-                AgentEvent::Text { text: "a".into() },
-                AgentEvent::Text { text: "a".into() },
-                AgentEvent::Session { id: "ses_b".into() },
-                AgentEvent::Text { text: "b".into() },
-                AgentEvent::Session { id: "ses_c".into() },
-            ]
+            vec![session("ses_a"), text("a"), text("a"), session("ses_b"), text("b"), session("ses_c")]
         );
     }
 
@@ -463,15 +458,15 @@ mod tests {
                 r#"{"foo":1}"#,
                 "  ",
             ]),
-            vec![
-                AgentEvent::Unknown { kind: "non-json".into() },
-                AgentEvent::Unknown { kind: "non-json".into() },
-                AgentEvent::Unknown { kind: "step_start".into() },
-                AgentEvent::Unknown { kind: "text".into() },
-                AgentEvent::Unknown { kind: "tool_use".into() },
-                AgentEvent::Unknown { kind: "step_finish".into() },
-                AgentEvent::Unknown { kind: "untyped".into() },
-            ]
+            crate::testkit::unknowns(&[
+                "non-json",
+                "non-json",
+                "step_start",
+                "text",
+                "tool_use",
+                "step_finish",
+                "untyped"
+            ])
         );
     }
 
