@@ -36,6 +36,14 @@ pub(crate) fn timeouts() -> Timeouts {
     }
 }
 
+/// A temp directory (gone when the test drops it) and the path of a file `name`
+/// in it, not yet written.
+pub(crate) fn temp_file(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("a temp directory");
+    let path = dir.path().join(name);
+    (dir, path)
+}
+
 /// Every `.rs` file under `dir` (the crate's `src/`, for the tests that read the
 /// code itself), in no particular order.
 pub(crate) fn rust_files(dir: &Path) -> Vec<PathBuf> {

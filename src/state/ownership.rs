@@ -343,11 +343,8 @@ impl From<AcquireError> for crate::error::RalphError {
 mod tests {
     use super::*;
 
-    /// A temp directory (kept while the test holds it) and the lease's path in it.
     fn lease_path() -> (tempfile::TempDir, PathBuf) {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("ralph.lease");
-        (dir, p)
+        crate::testkit::temp_file("ralph.lease")
     }
 
     /// Releases `lease`: the lease file at `p` is free again.
