@@ -473,8 +473,7 @@ mod tests {
 
     #[test]
     fn a_task_takes_its_goal_and_relative_paths_from_the_main_checkout() {
-        let dir = tempfile::tempdir().unwrap();
-        let wt = dir.path().join("wt");
+        let (dir, wt) = crate::testkit::temp_file("wt");
         std::fs::create_dir_all(&wt).unwrap();
         let source = r#"
 [general]

@@ -383,8 +383,7 @@ chain = "main"
 
     #[test]
     fn entries_round_trip_and_corrupt_ones_are_skipped() {
-        let tmp = tempfile::tempdir().unwrap();
-        let reg = tmp.path().join("runs");
+        let (_tmp, reg) = crate::testkit::temp_file("runs");
         write(&reg, &entry("/p/a")).unwrap();
         write(&reg, &entry("/p/b")).unwrap();
         write_watch(&reg, &key(Path::new("/p/a")), &WatchState { restarts: 2, ..Default::default() }).unwrap();
@@ -402,8 +401,7 @@ chain = "main"
 
     #[test]
     fn a_fleet_supervisor_has_its_own_entry_beside_a_run_of_the_same_directory() {
-        let tmp = tempfile::tempdir().unwrap();
-        let reg = tmp.path().join("runs");
+        let (_tmp, reg) = crate::testkit::temp_file("runs");
         let run = entry("/p/a");
         let fleet = Entry {
             fleet: Some(FleetMark { role: FleetRole::Supervisor, repo: "/p/a".into(), task: None }),
