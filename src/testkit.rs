@@ -74,6 +74,11 @@ pub(crate) fn text(text: &str) -> AgentEvent {
     AgentEvent::Text { text: text.into() }
 }
 
+/// A `Result` event.
+pub(crate) fn result(text: &str, is_error: bool, subtype: &str, api_error_status: Option<u16>) -> AgentEvent {
+    AgentEvent::Result { text: text.into(), is_error, subtype: subtype.into(), api_error_status }
+}
+
 /// Every event a fresh parser of type `P` reads from `lines`, in order.
 pub(crate) fn parse_all<P: LineParser + Default>(lines: &[&str]) -> Vec<AgentEvent> {
     let mut p = P::default();

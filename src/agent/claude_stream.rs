@@ -274,12 +274,7 @@ mod tests {
             vec![
                 AgentEvent::Session { id: "s1".into() },
                 AgentEvent::Usage { input_tokens: 1200, output_tokens: 340, cost_usd: Some(0.0421) },
-                AgentEvent::Result {
-                    text: "All done. <promise>DONE</promise>".into(),
-                    is_error: false,
-                    subtype: "success".into(),
-                    api_error_status: None,
-                },
+                crate::testkit::result("All done. <promise>DONE</promise>", false, "success", None),
             ]
         );
     }
@@ -290,12 +285,12 @@ mod tests {
         let ev = parse_all(&[overloaded]);
         assert_eq!(
             ev.last(),
-            Some(&AgentEvent::Result {
-                text: "API Error: Repeated 529 Overloaded errors. The API is at capacity".into(),
-                is_error: true,
-                subtype: "success".into(),
-                api_error_status: Some(529),
-            })
+            Some(&crate::testkit::result(
+                "API Error: Repeated 529 Overloaded errors. The API is at capacity",
+                true,
+                "success",
+                Some(529)
+            ))
         );
         // No `result` text, no usage: only the Result.
         let during = r#"{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["boom"]}"#;
@@ -303,12 +298,7 @@ mod tests {
             parse_all(&[during]),
             vec![
                 AgentEvent::Error { message: "boom".into() },
-                AgentEvent::Result {
-                    text: "".into(),
-                    is_error: true,
-                    subtype: "error_during_execution".into(),
-                    api_error_status: None,
-                },
+                crate::testkit::result("", true, "error_during_execution", None),
             ]
         );
     }

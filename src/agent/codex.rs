@@ -357,12 +357,7 @@ mod tests {
                 AgentEvent::Thinking { text: "Thinking about it".into() },
                 AgentEvent::Text { text: "Wrote it.\n\n<promise>DONE</promise>".into() },
                 AgentEvent::Usage { input_tokens: 300, output_tokens: 14, cost_usd: None },
-                AgentEvent::Result {
-                    text: "Wrote it.\n\n<promise>DONE</promise>".into(),
-                    is_error: false,
-                    subtype: "success".into(),
-                    api_error_status: None,
-                },
+                crate::testkit::result("Wrote it.\n\n<promise>DONE</promise>", false, "success", None),
             ]
         );
     }
@@ -392,12 +387,7 @@ mod tests {
         p.parse_line(RUN[2]);
         assert_eq!(
             p.parse_line(r#"{"type":"turn.completed"}"#),
-            vec![AgentEvent::Result {
-                text: "".into(),
-                is_error: false,
-                subtype: "success".into(),
-                api_error_status: None
-            }]
+            vec![crate::testkit::result("", false, "success", None)]
         );
     }
 

@@ -335,12 +335,7 @@ mod tests {
                 },
                 AgentEvent::Text { text: "Wrote it.\n\n<promise>DONE</promise>".into() },
                 AgentEvent::Usage { input_tokens: 200, output_tokens: 14, cost_usd: None },
-                AgentEvent::Result {
-                    text: "Wrote it.\n\n<promise>DONE</promise>".into(),
-                    is_error: false,
-                    subtype: "success".into(),
-                    api_error_status: None,
-                },
+                crate::testkit::result("Wrote it.\n\n<promise>DONE</promise>", false, "success", None),
             ]
         );
     }
@@ -410,12 +405,12 @@ mod tests {
         let ev = parse_all(&[INIT, USER, overloaded]);
         assert_eq!(
             ev.last(),
-            Some(&AgentEvent::Result {
-                text: "[API Error: The model is overloaded. Please try again later.]".into(),
-                is_error: true,
-                subtype: "error".into(),
-                api_error_status: None,
-            })
+            Some(&crate::testkit::result(
+                "[API Error: The model is overloaded. Please try again later.]",
+                true,
+                "error",
+                None
+            ))
         );
         assert!(ev.contains(&AgentEvent::Usage { input_tokens: 0, output_tokens: 0, cost_usd: None }));
         // Nothing was answered: no session to resume (Gemini deleted it).
@@ -443,12 +438,7 @@ mod tests {
                 AgentEvent::Text { text: "Thinking about".into() },
                 AgentEvent::Error { message: "Model stream ended without a finish reason.".into() },
                 AgentEvent::Usage { input_tokens: 100, output_tokens: 7, cost_usd: None },
-                AgentEvent::Result {
-                    text: "Thinking about".into(),
-                    is_error: true,
-                    subtype: "error".into(),
-                    api_error_status: None
-                },
+                crate::testkit::result("Thinking about", true, "error", None),
             ]
         );
     }

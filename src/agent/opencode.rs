@@ -390,12 +390,7 @@ mod tests {
                     message: r#"{"error": {"message": "fake error 529", "type": "x", "code": null}}"#.into()
                 },
                 AgentEvent::Error { message: "retry-after: 0".into() },
-                AgentEvent::Result {
-                    text: "fake error 529".into(),
-                    is_error: true,
-                    subtype: "APIError".into(),
-                    api_error_status: Some(529),
-                },
+                crate::testkit::result("fake error 529", true, "APIError", Some(529)),
             ]
         );
         let auth = r#"{"type":"error","timestamp":1796058080033,"sessionID":"ses_dd298f469ffeqwWe6VzWs3ifog","error":{"name":"APIError","data":{"message":"Incorrect API key provided: dummy-key.","statusCode":401,"isRetryable":false,"responseBody":""}}}"#;
@@ -403,12 +398,7 @@ mod tests {
             parse_all(&[auth])[1..],
             [
                 AgentEvent::Error { message: "APIError: Incorrect API key provided: dummy-key.".into() },
-                AgentEvent::Result {
-                    text: "Incorrect API key provided: dummy-key.".into(),
-                    is_error: true,
-                    subtype: "APIError".into(),
-                    api_error_status: Some(401),
-                },
+                crate::testkit::result("Incorrect API key provided: dummy-key.", true, "APIError", Some(401)),
             ]
         );
     }
@@ -430,12 +420,7 @@ mod tests {
             parse_all(&[timed_out])[1..],
             [
                 AgentEvent::Error { message: "UnknownError: The operation timed out.".into() },
-                AgentEvent::Result {
-                    text: "The operation timed out.".into(),
-                    is_error: true,
-                    subtype: "UnknownError".into(),
-                    api_error_status: None,
-                },
+                crate::testkit::result("The operation timed out.", true, "UnknownError", None),
             ]
         );
         let bare = [r#"{"type":"error","error":{"name":"MessageAbortedError"}}"#, r#"{"type":"error","error":"boom"}"#];
