@@ -74,6 +74,11 @@ pub(crate) fn text(text: &str) -> AgentEvent {
     AgentEvent::Text { text: text.into() }
 }
 
+/// A `ToolStarted` event.
+pub(crate) fn tool_started(id: &str, name: &str, input: serde_json::Value) -> AgentEvent {
+    AgentEvent::ToolStarted { id: id.into(), name: name.into(), input }
+}
+
 /// A `Result` event.
 pub(crate) fn result(text: &str, is_error: bool, subtype: &str, api_error_status: Option<u16>) -> AgentEvent {
     AgentEvent::Result { text: text.into(), is_error, subtype: subtype.into(), api_error_status }

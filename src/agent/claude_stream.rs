@@ -192,11 +192,11 @@ mod tests {
                 AgentEvent::Session { id: "s1".into() },
                 AgentEvent::Thinking { text: "Let me look.".into() },
                 AgentEvent::Text { text: "I'll write the plan.".into() },
-                AgentEvent::ToolStarted {
-                    id: "toolu_01XYZ".into(),
-                    name: "Write".into(),
-                    input: json!({"file_path":"/tmp/ws/PLAN.md","content":"# Plan\n"}),
-                },
+                crate::testkit::tool_started(
+                    "toolu_01XYZ",
+                    "Write",
+                    json!({"file_path":"/tmp/ws/PLAN.md","content":"# Plan\n"})
+                ),
             ]
         );
     }

@@ -348,11 +348,7 @@ mod tests {
                 AgentEvent::Session { id: TID.into() },
                 AgentEvent::Unknown { kind: "item.completed/error".into() },
                 AgentEvent::Unknown { kind: "turn.started".into() },
-                AgentEvent::ToolStarted {
-                    id: "item_1".into(),
-                    name: "command_execution".into(),
-                    input: json!({ "command": command }),
-                },
+                crate::testkit::tool_started("item_1", "command_execution", json!({ "command": command })),
                 AgentEvent::ToolFinished { id: "item_1".into(), is_error: false, output: "".into() },
                 AgentEvent::Thinking { text: "Thinking about it".into() },
                 AgentEvent::Text { text: "Wrote it.\n\n<promise>DONE</promise>".into() },
@@ -457,23 +453,15 @@ mod tests {
         assert_eq!(
             parse_all(&lines),
             vec![
-                AgentEvent::ToolStarted {
-                    id: "item_4".into(),
-                    name: "file_change".into(),
-                    input: json!({"changes": [{"path": "/w/a.txt", "kind": "add"}]}),
-                },
+                crate::testkit::tool_started(
+                    "item_4",
+                    "file_change",
+                    json!({"changes": [{"path": "/w/a.txt", "kind": "add"}]})
+                ),
                 AgentEvent::ToolFinished { id: "item_4".into(), is_error: false, output: "".into() },
-                AgentEvent::ToolStarted {
-                    id: "item_5".into(),
-                    name: "mcp__docs__search".into(),
-                    input: json!({"q": "x"})
-                },
+                crate::testkit::tool_started("item_5", "mcp__docs__search", json!({"q": "x"})),
                 AgentEvent::ToolFinished { id: "item_5".into(), is_error: true, output: "boom".into() },
-                AgentEvent::ToolStarted {
-                    id: "item_6".into(),
-                    name: "command_execution".into(),
-                    input: json!({"command": "false"}),
-                },
+                crate::testkit::tool_started("item_6", "command_execution", json!({"command": "false"})),
                 AgentEvent::ToolFinished { id: "item_6".into(), is_error: true, output: "oops\n".into() },
                 AgentEvent::Unknown { kind: "item.updated/todo_list".into() },
             ]

@@ -322,11 +322,11 @@ mod tests {
             vec![
                 AgentEvent::Unknown { kind: "init".into() },
                 AgentEvent::Unknown { kind: "message/user".into() },
-                AgentEvent::ToolStarted {
-                    id: "write_file__write_file_1796058020558_0".into(),
-                    name: "write_file".into(),
-                    input: json!({"file_path": "out.txt", "content": "hello from gemini\n"}),
-                },
+                crate::testkit::tool_started(
+                    "write_file__write_file_1796058020558_0",
+                    "write_file",
+                    json!({"file_path": "out.txt", "content": "hello from gemini\n"})
+                ),
                 AgentEvent::Session { id: SID.into() },
                 AgentEvent::ToolFinished {
                     id: "write_file__write_file_1796058020558_0".into(),

@@ -300,11 +300,11 @@ mod tests {
             parse_all(&[STEP_START, TOOL_WRITE, STEP_TOOLS, STEP_START, TEXT_DONE, STEP_STOP]),
             vec![
                 AgentEvent::Session { id: SID.into() },
-                AgentEvent::ToolStarted {
-                    id: "call_1".into(),
-                    name: "write".into(),
-                    input: json!({"filePath": "/tmp/ocx/ws/out.txt", "content": "hello from opencode\n"}),
-                },
+                crate::testkit::tool_started(
+                    "call_1",
+                    "write",
+                    json!({"filePath": "/tmp/ocx/ws/out.txt", "content": "hello from opencode\n"})
+                ),
                 AgentEvent::ToolFinished {
                     id: "call_1".into(),
                     is_error: false,
@@ -325,11 +325,7 @@ mod tests {
         assert_eq!(
             ev[1..],
             [
-                AgentEvent::ToolStarted {
-                    id: "call_9".into(),
-                    name: "read".into(),
-                    input: json!({"filePath": "/nonexistent/x"}),
-                },
+                crate::testkit::tool_started("call_9", "read", json!({"filePath": "/nonexistent/x"})),
                 AgentEvent::ToolFinished {
                     id: "call_9".into(),
                     is_error: true,
