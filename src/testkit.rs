@@ -60,7 +60,7 @@ pub(crate) fn rust_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// `Unknown` events of these kinds, in order.
-pub(crate) fn unknowns(kinds: &[&str]) -> Vec<AgentEvent> {
+pub(crate) fn unknowns_of(kinds: &[&str]) -> Vec<AgentEvent> {
     kinds.iter().map(|k| AgentEvent::Unknown { kind: (*k).into() }).collect()
 }
 
@@ -72,6 +72,11 @@ pub(crate) fn session(id: &str) -> AgentEvent {
 /// A `Text` event.
 pub(crate) fn text(text: &str) -> AgentEvent {
     AgentEvent::Text { text: text.into() }
+}
+
+/// A `Thinking` event.
+pub(crate) fn thinking(text: &str) -> AgentEvent {
+    AgentEvent::Thinking { text: text.into() }
 }
 
 /// A `ToolStarted` event.

@@ -148,7 +148,7 @@ mod tests {
     use crate::agent::json::fuzz;
     use serde_json::json;
 
-    use crate::testkit::{session, text};
+    use crate::testkit::{result, session, text, thinking, tool_started, unknowns_of};
 
     fn parse_all(lines: &[&str]) -> Vec<AgentEvent> {
         crate::testkit::parse_all::<ClaudeStreamParser>(lines)
@@ -159,7 +159,7 @@ mod tests {
     #[test]
     fn init_emits_session() {
         let line = r#"{"type":"system","subtype":"init","cwd":"/tmp/ws","session_id":"4f0b1c2e-9a3d-4c5e-8f61-2b7a9d0e1f23","tools":["Task","Bash","Glob","Grep","Read","Edit","Write"],"mcp_servers":[],"model":"claude-sonnet-4-5","permissionMode":"acceptEdits","slash_commands":["compact"],"apiKeySource":"ANTHROPIC_API_KEY","claude_code_version":"2.1.197","output_style":"default","agents":[],"skills":[],"plugins":[],"uuid":"0c1d2e3f-aaaa-bbbb-cccc-000000000001"}"#;
-        assert_eq!(parse_all(&[line]), vec![AgentEvent::Session { id: SID.into() }]);
+        assert_eq!(parse_all(&[line]), vec![session(SID)]);
     }
 
     #[test]
@@ -176,7 +176,7 @@ mod tests {
     fn repeated_init_still_yields_session() {
         let init = format!(r#"{{"type":"system","subtype":"init","session_id":"{SID}"}}"#);
         // The second init carries the same id: it still marks an attempt start.
-        assert_eq!(parse_all(&[&init, &init]), vec![AgentEvent::Session { id: SID.into() }; 2]);
+        assert_eq!(parse_all(&[&init, &init]), vec![session(SID); 2]);
     }
 
     #[test]
@@ -189,14 +189,10 @@ mod tests {
         assert_eq!(
             parse_all(&lines),
             vec![
-                AgentEvent::Session { id: "s1".into() },
-                AgentEvent::Thinking { text: "Let me look.".into() },
-                AgentEvent::Text { text: "I'll write the plan.".into() },
-                crate::testkit::tool_started(
-                    "toolu_01XYZ",
-                    "Write",
-                    json!({"file_path":"/tmp/ws/PLAN.md","content":"# Plan\n"})
-                ),
+                session("s1"),
+                thinking("Let me look."),
+                text("I'll write the plan."),
+                tool_started("toolu_01XYZ", "Write", json!({"file_path":"/tmp/ws/PLAN.md","content":"# Plan\n"})),
             ]
         );
     }
@@ -211,7 +207,7 @@ mod tests {
         assert_eq!(
             parse_all(&lines),
             vec![
-                AgentEvent::Session { id: "s1".into() },
+                session("s1"),
                 AgentEvent::ToolFinished {
                     id: "toolu_01XYZ".into(),
                     is_error: false,
@@ -227,7 +223,7 @@ mod tests {
     fn plain_user_message_is_unknown() {
         let line = r#"{"type":"user","message":{"role":"user","content":"hello"},"session_id":"s1"}"#;
         let ev = parse_all(&[line]);
-        assert_eq!(ev, vec![AgentEvent::Session { id: "s1".into() }]);
+        assert_eq!(ev, vec![session("s1")]);
         let mut p = ClaudeStreamParser::new();
         p.parse_line(line);
         assert_eq!(p.parse_line(line), vec![AgentEvent::Unknown { kind: "user".into() }]);
@@ -240,7 +236,7 @@ mod tests {
         assert_eq!(
             parse_all(&[line, null_status]),
             vec![
-                AgentEvent::Session { id: "s1".into() },
+                session("s1"),
                 AgentEvent::ApiRetry { attempt: 2, error: "overloaded".into(), status: Some(529) },
                 AgentEvent::ApiRetry { attempt: 1, error: "unknown".into(), status: None },
             ]
@@ -272,9 +268,9 @@ mod tests {
         assert_eq!(
             parse_all(&[line]),
             vec![
-                AgentEvent::Session { id: "s1".into() },
+                session("s1"),
                 AgentEvent::Usage { input_tokens: 1200, output_tokens: 340, cost_usd: Some(0.0421) },
-                crate::testkit::result("All done. <promise>DONE</promise>", false, "success", None),
+                result("All done. <promise>DONE</promise>", false, "success", None),
             ]
         );
     }
@@ -285,7 +281,7 @@ mod tests {
         let ev = parse_all(&[overloaded]);
         assert_eq!(
             ev.last(),
-            Some(&crate::testkit::result(
+            Some(&result(
                 "API Error: Repeated 529 Overloaded errors. The API is at capacity",
                 true,
                 "success",
@@ -296,10 +292,7 @@ mod tests {
         let during = r#"{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["boom"]}"#;
         assert_eq!(
             parse_all(&[during]),
-            vec![
-                AgentEvent::Error { message: "boom".into() },
-                crate::testkit::result("", true, "error_during_execution", None),
-            ]
+            vec![AgentEvent::Error { message: "boom".into() }, result("", true, "error_during_execution", None),]
         );
     }
 
@@ -321,7 +314,7 @@ mod tests {
                 r#"{"foo":1}"#,
                 "   ",
             ]),
-            crate::testkit::unknowns(&["non-json", "non-json", "stream_event", "system/compact_boundary", "untyped"])
+            unknowns_of(&["non-json", "non-json", "stream_event", "system/compact_boundary", "untyped"])
         );
     }
 

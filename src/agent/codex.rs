@@ -319,6 +319,8 @@ mod tests {
     use crate::agent::json::fuzz;
     use crate::config::types::AgentConfig;
 
+    use crate::testkit::{result, session, text, thinking, tool_started, unknowns_of};
+
     fn parse_all(lines: &[&str]) -> Vec<AgentEvent> {
         crate::testkit::parse_all::<CodexParser>(lines)
     }
@@ -345,15 +347,15 @@ mod tests {
         assert_eq!(
             parse_all(&RUN),
             vec![
-                AgentEvent::Session { id: TID.into() },
+                session(TID),
                 AgentEvent::Unknown { kind: "item.completed/error".into() },
                 AgentEvent::Unknown { kind: "turn.started".into() },
-                crate::testkit::tool_started("item_1", "command_execution", json!({ "command": command })),
+                tool_started("item_1", "command_execution", json!({ "command": command })),
                 AgentEvent::ToolFinished { id: "item_1".into(), is_error: false, output: "".into() },
-                AgentEvent::Thinking { text: "Thinking about it".into() },
-                AgentEvent::Text { text: "Wrote it.\n\n<promise>DONE</promise>".into() },
+                thinking("Thinking about it"),
+                text("Wrote it.\n\n<promise>DONE</promise>"),
                 AgentEvent::Usage { input_tokens: 300, output_tokens: 14, cost_usd: None },
-                crate::testkit::result("Wrote it.\n\n<promise>DONE</promise>", false, "success", None),
+                result("Wrote it.\n\n<promise>DONE</promise>", false, "success", None),
             ]
         );
     }
@@ -381,10 +383,7 @@ mod tests {
         let mut p = CodexParser::default();
         p.parse_line(RUN[6]);
         p.parse_line(RUN[2]);
-        assert_eq!(
-            p.parse_line(r#"{"type":"turn.completed"}"#),
-            vec![crate::testkit::result("", false, "success", None)]
-        );
+        assert_eq!(p.parse_line(r#"{"type":"turn.completed"}"#), vec![result("", false, "success", None)]);
     }
 
     #[test]
@@ -453,15 +452,11 @@ mod tests {
         assert_eq!(
             parse_all(&lines),
             vec![
-                crate::testkit::tool_started(
-                    "item_4",
-                    "file_change",
-                    json!({"changes": [{"path": "/w/a.txt", "kind": "add"}]})
-                ),
+                tool_started("item_4", "file_change", json!({"changes": [{"path": "/w/a.txt", "kind": "add"}]})),
                 AgentEvent::ToolFinished { id: "item_4".into(), is_error: false, output: "".into() },
-                crate::testkit::tool_started("item_5", "mcp__docs__search", json!({"q": "x"})),
+                tool_started("item_5", "mcp__docs__search", json!({"q": "x"})),
                 AgentEvent::ToolFinished { id: "item_5".into(), is_error: true, output: "boom".into() },
-                crate::testkit::tool_started("item_6", "command_execution", json!({"command": "false"})),
+                tool_started("item_6", "command_execution", json!({"command": "false"})),
                 AgentEvent::ToolFinished { id: "item_6".into(), is_error: true, output: "oops\n".into() },
                 AgentEvent::Unknown { kind: "item.updated/todo_list".into() },
             ]
@@ -479,7 +474,7 @@ mod tests {
                 r#"{"type":"new.thing"}"#,
                 " "
             ]),
-            crate::testkit::unknowns(&["non-json", "non-json", "thread.started", "untyped", "new.thing"])
+            unknowns_of(&["non-json", "non-json", "thread.started", "untyped", "new.thing"])
         );
     }
 
