@@ -106,7 +106,8 @@ impl SimProject {
         timeouts;
         /// `[general]` entries.
         general;
-        /// `[phases.develop]` entries besides its chain.
+        /// `[phases.develop]` entries besides its chain (written only when no named
+        /// phase takes `develop`'s place).
         phase;
         /// Any other tables, as written.
         toml => rest;
