@@ -36,6 +36,12 @@ pub(crate) fn timeouts() -> Timeouts {
     }
 }
 
+/// A `ralph.toml` whose one agent `name`, with the keys `table` (`kind = …` first,
+/// one a line), runs the one phase `develop` (with `phase`'s entries).
+pub(crate) fn one_agent_config(name: &str, table: &str, phase: &str) -> String {
+    format!("[agents.{name}]\n{table}\n[chains]\nmain = [\"{name}\"]\n[phases.develop]\nchain = \"main\"\n{phase}")
+}
+
 /// A temp directory (gone when the test drops it) and the path of a file `name`
 /// in it, not yet written.
 pub(crate) fn temp_file(name: &str) -> (tempfile::TempDir, PathBuf) {

@@ -329,16 +329,9 @@ mod tests {
 
     #[test]
     fn a_runs_entry_names_the_credentials_it_has_never_their_values() {
-        let toml = r#"
-[agents.c]
-kind = "claude"
-pass_env = ["MY_TOKEN", "UNSET_TOKEN"]
-[chains]
-main = ["c"]
-[phases.develop]
-chain = "main"
-"#;
-        let loaded = crate::config::parse(Path::new("ralph.toml"), toml).unwrap_or_else(|e| panic!("{e}"));
+        let toml =
+            crate::testkit::one_agent_config("c", "kind = \"claude\"\npass_env = [\"MY_TOKEN\", \"UNSET_TOKEN\"]", "");
+        let loaded = crate::config::parse(Path::new("ralph.toml"), &toml).unwrap_or_else(|e| panic!("{e}"));
         let env = |name: &str| match name {
             "ANTHROPIC_API_KEY" | "MY_TOKEN" => Some("secret".into()),
             "UNSET_TOKEN" => Some(String::new().into()),
