@@ -43,6 +43,8 @@ mod signal;
 mod state;
 mod step;
 mod supervise;
+#[cfg(test)]
+mod testkit;
 mod watch;
 mod workflow;
 
