@@ -51,6 +51,8 @@ mod signal;
 mod state;
 mod step;
 mod supervise;
+#[cfg(test)]
+mod testkit;
 mod text;
 mod watch;
 mod workflow;

@@ -343,6 +343,29 @@ impl From<AcquireError> for crate::error::RalphError {
 mod tests {
     use super::*;
 
+    fn lease_path() -> (tempfile::TempDir, PathBuf) {
+        crate::testkit::temp_file("ralph.lease")
+    }
+
+    /// Releases `lease`: the lease file at `p` is free again.
+    #[track_caller]
+    fn released(lease: Lease, p: &Path) {
+        lease.release().unwrap();
+        assert_eq!(lease_file::read(p).unwrap(), Found::Free);
+    }
+
+    /// The record of an earlier owner on `host` (boot `boot-HOST`), token `old`.
+    fn old_record(host: &str, pid: u32, renewals: u64) -> LeaseRecord {
+        LeaseRecord {
+            host: host.into(),
+            boot_id: format!("boot-{host}"),
+            pid,
+            token: "old".into(),
+            renewals,
+            acquired_at: String::new(),
+        }
+    }
+
     fn me(host: &str) -> Identity {
         Identity { host: host.into(), boot_id: format!("boot-{host}") }
     }
@@ -354,34 +377,24 @@ mod tests {
 
     #[test]
     fn a_lease_on_a_local_disk_is_written_once_and_never_renewed() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("ralph.lease");
+        let (_dir, p) = lease_path();
         let config = WatchConfig { lease_timeout: Duration::from_millis(40), ..WatchConfig::default() };
         let (lease, _) = acquire(&p, &me("a"), &config, WhenHeld::Refuse, &mut |_| {}).unwrap();
         assert!(lease.heartbeat.is_none(), "no heartbeat thread");
         thread::sleep(Duration::from_millis(100));
         assert!(matches!(lease_file::read(&p).unwrap(), Found::Held(r) if r.renewals == 0));
-        lease.release().unwrap();
-        assert_eq!(lease_file::read(&p).unwrap(), Found::Free);
+        released(lease, &p);
     }
 
     #[test]
     fn a_lease_given_back_is_as_it_was() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("ralph.lease");
+        let (_dir, p) = lease_path();
         let config = WatchConfig::default();
         let (lease, _) = acquire(&p, &me("a"), &config, WhenHeld::Refuse, &mut |_| {}).unwrap();
         lease.give_back().unwrap();
         assert!(!p.exists(), "there was no lease file");
         // A dead owner of this host: taken over at once, and its record put back.
-        let dead = LeaseRecord {
-            host: "a".into(),
-            boot_id: "boot-a".into(),
-            pid: 999_999_999,
-            token: "old".into(),
-            renewals: 3,
-            acquired_at: String::new(),
-        };
+        let dead = old_record("a", 999_999_999, 3);
         lease_file::write(&p, &dead, Durability::Unsynced).unwrap();
         let before = std::fs::read(&p).unwrap();
         let (lease, takeover) = acquire(&p, &me("a"), &config, WhenHeld::Refuse, &mut |_| {}).unwrap();
@@ -392,8 +405,7 @@ mod tests {
 
     #[test]
     fn free_lease_is_taken_renewed_and_released() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("ralph.lease");
+        let (_dir, p) = lease_path();
         let (lease, takeover) =
             acquire(&p, &me("a"), &renewed(Duration::from_millis(200)), WhenHeld::Refuse, &mut |_| {}).unwrap();
         assert!(takeover.is_none());
@@ -406,22 +418,13 @@ mod tests {
             assert!(Instant::now() < deadline, "no renewal");
             thread::sleep(Duration::from_millis(10));
         }
-        lease.release().unwrap();
-        assert_eq!(lease_file::read(&p).unwrap(), Found::Free);
+        released(lease, &p);
     }
 
     #[test]
     fn another_hosts_dead_lease_is_taken_over_after_the_timeout() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("ralph.lease");
-        let theirs = LeaseRecord {
-            host: "b".into(),
-            boot_id: "boot-b".into(),
-            pid: 9,
-            token: "old".into(),
-            renewals: 5,
-            acquired_at: String::new(),
-        };
+        let (_dir, p) = lease_path();
+        let theirs = old_record("b", 9, 5);
         lease_file::write(&p, &theirs, Durability::Ordered).unwrap();
         let timeout = Duration::from_millis(300);
         let (lease, takeover) = acquire(&p, &me("a"), &renewed(timeout), WhenHeld::Refuse, &mut |_| {}).unwrap();
@@ -433,8 +436,7 @@ mod tests {
 
     #[test]
     fn a_live_lease_is_refused_when_not_waiting() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("ralph.lease");
+        let (_dir, p) = lease_path();
         let (held, _) =
             acquire(&p, &me("b"), &renewed(Duration::from_millis(200)), WhenHeld::Refuse, &mut |_| {}).unwrap();
         let err =
