@@ -1,5 +1,5 @@
 //! Running a workflow, the I/O shell around the pure step ([`crate::step`]):
-//! [`setup`] turns the directory, the config ([`config_file`] reads it) and any
+//! [`setup`] turns the directory, the inputs (`crate::inputs` reads them) and any
 //! checkpoint (fresh or resumed, as `step::start` decides) into a ready run (or a
 //! precise error);
 //! [`dispatch`] is the one loop that owns the run state, hands everything that
@@ -9,7 +9,6 @@
 //! (`registration`) and the control socket (`control`).
 
 pub(crate) mod attempt;
-pub(crate) mod config_file;
 pub(crate) mod connect;
 mod control;
 pub(crate) mod dispatch;
