@@ -1,5 +1,6 @@
-//! Everything before the first attempt: the config, the goal, the templates, the
-//! lock and the lease (see `state::ownership`), the checkpoint decision (fresh, resume,
+//! Everything before the first attempt: how `ralph run` was invoked, the inputs
+//! (read by `crate::inputs`, checked against `--from` and the pre-flight), the lock
+//! and the lease (held by `state::hold`), the checkpoint decision (fresh, resume,
 //! ask, or leave a settled run as it is), git, logging and the journal. Every problem
 //! found here is reported before anything runs, and before anything changes: every
 //! check that can refuse (config, goal, pre-flight, lock, lease, checkpoint, git,
@@ -25,12 +26,27 @@ use crate::state::retention;
 use crate::state::store;
 use crate::workflow::advance;
 
-use super::{Options, RunEnd};
+use crate::outcome::RunEnd;
 use crate::recovery::probe;
 use crate::state::ownership::WhenHeld;
 use crate::step::chosen::{self, Aside, Chosen, NotStarted};
 use crate::step::start::{self, Refused, ResumeFlag, Start};
 use crate::step::state::{Opening, Setting};
+
+/// How `ralph run` was invoked.
+#[derive(Debug, Clone)]
+pub(crate) struct Options {
+    pub dir: PathBuf,
+    pub config: Option<PathBuf>,
+    pub resume: ResumeFlag,
+    /// `--from PHASE`: a new run starts there, or (with `--resume`) the run moves there.
+    pub from: Option<String>,
+    pub quiet: bool,
+    pub verbose: u8,
+    /// `--allow-dirty`: a new run in a dirty git working tree keeps those changes out.
+    pub allow_dirty: bool,
+    pub log_format: crate::report::log::LogFormat,
+}
 
 /// A run ready to dispatch: what it was set up with and opens with, its checkpoint,
 /// and what it writes to.
