@@ -379,6 +379,7 @@ const SIDES: &[(&str, Side)] = &[
     ("git::record", Side::Core),
     // The shell.
     ("config::file", Side::Shell),
+    ("inputs", Side::Shell),
     ("signal::listen", Side::Shell),
     // Who sent a SIGTERM: the pure rule and the facts it gathers (through `os`).
     ("signal::origin", Side::Neither),

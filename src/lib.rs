@@ -10,10 +10,11 @@
 //!   parsers and its environment allowlist, and `step`, the run's decisions as one
 //!   step over them; the leaves they share: `outcome` (the shared types), `text`
 //!   (words and times in a zone passed in), `named`, `env_names`.
-//! * shell: `process` (process groups, graceful termination), `state`
-//!   (checkpoint, journal, lock), `run` (the dispatcher loop that carries out the
-//!   step's effects), `signal::listen` (the signal streams), `config::file`,
-//!   `report` (what the user sees), `commands` (the subcommands).
+//! * shell: `inputs` (the config, the goal and the templates read), `process`
+//!   (process groups, graceful termination), `state` (checkpoint, journal, lock),
+//!   `run` (the dispatcher loop that carries out the step's effects),
+//!   `signal::listen` (the signal streams), `report` (what the user sees),
+//!   `commands` (the subcommands).
 //!
 //! The floors (a file above everything it imports; no circles, no two top-level
 //! modules importing each other) are listed in `floors`, a test-only module.
@@ -36,6 +37,7 @@ mod fleet;
 mod floors;
 mod git;
 mod host_network;
+mod inputs;
 mod named;
 mod notify;
 // Every `unsafe` block lives here, each with its reason.

@@ -97,7 +97,7 @@ fn secrets(dir: &Path, loaded: &crate::config::Loaded) -> Vec<Check> {
             families.join(", ")
         ),
     )];
-    for warning in crate::run::setup::secrets_in_inputs(dir, loaded) {
+    for warning in crate::inputs::credentials(dir, loaded) {
         out.push(Check { ok: false, what: warning.to_string().replace('\n', " "), note: true });
     }
     let crate::git::repo::Discovery::Repo(repo) = crate::git::repo::Repo::discover(dir) else {

@@ -22,6 +22,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::config::{LeaseRenewal, Watch as WatchConfig};
+use crate::events::RunEvent;
 
 use super::atomic::Durability;
 use super::lease::{self, FirstLook, Found, Identity, LeaseRecord, Renewal, Seen, Watch};
@@ -48,9 +49,9 @@ pub(crate) struct Takeover {
 impl Takeover {
     /// The takeover, as the journal records it.
     #[must_use]
-    pub(crate) fn event(&self) -> crate::events::RunEvent {
+    pub(crate) fn event(&self) -> RunEvent {
         let from = self.from.as_ref();
-        crate::events::RunEvent::LeaseTakenOver {
+        RunEvent::LeaseTakenOver {
             from_host: from.map(|f| f.host.clone()),
             from_pid: from.map(|f| f.pid),
             from_boot_id: from.map(|f| f.boot_id.clone()),
@@ -79,15 +80,6 @@ pub(crate) struct Lease {
     previous: Option<Vec<u8>>,
 }
 
-/// What a person should hear while the lease is taken.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Heard {
-    /// Another host's ralph holds it: it is watched for renewals.
-    Watching(LeaseRecord),
-    /// Another host took it at the same moment; it continues the run.
-    LostRace(LeaseRecord),
-}
-
 /// Why the lease cannot be taken.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum AcquireError {
@@ -99,13 +91,15 @@ pub(crate) enum AcquireError {
 }
 
 /// Takes the lease at `path`, waiting as long as `when_held` says; `say` tells the
-/// user what is going on.
+/// user what is going on: another host's ralph holds it and it is watched for
+/// renewals (`lease_watch`), or another host took it at the same moment and
+/// continues the run (`lease_lost`).
 pub(crate) fn acquire(
     path: &Path,
     me: &Identity,
     config: &WatchConfig,
     when_held: WhenHeld,
-    say: &mut dyn FnMut(Heard),
+    say: &mut dyn FnMut(RunEvent),
 ) -> Result<(Lease, Option<Takeover>), AcquireError> {
     let io = |source: std::io::Error| AcquireError::Io { path: path.to_path_buf(), source };
     let timeout = config.lease_timeout;
@@ -130,7 +124,8 @@ pub(crate) fn acquire(
             }),
             FirstLook::Watch(record) => {
                 if !told {
-                    say(Heard::Watching(record.clone()));
+                    let (pid, host, renewals) = (record.pid, record.host.clone(), record.renewals);
+                    say(RunEvent::LeaseWatch { pid, host, renewals, timeout_ms: timeout.as_millis() as u64 });
                     told = true;
                 }
                 match watch(path, me, &record, timeout, poll, when_held).map_err(io)? {
@@ -161,7 +156,7 @@ pub(crate) fn acquire(
             // has done anything.
             thread::sleep(lease::renew_every(timeout).min(Duration::from_secs(2)));
             if let Renewal::Lost(winner) = lease::renewal(&record.token, &lease_file::read(path).map_err(io)?) {
-                say(Heard::LostRace(winner.clone()));
+                say(RunEvent::LeaseLost { host: winner.host.clone() });
                 if when_held == WhenHeld::Refuse {
                     return Err(AcquireError::Held(format!(
                         "another ralph (pid {} on host {}) took the lease of this directory",
@@ -427,7 +422,11 @@ mod tests {
         let theirs = old_record("b", 9, 5);
         lease_file::write(&p, &theirs, Durability::Ordered).unwrap();
         let timeout = Duration::from_millis(300);
-        let (lease, takeover) = acquire(&p, &me("a"), &renewed(timeout), WhenHeld::Refuse, &mut |_| {}).unwrap();
+        let mut said = Vec::new();
+        let (lease, takeover) =
+            acquire(&p, &me("a"), &renewed(timeout), WhenHeld::Refuse, &mut |event| said.push(event)).unwrap();
+        let (host, renewals) = ("b".to_string(), 5);
+        assert_eq!(said, [RunEvent::LeaseWatch { pid: 9, host, renewals, timeout_ms: 300 }], "said once");
         let takeover = takeover.unwrap();
         assert_eq!(takeover.from, Some(theirs));
         assert!(takeover.waited >= timeout);
