@@ -99,12 +99,7 @@ fn run_command(args: RunArgs) -> Result<i32, RalphError> {
         allow_dirty: args.allow_dirty,
         log_format: args.log_format,
     };
-    // One thread: the agent is started from it, so its parent-death signal is tied to
-    // ralph's life rather than to a worker thread's.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| RalphError::io("cannot start the runtime", e))?;
+    let runtime = crate::process::runtime().map_err(|e| RalphError::io("cannot start the runtime", e))?;
     let end = runtime.block_on(run::run(options));
     // A background connectivity probe still resolving a host name must not hold
     // up the exit.

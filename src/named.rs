@@ -4,7 +4,7 @@
 //! and none of them from another.
 
 /// An enum of unit variants whose stable names are written once: serde reads and
-/// writes each variant as its name, and `as_str` returns it.
+/// writes each variant as its name, and `as_str` and `Display` give it.
 macro_rules! named {
     ($(#[$meta:meta])* $vis:vis enum $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)* }) => {
         $(#[$meta])*
@@ -17,6 +17,12 @@ macro_rules! named {
                 match self {
                     $($name::$variant => $text,)*
                 }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
             }
         }
     };

@@ -276,10 +276,7 @@ fn land(found: &Found, task: &str) -> Result<i32, RalphError> {
         return answer(reply.ok, &reply.message);
     }
     let mut book = offline(found)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| RalphError::io("cannot start the runtime", e))?;
+    let runtime = crate::process::runtime().map_err(|e| RalphError::io("cannot start the runtime", e))?;
     let (ok, lines) = runtime.block_on(crate::fleet::landing::land_now(&mut book, task))?;
     runtime.shutdown_background();
     answer(ok, &lines.join("\n"))

@@ -346,23 +346,17 @@ pub(crate) enum OutputFormat {
 pub(crate) struct AgentConfig {
     pub kind: AgentKind,
     /// Passed on every launch and every resume (CLI agents).
-    #[serde(default)]
     pub model: Option<String>,
     /// Overrides the binary found on PATH (CLI agents).
-    #[serde(default)]
     pub binary: Option<PathBuf>,
     /// argv template with `{prompt}` (kind = "command").
-    #[serde(default)]
     pub command: Option<Vec<String>>,
     /// argv template with `{session}` and `{prompt}` (kind = "command").
-    #[serde(default)]
     pub resume: Option<Vec<String>>,
     /// Output format (kind = "command").
-    #[serde(default)]
     pub output: Option<OutputFormat>,
     /// How much the CLI may do without asking (CLI agents); each kind's values and
     /// default are in its descriptor (docs/agents.md lists them).
-    #[serde(default)]
     pub permission_mode: Option<String>,
     /// Extra arguments appended to every launch (CLI agents).
     #[serde(default)]
@@ -420,15 +414,11 @@ pub(crate) struct PhaseConfig {
     /// The agent chain, a key of `[chains]`.
     pub chain: String,
     /// Iterations to run (or, with `until = "complete"`, the cap); default [`DEFAULT_ITERATIONS`].
-    #[serde(default)]
     pub iterations: Option<u32>,
-    #[serde(default)]
     pub until: Option<Until>,
     /// The done signal of one iteration: "tag", "exit0", "file:PATH".
-    #[serde(default)]
     pub done: Option<String>,
     /// A template file overriding the built-in prompt for this phase.
-    #[serde(default)]
     pub prompt: Option<PathBuf>,
 }
 

@@ -158,7 +158,6 @@ pub(crate) struct Window {
     /// The iteration's key (`develop/3`).
     pub key: String,
     pub opened_at: i64,
-    #[serde(default)]
     pub closed_at: Option<i64>,
     pub snapshot: Snapshot,
 }

@@ -19,6 +19,9 @@ use super::state::{self, Fleet, Task, TaskState};
 use super::task::{self, Descriptor};
 use super::worktree::{Make, NotMade};
 
+/// The first few of a list of paths (git's refusals word them alike).
+pub(crate) use crate::git::preflight::list;
+
 /// The fleet, its repository, its places and its config.
 pub(crate) struct Book {
     pub repo: Repo,
@@ -403,14 +406,4 @@ pub(crate) fn branch_taken(branch: &str) -> String {
 
 pub(crate) fn git_error(e: crate::git::repo::GitError) -> RalphError {
     RalphError::GitSetup(format!("git: {e}"))
-}
-
-/// The first few of a list of paths.
-pub(crate) fn list(paths: &[String]) -> String {
-    const SHOWN: usize = 5;
-    let mut s = paths.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
-    if paths.len() > SHOWN {
-        s.push_str(&format!(" and {} more", paths.len() - SHOWN));
-    }
-    s
 }

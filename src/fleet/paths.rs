@@ -6,7 +6,9 @@
 //! task's worktree (a cargo workspace, node's module lookup, direnv) finds the main
 //! checkout.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
+
+use crate::git::attribution::normalize;
 
 /// The task's descriptor in its worktree's `.agent/` (see `task`).
 pub(crate) const DESCRIPTOR: &str = "fleet-task.json";
@@ -101,21 +103,6 @@ pub(crate) fn worktrees(repo: &Path, configured: Option<&Path>) -> Result<PathBu
         ));
     }
     Ok(chosen)
-}
-
-/// `a/b/../c` as `a/c`, without touching the file system (the folder may not exist).
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

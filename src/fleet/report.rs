@@ -10,16 +10,10 @@ use std::fmt::Write as _;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::report::Mode;
 use crate::state::checkpoint::Checkpoint;
 
 use super::state::{Fleet, Task, TaskState};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    Quiet,
-    Plain,
-    Terminal,
-}
 
 pub(super) struct Reporter {
     mode: Mode,
@@ -30,11 +24,7 @@ pub(super) struct Reporter {
 
 impl Reporter {
     pub(super) fn new(quiet: bool, terminal: bool) -> Reporter {
-        let mode = match (quiet, terminal) {
-            (true, _) => Mode::Quiet,
-            (false, true) => Mode::Terminal,
-            (false, false) => Mode::Plain,
-        };
+        let mode = Mode::of(quiet, terminal);
         let multi = (mode == Mode::Terminal).then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
         Reporter { mode, multi, bars: BTreeMap::new(), tz: crate::report::clock::zone() }
     }

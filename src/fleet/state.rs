@@ -108,16 +108,12 @@ pub(crate) struct Task {
     /// `ralph/<name>`.
     pub branch: String,
     /// The commit its branch was created from (recorded before the branch is made).
-    #[serde(default)]
     pub from: Option<String>,
     /// Its worktree, once created.
-    #[serde(default)]
     pub worktree: Option<PathBuf>,
     /// The run id of its ralph, once known.
-    #[serde(default)]
     pub run_id: Option<String>,
     /// Why it is failed, blocked, stopped or evicted.
-    #[serde(default)]
     pub reason: Option<String>,
     /// Its run was started at least once: it resumes before new tasks start.
     #[serde(default)]
@@ -138,12 +134,9 @@ pub(crate) struct Task {
     #[serde(default)]
     pub cost_usd: f64,
     /// When it finished (the merge queue's order), counted over the fleet.
-    #[serde(default)]
     pub finished_seq: Option<u32>,
     /// Bytes its worktree takes, measured when its ralph last ended.
-    #[serde(default)]
     pub disk_bytes: Option<u64>,
-    #[serde(default)]
     pub updated_at: Option<jiff::Timestamp>,
     /// Times the merge queue sent it back to its agent.
     #[serde(default)]
@@ -233,14 +226,12 @@ pub(crate) struct Fleet {
     pub status: FleetStatus,
     /// Set when a supervisor wrote the final state; false while one runs.
     pub clean_stop: bool,
-    #[serde(default)]
     pub stop_reason: Option<String>,
     /// The main checkout's top.
     pub repo: PathBuf,
     /// HEAD at the fleet's first start.
     pub base: String,
     /// The branch HEAD was on then; `None` for a detached HEAD.
-    #[serde(default)]
     pub base_branch: Option<String>,
     /// The branch tasks branch from and the merge queue lands on.
     pub into: String,

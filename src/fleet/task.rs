@@ -77,7 +77,6 @@ pub(crate) struct Descriptor {
     pub own_files: Vec<String>,
     /// The most this task's run may cost: `[general] max_cost_usd` or what is left
     /// of `[fleet] max_cost`, whichever is lower.
-    #[serde(default)]
     pub max_cost_usd: Option<f64>,
     /// The merge queue sent the task back: its completed run takes one more
     /// iteration with this in its prompt ([`reopen`]).

@@ -99,7 +99,8 @@ fn relative_to(base: &Path, base_rel: &str, path: &Path) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("/"))
 }
 
-fn normalize(path: &Path) -> PathBuf {
+/// `a/b/../c` as `a/c`, without touching the file system (the folder may not exist).
+pub(crate) fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in path.components() {
         match c {

@@ -58,7 +58,8 @@ pub(crate) enum Refusal {
     BranchExists(String),
 }
 
-fn list(paths: &[String]) -> String {
+/// The first few of a list of paths, "a, b, c, d, e and 2 more".
+pub(crate) fn list(paths: &[String]) -> String {
     const SHOWN: usize = 5;
     let mut s = paths.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
     if paths.len() > SHOWN {

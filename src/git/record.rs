@@ -17,10 +17,8 @@ pub(crate) struct GitState {
     /// The repository's top directory.
     pub top: String,
     /// The commit the run started from; `None` in a repository without commits.
-    #[serde(default)]
     pub baseline: Option<String>,
     /// The branch ralph commits on; `None` for a detached HEAD.
-    #[serde(default)]
     pub branch: Option<String>,
     /// Paths never committed in this run: dirty at the start (`--allow-dirty`), or
     /// edited by someone else (attribution).
@@ -36,7 +34,6 @@ pub(crate) struct GitState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<Tree>,
     /// HEAD as ralph last left it; a different HEAD means someone else committed.
-    #[serde(default)]
     pub head: Option<String>,
     /// The commits ralph made, oldest first (the newest [`KEPT_COMMITS`]).
     #[serde(default)]
@@ -48,7 +45,6 @@ pub(crate) struct GitState {
     #[serde(default)]
     pub agent_commits: u32,
     /// An iteration that is done but whose commit is not known to be made yet.
-    #[serde(default)]
     pub pending: Option<Pending>,
 }
 

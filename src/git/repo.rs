@@ -153,12 +153,7 @@ impl Repo {
 
     /// Runs git and returns stdout, or the failure with its output.
     fn run(&self, args: &[&str]) -> Result<String, GitError> {
-        let out = self.output(args)?;
-        if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-        } else {
-            Err(failed(args, &out))
-        }
+        self.git_env(args, &[])
     }
 
     /// The one value git printed; `None` when it failed or printed nothing.

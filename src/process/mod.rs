@@ -21,3 +21,10 @@ pub(crate) mod preflight;
 pub(crate) mod version;
 
 pub(crate) use group::{Launch, signal_group, spawn};
+
+/// The runtime every ralph command runs on. One thread: agents are started from it,
+/// so their parent-death signal is tied to ralph's life rather than to a worker
+/// thread's (see [`group`]).
+pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread().enable_all().build()
+}

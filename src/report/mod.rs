@@ -17,7 +17,7 @@ mod term;
 pub(crate) mod words;
 
 pub(crate) use next::next_step;
-pub(crate) use progress::{Pulse, Reporter};
+pub(crate) use progress::{Mode, Pulse, Reporter};
 pub(crate) use summary::Summary;
 #[cfg(test)]
 pub(crate) use summary::tests::checkpoint as summary_fixture;

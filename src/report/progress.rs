@@ -36,11 +36,23 @@ impl Pulse {
     }
 }
 
+/// What a person sees: nothing but errors (`-q`), plain timestamped lines, or live
+/// lines on a terminal (the fleet's display too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
+pub(crate) enum Mode {
     Quiet,
     Plain,
     Terminal,
+}
+
+impl Mode {
+    pub(crate) fn of(quiet: bool, terminal: bool) -> Mode {
+        match (quiet, terminal) {
+            (true, _) => Mode::Quiet,
+            (false, true) => Mode::Terminal,
+            (false, false) => Mode::Plain,
+        }
+    }
 }
 
 /// How often the live line is redrawn: often enough for a countdown to tick.
@@ -59,13 +71,8 @@ pub(crate) struct Reporter {
 
 impl Reporter {
     pub(crate) fn new(quiet: bool, terminal: bool) -> Self {
-        let mode = match (quiet, terminal) {
-            (true, _) => Mode::Quiet,
-            (false, true) => Mode::Terminal,
-            (false, false) => Mode::Plain,
-        };
         Self {
-            mode,
+            mode: Mode::of(quiet, terminal),
             bar: None,
             last_event_ms: Arc::new(AtomicU64::new(0)),
             epoch: Instant::now(),

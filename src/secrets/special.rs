@@ -77,14 +77,11 @@ fn each(re: &Regex, line: &[u8], hide: &mut dyn FnMut(usize, usize), keep: impl 
     }
 }
 
-fn trim(line: &[u8], mut start: usize, mut end: usize) -> (usize, usize) {
-    while start < end && line[start].is_ascii_whitespace() {
-        start += 1;
-    }
-    while end > start && line[end - 1].is_ascii_whitespace() {
-        end -= 1;
-    }
-    (start, end)
+/// `start..end` of `line` without the ASCII white space at its ends.
+pub(crate) fn trim(line: &[u8], start: usize, end: usize) -> (usize, usize) {
+    let inner = &line[start..end];
+    let from = start + (inner.len() - inner.trim_ascii_start().len());
+    (from, from + inner.trim_ascii().len())
 }
 
 /// How sure a key's name makes a secret of its value.
@@ -390,7 +387,6 @@ fn real_value(name: &[u8], value: &[u8], quoted: bool, after: Option<u8>) -> boo
         "none",
         "sensitive",
         "required",
-        "optional",
         "self",
     ];
     if TYPES.iter().any(|t| lower == t.as_bytes()) {

@@ -177,13 +177,8 @@ impl LineState {
     }
 }
 
-fn push_trimmed(out: &mut Vec<Hit>, line: &[u8], mut start: usize, mut end: usize, what: matcher::What) {
-    while start < end && line[start].is_ascii_whitespace() {
-        start += 1;
-    }
-    while end > start && line[end - 1].is_ascii_whitespace() {
-        end -= 1;
-    }
+fn push_trimmed(out: &mut Vec<Hit>, line: &[u8], start: usize, end: usize, what: matcher::What) {
+    let (start, end) = special::trim(line, start, end);
     if start < end {
         out.push(Hit { start, end, what });
     }

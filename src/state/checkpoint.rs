@@ -61,7 +61,6 @@ pub(crate) struct InFlight {
     pub started_at: jiff::Timestamp,
     /// The last tool call the agent started: after a crash its outcome is unknown,
     /// and the resumed attempt is told to check it before redoing it.
-    #[serde(default)]
     pub tool: Option<ToolCall>,
 }
 
@@ -87,7 +86,6 @@ pub(crate) struct LastError {
     #[serde(deserialize_with = "timestamp")]
     pub at: jiff::Timestamp,
     /// The failed attempt's transcript, for the summary and `status`.
-    #[serde(default)]
     pub log: Option<String>,
 }
 

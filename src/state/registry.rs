@@ -42,7 +42,6 @@ pub(crate) struct Entry {
     pub boot_id: String,
     pub status: Status,
     /// The config file the run uses, for the resume (`-c`).
-    #[serde(default)]
     pub config: Option<PathBuf>,
     /// Credential variables the run's agents received, by name only.
     #[serde(default)]
@@ -51,7 +50,6 @@ pub(crate) struct Entry {
     #[serde(default)]
     pub programs: Vec<String>,
     /// The run's `PATH`, so a resume by a service finds the same npm and nvm binaries.
-    #[serde(default)]
     pub path: Option<String>,
     /// `[watch] resume_after_shutdown` of the run's config.
     #[serde(default = "yes")]

@@ -55,12 +55,6 @@ impl Detector {
     }
 }
 
-impl std::fmt::Display for Detector {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -96,29 +96,23 @@ struct Tag {
     shape: Shape,
 }
 
+const fn tag(open: &'static str, close: &'static str, pattern: &'static str, shape: Shape) -> Tag {
+    Tag { open, close, pattern, shape }
+}
+
 const TAGS: &[Tag] = &[
-    Tag { open: "<function=", close: "</function>", pattern: "xml-function-equals", shape: Shape::Distinct },
-    Tag { open: "<parameter=", close: "</parameter>", pattern: "xml-parameter-equals", shape: Shape::Distinct },
-    Tag { open: "<function_calls>", close: "</function_calls>", pattern: "xml-function-calls", shape: Shape::Distinct },
-    Tag {
-        open: "<antml:function_calls>",
-        close: "</antml:function_calls>",
-        pattern: "xml-function-calls",
-        shape: Shape::Distinct,
-    },
-    Tag { open: "<invoke name=", close: "</invoke>", pattern: "xml-invoke", shape: Shape::Distinct },
-    Tag { open: "<antml:invoke name=", close: "</antml:invoke>", pattern: "xml-invoke", shape: Shape::Distinct },
-    Tag { open: "<parameter name=", close: "</parameter>", pattern: "xml-parameter-name", shape: Shape::Closed },
-    Tag {
-        open: "<antml:parameter name=",
-        close: "</antml:parameter>",
-        pattern: "xml-parameter-name",
-        shape: Shape::Closed,
-    },
-    Tag { open: "<tool_call>", close: "</tool_call>", pattern: "xml-tool-call", shape: Shape::Block },
-    Tag { open: "<tool_calls>", close: "</tool_calls>", pattern: "xml-tool-call", shape: Shape::Block },
-    Tag { open: "<tool_use>", close: "</tool_use>", pattern: "xml-tool-use", shape: Shape::Block },
-    Tag { open: "<function_call>", close: "</function_call>", pattern: "xml-function-call", shape: Shape::Block },
+    tag("<function=", "</function>", "xml-function-equals", Shape::Distinct),
+    tag("<parameter=", "</parameter>", "xml-parameter-equals", Shape::Distinct),
+    tag("<function_calls>", "</function_calls>", "xml-function-calls", Shape::Distinct),
+    tag("<antml:function_calls>", "</antml:function_calls>", "xml-function-calls", Shape::Distinct),
+    tag("<invoke name=", "</invoke>", "xml-invoke", Shape::Distinct),
+    tag("<antml:invoke name=", "</antml:invoke>", "xml-invoke", Shape::Distinct),
+    tag("<parameter name=", "</parameter>", "xml-parameter-name", Shape::Closed),
+    tag("<antml:parameter name=", "</antml:parameter>", "xml-parameter-name", Shape::Closed),
+    tag("<tool_call>", "</tool_call>", "xml-tool-call", Shape::Block),
+    tag("<tool_calls>", "</tool_calls>", "xml-tool-call", Shape::Block),
+    tag("<tool_use>", "</tool_use>", "xml-tool-use", Shape::Block),
+    tag("<function_call>", "</function_call>", "xml-function-call", Shape::Block),
 ];
 
 fn xml_tags(m: &str, mode: Mode) -> Option<(usize, &'static str)> {

@@ -78,9 +78,6 @@ fn registry() -> Result<PathBuf, RalphError> {
 
 pub(crate) fn main(options: &Options) -> Result<i32, RalphError> {
     let registry = registry()?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| RalphError::io("cannot start the runtime", e))?;
+    let runtime = crate::process::runtime().map_err(|e| RalphError::io("cannot start the runtime", e))?;
     runtime.block_on(pass::watch(&registry, options))
 }

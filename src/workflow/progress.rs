@@ -115,7 +115,6 @@ pub(crate) struct Progress {
     pub recovery_note: Option<String>,
     /// Unix seconds until which the run waits for a rate-limit reset before the next
     /// attempt; a restart during the wait keeps waiting.
-    #[serde(default)]
     pub rate_limit_until: Option<i64>,
     /// Agents left because of a rate limit, with the unix second their limit resets;
     /// the chain returns to them afterwards.
@@ -131,7 +130,6 @@ pub(crate) struct Progress {
     pub recoveries: Vec<i64>,
     /// Unix second since which the providers have been unreachable (the offline
     /// pause); a restart during the pause keeps probing before any attempt.
-    #[serde(default)]
     pub offline_since: Option<i64>,
     /// Input and output tokens counted per session, for agents that report usage as
     /// a running total over a session (Codex): a resumed launch starts from these.
@@ -146,7 +144,6 @@ pub(crate) struct Progress {
     pub from: Option<FromStart>,
     /// The open streak of environmental failures, bounded by `[retry]
     /// max_environmental_wait`; `None` after any other ending of an attempt.
-    #[serde(default)]
     pub environmental_streak: Option<EnvironmentalStreak>,
 }
 

@@ -4,7 +4,7 @@
 //! final message with"). Ordinary words are not denials: "no failures", "users can
 //! pipe the output", "the parser would crash" all end honest summaries.
 
-use super::words::{find_word, words_at};
+use super::words::{ASKS_TO_GO_ON, find_word, words_at};
 use super::{Rule, Why};
 
 /// Phrases that negate the work, anywhere in the last paragraph before the tag.
@@ -198,7 +198,8 @@ const UNCERTAIN: &[&str] = &[
 /// "nothing left to do", "no work left".
 const UNDONE: &[&str] = &["nothing", "no", "none", "zero", "0"];
 
-/// First-person statements that the agent is still at the work or stops to ask.
+/// First-person statements that the agent is still at the work or stops to ask
+/// (with [`ASKS_TO_GO_ON`]).
 const STILL_WORKING: &[&str] = &[
     "i'll fix",
     "i will fix",
@@ -235,12 +236,6 @@ const STILL_WORKING: &[&str] = &[
     "let me run",
     "let me check",
     "let me verify",
-    "shall i continue",
-    "shall i proceed",
-    "should i continue",
-    "should i proceed",
-    "do you want me to",
-    "would you like me to",
     "want me to continue",
     "proceeding with",
     "proceeding to",
@@ -468,7 +463,7 @@ fn clause_before(text: &str, at: usize) -> &str {
 /// or a sentence that puts work off ("I'll look at them in the next iteration",
 /// "fixing the last warning next").
 pub(super) fn still_working(text: &str) -> Option<Why> {
-    if let Some(at) = STILL_WORKING.iter().filter_map(|p| find_word(text, p, 0)).min() {
+    if let Some(at) = STILL_WORKING.iter().chain(ASKS_TO_GO_ON).filter_map(|p| find_word(text, p, 0)).min() {
         return Some(Why::new(Rule::StillWorking, sentence_around(text, at)));
     }
     sentences(text)

@@ -63,12 +63,6 @@ const READY: &[&str] = &[
     "next, i'll",
     "next step is",
     "next steps",
-    "shall i continue",
-    "shall i proceed",
-    "should i continue",
-    "should i proceed",
-    "do you want me to",
-    "would you like me to",
     "let me know if you want",
     "let me know if you'd like",
     "let me know whether",
@@ -82,6 +76,17 @@ const READY: &[&str] = &[
     "i'll continue",
     "i will continue",
     "remaining tasks",
+];
+
+/// Questions whether to go on: ready to continue here, still at the work to
+/// [`super::denial`].
+pub(super) const ASKS_TO_GO_ON: &[&str] = &[
+    "shall i continue",
+    "shall i proceed",
+    "should i continue",
+    "should i proceed",
+    "do you want me to",
+    "would you like me to",
 ];
 
 /// A whole sentence of one word ("Done.", "Finished!") is a claim too.
@@ -98,7 +103,10 @@ pub(super) fn judge(msg: &str) -> Claim {
     let text = normalize(&masked);
     let claim = CLAIMS.iter().filter_map(|p| last_claim(&text, p).map(|at| (at, *p, Claim::ClaimedInWords(p))));
     let bare = bare_sentence(&text).map(|(at, p)| (at, p, Claim::ClaimedInWords(p)));
-    let ready = READY.iter().filter_map(|p| words_at(&text, p).last().map(|at| (at, *p, Claim::ReadyToContinue(p))));
+    let ready = READY
+        .iter()
+        .chain(ASKS_TO_GO_ON)
+        .filter_map(|p| words_at(&text, p).last().map(|at| (at, *p, Claim::ReadyToContinue(p))));
     // Of overlapping phrases ("task is complete", "is complete") the longer names it.
     claim
         .chain(bare)
