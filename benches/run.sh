@@ -38,10 +38,11 @@ report() { printf '%-58s %-26s target %-24s %s\n' "$1" "$2" "$3" "${4:-}"; }
 have() { command -v "$1" >/dev/null 2>&1; }
 want() { [[ -z ${ONLY:-} || ",$ONLY," == *",$1,"* ]]; }
 
-# A fresh workspace with PROMPT.md and the given ralph.toml; prints its path.
+# A fresh workspace with PROMPT.md and the given ralph.toml (under $2, default
+# $WORK); prints its path.
 workspace() {
     local d
-    d=$(mktemp -d "$WORK/ws.XXXXXX")
+    d=$(mktemp -d "${2:-$WORK}/ws.XXXXXX")
     printf 'benchmark\n' >"$d/PROMPT.md"
     printf '%s\n' "$1" >"$d/ralph.toml"
     echo "$d"
@@ -84,15 +85,67 @@ echo
 
 # --- overhead per agent call ------------------------------------------------------
 if want calls; then
-per_call=()
-for ((r = 0; r < ROUNDS; r++)); do
-    ws=$(workspace "$(quick_config $CALLS)")
-    with=$(time_ralph "$ws")
-    bare=$(time_bare $CALLS)
-    per_call+=("$(awk -v w="$with" -v b="$bare" -v n=$CALLS 'BEGIN {printf "%.3f\n", (w - b) / n * 1000}')")
-done
+# `per_call_rounds DIR`: the per-call overhead of ROUNDS 100-call runs in DIR, one
+# figure a line (ms).
+per_call_rounds() {
+    local r ws with bare
+    for ((r = 0; r < ROUNDS; r++)); do
+        ws=$(workspace "$(quick_config $CALLS)" "$1")
+        with=$(time_ralph "$ws")
+        bare=$(time_bare $CALLS)
+        awk -v w="$with" -v b="$bare" -v n=$CALLS 'BEGIN {printf "%.3f\n", (w - b) / n * 1000}'
+    done
+}
+mapfile -t per_call < <(per_call_rounds "$WORK")
 report "overhead per agent call (100 calls minus bare spawns)" \
     "$(printf '%s\n' "${per_call[@]}" | median) ms" "<= 1.5 ms" "runs: ${per_call[*]}"
+# What the figure above is made of: ralph's own work, and one fdatasync of the
+# journal per call, which is this disk's (docs/operations.md, "The checkpoint").
+python3 - "$WORK" <<'PY' >"$WORK/fdatasync.out"
+import os, sys, time
+path = os.path.join(sys.argv[1], "sync-probe")
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+took = []
+for _ in range(100):
+    os.write(fd, b"x" * 2047 + b"\n")
+    t = time.perf_counter()
+    os.fdatasync(fd)
+    took.append((time.perf_counter() - t) * 1000)
+took.sort()
+print(f"{took[50]:.2f} ms ({took[10]:.2f}-{took[90]:.2f}, p10-p90)")
+PY
+# ralph's CPU per call, user and system, which the run queue does not inflate:
+# a 101-call run minus a 1-call run, minus the CPU of 100 bare `true`s.
+cpu_of() { # `cpu_of CMD...`: user and system seconds of CMD and its children
+    python3 -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(r.ru_utime, r.ru_stime)' "$@"
+}
+cpu_rounds=()
+for ((r = 0; r < 3; r++)); do
+    ws1=$(workspace "$(quick_config 1)")
+    ws101=$(workspace "$(quick_config $((CALLS + 1)))")
+    one=$(cd "$ws1" && cpu_of "$RALPH" -q)
+    many=$(cd "$ws101" && cpu_of "$RALPH" -q)
+    bare=$(cpu_of bash -c "for ((i = 0; i < $CALLS; i++)); do /usr/bin/true prompt; done")
+    cpu_rounds+=("$(awk -v a="$one" -v b="$many" -v t="$bare" -v n=$CALLS 'BEGIN {
+        split(a, x, " "); split(b, y, " "); split(t, z, " ")
+        printf "%.2f", (y[1] + y[2] - x[1] - x[2] - z[1] - z[2]) / n * 1000 }')")
+done
+# User and system together: the kernel splits them by sampling, their sum is exact.
+report "  ralph's CPU per call, user + system (load-proof)" \
+    "$(printf '%s\n' "${cpu_rounds[@]}" | median) ms" "-" \
+    "runs: ${cpu_rounds[*]}; with the kernel's: the fork, the files, the sync"
+report "  this disk's fdatasync of a 2 KB append (median of 100)" "$(cat "$WORK/fdatasync.out")" "-" \
+    "the one sync a call waits for"
+if [[ -d /dev/shm && -w /dev/shm && $(df -T "$WORK" | awk 'NR==2 {print $2}') != tmpfs ]]; then
+    shm=$(mktemp -d /dev/shm/ralph-bench.XXXXXX)
+    mapfile -t on_tmpfs < <(per_call_rounds "$shm")
+    rm -rf "$shm"
+    report "  the same on tmpfs (the sync costs nothing: ralph's own)" \
+        "$(printf '%s\n' "${on_tmpfs[@]}" | median) ms" "-" "runs: ${on_tmpfs[*]}"
+fi
 
 ws=$(workspace "$(quick_config $CALLS)")
 (cd "$ws" && /usr/bin/time -f '%M' -o "$WORK/rss-calls.out" "$RALPH" -q </dev/null >/dev/null 2>&1) || true

@@ -7,10 +7,11 @@
 //! of these calls appears anywhere else in `src/`.
 //!
 //! Every `unsafe` block of ralph's is here too (the `unsafe_code` lint refuses one
-//! anywhere else): a child's parent-death signal, a signal's disposition, the
-//! second-Ctrl+C backstop's handler and exit, a pidfd's descriptor and its
+//! anywhere else): a child's parent-death signal, a signal's disposition, a pidfd's
 //! registration with tokio, and the handler that records a signal's sender
-//! ([`origin`]).
+//! ([`origin`]). What safe crates do stays out of here: the pidfd itself (rustix),
+//! the second-Ctrl+C backstop's handler and exit (signal-hook, in
+//! `process::agent_group`).
 
 pub(crate) mod origin;
 
@@ -70,23 +71,17 @@ pub(crate) fn self_exe() -> std::io::Result<PathBuf> {
 /// left running by a supervisor that crashed) without polling. Bound to the process,
 /// not the number: a pid reused later is never mistaken for it.
 pub(crate) fn process_fd(pid: i32) -> std::io::Result<std::os::fd::OwnedFd> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: the system call takes two integers and returns a new descriptor or -1;
-    // no memory of ours is handed to the kernel.
-    let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, pid, 0) };
-    let fd = i32::try_from(fd).map_err(|_| std::io::Error::other("pidfd_open returned an invalid descriptor"))?;
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: the kernel has just returned this descriptor; nothing else owns it.
-    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+    let pid = (pid > 0).then(|| rustix::process::Pid::from_raw(pid)).flatten();
+    let pid = pid.ok_or_else(|| std::io::Error::from_raw_os_error(nix::libc::EINVAL))?;
+    Ok(rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())?)
 }
 
 /// A future that is ready when the process of `pidfd` has ended (the kernel makes
 /// a pidfd readable then). Needs a tokio runtime with I/O enabled.
 pub(crate) fn exited(pidfd: std::os::fd::OwnedFd) -> std::io::Result<impl std::future::Future<Output = ()>> {
     // SAFETY: the `OwnedFd` is an open descriptor that the `AsyncFd` owns, and
-    // nothing else closes, for as long as it lives.
+    // nothing else closes, for as long as it lives. (tokio's safe `with_interest` is
+    // deprecated as unsound: it cannot know that of any descriptor it is given.)
     let watched = unsafe { tokio::io::unix::AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE) }
         .map_err(std::io::Error::from)?;
     Ok(async move {
@@ -148,23 +143,6 @@ pub(crate) fn set_disposition(signal: Signal, ignore: bool) -> nix::Result<()> {
     // SAFETY: SIG_DFL and SIG_IGN install no handler function, so nothing runs in a
     // signal's context; the call fails harmlessly for SIGKILL and SIGSTOP.
     unsafe { nix::sys::signal::signal(signal, handler) }.map(drop)
-}
-
-/// Runs `action` inside the SIGINT handler itself, beside tokio's (which only wakes
-/// the event loop): the second-Ctrl+C backstop, which must work while the loop is
-/// stuck. `action` must be async-signal-safe: load atomics, make system calls,
-/// neither allocate nor take a lock.
-pub(crate) fn on_interrupt_in_handler(action: fn()) -> std::io::Result<()> {
-    // SAFETY: the one caller (`process::agent_group`) passes an action that only
-    // loads atomics and makes async-signal-safe system calls (kill, write).
-    unsafe { signal_hook_registry::register(nix::libc::SIGINT, action) }.map(drop)
-}
-
-/// Ends the process at once with `code`, skipping destructors and exit handlers: for
-/// the backstop, when the event loop that owns them is stuck.
-pub(crate) fn exit_now(code: i32) -> ! {
-    // SAFETY: `_exit` has no preconditions; nothing of ralph's runs after it.
-    unsafe { nix::libc::_exit(code) }
 }
 
 /// Whether `dir` is on a file system that other hosts can mount at the same time
@@ -230,6 +208,25 @@ mod tests {
         // The test's temp directory is on a local disk or a tmpfs on every machine
         // the suite runs on.
         assert!(!super::is_shared_fs(dir.path()));
+    }
+
+    #[test]
+    fn a_pidfd_is_ready_when_its_process_ends_and_refused_for_no_process() {
+        assert!(super::process_fd(0).is_err());
+        assert!(super::process_fd(-1).is_err());
+        assert!(super::process_fd(i32::MAX).is_err(), "no such process");
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().expect("spawn sleep");
+        let fd = super::process_fd(i32::try_from(child.id()).expect("pid")).expect("pidfd of a live child");
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        runtime.block_on(async {
+            let exited = super::exited(fd).expect("registered");
+            tokio::pin!(exited);
+            let early = tokio::time::timeout(std::time::Duration::from_millis(100), &mut exited).await;
+            assert!(early.is_err(), "ready while the process runs");
+            child.kill().expect("kill sleep");
+            tokio::time::timeout(std::time::Duration::from_secs(10), exited).await.expect("ready once it ended");
+        });
+        let _ = child.wait();
     }
 
     #[test]

@@ -2,15 +2,13 @@
 //! must not depend on the event loop: the second-Ctrl+C backstop and Ctrl+Z.
 //!
 //! The backstop is armed at the first stop signal. From then on a SIGINT kills the
-//! agent's group with SIGKILL straight from the signal handler (the parent-death
-//! signal reaches only the direct child, so the group kill must come first) and
-//! wakes a thread that ends ralph with exit 130 if the event loop has not managed
+//! agent's group with SIGKILL from a thread of its own, woken by the signal handler
+//! (the parent-death signal reaches only the direct child, so the group kill must
+//! come first), which ends ralph with exit 130 if the event loop has not managed
 //! its own orderly exit shortly after: a loop blocked in an fsync on a hung network
 //! file system cannot trap the user.
 
 use std::io::Read;
-use std::os::fd::OwnedFd;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -18,8 +16,6 @@ use nix::sys::signal::{Signal, raise};
 
 /// The running agent's process group id; 0 when none runs.
 static GROUP: AtomicI32 = AtomicI32::new(0);
-/// The write end of the pipe that wakes the backstop thread, once armed.
-static WAKE: OnceLock<OwnedFd> = OnceLock::new();
 static ARMED: AtomicBool = AtomicBool::new(false);
 
 /// How long the event loop gets to finish its own (saving) exit after the second
@@ -58,28 +54,22 @@ pub(crate) fn arm_backstop() -> std::io::Result<()> {
     if ARMED.swap(true, Ordering::SeqCst) {
         return Ok(());
     }
-    let (read, write) = nix::unistd::pipe()?;
-    let mut read = std::fs::File::from(read);
+    // The handler only writes a byte to the socket; the thread, independent of the
+    // event loop, does the rest.
+    let (mut wake, notify) = std::os::unix::net::UnixStream::pair()?;
     std::thread::Builder::new().name("ralph-backstop".into()).spawn(move || {
         let mut byte = [0u8; 1];
-        if matches!(read.read(&mut byte), Ok(1)) {
+        if matches!(wake.read(&mut byte), Ok(1)) {
+            // The group first: the parent-death signal reaches only the direct child.
+            signal_current(Signal::SIGKILL);
             std::thread::sleep(LOOP_GRACE);
             // The loop did not get out in time: leave now. The user's intent was
-            // written at the first Ctrl+C; the group is already killed.
+            // written at the first Ctrl+C; the group is killed again in case the loop
+            // started another meanwhile. Destructors and exit handlers are skipped
+            // (`_exit`): the loop that owns them is stuck.
             signal_current(Signal::SIGKILL);
-            // Destructors are skipped: the loop that owns them is stuck.
-            crate::os::exit_now(crate::exit::INTERRUPTED);
+            signal_hook::low_level::exit(crate::exit::INTERRUPTED);
         }
     })?;
-    let _ = WAKE.set(write);
-    crate::os::on_interrupt_in_handler(on_second_interrupt)
-}
-
-/// Runs inside the signal handler, so only atomics and system calls: kill the group
-/// first, then wake the thread.
-fn on_second_interrupt() {
-    signal_current(Signal::SIGKILL);
-    if let Some(fd) = WAKE.get() {
-        let _ = nix::unistd::write(fd, &[1]);
-    }
+    signal_hook::low_level::pipe::register(signal_hook::consts::SIGINT, notify).map(drop)
 }

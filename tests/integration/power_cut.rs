@@ -102,3 +102,26 @@ fn a_power_cut_loses_no_reported_transition_whatever_checkpoint_json_it_leaves()
         cut_and_resume(left);
     }
 }
+
+/// The journal syncs of a run of `iterations` agent calls that succeed at once, as
+/// the debug build's hook records them.
+fn syncs_of_a_run(iterations: u32) -> Vec<String> {
+    let p = sim_project()
+        .command("a", r#"["true", "{prompt}"]"#)
+        .phase(&format!("iterations = {iterations}\ndone = \"exit0\""))
+        .build();
+    let sync_log = p.join("sync.log");
+    p.ralph().env("RALPH_TEST_SYNC_LOG", sync_log.to_string_lossy()).run().expect_code(0);
+    fs::read_to_string(&sync_log).unwrap_or_default().lines().map(str::to_owned).collect()
+}
+
+/// What keeps a call's cost at one disk flush: the transition the call ends in is one
+/// journal sync, and nothing else about a call is synced (its start and its session
+/// are appended unsynced, `checkpoint.json` is renamed unsynced). The rest is per
+/// run (its start and end) or per phase (the phase's artifact).
+#[test]
+fn an_agent_call_costs_one_sync_and_no_more() {
+    let (three, six) = (syncs_of_a_run(3), syncs_of_a_run(6));
+    assert_eq!(six.len() - three.len(), 3, "one sync per call:\n{}\n---\n{}", three.join("\n"), six.join("\n"));
+    assert!(!six.iter().any(|l| l.contains("checkpoint.json")), "checkpoint.json is not synced:\n{}", six.join("\n"));
+}
