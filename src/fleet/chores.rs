@@ -1,8 +1,8 @@
 //! The supervisor's slow work, on the runtime's blocking threads so that its loop
 //! never waits for it: a task's ralph that ends, a signal, a request are heard at
 //! once while git makes a task's worktree (`worktree`), the merge queue rebases a
-//! task (`rebase`) or moves `into` (`landing::Swap`), a merged task's worktree is
-//! deleted (`tidy`), or a worktree's disk use is walked. Each chore only reads and
+//! task (`rebase`), a merged task's worktree is deleted (`tidy`), or a worktree's
+//! disk use is walked. Each chore only reads and
 //! writes git and files; what it found comes back as a [`Chore`] and the loop
 //! writes it into the fleet's state (the one writer). A chore a crash cuts short is
 //! done again at the next start (a landing starts again, a cleanup is finished by
@@ -12,7 +12,6 @@ use tokio::task::JoinSet;
 
 use crate::git::repo::GitError;
 
-use super::landing::{Finished, Swap};
 use super::rebase::{self, Prep, Rebased};
 use super::tidy::{Tidied, Tidy};
 use super::worktree::{Make, NotMade};
@@ -22,8 +21,6 @@ use super::worktree::{Make, NotMade};
 pub(super) enum Chore {
     /// A landing's rebase in new objects.
     Rebased(Prep, Result<Rebased, GitError>),
-    /// A landing's compare-and-swap of `into`, confirmed by git (or not).
-    Swapped(Box<Swap>, Finished),
     /// A merged task's worktree and branch removed (or kept, and why).
     Tidied(Tidied),
     /// A task's worktree made: how long git took, or why not.
@@ -59,16 +56,6 @@ impl Chores {
                     Err(GitError::Failed { args: "rebase".into(), output: "ralph's rebase failed (a bug)".into() })
                 });
             Chore::Rebased(prep, rebased)
-        });
-    }
-
-    pub(super) fn swap(&mut self, swap: Swap) {
-        self.set.spawn_blocking(move || {
-            // Its end always comes back: the queue waits for it. A panic moved
-            // nothing the next start does not settle by asking git.
-            let finished = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| swap.run()))
-                .unwrap_or_else(|_| Finished::Failed("ralph's compare-and-swap failed (a bug)".into()));
-            Chore::Swapped(Box::new(swap), finished)
         });
     }
 

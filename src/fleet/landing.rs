@@ -16,7 +16,7 @@ use crate::error::RalphError;
 use crate::git::message::TASK_TRAILER;
 use crate::git::repo::{GitError, Repo};
 
-use super::git;
+use super::git::{self, Swap};
 use super::ops::{Book, git_error};
 use super::queue::{self, Trouble};
 use super::rebase::{self, Prep, Rebased};
@@ -280,76 +280,43 @@ pub(crate) enum Finished {
 }
 
 /// Moves `into` to the landing's head (`head`: the job's, when it made a commit on
-/// top), only if it is still where the landing began: [`swapping`], [`Swap::run`]
-/// and [`swapped`] here and now.
+/// top), only if it is still where the landing began.
 pub(crate) fn finish(book: &mut Book, head: &str) -> Result<Finished, RalphError> {
-    let Some(swap) = swapping(book, head)? else { return Ok(Finished::Moved) };
-    let finished = swap.run();
-    swapped(book, &swap.landing, &finished)?;
-    Ok(finished)
-}
-
-/// The compare-and-swap to carry out, git only: the supervisor runs it as a chore,
-/// so a task's end is heard while git moves `into` and confirms it.
-#[derive(Debug, Clone)]
-pub(crate) struct Swap {
-    pub landing: Landing,
-    repo: Repo,
-    ledger: PathBuf,
-    into: String,
-    reason: String,
-}
-
-/// The landing goes to its swap (saved first: a crash from here on is settled by
-/// asking git); `None` when no landing is under way.
-pub(crate) fn swapping(book: &mut Book, head: &str) -> Result<Option<Swap>, RalphError> {
-    let Some(mut landing) = book.fleet.landing.clone() else { return Ok(None) };
+    let Some(mut landing) = book.fleet.landing.clone() else { return Ok(Finished::Moved) };
     (landing.step, landing.head) = (LandingStep::Swapping, head.to_string());
     book.fleet.landing = Some(landing.clone());
     book.save()?;
+    let into_ref = format!("refs/heads/{}", book.fleet.into);
     let count = landing.rebased.len().max(1);
     let reason = format!(
         "ralph fleet: land {} ({count} commit(s) of {})",
         landing.task,
         crate::report::lines::short(&landing.task_head)
     );
-    let (repo, ledger, into) = (book.repo.clone(), book.paths.ledger(), book.fleet.into.clone());
-    Ok(Some(Swap { landing, repo, ledger, into, reason }))
-}
-
-impl Swap {
-    /// Moves `into` if it is still where the landing began, then asks git whether
-    /// it contains the head.
-    pub(crate) fn run(&self) -> Finished {
-        let (into, head) = (&self.into, self.landing.head.as_str());
-        let into_ref = format!("refs/heads/{into}");
-        let swapped =
-            git::swap(&self.repo, &self.ledger, &into_ref, Some(head), Some(&self.landing.onto), &self.reason);
-        match swapped {
-            Ok(git::Swap::Done) => match git::tip(&self.repo, into).and_then(|tip| match tip {
-                Some(tip) => git::is_ancestor(&self.repo, head, &tip),
-                None => Ok(false),
-            }) {
-                Ok(true) => Finished::Landed,
-                Ok(false) => Finished::Moved,
-                Err(e) => Finished::Failed(format!("git cannot tell whether {into} contains the landing: {e}")),
-            },
-            Ok(git::Swap::Moved) => Finished::Moved,
-            Err(e) => Finished::Failed(format!("git refused to move {into}: {e}")),
-        }
-    }
-}
-
-/// What the swap came to goes into the state: merged, to land again, or blocked.
-pub(crate) fn swapped(book: &mut Book, landing: &Landing, finished: &Finished) -> Result<(), RalphError> {
-    match finished {
-        Finished::Landed => merged(book, &landing.task, &landing.head, landing.started_at),
-        Finished::Moved => again(book, &landing.task),
+    let swapped = git::swap(&book.repo, &book.paths.ledger(), &into_ref, Some(head), Some(&landing.onto), &reason);
+    let outcome = match swapped {
+        Ok(Swap::Done) => match git::tip(&book.repo, &book.fleet.into).and_then(|tip| match tip {
+            Some(tip) => git::is_ancestor(&book.repo, head, &tip),
+            None => Ok(false),
+        }) {
+            Ok(true) => Finished::Landed,
+            Ok(false) => Finished::Moved,
+            Err(e) => {
+                Finished::Failed(format!("git cannot tell whether {} contains the landing: {e}", book.fleet.into))
+            }
+        },
+        Ok(Swap::Moved) => Finished::Moved,
+        Err(e) => Finished::Failed(format!("git refused to move {}: {e}", book.fleet.into)),
+    };
+    match &outcome {
+        Finished::Landed => merged(book, &landing.task, head, landing.started_at)?,
+        Finished::Moved => again(book, &landing.task)?,
         Finished::Failed(why) => {
             book.fleet.landing = None;
-            book.set(&landing.task, TaskState::Blocked, Some(why.clone()))
+            book.set(&landing.task, TaskState::Blocked, Some(why.clone()))?;
         }
     }
+    Ok(outcome)
 }
 
 /// The task is merged: `into` contains `head`.

@@ -16,7 +16,7 @@ use super::landing::{self, Begun, Done, Finished, Opened};
 use super::ops::Book;
 use super::queue::{self, Trouble};
 use super::rebase::{Prep, Rebased};
-use super::state::{Landing, TaskState};
+use super::state::TaskState;
 use super::supervisor::Supervisor;
 use super::tidy::{Tidied, Tidy};
 
@@ -128,19 +128,10 @@ impl Supervisor {
         }
     }
 
-    /// The landing's compare-and-swap goes to a chore (saved as swapping first).
     fn swap(&mut self, head: &str) -> Result<(), RalphError> {
-        if let Some(swap) = landing::swapping(&mut self.book, head)? {
-            self.chores.swap(swap);
-        }
-        Ok(())
-    }
-
-    /// The compare-and-swap is done: what it came to goes into the state.
-    pub(super) fn on_swapped(&mut self, landing: &Landing, finished: Finished) -> Result<(), RalphError> {
-        landing::swapped(&mut self.book, landing, &finished)?;
+        let Some(landing) = self.book.fleet.landing.clone() else { return Ok(()) };
         let name = landing.task.clone();
-        match finished {
+        match landing::finish(&mut self.book, head)? {
             Finished::Landed => {
                 self.moved_in_a_row = 0;
                 // The queue's rebase, for the record: never the agent's commits.

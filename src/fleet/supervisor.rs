@@ -270,7 +270,6 @@ impl Supervisor {
     fn on_chore(&mut self, chore: Chore) -> Result<(), RalphError> {
         match chore {
             Chore::Rebased(prep, rebased) => self.on_rebased(prep, rebased)?,
-            Chore::Swapped(swap, finished) => self.on_swapped(&swap.landing, finished)?,
             Chore::Tidied(done) => self.on_tidied(&done)?,
             Chore::Made(name, made) => self.on_made(&name, made)?,
             Chore::Measured(name, bytes) => {
