@@ -94,12 +94,14 @@ pub(crate) fn open(book: &Book, name: &str) -> Result<Opened, RalphError> {
         )));
     }
     let branch = book.task(name).map_err(RalphError::Internal)?.branch.clone();
-    let found = (git::tip(&book.repo, &into), git::tip(&book.repo, &branch));
-    let (onto, head) = match found {
-        (Ok(Some(onto)), Ok(Some(head))) => (onto, head),
-        (Ok(None), _) => return Ok(Opened::Failed(format!("the fleet's branch {into} is gone"))),
-        (_, Ok(None)) => return Ok(Opened::Failed(format!("its branch {branch} is gone"))),
-        (Err(e), _) | (_, Err(e)) => return Ok(Opened::Failed(e.to_string())),
+    let found = match git::tips(&book.repo, &[&into, &branch]) {
+        Ok(found) => found,
+        Err(e) => return Ok(Opened::Failed(e.to_string())),
+    };
+    let (onto, head) = match (found[0].clone(), found[1].clone()) {
+        (Some(onto), Some(head)) => (onto, head),
+        (None, _) => return Ok(Opened::Failed(format!("the fleet's branch {into} is gone"))),
+        (_, None) => return Ok(Opened::Failed(format!("its branch {branch} is gone"))),
     };
     let globs = book.loaded.config.fleet.regenerate.keys().cloned().collect();
     Ok(Opened::Rebase(Prep { task: name.to_string(), repo: book.repo.clone(), onto, head, globs, started_at }))

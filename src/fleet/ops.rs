@@ -246,16 +246,17 @@ impl Book {
             Some(_) => {}
             None => tracing::warn!("fleet: cannot read the free space of {}", probe.display()),
         }
-        let existing = git::tip(&self.repo, &t.branch).map_err(git_error)?;
+        // Both tips from one git process: this is between a task's end and the
+        // next task's start.
+        let found = git::tips(&self.repo, &[&t.branch, &self.fleet.into]).map_err(git_error)?;
+        let (existing, into) = (found[0].clone(), found[1].clone());
         // The branch was made by this fleet when `from` was recorded before it.
         if existing.is_some() && t.from.is_none() {
             return Ok(Ready::Block(branch_taken(&t.branch)));
         }
         let from = match (&existing, &t.from) {
             (Some(_), Some(from)) => from.clone(),
-            _ => git::tip(&self.repo, &self.fleet.into)
-                .map_err(git_error)?
-                .ok_or_else(|| RalphError::GitSetup(format!("the fleet's branch {} is gone", self.fleet.into)))?,
+            _ => into.ok_or_else(|| RalphError::GitSetup(format!("the fleet's branch {} is gone", self.fleet.into)))?,
         };
         let task = self.task_mut(name);
         (task.from, task.state, task.worktree) = (Some(from.clone()), TaskState::Starting, Some(path.clone()));
@@ -266,6 +267,7 @@ impl Book {
             path,
             branch: t.branch.clone(),
             from,
+            new_branch: existing.is_none(),
             reason: format!("ralph fleet {}: task {name}", self.fleet.fleet_id),
         }))
     }

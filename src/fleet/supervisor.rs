@@ -199,11 +199,16 @@ impl Supervisor {
                 }
             }
             let (wait_disk, wait_queue) = (self.later.is_some(), self.queue_paused.is_some());
+            // The runtime hears the kernel (a task's pidfd, a chore's end) only when
+            // the loop yields to it; a loop that always finds something ready would
+            // otherwise hear a task's end only once it runs dry.
+            tokio::task::yield_now().await;
+            // A task's end first, then the chores (a worktree made before a
+            // landing's rebase): they start the next task. A landing, a file event
+            // or a person's request can wait a moment; none waits for ever.
             tokio::select! {
-                Some(ended) = self.procs.rx.recv() => self.on_ended(ended)?,
-                Some(path) = self.fs_rx.recv() => self.on_file(&path)?,
-                Some((request, reply)) = self.control_rx.recv() => self.on_request(request, reply)?,
-                done = job_done(&mut self.job) => self.on_job(done)?,
+                biased;
+                ended = self.procs.next() => self.on_ended(ended)?,
                 chore = self.chores.next() => self.on_chore(chore)?,
                 _ = int.recv() => if self.on_signal(Incoming::Interrupt) { break None },
                 _ = term.recv() => {
@@ -211,6 +216,9 @@ impl Supervisor {
                     if self.on_signal(Incoming::Terminate { deliberate }) { break None }
                 }
                 _ = hup.recv() => if self.on_signal(Incoming::Hangup) { break None },
+                Some((request, reply)) = self.control_rx.recv() => self.on_request(request, reply)?,
+                done = job_done(&mut self.job) => self.on_job(done)?,
+                Some(path) = self.fs_rx.recv() => self.on_file(&path)?,
                 () = tokio::time::sleep(DISK_RETRY), if wait_disk => self.later = None,
                 () = tokio::time::sleep(QUEUE_RETRY), if wait_queue => self.queue_paused = None,
             }
@@ -387,7 +395,6 @@ impl Supervisor {
 
     /// A task's ralph ended: the core says what that means for the task.
     fn on_ended(&mut self, ended: Ended) -> Result<(), RalphError> {
-        self.procs.forget(&ended);
         let name = ended.task.clone();
         self.event("task_exited", json!({"task": name, "pid": ended.pid}));
         self.reporter.done(&name);
