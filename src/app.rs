@@ -2,14 +2,13 @@
 //! an exit code. `src/main.rs` only exits with it, so that everything else can stay
 //! private to the crate.
 
-use std::path::{Path, PathBuf};
-
 use clap::{CommandFactory, Parser};
 
-use crate::cli::{Cli, Command, Place, RunArgs};
+use crate::cli::{Cli, Command, RunArgs};
+use crate::commands::{self, dir, in_dir, report};
 use crate::error::RalphError;
+use crate::exit;
 use crate::run::{self, Options, ResumeFlag};
-use crate::{commands, exit};
 
 /// Runs the command line ralph was started with and returns its exit code.
 pub fn main() -> i32 {
@@ -105,25 +104,4 @@ fn run_command(args: RunArgs) -> Result<i32, RalphError> {
     // up the exit.
     runtime.shutdown_background();
     Ok(exit::code(exit::Ending::Run(&end?)))
-}
-
-pub(crate) fn dir(place: &Place) -> Result<PathBuf, RalphError> {
-    match &place.dir {
-        Some(d) => std::fs::canonicalize(d).map_err(|e| RalphError::setup(format!("cannot use {}", d.display()), e)),
-        None => std::env::current_dir().map_err(|e| RalphError::setup("cannot read the current directory", e)),
-    }
-}
-
-/// A command run in the directory `place` names.
-pub(crate) fn in_dir(place: &Place, command: impl FnOnce(&Path) -> Result<i32, RalphError>) -> i32 {
-    dir(place).map_or_else(fail, |d| report(command(&d)))
-}
-
-fn report(result: Result<i32, RalphError>) -> i32 {
-    result.unwrap_or_else(fail)
-}
-
-fn fail(error: RalphError) -> i32 {
-    eprintln!("ralph: {}", crate::secrets::redact(&error.to_string()));
-    exit::for_error(&error)
 }

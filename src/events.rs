@@ -12,10 +12,10 @@
 use serde::Serialize;
 
 use crate::config::CommitMode;
+use crate::outcome::{Status, Usage};
 use crate::recovery::policy::Cap;
 use crate::recovery::{Category, Rule};
 use crate::signal::StopCause;
-use crate::state::checkpoint::{Status, Usage};
 use crate::supervise::Detector;
 use crate::supervise::completion::Rule as SignOffRule;
 use crate::workflow::done::SignOff;

@@ -1,24 +1,45 @@
-//! The crate's floors, held by a test: a file sits above every file it imports, so
-//! the files of `src/` must never import each other in a circle. A circle is a cycle
-//! of `crate::`, `super::`, `self::` or child-module paths between files outside the
-//! tests; a path reaches the file of its longest module prefix, so a `mod.rs` that
-//! re-exports its children (or calls into them) stands for them too.
+//! The crate's floors, held by tests: a file sits above every file it imports.
+//! Three rules, each a test here (like `os.rs`'s test that keeps the Linux calls in
+//! one place):
 //!
-//! The floors as they are (issue 28's first part):
-//! * leaves every floor may use, importing nothing of the crate: `named` (the
-//!   `named!` macro of stable names), `outcome` (how a run ended, why a stop was asked
-//!   for), `os`, `secrets` (`special` below `matcher`);
+//! 1. **No circle of files.** A circle is a cycle of `crate::`, `super::`, `self::`
+//!    or child-module paths between files outside the tests; a path reaches the file
+//!    of its longest module prefix (a `mod.rs` that re-exports its children, or
+//!    calls into them, stands for them), and a path through a name a `use` brought
+//!    in (`use crate::commands;` then `commands::fleet::main()`) is followed.
+//! 2. **No two top-level modules importing each other** (`a <-> b`, any files of
+//!    each). Two pairs are still listed as known (`KNOWN_PAIRS` in the test, a list
+//!    that only shrinks): `agent <-> config` (config validation reads what a CLI
+//!    kind allows from its descriptor), `error <-> state` (the state errors'
+//!    mappings sit beside their sources, since `state` exits with an `exit` code
+//!    and `exit` maps errors).
+//! 3. **No core file importing a shell file** (design.md §11): [`SIDES`] says which
+//!    side each module is on, the pure decision core (state and an event in, a
+//!    decision out) or the I/O shell (processes, signals, files, terminal). Core
+//!    files that still take a type from a shell file are listed as known.
+//!
+//! The floors, bottom up:
+//! * leaves every floor may use, importing nothing of the crate (or only another
+//!   leaf): `named` (the `named!` macro of stable names), `outcome` (the types many
+//!   modules share: how a run ended, why a stop was asked for, a run's status and
+//!   cost, the failure categories), `text` (ellipsis, plurals, ordinals, short hashes,
+//!   and `text::clock`, times formatted in a zone passed in), `env_names` (the
+//!   environment a launched agent gets from ralph), `os`, `secrets` (`special` below
+//!   `matcher`);
 //! * `config::types` (the file's shape) below the agent descriptors, which read an
 //!   agent's table; `config::validate` above them, since what a CLI kind allows is the
-//!   descriptor's;
+//!   descriptor's; `config::file` (finding and reading the file) is the shell's part;
 //! * `exit` (the codes) below `process::agent_group`, which exits with one of them
-//!   when the second Ctrl+C finds the event loop blocked, below `signal`, which arms it;
+//!   when the second Ctrl+C finds the event loop blocked, below `signal::listen`
+//!   (the listeners, which arm it), beside the pure machine in `signal`;
 //! * `workflow::progress` (where a run stands, the review's verdict) below
-//!   `workflow::advance` (the phase-boundary decisions).
-//!
-//! The fleet's files (issues 33 and 34) came with three circles, listed in the test
-//! as known until they go. Still to come (issue 28): no two top-level modules importing each other, and no
-//! core module importing a shell module.
+//!   `workflow::advance` (the phase-boundary decisions); `supervise` below
+//!   `workflow` (the done signals are the completion judge's) below `recovery`
+//!   below `step` (whose `trouble` puts a failure in the recovery note's words);
+//! * the shell on top: `state`, `report` (which reads the system's zone, once per
+//!   run or command: `report::zone`), `run`, `fleet`, `watch`, `commands` (with
+//!   `commands::in_dir`, `report` and `fleet_find` below the subcommands that use
+//!   them), `app`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -83,7 +104,7 @@ fn children(code: &str) -> BTreeSet<String> {
 /// Every path a file names, with its `use` trees expanded: `use a::{b, c::d}` gives
 /// `a::b` and `a::c::d`.
 fn paths(code: &str, kids: &BTreeSet<String>) -> Vec<Vec<String>> {
-    let mut out = Vec::new();
+    let (mut used, mut inline) = (Vec::new(), Vec::new());
     let mut rest = code;
     // A `use` declaration starts its line (after a visibility); "use " in a message does not.
     let visibility = |text: &str, at: usize| text[..at].rsplit('\n').next().unwrap_or_default().trim().to_string();
@@ -91,24 +112,36 @@ fn paths(code: &str, kids: &BTreeSet<String>) -> Vec<Vec<String>> {
         let before = visibility(rest, i);
         before.is_empty() || before.starts_with("pub")
     }) {
-        inline_paths(&rest[..at], &mut out);
+        inline_paths(&rest[..at], &mut inline);
         let tail = &rest[at + 4..];
         let end = tail.find(';').unwrap_or(tail.len());
-        let mut used = Vec::new();
-        expand(&tail[..end], &mut Vec::new(), &mut used);
+        let mut named = Vec::new();
+        expand_named(&tail[..end], &mut Vec::new(), &mut named);
         // A module's re-export of its own child's name is a door, not an import: who
         // takes the name through it is tied to the module's file, which declares the child.
         let reexport = visibility(rest, at).starts_with("pub");
         let child = |p: &Vec<String>| p.first().is_some_and(|f| kids.contains(f) || f == "self");
-        out.extend(used.into_iter().filter(|p| !(reexport && child(p))));
+        used.extend(named.into_iter().filter(|(p, _)| !(reexport && child(p))));
         rest = tail.get(end + 1..).unwrap_or_default();
     }
-    inline_paths(rest, &mut out);
-    out
+    inline_paths(rest, &mut inline);
+    // A path through a name a `use` brought in (`use crate::commands;`, then
+    // `commands::fleet::main()`) goes where the name comes from.
+    let scope: BTreeMap<&str, &Vec<String>> = used
+        .iter()
+        .filter(|(p, n)| p.len() > 1 && !["crate", "self", "super"].contains(&n.as_str()) && !kids.contains(n))
+        .map(|(p, n)| (n.as_str(), p))
+        .collect();
+    let through = inline.into_iter().map(|p| match scope.get(p[0].as_str()) {
+        Some(from) => [from.as_slice(), &p[1..]].concat(),
+        None => p,
+    });
+    used.iter().map(|(p, _)| p.clone()).chain(through).collect()
 }
 
-/// `a::b::{c, d::e}` into `prefix` + each leaf.
-fn expand(tree: &str, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+/// `a::b::{c, d::e as f}` into `prefix` + each leaf, with the name it brings into
+/// scope (`c`, `f`).
+fn expand_named(tree: &str, prefix: &mut Vec<String>, out: &mut Vec<(Vec<String>, String)>) {
     let tree = tree.trim();
     let (head, group) = match tree.find('{') {
         Some(open) => {
@@ -117,13 +150,19 @@ fn expand(tree: &str, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
         None => (tree, None),
     };
     let depth = prefix.len();
-    let head = head.split(" as ").next().unwrap_or_default();
-    prefix.extend(head.split("::").map(str::trim).filter(|s| !s.is_empty() && *s != "*").map(String::from));
+    let mut head = head.split(" as ");
+    let (path, alias) = (head.next().unwrap_or_default(), head.next().map(str::trim));
+    prefix.extend(path.split("::").map(str::trim).filter(|s| !s.is_empty() && *s != "*").map(String::from));
     match group {
-        None => out.push(prefix.clone()),
+        None => {
+            // `use a::b::{self}` brings `b` into scope.
+            let last = prefix.iter().rev().find(|s| *s != "self").cloned().unwrap_or_default();
+            let name = alias.map_or(last, String::from);
+            out.push((prefix.clone(), name));
+        }
         Some(group) => {
             for part in split_top(group) {
-                expand(part, prefix, out);
+                expand_named(part, prefix, out);
             }
         }
     }
@@ -286,18 +325,122 @@ fn circles_in(src: &Path) -> Vec<(Vec<String>, String)> {
         .collect()
 }
 
+/// The top-level modules of the tree under `src` that import each other, each pair
+/// with the file arrows that tie it both ways.
+fn two_way_pairs(src: &Path) -> Vec<String> {
+    let tree = read_tree(src);
+    let arrows = arrows(&tree);
+    let file = |m: &ModPath| tree.get(m).map_or_else(|| m.join("::"), |(p, _)| p.display().to_string());
+    let mut between: BTreeMap<(&str, &str), Vec<String>> = BTreeMap::new();
+    for (from, to) in arrows.iter().flat_map(|(from, to)| to.iter().map(move |t| (from, t))) {
+        let (Some(a), Some(b)) = (from.first(), to.first()) else { continue };
+        if a != b {
+            between.entry((a, b)).or_default().push(format!("{} -> {}", file(from), file(to)));
+        }
+    }
+    between
+        .iter()
+        .filter(|((a, b), _)| a < b && between.contains_key(&(*b, *a)))
+        .map(|((a, b), there)| format!("{a} <-> {b}: {}; {}", there.join(", "), between[&(*b, *a)].join(", ")))
+        .collect()
+}
+
+/// Which side of design.md §11 a file is on: the pure decision core (state and an
+/// event in, a decision out: no processes, signals, files, clocks or terminal of its
+/// own) or the I/O shell that carries the decisions out. By the longest module
+/// prefix; a module in neither list (the types and tables every side shares: `cli`,
+/// `error`, `exit`, `events`, the agent descriptors) is held only by the circles
+/// and the pairs.
+const SIDES: &[(&str, Side)] = &[
+    // The core.
+    ("config", Side::Core),
+    ("workflow", Side::Core),
+    ("recovery", Side::Core),
+    ("supervise", Side::Core),
+    ("step", Side::Core),
+    ("signal", Side::Core),
+    ("outcome", Side::Core),
+    ("named", Side::Core),
+    ("text", Side::Core),
+    ("env_names", Side::Core),
+    ("secrets", Side::Core),
+    ("agent::env", Side::Core),
+    ("git::plan", Side::Core),
+    ("git::message", Side::Core),
+    ("git::attribution", Side::Core),
+    ("control::protocol", Side::Core),
+    ("watch::decide", Side::Core),
+    ("fleet::core", Side::Core),
+    ("fleet::queue", Side::Core),
+    // Pure files of shell modules: the checkpoint's shape, the control socket's
+    // messages, what a commit did (as facts).
+    ("state::checkpoint", Side::Core),
+    ("control", Side::Core),
+    ("git::record", Side::Core),
+    // The shell.
+    ("config::file", Side::Shell),
+    ("inputs", Side::Shell),
+    ("signal::listen", Side::Shell),
+    // Who sent a SIGTERM: the pure rule and the facts it gathers (through `os`).
+    ("signal::origin", Side::Neither),
+    // The fleet's state: its shape, and the read of `fleet.json`; the checkpoint's
+    // format policy, and the read of a checkpoint file or the journal's snapshot.
+    ("fleet::state", Side::Neither),
+    ("state::format", Side::Neither),
+    ("os", Side::Shell),
+    ("process", Side::Shell),
+    ("state", Side::Shell),
+    ("run", Side::Shell),
+    ("report", Side::Shell),
+    ("commands", Side::Shell),
+    ("app", Side::Shell),
+    ("host_network", Side::Shell),
+    ("notify", Side::Shell),
+    ("control::server", Side::Shell),
+    ("control::client", Side::Shell),
+    ("control::path", Side::Shell),
+    ("watch", Side::Shell),
+    ("fleet", Side::Shell),
+    ("git", Side::Shell),
+    ("agent::launch", Side::Shell),
+    ("agent::preflight", Side::Shell),
+    ("agent::sim", Side::Shell),
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Core,
+    Shell,
+    Neither,
+}
+
+/// The side of a module: its longest prefix in [`SIDES`].
+fn side(module: &[String]) -> Option<Side> {
+    SIDES
+        .iter()
+        .filter(|(prefix, _)| {
+            let prefix: Vec<&str> = prefix.split("::").collect();
+            module.len() >= prefix.len() && module.iter().zip(&prefix).all(|(m, p)| m == p)
+        })
+        .max_by_key(|(prefix, _)| prefix.len())
+        .map(|(_, side)| *side)
+}
+
+/// The arrows from a core file to a shell file in the tree under `src`.
+fn core_to_shell(src: &Path) -> Vec<String> {
+    let tree = read_tree(src);
+    let file = |m: &ModPath| tree.get(m).map_or_else(|| m.join("::"), |(p, _)| p.display().to_string());
+    arrows(&tree)
+        .iter()
+        .filter(|(from, _)| side(from) == Some(Side::Core))
+        .flat_map(|(from, to)| to.iter().filter(|t| side(t) == Some(Side::Shell)).map(move |t| (from, t)))
+        .map(|(from, to)| format!("{} -> {}", file(from), file(to)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The circles of the fleet (issues 33 and 34), which landed together with this
-    /// test: they are to go (issue 28). A circle not listed fails the test, and so does
-    /// a listed one that went, so the list only shrinks.
-    const KNOWN: [&[&str]; 3] = [
-        &["commands/fleet.rs", "commands/fleet_status.rs"],
-        &["fleet/landing.rs", "fleet/ops.rs", "fleet/tidy.rs"],
-        &["fleet/merging.rs", "fleet/supervisor.rs"],
-    ];
 
     fn write(dir: &Path, files: &[(&str, &str)]) {
         for (name, text) in files {
@@ -311,12 +454,54 @@ mod tests {
     fn the_files_of_src_form_no_circle() {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
         let found = circles_in(&src);
-        let new: Vec<&String> = found.iter().filter(|(f, _)| !KNOWN.iter().any(|k| k == f)).map(|(_, a)| a).collect();
-        let joined = new.iter().map(|a| a.as_str()).collect::<Vec<_>>().join("\n");
-        assert!(new.is_empty(), "files of src/ import each other in a circle:\n{joined}");
-        let gone: Vec<_> = KNOWN.iter().filter(|k| !found.iter().any(|(f, _)| f == *k)).collect();
-        assert!(gone.is_empty(), "these circles went; take them off KNOWN: {gone:?}");
+        let joined = found.iter().map(|(_, a)| a.as_str()).collect::<Vec<_>>().join("\n");
+        assert!(found.is_empty(), "files of src/ import each other in a circle:\n{joined}");
         assert!(read_tree(&src).len() > 100, "the scan found too few files");
+    }
+
+    /// The pairs of top-level modules that still import each other (issue 28): the
+    /// list only shrinks: a pair not listed fails the test, and so does a listed one
+    /// that went.
+    const KNOWN_PAIRS: &[&str] = &["agent <-> config", "error <-> state"];
+
+    #[test]
+    fn no_two_top_level_modules_import_each_other() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let pairs = two_way_pairs(&src);
+        let pair = |p: &String| p.split(':').next().unwrap_or_default().to_string();
+        let new: Vec<&String> = pairs.iter().filter(|p| !KNOWN_PAIRS.contains(&pair(p).as_str())).collect();
+        let joined = new.iter().map(|p| p.as_str()).collect::<Vec<_>>().join("\n");
+        assert!(new.is_empty(), "top-level modules of src/ import each other:\n{joined}");
+        let gone: Vec<_> = KNOWN_PAIRS.iter().filter(|k| !pairs.iter().any(|p| pair(p) == **k)).collect();
+        assert!(gone.is_empty(), "these pairs went; take them off KNOWN_PAIRS: {gone:?}");
+    }
+
+    /// Core files that still take a type from a shell file (issue 28): the type is to
+    /// move to a floor of its own. The list only shrinks, like `KNOWN_PAIRS`.
+    const KNOWN_CORE_TO_SHELL: &[&str] = &[
+        "control/protocol.rs -> state/identity.rs",
+        "step/begin.rs -> state/atomic.rs",
+        "step/effect.rs -> state/atomic.rs",
+        "step/ending.rs -> state/disk.rs",
+        "step/input.rs -> state/attempt_log.rs",
+        "step/outcome.rs -> state/atomic.rs",
+        "step/outcome.rs -> state/attempt_log.rs",
+        "step/state.rs -> state/atomic.rs",
+        "watch/decide.rs -> state/identity.rs",
+        "watch/decide.rs -> state/registry.rs",
+    ];
+
+    #[test]
+    fn no_core_file_imports_a_shell_file() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let found = core_to_shell(&src);
+        let new: Vec<&String> = found.iter().filter(|a| !KNOWN_CORE_TO_SHELL.contains(&a.as_str())).collect();
+        let joined = new.iter().map(|a| a.as_str()).collect::<Vec<_>>().join("\n");
+        assert!(new.is_empty(), "core files of src/ import shell files:\n{joined}");
+        let gone: Vec<_> = KNOWN_CORE_TO_SHELL.iter().filter(|k| !found.iter().any(|a| a == *k)).collect();
+        assert!(gone.is_empty(), "these arrows went; take them off KNOWN_CORE_TO_SHELL: {gone:?}");
+        assert_eq!(side(&["step".into(), "trouble".into()]), Some(Side::Core));
+        assert_eq!(side(&["config".into(), "file".into()]), Some(Side::Shell));
     }
 
     #[test]
@@ -346,6 +531,15 @@ mod tests {
         // The agent's descriptors taking their types from `a::types` ends it.
         write(dir.path(), &[("b/kinds.rs", "pub struct K(crate::a::types::T);\n")]);
         assert_eq!(circles_in(dir.path()), Vec::new());
+    }
+
+    #[test]
+    fn a_path_through_a_used_name_goes_where_the_name_comes_from() {
+        let code = "use crate::commands;\nuse super::tidy as t;\nuse std::fmt;\n\
+                    fn f() {\n    commands::fleet::main();\n    t::land();\n    fmt::Write::x();\n}\n";
+        let named: Vec<String> = paths(code, &BTreeSet::new()).iter().map(|p| p.join("::")).collect();
+        assert!(named.contains(&"crate::commands::fleet::main".to_string()), "{named:?}");
+        assert!(named.contains(&"super::tidy::land".to_string()), "{named:?}");
     }
 
     #[test]

@@ -1,32 +1,14 @@
-//! What a command reads before it acts: `ralph.toml` found and read (the I/O around
-//! the pure `config::parse`), the goal in the prompt file (checked), the phases'
+//! What a run reads before it acts: `ralph.toml` (found and read by `config::file`,
+//! the I/O around the pure `config::parse`), the goal in the prompt file (checked), the phases'
 //! templates, and the credentials written in the goal or the config. A run,
 //! `--dry-run` and `doctor` start from the same reads; `status`, `logs`, `clean`,
-//! `inspect`, the fleet and the watchdog read the config alone.
+//! `inspect`, the fleet and the watchdog read the config alone (`config::file`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::config::{ConfigError, Loaded, SEARCH_PATHS, parse};
+use crate::config::Loaded;
 use crate::error::RalphError;
 use crate::secrets::found::GoalFinding;
-
-/// Finds the config file: `explicit` if given, else the first of [`SEARCH_PATHS`]
-/// under `dir` that exists.
-pub(crate) fn find_config(dir: &Path, explicit: Option<&Path>) -> Result<PathBuf, ConfigError> {
-    if let Some(path) = explicit {
-        let path = if path.is_absolute() { path.to_path_buf() } else { dir.join(path) };
-        return if path.is_file() { Ok(path) } else { Err(ConfigError::NotFound { searched: vec![path] }) };
-    }
-    let candidates: Vec<PathBuf> = SEARCH_PATHS.iter().map(|p| dir.join(p)).collect();
-    candidates.iter().find(|p| p.is_file()).cloned().ok_or(ConfigError::NotFound { searched: candidates })
-}
-
-/// Reads and validates the config at `path`.
-pub(crate) fn load_config(path: &Path) -> Result<Loaded, ConfigError> {
-    let source =
-        std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
-    parse(path, &source)
-}
 
 /// The config, the goal in the prompt file (checked) and the phases' templates: what
 /// a run and `--dry-run` both start from.
@@ -34,7 +16,7 @@ pub(crate) fn read_config_and_goal(
     dir: &Path,
     config: Option<&Path>,
 ) -> Result<(Loaded, String, Vec<String>), RalphError> {
-    let mut loaded = load_config(&find_config(dir, config)?)?;
+    let mut loaded = crate::config::file::load(&crate::config::file::find(dir, config)?)?;
     // A fleet task's goal is its task file; the rest resolves in the main checkout.
     crate::fleet::task::adapt(dir, &mut loaded);
     let prompt_path = dir.join(&loaded.config.general.prompt);

@@ -1,16 +1,23 @@
 //! ralph runs coding agents unattended through a configured workflow of phases and
 //! agent fallover chains, and makes sure the work finishes when things break.
 //!
-//! The crate is split into a pure decision core and a thin I/O shell:
+//! The crate is split into a pure decision core and a thin I/O shell (which side
+//! each module is on is written in `floors::SIDES`, and held by its tests):
 //!
 //! * pure: `config` (types and validation), `workflow` (phases, repeat rules,
 //!   done signals, prompts), `recovery` (classification and policy), `supervise`
 //!   (the attempt's detectors), `signal` (the interrupt state machine), `agent`
-//!   parsers, and `step`, the run's decisions as one step over them.
+//!   parsers and its environment allowlist, and `step`, the run's decisions as one
+//!   step over them; the leaves they share: `outcome` (the shared types), `text`
+//!   (words and times in a zone passed in), `named`, `env_names`.
 //! * shell: `inputs` (the config, the goal and the templates read), `process`
 //!   (process groups, graceful termination), `state` (checkpoint, journal, lock),
-//!   `run` (the dispatcher loop that carries out the step's effects), `report`
-//!   (what the user sees), `commands` (the subcommands).
+//!   `run` (the dispatcher loop that carries out the step's effects),
+//!   `signal::listen` (the signal streams), `report` (what the user sees),
+//!   `commands` (the subcommands).
+//!
+//! The floors (a file above everything it imports; no circles, no two top-level
+//! modules importing each other) are listed in `floors`, a test-only module.
 //!
 //! Every module is private to the crate: the binary calls [`main`], and the
 //! benchmarks reach what they measure through the hidden `bench` module.
@@ -21,6 +28,7 @@ mod cli;
 mod commands;
 mod config;
 mod control;
+mod env_names;
 mod error;
 mod events;
 mod exit;
@@ -47,6 +55,7 @@ mod step;
 mod supervise;
 #[cfg(test)]
 mod testkit;
+mod text;
 mod watch;
 mod workflow;
 

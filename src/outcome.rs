@@ -1,9 +1,16 @@
-//! How a run ended, and why a stop was asked for. Plain values shared by the
-//! dispatcher that produces them, the signal machine ([`StopCause`]), the reporter
-//! that describes them, the errors and the exit-code table that maps them, so none
-//! of them imports another for it.
+//! How a run ended, why a stop was asked for, what kind of failure an attempt was,
+//! a run's status and its cost ([`Status`], [`Usage`], saved in the checkpoint and
+//! carried by the run's events). Plain values shared by the dispatcher that produces them, the signal machine
+//! ([`StopCause`]), the reporter that describes them, the errors and the exit-code
+//! table that maps them, the config (a `[[classify]]` rule names a [`Category`]) and
+//! the checkpoint's counts, so none of them imports another for it.
 //!
-//! A leaf: this file imports nothing of the crate, so every floor may use it.
+//! A leaf: this file imports nothing of the crate but the `named!` macro (another
+//! leaf), so every floor may use it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::named::named;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum RunEnd {
@@ -44,5 +51,79 @@ impl StopCause {
             StopCause::Terminate | StopCause::Deliberate => "SIGTERM",
             StopCause::Hangup => "SIGHUP",
         }
+    }
+}
+
+named! {
+    /// The four failure categories of design.md §4.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+    pub enum Category {
+        /// Network, provider overload, rate limits: no budget, retry with backoff.
+        Environmental = "environmental",
+        /// The agent misbehaved: counts against its budget; resume, then fall over.
+        Agent = "agent",
+        /// A human must fix something: stop at once (exit 3).
+        UserConfig = "user_config",
+        /// Cannot tell: retried, flagged, bounded by its own cap.
+        Ambiguous = "ambiguous",
+    }
+}
+
+named! {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    pub(crate) enum Status {
+        /// An attempt is running or about to (also what a crashed run leaves behind).
+        Running = "running",
+        /// The user stopped the run (Ctrl+C, `ralph stop`, a SIGTERM of theirs); it
+    /// waits for `--resume`.
+        Paused = "paused",
+        /// Waiting for a rate-limit reset or a backoff to end.
+        Waiting = "waiting",
+        /// Stopped by a SIGTERM of the machine or SIGHUP; a watchdog may resume it.
+        Interrupted = "interrupted",
+        Completed = "completed",
+        /// A cap or budget ran out.
+        Failed = "failed",
+        /// A human must act.
+        Blocked = "blocked",
+    }
+}
+
+impl Status {
+    /// The status of a run stopped by `cause`: the user's Ctrl+C pauses it (it waits
+    /// for `--resume`); SIGTERM and SIGHUP interrupt it (a watchdog may resume it).
+    pub(crate) fn stopped_by(cause: StopCause) -> Status {
+        match cause {
+            StopCause::User | StopCause::Deliberate => Status::Paused,
+            StopCause::Terminate | StopCause::Hangup => Status::Interrupted,
+        }
+    }
+
+    /// Whether a run in this status can be continued with `--resume`.
+    pub(crate) fn unfinished(self) -> bool {
+        !matches!(self, Status::Completed)
+    }
+}
+
+/// Cost and tokens so far, over all resumes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Usage {
+    pub cost_usd: f64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    /// "$0.1234, 1200 input / 300 output tokens", or `None` when nothing was reported.
+    pub(crate) fn describe(&self) -> Option<String> {
+        (self.cost_usd > 0.0 || self.input_tokens > 0).then(|| {
+            format!("${:.4}, {} input / {} output tokens", self.cost_usd, self.input_tokens, self.output_tokens)
+        })
+    }
+
+    pub(crate) fn add(&mut self, other: &Usage) {
+        self.cost_usd += other.cost_usd;
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
     }
 }

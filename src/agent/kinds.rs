@@ -42,7 +42,7 @@ mod tests {
             // The integration tests install the version ralph says it was tested with.
             let pin = pins.lines().find_map(|l| l.strip_prefix(&format!("{name} "))?.split_whitespace().nth(1));
             assert_eq!(pin, Some(d.tested_version), "{name}: tests/agents/versions.txt");
-            assert!(d.credentials.iter().all(|c| d.passes.iter().any(|p| crate::process::env::glob_match(p, c))));
+            assert!(d.credentials.iter().all(|c| d.passes.iter().any(|p| crate::agent::env::glob_match(p, c))));
             let mut parser = (d.parser)((0, 0));
             assert!(parser.parse_line("").is_empty(), "{name}: a blank line is no event");
             let serde_name = serde_json::to_value(d.kind).ok();

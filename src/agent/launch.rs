@@ -6,8 +6,9 @@ use std::path::PathBuf;
 
 use nix::sys::signal::Signal;
 
+use super::env;
 use crate::config::{AgentConfig, AgentKind, OutputFormat};
-use crate::process::{Launch, env};
+use crate::process::Launch;
 
 use super::claude_stream::ClaudeStreamParser;
 use super::descriptor::{Env, LaunchError, Request, flag};
@@ -63,8 +64,8 @@ pub(crate) fn prepare(cfg: &AgentConfig, req: Request<'_>) -> Result<Prepared, L
     // A scripted or command agent may run `ralph mcp` itself: it finds its run here.
     let control = req.control.filter(|_| cli.is_none()).into_iter().flat_map(|(socket, attempt)| {
         [
-            (crate::commands::mcp::ENV_SOCKET.to_string(), socket.display().to_string()),
-            (crate::commands::mcp::ENV_ATTEMPT.to_string(), attempt.to_string()),
+            (crate::env_names::ENV_SOCKET.to_string(), socket.display().to_string()),
+            (crate::env_names::ENV_ATTEMPT.to_string(), attempt.to_string()),
         ]
     });
     let extra = extra

@@ -1,11 +1,13 @@
 //! Agents: the unified event type, one parser per output format, one descriptor per
-//! CLI kind (its own file; `kinds` lists them), how an agent is launched and
-//! resumed, and the built-in scripted agent.
+//! CLI kind (its own file; `kinds` lists them), the environment an agent gets (`env`,
+//! an allowlist built from the descriptors), how an agent is launched and resumed,
+//! and the built-in scripted agent.
 
 pub(crate) mod claude;
 pub(crate) mod claude_stream;
 pub(crate) mod codex;
 pub(crate) mod descriptor;
+pub(crate) mod env;
 pub(crate) mod event;
 pub(crate) mod gemini;
 pub(crate) mod json;

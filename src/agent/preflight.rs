@@ -30,6 +30,24 @@ pub(crate) fn programs(cfg: &AgentConfig) -> Vec<PathBuf> {
     }
 }
 
+/// What the registry entry of a run under `loaded` names of its agents (what a
+/// resume by the watchdog needs): the credentials of the agents its phases use that
+/// the environment `env` reads has set (their names, never their values), and the
+/// programs those agents start; each sorted, once.
+pub(crate) fn needs(loaded: &Loaded, env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> (Vec<String>, Vec<String>) {
+    let used: BTreeSet<&String> = loaded.phases.iter().flat_map(|p| p.chain.iter()).collect();
+    let agents: Vec<&crate::config::AgentConfig> =
+        used.iter().filter_map(|name| loaded.config.agents.get(*name)).collect();
+    let present = |name: &str| env(name).is_some_and(|v| !v.is_empty());
+    let credential_names: BTreeSet<String> = agents
+        .iter()
+        .flat_map(|a| super::env::allowlist(a.kind).iter().map(|s| s.to_string()).chain(a.pass_env.iter().cloned()))
+        .filter(|name| present(name))
+        .collect();
+    let programs: BTreeSet<String> = agents.iter().flat_map(|a| programs(a)).map(|p| p.display().to_string()).collect();
+    (credential_names.into_iter().collect(), programs.into_iter().collect())
+}
+
 /// Checks every program of agent `name`; returns the resolved paths, or the
 /// problem in a sentence that says what to fix.
 pub(crate) fn check_agent(name: &str, cfg: &AgentConfig, cwd: &Path) -> Result<Vec<PathBuf>, String> {

@@ -7,11 +7,12 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::agent::env;
 use crate::agent::preflight;
 use crate::agent::{kinds, versions};
 use crate::config::{AgentConfig, AgentKind};
 use crate::error::RalphError;
-use crate::process::{self, env};
+use crate::process;
 use crate::recovery::probe::{self, ProbeResult};
 
 /// One line of the report.
@@ -31,8 +32,8 @@ impl Check {
 }
 
 pub(crate) fn main(dir: &Path, config_path: Option<&Path>, json: bool) -> Result<i32, RalphError> {
-    let path = crate::inputs::find_config(dir, config_path)?;
-    let loaded = crate::inputs::load_config(&path)?;
+    let path = crate::config::file::find(dir, config_path)?;
+    let loaded = crate::config::file::load(&path)?;
     let mut checks = vec![Check::new(true, format!("config {} is valid", path.display()))];
     let goal = dir.join(&loaded.config.general.prompt);
     checks.push(match std::fs::read_to_string(&goal) {

@@ -131,8 +131,7 @@ fn previews(
 const SOCKET: &str = "<control-socket>";
 
 /// The variables that register `ralph mcp` with an agent that is not told in its argv.
-const MCP_VARS: [&str; 3] =
-    ["OPENCODE_CONFIG_CONTENT", crate::commands::mcp::ENV_SOCKET, crate::commands::mcp::ENV_ATTEMPT];
+const MCP_VARS: [&str; 3] = ["OPENCODE_CONFIG_CONTENT", crate::env_names::ENV_SOCKET, crate::env_names::ENV_ATTEMPT];
 
 /// The argv of an agent's first launch, connected to `ralph mcp` as the run connects
 /// it, and how `ralph mcp` reaches it when that is not in the argv.
@@ -194,7 +193,7 @@ pub(crate) fn render(config: &Path, goal: &Path, previews: &[Preview]) -> String
         let _ = writeln!(s, "  {name}: {}", agents.join(" → "));
     }
     for Preview { phase, number, count, prompt, argv, mcp } in previews {
-        let iterations = crate::report::plural(phase.iterations, "iteration");
+        let iterations = crate::text::plural(phase.iterations, "iteration");
         let repeat =
             if phase.until_complete { format!("until the goal is complete, at most {iterations}") } else { iterations };
         let done = match &phase.done {

@@ -2,21 +2,22 @@
 //! changes the fleet asks the running supervisor over its socket; when none runs it
 //! takes the fleet's lock and does the same itself.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use super::fleet_find::{Found, find};
 use crate::cli::{FleetCli, FleetCommand, Place};
 use crate::error::RalphError;
 use crate::exit;
 use crate::fleet::control::{self, Request};
 use crate::fleet::ops::Book;
-use crate::fleet::paths::{self, Paths};
+use crate::fleet::paths::Paths;
 use crate::fleet::state::{FleetStatus, TaskState};
 
 pub(crate) fn main(cli: FleetCli) -> i32 {
     let Some(command) = cli.command else {
         let run = cli.run;
-        return crate::app::in_dir(&run.place, |dir| {
+        return super::in_dir(&run.place, |dir| {
             crate::fleet::main(crate::fleet::Options {
                 dir: dir.to_path_buf(),
                 config: run.config.clone(),
@@ -27,7 +28,7 @@ pub(crate) fn main(cli: FleetCli) -> i32 {
         });
     };
     match command {
-        FleetCommand::Status { json, place } => crate::app::in_dir(&place, |d| super::fleet_status::main(d, json)),
+        FleetCommand::Status { json, place } => super::in_dir(&place, |d| super::fleet_status::main(d, json)),
         FleetCommand::Stop { task, now, timeout, place } => in_fleet(&place, |f| stop(&f, task, now, timeout)),
         FleetCommand::Logs { task, follow, place } => in_fleet(&place, |f| logs(&f, &task, follow)),
         FleetCommand::Path { task, place } => in_fleet(&place, |f| path(&f, &task)),
@@ -41,22 +42,8 @@ pub(crate) fn main(cli: FleetCli) -> i32 {
     }
 }
 
-/// The fleet of the repository a command runs in.
-pub(crate) struct Found {
-    pub top: PathBuf,
-    pub paths: Paths,
-}
-
 fn in_fleet(place: &Place, command: impl FnOnce(Found) -> Result<i32, RalphError>) -> i32 {
-    crate::app::in_dir(place, |dir| command(find(dir)?))
-}
-
-/// The main checkout's fleet directory; the worktrees' place comes from its state.
-pub(crate) fn find(dir: &Path) -> Result<Found, RalphError> {
-    let (_, top) = crate::fleet::setup::top(dir)?;
-    let state = crate::fleet::state::read(&paths::fleet_dir(&top).join("fleet.json")).ok().flatten();
-    let worktrees = state.map_or_else(|| top.join("..").join("fleet"), |s| s.worktrees);
-    Ok(Found { paths: Paths::new(&top, worktrees), top })
+    super::in_dir(place, |dir| command(find(dir)?))
 }
 
 /// A change by a person: through the supervisor, or under the fleet's lock.
@@ -106,7 +93,7 @@ fn offline(found: &Found) -> Result<Book, RalphError> {
     let fleet = crate::fleet::setup::read_state(&found.paths.state())?
         .ok_or_else(|| RalphError::Usage(format!("no fleet in {}; `ralph fleet` starts one", found.top.display())))?;
     let repo = crate::git::repo::Repo::at(&found.top);
-    let loaded = crate::inputs::load_config(&fleet.config)?;
+    let loaded = crate::config::file::load(&fleet.config)?;
     let paths = Paths::new(&found.top, fleet.worktrees.clone());
     Ok(Book::new(repo, paths, loaded, fleet, None))
 }
@@ -302,29 +289,4 @@ fn diff(found: &Found, task: &str) -> Result<i32, RalphError> {
         .status()
         .map_err(|e| RalphError::io("cannot run git", e))?;
     Ok(if status.success() { exit::DONE } else { exit::FAILED })
-}
-
-/// `ralph stop --all` and a fleet: its supervisor is asked to stop (each running
-/// task pauses in order, the fleet is saved `stopped`, and `ralph fleet` continues
-/// it); returns what it said, or why no supervisor took the stop.
-pub(crate) fn ask_to_stop(repo: &Path, now: bool) -> Result<String, String> {
-    let record = find(repo).map_err(|e| e.to_string())?.paths.socket_record();
-    match control::call(&record, &Request::Stop { task: None, now }, Duration::from_secs(60)) {
-        Some(Ok(reply)) if reply.ok => Ok(reply.message),
-        Some(Ok(reply)) => Err(reply.message),
-        Some(Err(e)) => Err(e),
-        None => Err(format!("no fleet supervisor answers in {}", repo.display())),
-    }
-}
-
-/// Whether a supervisor runs the fleet of `repo` (it holds the fleet's lock).
-pub(crate) fn supervised(repo: &Path) -> bool {
-    crate::state::lock::is_held(&paths::fleet_dir(repo).join("fleet.lock"))
-}
-
-/// The status a stopped fleet reads as for `ralph stop` (a fleet archived meanwhile:
-/// completed).
-pub(crate) fn stopped_as(repo: &Path) -> crate::state::checkpoint::Status {
-    let state = crate::fleet::state::read(&paths::fleet_dir(repo).join("fleet.json")).ok().flatten();
-    state.map_or(crate::state::checkpoint::Status::Completed, |f| f.status.as_run_status())
 }

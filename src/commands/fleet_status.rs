@@ -32,7 +32,7 @@ struct Row {
 }
 
 pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
-    let found = super::fleet::find(dir)?;
+    let found = super::fleet_find::find(dir)?;
     let current = crate::fleet::setup::read_state(&found.paths.state())?;
     // A finished fleet is archived: status shows the last one until a new one starts.
     let Some(fleet) = current.or_else(|| last_archived(&found.paths.archive())) else {
@@ -123,14 +123,14 @@ fn describe(fleet: &Fleet, live: bool, rows: &[Row]) -> String {
         fleet.status.as_str(),
         if live { ", supervisor running" } else { "" },
         fleet.repo.display(),
-        crate::report::lines::short(&fleet.base),
+        crate::text::short(&fleet.base),
         fleet.base_branch.as_deref().unwrap_or("detached"),
         fleet.into,
     );
     if let Some(reason) = &fleet.stop_reason {
         let _ = writeln!(out, "why: {reason}");
     }
-    let tz = crate::report::clock::zone();
+    let tz = crate::report::zone();
     for r in rows {
         let place = match (&r.phase, r.iteration) {
             (Some(p), Some(i)) => format!("{p} {i}"),
@@ -140,7 +140,7 @@ fn describe(fleet: &Fleet, live: bool, rows: &[Row]) -> String {
             .last_activity
             .as_deref()
             .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-            .map_or("-".to_string(), |t| crate::report::clock::hms(t, &tz));
+            .map_or("-".to_string(), |t| crate::text::clock::hms(t, &tz));
         let disk = r.disk_bytes.map_or("-".to_string(), |b| crate::config::ByteSize(b / 1024 * 1024).to_string());
         let _ = writeln!(
             out,
@@ -200,18 +200,15 @@ fn onto_base(top: &Path, fleet: &Fleet) -> Option<OntoBase> {
 
 fn describe_queue(fleet: &Fleet, queue: &[Queued], base: Option<&OntoBase>) -> String {
     let mut out = String::new();
-    let tz = crate::report::clock::zone();
+    let tz = crate::report::zone();
     if fleet.no_land {
         out.push_str("merge queue: off (--no-land): `ralph fleet land TASK` lands a finished task\n");
     } else if !queue.is_empty() {
         let items: Vec<String> = queue
             .iter()
             .map(|q| {
-                let at = q
-                    .estimate
-                    .parse::<jiff::Timestamp>()
-                    .map(|t| crate::report::clock::hms(t, &tz))
-                    .unwrap_or_default();
+                let at =
+                    q.estimate.parse::<jiff::Timestamp>().map(|t| crate::text::clock::hms(t, &tz)).unwrap_or_default();
                 format!("{} ({}, ~{at})", q.task, q.state)
             })
             .collect();

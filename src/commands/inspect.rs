@@ -5,11 +5,11 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::error::RalphError;
-use crate::report::{labelled, plural};
 use crate::secrets::{redact, redact_json};
 use crate::state::checkpoint::Checkpoint;
 use crate::state::format;
 use crate::state::lock::{self, LockInfo};
+use crate::text::{labelled, plural};
 
 /// Reads the checkpoint of the project in `dir`, without changing anything. The
 /// same reader and the same refusals as `--resume`, so the two always agree.
@@ -39,7 +39,7 @@ pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
 /// What changed since the checkpoint (config, goal, phases, agents) and what a
 /// resume will therefore do.
 fn since(dir: &Path, cp: &Checkpoint) -> String {
-    let loaded = match crate::inputs::find_config(dir, None).and_then(|path| crate::inputs::load_config(&path)) {
+    let loaded = match crate::config::file::find(dir, None).and_then(|path| crate::config::file::load(&path)) {
         Ok(loaded) => loaded,
         Err(e) => return format!("  since the run started: cannot read the current config ({e})\n"),
     };
@@ -98,7 +98,7 @@ pub(crate) fn to_json(
 /// A human description of where a run stands and what `--resume` would do. `live`:
 /// a ralph is running it now (so "no clean stop" is no news).
 pub(crate) fn describe(cp: &Checkpoint, live: bool) -> String {
-    describe_in(cp, live, &crate::report::clock::zone())
+    describe_in(cp, live, &crate::report::zone())
 }
 
 fn last_error(s: &mut String, e: &crate::state::checkpoint::LastError, at: &str) {
@@ -147,7 +147,7 @@ fn standing(cp: &Checkpoint, live: bool) -> String {
 
 /// [`describe`] with the times shown in `tz`.
 pub(crate) fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) -> String {
-    let stamp = |t: jiff::Timestamp| crate::report::clock::stamp(&t.to_string(), tz);
+    let stamp = |t: jiff::Timestamp| crate::text::clock::stamp(&t.to_string(), tz);
     let mut s = String::new();
     let p = &cp.progress;
     let pos = &p.position;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::agent::AgentEvent;
 use crate::agent::event::LineParser;
 use crate::error::RalphError;
-use crate::report::clock;
+use crate::text::clock;
 
 /// How often `-f` looks for more.
 const POLL: Duration = Duration::from_millis(200);
@@ -22,7 +22,7 @@ pub(crate) fn main(dir: &Path, config: Option<&Path>, follow: bool) -> Result<i3
     let logs = dir.join(".agent").join("logs");
     let run = current_run(dir, &logs)
         .ok_or_else(|| RalphError::Usage(format!("no attempt logs in {}: no run has started here", logs.display())))?;
-    let loaded = crate::inputs::find_config(dir, config).ok().and_then(|p| crate::inputs::load_config(&p).ok());
+    let loaded = crate::config::file::find(dir, config).ok().and_then(|p| crate::config::file::load(&p).ok());
     let mut shown: Option<u32> = None;
     loop {
         let Some((number, path)) = last_attempt(&run, shown) else {
@@ -232,7 +232,7 @@ pub(crate) fn render_event(event: &AgentEvent) -> Option<String> {
         AgentEvent::RateLimit { status, resets_at, limit_type } => {
             let kind = limit_type.as_deref().map(|t| format!(" ({t})")).unwrap_or_default();
             let at = resets_at.and_then(|s| jiff::Timestamp::from_second(s).ok());
-            let resets = at.map(|t| format!(", resets {}", clock::stamp(&t.to_string(), &clock::zone())));
+            let resets = at.map(|t| format!(", resets {}", clock::stamp(&t.to_string(), &crate::report::zone())));
             format!("· rate limit {status}{kind}{}", resets.unwrap_or_default())
         }
         AgentEvent::ApiRetry { attempt, error, status } => format!(
@@ -254,7 +254,7 @@ pub(crate) fn render_event(event: &AgentEvent) -> Option<String> {
 }
 
 fn cut(text: &str) -> String {
-    crate::report::ellipsis(&text.replace('\n', " ⏎ "), WIDTH)
+    crate::text::ellipsis(&text.replace('\n', " ⏎ "), WIDTH)
 }
 
 #[cfg(test)]

@@ -15,11 +15,8 @@ use serde::Deserialize;
 
 use crate::control::client;
 use crate::control::protocol::Request;
+use crate::env_names::{ENV_ATTEMPT, ENV_SOCKET};
 use crate::error::RalphError;
-
-/// The environment variables a `command` or `sim` agent gets.
-pub(crate) const ENV_SOCKET: &str = "RALPH_SOCKET";
-pub(crate) const ENV_ATTEMPT: &str = "RALPH_ATTEMPT";
 
 pub(crate) fn main(socket: Option<PathBuf>, attempt: Option<u32>) -> Result<i32, RalphError> {
     let socket = socket.or_else(|| std::env::var_os(ENV_SOCKET).map(PathBuf::from));

@@ -10,10 +10,10 @@ use jiff::tz::TimeZone;
 use crate::error::RalphError;
 use crate::outcome::RunEnd;
 use crate::recovery::policy::Cap;
-use crate::report::{clock, labelled};
 use crate::secrets::redact;
 use crate::signal::StopCause;
 use crate::state::checkpoint::{Checkpoint, Status};
+use crate::text::{clock, labelled};
 
 pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     // A running ralph answers for itself; otherwise the checkpoint tells. A socket
@@ -24,7 +24,7 @@ pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     }
     let live = asked.ok().and_then(|r| r.live);
     if let Some(live) = live.as_ref().filter(|_| !json) {
-        print!("{}", describe_live(live, jiff::Timestamp::now(), &clock::zone()));
+        print!("{}", describe_live(live, jiff::Timestamp::now(), &crate::report::zone()));
         return Ok(crate::exit::DONE);
     }
     // With a live answer, a checkpoint that does not read is no error.
@@ -70,8 +70,8 @@ pub(crate) fn next(dir: &Path, cp: &Checkpoint) -> Option<String> {
             );
         }
     };
-    let path = crate::inputs::find_config(dir, None).ok();
-    let loaded = path.as_deref().and_then(|p| crate::inputs::load_config(p).ok());
+    let path = crate::config::file::find(dir, None).ok();
+    let loaded = path.as_deref().and_then(|p| crate::config::file::load(p).ok());
     let (config, path) = match &loaded {
         Some(loaded) => (loaded.config.clone(), loaded.path.clone()),
         None => (crate::config::Config::default(), std::path::PathBuf::from(&cp.config_path)),

@@ -10,9 +10,9 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
 use crate::error::RalphError;
-use crate::report::clock;
 use crate::state::lock;
 use crate::state::registry::{self, Entry};
+use crate::text::clock;
 use crate::watch::book::{self, Decisions};
 use crate::watch::words::{Again, Word};
 
@@ -90,7 +90,7 @@ pub(crate) fn main(json: bool, prune: bool) -> Result<i32, RalphError> {
         println!("{}", serde_json::to_string_pretty(&rows).map_err(|e| RalphError::Internal(e.to_string()))?);
         return Ok(crate::exit::DONE);
     }
-    let (tz, now) = (clock::zone(), Timestamp::now());
+    let (tz, now) = (crate::report::zone(), Timestamp::now());
     if let Some(hold) = &hold {
         println!(
             "ralph watch is on hold since {}: it resumes nothing until `ralph watch --release`\n",

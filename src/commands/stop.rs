@@ -73,7 +73,7 @@ pub(crate) fn all(now: bool, timeout: Duration) -> Result<i32, RalphError> {
     let (mut asked, mut codes) = (Vec::new(), Vec::new());
     for (dir, fleet) in &live {
         let answered = if *fleet {
-            super::fleet::ask_to_stop(dir, now).map(|said| {
+            super::fleet_find::ask_to_stop(dir, now).map(|said| {
                 eprintln!("ralph: {}: {said}", dir.display());
                 Asked { dir: dir.clone(), socket: PathBuf::new(), fleet: true }
             })
@@ -110,10 +110,10 @@ struct Asked {
 /// is a task whose supervisor runs (stopped through it, never behind its back).
 fn target(entry: &crate::state::registry::Entry) -> Option<bool> {
     if entry.fleet_supervisor() {
-        return super::fleet::supervised(&entry.dir).then_some(true);
+        return super::fleet_find::supervised(&entry.dir).then_some(true);
     }
     if let Some(mark) = entry.fleet.as_ref().filter(|_| entry.fleet_task())
-        && super::fleet::supervised(&mark.repo)
+        && super::fleet_find::supervised(&mark.repo)
     {
         return None;
     }
@@ -139,7 +139,7 @@ fn wait(asked: &[Asked], timeout: Duration, now: bool) -> Vec<Stopped> {
     let started = Instant::now();
     let running = |a: &Asked| {
         if a.fleet {
-            super::fleet::supervised(&a.dir)
+            super::fleet_find::supervised(&a.dir)
         } else {
             a.socket.exists() || lock::is_held(&a.dir.join(".agent").join("ralph.lock"))
         }
@@ -161,7 +161,7 @@ fn wait(asked: &[Asked], timeout: Duration, now: bool) -> Vec<Stopped> {
                 return Stopped::TimedOut;
             }
             if a.fleet {
-                return Stopped::Ended { status: super::fleet::stopped_as(&a.dir), cause: None };
+                return Stopped::Ended { status: super::fleet_find::stopped_as(&a.dir), cause: None };
             }
             match super::inspect::read(&a.dir) {
                 Ok(Some(cp)) => Stopped::Ended { status: cp.status, cause: cp.stop_cause },

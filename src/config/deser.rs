@@ -81,7 +81,7 @@ fn explain(spans: &Spans<'_>, key: &[Seg], text: &str, message: &str) -> String 
         return format!("{}: {STEP_HINT}", KeyPath(key));
     }
     if let Some(expected) = expected_of(message) {
-        let value = crate::report::ellipsis(text.trim(), 40);
+        let value = crate::text::ellipsis(text.trim(), 40);
         return format!("{}: `{value}` is not {}", KeyPath(key), allowed_hint(last_key, expected));
     }
     format!("{}: {}", KeyPath(key), lowercase_first(message))

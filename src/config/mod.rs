@@ -1,5 +1,5 @@
 //! Parsing and validating `ralph.toml` (pure: finding and reading the file is the
-//! shell's, `inputs`).
+//! shell's, [`file`], which nothing else here imports).
 //!
 //! `parse` turns a file's text into a [`Loaded`] configuration or a [`ConfigError`] that names
 //! the file, line and column, the key, and what is allowed. Everything that can be
@@ -16,6 +16,7 @@ mod deser;
 #[cfg(test)]
 mod documented;
 mod error;
+pub(crate) mod file;
 mod locate;
 mod shape;
 pub(crate) mod suggest;

@@ -5,7 +5,7 @@
 //! Semantic checks (unknown agents, zero caps, per-kind keys) live in `validate`.
 //!
 //! A low floor: this file imports only the shared leaves (`named`, the failure
-//! [`Category`](crate::recovery::Category)), so the agent descriptors can read an
+//! [`Category`](crate::outcome::Category)), so the agent descriptors can read an
 //! agent's table without reaching `validate`, which reads the descriptors.
 
 use std::collections::BTreeMap;
@@ -389,7 +389,7 @@ pub(crate) struct AgentConfig {
 pub struct ErrorPattern {
     pub pattern: String,
     /// The category it puts a failure in.
-    pub category: crate::recovery::Category,
+    pub category: crate::outcome::Category,
 }
 
 impl AgentConfig {

@@ -32,18 +32,20 @@ pub(super) enum Chore {
     Lost(String),
 }
 
-/// The chores under way.
+/// The chores under way: the worktrees being made apart, heard first (a task
+/// waits on each to start).
 pub(super) struct Chores {
+    makes: JoinSet<Chore>,
     set: JoinSet<Chore>,
 }
 
 impl Chores {
     pub(super) fn new() -> Chores {
-        Chores { set: JoinSet::new() }
+        Chores { makes: JoinSet::new(), set: JoinSet::new() }
     }
 
     pub(super) fn is_empty(&self) -> bool {
-        self.set.is_empty()
+        self.makes.is_empty() && self.set.is_empty()
     }
 
     pub(super) fn rebase(&mut self, prep: Prep) {
@@ -58,7 +60,7 @@ impl Chores {
     }
 
     pub(super) fn make(&mut self, make: Make) {
-        self.set.spawn_blocking(move || {
+        self.makes.spawn_blocking(move || {
             // Its end always comes back: the task holds a slot until it does.
             let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| make.run()))
                 .unwrap_or_else(|_| Err(NotMade::Block("ralph failed making its worktree (a bug)".into())));
@@ -77,12 +79,15 @@ impl Chores {
         });
     }
 
-    /// The next chore that ended; pending while there is none.
+    /// The next chore that ended, a worktree made first; pending while there is
+    /// none.
     pub(super) async fn next(&mut self) -> Chore {
-        match self.set.join_next().await {
-            Some(Ok(chore)) => chore,
-            Some(Err(e)) => Chore::Lost(e.to_string()),
-            None => std::future::pending().await,
-        }
+        let joined = tokio::select! {
+            biased;
+            Some(joined) = self.makes.join_next() => joined,
+            Some(joined) = self.set.join_next() => joined,
+            else => return std::future::pending().await,
+        };
+        joined.unwrap_or_else(|e| Chore::Lost(e.to_string()))
     }
 }

@@ -109,6 +109,27 @@ pub(crate) fn tip(repo: &Repo, branch: &str) -> Result<Option<String>, GitError>
     Ok((out.status.success() && !value.is_empty()).then_some(value))
 }
 
+/// The commits several branches point at, in their order (`None`: no such
+/// branch), from one git process: a task's start and a landing look up two tips
+/// at once, and each git process is milliseconds on a loaded machine.
+pub(crate) fn tips(repo: &Repo, branches: &[&str]) -> Result<Vec<Option<String>>, GitError> {
+    let refs: Vec<String> = branches.iter().map(|b| format!("refs/heads/{b}")).collect();
+    let mut args = vec!["for-each-ref", "--format=%(refname)%00%(objecttype)%00%(objectname)"];
+    args.extend(refs.iter().map(String::as_str));
+    let out = repo.git(&args)?;
+    // A pattern also matches the refs below it (`refs/heads/a/b` for `a`): only
+    // the exact names count, and (as `rev-parse ^{commit}`) only commits.
+    let found: BTreeMap<&str, &str> = out
+        .lines()
+        .filter_map(|l| {
+            let mut fields = l.split('\0');
+            let (name, kind, object) = (fields.next()?, fields.next()?, fields.next()?);
+            (kind == "commit").then_some((name, object))
+        })
+        .collect();
+    Ok(refs.iter().map(|r| found.get(r.as_str()).map(|o| (*o).to_string())).collect())
+}
+
 /// Whether `ancestor` is an ancestor of (or equal to) `of`.
 pub(crate) fn is_ancestor(repo: &Repo, ancestor: &str, of: &str) -> Result<bool, GitError> {
     let out = repo.git_output(&["merge-base", "--is-ancestor", ancestor, of])?;
@@ -347,5 +368,23 @@ mod tests {
         assert!(list[1].path.ends_with("kept"));
         assert!(!cut.exists(), "the folder that held only .git went with its record");
         assert!(kept.join(".git").is_file(), "a whole worktree is untouched");
+    }
+
+    /// One git process answers for several branches as `tip` does for each: a
+    /// missing one, one whose name is a prefix of another's, a branch below it.
+    #[test]
+    fn tips_answer_like_tip_for_each_branch() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let top = tmp.path();
+        run(top, &["init", "-q"]);
+        run(top, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "one"]);
+        for branch in ["ralph/fleet", "ralph/t1", "ralph/t10", "ralph/t2/below"] {
+            run(top, &["branch", branch]);
+        }
+        let repo = Repo::at(top);
+        let names = ["ralph/t1", "ralph/fleet", "ralph/t3", "ralph/t2", "ralph/t10"];
+        let one: Vec<Option<String>> = names.iter().map(|b| tip(&repo, b).expect("tip")).collect();
+        assert_eq!(tips(&repo, &names).expect("tips"), one);
+        assert_eq!(one.iter().filter(|t| t.is_some()).count(), 3, "{one:?}");
     }
 }

@@ -123,7 +123,7 @@ pub(crate) fn changes(
     let mut out = Vec::new();
     if before.head != after.head || before.head_ref != after.head_ref {
         let show = |r: &Option<String>, h: &Option<String>| {
-            let at = h.as_deref().map(crate::report::lines::short).unwrap_or("no commit");
+            let at = h.as_deref().map(crate::text::short).unwrap_or("no commit");
             match r {
                 Some(name) => format!("{} at {at}", name.trim_start_matches("refs/heads/")),
                 None => format!("detached at {at}"),

@@ -17,7 +17,7 @@ use crate::git::message::TASK_TRAILER;
 use crate::git::repo::{GitError, Repo};
 
 use super::git::{self, Swap};
-use super::ops::{Book, git_error};
+use super::ops::{Book, git_error, land_dir};
 use super::queue::{self, Trouble};
 use super::rebase::{self, Prep, Rebased};
 use super::state::{Landing, LandingStep, TaskState};
@@ -68,11 +68,6 @@ pub(crate) enum Done {
     Failed(String),
 }
 
-/// The landing worktree: one for the fleet, so build caches stay warm.
-pub(crate) fn land_dir(book: &Book) -> PathBuf {
-    book.paths.worktrees.join(".land")
-}
-
 /// What the quick first part of a landing found.
 #[derive(Debug)]
 pub(crate) enum Opened {
@@ -99,12 +94,14 @@ pub(crate) fn open(book: &Book, name: &str) -> Result<Opened, RalphError> {
         )));
     }
     let branch = book.task(name).map_err(RalphError::Internal)?.branch.clone();
-    let found = (git::tip(&book.repo, &into), git::tip(&book.repo, &branch));
-    let (onto, head) = match found {
-        (Ok(Some(onto)), Ok(Some(head))) => (onto, head),
-        (Ok(None), _) => return Ok(Opened::Failed(format!("the fleet's branch {into} is gone"))),
-        (_, Ok(None)) => return Ok(Opened::Failed(format!("its branch {branch} is gone"))),
-        (Err(e), _) | (_, Err(e)) => return Ok(Opened::Failed(e.to_string())),
+    let found = match git::tips(&book.repo, &[&into, &branch]) {
+        Ok(found) => found,
+        Err(e) => return Ok(Opened::Failed(e.to_string())),
+    };
+    let (onto, head) = match (found[0].clone(), found[1].clone()) {
+        (Some(onto), Some(head)) => (onto, head),
+        (None, _) => return Ok(Opened::Failed(format!("the fleet's branch {into} is gone"))),
+        (_, None) => return Ok(Opened::Failed(format!("its branch {branch} is gone"))),
     };
     let globs = book.loaded.config.fleet.regenerate.keys().cloned().collect();
     Ok(Opened::Rebase(Prep { task: name.to_string(), repo: book.repo.clone(), onto, head, globs, started_at }))
@@ -286,11 +283,8 @@ pub(crate) fn finish(book: &mut Book, head: &str) -> Result<Finished, RalphError
     book.save()?;
     let into_ref = format!("refs/heads/{}", book.fleet.into);
     let count = landing.rebased.len().max(1);
-    let reason = format!(
-        "ralph fleet: land {} ({count} commit(s) of {})",
-        landing.task,
-        crate::report::lines::short(&landing.task_head)
-    );
+    let reason =
+        format!("ralph fleet: land {} ({count} commit(s) of {})", landing.task, crate::text::short(&landing.task_head));
     let swapped = git::swap(&book.repo, &book.paths.ledger(), &into_ref, Some(head), Some(&landing.onto), &reason);
     let outcome = match swapped {
         Ok(Swap::Done) => match git::tip(&book.repo, &book.fleet.into).and_then(|tip| match tip {
@@ -445,11 +439,7 @@ pub(crate) async fn land_now(book: &mut Book, name: &str) -> Result<(bool, Vec<S
         };
         match finish(book, &head)? {
             Finished::Landed => {
-                said.push(format!(
-                    "task {name}: merged into {} at {}",
-                    book.fleet.into,
-                    crate::report::lines::short(&head)
-                ));
+                said.push(format!("task {name}: merged into {} at {}", book.fleet.into, crate::text::short(&head)));
                 said.extend(super::tidy::cleanup(book, name)?);
                 return Ok((true, said));
             }

@@ -4,8 +4,6 @@
 //! this file only sequences them inside the supervisor's loop (one landing at a
 //! time; the loop keeps serving task ends and requests while a check runs).
 
-use std::time::Duration;
-
 use serde_json::json;
 
 use crate::error::RalphError;
@@ -13,34 +11,13 @@ use crate::error::RalphError;
 use crate::git::repo::GitError;
 
 use super::landing::{self, Begun, Done, Finished, Opened};
-use super::ops::Book;
 use super::queue::{self, Trouble};
 use super::rebase::{Prep, Rebased};
-use super::state::TaskState;
 use super::supervisor::Supervisor;
 use super::tidy::{Tidied, Tidy};
 
-/// How long the queue waits before it looks again at an `into` someone has
-/// checked out.
-pub(super) const QUEUE_RETRY: Duration = Duration::from_secs(10);
-
 /// Compare-and-swaps in a row that found `into` moved before the queue pauses.
 const MOVED_IN_A_ROW: u32 = 5;
-
-/// The job's end; pending while there is none.
-pub(super) async fn job_done(job: &mut Option<tokio::task::JoinHandle<Done>>) -> Done {
-    match job.as_mut() {
-        Some(handle) => handle.await.unwrap_or_else(|e| Done::Failed(format!("the landing's job failed: {e}"))),
-        None => std::future::pending().await,
-    }
-}
-
-/// The state `retry` puts a task in: a blocked task whose run is complete (the queue
-/// gave up on it) lands again; others run again.
-pub(super) fn retried_state(book: &Book, name: &str, state: TaskState) -> TaskState {
-    let completed = book.run_view(name).is_some_and(|v| v.status == crate::state::checkpoint::Status::Completed);
-    if state == TaskState::Queued && completed { TaskState::Finished } else { state }
-}
 
 impl Supervisor {
     /// Starts the next landing, when none is under way: its rebase goes to a chore.
@@ -165,7 +142,7 @@ impl Supervisor {
     fn landed(&mut self, name: &str, began: Option<jiff::Timestamp>) {
         let (into, head) =
             (self.book.fleet.into.clone(), self.book.fleet.tasks.get(name).and_then(|t| t.landed.clone()));
-        let short = head.as_deref().map(crate::report::lines::short).unwrap_or_default().to_string();
+        let short = head.as_deref().map(crate::text::short).unwrap_or_default().to_string();
         self.reporter.line(&format!("task {name}: merged into {into} at {short}"));
         let ms = began.map(|since| jiff::Timestamp::now().duration_since(since).as_secs_f64() * 1000.0);
         self.event("task_merged", json!({"task": name, "head": head, "landing_ms": ms}));

@@ -105,7 +105,7 @@ pub(crate) fn expand(top: &Path, glob: &str) -> Vec<String> {
             for entry in listing.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
                 let kind_ok = entry.file_type().is_ok_and(|t| if last { t.is_file() } else { t.is_dir() });
-                if kind_ok && !name.starts_with('.') && crate::process::env::glob_match(part, &name) {
+                if kind_ok && !name.starts_with('.') && crate::agent::env::glob_match(part, &name) {
                     next.push(join(prefix, &name));
                 }
             }

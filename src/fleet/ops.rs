@@ -246,16 +246,17 @@ impl Book {
             Some(_) => {}
             None => tracing::warn!("fleet: cannot read the free space of {}", probe.display()),
         }
-        let existing = git::tip(&self.repo, &t.branch).map_err(git_error)?;
+        // Both tips from one git process: this is between a task's end and the
+        // next task's start.
+        let found = git::tips(&self.repo, &[&t.branch, &self.fleet.into]).map_err(git_error)?;
+        let (existing, into) = (found[0].clone(), found[1].clone());
         // The branch was made by this fleet when `from` was recorded before it.
         if existing.is_some() && t.from.is_none() {
             return Ok(Ready::Block(branch_taken(&t.branch)));
         }
         let from = match (&existing, &t.from) {
             (Some(_), Some(from)) => from.clone(),
-            _ => git::tip(&self.repo, &self.fleet.into)
-                .map_err(git_error)?
-                .ok_or_else(|| RalphError::GitSetup(format!("the fleet's branch {} is gone", self.fleet.into)))?,
+            _ => into.ok_or_else(|| RalphError::GitSetup(format!("the fleet's branch {} is gone", self.fleet.into)))?,
         };
         let task = self.task_mut(name);
         (task.from, task.state, task.worktree) = (Some(from.clone()), TaskState::Starting, Some(path.clone()));
@@ -266,6 +267,7 @@ impl Book {
             path,
             branch: t.branch.clone(),
             from,
+            new_branch: existing.is_none(),
             reason: format!("ralph fleet {}: task {name}", self.fleet.fleet_id),
         }))
     }
@@ -320,7 +322,7 @@ impl Book {
             return Ok(format!("task {name} has no worktree"));
         };
         let keep = self.paths.logs().join(format!("{name}.agent"));
-        let line = super::tidy::remove_worktree_at(&self.repo, name, &worktree, &keep)?;
+        let line = remove_worktree_at(&self.repo, name, &worktree, &keep)?;
         self.task_mut(name).worktree = None;
         self.save().map_err(|e| e.to_string())?;
         Ok(line)
@@ -404,4 +406,40 @@ pub(crate) fn branch_taken(branch: &str) -> String {
 
 pub(crate) fn git_error(e: crate::git::repo::GitError) -> RalphError {
     RalphError::GitSetup(format!("git: {e}"))
+}
+
+/// The landing worktree: one for the fleet, so build caches stay warm.
+pub(crate) fn land_dir(book: &Book) -> PathBuf {
+    book.paths.worktrees.join(".land")
+}
+
+/// Removes the worktree of task `name` at `worktree` when it holds nothing of a
+/// person's, its `.agent/` (the run's checkpoint, journal, transcripts) moved to
+/// `keep_agent` first; `Err` says why it is kept.
+pub(crate) fn remove_worktree_at(
+    repo: &Repo,
+    name: &str,
+    worktree: &Path,
+    keep_agent: &Path,
+) -> Result<String, String> {
+    if !worktree.exists() {
+        let _ = repo.git_output(&["worktree", "prune"]);
+        return Ok(format!("task {name}: its worktree is gone already"));
+    }
+    let changes = git::changes_in(worktree).map_err(|e| e.to_string())?;
+    if !changes.is_empty() {
+        return Err(format!(
+            "task {name}: its worktree {} is kept: it holds changes that are in no commit ({}); save or remove them, \
+             then `ralph fleet clean`",
+            worktree.display(),
+            list(&changes)
+        ));
+    }
+    // git then removes the rest, refusing anything new.
+    let _ = std::fs::remove_dir_all(keep_agent);
+    if std::fs::rename(worktree.join(".agent"), keep_agent).is_err() {
+        let _ = std::fs::remove_dir_all(worktree.join(".agent"));
+    }
+    git::remove_worktree(repo, worktree).map_err(|e| format!("task {name}: git cannot remove its worktree: {e}"))?;
+    Ok(format!("task {name}: removed its worktree {}", worktree.display()))
 }

@@ -1,17 +1,23 @@
 //! The tasks' ralph processes: started by the supervisor (its children), or adopted
 //! from a supervisor that died (found by the flock on the task's `ralph.lock`, waited
-//! for through a pidfd). Each is waited for by a task of its own that reports the end
-//! on one channel, which the supervisor's loop selects on: nothing is polled.
+//! for through a pidfd). Their ends are one future the supervisor's loop selects on
+//! ([`Procs::next`]), polled by the loop itself rather than by a task of each one's
+//! that reports on a channel: such a task runs only once the loop yields, so an end
+//! was heard only after whatever else the loop found to do (a landing's git, other
+//! tasks' starts), hundreds of milliseconds on a loaded machine. Nothing is polled
+//! on a timer: the kernel's pidfd readiness wakes the loop.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
+use std::pin::Pin;
 use std::process::Stdio;
+use std::task::Poll;
 
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
-use tokio::sync::mpsc;
 
 use super::core::Exit;
 use super::task::{ENV_SUPERVISOR, ENV_TASK};
@@ -24,11 +30,15 @@ pub(super) struct Ended {
     pub exit: Exit,
 }
 
+/// A live task's ralph: its pid, and its end to wait for.
+struct Live {
+    pid: u32,
+    end: Pin<Box<dyn Future<Output = Exit>>>,
+}
+
 /// The live task processes, by task.
 pub(super) struct Procs {
-    live: BTreeMap<String, u32>,
-    tx: mpsc::UnboundedSender<Ended>,
-    pub rx: mpsc::UnboundedReceiver<Ended>,
+    live: BTreeMap<String, Live>,
 }
 
 /// What starting a task's ralph needs.
@@ -44,19 +54,30 @@ pub(super) struct Start<'a> {
 
 impl Procs {
     pub(super) fn new() -> Procs {
-        let (tx, rx) = mpsc::unbounded_channel();
-        Procs { live: BTreeMap::new(), tx, rx }
+        Procs { live: BTreeMap::new() }
     }
 
     pub(super) fn count(&self) -> usize {
         self.live.len()
     }
 
-    /// A task's ralph has ended: it is no longer signalled.
-    pub(super) fn forget(&mut self, ended: &Ended) {
-        if self.live.get(&ended.task) == Some(&ended.pid) {
-            self.live.remove(&ended.task);
-        }
+    /// The next task's ralph that ends (it is forgotten: no longer signalled);
+    /// pending while none runs.
+    pub(super) async fn next(&mut self) -> Ended {
+        std::future::poll_fn(|cx| {
+            let ended = self.live.iter_mut().find_map(|(task, live)| match live.end.as_mut().poll(cx) {
+                Poll::Ready(exit) => Some((task.clone(), live.pid, exit)),
+                Poll::Pending => None,
+            });
+            match ended {
+                Some((task, pid, exit)) => {
+                    self.live.remove(&task);
+                    Poll::Ready(Ended { task, pid, exit })
+                }
+                None => Poll::Pending,
+            }
+        })
+        .await
     }
 
     /// Starts a task's ralph: an ordinary run in the task's worktree, in its own
@@ -81,19 +102,17 @@ impl Procs {
             .kill_on_drop(false);
         let mut child = cmd.spawn()?;
         let pid = child.id().ok_or_else(|| std::io::Error::other("the task's ralph has no pid"))?;
-        self.live.insert(s.task.to_string(), pid);
-        let (tx, task) = (self.tx.clone(), s.task.to_string());
-        tokio::spawn(async move {
-            let exit = match child.wait().await {
+        let end = Box::pin(async move {
+            match child.wait().await {
                 Ok(status) => match (status.code(), status.signal()) {
                     (Some(code), _) => Exit::Code(code),
                     (None, Some(signal)) => Exit::Signal(signal),
                     (None, None) => Exit::Unknown,
                 },
                 Err(_) => Exit::Unknown,
-            };
-            let _ = tx.send(Ended { task, pid, exit });
+            }
         });
+        self.live.insert(s.task.to_string(), Live { pid, end });
         Ok(pid)
     }
 
@@ -112,19 +131,18 @@ impl Procs {
             return None;
         }
         let exited = crate::os::exited(fd).ok()?;
-        self.live.insert(task.to_string(), pid);
-        let (tx, task) = (self.tx.clone(), task.to_string());
-        tokio::spawn(async move {
+        let end = Box::pin(async move {
             exited.await;
-            let _ = tx.send(Ended { task, pid, exit: Exit::Unknown });
+            Exit::Unknown
         });
+        self.live.insert(task.to_string(), Live { pid, end });
         Some(pid)
     }
 
     /// Sends `signal` to a task's ralph (not its group: the ralph ends its agent in
     /// order).
     pub(super) fn signal(&self, task: &str, signal: Signal) {
-        if let Some(pid) = self.live.get(task).and_then(|p| i32::try_from(*p).ok()) {
+        if let Some(pid) = self.live.get(task).and_then(|l| i32::try_from(l.pid).ok()) {
             let _ = nix::sys::signal::kill(Pid::from_raw(pid), signal);
         }
     }

@@ -70,10 +70,10 @@ pub(crate) fn plan(merge: &Merge, merges_in_branch: bool, regenerate: &[String])
 pub(crate) fn matches(glob: &str, path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     if !glob.contains('/') {
-        return crate::process::env::glob_match(glob, name);
+        return crate::agent::env::glob_match(glob, name);
     }
     let (g, p): (Vec<&str>, Vec<&str>) = (glob.split('/').collect(), path.split('/').collect());
-    g.len() == p.len() && g.iter().zip(&p).all(|(g, p)| crate::process::env::glob_match(g, p))
+    g.len() == p.len() && g.iter().zip(&p).all(|(g, p)| crate::agent::env::glob_match(g, p))
 }
 
 /// The finished task that lands next: the one that finished first. `first` (`ralph

@@ -26,11 +26,11 @@ impl Reporter {
     pub(super) fn new(quiet: bool, terminal: bool) -> Reporter {
         let mode = Mode::of(quiet, terminal);
         let multi = (mode == Mode::Terminal).then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
-        Reporter { mode, multi, bars: BTreeMap::new(), tz: crate::report::clock::zone() }
+        Reporter { mode, multi, bars: BTreeMap::new(), tz: crate::report::zone() }
     }
 
     fn clock(&self) -> String {
-        crate::report::clock::hms(jiff::Timestamp::now(), &self.tz)
+        crate::text::clock::hms(jiff::Timestamp::now(), &self.tz)
     }
 
     /// A line of its own.
@@ -83,7 +83,7 @@ pub(super) fn live_line(task: &str, cp: Option<&Checkpoint>, tz: &jiff::tz::Time
     let pos = &cp.progress.position;
     let agent = cp.in_flight.as_ref().map(|f| format!(" · agent {}", f.agent)).unwrap_or_default();
     let cost = if cp.usage.cost_usd > 0.0 { format!(" · ${:.2}", cp.usage.cost_usd) } else { String::new() };
-    let at = crate::report::clock::hms(cp.updated_at, tz);
+    let at = crate::text::clock::hms(cp.updated_at, tz);
     format!(
         "{task}: {} · {} iteration {}{agent}{cost} · last activity {at}",
         cp.status.as_str(),
@@ -114,7 +114,7 @@ pub(super) fn summary(fleet: &Fleet, headline: &str, landing: bool, logs: &dyn F
     for (name, t) in &fleet.tasks {
         let cost = if t.cost_usd > 0.0 { format!(", ${:.2}", t.cost_usd) } else { String::new() };
         let place = match &t.landed {
-            Some(head) => format!("landed on {} as {}", fleet.into, crate::report::lines::short(head)),
+            Some(head) => format!("landed on {} as {}", fleet.into, crate::text::short(head)),
             None => format!("branch {}", t.branch),
         };
         let _ = writeln!(out, "  {name}: {}, {} iteration(s){cost}, {place}", t.state.as_str(), t.iterations);

@@ -24,6 +24,7 @@ use serde_json::json;
 use super::chores::Chore;
 use super::control::{self, Inbound, Reply, Request};
 use super::core::{self, Asked, Command, FleetEnd};
+use super::landing::Done;
 use super::ops::{Book, Ready};
 use super::procs::{Ended, Procs, Start};
 use super::report::{self, Reporter};
@@ -198,11 +199,16 @@ impl Supervisor {
                 }
             }
             let (wait_disk, wait_queue) = (self.later.is_some(), self.queue_paused.is_some());
+            // The runtime hears the kernel (a task's pidfd, a chore's end) only when
+            // the loop yields to it; a loop that always finds something ready would
+            // otherwise hear a task's end only once it runs dry.
+            tokio::task::yield_now().await;
+            // A task's end first, then the chores (a worktree made before a
+            // landing's rebase): they start the next task. A landing, a file event
+            // or a person's request can wait a moment; none waits for ever.
             tokio::select! {
-                Some(ended) = self.procs.rx.recv() => self.on_ended(ended)?,
-                Some(path) = self.fs_rx.recv() => self.on_file(&path)?,
-                Some((request, reply)) = self.control_rx.recv() => self.on_request(request, reply)?,
-                done = super::merging::job_done(&mut self.job) => self.on_job(done)?,
+                biased;
+                ended = self.procs.next() => self.on_ended(ended)?,
                 chore = self.chores.next() => self.on_chore(chore)?,
                 _ = int.recv() => if self.on_signal(Incoming::Interrupt) { break None },
                 _ = term.recv() => {
@@ -210,8 +216,11 @@ impl Supervisor {
                     if self.on_signal(Incoming::Terminate { deliberate }) { break None }
                 }
                 _ = hup.recv() => if self.on_signal(Incoming::Hangup) { break None },
+                Some((request, reply)) = self.control_rx.recv() => self.on_request(request, reply)?,
+                done = job_done(&mut self.job) => self.on_job(done)?,
+                Some(path) = self.fs_rx.recv() => self.on_file(&path)?,
                 () = tokio::time::sleep(DISK_RETRY), if wait_disk => self.later = None,
-                () = tokio::time::sleep(super::merging::QUEUE_RETRY), if wait_queue => self.queue_paused = None,
+                () = tokio::time::sleep(QUEUE_RETRY), if wait_queue => self.queue_paused = None,
             }
         };
         self.finish(end.as_ref())
@@ -386,7 +395,6 @@ impl Supervisor {
 
     /// A task's ralph ended: the core says what that means for the task.
     fn on_ended(&mut self, ended: Ended) -> Result<(), RalphError> {
-        self.procs.forget(&ended);
         let name = ended.task.clone();
         self.event("task_exited", json!({"task": name, "pid": ended.pid}));
         self.reporter.done(&name);
@@ -588,7 +596,7 @@ impl Supervisor {
         let t = self.book.task(name)?.clone();
         match core::retry(name, &t) {
             Command::Set(state) => {
-                let state = super::merging::retried_state(&self.book, name, state);
+                let state = retried_state(&self.book, name, state);
                 if let Some(t) = self.book.fleet.tasks.get_mut(name) {
                     (t.restarts, t.evictions, t.eviction) = (0, 0, None);
                 }
@@ -654,8 +662,9 @@ impl Supervisor {
         let f = &self.book.fleet;
         let run = (f.fleet_id.as_str(), status, jiff::Timestamp::now().to_string());
         let me = crate::state::lock::LockInfo::current();
-        let mut entry =
-            crate::state::registry::Entry::of_run(&f.repo, &self.book.loaded, run, me, &|name| std::env::var_os(name));
+        let env = |name: &str| std::env::var_os(name);
+        let needs = crate::agent::preflight::needs(&self.book.loaded, &env);
+        let mut entry = crate::state::registry::Entry::of_run(&f.repo, &self.book.loaded, run, me, needs, &env);
         entry.fleet = Some(crate::state::registry::FleetMark {
             role: crate::state::registry::FleetRole::Supervisor,
             repo: f.repo.clone(),
@@ -747,4 +756,23 @@ fn headline(fleet: &super::state::Fleet, status: FleetStatus) -> String {
         FleetStatus::Interrupted => format!("interrupted: {done} of {total} task(s) done; `ralph fleet` continues"),
         _ => format!("unfinished: {done} of {total} task(s) done; the others need a person"),
     }
+}
+
+/// How long the queue waits before it looks again at an `into` someone has
+/// checked out.
+pub(super) const QUEUE_RETRY: Duration = Duration::from_secs(10);
+
+/// The job's end; pending while there is none.
+pub(super) async fn job_done(job: &mut Option<tokio::task::JoinHandle<Done>>) -> Done {
+    match job.as_mut() {
+        Some(handle) => handle.await.unwrap_or_else(|e| Done::Failed(format!("the landing's job failed: {e}"))),
+        None => std::future::pending().await,
+    }
+}
+
+/// The state `retry` puts a task in: a blocked task whose run is complete (the queue
+/// gave up on it) lands again; others run again.
+pub(super) fn retried_state(book: &Book, name: &str, state: TaskState) -> TaskState {
+    let completed = book.run_view(name).is_some_and(|v| v.status == crate::state::checkpoint::Status::Completed);
+    if state == TaskState::Queued && completed { TaskState::Finished } else { state }
 }

@@ -64,7 +64,7 @@ impl Tidy {
         let name = self.task.as_str();
         let removed = match &self.worktree {
             None => Ok(None),
-            Some(w) => remove_worktree_at(&self.repo, name, w, &self.keep_agent).map(Some),
+            Some(w) => ops::remove_worktree_at(&self.repo, name, w, &self.keep_agent).map(Some),
         };
         let mut lines = Vec::new();
         let worktree_gone = match removed {
@@ -136,37 +136,6 @@ pub(crate) fn cleanup(book: &mut Book, name: &str) -> Result<Vec<String>, RalphE
     Ok(done.lines)
 }
 
-/// Removes the worktree of task `name` at `worktree` when it holds nothing of a
-/// person's, its `.agent/` (the run's checkpoint, journal, transcripts) moved to
-/// `keep_agent` first; `Err` says why it is kept.
-pub(crate) fn remove_worktree_at(
-    repo: &Repo,
-    name: &str,
-    worktree: &Path,
-    keep_agent: &Path,
-) -> Result<String, String> {
-    if !worktree.exists() {
-        let _ = repo.git_output(&["worktree", "prune"]);
-        return Ok(format!("task {name}: its worktree is gone already"));
-    }
-    let changes = git::changes_in(worktree).map_err(|e| e.to_string())?;
-    if !changes.is_empty() {
-        return Err(format!(
-            "task {name}: its worktree {} is kept: it holds changes that are in no commit ({}); save or remove them, \
-             then `ralph fleet clean`",
-            worktree.display(),
-            ops::list(&changes)
-        ));
-    }
-    // git then removes the rest, refusing anything new.
-    let _ = std::fs::remove_dir_all(keep_agent);
-    if std::fs::rename(worktree.join(".agent"), keep_agent).is_err() {
-        let _ = std::fs::remove_dir_all(worktree.join(".agent"));
-    }
-    git::remove_worktree(repo, worktree).map_err(|e| format!("task {name}: git cannot remove its worktree: {e}"))?;
-    Ok(format!("task {name}: removed its worktree {}", worktree.display()))
-}
-
 /// Cleans up after merged tasks whose worktree or branch is still there (a cleanup
 /// a kill cut short, or a git that refused then).
 pub(crate) fn tidy(book: &mut Book) -> Result<Vec<String>, RalphError> {
@@ -195,7 +164,7 @@ pub(crate) fn tidy(book: &mut Book) -> Result<Vec<String>, RalphError> {
 /// and of `packed-refs`. git holds a lock for milliseconds; one that is still there,
 /// unchanged, two seconds later has no owner any more.
 pub(crate) fn remove_stale_locks(book: &Book, said: &mut Vec<String>) {
-    let land = super::landing::land_dir(book);
+    let land = ops::land_dir(book);
     let mut locks = Vec::new();
     // The landing worktree's own locks (its index, its HEAD, …).
     if land.join(".git").exists()

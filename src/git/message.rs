@@ -50,7 +50,7 @@ pub(crate) fn title(summary: &str) -> String {
 
 /// `line` cut to `max` characters, the cut marked with `…`.
 fn shortened(line: &str, max: usize) -> String {
-    crate::report::ellipsis(line, max.saturating_sub(1))
+    crate::text::ellipsis(line, max.saturating_sub(1))
 }
 
 /// The full message: the template filled in, then the trailers as the last paragraph.

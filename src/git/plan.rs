@@ -52,7 +52,7 @@ impl Exempt {
         self.files.iter().any(|f| f == path)
             || self.globs.iter().any(|g| {
                 let (g, p): (Vec<&str>, Vec<&str>) = (g.split('/').collect(), path.split('/').collect());
-                g.len() == p.len() && g.iter().zip(&p).all(|(g, p)| crate::process::env::glob_match(g, p))
+                g.len() == p.len() && g.iter().zip(&p).all(|(g, p)| crate::agent::env::glob_match(g, p))
             })
             || self
                 .dirs
@@ -203,7 +203,7 @@ pub(crate) fn select(facts: Vec<Facts>, rules: Rules<'_>) -> Selection {
 /// Whether `[git] allow_secrets` lets `path` through: an exact path, or a glob
 /// (`*` any characters, `/` included; `?` one).
 pub(crate) fn allowed(path: &str, allow: &[String]) -> bool {
-    allow.iter().any(|glob| crate::process::env::glob_match(glob.trim_start_matches("./"), path))
+    allow.iter().any(|glob| crate::agent::env::glob_match(glob.trim_start_matches("./"), path))
 }
 
 #[cfg(test)]

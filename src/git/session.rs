@@ -439,8 +439,8 @@ fn email_known(repo: &Repo) -> Result<bool, GitError> {
 fn credential_values(loaded: &Loaded) -> Vec<String> {
     let agents = loaded.config.agents.values();
     let values: BTreeSet<String> = agents
-        .flat_map(|agent| crate::process::env::build(std::env::vars(), agent.kind, &agent.pass_env, Vec::new()).vars)
-        .filter_map(|(k, v)| (crate::process::env::looks_secret(&k) && v.len() >= 8).then_some(v))
+        .flat_map(|agent| crate::agent::env::build(std::env::vars(), agent.kind, &agent.pass_env, Vec::new()).vars)
+        .filter_map(|(k, v)| (crate::agent::env::looks_secret(&k) && v.len() >= 8).then_some(v))
         .collect();
     values.into_iter().collect()
 }

@@ -1,5 +1,6 @@
 //! Agent processes: spawned in their own process group from an argument array
-//! (never a shell string, [`group`]) with an allowlisted environment ([`env`](mod@env));
+//! (never a shell string, [`group`]) with the environment the launcher built (its
+//! allowlist is the agent's, `agent::env`);
 //! ended with SIGINT → grace → SIGTERM → grace → SIGKILL sent to the whole group
 //! ([`escalation`], sent by [`ending`]; [`agent_group`] for the signal paths outside
 //! the attempt loop); their output read as lines of bytes, whatever the bytes and the
@@ -10,7 +11,6 @@
 
 pub(crate) mod agent_group;
 pub(crate) mod ending;
-pub(crate) mod env;
 pub(crate) mod escalation;
 pub(crate) mod escaped;
 pub(crate) mod group;

@@ -21,21 +21,7 @@ pub(crate) mod spawn;
 use serde::{Deserialize, Serialize};
 
 use crate::named::named;
-
-named! {
-    /// The four failure categories of design.md §4.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-    pub enum Category {
-        /// Network, provider overload, rate limits: no budget, retry with backoff.
-        Environmental = "environmental",
-        /// The agent misbehaved: counts against its budget; resume, then fall over.
-        Agent = "agent",
-        /// A human must fix something: stop at once (exit 3).
-        UserConfig = "user_config",
-        /// Cannot tell: retried, flagged, bounded by its own cap.
-        Ambiguous = "ambiguous",
-    }
-}
+pub(crate) use crate::outcome::Category;
 
 named! {
     /// The classifier's rules, by name: journal, terminal and checkpoint show the

@@ -38,6 +38,8 @@ pub(crate) fn run_cap(general: &crate::config::General, elapsed_secs: f64, cost_
 pub(crate) struct Limits<'a> {
     pub retry: &'a Retry,
     pub max_cycles: u32,
+    /// The zone a rate limit's reset is shown in (the shell's, read once).
+    pub tz: &'a jiff::tz::TimeZone,
 }
 
 /// The attempt reached its done signal. Where the run goes after a finished phase
@@ -132,7 +134,7 @@ pub(crate) fn on_failure(
     match failure.category {
         Category::UserConfig => Next::Stop(Stop::Blocked { message: failure.reason.clone() }),
         Category::Environmental if failure.rule == Rule::RateLimited => {
-            super::rate_limit::on_rate_limit(progress, phases, limits.retry, &facts, session)
+            super::rate_limit::on_rate_limit(progress, phases, limits.retry, limits.tz, &facts, session)
         }
         Category::Environmental => {
             progress.counters.retry_streak += 1;
@@ -338,7 +340,8 @@ mod tests {
     }
 
     fn limits(retry: &Retry) -> Limits<'_> {
-        Limits { retry, max_cycles: 2 }
+        static UTC: std::sync::LazyLock<jiff::tz::TimeZone> = std::sync::LazyLock::new(|| jiff::tz::TimeZone::UTC);
+        Limits { retry, max_cycles: 2, tz: &UTC }
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! the next agent and come back after the reset. A limit never counts against any
 //! budget. Pure: times are unix seconds passed in.
 
+use jiff::tz::TimeZone;
+
 use crate::config::{OnRateLimit, Phase, Retry};
 use crate::workflow::Progress;
 
@@ -21,6 +23,7 @@ pub(crate) fn on_rate_limit(
     progress: &mut Progress,
     phases: &[Phase],
     retry: &Retry,
+    tz: &TimeZone,
     facts: &Facts,
     session: Option<String>,
 ) -> Next {
@@ -73,10 +76,10 @@ pub(crate) fn on_rate_limit(
                 reason: "every agent of the chain is rate-limited".into(),
             };
         }
-        return beyond_cap(retry, "every agent of the chain is rate-limited", earliest.saturating_sub(MARGIN_SECS));
+        return beyond_cap(retry, tz, "every agent of the chain is rate-limited", earliest.saturating_sub(MARGIN_SECS));
     }
     if !within_cap {
-        return beyond_cap(retry, &format!("agent {agent} is rate-limited"), reset);
+        return beyond_cap(retry, tz, &format!("agent {agent} is rate-limited"), reset);
     }
     progress.rate_limit_until = Some(until);
     Next::WaitUntil { at: until, reset, reason: format!("agent {agent} is rate-limited") }
@@ -90,19 +93,18 @@ pub(crate) fn reset_reached(progress: &mut Progress) {
 
 /// No agent can run before `max_rate_limit_wait`: the run fails (exit 1) with the
 /// reported reset and the key to raise.
-fn beyond_cap(retry: &Retry, why: &str, reset: i64) -> Next {
+fn beyond_cap(retry: &Retry, tz: &TimeZone, why: &str, reset: i64) -> Next {
     Next::Stop(Cap::RateLimitWait.stop(format!(
         "{why} until {} (reported reset), longer than [retry] max_rate_limit_wait = {}; \
          raise max_rate_limit_wait to wait for it, or add an agent that is not limited to the chain",
-        show_time(reset),
+        show_time(reset, tz),
         humantime::format_duration(retry.max_rate_limit_wait)
     )))
 }
 
-/// A unix second as a local wall-clock time with its zone.
-pub(crate) fn show_time(at: i64) -> String {
-    use crate::report::clock;
-    jiff::Timestamp::from_second(at).map_or_else(|_| at.to_string(), |t| clock::stamp_at(t, &clock::zone()))
+/// A unix second as a wall-clock time in `tz` (the shell's zone, read once) with its name.
+pub(crate) fn show_time(at: i64, tz: &TimeZone) -> String {
+    jiff::Timestamp::from_second(at).map_or_else(|_| at.to_string(), |t| crate::text::clock::stamp_at(t, tz))
 }
 
 /// The first agent after the current one (wrapping) that is not cooling down.
@@ -147,8 +149,8 @@ mod tests {
     fn a_reset_in_the_past_backs_off_instead_of_hammering() {
         let retry = Retry::default();
         let mut p = Progress::new("dev");
-        let first = on_rate_limit(&mut p, &[phase(&["a"])], &retry, &facts(Some(900), 1_000), None);
-        let second = on_rate_limit(&mut p, &[phase(&["a"])], &retry, &facts(Some(900), 1_000), None);
+        let first = on_rate_limit(&mut p, &[phase(&["a"])], &retry, &TimeZone::UTC, &facts(Some(900), 1_000), None);
+        let second = on_rate_limit(&mut p, &[phase(&["a"])], &retry, &TimeZone::UTC, &facts(Some(900), 1_000), None);
         assert_eq!(first, Next::WaitUntil { at: 1_007, reset: 1_005, reason: "agent a is rate-limited".into() });
         assert_eq!(second, Next::WaitUntil { at: 1_012, reset: 1_010, reason: "agent a is rate-limited".into() });
     }
@@ -158,7 +160,7 @@ mod tests {
         let retry = Retry::default();
         let phases = [phase(&["a", "b"])];
         let mut p = Progress::new("dev");
-        let next = on_rate_limit(&mut p, &phases, &retry, &facts(Some(1_000), 900), Some("s".into()));
+        let next = on_rate_limit(&mut p, &phases, &retry, &TimeZone::UTC, &facts(Some(1_000), 900), Some("s".into()));
         assert_eq!(next, Next::WaitUntil { at: 1_002, reset: 1_000, reason: "agent a is rate-limited".into() });
         assert_eq!(p.rate_limit_until, Some(1_002));
         reset_reached(&mut p);
@@ -171,10 +173,10 @@ mod tests {
     fn a_reset_beyond_the_cap_with_no_other_agent_fails_naming_it() {
         let retry = Retry { max_rate_limit_wait: Duration::from_secs(60), ..Retry::default() };
         let mut p = Progress::new("dev");
-        match on_rate_limit(&mut p, &[phase(&["a"])], &retry, &facts(Some(100_000), 0), None) {
+        match on_rate_limit(&mut p, &[phase(&["a"])], &retry, &TimeZone::UTC, &facts(Some(100_000), 0), None) {
             Next::Stop(Stop::Failed { cap: Cap::RateLimitWait, message }) => {
                 assert!(message.starts_with("max_rate_limit_wait exhausted"), "{message}");
-                assert!(message.contains(&show_time(100_000)), "{message}");
+                assert!(message.contains(&show_time(100_000, &TimeZone::UTC)), "{message}");
                 assert!(message.contains("raise max_rate_limit_wait"), "{message}");
             }
             other => panic!("{other:?}"),
@@ -186,7 +188,7 @@ mod tests {
         let retry = Retry { max_rate_limit_wait: Duration::from_secs(60), ..Retry::default() };
         let phases = [phase(&["a", "b"])];
         let mut p = Progress::new("dev");
-        let next = on_rate_limit(&mut p, &phases, &retry, &facts(Some(100_000), 0), None);
+        let next = on_rate_limit(&mut p, &phases, &retry, &TimeZone::UTC, &facts(Some(100_000), 0), None);
         assert_eq!(
             next,
             Next::Fallover { from: "a".into(), to: "b".into(), new_cycle: false, why: FalloverWhy::RateLimit }
@@ -196,15 +198,15 @@ mod tests {
         assert_eq!(return_after_reset(&mut p, &phases, 100_002), Some(("b".into(), "a".into())));
         // b limited too, far away: nobody can run before the cap.
         let mut p = Progress::new("dev");
-        let _ = on_rate_limit(&mut p, &phases, &retry, &facts(Some(100_000), 0), None);
+        let _ = on_rate_limit(&mut p, &phases, &retry, &TimeZone::UTC, &facts(Some(100_000), 0), None);
         assert!(matches!(
-            on_rate_limit(&mut p, &phases, &retry, &facts(Some(200_000), 0), None),
+            on_rate_limit(&mut p, &phases, &retry, &TimeZone::UTC, &facts(Some(200_000), 0), None),
             Next::Stop(Stop::Failed { cap: Cap::RateLimitWait, .. })
         ));
         // A reset within the cap in wait mode is waited for, not fallen over from.
         let mut p = Progress::new("dev");
         assert_eq!(
-            on_rate_limit(&mut p, &phases, &retry, &facts(Some(30), 0), None),
+            on_rate_limit(&mut p, &phases, &retry, &TimeZone::UTC, &facts(Some(30), 0), None),
             Next::WaitUntil { at: 32, reset: 30, reason: "agent a is rate-limited".into() }
         );
     }
@@ -213,7 +215,7 @@ mod tests {
     fn without_a_reset_time_it_backs_off() {
         let mut p = Progress::new("dev");
         assert!(matches!(
-            on_rate_limit(&mut p, &[phase(&["a"])], &Retry::default(), &facts(None, 0), None),
+            on_rate_limit(&mut p, &[phase(&["a"])], &Retry::default(), &TimeZone::UTC, &facts(None, 0), None),
             Next::Retry { .. }
         ));
     }
@@ -224,7 +226,7 @@ mod tests {
         let phases = [phase(&["a", "b"])];
         let mut p = Progress::new("dev");
         p.counters.agent_failures = 2;
-        let next = on_rate_limit(&mut p, &phases, &retry, &facts(Some(100), 0), None);
+        let next = on_rate_limit(&mut p, &phases, &retry, &TimeZone::UTC, &facts(Some(100), 0), None);
         assert_eq!(
             next,
             Next::Fallover { from: "a".into(), to: "b".into(), new_cycle: false, why: FalloverWhy::RateLimit }
@@ -242,8 +244,8 @@ mod tests {
         let retry = Retry { on_rate_limit: OnRateLimit::Fallover, ..Retry::default() };
         let phases = [phase(&["a", "b"])];
         let mut p = Progress::new("dev");
-        let _ = on_rate_limit(&mut p, &phases, &retry, &facts(Some(100), 0), None);
-        let next = on_rate_limit(&mut p, &phases, &retry, &facts(Some(50), 0), None);
+        let _ = on_rate_limit(&mut p, &phases, &retry, &TimeZone::UTC, &facts(Some(100), 0), None);
+        let next = on_rate_limit(&mut p, &phases, &retry, &TimeZone::UTC, &facts(Some(50), 0), None);
         assert_eq!(
             next,
             Next::WaitUntil { at: 52, reset: 50, reason: "every agent of the chain is rate-limited".into() }

@@ -78,8 +78,8 @@ pub(crate) fn plan(recorded: Recorded<'_>, current: Current<'_>) -> Plan {
         changes.push(format!(
             "phase {} is now the {} phase (was the {})",
             pos.phase_name,
-            crate::report::words::ordinal(index + 1),
-            crate::report::words::ordinal(pos.phase + 1)
+            crate::text::ordinal(index + 1),
+            crate::text::ordinal(pos.phase + 1)
         ));
     }
     let phase = &current.phases[index];
@@ -96,7 +96,7 @@ pub(crate) fn plan(recorded: Recorded<'_>, current: Current<'_>) -> Plan {
         }
         changes.push(format!(
             "the checkpoint's {} agent of the chain does not exist in the chain of phase {} [{}]: resuming at its first agent, {first}{fresh}",
-            crate::report::words::ordinal(pos.agent_index + 1),
+            crate::text::ordinal(pos.agent_index + 1),
             phase.name,
             names(&now)
         ));
@@ -122,7 +122,7 @@ pub(crate) fn plan(recorded: Recorded<'_>, current: Current<'_>) -> Plan {
                     names(&pos.chain),
                     names(&now),
                     owner.name,
-                    crate::report::words::ordinal(at + 1)
+                    crate::text::ordinal(at + 1)
                 ));
             }
             let kind_now = now[at].kind;

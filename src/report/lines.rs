@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::clock;
+use crate::text::{clock, short};
 use jiff::tz::TimeZone;
 
 use crate::events::{FalloverWhy, GitOffWhy, RunEvent};
@@ -380,11 +380,6 @@ fn goal_note(goal: bool, review: bool, until_complete: bool) -> &'static str {
         (true, false, true) => " (goal reached)",
         _ => "",
     }
-}
-
-/// A commit hash as people quote it: its first 12 characters.
-pub(crate) fn short(hash: &str) -> &str {
-    hash.get(..12).unwrap_or(hash)
 }
 
 #[cfg(test)]

@@ -1,13 +1,10 @@
 //! What the user sees (and the one question ralph asks, [`ask`]): the line of each run event and the live display's texts
 //! ([`lines`], pure), a live progress line on a terminal (`progress`, `term`),
-//! timestamped plain lines otherwise, nothing but errors with `-q`; local times
-//! ([`clock`]); the end-of-run summary ([`summary`]) and the exact next step
+//! timestamped plain lines otherwise, nothing but errors with `-q`; the zone local
+//! times are shown in ([`zone`]); the end-of-run summary ([`summary`]) and the exact next step
 //! (`next`); and ralph's own log file ([`log`]).
 
-use std::fmt::Write;
-
 pub(crate) mod ask;
-pub(crate) mod clock;
 pub(crate) mod lines;
 pub(crate) mod log;
 mod next;
@@ -22,24 +19,9 @@ pub(crate) use summary::Summary;
 #[cfg(test)]
 pub(crate) use summary::tests::checkpoint as summary_fixture;
 
-/// `text` cut to `width` characters, marked "…" where it was cut.
-pub(crate) fn ellipsis(text: &str, width: usize) -> String {
-    if text.chars().count() > width {
-        format!("{}…", text.chars().take(width).collect::<String>())
-    } else {
-        text.to_string()
-    }
-}
-
-/// Appends the line `label: value` when there is a value.
-pub(crate) fn labelled(s: &mut String, label: &str, value: Option<impl std::fmt::Display>) {
-    if let Some(value) = value {
-        let _ = writeln!(s, "{label}: {value}");
-    }
-}
-
-/// "1 attempt", "2 attempts": a count with its noun.
-pub(crate) fn plural(n: impl Into<u64>, noun: &str) -> String {
-    let n = n.into();
-    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
+/// The zone every shown time is in: the system's (`TZ`, else `/etc/localtime`). Read
+/// by the shell, once for what it shows, and passed to the [`crate::text::clock`]
+/// formatters.
+pub(crate) fn zone() -> jiff::tz::TimeZone {
+    jiff::tz::TimeZone::system()
 }

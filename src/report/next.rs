@@ -78,7 +78,7 @@ fn blocked(last_error: Option<&LastError>, config: &Config, file: &str) -> Strin
     let kind = config.agents.get(agent).map(|a| a.kind);
     match e.classification.rule {
         Rule::AuthFailed => {
-            let vars = kind.map(crate::process::env::allowlist).unwrap_or_default();
+            let vars = kind.map(crate::agent::env::allowlist).unwrap_or_default();
             let which = match vars.first() {
                 Some(first) => format!("set {first} (or another credential it reads, or log in with its CLI)"),
                 None => "check the agent's credentials".to_string(),

@@ -18,10 +18,10 @@ use crate::outcome::RunEnd;
 use crate::secrets::redact;
 use crate::state::checkpoint::Checkpoint;
 
-use super::clock;
 use super::lines::{self, Escalating};
 use super::summary::Summary;
 use super::term::NoPadTerm;
+use crate::text::clock;
 
 /// The live line's clock of the agent's last output.
 #[derive(Debug, Clone, Default)]
@@ -77,7 +77,7 @@ impl Reporter {
             last_event_ms: Arc::new(AtomicU64::new(0)),
             epoch: Instant::now(),
             cost_usd: 0.0,
-            tz: clock::zone(),
+            tz: super::zone(),
         }
     }
 

@@ -12,7 +12,8 @@ use crate::recovery::policy::Cap;
 use crate::signal::StopCause;
 use crate::state::checkpoint::{Checkpoint, LastError, Usage};
 
-use super::{labelled, plural, words};
+use super::words;
+use crate::text::{labelled, plural};
 
 /// Counts of this process's part of the run, plus the run's totals.
 #[derive(Debug, Clone, Default)]
@@ -210,7 +211,7 @@ pub(crate) fn commits(git: &GitState, this_session: u32) -> String {
         );
     }
     for CommitRecord { hash, key, files, insertions, deletions } in &git.commits[skip..] {
-        let _ = writeln!(s, "    {} {key} ({files} file(s), +{insertions} -{deletions})", super::lines::short(hash));
+        let _ = writeln!(s, "    {} {key} ({files} file(s), +{insertions} -{deletions})", crate::text::short(hash));
     }
     if let Some(p) = &git.pending {
         let _ = writeln!(s, "    pending: the commit of {} (made or found on resume)", p.key);
@@ -226,7 +227,7 @@ const EXCERPT_WIDTH: usize = 160;
 /// The last `n` non-empty lines of `text`, each cut to a readable width.
 fn excerpt(text: &str, n: usize) -> Vec<String> {
     let lines: Vec<&str> = text.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(n)..].iter().map(|l| super::ellipsis(l, EXCERPT_WIDTH)).collect()
+    lines[lines.len().saturating_sub(n)..].iter().map(|l| crate::text::ellipsis(l, EXCERPT_WIDTH)).collect()
 }
 
 #[cfg(test)]

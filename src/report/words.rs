@@ -72,16 +72,6 @@ pub(crate) fn stop_reason(reason: &str, phase: &str) -> String {
     }
 }
 
-/// A place in a list: "first", "second", … "tenth", then "11th".
-pub(crate) fn ordinal(n: usize) -> String {
-    const WORDS: [&str; 10] =
-        ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"];
-    match n.checked_sub(1).and_then(|i| WORDS.get(i)) {
-        Some(word) => (*word).to_string(),
-        None => format!("{n}th"),
-    }
-}
-
 /// The agent a fallover left, where it went, and the round through the chain.
 pub(crate) fn fallover(from: &str, to: &str, rate_limited: bool, round: Option<u32>) -> String {
     let why = if rate_limited {
@@ -110,11 +100,6 @@ mod tests {
         );
         assert_eq!(stop_reason("iteration cap exhausted", "fix"), "the limit [phases.fix] iterations was reached");
         assert_eq!(stop_reason("the agent cancelled the task", "p"), "the agent cancelled the task");
-    }
-
-    #[test]
-    fn places_are_words() {
-        assert_eq!((ordinal(1).as_str(), ordinal(2).as_str(), ordinal(12).as_str()), ("first", "second", "12th"));
     }
 
     #[test]

@@ -41,9 +41,11 @@ impl Registration {
 /// register it (the watchdog registers a run the registry lost the same way).
 pub(crate) fn entry(project: &std::path::Path, loaded: &Loaded, cp: &Checkpoint) -> Entry {
     let run = (cp.run_id.as_str(), cp.status, cp.updated_at.to_string());
+    let env = |name: &str| std::env::var_os(name);
+    let needs = crate::agent::preflight::needs(loaded, &env);
     Entry {
         // A fleet task's run is its supervisor's to resume (docs/fleet.md).
         fleet: crate::fleet::task::registry_mark(project),
-        ..Entry::of_run(project, loaded, run, LockInfo::current(), &|name| std::env::var_os(name))
+        ..Entry::of_run(project, loaded, run, LockInfo::current(), needs, &env)
     }
 }

@@ -16,7 +16,7 @@ use crate::error::RalphError;
 use crate::events::RunEvent;
 use crate::git::session::{self, GitSession, OpenError};
 use crate::report::Reporter;
-use crate::signal::Signals;
+use crate::signal::listen::Signals;
 use crate::state::checkpoint::{Checkpoint, InFlight};
 use crate::state::format::{self, ReadError, Stale};
 use crate::state::hold::Hold;
@@ -155,6 +155,7 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         git: git.is_some(),
         pid: std::process::id(),
         task: fleet.as_ref().map(|f| f.d.task.clone()),
+        tz: crate::report::zone(),
         loaded,
     };
     let ready = Ready {

@@ -4,50 +4,15 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::outcome::StopCause;
+pub(crate) use crate::outcome::{Status, Usage};
 use crate::recovery::Classification;
-use crate::signal::StopCause;
 use crate::workflow::Progress;
 
 /// The format version this ralph writes. It changes only for an incompatible change
 /// (the state-format policy in `docs/operations.md`): a new field is optional with a
 /// default and keeps the version. [`super::format`] reads every version ever written.
 pub(crate) const VERSION: u32 = 1;
-
-crate::named::named! {
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-    pub(crate) enum Status {
-        /// An attempt is running or about to (also what a crashed run leaves behind).
-        Running = "running",
-        /// The user stopped the run (Ctrl+C, `ralph stop`, a SIGTERM of theirs); it
-    /// waits for `--resume`.
-        Paused = "paused",
-        /// Waiting for a rate-limit reset or a backoff to end.
-        Waiting = "waiting",
-        /// Stopped by a SIGTERM of the machine or SIGHUP; a watchdog may resume it.
-        Interrupted = "interrupted",
-        Completed = "completed",
-        /// A cap or budget ran out.
-        Failed = "failed",
-        /// A human must act.
-        Blocked = "blocked",
-    }
-}
-
-impl Status {
-    /// The status of a run stopped by `cause`: the user's Ctrl+C pauses it (it waits
-    /// for `--resume`); SIGTERM and SIGHUP interrupt it (a watchdog may resume it).
-    pub(crate) fn stopped_by(cause: StopCause) -> Status {
-        match cause {
-            StopCause::User | StopCause::Deliberate => Status::Paused,
-            StopCause::Terminate | StopCause::Hangup => Status::Interrupted,
-        }
-    }
-
-    /// Whether a run in this status can be continued with `--resume`.
-    pub(crate) fn unfinished(self) -> bool {
-        !matches!(self, Status::Completed)
-    }
-}
 
 /// The attempt under way when the checkpoint was written.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -87,29 +52,6 @@ pub(crate) struct LastError {
     pub at: jiff::Timestamp,
     /// The failed attempt's transcript, for the summary and `status`.
     pub log: Option<String>,
-}
-
-/// Cost and tokens so far, over all resumes.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Usage {
-    pub cost_usd: f64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-}
-
-impl Usage {
-    /// "$0.1234, 1200 input / 300 output tokens", or `None` when nothing was reported.
-    pub(crate) fn describe(&self) -> Option<String> {
-        (self.cost_usd > 0.0 || self.input_tokens > 0).then(|| {
-            format!("${:.4}, {} input / {} output tokens", self.cost_usd, self.input_tokens, self.output_tokens)
-        })
-    }
-
-    pub(crate) fn add(&mut self, other: &Usage) {
-        self.cost_usd += other.cost_usd;
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-    }
 }
 
 /// `.agent/checkpoint.json`

@@ -99,29 +99,18 @@ pub(crate) enum FleetRole {
 impl Entry {
     /// The entry of the run (or the fleet) `run_id` in `project` under `loaded`, owned
     /// by the process `me` whose environment `env` reads: what a resume by the
-    /// watchdog needs (the names of the credentials it has, never their values).
+    /// watchdog needs; `needs` is what its agents need of that environment, from
+    /// `agent::preflight::needs` (the names of the credentials it has, never their
+    /// values, and the programs they start), so the registry reads no agent itself.
     #[must_use]
     pub(crate) fn of_run(
         project: &Path,
         loaded: &crate::config::Loaded,
         (run_id, status, updated_at): (&str, Status, String),
         me: super::lock::LockInfo,
+        (credential_names, programs): (Vec<String>, Vec<String>),
         env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
     ) -> Entry {
-        use std::collections::BTreeSet;
-        let used: BTreeSet<&String> = loaded.phases.iter().flat_map(|p| p.chain.iter()).collect();
-        let agents: Vec<&crate::config::AgentConfig> =
-            used.iter().filter_map(|name| loaded.config.agents.get(*name)).collect();
-        let present = |name: &str| env(name).is_some_and(|v| !v.is_empty());
-        let credential_names: BTreeSet<String> = agents
-            .iter()
-            .flat_map(|a| {
-                crate::process::env::allowlist(a.kind).iter().map(|s| s.to_string()).chain(a.pass_env.iter().cloned())
-            })
-            .filter(|name| present(name))
-            .collect();
-        let programs: BTreeSet<String> =
-            agents.iter().flat_map(|a| crate::agent::preflight::programs(a)).map(|p| p.display().to_string()).collect();
         let watch = &loaded.config.watch;
         Entry {
             dir: project.to_path_buf(),
@@ -132,8 +121,8 @@ impl Entry {
             boot_id: me.boot_id,
             status,
             config: Some(loaded.path.clone()),
-            credential_names: credential_names.into_iter().collect(),
-            programs: programs.into_iter().collect(),
+            credential_names,
+            programs,
             path: env("PATH").and_then(|path| path.into_string().ok()),
             resume_after_shutdown: watch.resume_after_shutdown,
             max_restarts: watch.max_restarts,
@@ -340,7 +329,8 @@ mod tests {
         };
         let me =
             super::super::lock::LockInfo { pid: 7, host: "h".into(), boot_id: "b".into(), started_at: "now".into() };
-        let entry = Entry::of_run(Path::new("/p"), &loaded, ("r1", Status::Running, "t".into()), me, &env);
+        let needs = crate::agent::preflight::needs(&loaded, &env);
+        let entry = Entry::of_run(Path::new("/p"), &loaded, ("r1", Status::Running, "t".into()), me, needs, &env);
         assert_eq!(entry.credential_names, ["ANTHROPIC_API_KEY", "MY_TOKEN"]);
         assert_eq!(entry.programs, ["claude"]);
         assert_eq!((entry.pid, entry.path.as_deref(), entry.run_id.as_str()), (7, Some("/usr/bin"), "r1"));

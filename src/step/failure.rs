@@ -6,6 +6,7 @@
 //! and the self-contained recovery note left for the next attempt. A launch that
 //! failed before the agent ran is classified by `recovery::spawn`.
 
+use super::trouble;
 use crate::config::{AgentKind, DoneSignal};
 use crate::recovery::classify::{self, EndedBy, Exit};
 use crate::recovery::policy::{self, Facts, Stop};
@@ -14,7 +15,6 @@ use crate::recovery::{Category, Rule, reset};
 use crate::supervise::Detector;
 use crate::supervise::completion::Claim;
 use crate::supervise::excerpt::INTERRUPTION_MARKER;
-use crate::supervise::trouble;
 use crate::workflow::done::SignOff;
 
 use super::carry::Answer;

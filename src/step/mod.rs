@@ -44,6 +44,7 @@ pub(crate) mod outcome;
 pub(crate) mod record;
 pub(crate) mod start;
 pub(crate) mod state;
+pub(crate) mod trouble;
 pub(crate) mod waits;
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! The floor under every transition of the step: it decides nothing about where the
 //! run goes.
 
+use super::trouble;
 use crate::config::Phase;
 use crate::events::RunEvent;
 use crate::recovery::policy::{self, Facts, Limits, Next};
@@ -14,7 +15,6 @@ use crate::state::checkpoint::{LastError, ToolCall};
 use crate::supervise::Detector;
 use crate::supervise::completion::Why;
 use crate::supervise::note::{self, LastTool, NoteContext, ToolState, Trouble};
-use crate::supervise::trouble;
 use crate::workflow::Progress;
 use crate::workflow::done::SignOff;
 
@@ -61,7 +61,7 @@ pub(super) fn intervene(run: &mut RunState, detector: Detector, evidence: &str) 
 /// The policy's decision on a recorded failure.
 pub(super) fn on_failure(run: &mut RunState, failure: &Classification, facts: Facts) -> Next {
     let config = &run.setting.loaded.config;
-    let limits = Limits { retry: &config.retry, max_cycles: config.general.max_cycles };
+    let limits = Limits { retry: &config.retry, max_cycles: config.general.max_cycles, tz: &run.setting.tz };
     policy::on_failure(&mut run.cp.progress, &run.setting.loaded.phases, limits, failure, facts)
 }
 

@@ -44,6 +44,8 @@ pub(crate) struct Setting {
     /// commit, the rate-limit resets shared with the other tasks, the `Ralph-Task:`
     /// trailer.
     pub task: Option<String>,
+    /// The zone times are shown in, read once by the shell at set-up.
+    pub tz: jiff::tz::TimeZone,
 }
 
 /// What the loop is doing now, and what the next answer it waits for decides.

@@ -55,7 +55,7 @@ pub(super) fn rate_limit(run: &mut RunState, at: i64, why: &str) {
     if left == 0 {
         return reset_reached(run);
     }
-    let reset = rate_limit::show_time(at.saturating_sub(rate_limit::MARGIN_SECS));
+    let reset = rate_limit::show_time(at.saturating_sub(rate_limit::MARGIN_SECS), &run.setting.tz);
     let why = format!("{why}: waiting for the reported reset at {reset}");
     wait(run, Duration::from_secs(left), why, Wait::RateLimit { started });
 }

@@ -142,7 +142,7 @@ pub(crate) fn judge(final_message: &str) -> Claim {
 
 /// Collapses whitespace and cuts long words of evidence (160 characters).
 pub(super) fn one_line(text: &str) -> String {
-    crate::report::ellipsis(&text.split_whitespace().collect::<Vec<_>>().join(" "), 160)
+    crate::text::ellipsis(&text.split_whitespace().collect::<Vec<_>>().join(" "), 160)
 }
 
 /// Lowercase (ASCII only, so byte offsets hold) with typographic apostrophes made

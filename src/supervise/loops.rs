@@ -131,7 +131,7 @@ fn sorted(v: &Value) -> Value {
 
 /// `Name(args)`, short enough for a note.
 fn show(call: &Call) -> String {
-    format!("{}({})", call.name, crate::report::ellipsis(&call.args, 80))
+    format!("{}({})", call.name, crate::text::ellipsis(&call.args, 80))
 }
 
 #[cfg(test)]

@@ -6,8 +6,8 @@
 //! ([`detector`]), honest completion in the final
 //! message and the done tags ([`completion`]), which text is the final message
 //! ([`final_message`]) and what of it reaches a commit or the next prompt
-//! ([`excerpt`]), and what went wrong and the recovery note for the next
-//! attempt ([`trouble`], [`note`]). Each
+//! ([`excerpt`]), and the recovery note for the next attempt ([`note`]; what went
+//! wrong in its words is the step's, `step::trouble`). Each
 //! detector decides from values passed in only (no I/O, no clock of its own), so it
 //! is tested with paused time, fixed instants and text corpora, and no processes.
 
@@ -24,7 +24,6 @@ pub(crate) mod note;
 pub(crate) mod storm;
 pub(crate) mod supervisor;
 pub(crate) mod tool_text;
-pub(crate) mod trouble;
 pub(crate) mod watch;
 
 pub(crate) use detector::Detector;

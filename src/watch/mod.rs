@@ -54,7 +54,7 @@ pub(crate) fn hold() -> Result<i32, RalphError> {
     let _pass = pass::pass_lock(&registry);
     let held = book::set_hold(&registry)
         .map_err(|e| RalphError::io(format!("cannot put the watchdog on hold in {}", registry.display()), e))?;
-    let since = crate::report::clock::stamp(&held.since, &crate::report::clock::zone());
+    let since = crate::text::clock::stamp(&held.since, &crate::report::zone());
     println!(
         "ralph watch is on hold since {since}: it resumes and blocks nothing until `ralph watch --release`; \
          `ralph status --all` shows it"

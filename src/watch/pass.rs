@@ -153,7 +153,7 @@ fn pass(registry: &Path, options: &Options, watcher: &mut Watcher) {
         hold: book::hold(registry),
         decisions: Decisions::default(),
         before,
-        tz: crate::report::clock::zone(),
+        tz: crate::report::zone(),
         now: jiff::Timestamp::now().as_second(),
         said: String::new(),
     };

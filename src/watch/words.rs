@@ -146,7 +146,7 @@ fn decision_of(verdict: &Verdict, a: &About<'_>) -> Decision {
             None,
         ),
         Verdict::Held => {
-            let since = a.held_since.map(|at| format!(" since {}", crate::report::clock::stamp(at, a.tz)));
+            let since = a.held_since.map(|at| format!(" since {}", crate::text::clock::stamp(at, a.tz)));
             Decision::new(
                 Word::Held,
                 format!(
@@ -274,12 +274,12 @@ fn interrupted(cp: Option<Seen<'_>>) -> String {
 
 fn at_local(unix: i64, tz: &TimeZone) -> String {
     jiff::Timestamp::from_second(unix)
-        .map_or_else(|_| format!("unix second {unix}"), |at| crate::report::clock::stamp_at(at, tz))
+        .map_or_else(|_| format!("unix second {unix}"), |at| crate::text::clock::stamp_at(at, tz))
 }
 
 /// A duration as a config file spells it: `24h`, `30s`, `1h 30m`.
 fn human(secs: u64) -> String {
-    crate::report::clock::spelled(Duration::from_secs(secs))
+    crate::text::clock::spelled(Duration::from_secs(secs))
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::config::AgentKind;
-use crate::recovery::Category;
+use crate::outcome::Category;
 
 /// The review's verdict in one pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -77,6 +77,7 @@ impl Run {
             git: false,
             pid: 42,
             task: None,
+            tz: jiff::tz::TimeZone::UTC,
             loaded,
         };
         let mut both = (setting, checkpoint(&first));

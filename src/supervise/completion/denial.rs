@@ -582,5 +582,5 @@ fn sentence_around(text: &str, at: usize) -> String {
     let start = sentence_ends(&text[..at]).last().map_or(0, |i| i + 1);
     let end = sentence_ends(&text[at..]).next().map_or(text.len(), |i| at + i);
     let s = text[start..end].trim();
-    crate::report::ellipsis(s, 120)
+    crate::text::ellipsis(s, 120)
 }

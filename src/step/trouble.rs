@@ -1,15 +1,17 @@
 //! What went wrong in an attempt, in the words of the recovery note: from the
 //! classification, ralph's intervention (if it ended the attempt), and what the
 //! agent's final message claimed. Also the "done so far" line from the progress.
+//! Part of the step (pure): it reads the classification (`recovery`), the detectors'
+//! findings and the note's words (`supervise`) and the progress (`workflow`), so it
+//! sits above them all.
 
-use super::ended_by::EndedBy;
 use crate::config::Phase;
 use crate::recovery::{Classification, Rule};
+use crate::supervise::Intervention;
+use crate::supervise::completion::Claim;
+use crate::supervise::ended_by::EndedBy;
+use crate::supervise::note::Trouble;
 use crate::workflow::Progress;
-
-use super::Intervention;
-use super::completion::Claim;
-use super::note::Trouble;
 
 /// The trouble for the note. A claim in words that got here was already asked about
 /// (or could not be), so it gets the plain "no signal" note.

@@ -1,16 +1,12 @@
 //! Times as a person reads them: local wall-clock time in one zone everywhere (the
 //! zone named once, on the first line of a run), countdowns that tick. The journal
-//! and the checkpoint keep UTC; only what is shown is converted.
+//! and the checkpoint keep UTC; only what is shown is converted. Pure: the zone is
+//! passed in (the shell reads it once, `report::zone`).
 
 use std::time::Duration;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-
-/// The zone every shown time is in: the system's (`TZ`, else `/etc/localtime`).
-pub(crate) fn zone() -> TimeZone {
-    TimeZone::system()
-}
 
 /// `HH:MM:SS` of `at` in `tz`.
 pub(crate) fn hms(at: Timestamp, tz: &TimeZone) -> String {

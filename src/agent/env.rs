@@ -8,7 +8,7 @@
 
 use std::sync::LazyLock;
 
-use crate::agent::kinds;
+use super::kinds;
 use crate::config::AgentKind;
 
 /// What every agent gets (patterns, separated by blanks: `*` matches any run of
