@@ -171,8 +171,7 @@ fn inline_paths(code: &str, out: &mut Vec<Vec<String>>) {
 
 /// The files of `src/` outside the tests, by module path, with their code.
 fn read_tree(src: &Path) -> BTreeMap<ModPath, (PathBuf, String)> {
-    let mut files = Vec::new();
-    rust_files(src, &mut files);
+    let files = crate::testkit::rust_files(src);
     let mut tree = BTreeMap::new();
     let mut test_only = BTreeSet::new();
     for file in files {
@@ -187,17 +186,6 @@ fn read_tree(src: &Path) -> BTreeMap<ModPath, (PathBuf, String)> {
     }
     tree.retain(|m: &ModPath, _| !test_only.iter().any(|t| m.starts_with(t)) && m.first().is_none_or(|f| f != "main"));
     tree
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("read src/").flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 /// The import arrows between files: for each file, the files its paths reach.

@@ -7,9 +7,10 @@
 //!   done signals, prompts), `recovery` (classification and policy), `supervise`
 //!   (the attempt's detectors), `signal` (the interrupt state machine), `agent`
 //!   parsers, and `step`, the run's decisions as one step over them.
-//! * shell: `process` (process groups, graceful termination), `state`
-//!   (checkpoint, journal, lock), `run` (the dispatcher loop that carries out the
-//!   step's effects), `report` (what the user sees), `commands` (the subcommands).
+//! * shell: `inputs` (the config, the goal and the templates read), `process`
+//!   (process groups, graceful termination), `state` (checkpoint, journal, lock),
+//!   `run` (the dispatcher loop that carries out the step's effects), `report`
+//!   (what the user sees), `commands` (the subcommands).
 //!
 //! Every module is private to the crate: the binary calls [`main`], and the
 //! benchmarks reach what they measure through the hidden `bench` module.
@@ -28,6 +29,7 @@ mod fleet;
 mod floors;
 mod git;
 mod host_network;
+mod inputs;
 mod named;
 mod notify;
 // Every `unsafe` block lives here, each with its reason.
@@ -43,6 +45,8 @@ mod signal;
 mod state;
 mod step;
 mod supervise;
+#[cfg(test)]
+mod testkit;
 mod watch;
 mod workflow;
 

@@ -191,17 +191,6 @@ mod tests {
         "pidfd_open",
     ];
 
-    fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-        for entry in std::fs::read_dir(dir).expect("read src/").flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                rust_files(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
-
     #[test]
     fn a_local_directory_is_not_shared() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -232,8 +221,7 @@ mod tests {
     #[test]
     fn linux_specific_calls_live_only_here() {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-        let mut files = Vec::new();
-        rust_files(&src, &mut files);
+        let files = crate::testkit::rust_files(&src);
         let mut found = Vec::new();
         for file in files.iter().filter(|f| !f.ends_with("src/os.rs") && !f.starts_with(src.join("os"))) {
             let text = std::fs::read_to_string(file).expect("read a source file");

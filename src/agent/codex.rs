@@ -319,9 +319,10 @@ mod tests {
     use crate::agent::json::fuzz;
     use crate::config::types::AgentConfig;
 
+    use crate::testkit::{result, session, text, thinking, tool_started, unknowns_of};
+
     fn parse_all(lines: &[&str]) -> Vec<AgentEvent> {
-        let mut p = CodexParser::default();
-        lines.iter().flat_map(|l| p.parse_line(l)).collect()
+        crate::testkit::parse_all::<CodexParser>(lines)
     }
 
     const TID: &str = "01a22d66-98fb-72f0-9462-56da3949b4c9";
@@ -346,24 +347,15 @@ mod tests {
         assert_eq!(
             parse_all(&RUN),
             vec![
-                AgentEvent::Session { id: TID.into() },
+                session(TID),
                 AgentEvent::Unknown { kind: "item.completed/error".into() },
                 AgentEvent::Unknown { kind: "turn.started".into() },
-                AgentEvent::ToolStarted {
-                    id: "item_1".into(),
-                    name: "command_execution".into(),
-                    input: json!({ "command": command }),
-                },
+                tool_started("item_1", "command_execution", json!({ "command": command })),
                 AgentEvent::ToolFinished { id: "item_1".into(), is_error: false, output: "".into() },
-                AgentEvent::Thinking { text: "Thinking about it".into() },
-                AgentEvent::Text { text: "Wrote it.\n\n<promise>DONE</promise>".into() },
+                thinking("Thinking about it"),
+                text("Wrote it.\n\n<promise>DONE</promise>"),
                 AgentEvent::Usage { input_tokens: 300, output_tokens: 14, cost_usd: None },
-                AgentEvent::Result {
-                    text: "Wrote it.\n\n<promise>DONE</promise>".into(),
-                    is_error: false,
-                    subtype: "success".into(),
-                    api_error_status: None,
-                },
+                result("Wrote it.\n\n<promise>DONE</promise>", false, "success", None),
             ]
         );
     }
@@ -391,15 +383,7 @@ mod tests {
         let mut p = CodexParser::default();
         p.parse_line(RUN[6]);
         p.parse_line(RUN[2]);
-        assert_eq!(
-            p.parse_line(r#"{"type":"turn.completed"}"#),
-            vec![AgentEvent::Result {
-                text: "".into(),
-                is_error: false,
-                subtype: "success".into(),
-                api_error_status: None
-            }]
-        );
+        assert_eq!(p.parse_line(r#"{"type":"turn.completed"}"#), vec![result("", false, "success", None)]);
     }
 
     #[test]
@@ -468,23 +452,11 @@ mod tests {
         assert_eq!(
             parse_all(&lines),
             vec![
-                AgentEvent::ToolStarted {
-                    id: "item_4".into(),
-                    name: "file_change".into(),
-                    input: json!({"changes": [{"path": "/w/a.txt", "kind": "add"}]}),
-                },
+                tool_started("item_4", "file_change", json!({"changes": [{"path": "/w/a.txt", "kind": "add"}]})),
                 AgentEvent::ToolFinished { id: "item_4".into(), is_error: false, output: "".into() },
-                AgentEvent::ToolStarted {
-                    id: "item_5".into(),
-                    name: "mcp__docs__search".into(),
-                    input: json!({"q": "x"})
-                },
+                tool_started("item_5", "mcp__docs__search", json!({"q": "x"})),
                 AgentEvent::ToolFinished { id: "item_5".into(), is_error: true, output: "boom".into() },
-                AgentEvent::ToolStarted {
-                    id: "item_6".into(),
-                    name: "command_execution".into(),
-                    input: json!({"command": "false"}),
-                },
+                tool_started("item_6", "command_execution", json!({"command": "false"})),
                 AgentEvent::ToolFinished { id: "item_6".into(), is_error: true, output: "oops\n".into() },
                 AgentEvent::Unknown { kind: "item.updated/todo_list".into() },
             ]
@@ -502,13 +474,7 @@ mod tests {
                 r#"{"type":"new.thing"}"#,
                 " "
             ]),
-            vec![
-                AgentEvent::Unknown { kind: "non-json".into() },
-                AgentEvent::Unknown { kind: "non-json".into() },
-                AgentEvent::Unknown { kind: "thread.started".into() },
-                AgentEvent::Unknown { kind: "untyped".into() },
-                AgentEvent::Unknown { kind: "new.thing".into() },
-            ]
+            unknowns_of(&["non-json", "non-json", "thread.started", "untyped", "new.thing"])
         );
     }
 

@@ -301,9 +301,10 @@ mod tests {
     use crate::agent::json::fuzz;
     use serde_json::json;
 
+    use crate::testkit::{result, session, text, tool_started, unknowns_of};
+
     fn parse_all(lines: &[&str]) -> Vec<AgentEvent> {
-        let mut p = GeminiParser::default();
-        lines.iter().flat_map(|l| p.parse_line(l)).collect()
+        crate::testkit::parse_all::<GeminiParser>(lines)
     }
 
     // Captured from Gemini CLI 0.61.0 against tests/integration/fake_gemini.rs.
@@ -323,25 +324,20 @@ mod tests {
             vec![
                 AgentEvent::Unknown { kind: "init".into() },
                 AgentEvent::Unknown { kind: "message/user".into() },
-                AgentEvent::ToolStarted {
-                    id: "write_file__write_file_1796058020558_0".into(),
-                    name: "write_file".into(),
-                    input: json!({"file_path": "out.txt", "content": "hello from gemini\n"}),
-                },
-                AgentEvent::Session { id: SID.into() },
+                tool_started(
+                    "write_file__write_file_1796058020558_0",
+                    "write_file",
+                    json!({"file_path": "out.txt", "content": "hello from gemini\n"})
+                ),
+                session(SID),
                 AgentEvent::ToolFinished {
                     id: "write_file__write_file_1796058020558_0".into(),
                     is_error: false,
                     output: String::new(),
                 },
-                AgentEvent::Text { text: "Wrote it.\n\n<promise>DONE</promise>".into() },
+                text("Wrote it.\n\n<promise>DONE</promise>"),
                 AgentEvent::Usage { input_tokens: 200, output_tokens: 14, cost_usd: None },
-                AgentEvent::Result {
-                    text: "Wrote it.\n\n<promise>DONE</promise>".into(),
-                    is_error: false,
-                    subtype: "success".into(),
-                    api_error_status: None,
-                },
+                result("Wrote it.\n\n<promise>DONE</promise>", false, "success", None),
             ]
         );
     }
@@ -364,9 +360,9 @@ mod tests {
         assert_eq!(
             per_line[5],
             vec![
-                AgentEvent::Text { text: full.into() },
+                text(full),
                 AgentEvent::Usage { input_tokens: 100, output_tokens: 7, cost_usd: None },
-                AgentEvent::Session { id: "19d159ee-d23d-451e-85b8-755a5246dc90".into() },
+                session("19d159ee-d23d-451e-85b8-755a5246dc90"),
                 AgentEvent::Result {
                     text: full.into(),
                     is_error: false,
@@ -381,7 +377,7 @@ mod tests {
     fn text_before_a_tool_call_is_not_the_answer() {
         let before = r#"{"type":"message","role":"assistant","content":"I'll write it.","delta":true}"#;
         let ev = parse_all(&[INIT, before, TOOL_USE, TOOL_RESULT, SUCCESS]);
-        assert_eq!(ev[1], AgentEvent::Text { text: "I'll write it.".into() });
+        assert_eq!(ev[1], text("I'll write it."));
         assert!(matches!(ev.last(), Some(AgentEvent::Result { text, is_error: false, .. }) if text.is_empty()));
         // Two messages around a tool call: the answer is the second.
         let ev = parse_all(&[INIT, before, TOOL_USE, TOOL_RESULT, DONE, SUCCESS]);
@@ -395,11 +391,7 @@ mod tests {
         let whole = r#"{"type":"message","role":"assistant","content":"all at once"}"#;
         assert_eq!(
             parse_all(&[INIT, whole, whole]),
-            vec![
-                AgentEvent::Unknown { kind: "init".into() },
-                AgentEvent::Text { text: "all at once".into() },
-                AgentEvent::Text { text: "all at once".into() }
-            ]
+            vec![AgentEvent::Unknown { kind: "init".into() }, text("all at once"), text("all at once")]
         );
     }
 
@@ -411,12 +403,7 @@ mod tests {
         let ev = parse_all(&[INIT, USER, overloaded]);
         assert_eq!(
             ev.last(),
-            Some(&AgentEvent::Result {
-                text: "[API Error: The model is overloaded. Please try again later.]".into(),
-                is_error: true,
-                subtype: "error".into(),
-                api_error_status: None,
-            })
+            Some(&result("[API Error: The model is overloaded. Please try again later.]", true, "error", None))
         );
         assert!(ev.contains(&AgentEvent::Usage { input_tokens: 0, output_tokens: 0, cost_usd: None }));
         // Nothing was answered: no session to resume (Gemini deleted it).
@@ -441,15 +428,10 @@ mod tests {
         assert_eq!(
             parse_all(&lines)[2..],
             [
-                AgentEvent::Text { text: "Thinking about".into() },
+                text("Thinking about"),
                 AgentEvent::Error { message: "Model stream ended without a finish reason.".into() },
                 AgentEvent::Usage { input_tokens: 100, output_tokens: 7, cost_usd: None },
-                AgentEvent::Result {
-                    text: "Thinking about".into(),
-                    is_error: true,
-                    subtype: "error".into(),
-                    api_error_status: None
-                },
+                result("Thinking about", true, "error", None),
             ]
         );
     }
@@ -487,13 +469,11 @@ mod tests {
         let warning = r#"{"type":"error","severity":"warning","message":"Loop detected, stopping execution"}"#;
         assert_eq!(
             parse_all(&[warning, "not json", "7", r#"{"type":"thought","content":"x"}"#, r#"{"x":1}"#, "  "]),
-            vec![
-                AgentEvent::Error { message: "Loop detected, stopping execution".into() },
-                AgentEvent::Unknown { kind: "non-json".into() },
-                AgentEvent::Unknown { kind: "non-json".into() },
-                AgentEvent::Unknown { kind: "thought".into() },
-                AgentEvent::Unknown { kind: "untyped".into() },
+            [
+                vec![AgentEvent::Error { message: "Loop detected, stopping execution".into() }],
+                unknowns_of(&["non-json", "non-json", "thought", "untyped"])
             ]
+            .concat()
         );
     }
 

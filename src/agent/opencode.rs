@@ -278,9 +278,10 @@ mod tests {
     use crate::config::types::AgentKind;
     use serde_json::json;
 
+    use crate::testkit::{result, session, text, thinking, tool_started, unknowns_of};
+
     fn parse_all(lines: &[&str]) -> Vec<AgentEvent> {
-        let mut p = OpenCodeParser::default();
-        lines.iter().flat_map(|l| p.parse_line(l)).collect()
+        crate::testkit::parse_all::<OpenCodeParser>(lines)
     }
 
     const SID: &str = "ses_dd2997bbeffeB2bE092aBKHs7B";
@@ -298,12 +299,12 @@ mod tests {
         assert_eq!(
             parse_all(&[STEP_START, TOOL_WRITE, STEP_TOOLS, STEP_START, TEXT_DONE, STEP_STOP]),
             vec![
-                AgentEvent::Session { id: SID.into() },
-                AgentEvent::ToolStarted {
-                    id: "call_1".into(),
-                    name: "write".into(),
-                    input: json!({"filePath": "/tmp/ocx/ws/out.txt", "content": "hello from opencode\n"}),
-                },
+                session(SID),
+                tool_started(
+                    "call_1",
+                    "write",
+                    json!({"filePath": "/tmp/ocx/ws/out.txt", "content": "hello from opencode\n"})
+                ),
                 AgentEvent::ToolFinished {
                     id: "call_1".into(),
                     is_error: false,
@@ -311,7 +312,7 @@ mod tests {
                 },
                 AgentEvent::Usage { input_tokens: 100, output_tokens: 20, cost_usd: Some(0.0) },
                 AgentEvent::Unknown { kind: "step_start".into() },
-                AgentEvent::Text { text: "Wrote it.\n\n<promise>DONE</promise>".into() },
+                text("Wrote it.\n\n<promise>DONE</promise>"),
                 AgentEvent::Usage { input_tokens: 150, output_tokens: 10, cost_usd: Some(0.0012) },
             ]
         );
@@ -324,11 +325,7 @@ mod tests {
         assert_eq!(
             ev[1..],
             [
-                AgentEvent::ToolStarted {
-                    id: "call_9".into(),
-                    name: "read".into(),
-                    input: json!({"filePath": "/nonexistent/x"}),
-                },
+                tool_started("call_9", "read", json!({"filePath": "/nonexistent/x"})),
                 AgentEvent::ToolFinished {
                     id: "call_9".into(),
                     is_error: true,
@@ -349,7 +346,7 @@ mod tests {
         assert_eq!(
             ev,
             vec![
-                AgentEvent::Session { id: "s".into() },
+                session("s"),
                 AgentEvent::ToolStarted { id: "c1".into(), name: "bash".into(), input: json!({"command": "ls"}) },
                 AgentEvent::Unknown { kind: "tool_use".into() },
                 AgentEvent::ToolFinished { id: "c1".into(), is_error: false, output: "a\nb".into() },
@@ -360,7 +357,7 @@ mod tests {
     #[test]
     fn reasoning_is_thinking() {
         let line = r#"{"type":"reasoning","timestamp":1796058221365,"sessionID":"ses_dd2968123ffemyhjPutRdo40Ny","part":{"id":"prt_22d698ade001HIKEvn7IQCNgFl","messageID":"msg_22d6988e6001WCBldQsBQFo4H1","sessionID":"ses_dd2968123ffemyhjPutRdo40Ny","type":"reasoning","text":"Let me think.","time":{"start":1796058221278,"end":1796058221285}}}"#;
-        assert_eq!(parse_all(&[line])[1], AgentEvent::Thinking { text: "Let me think.".into() });
+        assert_eq!(parse_all(&[line])[1], thinking("Let me think."));
     }
 
     #[test]
@@ -371,14 +368,7 @@ mod tests {
         let c = r#"{"type":"step_start","part":{"sessionID":"ses_c"}}"#;
         assert_eq!(
             parse_all(&[a, a, b, c]),
-            vec![
-                AgentEvent::Session { id: "ses_a".into() },
-                AgentEvent::Text { text: "a".into() },
-                AgentEvent::Text { text: "a".into() },
-                AgentEvent::Session { id: "ses_b".into() },
-                AgentEvent::Text { text: "b".into() },
-                AgentEvent::Session { id: "ses_c".into() },
-            ]
+            vec![session("ses_a"), text("a"), text("a"), session("ses_b"), text("b"), session("ses_c")]
         );
     }
 
@@ -390,18 +380,13 @@ mod tests {
         assert_eq!(
             ev,
             vec![
-                AgentEvent::Session { id: "ses_dd298f1dfffeYbXARa6czKjW1e".into() },
+                session("ses_dd298f1dfffeYbXARa6czKjW1e"),
                 AgentEvent::Error { message: "APIError: fake error 529".into() },
                 AgentEvent::Error {
                     message: r#"{"error": {"message": "fake error 529", "type": "x", "code": null}}"#.into()
                 },
                 AgentEvent::Error { message: "retry-after: 0".into() },
-                AgentEvent::Result {
-                    text: "fake error 529".into(),
-                    is_error: true,
-                    subtype: "APIError".into(),
-                    api_error_status: Some(529),
-                },
+                result("fake error 529", true, "APIError", Some(529)),
             ]
         );
         let auth = r#"{"type":"error","timestamp":1796058080033,"sessionID":"ses_dd298f469ffeqwWe6VzWs3ifog","error":{"name":"APIError","data":{"message":"Incorrect API key provided: dummy-key.","statusCode":401,"isRetryable":false,"responseBody":""}}}"#;
@@ -409,12 +394,7 @@ mod tests {
             parse_all(&[auth])[1..],
             [
                 AgentEvent::Error { message: "APIError: Incorrect API key provided: dummy-key.".into() },
-                AgentEvent::Result {
-                    text: "Incorrect API key provided: dummy-key.".into(),
-                    is_error: true,
-                    subtype: "APIError".into(),
-                    api_error_status: Some(401),
-                },
+                result("Incorrect API key provided: dummy-key.", true, "APIError", Some(401)),
             ]
         );
     }
@@ -436,12 +416,7 @@ mod tests {
             parse_all(&[timed_out])[1..],
             [
                 AgentEvent::Error { message: "UnknownError: The operation timed out.".into() },
-                AgentEvent::Result {
-                    text: "The operation timed out.".into(),
-                    is_error: true,
-                    subtype: "UnknownError".into(),
-                    api_error_status: None,
-                },
+                result("The operation timed out.", true, "UnknownError", None),
             ]
         );
         let bare = [r#"{"type":"error","error":{"name":"MessageAbortedError"}}"#, r#"{"type":"error","error":"boom"}"#];
@@ -464,15 +439,7 @@ mod tests {
                 r#"{"foo":1}"#,
                 "  ",
             ]),
-            vec![
-                AgentEvent::Unknown { kind: "non-json".into() },
-                AgentEvent::Unknown { kind: "non-json".into() },
-                AgentEvent::Unknown { kind: "step_start".into() },
-                AgentEvent::Unknown { kind: "text".into() },
-                AgentEvent::Unknown { kind: "tool_use".into() },
-                AgentEvent::Unknown { kind: "step_finish".into() },
-                AgentEvent::Unknown { kind: "untyped".into() },
-            ]
+            unknowns_of(&["non-json", "non-json", "step_start", "text", "tool_use", "step_finish", "untyped"])
         );
     }
 

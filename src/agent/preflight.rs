@@ -56,3 +56,33 @@ pub(crate) fn check_used(loaded: &Loaded, cwd: &Path) -> Vec<String> {
         .filter_map(|(name, cfg)| check_agent(name, cfg, cwd).err())
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_agents_a_chain_uses_are_checked_each_problem_in_a_sentence() {
+        let source = r#"
+[agents.used]
+kind = "command"
+command = ["/nonexistent/used-agent", "{prompt}"]
+[agents.spare]
+kind = "command"
+command = ["/nonexistent/spare-agent", "{prompt}"]
+[agents.sim]
+kind = "sim"
+[[agents.sim.script]]
+steps = [{ done = "ok" }]
+[chains]
+main = ["used", "sim"]
+[phases.p]
+chain = "main"
+"#;
+        let loaded = crate::config::parse(Path::new("ralph.toml"), source).unwrap();
+        let problems = check_used(&loaded, Path::new("/"));
+        assert_eq!(problems.len(), 1, "the spare agent is not checked, the scripted one has no program: {problems:?}");
+        assert!(problems[0].starts_with("agent used: "), "{problems:?}");
+        assert!(problems[0].ends_with("or set [agents.used] command"), "{problems:?}");
+    }
+}

@@ -12,8 +12,8 @@ pub(crate) fn main(dir: &Path, config: Option<&Path>, keep: Option<u32>) -> Resu
         Some(0) => return Err(RalphError::Usage("--keep must be at least 1".into())),
         Some(n) => n,
         // Without a config here, the default.
-        None => match crate::run::config_file::find(dir, config) {
-            Ok(path) => crate::run::config_file::load(&path)?.config.logs.keep_runs,
+        None => match crate::inputs::find_config(dir, config) {
+            Ok(path) => crate::inputs::load_config(&path)?.config.logs.keep_runs,
             Err(_) if config.is_none() => crate::config::Config::default().logs.keep_runs,
             Err(e) => return Err(e.into()),
         },

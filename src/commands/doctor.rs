@@ -31,8 +31,8 @@ impl Check {
 }
 
 pub(crate) fn main(dir: &Path, config_path: Option<&Path>, json: bool) -> Result<i32, RalphError> {
-    let path = crate::run::config_file::find(dir, config_path)?;
-    let loaded = crate::run::config_file::load(&path)?;
+    let path = crate::inputs::find_config(dir, config_path)?;
+    let loaded = crate::inputs::load_config(&path)?;
     let mut checks = vec![Check::new(true, format!("config {} is valid", path.display()))];
     let goal = dir.join(&loaded.config.general.prompt);
     checks.push(match std::fs::read_to_string(&goal) {
@@ -96,7 +96,7 @@ fn secrets(dir: &Path, loaded: &crate::config::Loaded) -> Vec<Check> {
             families.join(", ")
         ),
     )];
-    for warning in crate::run::setup::secrets_in_inputs(dir, loaded) {
+    for warning in crate::inputs::credentials(dir, loaded) {
         out.push(Check { ok: false, what: warning.to_string().replace('\n', " "), note: true });
     }
     let crate::git::repo::Discovery::Repo(repo) = crate::git::repo::Repo::discover(dir) else {

@@ -31,7 +31,7 @@ pub(crate) struct Preview {
 }
 
 pub(crate) fn main(dir: &Path, config_path: Option<&Path>, from: Option<&str>) -> Result<i32, RalphError> {
-    let (loaded, goal, templates) = crate::run::setup::read_config_and_goal(dir, config_path)?;
+    let (loaded, goal, templates) = crate::inputs::read_config_and_goal(dir, config_path)?;
     let prompt_path = dir.join(&loaded.config.general.prompt);
     let artifacts = dir.join(".agent").join("artifacts");
     let start = match from {
@@ -49,7 +49,7 @@ pub(crate) fn main(dir: &Path, config_path: Option<&Path>, from: Option<&str>) -
         println!("{note}\n");
     }
     let previews = previews(dir, &loaded, &goal, &templates, first, from_start);
-    for warning in crate::run::setup::secrets_in_inputs(dir, &loaded) {
+    for warning in crate::inputs::credentials(dir, &loaded) {
         println!("{warning}");
     }
     // What the agent would get, as everything ralph shows: redacted.

@@ -106,7 +106,7 @@ fn offline(found: &Found) -> Result<Book, RalphError> {
     let fleet = crate::fleet::setup::read_state(&found.paths.state())?
         .ok_or_else(|| RalphError::Usage(format!("no fleet in {}; `ralph fleet` starts one", found.top.display())))?;
     let repo = crate::git::repo::Repo::at(&found.top);
-    let loaded = crate::run::config_file::load(&fleet.config)?;
+    let loaded = crate::inputs::load_config(&fleet.config)?;
     let paths = Paths::new(&found.top, fleet.worktrees.clone());
     Ok(Book::new(repo, paths, loaded, fleet, None))
 }

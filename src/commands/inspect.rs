@@ -39,7 +39,7 @@ pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
 /// What changed since the checkpoint (config, goal, phases, agents) and what a
 /// resume will therefore do.
 fn since(dir: &Path, cp: &Checkpoint) -> String {
-    let loaded = match crate::run::config_file::find(dir, None).and_then(|path| crate::run::config_file::load(&path)) {
+    let loaded = match crate::inputs::find_config(dir, None).and_then(|path| crate::inputs::load_config(&path)) {
         Ok(loaded) => loaded,
         Err(e) => return format!("  since the run started: cannot read the current config ({e})\n"),
     };

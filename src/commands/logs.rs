@@ -22,7 +22,7 @@ pub(crate) fn main(dir: &Path, config: Option<&Path>, follow: bool) -> Result<i3
     let logs = dir.join(".agent").join("logs");
     let run = current_run(dir, &logs)
         .ok_or_else(|| RalphError::Usage(format!("no attempt logs in {}: no run has started here", logs.display())))?;
-    let loaded = crate::run::config_file::find(dir, config).ok().and_then(|p| crate::run::config_file::load(&p).ok());
+    let loaded = crate::inputs::find_config(dir, config).ok().and_then(|p| crate::inputs::load_config(&p).ok());
     let mut shown: Option<u32> = None;
     loop {
         let Some((number, path)) = last_attempt(&run, shown) else {

@@ -70,8 +70,8 @@ pub(crate) fn next(dir: &Path, cp: &Checkpoint) -> Option<String> {
             );
         }
     };
-    let path = crate::run::config_file::find(dir, None).ok();
-    let loaded = path.as_deref().and_then(|p| crate::run::config_file::load(p).ok());
+    let path = crate::inputs::find_config(dir, None).ok();
+    let loaded = path.as_deref().and_then(|p| crate::inputs::load_config(p).ok());
     let (config, path) = match &loaded {
         Some(loaded) => (loaded.config.clone(), loaded.path.clone()),
         None => (crate::config::Config::default(), std::path::PathBuf::from(&cp.config_path)),

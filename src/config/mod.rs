@@ -1,5 +1,5 @@
 //! Parsing and validating `ralph.toml` (pure: finding and reading the file is the
-//! shell's, `run::config_file`).
+//! shell's, `inputs`).
 //!
 //! `parse` turns a file's text into a [`Loaded`] configuration or a [`ConfigError`] that names
 //! the file, line and column, the key, and what is allowed. Everything that can be

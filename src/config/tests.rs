@@ -364,27 +364,31 @@ fn done_signals() {
     assert_has(&e, &["ralph.toml:10:9:", "[phases.p] until", "`complete`"]);
 }
 
-const COMMAND: &str = r#"
-[agents.a]
-kind = "command"
-command = ["./agent", "{prompt}"]
-[chains]
-main = ["a"]
-[phases.p]
-chain = "main"
-"#;
+/// The agent table of [`BASE`], its script included.
+const SIM: &str = "kind = \"sim\"\n[[agents.a.script]]\nsteps = [{ done = \"ok\" }]\n";
+
+/// [`BASE`] with an agent of kind `kind` and the keys `keys`, without a script.
+fn of_kind(kind: &str, keys: &str) -> String {
+    BASE.replace(SIM, &format!("kind = \"{kind}\"\n{keys}"))
+}
+
+/// [`BASE`] with a command agent.
+fn command() -> String {
+    of_kind("command", "command = [\"./agent\", \"{prompt}\"]\n")
+}
 
 #[test]
 fn per_kind_keys() {
-    load(COMMAND);
-    let e = err(&COMMAND.replace("\"./agent\", \"{prompt}\"", "\"./agent\""));
+    let command = command();
+    load(&command);
+    let e = err(&command.replace("\"./agent\", \"{prompt}\"", "\"./agent\""));
     assert_has(&e, &["ralph.toml:4:1:", "[agents.a] command has no {prompt}"]);
-    let e = err(&COMMAND.replace("command = [\"./agent\", \"{prompt}\"]\n", ""));
+    let e = err(&command.replace("command = [\"./agent\", \"{prompt}\"]\n", ""));
     assert_has(&e, &["ralph.toml:2:9:", "[agents.a] command is required for kind = \"command\""]);
-    let e = err(&format!("{COMMAND}[agents.a.env]\nX = \"1\"\n")
+    let e = err(&format!("{command}[agents.a.env]\nX = \"1\"\n")
         .replace("kind = \"command\"", "kind = \"command\"\nresume = [\"./agent\"]"));
     assert_has(&e, &["ralph.toml:4:1:", "[agents.a] resume", "{session}"]);
-    let e = err(&COMMAND.replace("kind = \"command\"", "kind = \"command\"\nmodel = \"x\""));
+    let e = err(&command.replace("kind = \"command\"", "kind = \"command\"\nmodel = \"x\""));
     assert_has(&e, &["ralph.toml:4:1:", "[agents.a] model is not allowed for kind = \"command\""]);
     let e = err(&BASE.replace("kind = \"sim\"", "kind = \"sim\"\ncommand = [\"x\"]"));
     assert_has(&e, &["ralph.toml:4:1:", "[agents.a] command is not allowed for kind = \"sim\""]);
@@ -399,8 +403,7 @@ fn per_kind_keys() {
 #[test]
 fn every_agent_kind_loads() {
     for kind in ["claude", "codex", "opencode", "gemini"] {
-        let config = BASE.replace("kind = \"sim\"", &format!("kind = \"{kind}\""));
-        let config = config.replace("[[agents.a.script]]\nsteps = [{ done = \"ok\" }]\n", "");
+        let config = of_kind(kind, "");
         assert!(parse(Path::new("ralph.toml"), &config).is_ok(), "{kind}: {config}");
     }
 }
@@ -427,8 +430,7 @@ fn bad_names_and_probes() {
 
 #[test]
 fn permission_modes_are_checked_per_kind() {
-    let claude = BASE.replace("kind = \"sim\"", "kind = \"claude\"\npermission_mode = \"bypassPermissions\"");
-    let claude = claude.replace("[[agents.a.script]]\nsteps = [{ done = \"ok\" }]\n", "");
+    let claude = of_kind("claude", "permission_mode = \"bypassPermissions\"\n");
     assert!(parse(Path::new("ralph.toml"), &claude).is_ok());
     let wrong = claude.replace("bypassPermissions", "yolo");
     assert_has(
@@ -443,53 +445,47 @@ fn permission_modes_are_checked_per_kind() {
     assert_has(&err(&sim), &["permission_mode is not allowed for kind = \"sim\""]);
 }
 
-/// Phases r, f and c, in that order, for the repeat tests.
-const THREE: &str = r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ done = "ok" }]
-[chains]
-main = ["a"]
-[phases.r]
-chain = "main"
-[phases.f]
-chain = "main"
-[phases.c]
-chain = "main"
-"#;
+/// [`BASE`] with phases r, f and c, in that order, for the repeat tests.
+fn three() -> String {
+    let phases: String = ["r", "f", "c"].iter().map(|p| format!("[phases.{p}]\nchain = \"main\"\n")).collect();
+    BASE.replace("[phases.p]\nchain = \"main\"\n", &phases)
+}
+
+/// [`three`] with `repeat = ENTRY` in `[general.workflow]`, on line 2.
+fn repeat(entry: &str) -> String {
+    format!("[general.workflow]\nrepeat = {entry}\n{}", three())
+}
 
 #[test]
 fn repeat_resolves_to_a_group_of_phase_indices() {
-    let loaded = load(&format!("[general.workflow]\nrepeat = {{ phases = [\"r\", \"f\"], passes = 3 }}\n{THREE}"));
+    let loaded = load(&repeat("{ phases = [\"r\", \"f\"], passes = 3 }"));
     assert_eq!(loaded.repeat, Some(super::RepeatGroup { first: 0, last: 1, passes: 3 }));
-    let loaded = load(&format!("[general.workflow]\nrepeat = {{ phases = [\"f\"], passes = 1 }}\n{THREE}"));
+    let loaded = load(&repeat("{ phases = [\"f\"], passes = 1 }"));
     assert_eq!(loaded.repeat, Some(super::RepeatGroup { first: 1, last: 1, passes: 1 }));
-    assert_eq!(load(THREE).repeat, None);
+    assert_eq!(load(&three()).repeat, None);
 }
 
 #[test]
 fn repeat_errors_point_at_the_key() {
-    let e = err(&format!("[general.workflow]\nrepeat = {{ phases = [\"r\", \"fx\"], passes = 3 }}\n{THREE}"));
+    let e = err(&repeat("{ phases = [\"r\", \"fx\"], passes = 3 }"));
     assert_has(&e, &["ralph.toml:2:", "repeat lists phase `fx`", "did you mean `f`?"]);
-    let e = err(&format!("[general.workflow]\nrepeat = {{ phases = [\"r\", \"c\"], passes = 3 }}\n{THREE}"));
+    let e = err(&repeat("{ phases = [\"r\", \"c\"], passes = 3 }"));
     assert_has(&e, &["ralph.toml:2:", "must be consecutive", "`c` does not follow `r`"]);
-    let e = err(&format!("[general.workflow]\nrepeat = {{ phases = [\"f\", \"r\"], passes = 3 }}\n{THREE}"));
+    let e = err(&repeat("{ phases = [\"f\", \"r\"], passes = 3 }"));
     assert_has(&e, &["must be consecutive"]);
-    let e = err(&format!("[general.workflow]\nrepeat = {{ phases = [\"r\", \"r\"], passes = 3 }}\n{THREE}"));
+    let e = err(&repeat("{ phases = [\"r\", \"r\"], passes = 3 }"));
     assert_has(&e, &["must be consecutive"]);
-    let e = err(&format!("[general.workflow]\nrepeat = {{ phases = [], passes = 3 }}\n{THREE}"));
+    let e = err(&repeat("{ phases = [], passes = 3 }"));
     assert_has(&e, &["ralph.toml:2:12:", "repeat phases is empty"]);
-    let e = err(&format!("[general.workflow]\nrepeat = {{ phases = [\"r\"], passes = 0 }}\n{THREE}"));
+    let e = err(&repeat("{ phases = [\"r\"], passes = 0 }"));
     assert_has(&e, &["ralph.toml:2:", "passes must be at least 1, not 0"]);
-    let e = err(&format!("[general.workflow]\nrepeat = {{ phases = [\"r\"], passes = -1 }}\n{THREE}"));
+    let e = err(&repeat("{ phases = [\"r\"], passes = -1 }"));
     assert_has(&e, &["ralph.toml:2:", "passes", "a whole number ≥ 1"]);
-    let e = err(&format!("[general.workflow]\nrepeat = {{ phases = [\"r\"] }}\n{THREE}"));
+    let e = err(&repeat("{ phases = [\"r\"] }"));
     assert_has(&e, &["ralph.toml:2:", "missing key `passes`", "passes = 3"]);
-    let e =
-        err(&format!("[general.workflow]\nrepeat = {{ phases = [\"r\"], passes = 2, until = \"clean\" }}\n{THREE}"));
+    let e = err(&repeat("{ phases = [\"r\"], passes = 2, until = \"clean\" }"));
     assert_has(&e, &["ralph.toml:2:", "unknown key `until`"]);
-    let e = err(&format!("[general]\nrepeat = {{ phases = [\"r\"], passes = 2 }}\n{THREE}"));
+    let e = err(&format!("[general]\nrepeat = {{ phases = [\"r\"], passes = 2 }}\n{}", three()));
     assert_has(&e, &["ralph.toml:2:1:", "belongs in [general.workflow]"]);
 }
 
@@ -551,8 +547,9 @@ fn a_size_reads_back_as_it_is_written() {
 
 #[test]
 fn error_patterns_are_regular_expressions_of_command_agents() {
-    let with =
-        |pattern: &str| format!("{COMMAND}[[agents.a.errors]]\npattern = '{pattern}'\ncategory = \"environmental\"\n");
+    let with = |pattern: &str| {
+        format!("{}[[agents.a.errors]]\npattern = '{pattern}'\ncategory = \"environmental\"\n", command())
+    };
     let loaded = load(&with(r"quota resets in (?P<reset_in>\d+)s"));
     assert_eq!(loaded.config.agents["a"].errors.len(), 1);
     let e = err(&with("unclosed ("));

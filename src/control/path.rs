@@ -157,8 +157,7 @@ mod tests {
 
     #[test]
     fn a_shared_directory_open_to_others_or_not_a_directory_is_refused() {
-        let tmp = tempfile::tempdir().unwrap();
-        let open = tmp.path().join("open");
+        let (tmp, open) = crate::testkit::temp_file("open");
         std::fs::create_dir(&open).unwrap();
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
         assert!(shared_dir(&open).unwrap_err().contains("open to others"));

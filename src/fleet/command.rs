@@ -101,8 +101,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_command_is_timed_out_with_its_group_and_its_output_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("check.log");
+        let (dir, log) = crate::testkit::temp_file("check.log");
         let argv = ["sh", "-c", "echo one; echo two >&2; exit 3"].map(String::from);
         let ended = run(&argv, dir.path(), Duration::from_secs(30), &log).await.unwrap();
         assert_eq!(ended, Ended::Code(3));

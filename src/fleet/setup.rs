@@ -88,9 +88,9 @@ fn too_old(version: &str) -> Option<String> {
 
 /// The config of the main checkout, checked for what a fleet needs.
 pub(crate) fn config(top: &Path, explicit: Option<&Path>) -> Result<Loaded, RalphError> {
-    let path = crate::run::config_file::find(top, explicit)?;
+    let path = crate::inputs::find_config(top, explicit)?;
     let path = std::fs::canonicalize(&path).unwrap_or(path);
-    let loaded = crate::run::config_file::load(&path)?;
+    let loaded = crate::inputs::load_config(&path)?;
     if loaded.config.git.commit == CommitMode::Off {
         return Err(RalphError::Usage(format!(
             "[git] commit = \"off\" in {}: a fleet's tasks would commit nothing, so nothing could land; remove the \

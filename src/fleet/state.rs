@@ -362,8 +362,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_saved_state_reads_back() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("fleet.json");
+        let (dir, path) = crate::testkit::temp_file("fleet.json");
         let mut f = fleet();
         f.tasks.insert("a".into(), Task::new("tasks/a.md", 1, "ralph/a".into()));
         save(&path, &mut f).unwrap();

@@ -472,24 +472,16 @@ mod tests {
 
     #[test]
     fn a_task_takes_its_goal_and_relative_paths_from_the_main_checkout() {
-        let dir = tempfile::tempdir().unwrap();
-        let wt = dir.path().join("wt");
+        let (dir, wt) = crate::testkit::temp_file("wt");
         std::fs::create_dir_all(&wt).unwrap();
-        let source = r#"
-[general]
-max_cost_usd = 10.0
-[git]
-branch = "mine"
-[agents.a]
-kind = "command"
-command = ["./bin/agent", "{prompt}"]
-[chains]
-main = ["a"]
-[phases.develop]
-chain = "main"
-prompt = "prompts/dev.md"
-"#;
-        let mut loaded = crate::config::parse(Path::new("/r/ralph.toml"), source).unwrap();
+        let agent = crate::testkit::one_agent_config(
+            "a",
+            r#"kind = "command"
+command = ["./bin/agent", "{prompt}"]"#,
+            "prompt = \"prompts/dev.md\"\n",
+        );
+        let source = format!("[general]\nmax_cost_usd = 10.0\n[git]\nbranch = \"mine\"\n{agent}");
+        let mut loaded = crate::config::parse(Path::new("/r/ralph.toml"), &source).unwrap();
         let mut d = Descriptor::new("f", "t", Path::new("/r"), "/r/tasks/t.md".into(), "/r/ralph.toml".into());
         d.max_cost_usd = Some(4.0);
         write_descriptor(&wt, &d).unwrap();
@@ -501,7 +493,7 @@ prompt = "prompts/dev.md"
         assert_eq!(loaded.config.agents["a"].command.as_ref().unwrap()[0], "/r/./bin/agent");
         assert_eq!(registry_mark(&wt).and_then(|m| m.task), Some("t".to_string()));
         // A plain directory is left alone.
-        let mut plain = crate::config::parse(Path::new("/p/ralph.toml"), source).unwrap();
+        let mut plain = crate::config::parse(Path::new("/p/ralph.toml"), &source).unwrap();
         adapt(dir.path(), &mut plain);
         assert_eq!(plain.config.git.branch.as_deref(), Some("mine"));
     }

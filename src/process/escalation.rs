@@ -45,22 +45,31 @@ impl Escalation {
 mod tests {
     use super::*;
 
+    /// An escalation started at `first` whose grace runs out `times` times: the
+    /// signals it sent, each with the grace to wait (checked), and the escalation.
+    fn escalated(first: Signal, times: usize) -> (Escalation, Vec<Signal>) {
+        let g = Duration::from_secs(10);
+        let (mut e, step) = Escalation::start_with(first, g);
+        let steps: Vec<Step> = std::iter::once(step).chain((0..times).map(|_| e.grace_elapsed())).collect();
+        let signals = steps
+            .into_iter()
+            .map(|step| match step {
+                Step::Send { signal, wait } if wait == Some(g) => signal,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        (e, signals)
+    }
+
     #[test]
     fn escalates_int_term_kill() {
-        let g = Duration::from_secs(10);
-        let (mut e, first) = Escalation::start_with(Signal::SIGINT, g);
-        assert_eq!(first, Step::Send { signal: Signal::SIGINT, wait: Some(g) });
-        assert_eq!(e.grace_elapsed(), Step::Send { signal: Signal::SIGTERM, wait: Some(g) });
-        assert_eq!(e.grace_elapsed(), Step::Send { signal: Signal::SIGKILL, wait: Some(g) });
-        assert_eq!(e.grace_elapsed(), Step::Send { signal: Signal::SIGKILL, wait: Some(g) });
+        let (e, sent) = escalated(Signal::SIGINT, 3);
+        assert_eq!(sent, [Signal::SIGINT, Signal::SIGTERM, Signal::SIGKILL, Signal::SIGKILL]);
         assert_eq!(e.last_signal(), Signal::SIGKILL);
     }
 
     #[test]
     fn an_agent_that_ignores_sigint_starts_at_sigterm() {
-        let g = Duration::from_secs(10);
-        let (mut e, first) = Escalation::start_with(Signal::SIGTERM, g);
-        assert_eq!(first, Step::Send { signal: Signal::SIGTERM, wait: Some(g) });
-        assert_eq!(e.grace_elapsed(), Step::Send { signal: Signal::SIGKILL, wait: Some(g) });
+        assert_eq!(escalated(Signal::SIGTERM, 1).1, [Signal::SIGTERM, Signal::SIGKILL]);
     }
 }

@@ -308,17 +308,24 @@ pub(crate) fn agent_backoff(retry: &Retry, n: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::DoneSignal;
 
     fn phase(name: &str, chain: &[&str], iterations: u32, until_complete: bool) -> Phase {
-        Phase {
-            name: name.into(),
-            chain_name: "main".into(),
-            chain: chain.iter().map(|s| s.to_string()).collect(),
-            iterations,
-            until_complete,
-            done: DoneSignal::Tag,
-            prompt: None,
+        Phase { iterations, until_complete, ..crate::testkit::phase(name, chain) }
+    }
+
+    /// One phase `dev` of one iteration on `chain`, and a run standing at its start.
+    fn dev(chain: &[&str]) -> ([Phase; 1], Progress) {
+        ([phase("dev", chain, 1, false)], Progress::new("dev"))
+    }
+
+    /// `next` stops the run failed on `cap`, its message starting with `starts`.
+    #[track_caller]
+    fn assert_failed_on(next: Next, cap: Cap, starts: &str) {
+        match next {
+            Next::Stop(Stop::Failed { cap: c, message }) if c == cap => {
+                assert!(message.starts_with(starts), "{message}")
+            }
+            other => panic!("{other:?}"),
         }
     }
 
@@ -491,8 +498,7 @@ mod tests {
     #[test]
     fn agent_failures_resume_then_fall_over_then_exhaust_cycles() {
         let retry = Retry { agent_attempts: 2, ..Retry::default() };
-        let phases = [phase("dev", &["a", "b"], 1, false)];
-        let mut p = Progress::new("dev");
+        let (phases, mut p) = dev(&["a", "b"]);
         let f = agent_failure();
         assert_eq!(
             on_failure(&mut p, &phases, limits(&retry), &f, facts(Some("s1".into()))),
@@ -513,19 +519,17 @@ mod tests {
         let _ = on_failure(&mut p, &phases, limits(&retry), &f, facts(None));
         let _ = on_failure(&mut p, &phases, limits(&retry), &f, facts(None));
         let _ = on_failure(&mut p, &phases, limits(&retry), &f, facts(None));
-        match on_failure(&mut p, &phases, limits(&retry), &f, facts(None)) {
-            Next::Stop(Stop::Failed { cap: Cap::MaxCycles, message }) => {
-                assert!(message.starts_with("max_cycles exhausted"))
-            }
-            other => panic!("{other:?}"),
-        }
+        assert_failed_on(
+            on_failure(&mut p, &phases, limits(&retry), &f, facts(None)),
+            Cap::MaxCycles,
+            "max_cycles exhausted",
+        );
     }
 
     #[test]
     fn fresh_session_failures_drop_the_session() {
         let retry = Retry { agent_attempts: 3, ..Retry::default() };
-        let phases = [phase("dev", &["a"], 1, false)];
-        let mut p = Progress::new("dev");
+        let (phases, mut p) = dev(&["a"]);
         let mut f = Classification::new(Category::Agent, Rule::SessionNotFound, "unknown session");
         f.fresh_session = true;
         assert_eq!(
@@ -538,8 +542,7 @@ mod tests {
     #[test]
     fn environmental_failures_cost_no_budget() {
         let retry = Retry { agent_attempts: 1, ..Retry::default() };
-        let phases = [phase("dev", &["a"], 1, false)];
-        let mut p = Progress::new("dev");
+        let (phases, mut p) = dev(&["a"]);
         let env = Classification::new(Category::Environmental, Rule::ProviderOverloaded, "529");
         for _ in 0..10 {
             assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &env, facts(None)), Next::Retry { .. }));
@@ -551,8 +554,7 @@ mod tests {
     #[test]
     fn tool_unavailable_starts_fresh_until_its_own_cap() {
         let retry = Retry { agent_attempts: 1, tool_registry_resets: 2, ..Retry::default() };
-        let phases = [phase("dev", &["a", "b"], 1, false)];
-        let mut p = Progress::new("dev");
+        let (phases, mut p) = dev(&["a", "b"]);
         let mut f = Classification::new(Category::Agent, Rule::ToolUnavailable, "No such tool available: mcp__x");
         f.fresh_session = true;
         f.reset_tool_registry = true;
@@ -564,19 +566,17 @@ mod tests {
             assert_eq!(p.resume_session, None);
             assert_eq!(p.position.agent_index, 0, "no agent budget is used");
         }
-        match on_failure(&mut p, &phases, limits(&retry), &f, facts(None)) {
-            Next::Stop(Stop::Failed { cap: Cap::ToolRegistryResets, message }) => {
-                assert!(message.starts_with("tool-registry-reset exhausted"))
-            }
-            other => panic!("{other:?}"),
-        }
+        assert_failed_on(
+            on_failure(&mut p, &phases, limits(&retry), &f, facts(None)),
+            Cap::ToolRegistryResets,
+            "tool-registry-reset exhausted",
+        );
     }
 
     #[test]
     fn user_config_blocks_and_ambiguous_is_capped() {
         let retry = Retry { ambiguous_attempts: 2, ..Retry::default() };
-        let phases = [phase("dev", &["a"], 1, false)];
-        let mut p = Progress::new("dev");
+        let (phases, mut p) = dev(&["a"]);
         let uc = Classification::new(Category::UserConfig, Rule::AuthFailed, "401");
         assert!(matches!(
             on_failure(&mut p, &phases, limits(&retry), &uc, facts(None)),
@@ -603,8 +603,7 @@ mod tests {
     #[test]
     fn agent_retries_back_off_doubling_to_a_minute() {
         let retry = Retry { agent_attempts: 100, ..Retry::default() };
-        let phases = [phase("dev", &["a"], 1, false)];
-        let mut p = Progress::new("dev");
+        let (phases, mut p) = dev(&["a"]);
         let delays: Vec<u64> = (0..7)
             .map(|_| match on_failure(&mut p, &phases, limits(&retry), &agent_failure(), facts(None)) {
                 Next::Retry { delay, probe_first: false } => delay.as_secs(),
@@ -619,8 +618,7 @@ mod tests {
     #[test]
     fn an_environmental_streak_is_bounded_without_max_runtime() {
         let retry = Retry { max_environmental_wait: Duration::from_secs(3600), ..Retry::default() };
-        let phases = [phase("dev", &["a"], 1, false)];
-        let mut p = Progress::new("dev");
+        let (phases, mut p) = dev(&["a"]);
         let env = Classification::new(Category::Environmental, Rule::ProviderOverloaded, "the provider is overloaded");
         let at = |now| Facts { now, ..Facts::default() };
         assert!(matches!(
@@ -651,8 +649,7 @@ mod tests {
     #[test]
     fn only_the_agents_own_failures_make_a_continue_storm() {
         let retry = Retry { agent_attempts: 100, ..Retry::default() };
-        let phases = [phase("dev", &["a"], 1, false)];
-        let mut p = Progress::new("dev");
+        let (phases, mut p) = dev(&["a"]);
         let overloaded = Classification::new(Category::Environmental, Rule::ProviderOverloaded, "529");
         for now in [0, 60, 120, 180] {
             let next = on_failure(&mut p, &phases, limits(&retry), &overloaded, facts_at(Some("s".into()), now));

@@ -132,20 +132,11 @@ pub(crate) fn return_after_reset(progress: &mut Progress, phases: &[Phase], now:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::DoneSignal;
     use crate::recovery::decision::Stop;
     use std::time::Duration;
 
     fn phase(chain: &[&str]) -> Phase {
-        Phase {
-            name: "dev".into(),
-            chain_name: "main".into(),
-            chain: chain.iter().map(|s| s.to_string()).collect(),
-            iterations: 1,
-            until_complete: false,
-            done: DoneSignal::Tag,
-            prompt: None,
-        }
+        crate::testkit::phase("dev", chain)
     }
 
     fn facts(reset: Option<i64>, now: i64) -> Facts {

@@ -87,8 +87,7 @@ impl Dispatcher {
             journal: ready.journal,
             reporter: ready.reporter,
             summary: Default::default(),
-            lease: ready.lease,
-            lock: ready.lock,
+            hold: ready.hold,
             git: ready.git,
             control: ControlSocket::default(),
             behind: None,
@@ -100,12 +99,7 @@ impl Dispatcher {
             fleet: ready.fleet,
         };
         if let Err(e) = io.control.listen(ready.control, &io.dir, &run, signals) {
-            if let Some(lease) = io.lease.take() {
-                let _ = lease.release();
-            }
-            if let Some(lock) = io.lock.take() {
-                let _ = lock.release();
-            }
+            io.hold.release(true);
             let record = crate::control::path::record_of(&io.dir);
             return Err(RalphError::setup(format!("cannot record the control socket in {}", record.display()), e));
         }

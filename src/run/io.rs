@@ -26,8 +26,8 @@ use crate::secrets::redact;
 use crate::state::atomic::Durability;
 use crate::state::attempt_log::AttemptLog;
 use crate::state::checkpoint::Checkpoint;
+use crate::state::hold::Hold;
 use crate::state::journal::Journal;
-use crate::state::lock::RunLock;
 use crate::state::{disk, store};
 use crate::step::effect::{ArtifactSource, Launch};
 use crate::step::input::{Launched, Versions};
@@ -35,7 +35,6 @@ use crate::step::{Input, RunState, Show};
 
 use super::control::ControlSocket;
 use super::registration::Registration;
-use crate::state::ownership::Lease;
 
 /// What the run writes to and talks through.
 pub(super) struct Io {
@@ -48,8 +47,7 @@ pub(super) struct Io {
     pub reporter: Reporter,
     pub notifier: Notifier,
     pub summary: Summary,
-    pub lease: Option<Lease>,
-    pub lock: Option<RunLock>,
+    pub hold: Hold,
     pub git: Option<GitSession>,
     pub control: ControlSocket,
     pub registration: Registration,
@@ -82,9 +80,7 @@ impl Io {
     /// save was a new inode and a rename per agent call). `Unsynced` (a tool
     /// started): the file alone.
     pub(super) fn save(&mut self, cp: &Checkpoint, durability: Durability) -> Result<(), RalphError> {
-        if let Some(lease) = &self.lease {
-            lease.ensure_held();
-        }
+        self.hold.ensure_held();
         let Some(path) = self.checkpoint_path.clone() else { return Ok(()) };
         // Reasons, errors and recovery notes quote the agent (its last tool call's
         // input among them): on disk they are redacted like every log.
@@ -141,9 +137,7 @@ impl Io {
     /// Journals (and logs) an event; fencing first: a ralph whose lease another host
     /// took writes nothing more.
     pub(super) fn record(&mut self, event: &RunEvent) {
-        if let Some(lease) = &self.lease {
-            lease.ensure_held();
-        }
+        self.hold.ensure_held();
         tracing::info!(kind = event.kind(), ?event);
         if let Err(e) = self.journal.record(event) {
             tracing::warn!("cannot append to the journal: {e}");
@@ -283,14 +277,7 @@ impl Io {
     pub(super) fn finish(&mut self, end: &RunEnd, run: &RunState) {
         self.summary.close(end, run);
         self.reporter.summary(&self.summary, end, &run.cp);
-        if let Some(lease) = self.lease.take() {
-            lease.release().unwrap_or_else(|e| tracing::warn!("cannot release the lease: {e}"));
-        }
-        if self.disk_full.is_none()
-            && let Some(lock) = self.lock.take()
-        {
-            lock.release().unwrap_or_else(|e| tracing::warn!("cannot release the lock: {e}"));
-        }
+        self.hold.release(self.disk_full.is_none());
         self.finished = Some(end.clone());
     }
 }

@@ -1,5 +1,5 @@
 //! Running a workflow, the I/O shell around the pure step ([`crate::step`]):
-//! [`setup`] turns the directory, the config ([`config_file`] reads it) and any
+//! [`setup`] turns the directory, the inputs (`crate::inputs` reads them) and any
 //! checkpoint (fresh or resumed, as `step::start` decides) into a ready run (or a
 //! precise error);
 //! [`dispatch`] is the one loop that owns the run state, hands everything that
@@ -9,7 +9,6 @@
 //! (`registration`) and the control socket (`control`).
 
 pub(crate) mod attempt;
-pub(crate) mod config_file;
 pub(crate) mod connect;
 mod control;
 pub(crate) mod dispatch;
@@ -19,26 +18,10 @@ pub(crate) mod setup;
 #[cfg(debug_assertions)]
 mod test_hooks;
 
-use std::path::PathBuf;
-
 use crate::error::RalphError;
 
 pub(crate) use crate::step::start::ResumeFlag;
-
-/// How `ralph run` was invoked.
-#[derive(Debug, Clone)]
-pub(crate) struct Options {
-    pub dir: PathBuf,
-    pub config: Option<PathBuf>,
-    pub resume: ResumeFlag,
-    /// `--from PHASE`: a new run starts there, or (with `--resume`) the run moves there.
-    pub from: Option<String>,
-    pub quiet: bool,
-    pub verbose: u8,
-    /// `--allow-dirty`: a new run in a dirty git working tree keeps those changes out.
-    pub allow_dirty: bool,
-    pub log_format: crate::report::log::LogFormat,
-}
+pub(crate) use setup::Options;
 
 pub(crate) use crate::outcome::RunEnd;
 

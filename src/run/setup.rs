@@ -1,5 +1,6 @@
-//! Everything before the first attempt: the config, the goal, the templates, the
-//! lock and the lease (see `state::ownership`), the checkpoint decision (fresh, resume,
+//! Everything before the first attempt: how `ralph run` was invoked, the inputs
+//! (read by `crate::inputs`, checked against `--from` and the pre-flight), the lock
+//! and the lease (held by `state::hold`), the checkpoint decision (fresh, resume,
 //! ask, or leave a settled run as it is), git, logging and the journal. Every problem
 //! found here is reported before anything runs, and before anything changes: every
 //! check that can refuse (config, goal, pre-flight, lock, lease, checkpoint, git,
@@ -15,23 +16,37 @@ use crate::error::RalphError;
 use crate::events::RunEvent;
 use crate::git::session::{self, GitSession, OpenError};
 use crate::report::Reporter;
-use crate::secrets::found::GoalFinding;
 use crate::signal::Signals;
 use crate::state::checkpoint::{Checkpoint, InFlight};
 use crate::state::format::{self, ReadError, Stale};
+use crate::state::hold::Hold;
 use crate::state::journal::Journal;
 use crate::state::lease_file;
-use crate::state::lock::RunLock;
 use crate::state::retention;
 use crate::state::store;
-use crate::workflow::{advance, prompt};
+use crate::workflow::advance;
 
-use super::{Options, RunEnd};
+use crate::outcome::RunEnd;
 use crate::recovery::probe;
-use crate::state::ownership::{self, Heard, Lease, WhenHeld};
+use crate::state::ownership::WhenHeld;
 use crate::step::chosen::{self, Aside, Chosen, NotStarted};
 use crate::step::start::{self, Refused, ResumeFlag, Start};
 use crate::step::state::{Opening, Setting};
+
+/// How `ralph run` was invoked.
+#[derive(Debug, Clone)]
+pub(crate) struct Options {
+    pub dir: PathBuf,
+    pub config: Option<PathBuf>,
+    pub resume: ResumeFlag,
+    /// `--from PHASE`: a new run starts there, or (with `--resume`) the run moves there.
+    pub from: Option<String>,
+    pub quiet: bool,
+    pub verbose: u8,
+    /// `--allow-dirty`: a new run in a dirty git working tree keeps those changes out.
+    pub allow_dirty: bool,
+    pub log_format: crate::report::log::LogFormat,
+}
 
 /// A run ready to dispatch: what it was set up with and opens with, its checkpoint,
 /// and what it writes to.
@@ -46,8 +61,7 @@ pub(crate) struct Ready {
     pub logs_dir: PathBuf,
     pub artifacts_dir: PathBuf,
     pub reporter: Reporter,
-    pub lock: Option<RunLock>,
-    pub lease: Option<Lease>,
+    pub hold: Hold,
     /// Git features, when the project is in a repository (docs/git.md).
     pub git: Option<GitSession>,
     /// The control socket, bound before anything of the run changed; the run serves
@@ -94,20 +108,11 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     reporter.header(&dir);
     let mut told = Told { reporter, events: Vec::new() };
     tell_secrets_in_inputs(&dir, &loaded, &mut told);
-    let when_held = if options.resume == ResumeFlag::ResumeOrStart { WhenHeld::Wait } else { WhenHeld::Refuse };
     // Until the run starts nothing changed: whatever stops it before then gives the
     // lock and the lease back as they were (a crashed run's record stays its mark),
     // and a `.agent/` made for it goes again.
-    let mut held = GiveBack { lock: None, lease: None, made: (!agent_dir_existed).then(|| agent_dir.clone()) };
-    // A simulated host (tests) has no kernel in common with the others: only the
-    // lease protects the directory then.
-    if lease_file::simulated_host().is_none() {
-        held.lock = Some(take_lock(&agent_dir.join("ralph.lock"), when_held, &mut told)?);
-    }
-    let mut signals = Signals::install(&loaded.config.watch.service_managers)
-        .map_err(|e| RalphError::io("cannot install signal handlers", e))?;
-    let (lease, takeover) = take_lease(&agent_dir.join("ralph.lease"), &loaded.config.watch, when_held, &mut told)?;
-    held.lease = Some(lease);
+    let mut held = GiveBack { hold: Hold::default(), made: (!agent_dir_existed).then(|| agent_dir.clone()) };
+    let (mut signals, takeover) = held.take(&agent_dir, &loaded.config.watch, options.resume, &mut told)?;
     // The run's channel (ralph status, ralph stop, the agent's MCP tools), bound
     // before anything changes: a run never goes on without it.
     let control = crate::control::server::Bound::bind(&dir).map_err(|e| RalphError::ControlSocket(e.to_string()))?;
@@ -152,7 +157,6 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         task: fleet.as_ref().map(|f| f.d.task.clone()),
         loaded,
     };
-    let (lock, lease) = held.keep();
     let ready = Ready {
         setting,
         opening: Opening { interrupted, takeover, told },
@@ -163,8 +167,7 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
         logs_dir,
         artifacts_dir: agent_dir.join("artifacts"),
         reporter,
-        lock,
-        lease,
+        hold: held.keep(),
         git,
         control: Some(control),
         fleet,
@@ -204,7 +207,7 @@ fn remove_leftover_temp_files(agent_dir: &Path) {
 
 /// Says where the goal file or the config holds a credential (file and line).
 fn tell_secrets_in_inputs(dir: &Path, loaded: &Loaded, told: &mut Told) {
-    for found in secrets_in_inputs(dir, loaded) {
+    for found in crate::inputs::credentials(dir, loaded) {
         let (file, line, family) = (found.file, found.finding.line, found.finding.family.to_string());
         told.tell(RunEvent::SecretInInput { file, line, family });
     }
@@ -221,7 +224,7 @@ fn git_error(e: OpenError) -> RalphError {
 /// The config, the goal and the phases' templates, checked (an unknown `--from`
 /// phase and every agent the chains may reach among them) before anything is touched.
 fn read_inputs(dir: &Path, options: &Options) -> Result<(Loaded, String, Vec<String>), RalphError> {
-    let (loaded, goal, templates) = read_config_and_goal(dir, options.config.as_deref())?;
+    let (loaded, goal, templates) = crate::inputs::read_config_and_goal(dir, options.config.as_deref())?;
     if let Some(name) = options.from.as_deref() {
         // An unknown phase is a usage error before anything is touched.
         advance::start_at(&loaded.phases, loaded.repeat, name, |_| false).map_err(|e| from_error(&e, &loaded.path))?;
@@ -233,37 +236,6 @@ fn read_inputs(dir: &Path, options: &Options) -> Result<(Loaded, String, Vec<Str
         return Err(RalphError::Preflight(problems));
     }
     Ok((loaded, goal, templates))
-}
-
-/// The config, the goal in the prompt file (checked) and the phases' templates: what
-/// a run and `--dry-run` both start from.
-pub(crate) fn read_config_and_goal(
-    dir: &Path,
-    config: Option<&Path>,
-) -> Result<(Loaded, String, Vec<String>), RalphError> {
-    let mut loaded = super::config_file::load(&super::config_file::find(dir, config)?)?;
-    // A fleet task's goal is its task file; the rest resolves in the main checkout.
-    crate::fleet::task::adapt(dir, &mut loaded);
-    let prompt_path = dir.join(&loaded.config.general.prompt);
-    let goal = read_prompt(&prompt_path, &loaded.path)?;
-    if let Some(problem) = crate::workflow::goal::check(&goal) {
-        return Err(RalphError::Goal { path: prompt_path, problem });
-    }
-    let templates = load_templates(dir, &loaded)?;
-    Ok((loaded, goal, templates))
-}
-
-/// A credential in the goal file or the config, named by file and line (never by
-/// value). The agent gets the goal as written; from here on everything ralph writes
-/// hides the values found. Any goal file (a fleet's task file too) goes through
-/// `secrets::found::check_goal_file`.
-pub(crate) fn secrets_in_inputs(dir: &Path, loaded: &Loaded) -> Vec<GoalFinding> {
-    let goal = &loaded.config.general.prompt;
-    let config = loaded.path.strip_prefix(dir).unwrap_or(&loaded.path);
-    [(dir.join(goal), goal.as_path()), (loaded.path.clone(), config)]
-        .iter()
-        .flat_map(|(path, shown)| crate::secrets::found::check_goal_file(path, &shown.display().to_string()))
-        .collect()
 }
 
 /// What set-up settles on when the run stays as it is: its end and what to say.
@@ -431,49 +403,6 @@ fn open_logs(
     Ok((logs_dir, journal))
 }
 
-/// Takes the flock of this host (`--resume-or-start` waits for it), saying whether the
-/// previous ralph here stopped cleanly.
-fn take_lock(path: &Path, when_held: WhenHeld, told: &mut Told) -> Result<RunLock, RalphError> {
-    let waiting = &mut |path: &Path, holder: Option<crate::state::lock::LockInfo>| {
-        let (pid, host) = (holder.as_ref().map(|h| h.pid), holder.map(|h| h.host));
-        told.tell(RunEvent::LockWait { path: path.display().to_string(), pid, host });
-    };
-    let acquired = crate::state::lock::take(path, when_held == WhenHeld::Wait, waiting).map_err(RalphError::Lock)?;
-    if let Some(stale) = acquired.stale {
-        let (pid, host, started_at) = (Some(stale.pid), Some(stale.host), Some(stale.started_at));
-        told.tell(RunEvent::LockStale { pid, host, started_at });
-    } else if acquired.stale_unreadable {
-        told.tell(RunEvent::LockStale { pid: None, host: None, started_at: None });
-    }
-    Ok(acquired.lock)
-}
-
-/// Takes the lease on the run directory (see `ownership`), saying what it waits for;
-/// its takeover is shown at once and journaled first when the run starts.
-fn take_lease(
-    path: &Path,
-    config: &crate::config::Watch,
-    when_held: WhenHeld,
-    told: &mut Told,
-) -> Result<(Lease, Option<RunEvent>), RalphError> {
-    let timeout = config.lease_timeout;
-    let heard = &mut |heard| {
-        told.tell(match heard {
-            Heard::Watching(r) => {
-                let timeout_ms = timeout.as_millis() as u64;
-                RunEvent::LeaseWatch { pid: r.pid, host: r.host, renewals: r.renewals, timeout_ms }
-            }
-            Heard::LostRace(winner) => RunEvent::LeaseLost { host: winner.host },
-        });
-    };
-    let (lease, takeover) = ownership::acquire(path, &lease_file::identity(), config, when_held, heard)?;
-    let takeover = takeover.map(|t| t.event());
-    if let Some(event) = &takeover {
-        told.reporter.event(event);
-    }
-    Ok((lease, takeover))
-}
-
 /// We hold the lock, so no ralph of that run is alive: whatever still carries its
 /// run id was left behind by a crash (an agent's children outlive a kill -9 of
 /// ralph) and must not go on editing the work tree.
@@ -482,27 +411,6 @@ fn end_leftovers(run_id: &str, told: &mut Told) {
     if !pids.is_empty() {
         told.tell(RunEvent::LeftoversEnded { run_id: run_id.to_string(), pids });
     }
-}
-
-/// The prompt template of each phase: its file, or the built-in one.
-pub(crate) fn load_templates(dir: &Path, loaded: &Loaded) -> Result<Vec<String>, RalphError> {
-    loaded
-        .phases
-        .iter()
-        .map(|phase| match &phase.prompt {
-            None => Ok(prompt::builtin(&phase.name).to_string()),
-            Some(rel) => read_prompt(&dir.join(rel), &loaded.path),
-        })
-        .collect()
-}
-
-/// A prompt file (the goal or a phase's template); its error names the config too.
-fn read_prompt(path: &Path, config: &Path) -> Result<String, RalphError> {
-    std::fs::read_to_string(path).map_err(|source| RalphError::Prompt {
-        path: path.to_path_buf(),
-        config: config.to_path_buf(),
-        source,
-    })
 }
 
 /// What is on disk for a run.
@@ -561,38 +469,51 @@ fn from_error(e: &advance::UnknownPhase, config: &Path) -> RalphError {
 /// removed again; kept by [`GiveBack::keep`] when it starts, released by
 /// [`GiveBack::release`] when `--resume-or-start` finds the run settled.
 struct GiveBack {
-    lock: Option<RunLock>,
-    lease: Option<Lease>,
+    hold: Hold,
     /// `.agent/`, when set-up made it.
     made: Option<PathBuf>,
 }
 
 impl GiveBack {
-    fn keep(mut self) -> (Option<RunLock>, Option<Lease>) {
+    /// Takes the lock of this host, then the lease (`--resume-or-start` waits for
+    /// either), saying what it waits for and what it finds; the signal handlers are
+    /// installed as soon as the lock is held. The lease's takeover is shown at once,
+    /// and journaled first when the run starts.
+    fn take(
+        &mut self,
+        agent_dir: &Path,
+        watch: &crate::config::Watch,
+        flag: ResumeFlag,
+        told: &mut Told,
+    ) -> Result<(Signals, Option<RunEvent>), RalphError> {
+        let when_held = if flag == ResumeFlag::ResumeOrStart { WhenHeld::Wait } else { WhenHeld::Refuse };
+        // A simulated host (tests) has no kernel in common with the others: only the
+        // lease protects the directory then.
+        if lease_file::simulated_host().is_none() {
+            let path = agent_dir.join("ralph.lock");
+            self.hold.take_lock(&path, when_held, &mut |e| told.tell(e)).map_err(RalphError::Lock)?;
+        }
+        let signals = Signals::install(&watch.service_managers)
+            .map_err(|e| RalphError::io("cannot install signal handlers", e))?;
+        let takeover = self.hold.take_lease(&agent_dir.join("ralph.lease"), watch, when_held, &mut |e| told.tell(e))?;
+        Ok((signals, takeover.map(|t| t.event()).inspect(|event| told.reporter.event(event))))
+    }
+
+    fn keep(mut self) -> Hold {
         self.made = None;
-        (self.lock.take(), self.lease.take())
+        std::mem::take(&mut self.hold)
     }
 
     /// A clean stop of this ralph: the lease and the lock released (emptied).
     fn release(mut self) {
         self.made = None;
-        if let Some(lease) = self.lease.take() {
-            lease.release().unwrap_or_else(|e| tracing::warn!("cannot release the lease: {e}"));
-        }
-        if let Some(lock) = self.lock.take() {
-            lock.release().unwrap_or_else(|e| tracing::warn!("cannot release the lock: {e}"));
-        }
+        self.hold.release(true);
     }
 }
 
 impl Drop for GiveBack {
     fn drop(&mut self) {
-        if let Some(lease) = self.lease.take() {
-            lease.give_back().unwrap_or_else(|e| tracing::warn!("cannot give the lease back: {e}"));
-        }
-        if let Some(lock) = self.lock.take() {
-            lock.give_back().unwrap_or_else(|e| tracing::warn!("cannot give the lock back: {e}"));
-        }
+        self.hold.give_back();
         if let Some(dir) = self.made.take() {
             // Only what set-up itself writes there; anything else keeps the directory.
             for name in [".gitignore", "ralph.lock", "ralph.lease"] {

@@ -76,8 +76,7 @@ mod tests {
 
     #[test]
     fn creates_file_with_mode_0600() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("a.json");
+        let (_dir, p) = crate::testkit::temp_file("a.json");
         write_atomic(&p, b"hello").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"hello");
         assert_eq!(std::fs::metadata(&p).unwrap().mode() & 0o777, 0o600);
@@ -85,8 +84,7 @@ mod tests {
 
     #[test]
     fn replaces_existing_and_leaves_no_temp_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("a.json");
+        let (dir, p) = crate::testkit::temp_file("a.json");
         std::fs::write(&p, b"old contents that are longer").unwrap();
         write_atomic(&p, b"new").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"new");
@@ -110,8 +108,7 @@ mod tests {
 
     #[test]
     fn every_durability_replaces_the_whole_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("a.json");
+        let (dir, p) = crate::testkit::temp_file("a.json");
         for (d, text) in [(Durability::Durable, "one"), (Durability::Ordered, "two"), (Durability::Unsynced, "3")] {
             replace(&p, text.as_bytes(), d).unwrap();
             assert_eq!(std::fs::read_to_string(&p).unwrap(), text);

@@ -349,8 +349,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_flood_is_bounded_and_says_what_was_cut() {
-        let d = tempfile::tempdir().unwrap();
-        let path = d.path().join("attempt.log");
+        let (d, path) = crate::testkit::temp_file("attempt.log");
         let max = 64 * 1024;
         let mut log = AttemptLog::create(&path, max);
         let line = [b'x'; 99];
@@ -394,8 +393,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_full_disk_holds_the_output_and_writes_it_in_order_when_space_is_back() {
-        let d = tempfile::tempdir().unwrap();
-        let path = d.path().join("a.log");
+        let (d, path) = crate::testkit::temp_file("a.log");
         let marker = d.path().join("full");
         let mut log = AttemptLog::create(&path, 1 << 20);
         log.full_while = Some(marker.clone());
@@ -425,8 +423,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_long_full_disk_keeps_memory_bounded_and_marks_the_gap() {
-        let d = tempfile::tempdir().unwrap();
-        let path = d.path().join("a.log");
+        let (d, path) = crate::testkit::temp_file("a.log");
         let marker = d.path().join("full");
         std::fs::write(&marker, "").unwrap();
         let mut log = AttemptLog::create(&path, 64 << 20);
@@ -453,8 +450,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_line_ends_in_the_file_it_started_in() {
-        let d = tempfile::tempdir().unwrap();
-        let path = d.path().join("a.log");
+        let (d, path) = crate::testkit::temp_file("a.log");
         let mut log = AttemptLog::create(&path, 1024);
         for i in 0..100 {
             log.line(format!("{i:03}-{}", "y".repeat(46)).as_bytes(), false);

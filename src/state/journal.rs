@@ -236,8 +236,7 @@ mod tests {
 
     #[test]
     fn appends_lines_with_at_and_kind_first() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("events.jsonl");
+        let (_dir, p) = crate::testkit::temp_file("events.jsonl");
         let mut j = Journal::open(&p).unwrap();
         j.append("attempt_started", &json!({"zeta": 1, "agent": "claude"})).unwrap();
         j.append("note", &"just a string").unwrap();
@@ -260,8 +259,7 @@ mod tests {
 
     #[test]
     fn reserved_keys_go_under_data() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("events.jsonl");
+        let (_dir, p) = crate::testkit::temp_file("events.jsonl");
         let mut j = Journal::open(&p).unwrap();
         j.append("x", &json!({"kind": "other", "n": 2})).unwrap();
         let all = read_all(&p).unwrap();
@@ -271,8 +269,7 @@ mod tests {
 
     #[test]
     fn reopen_appends_and_repairs_torn_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("events.jsonl");
+        let (_dir, p) = crate::testkit::temp_file("events.jsonl");
         let mut j = Journal::open(&p).unwrap();
         j.append("one", &json!({})).unwrap();
         drop(j);
@@ -289,8 +286,7 @@ mod tests {
 
     #[test]
     fn the_last_snapshot_is_found_behind_other_lines_and_torn_ones() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("events.jsonl");
+        let (_dir, p) = crate::testkit::temp_file("events.jsonl");
         assert_eq!(last_snapshot(&p).unwrap(), None);
         let mut j = Journal::open(&p).unwrap();
         j.append("run_started", &json!({})).unwrap();
@@ -325,8 +321,7 @@ mod tests {
 
     #[test]
     fn secrets_are_redacted() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("events.jsonl");
+        let (_dir, p) = crate::testkit::temp_file("events.jsonl");
         let mut j = Journal::open(&p).unwrap();
         let key = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789";
         j.append("error", &json!({"tail": format!("auth failed for {key}"), "tokens": 1234, "list": [key]})).unwrap();

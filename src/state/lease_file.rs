@@ -60,8 +60,7 @@ mod tests {
 
     #[test]
     fn round_trip_and_free_states() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("ralph.lease");
+        let (_dir, p) = crate::testkit::temp_file("ralph.lease");
         assert_eq!(read(&p).unwrap(), Found::Free);
         let r = LeaseRecord {
             host: "h".into(),

@@ -274,9 +274,7 @@ mod tests {
     use std::process::{Command, Stdio};
 
     fn lock_path() -> (tempfile::TempDir, PathBuf) {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("ralph.lock");
-        (dir, p)
+        crate::testkit::temp_file("ralph.lock")
     }
 
     #[test]

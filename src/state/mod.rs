@@ -1,6 +1,7 @@
 //! State on disk under `.agent/`: atomic and private files (no symlinks followed,
 //! 0600/0700), the checkpoint and the one reader of its format (`format`), the
-//! journal, the lock, the lease and its holder (`ownership`), each attempt's bounded
+//! journal, the lock, the lease and its holder (`ownership`), what a run holds of its
+//! directory (`hold`), each attempt's bounded
 //! log (`attempt_log`), what `logs/` keeps, telling a full disk from a failure
 //! (`disk`), who a run directory is beyond its path
 //! (`identity`); and the run registry under `$XDG_STATE_HOME`.
@@ -10,6 +11,7 @@ pub(crate) mod attempt_log;
 pub(crate) mod checkpoint;
 pub(crate) mod disk;
 pub(crate) mod format;
+pub(crate) mod hold;
 pub(crate) mod identity;
 pub(crate) mod journal;
 pub(crate) mod lease;

@@ -22,6 +22,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::config::{LeaseRenewal, Watch as WatchConfig};
+use crate::events::RunEvent;
 
 use super::atomic::Durability;
 use super::lease::{self, FirstLook, Found, Identity, LeaseRecord, Renewal, Seen, Watch};
@@ -48,9 +49,9 @@ pub(crate) struct Takeover {
 impl Takeover {
     /// The takeover, as the journal records it.
     #[must_use]
-    pub(crate) fn event(&self) -> crate::events::RunEvent {
+    pub(crate) fn event(&self) -> RunEvent {
         let from = self.from.as_ref();
-        crate::events::RunEvent::LeaseTakenOver {
+        RunEvent::LeaseTakenOver {
             from_host: from.map(|f| f.host.clone()),
             from_pid: from.map(|f| f.pid),
             from_boot_id: from.map(|f| f.boot_id.clone()),
@@ -79,15 +80,6 @@ pub(crate) struct Lease {
     previous: Option<Vec<u8>>,
 }
 
-/// What a person should hear while the lease is taken.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Heard {
-    /// Another host's ralph holds it: it is watched for renewals.
-    Watching(LeaseRecord),
-    /// Another host took it at the same moment; it continues the run.
-    LostRace(LeaseRecord),
-}
-
 /// Why the lease cannot be taken.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum AcquireError {
@@ -99,13 +91,15 @@ pub(crate) enum AcquireError {
 }
 
 /// Takes the lease at `path`, waiting as long as `when_held` says; `say` tells the
-/// user what is going on.
+/// user what is going on: another host's ralph holds it and it is watched for
+/// renewals (`lease_watch`), or another host took it at the same moment and
+/// continues the run (`lease_lost`).
 pub(crate) fn acquire(
     path: &Path,
     me: &Identity,
     config: &WatchConfig,
     when_held: WhenHeld,
-    say: &mut dyn FnMut(Heard),
+    say: &mut dyn FnMut(RunEvent),
 ) -> Result<(Lease, Option<Takeover>), AcquireError> {
     let io = |source: std::io::Error| AcquireError::Io { path: path.to_path_buf(), source };
     let timeout = config.lease_timeout;
@@ -130,7 +124,8 @@ pub(crate) fn acquire(
             }),
             FirstLook::Watch(record) => {
                 if !told {
-                    say(Heard::Watching(record.clone()));
+                    let (pid, host, renewals) = (record.pid, record.host.clone(), record.renewals);
+                    say(RunEvent::LeaseWatch { pid, host, renewals, timeout_ms: timeout.as_millis() as u64 });
                     told = true;
                 }
                 match watch(path, me, &record, timeout, poll, when_held).map_err(io)? {
@@ -161,7 +156,7 @@ pub(crate) fn acquire(
             // has done anything.
             thread::sleep(lease::renew_every(timeout).min(Duration::from_secs(2)));
             if let Renewal::Lost(winner) = lease::renewal(&record.token, &lease_file::read(path).map_err(io)?) {
-                say(Heard::LostRace(winner.clone()));
+                say(RunEvent::LeaseLost { host: winner.host.clone() });
                 if when_held == WhenHeld::Refuse {
                     return Err(AcquireError::Held(format!(
                         "another ralph (pid {} on host {}) took the lease of this directory",
@@ -343,6 +338,29 @@ impl From<AcquireError> for crate::error::RalphError {
 mod tests {
     use super::*;
 
+    fn lease_path() -> (tempfile::TempDir, PathBuf) {
+        crate::testkit::temp_file("ralph.lease")
+    }
+
+    /// Releases `lease`: the lease file at `p` is free again.
+    #[track_caller]
+    fn released(lease: Lease, p: &Path) {
+        lease.release().unwrap();
+        assert_eq!(lease_file::read(p).unwrap(), Found::Free);
+    }
+
+    /// The record of an earlier owner on `host` (boot `boot-HOST`), token `old`.
+    fn old_record(host: &str, pid: u32, renewals: u64) -> LeaseRecord {
+        LeaseRecord {
+            host: host.into(),
+            boot_id: format!("boot-{host}"),
+            pid,
+            token: "old".into(),
+            renewals,
+            acquired_at: String::new(),
+        }
+    }
+
     fn me(host: &str) -> Identity {
         Identity { host: host.into(), boot_id: format!("boot-{host}") }
     }
@@ -354,34 +372,24 @@ mod tests {
 
     #[test]
     fn a_lease_on_a_local_disk_is_written_once_and_never_renewed() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("ralph.lease");
+        let (_dir, p) = lease_path();
         let config = WatchConfig { lease_timeout: Duration::from_millis(40), ..WatchConfig::default() };
         let (lease, _) = acquire(&p, &me("a"), &config, WhenHeld::Refuse, &mut |_| {}).unwrap();
         assert!(lease.heartbeat.is_none(), "no heartbeat thread");
         thread::sleep(Duration::from_millis(100));
         assert!(matches!(lease_file::read(&p).unwrap(), Found::Held(r) if r.renewals == 0));
-        lease.release().unwrap();
-        assert_eq!(lease_file::read(&p).unwrap(), Found::Free);
+        released(lease, &p);
     }
 
     #[test]
     fn a_lease_given_back_is_as_it_was() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("ralph.lease");
+        let (_dir, p) = lease_path();
         let config = WatchConfig::default();
         let (lease, _) = acquire(&p, &me("a"), &config, WhenHeld::Refuse, &mut |_| {}).unwrap();
         lease.give_back().unwrap();
         assert!(!p.exists(), "there was no lease file");
         // A dead owner of this host: taken over at once, and its record put back.
-        let dead = LeaseRecord {
-            host: "a".into(),
-            boot_id: "boot-a".into(),
-            pid: 999_999_999,
-            token: "old".into(),
-            renewals: 3,
-            acquired_at: String::new(),
-        };
+        let dead = old_record("a", 999_999_999, 3);
         lease_file::write(&p, &dead, Durability::Unsynced).unwrap();
         let before = std::fs::read(&p).unwrap();
         let (lease, takeover) = acquire(&p, &me("a"), &config, WhenHeld::Refuse, &mut |_| {}).unwrap();
@@ -392,8 +400,7 @@ mod tests {
 
     #[test]
     fn free_lease_is_taken_renewed_and_released() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("ralph.lease");
+        let (_dir, p) = lease_path();
         let (lease, takeover) =
             acquire(&p, &me("a"), &renewed(Duration::from_millis(200)), WhenHeld::Refuse, &mut |_| {}).unwrap();
         assert!(takeover.is_none());
@@ -406,25 +413,20 @@ mod tests {
             assert!(Instant::now() < deadline, "no renewal");
             thread::sleep(Duration::from_millis(10));
         }
-        lease.release().unwrap();
-        assert_eq!(lease_file::read(&p).unwrap(), Found::Free);
+        released(lease, &p);
     }
 
     #[test]
     fn another_hosts_dead_lease_is_taken_over_after_the_timeout() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("ralph.lease");
-        let theirs = LeaseRecord {
-            host: "b".into(),
-            boot_id: "boot-b".into(),
-            pid: 9,
-            token: "old".into(),
-            renewals: 5,
-            acquired_at: String::new(),
-        };
+        let (_dir, p) = lease_path();
+        let theirs = old_record("b", 9, 5);
         lease_file::write(&p, &theirs, Durability::Ordered).unwrap();
         let timeout = Duration::from_millis(300);
-        let (lease, takeover) = acquire(&p, &me("a"), &renewed(timeout), WhenHeld::Refuse, &mut |_| {}).unwrap();
+        let mut said = Vec::new();
+        let (lease, takeover) =
+            acquire(&p, &me("a"), &renewed(timeout), WhenHeld::Refuse, &mut |event| said.push(event)).unwrap();
+        let (host, renewals) = ("b".to_string(), 5);
+        assert_eq!(said, [RunEvent::LeaseWatch { pid: 9, host, renewals, timeout_ms: 300 }], "said once");
         let takeover = takeover.unwrap();
         assert_eq!(takeover.from, Some(theirs));
         assert!(takeover.waited >= timeout);
@@ -433,8 +435,7 @@ mod tests {
 
     #[test]
     fn a_live_lease_is_refused_when_not_waiting() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("ralph.lease");
+        let (_dir, p) = lease_path();
         let (held, _) =
             acquire(&p, &me("b"), &renewed(Duration::from_millis(200)), WhenHeld::Refuse, &mut |_| {}).unwrap();
         let err =

@@ -140,8 +140,7 @@ mod tests {
 
     #[test]
     fn files_are_private_even_when_they_existed_wider() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("f");
+        let (d, p) = crate::testkit::temp_file("f");
         std::fs::write(&p, b"old").unwrap();
         std::fs::set_permissions(&p, Permissions::from_mode(0o644)).unwrap();
         drop(append_file(&p).unwrap());
@@ -152,8 +151,7 @@ mod tests {
 
     #[test]
     fn links_are_refused_and_named() {
-        let d = tempfile::tempdir().unwrap();
-        let victim = d.path().join("victim");
+        let (d, victim) = crate::testkit::temp_file("victim");
         std::fs::write(&victim, b"precious").unwrap();
         let link = d.path().join("ralph.lock");
         symlink(&victim, &link).unwrap();
@@ -170,8 +168,7 @@ mod tests {
 
     #[test]
     fn directories_are_made_private() {
-        let d = tempfile::tempdir().unwrap();
-        let root = d.path().join(".agent");
+        let (_d, root) = crate::testkit::temp_file(".agent");
         std::fs::create_dir(&root).unwrap();
         std::fs::set_permissions(&root, Permissions::from_mode(0o755)).unwrap();
         ensure_dirs(&root, Path::new("logs/run")).unwrap();

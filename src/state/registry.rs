@@ -329,16 +329,9 @@ mod tests {
 
     #[test]
     fn a_runs_entry_names_the_credentials_it_has_never_their_values() {
-        let toml = r#"
-[agents.c]
-kind = "claude"
-pass_env = ["MY_TOKEN", "UNSET_TOKEN"]
-[chains]
-main = ["c"]
-[phases.develop]
-chain = "main"
-"#;
-        let loaded = crate::config::parse(Path::new("ralph.toml"), toml).unwrap_or_else(|e| panic!("{e}"));
+        let toml =
+            crate::testkit::one_agent_config("c", "kind = \"claude\"\npass_env = [\"MY_TOKEN\", \"UNSET_TOKEN\"]", "");
+        let loaded = crate::config::parse(Path::new("ralph.toml"), &toml).unwrap_or_else(|e| panic!("{e}"));
         let env = |name: &str| match name {
             "ANTHROPIC_API_KEY" | "MY_TOKEN" => Some("secret".into()),
             "UNSET_TOKEN" => Some(String::new().into()),
@@ -381,8 +374,7 @@ chain = "main"
 
     #[test]
     fn entries_round_trip_and_corrupt_ones_are_skipped() {
-        let tmp = tempfile::tempdir().unwrap();
-        let reg = tmp.path().join("runs");
+        let (_tmp, reg) = crate::testkit::temp_file("runs");
         write(&reg, &entry("/p/a")).unwrap();
         write(&reg, &entry("/p/b")).unwrap();
         write_watch(&reg, &key(Path::new("/p/a")), &WatchState { restarts: 2, ..Default::default() }).unwrap();
@@ -400,8 +392,7 @@ chain = "main"
 
     #[test]
     fn a_fleet_supervisor_has_its_own_entry_beside_a_run_of_the_same_directory() {
-        let tmp = tempfile::tempdir().unwrap();
-        let reg = tmp.path().join("runs");
+        let (_tmp, reg) = crate::testkit::temp_file("runs");
         let run = entry("/p/a");
         let fleet = Entry {
             fleet: Some(FleetMark { role: FleetRole::Supervisor, repo: "/p/a".into(), task: None }),

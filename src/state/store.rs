@@ -180,8 +180,7 @@ mod tests {
 
     #[test]
     fn save_then_load_round_trips() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("s.json");
+        let (_dir, p) = crate::testkit::temp_file("s.json");
         let v = S { a: 7, b: "x".into() };
         save_json(&p, &v).unwrap();
         let text = std::fs::read_to_string(&p).unwrap();
@@ -198,8 +197,7 @@ mod tests {
 
     #[test]
     fn load_corrupt_names_line_and_column() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("s.json");
+        let (_dir, p) = crate::testkit::temp_file("s.json");
         std::fs::write(&p, "{\n  \"a\": 7,\n  \"b\": \n").unwrap();
         match load_json::<S>(&p) {
             Err(StoreError::Corrupt { path, message }) => {
@@ -246,8 +244,7 @@ mod tests {
 
     #[test]
     fn a_linked_checkpoint_is_not_read_through() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("s.json");
+        let (_dir, p) = crate::testkit::temp_file("s.json");
         std::os::unix::fs::symlink("/etc/hostname", &p).unwrap();
         let err = load_json::<S>(&p).unwrap_err().to_string();
         assert!(err.contains("symbolic link"), "{err}");
@@ -255,8 +252,7 @@ mod tests {
 
     #[test]
     fn set_aside_never_overwrites() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("checkpoint.json");
+        let (_dir, p) = crate::testkit::temp_file("checkpoint.json");
         let mut seen = Vec::new();
         for i in 0..3 {
             std::fs::write(&p, format!("{i}")).unwrap();
@@ -286,8 +282,7 @@ mod tests {
 
     #[test]
     fn gitignore_created_once_with_private_dir() {
-        let dir = tempfile::tempdir().unwrap();
-        let agent = dir.path().join(".agent");
+        let (_dir, agent) = crate::testkit::temp_file(".agent");
         ensure_gitignore(&agent).unwrap();
         assert_eq!(std::fs::metadata(&agent).unwrap().mode() & 0o777, 0o700);
         let gi = agent.join(".gitignore");
@@ -308,8 +303,7 @@ mod tests {
 
     #[test]
     fn an_existing_agent_dir_is_made_private() {
-        let dir = tempfile::tempdir().unwrap();
-        let agent = dir.path().join(".agent");
+        let (_dir, agent) = crate::testkit::temp_file(".agent");
         std::fs::create_dir(&agent).unwrap();
         std::fs::set_permissions(&agent, Permissions::from_mode(0o755)).unwrap();
         ensure_gitignore(&agent).unwrap();
@@ -321,8 +315,7 @@ mod tests {
         if std::process::Command::new("git").arg("--version").output().is_err() {
             return;
         }
-        let dir = tempfile::tempdir().unwrap();
-        let agent = dir.path().join(".agent");
+        let (dir, agent) = crate::testkit::temp_file(".agent");
         ensure_gitignore(&agent).unwrap();
         let check = |rel: &str| {
             std::process::Command::new("git")

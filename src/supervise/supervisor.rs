@@ -167,16 +167,8 @@ fn summarize(input: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
-    use tokio::time::Duration;
 
-    fn timeouts() -> Timeouts {
-        Timeouts {
-            stall: Duration::from_secs(60),
-            tool: Duration::from_secs(600),
-            attempt: Duration::from_secs(3600),
-            grace: Duration::from_secs(1),
-        }
-    }
+    use crate::testkit::timeouts;
 
     fn call(id: &str, name: &str, input: Value) -> AgentEvent {
         AgentEvent::ToolStarted { id: id.into(), name: name.into(), input }

@@ -67,19 +67,10 @@ pub(crate) fn done_summary(progress: &Progress, phases: &[Phase]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::DoneSignal;
     use crate::recovery::Category;
 
     fn phase(name: &str) -> Phase {
-        Phase {
-            name: name.into(),
-            chain_name: "main".into(),
-            chain: vec!["a".into()],
-            iterations: 5,
-            until_complete: true,
-            done: DoneSignal::Tag,
-            prompt: None,
-        }
+        Phase { iterations: 5, until_complete: true, ..crate::testkit::phase(name, &["a"]) }
     }
 
     #[test]

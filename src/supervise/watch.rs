@@ -89,14 +89,7 @@ impl Watch {
 mod tests {
     use super::*;
 
-    fn timeouts() -> Timeouts {
-        Timeouts {
-            stall: Duration::from_secs(60),
-            tool: Duration::from_secs(600),
-            attempt: Duration::from_secs(3600),
-            grace: Duration::from_secs(1),
-        }
-    }
+    use crate::testkit::timeouts;
 
     #[test]
     fn quiet_tools_bound_silence_by_the_tool_limit() {

@@ -288,8 +288,11 @@ mod tests {
         cp
     }
 
-    fn decide_with(cp: &Checkpoint, state: &WatchState, entry: &Entry, now: i64) -> Verdict {
-        decide(&Facts {
+    /// What a pass knows of `entry`'s run standing at `cp`: its directory there and
+    /// allowed, no owner, the identity registered, nothing missing, in boot `boot-2`
+    /// at time 0. Tests change what they are about with struct update.
+    fn facts<'a>(entry: &'a Entry, cp: &'a Checkpoint, state: &'a WatchState) -> Facts<'a> {
+        Facts {
             entry,
             checkpoint: Some(Seen::of(cp)),
             dir_exists: true,
@@ -297,14 +300,18 @@ mod tests {
             owner_alive: false,
             state,
             boot_id: "boot-2",
-            now,
+            now: 0,
             missing: vec![],
             identity: FOUND,
             decided_as: None,
             last_active: None,
             held: false,
             boot_resumes: 0,
-        })
+        }
+    }
+
+    fn decide_with(cp: &Checkpoint, state: &WatchState, entry: &Entry, now: i64) -> Verdict {
+        decide(&Facts { now, ..facts(entry, cp, state) })
     }
 
     /// The pass leaves `missing` empty for a run that cannot be resumed; that must
@@ -323,22 +330,7 @@ mod tests {
             Status::Blocked,
         ] {
             let cp = checkpoint(status, 2);
-            let facts = |missing: Vec<String>| Facts {
-                entry: &e,
-                checkpoint: Some(Seen::of(&cp)),
-                dir_exists: true,
-                allowed: true,
-                owner_alive: false,
-                state: &none,
-                boot_id: "boot-2",
-                now: 0,
-                missing,
-                identity: FOUND,
-                decided_as: None,
-                last_active: None,
-                held: false,
-                boot_resumes: 0,
-            };
+            let facts = |missing: Vec<String>| Facts { missing, ..facts(&e, &cp, &none) };
             let with = decide(&facts(vec!["program claude".into()]));
             let without = decide(&facts(vec![]));
             assert_eq!(with != without, may_resume(status), "{status:?}: {with:?} / {without:?}");
@@ -396,40 +388,10 @@ mod tests {
     #[test]
     fn a_live_owner_a_missing_directory_and_foreign_roots_are_left_alone() {
         let (e, s, cp) = (entry(), WatchState::default(), checkpoint(Status::Running, 0));
-        let base = Facts {
-            entry: &e,
-            checkpoint: Some(Seen::of(&cp)),
-            dir_exists: true,
-            allowed: true,
-            owner_alive: true,
-            state: &s,
-            boot_id: "b",
-            now: 0,
-            missing: vec![],
-            identity: FOUND,
-            decided_as: None,
-            last_active: None,
-            held: false,
-            boot_resumes: 0,
-        };
+        let base = Facts { owner_alive: true, boot_id: "b", ..facts(&e, &cp, &s) };
         assert_eq!(decide(&base), Verdict::Live);
         assert_eq!(decide(&Facts { dir_exists: false, ..base }), Verdict::Gone);
-        let outside = Facts {
-            allowed: false,
-            owner_alive: false,
-            entry: &e,
-            checkpoint: Some(Seen::of(&cp)),
-            state: &s,
-            missing: vec![],
-            identity: FOUND,
-            decided_as: None,
-            boot_id: "b",
-            now: 0,
-            dir_exists: true,
-            last_active: None,
-            held: false,
-            boot_resumes: 0,
-        };
+        let outside = Facts { allowed: false, boot_id: "b", ..facts(&e, &cp, &s) };
         assert!(matches!(decide(&outside), Verdict::Leave { reset: false, .. }));
     }
 
@@ -462,22 +424,8 @@ mod tests {
     #[test]
     fn missing_credentials_or_programs_block_instead_of_launching() {
         let (e, s, cp) = (entry(), WatchState::default(), checkpoint(Status::Running, 0));
-        let v = decide(&Facts {
-            entry: &e,
-            checkpoint: Some(Seen::of(&cp)),
-            dir_exists: true,
-            allowed: true,
-            owner_alive: false,
-            state: &s,
-            boot_id: "b",
-            now: 0,
-            missing: vec!["ANTHROPIC_API_KEY".into(), "program claude".into()],
-            identity: FOUND,
-            decided_as: None,
-            last_active: None,
-            held: false,
-            boot_resumes: 0,
-        });
+        let missing = vec!["ANTHROPIC_API_KEY".into(), "program claude".into()];
+        let v = decide(&Facts { boot_id: "b", missing, ..facts(&e, &cp, &s) });
         assert!(matches!(v, Verdict::Block(why) if why.contains("ANTHROPIC_API_KEY") && why.contains("claude")));
     }
 
@@ -487,22 +435,7 @@ mod tests {
         let ours = checkpoint(Status::Running, 2);
         let mut theirs = checkpoint(Status::Running, 2);
         theirs.run_id = "20270101T000000Z-1".into();
-        let facts = |entry, cp, identity, boot_id| Facts {
-            entry,
-            checkpoint: Some(Seen::of(cp)),
-            dir_exists: true,
-            allowed: true,
-            owner_alive: false,
-            state: &s,
-            boot_id,
-            now: 0,
-            missing: vec![],
-            identity,
-            decided_as: None,
-            last_active: None,
-            held: false,
-            boot_resumes: 0,
-        };
+        let facts = |entry, cp, identity, boot_id| Facts { identity, boot_id, ..facts(entry, cp, &s) };
         assert_eq!(decide(&facts(&e, &ours, FOUND, "boot-1")), Verdict::Resume { restarts: 1 });
         // Another project moved or cloned to the path: new inodes, whatever its run id.
         let moved_in = Ok(Identity { project: DirId { dev: 1, ino: 20 }, agent_dir: DirId { dev: 1, ino: 21 } });

@@ -114,9 +114,9 @@ fn consider(registry: &Path, dir: &Path, known: &mut Known) -> Option<String> {
 /// config it ran with.
 fn entry(dir: &Path, cp: &Checkpoint, identity: Option<Identity>) -> Result<Entry, String> {
     let recorded = Path::new(&cp.config_path);
-    let path = crate::run::config_file::find(dir, (!cp.config_path.is_empty()).then_some(recorded))
+    let path = crate::inputs::find_config(dir, (!cp.config_path.is_empty()).then_some(recorded))
         .map_err(|e| format!("cannot find its config: {e}"))?;
-    let loaded = crate::run::config_file::load(&path).map_err(|e| format!("cannot read its config: {e}"))?;
+    let loaded = crate::inputs::load_config(&path).map_err(|e| format!("cannot read its config: {e}"))?;
     let mut entry = crate::run::registration::entry(dir, &loaded, cp);
     entry.identity = identity;
     // No ralph of it runs; the lock names the last one.

@@ -93,8 +93,7 @@ mod tests {
 
     #[test]
     fn a_run_stays_settled_until_its_checkpoint_or_entry_or_the_boot_changes() {
-        let tmp = tempfile::tempdir().unwrap();
-        let registry = tmp.path().join("runs");
+        let (tmp, registry) = crate::testkit::temp_file("runs");
         let project = tmp.path().join("p");
         std::fs::create_dir_all(project.join(".agent")).unwrap();
         let checkpoint = project.join(".agent/checkpoint.json");

@@ -161,21 +161,9 @@ pub(crate) fn move_to(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::DoneSignal;
 
     fn phases(names: &[&str]) -> Vec<Phase> {
-        names
-            .iter()
-            .map(|n| Phase {
-                name: n.to_string(),
-                chain_name: "main".into(),
-                chain: vec!["a".into(), "b".into()],
-                iterations: 1,
-                until_complete: false,
-                done: DoneSignal::Tag,
-                prompt: None,
-            })
-            .collect()
+        names.iter().map(|n| crate::testkit::phase(n, &["a", "b"])).collect()
     }
 
     /// plan, review, fix, commit with review+fix repeating `passes` times.

@@ -6,7 +6,7 @@
 use serde_json::json;
 
 use crate::fake_provider::{FakeProvider, Reply};
-use crate::harness::{Project, STREAM_STALL, STREAM_STALL_RETRY, STREAM_STALL_RUN, fast};
+use crate::harness::{Project, STREAM_STALL, STREAM_STALL_RETRY, STREAM_STALL_RUN};
 use crate::real_cli;
 
 /// A project whose only agent is the real `claude`, pointed at `provider`, with its
@@ -16,27 +16,18 @@ fn project(provider: &FakeProvider, retry: &str, timeouts: &str) -> Option<Proje
     let p = Project::new();
     let home = p.join(".home");
     std::fs::create_dir_all(&home).expect("home");
-    let body = format!(
-        r#"
-[agents.claude]
-kind = "claude"
+    let table = format!(
+        r#"kind = "claude"
 model = "claude-sonnet-4-5"
 binary = "{claude}"
-env = {{ ANTHROPIC_BASE_URL = "{url}", ANTHROPIC_API_KEY = "dummy-key", HOME = "{home}" }}
-
-[chains]
-main = ["claude"]
-
-[phases.develop]
-chain = "main"
-"#,
+env = {{ ANTHROPIC_BASE_URL = "{url}", ANTHROPIC_API_KEY = "dummy-key", HOME = "{home}" }}"#,
         claude = claude.display(),
         url = provider.base_url(),
         home = home.display(),
     );
     // Node's start-up on a loaded machine can outlast the fast tests' 3 s stall limit.
     let timeouts = if timeouts.is_empty() { r#"stall = "30s""# } else { timeouts };
-    Some(p.config(&fast(retry, timeouts, &body)))
+    Some(real_cli::configure(p, "claude", &table, retry, timeouts))
 }
 
 #[test]
@@ -214,13 +205,9 @@ fn a_flag_the_cli_rejects_is_the_users_to_fix_and_names_the_version() {
 fn a_prompt_longer_than_an_argument_reaches_claude_on_stdin() {
     let provider = FakeProvider::start(vec![Reply::Text("Read it all.\n\n<promise>DONE</promise>".into())]);
     let Some(p) = project(&provider, "", "") else { return };
-    p.write("PROMPT.md", &crate::harness::long_goal("END-OF-GOAL-7731"));
+    real_cli::give_a_long_goal(&p);
     p.ralph().run().expect_code(0);
-    let requests = provider.message_requests();
-    assert!(
-        requests.iter().any(|r| r.body.to_string().contains("END-OF-GOAL-7731")),
-        "the whole goal reached the model"
-    );
+    real_cli::assert_the_whole_goal_reached_the_model(provider.message_requests().into_iter().map(|r| r.body));
 }
 
 /// ralph registers `ralph mcp` with Claude Code for the attempt; the provider
@@ -230,22 +217,17 @@ fn a_prompt_longer_than_an_argument_reaches_claude_on_stdin() {
 fn claude_completes_a_done_mcp_phase_through_ralph_mcp() {
     let provider = FakeProvider::start(Vec::new());
     let Some(p) = project(&provider, "agent_attempts = 1", "") else { return };
-    let config = p.read("ralph.toml").replace("chain = \"main\"\n", "chain = \"main\"\ndone = \"mcp\"\n");
-    p.write("ralph.toml", &config);
+    real_cli::done_by_mcp(&p, None);
     provider.then(vec![
         Reply::Tool {
             name: "mcp__ralph__declare_complete".into(),
-            input: json!({"summary": "nothing to build", "evidence": "read the goal; ran ls: no files needed"}),
+            input: json!({"summary": "nothing to build", "evidence": real_cli::EVIDENCE}),
         },
         Reply::Text("Declared.".into()),
     ]);
     let out = p.ralph().run();
-    let declared = p.events("completion_declared");
-    assert_eq!(declared.len(), 1, "{out:?}\n{:#?}", p.journal());
-    out.expect_code(0);
-    // The CLI's shutdown of its server is no crash.
-    assert!(p.events("mcp_lost").is_empty(), "{:?}", p.events("mcp_lost"));
-    assert_eq!(declared[0]["evidence"], json!("read the goal; ran ls: no files needed"));
+    let declared = real_cli::assert_completed_through_mcp(&p, &out, &format!("{:#?}", p.journal()));
+    assert_eq!(declared[0]["evidence"], json!(real_cli::EVIDENCE));
     // The tool's answer went back to the model.
     let requests = provider.message_requests();
     let last = requests.last().expect("requests").body.to_string();

@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use crate::fake_openai::{FakeOpenAi, Reply};
-use crate::harness::{Project, STREAM_STALL, STREAM_STALL_RETRY, STREAM_STALL_RUN, fast};
+use crate::harness::{Project, STREAM_STALL, STREAM_STALL_RETRY, STREAM_STALL_RUN};
 
 /// A project whose only agent is the real `codex`, pointed at `provider` through its
 /// own `CODEX_HOME/config.toml` (and its own HOME), with Codex's own retries off so
@@ -42,27 +42,18 @@ unbounded_connection_retries = false
         ),
     )
     .expect("config.toml");
-    let body = format!(
-        r#"
-[agents.codex]
-kind = "codex"
+    let table = format!(
+        r#"kind = "codex"
 model = "gpt-5-codex"
 binary = "{codex}"
-env = {{ CODEX_HOME = "{codex_home}", FAKE_API_KEY = "dummy-key", HOME = "{home}" }}
-
-[chains]
-main = ["codex"]
-
-[phases.develop]
-chain = "main"
-"#,
+env = {{ CODEX_HOME = "{codex_home}", FAKE_API_KEY = "dummy-key", HOME = "{home}" }}"#,
         codex = codex.display(),
         codex_home = codex_home.display(),
         home = home.display(),
     );
     // A CLI's start-up on a loaded machine can outlast the fast tests' 3 s stall limit.
     let timeouts = if timeouts.is_empty() { r#"stall = "30s""# } else { timeouts };
-    Some(p.config(&fast(retry, timeouts, &body)))
+    Some(crate::real_cli::configure(p, "codex", &table, retry, timeouts))
 }
 
 /// The items of a request's `input` of the given type.
@@ -172,13 +163,10 @@ fn a_stalled_provider_stream_is_cut_by_ralph() {
 fn a_prompt_longer_than_an_argument_reaches_codex_on_stdin() {
     let provider = FakeOpenAi::start(vec![Reply::Text("Read it all.\n\n<promise>DONE</promise>".into())]);
     let Some(p) = project(&provider, "", "") else { return };
-    p.write("PROMPT.md", &crate::harness::long_goal("END-OF-GOAL-7731"));
+    crate::real_cli::give_a_long_goal(&p);
     p.ralph().run().expect_code(0);
-    let requests = provider.response_requests();
-    assert!(
-        requests.iter().any(|r| r.body.to_string().contains("END-OF-GOAL-7731")),
-        "the whole goal reached the model"
-    );
+    let bodies = provider.response_requests().into_iter().map(|r| r.body);
+    crate::real_cli::assert_the_whole_goal_reached_the_model(bodies);
 }
 
 /// ralph registers `ralph mcp` with Codex for the attempt (`-c mcp_servers.ralph.*`);
@@ -190,23 +178,17 @@ fn codex_completes_a_done_mcp_phase_through_ralph_mcp() {
         Reply::Call {
             namespace: Some("mcp__ralph".into()),
             name: "declare_complete".into(),
-            arguments: json!({"summary": "nothing to build", "evidence": "read the goal; ran ls: no files needed"}),
+            arguments: json!({"summary": "nothing to build", "evidence": crate::real_cli::EVIDENCE}),
         },
         Reply::Text("Declared.".into()),
     ]);
     let Some(p) = project(&provider, "agent_attempts = 1", "") else { return };
-    let config = p.read("ralph.toml").replace("chain = \"main\"\n", "chain = \"main\"\ndone = \"mcp\"\n");
-    // A failure ends within seconds instead of retrying the exhausted fake provider.
-    p.write("ralph.toml", &format!("[general]\nmax_runtime = \"10s\"\n{config}"));
+    crate::real_cli::done_by_mcp(&p, Some("10s"));
     let out = p.ralph().run();
     let requests = provider.response_requests();
     let offered = requests.first().map(|r| r.body["tools"].to_string()).unwrap_or_default();
     assert!(offered.contains("\"mcp__ralph\"") && offered.contains("declare_complete"), "{offered}");
-    let declared = p.events("completion_declared");
-    assert_eq!(declared.len(), 1, "{out:?}\n{:#?}", p.events("attempt_failed"));
-    out.expect_code(0);
-    // The CLI's shutdown of its server is no crash.
-    assert!(p.events("mcp_lost").is_empty(), "{:?}", p.events("mcp_lost"));
+    crate::real_cli::assert_completed_through_mcp(&p, &out, &format!("{:#?}", p.events("attempt_failed")));
     let outputs = requests.get(1).map(|r| r.body["input"].to_string()).unwrap_or_default();
     assert!(outputs.contains("completion recorded"), "the tool's answer went back to the model: {outputs}");
 }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::harness::{Project, cleanup, fast, sim_project};
+use crate::harness::{Project, cleanup, sim_project};
 
 /// One agent `a` whose first launch hangs in a tool call (its pid in `agent.pid`),
 /// and whose later launches finish.
@@ -23,8 +23,7 @@ fn hanging_agent() -> Project {
 #[test]
 fn second_ralph_in_the_same_directory_is_refused() {
     let p = hanging_agent();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     let out = p.ralph().args(["--resume"]).run();
     let pid = run.pid();
 
@@ -46,8 +45,7 @@ fn second_ralph_in_the_same_directory_is_refused() {
 #[test]
 fn a_live_run_is_not_called_unclean_and_both_json_views_have_one_shape() {
     let p = hanging_agent();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     let status = p.ralph().args(["status"]).run();
     let status_json = p.ralph().args(["status", "--json"]).run();
     let inspect_json = p.ralph().args(["--inspect-checkpoint", "--json"]).run();
@@ -74,30 +72,17 @@ fn a_live_run_is_not_called_unclean_and_both_json_views_have_one_shape() {
     assert_eq!(stopped[0]["signal"], "SIGINT");
 }
 
+/// The workflow of the two-phase tests: `plan`, then `develop`.
+const PLAN_THEN_DEVELOP: &str = "[general.workflow]\nphases = [\"plan\", \"develop\"]";
+
 #[test]
 fn goal_reached_is_said_only_where_it_ends_the_phase() {
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        r#"
-[general.workflow]
-phases = ["plan", "develop"]
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ goal = "the plan is the goal" }]
-[[agents.a.script]]
-steps = [{ goal = "all done" }]
-[chains]
-main = ["a"]
-[phases.plan]
-chain = "main"
-[phases.develop]
-chain = "main"
-until = "complete"
-iterations = 3
-"#,
-    ));
+    let p = sim_project()
+        .toml(PLAN_THEN_DEVELOP)
+        .sim("a", &[r#"[{ goal = "the plan is the goal" }]"#, r#"[{ goal = "all done" }]"#])
+        .named_phase("plan", "")
+        .named_phase("develop", "until = \"complete\"\niterations = 3")
+        .build();
     let out = p.ralph().run();
     out.expect_code(0);
     assert!(!out.stderr.contains("plan iteration 1 done (goal reached)"), "{out}");
@@ -106,24 +91,12 @@ iterations = 3
 
 #[test]
 fn dry_run_shows_each_phases_first_prompt_and_argv_and_writes_nothing() {
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        r#"
-[general.workflow]
-phases = ["plan", "develop"]
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ pidfile = "agent.pid" }, { done = "x" }]
-[chains]
-main = ["a"]
-[phases.plan]
-chain = "main"
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .toml(PLAN_THEN_DEVELOP)
+        .sim("a", &[r#"[{ pidfile = "agent.pid" }, { done = "x" }]"#])
+        .named_phase("plan", "")
+        .named_phase("develop", "")
+        .build();
     let out = p.ralph().args(["--dry-run"]).run();
     out.expect_code(0)
         .stdout_has("phases: plan → develop")
@@ -141,24 +114,12 @@ chain = "main"
 /// reaches each agent, and says first that an unfinished run is here.
 #[test]
 fn dry_run_honours_from_shows_ralph_mcp_and_mentions_an_unfinished_run() {
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ pidfile = "agent.pid" }, { tool = { name = "Bash", hang = true } }]
-[chains]
-main = ["a"]
-[phases.plan]
-chain = "main"
-[phases.develop]
-chain = "main"
-"#,
-    ));
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let p = sim_project()
+        .sim("a", &[r#"[{ pidfile = "agent.pid" }, { tool = { name = "Bash", hang = true } }]"#])
+        .named_phase("plan", "")
+        .named_phase("develop", "")
+        .build();
+    let (run, agent) = p.start();
     run.signal(nix::sys::signal::Signal::SIGINT);
     run.finish().expect_code(130);
     cleanup(agent);
@@ -193,8 +154,7 @@ fn logs_prints_the_last_attempt_readably_and_follows_a_live_one() {
     let p = hanging_agent();
     // Nothing yet.
     p.ralph().args(["logs"]).run().expect_code(2).stderr_has("no attempt logs");
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     // -f follows the live attempt until the run ends.
     let follow = p.ralph().args(["logs", "-f"]).spawn();
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
@@ -258,8 +218,7 @@ fn ralph_log_takes_rust_log_syntax_and_json_is_for_machines() {
 #[test]
 fn status_after_a_run() {
     let p = hanging_agent();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     run.signal(Signal::SIGINT);
     run.finish().expect_code(130);
     cleanup(agent);
@@ -404,17 +363,7 @@ fn demo_runs_on_a_terminal_and_leaves_no_registered_run() {
         }
         String::from_utf8_lossy(&seen).into_owned()
     });
-    let deadline = std::time::Instant::now() + Duration::from_secs(90);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            break status;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the demo did not end within 90s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = crate::harness::wait_child(&mut child, Duration::from_secs(90), "the demo");
     drop(child);
     let seen = reader.join().unwrap_or_default();
     assert_eq!(status.code(), Some(0), "{seen}");
@@ -554,14 +503,7 @@ fn a_closed_pipe_ends_a_printing_command_quietly() {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("spawn ralph");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        let status = loop {
-            if let Some(status) = child.try_wait().expect("try_wait") {
-                break status;
-            }
-            assert!(std::time::Instant::now() < deadline, "ralph {args:?} did not exit within 30 s");
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        };
+        let status = crate::harness::wait_child(&mut child, Duration::from_secs(30), &format!("ralph {args:?}"));
         let mut stderr = String::new();
         std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr).expect("stderr");
         assert!(!stderr.contains("panicked"), "ralph {args:?} panicked on a closed pipe:\n{stderr}");
@@ -594,17 +536,7 @@ fn a_ralph_replaced_during_the_run_still_starts_itself() {
         .expect("spawn the copy of ralph");
     let stderr = child.stderr.take().expect("stderr");
     let reader = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            break status;
-        }
-        if std::time::Instant::now() >= deadline {
-            let _ = child.kill();
-            panic!("ralph did not exit within 60 s");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let status = crate::harness::wait_child(&mut child, Duration::from_secs(60), "ralph");
     let stderr = reader.join().unwrap_or_default();
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("(deleted)"), "{stderr}");

@@ -173,9 +173,9 @@ fn report_progress_keeps_a_silent_attempt_past_its_stall_limit() {
     assert_eq!(p.events("attempt_started").len(), 1);
 }
 
-/// `ralph mcp` over real stdio, with no run to reach.
-#[test]
-fn ralph_mcp_lists_its_tools_and_says_when_no_run_is_reachable() {
+/// `ralph mcp` over real stdio with no run to reach, given `lines`: its first
+/// `replies` answers.
+fn mcp_without_a_run(lines: &[&str], replies: usize) -> Vec<Value> {
     use std::process::{Command, Stdio};
     let mut child = Command::new(crate::harness::RALPH)
         .arg("mcp")
@@ -187,33 +187,38 @@ fn ralph_mcp_lists_its_tools_and_says_when_no_run_is_reachable() {
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
+    for line in lines {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let answers = (0..replies)
+        .map(|_| {
+            let line = rx.recv_timeout(DEFAULT_TIMEOUT).expect("ralph mcp answers");
+            serde_json::from_str::<Value>(&line).unwrap()
+        })
+        .collect();
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    answers
+}
+
+/// `ralph mcp` over real stdio, with no run to reach.
+#[test]
+fn ralph_mcp_lists_its_tools_and_says_when_no_run_is_reachable() {
     let requests = [
         r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
         r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
         r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"report_progress","arguments":{"message":"hi"}}}"#,
     ];
-    for r in requests {
-        writeln!(stdin, "{r}").unwrap();
-    }
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        for _ in 0..3 {
-            if let Some(Ok(l)) = lines.next() {
-                let _ = tx.send(l);
-            }
-        }
-    });
-    let mut replies = Vec::new();
-    for _ in 0..3 {
-        let line = rx.recv_timeout(DEFAULT_TIMEOUT).expect("ralph mcp answers");
-        replies.push(serde_json::from_str::<Value>(&line).unwrap());
-    }
-    drop(stdin);
-    let _ = child.kill();
-    let _ = child.wait();
+    let replies = mcp_without_a_run(&requests, 3);
     assert_eq!(replies[0]["result"]["serverInfo"]["name"], "ralph", "{:#}", replies[0]);
     let tools = replies[1]["result"]["tools"].as_array().unwrap();
     let mut names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
@@ -247,16 +252,7 @@ fn a_saved_checkpoint_reaches_the_next_attempts_recovery_note() {
     p.ralph().run().expect_code(0);
     assert_eq!(p.events("agent_interruption").len(), 1);
     assert_eq!(p.events("attempt_failed").len(), 1);
-    let run_id = p.checkpoint()["run_id"].as_str().unwrap().to_string();
-    let prompt = std::fs::read_dir(p.join(&format!(".agent/logs/{run_id}")))
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .find(|e| {
-            e.file_name().to_string_lossy().starts_with("attempt-0002")
-                && e.file_name().to_string_lossy().ends_with(".prompt.md")
-        })
-        .expect("the second attempt's prompt");
-    let text = std::fs::read_to_string(prompt.path()).unwrap();
+    let text = p.prompt_of(2);
     assert!(text.contains("parser written and tested") && text.contains("the CLI flag"), "{text}");
 }
 
@@ -308,16 +304,7 @@ fn mcp_false_leaves_the_agent_without_ralphs_tools() {
     p.write("ralph.toml", &config);
     p.ralph().run().expect_code(0);
     assert!(p.events("agent_progress").is_empty());
-    let run_id = p.checkpoint()["run_id"].as_str().unwrap().to_string();
-    let log = std::fs::read_dir(p.join(&format!(".agent/logs/{run_id}")))
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .find(|e| {
-            e.file_name().to_string_lossy().starts_with("attempt-0001")
-                && e.file_name().to_string_lossy().ends_with(".log")
-        })
-        .expect("the attempt log");
-    let text = std::fs::read_to_string(log.path()).unwrap();
+    let text = p.attempt_log(1);
     assert!(text.contains("no ralph run is reachable"), "{text}");
 }
 
@@ -328,11 +315,7 @@ fn mcp_false_leaves_the_agent_without_ralphs_tools() {
 #[test]
 fn crashed_mcp_servers_use_up_the_restart_budget() {
     // Different messages: the same call three times would be a tool-call loop.
-    let crash = |m: &str| {
-        format!(
-            r#"{{ mcp = {{ tool = "report_progress", arguments = {{ message = "{m}" }}, kill = true }} }}, {{ sleep = "500ms" }}"#
-        )
-    };
+    let crash = crate::harness::mcp_crash;
     let first = format!(
         r#"{{ mcp = {{ tool = "report_progress", arguments = {{ message = "orderly" }} }} }}, {{ sleep = "500ms" }}, {}, {}, {}, {{ done = "ok" }}"#,
         crash("one"),
@@ -396,35 +379,8 @@ fn padded_evidence_is_refused() {
 /// server goes on answering.
 #[test]
 fn ralph_mcp_answers_malformed_json_with_a_parse_error() {
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(crate::harness::RALPH)
-        .arg("mcp")
-        .env_remove("RALPH_SOCKET")
-        .env_remove("RALPH_ATTEMPT")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    writeln!(stdin, "{{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ").unwrap();
     let init = r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-    writeln!(stdin, "{init}").unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut replies = Vec::new();
-    for _ in 0..2 {
-        let line = rx.recv_timeout(DEFAULT_TIMEOUT).expect("ralph mcp answers");
-        replies.push(serde_json::from_str::<Value>(&line).unwrap());
-    }
-    drop(stdin);
-    let _ = child.kill();
-    let _ = child.wait();
+    let replies = mcp_without_a_run(&[r#"{"jsonrpc": "2.0", "id": 1, "method": "#, init], 2);
     let error = replies.iter().find(|r| r["error"].is_object()).unwrap_or_else(|| panic!("{replies:#?}"));
     assert_eq!(error["error"]["code"], -32700, "{error:#}");
     assert!(error["id"].is_null(), "{error:#}");
@@ -470,8 +426,7 @@ fn status_after_a_kill_says_no_ralph_runs_it_and_what_to_do_next() {
         r#"{ pidfile = "agent.pid" }, { tool = { name = "Bash", hang = true } }"#,
         r#"{ done = "x" }"#,
     );
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"].is_string(), DEFAULT_TIMEOUT);
     run.signal(nix::sys::signal::Signal::SIGKILL);
     run.wait(Duration::from_secs(10));
@@ -497,8 +452,7 @@ fn stop_exits_1_when_the_run_does_not_end_in_time() {
         r#"{ pidfile = "agent.pid" }, { tool = { name = "Bash", hang = true } }"#,
         r#"{ done = "x" }"#,
     );
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     p.ralph()
         .args(["stop", "--timeout", "1s"])
         .run()

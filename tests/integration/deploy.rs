@@ -15,20 +15,10 @@ const JOB: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/deploy/kubernetes-j
 const NOMAD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/deploy/nomad-job.hcl");
 
 fn venv() -> Option<PathBuf> {
-    let dir = std::env::var_os("RALPH_AGENTS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/ralph-agents"))
-        .join("deploy-validators");
-    if dir.join("bin/kubernetes-validate").exists() {
-        return Some(dir);
-    }
-    let message =
-        format!("the deploy file checkers are not installed at {}: run tests/deploy/install.sh", dir.display());
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{message}");
-    }
-    eprintln!("\n*** SKIPPED: {message} ***\n");
-    None
+    let dir = crate::real_cli::agents_dir().join("deploy-validators");
+    let checker = dir.join("bin/kubernetes-validate");
+    crate::real_cli::installed(checker, || "the deploy file checkers".to_string(), "tests/deploy/install.sh")?;
+    Some(dir)
 }
 
 /// Runs a checker with a timeout; returns (success, stdout + stderr).

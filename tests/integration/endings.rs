@@ -76,11 +76,7 @@ fn a_cap_without_an_error_shows_no_older_error() {
 /// (with no error: none ended it).
 #[test]
 fn a_finished_iteration_is_committed_before_the_restart_cap_ends_the_run() {
-    let crash = |m: &str| {
-        format!(
-            r#"{{ mcp = {{ tool = "report_progress", arguments = {{ message = "{m}" }}, kill = true }} }}, {{ sleep = "500ms" }}"#
-        )
-    };
+    let crash = crate::harness::mcp_crash;
     let first = format!(
         r#"[{{ write = {{ path = "src/a.rs", content = "// a\n" }} }}, {}, {}, {}, {{ done = "wrote a" }}]"#,
         crash("one"),
@@ -105,11 +101,7 @@ fn a_finished_iteration_is_committed_before_the_restart_cap_ends_the_run() {
 /// stay within a cap of two.
 #[test]
 fn mcp_restarts_count_per_iteration() {
-    let crash = |m: &str| {
-        format!(
-            r#"{{ mcp = {{ tool = "report_progress", arguments = {{ message = "{m}" }}, kill = true }} }}, {{ sleep = "500ms" }}"#
-        )
-    };
+    let crash = crate::harness::mcp_crash;
     let script =
         |n: &str| format!(r#"[{}, {}, {{ done = "{n}" }}]"#, crash(&format!("{n} one")), crash(&format!("{n} two")));
     let p = sim_project()

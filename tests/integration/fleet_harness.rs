@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::harness::{Project, Ralph, alive, fast};
+use crate::crash_harness::Rng;
+use crate::harness::{Project, Ralph, Running, alive, fast};
 
 pub(crate) struct Fleet {
     pub p: Project,
@@ -98,9 +99,7 @@ impl Fleet {
         let mut cmd = Command::new("git");
         cmd.arg("-C").arg(dir).args(args);
         self.env(&mut cmd);
-        let out = cmd.output().expect("run git");
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        crate::harness::git_output(cmd, args)
     }
 
     /// `ralph` in the main checkout.
@@ -226,5 +225,70 @@ impl Drop for Fleet {
                 eprintln!("--- {} ---\n{}", path.display(), fs::read_to_string(&path).unwrap_or_default());
             }
         }
+    }
+}
+
+/// A fleet kill loop: fleets made by `make`, each started with `ralph fleet -q`
+/// again and again and killed by `kill` after a random moment of up to `window` (at
+/// most [`KILLS_PER_FLEET`] times, so each fleet also reaches its end, exiting 0),
+/// until `kills` kills (or as many as `{vars}_KILLS` says); each fleet then audited.
+/// The seed is `{vars}_SEED`, or the clock's, and is printed with what the loop did.
+pub(crate) struct KillLoop<'a> {
+    name: &'a str,
+    vars: &'a str,
+    kills: usize,
+    window: Duration,
+}
+
+/// Kills per fleet at most, so that every fleet also reaches its end.
+pub(crate) const KILLS_PER_FLEET: usize = 6;
+
+/// The kill loop `name` (see [`KillLoop`]).
+pub(crate) fn kill_loop<'a>(name: &'a str, vars: &'a str, kills: usize, window: Duration) -> KillLoop<'a> {
+    KillLoop { name, vars, kills, window }
+}
+
+impl KillLoop<'_> {
+    pub(crate) fn run(
+        self,
+        make: impl Fn() -> Fleet,
+        mut kill: impl FnMut(&mut Rng, &Running),
+        audit: impl Fn(&Fleet, u64),
+    ) {
+        let seed = crate::crash_harness::seed(&format!("{}_SEED", self.vars));
+        let target = crate::crash_harness::env_count(&format!("{}_KILLS", self.vars), self.kills);
+        let mut rng = Rng::new(seed);
+        let started = Instant::now();
+        let (mut kills, mut fleets, mut starts) = (0, 0, 0);
+        while kills < target {
+            assert!(started.elapsed() < Duration::from_secs(1800), "seed {seed}: {kills} kills in 30 minutes");
+            let f = make();
+            let mut left = KILLS_PER_FLEET.min(target - kills);
+            loop {
+                let mut run = f.fleet(&["-q"]).timeout(Duration::from_secs(120)).spawn();
+                starts += 1;
+                if left == 0 {
+                    run.finish().expect_code(0);
+                    break;
+                }
+                std::thread::sleep(rng.below(self.window));
+                if run.exited() {
+                    let out = run.finish();
+                    assert_eq!(out.code, Some(0), "seed {seed}: the fleet ended without a kill:\n{out}");
+                    break;
+                }
+                kill(&mut rng, &run);
+                let _ = run.wait(Duration::from_secs(10));
+                kills += 1;
+                left -= 1;
+            }
+            audit(&f, seed);
+            fleets += 1;
+        }
+        eprintln!(
+            "{}: seed {seed}, {kills} kills over {fleets} fleets ({starts} starts), each audited, in {:.1}s",
+            self.name,
+            started.elapsed().as_secs_f64()
+        );
     }
 }

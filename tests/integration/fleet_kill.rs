@@ -4,59 +4,25 @@
 //! 8 kills here; `scripts/fleet-kill-loop.sh` runs 100 and more (figures in
 //! docs/reliability.md).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::crash_harness::{Rng, env_count, seed};
-use crate::fleet_harness::{Fleet, appends, shell_config};
+use crate::crash_harness::Rng;
+use crate::fleet_harness::{Fleet, appends, kill_loop, shell_config};
+use crate::harness::Running;
 
-/// Kills per fleet at most, so that every fleet also reaches its end.
-const KILLS_PER_FLEET: usize = 6;
 const TASKS: [&str; 4] = ["a", "b", "c", "d"];
 
 #[test]
 fn sigkill_of_the_supervisor_at_random_moments_loses_nothing() {
-    let seed = seed("RALPH_FLEET_SEED");
-    let target = env_count("RALPH_FLEET_KILLS", 8);
-    let mut rng = Rng::new(seed);
-    let started = Instant::now();
-    let (mut kills, mut fleets, mut starts) = (0, 0, 0);
-    while kills < target {
-        assert!(started.elapsed() < Duration::from_secs(1800), "seed {seed}: {kills} kills in 30 minutes");
+    let make = || {
         let config = shell_config(&appends("0.15"), "max_parallel = 2", "iterations = 2\n");
-        let f = Fleet::new(&config, &TASKS.map(|t| (t, "Do it.")));
-        let mut left = KILLS_PER_FLEET.min(target - kills);
-        loop {
-            let run = f.fleet(&["-q"]).timeout(Duration::from_secs(120)).spawn();
-            starts += 1;
-            if left == 0 {
-                let out = run.finish();
-                out.expect_code(0);
-                break;
-            }
-            std::thread::sleep(rng.below(Duration::from_millis(1500)));
-            let mut run = run;
-            if run.exited() {
-                let out = run.finish();
-                if out.code == Some(0) {
-                    break;
-                }
-                panic!("seed {seed}: the fleet ended without a kill:\n{out}");
-            }
-            run.signal(Signal::SIGKILL);
-            let _ = run.wait(Duration::from_secs(10));
-            kills += 1;
-            left -= 1;
-        }
-        audit(&f, seed);
-        fleets += 1;
-    }
-    eprintln!(
-        "fleet kill loop: seed {seed}, {kills} kills of the supervisor over {fleets} fleets ({starts} starts), all \
-         consistent, in {:.1}s",
-        started.elapsed().as_secs_f64()
-    );
+        Fleet::new(&config, &TASKS.map(|t| (t, "Do it.")))
+    };
+    let kill = |_: &mut Rng, run: &Running| run.signal(Signal::SIGKILL);
+    kill_loop("fleet kill loop (the supervisor SIGKILLed)", "RALPH_FLEET", 8, Duration::from_millis(1500))
+        .run(make, kill, audit);
 }
 
 /// Every task's two iterations are on its branch exactly once; git's worktrees are

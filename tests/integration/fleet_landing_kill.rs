@@ -6,60 +6,32 @@
 //! orphan worktree, no process left. About 6 kills here;
 //! `scripts/fleet-landing-kill-loop.sh` runs 100 and more (docs/reliability.md).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
-use crate::crash_harness::{Rng, env_count, seed};
-use crate::fleet_harness::{Fleet, appends, shell_config};
+use crate::crash_harness::Rng;
+use crate::fleet_harness::{Fleet, appends, kill_loop, shell_config};
+use crate::harness::Running;
 
-const KILLS_PER_FLEET: usize = 6;
 const TASKS: [&str; 3] = ["a", "b", "c"];
 
 #[test]
 fn sigkill_during_landings_lands_every_task_exactly_once() {
-    let seed = seed("RALPH_LANDING_SEED");
-    let target = env_count("RALPH_LANDING_KILLS", 6);
-    let mut rng = Rng::new(seed);
-    let started = Instant::now();
-    let (mut kills, mut fleets, mut starts) = (0, 0, 0);
-    while kills < target {
-        assert!(started.elapsed() < Duration::from_secs(1800), "seed {seed}: {kills} kills in 30 minutes");
+    let make = || {
         let fleet = "max_parallel = 3\ncheck = [\"sh\", \"-c\", \"sleep 0.2\"]";
-        let f = Fleet::new(&shell_config(&appends("0.05"), fleet, ""), &TASKS.map(|t| (t, "Do it.")));
-        let mut left = KILLS_PER_FLEET.min(target - kills);
-        loop {
-            let mut run = f.fleet(&["-q"]).timeout(Duration::from_secs(120)).spawn();
-            starts += 1;
-            if left == 0 {
-                run.finish().expect_code(0);
-                break;
-            }
-            std::thread::sleep(rng.below(Duration::from_millis(2500)));
-            if run.exited() {
-                let out = run.finish();
-                assert_eq!(out.code, Some(0), "seed {seed}: the fleet ended without a kill:\n{out}");
-                break;
-            }
-            // Half the time the git and the check it runs die with it.
-            if rng.next().is_multiple_of(2) {
-                let _ = killpg(Pid::from_raw(run.pid()), Signal::SIGKILL);
-            } else {
-                run.signal(Signal::SIGKILL);
-            }
-            let _ = run.wait(Duration::from_secs(10));
-            kills += 1;
-            left -= 1;
+        Fleet::new(&shell_config(&appends("0.05"), fleet, ""), &TASKS.map(|t| (t, "Do it.")))
+    };
+    // Half the time the git and the check it runs die with it.
+    let kill = |rng: &mut Rng, run: &Running| {
+        if rng.next().is_multiple_of(2) {
+            let _ = killpg(Pid::from_raw(run.pid()), Signal::SIGKILL);
+        } else {
+            run.signal(Signal::SIGKILL);
         }
-        audit(&f, seed);
-        fleets += 1;
-    }
-    eprintln!(
-        "landing kill loop: seed {seed}, {kills} kills over {fleets} fleets ({starts} starts), every task landed \
-         exactly once, in {:.1}s",
-        started.elapsed().as_secs_f64()
-    );
+    };
+    kill_loop("landing kill loop", "RALPH_LANDING", 6, Duration::from_millis(2500)).run(make, kill, audit);
 }
 
 fn audit(f: &Fleet, seed: u64) {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::fake_gemini::{FakeGemini, Reply};
-use crate::harness::{Project, STREAM_STALL, STREAM_STALL_RETRY, STREAM_STALL_RUN, fast};
+use crate::harness::{Project, STREAM_STALL, STREAM_STALL_RETRY, STREAM_STALL_RUN};
 use crate::real_cli;
 
 /// Failed Gemini runs take ~5 s each (the CLI lingers after its error result).
@@ -35,20 +35,11 @@ fn project(provider: &FakeGemini, retry: &str, timeouts: &str) -> Option<Project
     std::fs::create_dir_all(home.join(".gemini")).expect("home");
     std::fs::create_dir_all(&tmp).expect("tmp");
     std::fs::write(home.join(".gemini").join("settings.json"), SETTINGS).expect("settings");
-    let body = format!(
-        r#"
-[agents.gemini]
-kind = "gemini"
+    let table = format!(
+        r#"kind = "gemini"
 model = "gemini-2.5-flash"
 binary = "{gemini}"
-env = {{ GOOGLE_GEMINI_BASE_URL = "{url}", GEMINI_API_KEY = "dummy", HOME = "{home}", TMPDIR = "{tmp}" }}
-
-[chains]
-main = ["gemini"]
-
-[phases.develop]
-chain = "main"
-"#,
+env = {{ GOOGLE_GEMINI_BASE_URL = "{url}", GEMINI_API_KEY = "dummy", HOME = "{home}", TMPDIR = "{tmp}" }}"#,
         gemini = gemini.display(),
         url = provider.base_url(),
         home = home.display(),
@@ -58,7 +49,7 @@ chain = "main"
     // with a larger heap): the harness's 3 s stall would cut a slow start.
     let timeouts =
         if timeouts.contains("stall") { timeouts.to_string() } else { format!("stall = \"20s\"\n{timeouts}") };
-    Some(p.config(&fast(retry, &timeouts, &body)))
+    Some(real_cli::configure(p, "gemini", &table, retry, &timeouts))
 }
 
 #[test]
@@ -169,13 +160,9 @@ fn a_prompt_longer_than_an_argument_reaches_gemini_on_stdin() {
     let provider =
         FakeGemini::start(Vec::new()).fallback(Reply::Text("Read it all.\n\n<promise>DONE</promise>".into()));
     let Some(p) = project(&provider, "", "") else { return };
-    p.write("PROMPT.md", &crate::harness::long_goal("END-OF-GOAL-7731"));
+    real_cli::give_a_long_goal(&p);
     p.ralph().timeout(RUN_LIMIT).run().expect_code(0);
-    let requests = provider.content_requests();
-    assert!(
-        requests.iter().any(|r| r.body.to_string().contains("END-OF-GOAL-7731")),
-        "the whole goal reached the model"
-    );
+    real_cli::assert_the_whole_goal_reached_the_model(provider.content_requests().into_iter().map(|r| r.body));
 }
 
 /// ralph registers `ralph mcp` with Gemini for the attempt (a system settings file
@@ -186,12 +173,11 @@ fn a_prompt_longer_than_an_argument_reaches_gemini_on_stdin() {
 fn gemini_completes_a_done_mcp_phase_through_ralph_mcp() {
     let provider = FakeGemini::start(Vec::new());
     let Some(p) = project(&provider, "agent_attempts = 1", "") else { return };
-    let config = p.read("ralph.toml").replace("chain = \"main\"\n", "chain = \"main\"\ndone = \"mcp\"\n");
-    p.write("ralph.toml", &format!("[general]\nmax_runtime = \"60s\"\n{config}"));
+    real_cli::done_by_mcp(&p, Some("60s"));
     provider.then(vec![
         Reply::Call {
             name: "mcp_ralph_declare_complete".into(),
-            args: json!({"summary": "nothing to build", "evidence": "read the goal; ran ls: no files needed"}),
+            args: json!({"summary": "nothing to build", "evidence": real_cli::EVIDENCE}),
         },
         Reply::Text("Declared.".into()),
     ]);
@@ -199,11 +185,7 @@ fn gemini_completes_a_done_mcp_phase_through_ralph_mcp() {
     let offered =
         provider.requests().iter().any(|r| r.body["tools"].to_string().contains("mcp_ralph_declare_complete"));
     assert!(offered, "Gemini offers the tool as mcp_ralph_declare_complete");
-    let declared = p.events("completion_declared");
-    assert_eq!(declared.len(), 1, "{out:?}\n{:#?}", p.events("attempt_failed").first());
-    out.expect_code(0);
-    // The CLI's shutdown of its server is no crash.
-    assert!(p.events("mcp_lost").is_empty(), "{:?}", p.events("mcp_lost"));
+    real_cli::assert_completed_through_mcp(&p, &out, &format!("{:#?}", p.events("attempt_failed").first()));
     // The user's own settings file was not touched.
     assert!(!p.read(".home/.gemini/settings.json").contains("ralph"));
 }

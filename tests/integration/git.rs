@@ -11,7 +11,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tempfile::TempDir;
 
-use crate::harness::{Project, Ralph, fast};
+use crate::harness::{Project, Ralph, fast, sim_project};
 
 /// A project that is a git repository with one commit (README.md, plus `extra`).
 pub(crate) struct Repo {
@@ -60,9 +60,7 @@ impl Repo {
         let mut cmd = Command::new("git");
         cmd.arg("-C").arg(self.p.path()).args(args);
         self.env(&mut cmd);
-        let out = cmd.output().expect("run git");
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        crate::harness::git_output(cmd, args)
     }
 
     pub(crate) fn ralph(&self) -> Ralph {
@@ -272,18 +270,18 @@ fn credentials_and_large_new_files_are_never_committed() {
     assert!(!std::fs::read_to_string(r.p.join(".agent/events.jsonl")).unwrap_or_default().contains(secret));
 }
 
+/// A repository whose agent `c` runs `sh agent.sh` (`script`, committed with the
+/// rest), done when it exits 0.
+fn exit0_agent(script: &str) -> Repo {
+    let config =
+        sim_project().command("c", r#"["sh", "agent.sh", "{prompt}"]"#).phase(r#"done = "exit0""#).config_text();
+    Repo::with(&config, &[("agent.sh", script)], true)
+}
+
 #[test]
 fn an_agent_that_commits_by_itself_is_recorded_and_ralph_commits_the_rest() {
     let script = "#!/bin/sh\necho a > a.txt\ngit add a.txt\ngit commit -q -m \"the agent's own\"\necho b > b.txt\n";
-    let r = Repo::with(
-        &fast(
-            "",
-            "",
-            "[agents.c]\nkind = \"command\"\ncommand = [\"sh\", \"agent.sh\", \"{prompt}\"]\n\n[chains]\nmain = [\"c\"]\n\n[phases.develop]\nchain = \"main\"\ndone = \"exit0\"\n",
-        ),
-        &[("agent.sh", script)],
-        true,
-    );
+    let r = exit0_agent(script);
     let out = r.ralph().run();
     out.expect_code(0);
     let commits = r.commits();
@@ -622,15 +620,7 @@ fn a_git_failure_blocks_the_run_and_resume_makes_the_pending_commit_once() {
     // The agent leaves a lock behind, as a crashed git of its own would: git itself
     // refuses, no hook is involved, so a person must look (exit 3).
     let script = "#!/bin/sh\necho x > x.txt\ntouch .git/index.lock\n";
-    let r = Repo::with(
-        &fast(
-            "",
-            "",
-            "[agents.c]\nkind = \"command\"\ncommand = [\"sh\", \"agent.sh\", \"{prompt}\"]\n\n[chains]\nmain = [\"c\"]\n\n[phases.develop]\nchain = \"main\"\ndone = \"exit0\"\n",
-        ),
-        &[("agent.sh", script)],
-        true,
-    );
+    let r = exit0_agent(script);
     let out = r.ralph().run();
     out.expect_code(3).stderr_has("git: cannot commit develop/1");
     assert_eq!(r.p.checkpoint()["git"]["pending"]["key"], "develop/1");

@@ -61,6 +61,22 @@ pub(crate) fn sim_project() -> SimProject {
     SimProject::default()
 }
 
+/// Builder methods that add lines to one part of the `ralph.toml` text: `name`
+/// adds to the field `name` (or the one named after `=>`).
+macro_rules! appenders {
+    ($($(#[$doc:meta])* $name:ident $(=> $field:ident)?;)*) => {
+        $(
+            $(#[$doc])*
+            pub(crate) fn $name(mut self, entries: &str) -> Self {
+                appenders!(@field self, $name $(, $field)?).push_str(&format!("{entries}\n"));
+                self
+            }
+        )*
+    };
+    (@field $self:ident, $name:ident) => { $self.$name };
+    (@field $self:ident, $name:ident, $field:ident) => { $self.$field };
+}
+
 /// The builder of [`sim_project`]; [`SimProject::build`] writes the project.
 #[derive(Default)]
 pub(crate) struct SimProject {
@@ -71,27 +87,30 @@ pub(crate) struct SimProject {
     agents: Vec<(String, String)>,
     chain: Option<Vec<String>>,
     phase: String,
+    /// `(name, its chain, entries besides its chain)`: the phases, in order, when
+    /// not `develop` alone.
+    phases: Vec<(String, String, String)>,
+    /// `(name, agents)`: chains besides `main`.
+    chains: Vec<(String, Vec<String>)>,
     rest: String,
     files: Vec<(String, String)>,
+    /// Files of `files` made executable.
+    programs: Vec<String>,
 }
 
 impl SimProject {
-    /// `[retry]` entries (`key = value` lines) over the fast defaults.
-    pub(crate) fn retry(mut self, entries: &str) -> Self {
-        self.retry.push_str(&format!("{entries}\n"));
-        self
-    }
-
-    /// `[timeouts]` entries over the fast defaults.
-    pub(crate) fn timeouts(mut self, entries: &str) -> Self {
-        self.timeouts.push_str(&format!("{entries}\n"));
-        self
-    }
-
-    /// `[general]` entries.
-    pub(crate) fn general(mut self, entries: &str) -> Self {
-        self.general.push_str(&format!("{entries}\n"));
-        self
+    appenders! {
+        /// `[retry]` entries (`key = value` lines) over the fast defaults.
+        retry;
+        /// `[timeouts]` entries over the fast defaults.
+        timeouts;
+        /// `[general]` entries.
+        general;
+        /// `[phases.develop]` entries besides its chain (written only when no named
+        /// phase takes `develop`'s place).
+        phase;
+        /// Any other tables, as written.
+        toml => rest;
     }
 
     /// A scripted agent: launch N runs `scripts[N]` (the last repeats), each the
@@ -102,6 +121,27 @@ impl SimProject {
             table.push_str(&format!("[[agents.{name}.script]]\nsteps = {steps}\n"));
         }
         self.agent(name, &table)
+    }
+
+    /// A `kind = "command"` agent running `sh -c script` (the prompt its `$1`), with
+    /// `extra` keys of its table.
+    pub(crate) fn sh(self, name: &str, script: &str, extra: &str) -> Self {
+        self.agent(
+            name,
+            &format!("kind = \"command\"\ncommand = [\"sh\", \"-c\", {script:?}, \"{{prompt}}\"]\n{extra}"),
+        )
+    }
+
+    /// A `kind = "command"` agent running the program `rel` of the project (written
+    /// with `text`, executable) with the prompt, its output read as `output` (when
+    /// not empty).
+    pub(crate) fn program(mut self, name: &str, rel: &str, text: &str, output: &str) -> Self {
+        self.programs.push(rel.to_string());
+        let mut table = format!("kind = \"command\"\ncommand = [\"./{rel}\", \"{{prompt}}\"]\n");
+        if !output.is_empty() {
+            table.push_str(&format!("output = \"{output}\"\n"));
+        }
+        self.file(rel, text).agent(name, &table)
     }
 
     /// A `kind = "command"` agent running `argv` (a TOML array).
@@ -121,15 +161,18 @@ impl SimProject {
         self
     }
 
-    /// `[phases.develop]` entries besides its chain.
-    pub(crate) fn phase(mut self, entries: &str) -> Self {
-        self.phase.push_str(&format!("{entries}\n"));
+    /// A phase `name` on the chain `main` with `entries` besides its chain; the
+    /// phases so named, in the order added, take the place of `develop`.
+    pub(crate) fn named_phase(mut self, name: &str, entries: &str) -> Self {
+        self.phases.push((name.to_string(), "main".to_string(), entries.to_string()));
         self
     }
 
-    /// Any other tables, as written.
-    pub(crate) fn toml(mut self, text: &str) -> Self {
-        self.rest.push_str(&format!("{text}\n"));
+    /// A phase `name` run by the one agent `agent` (on a chain named after the
+    /// phase); like [`SimProject::named_phase`], it takes the place of `develop`.
+    pub(crate) fn phase_of(mut self, name: &str, agent: &str) -> Self {
+        self.chains.push((name.to_string(), vec![agent.to_string()]));
+        self.phases.push((name.to_string(), name.to_string(), String::new()));
         self
     }
 
@@ -150,12 +193,16 @@ impl SimProject {
             body.push_str(&format!("[agents.{name}]\n{table}\n"));
         }
         let chain = self.chain.clone().unwrap_or_else(|| self.agents.iter().map(|(n, _)| n.clone()).collect());
-        let chain: Vec<String> = chain.iter().map(|a| format!("{a:?}")).collect();
-        body.push_str(&format!(
-            "[chains]\nmain = [{}]\n\n[phases.develop]\nchain = \"main\"\n{}",
-            chain.join(", "),
-            self.phase
-        ));
+        let list = |agents: &[String]| agents.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", ");
+        body.push_str(&format!("[chains]\nmain = [{}]\n", list(&chain)));
+        for (name, agents) in &self.chains {
+            body.push_str(&format!("{name} = [{}]\n", list(agents)));
+        }
+        let develop = [("develop".to_string(), "main".to_string(), self.phase.clone())];
+        let phases = if self.phases.is_empty() { &develop[..] } else { &self.phases[..] };
+        for (name, chain, entries) in phases {
+            body.push_str(&format!("\n[phases.{name}]\nchain = \"{chain}\"\n{entries}\n"));
+        }
         fast(&self.retry, &self.timeouts, &body)
     }
 
@@ -164,6 +211,10 @@ impl SimProject {
         let p = Project::new().config(&self.config_text());
         for (rel, text) in &self.files {
             p.write(rel, text);
+        }
+        for rel in &self.programs {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(p.join(rel), fs::Permissions::from_mode(0o755)).expect("chmod");
         }
         p
     }
@@ -190,6 +241,14 @@ pub(crate) fn sigterm_as_service_manager() -> String {
     let exe = std::env::current_exe().expect("the test binary");
     let name = exe.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     format!("service_managers = [{name:?}]")
+}
+
+/// The project of a run blocked at once: its one agent's provider refuses the
+/// credentials (HTTP 401, as Anthropic words it).
+pub(crate) fn refused_credentials() -> Project {
+    sim_project()
+        .sim("a", &[r#"[{ say = "calling the API" }, { error = "API Error: 401 {\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key\"}}" }]"#])
+        .build()
 }
 
 /// A temp directory with a `PROMPT.md`.
@@ -279,6 +338,14 @@ impl Project {
         self.state.path().join("ralph").join("runs")
     }
 
+    /// ralph started here, once its agent has written `agent.pid`: the run and the
+    /// agent's pid.
+    pub(crate) fn start(&self) -> (Running, i32) {
+        let run = self.ralph().spawn();
+        let agent = self.pid_file("agent.pid");
+        (run, agent)
+    }
+
     pub(crate) fn ralph(&self) -> Ralph {
         Ralph {
             program: RALPH.to_string(),
@@ -312,6 +379,26 @@ impl Project {
     /// The journal events of one kind.
     pub(crate) fn events(&self, kind: &str) -> Vec<Value> {
         self.journal().into_iter().filter(|e| e["kind"] == kind).collect()
+    }
+
+    /// The name of the one copy of a corrupt checkpoint set aside in `.agent/`,
+    /// which must hold `text`, the checkpoint as it was.
+    #[track_caller]
+    pub(crate) fn set_aside(&self, text: &str) -> String {
+        let aside: Vec<_> = self.agent_dir_listing().into_iter().filter(|n| n.contains("corrupt")).collect();
+        assert_eq!(aside.len(), 1, "{:?}", self.agent_dir_listing());
+        assert_eq!(self.read(&format!(".agent/{}", aside[0])), text);
+        aside[0].clone()
+    }
+
+    /// A finished run: `--inspect-checkpoint` says there is nothing to resume, and
+    /// `--resume` refuses so; what inspect printed.
+    #[track_caller]
+    pub(crate) fn nothing_to_resume(&self) -> Output {
+        let out = self.ralph().args(["--inspect-checkpoint"]).run();
+        out.expect_code(0).stdout_has("nothing to resume");
+        self.ralph().args(["--resume"]).run().expect_code(2).stderr_has("nothing to resume");
+        out
     }
 
     /// File names in `.agent/`, sorted.
@@ -502,6 +589,12 @@ impl Running {
         kill(Pid::from_raw(self.pid()), signal).expect("signal ralph");
     }
 
+    /// SIGTERM, and the exit (bounded by the timeout).
+    pub(crate) fn terminate(self) -> Output {
+        self.signal(Signal::SIGTERM);
+        self.finish()
+    }
+
     /// Whether ralph has exited (without reaping output).
     pub(crate) fn exited(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(Some(_)))
@@ -557,6 +650,30 @@ impl Drop for Running {
             let _ = killpg(Pid::from_raw(self.pid()), Signal::SIGKILL);
             let _ = self.child.wait();
         }
+    }
+}
+
+/// The stdout of `git`, given `args` for the message; panics with git's stderr if
+/// it fails.
+pub(crate) fn git_output(mut git: Command, args: &[&str]) -> String {
+    let out = git.output().expect("run git");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Waits (bounded) for a child started outside [`Ralph`] to exit; on timeout kills it
+/// and panics, saying `what` did not end.
+pub(crate) fn wait_child(child: &mut Child, timeout: Duration, what: &str) -> ExitStatus {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{what} did not end within {timeout:?}");
+        }
+        thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -673,6 +790,15 @@ impl Project {
             thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// The sim steps of a `ralph mcp` killed during a `report_progress` call saying
+/// `message` (let each call differ: the same call three times is a tool-call loop),
+/// and a pause for ralph to see it.
+pub(crate) fn mcp_crash(message: &str) -> String {
+    format!(
+        r#"{{ mcp = {{ tool = "report_progress", arguments = {{ message = "{message}" }}, kill = true }} }}, {{ sleep = "500ms" }}"#
+    )
 }
 
 /// A goal longer than one command-line argument may be (128 KiB on Linux), starting

@@ -5,7 +5,7 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::harness::{Project, fast, sim_project};
+use crate::harness::{Project, sim_project};
 
 /// A one-agent workflow running `script` with `sh -c`.
 fn sh_agent(script: &str, timeouts: &str, extra: &str) -> String {
@@ -14,11 +14,7 @@ fn sh_agent(script: &str, timeouts: &str, extra: &str) -> String {
 
 /// [`sh_agent`] with `[general]` entries.
 fn sh_agent_with(general: &str, script: &str, timeouts: &str, extra: &str) -> String {
-    sim_project()
-        .timeouts(timeouts)
-        .general(general)
-        .agent("sh", &format!("kind = \"command\"\ncommand = [\"sh\", \"-c\", {script:?}, \"{{prompt}}\"]\n{extra}"))
-        .config_text()
+    sim_project().timeouts(timeouts).general(general).sh("sh", script, extra).config_text()
 }
 
 /// Every attempt log of the run, as bytes.
@@ -226,8 +222,7 @@ fn a_second_ctrl_c_does_not_mark_the_lock_stopped_cleanly() {
         .timeouts(r#"grace = "30s""#)
         .sim("a", &[r#"[{ ignore = ["SIGINT", "SIGTERM"] }, { pidfile = "agent.pid" }, { tool = { name = "Bash", input = { command = "make" }, hang = true } }]"#])
         .build();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     run.signal(Signal::SIGINT);
     p.wait_for_log("sending SIGINT", crate::harness::DEFAULT_TIMEOUT);
     run.signal(Signal::SIGINT);
@@ -258,28 +253,15 @@ fn assert_nothing_holds(p: &Project, secrets: &[&str]) {
 #[test]
 fn recovery_notes_and_reasons_are_redacted() {
     // The last tool call's input is quoted in the recovery note.
-    let p = Project::new().config(&fast(
-        "agent_attempts = 1",
-        r#"tool = "2s""#,
-        &format!(
-            r#"
-[general]
-max_cycles = 1
-
-[agents.a]
-kind = "sim"
-
-[[agents.a.script]]
-steps = [{{ tool = {{ name = "Bash", input = {{ command = "curl -H 'Authorization: Bearer {BEARER}' https://api" }}, hang = true }} }}]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#
-        ),
-    ));
+    let hangs = format!(
+        r#"[{{ tool = {{ name = "Bash", input = {{ command = "curl -H 'Authorization: Bearer {BEARER}' https://api" }}, hang = true }} }}]"#
+    );
+    let p = sim_project()
+        .retry("agent_attempts = 1")
+        .timeouts(r#"tool = "2s""#)
+        .general("max_cycles = 1")
+        .sim("a", &[&hangs])
+        .build();
     let out = p.ralph().run();
     out.expect_code(1);
     assert!(!out.stderr.contains(BEARER), "terminal: {out}");
@@ -292,28 +274,8 @@ chain = "main"
 
 #[test]
 fn artifacts_previous_and_prompt_logs_are_redacted() {
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        &format!(
-            r#"
-[agents.a]
-kind = "sim"
-
-[[agents.a.script]]
-steps = [{{ done = "the plan: call the API with {OPENAI} and push with {GITHUB}" }}]
-
-[chains]
-main = ["a"]
-
-[phases.plan]
-chain = "main"
-
-[phases.build]
-chain = "main"
-"#
-        ),
-    ));
+    let plan = format!(r#"[{{ done = "the plan: call the API with {OPENAI} and push with {GITHUB}" }}]"#);
+    let p = sim_project().sim("a", &[&plan]).named_phase("plan", "").named_phase("build", "").build();
     p.ralph().run().expect_code(0);
     assert!(p.prompt_of(2).contains("the plan: call the API with [REDACTED]"), "{}", p.prompt_of(2));
     assert_nothing_holds(&p, &[OPENAI, GITHUB]);
@@ -409,25 +371,7 @@ fn a_full_disk_is_an_outage_and_no_iteration_recorded_done_is_repeated() {
     // The disk fills during the first iteration (a debug-build fault hook: every
     // checkpoint and journal write fails with ENOSPC while the marker exists).
     let script = "[ -f did-one ] || touch did-one full.marker; echo 'All finished.'; echo '<promise>DONE</promise>'";
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        &format!(
-            r#"
-[agents.sh]
-kind = "command"
-output = "text"
-command = ["sh", "-c", {script:?}, "{{prompt}}"]
-
-[chains]
-main = ["sh"]
-
-[phases.develop]
-chain = "main"
-iterations = 2
-"#
-        ),
-    ));
+    let p = sim_project().sh("sh", script, r#"output = "text""#).phase("iterations = 2").build();
     let marker = p.join("full.marker");
     let run = p.ralph().env("RALPH_TEST_DISK_FULL", marker.display().to_string()).spawn();
     p.wait_for_log("kind=\"disk_full\"", crate::harness::DEFAULT_TIMEOUT);
@@ -460,35 +404,11 @@ fn can_mount_tmpfs() -> bool {
     ok
 }
 
-#[test]
-fn a_real_full_disk_waits_and_continues() {
-    if !can_mount_tmpfs() {
-        eprintln!("skipped: cannot mount a tmpfs in a user namespace here");
-        return;
-    }
-    // `.agent/` is a 1 MiB tmpfs; the first iteration's agent fills it. Inside the
-    // namespace a watcher frees the space once ralph says it is waiting for it.
-    let script = "[ -f did-one ] || { touch did-one; dd if=/dev/zero of=.agent/filler bs=4k count=1024 2>/dev/null; }; \
-        echo 'All finished.'; echo '<promise>DONE</promise>'";
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        &format!(
-            r#"
-[agents.sh]
-kind = "command"
-output = "text"
-command = ["sh", "-c", {script:?}, "{{prompt}}"]
-
-[chains]
-main = ["sh"]
-
-[phases.develop]
-chain = "main"
-iterations = 2
-"#
-        ),
-    ));
+/// ralph run on `p` in its own user and mount namespace with `.agent/` a 1 MiB
+/// tmpfs, where a watcher frees the space (removes `.agent/filler`) once ralph says
+/// it is waiting for it; `.agent/` is copied to `agent-copy/` after. ralph must exit
+/// 0; its stderr.
+fn on_a_full_tmpfs(p: &Project) -> String {
     let wrapper = format!(
         r#"set -e
 mkdir -p .agent
@@ -511,6 +431,21 @@ exit $code"#,
         .expect("run unshare");
     let err = p.read("ralph.err");
     assert_eq!(out.status.code(), Some(0), "{err}\n{}", String::from_utf8_lossy(&out.stderr));
+    err
+}
+
+#[test]
+fn a_real_full_disk_waits_and_continues() {
+    if !can_mount_tmpfs() {
+        eprintln!("skipped: cannot mount a tmpfs in a user namespace here");
+        return;
+    }
+    // `.agent/` is a 1 MiB tmpfs; the first iteration's agent fills it. Inside the
+    // namespace a watcher frees the space once ralph says it is waiting for it.
+    let script = "[ -f did-one ] || { touch did-one; dd if=/dev/zero of=.agent/filler bs=4k count=1024 2>/dev/null; }; \
+        echo 'All finished.'; echo '<promise>DONE</promise>'";
+    let p = sim_project().sh("sh", script, r#"output = "text""#).phase("iterations = 2").build();
+    let err = on_a_full_tmpfs(&p);
     assert!(err.contains("disk full on"), "{err}");
     let cp: serde_json::Value =
         serde_json::from_str(&p.read("agent-copy/checkpoint.json")).expect("checkpoint copied out");
@@ -533,28 +468,7 @@ fn an_attempt_log_waits_out_a_full_disk_and_loses_nothing() {
         while [ -f .agent/filler ] && [ $i -lt 200 ]; do echo \"still full $i\"; i=$((i+1)); sleep 0.1; done; \
         echo 'printed after space came back'; echo '<promise>DONE</promise>'";
     let p = Project::new().config(&sh_agent(script, "", r#"output = "text""#));
-    let wrapper = format!(
-        r#"set -e
-mkdir -p .agent
-mount -t tmpfs -o size=1m tmpfs .agent
-( until grep -q 'disk full on' ralph.err 2>/dev/null; do sleep 0.05; done; rm -f .agent/filler ) &
-watcher=$!
-set +e
-{ralph} 2> ralph.err
-code=$?
-kill $watcher 2>/dev/null
-cp -r .agent agent-copy
-exit $code"#,
-        ralph = crate::harness::RALPH
-    );
-    let out = std::process::Command::new("timeout")
-        .args(["60", "unshare", "-rm", "sh", "-c", &wrapper])
-        .current_dir(p.path())
-        .env("XDG_STATE_HOME", p.join(".xdg-state"))
-        .output()
-        .expect("run unshare");
-    let err = p.read("ralph.err");
-    assert_eq!(out.status.code(), Some(0), "{err}\n{}", String::from_utf8_lossy(&out.stderr));
+    let err = on_a_full_tmpfs(&p);
     assert!(err.contains("waiting: disk full on"), "{err}");
     let log = files_under(&p.join("agent-copy/logs"))
         .into_iter()

@@ -76,8 +76,7 @@ fn kill_9_in(p: &Project, dir: &Path) {
 #[test]
 fn a_copy_of_a_live_project_never_reaches_the_original() {
     let p = hanging();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     socket_of(&p);
     let copy = tempfile::Builder::new().prefix("ralph-it-copy-").tempdir().expect("temp dir");
     let cp = Command::new("cp").arg("-a").arg(format!("{}/.", p.path().display())).arg(copy.path()).status();
@@ -195,8 +194,7 @@ fn mcp_session(socket: &Path) -> Child {
 #[test]
 fn stop_and_status_get_through_many_mcp_sessions_and_idle_connections() {
     let p = hanging();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     let socket = socket_of(&p);
     let mut sessions: Vec<Child> = (0..18).map(|_| mcp_session(&socket)).collect();
     let idle: Vec<UnixStream> = (0..24).filter_map(|_| UnixStream::connect(&socket).ok()).collect();

@@ -249,9 +249,7 @@ fn a_cap_on_a_run_total_names_the_key_to_raise_instead_of_a_resume() {
 
 #[test]
 fn the_summary_of_a_blocked_run_shows_the_error_its_log_and_the_credential_to_set() {
-    let p = sim_project()
-        .sim("a", &[r#"[{ say = "calling the API" }, { error = "API Error: 401 {\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key\"}}" }]"#])
-        .build();
+    let p = crate::harness::refused_credentials();
     let out = p.ralph().run();
     out.expect_code(3)
         .stderr_has("last error: the provider rejected the credentials (HTTP 401) (agent a)")

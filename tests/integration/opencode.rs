@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::fake_chat::{ChatReply, FakeChat};
-use crate::harness::{Output, Project, STREAM_STALL, STREAM_STALL_RETRY, fast};
+use crate::harness::{Output, Project, STREAM_STALL, STREAM_STALL_RETRY};
 use crate::real_cli;
 
 /// Wall clock of one ralph run through OpenCode.
@@ -67,25 +67,16 @@ fn project(provider: &FakeChat, retry: &str, timeouts: &str) -> Option<Project> 
         (dir("home"), dir("config"), dir("data"), dir("cache"), dir("state"), dir("tmp"));
     let config_file = p.join(".oc/opencode.json");
     std::fs::write(&config_file, opencode_config(provider).to_string()).expect("opencode.json");
-    let body = format!(
-        r#"
-[agents.opencode]
-kind = "opencode"
+    let table = format!(
+        r#"kind = "opencode"
 model = "fake/fake-model"
 binary = "{opencode}"
-env = {{ HOME = "{home}", XDG_CONFIG_HOME = "{config}", XDG_DATA_HOME = "{data}", XDG_CACHE_HOME = "{cache}", XDG_STATE_HOME = "{state}", TMPDIR = "{tmp}", OPENCODE_CONFIG = "{config_file}", NO_PROXY = "127.0.0.1,localhost" }}
-
-[chains]
-main = ["opencode"]
-
-[phases.develop]
-chain = "main"
-"#,
+env = {{ HOME = "{home}", XDG_CONFIG_HOME = "{config}", XDG_DATA_HOME = "{data}", XDG_CACHE_HOME = "{cache}", XDG_STATE_HOME = "{state}", TMPDIR = "{tmp}", OPENCODE_CONFIG = "{config_file}", NO_PROXY = "127.0.0.1,localhost" }}"#,
         opencode = opencode.display(),
         config_file = config_file.display(),
     );
     let timeouts = format!("stall = \"60s\"\n{timeouts}");
-    Some(p.config(&fast(retry, &timeouts, &body)))
+    Some(real_cli::configure(p, "opencode", &table, retry, &timeouts))
 }
 
 fn run(p: &Project) -> Output {
@@ -219,13 +210,9 @@ fn ctrl_c_ends_opencode_without_waiting_out_the_grace() {
 fn a_prompt_longer_than_an_argument_reaches_opencode_on_stdin() {
     let provider = FakeChat::start(vec![ChatReply::Text("Read it all.\n\n<promise>DONE</promise>".into())]);
     let Some(p) = project(&provider, "", "") else { return };
-    p.write("PROMPT.md", &crate::harness::long_goal("END-OF-GOAL-7731"));
+    real_cli::give_a_long_goal(&p);
     run(&p).expect_code(0);
-    let requests = provider.chat_requests();
-    assert!(
-        requests.iter().any(|r| r.body.to_string().contains("END-OF-GOAL-7731")),
-        "the whole goal reached the model"
-    );
+    real_cli::assert_the_whole_goal_reached_the_model(provider.chat_requests().into_iter().map(|r| r.body));
 }
 
 #[test]
@@ -262,21 +249,17 @@ fn the_cost_cap_stops_the_attempt_in_progress() {
 fn opencode_completes_a_done_mcp_phase_through_ralph_mcp() {
     let provider = FakeChat::start(Vec::new());
     let Some(p) = project(&provider, "agent_attempts = 1", "") else { return };
-    let config = p.read("ralph.toml").replace("chain = \"main\"\n", "chain = \"main\"\ndone = \"mcp\"\n");
-    p.write("ralph.toml", &format!("[general]\nmax_runtime = \"60s\"\n{config}"));
+    real_cli::done_by_mcp(&p, Some("60s"));
     provider.then(vec![
         ChatReply::Call {
             name: "ralph_declare_complete".into(),
-            arguments: serde_json::json!({"summary": "nothing to build", "evidence": "read the goal; ran ls: no files needed"}),
+            arguments: serde_json::json!({"summary": "nothing to build", "evidence": real_cli::EVIDENCE}),
         },
         ChatReply::Text("Declared.".into()),
     ]);
     let out = run(&p);
     let requests = provider.requests();
     let offered = requests.iter().map(|r| r.body["tools"].to_string()).find(|t| t.contains("declare_complete"));
-    let declared = p.events("completion_declared");
-    assert_eq!(declared.len(), 1, "offered: {offered:?}\n{out:?}\n{:#?}", p.events("attempt_failed"));
-    out.expect_code(0);
-    // The CLI's shutdown of its server is no crash.
-    assert!(p.events("mcp_lost").is_empty(), "{:?}", p.events("mcp_lost"));
+    let why = format!("offered: {offered:?}\n{:#?}", p.events("attempt_failed"));
+    real_cli::assert_completed_through_mcp(&p, &out, &why);
 }

@@ -6,58 +6,27 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
-use crate::harness::{Project, cleanup, fast};
+use crate::harness::{Project, cleanup, sim_project};
 
 /// develop, review, fix, commit; review and fix repeat up to `passes` passes. The
 /// review and fix agents follow `review` and `fix` (one script per launch).
 fn project(passes: u32, review: &[&str], fix: &[&str], retry: &str) -> Project {
-    let scripts = |agent: &str, steps: &[&str]| -> String {
-        steps.iter().map(|s| format!("[[agents.{agent}.script]]\nsteps = {s}\n")).collect()
-    };
-    Project::new().config(&fast(
-        retry,
-        "",
-        &format!(
-            r#"
-[general.workflow]
-phases = ["develop", "review", "fix", "commit"]
-repeat = {{ phases = ["review", "fix"], passes = {passes} }}
-
-[agents.dev]
-kind = "sim"
-[[agents.dev.script]]
-steps = [{{ done = "developed the parser" }}]
-
-[agents.rev]
-kind = "sim"
-{}
-[agents.fixer]
-kind = "sim"
-{}
-[agents.com]
-kind = "sim"
-[[agents.com.script]]
-steps = [{{ done = "committed" }}]
-
-[chains]
-dev = ["dev"]
-rev = ["rev"]
-fix = ["fixer"]
-com = ["com"]
-
-[phases.develop]
-chain = "dev"
-[phases.review]
-chain = "rev"
-[phases.fix]
-chain = "fix"
-[phases.commit]
-chain = "com"
-"#,
-            scripts("rev", review),
-            scripts("fixer", fix),
-        ),
-    ))
+    let workflow = format!(
+        "[general.workflow]\nphases = [\"develop\", \"review\", \"fix\", \"commit\"]\n\
+         repeat = {{ phases = [\"review\", \"fix\"], passes = {passes} }}"
+    );
+    sim_project()
+        .retry(retry)
+        .toml(&workflow)
+        .sim("dev", &[r#"[{ done = "developed the parser" }]"#])
+        .sim("rev", review)
+        .sim("fixer", fix)
+        .sim("com", &[r#"[{ done = "committed" }]"#])
+        .phase_of("develop", "dev")
+        .phase_of("review", "rev")
+        .phase_of("fix", "fixer")
+        .phase_of("commit", "com")
+        .build()
 }
 
 /// (phase, pass) of every attempt started, in order.
@@ -162,8 +131,7 @@ fn kill_9_during_pass_2_resumes_pass_2() {
         &[r#"[{ done = "fixed A" }]"#],
         "",
     );
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     p.wait_for_file("pass2-started", Duration::from_secs(30));
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "sim-rev-2", Duration::from_secs(30));
     run.signal(Signal::SIGKILL);

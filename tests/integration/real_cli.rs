@@ -4,6 +4,10 @@
 
 use std::path::PathBuf;
 
+use serde_json::Value;
+
+use crate::harness::{Output, Project, long_goal, sim_project};
+
 /// The pinned CLI `name`, if installed.
 pub(crate) fn find(name: &str) -> Option<PathBuf> {
     let versions = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/agents/versions.txt");
@@ -15,14 +19,25 @@ pub(crate) fn find(name: &str) -> Option<PathBuf> {
         .find(|f| f.first() == Some(&name))
         .and_then(|f| f.get(2).map(|v| v.to_string()))
         .unwrap_or_else(|| panic!("{name} is not in tests/agents/versions.txt"));
-    let dir = std::env::var_os("RALPH_AGENTS_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache").join("ralph-agents")
-    });
-    let bin = dir.join(format!("{name}-{version}")).join("node_modules").join(".bin").join(name);
-    if bin.exists() {
-        return Some(bin);
+    let bin = agents_dir().join(format!("{name}-{version}")).join("node_modules").join(".bin").join(name);
+    installed(bin, || format!("{name} {version}"), "tests/agents/install.sh")
+}
+
+/// Where `tests/agents/install.sh` and `tests/deploy/install.sh` install:
+/// `RALPH_AGENTS_DIR`, or `~/.cache/ralph-agents`.
+pub(crate) fn agents_dir() -> PathBuf {
+    std::env::var_os("RALPH_AGENTS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/ralph-agents"))
+}
+
+/// `path` if it exists; else `None` with a loud message that `what` is missing and
+/// `script` installs it, or a panic under CI (`CI=true`), where it must have run.
+pub(crate) fn installed(path: PathBuf, what: impl FnOnce() -> String, script: &str) -> Option<PathBuf> {
+    if path.exists() {
+        return Some(path);
     }
-    let message = format!("{name} {version} is not installed at {}: run tests/agents/install.sh", bin.display());
+    let message = format!("{} is not installed at {}: run {script}", what(), path.display());
     if std::env::var("CI").is_ok_and(|v| v == "true") {
         panic!("{message}");
     }
@@ -35,18 +50,52 @@ pub(crate) fn python_mcp() -> Option<PathBuf> {
     let reqs = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/agents/python-requirements.txt");
     let text = std::fs::read_to_string(reqs).expect("tests/agents/python-requirements.txt");
     let version = text.lines().find_map(|l| l.strip_prefix("mcp==")).expect("mcp is pinned").trim().to_string();
-    let dir = std::env::var_os("RALPH_AGENTS_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache").join("ralph-agents")
-    });
-    let python = dir.join(format!("python-mcp-{version}")).join("bin").join("python");
-    if python.exists() {
-        return Some(python);
-    }
-    let message =
-        format!("mcp {version} (Python) is not installed at {}: run tests/agents/install.sh", python.display());
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{message}");
-    }
-    eprintln!("\n*** SKIPPED: {message} ***\n");
-    None
+    let python = agents_dir().join(format!("python-mcp-{version}")).join("bin").join("python");
+    installed(python, || format!("mcp {version} (Python)"), "tests/agents/install.sh")
+}
+
+/// `p` with a `ralph.toml` whose one agent is the real CLI `name`, its table's keys
+/// `table` (kind, model, binary, an environment of its own), in the phase `develop`.
+pub(crate) fn configure(p: Project, name: &str, table: &str, retry: &str, timeouts: &str) -> Project {
+    let config = sim_project().retry(retry).timeouts(timeouts).agent(name, table).config_text();
+    p.config(&config)
+}
+
+/// The last words of the long goal of the stdin tests.
+const GOAL_END: &str = "END-OF-GOAL-7731";
+
+/// Gives `p` a goal longer than one argument may be (it reaches a CLI on stdin).
+pub(crate) fn give_a_long_goal(p: &Project) {
+    p.write("PROMPT.md", &long_goal(GOAL_END));
+}
+
+/// One of the provider's request `bodies` holds the whole goal of [`give_a_long_goal`].
+#[track_caller]
+pub(crate) fn assert_the_whole_goal_reached_the_model(bodies: impl IntoIterator<Item = Value>) {
+    let reached = bodies.into_iter().any(|b| b.to_string().contains(GOAL_END));
+    assert!(reached, "the whole goal reached the model");
+}
+
+/// `develop` done by a call of `ralph mcp`'s `declare_complete` (`done = "mcp"`),
+/// with a `max_runtime` (a failure then ends within it instead of retrying an
+/// exhausted fake provider), if given.
+pub(crate) fn done_by_mcp(p: &Project, max_runtime: Option<&str>) {
+    let config = p.read("ralph.toml").replace("chain = \"main\"\n", "chain = \"main\"\ndone = \"mcp\"\n");
+    let general = max_runtime.map(|t| format!("[general]\nmax_runtime = \"{t}\"\n")).unwrap_or_default();
+    p.write("ralph.toml", &format!("{general}{config}"));
+}
+
+/// The evidence the fake providers' `declare_complete` calls give.
+pub(crate) const EVIDENCE: &str = "read the goal; ran ls: no files needed";
+
+/// The run of [`done_by_mcp`] ended by the one completion the CLI declared through
+/// `ralph mcp`, with exit 0, and the CLI's shutdown of its server was no crash;
+/// `why` says more when it was not. The completions declared.
+#[track_caller]
+pub(crate) fn assert_completed_through_mcp(p: &Project, out: &Output, why: &str) -> Vec<Value> {
+    let declared = p.events("completion_declared");
+    assert_eq!(declared.len(), 1, "{out:?}\n{why}");
+    out.expect_code(0);
+    assert!(p.events("mcp_lost").is_empty(), "{:?}", p.events("mcp_lost"));
+    declared
 }

@@ -12,29 +12,20 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 use crate::git::Repo;
-use crate::harness::fast;
+use crate::harness::sim_project;
 
 fn project() -> Repo {
-    let config = fast(
-        "",
-        "stall = \"2m\"",
-        r#"[agents.a]
-kind = "sim"
-
-[[agents.a.script]]
-steps = [{ write = { path = "src/a.rs", content = "// a\n" } }, { write = { path = ".agent/it1-started", content = "" } }, { sleep = "60s" }, { done = "never" }]
-
-[[agents.a.script]]
-steps = [{ write = { path = "src/b.rs", content = "// b\n" } }, { done = "Finished." }]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-iterations = 1
-"#,
-    );
+    let config = sim_project()
+        .timeouts("stall = \"2m\"")
+        .sim(
+            "a",
+            &[
+                r#"[{ write = { path = "src/a.rs", content = "// a\n" } }, { write = { path = ".agent/it1-started", content = "" } }, { sleep = "60s" }, { done = "never" }]"#,
+                r#"[{ write = { path = "src/b.rs", content = "// b\n" } }, { done = "Finished." }]"#,
+            ],
+        )
+        .phase("iterations = 1")
+        .config_text();
     Repo::with(&config, &[("NOTES.md", "notes\n")], true)
 }
 
@@ -195,7 +186,5 @@ fn a_checkpoint_that_does_not_parse_is_refused_and_left_in_place() {
     assert_eq!(r.p.read(".agent/checkpoint.json"), "{ not json");
     // Starting over is asked for: the file is kept aside, never lost.
     stopped(&r, &["--no-resume", "--allow-dirty"], Signal::SIGINT);
-    let aside: Vec<_> = r.p.agent_dir_listing().into_iter().filter(|n| n.contains("corrupt")).collect();
-    assert_eq!(aside.len(), 1, "{:?}", r.p.agent_dir_listing());
-    assert_eq!(r.p.read(&format!(".agent/{}", aside[0])), "{ not json");
+    r.p.set_aside("{ not json");
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::harness::{Project, alive, cleanup, fast, gone_within, sim_project};
+use crate::harness::{Project, alive, cleanup, gone_within, sim_project};
 
 /// Three develop iterations; the second writes a marker, then runs a tool call that
 /// takes 60 s (long enough to be interrupted).
@@ -20,46 +20,32 @@ fn three_quick_iterations() -> Project {
 }
 
 fn three_iterations_config(tool_duration: &str) -> String {
-    fast(
-        "",
-        "",
-        &r#"
-[agents.a]
-kind = "sim"
-
-[[agents.a.script]]
-steps = [{ write = { path = "it1.txt", content = "1" } }, { done = "iteration 1" }]
-
-[[agents.a.script]]
-steps = [
-  { pidfile = "agent.pid" },
-  { write = { path = "it2-started", content = "" } },
-  { tool = { name = "Bash", input = { command = "cargo build" }, result = "ok", duration = "DURATION" } },
-  { done = "iteration 2" },
-]
-
-[[agents.a.script]]
-steps = [{ write = { path = "it2.txt", content = "2" } }, { done = "iteration 2, resumed" }]
-
-[[agents.a.script]]
-steps = [{ write = { path = "it3.txt", content = "3" } }, { done = "iteration 3" }]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-iterations = 3
-"#
-        .replace("DURATION", tool_duration),
-    )
+    let second = format!(
+        r#"[
+  {{ pidfile = "agent.pid" }},
+  {{ write = {{ path = "it2-started", content = "" }} }},
+  {{ tool = {{ name = "Bash", input = {{ command = "cargo build" }}, result = "ok", duration = "{tool_duration}" }} }},
+  {{ done = "iteration 2" }},
+]"#
+    );
+    sim_project()
+        .sim(
+            "a",
+            &[
+                r#"[{ write = { path = "it1.txt", content = "1" } }, { done = "iteration 1" }]"#,
+                &second,
+                r#"[{ write = { path = "it2.txt", content = "2" } }, { done = "iteration 2, resumed" }]"#,
+                r#"[{ write = { path = "it3.txt", content = "3" } }, { done = "iteration 3" }]"#,
+            ],
+        )
+        .phase("iterations = 3")
+        .config_text()
 }
 
 #[test]
 fn kill_9_then_resume_finishes_without_redoing_finished_iterations() {
     let p = three_iterations();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     p.wait_for_file("it2-started", Duration::from_secs(30));
     // ralph saves the session as soon as it reads it; kill it after that.
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "sim-a-2", Duration::from_secs(30));
@@ -96,10 +82,16 @@ fn kill_9_then_resume_finishes_without_redoing_finished_iterations() {
     assert!(agent_gone, "after kill -9 of ralph, its agent (pid {agent}) kept running");
 }
 
+/// [`three_quick_iterations`] with a checkpoint of `text`, which does not parse.
+fn with_a_broken_checkpoint(text: &str) -> Project {
+    let p = three_quick_iterations();
+    p.write(".agent/checkpoint.json", text);
+    p
+}
+
 #[test]
 fn corrupt_checkpoint_is_left_in_place_and_set_aside_only_by_no_resume() {
-    let p = three_quick_iterations();
-    p.write(".agent/checkpoint.json", "{ this is not json");
+    let p = with_a_broken_checkpoint("{ this is not json");
     let out = p.ralph().args(["--resume"]).run();
     out.expect_code(2).stderr_has("checkpoint.json").stderr_has("does not parse").stderr_has("left in place");
     // A refusal changes nothing: the file stays, nothing is set aside.
@@ -108,17 +100,14 @@ fn corrupt_checkpoint_is_left_in_place_and_set_aside_only_by_no_resume() {
 
     let out = p.ralph().args(["--no-resume"]).run();
     out.expect_code(0);
-    let aside: Vec<_> = p.agent_dir_listing().into_iter().filter(|n| n.contains("corrupt")).collect();
-    assert_eq!(aside.len(), 1, "{:?}", p.agent_dir_listing());
-    assert!(out.stderr.contains(&aside[0]), "the message names {}\n{out}", aside[0]);
-    assert_eq!(p.read(&format!(".agent/{}", aside[0])), "{ this is not json");
+    let aside = p.set_aside("{ this is not json");
+    assert!(out.stderr.contains(&aside), "the message names {aside}\n{out}");
     assert_eq!(p.checkpoint()["status"], "completed");
 }
 
 #[test]
 fn corrupt_checkpoint_without_flags_is_also_refused_in_place() {
-    let p = three_quick_iterations();
-    p.write(".agent/checkpoint.json", "garbage");
+    let p = with_a_broken_checkpoint("garbage");
     p.ralph().run().expect_code(2).stderr_has("does not parse").stderr_has("--no-resume");
     assert_eq!(p.read(".agent/checkpoint.json"), "garbage");
     assert!(!p.agent_dir_listing().iter().any(|n| n.contains("corrupt")));
@@ -126,8 +115,7 @@ fn corrupt_checkpoint_without_flags_is_also_refused_in_place() {
 
 /// A paused run: Ctrl+C during iteration 2.
 fn paused(p: &Project) {
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     p.wait_for_file("it2-started", Duration::from_secs(30));
     run.signal(Signal::SIGINT);
     run.finish().expect_code(130);
@@ -211,8 +199,7 @@ fn inspect_checkpoint_changes_nothing() {
 
 #[test]
 fn inspect_checkpoint_with_a_corrupt_checkpoint_moves_nothing() {
-    let p = three_quick_iterations();
-    p.write(".agent/checkpoint.json", "garbage");
+    let p = with_a_broken_checkpoint("garbage");
     let listing = p.agent_dir_listing();
     p.ralph().args(["--inspect-checkpoint"]).run().expect_code(2).stderr_has("does not parse");
     assert_eq!(p.agent_dir_listing(), listing);
@@ -226,8 +213,7 @@ fn checkpoint_disabled_writes_nothing_and_every_run_starts_over() {
 checkpoint_enabled = false"#)
         .sim("a", &[r#"[{ pidfile = "agent.pid" }, { write = { path = "it1.txt", content = "1" } }, { tool = { name = "Bash", input = { command = "make" }, hang = true } }]"#])
         .build();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     p.wait_for_file("it1.txt", Duration::from_secs(30));
     run.signal(Signal::SIGINT);
     run.finish().expect_code(130);
@@ -237,8 +223,7 @@ checkpoint_enabled = false"#)
     fs::remove_file(p.join("agent.pid")).unwrap();
 
     // The next run starts from the beginning: launch 1 again, no question asked.
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     assert!(alive(agent));
     run.signal(Signal::SIGINT);
     run.finish().expect_code(130);
@@ -254,8 +239,7 @@ fn kill_9_of_ralph_then_the_next_ralph_ends_the_grandchild() {
     let p = sim_project()
         .sim("a", &[r#"[{ grandchild = { pidfile = "gc.pid", lives = "60s" } }, { pidfile = "agent.pid" }, { tool = { name = "Bash", input = { command = "make" }, hang = true } }]"#, r#"[{ done = "finished" }]"#])
         .build();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     let gc = p.pid_file("gc.pid");
     run.signal(Signal::SIGKILL);
     run.wait(Duration::from_secs(10));
@@ -281,8 +265,7 @@ fn hangs_in_make() -> Project {
 #[test]
 fn a_goal_edited_during_a_pause_reaches_the_resumed_session() {
     let p = hangs_in_make();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "sim-a-1", Duration::from_secs(30));
     run.signal(Signal::SIGINT);
     let out = run.finish();
@@ -300,8 +283,7 @@ fn a_goal_edited_during_a_pause_reaches_the_resumed_session() {
 #[test]
 fn a_run_interrupted_in_a_tool_call_resumes_with_a_note_naming_it() {
     let p = hangs_in_make();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     p.wait_for_checkpoint(|cp| cp["in_flight"]["tool"]["name"] == "Bash", Duration::from_secs(30));
     run.signal(Signal::SIGTERM);
     let out = run.finish();
@@ -317,8 +299,7 @@ fn a_run_interrupted_in_a_tool_call_resumes_with_a_note_naming_it() {
 #[test]
 fn a_crashed_run_resumes_with_a_note_naming_the_tool_call_in_flight() {
     let p = three_iterations();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     p.wait_for_checkpoint(|cp| cp["in_flight"]["tool"]["name"] == "Bash", Duration::from_secs(30));
     run.signal(Signal::SIGKILL);
     let _ = run.wait(Duration::from_secs(10));
@@ -333,39 +314,24 @@ fn a_crashed_run_resumes_with_a_note_naming_the_tool_call_in_flight() {
     assert!(!prompt.contains("ralph was stopped while the attempt ran"), "{prompt}");
 }
 
-fn two_agents(chain: &str) -> String {
-    fast(
-        "",
-        "",
-        &format!(
-            r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{{ pidfile = "agent.pid" }}, {{ tool = {{ name = "Bash", input = {{ command = "make" }}, hang = true }} }}]
-[[agents.a.script]]
-steps = [{{ done = "a finished" }}]
-
-[agents.b]
-kind = "sim"
-[[agents.b.script]]
-steps = [{{ done = "b finished" }}]
-
-[chains]
-main = {chain}
-
-[phases.develop]
-chain = "main"
-"#
-        ),
-    )
+fn two_agents(chain: &[&str]) -> String {
+    sim_project()
+        .sim(
+            "a",
+            &[
+                r#"[{ pidfile = "agent.pid" }, { tool = { name = "Bash", input = { command = "make" }, hang = true } }]"#,
+                r#"[{ done = "a finished" }]"#,
+            ],
+        )
+        .sim("b", &[r#"[{ done = "b finished" }]"#])
+        .chain(chain)
+        .config_text()
 }
 
 #[test]
 fn a_session_is_resumed_only_by_the_agent_that_owns_it() {
-    let p = Project::new().config(&two_agents(r#"["a"]"#));
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let p = Project::new().config(&two_agents(&["a"]));
+    let (run, agent) = p.start();
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "sim-a-1", Duration::from_secs(30));
     run.signal(Signal::SIGINT);
     let out = run.finish();
@@ -374,7 +340,7 @@ fn a_session_is_resumed_only_by_the_agent_that_owns_it() {
     assert_eq!(p.checkpoint()["progress"]["position"]["chain"][0]["name"], "a");
 
     // The chain now names another agent at the same index.
-    p.write("ralph.toml", &two_agents(r#"["b"]"#));
+    p.write("ralph.toml", &two_agents(&["b"]));
     let inspect = p.ralph().args(["--inspect-checkpoint"]).run();
     inspect.expect_code(0).stdout_has("agent a is no longer in the chain").stdout_has("agent b in a fresh session");
 
@@ -390,15 +356,14 @@ fn a_session_is_resumed_only_by_the_agent_that_owns_it() {
 
 #[test]
 fn a_reordered_chain_resumes_the_same_agent_by_name() {
-    let p = Project::new().config(&two_agents(r#"["a", "b"]"#));
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let p = Project::new().config(&two_agents(&["a", "b"]));
+    let (run, agent) = p.start();
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "sim-a-1", Duration::from_secs(30));
     run.signal(Signal::SIGINT);
     run.finish().expect_code(130);
     cleanup(agent);
 
-    p.write("ralph.toml", &two_agents(r#"["b", "a"]"#));
+    p.write("ralph.toml", &two_agents(&["b", "a"]));
     let out = p.ralph().args(["--resume"]).run();
     out.expect_code(0).stderr_has("resuming at agent a, now second in the chain");
     let started = p.events("attempt_started");
@@ -408,24 +373,19 @@ fn a_reordered_chain_resumes_the_same_agent_by_name() {
 
 #[test]
 fn no_resume_on_a_corrupt_checkpoint_sets_it_aside_and_starts_in_one_call() {
-    let p = three_quick_iterations();
-    p.write(".agent/checkpoint.json", "{ torn");
+    let p = with_a_broken_checkpoint("{ torn");
     let out = p.ralph().args(["--no-resume"]).run();
     out.expect_code(0).stderr_has("does not parse").stderr_has("kept aside as").stderr_has("starting fresh");
     assert_eq!(p.checkpoint()["status"], "completed");
-    let aside: Vec<_> = p.agent_dir_listing().into_iter().filter(|n| n.contains("corrupt")).collect();
-    assert_eq!(aside.len(), 1, "{:?}", p.agent_dir_listing());
-    assert_eq!(p.read(&format!(".agent/{}", aside[0])), "{ torn");
+    p.set_aside("{ torn");
 }
 
 #[test]
 fn inspect_of_a_completed_run_promises_no_resume_that_resume_refuses() {
     let p = three_quick_iterations();
     p.ralph().run().expect_code(0);
-    let out = p.ralph().args(["--inspect-checkpoint"]).run();
-    out.expect_code(0).stdout_has("nothing to resume");
+    let out = p.nothing_to_resume();
     assert!(!out.stdout.contains("resume: continues") && !out.stdout.contains("starts a fresh session"), "{out}");
-    p.ralph().args(["--resume"]).run().expect_code(2).stderr_has("nothing to resume");
 }
 
 #[test]

@@ -4,11 +4,14 @@
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use serde_json::json;
+use serde_json::{Value, json};
 
-use crate::harness::{DEFAULT_TIMEOUT, Project, alive, cleanup, fast, gone_within, sim_project};
+use crate::harness::{DEFAULT_TIMEOUT, Output, Project, Running, alive, cleanup, gone_within, sim_project};
 
 const GONE: Duration = Duration::from_secs(5);
+
+/// The first launch's steps of an agent that ignores SIGINT and SIGTERM.
+const STUBBORN: &str = r#"{ ignore = ["SIGINT", "SIGTERM"] },"#;
 
 /// One agent `a` whose first launch runs `first` (then hangs in a tool call, which is
 /// never a stall), and whose later launches finish.
@@ -19,14 +22,40 @@ fn project(timeouts: &str, first: &str) -> Project {
     sim_project().timeouts(timeouts).sim("a", &[&hangs, r#"[{ done = "finished after the resume" }]"#]).build()
 }
 
+/// ralph started on `p` and sent `signal` once its agent runs: ralph's output, and
+/// the agent's pid (killed if ralph left it behind, which the test then sees).
+fn stopped_by(p: &Project, signal: Signal) -> (Output, i32) {
+    let (run, agent) = p.start();
+    run.signal(signal);
+    let out = run.finish();
+    cleanup(agent);
+    (out, agent)
+}
+
+/// The second Ctrl+C: a first one, `between` (until ralph is ending the agent), a
+/// second; ralph must then exit 130 within `within`, its agent be gone soon after,
+/// and the run be paused. ralph's output and the checkpoint.
+fn ctrl_c_twice(p: &Project, run: Running, agent: i32, between: impl FnOnce(), within: Duration) -> (Output, Value) {
+    run.signal(Signal::SIGINT);
+    between();
+    run.signal(Signal::SIGINT);
+    let out = run.wait(within);
+    let gone = gone_within(agent, GONE);
+    cleanup(agent);
+    out.expect_code(130);
+    assert!(gone, "the agent {agent} outlived ralph");
+    let cp = p.checkpoint();
+    assert_eq!(cp["status"], "paused", "{cp:#}");
+    (out, cp)
+}
+
+/// How soon ralph must be gone after the second Ctrl+C: far within a 30 s grace.
+const SECOND_SOON: Duration = Duration::from_secs(10);
+
 #[test]
 fn first_ctrl_c_pauses_and_resume_continues_the_session() {
     let p = project("", "");
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
-    run.signal(Signal::SIGINT);
-    let out = run.finish();
-    cleanup(agent);
+    let (out, agent) = stopped_by(&p, Signal::SIGINT);
     out.expect_code(130).stderr_has("--resume");
     assert!(!alive(agent), "the agent {agent} outlived ralph");
     let cp = p.checkpoint();
@@ -49,11 +78,7 @@ fn first_ctrl_c_pauses_and_resume_continues_the_session() {
 #[test]
 fn ctrl_c_escalates_to_sigterm_when_the_agent_ignores_sigint() {
     let p = project("", r#"{ ignore = ["SIGINT"] },"#);
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
-    run.signal(Signal::SIGINT);
-    let out = run.finish();
-    cleanup(agent);
+    let (out, agent) = stopped_by(&p, Signal::SIGINT);
     out.expect_code(130);
     assert!(!alive(agent), "the agent {agent} outlived ralph");
     let log = p.ralph_log();
@@ -64,12 +89,8 @@ fn ctrl_c_escalates_to_sigterm_when_the_agent_ignores_sigint() {
 
 #[test]
 fn ctrl_c_escalates_to_sigkill_when_the_agent_ignores_sigint_and_sigterm() {
-    let p = project("", r#"{ ignore = ["SIGINT", "SIGTERM"] },"#);
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
-    run.signal(Signal::SIGINT);
-    let out = run.finish();
-    cleanup(agent);
+    let p = project("", STUBBORN);
+    let (out, agent) = stopped_by(&p, Signal::SIGINT);
     out.expect_code(130);
     assert!(!alive(agent), "the agent {agent} outlived ralph");
     let log = p.ralph_log();
@@ -79,36 +100,32 @@ fn ctrl_c_escalates_to_sigkill_when_the_agent_ignores_sigint_and_sigterm() {
     assert_eq!(cp["progress"]["resume_session"], "sim-a-1");
 }
 
-#[test]
-fn ctrl_c_ends_the_agents_grandchild_too() {
-    let p = project("", r#"{ grandchild = { pidfile = "gc.pid", lives = "60s" } },"#);
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+/// Ctrl+C while the agent (running `first`) has a grandchild that would live a
+/// minute: ralph exits 130; whether the agent and the grandchild were gone soon after.
+fn ctrl_c_with_a_grandchild(first: &str) -> (bool, bool) {
+    let p = project("", &format!(r#"{first} {{ grandchild = {{ pidfile = "gc.pid", lives = "60s" }} }},"#));
+    let (run, agent) = p.start();
     let gc = p.pid_file("gc.pid");
     assert!(alive(gc));
     run.signal(Signal::SIGINT);
     let out = run.finish();
-    let (agent_gone, gc_gone) = (gone_within(agent, GONE), gone_within(gc, GONE));
+    let gone = (gone_within(agent, GONE), gone_within(gc, GONE));
     cleanup(agent);
     cleanup(gc);
     out.expect_code(130);
+    gone
+}
+
+#[test]
+fn ctrl_c_ends_the_agents_grandchild_too() {
+    let (agent_gone, gc_gone) = ctrl_c_with_a_grandchild("");
     assert!(agent_gone, "the agent outlived ralph");
     assert!(gc_gone, "the agent's grandchild outlived ralph");
 }
 
 #[test]
 fn stubborn_grandchild_is_killed_with_the_group() {
-    let p =
-        project("", r#"{ ignore = ["SIGINT", "SIGTERM"] }, { grandchild = { pidfile = "gc.pid", lives = "60s" } },"#);
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
-    let gc = p.pid_file("gc.pid");
-    run.signal(Signal::SIGINT);
-    let out = run.finish();
-    let (agent_gone, gc_gone) = (gone_within(agent, GONE), gone_within(gc, GONE));
-    cleanup(agent);
-    cleanup(gc);
-    out.expect_code(130);
+    let (agent_gone, gc_gone) = ctrl_c_with_a_grandchild(STUBBORN);
     assert!(agent_gone && gc_gone, "agent gone: {agent_gone}, grandchild gone: {gc_gone}");
 }
 
@@ -127,22 +144,12 @@ fn grandchild_of_an_agent_that_exits_normally_is_killed_when_the_attempt_ends() 
 
 #[test]
 fn second_ctrl_c_exits_at_once_and_leaves_a_valid_checkpoint() {
-    let p = project(r#"grace = "30s""#, r#"{ ignore = ["SIGINT", "SIGTERM"] },"#);
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
-    run.signal(Signal::SIGINT);
-    p.wait_for_log("sending SIGINT", DEFAULT_TIMEOUT);
-    run.signal(Signal::SIGINT);
+    let p = project(r#"grace = "30s""#, STUBBORN);
+    let (run, agent) = p.start();
     // Far less than the 30 s grace: the second Ctrl+C does not wait.
-    let out = run.wait(Duration::from_secs(10));
-    let gone = gone_within(agent, GONE);
-    cleanup(agent);
-    out.expect_code(130);
-    assert!(gone, "the agent {agent} outlived ralph");
     // The user's intent was recorded at the first Ctrl+C: a pause, not a crash that
     // a watchdog would resume.
-    let cp = p.checkpoint();
-    assert_eq!(cp["status"], "paused", "{cp:#}");
+    let (_, cp) = ctrl_c_twice(&p, run, agent, || p.wait_for_log("sending SIGINT", DEFAULT_TIMEOUT), SECOND_SOON);
     assert_eq!(cp["stop_cause"], "user", "{cp:#}");
     assert_eq!(cp["progress"]["resume_session"], "sim-a-1", "{cp:#}");
     let out = p.ralph().args(["--resume"]).run();
@@ -152,21 +159,13 @@ fn second_ctrl_c_exits_at_once_and_leaves_a_valid_checkpoint() {
 
 #[test]
 fn second_ctrl_c_exits_even_when_the_event_loop_is_blocked() {
-    let p = project(r#"grace = "30s""#, r#"{ ignore = ["SIGINT", "SIGTERM"] },"#);
+    let p = project(r#"grace = "30s""#, STUBBORN);
     // Debug builds block the loop for a minute right after the first Ctrl+C is
     // recorded, as an fsync on a hung network file system would.
     let run = p.ralph().env("RALPH_TEST_HANG_AFTER_STOP", "1").spawn();
     let agent = p.pid_file("agent.pid");
-    run.signal(Signal::SIGINT);
-    p.wait_for_checkpoint(|cp| cp["status"] == "paused", DEFAULT_TIMEOUT);
-    run.signal(Signal::SIGINT);
-    let out = run.wait(Duration::from_secs(20));
-    let gone = gone_within(agent, GONE);
-    cleanup(agent);
-    out.expect_code(130);
-    assert!(gone, "the agent {agent} outlived ralph");
-    let cp = p.checkpoint();
-    assert_eq!(cp["status"], "paused", "{cp:#}");
+    let paused = || p.wait_for_checkpoint(|cp| cp["status"] == "paused", DEFAULT_TIMEOUT);
+    let (_, cp) = ctrl_c_twice(&p, run, agent, paused, Duration::from_secs(20));
     assert_eq!(cp["stop_cause"], "user", "{cp:#}");
 }
 
@@ -193,8 +192,7 @@ fn ctrl_z_stops_the_agent_with_ralph_and_pauses_the_stall_clock() {
         .timeouts(r#"stall = "2s""#)
         .sim("a", &[r#"[{ pidfile = "agent.pid" }, { sleep = "1s" }, { done = "done after fg" }]"#])
         .build();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     run.signal(Signal::SIGTSTP);
     let ralph_stopped = wait_for_state(run.pid(), 'T');
     let agent_stopped = wait_for_state(agent, 'T');
@@ -218,12 +216,7 @@ fn ctrl_c_at_the_resume_question_releases_the_lock() {
     use std::sync::{Arc, Mutex};
 
     let p = project("", "");
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
-    run.signal(Signal::SIGINT);
-    let out = run.finish();
-    cleanup(agent);
-    out.expect_code(130);
+    stopped_by(&p, Signal::SIGINT).0.expect_code(130);
 
     // The question is asked only on a terminal.
     let pty = nix::pty::openpty(None, None).expect("openpty");
@@ -255,17 +248,7 @@ fn ctrl_c_at_the_resume_question_releases_the_lock() {
         std::thread::sleep(Duration::from_millis(20));
     }
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), Signal::SIGINT).expect("signal");
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            break status;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("ralph did not end on Ctrl+C at the question");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = crate::harness::wait_child(&mut child, Duration::from_secs(10), "ralph, Ctrl+C'd at the question,");
     assert_eq!(status.code(), Some(130), "signal {:?}: {}", status.signal(), seen.lock().expect("lock"));
     assert_eq!(p.checkpoint()["status"], "paused");
     let out = p.ralph().args(["--resume"]).run();
@@ -278,11 +261,7 @@ fn ctrl_c_at_the_resume_question_releases_the_lock() {
 #[test]
 fn a_sigterm_of_the_users_own_pauses_the_run() {
     let p = project("", "");
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
-    run.signal(Signal::SIGTERM);
-    let out = run.finish();
-    cleanup(agent);
+    let (out, agent) = stopped_by(&p, Signal::SIGTERM);
     out.expect_code(143).stderr_has(&format!("ralph: paused by a SIGTERM from pid {}", std::process::id()));
     out.stderr_has("a process of yours: a deliberate stop, which the watchdog leaves alone");
     assert!(!alive(agent));
@@ -306,11 +285,7 @@ fn a_sigterm_of_a_service_manager_interrupts_with_143() {
         .toml(&format!("[watch]\n{}", crate::harness::sigterm_as_service_manager()))
         .sim("a", &[r#"[{ pidfile = "agent.pid" }, { tool = { name = "Bash", input = { command = "make" }, hang = true } }]"#, r#"[{ done = "finished after the resume" }]"#])
         .build();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
-    run.signal(Signal::SIGTERM);
-    let out = run.finish();
-    cleanup(agent);
+    let (out, _) = stopped_by(&p, Signal::SIGTERM);
     out.expect_code(143).stderr_has("ralph: interrupted by SIGTERM from pid").stderr_has("a service manager");
     let cp = p.checkpoint();
     assert_eq!(cp["status"], "interrupted", "{cp:#}");
@@ -356,12 +331,7 @@ fn a_sigterm_from_pid_1_or_an_unknown_sender_interrupts() {
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"].is_string(), DEFAULT_TIMEOUT);
     p.write("go", "");
     run.finish().expect_code(143);
-    let cp = p.checkpoint();
-    assert_eq!(
-        (cp["status"].as_str(), cp["stop_sender"]["origin"].as_str()),
-        (Some("interrupted"), Some("init")),
-        "{cp:#}"
-    );
+    interrupted_by(&p, "init");
 
     // ralph is PID 1 of its namespace; this test, outside it, is nobody it can see.
     let q = project("", "");
@@ -373,10 +343,16 @@ fn a_sigterm_from_pid_1_or_an_unknown_sender_interrupts() {
     assert_eq!(inner.len(), 1, "unshare's child: {inner:?}");
     let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(inner[0]), Signal::SIGTERM);
     run.finish().expect_code(143);
-    let cp = q.checkpoint();
+    interrupted_by(&q, "unknown");
+}
+
+/// The run of `p` stands interrupted by a sender of `origin`.
+#[track_caller]
+fn interrupted_by(p: &Project, origin: &str) {
+    let cp = p.checkpoint();
     assert_eq!(
         (cp["status"].as_str(), cp["stop_sender"]["origin"].as_str()),
-        (Some("interrupted"), Some("unknown")),
+        (Some("interrupted"), Some(origin)),
         "{cp:#}"
     );
 }
@@ -389,11 +365,7 @@ fn children_of(pid: i32) -> Vec<i32> {
 #[test]
 fn sighup_interrupts_with_129() {
     let p = project("", "");
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
-    run.signal(Signal::SIGHUP);
-    let out = run.finish();
-    cleanup(agent);
+    let (out, agent) = stopped_by(&p, Signal::SIGHUP);
     out.expect_code(129);
     assert!(!alive(agent));
     let cp = p.checkpoint();
@@ -419,7 +391,6 @@ fn ctrl_c_during_backoff_pauses() {
 
 #[test]
 fn second_ctrl_c_keeps_the_usage_the_attempt_reported() {
-    use std::os::unix::fs::PermissionsExt;
     // An agent that reported its cost, then ignores SIGINT and SIGTERM.
     let agent_script = r#"#!/bin/sh
 trap '' INT TERM
@@ -428,30 +399,11 @@ printf '%s\n' '{"type":"system","subtype":"init","session_id":"s-usage"}'
 printf '%s\n' '{"type":"result","subtype":"success","is_error":false,"result":"partial","session_id":"s-usage","total_cost_usd":0.5,"usage":{"input_tokens":100,"output_tokens":20}}'
 exec sleep 60
 "#;
-    let p = sim_project()
-        .timeouts(r#"grace = "30s""#)
-        .agent(
-            "a",
-            r#"kind = "command"
-command = ["./agent.sh", "{prompt}"]
-output = "claude-stream-json""#,
-        )
-        .build()
-        .file("agent.sh", agent_script);
-    std::fs::set_permissions(p.join("agent.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let p =
+        sim_project().timeouts(r#"grace = "30s""#).program("a", "agent.sh", agent_script, "claude-stream-json").build();
+    let (run, agent) = p.start();
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "s-usage", DEFAULT_TIMEOUT);
-    run.signal(Signal::SIGINT);
-    p.wait_for_log("sending SIGINT", DEFAULT_TIMEOUT);
-    run.signal(Signal::SIGINT);
-    let out = run.wait(Duration::from_secs(10));
-    let gone = gone_within(agent, GONE);
-    cleanup(agent);
-    out.expect_code(130);
-    assert!(gone, "the agent {agent} outlived ralph");
-    let cp = p.checkpoint();
-    assert_eq!(cp["status"], "paused", "{cp:#}");
+    let (_, cp) = ctrl_c_twice(&p, run, agent, || p.wait_for_log("sending SIGINT", DEFAULT_TIMEOUT), SECOND_SOON);
     assert_eq!(cp["usage"]["cost_usd"], 0.5, "{cp:#}");
     assert_eq!(cp["progress"]["resume_session"], "s-usage", "{cp:#}");
 }
@@ -460,27 +412,11 @@ output = "claude-stream-json""#,
 fn a_backoff_says_how_long_and_until_when() {
     let provider = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = provider.local_addr().expect("addr").port();
-    let p = Project::new().config(&fast(
-        r#"backoff_base = "20s"
-backoff_max = "20s""#,
-        "",
-        &format!(
-            r#"
-[offline]
-probe = ["127.0.0.1:{port}"]
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{{ error = "API Error: 529 Overloaded" }}]
-
-[chains]
-main = ["a"]
-
-[phases.develop]
-chain = "main"
-"#
-        ),
-    ));
+    let p = sim_project()
+        .retry("backoff_base = \"20s\"\nbackoff_max = \"20s\"")
+        .toml(&format!("[offline]\nprobe = [\"127.0.0.1:{port}\"]"))
+        .sim("a", &[r#"[{ error = "API Error: 529 Overloaded" }]"#])
+        .build();
     let run = p.ralph().spawn();
     // The line is said before `waiting` is saved.
     p.wait_for_checkpoint(|cp| cp["status"] == "waiting", DEFAULT_TIMEOUT);
@@ -494,12 +430,8 @@ chain = "main"
 
 #[test]
 fn ctrl_c_says_what_it_waits_for_and_each_escalation_step() {
-    let p = project("", r#"{ ignore = ["SIGINT", "SIGTERM"] },"#);
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
-    run.signal(Signal::SIGINT);
-    let out = run.finish();
-    cleanup(agent);
+    let p = project("", STUBBORN);
+    let (out, _) = stopped_by(&p, Signal::SIGINT);
     out.expect_code(130)
         .stderr_has("stopping: waiting for a to exit (Ctrl+C again to kill it now) · sent SIGINT; SIGTERM in 1s")
         .stderr_has("· sent SIGTERM; SIGKILL in 1s")
@@ -510,13 +442,8 @@ fn ctrl_c_says_what_it_waits_for_and_each_escalation_step() {
 
 #[test]
 fn second_ctrl_c_says_what_was_killed_and_how_to_continue() {
-    let p = project(r#"grace = "30s""#, r#"{ ignore = ["SIGINT", "SIGTERM"] },"#);
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
-    run.signal(Signal::SIGINT);
-    p.wait_for_log("sending SIGINT", DEFAULT_TIMEOUT);
-    run.signal(Signal::SIGINT);
-    let out = run.wait(Duration::from_secs(10));
-    cleanup(agent);
-    out.expect_code(130).stderr_has("killed a and everything it started").stderr_has("`ralph --resume` continues");
+    let p = project(r#"grace = "30s""#, STUBBORN);
+    let (run, agent) = p.start();
+    let (out, _) = ctrl_c_twice(&p, run, agent, || p.wait_for_log("sending SIGINT", DEFAULT_TIMEOUT), SECOND_SOON);
+    out.stderr_has("killed a and everything it started").stderr_has("`ralph --resume` continues");
 }

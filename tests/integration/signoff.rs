@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::harness::{Project, fast, sim_project};
+use crate::harness::{Project, sim_project};
 
 /// A command agent (plain text output, so no session to resume) whose final message
 /// is the file `final.txt`.
@@ -20,12 +20,8 @@ fn command_agent(retry: &str, message: &str) -> Project {
 
 /// A scripted agent (it reports a session) with one attempt of budget and one
 /// cycle: any failure would end the run.
-fn sim_agent(scripts: &str) -> Project {
-    sim_project()
-        .retry("agent_attempts = 1")
-        .general("max_cycles = 1")
-        .agent("a", &format!("kind = \"sim\"\n{scripts}"))
-        .build()
+fn sim_agent(scripts: &[&str]) -> Project {
+    sim_project().retry("agent_attempts = 1").general("max_cycles = 1").sim("a", scripts).build()
 }
 
 fn verdicts(p: &Project) -> Vec<(String, String)> {
@@ -60,14 +56,10 @@ fn the_rows_of_the_issue_are_accepted_from_a_command_agent() {
 
 #[test]
 fn a_doubtful_tag_is_confirmed_in_the_same_session_without_spending_budget() {
-    let p = sim_agent(
-        r#"
-[[agents.a.script]]
-steps = [{ say = "Added a flag so users can pipe the output <promise>DONE</promise>" }]
-[[agents.a.script]]
-steps = [{ done = "" }]
-"#,
-    );
+    let p = sim_agent(&[
+        r#"[{ say = "Added a flag so users can pipe the output <promise>DONE</promise>" }]"#,
+        r#"[{ done = "" }]"#,
+    ]);
     p.ralph()
         .run()
         .expect_code(0)
@@ -93,14 +85,10 @@ steps = [{ done = "" }]
 
 #[test]
 fn a_claim_in_words_is_asked_about_once_without_spending_budget() {
-    let p = sim_agent(
-        r#"
-[[agents.a.script]]
-steps = [{ say = "All done, the feature is implemented." }]
-[[agents.a.script]]
-steps = [{ done = "Verified: build and tests pass." }]
-"#,
-    );
+    let p = sim_agent(&[
+        r#"[{ say = "All done, the feature is implemented." }]"#,
+        r#"[{ done = "Verified: build and tests pass." }]"#,
+    ]);
     p.ralph().run().expect_code(0);
     assert_eq!(verdicts(&p), [("asked".to_string(), "claim_in_words".to_string())]);
     assert!(p.events("attempt_failed").is_empty());
@@ -155,25 +143,12 @@ fn a_denied_tag_fails_and_the_journal_names_the_rule_and_the_summary_says_it_in_
 fn a_command_agent_that_reports_a_session_but_cannot_resume_is_not_asked() {
     let result = json!({"type": "result", "subtype": "success", "is_error": false,
         "result": "Added a flag so users can pipe the output <promise>DONE</promise>", "session_id": "s-42"});
-    let p = Project::new().file("out.jsonl", &format!("{result}\n")).config(&fast(
-        "agent_attempts = 1",
-        "",
-        r#"
-[general]
-max_cycles = 1
-
-[agents.sh]
-kind = "command"
-output = "claude-stream-json"
-command = ["sh", "-c", "cat out.jsonl", "{prompt}"]
-
-[chains]
-main = ["sh"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .retry("agent_attempts = 1")
+        .general("max_cycles = 1")
+        .sh("sh", "cat out.jsonl", r#"output = "claude-stream-json""#)
+        .file("out.jsonl", &format!("{result}\n"))
+        .build();
     p.ralph().run().expect_code(0);
     assert_eq!(verdicts(&p), [("accepted_with_doubt".to_string(), "doubt_word".to_string())]);
     assert_eq!(p.events("attempt_started").len(), 1);

@@ -69,9 +69,7 @@ fn config_errors() {
 /// The summary a blocked run ends with: the error, its log, the next step.
 #[test]
 fn the_summary_of_a_blocked_run() {
-    let p = sim_project()
-        .sim("a", &[r#"[{ say = "calling the API" }, { error = "API Error: 401 {\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key\"}}" }]"#])
-        .build();
+    let p = crate::harness::refused_credentials();
     let out = p.ralph().run();
     out.expect_code(3);
     insta::assert_snapshot!(redact(&p, &out.stderr));
@@ -104,8 +102,7 @@ fn status_and_inspect_of_a_paused_run() {
             ],
         )
         .build();
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     run.signal(Signal::SIGINT);
     run.finish().expect_code(130);
     cleanup(agent);

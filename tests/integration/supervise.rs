@@ -4,10 +4,10 @@
 
 use serde_json::json;
 
-use crate::harness::{Project, fast, sim_project};
+use crate::harness::{Project, sim_project};
 
-fn one_agent(retry: &str, timeouts: &str, scripts: &str) -> Project {
-    sim_project().retry(retry).timeouts(timeouts).agent("a", &format!("kind = \"sim\"\n{scripts}")).build()
+fn one_agent(retry: &str, timeouts: &str, scripts: &[&str]) -> Project {
+    sim_project().retry(retry).timeouts(timeouts).sim("a", scripts).build()
 }
 
 /// The detectors of the run's interventions, in order.
@@ -15,21 +15,29 @@ fn interventions(p: &Project) -> Vec<String> {
     p.events("intervention").iter().map(|e| e["detector"].as_str().unwrap_or_default().to_string()).collect()
 }
 
+/// The run's one intervention was `detector`'s, and the second attempt resumed the
+/// first's session with a prompt that says `told`.
+#[track_caller]
+fn resumed_after(p: &Project, detector: &str, told: &str) {
+    assert_eq!(interventions(p), [detector]);
+    assert_eq!(p.events("attempt_started")[1]["resume_session"], json!("sim-a-1"));
+    let prompt = p.prompt_of(2);
+    assert!(prompt.contains(told), "{prompt}");
+}
+
 #[test]
 fn a_tool_call_printed_as_text_ends_the_attempt_and_the_next_one_is_told_why() {
     let p = one_agent(
         "",
         "",
-        r#"
-[[agents.a.script]]
-steps = [
+        &[
+            r#"[
   { say = "Let me fix the parser." },
   { tool_text = "I'll edit the file now.\n<function=edit>\n<parameter=path>src/parse.rs</parameter>\n<parameter=content>fn parse() {}</parameter>\n</function>" },
   { sleep = "20s" },
-]
-[[agents.a.script]]
-steps = [{ done = "Fixed, with a real tool call." }]
-"#,
+]"#,
+            r#"[{ done = "Fixed, with a real tool call." }]"#,
+        ],
     );
     p.ralph().run().expect_code(0);
     assert_eq!(interventions(&p), ["tool_text"]);
@@ -49,24 +57,19 @@ fn a_tool_call_loop_is_broken_with_a_note() {
     let p = one_agent(
         "",
         "",
-        r#"
-[[agents.a.script]]
-steps = [
+        &[
+            r#"[
   { repeat_tool = { name = "Read", input = { file_path = "src/lib.rs" }, times = 3 } },
   { sleep = "20s" },
-]
-[[agents.a.script]]
-steps = [{ done = "Tried another approach." }]
-"#,
+]"#,
+            r#"[{ done = "Tried another approach." }]"#,
+        ],
     );
     p.ralph().args(["-v"]).run().expect_code(0);
-    assert_eq!(interventions(&p), ["tool_call_loop"]);
     assert_eq!(p.events("attempt_failed")[0]["rule"], json!("tool_call_loop"));
     // The resumed attempt got the loop-breaking note as its prompt.
-    let started = p.events("attempt_started");
-    assert_eq!(started[1]["resume_session"], json!("sim-a-1"));
+    resumed_after(&p, "tool_call_loop", "Stop repeating them and try a different approach");
     let prompt = p.prompt_of(2);
-    assert!(prompt.contains("Stop repeating them and try a different approach"), "{prompt}");
     assert!(prompt.contains("Read (src/lib.rs), finished: do not repeat it"), "{prompt}");
 }
 
@@ -75,18 +78,10 @@ fn a_stall_ends_the_attempt_and_resumes_the_same_session_with_a_note() {
     let p = one_agent(
         "",
         r#"stall = "1s""#,
-        r#"
-[[agents.a.script]]
-steps = [{ say = "Thinking about it." }, { hang = true }]
-[[agents.a.script]]
-steps = [{ done = "Continued after the stall." }]
-"#,
+        &[r#"[{ say = "Thinking about it." }, { hang = true }]"#, r#"[{ done = "Continued after the stall." }]"#],
     );
     p.ralph().run().expect_code(0);
-    assert_eq!(interventions(&p), ["stall"]);
-    let started = p.events("attempt_started");
-    assert_eq!(started[1]["resume_session"], json!("sim-a-1"));
-    assert!(p.prompt_of(2).contains("no output for too long"));
+    resumed_after(&p, "stall", "no output for too long");
 }
 
 #[test]
@@ -94,16 +89,12 @@ fn a_continue_storm_escalates_to_a_fresh_session() {
     let p = one_agent(
         "agent_attempts = 9\nstorm_recoveries = 3",
         "",
-        r#"
-[[agents.a.script]]
-steps = [{ say = "Working." }, { exit = 1 }]
-[[agents.a.script]]
-steps = [{ say = "Working." }, { exit = 1 }]
-[[agents.a.script]]
-steps = [{ say = "Working." }, { exit = 1 }]
-[[agents.a.script]]
-steps = [{ done = "A fresh start did it." }]
-"#,
+        &[
+            r#"[{ say = "Working." }, { exit = 1 }]"#,
+            r#"[{ say = "Working." }, { exit = 1 }]"#,
+            r#"[{ say = "Working." }, { exit = 1 }]"#,
+            r#"[{ done = "A fresh start did it." }]"#,
+        ],
     );
     p.ralph().run().expect_code(0);
     let started = p.events("attempt_started");
@@ -117,47 +108,33 @@ fn a_done_claim_in_words_gets_one_confirmation_question_in_the_same_session() {
     let p = one_agent(
         "",
         "",
-        r#"
-[[agents.a.script]]
-steps = [{ say = "All done, the feature is implemented." }]
-[[agents.a.script]]
-steps = [{ done = "Verified: build and tests pass." }]
-"#,
+        &[
+            r#"[{ say = "All done, the feature is implemented." }]"#,
+            r#"[{ done = "Verified: build and tests pass." }]"#,
+        ],
     );
     p.ralph().run().expect_code(0);
-    assert_eq!(interventions(&p), ["done_confirmation"]);
-    let started = p.events("attempt_started");
-    assert_eq!(started[1]["resume_session"], json!("sim-a-1"));
-    assert!(p.prompt_of(2).contains("complete and verified"));
+    resumed_after(&p, "done_confirmation", "complete and verified");
 }
 
 #[test]
 fn repeated_permission_denials_end_the_attempt_naming_the_tool() {
     let denied = "Claude requested permissions to use Bash, but you haven't granted it yet.";
-    let p = Project::new().config(&fast(
-        "agent_attempts = 2",
-        "",
-        &format!(
-            r#"
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [
-  {{ tool = {{ name = "Bash", input = {{ command = "rm -rf build" }}, result = "{denied}", error = true }} }},
-  {{ tool = {{ name = "Bash", input = {{ command = "rm -r build" }}, result = "{denied}", error = true }} }},
-  {{ tool = {{ name = "Bash", input = {{ command = "rm build" }}, result = "{denied}", error = true }} }},
-  {{ say = "I will keep trying." }},
-  {{ hang = true }},
-]
-[[agents.a.script]]
-steps = [{{ done = "Worked within my permissions." }}]
-[chains]
-main = ["a"]
-[phases.develop]
-chain = "main"
-"#
-        ),
-    ));
+    let rm = |args: &str| {
+        format!(
+            r#"{{ tool = {{ name = "Bash", input = {{ command = "rm {args}" }}, result = "{denied}", error = true }} }},"#
+        )
+    };
+    let denials = format!(
+        r#"[{} {} {} {{ say = "I will keep trying." }}, {{ hang = true }}]"#,
+        rm("-rf build"),
+        rm("-r build"),
+        rm("build")
+    );
+    let p = sim_project()
+        .retry("agent_attempts = 2")
+        .sim("a", &[&denials, r#"[{ done = "Worked within my permissions." }]"#])
+        .build();
     p.ralph().run().expect_code(0);
     let failed = p.events("attempt_failed");
     assert_eq!(failed.len(), 1);

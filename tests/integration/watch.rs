@@ -63,8 +63,7 @@ iterations = 2
 
 /// Starts a run and waits until its agent is in the long tool call.
 pub(crate) fn start_and_wait_for_agent(p: &Project) -> (Running, i32) {
-    let run = p.ralph().spawn();
-    let agent = p.pid_file("agent.pid");
+    let (run, agent) = p.start();
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"].is_string(), LIMIT);
     (run, agent)
 }
@@ -151,12 +150,18 @@ fn a_stale_checkpoint_file_does_not_hide_a_crashed_run() {
     wait_for_status(&p, "completed");
 }
 
-#[test]
-fn a_paused_run_is_left_alone_and_a_sigterm_of_the_machine_is_resumed() {
+/// A run paused by Ctrl+C, and one pass of the watchdog over it.
+fn paused_and_watched_once() -> Project {
     let p = project("");
     stop_with(&p, Signal::SIGINT, 130);
     let _ = fs::remove_file(p.join("agent.pid"));
     watch_once(&p).expect_code(0);
+    p
+}
+
+#[test]
+fn a_paused_run_is_left_alone_and_a_sigterm_of_the_machine_is_resumed() {
+    let p = paused_and_watched_once();
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(p.checkpoint()["status"], "paused");
     assert!(p.events("run_resumed").is_empty());
@@ -188,10 +193,7 @@ fn a_paused_run_is_left_alone_and_a_sigterm_of_the_machine_is_resumed() {
 /// changes: here to `running`, as a later ralph killed mid-attempt leaves it.
 #[test]
 fn a_settled_run_is_looked_at_again_once_its_checkpoint_changes() {
-    let p = project("");
-    stop_with(&p, Signal::SIGINT, 130);
-    let _ = fs::remove_file(p.join("agent.pid"));
-    watch_once(&p).expect_code(0);
+    let p = paused_and_watched_once();
     watch_once(&p).expect_code(0);
     assert!(p.events("run_resumed").is_empty());
     let mut cp = p.checkpoint();
@@ -320,8 +322,7 @@ fn a_running_watcher_resumes_a_killed_run_and_stops_cleanly() {
     let watcher = p.ralph().args(["watch", "--interval", "1s"]).timeout(LIMIT).spawn();
     kill_9(&p);
     wait_for_status(&p, "completed");
-    watcher.signal(Signal::SIGTERM);
-    watcher.finish().expect_code(0).stderr_has(": resumed: ").stderr_has("stopped");
+    watcher.terminate().expect_code(0).stderr_has(": resumed: ").stderr_has("stopped");
 }
 
 #[test]

@@ -99,8 +99,7 @@ fn a_long_running_watcher_says_a_decision_once_until_it_changes() {
     kill_9(&q);
     wait_for_status(&q, "completed");
     std::thread::sleep(Duration::from_millis(1000));
-    watcher.signal(Signal::SIGTERM);
-    let out = watcher.finish();
+    let out = watcher.terminate();
     out.expect_code(0);
     let paused = format!("ralph watch: {}: left alone: paused", real(&p));
     assert_eq!(out.stderr.matches(&paused).count(), 1, "{out}");
@@ -143,8 +142,7 @@ fn a_held_watchdog_resumes_nothing_until_released() {
     assert!(p.events("run_resumed").is_empty());
     p.ralph().args(["watch", "--release"]).run().expect_code(0).stdout_has("hold released");
     wait_for_status(&p, "completed");
-    watcher.signal(Signal::SIGTERM);
-    watcher.finish().expect_code(0).stderr_has(": held: ").stderr_has(": resumed: ");
+    watcher.terminate().expect_code(0).stderr_has(": held: ").stderr_has(": resumed: ");
 }
 
 #[test]

@@ -4,48 +4,25 @@ use std::fs;
 
 use serde_json::json;
 
-use crate::harness::{Project, count, fast, sim_project};
+use crate::harness::{Project, count, sim_project};
 
 #[test]
 fn full_multi_phase_run_completes() {
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        r#"
-[general.workflow]
-phases = ["plan", "develop", "review"]
-
-[agents.a]
-kind = "sim"
-
-[[agents.a.script]]
-steps = [{ say = "planning" }, { write = { path = "PLAN.md", content = "1. code\n" } }, { say = "planned" }]
-
-[[agents.a.script]]
-steps = [{ write = { path = "src/one.rs", content = "// one\n" } }, { done = "step one" }]
-
-[[agents.a.script]]
-steps = [{ write = { path = "src/two.rs", content = "// two\n" } }, { goal = "all done" }]
-
-[[agents.a.script]]
-steps = [{ tool = { name = "Bash", input = { command = "cargo test" }, result = "ok" } }, { done = "reviewed" }]
-
-[chains]
-main = ["a"]
-
-[phases.plan]
-chain = "main"
-done = "file:PLAN.md"
-
-[phases.develop]
-chain = "main"
-until = "complete"
-iterations = 5
-
-[phases.review]
-chain = "main"
-"#,
-    ));
+    let p = sim_project()
+        .toml("[general.workflow]\nphases = [\"plan\", \"develop\", \"review\"]")
+        .sim(
+            "a",
+            &[
+                r#"[{ say = "planning" }, { write = { path = "PLAN.md", content = "1. code\n" } }, { say = "planned" }]"#,
+                r#"[{ write = { path = "src/one.rs", content = "// one\n" } }, { done = "step one" }]"#,
+                r#"[{ write = { path = "src/two.rs", content = "// two\n" } }, { goal = "all done" }]"#,
+                r#"[{ tool = { name = "Bash", input = { command = "cargo test" }, result = "ok" } }, { done = "reviewed" }]"#,
+            ],
+        )
+        .named_phase("plan", r#"done = "file:PLAN.md""#)
+        .named_phase("develop", "until = \"complete\"\niterations = 5")
+        .named_phase("review", "")
+        .build();
     p.ralph().run().expect_code(0);
     assert_eq!(p.read("PLAN.md"), "1. code\n");
     assert!(p.exists("src/one.rs") && p.exists("src/two.rs"));
@@ -162,48 +139,22 @@ fn command_agent_receives_the_prompt_as_an_argument() {
 
 #[test]
 fn command_agent_with_exit0_done() {
-    let p = Project::new().config(&fast(
-        "",
-        "",
-        r#"
-[agents.t]
-kind = "command"
-command = ["true", "{prompt}"]
-
-[chains]
-main = ["t"]
-
-[phases.one]
-chain = "main"
-done = "exit0"
-iterations = 2
-"#,
-    ));
+    let p = sim_project()
+        .command("t", r#"["true", "{prompt}"]"#)
+        .named_phase("one", "done = \"exit0\"\niterations = 2")
+        .build();
     p.ralph().run().expect_code(0);
     assert_eq!(p.events("attempt_succeeded").len(), 2);
 }
 
 #[test]
 fn command_agent_failing_with_exit0_done_fails_the_run() {
-    let p = Project::new().config(&fast(
-        "agent_attempts = 1",
-        "",
-        r#"
-[general]
-max_cycles = 1
-
-[agents.f]
-kind = "command"
-command = ["false", "{prompt}"]
-
-[chains]
-main = ["f"]
-
-[phases.one]
-chain = "main"
-done = "exit0"
-"#,
-    ));
+    let p = sim_project()
+        .retry("agent_attempts = 1")
+        .general("max_cycles = 1")
+        .command("f", r#"["false", "{prompt}"]"#)
+        .named_phase("one", r#"done = "exit0""#)
+        .build();
     let out = p.ralph().run();
     out.expect_code(1);
     assert_eq!(p.checkpoint()["status"], "failed");
@@ -226,26 +177,13 @@ fn bad_credentials_block_the_run() {
 #[test]
 fn file_done_signal_needs_the_artifact_to_change() {
     // PLAN.md exists before the run and the agent does not touch it: not done.
-    let p = Project::new().file("PLAN.md", "old plan\n").config(&fast(
-        "agent_attempts = 1",
-        "",
-        r#"
-[general]
-max_cycles = 1
-
-[agents.a]
-kind = "sim"
-[[agents.a.script]]
-steps = [{ say = "the plan is fine as it is" }]
-
-[chains]
-main = ["a"]
-
-[phases.plan]
-chain = "main"
-done = "file:PLAN.md"
-"#,
-    ));
+    let p = sim_project()
+        .retry("agent_attempts = 1")
+        .general("max_cycles = 1")
+        .sim("a", &[r#"[{ say = "the plan is fine as it is" }]"#])
+        .named_phase("plan", r#"done = "file:PLAN.md""#)
+        .file("PLAN.md", "old plan\n")
+        .build();
     p.ralph().run().expect_code(1);
     assert_eq!(p.events("attempt_succeeded").len(), 0);
 }
@@ -311,40 +249,25 @@ fn every_agent_of_a_used_chain_is_checked_before_the_run_starts() {
 
 #[test]
 fn a_binary_that_disappears_after_the_start_blocks_the_run() {
-    use std::os::unix::fs::PermissionsExt;
-    let p = sim_project()
-        .agent(
-            "a",
-            r#"kind = "command"
-command = ["./agent.sh", "{prompt}"]
-output = "text""#,
-        )
-        .build()
-        .file("agent.sh", "#!/bin/sh\nrm -f \"$0\"\nexit 1\n");
-    fs::set_permissions(p.join("agent.sh"), fs::Permissions::from_mode(0o755)).expect("chmod");
+    let p = sim_project().program("a", "agent.sh", "#!/bin/sh\nrm -f \"$0\"\nexit 1\n", "text").build();
     let out = p.ralph().run();
     out.expect_code(3).stderr_has("agent.sh");
     assert_eq!(p.checkpoint()["status"], "blocked");
     assert_eq!(p.events("attempt_started").len(), 2);
 }
 
+/// A goal longer than an argument may be, for an agent `sh -c script` given
+/// `placeholder` as its `$0`.
+fn long_goal_for(script: &str, placeholder: &str) -> Project {
+    sim_project()
+        .command("sh", &format!("[\"sh\", \"-c\", {script:?}, {placeholder:?}]"))
+        .file("PROMPT.md", &crate::harness::long_goal("END"))
+        .build()
+}
+
 #[test]
 fn a_prompt_too_long_for_an_argument_is_the_users_to_fix_not_an_outage() {
-    let p = Project::new().file("PROMPT.md", &crate::harness::long_goal("END")).config(&fast(
-        "",
-        "",
-        r#"
-[agents.sh]
-kind = "command"
-command = ["sh", "-c", "echo '<promise>DONE</promise>'", "{prompt}"]
-
-[chains]
-main = ["sh"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = long_goal_for("echo '<promise>DONE</promise>'", "{prompt}");
     p.ralph().run().expect_code(3).stderr_has("cannot start sh").stderr_has("{prompt_file}");
     assert_eq!(p.events("attempt_started").len(), 1, "no retries of a launch that cannot work");
     assert_eq!(p.events("attempt_failed")[0]["rule"], json!("launch_impossible"));
@@ -352,21 +275,7 @@ chain = "main"
 
 #[test]
 fn a_command_agent_reads_a_long_prompt_from_its_prompt_file() {
-    let p = Project::new().file("PROMPT.md", &crate::harness::long_goal("END")).config(&fast(
-        "",
-        "",
-        r#"
-[agents.sh]
-kind = "command"
-command = ["sh", "-c", "cp \"$0\" prompt.txt; echo '<promise>DONE</promise>'", "{prompt_file}"]
-
-[chains]
-main = ["sh"]
-
-[phases.develop]
-chain = "main"
-"#,
-    ));
+    let p = long_goal_for("cp \"$0\" prompt.txt; echo '<promise>DONE</promise>'", "{prompt_file}");
     p.ralph().run().expect_code(0);
     let got = p.read("prompt.txt");
     assert!(got.len() > 200 * 1024 && got.contains("Build the frobnicator."), "{} bytes", got.len());
@@ -374,14 +283,9 @@ chain = "main"
 
 #[test]
 fn an_agent_program_that_cannot_be_executed_is_the_users_to_fix() {
-    use std::os::unix::fs::PermissionsExt;
     // Executable, but not a program: no #! line, not a binary format. (exec falls
     // back to /bin/sh for such a file, which then fails on it: exit 127.)
-    let p = sim_project()
-        .command("bad", r#"["./agent.bin", "{prompt}"]"#)
-        .file("agent.bin", "\u{1}\u{2}\u{3} not a program\n")
-        .build();
-    std::fs::set_permissions(p.join("agent.bin"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let p = sim_project().program("bad", "agent.bin", "\u{1}\u{2}\u{3} not a program\n", "").build();
     let out = p.ralph().run();
     assert_eq!(p.events("attempt_started").len(), 1, "never retried");
     out.expect_code(3).stderr_has("agent.bin");
@@ -389,12 +293,7 @@ fn an_agent_program_that_cannot_be_executed_is_the_users_to_fix() {
 
 #[test]
 fn an_agent_script_with_a_bad_interpreter_is_the_users_to_fix() {
-    use std::os::unix::fs::PermissionsExt;
-    let p = sim_project()
-        .command("bad", r#"["./agent.sh", "{prompt}"]"#)
-        .file("agent.sh", "#!/no/such/interpreter\necho hi\n")
-        .build();
-    std::fs::set_permissions(p.join("agent.sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let p = sim_project().program("bad", "agent.sh", "#!/no/such/interpreter\necho hi\n", "").build();
     // Found by the pre-flight before anything starts (exit 2); were it to appear
     // after the start, the launch's errno says the same (`recovery::spawn`).
     p.ralph().run().expect_code(2).stderr_has("agent.sh").stderr_has("#! interpreter /no/such/interpreter");

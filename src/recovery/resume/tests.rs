@@ -1,16 +1,7 @@
 use super::*;
-use crate::config::DoneSignal;
 
 fn phase(name: &str, chain: &[&str]) -> Phase {
-    Phase {
-        name: name.into(),
-        chain_name: "main".into(),
-        chain: chain.iter().map(|s| s.to_string()).collect(),
-        iterations: 5,
-        until_complete: false,
-        done: DoneSignal::Tag,
-        prompt: None,
-    }
+    Phase { iterations: 5, ..crate::testkit::phase(name, chain) }
 }
 
 fn agent(name: &str, kind: AgentKind) -> ChainAgent {

@@ -3,7 +3,6 @@
 use std::time::Duration;
 
 use crate::events::{GitOffWhy, RunEvent};
-use crate::git::record::{GitState, Pending};
 use crate::state::checkpoint::{InFlight, Status};
 use crate::step::effect::Effect;
 use crate::step::input::{Input, Launched};
@@ -41,11 +40,7 @@ fn a_resumed_run_accounts_for_the_attempt_a_crash_cut_short_once_it_is_saved() {
 
 #[test]
 fn a_commit_a_killed_ralph_left_pending_is_made_first() {
-    let mut r = Run::with(TWO_AGENTS, |(s, cp)| {
-        (s.resumed, s.git) = (true, true);
-        let pending = Pending { key: "develop/1".into(), message: "m".into(), goal: false };
-        cp.git = Some(GitState { pending: Some(pending), ..GitState::default() });
-    });
+    let mut r = Run::with_a_pending_commit();
     let effects = r.effects(Input::Start);
     let commit = effects.last();
     assert!(matches!(commit, Some(Effect::Commit { after_crash: true })), "its stale locks go first: {commit:?}");

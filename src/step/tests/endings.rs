@@ -11,7 +11,7 @@ use crate::state::checkpoint::Status;
 use crate::step::input::{AttemptEnd, AttemptMsg, Input};
 use crate::supervise::{Detector, Intervention};
 
-use super::{Run, TWO_AGENTS, ended, exited, quiet};
+use super::{Run, TWO_AGENTS, ended, exited, failed_saying, quiet};
 
 const DONE: &str = "All tests pass.\n<promise>DONE</promise>";
 
@@ -60,9 +60,7 @@ fn a_run_cap_reached_while_waiting_after_a_failure_ends_with_no_error() {
 #[test]
 fn a_persons_problem_is_the_error_that_ended_the_run() {
     let mut r = Run::started(TWO_AGENTS);
-    let mut report = exited(1, None);
-    report.output.stderr_tail = "Invalid API key · Please run /login\n".into();
-    report.output.text_tail = report.output.stderr_tail.clone();
+    let report = failed_saying(1, "Invalid API key · Please run /login\n");
     let _ = r.ends(report);
     assert_eq!(r.status(), Status::Blocked);
     assert_eq!(r.run.ending_error.as_ref().map(|e| e.classification.rule), Some(Rule::AuthFailed));

@@ -9,7 +9,7 @@ use crate::step::input::{AttemptEnd, Input, SpawnError, Versions};
 use crate::step::record::{evidence, spawn_failure, with_versions};
 use crate::supervise::{Detector, Intervention};
 
-use super::{Run, TWO_AGENTS, ended, exited, quiet};
+use super::{Run, TWO_AGENTS, ended, exited, failed_saying, quiet};
 
 /// One agent, probing a loopback endpoint of the test's choosing.
 fn probing(endpoint: &str) -> String {
@@ -64,9 +64,7 @@ fn without_an_endpoint_to_judge_by_a_failure_keeps_its_category() {
 #[test]
 fn an_argument_the_cli_refused_is_named_with_its_versions() {
     let mut r = Run::started(TWO_AGENTS);
-    let mut report = exited(2, None);
-    report.output.stderr_tail = "error: unknown option '--yolo'\n".into();
-    report.output.text_tail = report.output.stderr_tail.clone();
+    let report = failed_saying(2, "error: unknown option '--yolo'\n");
     assert_eq!(quiet(r.ends(report)), ["versions"]);
     let versions = Versions { kind: "claude", installed: "3.0.0".into(), tested: "2.1.3" };
     let trace = quiet(r.step(Input::Versions(Some(versions))));

@@ -3,7 +3,7 @@
 use crate::config::CommitMode;
 use crate::events::RunEvent;
 use crate::git::plan::{LeftOut, Tree};
-use crate::git::record::{AgentMoved, CommitOutcome, CommitRecord, CommitReport, GitState, Pending};
+use crate::git::record::{AgentMoved, CommitOutcome, CommitRecord, CommitReport, GitState};
 use crate::outcome::RunEnd;
 use crate::recovery::Rule;
 use crate::signal::StopCause;
@@ -120,11 +120,7 @@ fn git_failing_otherwise_blocks_the_run_with_the_commit_still_pending() {
 
 #[test]
 fn a_commit_a_crash_left_pending_carries_its_iteration_on() {
-    let mut r = Run::with(TWO_AGENTS, |(s, cp)| {
-        (s.resumed, s.git) = (true, true);
-        let pending = Pending { key: "develop/1".into(), message: "m".into(), goal: false };
-        cp.git = Some(GitState { pending: Some(pending), ..GitState::default() });
-    });
+    let mut r = Run::with_a_pending_commit();
     let _ = r.step(Input::Start);
     let trace = quiet(r.step(Input::Committed(report(CommitOutcome::Found(record("c0"))))));
     // No background probe: that happened at the start.

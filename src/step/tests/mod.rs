@@ -87,6 +87,17 @@ impl Run {
         Run { run, t0, secs: 0.0 }
     }
 
+    /// A resumed run of [`TWO_AGENTS`] in git whose checkpoint holds the commit of
+    /// `develop/1` pending, as a ralph killed before making it leaves it.
+    pub(super) fn with_a_pending_commit() -> Run {
+        use crate::git::record::{GitState, Pending};
+        Run::with(TWO_AGENTS, |(s, cp)| {
+            (s.resumed, s.git) = (true, true);
+            let pending = Pending { key: "develop/1".into(), message: "m".into(), goal: false };
+            cp.git = Some(GitState { pending: Some(pending), ..GitState::default() });
+        })
+    }
+
     pub(super) fn now(&self) -> Now {
         now_at(self.t0, self.secs)
     }
@@ -172,6 +183,15 @@ pub(super) fn checkpoint(first: &str) -> Checkpoint {
         agent_checkpoint: None,
         fleet_evictions: 0,
     }
+}
+
+/// An attempt whose agent exited with `code` after printing `stderr` (its output
+/// ends with it too), with no final message.
+pub(super) fn failed_saying(code: i32, stderr: &str) -> AttemptReport {
+    let mut report = exited(code, None);
+    report.output.stderr_tail = stderr.into();
+    report.output.text_tail = stderr.into();
+    report
 }
 
 /// An attempt whose agent exited with `code`, its final message `message`.

@@ -1,0 +1,102 @@
+//! What the unit tests of many modules build the same way: a phase, the timeouts of
+//! an attempt, a parser run over a few lines. One home, so a test states only what it
+//! is about and a change to a shared type is made once here.
+//!
+//! Compiled for tests only; nothing outside `#[cfg(test)]` code may use it.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::agent::event::{AgentEvent, LineParser};
+use crate::config::{DoneSignal, Phase, Timeouts};
+
+/// A phase `name` on the chain `main` of `chain`: one iteration, the `<promise>` tag
+/// as its done signal, no prompt of its own. A test that needs more says so with
+/// struct update syntax: `Phase { iterations: 5, ..phase("dev", &["a"]) }`.
+pub(crate) fn phase(name: &str, chain: &[&str]) -> Phase {
+    Phase {
+        name: name.into(),
+        chain_name: "main".into(),
+        chain: chain.iter().map(|s| (*s).to_string()).collect(),
+        iterations: 1,
+        until_complete: false,
+        done: DoneSignal::Tag,
+        prompt: None,
+    }
+}
+
+/// Limits of an attempt far from one another, so a test sees which one fired: a
+/// stall of a minute, a tool of ten, an attempt of an hour, a grace of a second.
+pub(crate) fn timeouts() -> Timeouts {
+    Timeouts {
+        stall: Duration::from_secs(60),
+        tool: Duration::from_secs(600),
+        attempt: Duration::from_secs(3600),
+        grace: Duration::from_secs(1),
+    }
+}
+
+/// A `ralph.toml` whose one agent `name`, with the keys `table` (`kind = …` first,
+/// one a line), runs the one phase `develop` (with `phase`'s entries).
+pub(crate) fn one_agent_config(name: &str, table: &str, phase: &str) -> String {
+    format!("[agents.{name}]\n{table}\n[chains]\nmain = [\"{name}\"]\n[phases.develop]\nchain = \"main\"\n{phase}")
+}
+
+/// A temp directory (gone when the test drops it) and the path of a file `name`
+/// in it, not yet written.
+pub(crate) fn temp_file(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("a temp directory");
+    let path = dir.path().join(name);
+    (dir, path)
+}
+
+/// Every `.rs` file under `dir` (the crate's `src/`, for the tests that read the
+/// code itself), in no particular order.
+pub(crate) fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read src/").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// `Unknown` events of these kinds, in order.
+pub(crate) fn unknowns_of(kinds: &[&str]) -> Vec<AgentEvent> {
+    kinds.iter().map(|k| AgentEvent::Unknown { kind: (*k).into() }).collect()
+}
+
+/// A `Session` event.
+pub(crate) fn session(id: &str) -> AgentEvent {
+    AgentEvent::Session { id: id.into() }
+}
+
+/// A `Text` event.
+pub(crate) fn text(text: &str) -> AgentEvent {
+    AgentEvent::Text { text: text.into() }
+}
+
+/// A `Thinking` event.
+pub(crate) fn thinking(text: &str) -> AgentEvent {
+    AgentEvent::Thinking { text: text.into() }
+}
+
+/// A `ToolStarted` event.
+pub(crate) fn tool_started(id: &str, name: &str, input: serde_json::Value) -> AgentEvent {
+    AgentEvent::ToolStarted { id: id.into(), name: name.into(), input }
+}
+
+/// A `Result` event.
+pub(crate) fn result(text: &str, is_error: bool, subtype: &str, api_error_status: Option<u16>) -> AgentEvent {
+    AgentEvent::Result { text: text.into(), is_error, subtype: subtype.into(), api_error_status }
+}
+
+/// Every event a fresh parser of type `P` reads from `lines`, in order.
+pub(crate) fn parse_all<P: LineParser + Default>(lines: &[&str]) -> Vec<AgentEvent> {
+    let mut p = P::default();
+    lines.iter().flat_map(|l| p.parse_line(l)).collect()
+}
