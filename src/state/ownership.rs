@@ -433,14 +433,25 @@ mod tests {
         drop(lease);
     }
 
+    /// Host b renews its lease while a watches (b's renewal is written when a says
+    /// it watches, not by a heartbeat thread that a loaded machine may hold back past
+    /// the timeout): a refuses at the renewal and leaves b's lease as it is. The
+    /// timeout only bounds a hang.
     #[test]
     fn a_live_lease_is_refused_when_not_waiting() {
         let (_dir, p) = lease_path();
-        let (held, _) =
-            acquire(&p, &me("b"), &renewed(Duration::from_millis(200)), WhenHeld::Refuse, &mut |_| {}).unwrap();
-        let err =
-            acquire(&p, &me("a"), &renewed(Duration::from_millis(200)), WhenHeld::Refuse, &mut |_| {}).unwrap_err();
+        let theirs = old_record("b", 9, 0);
+        lease_file::write(&p, &theirs, Durability::Ordered).unwrap();
+        let renewal = LeaseRecord { renewals: 1, ..theirs };
+        let mut watched = false;
+        let renew = &mut |event| {
+            assert!(matches!(event, RunEvent::LeaseWatch { .. }), "{event:?}");
+            lease_file::write(&p, &renewal, Durability::Ordered).unwrap();
+            watched = true;
+        };
+        let err = acquire(&p, &me("a"), &renewed(Duration::from_secs(60)), WhenHeld::Refuse, renew).unwrap_err();
+        assert!(watched, "a watched the lease before refusing it");
         assert!(err.to_string().contains("on host b"), "{err}");
-        held.release().unwrap();
+        assert_eq!(lease_file::read(&p).unwrap(), Found::Held(renewal.clone()), "b's lease is untouched");
     }
 }
