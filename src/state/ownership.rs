@@ -233,14 +233,11 @@ impl Lease {
                 if *done {
                     return;
                 }
-                match lease_file::read(&file).map(|found| lease::renewal(&record.token, &found)) {
-                    Ok(Renewal::Renew) => {
-                        record.renewals += 1;
-                        lease_file::write(&file, &record, durability)
-                            .unwrap_or_else(|e| tracing::warn!("cannot renew the lease {}: {e}", file.display()));
-                    }
+                record.renewals += 1;
+                match lease_file::write_if_held(&file, &record.token, Some(&record), durability) {
+                    Ok(Renewal::Renew) => {}
                     Ok(Renewal::Lost(winner)) => lost(&winner),
-                    Err(e) => tracing::warn!("cannot read the lease {}: {e}", file.display()),
+                    Err(e) => tracing::warn!("cannot renew the lease {}: {e}", file.display()),
                 }
             }
         })?;
@@ -272,10 +269,11 @@ impl Lease {
         if !self.stop_heartbeat() {
             return Ok(());
         }
-        match (lease::renewal(&self.token, &lease_file::read(&self.path)?), self.previous.take()) {
-            (Renewal::Lost(_), _) => Ok(()),
-            (Renewal::Renew, Some(bytes)) => super::atomic::replace(&self.path, &bytes, self.durability),
-            (Renewal::Renew, None) => std::fs::remove_file(&self.path),
+        let ours = || Ok(lease::renewal(&self.token, &lease_file::read(&self.path)?) == Renewal::Renew);
+        match self.previous.take() {
+            Some(bytes) => super::atomic::replace_if(&self.path, &bytes, self.durability, ours).map(drop),
+            None if ours()? => std::fs::remove_file(&self.path),
+            None => Ok(()),
         }
     }
 
@@ -292,10 +290,7 @@ impl Lease {
         if !self.stop_heartbeat() {
             return Ok(());
         }
-        match lease::renewal(&self.token, &lease_file::read(&self.path)?) {
-            Renewal::Renew => lease_file::clear(&self.path, self.durability),
-            Renewal::Lost(_) => Ok(()),
-        }
+        lease_file::write_if_held(&self.path, &self.token, None, self.durability).map(drop)
     }
 }
 
