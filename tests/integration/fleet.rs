@@ -243,7 +243,7 @@ fn a_supervisor_killed_with_sigkill_leaves_its_tasks_running_and_the_next_one_ad
         std::thread::sleep(Duration::from_millis(20));
     }
     first.signal(Signal::SIGKILL);
-    let out = first.wait(Duration::from_secs(10));
+    let out = first.wait(crate::harness::DEFAULT_TIMEOUT);
     assert_eq!(out.signal, Some(9));
     // Its tasks go on without it.
     let task_pid: i32 = serde_json::from_str::<serde_json::Value>(&fs::read_to_string(&lock).expect("lock"))
@@ -274,7 +274,7 @@ fn the_watchdog_resumes_a_fleet_whose_supervisor_died() {
         std::thread::sleep(Duration::from_millis(20));
     }
     first.signal(Signal::SIGKILL);
-    let _ = first.wait(Duration::from_secs(10));
+    let _ = first.wait(crate::harness::DEFAULT_TIMEOUT);
     let registry = f.p.registry();
     let entries: Vec<String> = fs::read_dir(&registry)
         .expect("registry")

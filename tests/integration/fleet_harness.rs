@@ -296,7 +296,7 @@ impl KillLoop<'_> {
                     break;
                 }
                 kill(&mut rng, &run);
-                let _ = run.wait(Duration::from_secs(10));
+                let _ = run.wait(crate::harness::DEFAULT_TIMEOUT);
                 kills += 1;
                 left -= 1;
             }
