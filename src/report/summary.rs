@@ -124,7 +124,7 @@ impl Summary {
             let _ = writeln!(s, "  ralph stepped in: {}", stepped.collect::<Vec<_>>().join(", "));
         }
         labelled(&mut s, "  last sign-off rejected", self.rejected_signoff.as_ref());
-        let limit = self.cap.map(|cap| format!("the limit {}", words::cap_key(cap, phase)));
+        let limit = self.cap.map(|cap| format!("the limit {}", cap.key(phase)));
         labelled(&mut s, "  stopped by", limit);
         if let Some(usage) = self.usage.describe() {
             let _ = writeln!(s, "  usage: {usage}");
