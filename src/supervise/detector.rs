@@ -42,15 +42,15 @@ impl Detector {
     /// question).
     pub fn ended_by(self) -> EndedBy {
         match self {
-            Detector::Stall => EndedBy::Stall,
-            Detector::ToolTimeout => EndedBy::ToolTimeout,
-            Detector::AttemptTimeout => EndedBy::AttemptTimeout,
-            Detector::ToolCallLoop => EndedBy::Loop,
-            Detector::ToolText => EndedBy::ToolText,
-            Detector::ToolTextInThinking => EndedBy::ToolTextInThinking,
-            Detector::CostCap => EndedBy::CostCap,
-            Detector::PermissionDenials => EndedBy::PermissionDenials,
             Detector::ContinueStorm | Detector::ReadyToContinue | Detector::DoneConfirmation => EndedBy::Agent,
+            Detector::Stall
+            | Detector::ToolTimeout
+            | Detector::AttemptTimeout
+            | Detector::ToolCallLoop
+            | Detector::ToolText
+            | Detector::ToolTextInThinking
+            | Detector::CostCap
+            | Detector::PermissionDenials => EndedBy::Ralph(self),
         }
     }
 }
@@ -71,7 +71,7 @@ mod tests {
 
     #[test]
     fn only_the_detectors_that_end_an_attempt_name_ralph() {
-        assert_eq!(Detector::Stall.ended_by(), EndedBy::Stall);
+        assert_eq!(Detector::Stall.ended_by(), EndedBy::Ralph(Detector::Stall));
         assert_eq!(Detector::ContinueStorm.ended_by(), EndedBy::Agent);
     }
 }
