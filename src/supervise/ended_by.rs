@@ -16,3 +16,33 @@ pub enum EndedBy {
     /// `report_interruption`), so its attempt ends now and recovery starts.
     Interruption,
 }
+
+impl EndedBy {
+    /// Who ended the attempt when `detector` fired during it: ralph for the
+    /// detectors that end attempts, the agent for those that only note (a storm, a
+    /// question).
+    pub fn fired(detector: Detector) -> EndedBy {
+        match detector {
+            Detector::ContinueStorm | Detector::ReadyToContinue | Detector::DoneConfirmation => EndedBy::Agent,
+            Detector::Stall
+            | Detector::ToolTimeout
+            | Detector::AttemptTimeout
+            | Detector::ToolCallLoop
+            | Detector::ToolText
+            | Detector::ToolTextInThinking
+            | Detector::CostCap
+            | Detector::PermissionDenials => EndedBy::Ralph(detector),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_detectors_that_end_an_attempt_name_ralph() {
+        assert_eq!(EndedBy::fired(Detector::Stall), EndedBy::Ralph(Detector::Stall));
+        assert_eq!(EndedBy::fired(Detector::ContinueStorm), EndedBy::Agent);
+    }
+}

@@ -28,7 +28,7 @@ pub struct Intervention {
 impl Intervention {
     /// Who ended the attempt: ralph, for the reason the detector names.
     pub fn ended_by(&self) -> EndedBy {
-        self.detector.ended_by()
+        EndedBy::fired(self.detector)
     }
 
     /// ralph's own clock ran out: the stall, tool or attempt limit of `timeouts`, as
