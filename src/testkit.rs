@@ -65,6 +65,24 @@ pub(crate) fn rust_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The `.txt` files of `tests/corpus/<folder>` (not below it), as (file name, text),
+/// sorted by name.
+pub(crate) fn corpus(folder: &str) -> Vec<(String, String)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus").join(folder);
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("read {}: {e}", dir.display()));
+    let mut files: Vec<(String, String)> = entries
+        .map(|entry| entry.expect("dir entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "txt"))
+        .map(|path| {
+            let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+            (name, text)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
 /// `Unknown` events of these kinds, in order.
 pub(crate) fn unknowns_of(kinds: &[&str]) -> Vec<AgentEvent> {
     kinds.iter().map(|k| AgentEvent::Unknown { kind: (*k).into() }).collect()
