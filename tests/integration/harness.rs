@@ -229,6 +229,9 @@ impl SimProject {
 pub(crate) fn sigterm_as_service_manager() -> String {
     let exe = std::env::current_exe().expect("the test binary");
     let name = exe.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    // A test binary rebuilt while it runs is `NAME (deleted)` to the kernel; ralph
+    // names the sender without the suffix, as the program it was started as.
+    let name = name.trim_end_matches(" (deleted)");
     format!("service_managers = [{name:?}]")
 }
 
