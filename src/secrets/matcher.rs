@@ -7,10 +7,15 @@
 //! Why an automaton and not a `RegexSet` of every pattern: the set would run ~170
 //! patterns' states over every byte of every line, and its lazy DFA thrashes at
 //! that size; the anchors are few short literals, the automaton a table walk.
+//!
+//! The automaton does not walk every byte either: an anchor can start only where
+//! three bytes are the first three of some anchor (any case), which a table says
+//! in a few reads a byte; the automaton is asked, anchored, only there. A line of
+//! words that start no anchor (most output) never enters it.
 
 use std::sync::{LazyLock, OnceLock};
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, Anchored, Input, Match, MatchKind, StartKind};
 use regex::bytes::{Regex, RegexBuilder};
 
 use super::rules::{Check, RULES, Rule, Shape, Special, named_pattern};
@@ -51,7 +56,9 @@ type RuleSet = [u64; RULE_WORDS];
 const RULE_WORDS: usize = 5;
 
 struct Matcher {
+    /// Searched anchored only, at the places `heads` allows.
     anchors: AhoCorasick,
+    heads: Heads,
     /// For each anchor: the rules it triggers (its own, and those of every anchor it
     /// contains, which a search that reports one anchor per position would miss).
     triggers: Vec<RuleSet>,
@@ -98,9 +105,27 @@ impl Matcher {
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::LeftmostLongest)
             .kind(Some(AhoCorasickKind::ContiguousNFA))
+            .start_kind(StartKind::Anchored)
             .build(&words)
             .unwrap_or_else(|e| panic!("the secret anchors do not build: {e}"));
-        Self { anchors, triggers, compiled: RULES.iter().map(|_| OnceLock::new()).collect() }
+        let heads = Heads::new(&words);
+        Self { anchors, heads, triggers, compiled: RULES.iter().map(|_| OnceLock::new()).collect() }
+    }
+
+    /// Every place an anchor starts in `line`, left to right, with the longest anchor
+    /// that starts there (whose triggers hold those of the shorter ones).
+    fn starts<'a>(&'a self, line: &'a [u8]) -> impl Iterator<Item = Match> + 'a {
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            loop {
+                let p = self.heads.next(line, at)?;
+                at = p + 1;
+                let found = self.anchors.find(Input::new(line).range(p..).anchored(Anchored::Yes));
+                if found.is_some() {
+                    return found;
+                }
+            }
+        })
     }
 
     fn pattern(&self, i: usize) -> Option<&Regex> {
@@ -110,16 +135,65 @@ impl Matcher {
     /// The rules whose anchors occur in `line`.
     fn triggered(&self, line: &[u8]) -> Option<RuleSet> {
         let mut set = [0; RULE_WORDS];
-        let mut at = 0;
         let mut any = false;
-        while let Some(m) = self.anchors.find(Input::new(line).range(at..)) {
+        for m in self.starts(line) {
             let t = &self.triggers[m.pattern().as_usize()];
             (0..RULE_WORDS).for_each(|j| set[j] |= t[j]);
             any = true;
-            // The next anchor may start inside this one.
-            at = m.start() + 1;
         }
         any.then_some(set)
+    }
+}
+
+/// Which three bytes start an anchor. Bytes are put in classes first (a letter's two
+/// cases in one, every byte no anchor holds in class 0), so that for each pair of
+/// classes one word of 64 bits says which third bytes go on an anchor's start.
+struct Heads {
+    class: [u8; 256],
+    /// Bit `c` of `third[64 * a + b]`: some anchor starts with bytes of classes `a`,
+    /// `b`, `c`; all bits (class 0 too, which stands for the line's end) for a
+    /// two-byte anchor `a b`.
+    third: Vec<u64>,
+}
+
+impl Heads {
+    fn new(words: &[&str]) -> Self {
+        let mut class = [0u8; 256];
+        let mut classes = 1;
+        for c in words.iter().flat_map(|w| w.bytes()) {
+            if class[usize::from(c)] == 0 {
+                assert!(classes < 64, "the secret anchors hold more than 63 different bytes");
+                class[usize::from(c.to_ascii_lowercase())] = classes;
+                class[usize::from(c.to_ascii_uppercase())] = classes;
+                classes += 1;
+            }
+        }
+        let mut third = vec![0u64; 64 * 64];
+        let of = |c: u8| usize::from(class[usize::from(c)]);
+        for w in words {
+            match *w.as_bytes() {
+                [a, b] => third[64 * of(a) + of(b)] = u64::MAX,
+                [a, b, c, ..] => third[64 * of(a) + of(b)] |= 1 << of(c),
+                _ => panic!("the secret anchor {w:?} is shorter than two bytes"),
+            }
+        }
+        Self { class, third }
+    }
+
+    fn starts(&self, a: u8, b: u8, c: u8) -> bool {
+        let of = |c: u8| usize::from(self.class[usize::from(c)]);
+        self.third[64 * of(a) + of(b)] >> of(c) & 1 != 0
+    }
+
+    /// The first place at or after `from` where an anchor may start.
+    fn next(&self, line: &[u8], from: usize) -> Option<usize> {
+        let rest = line.get(from..)?;
+        if let Some(i) = rest.windows(3).position(|w| self.starts(w[0], w[1], w[2])) {
+            return Some(from + i);
+        }
+        // Only a two-byte anchor fits in the last two bytes (NUL is in no anchor).
+        let &[.., a, b] = rest else { return None };
+        self.starts(a, b, 0).then(|| line.len() - 2)
     }
 }
 
@@ -165,14 +239,7 @@ pub(crate) fn hits(line: &[u8], out: &mut Vec<Hit>) -> bool {
 
 /// Where anchors start in `bytes`: the places a secret or its name may begin.
 pub(crate) fn anchor_starts(bytes: &[u8]) -> Vec<usize> {
-    let m = &*MATCHER;
-    let mut at = 0;
-    let mut out = Vec::new();
-    while let Some(hit) = m.anchors.find(Input::new(bytes).range(at..)) {
-        out.push(hit.start());
-        at = hit.start() + 1;
-    }
-    out
+    MATCHER.starts(bytes).map(|m| m.start()).collect()
 }
 
 /// The literal prefixes of token rules (`ghp_`, `xoxb-`, `AKIA`): a line that ends
@@ -227,4 +294,45 @@ pub(crate) fn compile_all() -> Vec<(&'static str, bool)> {
         .filter(|(_, r)| !matches!(r.shape, Shape::Special(_)))
         .map(|(i, r)| (r.id, MATCHER.pattern(i).is_some()))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every anchor start an unanchored walk of the whole line finds (the automaton
+    /// as it was before the heads), for comparison.
+    fn walked(all: &AhoCorasick, line: &[u8]) -> Vec<usize> {
+        let mut at = 0;
+        let mut out = Vec::new();
+        while let Some(m) = all.find(Input::new(line).range(at..)) {
+            out.push(m.start());
+            at = m.start() + 1;
+        }
+        out
+    }
+
+    #[test]
+    fn the_heads_miss_no_anchor_in_any_case_at_any_place() {
+        let words: Vec<&str> = RULES.iter().flat_map(|r| r.anchors.iter().copied()).collect();
+        let all = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(&words)
+            .expect("anchors build");
+        let mut lines: Vec<String> = Vec::new();
+        for a in &words {
+            let mixed: String =
+                a.chars().enumerate().map(|(i, c)| if i % 2 == 0 { c.to_ascii_uppercase() } else { c }).collect();
+            for w in [a.to_string(), a.to_ascii_uppercase(), mixed] {
+                lines.extend([w.clone(), format!("x{w}"), format!("{w}{w}"), format!("é {w}:{w}\t{w}ë")]);
+            }
+        }
+        lines.extend(["", "a", "xx", "plain words and nothing else", "\u{fffd}\u{fffd}"].map(String::from));
+        lines.extend(super::super::tests::corpus::corpus().into_iter().map(|s| s.text));
+        for line in &lines {
+            let starts: Vec<usize> = MATCHER.starts(line.as_bytes()).map(|m| m.start()).collect();
+            assert_eq!(starts, walked(&all, line.as_bytes()), "{line:?}");
+        }
+    }
 }
