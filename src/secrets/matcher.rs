@@ -152,8 +152,8 @@ struct Heads {
     class: [u8; 256],
     /// Bit `c` of `third[64 * a + b]`: some anchor starts with bytes of classes `a`,
     /// `b`, `c`; all bits (class 0 too, which stands for the line's end) for a
-    /// two-byte anchor `a b`.
-    third: Vec<u64>,
+    /// two-byte anchor `a b`. No anchor starts in class 0: its row stays empty.
+    third: Box<[u64; 64 * 64]>,
 }
 
 impl Heads {
@@ -168,7 +168,7 @@ impl Heads {
                 classes += 1;
             }
         }
-        let mut third = vec![0u64; 64 * 64];
+        let mut third = Box::new([0u64; 64 * 64]);
         let of = |c: u8| usize::from(class[usize::from(c)]);
         for w in words {
             match *w.as_bytes() {
@@ -180,20 +180,21 @@ impl Heads {
         Self { class, third }
     }
 
-    fn starts(&self, a: u8, b: u8, c: u8) -> bool {
-        let of = |c: u8| usize::from(self.class[usize::from(c)]);
-        self.third[64 * of(a) + of(b)] >> of(c) & 1 != 0
-    }
-
-    /// The first place at or after `from` where an anchor may start.
+    /// The first place at or after `from` where an anchor may start: each byte is
+    /// read once, with the classes of the two before it in `pair`.
     fn next(&self, line: &[u8], from: usize) -> Option<usize> {
         let rest = line.get(from..)?;
-        if let Some(i) = rest.windows(3).position(|w| self.starts(w[0], w[1], w[2])) {
-            return Some(from + i);
+        // Starts as two bytes of class 0, which begin no anchor.
+        let mut pair = 0;
+        for (i, &c) in rest.iter().enumerate() {
+            let k = usize::from(self.class[usize::from(c)]) % 64;
+            if self.third[pair] >> k & 1 != 0 {
+                return Some(from + i - 2);
+            }
+            pair = (pair % 64) * 64 + k;
         }
-        // Only a two-byte anchor fits in the last two bytes (NUL is in no anchor).
-        let &[.., a, b] = rest else { return None };
-        self.starts(a, b, 0).then(|| line.len() - 2)
+        // The line's end after its last two bytes: only a two-byte anchor fits.
+        (self.third[pair] & 1 != 0).then(|| line.len() - 2)
     }
 }
 
