@@ -1,7 +1,7 @@
 //! The one matcher: every rule's anchors in one Aho-Corasick automaton (ASCII, any
 //! case), searched once per line; a rule's pattern runs only on a line that holds one
 //! of its anchors, so a line without any (most output) costs one pass of the
-//! automaton and nothing else. Patterns are compiled the first time a line needs
+//! anchors' heads (below) and nothing else. Patterns are compiled the first time a line needs
 //! them: a run that never sees a Slack anchor never builds the Slack pattern.
 //!
 //! Why an automaton and not a `RegexSet` of every pattern: the set would run ~170
@@ -98,9 +98,8 @@ impl Matcher {
             })
             .collect();
         // The contiguous NFA, not the DFA: the DFA's table for these anchors (any
-        // case) is ~900 KB, 0.8 MiB of ralph's 12 MiB peak-memory budget; it walks a
-        // clean line faster, but a 200 MB text flood stays under its CPU target
-        // without it (benches/run.sh ONLY=floods).
+        // case) is ~900 KB, 0.8 MiB of ralph's 12 MiB peak-memory budget, and it is
+        // asked only where the heads allow (benches/run.sh ONLY=floods).
         let anchors = AhoCorasick::builder()
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::LeftmostLongest)

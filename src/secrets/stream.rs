@@ -14,8 +14,8 @@
 //! * a line that ends in a token's prefix cut short (`ghp_0123`), or in a secret's
 //!   name and its `=`: the first part is hidden, and so is the next line's first word.
 //!
-//! A line's cost when it holds nothing: the matcher's one pass, a search for a
-//! backslash, and the checks of the state (two fields).
+//! A line's cost when it holds nothing: the matcher's one pass over its anchors'
+//! heads, a search for a backslash, and the checks of the state (two fields).
 
 use std::borrow::Cow;
 use std::sync::Arc;
