@@ -40,6 +40,22 @@ pub enum Durability {
 
 /// Replaces `path` with `bytes` atomically, as durable as `durability` says.
 pub fn replace(path: &Path, bytes: &[u8], durability: Durability) -> io::Result<()> {
+    replace_if(path, bytes, durability, || Ok(true)).map(drop)
+}
+
+/// [`replace`], if `still` says so when asked, right before the rename; whether
+/// `path` was replaced (refused, nothing is left behind). The slow part (the
+/// temporary file written and synced) comes before the look, for a file that
+/// another process may replace meanwhile (the lease): a writer frozen during its
+/// fsync (SIGSTOP, a suspended VM) looks when it wakes, not before it froze. Only
+/// the instant between the look and the rename is left unguarded (a plain file
+/// system has no compare-and-swap).
+pub(crate) fn replace_if(
+    path: &Path,
+    bytes: &[u8],
+    durability: Durability,
+    still: impl FnOnce() -> io::Result<bool>,
+) -> io::Result<bool> {
     super::disk::injected().map_or(Ok(()), Err)?;
     let dir = parent_dir(path);
     let mut tmp = super::private::temp_file_in(dir)?;
@@ -47,12 +63,15 @@ pub fn replace(path: &Path, bytes: &[u8], durability: Durability) -> io::Result<
     if durability != Durability::Unsynced {
         tmp.as_file().sync_all()?;
     }
+    if !still()? {
+        return Ok(false);
+    }
     tmp.persist(path).map_err(|e| e.error)?;
     if durability == Durability::Durable {
         sync_dir(dir)?;
         super::disk::note_synced(path, || Ok(bytes.len() as u64));
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Fsyncs a directory so that a rename or a new entry in it survives a power cut.
@@ -114,6 +133,28 @@ mod tests {
             assert_eq!(std::fs::read_to_string(&p).unwrap(), text);
             assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "a temp file left by {d:?}");
         }
+    }
+
+    /// The look of `replace_if` comes after the slow part: when it is asked, the new
+    /// content already waits, complete, in a temporary file; refused, the old file
+    /// stays and the temporary file goes.
+    #[test]
+    fn replace_if_looks_last_and_leaves_nothing_when_refused() {
+        let (dir, p) = crate::testkit::temp_file("a.json");
+        write_atomic(&p, b"old").unwrap();
+        let others = || -> Vec<Vec<u8>> {
+            let files = std::fs::read_dir(dir.path()).unwrap().flatten().filter(|e| e.file_name() != "a.json");
+            files.map(|e| std::fs::read(e.path()).unwrap()).collect()
+        };
+        let looked = replace_if(&p, b"new", Durability::Ordered, || {
+            assert_eq!(others(), [b"new"], "the new content is written before the look");
+            Ok(false)
+        });
+        assert!(!looked.unwrap(), "refused");
+        assert_eq!(std::fs::read(&p).unwrap(), b"old");
+        assert!(others().is_empty(), "a temp file left");
+        assert!(replace_if(&p, b"new", Durability::Ordered, || Ok(true)).unwrap());
+        assert_eq!(std::fs::read(&p).unwrap(), b"new");
     }
 
     #[test]

@@ -164,12 +164,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ralph.lock");
         let held = lock::acquire(&path).unwrap();
+        // Released once the wait is said (a holder that slept a while instead could
+        // let go before the waiter first looked, on a loaded machine).
+        let (waiting, wait_said) = std::sync::mpsc::channel();
         let holder = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(700));
+            wait_said.recv_timeout(std::time::Duration::from_secs(60)).expect("the wait is said");
             held.lock.release().unwrap();
         });
         let mut said = Vec::new();
-        Hold::default().take_lock(&path, WhenHeld::Wait, &mut |event| said.push(event)).unwrap();
+        let say = &mut |event| {
+            said.push(event);
+            let _ = waiting.send(());
+        };
+        Hold::default().take_lock(&path, WhenHeld::Wait, say).unwrap();
         holder.join().unwrap();
         let (pid, host) = (Some(std::process::id()), Some(LockInfo::current().host));
         assert_eq!(

@@ -16,9 +16,13 @@
 //!   other host's clock is never read: clocks of two machines disagree, a counter
 //!   that stopped moving does not.
 //!
-//! The owner reads the lease before each renewal: a token that is not its own
-//! means it was taken over while this ralph was frozen (SIGSTOP, a suspended VM, a
-//! partition) and it must stop at once without touching the run's state.
+//! The owner looks at the lease at each renewal, after its new record is written
+//! and synced and right before the rename that puts it in (`atomic::replace_if`): a
+//! token that is not its own means it was taken over while this ralph was frozen
+//! (SIGSTOP, a suspended VM, a partition) and it must stop at once without touching
+//! the run's state. An owner frozen in the middle of a renewal thus looks again when
+//! it wakes; one that looked first would write its renewal over the new owner's
+//! lease, and the new owner would be the one to stop.
 
 use std::time::{Duration, Instant};
 

@@ -6,7 +6,7 @@ use std::io;
 use std::path::Path;
 
 use super::atomic::{self, Durability};
-use super::lease::{Found, Identity, LeaseRecord};
+use super::lease::{self, Found, Identity, LeaseRecord, Renewal};
 
 /// Test-only: pretend to be the host named here (two "hosts" on one machine share
 /// a kernel, so a simulated host also skips the kernel's flock, which another
@@ -49,9 +49,27 @@ pub(crate) fn write(path: &Path, record: &LeaseRecord, durability: Durability) -
     atomic::replace(path, line.as_bytes(), durability)
 }
 
-/// Empties the lease (a clean release). The file stays, like the lock's.
-pub(crate) fn clear(path: &Path, durability: Durability) -> io::Result<()> {
-    atomic::replace(path, b"", durability)
+/// Writes `record` (`None`: empties the lease, a clean release; the file stays,
+/// like the lock's) if the lease is still the holder's of `token`, looked at last
+/// (`atomic::replace_if`): an owner frozen in the middle of this write while
+/// another host took the lease over finds it lost when it wakes, instead of
+/// writing over the new owner's lease. What the look found: `Renew` when written.
+pub(crate) fn write_if_held(
+    path: &Path,
+    token: &str,
+    record: Option<&LeaseRecord>,
+    durability: Durability,
+) -> io::Result<Renewal> {
+    let line = match record {
+        Some(record) => format!("{}\n", serde_json::to_string(record).map_err(io::Error::other)?),
+        None => String::new(),
+    };
+    let mut found = Renewal::Renew;
+    atomic::replace_if(path, line.as_bytes(), durability, || {
+        found = lease::renewal(token, &read(path)?);
+        Ok(found == Renewal::Renew)
+    })?;
+    Ok(found)
 }
 
 #[cfg(test)]
@@ -72,11 +90,33 @@ mod tests {
         };
         write(&p, &r, Durability::Ordered).unwrap();
         assert_eq!(read(&p).unwrap(), Found::Held(r));
-        clear(&p, Durability::Unsynced).unwrap();
+        assert_eq!(write_if_held(&p, "t", None, Durability::Unsynced).unwrap(), Renewal::Renew);
         assert_eq!(read(&p).unwrap(), Found::Free);
         std::fs::write(&p, "{\"host\": ").unwrap();
         assert_eq!(read(&p).unwrap(), Found::Unreadable);
         std::fs::write(&p, [0xff, 0xfe, 0x00]).unwrap();
         assert_eq!(read(&p).unwrap(), Found::Unreadable);
+    }
+
+    /// An owner that wakes up (frozen in its renewal's fsync) after another host
+    /// took the lease over writes nothing over the new owner's lease, neither a
+    /// renewal nor a release, and learns who holds it.
+    #[test]
+    fn a_holder_that_lost_the_lease_writes_nothing() {
+        let (_dir, p) = crate::testkit::temp_file("ralph.lease");
+        let record = |host: &str, token: &str| LeaseRecord {
+            host: host.into(),
+            boot_id: host.into(),
+            pid: 1,
+            token: token.into(),
+            renewals: 0,
+            acquired_at: String::new(),
+        };
+        let theirs = record("b", "new");
+        write(&p, &theirs, Durability::Ordered).unwrap();
+        let lost = Renewal::Lost(theirs.clone());
+        assert_eq!(write_if_held(&p, "old", Some(&record("a", "old")), Durability::Ordered).unwrap(), lost);
+        assert_eq!(write_if_held(&p, "old", None, Durability::Ordered).unwrap(), lost);
+        assert_eq!(read(&p).unwrap(), Found::Held(theirs));
     }
 }

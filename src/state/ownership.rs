@@ -233,14 +233,11 @@ impl Lease {
                 if *done {
                     return;
                 }
-                match lease_file::read(&file).map(|found| lease::renewal(&record.token, &found)) {
-                    Ok(Renewal::Renew) => {
-                        record.renewals += 1;
-                        lease_file::write(&file, &record, durability)
-                            .unwrap_or_else(|e| tracing::warn!("cannot renew the lease {}: {e}", file.display()));
-                    }
+                record.renewals += 1;
+                match lease_file::write_if_held(&file, &record.token, Some(&record), durability) {
+                    Ok(Renewal::Renew) => {}
                     Ok(Renewal::Lost(winner)) => lost(&winner),
-                    Err(e) => tracing::warn!("cannot read the lease {}: {e}", file.display()),
+                    Err(e) => tracing::warn!("cannot renew the lease {}: {e}", file.display()),
                 }
             }
         })?;
@@ -272,10 +269,11 @@ impl Lease {
         if !self.stop_heartbeat() {
             return Ok(());
         }
-        match (lease::renewal(&self.token, &lease_file::read(&self.path)?), self.previous.take()) {
-            (Renewal::Lost(_), _) => Ok(()),
-            (Renewal::Renew, Some(bytes)) => super::atomic::replace(&self.path, &bytes, self.durability),
-            (Renewal::Renew, None) => std::fs::remove_file(&self.path),
+        let ours = || Ok(lease::renewal(&self.token, &lease_file::read(&self.path)?) == Renewal::Renew);
+        match self.previous.take() {
+            Some(bytes) => super::atomic::replace_if(&self.path, &bytes, self.durability, ours).map(drop),
+            None if ours()? => std::fs::remove_file(&self.path),
+            None => Ok(()),
         }
     }
 
@@ -292,10 +290,7 @@ impl Lease {
         if !self.stop_heartbeat() {
             return Ok(());
         }
-        match lease::renewal(&self.token, &lease_file::read(&self.path)?) {
-            Renewal::Renew => lease_file::clear(&self.path, self.durability),
-            Renewal::Lost(_) => Ok(()),
-        }
+        lease_file::write_if_held(&self.path, &self.token, None, self.durability).map(drop)
     }
 }
 
@@ -433,14 +428,25 @@ mod tests {
         drop(lease);
     }
 
+    /// Host b renews its lease while a watches (b's renewal is written when a says
+    /// it watches, not by a heartbeat thread that a loaded machine may hold back past
+    /// the timeout): a refuses at the renewal and leaves b's lease as it is. The
+    /// timeout only bounds a hang.
     #[test]
     fn a_live_lease_is_refused_when_not_waiting() {
         let (_dir, p) = lease_path();
-        let (held, _) =
-            acquire(&p, &me("b"), &renewed(Duration::from_millis(200)), WhenHeld::Refuse, &mut |_| {}).unwrap();
-        let err =
-            acquire(&p, &me("a"), &renewed(Duration::from_millis(200)), WhenHeld::Refuse, &mut |_| {}).unwrap_err();
+        let theirs = old_record("b", 9, 0);
+        lease_file::write(&p, &theirs, Durability::Ordered).unwrap();
+        let renewal = LeaseRecord { renewals: 1, ..theirs };
+        let mut watched = false;
+        let renew = &mut |event| {
+            assert!(matches!(event, RunEvent::LeaseWatch { .. }), "{event:?}");
+            lease_file::write(&p, &renewal, Durability::Ordered).unwrap();
+            watched = true;
+        };
+        let err = acquire(&p, &me("a"), &renewed(Duration::from_secs(60)), WhenHeld::Refuse, renew).unwrap_err();
+        assert!(watched, "a watched the lease before refusing it");
         assert!(err.to_string().contains("on host b"), "{err}");
-        held.release().unwrap();
+        assert_eq!(lease_file::read(&p).unwrap(), Found::Held(renewal.clone()), "b's lease is untouched");
     }
 }

@@ -6,7 +6,7 @@
 use serde_json::json;
 
 use crate::fake_provider::{FakeProvider, Reply};
-use crate::harness::{Project, STREAM_STALL, STREAM_STALL_RETRY, STREAM_STALL_RUN};
+use crate::harness::Project;
 use crate::real_cli;
 
 /// A project whose only agent is the real `claude`, pointed at `provider`, with its
@@ -25,8 +25,8 @@ env = {{ ANTHROPIC_BASE_URL = "{url}", ANTHROPIC_API_KEY = "dummy-key", HOME = "
         url = provider.base_url(),
         home = home.display(),
     );
-    // Node's start-up on a loaded machine can outlast the fast tests' 3 s stall limit.
-    let timeouts = if timeouts.is_empty() { r#"stall = "30s""# } else { timeouts };
+    // Node's start-up on a loaded machine outlasts the fast tests' 3 s stall limit.
+    let timeouts = if timeouts.is_empty() { real_cli::STALL } else { timeouts };
     Some(real_cli::configure(p, "claude", &table, retry, timeouts))
 }
 
@@ -94,10 +94,12 @@ fn bad_credentials_block_at_once() {
 
 #[test]
 fn a_stalled_provider_stream_is_cut_by_ralph() {
-    let provider = FakeProvider::start(vec![Reply::StallAfterFirstEvent])
-        .fallback(Reply::Text("Back.\n\n<promise>DONE</promise>".into()));
-    let Some(p) = project(&provider, STREAM_STALL_RETRY, STREAM_STALL) else { return };
-    p.ralph().timeout(STREAM_STALL_RUN).run().expect_code(0);
+    let provider = FakeProvider::start(Vec::new()).fallback(Reply::Text("Back.\n\n<promise>DONE</promise>".into()));
+    let Some(calibration) = project(&provider, "", "") else { return };
+    let stall = real_cli::stream_stall(&provider, &calibration);
+    provider.then(vec![Reply::StallAfterFirstEvent]);
+    let Some(p) = project(&provider, real_cli::STREAM_STALL_RETRY, &stall.timeouts) else { return };
+    p.ralph().timeout(stall.run_limit).run().expect_code(0);
     let failed = p.events("attempt_failed");
     assert!(!failed.is_empty() && failed.iter().all(|f| f["rule"] == json!("stall")), "{failed:#?}");
     assert!(!provider.message_requests().is_empty(), "the stall came from the provider's stream");

@@ -6,7 +6,8 @@
 use serde_json::{Value, json};
 
 use crate::fake_openai::{FakeOpenAi, Reply};
-use crate::harness::{Project, STREAM_STALL, STREAM_STALL_RETRY, STREAM_STALL_RUN};
+use crate::harness::Project;
+use crate::real_cli;
 
 /// A project whose only agent is the real `codex`, pointed at `provider` through its
 /// own `CODEX_HOME/config.toml` (and its own HOME), with Codex's own retries off so
@@ -51,8 +52,8 @@ env = {{ CODEX_HOME = "{codex_home}", FAKE_API_KEY = "dummy-key", HOME = "{home}
         codex_home = codex_home.display(),
         home = home.display(),
     );
-    // A CLI's start-up on a loaded machine can outlast the fast tests' 3 s stall limit.
-    let timeouts = if timeouts.is_empty() { r#"stall = "30s""# } else { timeouts };
+    // A CLI's start-up on a loaded machine outlasts the fast tests' 3 s stall limit.
+    let timeouts = if timeouts.is_empty() { real_cli::STALL } else { timeouts };
     Some(crate::real_cli::configure(p, "codex", &table, retry, timeouts))
 }
 
@@ -150,10 +151,12 @@ fn bad_credentials_block_at_once() {
 
 #[test]
 fn a_stalled_provider_stream_is_cut_by_ralph() {
-    let provider = FakeOpenAi::start(vec![Reply::StallAfterFirstEvent])
-        .fallback(Reply::Text("Back.\n\n<promise>DONE</promise>".into()));
-    let Some(p) = project(&provider, STREAM_STALL_RETRY, STREAM_STALL) else { return };
-    p.ralph().timeout(STREAM_STALL_RUN).run().expect_code(0);
+    let provider = FakeOpenAi::start(Vec::new()).fallback(Reply::Text("Back.\n\n<promise>DONE</promise>".into()));
+    let Some(calibration) = project(&provider, "", "") else { return };
+    let stall = real_cli::stream_stall(&provider, &calibration);
+    provider.then(vec![Reply::StallAfterFirstEvent]);
+    let Some(p) = project(&provider, real_cli::STREAM_STALL_RETRY, &stall.timeouts) else { return };
+    p.ralph().timeout(stall.run_limit).run().expect_code(0);
     let failed = p.events("attempt_failed");
     assert!(!failed.is_empty() && failed.iter().all(|f| f["rule"] == json!("stall")), "{failed:#?}");
     assert!(!provider.response_requests().is_empty(), "the stall came from the provider's stream");

@@ -429,7 +429,7 @@ fn status_after_a_kill_says_no_ralph_runs_it_and_what_to_do_next() {
     let (run, agent) = p.start();
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"].is_string(), DEFAULT_TIMEOUT);
     run.signal(nix::sys::signal::Signal::SIGKILL);
-    run.wait(Duration::from_secs(10));
+    run.wait(crate::harness::DEFAULT_TIMEOUT);
     crate::harness::cleanup(agent);
     let status = p.ralph().args(["status"]).run();
     status

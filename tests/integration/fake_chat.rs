@@ -10,12 +10,10 @@
 
 #![allow(dead_code)]
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
 use crate::fake_openai::error_body;
-use crate::http_fake::{Conn, Fake, Head, Request, Scripted, Turn, sse_data};
+use crate::http_fake::{Conn, Fake, Head, PROVIDER_STALL, Request, Scripted, Turn, sse_data};
 
 /// What the provider answers to one agent request.
 #[derive(Debug, Clone)]
@@ -185,9 +183,7 @@ fn answer(conn: &mut Conn, reply: &ChatReply, model: &str, call: u32) {
             out.push_str(&chunk(json!({"role": "assistant", "content": "Let me"}), None, None));
             conn.write(out);
             conn.flush();
-            // Silence until the client gives up (ralph ends the agent) or a minute
-            // has passed.
-            conn.stall_until_closed(Duration::from_secs(60));
+            conn.stall_until_closed(PROVIDER_STALL);
             return;
         }
     }

@@ -16,7 +16,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 pub(crate) use crate::http_fake::Request;
-use crate::http_fake::{Conn, Fake, Head, Scripted, Turn};
+use crate::http_fake::{Conn, Fake, Head, PROVIDER_STALL, Scripted, Turn};
 
 /// What the provider answers to one content request.
 #[derive(Debug, Clone)]
@@ -224,7 +224,7 @@ fn answer(conn: &mut Conn, reply: &Reply, path: &str) -> bool {
                 conn.stall(Duration::from_millis(100));
                 conn.reset();
             } else {
-                conn.stall(Duration::from_secs(120));
+                conn.stall_until_closed(PROVIDER_STALL);
             }
             return false;
         }

@@ -11,12 +11,10 @@
 
 #![allow(dead_code)]
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
 pub(crate) use crate::http_fake::Request;
-use crate::http_fake::{Conn, Fake, Head, Scripted, Turn, sse_event as sse};
+use crate::http_fake::{Conn, Fake, Head, PROVIDER_STALL, Scripted, Turn, sse_event as sse};
 
 /// What the provider answers to one `POST /v1/responses`.
 #[derive(Debug, Clone)]
@@ -152,7 +150,7 @@ fn answer(conn: &mut Conn, reply: &Reply, n: u32) {
             conn.write(Head::sse().end());
             conn.write(sse("response.created", &created));
             conn.flush();
-            conn.stall(Duration::from_secs(60));
+            conn.stall_until_closed(PROVIDER_STALL);
             return;
         }
     };

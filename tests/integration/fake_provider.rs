@@ -9,12 +9,10 @@
 
 #![allow(dead_code)]
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
 pub(crate) use crate::http_fake::Request;
-use crate::http_fake::{Conn, Fake, Head, Scripted, Turn, sse_event as sse};
+use crate::http_fake::{Conn, Fake, Head, PROVIDER_STALL, Scripted, Turn, sse_event as sse};
 
 /// What the provider answers to one model request (`POST /v1/messages`, or, for
 /// [`Reply::Status`] only, the other APIs' model paths: see [`Api`]).
@@ -234,7 +232,7 @@ fn answer(conn: &mut Conn, reply: &Reply, model: &str, streaming: bool) {
             if matches!(reply, Reply::ResetMidStream) {
                 conn.reset();
             } else {
-                conn.stall(Duration::from_secs(60));
+                conn.stall_until_closed(PROVIDER_STALL);
             }
             return;
         }

@@ -12,16 +12,10 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::fleet_harness::{Fleet, WRITES, appends, config, shell_config};
+use crate::fleet_harness::{Fleet, WRITES, config, held};
 use crate::harness::RALPH;
 
 const LIMIT: Duration = Duration::from_secs(120);
-
-/// An agent that takes a while, so a test can act while tasks run (each task writes
-/// its own file: they land without conflicts).
-fn slow(fleet: &str, rest: &str) -> String {
-    shell_config(&appends("1.5"), fleet, rest)
-}
 
 #[test]
 fn a_fleet_runs_each_task_on_its_own_branch_and_worktree_and_ends_0() {
@@ -112,7 +106,7 @@ fn a_first_start_refuses_what_would_go_wrong_before_creating_anything() {
 
 #[test]
 fn two_supervisors_one_refused_then_a_stop_and_a_continue() {
-    let f = Fleet::new(&slow("max_parallel = 1", ""), &[("a", "A."), ("b", "B.")]);
+    let f = Fleet::new(&held("max_parallel = 1", ""), &[("a", "A."), ("b", "B.")]);
     let first = f.fleet(&[]).spawn();
     f.wait_for("task a running", |s| s["tasks"]["a"]["state"] == "running", LIMIT);
     let second = f.fleet(&[]).run();
@@ -131,6 +125,7 @@ fn two_supervisors_one_refused_then_a_stop_and_a_continue() {
     let listed = f.fleet(&["status"]).run();
     listed.expect_code(0).stdout_has("late").stdout_has("queued");
     // Continued: the paused task resumes (its run is paused, so --resume), none twice.
+    f.open_gate();
     let out = f.fleet(&[]).run();
     out.expect_code(0).stderr_has("task a: resumed");
     for task in ["a", "b", "late"] {
@@ -158,7 +153,7 @@ fn two_supervisors_started_at_the_same_moment_one_runs_the_fleet_the_other_is_re
 
 #[test]
 fn stop_all_stops_a_fleet_through_its_supervisor_and_ralph_fleet_continues_it() {
-    let f = Fleet::new(&slow("max_parallel = 2", ""), &[("a", "A."), ("b", "B."), ("c", "C.")]);
+    let f = Fleet::new(&held("max_parallel = 2", ""), &[("a", "A."), ("b", "B."), ("c", "C.")]);
     let first = f.fleet(&[]).spawn();
     f.wait_for("two tasks running", |s| s["tasks"]["b"]["state"] == "running", LIMIT);
     // Each task's run registered itself: `stop --all` must leave them to their
@@ -181,6 +176,7 @@ fn stop_all_stops_a_fleet_through_its_supervisor_and_ralph_fleet_continues_it() 
         assert_eq!(state["tasks"][task]["state"], "queued", "{state}");
         assert_eq!(state["tasks"][task]["paused"], true, "{state}");
     }
+    f.open_gate();
     f.fleet(&[]).run().expect_code(0);
     for task in ["a", "b", "c"] {
         assert_eq!(f.landed(task).len(), 1, "{task}");
@@ -237,7 +233,7 @@ fn a_ralph_started_inside_a_task_cannot_start_a_fleet_or_a_run() {
 
 #[test]
 fn a_supervisor_killed_with_sigkill_leaves_its_tasks_running_and_the_next_one_adopts_them() {
-    let f = Fleet::new(&slow("max_parallel = 2", ""), &[("a", "A."), ("b", "B."), ("c", "C.")]);
+    let f = Fleet::new(&held("max_parallel = 2", ""), &[("a", "A."), ("b", "B."), ("c", "C.")]);
     let first = f.fleet(&[]).spawn();
     f.wait_for("two tasks running", |s| s["tasks"]["b"]["state"] == "running", LIMIT);
     let lock = f.worktree("b").join(".agent/ralph.lock");
@@ -247,7 +243,7 @@ fn a_supervisor_killed_with_sigkill_leaves_its_tasks_running_and_the_next_one_ad
         std::thread::sleep(Duration::from_millis(20));
     }
     first.signal(Signal::SIGKILL);
-    let out = first.wait(Duration::from_secs(10));
+    let out = first.wait(crate::harness::DEFAULT_TIMEOUT);
     assert_eq!(out.signal, Some(9));
     // Its tasks go on without it.
     let task_pid: i32 = serde_json::from_str::<serde_json::Value>(&fs::read_to_string(&lock).expect("lock"))
@@ -255,6 +251,7 @@ fn a_supervisor_killed_with_sigkill_leaves_its_tasks_running_and_the_next_one_ad
         .as_i64()
         .expect("pid") as i32;
     assert!(crate::harness::alive(task_pid), "task b's ralph goes on without its supervisor");
+    f.open_gate();
     let again = f.fleet(&[]).run();
     again.expect_code(0).stderr_has("without a clean stop");
     for task in ["a", "b", "c"] {
@@ -266,7 +263,7 @@ fn a_supervisor_killed_with_sigkill_leaves_its_tasks_running_and_the_next_one_ad
 
 #[test]
 fn the_watchdog_resumes_a_fleet_whose_supervisor_died() {
-    let f = Fleet::new(&slow("max_parallel = 1", "\n[watch]\nrestart_backoff = \"1s\"\n"), &[("a", "A."), ("b", "B.")]);
+    let f = Fleet::new(&held("max_parallel = 1", "\n[watch]\nrestart_backoff = \"1s\"\n"), &[("a", "A."), ("b", "B.")]);
     let first = f.fleet(&[]).spawn();
     f.wait_for("task a running", |s| s["tasks"]["a"]["state"] == "running", LIMIT);
     // Its run has registered itself (at its first save).
@@ -277,7 +274,7 @@ fn the_watchdog_resumes_a_fleet_whose_supervisor_died() {
         std::thread::sleep(Duration::from_millis(20));
     }
     first.signal(Signal::SIGKILL);
-    let _ = first.wait(Duration::from_secs(10));
+    let _ = first.wait(crate::harness::DEFAULT_TIMEOUT);
     let registry = f.p.registry();
     let entries: Vec<String> = fs::read_dir(&registry)
         .expect("registry")
@@ -293,6 +290,7 @@ fn the_watchdog_resumes_a_fleet_whose_supervisor_died() {
     let held = f.ralph().args(["watch", "--once"]).run();
     held.expect_code(0).stderr_has(&format!("{}: held: ", fleet_dir.display()));
     assert!(!held.stderr.contains(": resumed: "), "{held}");
+    f.open_gate();
     f.ralph().args(["watch", "--release"]).run().expect_code(0);
     let watch = f.ralph().args(["watch", "--once"]).run();
     watch.expect_code(0).stderr_has(&format!("{}: resumed: ", fleet_dir.display()));

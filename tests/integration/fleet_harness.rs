@@ -48,6 +48,18 @@ pub(crate) fn appends(pause: &str) -> String {
     format!("echo work >> \"$RALPH_FLEET_TASK.txt\"; sleep {pause}; echo '<promise>DONE</promise>'")
 }
 
+/// A config like [`shell_config`] whose agent appends like [`appends`] and then
+/// holds until the test opens the gate ([`Fleet::open_gate`]), for a test that acts
+/// on running tasks: a pause of its own would end first on a loaded machine. The
+/// agent says it is holding twice a second (ralph's stall guard sees it alive) and
+/// gives up after 5 minutes (a test that panicked leaves nothing behind).
+pub(crate) fn held(fleet: &str, rest: &str) -> String {
+    let script = "echo work >> \"$RALPH_FLEET_TASK.txt\"; i=0; \
+                  while [ ! -e \"$HOME/gate\" ] && [ $i -lt 600 ]; do echo holding; sleep 0.5; i=$((i+1)); done; \
+                  echo '<promise>DONE</promise>'";
+    shell_config(script, fleet, rest)
+}
+
 /// An agent that writes `out.txt` and is done.
 pub(crate) const WRITES: &str = r#"[{ write = { path = "out.txt", content = "work\n" } }, { done = "did it" }]"#;
 
@@ -77,6 +89,12 @@ impl Fleet {
         let path = self.repo.join(rel);
         fs::create_dir_all(path.parent().expect("parent")).expect("dirs");
         fs::write(path, text).expect("write");
+    }
+
+    /// Lets the agents of [`held`] finish (they wait for `$HOME/gate`; `HOME` is
+    /// the test's, and agents inherit it).
+    pub(crate) fn open_gate(&self) {
+        fs::write(self.p.join("home/gate"), "").expect("the gate");
     }
 
     pub(crate) fn task(&self, name: &str, goal: &str) {
@@ -278,7 +296,7 @@ impl KillLoop<'_> {
                     break;
                 }
                 kill(&mut rng, &run);
-                let _ = run.wait(Duration::from_secs(10));
+                let _ = run.wait(crate::harness::DEFAULT_TIMEOUT);
                 kills += 1;
                 left -= 1;
             }

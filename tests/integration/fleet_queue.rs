@@ -212,7 +212,7 @@ fn the_watchdog_resumes_a_fleet_that_died_mid_landing_and_it_lands_once() {
     let first = f.fleet(&[]).spawn();
     f.wait_for("a landing", |s| s["landing"]["task"] == "a", LIMIT);
     first.signal(Signal::SIGKILL);
-    let _ = first.wait(Duration::from_secs(10));
+    let _ = first.wait(crate::harness::DEFAULT_TIMEOUT);
     assert_eq!(f.task_state("a"), "merging");
     f.ralph().args(["watch", "--once"]).run().expect_code(0).stderr_has(": resumed: ");
     let deadline = Instant::now() + LIMIT;

@@ -456,7 +456,7 @@ fn kill_9_around_the_commit_resumes_into_exactly_one_commit_per_iteration() {
             std::thread::sleep(Duration::from_millis(5));
         }
         if running.exited() {
-            let out = running.wait(Duration::from_secs(5));
+            let out = running.wait(crate::harness::DEFAULT_TIMEOUT);
             if out.code == Some(0) {
                 break;
             }
@@ -464,7 +464,7 @@ fn kill_9_around_the_commit_resumes_into_exactly_one_commit_per_iteration() {
         }
         // The whole group: ralph, the agent, a git commit under way.
         let _ = killpg(Pid::from_raw(running.pid()), Signal::SIGKILL);
-        let _ = running.wait(Duration::from_secs(10));
+        let _ = running.wait(crate::harness::DEFAULT_TIMEOUT);
         kills.push(delay.as_millis());
     }
     let found = r.p.events("git_commit").iter().filter(|e| e["found_on_resume"] == true).count();

@@ -17,6 +17,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// How long a fake provider's stalled stream stays silent at most: far past any
+/// stall limit of the tests (they are measured, `real_cli::stream_stall`), since the
+/// stall ralph cuts must be the provider's; it ends when the CLI is gone.
+pub(crate) const PROVIDER_STALL: Duration = Duration::from_secs(600);
+
 /// One request, as parsed and logged.
 #[derive(Debug, Clone)]
 pub(crate) struct Request {
@@ -291,7 +296,7 @@ impl Conn {
     }
 
     /// Silence until the client closes the connection, or for `limit` if it sends
-    /// nothing.
+    /// nothing: a provider's stall ([`PROVIDER_STALL`]) lasts until the CLI is gone.
     pub(crate) fn stall_until_closed(&mut self, limit: Duration) {
         let _ = self.stream.set_read_timeout(Some(limit));
         let mut sink = [0u8; 256];

@@ -68,7 +68,7 @@ fn kill_9_in(p: &Project, dir: &Path) {
         std::thread::sleep(Duration::from_millis(20));
     }
     run.signal(Signal::SIGKILL);
-    assert_eq!(run.wait(Duration::from_secs(10)).signal, Some(9));
+    assert_eq!(run.wait(crate::harness::DEFAULT_TIMEOUT).signal, Some(9));
     cleanup(agent);
     let _ = fs::remove_file(pid_file);
 }

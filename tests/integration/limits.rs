@@ -58,10 +58,10 @@ fn a_restart_during_a_rate_limit_wait_keeps_waiting_for_the_same_reset() {
         )
         .build();
     let run = p.ralph().spawn();
-    p.wait_for_checkpoint(|cp| cp["status"] == json!("waiting"), Duration::from_secs(10));
+    p.wait_for_checkpoint(|cp| cp["status"] == json!("waiting"), crate::harness::DEFAULT_TIMEOUT);
     let until = p.checkpoint()["progress"]["rate_limit_until"].as_i64().expect("rate_limit_until in the checkpoint");
     run.signal(Signal::SIGKILL);
-    run.wait(Duration::from_secs(10));
+    run.wait(crate::harness::DEFAULT_TIMEOUT);
     let out = p.ralph().args(["--resume"]).run();
     out.expect_code(0);
     let started = p.events("attempt_started");
@@ -150,7 +150,7 @@ fn offline_pauses_without_budget_and_resumes_when_the_network_returns() {
         )
         .build();
     let run = p.ralph().spawn();
-    p.wait_for_checkpoint(|cp| cp["progress"]["offline_since"].is_i64(), Duration::from_secs(10));
+    p.wait_for_checkpoint(|cp| cp["progress"]["offline_since"].is_i64(), crate::harness::DEFAULT_TIMEOUT);
     assert_eq!(p.events("attempt_started").len(), 1, "an attempt started while offline");
     let provider = std::net::TcpListener::bind(("127.0.0.1", port)).expect("reopen the port");
     let out = run.finish();
@@ -287,7 +287,7 @@ fn an_agent_failure_while_the_providers_do_not_answer_is_the_outage() {
         .sim("b", &[r#"[{ done = "b finished." }]"#])
         .build();
     let run = p.ralph().spawn();
-    p.wait_for_checkpoint(|cp| cp["progress"]["offline_since"].is_i64(), Duration::from_secs(10));
+    p.wait_for_checkpoint(|cp| cp["progress"]["offline_since"].is_i64(), crate::harness::DEFAULT_TIMEOUT);
     let provider = std::net::TcpListener::bind(("127.0.0.1", port)).expect("reopen the port");
     let out = run.finish();
     drop(provider);
@@ -335,7 +335,7 @@ fn an_agent_crash_loop_backs_off_between_retries() {
         .build();
     // A 20 s backoff after the first crash: the run is waiting, not restarting.
     let run = p.ralph().spawn();
-    p.wait_for_checkpoint(|cp| cp["status"] == json!("waiting"), Duration::from_secs(10));
+    p.wait_for_checkpoint(|cp| cp["status"] == json!("waiting"), crate::harness::DEFAULT_TIMEOUT);
     assert_eq!(p.events("attempt_started").len(), 1, "the crashed agent is not restarted at once");
     run.signal(Signal::SIGINT);
     run.finish().expect_code(130);
@@ -415,12 +415,12 @@ fn a_default_endpoint_that_answered_earlier_makes_a_silent_failure_the_outage() 
     let port = listener.local_addr().expect("addr").port();
     let p = fake_claude_project(port);
     let run = p.ralph().spawn();
-    p.wait_for_checkpoint(|cp| cp["in_flight"].is_object(), Duration::from_secs(10));
+    p.wait_for_checkpoint(|cp| cp["in_flight"].is_object(), crate::harness::DEFAULT_TIMEOUT);
     // The provider answered the start-up probe; now the network goes.
     std::thread::sleep(Duration::from_millis(300));
     drop(listener);
     p.write("go", "");
-    p.wait_for_checkpoint(|cp| cp["progress"]["offline_since"].is_i64(), Duration::from_secs(10));
+    p.wait_for_checkpoint(|cp| cp["progress"]["offline_since"].is_i64(), crate::harness::DEFAULT_TIMEOUT);
     let provider = std::net::TcpListener::bind(("127.0.0.1", port)).expect("reopen the port");
     let out = run.finish();
     drop(provider);
@@ -536,7 +536,7 @@ fn a_host_that_went_offline_pauses_the_run_without_budget_until_it_is_back() {
     );
     let p = p.config(&config);
     let run = p.ralph().spawn();
-    p.wait_for_checkpoint(|cp| cp["progress"]["offline_since"].is_i64(), Duration::from_secs(20));
+    p.wait_for_checkpoint(|cp| cp["progress"]["offline_since"].is_i64(), crate::harness::DEFAULT_TIMEOUT);
     std::thread::sleep(Duration::from_millis(600));
     assert_eq!(p.events("attempt_started").len(), 1, "an attempt started while offline");
     assert_eq!(p.checkpoint()["status"], json!("waiting"));

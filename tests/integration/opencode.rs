@@ -12,11 +12,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::fake_chat::{ChatReply, FakeChat};
-use crate::harness::{Output, Project, STREAM_STALL, STREAM_STALL_RETRY};
+use crate::harness::{Output, Project};
 use crate::real_cli;
 
-/// Wall clock of one ralph run through OpenCode.
-const RUN_LIMIT: Duration = Duration::from_secs(240);
+/// Wall clock of one ralph run through OpenCode: it only bounds a hang.
+const RUN_LIMIT: Duration = real_cli::RUN_LIMIT;
 
 /// OpenCode's config: the fake provider as an `@ai-sdk/openai-compatible` provider,
 /// a main and a title model, edits and shell commands allowed without asking, no
@@ -75,7 +75,7 @@ env = {{ HOME = "{home}", XDG_CONFIG_HOME = "{config}", XDG_DATA_HOME = "{data}"
         opencode = opencode.display(),
         config_file = config_file.display(),
     );
-    let timeouts = format!("stall = \"60s\"\n{timeouts}");
+    let timeouts = format!("{}\n{timeouts}", real_cli::STALL);
     Some(real_cli::configure(p, "opencode", &table, retry, &timeouts))
 }
 
@@ -174,14 +174,16 @@ fn bad_credentials_block_at_once() {
 
 #[test]
 fn a_stalled_provider_stream_is_cut_by_ralph() {
-    let provider = FakeChat::start(vec![ChatReply::StallAfterFirstChunk])
-        .fallback(ChatReply::Text("Back.\n\n<promise>DONE</promise>".into()));
-    // Long enough for OpenCode to start on a busy machine, short next to its own
+    let provider = FakeChat::start(Vec::new()).fallback(ChatReply::Text("Back.\n\n<promise>DONE</promise>".into()));
+    let Some(calibration) = project(&provider, "", "") else { return };
+    let stall = real_cli::stream_stall(&provider, &calibration);
+    provider.then(vec![ChatReply::StallAfterFirstChunk]);
+    // Long enough for OpenCode to start on this machine now, short next to its own
     // five-minute chunk timeout. OpenCode's tools run unseen, so its silence limit is
     // the larger of `stall` and `tool`: both are set.
-    let timeouts = format!("{STREAM_STALL}\n{}", STREAM_STALL.replace("stall", "tool"));
-    let Some(p) = project(&provider, STREAM_STALL_RETRY, &timeouts) else { return };
-    run(&p).expect_code(0);
+    let timeouts = format!("{}\n{}", stall.timeouts, stall.timeouts.replace("stall", "tool"));
+    let Some(p) = project(&provider, real_cli::STREAM_STALL_RETRY, &timeouts) else { return };
+    p.ralph().timeout(stall.run_limit).run().expect_code(0);
     let failed = p.events("attempt_failed");
     assert!(!failed.is_empty() && failed.iter().all(|f| f["rule"] == json!("stall")), "{failed:#?}");
     assert!(!provider.chat_requests().is_empty(), "the stall came from the provider's stream");

@@ -135,7 +135,7 @@ fn kill_9_during_pass_2_resumes_pass_2() {
     p.wait_for_file("pass2-started", Duration::from_secs(30));
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "sim-rev-2", Duration::from_secs(30));
     run.signal(Signal::SIGKILL);
-    assert_eq!(run.wait(Duration::from_secs(10)).signal, Some(9));
+    assert_eq!(run.wait(crate::harness::DEFAULT_TIMEOUT).signal, Some(9));
     cleanup(agent);
     let cp = p.checkpoint();
     assert_eq!(cp["progress"]["position"]["phase_name"], "review", "{cp:#}");

@@ -120,7 +120,7 @@ fn after_a_crash_the_tree_is_the_agents() {
     // No orderly stop: ralph's whole group is killed, as a power cut or an OOM kill
     // would end it. What changed since is the agent's (its leftovers' work included).
     let _ = killpg(Pid::from_raw(run.pid()), Signal::SIGKILL);
-    let _ = run.wait(Duration::from_secs(10));
+    let _ = run.wait(crate::harness::DEFAULT_TIMEOUT);
     r.p.write("src/c.rs", "// c, finished by the agent's leftover\n");
     let out = r.ralph().args(["--resume"]).run();
     out.expect_code(0);

@@ -5,7 +5,6 @@
 //! save), and the resumed run must redo no iteration whose end ralph had reported.
 
 use std::fs;
-use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
@@ -56,7 +55,7 @@ fn cut_and_resume(left: Left) {
     let agent = p.pid_file("agent.pid");
     // The power goes: nothing more reaches the disk.
     run.signal(Signal::SIGKILL);
-    let before = run.wait(Duration::from_secs(10));
+    let before = run.wait(crate::harness::DEFAULT_TIMEOUT);
     cleanup(agent);
     before.stderr_has("iteration 3 done");
 

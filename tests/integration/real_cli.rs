@@ -3,10 +3,12 @@
 //! CI (`CI=true`), where the install step must have run.
 
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::harness::{Output, Project, long_goal, sim_project};
+use crate::http_fake::Fake;
 
 /// The pinned CLI `name`, if installed.
 pub(crate) fn find(name: &str) -> Option<PathBuf> {
@@ -59,6 +61,50 @@ pub(crate) fn python_mcp() -> Option<PathBuf> {
 pub(crate) fn configure(p: Project, name: &str, table: &str, retry: &str, timeouts: &str) -> Project {
     let config = sim_project().retry(retry).timeouts(timeouts).agent(name, table).config_text();
     p.config(&config)
+}
+
+/// The `[timeouts]` of the real-CLI tests that are not about a stall: a limit far
+/// past any start-up, so that it only bounds a hang. A CLI says nothing until it has
+/// started, and ralph's stall clock counts that silence: on two cores at a load of
+/// 13, Gemini's first output came 27 s after its start and OpenCode said nothing for
+/// 30 s seven times running.
+pub(crate) const STALL: &str = r#"stall = "120s""#;
+
+/// The wall clock of one ralph run through a real CLI: it only bounds a hang.
+pub(crate) const RUN_LIMIT: Duration = Duration::from_secs(360);
+
+/// The `[retry]` of the real-CLI stall tests: a start-up slow enough to count as a
+/// stall too must not use up the budget before the provider's stall is reached.
+pub(crate) const STREAM_STALL_RETRY: &str = "agent_attempts = 5";
+
+/// The `[timeouts]` of a real-CLI stall test and the bound on its run.
+pub(crate) struct StreamStall {
+    pub(crate) timeouts: String,
+    pub(crate) run_limit: Duration,
+}
+
+/// A stall limit for a real-CLI stall test that outlasts the CLI's start-up on this
+/// machine now: twice what ralph took, in one run of `calibration` answered at once
+/// by `provider` (whose fallback must be a done answer), from its start to the
+/// CLI's first request, and at least 30 s. The limit is what the test waits for, so
+/// it is no longer than the machine needs: 30 s at rest; a fixed limit long enough
+/// for a loaded machine would cost every run minutes. The provider's stalls last
+/// until the CLI is gone.
+pub(crate) fn stream_stall<R: Clone>(provider: &Fake<R>, calibration: &Project) -> StreamStall {
+    let before = provider.requests().len();
+    let started = Instant::now();
+    let run = calibration.ralph().timeout(RUN_LIMIT).spawn();
+    while provider.requests().len() == before && started.elapsed() < RUN_LIMIT {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let startup = started.elapsed();
+    run.wait(RUN_LIMIT).expect_code(0);
+    let stall = (2 * startup).max(Duration::from_secs(30));
+    StreamStall {
+        timeouts: format!("stall = \"{}s\"", stall.as_secs() + 1),
+        // Up to the retry's 5 attempts, each cut at the limit, and the last one.
+        run_limit: 6 * stall + Duration::from_secs(60),
+    }
 }
 
 /// The last words of the long goal of the stdin tests.

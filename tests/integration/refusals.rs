@@ -137,7 +137,7 @@ fn stopped(r: &Repo, args: &[&str], signal: Signal) {
     r.p.wait_for_file(".agent/it1-started", Duration::from_secs(30));
     if signal == Signal::SIGKILL {
         let _ = killpg(Pid::from_raw(run.pid()), Signal::SIGKILL);
-        let _ = run.wait(Duration::from_secs(10));
+        let _ = run.wait(crate::harness::DEFAULT_TIMEOUT);
     } else {
         run.signal(signal);
         run.finish().expect_code(130);

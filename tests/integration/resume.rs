@@ -51,7 +51,7 @@ fn kill_9_then_resume_finishes_without_redoing_finished_iterations() {
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "sim-a-2", Duration::from_secs(30));
     let first_pid = run.pid();
     run.signal(Signal::SIGKILL);
-    let out = run.wait(Duration::from_secs(10));
+    let out = run.wait(crate::harness::DEFAULT_TIMEOUT);
     assert_eq!(out.signal, Some(9), "{out}");
     // ralph is gone; its agent must not keep working unsupervised in the project.
     let agent_gone = gone_within(agent, Duration::from_secs(5));
@@ -242,7 +242,7 @@ fn kill_9_of_ralph_then_the_next_ralph_ends_the_grandchild() {
     let (run, agent) = p.start();
     let gc = p.pid_file("gc.pid");
     run.signal(Signal::SIGKILL);
-    run.wait(Duration::from_secs(10));
+    run.wait(crate::harness::DEFAULT_TIMEOUT);
     let agent_gone = gone_within(agent, Duration::from_secs(5));
     let out = p.ralph().args(["--resume"]).run();
     let gc_gone = gone_within(gc, Duration::from_secs(5));
@@ -302,7 +302,7 @@ fn a_crashed_run_resumes_with_a_note_naming_the_tool_call_in_flight() {
     let (run, agent) = p.start();
     p.wait_for_checkpoint(|cp| cp["in_flight"]["tool"]["name"] == "Bash", Duration::from_secs(30));
     run.signal(Signal::SIGKILL);
-    let _ = run.wait(Duration::from_secs(10));
+    let _ = run.wait(crate::harness::DEFAULT_TIMEOUT);
     let _ = gone_within(agent, Duration::from_secs(5));
     cleanup(agent);
 

@@ -79,7 +79,7 @@ pub(crate) fn stop_with(p: &Project, signal: Signal, code: i32) {
 pub(crate) fn kill_9(p: &Project) {
     let (run, agent) = start_and_wait_for_agent(p);
     run.signal(Signal::SIGKILL);
-    let out = run.wait(Duration::from_secs(10));
+    let out = run.wait(crate::harness::DEFAULT_TIMEOUT);
     assert_eq!(out.signal, Some(9), "{out}");
     cleanup(agent);
     let _ = fs::remove_file(p.join("agent.pid"));
@@ -269,7 +269,7 @@ fn missing_credentials_block_the_run_naming_them() {
         (run, agent)
     };
     run.signal(Signal::SIGKILL);
-    run.wait(Duration::from_secs(10));
+    run.wait(crate::harness::DEFAULT_TIMEOUT);
     cleanup(agent);
     let entry = registry_entry(&p);
     if !entry["credential_names"].as_array().is_some_and(|a| a.iter().any(|n| n == "RALPH_TEST_CREDENTIAL")) {

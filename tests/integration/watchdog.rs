@@ -171,7 +171,7 @@ fn a_run_the_watchdog_blocks_leaves_no_process_behind() {
     let background = p.pid_file("bg.pid");
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"].is_string(), LIMIT);
     run.signal(Signal::SIGKILL);
-    run.wait(Duration::from_secs(10));
+    run.wait(crate::harness::DEFAULT_TIMEOUT);
     assert!(alive(background), "the background job should outlive the killed ralph");
     let out = watch_once(&p);
     out.expect_code(0).stderr_has(": blocked: ").stderr_has("process(es) the run had left running");
