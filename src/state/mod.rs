@@ -22,3 +22,4 @@ pub(crate) mod private;
 pub(crate) mod registry;
 pub(crate) mod retention;
 pub(crate) mod store;
+pub(crate) mod writes;
