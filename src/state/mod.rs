@@ -13,6 +13,7 @@ pub(crate) mod disk;
 pub(crate) mod format;
 pub(crate) mod hold;
 pub(crate) mod identity;
+pub(crate) mod identity_now;
 pub(crate) mod journal;
 pub(crate) mod lease;
 pub(crate) mod lease_file;
