@@ -47,7 +47,6 @@ pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
     login: None,
     nesting_markers: &[],
     endpoint: |_, lookup, _| url_or(lookup("GOOGLE_GEMINI_BASE_URL"), "generativelanguage.googleapis.com:443"),
-    permission_modes: &["yolo", "auto_edit", "default", "plan"],
     stop_signal: Signal::SIGINT,
     quiet_tools: false,
     running_cost: false,

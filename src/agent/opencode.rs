@@ -53,8 +53,6 @@ pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
     login: None,
     nesting_markers: &["OPENCODE"],
     endpoint,
-    // "config" = what OPENCODE_CONFIG's `permission` says; "auto" = --auto.
-    permission_modes: &["config", "auto"],
     // It ignores SIGINT (measured: it ran on ~58 s); SIGTERM ends it at once.
     stop_signal: Signal::SIGTERM,
     quiet_tools: true,
