@@ -32,6 +32,7 @@ mod env_names;
 mod error;
 mod events;
 mod exit;
+mod exit_codes;
 mod fleet;
 #[cfg(test)]
 mod floors;
