@@ -8,11 +8,7 @@
 //!    calls into them, stands for them), and a path through a name a `use` brought
 //!    in (`use crate::commands;` then `commands::fleet::main()`) is followed.
 //! 2. **No two top-level modules importing each other** (`a <-> b`, any files of
-//!    each). Two pairs are still listed as known (`KNOWN_PAIRS` in the test, a list
-//!    that only shrinks): `agent <-> config` (config validation reads what a CLI
-//!    kind allows from its descriptor), `error <-> state` (the state errors'
-//!    mappings sit beside their sources, since `state` exits with an `exit` code
-//!    and `exit` maps errors).
+//!    each), with no exception.
 //! 3. **No core file importing a shell file** (design.md §11): [`SIDES`] says which
 //!    side each module is on, the pure decision core (state and an event in, a
 //!    decision out) or the I/O shell (processes, signals, files, terminal), with no
@@ -25,18 +21,26 @@
 //!   modules share: how a run ended, why a stop was asked for, a run's status and
 //!   cost, the failure categories), `text` (ellipsis, plurals, ordinals, short hashes,
 //!   and `text::clock`, times formatted in a zone passed in), `env_names` (the
-//!   environment a launched agent gets from ralph), `os`, `secrets` (`special` below
-//!   `matcher`);
-//! * `config::types` (the file's shape) below the agent descriptors, which read an
-//!   agent's table; `config::validate` above them, since what a CLI kind allows is the
-//!   descriptor's; `config::file` (finding and reading the file) is the shell's part;
-//! * `exit` (the codes) below `process::agent_group`, which exits with one of them
-//!   when the second Ctrl+C finds the event loop blocked, below `signal::listen`
-//!   (the listeners, which arm it), beside the pure machine in `signal`;
+//!   environment a launched agent gets from ralph), `exit_codes` (the process's exit
+//!   codes), `os`, `secrets` (`special` below `matcher`);
+//! * `config` below `agent`: `config::types` (the file's shape, with the CLI kinds
+//!   and each one's permission modes, which validation checks) below the agent
+//!   descriptors, which read an agent's table; `config::file` (finding and reading
+//!   the file) is the shell's part;
+//! * `exit_codes` below `process::agent_group`, which exits with one of them when
+//!   the second Ctrl+C finds the event loop blocked, below `signal::listen` (the
+//!   listeners, which arm it), beside the pure machine in `signal`;
 //! * `workflow::progress` (where a run stands, the review's verdict) below
 //!   `workflow::advance` (the phase-boundary decisions); `supervise` below
 //!   `workflow` (the done signals are the completion judge's) below `recovery`
 //!   below `step` (whose `trouble` puts a failure in the recovery note's words);
+//! * `state`'s pure files below the core files that read them and below its shell
+//!   files: `checkpoint`, `writes` (how durable a save must be, what a log's disk
+//!   did, the full disk's backoff), `identity` (its rule; `identity_now` is the
+//!   look), `registry::entry` (an entry's shape; `registry` reads and writes it);
+//! * `error` above `state` (it wraps the lock's, the lease's and a refused
+//!   checkpoint's errors; `state` imports no `error` and takes its one exit code from
+//!   `exit_codes`), `exit` (the table) above `error`;
 //! * the shell on top: `state`, `report` (which reads the system's zone, once per
 //!   run or command: `report::zone`), `run`, `fleet`, `watch`, `commands` (with
 //!   `commands::in_dir`, `report` and `fleet_find` below the subcommands that use

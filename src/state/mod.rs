@@ -4,7 +4,12 @@
 //! directory (`hold`), each attempt's bounded
 //! log (`attempt_log`), what `logs/` keeps, telling a full disk from a failure
 //! (`disk`), who a run directory is beyond its path
-//! (`identity`); and the run registry under `$XDG_STATE_HOME`.
+//! (`identity`, looked at by `identity_now`); and the run registry under
+//! `$XDG_STATE_HOME`.
+//!
+//! A shell module with pure files the core reads (no I/O, importing no shell file):
+//! `checkpoint`, `writes` (how durable a save must be, what a log's disk did, the
+//! full disk's backoff), `identity` and `registry::entry`.
 
 pub(crate) mod atomic;
 pub(crate) mod attempt_log;
