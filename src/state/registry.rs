@@ -26,9 +26,8 @@ use super::store;
 pub(crate) mod entry;
 pub(crate) use entry::{Entry, FleetMark, FleetRole, WatchState};
 
-/// The entry a run writes (its shape is [`entry`]'s, pure; this constructor stays
-/// with the shell, since it reads the lock's record).
-
+// The entry a run writes: its shape is `entry`'s, pure; this constructor stays with
+// the shell, since it takes the lock's record.
 impl Entry {
     /// The entry of the run (or the fleet) `run_id` in `project` under `loaded`, owned
     /// by the process `me` whose environment `env` reads: what a resume by the
