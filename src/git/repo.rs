@@ -109,10 +109,6 @@ impl Repo {
         cmd
     }
 
-    fn output(&self, args: &[&str]) -> Result<Output, GitError> {
-        self.output_with(args, &[])
-    }
-
     /// `args` with extra environment variables, retried while another git holds a lock.
     fn output_with(&self, args: &[&str], env: &[(&str, &str)]) -> Result<Output, GitError> {
         let mut delay = LOCK_RETRY_FIRST;
@@ -130,7 +126,7 @@ impl Repo {
     /// Runs any git command here and returns its stdout; a failure (with its output)
     /// is an error. For the fleet's plumbing (worktrees, refs, merge-tree).
     pub(crate) fn git(&self, args: &[&str]) -> Result<String, GitError> {
-        self.run(args)
+        self.git_env(args, &[])
     }
 
     /// [`Self::git`] with extra environment variables (`commit-tree`'s author, a
@@ -148,17 +144,12 @@ impl Repo {
     /// `merge-tree`, a compare-and-swap `update-ref`): the whole output, whatever the
     /// status. Lock errors are retried as everywhere.
     pub(crate) fn git_output(&self, args: &[&str]) -> Result<Output, GitError> {
-        self.output(args)
-    }
-
-    /// Runs git and returns stdout, or the failure with its output.
-    fn run(&self, args: &[&str]) -> Result<String, GitError> {
-        self.git_env(args, &[])
+        self.output_with(args, &[])
     }
 
     /// The one value git printed; `None` when it failed or printed nothing.
     fn value(&self, args: &[&str]) -> Result<Option<String>, GitError> {
-        let out = self.output(args)?;
+        let out = self.git_output(args)?;
         let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
         Ok((out.status.success() && !v.is_empty()).then_some(v))
     }
@@ -175,17 +166,17 @@ impl Repo {
 
     pub(crate) fn branch_exists(&self, name: &str) -> Result<bool, GitError> {
         let reference = format!("refs/heads/{name}");
-        Ok(self.output(&["show-ref", "--verify", "--quiet", &reference])?.status.success())
+        Ok(self.git_output(&["show-ref", "--verify", "--quiet", &reference])?.status.success())
     }
 
     pub(crate) fn create_branch(&self, name: &str) -> Result<(), GitError> {
-        self.run(&["checkout", "-q", "-b", name]).map(|_| ())
+        self.git(&["checkout", "-q", "-b", name]).map(|_| ())
     }
 
     /// A path inside the git directory (`index.lock`, `MERGE_HEAD`, `hooks`).
     fn git_path(&self, name: &str) -> Result<PathBuf, GitError> {
         // An absolute path replaces the top in `join`.
-        Ok(self.top.join(self.run(&["rev-parse", "--git-path", name])?.trim()))
+        Ok(self.top.join(self.git(&["rev-parse", "--git-path", name])?.trim()))
     }
 
     /// Operations in progress that a commit would interfere with.
@@ -247,7 +238,7 @@ impl Repo {
         if !under.is_empty() {
             args.extend(["--", under]);
         }
-        let out = self.output(&args)?;
+        let out = self.git_output(&args)?;
         if !out.status.success() {
             return Err(failed(&args, &out));
         }
@@ -269,18 +260,18 @@ impl Repo {
             return Ok(String::new());
         }
         let range = since.map_or_else(|| "HEAD".to_string(), |s| format!("{s}..HEAD"));
-        self.run(&["log", "-z", "--max-count=10000", "--format=%H%n%B", &range])
+        self.git(&["log", "-z", "--max-count=10000", "--format=%H%n%B", &range])
     }
 
     /// The commits in `from..to`, oldest first.
     pub(crate) fn commits_between(&self, from: Option<&str>, to: &str) -> Result<Vec<String>, GitError> {
         let range = from.map_or_else(|| to.to_string(), |f| format!("{f}..{to}"));
-        Ok(self.run(&["rev-list", "--reverse", "--max-count=1000", &range])?.lines().map(String::from).collect())
+        Ok(self.git(&["rev-list", "--reverse", "--max-count=1000", &range])?.lines().map(String::from).collect())
     }
 
     /// Files changed, insertions and deletions of one commit.
     pub(crate) fn diff_stats(&self, hash: &str) -> Result<(u32, u32, u32), GitError> {
-        let out = self.run(&["diff-tree", "--numstat", "-r", "--root", "--no-commit-id", hash])?;
+        let out = self.git(&["diff-tree", "--numstat", "-r", "--root", "--no-commit-id", hash])?;
         let mut stats = (0, 0, 0);
         for line in out.lines() {
             let mut parts = line.split('\t');

@@ -6,6 +6,7 @@
 
 use crate::agent::{AgentEvent, kinds};
 use crate::config::{AgentKind, ErrorPattern};
+use crate::supervise::Detector;
 use crate::supervise::completion::find_word;
 
 use super::{Category, Classification, Rule};
@@ -283,22 +284,22 @@ const COMMON_UNREACHABLE: &[&str] = &["connection refused", "connection error"];
 /// transient ones), then how the process ended.
 const RULES: &[Entry] = &[
     structured(Rule::StallInProviderRetry, Environmental, stall_in_provider_retry),
-    ended(Rule::Stall, EndedBy::Stall, "the agent stalled (no output and no tool running)"),
-    ended(Rule::ToolTimeout, EndedBy::ToolTimeout, "a tool call ran past [timeouts] tool"),
-    ended(Rule::AttemptTimeout, EndedBy::AttemptTimeout, "the attempt ran past [timeouts] attempt"),
-    ended(Rule::ToolCallLoop, EndedBy::Loop, "the agent repeated the same tool calls"),
-    ended(Rule::ToolText, EndedBy::ToolText, "the agent printed a tool call as text instead of making it"),
+    ended(Rule::Stall, Detector::Stall, "the agent stalled (no output and no tool running)"),
+    ended(Rule::ToolTimeout, Detector::ToolTimeout, "a tool call ran past [timeouts] tool"),
+    ended(Rule::AttemptTimeout, Detector::AttemptTimeout, "the attempt ran past [timeouts] attempt"),
+    ended(Rule::ToolCallLoop, Detector::ToolCallLoop, "the agent repeated the same tool calls"),
+    ended(Rule::ToolText, Detector::ToolText, "the agent printed a tool call as text instead of making it"),
     ended(
         Rule::ToolTextInThinking,
-        EndedBy::ToolTextInThinking,
+        Detector::ToolTextInThinking,
         "the agent wrote a tool call in its thinking instead of making it",
     ),
     // Not the agent's fault, but the run stops on the cost cap before any budget matters.
-    ended(Rule::CostCap, EndedBy::CostCap, "the run's cost reached [general] max_cost_usd during the attempt"),
+    ended(Rule::CostCap, Detector::CostCap, "the run's cost reached [general] max_cost_usd during the attempt"),
     // A policy violation repeated (design.md §4: an `agent` failure).
     ended(
         Rule::RepeatedPermissionDenials,
-        EndedBy::PermissionDenials,
+        Detector::PermissionDenials,
         "the agent's tool calls were refused permission repeatedly",
     ),
     structured(Rule::BinaryMissing, UserConfig, binary_missing),
@@ -345,8 +346,8 @@ const fn structured(name: Rule, category: Category, matches: Matcher) -> Entry {
 }
 
 /// Every ending of ralph's supervision is the agent's: it stopped making progress.
-const fn ended(name: Rule, by: EndedBy, reason: &'static str) -> Entry {
-    Entry::new(name, Agent, Ended(by, reason))
+const fn ended(name: Rule, by: Detector, reason: &'static str) -> Entry {
+    Entry::new(name, Agent, Ended(EndedBy::Ralph(by), reason))
 }
 
 const fn status(name: Rule, about: &'static str, any: fn(u16) -> bool) -> Entry {
@@ -595,7 +596,7 @@ fn tool_dispatch(lower: &str, phrase: &str) -> Option<usize> {
 /// A stall right after the CLI announced a provider retry is the provider's silence,
 /// not the agent's: Claude's retried request hung.
 fn stall_in_provider_retry(r: &Report<'_>) -> Option<String> {
-    if r.ended_by != EndedBy::Stall {
+    if r.ended_by != EndedBy::Ralph(Detector::Stall) {
         return None;
     }
     let last =
@@ -800,7 +801,7 @@ mod tests {
     #[test]
     fn ralph_ending_the_attempt_is_named() {
         let mut r = report(Exit::Signal(2), &[]);
-        r.ended_by = EndedBy::Stall;
+        r.ended_by = EndedBy::Ralph(Detector::Stall);
         assert_eq!(classify(&r).rule.as_str(), "stall");
     }
 
@@ -961,14 +962,14 @@ mod tests {
             AgentEvent::Unknown { kind: "stream_event".into() },
         ];
         let mut r = report(Exit::Signal(2), &events);
-        r.ended_by = EndedBy::Stall;
+        r.ended_by = EndedBy::Ralph(Detector::Stall);
         assert_eq!(classify(&r).rule.as_str(), "stall_in_provider_retry");
         let events = [
             AgentEvent::ApiRetry { attempt: 1, error: "x".into(), status: None },
             AgentEvent::Text { text: "ok".into() },
         ];
         let mut r = report(Exit::Signal(2), &events);
-        r.ended_by = EndedBy::Stall;
+        r.ended_by = EndedBy::Ralph(Detector::Stall);
         assert_eq!(classify(&r).rule.as_str(), "stall");
     }
 

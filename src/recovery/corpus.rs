@@ -26,6 +26,7 @@ use crate::agent::claude_stream::ClaudeStreamParser;
 use crate::agent::event::LineParser;
 use crate::agent::{AgentEvent, kinds};
 use crate::config::AgentKind;
+use crate::supervise::Detector;
 
 /// The corpus clock: 2026-01-15T12:00:00Z.
 const NOW: i64 = 1_768_478_400;
@@ -117,9 +118,9 @@ fn exit(s: &str) -> Exit {
 fn ended_by(s: Option<&String>) -> EndedBy {
     match s.map(String::as_str) {
         None | Some("agent") => EndedBy::Agent,
-        Some("stall") => EndedBy::Stall,
-        Some("tool_timeout") => EndedBy::ToolTimeout,
-        Some("attempt_timeout") => EndedBy::AttemptTimeout,
+        Some("stall") => EndedBy::Ralph(Detector::Stall),
+        Some("tool_timeout") => EndedBy::Ralph(Detector::ToolTimeout),
+        Some("attempt_timeout") => EndedBy::Ralph(Detector::AttemptTimeout),
         Some(other) => panic!("unknown ended_by {other}"),
     }
 }

@@ -124,7 +124,7 @@ impl Summary {
             let _ = writeln!(s, "  ralph stepped in: {}", stepped.collect::<Vec<_>>().join(", "));
         }
         labelled(&mut s, "  last sign-off rejected", self.rejected_signoff.as_ref());
-        let limit = self.cap.map(|cap| format!("the limit {}", words::cap_key(cap, phase)));
+        let limit = self.cap.map(|cap| format!("the limit {}", cap.key(phase)));
         labelled(&mut s, "  stopped by", limit);
         if let Some(usage) = self.usage.describe() {
             let _ = writeln!(s, "  usage: {usage}");
@@ -242,18 +242,10 @@ pub(crate) mod tests {
         let mut progress = Progress::new("develop");
         progress.counters.attempts = 4;
         progress.counters.iterations_done = 1;
+        let begun = "2026-01-01T00:00:00Z".parse().unwrap();
         Checkpoint {
-            version: crate::state::checkpoint::VERSION,
-            seq: 0,
-            run_id: "20260101T000000Z-42".into(),
             status,
             clean_stop: true,
-            stop_cause: None,
-            stop_reason: None,
-            stopped_by: None,
-            stop_sender: None,
-            progress,
-            in_flight: None,
             last_error: Some(LastError {
                 classification: Classification::new(
                     Category::UserConfig,
@@ -267,17 +259,9 @@ pub(crate) mod tests {
                 at: "2026-01-01T00:01:00Z".parse().unwrap(),
                 log: Some(".agent/logs/20260101T000000Z-42/attempt-0004-develop-claude.log".into()),
             }),
-            usage: Default::default(),
-            phase_usage: Default::default(),
             elapsed_secs: 75.0,
-            config_path: "ralph.toml".into(),
-            config_checksum: String::new(),
-            prompt_checksum: String::new(),
-            started_at: "2026-01-01T00:00:00Z".parse().unwrap(),
             updated_at: "2026-01-01T00:01:15Z".parse().unwrap(),
-            git: None,
-            agent_checkpoint: None,
-            fleet_evictions: 0,
+            ..crate::step::start::blank("20260101T000000Z-42".into(), progress, "ralph.toml".into(), begun)
         }
     }
 

@@ -54,18 +54,13 @@ pub(crate) fn category(c: Category) -> &'static str {
     }
 }
 
-/// The config key that sets a cap.
-pub(crate) fn cap_key(cap: Cap, phase: &str) -> String {
-    cap.key(phase)
-}
-
 /// A run's stop reason as the summary's headline says it: the cap's stable phrase
 /// (kept in the checkpoint and the journal) becomes the key that sets the cap.
 pub(crate) fn stop_reason(reason: &str, phase: &str) -> String {
     match Cap::of_reason(reason) {
         Some(cap) => {
             let detail = reason[cap.phrase().len()..].trim_start_matches(':').trim();
-            let limit = format!("the limit {} was reached", cap_key(cap, phase));
+            let limit = format!("the limit {} was reached", cap.key(phase));
             if detail.is_empty() { limit } else { format!("{detail} ({limit})") }
         }
         None => reason.to_string(),

@@ -81,7 +81,7 @@ pub(super) fn ended(run: &mut RunState, report: AttemptReport) {
             ending::stopped(run, *cause, report.output.session.clone());
         }
         AttemptEnd::SpawnFailed(error) => failure::spawn_failed(run, &agent, error),
-        AttemptEnd::Exited { ended_by: EndedBy::CostCap, .. } => {
+        AttemptEnd::Exited { ended_by: EndedBy::Ralph(Detector::CostCap), .. } => {
             // The attempt was ended on the cost cap: the run stops on it.
             if let Some(found) = &report.intervention {
                 intervene(run, found.detector, &found.evidence);

@@ -109,10 +109,21 @@ pub(crate) fn fresh(
             progress
         }
     };
+    let run_id = format!("{}-{pid}", now.strftime("%Y%m%dT%H%M%SZ"));
     Ok(Checkpoint {
+        config_checksum: loaded.checksum.clone(),
+        prompt_checksum: prompt_checksum.to_string(),
+        ..blank(run_id, progress, loaded.path.display().to_string(), now)
+    })
+}
+
+/// The checkpoint of run `run_id` before anything happened in it: at `progress`,
+/// begun `now` with the config at `config_path` (its checksums are left empty).
+pub(crate) fn blank(run_id: String, progress: Progress, config_path: String, now: jiff::Timestamp) -> Checkpoint {
+    Checkpoint {
         version: checkpoint::VERSION,
         seq: 0,
-        run_id: format!("{}-{pid}", now.strftime("%Y%m%dT%H%M%SZ")),
+        run_id,
         status: Status::Running,
         clean_stop: false,
         stop_cause: None,
@@ -125,15 +136,15 @@ pub(crate) fn fresh(
         usage: Default::default(),
         phase_usage: Default::default(),
         elapsed_secs: 0.0,
-        config_path: loaded.path.display().to_string(),
-        config_checksum: loaded.checksum.clone(),
-        prompt_checksum: prompt_checksum.to_string(),
+        config_path,
+        config_checksum: String::new(),
+        prompt_checksum: String::new(),
         started_at: now,
         updated_at: now,
         git: None,
         agent_checkpoint: None,
         fleet_evictions: 0,
-    })
+    }
 }
 
 /// The merge queue sent a fleet task back (docs/fleet.md): its eviction `number`,

@@ -7,27 +7,27 @@
 
 use crate::config::Phase;
 use crate::recovery::{Classification, Rule};
-use crate::supervise::Intervention;
 use crate::supervise::completion::Claim;
-use crate::supervise::ended_by::EndedBy;
 use crate::supervise::note::Trouble;
+use crate::supervise::{Detector, Intervention};
 use crate::workflow::Progress;
 
 /// The trouble for the note. A claim in words that got here was already asked about
 /// (or could not be), so it gets the plain "no signal" note.
 pub(crate) fn trouble(failure: &Classification, intervention: Option<&Intervention>, claim: &Claim) -> Trouble {
     if let Some(found) = intervention {
-        return match found.ended_by() {
-            EndedBy::Stall => Trouble::Stall,
-            EndedBy::Loop => Trouble::Loop { description: found.evidence.clone() },
-            EndedBy::ToolText => Trouble::ToolText { in_thinking: false, excerpt: excerpt(&found.evidence) },
-            EndedBy::ToolTextInThinking => Trouble::ToolText { in_thinking: true, excerpt: excerpt(&found.evidence) },
-            EndedBy::ToolTimeout
-            | EndedBy::AttemptTimeout
-            | EndedBy::Agent
-            | EndedBy::CostCap
-            | EndedBy::PermissionDenials
-            | EndedBy::Interruption => Trouble::Other(found.evidence.clone()),
+        return match found.detector {
+            Detector::Stall => Trouble::Stall,
+            Detector::ToolCallLoop => Trouble::Loop { description: found.evidence.clone() },
+            Detector::ToolText => Trouble::ToolText { in_thinking: false, excerpt: excerpt(&found.evidence) },
+            Detector::ToolTextInThinking => Trouble::ToolText { in_thinking: true, excerpt: excerpt(&found.evidence) },
+            Detector::ToolTimeout
+            | Detector::AttemptTimeout
+            | Detector::CostCap
+            | Detector::PermissionDenials
+            | Detector::ContinueStorm
+            | Detector::ReadyToContinue
+            | Detector::DoneConfirmation => Trouble::Other(found.evidence.clone()),
         };
     }
     match (failure.rule, claim) {

@@ -1,11 +1,9 @@
 //! The names of ralph's detectors: what stepped in, as the journal's `intervention`
 //! events, the terminal, the summary and the checkpoint's counters name it. One enum,
-//! so that no module compares a detector's name as a string; the detectors that end
-//! an attempt say which [`EndedBy`] the classifier reads.
+//! so that no module compares a detector's name as a string; which of them end an
+//! attempt is [`EndedBy::fired`](super::ended_by::EndedBy::fired)'s to say.
 
 use serde::Serialize;
-
-use super::ended_by::EndedBy;
 
 crate::named::named! {
     /// A detector of ralph's, by the name the journal gives it.
@@ -36,25 +34,6 @@ crate::named::named! {
     }
 }
 
-impl Detector {
-    /// Who ended the attempt when this detector fired during it: ralph for the
-    /// detectors that end attempts, the agent for those that only note (a storm, a
-    /// question).
-    pub fn ended_by(self) -> EndedBy {
-        match self {
-            Detector::Stall => EndedBy::Stall,
-            Detector::ToolTimeout => EndedBy::ToolTimeout,
-            Detector::AttemptTimeout => EndedBy::AttemptTimeout,
-            Detector::ToolCallLoop => EndedBy::Loop,
-            Detector::ToolText => EndedBy::ToolText,
-            Detector::ToolTextInThinking => EndedBy::ToolTextInThinking,
-            Detector::CostCap => EndedBy::CostCap,
-            Detector::PermissionDenials => EndedBy::PermissionDenials,
-            Detector::ContinueStorm | Detector::ReadyToContinue | Detector::DoneConfirmation => EndedBy::Agent,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,11 +46,5 @@ mod tests {
             .collect();
         assert_eq!(names, ["\"max_cost_usd\"", "\"repeated_permission_denials\"", "\"done_confirmation\""]);
         assert_eq!(Detector::ToolCallLoop.to_string(), "tool_call_loop");
-    }
-
-    #[test]
-    fn only_the_detectors_that_end_an_attempt_name_ralph() {
-        assert_eq!(Detector::Stall.ended_by(), EndedBy::Stall);
-        assert_eq!(Detector::ContinueStorm.ended_by(), EndedBy::Agent);
     }
 }

@@ -28,19 +28,16 @@ pub struct Intervention {
 impl Intervention {
     /// Who ended the attempt: ralph, for the reason the detector names.
     pub fn ended_by(&self) -> EndedBy {
-        self.detector.ended_by()
+        EndedBy::fired(self.detector)
     }
 
-    /// ralph's own clock ran out: the stall, tool or attempt limit of `timeouts`.
-    pub fn clock(reason: EndedBy, timeouts: &Timeouts) -> Intervention {
+    /// ralph's own clock ran out: the stall, tool or attempt limit of `timeouts`, as
+    /// [`Supervisor::deadline`] named it.
+    pub fn clock(detector: Detector, timeouts: &Timeouts) -> Intervention {
         let fmt = |d| humantime::format_duration(d).to_string();
-        let (detector, evidence) = match reason {
-            EndedBy::ToolTimeout => {
-                (Detector::ToolTimeout, format!("a tool call ran longer than {}", fmt(timeouts.tool)))
-            }
-            EndedBy::AttemptTimeout => {
-                (Detector::AttemptTimeout, format!("the attempt ran longer than {}", fmt(timeouts.attempt)))
-            }
+        let (detector, evidence) = match detector {
+            Detector::ToolTimeout => (detector, format!("a tool call ran longer than {}", fmt(timeouts.tool))),
+            Detector::AttemptTimeout => (detector, format!("the attempt ran longer than {}", fmt(timeouts.attempt))),
             _ => (Detector::Stall, format!("no output for {} and no tool running", fmt(timeouts.stall))),
         };
         Intervention { detector, evidence }
@@ -127,7 +124,7 @@ impl Supervisor {
     }
 
     /// When the attempt must end if nothing happens before, and why.
-    pub fn deadline(&self) -> (Instant, EndedBy) {
+    pub fn deadline(&self) -> (Instant, Detector) {
         self.watch.deadline()
     }
 
@@ -182,7 +179,7 @@ mod tests {
         assert_eq!(s.on_event(Some(&call("1", "Read", input.clone())), now), None);
         assert_eq!(s.on_event(Some(&call("2", "Read", input.clone())), now), None);
         let hit = s.on_event(Some(&call("3", "Read", input)), now).expect("loop");
-        assert_eq!((hit.ended_by(), hit.detector), (EndedBy::Loop, Detector::ToolCallLoop));
+        assert_eq!((hit.ended_by(), hit.detector), (EndedBy::Ralph(Detector::ToolCallLoop), Detector::ToolCallLoop));
     }
 
     #[tokio::test(start_paused = true)]
@@ -191,9 +188,9 @@ mod tests {
         let mut s = Supervisor::new(&timeouts(), now);
         let text = "I will now edit the file.\n<function=edit>\n<parameter=path>src/main.rs</parameter>\n</function>";
         let hit = s.on_event(Some(&AgentEvent::Text { text: text.into() }), now).expect("tool text");
-        assert_eq!(hit.ended_by(), EndedBy::ToolText);
+        assert_eq!(hit.ended_by(), EndedBy::Ralph(Detector::ToolText));
         let hit = s.on_event(Some(&AgentEvent::Thinking { text: text.into() }), now).expect("thinking");
-        assert_eq!(hit.ended_by(), EndedBy::ToolTextInThinking);
+        assert_eq!(hit.ended_by(), EndedBy::Ralph(Detector::ToolTextInThinking));
         let plain = AgentEvent::Text { text: "All tests pass; the parser handles nested parentheses.".into() };
         assert_eq!(s.on_event(Some(&plain), now), None);
     }
@@ -215,16 +212,16 @@ mod tests {
     #[test]
     fn the_clock_names_the_limit_that_ran_out() {
         let t = timeouts();
-        let stall = Intervention::clock(EndedBy::Stall, &t);
+        let stall = Intervention::clock(Detector::Stall, &t);
         assert_eq!(
             (stall.detector, stall.evidence.as_str()),
             (Detector::Stall, "no output for 1m and no tool running")
         );
-        assert_eq!(Intervention::clock(EndedBy::ToolTimeout, &t).detector, Detector::ToolTimeout);
-        let attempt = Intervention::clock(EndedBy::AttemptTimeout, &t);
+        assert_eq!(Intervention::clock(Detector::ToolTimeout, &t).detector, Detector::ToolTimeout);
+        let attempt = Intervention::clock(Detector::AttemptTimeout, &t);
         assert_eq!(
             (attempt.ended_by(), attempt.evidence.as_str()),
-            (EndedBy::AttemptTimeout, "the attempt ran longer than 1h")
+            (EndedBy::Ralph(Detector::AttemptTimeout), "the attempt ran longer than 1h")
         );
     }
 
@@ -235,7 +232,7 @@ mod tests {
         let step = |c| AgentEvent::Usage { input_tokens: 1, output_tokens: 1, cost_usd: Some(c) };
         assert_eq!(s.on_event(Some(&step(0.5)), t0), None);
         let hit = s.on_event(Some(&step(0.5)), t0).expect("over the cap");
-        assert_eq!((hit.ended_by(), hit.detector), (EndedBy::CostCap, Detector::CostCap));
+        assert_eq!((hit.ended_by(), hit.detector), (EndedBy::Ralph(Detector::CostCap), Detector::CostCap));
         let mut unlimited = Supervisor::new(&timeouts(), t0);
         assert_eq!(unlimited.on_event(Some(&step(100.0)), t0), None);
     }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use tokio::time::{Duration, Instant};
 
-use super::ended_by::EndedBy;
+use super::detector::Detector;
 use crate::agent::AgentEvent;
 use crate::config::Timeouts;
 
@@ -66,12 +66,12 @@ impl Watch {
     }
 
     /// When the attempt must be ended if nothing happens before, and why.
-    pub(crate) fn deadline(&self) -> (Instant, EndedBy) {
+    pub(crate) fn deadline(&self) -> (Instant, Detector) {
         let silence = match self.tools_in_flight.values().min() {
-            Some(oldest) => (*oldest + self.tool, EndedBy::ToolTimeout),
-            None => (self.last_event + self.stall, EndedBy::Stall),
+            Some(oldest) => (*oldest + self.tool, Detector::ToolTimeout),
+            None => (self.last_event + self.stall, Detector::Stall),
         };
-        if self.attempt_deadline <= silence.0 { (self.attempt_deadline, EndedBy::AttemptTimeout) } else { silence }
+        if self.attempt_deadline <= silence.0 { (self.attempt_deadline, Detector::AttemptTimeout) } else { silence }
     }
 
     /// The attempt was suspended (Ctrl+Z) for `paused`: every clock moves on by
@@ -120,7 +120,7 @@ mod tests {
         assert_eq!(w.deadline(), (before.0 + Duration::from_secs(900), before.1));
         let mut quiet = Watch::new(&timeouts(), t0);
         quiet.pause(Duration::from_secs(30));
-        assert_eq!(quiet.deadline(), (t0 + Duration::from_secs(90), EndedBy::Stall));
+        assert_eq!(quiet.deadline(), (t0 + Duration::from_secs(90), Detector::Stall));
     }
 
     fn started(id: &str) -> AgentEvent {
@@ -135,11 +135,11 @@ mod tests {
     async fn every_event_resets_the_stall_timer() {
         let t0 = Instant::now();
         let mut w = Watch::new(&timeouts(), t0);
-        assert_eq!(w.deadline(), (t0 + Duration::from_secs(60), EndedBy::Stall));
+        assert_eq!(w.deadline(), (t0 + Duration::from_secs(60), Detector::Stall));
         tokio::time::advance(Duration::from_secs(50)).await;
         let t1 = Instant::now();
         w.on_event(Some(&AgentEvent::Text { text: "hi".into() }), t1);
-        assert_eq!(w.deadline(), (t1 + Duration::from_secs(60), EndedBy::Stall));
+        assert_eq!(w.deadline(), (t1 + Duration::from_secs(60), Detector::Stall));
     }
 
     #[tokio::test(start_paused = true)]
@@ -147,10 +147,10 @@ mod tests {
         let t0 = Instant::now();
         let mut w = Watch::new(&timeouts(), t0);
         w.on_event(Some(&started("t1")), t0);
-        assert_eq!(w.deadline(), (t0 + Duration::from_secs(600), EndedBy::ToolTimeout));
+        assert_eq!(w.deadline(), (t0 + Duration::from_secs(600), Detector::ToolTimeout));
         let t1 = t0 + Duration::from_secs(300);
         w.on_event(Some(&AgentEvent::ToolFinished { id: "t1".into(), is_error: false, output: String::new() }), t1);
-        assert_eq!(w.deadline(), (t1 + Duration::from_secs(60), EndedBy::Stall));
+        assert_eq!(w.deadline(), (t1 + Duration::from_secs(60), Detector::Stall));
     }
 
     #[tokio::test(start_paused = true)]
@@ -159,6 +159,6 @@ mod tests {
         let mut w = Watch::new(&timeouts(), t0);
         let late = t0 + Duration::from_secs(3590);
         w.on_event(Some(&started("t1")), late);
-        assert_eq!(w.deadline(), (t0 + Duration::from_secs(3600), EndedBy::AttemptTimeout));
+        assert_eq!(w.deadline(), (t0 + Duration::from_secs(3600), Detector::AttemptTimeout));
     }
 }

@@ -133,7 +133,8 @@ fn an_attempt_ended_on_the_cost_cap_ends_the_run_on_it() {
     let mut r = Run::with(TWO_AGENTS, |(s, _)| s.loaded.config.general.max_cost_usd = Some(1.0));
     let _ = r.step(Input::Start);
     r.attempt();
-    let mut report = ended(AttemptEnd::Exited { exit: Exit::Signal(2), ended_by: EndedBy::CostCap }, None);
+    let mut report =
+        ended(AttemptEnd::Exited { exit: Exit::Signal(2), ended_by: EndedBy::Ralph(Detector::CostCap) }, None);
     report.output.usage.cost_usd = 1.2;
     report.intervention = Some(Intervention { detector: Detector::CostCap, evidence: "$1.20".into() });
     let trace = quiet(r.ends(report));

@@ -96,7 +96,7 @@ fn the_detector_that_ended_an_attempt_is_journaled_and_names_the_trouble() {
     let mut report = ended(
         AttemptEnd::Exited {
             exit: crate::recovery::classify::Exit::Signal(2),
-            ended_by: crate::recovery::classify::EndedBy::Loop,
+            ended_by: crate::recovery::classify::EndedBy::Ralph(Detector::ToolCallLoop),
         },
         None,
     );

@@ -159,31 +159,7 @@ pub(super) fn now_at(t0: Instant, secs: f64) -> Now {
 /// A new run's checkpoint at phase `first`.
 pub(super) fn checkpoint(first: &str) -> Checkpoint {
     let at = jiff::Timestamp::from_second(T0).unwrap();
-    Checkpoint {
-        version: crate::state::checkpoint::VERSION,
-        seq: 0,
-        run_id: "R1".into(),
-        status: Status::Running,
-        clean_stop: false,
-        stop_cause: None,
-        stop_reason: None,
-        stopped_by: None,
-        stop_sender: None,
-        progress: Progress::new(first),
-        in_flight: None,
-        last_error: None,
-        usage: Default::default(),
-        phase_usage: Default::default(),
-        elapsed_secs: 0.0,
-        config_path: "ralph.toml".into(),
-        config_checksum: String::new(),
-        prompt_checksum: String::new(),
-        started_at: at,
-        updated_at: at,
-        git: None,
-        agent_checkpoint: None,
-        fleet_evictions: 0,
-    }
+    crate::step::start::blank("R1".into(), Progress::new(first), "ralph.toml".into(), at)
 }
 
 /// An attempt whose agent exited with `code` after printing `stderr` (its output
