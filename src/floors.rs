@@ -28,8 +28,9 @@
 //!   descriptors, which read an agent's table; `config::file` (finding and reading
 //!   the file) is the shell's part;
 //! * `exit_codes` below `process::agent_group`, which exits with one of them when
-//!   the second Ctrl+C finds the event loop blocked, below `signal::listen` (the
-//!   listeners, which arm it), beside the pure machine in `signal`;
+//!   the second Ctrl+C finds the event loop blocked, below `listeners` (which arm
+//!   it, and hand on the control socket's messages: above `control`), while the
+//!   pure machine `signal` stays low;
 //! * `workflow::progress` (where a run stands, the review's verdict) below
 //!   `workflow::advance` (the phase-boundary decisions); `supervise` below
 //!   `workflow` (the done signals are the completion judge's) below `recovery`
@@ -391,7 +392,7 @@ const SIDES: &[(&str, Side)] = &[
     // The shell.
     ("config::file", Side::Shell),
     ("inputs", Side::Shell),
-    ("signal::listen", Side::Shell),
+    ("listeners", Side::Shell),
     // Who sent a SIGTERM: the pure rule and the facts it gathers (through `os`).
     ("signal::origin", Side::Neither),
     // The fleet's state: its shape, and the read of `fleet.json`; the checkpoint's

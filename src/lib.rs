@@ -15,7 +15,7 @@
 //! * shell: `inputs` (the config, the goal and the templates read), `process`
 //!   (process groups, graceful termination), `state` (checkpoint, journal, lock),
 //!   `run` (the dispatcher loop that carries out the step's effects),
-//!   `signal::listen` (the signal streams), `report` (what the user sees),
+//!   `listeners` (the signal streams), `report` (what the user sees),
 //!   `commands` (the subcommands).
 //!
 //! The floors (a file above everything it imports; no circles, no two top-level
@@ -42,6 +42,7 @@ mod floors;
 mod git;
 mod host_network;
 mod inputs;
+mod listeners;
 mod named;
 mod notify;
 // Every `unsafe` block lives here, each with its reason.
