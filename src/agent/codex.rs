@@ -550,6 +550,7 @@ mod tests {
             run_id: "r",
             session_tokens: (0, 0),
             control: None,
+            settings_file: |_, _, _| Err(std::io::Error::other("a test writes no file")),
         };
         let bin = Path::new("/bin/codex");
         let flags = [

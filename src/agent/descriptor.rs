@@ -3,7 +3,7 @@
 //! the small helpers the kinds' files share. Each CLI kind's own file under
 //! `src/agent/` holds its descriptor; `agent::kinds` lists them.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use nix::sys::signal::Signal;
 
@@ -28,6 +28,10 @@ pub(crate) struct Request<'a> {
     pub session_tokens: (u64, u64),
     /// The run's control socket and this attempt's number, for `ralph mcp`.
     pub control: Option<(&'a Path, u32)>,
+    /// Writes a settings file the CLI reads (given `cwd`, the kind's name and the
+    /// bytes) into ralph's private directory and returns its path: the shell's
+    /// `control::path::write_settings`, handed in so no descriptor writes a file.
+    pub settings_file: fn(&Path, &str, &[u8]) -> std::io::Result<PathBuf>,
 }
 
 /// Why an agent cannot be launched; all of these need a human.

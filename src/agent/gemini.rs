@@ -103,14 +103,12 @@ fn launch_env(req: &Request<'_>) -> Result<Env, LaunchError> {
             agent: req.agent.to_string(),
             message: format!("cannot write the settings that register ralph mcp: {e}"),
         };
-        let name = format!("gemini-{}.json", crate::control::path::socket_name(req.cwd));
-        let file = crate::control::path::secure_dir().map_err(invalid)?.join(name);
         let settings = serde_json::json!({"mcpServers": {"ralph": {
             "command": exe.display().to_string(),
             "args": mcp_args(socket, attempt),
             "trust": true,
         }}});
-        crate::state::atomic::write_atomic(&file, settings.to_string().as_bytes()).map_err(invalid)?;
+        let file = (req.settings_file)(req.cwd, "gemini", settings.to_string().as_bytes()).map_err(invalid)?;
         env.push(("GEMINI_CLI_SYSTEM_SETTINGS_PATH".to_string(), file.display().to_string()));
     }
     Ok(env)
@@ -490,6 +488,7 @@ mod tests {
             run_id: "r",
             session_tokens: (0, 0),
             control: None,
+            settings_file: |_, _, _| Err(std::io::Error::other("a test writes no file")),
         };
         let bin = Path::new("/bin/gemini");
         assert_eq!(
