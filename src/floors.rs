@@ -1,19 +1,22 @@
 //! The crate's floors, held by tests: a file sits above every file it imports.
-//! Three rules, each a test here (like `os.rs`'s test that keeps the Linux calls in
-//! one place):
+//! Three rules, held by tests here (like `os.rs`'s test that keeps the Linux calls
+//! in one place), each with no exception:
 //!
 //! 1. **No circle of files.** A circle is a cycle of `crate::`, `super::`, `self::`
 //!    or child-module paths between files outside the tests; a path reaches the file
 //!    of its longest module prefix (a `mod.rs` that re-exports its children, or
 //!    calls into them, stands for them), and a path through a name a `use` brought
 //!    in (`use crate::commands;` then `commands::fleet::main()`) is followed.
-//! 2. **No two top-level modules importing each other** (`a <-> b`, any files of
-//!    each), with no exception.
+//! 2. **No circle of top-level modules** (a module stands for all its files): no two
+//!    importing each other (`a <-> b`, its own test, which names the pair), and no
+//!    longer loop (`a -> b -> c -> a`), so a drawing by folders has no arrow running
+//!    back up either.
 //! 3. **No core file importing a shell file** (design.md §11): [`SIDES`] says which
 //!    side each module is on, the pure decision core (state and an event in, a
-//!    decision out) or the I/O shell (processes, signals, files, terminal), with no
-//!    exception: a type both sides use lives in a pure file (`state::writes`,
-//!    `state::identity`, `state::registry::entry`) or a leaf.
+//!    decision out) or the I/O shell (processes, signals, files, terminal): a type
+//!    both sides use lives in a pure file (`state::writes`, `state::identity`,
+//!    `state::registry::entry`) or a leaf, and a shell function a core-side module
+//!    needs is handed in (Gemini's settings file: `Request::settings_file`).
 //!
 //! The floors, bottom up:
 //! * leaves every floor may use, importing nothing of the crate (or only another
@@ -351,6 +354,34 @@ fn two_way_pairs(src: &Path) -> Vec<String> {
         .collect()
 }
 
+/// The circles of the top-level modules of the tree under `src` (a module stands
+/// for all its files), each as its modules and the file arrows that tie it.
+fn top_level_circles(src: &Path) -> Vec<String> {
+    let tree = read_tree(src);
+    let arrows = arrows(&tree);
+    let file = |m: &ModPath| tree.get(m).map_or_else(|| m.join("::"), |(p, _)| p.display().to_string());
+    let top = |m: &ModPath| m.first().cloned().into_iter().collect::<ModPath>();
+    let mut modules: BTreeMap<ModPath, BTreeSet<ModPath>> = BTreeMap::new();
+    for (from, to) in &arrows {
+        let ties = modules.entry(top(from)).or_default();
+        ties.extend(to.iter().map(top).filter(|t| *t != top(from)));
+    }
+    circles(&modules)
+        .iter()
+        .map(|set| {
+            let inside = arrows.iter().flat_map(|(from, to)| to.iter().map(move |t| (from, t)));
+            let ties = inside
+                .filter(|(f, t)| top(f) != top(t) && set.contains(&top(f)) && set.contains(&top(t)))
+                .map(|(f, t)| format!("{} -> {}", file(f), file(t)));
+            format!(
+                "{}: {}",
+                set.iter().map(|m| m.join("")).collect::<Vec<_>>().join(", "),
+                ties.collect::<Vec<_>>().join(", ")
+            )
+        })
+        .collect()
+}
+
 /// Which side of design.md §11 a file is on: the pure decision core (state and an
 /// event in, a decision out: no processes, signals, files, clocks or terminal of its
 /// own) or the I/O shell that carries the decisions out. By the longest module
@@ -479,6 +510,13 @@ mod tests {
     }
 
     #[test]
+    fn the_top_level_modules_of_src_form_no_circle() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let found = top_level_circles(&src);
+        assert!(found.is_empty(), "top-level modules of src/ import each other in a circle:\n{}", found.join("\n"));
+    }
+
+    #[test]
     fn no_core_file_imports_a_shell_file() {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
         let found = core_to_shell(&src);
@@ -514,6 +552,27 @@ mod tests {
         // The agent's descriptors taking their types from `a::types` ends it.
         write(dir.path(), &[("b/kinds.rs", "pub struct K(crate::a::types::T);\n")]);
         assert_eq!(circles_in(dir.path()), Vec::new());
+    }
+
+    #[test]
+    fn a_circle_of_top_level_modules_is_found_without_a_circle_of_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write(
+            dir.path(),
+            &[
+                ("lib.rs", "mod a;\nmod b;\nmod c;\n"),
+                ("a/mod.rs", "pub(crate) mod low;\npub(crate) mod high;\n"),
+                ("a/low.rs", "pub struct L;\n"),
+                ("a/high.rs", "use crate::b::B;\n"),
+                ("b.rs", "pub struct B(crate::c::C);\n"),
+                ("c.rs", "pub struct C(crate::a::low::L);\n"),
+            ],
+        );
+        assert_eq!(circles_in(dir.path()), Vec::new());
+        let found = top_level_circles(dir.path());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("a/high.rs -> b.rs") && found[0].contains("c.rs -> a/low.rs"), "{found:?}");
+        assert!(two_way_pairs(dir.path()).is_empty());
     }
 
     #[test]

@@ -18,9 +18,9 @@
 //!   `listeners` (the signal streams), `report` (what the user sees),
 //!   `commands` (the subcommands).
 //!
-//! The floors (a file above everything it imports; no circles, no two top-level
-//! modules importing each other, no core file importing a shell file, each without
-//! exception) are listed in `floors`, a test-only module.
+//! The floors (a file above everything it imports; no circle of files or of
+//! top-level modules, no core file importing a shell file, each without exception)
+//! are listed in `floors`, a test-only module.
 //!
 //! Every module is private to the crate: the binary calls [`main`], and the
 //! benchmarks reach what they measure through the hidden `bench` module.
