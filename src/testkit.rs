@@ -1,14 +1,20 @@
 //! What the unit tests of many modules build the same way: a phase, the timeouts of
-//! an attempt, a parser run over a few lines. One home, so a test states only what it
+//! an attempt, a parser run over a few lines, a run's checkpoint, a fleet. One home, so a test states only what it
 //! is about and a change to a shared type is made once here.
 //!
 //! Compiled for tests only; nothing outside `#[cfg(test)]` code may use it.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::agent::event::{AgentEvent, LineParser};
 use crate::config::{DoneSignal, Phase, Timeouts};
+use crate::fleet::state::{Fleet, FleetStatus};
+use crate::outcome::Category;
+use crate::recovery::{Classification, Rule};
+use crate::state::checkpoint::{Checkpoint, LastError, Status};
+use crate::workflow::Progress;
 
 /// A phase `name` on the chain `main` of `chain`: one iteration, the `<promise>` tag
 /// as its done signal, no prompt of its own. A test that needs more says so with
@@ -42,6 +48,63 @@ pub(crate) fn one_agent_config(name: &str, table: &str, phase: &str) -> String {
     format!("[agents.{name}]\n{table}\n[chains]\nmain = [\"{name}\"]\n[phases.develop]\nchain = \"main\"\n{phase}")
 }
 
+/// A running fleet `f1` of no task yet, in `/r` (into `ralph/fleet`, worktrees
+/// under `/r-fleet`), created at the epoch.
+pub(crate) fn fleet() -> Fleet {
+    let now = jiff::Timestamp::UNIX_EPOCH;
+    Fleet {
+        version: crate::fleet::state::VERSION,
+        seq: 0,
+        fleet_id: "f1".into(),
+        status: FleetStatus::Running,
+        clean_stop: false,
+        stop_reason: None,
+        repo: "/r".into(),
+        base: "b0".into(),
+        base_branch: Some("main".into()),
+        into: "ralph/fleet".into(),
+        worktrees: "/r-fleet".into(),
+        config: "/r/ralph.toml".into(),
+        tasks_glob: "tasks/*.md".into(),
+        discovered: 0,
+        finished: 0,
+        no_land: false,
+        landing: None,
+        landings: 0,
+        landing_secs: 0.0,
+        created_at: now,
+        updated_at: now,
+        tasks: BTreeMap::new(),
+    }
+}
+
+/// A checkpoint as a run in its second attempt of `develop` leaves it.
+pub(crate) fn checkpoint(status: Status) -> Checkpoint {
+    let mut progress = Progress::new("develop");
+    progress.counters.attempts = 4;
+    progress.counters.iterations_done = 1;
+    let begun = "2026-01-01T00:00:00Z".parse().expect("a timestamp");
+    Checkpoint {
+        status,
+        clean_stop: true,
+        last_error: Some(LastError {
+            classification: Classification::new(
+                Category::UserConfig,
+                Rule::AuthFailed,
+                "the provider rejected the credentials",
+            ),
+            agent: "claude".into(),
+            text_tail:
+                "starting\n\nAPI Error: 401 {\"type\":\"error\",\"error\":{\"type\":\"authentication_error\"}}\n".into(),
+            at: "2026-01-01T00:01:00Z".parse().expect("a timestamp"),
+            log: Some(".agent/logs/20260101T000000Z-42/attempt-0004-develop-claude.log".into()),
+        }),
+        elapsed_secs: 75.0,
+        updated_at: "2026-01-01T00:01:15Z".parse().expect("a timestamp"),
+        ..crate::step::start::blank("20260101T000000Z-42".into(), progress, "ralph.toml".into(), begun)
+    }
+}
+
 /// A temp directory (gone when the test drops it) and the path of a file `name`
 /// in it, not yet written.
 pub(crate) fn temp_file(name: &str) -> (tempfile::TempDir, PathBuf) {
@@ -63,6 +126,24 @@ pub(crate) fn rust_files(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// The `.txt` files of `tests/corpus/<folder>` (not below it), as (file name, text),
+/// sorted by name.
+pub(crate) fn corpus(folder: &str) -> Vec<(String, String)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus").join(folder);
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("read {}: {e}", dir.display()));
+    let mut files: Vec<(String, String)> = entries
+        .map(|entry| entry.expect("dir entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "txt"))
+        .map(|path| {
+            let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+            (name, text)
+        })
+        .collect();
+    files.sort();
+    files
 }
 
 /// `Unknown` events of these kinds, in order.

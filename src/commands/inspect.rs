@@ -198,12 +198,12 @@ pub(crate) fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::summary_fixture;
     use crate::state::checkpoint::{InFlight, Status};
+    use crate::testkit::checkpoint;
 
     #[test]
     fn a_paused_run_says_what_resume_continues() {
-        let mut cp = summary_fixture(Status::Paused);
+        let mut cp = checkpoint(Status::Paused);
         cp.progress.rate_limit_until = Some(1_767_229_200);
         cp.progress.resume_session = Some("sess-1".into());
         insta::assert_snapshot!(describe_in(&cp, false, &jiff::tz::TimeZone::UTC));
@@ -211,7 +211,7 @@ mod tests {
 
     #[test]
     fn a_live_run_is_not_called_unclean_nor_promised_a_resume() {
-        let mut cp = summary_fixture(Status::Running);
+        let mut cp = checkpoint(Status::Running);
         cp.clean_stop = false;
         cp.in_flight = Some(InFlight {
             agent: "claude".into(),
@@ -227,7 +227,7 @@ mod tests {
 
     #[test]
     fn a_completed_run_promises_no_resume() {
-        let mut cp = summary_fixture(Status::Completed);
+        let mut cp = checkpoint(Status::Completed);
         cp.progress.resume_session = Some("sess-1".into());
         let text = describe(&cp, false);
         assert!(text.contains("nothing to resume"), "{text}");

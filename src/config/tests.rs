@@ -32,8 +32,10 @@ fn err(source: &str) -> String {
     }
 }
 
+/// `source` is refused with a message that holds every one of `parts`.
 #[track_caller]
-fn assert_has(message: &str, parts: &[&str]) {
+fn refused(source: &str, parts: &[&str]) {
+    let message = err(source);
     for part in parts {
         assert!(message.contains(part), "{part:?} not in: {message}");
     }
@@ -238,56 +240,72 @@ fn checksum_is_sha256_hex() {
 
 #[test]
 fn unknown_key_suggests() {
-    let e = err(&format!("[general]\nmax_cyclse = 3\n{BASE}"));
-    assert_has(
-        &e,
+    refused(
+        &format!("[general]\nmax_cyclse = 3\n{BASE}"),
         &["ralph.toml:2:1:", "unknown key `max_cyclse` in [general]", "did you mean `max_cycles`?", "`workflow`"],
     );
-    let e = err(&format!("[general]\nworkflow.phasse = []\n{BASE}"));
-    assert_has(&e, &["ralph.toml:2:10:", "in [general.workflow]", "did you mean `phases`?"]);
-    let e = err(&format!("[general]\ncheckpoint_enabled = true\n{BASE}"));
-    assert_has(&e, &["ralph.toml:2:1:", "`checkpoint_enabled` belongs in [general.workflow]"]);
-    let e = err(&format!("bogus = 1\n{BASE}"));
-    assert_has(&e, &["ralph.toml:1:1:", "unknown key `bogus` at the top level", "`general`"]);
+    refused(
+        &format!("[general]\nworkflow.phasse = []\n{BASE}"),
+        &["ralph.toml:2:10:", "in [general.workflow]", "did you mean `phases`?"],
+    );
+    refused(
+        &format!("[general]\ncheckpoint_enabled = true\n{BASE}"),
+        &["ralph.toml:2:1:", "`checkpoint_enabled` belongs in [general.workflow]"],
+    );
+    refused(&format!("bogus = 1\n{BASE}"), &["ralph.toml:1:1:", "unknown key `bogus` at the top level", "`general`"]);
 }
 
 #[test]
 fn unknown_kind_suggests() {
-    let e = err(&BASE.replace("kind = \"sim\"", "kind = \"claud\""));
-    assert_has(
-        &e,
+    refused(
+        &BASE.replace("kind = \"sim\"", "kind = \"claud\""),
         &["ralph.toml:3:8:", "[agents.a] kind", "unknown agent kind `claud`", "did you mean `claude`?", "`sim`"],
     );
 }
 
 #[test]
 fn unknown_step_suggests() {
-    let e = err(&BASE.replace("{ done = \"ok\" }", "{ dne = \"ok\" }"));
-    assert_has(&e, &["ralph.toml:5:12:", "unknown script step `dne`", "did you mean `done`?"]);
-    let e = err(&BASE.replace("{ done = \"ok\" }", "{ say = \"a\", done = \"ok\" }"));
-    assert_has(&e, &["ralph.toml:5:10:", "exactly one key"]);
+    refused(
+        &BASE.replace("{ done = \"ok\" }", "{ dne = \"ok\" }"),
+        &["ralph.toml:5:12:", "unknown script step `dne`", "did you mean `done`?"],
+    );
+    refused(
+        &BASE.replace("{ done = \"ok\" }", "{ say = \"a\", done = \"ok\" }"),
+        &["ralph.toml:5:10:", "exactly one key"],
+    );
 }
 
 #[test]
 fn negative_and_mistyped_caps() {
-    let e = err(&format!("[retry]\nagent_attempts = -1\n{BASE}"));
-    assert_has(&e, &["ralph.toml:2:18:", "[retry] agent_attempts", "`-1` is not a whole number ≥ 1"]);
-    let e = err(&format!("[retry]\nagent_attempts = \"three\"\n{BASE}"));
-    assert_has(&e, &["ralph.toml:2:18:", "is not a whole number ≥ 1"]);
+    refused(
+        &format!("[retry]\nagent_attempts = -1\n{BASE}"),
+        &["ralph.toml:2:18:", "[retry] agent_attempts", "`-1` is not a whole number ≥ 1"],
+    );
+    refused(
+        &format!("[retry]\nagent_attempts = \"three\"\n{BASE}"),
+        &["ralph.toml:2:18:", "is not a whole number ≥ 1"],
+    );
 }
 
 #[test]
 fn bad_durations() {
-    let e = err(&format!("[timeouts]\nstall = \"5 parsecs\"\n{BASE}"));
-    assert_has(&e, &["ralph.toml:2:9:", "[timeouts] stall", "is not a duration like \"5m\""]);
-    let e = err(&format!("[timeouts]\nstall = 300\n{BASE}"));
-    assert_has(&e, &["ralph.toml:2:9:", "is not a duration"]);
-    let e = err(&format!("[timeouts]\ngrace = \"0s\"\n{BASE}"));
-    assert_has(&e, &["ralph.toml:2:1:", "[timeouts] grace must be longer than 0"]);
-    let e = err(&format!("[retry]\nbackoff_base = \"1h\"\n{BASE}"));
-    assert_has(&e, &["ralph.toml:2:1:", "backoff_base (1h) is longer than backoff_max (10m)"]);
-    let e = err(&format!("[general]\nmax_runtime = \"0s\"\n{BASE}"));
-    assert_has(&e, &["ralph.toml:2:1:", "max_runtime must be longer than 0", "no limit"]);
+    refused(
+        &format!("[timeouts]\nstall = \"5 parsecs\"\n{BASE}"),
+        &["ralph.toml:2:9:", "[timeouts] stall", "is not a duration like \"5m\""],
+    );
+    refused(&format!("[timeouts]\nstall = 300\n{BASE}"), &["ralph.toml:2:9:", "is not a duration"]);
+    refused(
+        &format!("[timeouts]\ngrace = \"0s\"\n{BASE}"),
+        &["ralph.toml:2:1:", "[timeouts] grace must be longer than 0"],
+    );
+    refused(
+        &format!("[retry]\nbackoff_base = \"1h\"\n{BASE}"),
+        &["ralph.toml:2:1:", "backoff_base (1h) is longer than backoff_max (10m)"],
+    );
+    refused(
+        &format!("[general]\nmax_runtime = \"0s\"\n{BASE}"),
+        &["ralph.toml:2:1:", "max_runtime must be longer than 0", "no limit"],
+    );
 }
 
 #[test]
@@ -299,52 +317,57 @@ fn zero_caps() {
         ("retry", "tool_registry_resets"),
         ("retry", "mcp_restarts"),
     ] {
-        let e = err(&format!("[{table}]\n{key} = 0\n{BASE}"));
-        assert_has(&e, &["ralph.toml:2:1:", &format!("[{table}] {key} must be at least 1")]);
+        refused(
+            &format!("[{table}]\n{key} = 0\n{BASE}"),
+            &["ralph.toml:2:1:", &format!("[{table}] {key} must be at least 1")],
+        );
     }
-    let e = err(&format!("{BASE}iterations = 0\n"));
-    assert_has(&e, &["ralph.toml:10:1:", "[phases.p] iterations must be at least 1"]);
+    refused(&format!("{BASE}iterations = 0\n"), &["ralph.toml:10:1:", "[phases.p] iterations must be at least 1"]);
 }
 
 #[test]
 fn bad_cost() {
-    let e = err(&format!("[general]\nmax_cost_usd = 0.0\n{BASE}"));
-    assert_has(&e, &["ralph.toml:2:1:", "max_cost_usd must be a number of dollars above 0"]);
-    let e = err(&format!("[general]\nmax_cost_usd = inf\n{BASE}"));
-    assert_has(&e, &["ralph.toml:2:1:", "not inf"]);
+    refused(
+        &format!("[general]\nmax_cost_usd = 0.0\n{BASE}"),
+        &["ralph.toml:2:1:", "max_cost_usd must be a number of dollars above 0"],
+    );
+    refused(&format!("[general]\nmax_cost_usd = inf\n{BASE}"), &["ralph.toml:2:1:", "not inf"]);
 }
 
 #[test]
 fn chain_errors() {
-    let e = err(&BASE.replace("chain = \"main\"", "chain = \"mian\""));
-    assert_has(
-        &e,
+    refused(
+        &BASE.replace("chain = \"main\"", "chain = \"mian\""),
         &["ralph.toml:9:1:", "phase p uses chain `mian`, which is not defined in [chains]; did you mean `main`?"],
     );
-    let e = err(&BASE.replace("main = [\"a\"]", "main = [\"a\", \"b\"]"));
-    assert_has(&e, &["ralph.toml:7:14:", "[chains] main names agent `b`, which is not defined in [agents]", "`a`"]);
-    let e = err(&BASE.replace("main = [\"a\"]", "main = [\"aa\"]"));
-    assert_has(&e, &["did you mean `a`?"]);
-    let e = err(&BASE.replace("main = [\"a\"]", "main = []"));
-    assert_has(&e, &["ralph.toml:7:1:", "[chains] main is empty"]);
+    refused(
+        &BASE.replace("main = [\"a\"]", "main = [\"a\", \"b\"]"),
+        &["ralph.toml:7:14:", "[chains] main names agent `b`, which is not defined in [agents]", "`a`"],
+    );
+    refused(&BASE.replace("main = [\"a\"]", "main = [\"aa\"]"), &["did you mean `a`?"]);
+    refused(&BASE.replace("main = [\"a\"]", "main = []"), &["ralph.toml:7:1:", "[chains] main is empty"]);
 }
 
 #[test]
 fn missing_chain() {
-    let e = err(&format!("{BASE}[phases.q]\niterations = 2\n"));
-    assert_has(&e, &["ralph.toml:10:1:", "[phases.q]: missing key `chain`", "one of [chains]: `main`"]);
+    refused(
+        &format!("{BASE}[phases.q]\niterations = 2\n"),
+        &["ralph.toml:10:1:", "[phases.q]: missing key `chain`", "one of [chains]: `main`"],
+    );
 }
 
 #[test]
 fn workflow_phase_list() {
-    let e = err(&format!("[general.workflow]\nphases = [\"p\", \"q\"]\n{BASE}"));
-    assert_has(&e, &["ralph.toml:2:16:", "lists `q`, which has no [phases.q] table"]);
-    let e = err(&format!("[general.workflow]\nphases = [\"p\", \"p\"]\n{BASE}"));
-    assert_has(&e, &["ralph.toml:2:16:", "lists `p` twice"]);
-    let e = err(&format!("[general.workflow]\nphases = [\"p\"]\n{BASE}[phases.extra]\nchain = \"main\"\n"));
-    assert_has(&e, &["ralph.toml:12:9:", "phase extra is defined but not listed in [general.workflow] phases"]);
-    let e = err("[agents.a]\nkind = \"sim\"\n[[agents.a.script]]\nsteps = []\n");
-    assert_has(&e, &["ralph.toml: no phases defined"]);
+    refused(
+        &format!("[general.workflow]\nphases = [\"p\", \"q\"]\n{BASE}"),
+        &["ralph.toml:2:16:", "lists `q`, which has no [phases.q] table"],
+    );
+    refused(&format!("[general.workflow]\nphases = [\"p\", \"p\"]\n{BASE}"), &["ralph.toml:2:16:", "lists `p` twice"]);
+    refused(
+        &format!("[general.workflow]\nphases = [\"p\"]\n{BASE}[phases.extra]\nchain = \"main\"\n"),
+        &["ralph.toml:12:9:", "phase extra is defined but not listed in [general.workflow] phases"],
+    );
+    refused("[agents.a]\nkind = \"sim\"\n[[agents.a.script]]\nsteps = []\n", &["ralph.toml: no phases defined"]);
 }
 
 #[test]
@@ -355,13 +378,10 @@ fn done_signals() {
     assert_eq!(load(&with("mcp")).phases[0].done, DoneSignal::Mcp);
     // A CLI that ralph does not register `ralph mcp` with could never complete it.
     let off = with("mcp").replace("kind = \"sim\"", "kind = \"sim\"\nmcp = false");
-    assert_has(&err(&off), &["done = \"mcp\" needs every agent", "agent a (mcp = false)"]);
-    let e = err(&with("file:"));
-    assert_has(&e, &["ralph.toml:10:1:", "needs a path"]);
-    let e = err(&with("tga"));
-    assert_has(&e, &["ralph.toml:10:1:", "[phases.p] done", "did you mean `tag`?", "\"file:PATH\""]);
-    let e = err(&format!("{BASE}until = \"forever\"\n"));
-    assert_has(&e, &["ralph.toml:10:9:", "[phases.p] until", "`complete`"]);
+    refused(&off, &["done = \"mcp\" needs every agent", "agent a (mcp = false)"]);
+    refused(&with("file:"), &["ralph.toml:10:1:", "needs a path"]);
+    refused(&with("tga"), &["ralph.toml:10:1:", "[phases.p] done", "did you mean `tag`?", "\"file:PATH\""]);
+    refused(&format!("{BASE}until = \"forever\"\n"), &["ralph.toml:10:9:", "[phases.p] until", "`complete`"]);
 }
 
 /// The agent table of [`BASE`], its script included.
@@ -381,23 +401,39 @@ fn command() -> String {
 fn per_kind_keys() {
     let command = command();
     load(&command);
-    let e = err(&command.replace("\"./agent\", \"{prompt}\"", "\"./agent\""));
-    assert_has(&e, &["ralph.toml:4:1:", "[agents.a] command has no {prompt}"]);
-    let e = err(&command.replace("command = [\"./agent\", \"{prompt}\"]\n", ""));
-    assert_has(&e, &["ralph.toml:2:9:", "[agents.a] command is required for kind = \"command\""]);
-    let e = err(&format!("{command}[agents.a.env]\nX = \"1\"\n")
-        .replace("kind = \"command\"", "kind = \"command\"\nresume = [\"./agent\"]"));
-    assert_has(&e, &["ralph.toml:4:1:", "[agents.a] resume", "{session}"]);
-    let e = err(&command.replace("kind = \"command\"", "kind = \"command\"\nmodel = \"x\""));
-    assert_has(&e, &["ralph.toml:4:1:", "[agents.a] model is not allowed for kind = \"command\""]);
-    let e = err(&BASE.replace("kind = \"sim\"", "kind = \"sim\"\ncommand = [\"x\"]"));
-    assert_has(&e, &["ralph.toml:4:1:", "[agents.a] command is not allowed for kind = \"sim\""]);
-    let e = err(&BASE.replace("kind = \"sim\"", "kind = \"claude\""));
-    assert_has(&e, &["ralph.toml:4:12:", "[agents.a] script is not allowed for kind = \"claude\"", "kind = \"sim\""]);
-    let e = err("[agents.a]\nkind = \"sim\"\n[chains]\nmain = [\"a\"]\n[phases.p]\nchain = \"main\"\n");
-    assert_has(&e, &["ralph.toml:1:9:", "kind = \"sim\" needs a script"]);
-    let e = err(&BASE.replace("{ done = \"ok\" }", "{ crash = \"SIGSEV\" }"));
-    assert_has(&e, &["ralph.toml:5:10:", "crash signal \"SIGSEV\"", "did you mean `SIGSEGV`?"]);
+    refused(
+        &command.replace("\"./agent\", \"{prompt}\"", "\"./agent\""),
+        &["ralph.toml:4:1:", "[agents.a] command has no {prompt}"],
+    );
+    refused(
+        &command.replace("command = [\"./agent\", \"{prompt}\"]\n", ""),
+        &["ralph.toml:2:9:", "[agents.a] command is required for kind = \"command\""],
+    );
+    refused(
+        &format!("{command}[agents.a.env]\nX = \"1\"\n")
+            .replace("kind = \"command\"", "kind = \"command\"\nresume = [\"./agent\"]"),
+        &["ralph.toml:4:1:", "[agents.a] resume", "{session}"],
+    );
+    refused(
+        &command.replace("kind = \"command\"", "kind = \"command\"\nmodel = \"x\""),
+        &["ralph.toml:4:1:", "[agents.a] model is not allowed for kind = \"command\""],
+    );
+    refused(
+        &BASE.replace("kind = \"sim\"", "kind = \"sim\"\ncommand = [\"x\"]"),
+        &["ralph.toml:4:1:", "[agents.a] command is not allowed for kind = \"sim\""],
+    );
+    refused(
+        &BASE.replace("kind = \"sim\"", "kind = \"claude\""),
+        &["ralph.toml:4:12:", "[agents.a] script is not allowed for kind = \"claude\"", "kind = \"sim\""],
+    );
+    refused(
+        "[agents.a]\nkind = \"sim\"\n[chains]\nmain = [\"a\"]\n[phases.p]\nchain = \"main\"\n",
+        &["ralph.toml:1:9:", "kind = \"sim\" needs a script"],
+    );
+    refused(
+        &BASE.replace("{ done = \"ok\" }", "{ crash = \"SIGSEV\" }"),
+        &["ralph.toml:5:10:", "crash signal \"SIGSEV\"", "did you mean `SIGSEGV`?"],
+    );
 }
 
 #[test]
@@ -410,22 +446,21 @@ fn every_agent_kind_loads() {
 
 #[test]
 fn missing_kind() {
-    let e = err(&BASE.replace("kind = \"sim\"\n", ""));
-    assert_has(&e, &["ralph.toml:2:1:", "[agents.a]: missing key `kind`"]);
+    refused(&BASE.replace("kind = \"sim\"\n", ""), &["ralph.toml:2:1:", "[agents.a]: missing key `kind`"]);
 }
 
 #[test]
 fn syntax_error() {
-    let e = err("[general\n");
-    assert_has(&e, &["ralph.toml:1:", "invalid toml"]);
+    refused("[general\n", &["ralph.toml:1:", "invalid toml"]);
 }
 
 #[test]
 fn bad_names_and_probes() {
-    let e = err(&BASE.replace("agents.a", "agents.\"a b\"").replace("[\"a\"]", "[\"a b\"]"));
-    assert_has(&e, &["ralph.toml:2:9:", "[agents] name \"a b\" is not allowed"]);
-    let e = err(&format!("[offline]\nprobe = [\"example.com\"]\n{BASE}"));
-    assert_has(&e, &["ralph.toml:2:10:", "is not host:port"]);
+    refused(
+        &BASE.replace("agents.a", "agents.\"a b\"").replace("[\"a\"]", "[\"a b\"]"),
+        &["ralph.toml:2:9:", "[agents] name \"a b\" is not allowed"],
+    );
+    refused(&format!("[offline]\nprobe = [\"example.com\"]\n{BASE}"), &["ralph.toml:2:10:", "is not host:port"]);
 }
 
 #[test]
@@ -433,8 +468,8 @@ fn permission_modes_are_checked_per_kind() {
     let claude = of_kind("claude", "permission_mode = \"bypassPermissions\"\n");
     assert!(parse(Path::new("ralph.toml"), &claude).is_ok());
     let wrong = claude.replace("bypassPermissions", "yolo");
-    assert_has(
-        &err(&wrong),
+    refused(
+        &wrong,
         &[
             "ralph.toml:4:1:",
             "permission_mode = \"yolo\" is not a mode of kind = \"claude\"",
@@ -442,7 +477,7 @@ fn permission_modes_are_checked_per_kind() {
         ],
     );
     let sim = BASE.replace("kind = \"sim\"", "kind = \"sim\"\npermission_mode = \"auto\"");
-    assert_has(&err(&sim), &["permission_mode is not allowed for kind = \"sim\""]);
+    refused(&sim, &["permission_mode is not allowed for kind = \"sim\""]);
 }
 
 /// [`BASE`] with phases r, f and c, in that order, for the repeat tests.
@@ -467,26 +502,25 @@ fn repeat_resolves_to_a_group_of_phase_indices() {
 
 #[test]
 fn repeat_errors_point_at_the_key() {
-    let e = err(&repeat("{ phases = [\"r\", \"fx\"], passes = 3 }"));
-    assert_has(&e, &["ralph.toml:2:", "repeat lists phase `fx`", "did you mean `f`?"]);
-    let e = err(&repeat("{ phases = [\"r\", \"c\"], passes = 3 }"));
-    assert_has(&e, &["ralph.toml:2:", "must be consecutive", "`c` does not follow `r`"]);
-    let e = err(&repeat("{ phases = [\"f\", \"r\"], passes = 3 }"));
-    assert_has(&e, &["must be consecutive"]);
-    let e = err(&repeat("{ phases = [\"r\", \"r\"], passes = 3 }"));
-    assert_has(&e, &["must be consecutive"]);
-    let e = err(&repeat("{ phases = [], passes = 3 }"));
-    assert_has(&e, &["ralph.toml:2:12:", "repeat phases is empty"]);
-    let e = err(&repeat("{ phases = [\"r\"], passes = 0 }"));
-    assert_has(&e, &["ralph.toml:2:", "passes must be at least 1, not 0"]);
-    let e = err(&repeat("{ phases = [\"r\"], passes = -1 }"));
-    assert_has(&e, &["ralph.toml:2:", "passes", "a whole number ≥ 1"]);
-    let e = err(&repeat("{ phases = [\"r\"] }"));
-    assert_has(&e, &["ralph.toml:2:", "missing key `passes`", "passes = 3"]);
-    let e = err(&repeat("{ phases = [\"r\"], passes = 2, until = \"clean\" }"));
-    assert_has(&e, &["ralph.toml:2:", "unknown key `until`"]);
-    let e = err(&format!("[general]\nrepeat = {{ phases = [\"r\"], passes = 2 }}\n{}", three()));
-    assert_has(&e, &["ralph.toml:2:1:", "belongs in [general.workflow]"]);
+    refused(
+        &repeat("{ phases = [\"r\", \"fx\"], passes = 3 }"),
+        &["ralph.toml:2:", "repeat lists phase `fx`", "did you mean `f`?"],
+    );
+    refused(
+        &repeat("{ phases = [\"r\", \"c\"], passes = 3 }"),
+        &["ralph.toml:2:", "must be consecutive", "`c` does not follow `r`"],
+    );
+    refused(&repeat("{ phases = [\"f\", \"r\"], passes = 3 }"), &["must be consecutive"]);
+    refused(&repeat("{ phases = [\"r\", \"r\"], passes = 3 }"), &["must be consecutive"]);
+    refused(&repeat("{ phases = [], passes = 3 }"), &["ralph.toml:2:12:", "repeat phases is empty"]);
+    refused(&repeat("{ phases = [\"r\"], passes = 0 }"), &["ralph.toml:2:", "passes must be at least 1, not 0"]);
+    refused(&repeat("{ phases = [\"r\"], passes = -1 }"), &["ralph.toml:2:", "passes", "a whole number ≥ 1"]);
+    refused(&repeat("{ phases = [\"r\"] }"), &["ralph.toml:2:", "missing key `passes`", "passes = 3"]);
+    refused(&repeat("{ phases = [\"r\"], passes = 2, until = \"clean\" }"), &["ralph.toml:2:", "unknown key `until`"]);
+    refused(
+        &format!("[general]\nrepeat = {{ phases = [\"r\"], passes = 2 }}\n{}", three()),
+        &["ralph.toml:2:1:", "belongs in [general.workflow]"],
+    );
 }
 
 #[test]
@@ -506,18 +540,12 @@ fn git_keys_are_checked() {
     assert_eq!(git.commit, super::CommitMode::Phase);
     assert_eq!(git.max_new_file, super::ByteSize(512 * 1024));
     assert_eq!(load(&format!("[git]\nmax_new_file = 100\n{BASE}")).config.git.max_new_file.0, 100);
-    let e = err(&format!("[git]\ncommit = \"always\"\n{BASE}"));
-    assert_has(&e, &["ralph.toml:2:", "iteration", "phase", "off"]);
-    let e = err(&format!("[git]\nbranch = \"a b\"\n{BASE}"));
-    assert_has(&e, &["ralph.toml:2:1:", "[git] branch \"a b\""]);
-    let e = err(&format!("[git]\nauthor = \"just a name\"\n{BASE}"));
-    assert_has(&e, &["ralph.toml:2:1:", "is not \"Name <email>\""]);
-    let e = err(&format!("[git]\nmax_new_file = 0\n{BASE}"));
-    assert_has(&e, &["ralph.toml:2:1:", "max_new_file must be more than 0"]);
-    let e = err(&format!("[git]\nmax_new_file = \"5 parsecs\"\n{BASE}"));
-    assert_has(&e, &["ralph.toml:2:", "is not a size"]);
-    let e = err(&format!("[git]\nonly_agent_file = true\n{BASE}"));
-    assert_has(&e, &["only_agent_files"]);
+    refused(&format!("[git]\ncommit = \"always\"\n{BASE}"), &["ralph.toml:2:", "iteration", "phase", "off"]);
+    refused(&format!("[git]\nbranch = \"a b\"\n{BASE}"), &["ralph.toml:2:1:", "[git] branch \"a b\""]);
+    refused(&format!("[git]\nauthor = \"just a name\"\n{BASE}"), &["ralph.toml:2:1:", "is not \"Name <email>\""]);
+    refused(&format!("[git]\nmax_new_file = 0\n{BASE}"), &["ralph.toml:2:1:", "max_new_file must be more than 0"]);
+    refused(&format!("[git]\nmax_new_file = \"5 parsecs\"\n{BASE}"), &["ralph.toml:2:", "is not a size"]);
+    refused(&format!("[git]\nonly_agent_file = true\n{BASE}"), &["only_agent_files"]);
 }
 
 #[test]
@@ -530,10 +558,8 @@ fn max_attempt_log_takes_sizes_with_units_and_a_floor() {
     assert_eq!(parse("4096"), Some(4096));
     assert_eq!(parse("lots"), None);
     assert_eq!(load(&format!("[logs]\nmax_attempt_log = \"128KB\"\n{BASE}")).config.logs.max_attempt_log, 128 << 10);
-    let e = err(&format!("[logs]\nmax_attempt_log = \"1KB\"\n{BASE}"));
-    assert_has(&e, &["max_attempt_log must be at least 64KB"]);
-    let e = err(&format!("[logs]\nmax_attempt_log = \"lots\"\n{BASE}"));
-    assert_has(&e, &["is not a size"]);
+    refused(&format!("[logs]\nmax_attempt_log = \"1KB\"\n{BASE}"), &["max_attempt_log must be at least 64KB"]);
+    refused(&format!("[logs]\nmax_attempt_log = \"lots\"\n{BASE}"), &["is not a size"]);
 }
 
 #[test]
@@ -552,22 +578,24 @@ fn error_patterns_are_regular_expressions_of_command_agents() {
     };
     let loaded = load(&with(r"quota resets in (?P<reset_in>\d+)s"));
     assert_eq!(loaded.config.agents["a"].errors.len(), 1);
-    let e = err(&with("unclosed ("));
-    assert_has(&e, &["[agents.a] errors pattern \"unclosed (\" is not a regular expression"]);
+    refused(&with("unclosed ("), &["[agents.a] errors pattern \"unclosed (\" is not a regular expression"]);
     let claude = with("x")
         .replace("kind = \"command\"", "kind = \"claude\"")
         .replace("command = [\"./agent\", \"{prompt}\"]\n", "");
-    assert_has(&err(&claude), &["[agents.a] errors is not allowed for kind = \"claude\""]);
+    refused(&claude, &["[agents.a] errors is not allowed for kind = \"claude\""]);
 }
 
 #[test]
 fn the_watchdogs_keys_are_checked() {
-    let e = err(&format!("[watch]\nmax_age = \"0s\"\nmax_resumes_per_boot = 0\nservice_managers = [\"\"]\n{BASE}"));
-    assert_has(
-        &e,
-        &["3 problems", "[watch] max_age must be longer than 0", "[watch] max_resumes_per_boot must be at least 1"],
+    refused(
+        &format!("[watch]\nmax_age = \"0s\"\nmax_resumes_per_boot = 0\nservice_managers = [\"\"]\n{BASE}"),
+        &[
+            "3 problems",
+            "[watch] max_age must be longer than 0",
+            "[watch] max_resumes_per_boot must be at least 1",
+            "[watch] service_managers \"\" is not a program name",
+        ],
     );
-    assert_has(&e, &["[watch] service_managers \"\" is not a program name"]);
     let loaded = load(&format!("[watch]\nmax_age = \"7d\"\nservice_managers = [\"nomad\"]\n{BASE}"));
     assert_eq!(loaded.config.watch.max_age.as_secs(), 7 * 86_400);
 }

@@ -270,7 +270,7 @@ pub(crate) fn final_status(stop: Option<StopCause>, end: Option<&FleetEnd>) -> F
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::state::tests::fleet;
+    use crate::testkit::fleet;
 
     fn task(state: TaskState, seq: u32) -> Task {
         let mut t = Task::new("tasks/x.md", seq, "ralph/x".into());

@@ -217,7 +217,7 @@ pub(crate) fn order(fleet: &Fleet) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::state::tests::fleet;
+    use crate::testkit::fleet;
 
     fn task(state: TaskState, finished: Option<u32>) -> Task {
         let mut t = Task::new("tasks/x.md", 1, "ralph/x".into());

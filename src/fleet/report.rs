@@ -134,7 +134,7 @@ pub(super) fn summary(fleet: &Fleet, headline: &str, landing: bool, logs: &dyn F
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::state::tests::fleet;
+    use crate::testkit::fleet;
 
     #[test]
     fn the_summary_names_each_task_and_what_to_do_next() {

@@ -329,36 +329,9 @@ pub(crate) fn save(path: &Path, fleet: &mut Fleet) -> std::io::Result<()> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-
-    pub(crate) fn fleet() -> Fleet {
-        let now = jiff::Timestamp::UNIX_EPOCH;
-        Fleet {
-            version: VERSION,
-            seq: 0,
-            fleet_id: "f1".into(),
-            status: FleetStatus::Running,
-            clean_stop: false,
-            stop_reason: None,
-            repo: "/r".into(),
-            base: "b0".into(),
-            base_branch: Some("main".into()),
-            into: "ralph/fleet".into(),
-            worktrees: "/r-fleet".into(),
-            config: "/r/ralph.toml".into(),
-            tasks_glob: "tasks/*.md".into(),
-            discovered: 0,
-            finished: 0,
-            no_land: false,
-            landing: None,
-            landings: 0,
-            landing_secs: 0.0,
-            created_at: now,
-            updated_at: now,
-            tasks: BTreeMap::new(),
-        }
-    }
+    use crate::testkit::fleet;
 
     #[test]
     fn a_saved_state_reads_back() {

@@ -315,9 +315,24 @@ mod tests {
         Phase { iterations, until_complete, ..crate::testkit::phase(name, chain) }
     }
 
-    /// One phase `dev` of one iteration on `chain`, and a run standing at its start.
-    fn dev(chain: &[&str]) -> ([Phase; 1], Progress) {
-        ([phase("dev", chain, 1, false)], Progress::new("dev"))
+    /// One phase `dev` of one iteration on `chain` under `retry`, and a run standing
+    /// at its start.
+    fn dev(chain: &[&str], retry: Retry) -> (Policy, Progress) {
+        (Policy { phases: [phase("dev", chain, 1, false)], retry }, Progress::new("dev"))
+    }
+
+    /// The policy of a run of one phase, as [`dev`] sets it: what it answers to a
+    /// failed attempt.
+    struct Policy {
+        phases: [Phase; 1],
+        retry: Retry,
+    }
+
+    impl Policy {
+        /// [`on_failure`] of `f` for the run `p`, the run caps of [`limits`].
+        fn fail(&self, p: &mut Progress, f: &Classification, facts: Facts) -> Next {
+            on_failure(p, &self.phases, limits(&self.retry), f, facts)
+        }
     }
 
     /// `next` stops the run failed on `cap`, its message starting with `starts`.
@@ -500,43 +515,37 @@ mod tests {
 
     #[test]
     fn agent_failures_resume_then_fall_over_then_exhaust_cycles() {
-        let retry = Retry { agent_attempts: 2, ..Retry::default() };
-        let (phases, mut p) = dev(&["a", "b"]);
+        let (policy, mut p) = dev(&["a", "b"], Retry { agent_attempts: 2, ..Retry::default() });
         let f = agent_failure();
         assert_eq!(
-            on_failure(&mut p, &phases, limits(&retry), &f, facts(Some("s1".into()))),
+            policy.fail(&mut p, &f, facts(Some("s1".into()))),
             Next::Retry { delay: Duration::from_secs(2), probe_first: false }
         );
         assert_eq!(p.resume_session.as_deref(), Some("s1"));
         assert_eq!(
-            on_failure(&mut p, &phases, limits(&retry), &f, facts(None)),
+            policy.fail(&mut p, &f, facts(None)),
             Next::Fallover { from: "a".into(), to: "b".into(), new_cycle: false, why: FalloverWhy::Budget }
         );
         assert_eq!(p.resume_session, None);
-        let _ = on_failure(&mut p, &phases, limits(&retry), &f, facts(None));
+        let _ = policy.fail(&mut p, &f, facts(None));
         assert_eq!(
-            on_failure(&mut p, &phases, limits(&retry), &f, facts(None)),
+            policy.fail(&mut p, &f, facts(None)),
             Next::Fallover { from: "b".into(), to: "a".into(), new_cycle: true, why: FalloverWhy::Budget }
         );
         assert_eq!(p.position.cycle, 2);
-        let _ = on_failure(&mut p, &phases, limits(&retry), &f, facts(None));
-        let _ = on_failure(&mut p, &phases, limits(&retry), &f, facts(None));
-        let _ = on_failure(&mut p, &phases, limits(&retry), &f, facts(None));
-        assert_failed_on(
-            on_failure(&mut p, &phases, limits(&retry), &f, facts(None)),
-            Cap::MaxCycles,
-            "max_cycles exhausted",
-        );
+        let _ = policy.fail(&mut p, &f, facts(None));
+        let _ = policy.fail(&mut p, &f, facts(None));
+        let _ = policy.fail(&mut p, &f, facts(None));
+        assert_failed_on(policy.fail(&mut p, &f, facts(None)), Cap::MaxCycles, "max_cycles exhausted");
     }
 
     #[test]
     fn fresh_session_failures_drop_the_session() {
-        let retry = Retry { agent_attempts: 3, ..Retry::default() };
-        let (phases, mut p) = dev(&["a"]);
+        let (policy, mut p) = dev(&["a"], Retry { agent_attempts: 3, ..Retry::default() });
         let mut f = Classification::new(Category::Agent, Rule::SessionNotFound, "unknown session");
         f.fresh_session = true;
         assert_eq!(
-            on_failure(&mut p, &phases, limits(&retry), &f, facts(Some("s1".into()))),
+            policy.fail(&mut p, &f, facts(Some("s1".into()))),
             Next::Retry { delay: Duration::from_secs(2), probe_first: false }
         );
         assert_eq!(p.resume_session, None);
@@ -544,11 +553,10 @@ mod tests {
 
     #[test]
     fn environmental_failures_cost_no_budget() {
-        let retry = Retry { agent_attempts: 1, ..Retry::default() };
-        let (phases, mut p) = dev(&["a"]);
+        let (policy, mut p) = dev(&["a"], Retry { agent_attempts: 1, ..Retry::default() });
         let env = Classification::new(Category::Environmental, Rule::ProviderOverloaded, "529");
         for _ in 0..10 {
-            assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &env, facts(None)), Next::Retry { .. }));
+            assert!(matches!(policy.fail(&mut p, &env, facts(None)), Next::Retry { .. }));
         }
         assert_eq!(p.counters.agent_failures, 0);
         assert_eq!(p.position.agent_index, 0);
@@ -556,21 +564,21 @@ mod tests {
 
     #[test]
     fn tool_unavailable_starts_fresh_until_its_own_cap() {
-        let retry = Retry { agent_attempts: 1, tool_registry_resets: 2, ..Retry::default() };
-        let (phases, mut p) = dev(&["a", "b"]);
+        let (policy, mut p) =
+            dev(&["a", "b"], Retry { agent_attempts: 1, tool_registry_resets: 2, ..Retry::default() });
         let mut f = Classification::new(Category::Agent, Rule::ToolUnavailable, "No such tool available: mcp__x");
         f.fresh_session = true;
         f.reset_tool_registry = true;
         for _ in 0..2 {
             assert_eq!(
-                on_failure(&mut p, &phases, limits(&retry), &f, facts(Some("s".into()))),
+                policy.fail(&mut p, &f, facts(Some("s".into()))),
                 Next::Retry { delay: Duration::ZERO, probe_first: false }
             );
             assert_eq!(p.resume_session, None);
             assert_eq!(p.position.agent_index, 0, "no agent budget is used");
         }
         assert_failed_on(
-            on_failure(&mut p, &phases, limits(&retry), &f, facts(None)),
+            policy.fail(&mut p, &f, facts(None)),
             Cap::ToolRegistryResets,
             "tool-registry-reset exhausted",
         );
@@ -578,17 +586,13 @@ mod tests {
 
     #[test]
     fn user_config_blocks_and_ambiguous_is_capped() {
-        let retry = Retry { ambiguous_attempts: 2, ..Retry::default() };
-        let (phases, mut p) = dev(&["a"]);
+        let (policy, mut p) = dev(&["a"], Retry { ambiguous_attempts: 2, ..Retry::default() });
         let uc = Classification::new(Category::UserConfig, Rule::AuthFailed, "401");
-        assert!(matches!(
-            on_failure(&mut p, &phases, limits(&retry), &uc, facts(None)),
-            Next::Stop(Stop::Blocked { .. })
-        ));
+        assert!(matches!(policy.fail(&mut p, &uc, facts(None)), Next::Stop(Stop::Blocked { .. })));
         let amb = Classification::new(Category::Ambiguous, Rule::Unexplained, "?");
-        assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &amb, facts(None)), Next::Retry { .. }));
+        assert!(matches!(policy.fail(&mut p, &amb, facts(None)), Next::Retry { .. }));
         assert!(matches!(
-            on_failure(&mut p, &phases, limits(&retry), &amb, facts(None)),
+            policy.fail(&mut p, &amb, facts(None)),
             Next::Stop(Stop::Failed { cap: Cap::AmbiguousAttempts, .. })
         ));
     }
@@ -605,33 +609,29 @@ mod tests {
 
     #[test]
     fn agent_retries_back_off_doubling_to_a_minute() {
-        let retry = Retry { agent_attempts: 100, ..Retry::default() };
-        let (phases, mut p) = dev(&["a"]);
+        let (policy, mut p) = dev(&["a"], Retry { agent_attempts: 100, ..Retry::default() });
         let delays: Vec<u64> = (0..7)
-            .map(|_| match on_failure(&mut p, &phases, limits(&retry), &agent_failure(), facts(None)) {
+            .map(|_| match policy.fail(&mut p, &agent_failure(), facts(None)) {
                 Next::Retry { delay, probe_first: false } => delay.as_secs(),
                 other => panic!("{other:?}"),
             })
             .collect();
         assert_eq!(delays, [2, 4, 8, 16, 32, 60, 60]);
-        let at_once = Retry { agent_backoff_base: Duration::ZERO, ..retry };
+        let at_once = Retry { agent_backoff_base: Duration::ZERO, ..policy.retry };
         assert_eq!(agent_backoff(&at_once, 3), Duration::ZERO);
     }
 
     #[test]
     fn an_environmental_streak_is_bounded_without_max_runtime() {
-        let retry = Retry { max_environmental_wait: Duration::from_secs(3600), ..Retry::default() };
-        let (phases, mut p) = dev(&["a"]);
+        let (policy, mut p) =
+            dev(&["a"], Retry { max_environmental_wait: Duration::from_secs(3600), ..Retry::default() });
         let env = Classification::new(Category::Environmental, Rule::ProviderOverloaded, "the provider is overloaded");
         let at = |now| Facts { now, ..Facts::default() };
-        assert!(matches!(
-            on_failure(&mut p, &phases, limits(&retry), &env, at(1_000)),
-            Next::Retry { probe_first: true, .. }
-        ));
+        assert!(matches!(policy.fail(&mut p, &env, at(1_000)), Next::Retry { probe_first: true, .. }));
         // An hour offline does not count.
         p.exclude_from_streak(3_600);
-        assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &env, at(5_000)), Next::Retry { .. }));
-        match on_failure(&mut p, &phases, limits(&retry), &env, at(8_200)) {
+        assert!(matches!(policy.fail(&mut p, &env, at(5_000)), Next::Retry { .. }));
+        match policy.fail(&mut p, &env, at(8_200)) {
             Next::Stop(Stop::Failed { cap: Cap::EnvironmentalWait, message }) => {
                 assert!(message.starts_with("max_environmental_wait exhausted"), "{message}");
                 assert!(message.contains("the provider is overloaded"), "{message}");
@@ -641,28 +641,27 @@ mod tests {
         }
         // Any other ending of an attempt ends the streak.
         let mut p = Progress::new("dev");
-        let _ = on_failure(&mut p, &phases, limits(&retry), &env, at(0));
-        let _ = on_failure(&mut p, &phases, limits(&retry), &agent_failure(), at(3_000));
-        assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &env, at(4_000)), Next::Retry { .. }));
-        assert!(matches!(on_failure(&mut p, &phases, limits(&retry), &env, at(7_000)), Next::Retry { .. }));
-        let _ = on_success(&mut p, &phases, None, Completion::Done);
+        let _ = policy.fail(&mut p, &env, at(0));
+        let _ = policy.fail(&mut p, &agent_failure(), at(3_000));
+        assert!(matches!(policy.fail(&mut p, &env, at(4_000)), Next::Retry { .. }));
+        assert!(matches!(policy.fail(&mut p, &env, at(7_000)), Next::Retry { .. }));
+        let _ = on_success(&mut p, &policy.phases, None, Completion::Done);
         assert_eq!(p.environmental_streak, None);
     }
 
     #[test]
     fn only_the_agents_own_failures_make_a_continue_storm() {
-        let retry = Retry { agent_attempts: 100, ..Retry::default() };
-        let (phases, mut p) = dev(&["a"]);
+        let (policy, mut p) = dev(&["a"], Retry { agent_attempts: 100, ..Retry::default() });
         let overloaded = Classification::new(Category::Environmental, Rule::ProviderOverloaded, "529");
         for now in [0, 60, 120, 180] {
-            let next = on_failure(&mut p, &phases, limits(&retry), &overloaded, facts_at(Some("s".into()), now));
-            assert_eq!(continue_storm(&mut p, &retry, &overloaded, &next, now), None);
+            let next = policy.fail(&mut p, &overloaded, facts_at(Some("s".into()), now));
+            assert_eq!(continue_storm(&mut p, &policy.retry, &overloaded, &next, now), None);
         }
         assert_eq!(p.resume_session.as_deref(), Some("s"), "the session survives an outage");
         let mut fired = None;
         for now in [200, 260, 320] {
-            let next = on_failure(&mut p, &phases, limits(&retry), &agent_failure(), facts_at(Some("s".into()), now));
-            fired = continue_storm(&mut p, &retry, &agent_failure(), &next, now);
+            let next = policy.fail(&mut p, &agent_failure(), facts_at(Some("s".into()), now));
+            fired = continue_storm(&mut p, &policy.retry, &agent_failure(), &next, now);
         }
         assert!(fired.is_some_and(|e| e.starts_with("3 recoveries")));
         assert_eq!(p.resume_session, None);

@@ -16,8 +16,6 @@ pub(crate) mod words;
 pub(crate) use next::next_step;
 pub(crate) use progress::{Mode, Pulse, Reporter};
 pub(crate) use summary::Summary;
-#[cfg(test)]
-pub(crate) use summary::tests::checkpoint as summary_fixture;
 
 /// The zone every shown time is in: the system's (`TZ`, else `/etc/localtime`). Read
 /// by the shell, once for what it shows, and passed to the [`crate::text::clock`]

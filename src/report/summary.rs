@@ -231,39 +231,10 @@ fn excerpt(text: &str, n: usize) -> Vec<String> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use crate::recovery::Classification;
-    use crate::state::checkpoint::{LastError, Status};
-    use crate::workflow::Progress;
-
-    /// A checkpoint as a run in its second attempt of `develop` leaves it.
-    pub(crate) fn checkpoint(status: Status) -> Checkpoint {
-        let mut progress = Progress::new("develop");
-        progress.counters.attempts = 4;
-        progress.counters.iterations_done = 1;
-        let begun = "2026-01-01T00:00:00Z".parse().unwrap();
-        Checkpoint {
-            status,
-            clean_stop: true,
-            last_error: Some(LastError {
-                classification: Classification::new(
-                    Category::UserConfig,
-                    crate::recovery::Rule::AuthFailed,
-                    "the provider rejected the credentials",
-                ),
-                agent: "claude".into(),
-                text_tail:
-                    "starting\n\nAPI Error: 401 {\"type\":\"error\",\"error\":{\"type\":\"authentication_error\"}}\n"
-                        .into(),
-                at: "2026-01-01T00:01:00Z".parse().unwrap(),
-                log: Some(".agent/logs/20260101T000000Z-42/attempt-0004-develop-claude.log".into()),
-            }),
-            elapsed_secs: 75.0,
-            updated_at: "2026-01-01T00:01:15Z".parse().unwrap(),
-            ..crate::step::start::blank("20260101T000000Z-42".into(), progress, "ralph.toml".into(), begun)
-        }
-    }
+    use crate::state::checkpoint::Status;
+    use crate::testkit::checkpoint;
 
     fn summary(next: Option<&str>) -> Summary {
         Summary {

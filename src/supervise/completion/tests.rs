@@ -1,20 +1,12 @@
-use std::path::Path;
-
 use super::*;
+use crate::testkit::corpus;
 
-#[test]
-fn a_tag_at_the_very_end_is_the_signal() {
-    assert_eq!(judge("Implemented the parser; all 48 tests pass.\n\n<promise>DONE</promise>\n"), Claim::Done);
-    assert_eq!(judge("Everything in the plan is built and verified. <promise>COMPLETE</promise>"), Claim::Goal);
-    assert_eq!(judge("<promise>DONE</promise>"), Claim::Done);
-    assert_eq!(judge("Iteration 3: done.\n<promise>DONE</promise>\n<promise>COMPLETE</promise>"), Claim::Goal);
-    assert_eq!(judge("Final status:\n<promise>DONE</promise>"), Claim::Done);
-}
-
-#[test]
-fn a_finished_sentence_before_the_tag_may_say_no() {
-    assert_eq!(judge("No warnings, no failures. <promise>DONE</promise>"), Claim::Done);
-    assert_eq!(judge("I could not run the Docker tests, but unit tests pass.\n\n<promise>DONE</promise>"), Claim::Done);
+/// Each text's claim, the text named in a failure.
+#[track_caller]
+fn judged(cases: &[(&str, Claim)]) {
+    for (text, want) in cases {
+        assert_eq!(&judge(text), want, "{text}");
+    }
 }
 
 /// The rule that denied `text`, or a panic naming what the judge said instead.
@@ -25,9 +17,36 @@ fn denied(text: &str) -> Rule {
     }
 }
 
+/// The rule that denied each text.
+#[track_caller]
+fn denials(cases: &[(&str, Rule)]) {
+    for (text, rule) in cases {
+        assert_eq!(&denied(text), rule, "{text}");
+    }
+}
+
+#[test]
+fn a_tag_at_the_very_end_is_the_signal() {
+    judged(&[
+        ("Implemented the parser; all 48 tests pass.\n\n<promise>DONE</promise>\n", Claim::Done),
+        ("Everything in the plan is built and verified. <promise>COMPLETE</promise>", Claim::Goal),
+        ("<promise>DONE</promise>", Claim::Done),
+        ("Iteration 3: done.\n<promise>DONE</promise>\n<promise>COMPLETE</promise>", Claim::Goal),
+        ("Final status:\n<promise>DONE</promise>", Claim::Done),
+    ]);
+}
+
+#[test]
+fn a_finished_sentence_before_the_tag_may_say_no() {
+    judged(&[
+        ("No warnings, no failures. <promise>DONE</promise>", Claim::Done),
+        ("I could not run the Docker tests, but unit tests pass.\n\n<promise>DONE</promise>", Claim::Done),
+    ]);
+}
+
 #[test]
 fn negated_or_postponed_tags_are_denied() {
-    let cases = [
+    denials(&[
         ("I have not printed <promise>COMPLETE</promise>", Rule::PostponedSignal),
         ("I won't output <promise>DONE</promise>", Rule::PostponedSignal),
         ("The tests still fail, so I am not ready for <promise>DONE</promise>", Rule::NegatedWork),
@@ -38,10 +57,7 @@ fn negated_or_postponed_tags_are_denied() {
         ("Two endpoints are left to implement.\n\n<promise>DONE</promise>", Rule::NegatedWork),
         ("cargo test: 41 passed; 3 failed\n<promise>DONE</promise>", Rule::NegatedWork),
         ("Fixing the last lint warning next.\n<promise>DONE</promise>", Rule::StillWorking),
-    ];
-    for (text, rule) in cases {
-        assert_eq!(denied(text), rule, "{text}");
-    }
+    ]);
 }
 
 #[test]
@@ -88,70 +104,83 @@ fn an_unsure_paragraph_is_doubtful() {
 
 #[test]
 fn echoed_instructions_are_not_signals() {
-    assert_eq!(
-        denied("When the iteration is done, end your final message with <promise>DONE</promise>"),
-        Rule::InstructionEcho
-    );
-    assert_eq!(denied("End your final message with:\n\n<promise>DONE</promise>"), Rule::InstructionEcho);
-    assert_eq!(denied("> When everything is finished, print <promise>COMPLETE</promise>"), Rule::Quoted);
-    assert_eq!(denied("For example:\n<promise>DONE</promise>"), Rule::Example);
+    denials(&[
+        ("When the iteration is done, end your final message with <promise>DONE</promise>", Rule::InstructionEcho),
+        ("End your final message with:\n\n<promise>DONE</promise>", Rule::InstructionEcho),
+        ("> When everything is finished, print <promise>COMPLETE</promise>", Rule::Quoted),
+        ("For example:\n<promise>DONE</promise>", Rule::Example),
+    ]);
 }
 
 #[test]
 fn quoted_tags_are_not_signals() {
-    assert_eq!(denied("The done signal is \"<promise>DONE</promise>\""), Rule::Quoted);
-    assert_eq!(denied("The done signal is \"<promise>DONE</promise>"), Rule::Quoted);
-    assert_eq!(denied("The done signal is `<promise>DONE</promise>`"), Rule::InCode);
-    assert_eq!(denied("Use this:\n```\n<promise>DONE</promise>\n```"), Rule::InCode);
-    assert_eq!(denied("Use this:\n```\n<promise>DONE</promise>"), Rule::InCode);
+    denials(&[
+        ("The done signal is \"<promise>DONE</promise>\"", Rule::Quoted),
+        ("The done signal is \"<promise>DONE</promise>", Rule::Quoted),
+        ("The done signal is `<promise>DONE</promise>`", Rule::InCode),
+        ("Use this:\n```\n<promise>DONE</promise>\n```", Rule::InCode),
+        ("Use this:\n```\n<promise>DONE</promise>", Rule::InCode),
+    ]);
 }
 
 #[test]
 fn a_tag_followed_by_more_text_is_not_a_signal() {
-    assert_eq!(denied("<promise>DONE</promise>\nActually, one test still fails; fixing it next."), Rule::TagNotLast);
-    assert_eq!(denied("<promise>COMPLETE</promise> Now let me also update the docs."), Rule::TagNotLast);
+    denials(&[
+        ("<promise>DONE</promise>\nActually, one test still fails; fixing it next.", Rule::TagNotLast),
+        ("<promise>COMPLETE</promise> Now let me also update the docs.", Rule::TagNotLast),
+    ]);
 }
 
 #[test]
 fn a_limit_notice_is_nothing() {
-    assert_eq!(judge("You've hit your limit · resets 8pm (Europe/Berlin)"), Claim::Nothing);
-    assert_eq!(judge("All done!\nYou've hit your limit · resets 8pm"), Claim::Nothing);
+    judged(&[
+        ("You've hit your limit · resets 8pm (Europe/Berlin)", Claim::Nothing),
+        ("All done!\nYou've hit your limit · resets 8pm", Claim::Nothing),
+    ]);
     assert_eq!(denied("Claude AI usage limit reached|1718000000\n<promise>DONE</promise>"), Rule::LimitNotice);
 }
 
 #[test]
 fn done_in_words() {
-    assert_eq!(judge("All done! The endpoint now validates input."), Claim::ClaimedInWords("all done"));
-    assert_eq!(judge("The task is complete."), Claim::ClaimedInWords("task is complete"));
-    assert_eq!(judge("Finished."), Claim::ClaimedInWords("finished"));
-    assert_eq!(judge("Everything is implemented and documented."), Claim::ClaimedInWords("everything is implemented"));
-    assert_eq!(judge("Migration written, tests green. I've finished."), Claim::ClaimedInWords("i've finished"));
+    judged(&[
+        ("All done! The endpoint now validates input.", Claim::ClaimedInWords("all done")),
+        ("The task is complete.", Claim::ClaimedInWords("task is complete")),
+        ("Finished.", Claim::ClaimedInWords("finished")),
+        ("Everything is implemented and documented.", Claim::ClaimedInWords("everything is implemented")),
+        ("Migration written, tests green. I've finished.", Claim::ClaimedInWords("i've finished")),
+    ]);
 }
 
 #[test]
 fn negated_or_asked_claims_are_not_claims() {
-    assert_eq!(judge("The task is not complete: two tests fail."), Claim::Nothing);
-    assert_eq!(judge("It isn't finished yet, the parser still panics on empty input."), Claim::Nothing);
-    assert_eq!(judge("Is the task complete? The plan lists one more item."), Claim::Nothing);
-    assert_eq!(judge("I finished reading the module and found the bug in the cache."), Claim::Nothing);
+    judged(&[
+        ("The task is not complete: two tests fail.", Claim::Nothing),
+        ("It isn't finished yet, the parser still panics on empty input.", Claim::Nothing),
+        ("Is the task complete? The plan lists one more item.", Claim::Nothing),
+        ("I finished reading the module and found the bug in the cache.", Claim::Nothing),
+    ]);
 }
 
 #[test]
 fn ready_to_continue() {
-    assert_eq!(judge("Task 2 is complete. Proceeding with task 3."), Claim::ReadyToContinue("proceeding with"));
-    assert_eq!(judge("The schema is in place. Shall I continue?"), Claim::ReadyToContinue("shall i continue"));
-    assert_eq!(judge("Next I will wire up the CLI flag."), Claim::ReadyToContinue("next i will"));
-    assert_eq!(
-        judge("Let me know if you want me to continue with the remaining endpoints."),
-        Claim::ReadyToContinue("want me to continue")
-    );
-    assert_eq!(judge("I'm ready to continue whenever you are."), Claim::ReadyToContinue("ready to continue"));
+    judged(&[
+        ("Task 2 is complete. Proceeding with task 3.", Claim::ReadyToContinue("proceeding with")),
+        ("The schema is in place. Shall I continue?", Claim::ReadyToContinue("shall i continue")),
+        ("Next I will wire up the CLI flag.", Claim::ReadyToContinue("next i will")),
+        (
+            "Let me know if you want me to continue with the remaining endpoints.",
+            Claim::ReadyToContinue("want me to continue"),
+        ),
+        ("I'm ready to continue whenever you are.", Claim::ReadyToContinue("ready to continue")),
+    ]);
 }
 
 #[test]
 fn the_last_word_wins() {
-    assert_eq!(judge("Next I will add tests. ... Tests added; all done."), Claim::ClaimedInWords("all done"));
-    assert_eq!(judge("Part one is complete. Next I'll do part two."), Claim::ReadyToContinue("next i'll"));
+    judged(&[
+        ("Next I will add tests. ... Tests added; all done.", Claim::ClaimedInWords("all done")),
+        ("Part one is complete. Next I'll do part two.", Claim::ReadyToContinue("next i'll")),
+    ]);
 }
 
 #[test]
@@ -167,8 +196,7 @@ fn typographic_apostrophes_are_read() {
 
 #[test]
 fn nothing_for_plain_progress() {
-    assert_eq!(judge("Refactored the loader and added two tests."), Claim::Nothing);
-    assert_eq!(judge(""), Claim::Nothing);
+    judged(&[("Refactored the loader and added two tests.", Claim::Nothing), ("", Claim::Nothing)]);
 }
 
 /// Files are named `NAME.false.txt` (a tag must never be accepted, not even with a
@@ -176,10 +204,9 @@ fn nothing_for_plain_progress() {
 /// `NAME.goal.txt`.
 #[test]
 fn corpus_has_zero_false_completions() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/completion");
     let mut counts = [0usize; 3];
     let mut wrong = Vec::new();
-    for (name, text) in corpus_files(&dir) {
+    for (name, text) in corpus("completion") {
         let got = judge(&text);
         let (slot, ok) = if name.ends_with(".false.txt") {
             (0, !matches!(got, Claim::Done | Claim::Goal | Claim::Doubtful { .. }))
@@ -211,10 +238,9 @@ fn corpus_has_zero_false_completions() {
 /// None may be rejected; a doubt is allowed (it costs a question, not a failure).
 #[test]
 fn honest_corpus_has_zero_rejections() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/completion/honest");
     let mut cases = Vec::new();
     let mut bad = Vec::new();
-    for (name, text) in corpus_files(&dir) {
+    for (name, text) in corpus("completion/honest") {
         let Some((origin, body)) = text.split_once('\n') else {
             bad.push(format!("{name}: empty"));
             continue;
@@ -246,8 +272,7 @@ fn honest_corpus_has_zero_rejections() {
 /// Two honest endings that differ by one substituted word test the same thing twice.
 #[test]
 fn honest_corpus_has_no_near_duplicates() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/completion/honest");
-    let cases: Vec<(String, Vec<String>)> = corpus_files(&dir)
+    let cases: Vec<(String, Vec<String>)> = corpus("completion/honest")
         .into_iter()
         .map(|(name, text)| {
             let body = text.split_once('\n').map_or("", |(_, b)| b);
@@ -263,20 +288,4 @@ fn honest_corpus_has_no_near_duplicates() {
         }
     }
     assert!(near.is_empty(), "near-duplicate honest endings: {near:#?}");
-}
-
-/// The `.txt` files of `dir`, by name, sorted.
-fn corpus_files(dir: &Path) -> Vec<(String, String)> {
-    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("read {}: {e}", dir.display()));
-    let mut files: Vec<(String, String)> = entries
-        .map(|entry| entry.expect("dir entry").path())
-        .filter(|path| path.extension().is_some_and(|e| e == "txt"))
-        .map(|path| {
-            let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
-            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-            (name, text)
-        })
-        .collect();
-    files.sort();
-    files
 }

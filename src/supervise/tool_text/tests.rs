@@ -1,34 +1,37 @@
-use std::path::Path;
-
 use super::*;
 
 fn pattern(text: &str) -> Option<&'static str> {
     detect(text).map(|t| t.pattern)
 }
 
+/// Each family's way of writing a call in plain text, named so a failure says which.
 #[test]
-fn qwen_function_equals_syntax() {
-    let text = "I'll fix the import now.\n\n<function=edit>\n<parameter=path>\nsrc/main.rs\n</parameter>\n</function>";
-    assert_eq!(pattern(text), Some("xml-function-equals"));
-}
-
-#[test]
-fn claude_invoke_block() {
-    let text =
-        "Let me run the tests.\n<invoke name=\"Bash\">\n<parameter name=\"command\">cargo test</parameter>\n</invoke>";
-    assert_eq!(pattern(text), Some("xml-invoke"));
-}
-
-#[test]
-fn hermes_tool_call_block_with_json() {
-    let text = "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"README.md\"}}\n</tool_call>";
-    assert_eq!(pattern(text), Some("xml-tool-call"));
-}
-
-#[test]
-fn glm_tool_call_with_arg_keys() {
-    let text = "Now I need to look at the config.<tool_call>read\n<arg_key>file_path</arg_key>\n<arg_value>/app/config.toml</arg_value>\n</tool_call>";
-    assert_eq!(pattern(text), Some("xml-tool-call"));
+fn xml_calls_of_each_model_family() {
+    let cases = [
+        (
+            "qwen <function=…>",
+            "I'll fix the import now.\n\n<function=edit>\n<parameter=path>\nsrc/main.rs\n</parameter>\n</function>",
+            "xml-function-equals",
+        ),
+        (
+            "claude <invoke>",
+            "Let me run the tests.\n<invoke name=\"Bash\">\n<parameter name=\"command\">cargo test</parameter>\n</invoke>",
+            "xml-invoke",
+        ),
+        (
+            "hermes <tool_call> with JSON",
+            "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"README.md\"}}\n</tool_call>",
+            "xml-tool-call",
+        ),
+        (
+            "glm <tool_call> with <arg_key>",
+            "Now I need to look at the config.<tool_call>read\n<arg_key>file_path</arg_key>\n<arg_value>/app/config.toml</arg_value>\n</tool_call>",
+            "xml-tool-call",
+        ),
+    ];
+    for (family, text, want) in cases {
+        assert_eq!(pattern(text), Some(want), "{family}");
+    }
 }
 
 #[test]
@@ -141,18 +144,7 @@ fn many_braces_stay_cheap() {
 }
 
 fn corpus(kind: &str) -> Vec<(String, String)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/tool-text").join(kind);
-    let mut files: Vec<(String, String)> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
-        .map(|entry| {
-            let path = entry.expect("dir entry").path();
-            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-            (path.file_name().unwrap_or_default().to_string_lossy().into_owned(), text)
-        })
-        .filter(|(name, _)| name.ends_with(".txt"))
-        .collect();
-    files.sort();
-    files
+    crate::testkit::corpus(&format!("tool-text/{kind}"))
 }
 
 #[test]
