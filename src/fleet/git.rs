@@ -203,10 +203,13 @@ pub(crate) fn append_ledger(ledger: &Path, entry: &LedgerEntry) -> std::io::Resu
 
 /// The ledger's entries; a torn last line (a kill mid-append) is skipped.
 pub(crate) fn read_ledger(ledger: &Path) -> Vec<LedgerEntry> {
-    std::fs::read_to_string(ledger)
-        .unwrap_or_default()
+    use std::io::BufRead;
+    // Line by line: the ledger grows with every landing of the fleet.
+    let Ok(file) = std::fs::File::open(ledger) else { return Vec::new() };
+    std::io::BufReader::new(file)
         .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
+        .map_while(Result::ok)
+        .filter_map(|line| serde_json::from_str(&line).ok())
         .collect()
 }
 
@@ -266,8 +269,19 @@ pub(crate) fn changes_in(worktree: &Path) -> Result<Vec<String>, GitError> {
 
 /// Every ref and its object.
 pub(crate) fn refs(repo: &Repo) -> Result<BTreeMap<String, String>, GitError> {
-    let out = repo.git(&["for-each-ref", "--format=%(refname)%00%(objectname)"])?;
-    Ok(out.lines().filter_map(|l| l.split_once('\0')).map(|(n, o)| (n.to_string(), o.to_string())).collect())
+    let args = ["for-each-ref", "--format=%(refname)%00%(objectname)"];
+    let out = repo.git_output(&args)?;
+    if !out.status.success() {
+        return Err(failure("for-each-ref", &out));
+    }
+    // Parsed from git's own bytes: a repository's every ref is not copied once more
+    // into a string first.
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let pairs = out.stdout.split(|b| *b == b'\n').filter_map(|line| {
+        let nul = line.iter().position(|b| *b == 0)?;
+        Some((text(&line[..nul]), text(&line[nul + 1..])))
+    });
+    Ok(pairs.collect())
 }
 
 /// The main checkout as a task's isolation check sees it (see `isolation`): HEAD,

@@ -162,7 +162,18 @@ pub(crate) struct Window {
     pub snapshot: Snapshot,
 }
 
-impl Window {
+/// A window without its snapshot: whose iteration ran, and when. What a task reads
+/// of the other tasks' windows, and of its own to see whether it is open: the
+/// snapshot (every ref of the repository) is skipped while parsing, never held.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub(crate) struct Span {
+    pub task: String,
+    pub key: String,
+    pub opened_at: i64,
+    pub closed_at: Option<i64>,
+}
+
+impl Span {
     /// Whether this window overlaps `[from, to]`.
     pub(crate) fn overlaps(&self, from: i64, to: i64) -> bool {
         self.opened_at <= to && self.closed_at.is_none_or(|closed| closed >= from)
@@ -182,7 +193,7 @@ pub(crate) enum Verdict {
 
 /// The verdict for task `me` whose iteration ran `[from, to]`, given the changes and
 /// the other tasks' windows.
-pub(crate) fn verdict(me: &str, from: i64, to: i64, changes: &[Change], others: &[Window]) -> Verdict {
+pub(crate) fn verdict(me: &str, from: i64, to: i64, changes: &[Change], others: &[Span]) -> Verdict {
     if changes.is_empty() {
         return Verdict::Clean;
     }
@@ -242,8 +253,7 @@ mod tests {
         let after = snap("h1", &[("src/lib.rs", "M 2")], &[]);
         let found = changes(&before, &after, &[], &|_| FORWARD);
         assert_eq!(found, [Change::File("src/lib.rs".into())]);
-        let other =
-            Window { task: "b".into(), key: "develop/1".into(), opened_at: 0, closed_at: Some(5), snapshot: before };
+        let other = Span { task: "b".into(), key: "develop/1".into(), opened_at: 0, closed_at: Some(5) };
         match verdict("a", 10, 20, &found, &[other]) {
             Verdict::Block(why) => {
                 assert!(why.contains("src/lib.rs in the main checkout") && why.contains("ralph fleet retry a"), "{why}")
@@ -255,8 +265,7 @@ mod tests {
     #[test]
     fn an_overlapping_iteration_makes_it_a_pause_for_a_person() {
         let found = [Change::Head { from: "main at h1".into(), to: "main at h2".into() }];
-        let open =
-            Window { task: "b".into(), key: "k".into(), opened_at: 15, closed_at: None, snapshot: Snapshot::default() };
+        let open = Span { task: "b".into(), key: "k".into(), opened_at: 15, closed_at: None };
         match verdict("a", 10, 20, &found, std::slice::from_ref(&open)) {
             Verdict::Pause(why) => assert!(why.contains("tasks a, b") && why.contains("HEAD moved"), "{why}"),
             v => panic!("{v:?}"),
@@ -289,13 +298,7 @@ mod tests {
 
     #[test]
     fn windows_overlap_when_their_spans_meet() {
-        let w = |opened_at, closed_at| Window {
-            task: "b".into(),
-            key: "k".into(),
-            opened_at,
-            closed_at,
-            snapshot: Snapshot::default(),
-        };
+        let w = |opened_at, closed_at| Span { task: "b".into(), key: "k".into(), opened_at, closed_at };
         assert!(w(5, Some(12)).overlaps(10, 20));
         assert!(w(15, None).overlaps(10, 20));
         assert!(!w(1, Some(9)).overlaps(10, 20));

@@ -45,7 +45,7 @@ use crate::step::Input;
 use crate::step::effect::Fleet;
 use crate::step::input::SharedReset;
 
-use super::isolation::{self, Verdict, Window};
+use super::isolation::{self, Span, Verdict, Window};
 
 /// The task's name, in the environment of its ralph and everything below it.
 pub(crate) const ENV_TASK: &str = "RALPH_FLEET_TASK";
@@ -284,8 +284,7 @@ impl TaskRun {
     /// unless it is open already for this iteration (a retry, a resume).
     pub(crate) fn open_window(&self, key: &str) {
         let path = self.window_path();
-        let open: Option<Window> = crate::state::store::load_json(&path).ok().flatten();
-        if open.as_ref().is_some_and(|w| w.key == key && w.closed_at.is_none()) {
+        if read_span(&path).is_some_and(|w| w.key == key && w.closed_at.is_none()) {
             return;
         }
         let window = match self.snapshot() {
@@ -326,12 +325,21 @@ impl TaskRun {
         }
     }
 
+    /// What the change since `window` opened comes to. The common end, nothing
+    /// moved and nothing changed, costs the one snapshot: the ledger, this task's
+    /// tip and the other tasks' windows are read only when a ref moved or something
+    /// changed.
     fn judge(&self, window: &Window, after: &isolation::Snapshot, to: i64) -> Verdict {
         let repo = Repo::at(&self.d.repo);
-        let ledger = super::git::read_ledger(&self.d.fleet_dir().join("ledger.jsonl"));
         let own = format!("refs/heads/{}", self.d.branch);
-        let moved = isolation::moved_refs(&window.snapshot, after, &own, &ledger);
-        let own_tip = super::git::tip(&repo, &self.d.branch).ok().flatten();
+        // Unexplained by an empty ledger first: ralph's own ref updates only take
+        // names out of that list.
+        let mut moved = isolation::moved_refs(&window.snapshot, after, &own, &[]);
+        if !moved.is_empty() {
+            let ledger = super::git::read_ledger(&self.d.fleet_dir().join("ledger.jsonl"));
+            moved = isolation::moved_refs(&window.snapshot, after, &own, &ledger);
+        }
+        let own_tip = if moved.is_empty() { None } else { super::git::tip(&repo, &self.d.branch).ok().flatten() };
         let facts = |m: &isolation::Moved| {
             let (Some(old), Some(new)) = (m.old.as_deref(), m.new.as_deref()) else {
                 return isolation::RefFacts { forward: false, takes_own_work: false };
@@ -343,6 +351,9 @@ impl TaskRun {
             isolation::RefFacts { forward: ancestor(old, new), takes_own_work: takes }
         };
         let found = isolation::changes(&window.snapshot, after, &moved, &facts);
+        if found.is_empty() {
+            return Verdict::Clean;
+        }
         let others = read_windows(&self.d.fleet_dir().join("windows"), &self.d.task);
         isolation::verdict(&self.d.task, window.opened_at, to, &found, &others)
     }
@@ -396,15 +407,23 @@ pub(crate) fn provider(name: &str, agent: &AgentConfig) -> String {
     (cli.endpoint)(agent, &lookup, &read).unwrap_or_else(|| agent.kind.as_str().to_string())
 }
 
-/// The windows of the other tasks.
-pub(crate) fn read_windows(dir: &Path, me: &str) -> Vec<Window> {
+/// The windows of the other tasks, without their snapshots.
+pub(crate) fn read_windows(dir: &Path, me: &str) -> Vec<Span> {
     let Ok(listing) = std::fs::read_dir(dir) else { return Vec::new() };
     listing
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-        .filter_map(|e| crate::state::store::load_json::<Window>(&e.path()).ok().flatten())
+        .filter_map(|e| read_span(&e.path()))
         .filter(|w| w.task != me)
         .collect()
+}
+
+/// A window file's span, parsed as it is read (opened as every state file is: no
+/// link followed): neither the file nor its snapshot is held. `None` when there is
+/// none or it does not parse.
+fn read_span(path: &Path) -> Option<Span> {
+    let file = crate::state::private::open_existing(path).ok().flatten()?;
+    serde_json::from_reader(std::io::BufReader::new(file)).ok()
 }
 
 /// Closes the window of a task whose ralph is gone (the supervisor, when it sees it
@@ -522,5 +541,32 @@ command = ["./bin/agent", "{prompt}"]"#,
         assert_eq!(provider("c", &claude), "127.0.0.1:9");
         let codex: AgentConfig = toml::from_str("kind = \"codex\"").unwrap();
         assert!(!reports_cost(&codex) && reports_cost(&sim));
+    }
+
+    #[test]
+    fn the_other_tasks_windows_are_read_as_spans_without_their_snapshots() {
+        let dir = tempfile::tempdir().unwrap();
+        let refs: std::collections::BTreeMap<String, String> =
+            (0..2000).map(|i| (format!("refs/tags/v{i}"), "a".repeat(40))).collect();
+        let window = |task: &str, closed_at| Window {
+            task: task.into(),
+            key: "develop/1".into(),
+            opened_at: 10,
+            closed_at,
+            snapshot: isolation::Snapshot { refs: refs.clone(), ..Default::default() },
+        };
+        for (task, closed_at) in [("a", None), ("b", Some(20))] {
+            let path = dir.path().join(format!("{task}.json"));
+            crate::state::store::save_json_with(
+                &path,
+                &window(task, closed_at),
+                crate::state::atomic::Durability::Unsynced,
+            )
+            .unwrap();
+        }
+        std::fs::write(dir.path().join("torn.json"), "{\"task\": \"c\", \"key\"").unwrap();
+        let spans = read_windows(dir.path(), "a");
+        assert_eq!(spans, [Span { task: "b".into(), key: "develop/1".into(), opened_at: 10, closed_at: Some(20) }]);
+        assert_eq!(read_span(&dir.path().join("a.json")).map(|s| s.closed_at), Some(None));
     }
 }
