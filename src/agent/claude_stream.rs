@@ -8,6 +8,8 @@
 //! one event (an `Unknown` when nothing else is recognised), so callers can measure
 //! liveness on events as well as on lines.
 
+use std::borrow::Cow;
+
 use serde_json::{Value, json};
 
 use super::event::{AgentEvent, LineParser};
@@ -50,12 +52,13 @@ impl LineParser for ClaudeStreamParser {
     }
 }
 
-/// The content blocks of `message.content`; a bare string counts as one text block.
-fn blocks(obj: &Value) -> Vec<Value> {
+/// The content blocks of `message.content` (borrowed: every line of a stream comes
+/// through here); a bare string counts as one text block.
+fn blocks(obj: &Value) -> Cow<'_, [Value]> {
     match obj.get("message").and_then(|m| m.get("content")) {
-        Some(Value::Array(blocks)) => blocks.clone(),
-        Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
-        _ => Vec::new(),
+        Some(Value::Array(blocks)) => Cow::Borrowed(blocks),
+        Some(Value::String(s)) => Cow::Owned(vec![json!({"type": "text", "text": s})]),
+        _ => Cow::Borrowed(&[]),
     }
 }
 

@@ -469,7 +469,7 @@ impl Supervisor {
             wt.is_some_and(|w| path.starts_with(w.join(".agent")))
         });
         let Some(name) = task else { return self.discover() };
-        let cp = crate::state::format::read(path).ok().flatten();
+        let cp = crate::state::format::read_newest(path).ok().flatten().map(|newest| newest.checkpoint);
         if let (Some(cp), Some(t)) = (&cp, self.book.fleet.tasks.get_mut(&name)) {
             (t.cost_usd, t.iterations) = (cp.usage.cost_usd, cp.progress.counters.iterations_done);
         }

@@ -179,8 +179,10 @@ fn word_cut(bytes: &[u8], size: usize) -> usize {
 }
 
 /// A line as text, without a copy when it is valid UTF-8; an invalid byte becomes U+FFFD.
+/// `str::from_utf8` first: it checks ASCII a word at a time, where the lossy
+/// decoder's chunks go byte by byte (a flood's every line comes through here).
 pub(crate) fn text(bytes: &[u8]) -> Cow<'_, str> {
-    String::from_utf8_lossy(bytes)
+    std::str::from_utf8(bytes).map_or_else(|_| String::from_utf8_lossy(bytes), Cow::Borrowed)
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ use crate::step::input::{AttemptMsg, Heard};
 use crate::step::{self, Command, Input, Now, RunState};
 
 use super::attempt::{self, Attempt, Outcome};
+use super::checkpoint_file::CheckpointFile;
 use super::connect;
 use super::control::ControlSocket;
 use super::io::{self, Io};
@@ -84,14 +85,13 @@ impl Dispatcher {
             dir: ready.dir,
             logs_dir: ready.logs_dir,
             artifacts_dir: ready.artifacts_dir,
-            checkpoint_path: ready.checkpoint_path,
+            checkpoint: ready.checkpoint_path.map(CheckpointFile::new),
             journal: ready.journal,
             reporter: ready.reporter,
             summary: Default::default(),
             hold: ready.hold,
             git: ready.git,
             control: ControlSocket::default(),
-            behind: None,
             disk_full: None,
             unsaved_log: None,
             next_probe: None,
@@ -144,13 +144,15 @@ impl Dispatcher {
     /// probe, a background probe's answer, the checkpoint's catch-up.
     async fn next(&mut self, signals: &mut Signals) -> Option<Input> {
         if self.run.ready() {
+            // Calls shorter than the catch-up leave no time for its timer below.
+            self.io.catch_up(false);
             return tokio::select! {
                 biased;
                 action = signals.next() => self.signal(action, signals),
                 () = std::future::ready(()) => Some(Input::Next),
             };
         }
-        let (timer, catch_up) = (self.timer, self.io.behind.as_ref().map(|b| b.1));
+        let (timer, catch_up) = (self.timer, self.io.checkpoint.as_ref().and_then(CheckpointFile::due));
         tokio::select! {
             biased;
             // A signal first: the second Ctrl+C's handler kills the agent at once, and
@@ -170,9 +172,9 @@ impl Dispatcher {
                 Some(Input::Probed(result))
             }
             Some((endpoint, result)) = self.answered.1.recv() => Some(Input::Heard(endpoint, result)),
-            // `checkpoint.json` catches up with the journal's light save.
+            // `checkpoint.json` catches up with the journal.
             _ = sleep_until(catch_up.unwrap_or_else(Instant::now)), if catch_up.is_some() => {
-                self.io.catch_up();
+                self.io.catch_up(true);
                 None
             }
         }

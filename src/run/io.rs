@@ -10,8 +10,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use tokio::time::Instant;
-
 use crate::agent::descriptor::Request;
 use crate::agent::launch::{self, Prepared};
 use crate::agent::{kinds, versions};
@@ -26,13 +24,14 @@ use crate::secrets::redact;
 use crate::state::atomic::Durability;
 use crate::state::attempt_log::AttemptLog;
 use crate::state::checkpoint::Checkpoint;
+use crate::state::disk;
 use crate::state::hold::Hold;
 use crate::state::journal::Journal;
-use crate::state::{disk, store};
 use crate::step::effect::{ArtifactSource, Launch};
 use crate::step::input::{Launched, Versions};
 use crate::step::{Input, RunState, Show};
 
+use super::checkpoint_file::CheckpointFile;
 use super::control::ControlSocket;
 use super::registration::Registration;
 
@@ -41,8 +40,8 @@ pub(super) struct Io {
     pub dir: PathBuf,
     pub logs_dir: PathBuf,
     pub artifacts_dir: PathBuf,
-    /// `None` when `checkpoint_enabled = false`.
-    pub checkpoint_path: Option<PathBuf>,
+    /// `checkpoint.json`; `None` when `checkpoint_enabled = false`.
+    pub checkpoint: Option<CheckpointFile>,
     pub journal: Journal,
     pub reporter: Reporter,
     pub notifier: Notifier,
@@ -51,9 +50,6 @@ pub(super) struct Io {
     pub git: Option<GitSession>,
     pub control: ControlSocket,
     pub registration: Registration,
-    /// The last light save, in the journal but not yet in `checkpoint.json`, and when
-    /// the file catches up with it.
-    pub behind: Option<(serde_json::Value, Instant)>,
     /// A state file the disk had no room for.
     pub disk_full: Option<PathBuf>,
     /// The last attempt's log, part of which a full disk refused.
@@ -69,19 +65,17 @@ pub(super) struct Io {
 }
 
 impl Io {
-    /// Writes the checkpoint atomically and durably, unless checkpoints are off.
-    /// Durably means its snapshot appended to the journal and synced, then
-    /// `checkpoint.json` replaced without a sync: one `fdatasync` per transition
-    /// (resume takes the newer of the two, `state::format::read_newest`). When the
-    /// journal cannot take it, the file is made durable itself. `Ordered` (an attempt
-    /// started, a session known): the snapshot appended unsynced and no new file; a
-    /// kill keeps it, a power cut loses it as if it came just before, and the file
-    /// catches up after `step::waits::CATCH_UP` or at the next save (a file per light
-    /// save was a new inode and a rename per agent call). `Unsynced` (a tool
-    /// started): the file alone.
+    /// Writes the checkpoint, unless checkpoints are off. Its snapshot goes to the
+    /// journal, synced when `durability` is `Durable` (one `fdatasync` per
+    /// transition) and unsynced when `Ordered` (an attempt started, a session known):
+    /// a kill keeps either, a power cut loses only the unsynced one, as if it came
+    /// just before. `checkpoint.json` follows it without a sync ([`CheckpointFile`]:
+    /// at a status change, else later, so an agent call adds no file). `Unsynced` (a
+    /// tool started): the file alone. When the journal cannot take it, the file is
+    /// made durable itself.
     pub(super) fn save(&mut self, cp: &Checkpoint, durability: Durability) -> Result<(), RalphError> {
         self.hold.ensure_held();
-        let Some(path) = self.checkpoint_path.clone() else { return Ok(()) };
+        let Some(file) = self.checkpoint.as_mut() else { return Ok(()) };
         // Reasons, errors and recovery notes quote the agent (its last tool call's
         // input among them): on disk they are redacted like every log.
         let mut value =
@@ -92,14 +86,10 @@ impl Io {
             && (self.journal.snapshot(&value, durable))
                 .inspect_err(|e| tracing::warn!("cannot append to the journal, writing the file: {e}"))
                 .is_ok();
-        let written = if journaled && !durable {
-            let at = self.behind.as_ref().map_or_else(|| Instant::now() + crate::step::waits::CATCH_UP, |b| b.1);
-            self.behind = Some((value, at));
-            Ok(())
+        let written = if journaled {
+            file.journaled(value, cp.status)
         } else {
-            self.behind = None;
-            let file = if durable && !journaled { durability } else { Durability::Unsynced };
-            store::save_json_with(&path, &value, file)
+            file.write(&value, cp.status, if durable { durability } else { Durability::Unsynced })
         };
         match written {
             Ok(()) => {
@@ -109,19 +99,23 @@ impl Io {
             // Not a failure: the previous checkpoint is intact, and the run waits for
             // space before it starts anything new.
             Err(e) if disk::is_full(&e) => {
+                let path = file.path().to_path_buf();
                 tracing::warn!("disk full writing the checkpoint {}: {e}", path.display());
                 self.disk_full.get_or_insert(path);
                 Ok(())
             }
-            Err(e) => Err(RalphError::io(format!("cannot write the checkpoint {}", path.display()), e)),
+            Err(e) => Err(RalphError::io(format!("cannot write the checkpoint {}", file.path().display()), e)),
         }
     }
 
-    /// Brings `checkpoint.json` up to the journal's newest snapshot.
-    pub(super) fn catch_up(&mut self) {
-        let (Some((value, _)), Some(path)) = (self.behind.take(), self.checkpoint_path.as_ref()) else { return };
-        store::save_json_with(path, &value, Durability::Unsynced)
-            .unwrap_or_else(|e| tracing::warn!("cannot write the checkpoint {}: {e}", path.display()));
+    /// Brings `checkpoint.json` up to the journal's newest snapshot: once it is due,
+    /// or (`now`) at once.
+    pub(super) fn catch_up(&mut self, now: bool) {
+        match self.checkpoint.as_mut() {
+            Some(file) if now => file.catch_up(),
+            Some(file) => file.catch_up_if_due(),
+            None => {}
+        }
     }
 
     /// Hands a run event to every subscriber: the tracing log, the journal, the
@@ -276,6 +270,7 @@ impl Io {
     /// state the disk had no room for is not a clean stop: the lock keeps its
     /// content, as the checkpoint on disk still says `running`.
     pub(super) fn finish(&mut self, end: &RunEnd, run: &RunState) {
+        self.catch_up(true);
         self.summary.close(end, run);
         self.reporter.summary(&self.summary, end, &run.cp);
         self.hold.release(self.disk_full.is_none());

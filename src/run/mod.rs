@@ -9,6 +9,7 @@
 //! (`registration`) and the control socket (`control`).
 
 pub(crate) mod attempt;
+mod checkpoint_file;
 pub(crate) mod connect;
 mod control;
 pub(crate) mod dispatch;

@@ -14,8 +14,8 @@
 //! * a line that ends in a token's prefix cut short (`ghp_0123`), or in a secret's
 //!   name and its `=`: the first part is hidden, and so is the next line's first word.
 //!
-//! A line's cost when it holds nothing: the matcher's one pass, a search for a
-//! backslash, and the checks of the state (two fields).
+//! A line's cost when it holds nothing: the matcher's one pass over its anchors'
+//! heads, a search for a backslash, and the checks of the state (two fields).
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -143,12 +143,16 @@ impl LineState {
         if out[first..].iter().any(|h| h.end == end && end > 0) {
             return Carry::Maybe;
         }
+        // Both carries below need an anchor in the line (a token's prefix, a
+        // secret's name): a line without one costs no look at its last word.
+        if !anchored {
+            return Carry::None;
+        }
         // A token's prefix cut short at the end of the line (a sentence's full stop
         // is no part of it).
         let word_end = body.iter().rposition(|&c| c != b'.' && c != b',').map_or(0, |i| i + 1);
         let start = body[..word_end].iter().rposition(|&c| !token_byte(c)).map_or(0, |i| i + 1);
-        if anchored
-            && word_end == end
+        if word_end == end
             && start < end
             && !out[first..].iter().any(|h| h.end > start)
             && matcher::is_token_prefix(&body[start..])
@@ -158,8 +162,7 @@ impl LineState {
         }
         // A secret's name and its `=` or `:` at the end: the value is on the next line.
         let trimmed = body.trim_ascii_end();
-        if anchored
-            && let Some(&sep) = trimmed.last()
+        if let Some(&sep) = trimmed.last()
             && matches!(sep, b'=' | b':')
         {
             let name = &trimmed[..trimmed.len() - 1];

@@ -4,7 +4,7 @@
 use super::*;
 
 #[allow(unreachable_pub)]
-mod corpus {
+pub(super) mod corpus {
     include!("../../tests/secrets/corpus.rs");
 }
 

@@ -13,8 +13,9 @@
 //! durable transition is the whole checkpoint appended here and `fdatasync`ed, one
 //! sync instead of the temp file, fsync, rename and directory fsync a durable
 //! `checkpoint.json` costs; a light save (attempt started, session known) is the
-//! same line unsynced, with no new `checkpoint.json`. Every reader takes the newer
-//! of the two ([`crate::state::format::read_newest`]).
+//! same line unsynced. `checkpoint.json` follows the journal, unsynced, at a status
+//! change or a moment later (`run::checkpoint_file`), and every reader takes the
+//! newer of the two ([`crate::state::format::read_newest`]).
 
 use std::fmt::Write as _;
 use std::fs::File;

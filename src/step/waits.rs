@@ -14,7 +14,7 @@ use super::effect::{Effect, Show};
 use super::ending;
 use super::state::{Mode, Online, Probe, RunState, Wait};
 
-/// How long `checkpoint.json` may lag behind a light save while the agent runs (the
+/// How long `checkpoint.json` may lag behind the journal's saves of one status (the
 /// shell's catch-up), and so the shortest wait a reader of the checkpoint could see.
 pub(crate) const CATCH_UP: Duration = Duration::from_millis(250);
 

@@ -117,7 +117,7 @@ fn syncs_of_a_run(iterations: u32) -> Vec<String> {
 
 /// What keeps a call's cost at one disk flush: the transition the call ends in is one
 /// journal sync, and nothing else about a call is synced (its start and its session
-/// are appended unsynced, `checkpoint.json` is renamed unsynced). The rest is per
+/// are appended unsynced, `checkpoint.json` follows unsynced). The rest is per
 /// run (its start and end) or per phase (the phase's artifact).
 #[test]
 fn an_agent_call_costs_one_sync_and_no_more() {
