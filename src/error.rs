@@ -1,12 +1,15 @@
 //! ralph's error type: everything that stops ralph before or outside the run's own
 //! outcome. Each variant maps to an exit code in [`crate::exit::code`]: problems
 //! found before the first attempt are exit 2, failures ralph cannot wait out once
-//! the run is under way are exit 4.
+//! the run is under way are exit 4. The type sits above the modules whose errors it
+//! wraps: the conversions from `state`'s (a refused checkpoint, the lease, the lock)
+//! are here, so `state` never imports it.
 
 use std::path::PathBuf;
 
 use crate::config::ConfigError;
 use crate::state::lock::LockError;
+use crate::state::ownership::AcquireError;
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum RalphError {
@@ -113,5 +116,38 @@ impl RalphError {
     /// ralph's state refused (a link, another user's directory) is that error, whatever the context.
     fn refused(source: &std::io::Error) -> Option<Self> {
         crate::state::private::is_refused(source).then(|| RalphError::UnsafeState(source.to_string()))
+    }
+}
+
+/// The checkpoint's refusal, as set-up and `--inspect-checkpoint` report it (exit 2).
+impl RalphError {
+    /// A checkpoint that is refused and left where it is.
+    pub(crate) fn checkpoint(path: &std::path::Path, error: crate::state::format::ReadError) -> Self {
+        use crate::state::format::{FormatError, ReadError};
+        match error {
+            ReadError::Format(FormatError::TooNew { version }) => {
+                let supported = crate::state::checkpoint::VERSION;
+                Self::CheckpointTooNew { path: path.to_path_buf(), version, supported }
+            }
+            ReadError::Format(FormatError::Invalid { field, problem }) => {
+                Self::CheckpointInvalid { path: path.to_path_buf(), field, problem }
+            }
+            ReadError::Format(FormatError::Corrupt(message)) => {
+                Self::CheckpointCorrupt { path: path.to_path_buf(), message }
+            }
+            ReadError::Io { path, source } => Self::setup(format!("cannot read {}", path.display()), source),
+        }
+    }
+}
+
+/// The lease cannot be used, or a live ralph elsewhere holds it (exit 2).
+impl From<AcquireError> for RalphError {
+    fn from(e: AcquireError) -> Self {
+        match e {
+            AcquireError::Io { path, source } => {
+                Self::setup(format!("cannot use the lease {}", path.display()), source)
+            }
+            AcquireError::Held(message) => Self::LeaseHeld(message),
+        }
     }
 }

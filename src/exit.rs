@@ -1,5 +1,8 @@
 //! The process exit codes of ralph and the one table that maps every way a command
 //! can end to one of them (design.md §2). Nothing else in the crate picks a code.
+//! The codes themselves are the leaf [`crate::exit_codes`] (re-exported here), so a
+//! file below `error` (the lease that exits when another host took the run over,
+//! the second Ctrl+C's forced exit) takes one without importing the table.
 //!
 //! | code | meaning |
 //! |---|---|
@@ -10,28 +13,10 @@
 //! | 4 | an internal error: a bug, or an I/O failure ralph cannot wait out |
 //! | 130 / 143 / 129 | stopped by Ctrl+C / SIGTERM / SIGHUP |
 
+pub(crate) use crate::exit_codes::*;
+
 use crate::error::RalphError;
 use crate::outcome::{RunEnd, StopCause};
-
-/// The workflow finished: every phase reached its done signal.
-pub(crate) const DONE: i32 = 0;
-/// The run failed: a budget or cap was exhausted, or an agent failure ended it.
-pub(crate) const FAILED: i32 = 1;
-/// A problem found before the first attempt (usage, configuration, pre-flight,
-/// state ralph cannot use).
-pub(crate) const USAGE: i32 = 2;
-/// Blocked: a person must act after the run started (credentials, billing, a
-/// binary gone).
-pub(crate) const BLOCKED: i32 = 3;
-/// An internal error: a bug, an I/O failure ralph cannot wait out, or the run
-/// directory's lease taken over by another host.
-pub(crate) const INTERNAL: i32 = 4;
-/// Stopped by the user's Ctrl+C (SIGINT); the checkpoint is `paused`.
-pub(crate) const INTERRUPTED: i32 = 130;
-/// Stopped by SIGHUP (a closed terminal); the checkpoint is `interrupted`.
-pub(crate) const HANGUP: i32 = 129;
-/// Stopped by SIGTERM (shutdown, service manager); the checkpoint is `interrupted`.
-pub(crate) const TERMINATED: i32 = 143;
 
 /// How a command ended: a run's own outcome, a subcommand's chosen code, or an error.
 #[derive(Debug, Clone, Copy)]

@@ -1,22 +1,22 @@
 //! The crate's floors, held by tests: a file sits above every file it imports.
-//! Three rules, each a test here (like `os.rs`'s test that keeps the Linux calls in
-//! one place):
+//! Three rules, held by tests here (like `os.rs`'s test that keeps the Linux calls
+//! in one place), each with no exception:
 //!
 //! 1. **No circle of files.** A circle is a cycle of `crate::`, `super::`, `self::`
 //!    or child-module paths between files outside the tests; a path reaches the file
 //!    of its longest module prefix (a `mod.rs` that re-exports its children, or
 //!    calls into them, stands for them), and a path through a name a `use` brought
 //!    in (`use crate::commands;` then `commands::fleet::main()`) is followed.
-//! 2. **No two top-level modules importing each other** (`a <-> b`, any files of
-//!    each). Two pairs are still listed as known (`KNOWN_PAIRS` in the test, a list
-//!    that only shrinks): `agent <-> config` (config validation reads what a CLI
-//!    kind allows from its descriptor), `error <-> state` (the state errors'
-//!    mappings sit beside their sources, since `state` exits with an `exit` code
-//!    and `exit` maps errors).
+//! 2. **No circle of top-level modules** (a module stands for all its files): no two
+//!    importing each other (`a <-> b`, its own test, which names the pair), and no
+//!    longer loop (`a -> b -> c -> a`), so a drawing by folders has no arrow running
+//!    back up either.
 //! 3. **No core file importing a shell file** (design.md §11): [`SIDES`] says which
 //!    side each module is on, the pure decision core (state and an event in, a
-//!    decision out) or the I/O shell (processes, signals, files, terminal). Core
-//!    files that still take a type from a shell file are listed as known.
+//!    decision out) or the I/O shell (processes, signals, files, terminal): a type
+//!    both sides use lives in a pure file (`state::writes`, `state::identity`,
+//!    `state::registry::entry`) or a leaf, and a shell function a core-side module
+//!    needs is handed in (Gemini's settings file: `Request::settings_file`).
 //!
 //! The floors, bottom up:
 //! * leaves every floor may use, importing nothing of the crate (or only another
@@ -24,18 +24,27 @@
 //!   modules share: how a run ended, why a stop was asked for, a run's status and
 //!   cost, the failure categories), `text` (ellipsis, plurals, ordinals, short hashes,
 //!   and `text::clock`, times formatted in a zone passed in), `env_names` (the
-//!   environment a launched agent gets from ralph), `os`, `secrets` (`special` below
-//!   `matcher`);
-//! * `config::types` (the file's shape) below the agent descriptors, which read an
-//!   agent's table; `config::validate` above them, since what a CLI kind allows is the
-//!   descriptor's; `config::file` (finding and reading the file) is the shell's part;
-//! * `exit` (the codes) below `process::agent_group`, which exits with one of them
-//!   when the second Ctrl+C finds the event loop blocked, below `signal::listen`
-//!   (the listeners, which arm it), beside the pure machine in `signal`;
+//!   environment a launched agent gets from ralph), `exit_codes` (the process's exit
+//!   codes), `os`, `secrets` (`special` below `matcher`);
+//! * `config` below `agent`: `config::types` (the file's shape, with the CLI kinds
+//!   and each one's permission modes, which validation checks) below the agent
+//!   descriptors, which read an agent's table; `config::file` (finding and reading
+//!   the file) is the shell's part;
+//! * `exit_codes` below `process::agent_group`, which exits with one of them when
+//!   the second Ctrl+C finds the event loop blocked, below `listeners` (which arm
+//!   it, and hand on the control socket's messages: above `control`), while the
+//!   pure machine `signal` stays low;
 //! * `workflow::progress` (where a run stands, the review's verdict) below
 //!   `workflow::advance` (the phase-boundary decisions); `supervise` below
 //!   `workflow` (the done signals are the completion judge's) below `recovery`
 //!   below `step` (whose `trouble` puts a failure in the recovery note's words);
+//! * `state`'s pure files below the core files that read them and below its shell
+//!   files: `checkpoint`, `writes` (how durable a save must be, what a log's disk
+//!   did, the full disk's backoff), `identity` (its rule; `identity_now` is the
+//!   look), `registry::entry` (an entry's shape; `registry` reads and writes it);
+//! * `error` above `state` (it wraps the lock's, the lease's and a refused
+//!   checkpoint's errors; `state` imports no `error` and takes its one exit code from
+//!   `exit_codes`), `exit` (the table) above `error`;
 //! * the shell on top: `state`, `report` (which reads the system's zone, once per
 //!   run or command: `report::zone`), `run`, `fleet`, `watch`, `commands` (with
 //!   `commands::in_dir`, `report` and `fleet_find` below the subcommands that use
@@ -345,6 +354,34 @@ fn two_way_pairs(src: &Path) -> Vec<String> {
         .collect()
 }
 
+/// The circles of the top-level modules of the tree under `src` (a module stands
+/// for all its files), each as its modules and the file arrows that tie it.
+fn top_level_circles(src: &Path) -> Vec<String> {
+    let tree = read_tree(src);
+    let arrows = arrows(&tree);
+    let file = |m: &ModPath| tree.get(m).map_or_else(|| m.join("::"), |(p, _)| p.display().to_string());
+    let top = |m: &ModPath| m.first().cloned().into_iter().collect::<ModPath>();
+    let mut modules: BTreeMap<ModPath, BTreeSet<ModPath>> = BTreeMap::new();
+    for (from, to) in &arrows {
+        let ties = modules.entry(top(from)).or_default();
+        ties.extend(to.iter().map(top).filter(|t| *t != top(from)));
+    }
+    circles(&modules)
+        .iter()
+        .map(|set| {
+            let inside = arrows.iter().flat_map(|(from, to)| to.iter().map(move |t| (from, t)));
+            let ties = inside
+                .filter(|(f, t)| top(f) != top(t) && set.contains(&top(f)) && set.contains(&top(t)))
+                .map(|(f, t)| format!("{} -> {}", file(f), file(t)));
+            format!(
+                "{}: {}",
+                set.iter().map(|m| m.join("")).collect::<Vec<_>>().join(", "),
+                ties.collect::<Vec<_>>().join(", ")
+            )
+        })
+        .collect()
+}
+
 /// Which side of design.md §11 a file is on: the pure decision core (state and an
 /// event in, a decision out: no processes, signals, files, clocks or terminal of its
 /// own) or the I/O shell that carries the decisions out. By the longest module
@@ -363,6 +400,7 @@ const SIDES: &[(&str, Side)] = &[
     ("named", Side::Core),
     ("text", Side::Core),
     ("env_names", Side::Core),
+    ("exit_codes", Side::Core),
     ("secrets", Side::Core),
     ("agent::env", Side::Core),
     ("git::plan", Side::Core),
@@ -372,15 +410,20 @@ const SIDES: &[(&str, Side)] = &[
     ("watch::decide", Side::Core),
     ("fleet::core", Side::Core),
     ("fleet::queue", Side::Core),
-    // Pure files of shell modules: the checkpoint's shape, the control socket's
+    // Pure files of shell modules: the checkpoint's shape, what the core says and
+    // hears about writing state, a run directory's identity and a registry entry
+    // (the rules that compare them with what is found), the control socket's
     // messages, what a commit did (as facts).
     ("state::checkpoint", Side::Core),
+    ("state::writes", Side::Core),
+    ("state::identity", Side::Core),
+    ("state::registry::entry", Side::Core),
     ("control", Side::Core),
     ("git::record", Side::Core),
     // The shell.
     ("config::file", Side::Shell),
     ("inputs", Side::Shell),
-    ("signal::listen", Side::Shell),
+    ("listeners", Side::Shell),
     // Who sent a SIGTERM: the pure rule and the facts it gathers (through `os`).
     ("signal::origin", Side::Neither),
     // The fleet's state: its shape, and the read of `fleet.json`; the checkpoint's
@@ -459,47 +502,25 @@ mod tests {
         assert!(read_tree(&src).len() > 100, "the scan found too few files");
     }
 
-    /// The pairs of top-level modules that still import each other (issue 28): the
-    /// list only shrinks: a pair not listed fails the test, and so does a listed one
-    /// that went.
-    const KNOWN_PAIRS: &[&str] = &["agent <-> config", "error <-> state"];
-
     #[test]
     fn no_two_top_level_modules_import_each_other() {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
         let pairs = two_way_pairs(&src);
-        let pair = |p: &String| p.split(':').next().unwrap_or_default().to_string();
-        let new: Vec<&String> = pairs.iter().filter(|p| !KNOWN_PAIRS.contains(&pair(p).as_str())).collect();
-        let joined = new.iter().map(|p| p.as_str()).collect::<Vec<_>>().join("\n");
-        assert!(new.is_empty(), "top-level modules of src/ import each other:\n{joined}");
-        let gone: Vec<_> = KNOWN_PAIRS.iter().filter(|k| !pairs.iter().any(|p| pair(p) == **k)).collect();
-        assert!(gone.is_empty(), "these pairs went; take them off KNOWN_PAIRS: {gone:?}");
+        assert!(pairs.is_empty(), "top-level modules of src/ import each other:\n{}", pairs.join("\n"));
     }
 
-    /// Core files that still take a type from a shell file (issue 28): the type is to
-    /// move to a floor of its own. The list only shrinks, like `KNOWN_PAIRS`.
-    const KNOWN_CORE_TO_SHELL: &[&str] = &[
-        "control/protocol.rs -> state/identity.rs",
-        "step/begin.rs -> state/atomic.rs",
-        "step/effect.rs -> state/atomic.rs",
-        "step/ending.rs -> state/disk.rs",
-        "step/input.rs -> state/attempt_log.rs",
-        "step/outcome.rs -> state/atomic.rs",
-        "step/outcome.rs -> state/attempt_log.rs",
-        "step/state.rs -> state/atomic.rs",
-        "watch/decide.rs -> state/identity.rs",
-        "watch/decide.rs -> state/registry.rs",
-    ];
+    #[test]
+    fn the_top_level_modules_of_src_form_no_circle() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let found = top_level_circles(&src);
+        assert!(found.is_empty(), "top-level modules of src/ import each other in a circle:\n{}", found.join("\n"));
+    }
 
     #[test]
     fn no_core_file_imports_a_shell_file() {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
         let found = core_to_shell(&src);
-        let new: Vec<&String> = found.iter().filter(|a| !KNOWN_CORE_TO_SHELL.contains(&a.as_str())).collect();
-        let joined = new.iter().map(|a| a.as_str()).collect::<Vec<_>>().join("\n");
-        assert!(new.is_empty(), "core files of src/ import shell files:\n{joined}");
-        let gone: Vec<_> = KNOWN_CORE_TO_SHELL.iter().filter(|k| !found.iter().any(|a| a == *k)).collect();
-        assert!(gone.is_empty(), "these arrows went; take them off KNOWN_CORE_TO_SHELL: {gone:?}");
+        assert!(found.is_empty(), "core files of src/ import shell files:\n{}", found.join("\n"));
         assert_eq!(side(&["step".into(), "trouble".into()]), Some(Side::Core));
         assert_eq!(side(&["config".into(), "file".into()]), Some(Side::Shell));
     }
@@ -531,6 +552,27 @@ mod tests {
         // The agent's descriptors taking their types from `a::types` ends it.
         write(dir.path(), &[("b/kinds.rs", "pub struct K(crate::a::types::T);\n")]);
         assert_eq!(circles_in(dir.path()), Vec::new());
+    }
+
+    #[test]
+    fn a_circle_of_top_level_modules_is_found_without_a_circle_of_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write(
+            dir.path(),
+            &[
+                ("lib.rs", "mod a;\nmod b;\nmod c;\n"),
+                ("a/mod.rs", "pub(crate) mod low;\npub(crate) mod high;\n"),
+                ("a/low.rs", "pub struct L;\n"),
+                ("a/high.rs", "use crate::b::B;\n"),
+                ("b.rs", "pub struct B(crate::c::C);\n"),
+                ("c.rs", "pub struct C(crate::a::low::L);\n"),
+            ],
+        );
+        assert_eq!(circles_in(dir.path()), Vec::new());
+        let found = top_level_circles(dir.path());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("a/high.rs -> b.rs") && found[0].contains("c.rs -> a/low.rs"), "{found:?}");
+        assert!(two_way_pairs(dir.path()).is_empty());
     }
 
     #[test]

@@ -10,16 +10,15 @@
 //!
 //! This file is the pure machine ([`InterruptState`]: an [`Incoming`] signal in, an
 //! [`InterruptAction`] out), part of the decision core. Its listeners are the shell,
-//! [`listen`]: `listen::Signals` turns the process's signal streams into
+//! `crate::listeners`: `listeners::Signals` turns the process's signal streams into
 //! [`Incoming`] values, arms the backstop at the first stop (so a second Ctrl+C
 //! works even when the event loop is blocked) and carries out a suspension (its
-//! length is the `listen::Suspension` the attempt's clocks leave out).
+//! length is the `listeners::Suspension` the attempt's clocks leave out).
 
 /// Why a stop was asked for: a type of the floor below (`outcome`), which the run's
 /// end, the error table and the exit codes share without importing this module.
 pub(crate) use crate::outcome::StopCause;
 
-pub(crate) mod listen;
 pub(crate) mod origin;
 
 /// A signal ralph reacts to.
@@ -43,7 +42,7 @@ pub(crate) enum InterruptAction {
     ForceExit,
     /// Already stopping; nothing more to do.
     Ignore,
-    /// Messages from the control socket wait in [`listen::Signals::take_inbox`].
+    /// Messages from the control socket wait in `listeners::Signals::take_inbox`.
     Control,
 }
 

@@ -40,8 +40,6 @@ pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
     login: Some((".claude/.credentials.json", "a Claude login")),
     nesting_markers: &["CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT"],
     endpoint: |_, lookup, _| url_or(lookup("ANTHROPIC_BASE_URL"), "api.anthropic.com:443"),
-    // `bypassPermissions` is refused under root; `acceptEdits` is not.
-    permission_modes: &["acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "plan"],
     stop_signal: Signal::SIGINT,
     quiet_tools: false,
     running_cost: false,

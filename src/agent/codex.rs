@@ -49,8 +49,6 @@ pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
     login: None,
     nesting_markers: &["CODEX_SANDBOX"],
     endpoint,
-    // "bypass" = --dangerously-bypass-approvals-and-sandbox; the others are sandbox modes.
-    permission_modes: &["bypass", "workspace-write", "read-only", "danger-full-access"],
     stop_signal: Signal::SIGINT,
     quiet_tools: false,
     running_cost: false,
@@ -552,6 +550,7 @@ mod tests {
             run_id: "r",
             session_tokens: (0, 0),
             control: None,
+            settings_file: |_, _, _| Err(std::io::Error::other("a test writes no file")),
         };
         let bin = Path::new("/bin/codex");
         let flags = [

@@ -3,7 +3,7 @@
 //! the small helpers the kinds' files share. Each CLI kind's own file under
 //! `src/agent/` holds its descriptor; `agent::kinds` lists them.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use nix::sys::signal::Signal;
 
@@ -28,6 +28,10 @@ pub(crate) struct Request<'a> {
     pub session_tokens: (u64, u64),
     /// The run's control socket and this attempt's number, for `ralph mcp`.
     pub control: Option<(&'a Path, u32)>,
+    /// Writes a settings file the CLI reads (given `cwd`, the kind's name and the
+    /// bytes) into ralph's private directory and returns its path: the shell's
+    /// `control::path::write_settings`, handed in so no descriptor writes a file.
+    pub settings_file: fn(&Path, &str, &[u8]) -> std::io::Result<PathBuf>,
 }
 
 /// Why an agent cannot be launched; all of these need a human.
@@ -49,7 +53,8 @@ pub(crate) type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 pub(crate) type ReadFile<'a> = &'a dyn Fn(&Path) -> Option<String>;
 
 /// One agent CLI. Adding a kind is a new file with one of these, its entry in
-/// `agent::kinds::ALL`, and its `AgentKind` variant.
+/// `agent::kinds::ALL`, and its `AgentKind` variant (in `AgentKind::CLI`, with its
+/// permission modes in `AgentKind::permission_modes`).
 pub(crate) struct Descriptor {
     pub(crate) kind: AgentKind,
     /// The program looked up on PATH unless `[agents.X] binary` is set.
@@ -80,9 +85,6 @@ pub(crate) struct Descriptor {
     /// The provider's `host:port` for the offline probe: a base URL set for the CLI,
     /// else the vendor's host; `None` when ralph cannot tell.
     pub(crate) endpoint: fn(&AgentConfig, Lookup<'_>, ReadFile<'_>) -> Option<String>,
-    /// The `permission_mode` values, the default first: each suits unattended work
-    /// and works as root.
-    pub(crate) permission_modes: &'static [&'static str],
     /// The first signal of the escalation that ends it.
     pub(crate) stop_signal: Signal,
     /// It prints nothing while a tool runs, so its silence may be a build at work.
@@ -103,7 +105,8 @@ impl Descriptor {
 
     /// The configured permission mode, or the kind's default.
     pub(crate) fn permission_mode<'a>(&self, cfg: &'a AgentConfig) -> &'a str {
-        cfg.permission_mode.as_deref().unwrap_or(self.permission_modes.first().copied().unwrap_or_default())
+        let default = self.kind.permission_modes().first().copied().unwrap_or_default();
+        cfg.permission_mode.as_deref().unwrap_or(default)
     }
 }
 

@@ -47,7 +47,6 @@ pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
     login: None,
     nesting_markers: &[],
     endpoint: |_, lookup, _| url_or(lookup("GOOGLE_GEMINI_BASE_URL"), "generativelanguage.googleapis.com:443"),
-    permission_modes: &["yolo", "auto_edit", "default", "plan"],
     stop_signal: Signal::SIGINT,
     quiet_tools: false,
     running_cost: false,
@@ -104,14 +103,12 @@ fn launch_env(req: &Request<'_>) -> Result<Env, LaunchError> {
             agent: req.agent.to_string(),
             message: format!("cannot write the settings that register ralph mcp: {e}"),
         };
-        let name = format!("gemini-{}.json", crate::control::path::socket_name(req.cwd));
-        let file = crate::control::path::secure_dir().map_err(invalid)?.join(name);
         let settings = serde_json::json!({"mcpServers": {"ralph": {
             "command": exe.display().to_string(),
             "args": mcp_args(socket, attempt),
             "trust": true,
         }}});
-        crate::state::atomic::write_atomic(&file, settings.to_string().as_bytes()).map_err(invalid)?;
+        let file = (req.settings_file)(req.cwd, "gemini", settings.to_string().as_bytes()).map_err(invalid)?;
         env.push(("GEMINI_CLI_SYSTEM_SETTINGS_PATH".to_string(), file.display().to_string()));
     }
     Ok(env)
@@ -491,6 +488,7 @@ mod tests {
             run_id: "r",
             session_tokens: (0, 0),
             control: None,
+            settings_file: |_, _, _| Err(std::io::Error::other("a test writes no file")),
         };
         let bin = Path::new("/bin/gemini");
         assert_eq!(

@@ -1,6 +1,8 @@
 //! The agent CLIs ralph drives, one descriptor each (in the kind's own file); what
-//! config validation, `init`, `doctor`, the launcher, the probe, the classifier and
-//! the environment allowlist know about a CLI, they read here.
+//! `init`, `doctor`, the launcher, the probe, the classifier and the environment
+//! allowlist know about a CLI, they read here. Config validation sits below the
+//! descriptors and reads what it checks (the CLI kinds, their permission modes) from
+//! `config::types`; a test keeps [`ALL`] and `AgentKind::CLI` equal.
 
 use super::descriptor::Descriptor;
 use super::{claude, codex, gemini, opencode};
@@ -37,7 +39,7 @@ mod tests {
             let name = d.kind.as_str();
             assert_eq!(descriptor(d.kind).map(|found| found.binary), Some(d.binary), "{name}");
             assert!(!d.binary.is_empty() && !d.credentials.is_empty() && !d.passes.is_empty(), "{name}");
-            assert!(!d.permission_modes.is_empty(), "{name}: a default permission mode");
+            assert!(!d.kind.permission_modes().is_empty(), "{name}: a default permission mode");
             assert_eq!(versions::number(d.tested_version), Some(d.tested_version), "{name}");
             // The integration tests install the version ralph says it was tested with.
             let pin = pins.lines().find_map(|l| l.strip_prefix(&format!("{name} "))?.split_whitespace().nth(1));
@@ -48,6 +50,7 @@ mod tests {
             let serde_name = serde_json::to_value(d.kind).ok();
             assert_eq!(serde_name.as_ref().and_then(|v| v.as_str()), Some(name), "{name}: as in ralph.toml");
         }
+        assert_eq!(ALL.map(|d| d.kind), AgentKind::CLI, "config validation's list of CLI kinds");
         for kind in [AgentKind::Command, AgentKind::Sim] {
             assert!(descriptor(kind).is_none());
         }

@@ -53,8 +53,6 @@ pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
     login: None,
     nesting_markers: &["OPENCODE"],
     endpoint,
-    // "config" = what OPENCODE_CONFIG's `permission` says; "auto" = --auto.
-    permission_modes: &["config", "auto"],
     // It ignores SIGINT (measured: it ran on ~58 s); SIGTERM ends it at once.
     stop_signal: Signal::SIGTERM,
     quiet_tools: true,
@@ -485,6 +483,7 @@ mod tests {
             run_id: "r",
             session_tokens: (0, 0),
             control: None,
+            settings_file: |_, _, _| Err(std::io::Error::other("a test writes no file")),
         }
     }
 

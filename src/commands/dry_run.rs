@@ -153,6 +153,7 @@ fn first_launch(
         run_id: "dry-run",
         control: (cfg.mcp && !through_a_file).then_some((Path::new(SOCKET), 1)),
         session_tokens: (0, 0),
+        settings_file: crate::control::path::write_settings,
     };
     let prepared = match launch::prepare(cfg, request) {
         Ok(prepared) => prepared,

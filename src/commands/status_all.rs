@@ -128,7 +128,7 @@ fn row(reg: &Path, entry: &Entry, boot: &str, decisions: &Decisions, held: bool)
     let last_activity =
         crate::watch::last_active(entry).and_then(|at| Timestamp::from_second(at).ok()).map(|t| t.to_string());
     let live = lock::is_held(&entry.dir.join(".agent").join("ralph.lock"));
-    let identity = crate::state::identity::Identity::of(&entry.dir).map_err(|e| e.to_string());
+    let identity = crate::state::identity_now::of(&entry.dir).map_err(|e| e.to_string());
     let found_run = cp.as_ref().map(|c| c.run_id.as_str());
     let other_run = (!stale).then(|| entry.matches(found_run, &identity, boot).err()).flatten();
     Row {

@@ -328,6 +328,29 @@ named! {
     }
 }
 
+impl AgentKind {
+    /// The CLI kinds (each with a descriptor in `agent::kinds`, which keeps the two
+    /// lists equal), in the order `init` prefers them.
+    pub(crate) const CLI: [AgentKind; 4] =
+        [AgentKind::Claude, AgentKind::Codex, AgentKind::Opencode, AgentKind::Gemini];
+
+    /// The `permission_mode` values of a CLI kind, the default first: each suits
+    /// unattended work and works as root. Here, below the descriptors, since config
+    /// validation checks them; `command` and `sim` have none.
+    pub(crate) fn permission_modes(self) -> &'static [&'static str] {
+        match self {
+            // `bypassPermissions` is refused under root; `acceptEdits` is not.
+            AgentKind::Claude => &["acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "plan"],
+            // "bypass" = --dangerously-bypass-approvals-and-sandbox; the others are sandbox modes.
+            AgentKind::Codex => &["bypass", "workspace-write", "read-only", "danger-full-access"],
+            // "config" = what OPENCODE_CONFIG's `permission` says; "auto" = --auto.
+            AgentKind::Opencode => &["config", "auto"],
+            AgentKind::Gemini => &["yolo", "auto_edit", "default", "plan"],
+            AgentKind::Command | AgentKind::Sim => &[],
+        }
+    }
+}
+
 /// How a `kind = "command"` agent's stdout is read.
 #[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
@@ -356,7 +379,7 @@ pub(crate) struct AgentConfig {
     /// Output format (kind = "command").
     pub output: Option<OutputFormat>,
     /// How much the CLI may do without asking (CLI agents); each kind's values and
-    /// default are in its descriptor (docs/agents.md lists them).
+    /// default are [`AgentKind::permission_modes`] (docs/agents.md lists them).
     pub permission_mode: Option<String>,
     /// Extra arguments appended to every launch (CLI agents).
     #[serde(default)]

@@ -16,7 +16,6 @@ use super::shape::Dropped;
 use super::suggest::{did_you_mean, did_you_mean_or_list, one_of};
 use super::types::{ByteSize, DEFAULT_ITERATIONS, GitConfig};
 use super::{AgentConfig, AgentKind, Config, ConfigError, DoneSignal, Loaded, Phase, RepeatGroup, SimStep};
-use crate::agent::kinds;
 
 pub(super) fn parse(path: &Path, source: &str) -> Result<Loaded, ConfigError> {
     let spans = Spans::new(source);
@@ -331,7 +330,7 @@ fn human(d: Duration) -> String {
 
 /// `kind = "claude", "codex", … or "gemini"`: the CLI kinds.
 fn cli_kinds() -> String {
-    let list = kinds::names().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ");
+    let list = AgentKind::CLI.map(|k| format!("\"{k}\"")).join(", ");
     match list.rsplit_once(", ") {
         Some((rest, last)) => format!("kind = {rest} or {last}"),
         None => format!("kind = {list}"),
@@ -385,7 +384,7 @@ fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) {
         _ => {}
     }
     if let Some(mode) = &agent.permission_mode {
-        let allowed = kinds::descriptor(agent.kind).map_or(&[][..], |d| d.permission_modes);
+        let allowed = agent.kind.permission_modes();
         if !allowed.contains(&mode.as_str()) {
             let list = allowed.iter().map(|m| format!("\"{m}\"")).collect::<Vec<_>>().join(", ");
             fail!(

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use super::path;
 use super::protocol::{self, Claim, Reply, Request};
-use crate::state::identity::Identity;
+use crate::state::identity_now;
 
 /// How long a request may take before the client gives up.
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -52,7 +52,7 @@ fn record_of(project: &Path) -> Result<path::Record, ClientError> {
 /// check refuses the unknown `"to"` and is not talked to either.
 pub(crate) fn call_run(project: &Path, request: &Request) -> Result<Reply, ClientError> {
     let record = record_of(project)?;
-    let dir = Identity::of(project).map_err(|_| ClientError::NoRun(project.display().to_string()))?;
+    let dir = identity_now::of(project).map_err(|_| ClientError::NoRun(project.display().to_string()))?;
     let claim = Claim { run_id: record.run_id.clone(), dir };
     let (_, reply) = exchange(&record.socket, request, Some(&claim))?;
     if reply.other_run {

@@ -93,6 +93,16 @@ pub(crate) fn secure_dir() -> std::io::Result<PathBuf> {
     Ok(dir)
 }
 
+/// Writes a settings file an agent reads (Gemini's, which registers `ralph mcp`)
+/// into [`secure_dir`] as `<kind>-<the socket's name>.json`, owner-only and
+/// atomically, and returns its path. The launcher is handed this function
+/// (`agent::descriptor::Request::settings_file`), so no descriptor writes a file.
+pub(crate) fn write_settings(project: &Path, kind: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
+    let file = secure_dir()?.join(format!("{kind}-{}.json", socket_name(project)));
+    crate::state::atomic::write_atomic(&file, bytes)?;
+    Ok(file)
+}
+
 /// The socket's file name for a project directory.
 pub(crate) fn socket_name(project: &Path) -> String {
     let digest = Sha256::digest(project.as_os_str().as_encoded_bytes());

@@ -28,6 +28,7 @@ use super::output_clock::OutputClock;
 use super::path;
 use super::protocol::{self, Inbound, Live, MAX_LINE, Reply, Serving};
 use crate::state::identity::Identity;
+use crate::state::identity_now;
 
 /// Connections waiting to send their request line; a new one closes the one that
 /// waited longest.
@@ -66,7 +67,7 @@ impl Bound {
     /// replacing a socket left there by a run of this project that died (the project
     /// lock, held now, makes this run the only one of the directory).
     pub(crate) fn bind(project: &Path) -> Result<Self, NoPlace> {
-        let identity = Identity::of(project).map_err(|e| NoPlace(vec![format!("{}: {e}", project.display())]))?;
+        let identity = identity_now::of(project).map_err(|e| NoPlace(vec![format!("{}: {e}", project.display())]))?;
         let name = path::socket_name(project);
         let mut refused = Vec::new();
         for place in path::private_dirs() {

@@ -68,7 +68,7 @@ pub(crate) fn arm_backstop() -> std::io::Result<()> {
             // started another meanwhile. Destructors and exit handlers are skipped
             // (`_exit`): the loop that owns them is stuck.
             signal_current(Signal::SIGKILL);
-            signal_hook::low_level::exit(crate::exit::INTERRUPTED);
+            signal_hook::low_level::exit(crate::exit_codes::INTERRUPTED);
         }
     })?;
     signal_hook::low_level::pipe::register(signal_hook::consts::SIGINT, notify).map(drop)

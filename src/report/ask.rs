@@ -7,8 +7,8 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
 use crate::error::RalphError;
+use crate::listeners::Signals;
 use crate::signal::InterruptAction;
-use crate::signal::listen::Signals;
 use crate::state::checkpoint::Checkpoint;
 use crate::step::start::{Answer, ResumeFlag, parse_answer};
 

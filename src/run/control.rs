@@ -12,7 +12,7 @@ use crate::control::Live;
 use crate::control::output_clock::OutputClock;
 use crate::control::server::{Bound, NoPlace, QUEUE, Server};
 use crate::events::RunEvent;
-use crate::signal::listen::Signals;
+use crate::listeners::Signals;
 use crate::state::identity::Identity;
 use crate::step::RunState;
 

@@ -194,6 +194,7 @@ impl Io {
             run_id: &run.cp.run_id,
             session_tokens: plan.session_tokens,
             control: self.control.socket().filter(|_| agent_cfg.mcp).map(|s| (s, plan.attempt)),
+            settings_file: crate::control::path::write_settings,
         };
         let launch = match launch::prepare(agent_cfg, request) {
             Ok(prepared) => {

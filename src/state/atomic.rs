@@ -8,6 +8,8 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
+pub use super::writes::Durability;
+
 /// Replaces `path` with `bytes` atomically, with mode 0600.
 ///
 /// Temp file in the same directory (a rename is only atomic within one file
@@ -18,24 +20,6 @@ use std::path::Path;
 /// partial `path`.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     replace(path, bytes, Durability::Durable)
-}
-
-/// How much of a replacement must be on disk when the call returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Durability {
-    /// The new content survives a power cut from the moment the call returns.
-    Durable,
-    /// The new content is complete on disk, but until the directory is next synced a
-    /// power cut may bring back the previous (complete) version. For states whose
-    /// loss is the same as a crash just before them (a registry entry, the lease);
-    /// the next durable write in the directory makes this one durable too. (The
-    /// run's light checkpoint saves pass it to mean "the journal only", `run::io`.)
-    Ordered,
-    /// Nothing is synced: a power cut may leave the old file, the new one, or an
-    /// empty or partial one. Only for a file whose content is also made durable
-    /// elsewhere (the checkpoint, by its snapshot in the fsynced journal); a kill
-    /// still leaves the complete old or new file.
-    Unsynced,
 }
 
 /// Replaces `path` with `bytes` atomically, as durable as `durability` says.

@@ -28,6 +28,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::disk;
+use super::writes::{self, DiskNews};
 use crate::secrets::Stream;
 
 /// The longest a written byte waits in the buffer.
@@ -71,15 +72,6 @@ pub(crate) struct AttemptLog {
     /// Unit tests: writes fail with ENOSPC while this file exists.
     #[cfg(test)]
     full_while: Option<PathBuf>,
-}
-
-/// What a log's disk did: the run journals it (`disk_full`, `disk_space_back`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum DiskNews {
-    /// A write found the disk full; `free` as the file system reports it.
-    Full { path: PathBuf, free: String },
-    /// The output held meanwhile is written.
-    SpaceBack { path: PathBuf },
 }
 
 /// The waiting out of a full disk.
@@ -279,14 +271,14 @@ impl AttemptLog {
         match self.full.as_mut() {
             Some(full) => {
                 full.tries = full.tries.saturating_add(1);
-                full.retry_at = now + disk::backoff(full.tries);
+                full.retry_at = now + writes::backoff(full.tries);
             }
             None => {
                 let path = self.current().to_path_buf();
                 let free = disk::free_bytes(&path).map_or_else(|| "unknown".to_string(), disk::human);
                 tracing::warn!("disk full writing the attempt log {}", path.display());
                 self.news.push(DiskNews::Full { path, free });
-                self.full = Some(Full { tries: 0, retry_at: now + disk::backoff(0), held: Vec::new(), lost: 0 });
+                self.full = Some(Full { tries: 0, retry_at: now + writes::backoff(0), held: Vec::new(), lost: 0 });
             }
         }
     }
@@ -405,10 +397,10 @@ mod tests {
         assert_eq!(kinds(&mut log), ["disk_full"]);
         assert!(!log.on_disk());
         // Tried again with backoff, not at every flush interval.
-        assert_eq!(log.flush_at(), Some(Instant::now() + disk::backoff(0)));
+        assert_eq!(log.flush_at(), Some(Instant::now() + writes::backoff(0)));
         log.line(b"while full 2", true);
         log.flush();
-        assert_eq!(log.flush_at(), Some(Instant::now() + disk::backoff(1)));
+        assert_eq!(log.flush_at(), Some(Instant::now() + writes::backoff(1)));
         assert_eq!(std::fs::read(&path).unwrap(), b"before\n");
         std::fs::remove_file(&marker).unwrap();
         log.line(b"after", false);

@@ -1,8 +1,8 @@
 //! A full disk is an outage, not a failure: telling ENOSPC and EDQUOT apart from
-//! other write errors, how much space is free, and how long to wait before the next
-//! try. The waiting itself is the run's (`step::waits::disk`, carried out by
-//! `run::io`), which keeps the last good checkpoint on disk and starts nothing new
-//! until the state is saved.
+//! other write errors, and how much space is free. How long to wait before the next
+//! try is the core's ([`super::writes::backoff`]); the waiting itself is the run's
+//! (`step::waits::disk`, carried out by `run::io`), which keeps the last good
+//! checkpoint on disk and starts nothing new until the state is saved.
 //!
 //! Debug builds have a fault hook for the tests: while the file named by
 //! `RALPH_TEST_DISK_FULL` exists, every checkpoint and journal write fails with
@@ -10,10 +10,6 @@
 
 use std::io;
 use std::path::Path;
-use std::time::Duration;
-
-const FIRST_WAIT: Duration = Duration::from_secs(1);
-const MAX_WAIT: Duration = Duration::from_secs(30);
 
 /// Whether `e` says the disk (or the user's quota) is full. By kind, not only by
 /// errno: `tempfile` wraps the OS error with the path, which keeps the kind but not
@@ -21,11 +17,6 @@ const MAX_WAIT: Duration = Duration::from_secs(30);
 pub(crate) fn is_full(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(nix::libc::ENOSPC | nix::libc::EDQUOT))
         || matches!(e.kind(), io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded)
-}
-
-/// The wait before try `n` (0-based): doubling from 1 s up to 30 s.
-pub(crate) fn backoff(n: u32) -> Duration {
-    FIRST_WAIT.saturating_mul(2u32.saturating_pow(n.min(16))).min(MAX_WAIT)
 }
 
 /// Bytes free for this user on the file system of `path`.
@@ -87,15 +78,6 @@ mod tests {
         // As tempfile reports it: the path added, the raw code gone.
         let wrapped = io::Error::new(io::ErrorKind::StorageFull, "no space at path /x/.tmp1");
         assert!(is_full(&wrapped));
-    }
-
-    #[test]
-    fn backoff_doubles_up_to_a_cap() {
-        assert_eq!(backoff(0), Duration::from_secs(1));
-        assert_eq!(backoff(1), Duration::from_secs(2));
-        assert_eq!(backoff(4), Duration::from_secs(16));
-        assert_eq!(backoff(5), MAX_WAIT);
-        assert_eq!(backoff(1000), MAX_WAIT);
     }
 
     #[test]

@@ -149,27 +149,6 @@ fn check(cp: &Checkpoint) -> Result<(), FormatError> {
     }
 }
 
-/// The checkpoint's refusal, as set-up and `--inspect-checkpoint` report it (exit 2).
-impl crate::error::RalphError {
-    /// A checkpoint that is refused and left where it is.
-    pub(crate) fn checkpoint(path: &std::path::Path, error: crate::state::format::ReadError) -> Self {
-        use crate::state::format::{FormatError, ReadError};
-        match error {
-            ReadError::Format(FormatError::TooNew { version }) => {
-                let supported = crate::state::checkpoint::VERSION;
-                Self::CheckpointTooNew { path: path.to_path_buf(), version, supported }
-            }
-            ReadError::Format(FormatError::Invalid { field, problem }) => {
-                Self::CheckpointInvalid { path: path.to_path_buf(), field, problem }
-            }
-            ReadError::Format(FormatError::Corrupt(message)) => {
-                Self::CheckpointCorrupt { path: path.to_path_buf(), message }
-            }
-            ReadError::Io { path, source } => Self::setup(format!("cannot read {}", path.display()), source),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

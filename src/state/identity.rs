@@ -8,13 +8,9 @@
 //! recorded: the control-socket clients (`ralph status`, `ralph stop`), the watchdog,
 //! `ralph status --all`, and the fleet supervisor through them.
 //!
-//! [`Identity::of`] is the shell's one look at the file system; [`check`] is the pure
+//! This file is the pure part, with no I/O: the identity's shape and [`check`], the
 //! rule, with the reason of a mismatch as a value ([`Mismatch`]) that every caller
-//! can print.
-
-use std::io;
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+//! can print. The shell's one look at the file system is [`super::identity_now::of`].
 
 use serde::{Deserialize, Serialize};
 
@@ -32,19 +28,6 @@ pub(crate) struct DirId {
 pub(crate) struct Identity {
     pub project: DirId,
     pub agent_dir: DirId,
-}
-
-impl Identity {
-    /// The identity of `project` as it is now.
-    pub(crate) fn of(project: &Path) -> io::Result<Self> {
-        let project_meta = std::fs::metadata(project)?;
-        let agent_meta = std::fs::symlink_metadata(project.join(".agent"))?;
-        if !agent_meta.is_dir() {
-            return Err(io::Error::new(io::ErrorKind::NotFound, "no .agent directory"));
-        }
-        let id = |m: &std::fs::Metadata| DirId { dev: m.dev(), ino: m.ino() };
-        Ok(Self { project: id(&project_meta), agent_dir: id(&agent_meta) })
-    }
 }
 
 /// Which directory of a run differs from the one recorded.
@@ -171,19 +154,5 @@ mod tests {
         let old = Recorded { run_id: "r1", identity: None };
         assert!(check(old, Some("r2"), &Err("gone".into()), true).is_err());
         assert_eq!(check(old, Some("r1"), &Err("gone".into()), true), Ok(()));
-    }
-
-    #[test]
-    fn a_real_copy_has_another_identity_and_a_link_the_same() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
-        for dir in [&a, &b] {
-            std::fs::create_dir_all(dir.join(".agent")).unwrap();
-        }
-        std::os::unix::fs::symlink(&a, tmp.path().join("link")).unwrap();
-        let ida = Identity::of(&a).unwrap();
-        assert_eq!(Identity::of(&tmp.path().join("link")).unwrap(), ida);
-        assert_ne!(Identity::of(&b).unwrap(), ida);
-        assert!(Identity::of(tmp.path()).is_err(), "no .agent/ here");
     }
 }

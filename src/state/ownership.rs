@@ -314,19 +314,7 @@ fn lost(winner: &LeaseRecord) -> ! {
          (frozen or cut off for longer than [watch] lease_timeout); stopping at once without touching the run's state",
         winner.pid, winner.host
     );
-    std::process::exit(crate::exit::INTERNAL)
-}
-
-/// The lease cannot be used, or a live ralph elsewhere holds it (exit 2).
-impl From<AcquireError> for crate::error::RalphError {
-    fn from(e: AcquireError) -> Self {
-        match e {
-            AcquireError::Io { path, source } => {
-                Self::setup(format!("cannot use the lease {}", path.display()), source)
-            }
-            AcquireError::Held(message) => Self::LeaseHeld(message),
-        }
-    }
+    std::process::exit(crate::exit_codes::INTERNAL)
 }
 
 #[cfg(test)]

@@ -12,8 +12,8 @@ use crate::config::Timeouts;
 use crate::events::RunEvent;
 use crate::outcome::RunEnd;
 use crate::signal::StopCause;
-use crate::state::atomic::Durability;
 use crate::state::checkpoint::Checkpoint;
+use crate::state::writes::Durability;
 use crate::supervise::Detector;
 
 /// One act of I/O, decided by the step.

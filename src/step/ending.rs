@@ -8,7 +8,7 @@ use crate::outcome::RunEnd;
 use crate::recovery::policy::Stop;
 use crate::signal::StopCause;
 use crate::state::checkpoint::Status;
-use crate::state::disk;
+use crate::state::writes;
 use crate::supervise::note::Trouble;
 
 use super::effect::{Effect, Fatal, Show};
@@ -143,7 +143,7 @@ fn finish_now(run: &mut RunState, end: RunEnd) {
 pub(super) fn disk_wait(run: &mut RunState, tries: u32, then: Option<RunEnd>) {
     let Some((path, free)) = run.disk_full.clone() else { return };
     let why = format!("disk full on {path} ({free} free)");
-    let mut delay = disk::backoff(tries);
+    let mut delay = writes::backoff(tries);
     if let Some(left) = run.runtime_left() {
         if left.is_zero() {
             let why = format!("{why}; [general] max_runtime ran out while waiting for space");

@@ -12,7 +12,7 @@ use crate::git::record::CommitReport;
 use crate::recovery::classify::{EndedBy, Exit};
 use crate::recovery::probe::ProbeResult;
 use crate::signal::StopCause;
-use crate::state::attempt_log::DiskNews;
+use crate::state::writes::DiskNews;
 use crate::supervise::Intervention;
 use crate::supervise::collected::Gathered;
 use crate::supervise::note::LastTool;

@@ -22,9 +22,8 @@
 //! workflow, supervise, the events) and imports no shell module (no processes, files,
 //! terminal or tokio I/O: `tokio::time::Instant` is a value, as in the supervisor).
 //! Placed inside `workflow/` or `recovery/` it would make them import each other.
-//! From `state` it takes types (the checkpoint, `Durability`, an attempt log's
-//! `DiskNews`) and two pure functions (redaction of what is kept, the full disk's
-//! backoff).
+//! From `state` it takes only pure files: the checkpoint, `writes` (`Durability`, an
+//! attempt log's `DiskNews`, the full disk's backoff) and `format`'s verdicts.
 //!
 //! The files stand on floors, each importing only the ones below it (no circle: the
 //! transitions call down, never back up): the types out and in, the run state, what

@@ -7,8 +7,8 @@
 use crate::events::RunEvent;
 use crate::recovery::classify::{EndedBy, Exit};
 use crate::recovery::policy::Cap;
-use crate::state::atomic::Durability;
-use crate::state::attempt_log::DiskNews;
+use crate::state::writes::DiskNews;
+use crate::state::writes::Durability;
 use crate::supervise::Detector;
 use crate::supervise::completion::Claim;
 use crate::supervise::note::{self, ToolState};

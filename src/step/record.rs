@@ -110,7 +110,7 @@ pub(super) fn note_for(run: &RunState, trouble: Trouble, last_tool: Option<LastT
     let mut text = recovery_note(progress, &run.setting.loaded.phases, &run.setting.goal, trouble, last_tool);
     let saved = run.cp.agent_checkpoint.as_ref();
     if let Some(saved) = saved.filter(|c| c.phase == phase.name && c.iteration == progress.position.iteration) {
-        text.push_str(&note::saved_progress(saved));
+        text.push_str(&note::saved_progress(&saved.summary, &saved.steps_done, &saved.next_steps));
     }
     text
 }

@@ -13,8 +13,8 @@ use crate::git::attribution::Touched;
 use crate::outcome::RunEnd;
 use crate::recovery::probe::Candidates;
 use crate::signal::StopCause;
-use crate::state::atomic::Durability;
 use crate::state::checkpoint::{Checkpoint, LastError};
+use crate::state::writes::Durability;
 use crate::workflow::done::Completion;
 
 use crate::recovery::Classification;

@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 
 use crate::agent::AgentEvent;
-use crate::state::checkpoint::Usage;
+use crate::outcome::Usage;
 
 use super::final_message;
 

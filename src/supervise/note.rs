@@ -204,14 +204,15 @@ fn quoted(excerpt: &str) -> String {
     format!("`{}`", one_line(&excerpt.replace('`', "'"), DETAIL_CHARS))
 }
 
-/// The agent's last `save_checkpoint` of the iteration, as a part of the note.
-pub(crate) fn saved_progress(saved: &crate::state::checkpoint::AgentCheckpoint) -> String {
+/// The agent's last `save_checkpoint` of the iteration (its summary, the steps done
+/// and the next), as a part of the note.
+pub(crate) fn saved_progress(summary: &str, steps_done: &[String], next_steps: &[String]) -> String {
     let list = |items: &[String]| items.iter().map(|i| format!("\n  - {i}")).collect::<String>();
     format!(
         "\n\nVerified progress an earlier attempt saved (save_checkpoint): {}\nSteps done:{}\nNext steps:{}\n",
-        saved.summary,
-        list(&saved.steps_done),
-        list(&saved.next_steps)
+        summary,
+        list(steps_done),
+        list(next_steps)
     )
 }
 

@@ -33,7 +33,7 @@ use crate::signal::StopCause;
 use crate::state::checkpoint::Checkpoint;
 use crate::state::checkpoint::Status;
 use crate::state::identity::{Identity, Mismatch};
-use crate::state::registry::{Entry, WatchState};
+use crate::state::registry::entry::{Entry, WatchState};
 
 const MAX_BACKOFF_SECS: i64 = 30 * 60;
 

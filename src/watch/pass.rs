@@ -21,6 +21,7 @@ use crate::error::RalphError;
 use crate::signal::StopCause;
 use crate::state::checkpoint::{Checkpoint, Status};
 use crate::state::identity::{DirId, Identity};
+use crate::state::identity_now;
 use crate::state::registry::{self, Entry, WatchState};
 use crate::state::{format, lock};
 
@@ -175,7 +176,7 @@ fn pass(registry: &Path, options: &Options, watcher: &mut Watcher) {
     // fleet's supervisor and a run of the same directory are two).
     let mut decided: HashMap<(DirId, bool), PathBuf> = HashMap::new();
     for entry in entries {
-        let identity = Identity::of(&entry.dir).map_err(|e| e.to_string());
+        let identity = identity_now::of(&entry.dir).map_err(|e| e.to_string());
         let fleet = entry.fleet_supervisor();
         let first = identity.as_ref().ok().and_then(|id| decided.get(&(id.project, fleet))).cloned();
         if let (Ok(id), None) = (&identity, &first) {

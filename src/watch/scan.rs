@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use crate::state::checkpoint::Checkpoint;
 use crate::state::identity::{DirId, Identity};
+use crate::state::identity_now;
 use crate::state::registry::{self, Entry};
 use crate::state::{format, lock};
 
@@ -79,7 +80,7 @@ fn consider(registry: &Path, dir: &Path, known: &mut Known) -> Option<String> {
     if !interrupted || lock::is_held(&dir.join(".agent").join("ralph.lock")) {
         return None;
     }
-    let identity = Identity::of(dir);
+    let identity = identity_now::of(dir);
     let registered =
         known.dirs.contains(dir) || identity.as_ref().is_ok_and(|id| known.identities.contains(&id.project));
     if registered {

@@ -20,8 +20,8 @@ use tokio::time::Instant;
 
 use crate::git::attribution::Touched;
 use crate::recovery::classify::{EndedBy, Exit};
-use crate::state::atomic::Durability;
 use crate::state::checkpoint::{Checkpoint, Status};
+use crate::state::writes::Durability;
 use crate::supervise::collected::Gathered;
 use crate::workflow::Progress;
 

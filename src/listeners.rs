@@ -1,4 +1,6 @@
-//! The signal machine's listeners, the shell half of [`crate::signal`]: the
+//! The signal machine's listeners, the shell half of [`crate::signal`] (a module of
+//! its own, above the control socket whose messages it hands on, while the pure
+//! machine stays on the floor below): the
 //! process's SIGINT, SIGTERM, SIGHUP and SIGTSTP streams (and the control socket's
 //! messages) turned into [`Incoming`] values for the pure [`InterruptState`]; the
 //! backstop armed at the first stop, so a second Ctrl+C works even when the event
@@ -12,10 +14,10 @@ use std::time::Duration;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 
-use super::origin;
-use super::{Incoming, InterruptAction, InterruptState};
 use crate::control::Inbound;
 use crate::process::agent_group;
+use crate::signal::origin;
+use crate::signal::{Incoming, InterruptAction, InterruptState};
 
 /// The process's SIGINT, SIGTERM, SIGHUP and SIGTSTP streams, plus the state
 /// machine, plus the control socket's messages (`ralph stop --now` is a first
