@@ -76,8 +76,9 @@ pub mod bench {
     pub use crate::config::{AgentKind, Timeouts};
     pub use crate::recovery::classify::{EndedBy, Exit, Report, classify};
     pub use crate::secrets::{redact, redacted};
-    pub use crate::state::atomic::{Durability, replace};
+    pub use crate::state::atomic::replace;
     pub use crate::state::store::save_json_with;
+    pub use crate::state::writes::Durability;
     pub use crate::supervise::supervisor::Supervisor;
     pub use crate::supervise::tool_text::detect as tool_text_detect;
 }

@@ -170,7 +170,7 @@ impl Server {
         let listener = UnixListener::from_std(listener)?;
         let text = path::Record { socket: bound.socket.clone(), run_id: Some(self.serving.run_id.clone()) }.text();
         // Not synced: after a power cut the socket is gone with the run anyway.
-        crate::state::atomic::replace(&self.record, text.as_bytes(), crate::state::atomic::Durability::Unsynced)?;
+        crate::state::atomic::replace(&self.record, text.as_bytes(), crate::state::writes::Durability::Unsynced)?;
         self.task.abort();
         if let Some(old) = std::mem::replace(&mut self.own_dir, bound.own_dir.take()) {
             let _ = std::fs::remove_dir_all(old);

@@ -121,7 +121,7 @@ pub(crate) fn write_descriptor(worktree: &Path, d: &Descriptor) -> std::io::Resu
     // Written whole (a rename) before every start of the task's ralph: a power cut
     // that loses it loses nothing the next start does not write again.
     let path = super::paths::descriptor(worktree);
-    crate::state::store::save_json_with(&path, d, crate::state::atomic::Durability::Unsynced)
+    crate::state::store::save_json_with(&path, d, crate::state::writes::Durability::Unsynced)
 }
 
 /// Who may run in a directory.
@@ -297,7 +297,7 @@ impl TaskRun {
             },
             Err(e) => return tracing::warn!("fleet: cannot take the isolation snapshot: {e}"),
         };
-        let saved = crate::state::store::save_json_with(&path, &window, crate::state::atomic::Durability::Ordered);
+        let saved = crate::state::store::save_json_with(&path, &window, crate::state::writes::Durability::Ordered);
         if let Err(e) = saved {
             tracing::warn!("fleet: cannot write {}: {e}", path.display());
         }
@@ -316,7 +316,7 @@ impl TaskRun {
         };
         let verdict = self.judge(&window, &after, to);
         window.closed_at = Some(to);
-        if let Err(e) = crate::state::store::save_json_with(&path, &window, crate::state::atomic::Durability::Ordered) {
+        if let Err(e) = crate::state::store::save_json_with(&path, &window, crate::state::writes::Durability::Ordered) {
             tracing::warn!("fleet: cannot write {}: {e}", path.display());
         }
         match verdict {
@@ -373,7 +373,7 @@ impl TaskRun {
         let value = Shared { provider: provider(name, agent), until, learned_by: self.d.task.clone() };
         let agent = self.d.repo.join(".agent");
         if let Err(e) = crate::state::private::ensure_dirs(&agent, Path::new("fleet/limits")).and_then(|()| {
-            crate::state::store::save_json_with(&path, &value, crate::state::atomic::Durability::Ordered)
+            crate::state::store::save_json_with(&path, &value, crate::state::writes::Durability::Ordered)
         }) {
             tracing::warn!("fleet: cannot share the rate-limit reset in {}: {e}", path.display());
         }
@@ -435,7 +435,7 @@ pub(crate) fn close_window_of(fleet_dir: &Path, task: &str) {
         w.closed_at = Some(now_ms());
         // Best effort: a window a power cut reopens only makes a later change
         // look like it overlapped this task too.
-        let _ = crate::state::store::save_json_with(&path, &w, crate::state::atomic::Durability::Unsynced);
+        let _ = crate::state::store::save_json_with(&path, &w, crate::state::writes::Durability::Unsynced);
     }
 }
 
@@ -560,7 +560,7 @@ command = ["./bin/agent", "{prompt}"]"#,
             crate::state::store::save_json_with(
                 &path,
                 &window(task, closed_at),
-                crate::state::atomic::Durability::Unsynced,
+                crate::state::writes::Durability::Unsynced,
             )
             .unwrap();
         }

@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::state::atomic::Durability;
 use crate::state::checkpoint::Status;
 use crate::state::store;
+use crate::state::writes::Durability;
 use crate::step::waits::CATCH_UP;
 
 /// `checkpoint.json` and what it lacks of the journal.

@@ -8,7 +8,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
-pub use super::writes::Durability;
+use super::writes::Durability;
 
 /// Replaces `path` with `bytes` atomically, with mode 0600.
 ///

@@ -5,8 +5,9 @@
 use std::io;
 use std::path::Path;
 
-use super::atomic::{self, Durability};
+use super::atomic;
 use super::lease::{self, Found, Identity, LeaseRecord, Renewal};
+use super::writes::Durability;
 
 /// Test-only: pretend to be the host named here (two "hosts" on one machine share
 /// a kernel, so a simulated host also skips the kernel's flock, which another

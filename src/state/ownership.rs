@@ -24,9 +24,9 @@ use std::time::{Duration, Instant};
 use crate::config::{LeaseRenewal, Watch as WatchConfig};
 use crate::events::RunEvent;
 
-use super::atomic::Durability;
 use super::lease::{self, FirstLook, Found, Identity, LeaseRecord, Renewal, Seen, Watch};
 use super::lease_file;
+use super::writes::Durability;
 
 /// Whether to wait while another host's lease is live (`--resume-or-start`), or
 /// refuse as soon as it is seen renewed.

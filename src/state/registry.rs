@@ -19,9 +19,9 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::atomic::Durability;
 use super::checkpoint::Status;
 use super::store;
+use super::writes::Durability;
 
 pub(crate) mod entry;
 pub(crate) use entry::{Entry, FleetMark, FleetRole, WatchState};

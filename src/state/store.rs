@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::atomic::{Durability, parent_dir, replace, sync_dir};
+use super::atomic::{parent_dir, replace, sync_dir};
+use super::writes::Durability;
 
 /// Why a state file could not be loaded.
 #[derive(Debug, thiserror::Error)]

@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::words::Decision;
-use crate::state::atomic::Durability;
 use crate::state::store;
+use crate::state::writes::Durability;
 
 /// The last decision about a run, and since when it has been the decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

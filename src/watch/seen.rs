@@ -18,8 +18,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::state::atomic::{self, Durability};
+use crate::state::atomic;
 use crate::state::store;
+use crate::state::writes::Durability;
 
 /// A file's inode, size, modification and change times (nanoseconds).
 pub(super) type Stamp = [i64; 4];
