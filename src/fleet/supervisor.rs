@@ -453,12 +453,9 @@ impl Supervisor {
     /// A discarded task: its worktree goes when it holds nothing of a person's, its
     /// branch when asked.
     fn discarded(&mut self, name: &str) {
-        let removed = self.book.remove_worktree(name);
-        let text = removed.clone().unwrap_or_else(|e| e);
-        self.reporter.line(&text);
-        if self.delete_branch.remove(name) == Some(true) && removed.is_ok() {
-            let deleted = self.book.delete_branch(name).unwrap_or_else(|e| e);
-            self.reporter.line(&deleted);
+        let delete_branch = self.delete_branch.remove(name) == Some(true);
+        for line in self.book.discarded(name, delete_branch) {
+            self.reporter.line(&line);
         }
     }
 
@@ -558,7 +555,9 @@ impl Supervisor {
                 ))
             }
             Request::Stop { task: Some(name), now } => self.stop_one(&name, now),
-            Request::Retry { task } => self.retry(&task),
+            Request::Retry { task } => {
+                self.book.retry(&task).inspect(|_| (self.later, self.queue_paused) = (None, None))
+            }
             Request::Discard { task, delete_branch } => self.discard(&task, delete_branch),
             Request::Clean {} => {
                 Ok(self.book.clean().into_iter().map(|r| r.unwrap_or_else(|e| e)).collect::<Vec<_>>().join("\n"))
@@ -588,26 +587,6 @@ impl Supervisor {
                 self.book.set(name, state, Some("stopped by `ralph fleet stop`".into())).map_err(|e| e.to_string())?;
                 Ok(format!("task {name}: stopped"))
             }
-            Command::Refuse(why) => Err(why),
-        }
-    }
-
-    fn retry(&mut self, name: &str) -> Result<String, String> {
-        let t = self.book.task(name)?.clone();
-        match core::retry(name, &t) {
-            Command::Set(state) => {
-                let state = retried_state(&self.book, name, state);
-                if let Some(t) = self.book.fleet.tasks.get_mut(name) {
-                    (t.restarts, t.evictions, t.eviction) = (0, 0, None);
-                }
-                self.book.set(name, state, None).map_err(|e| e.to_string())?;
-                (self.later, self.queue_paused) = (None, None);
-                Ok(format!(
-                    "task {name}: {}",
-                    if state == TaskState::Finished { "queued to land again" } else { "queued again" }
-                ))
-            }
-            Command::AskRun => Err(format!("task {name} is running")),
             Command::Refuse(why) => Err(why),
         }
     }
@@ -768,11 +747,4 @@ pub(super) async fn job_done(job: &mut Option<tokio::task::JoinHandle<Done>>) ->
         Some(handle) => handle.await.unwrap_or_else(|e| Done::Failed(format!("the landing's job failed: {e}"))),
         None => std::future::pending().await,
     }
-}
-
-/// The state `retry` puts a task in: a blocked task whose run is complete (the queue
-/// gave up on it) lands again; others run again.
-pub(super) fn retried_state(book: &Book, name: &str, state: TaskState) -> TaskState {
-    let completed = book.run_view(name).is_some_and(|v| v.status == crate::state::checkpoint::Status::Completed);
-    if state == TaskState::Queued && completed { TaskState::Finished } else { state }
 }
