@@ -45,18 +45,27 @@ pub(super) fn resume(entry: &Entry, cp: Seen<'_>) -> std::io::Result<(Child, Pat
 /// Marks an interrupted run `blocked` with the reason, under the run's own lock so
 /// no ralph starts meanwhile, and ends every process still carrying its run id (an
 /// agent's background job outlives a killed ralph; a blocked run waits for a person
-/// and must leave nothing working on its tree). `Ok(None)`: a ralph owns the run
-/// after all; else the count of processes ended.
+/// and must leave nothing working on its tree). A fleet: its state says `blocked`,
+/// under the fleet's lock (its tasks are its supervisor's: they stay as they are for
+/// the person). `Ok(None)`: a ralph owns the run after all; else the count of
+/// processes ended.
 pub(super) fn block(registry: &Path, entry: &Entry, why: &str) -> Result<Option<usize>, String> {
-    if entry.fleet_supervisor() {
-        return block_fleet(registry, entry, why);
-    }
-    let agent_dir = entry.dir.join(".agent");
-    let lock = match lock::acquire(&agent_dir.join("ralph.lock")) {
+    let fleet = entry.fleet_supervisor();
+    let dir = if fleet { crate::fleet::paths::fleet_dir(&entry.dir) } else { entry.dir.join(".agent") };
+    let lock = match lock::acquire(&dir.join(if fleet { "fleet.lock" } else { "ralph.lock" })) {
         Ok(acquired) => acquired.lock,
         Err(lock::LockError::Held { .. }) => return Ok(None),
         Err(e) => return Err(e.to_string()),
     };
+    let (updated_at, ended) = if fleet { block_fleet(&dir, why)? } else { block_run(&dir, why)? };
+    lock.release().map_err(|e| e.to_string())?;
+    let updated = Entry { status: Status::Blocked, updated_at: updated_at.to_string(), ..entry.clone() };
+    registry::write(registry, &updated).map_err(|e| e.to_string())?;
+    Ok(Some(ended))
+}
+
+/// [`block`] for a run, its lock held: when it was saved, and the processes ended.
+fn block_run(agent_dir: &Path, why: &str) -> Result<(jiff::Timestamp, usize), String> {
     let path = agent_dir.join("checkpoint.json");
     // The newest save (after a power cut the journal's), so the resume that reads
     // the two again sees this one.
@@ -65,36 +74,20 @@ pub(super) fn block(registry: &Path, entry: &Entry, why: &str) -> Result<Option<
     // With the lock held no ralph of this run is alive: whatever carries its id is
     // a leftover of one that died.
     let ended = crate::process::leftovers::kill_all(&cp.run_id).len();
-    cp.status = Status::Blocked;
-    cp.stop_reason = Some(why.to_string());
-    cp.stopped_by = None;
-    cp.clean_stop = true;
+    (cp.status, cp.stop_reason, cp.stopped_by, cp.clean_stop) = (Status::Blocked, Some(why.to_string()), None, true);
     cp.updated_at = jiff::Timestamp::now();
     store::save_json(&path, &cp).map_err(|e| e.to_string())?;
-    lock.release().map_err(|e| e.to_string())?;
-    let updated = Entry { status: Status::Blocked, updated_at: cp.updated_at.to_string(), ..entry.clone() };
-    registry::write(registry, &updated).map_err(|e| e.to_string())?;
-    Ok(Some(ended))
+    Ok((cp.updated_at, ended))
 }
 
-/// [`block`] for a fleet: its state says `blocked`, under the fleet's lock (its tasks
-/// are its supervisor's: they stay as they are for the person).
-fn block_fleet(registry: &Path, entry: &Entry, why: &str) -> Result<Option<usize>, String> {
-    let dir = crate::fleet::paths::fleet_dir(&entry.dir);
-    let lock = match lock::acquire(&dir.join("fleet.lock")) {
-        Ok(acquired) => acquired.lock,
-        Err(lock::LockError::Held { .. }) => return Ok(None),
-        Err(e) => return Err(e.to_string()),
-    };
+/// [`block`] for a fleet, its lock held.
+fn block_fleet(dir: &Path, why: &str) -> Result<(jiff::Timestamp, usize), String> {
     let path = dir.join("fleet.json");
     let mut fleet = crate::fleet::state::read(&path).map_err(|e| e.to_string())?.ok_or("the fleet's state is gone")?;
     (fleet.status, fleet.stop_reason, fleet.clean_stop) =
         (crate::fleet::state::FleetStatus::Blocked, Some(why.to_string()), true);
     crate::fleet::state::save(&path, &mut fleet).map_err(|e| e.to_string())?;
-    lock.release().map_err(|e| e.to_string())?;
-    let updated = Entry { status: Status::Blocked, updated_at: fleet.updated_at.to_string(), ..entry.clone() };
-    registry::write(registry, &updated).map_err(|e| e.to_string())?;
-    Ok(Some(0))
+    Ok((fleet.updated_at, 0))
 }
 
 /// What a resume would lack in this environment: credential variables the run's
@@ -114,22 +107,21 @@ pub(super) fn missing(entry: &Entry) -> Vec<String> {
 /// is there.
 pub(crate) fn last_active(entry: &Entry) -> Option<i64> {
     if entry.fleet_supervisor() {
-        let fleet = crate::fleet::paths::fleet_dir(&entry.dir);
-        let written = |name: &str| {
-            let modified = std::fs::symlink_metadata(fleet.join(name)).and_then(|m| m.modified()).ok()?;
-            jiff::Timestamp::try_from(modified).ok().map(|t| t.as_second())
-        };
-        return written(crate::state::journal::FILE).max(written("fleet.json"));
+        return written(&crate::fleet::paths::fleet_dir(&entry.dir), "fleet.json");
     }
     last_active_in(&entry.dir)
 }
 
 /// When the run of `dir` last did something (see [`last_active`]).
 pub(crate) fn last_active_in(dir: &Path) -> Option<i64> {
-    let agent = dir.join(".agent");
-    let written = |name: &str| {
-        let modified = std::fs::symlink_metadata(agent.join(name)).and_then(|m| m.modified()).ok()?;
+    written(&dir.join(".agent"), "checkpoint.json")
+}
+
+/// The later of `state` and the journal in `dir` written, unix seconds.
+fn written(dir: &Path, state: &str) -> Option<i64> {
+    let at = |name: &str| {
+        let modified = std::fs::symlink_metadata(dir.join(name)).and_then(|m| m.modified()).ok()?;
         jiff::Timestamp::try_from(modified).ok().map(|t| t.as_second())
     };
-    written(crate::state::journal::FILE).max(written("checkpoint.json"))
+    at(crate::state::journal::FILE).max(at(state))
 }
