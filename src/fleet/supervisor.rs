@@ -95,9 +95,7 @@ async fn run(options: Options) -> Result<i32, RalphError> {
         chores: super::chores::Chores::new(),
         preparing: None,
     };
-    for note in &opened.notes {
-        sup.reporter.line(note);
-    }
+    sup.reporter.lines(&opened.notes);
     sup.run(opened.fresh).await
 }
 
@@ -161,13 +159,9 @@ impl Supervisor {
         self.event("fleet_started", json!({"fleet": id, "pid": std::process::id(), "fresh": fresh}));
         self.register(Status::Running);
         self.watch_task_files();
-        for line in self.book.reconcile()? {
-            self.reporter.line(&line);
-        }
+        self.reporter.lines(&self.book.reconcile()?);
         self.settle_left_behind()?;
-        for line in super::landing::recover(&mut self.book)? {
-            self.reporter.line(&line);
-        }
+        self.reporter.lines(&super::landing::recover(&mut self.book)?);
         self.discover()?;
         // Who sends a SIGTERM decides what it is (a process of the person's own: their
         // stop, like Ctrl+C; a service manager or a shutdown: an interruption the
@@ -293,18 +287,13 @@ impl Supervisor {
     }
 
     fn discover(&mut self) -> Result<(), RalphError> {
-        for line in self.book.discover()? {
-            self.reporter.line(&line);
-        }
+        self.reporter.lines(&self.book.discover()?);
         Ok(())
     }
 
     /// Starts queued tasks while there are slots.
     fn start_what_fits(&mut self) -> Result<(), RalphError> {
-        if self.later.is_some() {
-            return Ok(());
-        }
-        if self.over_budget() {
+        if self.later.is_some() || self.over_budget() {
             return Ok(());
         }
         for name in core::next_to_start(&self.book.fleet, self.book.loaded.config.fleet.max_parallel) {
@@ -454,9 +443,7 @@ impl Supervisor {
     /// branch when asked.
     fn discarded(&mut self, name: &str) {
         let delete_branch = self.delete_branch.remove(name) == Some(true);
-        for line in self.book.discarded(name, delete_branch) {
-            self.reporter.line(&line);
-        }
+        self.reporter.lines(&self.book.discarded(name, delete_branch));
     }
 
     /// A file changed: a task's checkpoint (its live line, its cost) or a task file.
@@ -670,9 +657,7 @@ impl Supervisor {
         self.event("fleet_ended", json!({"status": status.as_str(), "reason": self.book.fleet.stop_reason}));
         self.register(status.as_run_status());
         if status == FleetStatus::Finished {
-            for line in super::tidy::tidy(&mut self.book)? {
-                self.reporter.line(&line);
-            }
+            self.reporter.lines(&super::tidy::tidy(&mut self.book)?);
         }
         let landing = !self.book.fleet.no_land;
         let headline = headline(&self.book.fleet, status);
