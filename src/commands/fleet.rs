@@ -48,8 +48,8 @@ fn in_fleet(place: &Place, command: impl FnOnce(Found) -> Result<i32, RalphError
 
 /// A change by a person: through the supervisor, or under the fleet's lock.
 fn change(found: &Found, request: &Request) -> Result<i32, RalphError> {
-    if let Some(reply) = ask(found, request) {
-        return answer(reply?);
+    if let Some(reply) = control::call(&found.paths.socket_record(), request) {
+        return answer(reply);
     }
     let mut book = offline(found)?;
     let done = match request {
@@ -70,12 +70,6 @@ fn change(found: &Found, request: &Request) -> Result<i32, RalphError> {
 fn answer(done: Result<String, String>) -> Result<i32, RalphError> {
     println!("{}", done.map_err(RalphError::Usage)?);
     Ok(exit::DONE)
-}
-
-/// The supervisor's reply to `request`; `None` when no supervisor runs.
-fn ask(found: &Found, request: &Request) -> Option<Result<Result<String, String>, RalphError>> {
-    let reply = control::call(&found.paths.socket_record(), request, Duration::from_secs(60))?;
-    Some(reply.map(|r| if r.ok { Ok(r.message) } else { Err(r.message) }).map_err(RalphError::Usage))
 }
 
 /// The fleet's book under its lock, for a command that runs without a supervisor.
@@ -119,8 +113,10 @@ fn discard_offline(book: &mut Book, task: &str, delete_branch: bool) -> Result<S
 /// `ralph fleet stop [--now] [TASK]`: asks the supervisor; waits for the stop.
 fn stop(found: &Found, task: Option<String>, now: bool, timeout: Duration) -> Result<i32, RalphError> {
     let request = Request::Stop { task: task.clone(), now };
-    let Some(reply) = ask(found, &request) else { return stop_without_supervisor(found, task.as_deref(), now) };
-    eprintln!("ralph: {}", reply?.map_err(RalphError::Usage)?);
+    let Some(reply) = control::call(&found.paths.socket_record(), &request) else {
+        return stop_without_supervisor(found, task.as_deref(), now);
+    };
+    eprintln!("ralph: {}", reply.map_err(RalphError::Usage)?);
     let started = Instant::now();
     loop {
         let state = crate::fleet::state::read(&found.paths.state()).ok().flatten();
@@ -221,8 +217,8 @@ fn logs(found: &Found, task: &str, follow: bool) -> Result<i32, RalphError> {
 /// under the fleet's lock.
 fn land(found: &Found, task: &str) -> Result<i32, RalphError> {
     let request = Request::Land { task: task.to_string() };
-    if let Some(reply) = ask(found, &request) {
-        return answer(reply?);
+    if let Some(reply) = control::call(&found.paths.socket_record(), &request) {
+        return answer(reply);
     }
     let mut book = offline(found)?;
     let runtime = crate::process::runtime().map_err(|e| RalphError::io("cannot start the runtime", e))?;
