@@ -1,8 +1,6 @@
 //! The watchdog's hands: start a detached `ralph --resume`, mark a run `blocked`
 //! (ending what it left running), and find what a resume would lack.
 
-use std::fs::OpenOptions;
-use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -27,8 +25,7 @@ pub(super) fn resume(entry: &Entry, cp: Seen<'_>) -> std::io::Result<(Child, Pat
     std::fs::create_dir_all(&logs)?;
     let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ");
     let log_path = logs.join(format!("watch-resume-{stamp}.log"));
-    let log =
-        OpenOptions::new().create(true).append(true).mode(0o600).custom_flags(nix::libc::O_NOFOLLOW).open(&log_path)?;
+    let log = crate::state::private::append_file(&log_path)?;
     let mut command = Command::new(exe);
     let config = entry.config.iter().flat_map(|config| [Path::new("-c"), config]);
     command

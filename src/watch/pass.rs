@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::Duration;
@@ -394,10 +394,7 @@ pub(super) fn pass_lock(registry: &Path) -> Option<(Flock<File>, bool)> {
         let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent);
     }
     let first = std::fs::symlink_metadata(&path).is_err();
-    let open = || {
-        let mut options = OpenOptions::new();
-        options.create(true).truncate(false).write(true).mode(0o600).custom_flags(nix::libc::O_NOFOLLOW).open(&path)
-    };
+    let open = || crate::state::private::open(&path, OpenOptions::new().create(true).truncate(false).write(true));
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
         match Flock::lock(open().ok()?, FlockArg::LockExclusiveNonblock) {
