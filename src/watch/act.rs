@@ -47,43 +47,51 @@ pub(super) fn resume(entry: &Entry, cp: Seen<'_>) -> std::io::Result<(Child, Pat
 /// the person). `Ok(None)`: a ralph owns the run after all; else the count of
 /// processes ended.
 pub(super) fn block(registry: &Path, entry: &Entry, why: &str) -> Result<Option<usize>, String> {
-    let fleet = entry.fleet_supervisor();
-    let dir = if fleet { crate::fleet::paths::fleet_dir(&entry.dir) } else { entry.dir.join(".agent") };
-    let lock = match lock::acquire(&dir.join(if fleet { "fleet.lock" } else { "ralph.lock" })) {
+    let (state, lock) = place(entry);
+    let lock = match lock::acquire(&lock) {
         Ok(acquired) => acquired.lock,
         Err(lock::LockError::Held { .. }) => return Ok(None),
         Err(e) => return Err(e.to_string()),
     };
-    let (updated_at, ended) = if fleet { block_fleet(&dir, why)? } else { block_run(&dir, why)? };
+    let (updated_at, ended) =
+        if entry.fleet_supervisor() { block_fleet(&state, why)? } else { block_run(&state, why)? };
     lock.release().map_err(|e| e.to_string())?;
     let updated = Entry { status: Status::Blocked, updated_at: updated_at.to_string(), ..entry.clone() };
     registry::write(registry, &updated).map_err(|e| e.to_string())?;
     Ok(Some(ended))
 }
 
+/// The state file and the lock of an entry's run (or fleet).
+pub(super) fn place(entry: &Entry) -> (PathBuf, PathBuf) {
+    if entry.fleet_supervisor() {
+        let dir = crate::fleet::paths::fleet_dir(&entry.dir);
+        return (dir.join("fleet.json"), dir.join("fleet.lock"));
+    }
+    let agent_dir = entry.dir.join(".agent");
+    (agent_dir.join("checkpoint.json"), agent_dir.join("ralph.lock"))
+}
+
 /// [`block`] for a run, its lock held: when it was saved, and the processes ended.
-fn block_run(agent_dir: &Path, why: &str) -> Result<(jiff::Timestamp, usize), String> {
-    let path = agent_dir.join("checkpoint.json");
+fn block_run(path: &Path, why: &str) -> Result<(jiff::Timestamp, usize), String> {
     // The newest save (after a power cut the journal's), so the resume that reads
     // the two again sees this one.
-    let newest = format::read_newest(&path).map_err(|e| e.to_string())?;
+    let newest = format::read_newest(path).map_err(|e| e.to_string())?;
     let mut cp = newest.ok_or("the checkpoint is gone")?.checkpoint;
     // With the lock held no ralph of this run is alive: whatever carries its id is
     // a leftover of one that died.
     let ended = crate::process::leftovers::kill_all(&cp.run_id).len();
     (cp.status, cp.stop_reason, cp.stopped_by, cp.clean_stop) = (Status::Blocked, Some(why.to_string()), None, true);
     cp.updated_at = jiff::Timestamp::now();
-    store::save_json(&path, &cp).map_err(|e| e.to_string())?;
+    store::save_json(path, &cp).map_err(|e| e.to_string())?;
     Ok((cp.updated_at, ended))
 }
 
 /// [`block`] for a fleet, its lock held.
-fn block_fleet(dir: &Path, why: &str) -> Result<(jiff::Timestamp, usize), String> {
-    let path = dir.join("fleet.json");
-    let mut fleet = crate::fleet::state::read(&path).map_err(|e| e.to_string())?.ok_or("the fleet's state is gone")?;
+fn block_fleet(path: &Path, why: &str) -> Result<(jiff::Timestamp, usize), String> {
+    let mut fleet = crate::fleet::state::read(path).map_err(|e| e.to_string())?.ok_or("the fleet's state is gone")?;
     (fleet.status, fleet.stop_reason, fleet.clean_stop) =
         (crate::fleet::state::FleetStatus::Blocked, Some(why.to_string()), true);
-    crate::fleet::state::save(&path, &mut fleet).map_err(|e| e.to_string())?;
+    crate::fleet::state::save(path, &mut fleet).map_err(|e| e.to_string())?;
     Ok((fleet.updated_at, 0))
 }
 
@@ -103,22 +111,10 @@ pub(super) fn missing(entry: &Entry) -> Vec<String> {
 /// the later of its journal and its checkpoint (state) written; `None` when neither
 /// is there.
 pub(crate) fn last_active(entry: &Entry) -> Option<i64> {
-    if entry.fleet_supervisor() {
-        return written(&crate::fleet::paths::fleet_dir(&entry.dir), "fleet.json");
-    }
-    last_active_in(&entry.dir)
-}
-
-/// When the run of `dir` last did something (see [`last_active`]).
-pub(crate) fn last_active_in(dir: &Path) -> Option<i64> {
-    written(&dir.join(".agent"), "checkpoint.json")
-}
-
-/// The later of `state` and the journal in `dir` written, unix seconds.
-fn written(dir: &Path, state: &str) -> Option<i64> {
-    let at = |name: &str| {
-        let modified = std::fs::symlink_metadata(dir.join(name)).and_then(|m| m.modified()).ok()?;
+    let (state, _) = place(entry);
+    let written = |path: &Path| {
+        let modified = std::fs::symlink_metadata(path).and_then(|m| m.modified()).ok()?;
         jiff::Timestamp::try_from(modified).ok().map(|t| t.as_second())
     };
-    at(crate::state::journal::FILE).max(at(state))
+    written(&state.with_file_name(crate::state::journal::FILE)).max(written(&state))
 }

@@ -244,7 +244,7 @@ fn handle(
     children: &mut Vec<Child>,
 ) -> (Option<Stamp>, Decision) {
     let state = registry::read_watch(p.registry, &entry.stem());
-    let (path, lock) = place(entry);
+    let (path, lock) = act::place(entry);
     // Before the read: a save in between makes the next pass read it again.
     let stamp = seen::stamp(&path);
     let (view, from_file) = read_view(entry, &path);
@@ -316,16 +316,6 @@ impl View {
         let progress = cp.progress.counters.iterations_done;
         View { status: cp.status, progress, run_id: cp.run_id.clone(), stop_cause: cp.stop_cause }
     }
-}
-
-/// The state file and the lock of an entry's run (or fleet).
-fn place(entry: &Entry) -> (PathBuf, PathBuf) {
-    if entry.fleet_supervisor() {
-        let dir = crate::fleet::paths::fleet_dir(&entry.dir);
-        return (dir.join("fleet.json"), dir.join("fleet.lock"));
-    }
-    let agent_dir = entry.dir.join(".agent");
-    (agent_dir.join("checkpoint.json"), agent_dir.join("ralph.lock"))
 }
 
 /// The state at `path`, and whether it came from the file itself (not the journal).
