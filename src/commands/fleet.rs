@@ -48,32 +48,28 @@ fn in_fleet(place: &Place, command: impl FnOnce(Found) -> Result<i32, RalphError
 
 /// A change by a person: through the supervisor, or under the fleet's lock.
 fn change(found: &Found, request: &Request) -> Result<i32, RalphError> {
-    if let Some(reply) = control::call(&found.paths.socket_record(), request, Duration::from_secs(60)) {
-        let reply = reply.map_err(RalphError::Usage)?;
-        return answer(reply.ok, &reply.message);
+    if let Some(reply) = control::call(&found.paths.socket_record(), request) {
+        return answer(reply);
     }
     let mut book = offline(found)?;
-    let (ok, message) = match request {
-        Request::Retry { task } => retry_offline(&mut book, task),
+    let done = match request {
+        Request::Retry { task } => book.retry(task).map(|said| format!("{said}; `ralph fleet` runs it")),
         Request::Discard { task, delete_branch } => discard_offline(&mut book, task, *delete_branch),
         Request::Clean {} => {
             let results = book.clean();
             let ok = results.iter().all(Result::is_ok);
             let text = results.into_iter().map(|r| r.unwrap_or_else(|e| e)).collect::<Vec<_>>().join("\n");
-            (ok, if text.is_empty() { "nothing to clean".to_string() } else { text })
+            let text = if text.is_empty() { "nothing to clean".to_string() } else { text };
+            if ok { Ok(text) } else { Err(text) }
         }
-        _ => (false, "not a change".to_string()),
+        _ => Err("not a change".to_string()),
     };
-    answer(ok, &message)
+    answer(done)
 }
 
-fn answer(ok: bool, message: &str) -> Result<i32, RalphError> {
-    if ok {
-        println!("{message}");
-        Ok(exit::DONE)
-    } else {
-        Err(RalphError::Usage(message.to_string()))
-    }
+fn answer(done: Result<String, String>) -> Result<i32, RalphError> {
+    println!("{}", done.map_err(RalphError::Usage)?);
+    Ok(exit::DONE)
 }
 
 /// The fleet's book under its lock, for a command that runs without a supervisor.
@@ -90,73 +86,37 @@ fn offline(found: &Found) -> Result<Book, RalphError> {
     };
     // Released when the process exits; nothing is left half-done before that.
     std::mem::forget(lock);
-    let fleet = crate::fleet::setup::read_state(&found.paths.state())?
-        .ok_or_else(|| RalphError::Usage(format!("no fleet in {}; `ralph fleet` starts one", found.top.display())))?;
+    let fleet = fleet_of(found)?;
     let repo = crate::git::repo::Repo::at(&found.top);
     let loaded = crate::config::file::load(&fleet.config)?;
     let paths = Paths::new(&found.top, fleet.worktrees.clone());
     Ok(Book::new(repo, paths, loaded, fleet, None))
 }
 
-fn retry_offline(book: &mut Book, task: &str) -> (bool, String) {
-    let t = match book.task(task) {
-        Ok(t) => t.clone(),
-        Err(e) => return (false, e),
-    };
-    match crate::fleet::core::retry(task, &t) {
-        crate::fleet::core::Command::Set(state) => {
-            if let Some(t) = book.fleet.tasks.get_mut(task) {
-                t.restarts = 0;
-            }
-            match book.set(task, state, None) {
-                Ok(()) => (true, format!("task {task}: queued again; `ralph fleet` runs it")),
-                Err(e) => (false, e.to_string()),
-            }
-        }
-        crate::fleet::core::Command::Refuse(why) => (false, why),
-        crate::fleet::core::Command::AskRun => (false, format!("task {task} is running")),
-    }
-}
-
-fn discard_offline(book: &mut Book, task: &str, delete_branch: bool) -> (bool, String) {
-    let t = match book.task(task) {
-        Ok(t) => t.clone(),
-        Err(e) => return (false, e),
-    };
+fn discard_offline(book: &mut Book, task: &str, delete_branch: bool) -> Result<String, String> {
+    let t = book.task(task)?.clone();
     if let Some(w) = &t.worktree
         && crate::state::lock::read_info(&w.join(".agent").join("ralph.lock")).is_some_and(|i| i.process_alive())
     {
-        return (false, format!("task {task}'s ralph still runs; `ralph fleet stop {task}` first"));
+        return Err(format!("task {task}'s ralph still runs; `ralph fleet stop {task}` first"));
     }
-    match crate::fleet::core::discard(task, &t) {
-        crate::fleet::core::Command::Refuse(why) => (false, why),
-        _ => {
-            if let Err(e) = book.set(task, TaskState::Discarded, Some("discarded by `ralph fleet discard`".into())) {
-                return (false, e.to_string());
-            }
-            let mut lines = vec![format!("task {task}: discarded")];
-            let removed = book.remove_worktree(task);
-            let kept = removed.is_err();
-            lines.push(removed.unwrap_or_else(|e| e));
-            if delete_branch && !kept {
-                lines.push(book.delete_branch(task).unwrap_or_else(|e| e));
-            }
-            (true, lines.join("\n"))
-        }
+    if let crate::fleet::core::Command::Refuse(why) = crate::fleet::core::discard(task, &t) {
+        return Err(why);
     }
+    book.set(task, TaskState::Discarded, Some("discarded by `ralph fleet discard`".into()))
+        .map_err(|e| e.to_string())?;
+    let mut said = vec![format!("task {task}: discarded")];
+    said.extend(book.discarded(task, delete_branch));
+    Ok(said.join("\n"))
 }
 
 /// `ralph fleet stop [--now] [TASK]`: asks the supervisor; waits for the stop.
 fn stop(found: &Found, task: Option<String>, now: bool, timeout: Duration) -> Result<i32, RalphError> {
     let request = Request::Stop { task: task.clone(), now };
-    let reply = match control::call(&found.paths.socket_record(), &request, Duration::from_secs(60)) {
-        Some(reply) => reply.map_err(RalphError::Usage)?,
-        None => return stop_without_supervisor(found, task.as_deref(), now),
+    let Some(reply) = control::call(&found.paths.socket_record(), &request) else {
+        return stop_without_supervisor(found, task.as_deref(), now);
     };
-    if !reply.ok {
-        return Err(RalphError::Usage(reply.message));
-    }
-    eprintln!("ralph: {}", reply.message);
+    eprintln!("ralph: {}", reply.map_err(RalphError::Usage)?);
     let started = Instant::now();
     loop {
         let state = crate::fleet::state::read(&found.paths.state()).ok().flatten();
@@ -188,8 +148,7 @@ fn stop(found: &Found, task: Option<String>, now: bool, timeout: Duration) -> Re
 /// No supervisor runs: task ralphs a crashed supervisor left running are stopped
 /// through their own sockets; the next `ralph fleet` sees them paused.
 fn stop_without_supervisor(found: &Found, task: Option<&str>, now: bool) -> Result<i32, RalphError> {
-    let fleet = crate::fleet::setup::read_state(&found.paths.state())?
-        .ok_or_else(|| RalphError::Usage(format!("no fleet in {}", found.top.display())))?;
+    let fleet = fleet_of(found)?;
     let mut stopped = Vec::new();
     for (name, t) in fleet.tasks.iter().filter(|(n, _)| task.is_none_or(|want| want == n.as_str())) {
         let Some(w) = &t.worktree else { continue };
@@ -211,15 +170,15 @@ fn stop_without_supervisor(found: &Found, task: Option<&str>, now: bool) -> Resu
     Ok(exit::DONE)
 }
 
+/// The fleet's state; an error when there is none.
+fn fleet_of(found: &Found) -> Result<crate::fleet::state::Fleet, RalphError> {
+    crate::fleet::setup::read_state(&found.paths.state())?
+        .ok_or_else(|| RalphError::Usage(format!("no fleet in {}; `ralph fleet` starts one", found.top.display())))
+}
+
 fn task_worktree(found: &Found, task: &str) -> Result<(crate::fleet::state::Fleet, Option<PathBuf>), RalphError> {
-    let fleet = crate::fleet::setup::read_state(&found.paths.state())?
-        .ok_or_else(|| RalphError::Usage(format!("no fleet in {}", found.top.display())))?;
-    let t = fleet.tasks.get(task).ok_or_else(|| {
-        RalphError::Usage(format!(
-            "no task {task} in this fleet (tasks: {})",
-            fleet.tasks.keys().cloned().collect::<Vec<_>>().join(", ")
-        ))
-    })?;
+    let fleet = fleet_of(found)?;
+    let t = crate::fleet::ops::task_of(&fleet, task).map_err(RalphError::Usage)?;
     let worktree = t.worktree.clone().filter(|w| w.exists());
     Ok((fleet, worktree))
 }
@@ -258,21 +217,19 @@ fn logs(found: &Found, task: &str, follow: bool) -> Result<i32, RalphError> {
 /// under the fleet's lock.
 fn land(found: &Found, task: &str) -> Result<i32, RalphError> {
     let request = Request::Land { task: task.to_string() };
-    if let Some(reply) = control::call(&found.paths.socket_record(), &request, Duration::from_secs(60)) {
-        let reply = reply.map_err(RalphError::Usage)?;
-        return answer(reply.ok, &reply.message);
+    if let Some(reply) = control::call(&found.paths.socket_record(), &request) {
+        return answer(reply);
     }
     let mut book = offline(found)?;
     let runtime = crate::process::runtime().map_err(|e| RalphError::io("cannot start the runtime", e))?;
     let (ok, lines) = runtime.block_on(crate::fleet::landing::land_now(&mut book, task))?;
     runtime.shutdown_background();
-    answer(ok, &lines.join("\n"))
+    answer(if ok { Ok(lines.join("\n")) } else { Err(lines.join("\n")) })
 }
 
 /// `ralph fleet diff TASK`: `git diff <into>...<branch>`, git's own output.
 fn diff(found: &Found, task: &str) -> Result<i32, RalphError> {
-    let fleet = crate::fleet::setup::read_state(&found.paths.state())?
-        .ok_or_else(|| RalphError::Usage(format!("no fleet in {}", found.top.display())))?;
+    let fleet = fleet_of(found)?;
     let branch = crate::fleet::names::branch_of(task);
     let merged = fleet.tasks.get(task).is_some_and(|t| t.landed.is_some());
     // A merged task's branch is gone: what it landed is its commits on `into`.

@@ -3,7 +3,6 @@
 //! `fleet_status`) and `ralph stop`, so none of them imports another for it.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use crate::error::RalphError;
 use crate::fleet::control::{self, Request};
@@ -28,12 +27,8 @@ pub(crate) fn find(dir: &Path) -> Result<Found, RalphError> {
 /// it); returns what it said, or why no supervisor took the stop.
 pub(crate) fn ask_to_stop(repo: &Path, now: bool) -> Result<String, String> {
     let record = find(repo).map_err(|e| e.to_string())?.paths.socket_record();
-    match control::call(&record, &Request::Stop { task: None, now }, Duration::from_secs(60)) {
-        Some(Ok(reply)) if reply.ok => Ok(reply.message),
-        Some(Ok(reply)) => Err(reply.message),
-        Some(Err(e)) => Err(e),
-        None => Err(format!("no fleet supervisor answers in {}", repo.display())),
-    }
+    control::call(&record, &Request::Stop { task: None, now })
+        .unwrap_or_else(|| Err(format!("no fleet supervisor answers in {}", repo.display())))
 }
 
 /// Whether a supervisor runs the fleet of `repo` (it holds the fleet's lock).

@@ -61,9 +61,7 @@ struct Watch {
 
 /// `ralph status --all [--json] [--prune]`.
 pub(crate) fn main(json: bool, prune: bool) -> Result<i32, RalphError> {
-    let Some(reg) = registry::dir() else {
-        return Err(RalphError::Usage("cannot find the run registry: neither XDG_STATE_HOME nor HOME is set".into()));
-    };
+    let reg = crate::watch::registry()?;
     let (entries, warnings) = registry::read_all(&reg);
     for warning in warnings {
         eprintln!("ralph: {warning}");
@@ -125,8 +123,6 @@ fn row(reg: &Path, entry: &Entry, boot: &str, decisions: &Decisions, held: bool)
         let next = c.progress.position.chain.get(c.progress.position.agent_index).map(|a| a.name.clone());
         c.in_flight.as_ref().map(|f| f.agent.clone()).or(next)
     });
-    let last_activity =
-        crate::watch::last_active(entry).and_then(|at| Timestamp::from_second(at).ok()).map(|t| t.to_string());
     let live = lock::is_held(&entry.dir.join(".agent").join("ralph.lock"));
     let identity = crate::state::identity_now::of(&entry.dir).map_err(|e| e.to_string());
     let found_run = cp.as_ref().map(|c| c.run_id.as_str());
@@ -140,7 +136,7 @@ fn row(reg: &Path, entry: &Entry, boot: &str, decisions: &Decisions, held: bool)
         phase: pos.map(|p| p.phase_name.clone()),
         iteration: pos.map(|p| p.iteration),
         agent,
-        last_activity,
+        last_activity: last_activity(entry),
         restarts: registry::read_watch(reg, &entry.stem()).restarts,
         run_id: cp.as_ref().map_or(entry.run_id.clone(), |c| c.run_id.clone()),
         watch,
@@ -161,11 +157,6 @@ fn fleet_row(registry: &Path, entry: &Entry, stale: bool, watch: Option<Watch>) 
         let list: Vec<String> = by_state.iter().map(|(s, n)| format!("{n} {s}")).collect();
         format!("fleet: {} task(s), {}", f.tasks.len(), list.join(", "))
     });
-    let last_activity = std::fs::metadata(dir.join(crate::state::journal::FILE))
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| Timestamp::try_from(t).ok())
-        .map(|t| t.to_string());
     Row {
         dir: entry.dir.display().to_string(),
         stale,
@@ -175,12 +166,17 @@ fn fleet_row(registry: &Path, entry: &Entry, stale: bool, watch: Option<Watch>) 
         phase: None,
         iteration: None,
         agent: None,
-        last_activity,
+        last_activity: last_activity(entry),
         restarts: registry::read_watch(registry, &entry.stem()).restarts,
         run_id: fleet.map_or(entry.run_id.clone(), |f| f.fleet_id),
         watch,
         fleet: Some(counts.unwrap_or_else(|| "fleet".to_string())),
     }
+}
+
+/// When the run (a fleet: its supervisor) last wrote its journal or state, RFC 3339.
+fn last_activity(entry: &Entry) -> Option<String> {
+    crate::watch::last_active(entry).and_then(|at| Timestamp::from_second(at).ok()).map(|t| t.to_string())
 }
 
 /// One run of `status --all` as text: its directory, then what it is and what the

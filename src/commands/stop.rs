@@ -61,9 +61,7 @@ pub(crate) fn main(dir: &Path, now: bool, timeout: Duration) -> Result<i32, Ralp
 
 /// `ralph stop --all`: every run of the registry that a ralph runs now.
 pub(crate) fn all(now: bool, timeout: Duration) -> Result<i32, RalphError> {
-    let Some(registry) = crate::state::registry::dir() else {
-        return Err(RalphError::Usage("cannot find the run registry: neither XDG_STATE_HOME nor HOME is set".into()));
-    };
+    let registry = crate::watch::registry()?;
     let (entries, _) = crate::state::registry::read_all(&registry);
     let live: Vec<(PathBuf, bool)> =
         entries.into_iter().filter_map(|e| target(&e).map(|fleet| (e.dir, fleet))).collect();

@@ -97,9 +97,9 @@ async fn session(stream: tokio::net::UnixStream, tx: mpsc::Sender<Inbound>) {
     }
 }
 
-/// Sends a request to the running supervisor of `record`'s fleet. `None`: no
-/// supervisor answers (none runs).
-pub(crate) fn call(record: &Path, request: &Request, timeout: Duration) -> Option<Result<Reply, String>> {
+/// Sends a request to the running supervisor of `record`'s fleet: what it said,
+/// or why not (its refusal, or no answer). `None`: no supervisor listens (none runs).
+pub(crate) fn call(record: &Path, request: &Request) -> Option<Result<String, String>> {
     let text = std::fs::read_to_string(record).ok()?;
     let path = PathBuf::from(text.lines().next()?.trim());
     let stream = UnixStream::connect(&path).ok()?;
@@ -111,7 +111,8 @@ pub(crate) fn call(record: &Path, request: &Request, timeout: Duration) -> Optio
                 path.display()
             )));
         }
-        stream.set_read_timeout(Some(timeout))?;
+        // A landing's git may hold the supervisor's answer a while.
+        stream.set_read_timeout(Some(Duration::from_secs(60)))?;
         stream.set_write_timeout(Some(Duration::from_secs(10)))?;
         let mut line = serde_json::to_string(request).map_err(std::io::Error::other)?;
         line.push('\n');
@@ -120,7 +121,11 @@ pub(crate) fn call(record: &Path, request: &Request, timeout: Duration) -> Optio
         BufReader::new((&stream).take(1 << 20)).read_line(&mut reply)?;
         serde_json::from_str(reply.trim()).map_err(std::io::Error::other)
     };
-    Some(exchange().map_err(|e| format!("the fleet's supervisor did not answer: {e}")))
+    Some(match exchange() {
+        Ok(Reply { ok: true, message }) => Ok(message),
+        Ok(Reply { ok: false, message }) => Err(message),
+        Err(e) => Err(format!("the fleet's supervisor did not answer: {e}")),
+    })
 }
 
 #[cfg(test)]

@@ -81,10 +81,7 @@ impl Book {
     }
 
     pub(crate) fn task(&self, name: &str) -> Result<&Task, String> {
-        self.fleet.tasks.get(name).ok_or_else(|| {
-            let known = self.fleet.tasks.keys().cloned().collect::<Vec<_>>().join(", ");
-            format!("no task {name} in this fleet (tasks: {known})")
-        })
+        task_of(&self.fleet, name)
     }
 
     fn task_mut(&mut self, name: &str) -> &mut Task {
@@ -344,6 +341,35 @@ impl Book {
         }
     }
 
+    /// `ralph fleet retry`: a failed, blocked or stopped task goes back to the queue
+    /// (one whose run is complete, which the queue gave up on, lands again), its
+    /// restarts and evictions forgotten.
+    pub(crate) fn retry(&mut self, name: &str) -> Result<String, String> {
+        let state = match core::retry(name, self.task(name)?) {
+            core::Command::Set(state) => state,
+            core::Command::AskRun => return Err(format!("task {name} is running")),
+            core::Command::Refuse(why) => return Err(why),
+        };
+        let completed = self.run_view(name).is_some_and(|v| v.status == crate::state::checkpoint::Status::Completed);
+        let state = if state == TaskState::Queued && completed { TaskState::Finished } else { state };
+        let t = self.task_mut(name);
+        (t.restarts, t.evictions, t.eviction) = (0, 0, None);
+        self.set(name, state, None).map_err(|e| e.to_string())?;
+        let again = if state == TaskState::Finished { "queued to land again" } else { "queued again" };
+        Ok(format!("task {name}: {again}"))
+    }
+
+    /// A discarded task: its worktree goes when it holds nothing of a person's, its
+    /// branch too when asked (and the worktree went). Returns what to tell.
+    pub(crate) fn discarded(&mut self, name: &str, delete_branch: bool) -> Vec<String> {
+        let removed = self.remove_worktree(name);
+        let mut said = vec![removed.clone().unwrap_or_else(|e| e)];
+        if delete_branch && removed.is_ok() {
+            said.push(self.delete_branch(name).unwrap_or_else(|e| e));
+        }
+        said
+    }
+
     /// `ralph fleet clean`: the worktrees of merged and discarded tasks.
     pub(crate) fn clean(&mut self) -> Vec<Result<String, String>> {
         let names: Vec<String> = self
@@ -355,6 +381,14 @@ impl Book {
             .collect();
         names.iter().map(|n| self.remove_worktree(n)).collect()
     }
+}
+
+/// Task `name` of `fleet`; the error names the tasks there are.
+pub(crate) fn task_of<'a>(fleet: &'a Fleet, name: &str) -> Result<&'a Task, String> {
+    fleet.tasks.get(name).ok_or_else(|| {
+        let known = fleet.tasks.keys().cloned().collect::<Vec<_>>().join(", ");
+        format!("no task {name} in this fleet (tasks: {known})")
+    })
 }
 
 /// The tasks of the archived fleets (but `current`), by name, with their fleet's id.

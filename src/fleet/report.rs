@@ -45,6 +45,11 @@ impl Reporter {
         }
     }
 
+    /// Lines of their own.
+    pub(super) fn lines(&self, texts: &[String]) {
+        texts.iter().for_each(|text| self.line(text));
+    }
+
     /// The live line of a running task (a terminal only).
     pub(super) fn live(&mut self, task: &str, checkpoint: Option<&Checkpoint>) {
         let Some(multi) = &self.multi else { return };

@@ -14,7 +14,7 @@ use super::git::{self, Swap};
 use super::names;
 use super::ops::{self, Book};
 use super::paths::{self, Paths};
-use super::state::{self, Fleet, FleetStatus, StateError, Task, TaskState};
+use super::state::{self, Fleet, StateError, Task, TaskState};
 use super::task;
 
 /// How `ralph fleet` was invoked.
@@ -234,11 +234,7 @@ fn create(
     let now = jiff::Timestamp::now();
     Ok(Ok(Fleet {
         version: state::VERSION,
-        seq: 0,
         fleet_id: format!("{}-{}", now.strftime("%Y%m%dT%H%M%SZ"), std::process::id()),
-        status: FleetStatus::Running,
-        clean_stop: false,
-        stop_reason: None,
         repo: top.to_path_buf(),
         base: head,
         base_branch: repo.branch().map_err(ops::git_error)?,
@@ -247,14 +243,10 @@ fn create(
         config: loaded.path.clone(),
         tasks_glob: f.tasks.clone(),
         discovered: u32::try_from(tasks.len()).unwrap_or(u32::MAX),
-        finished: 0,
-        no_land: false,
-        landing: None,
-        landings: 0,
-        landing_secs: 0.0,
         created_at: now,
         updated_at: now,
         tasks: tasks.into_iter().collect(),
+        ..Fleet::default()
     }))
 }
 

@@ -21,9 +21,10 @@ pub(crate) const VERSION: u32 = 1;
 
 crate::named::named! {
     /// Where the fleet as a whole stands.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
     pub(crate) enum FleetStatus {
         /// A supervisor runs it (or died without a clean stop: the watchdog resumes it).
+        #[default]
         Running = "running",
         /// A person stopped it (Ctrl+C, `ralph fleet stop`); `ralph fleet` continues it.
         Stopped = "stopped",
@@ -55,9 +56,10 @@ impl FleetStatus {
 
 crate::named::named! {
     /// Where one task stands (docs/fleet.md has the diagram).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
     pub(crate) enum TaskState {
         /// Known, waiting for a slot.
+        #[default]
         Queued = "queued",
         /// Its branch and worktree are being created (shown as running).
         Starting = "starting",
@@ -98,7 +100,7 @@ impl TaskState {
 }
 
 /// One task.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Task {
     /// The task file, relative to the repository's top.
     pub file: String,
@@ -189,34 +191,14 @@ pub(crate) struct Landing {
 }
 
 impl Task {
+    /// A queued task, as discovered.
     pub(crate) fn new(file: &str, seq: u32, branch: String) -> Task {
-        Task {
-            file: file.to_string(),
-            seq,
-            state: TaskState::Queued,
-            branch,
-            from: None,
-            worktree: None,
-            run_id: None,
-            reason: None,
-            started: false,
-            paused: false,
-            restarts: 0,
-            iterations_at_start: 0,
-            iterations: 0,
-            cost_usd: 0.0,
-            finished_seq: None,
-            disk_bytes: None,
-            updated_at: None,
-            evictions: 0,
-            eviction: None,
-            landed: None,
-        }
+        Task { file: file.to_string(), seq, branch, ..Task::default() }
     }
 }
 
 /// `.agent/fleet/fleet.json`
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Fleet {
     pub version: u32,
     /// Counts saves.

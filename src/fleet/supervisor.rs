@@ -95,9 +95,7 @@ async fn run(options: Options) -> Result<i32, RalphError> {
         chores: super::chores::Chores::new(),
         preparing: None,
     };
-    for note in &opened.notes {
-        sup.reporter.line(note);
-    }
+    sup.reporter.lines(&opened.notes);
     sup.run(opened.fresh).await
 }
 
@@ -161,13 +159,9 @@ impl Supervisor {
         self.event("fleet_started", json!({"fleet": id, "pid": std::process::id(), "fresh": fresh}));
         self.register(Status::Running);
         self.watch_task_files();
-        for line in self.book.reconcile()? {
-            self.reporter.line(&line);
-        }
+        self.reporter.lines(&self.book.reconcile()?);
         self.settle_left_behind()?;
-        for line in super::landing::recover(&mut self.book)? {
-            self.reporter.line(&line);
-        }
+        self.reporter.lines(&super::landing::recover(&mut self.book)?);
         self.discover()?;
         // Who sends a SIGTERM decides what it is (a process of the person's own: their
         // stop, like Ctrl+C; a service manager or a shutdown: an interruption the
@@ -293,18 +287,13 @@ impl Supervisor {
     }
 
     fn discover(&mut self) -> Result<(), RalphError> {
-        for line in self.book.discover()? {
-            self.reporter.line(&line);
-        }
+        self.reporter.lines(&self.book.discover()?);
         Ok(())
     }
 
     /// Starts queued tasks while there are slots.
     fn start_what_fits(&mut self) -> Result<(), RalphError> {
-        if self.later.is_some() {
-            return Ok(());
-        }
-        if self.over_budget() {
+        if self.later.is_some() || self.over_budget() {
             return Ok(());
         }
         for name in core::next_to_start(&self.book.fleet, self.book.loaded.config.fleet.max_parallel) {
@@ -453,13 +442,8 @@ impl Supervisor {
     /// A discarded task: its worktree goes when it holds nothing of a person's, its
     /// branch when asked.
     fn discarded(&mut self, name: &str) {
-        let removed = self.book.remove_worktree(name);
-        let text = removed.clone().unwrap_or_else(|e| e);
-        self.reporter.line(&text);
-        if self.delete_branch.remove(name) == Some(true) && removed.is_ok() {
-            let deleted = self.book.delete_branch(name).unwrap_or_else(|e| e);
-            self.reporter.line(&deleted);
-        }
+        let delete_branch = self.delete_branch.remove(name) == Some(true);
+        self.reporter.lines(&self.book.discarded(name, delete_branch));
     }
 
     /// A file changed: a task's checkpoint (its live line, its cost) or a task file.
@@ -558,7 +542,9 @@ impl Supervisor {
                 ))
             }
             Request::Stop { task: Some(name), now } => self.stop_one(&name, now),
-            Request::Retry { task } => self.retry(&task),
+            Request::Retry { task } => {
+                self.book.retry(&task).inspect(|_| (self.later, self.queue_paused) = (None, None))
+            }
             Request::Discard { task, delete_branch } => self.discard(&task, delete_branch),
             Request::Clean {} => {
                 Ok(self.book.clean().into_iter().map(|r| r.unwrap_or_else(|e| e)).collect::<Vec<_>>().join("\n"))
@@ -588,26 +574,6 @@ impl Supervisor {
                 self.book.set(name, state, Some("stopped by `ralph fleet stop`".into())).map_err(|e| e.to_string())?;
                 Ok(format!("task {name}: stopped"))
             }
-            Command::Refuse(why) => Err(why),
-        }
-    }
-
-    fn retry(&mut self, name: &str) -> Result<String, String> {
-        let t = self.book.task(name)?.clone();
-        match core::retry(name, &t) {
-            Command::Set(state) => {
-                let state = retried_state(&self.book, name, state);
-                if let Some(t) = self.book.fleet.tasks.get_mut(name) {
-                    (t.restarts, t.evictions, t.eviction) = (0, 0, None);
-                }
-                self.book.set(name, state, None).map_err(|e| e.to_string())?;
-                (self.later, self.queue_paused) = (None, None);
-                Ok(format!(
-                    "task {name}: {}",
-                    if state == TaskState::Finished { "queued to land again" } else { "queued again" }
-                ))
-            }
-            Command::AskRun => Err(format!("task {name} is running")),
             Command::Refuse(why) => Err(why),
         }
     }
@@ -691,9 +657,7 @@ impl Supervisor {
         self.event("fleet_ended", json!({"status": status.as_str(), "reason": self.book.fleet.stop_reason}));
         self.register(status.as_run_status());
         if status == FleetStatus::Finished {
-            for line in super::tidy::tidy(&mut self.book)? {
-                self.reporter.line(&line);
-            }
+            self.reporter.lines(&super::tidy::tidy(&mut self.book)?);
         }
         let landing = !self.book.fleet.no_land;
         let headline = headline(&self.book.fleet, status);
@@ -768,11 +732,4 @@ pub(super) async fn job_done(job: &mut Option<tokio::task::JoinHandle<Done>>) ->
         Some(handle) => handle.await.unwrap_or_else(|e| Done::Failed(format!("the landing's job failed: {e}"))),
         None => std::future::pending().await,
     }
-}
-
-/// The state `retry` puts a task in: a blocked task whose run is complete (the queue
-/// gave up on it) lands again; others run again.
-pub(super) fn retried_state(book: &Book, name: &str, state: TaskState) -> TaskState {
-    let completed = book.run_view(name).is_some_and(|v| v.status == crate::state::checkpoint::Status::Completed);
-    if state == TaskState::Queued && completed { TaskState::Finished } else { state }
 }

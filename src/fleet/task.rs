@@ -190,24 +190,20 @@ pub(crate) fn adapt(dir: &Path, loaded: &mut Loaded) {
     // Each task has its own branch; `[git] branch` is the single run's.
     config.git.branch = None;
     let main = |p: &Path| if p.is_relative() { d.repo.join(p) } else { p.to_path_buf() };
+    // A command's program with a `/` is a path (a bare name is looked up on PATH).
+    let program = |argv: Option<&mut Vec<String>>| {
+        if let Some(program) = argv.and_then(|c| c.first_mut()).filter(|p| p.contains('/')) {
+            *program = main(Path::new(program)).display().to_string();
+        }
+    };
     for phase in &mut loaded.phases {
         phase.prompt = phase.prompt.as_deref().map(main);
     }
     for agent in config.agents.values_mut() {
         agent.binary = agent.binary.as_deref().map(main);
-        if let Some(program) = agent.command.as_mut().and_then(|c| c.first_mut())
-            && program.contains('/')
-            && Path::new(program).is_relative()
-        {
-            *program = main(Path::new(program)).display().to_string();
-        }
+        program(agent.command.as_mut());
     }
-    if let Some(program) = config.notify.command.as_mut().and_then(|c| c.first_mut())
-        && program.contains('/')
-        && Path::new(program).is_relative()
-    {
-        *program = main(Path::new(program)).display().to_string();
-    }
+    program(config.notify.command.as_mut());
 }
 
 /// The hook when a run's checkpoint is read: the merge queue's latest eviction of

@@ -1,8 +1,6 @@
 //! The watchdog's hands: start a detached `ralph --resume`, mark a run `blocked`
 //! (ending what it left running), and find what a resume would lack.
 
-use std::fs::OpenOptions;
-use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -27,8 +25,7 @@ pub(super) fn resume(entry: &Entry, cp: Seen<'_>) -> std::io::Result<(Child, Pat
     std::fs::create_dir_all(&logs)?;
     let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ");
     let log_path = logs.join(format!("watch-resume-{stamp}.log"));
-    let log =
-        OpenOptions::new().create(true).append(true).mode(0o600).custom_flags(nix::libc::O_NOFOLLOW).open(&log_path)?;
+    let log = crate::state::private::append_file(&log_path)?;
     let mut command = Command::new(exe);
     let config = entry.config.iter().flat_map(|config| [Path::new("-c"), config]);
     command
@@ -45,56 +42,57 @@ pub(super) fn resume(entry: &Entry, cp: Seen<'_>) -> std::io::Result<(Child, Pat
 /// Marks an interrupted run `blocked` with the reason, under the run's own lock so
 /// no ralph starts meanwhile, and ends every process still carrying its run id (an
 /// agent's background job outlives a killed ralph; a blocked run waits for a person
-/// and must leave nothing working on its tree). `Ok(None)`: a ralph owns the run
-/// after all; else the count of processes ended.
+/// and must leave nothing working on its tree). A fleet: its state says `blocked`,
+/// under the fleet's lock (its tasks are its supervisor's: they stay as they are for
+/// the person). `Ok(None)`: a ralph owns the run after all; else the count of
+/// processes ended.
 pub(super) fn block(registry: &Path, entry: &Entry, why: &str) -> Result<Option<usize>, String> {
-    if entry.fleet_supervisor() {
-        return block_fleet(registry, entry, why);
-    }
-    let agent_dir = entry.dir.join(".agent");
-    let lock = match lock::acquire(&agent_dir.join("ralph.lock")) {
+    let (state, lock) = place(entry);
+    let lock = match lock::acquire(&lock) {
         Ok(acquired) => acquired.lock,
         Err(lock::LockError::Held { .. }) => return Ok(None),
         Err(e) => return Err(e.to_string()),
     };
-    let path = agent_dir.join("checkpoint.json");
-    // The newest save (after a power cut the journal's), so the resume that reads
-    // the two again sees this one.
-    let newest = format::read_newest(&path).map_err(|e| e.to_string())?;
-    let mut cp = newest.ok_or("the checkpoint is gone")?.checkpoint;
-    // With the lock held no ralph of this run is alive: whatever carries its id is
-    // a leftover of one that died.
-    let ended = crate::process::leftovers::kill_all(&cp.run_id).len();
-    cp.status = Status::Blocked;
-    cp.stop_reason = Some(why.to_string());
-    cp.stopped_by = None;
-    cp.clean_stop = true;
-    cp.updated_at = jiff::Timestamp::now();
-    store::save_json(&path, &cp).map_err(|e| e.to_string())?;
+    let (updated_at, ended) =
+        if entry.fleet_supervisor() { block_fleet(&state, why)? } else { block_run(&state, why)? };
     lock.release().map_err(|e| e.to_string())?;
-    let updated = Entry { status: Status::Blocked, updated_at: cp.updated_at.to_string(), ..entry.clone() };
+    let updated = Entry { status: Status::Blocked, updated_at: updated_at.to_string(), ..entry.clone() };
     registry::write(registry, &updated).map_err(|e| e.to_string())?;
     Ok(Some(ended))
 }
 
-/// [`block`] for a fleet: its state says `blocked`, under the fleet's lock (its tasks
-/// are its supervisor's: they stay as they are for the person).
-fn block_fleet(registry: &Path, entry: &Entry, why: &str) -> Result<Option<usize>, String> {
-    let dir = crate::fleet::paths::fleet_dir(&entry.dir);
-    let lock = match lock::acquire(&dir.join("fleet.lock")) {
-        Ok(acquired) => acquired.lock,
-        Err(lock::LockError::Held { .. }) => return Ok(None),
-        Err(e) => return Err(e.to_string()),
-    };
-    let path = dir.join("fleet.json");
-    let mut fleet = crate::fleet::state::read(&path).map_err(|e| e.to_string())?.ok_or("the fleet's state is gone")?;
+/// The state file and the lock of an entry's run (or fleet).
+pub(super) fn place(entry: &Entry) -> (PathBuf, PathBuf) {
+    if entry.fleet_supervisor() {
+        let dir = crate::fleet::paths::fleet_dir(&entry.dir);
+        return (dir.join("fleet.json"), dir.join("fleet.lock"));
+    }
+    let agent_dir = entry.dir.join(".agent");
+    (agent_dir.join("checkpoint.json"), agent_dir.join("ralph.lock"))
+}
+
+/// [`block`] for a run, its lock held: when it was saved, and the processes ended.
+fn block_run(path: &Path, why: &str) -> Result<(jiff::Timestamp, usize), String> {
+    // The newest save (after a power cut the journal's), so the resume that reads
+    // the two again sees this one.
+    let newest = format::read_newest(path).map_err(|e| e.to_string())?;
+    let mut cp = newest.ok_or("the checkpoint is gone")?.checkpoint;
+    // With the lock held no ralph of this run is alive: whatever carries its id is
+    // a leftover of one that died.
+    let ended = crate::process::leftovers::kill_all(&cp.run_id).len();
+    (cp.status, cp.stop_reason, cp.stopped_by, cp.clean_stop) = (Status::Blocked, Some(why.to_string()), None, true);
+    cp.updated_at = jiff::Timestamp::now();
+    store::save_json(path, &cp).map_err(|e| e.to_string())?;
+    Ok((cp.updated_at, ended))
+}
+
+/// [`block`] for a fleet, its lock held.
+fn block_fleet(path: &Path, why: &str) -> Result<(jiff::Timestamp, usize), String> {
+    let mut fleet = crate::fleet::state::read(path).map_err(|e| e.to_string())?.ok_or("the fleet's state is gone")?;
     (fleet.status, fleet.stop_reason, fleet.clean_stop) =
         (crate::fleet::state::FleetStatus::Blocked, Some(why.to_string()), true);
-    crate::fleet::state::save(&path, &mut fleet).map_err(|e| e.to_string())?;
-    lock.release().map_err(|e| e.to_string())?;
-    let updated = Entry { status: Status::Blocked, updated_at: fleet.updated_at.to_string(), ..entry.clone() };
-    registry::write(registry, &updated).map_err(|e| e.to_string())?;
-    Ok(Some(0))
+    crate::fleet::state::save(path, &mut fleet).map_err(|e| e.to_string())?;
+    Ok((fleet.updated_at, 0))
 }
 
 /// What a resume would lack in this environment: credential variables the run's
@@ -113,23 +111,10 @@ pub(super) fn missing(entry: &Entry) -> Vec<String> {
 /// the later of its journal and its checkpoint (state) written; `None` when neither
 /// is there.
 pub(crate) fn last_active(entry: &Entry) -> Option<i64> {
-    if entry.fleet_supervisor() {
-        let fleet = crate::fleet::paths::fleet_dir(&entry.dir);
-        let written = |name: &str| {
-            let modified = std::fs::symlink_metadata(fleet.join(name)).and_then(|m| m.modified()).ok()?;
-            jiff::Timestamp::try_from(modified).ok().map(|t| t.as_second())
-        };
-        return written(crate::state::journal::FILE).max(written("fleet.json"));
-    }
-    last_active_in(&entry.dir)
-}
-
-/// When the run of `dir` last did something (see [`last_active`]).
-pub(crate) fn last_active_in(dir: &Path) -> Option<i64> {
-    let agent = dir.join(".agent");
-    let written = |name: &str| {
-        let modified = std::fs::symlink_metadata(agent.join(name)).and_then(|m| m.modified()).ok()?;
+    let (state, _) = place(entry);
+    let written = |path: &Path| {
+        let modified = std::fs::symlink_metadata(path).and_then(|m| m.modified()).ok()?;
         jiff::Timestamp::try_from(modified).ok().map(|t| t.as_second())
     };
-    written(crate::state::journal::FILE).max(written("checkpoint.json"))
+    written(&state.with_file_name(crate::state::journal::FILE)).max(written(&state))
 }

@@ -71,7 +71,8 @@ pub(crate) fn release() -> Result<i32, RalphError> {
     Ok(crate::exit::DONE)
 }
 
-fn registry() -> Result<PathBuf, RalphError> {
+/// The run registry's folder; an error when there is none.
+pub(crate) fn registry() -> Result<PathBuf, RalphError> {
     crate::state::registry::dir()
         .ok_or_else(|| RalphError::Usage("cannot find the run registry: neither XDG_STATE_HOME nor HOME is set".into()))
 }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::Duration;
@@ -244,7 +244,7 @@ fn handle(
     children: &mut Vec<Child>,
 ) -> (Option<Stamp>, Decision) {
     let state = registry::read_watch(p.registry, &entry.stem());
-    let (path, lock) = place(entry);
+    let (path, lock) = act::place(entry);
     // Before the read: a save in between makes the next pass read it again.
     let stamp = seen::stamp(&path);
     let (view, from_file) = read_view(entry, &path);
@@ -318,16 +318,6 @@ impl View {
     }
 }
 
-/// The state file and the lock of an entry's run (or fleet).
-fn place(entry: &Entry) -> (PathBuf, PathBuf) {
-    if entry.fleet_supervisor() {
-        let dir = crate::fleet::paths::fleet_dir(&entry.dir);
-        return (dir.join("fleet.json"), dir.join("fleet.lock"));
-    }
-    let agent_dir = entry.dir.join(".agent");
-    (agent_dir.join("checkpoint.json"), agent_dir.join("ralph.lock"))
-}
-
 /// The state at `path`, and whether it came from the file itself (not the journal).
 fn read_view(entry: &Entry, path: &Path) -> (Option<View>, bool) {
     if entry.fleet_supervisor() {
@@ -394,10 +384,7 @@ pub(super) fn pass_lock(registry: &Path) -> Option<(Flock<File>, bool)> {
         let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent);
     }
     let first = std::fs::symlink_metadata(&path).is_err();
-    let open = || {
-        let mut options = OpenOptions::new();
-        options.create(true).truncate(false).write(true).mode(0o600).custom_flags(nix::libc::O_NOFOLLOW).open(&path)
-    };
+    let open = || crate::state::private::open(&path, OpenOptions::new().create(true).truncate(false).write(true));
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
         match Flock::lock(open().ok()?, FlockArg::LockExclusiveNonblock) {
