@@ -266,21 +266,23 @@ fn the_watchdog_resumes_a_fleet_whose_supervisor_died() {
     let f = Fleet::new(&held("max_parallel = 1", "\n[watch]\nrestart_backoff = \"1s\"\n"), &[("a", "A."), ("b", "B.")]);
     let first = f.fleet(&[]).spawn();
     f.wait_for("task a running", |s| s["tasks"]["a"]["state"] == "running", LIMIT);
-    // Its run has registered itself (at its first save).
-    let checkpoint = f.worktree("a").join(".agent/checkpoint.json");
+    // Its run has registered itself (at its first save, just after the checkpoint
+    // is written: wait for the entry itself, not the checkpoint).
+    let registry = f.p.registry();
+    let entries = || -> Vec<String> {
+        fs::read_dir(&registry)
+            .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default()
+    };
     let deadline = std::time::Instant::now() + LIMIT;
-    while !checkpoint.exists() {
-        assert!(std::time::Instant::now() < deadline, "task a's run never saved");
+    while !entries().iter().any(|n| n.ends_with(".json") && !n.ends_with("-fleet.json") && !n.ends_with(".watch.json"))
+    {
+        assert!(std::time::Instant::now() < deadline, "task a's run never registered: {:?}", entries());
         std::thread::sleep(Duration::from_millis(20));
     }
     first.signal(Signal::SIGKILL);
     let _ = first.wait(crate::harness::DEFAULT_TIMEOUT);
-    let registry = f.p.registry();
-    let entries: Vec<String> = fs::read_dir(&registry)
-        .expect("registry")
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
+    let entries = entries();
     assert!(entries.iter().any(|n| n.ends_with("-fleet.json")), "{entries:?}");
     let all = f.ralph().args(["status", "--all"]).run();
     all.expect_code(0).stdout_has("fleet: 2 task(s)").stdout_has("fleet task a of");
