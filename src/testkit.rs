@@ -1,5 +1,5 @@
 //! What the unit tests of many modules build the same way: a phase, the timeouts of
-//! an attempt, a parser run over a few lines, a run's checkpoint, a fleet. One home, so a test states only what it
+//! an attempt, a parser run over a few lines, an agent's launch request, a run's checkpoint, a fleet. One home, so a test states only what it
 //! is about and a change to a shared type is made once here.
 //!
 //! Compiled for tests only; nothing outside `#[cfg(test)]` code may use it.
@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::agent::descriptor::Request;
 use crate::agent::event::{AgentEvent, LineParser};
 use crate::config::{DoneSignal, Phase, Timeouts};
 use crate::fleet::state::{Fleet, FleetStatus};
@@ -144,6 +145,24 @@ pub(crate) fn corpus(folder: &str) -> Vec<(String, String)> {
         .collect();
     files.sort();
     files
+}
+
+/// A launch of agent `agent` with `prompt` in `/w`: the first, not a resume, no
+/// control socket, and a settings writer that refuses (a descriptor's test writes
+/// no file). A test that needs more says so with struct update syntax.
+pub(crate) fn request<'a>(agent: &'a str, prompt: &'a str) -> Request<'a> {
+    Request {
+        agent,
+        prompt,
+        prompt_file: Path::new("/w/p.md"),
+        resume: None,
+        launch: 1,
+        cwd: Path::new("/w"),
+        run_id: "r",
+        session_tokens: (0, 0),
+        control: None,
+        settings_file: |_, _, _| Err(std::io::Error::other("a test writes no file")),
+    }
 }
 
 /// `Unknown` events of these kinds, in order.
