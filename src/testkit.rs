@@ -4,7 +4,6 @@
 //!
 //! Compiled for tests only; nothing outside `#[cfg(test)]` code may use it.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -52,14 +51,10 @@ pub(crate) fn one_agent_config(name: &str, table: &str, phase: &str) -> String {
 /// A running fleet `f1` of no task yet, in `/r` (into `ralph/fleet`, worktrees
 /// under `/r-fleet`), created at the epoch.
 pub(crate) fn fleet() -> Fleet {
-    let now = jiff::Timestamp::UNIX_EPOCH;
     Fleet {
         version: crate::fleet::state::VERSION,
-        seq: 0,
         fleet_id: "f1".into(),
         status: FleetStatus::Running,
-        clean_stop: false,
-        stop_reason: None,
         repo: "/r".into(),
         base: "b0".into(),
         base_branch: Some("main".into()),
@@ -67,15 +62,9 @@ pub(crate) fn fleet() -> Fleet {
         worktrees: "/r-fleet".into(),
         config: "/r/ralph.toml".into(),
         tasks_glob: "tasks/*.md".into(),
-        discovered: 0,
-        finished: 0,
-        no_land: false,
-        landing: None,
-        landings: 0,
-        landing_secs: 0.0,
-        created_at: now,
-        updated_at: now,
-        tasks: BTreeMap::new(),
+        created_at: jiff::Timestamp::UNIX_EPOCH,
+        updated_at: jiff::Timestamp::UNIX_EPOCH,
+        ..Fleet::default()
     }
 }
 

@@ -234,11 +234,8 @@ fn create(
     let now = jiff::Timestamp::now();
     Ok(Ok(Fleet {
         version: state::VERSION,
-        seq: 0,
         fleet_id: format!("{}-{}", now.strftime("%Y%m%dT%H%M%SZ"), std::process::id()),
         status: FleetStatus::Running,
-        clean_stop: false,
-        stop_reason: None,
         repo: top.to_path_buf(),
         base: head,
         base_branch: repo.branch().map_err(ops::git_error)?,
@@ -247,14 +244,10 @@ fn create(
         config: loaded.path.clone(),
         tasks_glob: f.tasks.clone(),
         discovered: u32::try_from(tasks.len()).unwrap_or(u32::MAX),
-        finished: 0,
-        no_land: false,
-        landing: None,
-        landings: 0,
-        landing_secs: 0.0,
         created_at: now,
         updated_at: now,
         tasks: tasks.into_iter().collect(),
+        ..Fleet::default()
     }))
 }
 

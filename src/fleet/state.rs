@@ -20,12 +20,13 @@ use serde::{Deserialize, Serialize};
 pub(crate) const VERSION: u32 = 1;
 
 /// Where the fleet as a whole stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 #[derive(strum::IntoStaticStr, strum::Display, strum::VariantArray)]
 #[strum(serialize_all = "snake_case", const_into_str)]
 pub(crate) enum FleetStatus {
     /// A supervisor runs it (or died without a clean stop: the watchdog resumes it).
+    #[default]
     Running,
     /// A person stopped it (Ctrl+C, `ralph fleet stop`); `ralph fleet` continues it.
     Stopped,
@@ -218,8 +219,10 @@ impl Task {
     }
 }
 
-/// `.agent/fleet/fleet.json`
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `.agent/fleet/fleet.json`. Its `Default` is the counters of a fleet nothing has
+/// happened to yet (no save, nothing discovered, finished or landed), for struct
+/// update syntax after what a first start decides (its version, id and places).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub(crate) struct Fleet {
     pub version: u32,
     /// Counts saves.
