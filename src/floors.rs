@@ -20,9 +20,8 @@
 //!
 //! The floors, bottom up:
 //! * leaves every floor may use, importing nothing of the crate (or only another
-//!   leaf): `named` (the `named!` macro of stable names), `outcome` (the types many
-//!   modules share: how a run ended, why a stop was asked for, a run's status and
-//!   cost, the failure categories), `text` (ellipsis, plurals, ordinals, short hashes,
+//!   leaf): `outcome` (the types many modules share: how a run ended, why a stop was
+//!   asked for, a run's status and cost, the failure categories), `text` (ellipsis, plurals, ordinals, short hashes,
 //!   and `text::clock`, times formatted in a zone passed in), `env_names` (the
 //!   environment a launched agent gets from ralph), `exit_codes` (the process's exit
 //!   codes), `os`, `secrets` (`special` below `matcher`);
@@ -397,7 +396,6 @@ const SIDES: &[(&str, Side)] = &[
     ("step", Side::Core),
     ("signal", Side::Core),
     ("outcome", Side::Core),
-    ("named", Side::Core),
     ("text", Side::Core),
     ("env_names", Side::Core),
     ("exit_codes", Side::Core),

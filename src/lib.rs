@@ -9,7 +9,7 @@
 //!   (the attempt's detectors), `signal` (the interrupt state machine), `agent`
 //!   parsers and its environment allowlist, and `step`, the run's decisions as one
 //!   step over them; the leaves they share: `outcome` (the shared types), `text`
-//!   (words and times in a zone passed in), `named`, `env_names`, `exit_codes`; and
+//!   (words and times in a zone passed in), `env_names`, `exit_codes`; and
 //!   the pure files of shell modules (`state::checkpoint`, `state::writes`,
 //!   `state::identity`, `state::registry::entry`, `control::protocol`, `watch::decide`).
 //! * shell: `inputs` (the config, the goal and the templates read), `process`
@@ -43,7 +43,6 @@ mod git;
 mod host_network;
 mod inputs;
 mod listeners;
-mod named;
 mod notify;
 // Every `unsafe` block lives here, each with its reason.
 #[allow(unsafe_code)]
@@ -55,6 +54,8 @@ mod report;
 mod run;
 mod secrets;
 mod signal;
+#[cfg(test)]
+mod stable_names;
 mod state;
 mod step;
 mod supervise;

@@ -5,12 +5,9 @@
 //! table that maps them, the config (a `[[classify]]` rule names a [`Category`]) and
 //! the checkpoint's counts, so none of them imports another for it.
 //!
-//! A leaf: this file imports nothing of the crate but the `named!` macro (another
-//! leaf), so every floor may use it.
+//! A leaf: this file imports nothing of the crate, so every floor may use it.
 
 use serde::{Deserialize, Serialize};
-
-use crate::named::named;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum RunEnd {
@@ -54,39 +51,41 @@ impl StopCause {
     }
 }
 
-named! {
-    /// The four failure categories of design.md §4.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-    pub enum Category {
-        /// Network, provider overload, rate limits: no budget, retry with backoff.
-        Environmental = "environmental",
-        /// The agent misbehaved: counts against its budget; resume, then fall over.
-        Agent = "agent",
-        /// A human must fix something: stop at once (exit 3).
-        UserConfig = "user_config",
-        /// Cannot tell: retried, flagged, bounded by its own cap.
-        Ambiguous = "ambiguous",
-    }
+/// The four failure categories of design.md §4.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display, strum::VariantArray)]
+#[strum(serialize_all = "snake_case", const_into_str)]
+pub enum Category {
+    /// Network, provider overload, rate limits: no budget, retry with backoff.
+    Environmental,
+    /// The agent misbehaved: counts against its budget; resume, then fall over.
+    Agent,
+    /// A human must fix something: stop at once (exit 3).
+    UserConfig,
+    /// Cannot tell: retried, flagged, bounded by its own cap.
+    Ambiguous,
 }
 
-named! {
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-    pub(crate) enum Status {
-        /// An attempt is running or about to (also what a crashed run leaves behind).
-        Running = "running",
-        /// The user stopped the run (Ctrl+C, `ralph stop`, a SIGTERM of theirs); it
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display, strum::VariantArray)]
+#[strum(serialize_all = "snake_case", const_into_str)]
+pub(crate) enum Status {
+    /// An attempt is running or about to (also what a crashed run leaves behind).
+    Running,
+    /// The user stopped the run (Ctrl+C, `ralph stop`, a SIGTERM of theirs); it
     /// waits for `--resume`.
-        Paused = "paused",
-        /// Waiting for a rate-limit reset or a backoff to end.
-        Waiting = "waiting",
-        /// Stopped by a SIGTERM of the machine or SIGHUP; a watchdog may resume it.
-        Interrupted = "interrupted",
-        Completed = "completed",
-        /// A cap or budget ran out.
-        Failed = "failed",
-        /// A human must act.
-        Blocked = "blocked",
-    }
+    Paused,
+    /// Waiting for a rate-limit reset or a backoff to end.
+    Waiting,
+    /// Stopped by a SIGTERM of the machine or SIGHUP; a watchdog may resume it.
+    Interrupted,
+    Completed,
+    /// A cap or budget ran out.
+    Failed,
+    /// A human must act.
+    Blocked,
 }
 
 impl Status {

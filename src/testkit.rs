@@ -1,13 +1,13 @@
 //! What the unit tests of many modules build the same way: a phase, the timeouts of
-//! an attempt, a parser run over a few lines, a run's checkpoint, a fleet. One home, so a test states only what it
+//! an attempt, a parser run over a few lines, an agent's launch request, a run's checkpoint, a fleet. One home, so a test states only what it
 //! is about and a change to a shared type is made once here.
 //!
 //! Compiled for tests only; nothing outside `#[cfg(test)]` code may use it.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::agent::descriptor::Request;
 use crate::agent::event::{AgentEvent, LineParser};
 use crate::config::{DoneSignal, Phase, Timeouts};
 use crate::fleet::state::{Fleet, FleetStatus};
@@ -51,14 +51,10 @@ pub(crate) fn one_agent_config(name: &str, table: &str, phase: &str) -> String {
 /// A running fleet `f1` of no task yet, in `/r` (into `ralph/fleet`, worktrees
 /// under `/r-fleet`), created at the epoch.
 pub(crate) fn fleet() -> Fleet {
-    let now = jiff::Timestamp::UNIX_EPOCH;
     Fleet {
         version: crate::fleet::state::VERSION,
-        seq: 0,
         fleet_id: "f1".into(),
         status: FleetStatus::Running,
-        clean_stop: false,
-        stop_reason: None,
         repo: "/r".into(),
         base: "b0".into(),
         base_branch: Some("main".into()),
@@ -66,15 +62,9 @@ pub(crate) fn fleet() -> Fleet {
         worktrees: "/r-fleet".into(),
         config: "/r/ralph.toml".into(),
         tasks_glob: "tasks/*.md".into(),
-        discovered: 0,
-        finished: 0,
-        no_land: false,
-        landing: None,
-        landings: 0,
-        landing_secs: 0.0,
-        created_at: now,
-        updated_at: now,
-        tasks: BTreeMap::new(),
+        created_at: jiff::Timestamp::UNIX_EPOCH,
+        updated_at: jiff::Timestamp::UNIX_EPOCH,
+        ..Fleet::default()
     }
 }
 
@@ -144,6 +134,24 @@ pub(crate) fn corpus(folder: &str) -> Vec<(String, String)> {
         .collect();
     files.sort();
     files
+}
+
+/// A launch of agent `agent` with `prompt` in `/w`: the first, not a resume, no
+/// control socket, and a settings writer that refuses (a descriptor's test writes
+/// no file). A test that needs more says so with struct update syntax.
+pub(crate) fn request<'a>(agent: &'a str, prompt: &'a str) -> Request<'a> {
+    Request {
+        agent,
+        prompt,
+        prompt_file: Path::new("/w/p.md"),
+        resume: None,
+        launch: 1,
+        cwd: Path::new("/w"),
+        run_id: "r",
+        session_tokens: (0, 0),
+        control: None,
+        settings_file: |_, _, _| Err(std::io::Error::other("a test writes no file")),
+    }
 }
 
 /// `Unknown` events of these kinds, in order.

@@ -539,19 +539,7 @@ mod tests {
     #[test]
     fn launch_and_resume_argv() {
         let cfg = agent("kind = \"codex\"\nmodel = \"gpt-5-codex\"\nargs = [\"--disable\", \"plugins\"]\n");
-        let cwd = Path::new("/w");
-        let req = Request {
-            agent: "cx",
-            prompt: "-do it",
-            prompt_file: Path::new("/w/p.md"),
-            resume: None,
-            launch: 1,
-            cwd,
-            run_id: "r",
-            session_tokens: (0, 0),
-            control: None,
-            settings_file: |_, _, _| Err(std::io::Error::other("a test writes no file")),
-        };
+        let req = crate::testkit::request("cx", "-do it");
         let bin = Path::new("/bin/codex");
         let flags = [
             "--json",

@@ -478,18 +478,7 @@ mod tests {
     fn argv_for_launch_and_resume() {
         let cfg: AgentConfig =
             toml::from_str("kind = \"gemini\"\nmodel = \"gemini-2.5-flash\"\nargs = [\"--debug\"]").expect("config");
-        let mut req = Request {
-            agent: "g",
-            prompt: "--do the thing",
-            prompt_file: Path::new("/w/p.md"),
-            resume: None,
-            launch: 1,
-            cwd: Path::new("/w"),
-            run_id: "r",
-            session_tokens: (0, 0),
-            control: None,
-            settings_file: |_, _, _| Err(std::io::Error::other("a test writes no file")),
-        };
+        let mut req = crate::testkit::request("g", "--do the thing");
         let bin = Path::new("/bin/gemini");
         assert_eq!(
             argv(&cfg, &req, bin),

@@ -20,7 +20,7 @@ pub(crate) fn descriptor(kind: AgentKind) -> Option<&'static Descriptor> {
 
 /// The names of the CLI kinds (as in `kind = "…"`).
 pub(crate) fn names() -> impl Iterator<Item = &'static str> {
-    ALL.into_iter().map(|d| d.kind.as_str())
+    ALL.into_iter().map(|d| d.kind.into_str())
 }
 
 #[cfg(test)]
@@ -36,7 +36,7 @@ mod tests {
         let names: BTreeSet<&str> = names().collect();
         assert_eq!(names.len(), ALL.len(), "kinds are unique");
         for d in ALL {
-            let name = d.kind.as_str();
+            let name = d.kind.into_str();
             assert_eq!(descriptor(d.kind).map(|found| found.binary), Some(d.binary), "{name}");
             assert!(!d.binary.is_empty() && !d.credentials.is_empty() && !d.passes.is_empty(), "{name}");
             assert!(!d.kind.permission_modes().is_empty(), "{name}: a default permission mode");

@@ -473,18 +473,7 @@ mod tests {
     }
 
     fn request<'a>(prompt: &'a str, resume: Option<&'a str>) -> Request<'a> {
-        Request {
-            agent: "oc",
-            prompt,
-            prompt_file: Path::new("/w/p.md"),
-            resume,
-            launch: 1,
-            cwd: Path::new("/w"),
-            run_id: "r",
-            session_tokens: (0, 0),
-            control: None,
-            settings_file: |_, _, _| Err(std::io::Error::other("a test writes no file")),
-        }
+        Request { resume, ..crate::testkit::request("oc", prompt) }
     }
 
     #[test]

@@ -67,7 +67,7 @@ fn unfinished(dir: &Path, from: Option<&str>) -> Option<String> {
     Some(format!(
         "note: an unfinished run ({}, phase {}, iteration {}) has a checkpoint here: `ralph{flag}` asks what to \
          do with it; `ralph --resume` continues it, `ralph --no-resume{flag}` starts the run shown below",
-        cp.status.as_str(),
+        cp.status.into_str(),
         pos.phase_name,
         pos.iteration
     ))

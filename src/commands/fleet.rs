@@ -128,8 +128,8 @@ fn stop(found: &Found, task: Option<String>, now: bool, timeout: Duration) -> Re
         };
         if done {
             let shown = state.map(|f| match &task {
-                Some(name) => f.tasks.get(name).map_or("gone".into(), |t| t.state.as_str().to_string()),
-                None => f.status.as_str().to_string(),
+                Some(name) => f.tasks.get(name).map_or("gone".into(), |t| t.state.into_str().to_string()),
+                None => f.status.into_str().to_string(),
             });
             println!("stopped: {}", shown.unwrap_or_else(|| "archived".into()));
             return Ok(exit::DONE);
@@ -162,7 +162,7 @@ fn stop_without_supervisor(found: &Found, task: Option<&str>, now: bool) -> Resu
         println!(
             "no fleet supervisor runs in {} (the fleet is {}) and no task's ralph is running",
             found.top.display(),
-            status.as_str()
+            status.into_str()
         );
         return Ok(if status == FleetStatus::Running { exit::FAILED } else { exit::DONE });
     }
@@ -192,7 +192,7 @@ fn path(found: &Found, task: &str) -> Result<i32, RalphError> {
         }
         (f, None) => Err(RalphError::Usage(format!(
             "task {task} has no worktree ({}); its branch is {}",
-            f.tasks.get(task).map_or("unknown", |t| t.state.as_str()),
+            f.tasks.get(task).map_or("unknown", |t| t.state.into_str()),
             crate::fleet::names::branch_of(task)
         ))),
     }

@@ -51,7 +51,7 @@ pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
         let value = serde_json::json!({
             "fleet": {
                 "id": fleet.fleet_id,
-                "status": fleet.status.as_str(),
+                "status": fleet.status.into_str(),
                 "live": live,
                 "repo": fleet.repo,
                 "base": fleet.base,
@@ -60,7 +60,7 @@ pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
                 "worktrees": fleet.worktrees,
                 "cost_usd": crate::fleet::core::spent(&fleet),
                 "no_land": fleet.no_land,
-                "landing": fleet.landing.as_ref().map(|l| serde_json::json!({"task": l.task, "step": l.step.as_str()})),
+                "landing": fleet.landing.as_ref().map(|l| serde_json::json!({"task": l.task, "step": l.step.into_str()})),
                 "into_onto_base": onto_base.as_ref().map(|b| serde_json::json!({
                     "base_branch": b.branch, "clean": b.conflicts.is_empty(), "conflicts": b.conflicts,
                 })),
@@ -120,7 +120,7 @@ fn describe(fleet: &Fleet, live: bool, rows: &[Row]) -> String {
     let mut out = format!(
         "fleet {} ({}{}) in {}\nbase {} ({}), tasks land on {}\n",
         fleet.fleet_id,
-        fleet.status.as_str(),
+        fleet.status.into_str(),
         if live { ", supervisor running" } else { "" },
         fleet.repo.display(),
         crate::text::short(&fleet.base),

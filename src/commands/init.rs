@@ -53,7 +53,7 @@ const EXAMPLE: &str = include_str!("../../ralph.example.toml");
 
 pub(crate) fn main(dir: &Path, force: bool) -> Result<i32, RalphError> {
     let found: Vec<&str> =
-        kinds::ALL.iter().filter(|d| which::which(d.binary).is_ok()).map(|d| d.kind.as_str()).collect();
+        kinds::ALL.iter().filter(|d| which::which(d.binary).is_ok()).map(|d| d.kind.into_str()).collect();
     let config = starter(&found);
     let files = [("ralph.toml", config.as_str()), ("PROMPT.md", crate::workflow::goal::STARTER)];
     let mut wrote = Vec::new();
@@ -80,7 +80,7 @@ pub(crate) fn main(dir: &Path, force: bool) -> Result<i32, RalphError> {
             println!(
                 "ralph.toml's chain holds {}: until it is installed `ralph` refuses to start (`ralph demo` shows a run \
                  with a scripted agent)",
-                kinds::ALL[0].kind.as_str()
+                kinds::ALL[0].kind.into_str()
             );
         } else {
             println!("agents found on PATH: {}", found.join(", "));
@@ -129,7 +129,7 @@ pub(crate) fn starter(found: &[&str]) -> String {
     let defaults = Config::default();
     let human = |d| humantime::format_duration(d).to_string();
     let (agents, chain) = if found.is_empty() {
-        let first = kinds::ALL[0].kind.as_str();
+        let first = kinds::ALL[0].kind.into_str();
         (none_found(first), vec![format!("\"{first}\"")])
     } else {
         let tables = found.iter().map(|kind| format!("[agents.{kind}]\nkind = \"{kind}\"\n\n")).collect();

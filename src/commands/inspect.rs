@@ -111,7 +111,7 @@ fn what_resume_does(cp: &Checkpoint, live: bool) -> String {
     match (&cp.progress.resume_session, &cp.in_flight) {
         _ if live => "not now, a ralph is running this run".to_string(),
         _ if !cp.status.unfinished() => {
-            format!("nothing to resume, the run is {}; `ralph` starts a new run", cp.status.as_str())
+            format!("nothing to resume, the run is {}; `ralph` starts a new run", cp.status.into_str())
         }
         (Some(session), _) => format!("continues session {session}"),
         (None, Some(f)) if f.session.is_some() => "continues the in-flight session".to_string(),
@@ -141,7 +141,7 @@ fn standing(cp: &Checkpoint, live: bool) -> String {
              restarted)"
                 .to_string()
         }
-        status => status.as_str().to_string(),
+        status => status.into_str().to_string(),
     }
 }
 

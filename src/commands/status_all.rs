@@ -131,7 +131,7 @@ fn row(reg: &Path, entry: &Entry, boot: &str, decisions: &Decisions, held: bool)
         dir: entry.dir.display().to_string(),
         stale,
         other_run: other_run.map(|why| why.to_string()),
-        status: cp.as_ref().map_or(entry.status, |c| c.status).as_str().to_string(),
+        status: cp.as_ref().map_or(entry.status, |c| c.status).into_str().to_string(),
         live,
         phase: pos.map(|p| p.phase_name.clone()),
         iteration: pos.map(|p| p.iteration),
@@ -153,7 +153,7 @@ fn fleet_row(registry: &Path, entry: &Entry, stale: bool, watch: Option<Watch>) 
     let fleet = crate::fleet::state::read(&dir.join("fleet.json")).ok().flatten();
     let counts = fleet.as_ref().map(|f| {
         let mut by_state = std::collections::BTreeMap::new();
-        f.tasks.values().for_each(|t| *by_state.entry(t.state.as_str()).or_insert(0) += 1);
+        f.tasks.values().for_each(|t| *by_state.entry(t.state.into_str()).or_insert(0) += 1);
         let list: Vec<String> = by_state.iter().map(|(s, n)| format!("{n} {s}")).collect();
         format!("fleet: {} task(s), {}", f.tasks.len(), list.join(", "))
     });
@@ -161,7 +161,7 @@ fn fleet_row(registry: &Path, entry: &Entry, stale: bool, watch: Option<Watch>) 
         dir: entry.dir.display().to_string(),
         stale,
         other_run: None,
-        status: fleet.as_ref().map_or("finished (archived)", |f| f.status.as_str()).to_string(),
+        status: fleet.as_ref().map_or("finished (archived)", |f| f.status.into_str()).to_string(),
         live: lock::is_held(&dir.join("fleet.lock")),
         phase: None,
         iteration: None,

@@ -178,9 +178,9 @@ fn said(stopped: &Stopped) -> String {
     let code = exit_code(stopped);
     match stopped {
         Stopped::Ended { status: status @ (Status::Running | Status::Waiting), .. } => {
-            format!("ended without a clean stop (still {}; killed meanwhile?) (exit status {code})", status.as_str())
+            format!("ended without a clean stop (still {}; killed meanwhile?) (exit status {code})", status.into_str())
         }
-        Stopped::Ended { status, .. } => format!("stopped: {} (exit status {code})", status.as_str()),
+        Stopped::Ended { status, .. } => format!("stopped: {} (exit status {code})", status.into_str()),
         Stopped::NoCheckpoint => format!("stopped; it left no checkpoint (exit status {code})"),
         Stopped::TimedOut => format!("still running at the timeout (exit status {code})"),
         Stopped::NoAnswer => format!("no running ralph answered (exit status {code})"),

@@ -14,8 +14,6 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::named::named;
-
 /// The whole configuration file.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -315,17 +313,18 @@ fn bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     ByteSize::deserialize(d).map(u64::from)
 }
 
-named! {
-    /// The kinds of agent ralph knows how to drive.
-    #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Hash)]
-    pub enum AgentKind {
-        Claude = "claude",
-        Codex = "codex",
-        Opencode = "opencode",
-        Gemini = "gemini",
-        Command = "command",
-        Sim = "sim",
-    }
+/// The kinds of agent ralph knows how to drive.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display, strum::VariantArray)]
+#[strum(serialize_all = "snake_case", const_into_str)]
+pub enum AgentKind {
+    Claude,
+    Codex,
+    Opencode,
+    Gemini,
+    Command,
+    Sim,
 }
 
 impl AgentKind {

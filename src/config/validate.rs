@@ -347,7 +347,7 @@ const KEY_KINDS: [(&str, &str); 4] = [
 ];
 
 fn check_agent(cx: &Cx<'_>, name: &str, agent: &AgentConfig) {
-    let kind = agent.kind.as_str();
+    let kind = agent.kind.into_str();
     let here = |key: &str| keys!["agents", name, key];
     let set = [
         ("model", agent.model.is_some()),

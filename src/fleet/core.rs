@@ -179,7 +179,7 @@ pub(crate) fn shown_state(task: &Task, run: Option<Status>) -> &'static str {
         (TaskState::Queued, _) if task.eviction.is_some() => "evicted",
         (TaskState::Running | TaskState::Starting, Some(Status::Waiting)) => "waiting",
         (TaskState::Starting, _) => "running",
-        (state, _) => state.as_str(),
+        (state, _) => state.into_str(),
     }
 }
 
@@ -200,7 +200,7 @@ pub(crate) fn stop(name: &str, task: &Task) -> Command {
     match task.state {
         TaskState::Running | TaskState::Starting | TaskState::Evicted => Command::AskRun,
         TaskState::Queued => Command::Set(TaskState::Stopped),
-        other => Command::Refuse(format!("task {name} is {}; there is nothing to stop", other.as_str())),
+        other => Command::Refuse(format!("task {name} is {}; there is nothing to stop", other.into_str())),
     }
 }
 
@@ -210,7 +210,7 @@ pub(crate) fn retry(name: &str, task: &Task) -> Command {
         TaskState::Failed | TaskState::Blocked | TaskState::Stopped => Command::Set(TaskState::Queued),
         other => Command::Refuse(format!(
             "task {name} is {}; only a failed, blocked or stopped task can be retried",
-            other.as_str()
+            other.into_str()
         )),
     }
 }

@@ -401,7 +401,7 @@ pub(crate) fn may_land(book: &mut Book, name: &str) -> Result<(), String> {
     match task.state {
         TaskState::Finished => Ok(()),
         TaskState::Blocked if completed => book.set(name, TaskState::Finished, None).map_err(|e| e.to_string()),
-        state => Err(format!("task {name} is {}; only a finished task lands", state.as_str())),
+        state => Err(format!("task {name} is {}; only a finished task lands", state.into_str())),
     }
 }
 

@@ -91,7 +91,7 @@ pub(super) fn live_line(task: &str, cp: Option<&Checkpoint>, tz: &jiff::tz::Time
     let at = crate::text::clock::hms(cp.updated_at, tz);
     format!(
         "{task}: {} · {} iteration {}{agent}{cost} · last activity {at}",
-        cp.status.as_str(),
+        cp.status.into_str(),
         pos.phase_name,
         pos.iteration
     )
@@ -122,7 +122,7 @@ pub(super) fn summary(fleet: &Fleet, headline: &str, landing: bool, logs: &dyn F
             Some(head) => format!("landed on {} as {}", fleet.into, crate::text::short(head)),
             None => format!("branch {}", t.branch),
         };
-        let _ = writeln!(out, "  {name}: {}, {} iteration(s){cost}, {place}", t.state.as_str(), t.iterations);
+        let _ = writeln!(out, "  {name}: {}, {} iteration(s){cost}, {place}", t.state.into_str(), t.iterations);
         if let Some(reason) = &t.reason {
             let _ = writeln!(out, "    why: {reason}");
         }

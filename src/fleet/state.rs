@@ -19,24 +19,25 @@ use serde::{Deserialize, Serialize};
 /// The format version this ralph writes.
 pub(crate) const VERSION: u32 = 1;
 
-crate::named::named! {
-    /// Where the fleet as a whole stands.
-    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-    pub(crate) enum FleetStatus {
-        /// A supervisor runs it (or died without a clean stop: the watchdog resumes it).
-        #[default]
-        Running = "running",
-        /// A person stopped it (Ctrl+C, `ralph fleet stop`); `ralph fleet` continues it.
-        Stopped = "stopped",
-        /// SIGTERM or SIGHUP stopped it; the watchdog resumes it.
-        Interrupted = "interrupted",
-        /// The supervisor ended with tasks failed, blocked or stopped: a person must look.
-        Unfinished = "unfinished",
-        /// Every task finished (landed or discarded): archived.
-        Finished = "finished",
-        /// The watchdog gave up resuming it.
-        Blocked = "blocked",
-    }
+/// Where the fleet as a whole stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display, strum::VariantArray)]
+#[strum(serialize_all = "snake_case", const_into_str)]
+pub(crate) enum FleetStatus {
+    /// A supervisor runs it (or died without a clean stop: the watchdog resumes it).
+    #[default]
+    Running,
+    /// A person stopped it (Ctrl+C, `ralph fleet stop`); `ralph fleet` continues it.
+    Stopped,
+    /// SIGTERM or SIGHUP stopped it; the watchdog resumes it.
+    Interrupted,
+    /// The supervisor ended with tasks failed, blocked or stopped: a person must look.
+    Unfinished,
+    /// Every task finished (landed or discarded): archived.
+    Finished,
+    /// The watchdog gave up resuming it.
+    Blocked,
 }
 
 impl FleetStatus {
@@ -54,34 +55,35 @@ impl FleetStatus {
     }
 }
 
-crate::named::named! {
-    /// Where one task stands (docs/fleet.md has the diagram).
-    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-    pub(crate) enum TaskState {
-        /// Known, waiting for a slot.
-        #[default]
-        Queued = "queued",
-        /// Its branch and worktree are being created (shown as running).
-        Starting = "starting",
-        /// Its ralph runs (or ran and died: the supervisor finds out).
-        Running = "running",
-        /// Its run completed; handed to the merge queue.
-        Finished = "finished",
-        /// The merge queue is landing it.
-        Merging = "merging",
-        /// `into` contains its head (git confirmed); its worktree is removed.
-        Merged = "merged",
-        /// Sent back to its agent by the merge queue: a conflict or a failing check.
-        Evicted = "evicted",
-        /// Its run ended on a cap or budget.
-        Failed = "failed",
-        /// A person must act: its run is blocked, or the fleet could not go on with it.
-        Blocked = "blocked",
-        /// A person stopped it (`ralph fleet stop TASK`).
-        Stopped = "stopped",
-        /// A person discarded it (`ralph fleet discard TASK`).
-        Discarded = "discarded",
-    }
+/// Where one task stands (docs/fleet.md has the diagram).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display, strum::VariantArray)]
+#[strum(serialize_all = "snake_case", const_into_str)]
+pub(crate) enum TaskState {
+    /// Known, waiting for a slot.
+    #[default]
+    Queued,
+    /// Its branch and worktree are being created (shown as running).
+    Starting,
+    /// Its ralph runs (or ran and died: the supervisor finds out).
+    Running,
+    /// Its run completed; handed to the merge queue.
+    Finished,
+    /// The merge queue is landing it.
+    Merging,
+    /// `into` contains its head (git confirmed); its worktree is removed.
+    Merged,
+    /// Sent back to its agent by the merge queue: a conflict or a failing check.
+    Evicted,
+    /// Its run ended on a cap or budget.
+    Failed,
+    /// A person must act: its run is blocked, or the fleet could not go on with it.
+    Blocked,
+    /// A person stopped it (`ralph fleet stop TASK`).
+    Stopped,
+    /// A person discarded it (`ralph fleet discard TASK`).
+    Discarded,
 }
 
 impl TaskState {
@@ -161,15 +163,16 @@ pub(crate) struct Eviction {
     pub text: String,
 }
 
-crate::named::named! {
-    /// How far a landing got (see `queue`).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-    pub(crate) enum LandingStep {
-        /// The head to land is made (rebased onto `onto`); the check is next.
-        Prepared = "prepared",
-        /// The compare-and-swap of `into` from `onto` to `head` may have happened.
-        Swapping = "swapping",
-    }
+/// How far a landing got (see `queue`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display, strum::VariantArray)]
+#[strum(serialize_all = "snake_case", const_into_str)]
+pub(crate) enum LandingStep {
+    /// The head to land is made (rebased onto `onto`); the check is next.
+    Prepared,
+    /// The compare-and-swap of `into` from `onto` to `head` may have happened.
+    Swapping,
 }
 
 /// The landing under way, written before each step that changes git.
@@ -197,8 +200,10 @@ impl Task {
     }
 }
 
-/// `.agent/fleet/fleet.json`
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// `.agent/fleet/fleet.json`. Its `Default` is the counters of a fleet nothing has
+/// happened to yet (no save, nothing discovered, finished or landed), for struct
+/// update syntax after what a first start decides (its version, id and places).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub(crate) struct Fleet {
     pub version: u32,
     /// Counts saves.
@@ -297,7 +302,7 @@ fn check(fleet: &Fleet) -> Result<(), (String, String)> {
             return Err((format!("tasks.{name}.branch"), format!("is {:?}, not ralph/{name}", task.branch)));
         }
         if matches!(task.state, TaskState::Running | TaskState::Evicted) && task.worktree.is_none() {
-            return Err((format!("tasks.{name}.worktree"), format!("is missing for a {} task", task.state.as_str())));
+            return Err((format!("tasks.{name}.worktree"), format!("is missing for a {} task", task.state.into_str())));
         }
     }
     Ok(())
@@ -364,9 +369,9 @@ mod tests {
         let docs = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/fleet.md")).unwrap();
         for s in all {
             assert!(
-                docs.contains(&format!("`{}`", s.as_str())),
+                docs.contains(&format!("`{}`", s.into_str())),
                 "docs/fleet.md does not name the state {}",
-                s.as_str()
+                s.into_str()
             );
         }
     }

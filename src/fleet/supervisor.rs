@@ -413,7 +413,7 @@ impl Supervisor {
         let exit = core::describe_exit(ended.exit);
         self.event(
             "task_ended",
-            json!({"task": name, "exit": exit, "state": next.state.as_str(), "reason": next.reason}),
+            json!({"task": name, "exit": exit, "state": next.state.into_str(), "reason": next.reason}),
         );
         self.tell_end(&name, &next, ended.exit);
         if next.state == TaskState::Discarded {
@@ -433,7 +433,7 @@ impl Supervisor {
             }
             state => {
                 let why = next.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
-                format!("task {name}: {}{why}", state.as_str())
+                format!("task {name}: {}{why}", state.into_str())
             }
         };
         self.reporter.line(&text);
@@ -654,7 +654,7 @@ impl Supervisor {
         }
         (self.book.fleet.status, self.book.fleet.clean_stop) = (status, true);
         self.book.save()?;
-        self.event("fleet_ended", json!({"status": status.as_str(), "reason": self.book.fleet.stop_reason}));
+        self.event("fleet_ended", json!({"status": status.into_str(), "reason": self.book.fleet.stop_reason}));
         self.register(status.as_run_status());
         if status == FleetStatus::Finished {
             self.reporter.lines(&super::tidy::tidy(&mut self.book)?);

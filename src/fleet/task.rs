@@ -396,11 +396,11 @@ struct Shared {
 /// or command agent, the agent itself (every task has the same agents).
 pub(crate) fn provider(name: &str, agent: &AgentConfig) -> String {
     let Some(cli) = crate::agent::kinds::descriptor(agent.kind) else {
-        return format!("{}-{name}", agent.kind.as_str());
+        return format!("{}-{name}", agent.kind.into_str());
     };
     let lookup = |var: &str| agent.env.get(var).cloned().or_else(|| std::env::var(var).ok()).filter(|v| !v.is_empty());
     let read = |path: &Path| std::fs::read_to_string(path).ok();
-    (cli.endpoint)(agent, &lookup, &read).unwrap_or_else(|| agent.kind.as_str().to_string())
+    (cli.endpoint)(agent, &lookup, &read).unwrap_or_else(|| agent.kind.into_str().to_string())
 }
 
 /// The windows of the other tasks, without their snapshots.

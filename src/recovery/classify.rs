@@ -677,7 +677,7 @@ fn server_error_code(r: &Report<'_>) -> Option<String> {
 fn unknown_session_exit(r: &Report<'_>) -> Option<String> {
     let code = kinds::descriptor(r.kind)?.unknown_session_exit?;
     (r.exit == Exit::Code(code))
-        .then(|| format!("{} exited {code} (input error, as for an unknown --resume id)", r.kind.as_str()))
+        .then(|| format!("{} exited {code} (input error, as for an unknown --resume id)", r.kind.into_str()))
 }
 
 /// ralph ended the attempt because the agent reported an interruption.
@@ -760,8 +760,8 @@ mod tests {
     #[test]
     fn a_kill_from_outside_is_ambiguous_a_crash_is_agent() {
         let c = classify(&report(Exit::Signal(9), &[]));
-        assert_eq!((c.category, c.rule.as_str()), (Category::Ambiguous, "killed_from_outside"));
-        assert_eq!(classify(&report(Exit::Signal(6), &[])).rule.as_str(), "crashed");
+        assert_eq!((c.category, c.rule.into_str()), (Category::Ambiguous, "killed_from_outside"));
+        assert_eq!(classify(&report(Exit::Signal(6), &[])).rule.into_str(), "crashed");
     }
 
     #[test]
@@ -780,29 +780,29 @@ mod tests {
     #[test]
     fn exit_zero_without_done_is_agent() {
         let c = classify(&report(Exit::Code(0), &[]));
-        assert_eq!((c.category, c.rule.as_str()), (Category::Agent, "no_done_signal"));
+        assert_eq!((c.category, c.rule.into_str()), (Category::Agent, "no_done_signal"));
     }
 
     #[test]
     fn crash_and_nonzero_exit_are_agent() {
         let c = classify(&report(Exit::Signal(11), &[]));
-        assert_eq!((c.category, c.rule.as_str()), (Category::Agent, "crashed"));
+        assert_eq!((c.category, c.rule.into_str()), (Category::Agent, "crashed"));
         assert!(c.reason.contains("SIGSEGV"));
-        assert_eq!(classify(&report(Exit::Code(2), &[])).rule.as_str(), "exit_nonzero");
+        assert_eq!(classify(&report(Exit::Code(2), &[])).rule.into_str(), "exit_nonzero");
     }
 
     #[test]
     fn structured_provider_errors_come_first() {
         assert_eq!(classify(&report(Exit::Code(1), &[error_result(401)])).category, Category::UserConfig);
         assert_eq!(classify(&report(Exit::Code(1), &[error_result(529)])).category, Category::Environmental);
-        assert_eq!(classify(&report(Exit::Code(1), &[error_result(429)])).rule.as_str(), "rate_limited");
+        assert_eq!(classify(&report(Exit::Code(1), &[error_result(429)])).rule.into_str(), "rate_limited");
     }
 
     #[test]
     fn ralph_ending_the_attempt_is_named() {
         let mut r = report(Exit::Signal(2), &[]);
         r.ended_by = EndedBy::Ralph(Detector::Stall);
-        assert_eq!(classify(&r).rule.as_str(), "stall");
+        assert_eq!(classify(&r).rule.into_str(), "stall");
     }
 
     fn text_report<'a>(kind: AgentKind, exit: Exit, events: &'a [AgentEvent], tail: &'a str) -> Report<'a> {
@@ -900,7 +900,7 @@ mod tests {
             },
         ];
         let c = classify(&text_report(AgentKind::Claude, Exit::Code(0), &events, ""));
-        assert_eq!(c.rule.as_str(), "no_done_signal");
+        assert_eq!(c.rule.into_str(), "no_done_signal");
     }
 
     #[test]
@@ -921,9 +921,9 @@ mod tests {
         let c = classify(&text_report(AgentKind::Codex, Exit::Code(1), &[], "Error: no rollout found for thread id x"));
         assert!(c.fresh_session && !c.reset_tool_registry);
         let c = classify(&text_report(AgentKind::Gemini, Exit::Code(42), &[], ""));
-        assert_eq!((c.rule.as_str(), c.fresh_session), ("session_not_found", true));
+        assert_eq!((c.rule.into_str(), c.fresh_session), ("session_not_found", true));
         // Exit 42 means nothing special for other kinds.
-        assert_eq!(classify(&text_report(AgentKind::Claude, Exit::Code(42), &[], "")).rule.as_str(), "exit_nonzero");
+        assert_eq!(classify(&text_report(AgentKind::Claude, Exit::Code(42), &[], "")).rule.into_str(), "exit_nonzero");
         assert!(!classify(&text_report(AgentKind::Claude, Exit::Code(1), &[], "")).fresh_session);
     }
 
@@ -936,7 +936,7 @@ mod tests {
             api_error_status: Some(400),
         }];
         let c = classify(&text_report(AgentKind::Claude, Exit::Code(1), &events, ""));
-        assert_eq!((c.category, c.rule.as_str(), c.fresh_session), (Category::Agent, "context_too_long", true));
+        assert_eq!((c.category, c.rule.into_str(), c.fresh_session), (Category::Agent, "context_too_long", true));
     }
 
     #[test]
@@ -946,13 +946,13 @@ mod tests {
         if let AgentEvent::Result { text, .. } = &mut r {
             *text = "API Error: 529 Overloaded (Invalid API key rotation pending)".into();
         }
-        assert_eq!(classify(&report(Exit::Code(1), &[r])).rule.as_str(), "provider_overloaded");
-        assert_eq!(classify(&report(Exit::Code(1), &[error_result(500)])).rule.as_str(), "provider_error");
+        assert_eq!(classify(&report(Exit::Code(1), &[r])).rule.into_str(), "provider_overloaded");
+        assert_eq!(classify(&report(Exit::Code(1), &[error_result(500)])).rule.into_str(), "provider_error");
         let allowed_after_rejected = [
             AgentEvent::RateLimit { status: "rejected".into(), resets_at: None, limit_type: None },
             AgentEvent::RateLimit { status: "allowed".into(), resets_at: None, limit_type: None },
         ];
-        assert_eq!(classify(&report(Exit::Code(1), &allowed_after_rejected)).rule.as_str(), "exit_nonzero");
+        assert_eq!(classify(&report(Exit::Code(1), &allowed_after_rejected)).rule.into_str(), "exit_nonzero");
     }
 
     #[test]
@@ -963,23 +963,28 @@ mod tests {
         ];
         let mut r = report(Exit::Signal(2), &events);
         r.ended_by = EndedBy::Ralph(Detector::Stall);
-        assert_eq!(classify(&r).rule.as_str(), "stall_in_provider_retry");
+        assert_eq!(classify(&r).rule.into_str(), "stall_in_provider_retry");
         let events = [
             AgentEvent::ApiRetry { attempt: 1, error: "x".into(), status: None },
             AgentEvent::Text { text: "ok".into() },
         ];
         let mut r = report(Exit::Signal(2), &events);
         r.ended_by = EndedBy::Ralph(Detector::Stall);
-        assert_eq!(classify(&r).rule.as_str(), "stall");
+        assert_eq!(classify(&r).rule.into_str(), "stall");
     }
 
     #[test]
     fn missing_binary_needs_exit_127_and_the_shell_saying_so() {
         let c = classify(&text_report(AgentKind::Command, Exit::Code(127), &[], "bash: my-agent: command not found"));
-        assert_eq!((c.category, c.rule.as_str()), (Category::UserConfig, "binary_missing"));
-        assert_eq!(classify(&text_report(AgentKind::Command, Exit::Code(127), &[], "")).rule.as_str(), "exit_nonzero");
+        assert_eq!((c.category, c.rule.into_str()), (Category::UserConfig, "binary_missing"));
         assert_eq!(
-            classify(&text_report(AgentKind::Command, Exit::Code(1), &[], "bash: rg: command not found")).rule.as_str(),
+            classify(&text_report(AgentKind::Command, Exit::Code(127), &[], "")).rule.into_str(),
+            "exit_nonzero"
+        );
+        assert_eq!(
+            classify(&text_report(AgentKind::Command, Exit::Code(1), &[], "bash: rg: command not found"))
+                .rule
+                .into_str(),
             "exit_nonzero"
         );
     }
@@ -1028,10 +1033,10 @@ mod tests {
         for (line, category, rule) in cases {
             let stderr = format!("starting\n{line}\n");
             let c = classify(&stderr_report("", &stderr, &[]));
-            assert_eq!((c.category, c.rule.as_str()), (category, rule), "{line}");
+            assert_eq!((c.category, c.rule.into_str()), (category, rule), "{line}");
             // The same words in an error event of a structured agent.
             let events = [AgentEvent::Error { message: line.to_string() }];
-            assert_eq!(classify(&stderr_report("", "", &events)).rule.as_str(), rule, "{line} as an event");
+            assert_eq!(classify(&stderr_report("", "", &events)).rule.into_str(), rule, "{line} as an event");
         }
     }
 
@@ -1050,7 +1055,7 @@ mod tests {
             ("", "flag --not-overloadedness set", &[][..]),
         ] {
             let c = classify(&stderr_report(stdout, stderr, events));
-            assert_eq!(c.rule.as_str(), "exit_nonzero", "{stdout:?} {stderr:?} {events:?}");
+            assert_eq!(c.rule.into_str(), "exit_nonzero", "{stdout:?} {stderr:?} {events:?}");
         }
     }
 
@@ -1083,7 +1088,7 @@ mod tests {
             "the handler is not registered yet",
         ] {
             let events = out(other);
-            assert_eq!(classify(&stderr_report("", "", &events)).rule.as_str(), "exit_nonzero", "{other}");
+            assert_eq!(classify(&stderr_report("", "", &events)).rule.into_str(), "exit_nonzero", "{other}");
         }
     }
 

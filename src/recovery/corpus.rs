@@ -91,7 +91,7 @@ fn cases() -> Vec<(String, Case)> {
 }
 
 fn kind_of(cli: &str) -> AgentKind {
-    match kinds::ALL.into_iter().find(|d| d.kind.as_str() == cli) {
+    match kinds::ALL.into_iter().find(|d| d.kind.into_str() == cli) {
         Some(d) => d.kind,
         None if cli == "ralph" => AgentKind::Sim,
         None => panic!("unknown corpus directory {cli}"),
@@ -129,7 +129,7 @@ fn ended_by(s: Option<&String>) -> EndedBy {
 fn evidence(cli: &str, case: &Case) -> (Vec<AgentEvent>, String, String) {
     let mut events = Vec::new();
     let mut tail = String::new();
-    let parser: Option<Box<dyn LineParser>> = match kinds::ALL.into_iter().find(|d| d.kind.as_str() == cli) {
+    let parser: Option<Box<dyn LineParser>> = match kinds::ALL.into_iter().find(|d| d.kind.into_str() == cli) {
         Some(d) => Some((d.parser)((0, 0))),
         None if cli == "ralph" => Some(Box::new(ClaudeStreamParser::new())),
         None => None,
@@ -193,10 +193,10 @@ fn every_case_classifies_as_expected() {
             interruption: None,
         };
         let got = classify(&report);
-        if (got.category, got.rule.as_str()) != (category(want_category), want_rule) {
+        if (got.category, got.rule.into_str()) != (category(want_category), want_rule) {
             failures.push(format!(
                 "{name}: want {expect}, got {} {} ({})",
-                got.category.as_str(),
+                got.category.into_str(),
                 got.rule,
                 got.reason
             ));

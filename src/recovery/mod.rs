@@ -20,58 +20,58 @@ pub(crate) mod spawn;
 
 use serde::{Deserialize, Serialize};
 
-use crate::named::named;
 pub(crate) use crate::outcome::Category;
 
-named! {
-    /// The classifier's rules, by name: journal, terminal and checkpoint show the
-    /// snake_case name; code compares the variants, never the names.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-    pub enum Rule {
-        StallInProviderRetry = "stall_in_provider_retry",
-        Stall = "stall",
-        ToolTimeout = "tool_timeout",
-        AttemptTimeout = "attempt_timeout",
-        ToolCallLoop = "tool_call_loop",
-        ToolText = "tool_text",
-        ToolTextInThinking = "tool_text_in_thinking",
-        CostCap = "cost_cap",
-        RepeatedPermissionDenials = "repeated_permission_denials",
-        BinaryMissing = "binary_missing",
-        AuthFailed = "auth_failed",
-        BillingDisabled = "billing_disabled",
-        RateLimited = "rate_limited",
-        ProviderOverloaded = "provider_overloaded",
-        ProviderError = "provider_error",
-        SessionNotFound = "session_not_found",
-        ConfiguredError = "configured_error",
-        CliRejectedArgument = "cli_rejected_argument",
-        ModelInvalid = "model_invalid",
-        ContextTooLong = "context_too_long",
-        DnsFailure = "dns_failure",
-        ConnectionReset = "connection_reset",
-        ConnectionRefused = "connection_refused",
-        RequestTimeout = "request_timeout",
-        StreamStalled = "stream_stalled",
-        StreamInterrupted = "stream_interrupted",
-        ToolUnavailable = "tool_unavailable",
-        /// The agent's MCP `report_interruption` ended its attempt, and no other rule
-        /// explains its reason.
-        ReportedInterruption = "reported_interruption",
-        Crashed = "crashed",
-        KilledFromOutside = "killed_from_outside",
-        ExitNonzero = "exit_nonzero",
-        NoDoneSignal = "no_done_signal",
-        Unexplained = "unexplained",
-        Offline = "offline",
-        LaunchImpossible = "launch_impossible",
-        SpawnFailed = "spawn_failed",
-        /// A git hook rejected the commit of the iteration's work (an agent failure).
-        CommitRejected = "commit_rejected",
-        /// A name this version does not know (a checkpoint written by a newer ralph).
-        #[serde(other)]
-        Other = "other",
-    }
+/// The classifier's rules, by name: journal, terminal and checkpoint show the
+/// snake_case name; code compares the variants, never the names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display, strum::VariantArray)]
+#[strum(serialize_all = "snake_case", const_into_str)]
+pub enum Rule {
+    StallInProviderRetry,
+    Stall,
+    ToolTimeout,
+    AttemptTimeout,
+    ToolCallLoop,
+    ToolText,
+    ToolTextInThinking,
+    CostCap,
+    RepeatedPermissionDenials,
+    BinaryMissing,
+    AuthFailed,
+    BillingDisabled,
+    RateLimited,
+    ProviderOverloaded,
+    ProviderError,
+    SessionNotFound,
+    ConfiguredError,
+    CliRejectedArgument,
+    ModelInvalid,
+    ContextTooLong,
+    DnsFailure,
+    ConnectionReset,
+    ConnectionRefused,
+    RequestTimeout,
+    StreamStalled,
+    StreamInterrupted,
+    ToolUnavailable,
+    /// The agent's MCP `report_interruption` ended its attempt, and no other rule
+    /// explains its reason.
+    ReportedInterruption,
+    Crashed,
+    KilledFromOutside,
+    ExitNonzero,
+    NoDoneSignal,
+    Unexplained,
+    Offline,
+    LaunchImpossible,
+    SpawnFailed,
+    /// A git hook rejected the commit of the iteration's work (an agent failure).
+    CommitRejected,
+    /// A name this version does not know (a checkpoint written by a newer ralph).
+    #[serde(other)]
+    Other,
 }
 
 /// A classified failure.

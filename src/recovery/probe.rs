@@ -148,7 +148,7 @@ mod tests {
     use crate::config::AgentKind;
 
     fn agent(kind: AgentKind, env: &[(&str, &str)]) -> AgentConfig {
-        let mut a: AgentConfig = toml::from_str(&format!("kind = \"{}\"", kind.as_str())).unwrap();
+        let mut a: AgentConfig = toml::from_str(&format!("kind = \"{}\"", kind.into_str())).unwrap();
         a.env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         a
     }

@@ -131,8 +131,8 @@ pub(crate) fn plan(recorded: Recorded<'_>, current: Current<'_>) -> Plan {
                 changes.push(format!(
                     "agent {} is now a {} agent (it was {}): its session is not resumed; a fresh session starts with the full prompt",
                     owner.name,
-                    kind_now.as_str(),
-                    owner.kind.as_str()
+                    kind_now.into_str(),
+                    owner.kind.into_str()
                 ));
             }
             Plan { phase: Some(index), agent_index: at, keep_session, agent_changed: false, changes }

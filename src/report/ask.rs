@@ -22,7 +22,7 @@ pub(crate) async fn resume(
     let Some(cp) = existing else { return Ok(Some(ResumeFlag::Fresh)) };
     let needed = || RalphError::ResumeChoiceNeeded {
         path: path.to_path_buf(),
-        status: cp.status.as_str().to_string(),
+        status: cp.status.into_str().to_string(),
         phase: cp.progress.position.phase_name.clone(),
         iteration: cp.progress.position.iteration,
         from: from.map(str::to_string),
@@ -37,7 +37,7 @@ pub(crate) async fn resume(
             stderr,
             "An unfinished run ({}, phase {}, iteration {}) is here. [r]esume it{at}, start [n]ew{at} (archives it), \
              or [q]uit? [r] ",
-            cp.status.as_str(),
+            cp.status.into_str(),
             cp.progress.position.phase_name,
             cp.progress.position.iteration
         );

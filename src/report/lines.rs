@@ -262,7 +262,7 @@ fn setup_line(event: &RunEvent, tz: &TimeZone) -> Option<String> {
         RunEvent::RunMoved { from, to } => format!("moving the run from phase {from} to phase {to} (--from)"),
         RunEvent::Resuming { run_id, status, phase, pass, passes, iteration, agent_number, agent, session } => format!(
             "resuming run {run_id} ({}): phase {phase}{}, iteration {iteration}, agent {}{}",
-            status.as_str(),
+            status.into_str(),
             passes.map(|n| format!(", pass {pass} of {n}")).unwrap_or_default(),
             agent.clone().unwrap_or_else(|| format!("#{agent_number}")),
             session.as_ref().map(|s| format!(", session {s}")).unwrap_or_default()
@@ -272,7 +272,7 @@ fn setup_line(event: &RunEvent, tz: &TimeZone) -> Option<String> {
         }
         RunEvent::RunSettled { run_id, status, reason, phase } => format!(
             "the run {run_id} is {}{}; --resume-or-start leaves it as it is (`ralph --resume` continues it)",
-            status.as_str(),
+            status.into_str(),
             reason.as_ref().map(|r| format!(": {}", super::words::stop_reason(r, phase))).unwrap_or_default()
         ),
         RunEvent::SecretInInput { file, line, family } => crate::secrets::found::goal_warning(file, *line, family),

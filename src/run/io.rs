@@ -222,7 +222,7 @@ impl Io {
             },
             Err(e) => format!("unknown ({e})"),
         };
-        Input::Versions(Some(Versions { kind: cfg.kind.as_str(), installed, tested: cli.tested_version }))
+        Input::Versions(Some(Versions { kind: cfg.kind.into_str(), installed, tested: cli.tested_version }))
     }
 
     /// Keeps a finished phase's result for the next phase's prompt, redacted.

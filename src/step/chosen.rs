@@ -101,7 +101,7 @@ pub(crate) fn choose(
             Err(NotStarted::Settled(end, Box::new(said)))
         }
         (Start::NothingToResume, existing) => Err(NotStarted::NothingToResume(match existing {
-            Some(cp) => format!("the run {} is {}", cp.run_id, cp.status.as_str()),
+            Some(cp) => format!("the run {} is {}", cp.run_id, cp.status.into_str()),
             None => format!("there is no checkpoint at {}", cp_path.display()),
         })),
         (_, None) if flag == ResumeFlag::ResumeOrStart => match corrupt_aside {

@@ -112,7 +112,7 @@ pub(crate) fn live(run: &RunState, live: &mut Live) {
     live.iteration = pos.iteration;
     live.iterations = phase.iterations;
     live.agent = run.current_agent();
-    live.status = cp.status.as_str().to_string();
+    live.status = cp.status.into_str().to_string();
     live.attempt_started_at = cp.in_flight.as_ref().map(|f| f.started_at.as_second());
     let waiting = cp.status == Status::Waiting;
     live.waiting_for = waiting.then(|| match (cp.progress.rate_limit_until, cp.progress.offline_since) {

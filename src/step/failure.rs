@@ -57,7 +57,7 @@ pub(super) fn attempt_failed(
     });
     tracing::debug!(
         agent, ?exit, ?ended_by, missing, events = output.events.len(), tail_bytes = output.text_tail.len(),
-        category = failure.category.as_str(), rule = %failure.rule, reason = %failure.reason,
+        category = failure.category.into_str(), rule = %failure.rule, reason = %failure.reason,
         fresh_session = failure.fresh_session, "classified the failed attempt"
     );
     let failed = Box::new(Failed { report, claim, failure });

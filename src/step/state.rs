@@ -276,7 +276,7 @@ impl RunState {
             return;
         }
         if let RunEvent::Intervention { detector, .. } = &event {
-            *self.cp.progress.counters.interventions.entry(detector.as_str().to_string()).or_insert(0) += 1;
+            *self.cp.progress.counters.interventions.entry(detector.into_str().to_string()).or_insert(0) += 1;
         }
         self.out.push(Effect::Emit(event));
     }

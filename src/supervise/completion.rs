@@ -15,8 +15,6 @@
 
 use serde::Serialize;
 
-use crate::named::named;
-
 /// The done signal: the iteration's work is finished.
 pub(crate) const DONE_TAG: &str = "<promise>DONE</promise>";
 /// The goal signal: the whole goal is reached.
@@ -56,7 +54,7 @@ impl Why {
 
     /// "negated_work (\"the flaky test still fails\")", for journals and notes.
     pub(crate) fn describe(&self) -> String {
-        format!("{} (\"{}\")", self.rule.as_str(), self.words)
+        format!("{} (\"{}\")", self.rule.into_str(), self.words)
     }
 
     /// The same in words, for what a person reads: "the words before the tag say the
@@ -66,35 +64,36 @@ impl Why {
     }
 }
 
-named! {
-    /// The rules that doubt or deny a tag.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-    pub(crate) enum Rule {
-        /// The words before the tag say the work is not done ("tests still fail").
-        NegatedWork = "negated_work",
-        /// The words before the tag say the agent is still at the work ("fixing it next").
-        StillWorking = "still_working",
-        /// The words postpone, negate or condition the tag ("I won't output").
-        PostponedSignal = "postponed_signal",
-        /// The tag ends an instruction ("end your final message with").
-        InstructionEcho = "instruction_echo",
-        /// The tag is cited as an example ("for example:").
-        Example = "example",
-        /// The tag is in quotes, emphasis or a blockquote.
-        Quoted = "quoted",
-        /// The tag is inside a code span or block.
-        InCode = "in_code",
-        /// More text follows the last tag.
-        TagNotLast = "tag_not_last",
-        /// The message ends with a usage-limit notice: the CLI talking, not the agent.
-        LimitNotice = "limit_notice",
-        /// The tag ends a clause that holds a word of doubt (a doubt, never a denial).
-        DoubtWord = "doubt_word",
-        /// The last paragraph before the tag is unsure ("not sure the migration works").
-        Uncertain = "uncertain",
-        /// No tag, but the message says the work is done (a doubt worth a question).
-        ClaimInWords = "claim_in_words",
-    }
+/// The rules that doubt or deny a tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display, strum::VariantArray)]
+#[strum(serialize_all = "snake_case", const_into_str)]
+pub(crate) enum Rule {
+    /// The words before the tag say the work is not done ("tests still fail").
+    NegatedWork,
+    /// The words before the tag say the agent is still at the work ("fixing it next").
+    StillWorking,
+    /// The words postpone, negate or condition the tag ("I won't output").
+    PostponedSignal,
+    /// The tag ends an instruction ("end your final message with").
+    InstructionEcho,
+    /// The tag is cited as an example ("for example:").
+    Example,
+    /// The tag is in quotes, emphasis or a blockquote.
+    Quoted,
+    /// The tag is inside a code span or block.
+    InCode,
+    /// More text follows the last tag.
+    TagNotLast,
+    /// The message ends with a usage-limit notice: the CLI talking, not the agent.
+    LimitNotice,
+    /// The tag ends a clause that holds a word of doubt (a doubt, never a denial).
+    DoubtWord,
+    /// The last paragraph before the tag is unsure ("not sure the migration works").
+    Uncertain,
+    /// No tag, but the message says the work is done (a doubt worth a question).
+    ClaimInWords,
 }
 
 impl Rule {

@@ -5,33 +5,38 @@
 
 use serde::Serialize;
 
-crate::named::named! {
-    /// A detector of ralph's, by the name the journal gives it.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-    pub enum Detector {
-        /// No output and no tool running for `[timeouts] stall`.
-        Stall = "stall",
-        /// One tool call ran past `[timeouts] tool`.
-        ToolTimeout = "tool_timeout",
-        /// The attempt ran past `[timeouts] attempt`.
-        AttemptTimeout = "attempt_timeout",
-        /// The same tool calls again and again.
-        ToolCallLoop = "tool_call_loop",
-        /// A tool call printed as text.
-        ToolText = "tool_text",
-        /// A tool call written in the thinking.
-        ToolTextInThinking = "tool_text_in_thinking",
-        /// The cost the agent reported while it ran reached `max_cost_usd`.
-        CostCap = "max_cost_usd",
-        /// Tool calls refused permission again and again.
-        PermissionDenials = "repeated_permission_denials",
-        /// Too many recoveries of one iteration: the next attempt starts fresh.
-        ContinueStorm = "continue_storm",
-        /// The final message stopped to announce or ask about the next step.
-        ReadyToContinue = "ready_to_continue",
-        /// A doubtful sign-off: the session is asked to confirm.
-        DoneConfirmation = "done_confirmation",
-    }
+/// A detector of ralph's, by the name the journal gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display, strum::VariantArray)]
+#[strum(serialize_all = "snake_case", const_into_str)]
+pub enum Detector {
+    /// No output and no tool running for `[timeouts] stall`.
+    Stall,
+    /// One tool call ran past `[timeouts] tool`.
+    ToolTimeout,
+    /// The attempt ran past `[timeouts] attempt`.
+    AttemptTimeout,
+    /// The same tool calls again and again.
+    ToolCallLoop,
+    /// A tool call printed as text.
+    ToolText,
+    /// A tool call written in the thinking.
+    ToolTextInThinking,
+    /// The cost the agent reported while it ran reached `max_cost_usd`.
+    #[serde(rename = "max_cost_usd")]
+    #[strum(serialize = "max_cost_usd")]
+    CostCap,
+    /// Tool calls refused permission again and again.
+    #[serde(rename = "repeated_permission_denials")]
+    #[strum(serialize = "repeated_permission_denials")]
+    PermissionDenials,
+    /// Too many recoveries of one iteration: the next attempt starts fresh.
+    ContinueStorm,
+    /// The final message stopped to announce or ask about the next step.
+    ReadyToContinue,
+    /// A doubtful sign-off: the session is asked to confirm.
+    DoneConfirmation,
 }
 
 #[cfg(test)]

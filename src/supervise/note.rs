@@ -173,7 +173,7 @@ pub(crate) fn confirmation(why: &Why, goal: bool, until_complete: bool) -> Strin
         Rule::ClaimInWords => format!("your final message said \"{words}\" but did not give the completion signal"),
         _ => format!(
             "your final message gave the completion signal after words that leave a doubt ({}: \"{words}\")",
-            why.rule.as_str()
+            why.rule.into_str()
         ),
     };
     [

@@ -22,6 +22,17 @@ fn project(done: &str, timeouts: &str, iterations: u32, first: &str, later: &str
         .build()
 }
 
+/// A run whose agent writes `agent.pid`, then hangs in a Bash call until it is ended.
+fn hanging() -> Project {
+    project(
+        "tag",
+        "",
+        1,
+        r#"{ pidfile = "agent.pid" }, { tool = { name = "Bash", hang = true } }"#,
+        r#"{ done = "x" }"#,
+    )
+}
+
 /// The socket's path: the record's first line (its second names the run).
 fn socket_of(p: &Project) -> PathBuf {
     p.wait_for_file(".agent/control.sock.path", DEFAULT_TIMEOUT);
@@ -43,13 +54,7 @@ const SLOW: &str = r#"{ pidfile = "agent.pid" }, { sleep = "3s" }, { done = "one
 
 #[test]
 fn status_asks_the_live_run_and_stop_now_pauses_it() {
-    let p = project(
-        "tag",
-        "",
-        1,
-        r#"{ pidfile = "agent.pid" }, { tool = { name = "Bash", hang = true } }"#,
-        r#"{ done = "x" }"#,
-    );
+    let p = hanging();
     let run = p.ralph().spawn();
     p.pid_file("agent.pid");
     let socket = socket_of(&p);
@@ -419,13 +424,7 @@ fn status_says_the_attempts_age_the_agents_last_output_and_a_wait_in_local_time(
 /// After a kill -9 no ralph runs the run: `ralph status` says so, and what to do.
 #[test]
 fn status_after_a_kill_says_no_ralph_runs_it_and_what_to_do_next() {
-    let p = project(
-        "tag",
-        "",
-        1,
-        r#"{ pidfile = "agent.pid" }, { tool = { name = "Bash", hang = true } }"#,
-        r#"{ done = "x" }"#,
-    );
+    let p = hanging();
     let (run, agent) = p.start();
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"].is_string(), DEFAULT_TIMEOUT);
     run.signal(nix::sys::signal::Signal::SIGKILL);
@@ -445,13 +444,7 @@ fn status_after_a_kill_says_no_ralph_runs_it_and_what_to_do_next() {
 
 #[test]
 fn stop_exits_1_when_the_run_does_not_end_in_time() {
-    let p = project(
-        "tag",
-        "",
-        1,
-        r#"{ pidfile = "agent.pid" }, { tool = { name = "Bash", hang = true } }"#,
-        r#"{ done = "x" }"#,
-    );
+    let p = hanging();
     let (run, agent) = p.start();
     p.ralph()
         .args(["stop", "--timeout", "1s"])

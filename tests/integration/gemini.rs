@@ -130,13 +130,7 @@ fn bad_credentials_block_at_once() {
 #[test]
 fn a_stalled_provider_stream_is_cut_by_ralph() {
     let provider = FakeGemini::start(Vec::new()).fallback(Reply::Text("Back.\n\n<promise>DONE</promise>".into()));
-    let Some(calibration) = project(&provider, "", "") else { return };
-    let stall = real_cli::stream_stall(&provider, &calibration);
-    provider.then(vec![Reply::StallAfterFirstChunk]);
-    let Some(p) = project(&provider, real_cli::STREAM_STALL_RETRY, &stall.timeouts) else { return };
-    p.ralph().timeout(stall.run_limit).run().expect_code(0);
-    let failed = p.events("attempt_failed");
-    assert!(!failed.is_empty() && failed.iter().all(|f| f["rule"] == json!("stall")), "{failed:#?}");
+    let Some(p) = real_cli::a_stalled_stream_is_cut(&provider, Reply::StallAfterFirstChunk, project) else { return };
     assert!(!provider.content_requests().is_empty(), "the stall came from the provider's stream");
     // Nothing was kept of the stalled session: the next attempt starts afresh
     // instead of failing a `--resume` (exit 42; a stall of a slow start-up on a

@@ -175,17 +175,15 @@ fn bad_credentials_block_at_once() {
 #[test]
 fn a_stalled_provider_stream_is_cut_by_ralph() {
     let provider = FakeChat::start(Vec::new()).fallback(ChatReply::Text("Back.\n\n<promise>DONE</promise>".into()));
-    let Some(calibration) = project(&provider, "", "") else { return };
-    let stall = real_cli::stream_stall(&provider, &calibration);
-    provider.then(vec![ChatReply::StallAfterFirstChunk]);
-    // Long enough for OpenCode to start on this machine now, short next to its own
-    // five-minute chunk timeout. OpenCode's tools run unseen, so its silence limit is
-    // the larger of `stall` and `tool`: both are set.
-    let timeouts = format!("{}\n{}", stall.timeouts, stall.timeouts.replace("stall", "tool"));
-    let Some(p) = project(&provider, real_cli::STREAM_STALL_RETRY, &timeouts) else { return };
-    p.ralph().timeout(stall.run_limit).run().expect_code(0);
-    let failed = p.events("attempt_failed");
-    assert!(!failed.is_empty() && failed.iter().all(|f| f["rule"] == json!("stall")), "{failed:#?}");
+    // The stall limit is long enough for OpenCode to start on this machine now, short
+    // next to its own five-minute chunk timeout. OpenCode's tools run unseen, so its
+    // silence limit is the larger of `stall` and `tool`: both are set.
+    let stall_and_tool = |provider: &FakeChat, retry: &str, timeouts: &str| {
+        project(provider, retry, &format!("{timeouts}\n{}", timeouts.replace("stall", "tool")))
+    };
+    let Some(_) = real_cli::a_stalled_stream_is_cut(&provider, ChatReply::StallAfterFirstChunk, stall_and_tool) else {
+        return;
+    };
     assert!(!provider.chat_requests().is_empty(), "the stall came from the provider's stream");
 }
 

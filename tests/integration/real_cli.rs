@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::harness::{Output, Project, long_goal, sim_project};
 use crate::http_fake::Fake;
@@ -105,6 +105,26 @@ pub(crate) fn stream_stall<R: Clone>(provider: &Fake<R>, calibration: &Project) 
         // Up to the retry's 5 attempts, each cut at the limit, and the last one.
         run_limit: 6 * stall + Duration::from_secs(60),
     }
+}
+
+/// A real CLI's stall test: after a calibration run (`stream_stall`), `provider`
+/// (whose fallback must be a done answer) answers once with `stall`, a stream that
+/// goes silent after its first event; ralph cuts every attempt it stalls as a
+/// `stall`, and the run completes. `project(provider, retry, timeouts)` makes the
+/// CLI's project. The stalled run's project, or `None` when the CLI is missing.
+pub(crate) fn a_stalled_stream_is_cut<R: Clone>(
+    provider: &Fake<R>,
+    stall: R,
+    project: fn(&Fake<R>, &str, &str) -> Option<Project>,
+) -> Option<Project> {
+    let calibration = project(provider, "", "")?;
+    let limits = stream_stall(provider, &calibration);
+    provider.then(vec![stall]);
+    let p = project(provider, STREAM_STALL_RETRY, &limits.timeouts)?;
+    p.ralph().timeout(limits.run_limit).run().expect_code(0);
+    let failed = p.events("attempt_failed");
+    assert!(!failed.is_empty() && failed.iter().all(|f| f["rule"] == json!("stall")), "{failed:#?}");
+    Some(p)
 }
 
 /// The last words of the long goal of the stdin tests.

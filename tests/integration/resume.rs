@@ -262,15 +262,21 @@ fn hangs_in_make() -> Project {
         .build()
 }
 
-#[test]
-fn a_goal_edited_during_a_pause_reaches_the_resumed_session() {
-    let p = hangs_in_make();
+/// Starts `p`'s run and stops it with Ctrl+C once its agent's session `sim-a-1` is
+/// known: the run ends paused (exit 130), its agent gone.
+fn paused_in_session(p: &Project) {
     let (run, agent) = p.start();
     p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "sim-a-1", Duration::from_secs(30));
     run.signal(Signal::SIGINT);
     let out = run.finish();
     cleanup(agent);
     out.expect_code(130);
+}
+
+#[test]
+fn a_goal_edited_during_a_pause_reaches_the_resumed_session() {
+    let p = hangs_in_make();
+    paused_in_session(&p);
     p.write("PROMPT.md", "GOAL-MARKER-7: build the other thing.\n");
 
     let out = p.ralph().args(["--resume"]).run();
@@ -331,12 +337,7 @@ fn two_agents(chain: &[&str]) -> String {
 #[test]
 fn a_session_is_resumed_only_by_the_agent_that_owns_it() {
     let p = Project::new().config(&two_agents(&["a"]));
-    let (run, agent) = p.start();
-    p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "sim-a-1", Duration::from_secs(30));
-    run.signal(Signal::SIGINT);
-    let out = run.finish();
-    cleanup(agent);
-    out.expect_code(130);
+    paused_in_session(&p);
     assert_eq!(p.checkpoint()["progress"]["position"]["chain"][0]["name"], "a");
 
     // The chain now names another agent at the same index.
@@ -357,11 +358,7 @@ fn a_session_is_resumed_only_by_the_agent_that_owns_it() {
 #[test]
 fn a_reordered_chain_resumes_the_same_agent_by_name() {
     let p = Project::new().config(&two_agents(&["a", "b"]));
-    let (run, agent) = p.start();
-    p.wait_for_checkpoint(|cp| cp["in_flight"]["session"] == "sim-a-1", Duration::from_secs(30));
-    run.signal(Signal::SIGINT);
-    run.finish().expect_code(130);
-    cleanup(agent);
+    paused_in_session(&p);
 
     p.write("ralph.toml", &two_agents(&["b", "a"]));
     let out = p.ralph().args(["--resume"]).run();

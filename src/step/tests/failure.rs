@@ -118,7 +118,7 @@ fn resumed_recoveries_in_a_storm_start_the_next_attempt_fresh() {
         r.attempt();
     }
     assert!(stormed);
-    assert_eq!(r.progress().counters.interventions.get(Detector::ContinueStorm.as_str()), Some(&1));
+    assert_eq!(r.progress().counters.interventions.get(Detector::ContinueStorm.into_str()), Some(&1));
 }
 
 #[test]
