@@ -49,7 +49,8 @@ pub(crate) struct Attempt {
     /// The done artifact (`done = "file:PATH"`, in the project), whose change the
     /// report tells.
     pub done_file: Option<PathBuf>,
-    pub log: PathBuf,
+    /// The run's log directory, and the attempt's name there.
+    pub log: (PathBuf, String),
     pub max_log: u64,
     /// The live display's clock of the agent's last output.
     pub pulse: Pulse,
@@ -92,7 +93,7 @@ pub(crate) async fn run(
     let (mut out, mut err) = (LineReader::new(pipes.stdout), LineReader::new(pipes.stderr));
     // Plain buffered writes: a page-cache write takes microseconds, while tokio's
     // file type would hop to a blocking thread for every line.
-    let log = AttemptLog::create(&a.log, a.max_log);
+    let log = AttemptLog::create(&a.log.0, &a.log.1, a.max_log);
     let limits = a.limits.clone();
     let mut r = Running::new(a, before, log, tx, pgid, started);
     // Until the agent is gone and its output read.
