@@ -560,7 +560,8 @@ mod tests {
         log.line(b"fourth", false);
         log.flush();
         let found: Vec<(u32, String)> = heads(d.path()).into_iter().map(|h| (h.number, h.stem)).collect();
-        let stems = ["attempt-0001-develop-a", "attempt-0002-develop-a", "attempt-0003-review-b", "attempt-0004-review-b"];
+        let stems =
+            ["attempt-0001-develop-a", "attempt-0002-develop-a", "attempt-0003-review-b", "attempt-0004-review-b"];
         assert_eq!(found, (1..=4).zip(stems.map(String::from)).collect::<Vec<_>>());
         for (stem, text) in stems.iter().zip(["first\n", "second\n", "third\n", "fourth\n"]) {
             assert_eq!(head(d.path(), stem), text);

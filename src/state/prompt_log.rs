@@ -45,17 +45,16 @@ impl PromptLog {
 /// Opens the file for appending, cutting the entry a crash tore.
 fn open(path: &Path) -> io::Result<File> {
     let file = crate::state::private::append_file(path)?;
-    let (_, whole) = entries(BufReader::new(&file))?;
+    let whole = entries(BufReader::new(&file))?.last().map_or(0, |(_, text)| text.end + 1);
     if whole < file.metadata()?.len() {
         file.set_len(whole)?;
     }
     Ok(file)
 }
 
-/// The whole entries of a prompt file, in order (each attempt's stem and where its
-/// text is), and where the last of them ends; a torn last entry is left out, never
-/// an error.
-pub(crate) fn entries(mut reader: impl BufRead + Seek) -> io::Result<(Vec<(String, Range<u64>)>, u64)> {
+/// The whole entries of a prompt file, in order: each attempt's stem and where its
+/// text is (a newline follows it). A torn last entry is left out, never an error.
+pub(crate) fn entries(mut reader: impl BufRead + Seek) -> io::Result<Vec<(String, Range<u64>)>> {
     let (mut found, mut end, mut line) = (Vec::new(), 0, Vec::new());
     loop {
         line.clear();
@@ -71,7 +70,7 @@ pub(crate) fn entries(mut reader: impl BufRead + Seek) -> io::Result<(Vec<(Strin
         found.push((stem.to_string(), end + n..end + n + len));
         end += n + len + 1;
     }
-    Ok((found, end))
+    Ok(found)
 }
 
 #[cfg(test)]
@@ -80,7 +79,7 @@ mod tests {
 
     fn read(path: &Path) -> Vec<(String, String)> {
         let bytes = std::fs::read(path).unwrap();
-        let (found, _) = entries(io::Cursor::new(&bytes)).unwrap();
+        let found = entries(io::Cursor::new(&bytes)).unwrap();
         let text = |at: &Range<u64>| String::from_utf8(bytes[at.start as usize..at.end as usize].to_vec()).unwrap();
         found.iter().map(|(stem, at)| (stem.clone(), text(at))).collect()
     }
@@ -97,8 +96,11 @@ mod tests {
         log.append("attempt-0001-develop-a", "first prompt").unwrap();
         log.append("attempt-0002-develop-a", quoting).unwrap();
         log.append("attempt-0003-develop-a", "").unwrap();
-        let expected =
-            [pair("attempt-0001-develop-a", "first prompt"), pair("attempt-0002-develop-a", quoting), pair("attempt-0003-develop-a", "")];
+        let expected = [
+            pair("attempt-0001-develop-a", "first prompt"),
+            pair("attempt-0002-develop-a", quoting),
+            pair("attempt-0003-develop-a", ""),
+        ];
         assert_eq!(read(&d.path().join(FILE)), expected);
     }
 
@@ -108,11 +110,12 @@ mod tests {
         let path = d.path().join(FILE);
         PromptLog::new(d.path()).append("attempt-0001-develop-a", "whole").unwrap();
         let whole = std::fs::metadata(&path).unwrap().len();
-        for torn in ["==> attempt-0002-develop-a: 100 bytes <==\nonly part of it", "==> attempt-00", "==> a: 1 bytes <==\nxy"] {
+        for torn in
+            ["==> attempt-0002-develop-a: 100 bytes <==\nonly part of it", "==> attempt-00", "==> a: 1 bytes <==\nxy"]
+        {
             let mut file = crate::state::private::append_file(&path).unwrap();
             file.write_all(torn.as_bytes()).unwrap();
             assert_eq!(read(&path), [pair("attempt-0001-develop-a", "whole")], "{torn:?}");
-            assert_eq!(entries(BufReader::new(File::open(&path).unwrap())).unwrap().1, whole);
             // The next ralph of the run.
             PromptLog::new(d.path()).append("attempt-0002-develop-a", "again").unwrap();
             assert_eq!(read(&path), [pair("attempt-0001-develop-a", "whole"), pair("attempt-0002-develop-a", "again")]);

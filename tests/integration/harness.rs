@@ -754,7 +754,7 @@ impl Project {
     fn of_attempt(&self, n: u32, each: fn(&Path) -> Vec<(String, String)>) -> String {
         let prefix = format!("attempt-{n:04}-");
         let runs = run_dirs(&self.join(".agent/logs"));
-        let found = runs.iter().flat_map(|run| each(run)).filter(|(stem, _)| stem.starts_with(&prefix)).last();
+        let found = runs.iter().flat_map(|run| each(run)).rfind(|(stem, _)| stem.starts_with(&prefix));
         found.map(|(_, text)| text).unwrap_or_default()
     }
 
