@@ -5,7 +5,7 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::harness::{Project, sim_project};
+use crate::harness::{Project, attempt_heads, run_dirs, sim_project};
 
 /// A one-agent workflow running `script` with `sh -c`.
 fn sh_agent(script: &str, timeouts: &str, extra: &str) -> String {
@@ -464,16 +464,13 @@ fn an_attempt_log_waits_out_a_full_disk_and_loses_nothing() {
     let p = Project::new().config(&sh_agent(script, "", r#"output = "text""#));
     let err = on_a_full_tmpfs(&p);
     assert!(err.contains("waiting: disk full on"), "{err}");
-    let log = files_under(&p.join("agent-copy/logs"))
-        .into_iter()
-        .find(|f| f.to_string_lossy().ends_with("-develop-sh.log"))
-        .expect("the attempt log");
-    let text = fs::read_to_string(&log).unwrap_or_default();
+    let runs = run_dirs(&p.join("agent-copy/logs"));
+    let text = runs.iter().flat_map(|run| attempt_heads(run)).map(|(_, text)| text).next().expect("the attempt log");
     let full = text.find("printed on a full disk").unwrap_or_else(|| panic!("lost while full:\n{text}"));
     let back = text.find("printed after space came back").unwrap_or_else(|| panic!("lost after:\n{text}"));
     assert!(full < back && text.contains("still full 0\n"), "{text}");
     let events: Vec<String> = p.read("agent-copy/events.jsonl").lines().map(String::from).collect();
-    assert!(events.iter().any(|e| e.contains("\"disk_full\"") && e.contains("develop-sh.log")), "{events:?}");
+    assert!(events.iter().any(|e| e.contains("\"disk_full\"") && e.contains("attempts.log")), "{events:?}");
 }
 
 #[test]
