@@ -55,6 +55,8 @@ pub(crate) struct AttemptLog {
     path: PathBuf,
     /// `<stem>.log`, whose tail segments are `<stem>.log.N`.
     segments: PathBuf,
+    /// The line of [`INDEX`] still owed (its path, the stem): a full disk refused it.
+    index: Option<(PathBuf, String)>,
     head: u64,
     segment: u64,
     file: Option<File>,
@@ -110,19 +112,32 @@ impl AttemptLog {
     /// at the end of [`LOG`], indexed.
     pub(crate) fn create(dir: &Path, stem: &str, max: u64) -> Self {
         let path = dir.join(LOG);
-        let file = open(&path, crate::state::private::append_file);
-        if let Some(file) = &file {
-            index(dir, file, stem).unwrap_or_else(|e| tracing::warn!("cannot index the attempt log {stem}: {e}"));
-        }
-        Self {
+        let mut log = Self {
             segments: dir.join(format!("{stem}.log")),
+            file: open(&path, crate::state::private::append_file),
             path,
             head: max / 2,
             segment: (max / 2 / SEGMENTS as u64).max(1),
-            file,
             buf: separator(stem).into_bytes(),
+            index: Some((dir.join(INDEX), stem.to_string())),
             at_line_start: true,
             ..Self::default()
+        };
+        log.write_index();
+        log
+    }
+
+    /// Writes the index line still owed; false while the disk refuses it (it is
+    /// written before the head's first bytes, so its offset stays the file's end).
+    fn write_index(&mut self) -> bool {
+        let (Some(file), Some((index_path, stem))) = (&self.file, self.index.take()) else { return true };
+        match index(&index_path, file, &stem) {
+            Err(e) if disk::is_full(&e) => {
+                self.index = Some((index_path, stem));
+                self.disk_full();
+                false
+            }
+            written => written.map_err(|e| tracing::warn!("cannot index the attempt log {stem}: {e}")).is_ok(),
         }
     }
 
@@ -251,6 +266,9 @@ impl AttemptLog {
 
     /// Writes the buffer to the file, keeping what the disk refused.
     fn drain(&mut self) {
+        if !self.write_index() {
+            return;
+        }
         let Some(file) = self.file.as_mut() else {
             (self.buf, self.dirty_since) = (Vec::new(), None);
             return;
@@ -347,12 +365,12 @@ fn separator(stem: &str) -> String {
     format!("==> {stem} <==\n")
 }
 
-/// Appends `<offset> <stem>` to the run's [`INDEX`], `offset` being the end of
-/// `log`, where the attempt's separator goes; on a line of its own even when a
+/// Appends `<offset> <stem>` to the run's index at `path`, `offset` being the end
+/// of `log`, where the attempt's separator goes; on a line of its own even when a
 /// crash tore the last one.
-fn index(dir: &Path, log: &File, stem: &str) -> io::Result<()> {
+fn index(path: &Path, log: &File, stem: &str) -> io::Result<()> {
     let offset = log.metadata()?.len();
-    let mut file = crate::state::private::append_file(&dir.join(INDEX))?;
+    let mut file = crate::state::private::append_file(path)?;
     let mut last = [b'\n'];
     match file.metadata()?.len() {
         0 => {}
