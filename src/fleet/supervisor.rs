@@ -76,7 +76,7 @@ async fn run(options: Options) -> Result<i32, RalphError> {
     let sup = Supervisor {
         book: opened.book,
         lock: Some(opened.lock),
-        procs: Procs::new(),
+        procs: Procs::default(),
         reporter,
         asked: BTreeMap::new(),
         delete_branch: BTreeMap::new(),
@@ -92,7 +92,7 @@ async fn run(options: Options) -> Result<i32, RalphError> {
         queue_paused: None,
         land_first: None,
         moved_in_a_row: 0,
-        chores: super::chores::Chores::new(),
+        chores: super::chores::Chores::default(),
         preparing: None,
     };
     sup.reporter.lines(&opened.notes);
