@@ -284,13 +284,11 @@ impl TaskRun {
             return;
         }
         let window = match self.snapshot() {
-            Ok(snapshot) => Window {
-                task: self.d.task.clone(),
-                key: key.to_string(),
-                opened_at: now_ms(),
-                closed_at: None,
-                snapshot,
-            },
+            Ok(snapshot) => {
+                let span =
+                    Span { task: self.d.task.clone(), key: key.to_string(), opened_at: now_ms(), closed_at: None };
+                Window { span, snapshot }
+            }
             Err(e) => return tracing::warn!("fleet: cannot take the isolation snapshot: {e}"),
         };
         let saved = crate::state::store::save_json_with(&path, &window, crate::state::writes::Durability::Ordered);
@@ -304,14 +302,14 @@ impl TaskRun {
     pub(crate) fn close_window(&self, key: &str) -> Option<String> {
         let path = self.window_path();
         let mut window: Window =
-            crate::state::store::load_json(&path).ok().flatten().filter(|w: &Window| w.key == key)?;
+            crate::state::store::load_json(&path).ok().flatten().filter(|w: &Window| w.span.key == key)?;
         let to = now_ms();
         let after = match self.snapshot() {
             Ok(s) => s,
             Err(e) => return Some(format!("fleet: the isolation check of task {} cannot read git: {e}", self.d.task)),
         };
         let verdict = self.judge(&window, &after, to);
-        window.closed_at = Some(to);
+        window.span.closed_at = Some(to);
         if let Err(e) = crate::state::store::save_json_with(&path, &window, crate::state::writes::Durability::Ordered) {
             tracing::warn!("fleet: cannot write {}: {e}", path.display());
         }
@@ -351,7 +349,7 @@ impl TaskRun {
             return Verdict::Clean;
         }
         let others = read_windows(&self.d.fleet_dir().join("windows"), &self.d.task);
-        isolation::verdict(&self.d.task, window.opened_at, to, &found, &others)
+        isolation::verdict(&self.d.task, window.span.opened_at, to, &found, &others)
     }
 
     /// A rate-limit reset another task of the fleet learned for the provider of
@@ -427,8 +425,8 @@ fn read_span(path: &Path) -> Option<Span> {
 pub(crate) fn close_window_of(fleet_dir: &Path, task: &str) {
     let path = fleet_dir.join("windows").join(format!("{task}.json"));
     let Some(mut w) = crate::state::store::load_json::<Window>(&path).ok().flatten() else { return };
-    if w.closed_at.is_none() {
-        w.closed_at = Some(now_ms());
+    if w.span.closed_at.is_none() {
+        w.span.closed_at = Some(now_ms());
         // Best effort: a window a power cut reopens only makes a later change
         // look like it overlapped this task too.
         let _ = crate::state::store::save_json_with(&path, &w, crate::state::writes::Durability::Unsynced);
@@ -545,10 +543,7 @@ command = ["./bin/agent", "{prompt}"]"#,
         let refs: std::collections::BTreeMap<String, String> =
             (0..2000).map(|i| (format!("refs/tags/v{i}"), "a".repeat(40))).collect();
         let window = |task: &str, closed_at| Window {
-            task: task.into(),
-            key: "develop/1".into(),
-            opened_at: 10,
-            closed_at,
+            span: Span { task: task.into(), key: "develop/1".into(), opened_at: 10, closed_at },
             snapshot: isolation::Snapshot { refs: refs.clone(), ..Default::default() },
         };
         for (task, closed_at) in [("a", None), ("b", Some(20))] {
