@@ -388,7 +388,7 @@ impl Supervisor {
         self.event("task_exited", json!({"task": name, "pid": ended.pid}));
         self.reporter.done(&name);
         self.unwatch_task(&name);
-        task::close_window_of(&self.book.paths.dir, &name);
+        task::close_window_of(&self.book.paths, &name);
         let Some(t) = self.book.fleet.tasks.get(&name).cloned() else { return };
         let view = self.book.run_view(&name);
         let asked = match (self.asked.remove(&name), &self.stopping) {

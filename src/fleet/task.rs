@@ -46,6 +46,7 @@ use crate::step::effect::Fleet;
 use crate::step::input::SharedReset;
 
 use super::isolation::{self, Span, Verdict, Window};
+use super::paths::Paths;
 
 /// The task's name, in the environment of its ralph and everything below it.
 pub(crate) const ENV_TASK: &str = "RALPH_FLEET_TASK";
@@ -101,8 +102,8 @@ impl Descriptor {
         }
     }
 
-    fn fleet_dir(&self) -> PathBuf {
-        super::paths::fleet_dir(&self.repo)
+    fn paths(&self) -> Paths {
+        Paths::new(&self.repo)
     }
 }
 
@@ -268,7 +269,7 @@ pub(crate) struct TaskRun {
 
 impl TaskRun {
     fn window_path(&self) -> PathBuf {
-        self.d.fleet_dir().join("windows").join(format!("{}.json", self.d.task))
+        self.d.paths().windows().join(format!("{}.json", self.d.task))
     }
 
     fn snapshot(&self) -> Result<isolation::Snapshot, String> {
@@ -330,7 +331,7 @@ impl TaskRun {
         // names out of that list.
         let mut moved = isolation::moved_refs(&window.snapshot, after, &own, &[]);
         if !moved.is_empty() {
-            let ledger = super::git::read_ledger(&self.d.fleet_dir().join("ledger.jsonl"));
+            let ledger = super::git::read_ledger(&self.d.paths().ledger());
             moved = isolation::moved_refs(&window.snapshot, after, &own, &ledger);
         }
         let own_tip = if moved.is_empty() { None } else { super::git::tip(&repo, &self.d.branch).ok().flatten() };
@@ -348,7 +349,7 @@ impl TaskRun {
         if found.is_empty() {
             return Verdict::Clean;
         }
-        let others = read_windows(&self.d.fleet_dir().join("windows"), &self.d.task);
+        let others = read_windows(&self.d.paths().windows(), &self.d.task);
         isolation::verdict(&self.d.task, window.span.opened_at, to, &found, &others)
     }
 
@@ -377,7 +378,7 @@ impl TaskRun {
         let key = provider(name, agent);
         let file: String =
             key.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
-        self.d.fleet_dir().join("limits").join(format!("{file}.json"))
+        self.d.paths().limits().join(format!("{file}.json"))
     }
 }
 
@@ -422,8 +423,8 @@ fn read_span(path: &Path) -> Option<Span> {
 
 /// Closes the window of a task whose ralph is gone (the supervisor, when it sees it
 /// end): an open window of a dead run would make every change look like its.
-pub(crate) fn close_window_of(fleet_dir: &Path, task: &str) {
-    let path = fleet_dir.join("windows").join(format!("{task}.json"));
+pub(crate) fn close_window_of(paths: &Paths, task: &str) {
+    let path = paths.windows().join(format!("{task}.json"));
     let Some(mut w) = crate::state::store::load_json::<Window>(&path).ok().flatten() else { return };
     if w.span.closed_at.is_none() {
         w.span.closed_at = Some(now_ms());
