@@ -285,21 +285,20 @@ pub(crate) fn bounded(text: &str) -> String {
 /// checkpoint's lists at [`MAX_ITEMS`] and the whole at [`MAX_NOTE`]), so that its
 /// line always fits in [`MAX_LINE`]. `ralph mcp` sends requests fitted, and the run
 /// fits what it receives: an agent's oversized note is cut, never refused.
-pub(crate) fn fit(request: Request) -> Request {
-    match request {
-        Request::Progress { attempt, message } => Request::Progress { attempt, message: bounded(&message) },
-        Request::Interruption { attempt, reason } => Request::Interruption { attempt, reason: bounded(&reason) },
-        Request::Cancel { attempt, reason } => Request::Cancel { attempt, reason: bounded(&reason) },
-        Request::Complete { attempt, summary, evidence, goal_complete } => {
-            Request::Complete { attempt, summary: bounded(&summary), evidence: bounded(&evidence), goal_complete }
+pub(crate) fn fit(mut request: Request) -> Request {
+    match &mut request {
+        Request::Progress { message: text, .. }
+        | Request::Interruption { reason: text, .. }
+        | Request::Cancel { reason: text, .. } => *text = bounded(text),
+        Request::Complete { summary, evidence, .. } => (*summary, *evidence) = (bounded(summary), bounded(evidence)),
+        Request::Checkpoint { summary, files_touched, steps_done, next_steps, .. } => {
+            *summary = bounded(summary);
+            let lists = [&mut *files_touched, &mut *steps_done, &mut *next_steps].map(std::mem::take);
+            [*files_touched, *steps_done, *next_steps] = fit_lists(summary, lists);
         }
-        Request::Checkpoint { attempt, summary, files_touched, steps_done, next_steps } => {
-            let summary = bounded(&summary);
-            let [files_touched, steps_done, next_steps] = fit_lists(&summary, [files_touched, steps_done, next_steps]);
-            Request::Checkpoint { attempt, summary, files_touched, steps_done, next_steps }
-        }
-        other => other,
+        _ => {}
     }
+    request
 }
 
 /// A checkpoint's lists within [`MAX_ITEMS`] and, with `summary`, [`MAX_NOTE`]: items
