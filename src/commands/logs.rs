@@ -2,15 +2,17 @@
 //! structured stream (Claude Code, Codex, Gemini, OpenCode, the scripted agent) is
 //! shown as its parsed events, a text agent's output as it is. `-f` follows it
 //! (across the tail segments of a bounded log), and the attempts after it, while a
-//! ralph runs here.
+//! ralph runs here. The attempts are found where `state::attempt_log` says: parts
+//! of the run's `attempts.log`, or the files of a run an older ralph began.
 
-use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::agent::AgentEvent;
 use crate::agent::event::LineParser;
 use crate::error::RalphError;
+use crate::state::attempt_log::{Head, heads};
 use crate::text::clock;
 
 /// How often `-f` looks for more.
@@ -25,7 +27,7 @@ pub(crate) fn main(dir: &Path, config: Option<&Path>, follow: bool) -> Result<i3
     let loaded = crate::config::file::find(dir, config).ok().and_then(|p| crate::config::file::load(&p).ok());
     let mut shown: Option<u32> = None;
     loop {
-        let Some((number, path)) = last_attempt(&run, shown) else {
+        let Some(head) = last_attempt(&run, shown) else {
             if shown.is_none() {
                 println!("no attempt has started yet in {}", run.display());
             }
@@ -35,14 +37,14 @@ pub(crate) fn main(dir: &Path, config: Option<&Path>, follow: bool) -> Result<i3
             }
             return Ok(crate::exit::DONE);
         };
-        let mut parser = parser(loaded.as_ref(), &path);
-        println!("==> {} <==", path.display());
-        let more = print_attempt(&path, parser.as_deref_mut(), follow, || {
+        let mut parser = parser(loaded.as_ref(), &head.stem);
+        println!("==> {} ({}) <==", head.stem, head.path.display());
+        print_attempt(&run, &head, parser.as_deref_mut(), follow, || {
             // Stop following this attempt once a later one exists, or no ralph runs.
-            last_attempt(&run, Some(number)).is_none() && crate::commands::inspect::live_holder(dir).is_some()
+            last_attempt(&run, Some(head.number)).is_none() && crate::commands::inspect::live_holder(dir).is_some()
         })?;
-        shown = Some(number);
-        if !follow || !more {
+        shown = Some(head.number);
+        if !follow || last_attempt(&run, shown).is_none() {
             return Ok(crate::exit::DONE);
         }
     }
@@ -63,71 +65,63 @@ fn current_run(dir: &Path, logs: &Path) -> Option<PathBuf> {
     runs.pop()
 }
 
-/// The highest-numbered attempt log of `run` (above `after`, if given).
-fn last_attempt(run: &Path, after: Option<u32>) -> Option<(u32, PathBuf)> {
-    std::fs::read_dir(run)
-        .ok()?
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let number = attempt_number(&name)?;
-            Some((number, e.path()))
-        })
-        .filter(|(n, _)| after.is_none_or(|a| *n > a))
-        .max_by_key(|(n, _)| *n)
+/// The highest-numbered attempt of `run` (above `after`, if given).
+fn last_attempt(run: &Path, after: Option<u32>) -> Option<Head> {
+    heads(run).into_iter().filter(|h| after.is_none_or(|a| h.number > a)).max_by_key(|h| h.number)
 }
 
-/// `attempt-0007-develop-a.log` → 7; `None` for other files (prompts, ralph.log).
-pub(crate) fn attempt_number(name: &str) -> Option<u32> {
-    let rest = name.strip_prefix("attempt-")?.strip_suffix(".log")?;
-    let (number, _) = rest.split_once('-')?;
-    number.parse().ok()
-}
-
-/// The parser for the agent whose attempt `path` is, from the config: the file is
-/// `attempt-NNNN-<phase>-<agent>.log`, and the config names the phases.
-fn parser(loaded: Option<&crate::config::Loaded>, path: &Path) -> Option<Box<dyn LineParser>> {
+/// The parser for the agent of the attempt `stem`, from the config: the stem is
+/// `attempt-NNNN-<phase>-<agent>`, and the config names the phases.
+fn parser(loaded: Option<&crate::config::Loaded>, stem: &str) -> Option<Box<dyn LineParser>> {
     let loaded = loaded?;
-    let name = path.file_name()?.to_string_lossy().into_owned();
-    let rest = name.strip_prefix("attempt-")?.strip_suffix(".log")?.split_once('-')?.1.to_string();
+    let rest = stem.strip_prefix("attempt-")?.split_once('-')?.1;
     let agent = loaded.phases.iter().find_map(|p| rest.strip_prefix(&format!("{}-", p.name)))?;
     crate::agent::launch::parser_for(loaded.config.agents.get(agent)?)
 }
 
-/// Prints an attempt's log: the head file, then its tail segments in order (a
-/// bounded log goes on in `<head>.1`, `.2`, …; the writer finishes a file before it
+/// Prints an attempt's log: the head, then its tail segments in order (a bounded
+/// log goes on in `<stem>.log.1`, `.2`, …; the writer finishes a file before it
 /// starts the next, and deletes the oldest of them, so a reader that fell behind
 /// skips to the oldest one left, whose first line says how much was cut).
-/// Returns whether following should go on to a later attempt.
 fn print_attempt(
-    head: &Path,
+    run: &Path,
+    head: &Head,
     mut parser: Option<&mut (dyn LineParser + '_)>,
     follow: bool,
     keep_going: impl Fn() -> bool,
-) -> Result<bool, RalphError> {
-    let (mut number, mut path) = (0, head.to_path_buf());
+) -> Result<(), RalphError> {
+    let segments = run.join(format!("{}.log", head.stem));
+    let (mut number, mut path, mut start) = (0, head.path.clone(), head.start);
     // The end of a line the writer split between two segments.
     let mut carry = Vec::new();
     loop {
-        let more = print_file(&path, parser.as_deref_mut(), follow, &mut carry, || {
-            next_segment(head, number).is_none() && keep_going()
+        // The head ends where the next attempt's begins; a segment, with its file.
+        let end = || if number == 0 { end_of(run, head) } else { None };
+        print_file(&path, start, end, parser.as_deref_mut(), follow, &mut carry, || {
+            next_segment(&segments, number).is_none() && keep_going()
         })?;
-        let next = next_segment(head, number);
+        let next = next_segment(&segments, number);
         // Segments were deleted in between: the line's end is not its start.
         if next.as_ref().is_none_or(|(n, _)| *n != number + 1) && !carry.is_empty() {
             show(parser.as_deref_mut(), &std::mem::take(&mut carry));
         }
         match next {
-            Some((n, next)) => (number, path) = (n, next),
-            None => return Ok(more),
+            Some((n, next)) => (number, path, start) = (n, next, 0),
+            None => return Ok(()),
         }
     }
 }
 
-/// The lowest-numbered tail segment of the log `head` above `after`.
-fn next_segment(head: &Path, after: u32) -> Option<(u32, PathBuf)> {
-    let name = head.file_name()?.to_string_lossy().into_owned();
-    std::fs::read_dir(head.parent()?)
+/// Where `head` ends, as the run's index says now.
+fn end_of(run: &Path, head: &Head) -> Option<u64> {
+    // The same attempt twice (a crash before its count was saved): the later one.
+    heads(run).into_iter().rfind(|h| (h.number, h.start, &h.path) == (head.number, head.start, &head.path))?.end
+}
+
+/// The lowest-numbered tail segment of the log `<stem>.log` above `after`.
+fn next_segment(log: &Path, after: u32) -> Option<(u32, PathBuf)> {
+    let name = log.file_name()?.to_string_lossy().into_owned();
+    std::fs::read_dir(log.parent()?)
         .ok()?
         .flatten()
         .filter_map(|e| {
@@ -138,48 +132,54 @@ fn next_segment(head: &Path, after: u32) -> Option<(u32, PathBuf)> {
         .min_by_key(|(n, _)| *n)
 }
 
-/// Prints `path` readably, bytes as lossy UTF-8; with `follow`, keeps printing
-/// what is appended while `keep_going` says so (and reads to the end once more
-/// after it stops saying so: what was written just before counts). `carry` comes
-/// in as the unfinished line of the previous segment, and goes out as this file's.
-/// Returns whether following should go on to a later attempt.
+/// Prints `path` readably from `start` (up to the offset `end` gives, if any),
+/// bytes as lossy UTF-8; with `follow`, keeps printing what is appended while
+/// `keep_going` says so (and reads once more after it stops saying so: what was
+/// written just before counts). `carry` comes in as the unfinished line of the
+/// previous segment, and goes out as this file's.
 fn print_file(
     path: &Path,
+    start: u64,
+    end: impl Fn() -> Option<u64>,
     mut parser: Option<&mut (dyn LineParser + '_)>,
     follow: bool,
     carry: &mut Vec<u8>,
     keep_going: impl Fn() -> bool,
-) -> Result<bool, RalphError> {
+) -> Result<(), RalphError> {
     let unreadable = |e| RalphError::io(format!("cannot read {}", path.display()), e);
-    let mut reader = BufReader::new(std::fs::File::open(path).map_err(unreadable)?);
+    let mut file = std::fs::File::open(path).map_err(unreadable)?;
+    file.seek(SeekFrom::Start(start)).map_err(unreadable)?;
+    let (mut reader, mut at) = (BufReader::new(file).take(0), start);
     let mut line = Vec::new();
-    let mut last_pass = false;
+    let mut last_pass = !follow;
     loop {
-        line.clear();
-        let n = reader.read_until(b'\n', &mut line).map_err(unreadable)?;
-        if n > 0 && line.ends_with(b"\n") {
+        // As far as the file is written, and never into the next attempt's head: its
+        // index line is written before its bytes.
+        let written = reader.get_ref().get_ref().metadata().map_err(unreadable)?.len();
+        reader.set_limit(end().map_or(written, |end| end.min(written)).saturating_sub(at));
+        loop {
+            let n = reader.read_until(b'\n', &mut line).map_err(unreadable)?;
+            at += n as u64;
+            // The end for now, or a line still being written: kept for the next read.
+            if n == 0 || !line.ends_with(b"\n") {
+                break;
+            }
             line.pop();
             // The cut marker that opens a segment comes before the split line's end.
             if !carry.is_empty() && !is_cut_marker(&line) {
                 line.splice(0..0, carry.drain(..));
             }
-            show(parser.as_deref_mut(), &line);
-            continue;
+            show(parser.as_deref_mut(), &std::mem::take(&mut line));
         }
-        // End of the file, or a line still being written: keep it for the next read.
-        if n > 0 {
-            let back = i64::try_from(n).unwrap_or(0);
-            let _ = reader.seek(SeekFrom::Current(-back));
+        if last_pass {
+            carry.append(&mut line);
+            return Ok(());
         }
-        if !follow || last_pass {
-            carry.extend_from_slice(&line);
-            return Ok(follow && more_to_follow(path));
-        }
-        if !keep_going() {
+        if keep_going() {
+            std::thread::sleep(POLL);
+        } else {
             last_pass = true;
-            continue;
         }
-        std::thread::sleep(POLL);
     }
 }
 
@@ -192,16 +192,6 @@ fn show(parser: Option<&mut (dyn LineParser + '_)>, line: &[u8]) {
 /// The first line of a tail segment written after older ones were deleted.
 fn is_cut_marker(line: &[u8]) -> bool {
     line.starts_with(b"[ralph: ") && line.ends_with(b" bytes of output cut before this point]")
-}
-
-/// After a file ends: a later attempt may follow.
-fn more_to_follow(path: &Path) -> bool {
-    let Some(run) = path.parent() else { return false };
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    // A tail segment `<head>.N` belongs to the attempt of its head.
-    let head = name.rsplit_once(".log.").map_or(name.as_str(), |(stem, _)| stem);
-    let current = attempt_number(&format!("{}.log", head.trim_end_matches(".log")));
-    last_attempt(run, current).is_some()
 }
 
 /// One line of a transcript as a person reads it: parsed events for a structured
@@ -282,8 +272,7 @@ mod tests {
     #[test]
     fn a_text_transcript_is_shown_as_it_is_and_attempt_files_are_recognised() {
         assert_eq!(render_line(None, "plain output"), ["plain output"]);
-        assert_eq!(attempt_number("attempt-0007-develop-a.log"), Some(7));
-        assert_eq!(attempt_number("attempt-0007-develop-a.prompt.md"), None);
-        assert_eq!(attempt_number("ralph.log"), None);
+        assert_eq!(crate::state::attempt_log::number("attempt-0007-develop-a"), Some(7));
+        assert_eq!(crate::state::attempt_log::number("attempts"), None);
     }
 }

@@ -45,6 +45,7 @@ pub(crate) struct Attempt {
     pub prepared: Prepared,
     /// How it runs, as the step decided, its done file in the project.
     pub how: StartAttempt,
+    /// The run's log directory.
     pub log: PathBuf,
     pub max_log: u64,
     /// The live display's clock of the agent's last output.
@@ -88,7 +89,7 @@ pub(crate) async fn run(
     let (mut out, mut err) = (LineReader::new(pipes.stdout), LineReader::new(pipes.stderr));
     // Plain buffered writes: a page-cache write takes microseconds, while tokio's
     // file type would hop to a blocking thread for every line.
-    let log = AttemptLog::create(&a.log, a.max_log);
+    let log = AttemptLog::create(&a.log, &a.how.stem, a.max_log);
     let limits = a.how.limits.clone();
     let mut r = Running::new(a, before, log, tx, pgid, started);
     // Until the agent is gone and its output read.

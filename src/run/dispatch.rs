@@ -83,6 +83,7 @@ impl Dispatcher {
             notifier: Notifier::new(&loaded.config.notify, &ready.dir),
             registration: Registration::new(loaded),
             dir: ready.dir,
+            prompts: crate::state::prompt_log::PromptLog::new(&ready.logs_dir),
             logs_dir: ready.logs_dir,
             artifacts_dir: ready.artifacts_dir,
             checkpoint: ready.checkpoint_path.map(CheckpointFile::new),
@@ -284,7 +285,7 @@ impl Dispatcher {
         how.done_file = how.done_file.map(|path| self.io.dir.join(path));
         let attempt = Attempt {
             prepared,
-            log: self.io.logs_dir.join(format!("{}.log", how.stem)),
+            log: self.io.logs_dir.clone(),
             how,
             max_log: self.run.setting.loaded.config.logs.max_attempt_log,
             pulse: self.io.reporter.pulse(),

@@ -26,6 +26,7 @@ use crate::state::checkpoint::Checkpoint;
 use crate::state::disk;
 use crate::state::hold::Hold;
 use crate::state::journal::Journal;
+use crate::state::prompt_log::PromptLog;
 use crate::state::writes::Durability;
 use crate::step::effect::{ArtifactSource, Launch};
 use crate::step::input::{Launched, Versions};
@@ -39,6 +40,8 @@ use super::registration::Registration;
 pub(super) struct Io {
     pub dir: PathBuf,
     pub logs_dir: PathBuf,
+    /// The prompts of the run's attempts, in `logs_dir`.
+    pub prompts: PromptLog,
     pub artifacts_dir: PathBuf,
     /// `checkpoint.json`; `None` when `checkpoint_enabled = false`.
     pub checkpoint: Option<CheckpointFile>,
@@ -168,22 +171,28 @@ impl Io {
     }
 
     /// Prepares the attempt's launch: its prompt (with the previous phase's result),
-    /// kept beside its log, the control socket still in place, and its argv and
+    /// kept with the run's prompts, the control socket still in place, and its argv and
     /// environment.
     pub(super) fn launch(&mut self, plan: &Launch, run: &RunState) -> Result<Input, RalphError> {
         let artifact = |phase: &str| std::fs::read_to_string(self.artifacts_dir.join(format!("{phase}.md"))).ok();
         let prompt = crate::step::begin::attempt_prompt(run, &artifact);
         // What the agent was told, beside what it answered: the first thing to read
-        // when a run goes wrong. A `command` agent may read it as {prompt_file}.
-        let prompt_file = self.logs_dir.join(format!("{}.prompt.md", plan.stem));
-        crate::state::private::create_file(&prompt_file)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, redact(&prompt).as_bytes()))
-            .unwrap_or_else(|e| tracing::warn!("cannot keep the prompt of attempt {}: {e}", plan.attempt));
+        // when a run goes wrong.
+        let kept = redact(&prompt);
+        let warn = |e| tracing::warn!("cannot keep the prompt of attempt {}: {e}", plan.attempt);
+        self.prompts.append(&plan.stem, &kept).unwrap_or_else(warn);
         let moved = (self.control.keep())
             .map_err(|e| RalphError::io("the control socket is gone", std::io::Error::other(e.to_string())))?;
         let Some(agent_cfg) = run.setting.loaded.config.agents.get(&plan.agent) else {
             return Ok(Input::Prepared { launch: Err(format!("agent {} is not configured", plan.agent)), moved });
         };
+        // A `command` agent may read it as {prompt_file}: a file of its own.
+        let prompt_file = self.logs_dir.join(format!("{}.prompt.md", plan.stem));
+        if agent_cfg.command.iter().chain(&agent_cfg.resume).flatten().any(|arg| arg.contains("{prompt_file}")) {
+            crate::state::private::create_file(&prompt_file)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, kept.as_bytes()))
+                .unwrap_or_else(warn);
+        }
         let request = Request {
             agent: &plan.agent,
             prompt: &prompt,

@@ -2,13 +2,17 @@
 //! included), with credentials redacted and stderr lines marked, and bounded so that
 //! a flood never fills the disk.
 //!
-//! The first half of `[logs] max_attempt_log` goes to `<stem>.log` (the head: how
-//! the attempt started). Past it, output goes to tail segments `<stem>.log.1`,
-//! `.2`, … of an eighth each; when four exist the oldest is deleted, and each new
-//! segment starts with a marker saying how many bytes were cut before it. A line
-//! ends in the file it started in unless it is longer than a segment. Writes
-//! are buffered and flushed at least every [`FLUSH_EVERY`], so a kill -9 loses at
-//! most that much of what the agent printed, and `ralph logs -f` can follow.
+//! The first half of `[logs] max_attempt_log` (the head: how the attempt started)
+//! is appended to the run's one `attempts.log`, after a line `==> <stem> <==`, and
+//! `attempts.index` gets a line `<offset> <stem>` saying where that line starts: an
+//! agent call creates no file. Past the head, output goes to tail segments
+//! `<stem>.log.1`, `.2`, … of an eighth each; when four exist the oldest is deleted,
+//! and each new segment starts with a marker saying how many bytes were cut before
+//! it. A line ends in the file it started in unless it is longer than a segment.
+//! Writes are buffered and flushed at least every [`FLUSH_EVERY`], so a kill -9
+//! loses at most that much of what the agent printed, and `ralph logs -f` can
+//! follow. Nothing is synced: a log is for a person, recovery never reads it. Runs
+//! of older versions wrote each head to `<stem>.log`; [`heads`] reads both layouts.
 //!
 //! A full disk (ENOSPC, EDQUOT) is an outage here too, never a failed attempt and
 //! never a stalled agent: the output keeps being read, what the disk refused stays
@@ -22,6 +26,7 @@ use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -39,11 +44,19 @@ const SEGMENTS: usize = 4;
 const BUFFER: usize = 64 * 1024;
 /// Output held in memory while the disk is full, at most.
 pub(crate) const HELD_MAX: usize = 1024 * 1024;
+/// The run's heads, one after another, in its log directory.
+const LOG: &str = "attempts.log";
+/// Where each head starts in [`LOG`].
+const INDEX: &str = "attempts.index";
 
 /// Where the agent's output is written.
 #[derive(Debug, Default)]
 pub(crate) struct AttemptLog {
     path: PathBuf,
+    /// `<stem>.log`, whose tail segments are `<stem>.log.N`.
+    segments: PathBuf,
+    /// The line of [`INDEX`] still owed (its path, the stem): a full disk refused it.
+    index: Option<(PathBuf, String)>,
     head: u64,
     segment: u64,
     file: Option<File>,
@@ -94,15 +107,37 @@ impl Full {
 }
 
 impl AttemptLog {
-    /// Creates the log (owner-only, never through a symlink), at most `max` bytes.
-    pub(crate) fn create(path: &Path, max: u64) -> Self {
-        Self {
-            path: path.to_path_buf(),
+    /// Starts the log of the attempt `stem` in the run's log directory `dir` (files
+    /// owner-only, never through a symlink), at most `max` bytes: its head goes on
+    /// at the end of [`LOG`], indexed.
+    pub(crate) fn create(dir: &Path, stem: &str, max: u64) -> Self {
+        let path = dir.join(LOG);
+        let mut log = Self {
+            segments: dir.join(format!("{stem}.log")),
+            file: open(&path, crate::state::private::append_file),
+            path,
             head: max / 2,
             segment: (max / 2 / SEGMENTS as u64).max(1),
-            file: open(path),
+            buf: separator(stem).into_bytes(),
+            index: Some((dir.join(INDEX), stem.to_string())),
             at_line_start: true,
             ..Self::default()
+        };
+        log.write_index();
+        log
+    }
+
+    /// Writes the index line still owed; false while the disk refuses it (it is
+    /// written before the head's first bytes, so its offset stays the file's end).
+    fn write_index(&mut self) -> bool {
+        let (Some(file), Some((index_path, stem))) = (&self.file, self.index.take()) else { return true };
+        match index(&index_path, file, &stem) {
+            Err(e) if disk::is_full(&e) => {
+                self.index = Some((index_path, stem));
+                self.disk_full();
+                false
+            }
+            written => written.map_err(|e| tracing::warn!("cannot index the attempt log {stem}: {e}")).is_ok(),
         }
     }
 
@@ -231,6 +266,9 @@ impl AttemptLog {
 
     /// Writes the buffer to the file, keeping what the disk refused.
     fn drain(&mut self) {
+        if !self.write_index() {
+            return;
+        }
         let Some(file) = self.file.as_mut() else {
             (self.buf, self.dirty_since) = (Vec::new(), None);
             return;
@@ -286,7 +324,7 @@ impl AttemptLog {
     /// Closes the current file and starts the next tail segment.
     fn rotate(&mut self) {
         if self.number == 0 && !self.noted {
-            let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = self.segments.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let newline = if self.at_line_start { "" } else { "\n" };
             let note = format!("{newline}[ralph: the output goes on in {name}.1, {name}.2, …]\n");
             self.buf.extend_from_slice(note.as_bytes());
@@ -304,11 +342,11 @@ impl AttemptLog {
             self.cut += size;
         }
         self.number += 1;
-        let mut name = self.path.clone().into_os_string();
+        let mut name = self.segments.clone().into_os_string();
         name.push(format!(".{}", self.number));
         let path = PathBuf::from(name);
         self.written = 0;
-        self.file = open(&path);
+        self.file = open(&path, crate::state::private::create_file);
         self.kept.push_back((path, 0));
         if self.cut > 0 {
             let marker = format!("[ralph: {} bytes of output cut before this point]\n", self.cut);
@@ -317,17 +355,84 @@ impl AttemptLog {
     }
 }
 
-/// Creates one file of the log (owner-only, never through a symlink); `None`, with
-/// a warning, when it cannot be.
-fn open(path: &Path) -> Option<File> {
-    crate::state::private::create_file(path)
-        .map_err(|e| tracing::warn!("cannot write the attempt log {}: {e}", path.display()))
-        .ok()
+/// Opens one file of the log with `how`; `None`, with a warning, when it cannot be.
+fn open(path: &Path, how: fn(&Path) -> io::Result<File>) -> Option<File> {
+    how(path).map_err(|e| tracing::warn!("cannot write the attempt log {}: {e}", path.display())).ok()
+}
+
+/// The line before an attempt's head in [`LOG`], for a person reading the file.
+fn separator(stem: &str) -> String {
+    format!("==> {stem} <==\n")
+}
+
+/// Appends `<offset> <stem>` to the run's index at `path`, `offset` being the end
+/// of `log`, where the attempt's separator goes; on a line of its own even when a
+/// crash tore the last one.
+fn index(path: &Path, log: &File, stem: &str) -> io::Result<()> {
+    let offset = log.metadata()?.len();
+    let mut file = crate::state::private::append_file(path)?;
+    let mut last = [b'\n'];
+    match file.metadata()?.len() {
+        0 => {}
+        len => file.read_at(&mut last, len - 1).map(drop)?,
+    }
+    let lead = if last[0] == b'\n' { "" } else { "\n" };
+    file.write_all(format!("{lead}{offset} {stem}\n").as_bytes())
+}
+
+/// `attempt-0007-develop-a` → 7.
+pub(crate) fn number(stem: &str) -> Option<u32> {
+    stem.strip_prefix("attempt-")?.split_once('-')?.0.parse().ok()
+}
+
+/// Where an attempt's head is: in `path` from `start` up to `end` (`None`: as far
+/// as the file is written, the head of the run's last attempt).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Head {
+    pub number: u32,
+    pub stem: String,
+    pub path: PathBuf,
+    pub start: u64,
+    pub end: Option<u64>,
+}
+
+/// The attempts whose logs the run's log directory `dir` holds, oldest first: the
+/// whole files `<stem>.log` an older ralph wrote (a run it began may have been
+/// resumed by this one), then the parts of [`LOG`] its index names. An index line
+/// a crash tore is passed over.
+pub(crate) fn heads(dir: &Path) -> Vec<Head> {
+    let whole = std::fs::read_dir(dir).into_iter().flatten().flatten().filter_map(|e| {
+        let stem = e.file_name().to_string_lossy().strip_suffix(".log")?.to_string();
+        Some(Head { number: number(&stem)?, stem, path: e.path(), start: 0, end: None })
+    });
+    let mut heads: Vec<Head> = whole.collect();
+    heads.sort_by_key(|h| h.number);
+    let index = String::from_utf8_lossy(&std::fs::read(dir.join(INDEX)).unwrap_or_default()).into_owned();
+    let entries: Vec<(u64, &str, u32)> = (index.lines())
+        .filter_map(|line| line.split_once(' ').and_then(|(at, stem)| Some((at.parse().ok()?, stem, number(stem)?))))
+        .collect();
+    for (i, &(offset, stem, number)) in entries.iter().enumerate() {
+        let start = offset + separator(stem).len() as u64;
+        // A head the disk lost (a power cut) ends where the next one was appended.
+        let end = entries.get(i + 1).map(|(next, ..)| (*next).max(start));
+        heads.push(Head { number, stem: stem.to_string(), path: dir.join(LOG), start, end });
+    }
+    heads
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const STEM: &str = "attempt-0001-develop-a";
+
+    /// The head of the attempt `stem` in `dir`, as [`heads`] finds it.
+    fn head(dir: &Path, stem: &str) -> String {
+        let head = heads(dir).into_iter().rfind(|h| h.stem == stem).unwrap();
+        let bytes = std::fs::read(&head.path).unwrap();
+        let end = head.end.map_or(bytes.len(), |e| e as usize);
+        String::from_utf8_lossy(&bytes[head.start as usize..end]).into_owned()
+    }
 
     fn total(dir: &Path) -> (u64, usize) {
         let mut size = 0;
@@ -341,9 +446,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_flood_is_bounded_and_says_what_was_cut() {
-        let (d, path) = crate::testkit::temp_file("attempt.log");
+        let d = tempfile::tempdir().unwrap();
         let max = 64 * 1024;
-        let mut log = AttemptLog::create(&path, max);
+        let mut log = AttemptLog::create(d.path(), STEM, max);
         let line = [b'x'; 99];
         for i in 0..20_000 {
             if i == 10 {
@@ -355,10 +460,10 @@ mod tests {
         log.flush();
         let (size, count) = total(d.path());
         assert!(size <= max + 1024, "{size} bytes on disk");
-        assert_eq!(count, 1 + SEGMENTS);
-        let head = std::fs::read_to_string(&path).unwrap();
-        assert!(head.contains("early line") && head.contains("goes on in attempt.log.1"));
-        let last = std::fs::read_to_string(d.path().join(format!("attempt.log.{}", log.number))).unwrap();
+        assert_eq!(count, 2 + SEGMENTS);
+        let head = head(d.path(), STEM);
+        assert!(head.contains("early line") && head.contains(&format!("goes on in {STEM}.log.1")));
+        let last = std::fs::read_to_string(d.path().join(format!("{STEM}.log.{}", log.number))).unwrap();
         assert!(last.starts_with("[ralph: ") && last.contains("bytes of output cut"), "{}", &last[..60]);
         assert!(last.ends_with("[stderr] the very last line\n"));
     }
@@ -366,13 +471,13 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn written_bytes_are_flushed_within_the_flush_interval() {
         let d = tempfile::tempdir().unwrap();
-        let mut log = AttemptLog::create(&d.path().join("a.log"), 1 << 20);
+        let mut log = AttemptLog::create(d.path(), STEM, 1 << 20);
         assert_eq!(log.flush_at(), None);
         log.line(b"hello", false);
         assert_eq!(log.flush_at(), Some(Instant::now() + FLUSH_EVERY));
         log.flush();
         assert_eq!(log.flush_at(), None);
-        assert_eq!(std::fs::read(d.path().join("a.log")).unwrap(), b"hello\n");
+        assert_eq!(head(d.path(), STEM), "hello\n");
     }
 
     fn kinds(log: &mut AttemptLog) -> Vec<&'static str> {
@@ -385,9 +490,9 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_full_disk_holds_the_output_and_writes_it_in_order_when_space_is_back() {
-        let (d, path) = crate::testkit::temp_file("a.log");
+        let d = tempfile::tempdir().unwrap();
         let marker = d.path().join("full");
-        let mut log = AttemptLog::create(&path, 1 << 20);
+        let mut log = AttemptLog::create(d.path(), STEM, 1 << 20);
         log.full_while = Some(marker.clone());
         log.line(b"before", false);
         log.flush();
@@ -401,36 +506,34 @@ mod tests {
         log.line(b"while full 2", true);
         log.flush();
         assert_eq!(log.flush_at(), Some(Instant::now() + writes::backoff(1)));
-        assert_eq!(std::fs::read(&path).unwrap(), b"before\n");
+        assert_eq!(head(d.path(), STEM), "before\n");
         std::fs::remove_file(&marker).unwrap();
         log.line(b"after", false);
         log.flush();
         assert_eq!(kinds(&mut log), ["disk_space_back"]);
         assert!(log.on_disk());
-        assert_eq!(
-            String::from_utf8(std::fs::read(&path).unwrap()).unwrap(),
-            "before\nwhile full 1\n[stderr] while full 2\nafter\n"
-        );
+        assert_eq!(head(d.path(), STEM), "before\nwhile full 1\n[stderr] while full 2\nafter\n");
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_long_full_disk_keeps_memory_bounded_and_marks_the_gap() {
-        let (d, path) = crate::testkit::temp_file("a.log");
+        let d = tempfile::tempdir().unwrap();
         let marker = d.path().join("full");
         std::fs::write(&marker, "").unwrap();
-        let mut log = AttemptLog::create(&path, 64 << 20);
+        let mut log = AttemptLog::create(d.path(), STEM, 64 << 20);
         log.full_while = Some(marker.clone());
         let line = [b'x'; 1023];
         for _ in 0..3 * 1024 {
             log.line(&line, false);
         }
         let held = log.full.as_ref().map(|f| f.held.len()).unwrap_or_default();
-        assert!(log.buf.len() + held <= BUFFER + HELD_MAX, "{} bytes in memory", log.buf.len() + held);
+        let bound = BUFFER + HELD_MAX + separator(STEM).len();
+        assert!(log.buf.len() + held <= bound, "{} bytes in memory", log.buf.len() + held);
         std::fs::remove_file(&marker).unwrap();
         log.flush();
         log.line(b"the end", false);
         log.flush();
-        let text = String::from_utf8(std::fs::read(&path).unwrap()).unwrap();
+        let text = head(d.path(), STEM);
         let lost = 3 * 1024 * 1024 - (BUFFER + HELD_MAX);
         assert!(
             text.contains(&format!("[ralph: {lost} bytes of output lost while the disk was full]\n")),
@@ -442,18 +545,47 @@ mod tests {
 
     #[tokio::test]
     async fn a_line_ends_in_the_file_it_started_in() {
-        let (d, path) = crate::testkit::temp_file("a.log");
-        let mut log = AttemptLog::create(&path, 1024);
+        let d = tempfile::tempdir().unwrap();
+        let mut log = AttemptLog::create(d.path(), STEM, 1024);
         for i in 0..100 {
             log.line(format!("{i:03}-{}", "y".repeat(46)).as_bytes(), false);
         }
         log.flush();
-        for e in std::fs::read_dir(d.path()).unwrap().flatten() {
+        for e in std::fs::read_dir(d.path()).unwrap().flatten().filter(|e| e.file_name() != INDEX) {
             let text = std::fs::read_to_string(e.path()).unwrap();
             assert!(text.ends_with('\n'), "{text}");
-            for line in text.lines().filter(|l| !l.starts_with("[ralph: ")) {
+            for line in text.lines().filter(|l| !l.starts_with("[ralph: ") && !l.starts_with("==> ")) {
                 assert_eq!(line.len(), 50, "{line:?} in {}", e.path().display());
             }
         }
+    }
+
+    #[tokio::test]
+    async fn the_heads_of_a_run_are_found_in_both_layouts_and_a_torn_index_line_is_passed_over() {
+        let d = tempfile::tempdir().unwrap();
+        // A run an older ralph began: one file per head.
+        std::fs::write(d.path().join("attempt-0001-develop-a.log"), "first\n").unwrap();
+        std::fs::write(d.path().join("attempt-0001-develop-a.prompt.md"), "its prompt").unwrap();
+        for (stem, text) in [("attempt-0002-develop-a", "second"), ("attempt-0003-review-b", "third")] {
+            let mut log = AttemptLog::create(d.path(), stem, 1 << 20);
+            log.line(text.as_bytes(), false);
+            log.flush();
+        }
+        // A crash tore the index's last line; the next attempt's line is whole.
+        let mut index = crate::state::private::append_file(&d.path().join(INDEX)).unwrap();
+        index.write_all(b"12 attempt-00").unwrap();
+        let mut log = AttemptLog::create(d.path(), "attempt-0004-review-b", 1 << 20);
+        log.line(b"fourth", false);
+        log.flush();
+        let found: Vec<(u32, String)> = heads(d.path()).into_iter().map(|h| (h.number, h.stem)).collect();
+        let stems =
+            ["attempt-0001-develop-a", "attempt-0002-develop-a", "attempt-0003-review-b", "attempt-0004-review-b"];
+        assert_eq!(found, (1..=4).zip(stems.map(String::from)).collect::<Vec<_>>());
+        for (stem, text) in stems.iter().zip(["first\n", "second\n", "third\n", "fourth\n"]) {
+            assert_eq!(head(d.path(), stem), text);
+        }
+        assert_eq!(heads(d.path()).last().map(|h| h.end), Some(None), "the last head is open");
+        let file = std::fs::read_to_string(d.path().join(LOG)).unwrap();
+        assert!(file.starts_with("==> attempt-0002-develop-a <==\nsecond\n==> attempt-0003-review-b <==\n"), "{file}");
     }
 }

@@ -243,7 +243,7 @@ pub(super) fn prepared(run: &mut RunState, launched: Result<Launched, String>) {
             return outcome::ended(run, AttemptReport::not_started(error));
         }
     };
-    run.last_log = Some(format!(".agent/logs/{}/{stem}.log", run.cp.run_id));
+    run.last_log = Some(format!(".agent/logs/{}/attempts.log ({stem})", run.cp.run_id));
     let config = &run.setting.loaded.config;
     let limits = watch::attempt_limits(&config.timeouts, launched.quiet_tools, run.runtime_left());
     let cost_left =

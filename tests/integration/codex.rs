@@ -87,14 +87,7 @@ fn a_full_run_through_codex_writes_the_file_of_its_tool_call() {
     assert_eq!(outputs.len(), 1, "the tool output went back to the model");
     assert_eq!(outputs[0]["call_id"], json!("call_1"));
     // The journal saw the tool call through the Codex parser.
-    let run_logs = std::fs::read_dir(p.join(".agent/logs")).expect("logs").flatten().next().expect("run logs").path();
-    let attempt_log = std::fs::read_dir(run_logs)
-        .expect("run log dir")
-        .flatten()
-        .map(|e| e.path())
-        .find(|f| f.file_name().is_some_and(|n| n.to_string_lossy().starts_with("attempt-")))
-        .expect("attempt log");
-    let text = std::fs::read_to_string(attempt_log).expect("attempt log");
+    let text = p.attempt_log(1);
     assert!(text.contains("\"command_execution\""), "{text}");
 }
 

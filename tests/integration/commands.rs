@@ -1,10 +1,11 @@
 //! The other subcommands and the run lock: status, init, completions, demo.
 
+use std::fs;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::harness::{Project, cleanup, sim_project};
+use crate::harness::{Project, cleanup, prompt_entries, sim_project};
 
 /// One agent `a` whose first launch hangs in a tool call (its pid in `agent.pid`),
 /// and whose later launches finish.
@@ -157,21 +158,44 @@ fn logs_prints_the_last_attempt_readably_and_follows_a_live_one() {
     let (run, agent) = p.start();
     // -f follows the live attempt until the run ends.
     let follow = p.ralph().args(["logs", "-f"]).spawn();
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !p.attempt_log(1).contains("tool_use") {
-        assert!(std::time::Instant::now() < deadline, "the agent's tool call was not logged");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    p.wait_for_attempt_log(1, "tool_use");
     run.signal(Signal::SIGINT);
     run.finish().expect_code(130);
     cleanup(agent);
     let followed = follow.finish();
-    followed.expect_code(0).stdout_has("attempt-0001-develop-a.log").stdout_has("→ Bash {\"command\":\"make\"}");
+    followed.expect_code(0).stdout_has("==> attempt-0001-develop-a (").stdout_has("→ Bash {\"command\":\"make\"}");
 
     p.ralph().args(["--resume"]).run().expect_code(0);
     let out = p.ralph().args(["logs"]).run();
-    out.expect_code(0).stdout_has("attempt-0002-develop-a.log").stdout_has("= result:").stdout_has("ok");
+    out.expect_code(0).stdout_has("==> attempt-0002-develop-a (").stdout_has("= result:").stdout_has("ok");
     assert!(!out.stdout.contains("{\"type\""), "raw stream-json was printed\n{out}");
+}
+
+#[test]
+fn a_run_an_older_ralph_began_resumes_and_its_logs_read_in_both_layouts() {
+    let p = hanging_agent();
+    let (run, agent) = p.start();
+    p.wait_for_attempt_log(1, "tool_use");
+    run.signal(Signal::SIGINT);
+    run.finish().expect_code(130);
+    cleanup(agent);
+    // What an older ralph left: a file per attempt log and per prompt.
+    let logs = p.join(&format!(".agent/logs/{}", p.checkpoint()["run_id"].as_str().expect("a run id")));
+    fs::write(logs.join("attempt-0001-develop-a.log"), p.attempt_log(1)).expect("write");
+    fs::write(logs.join("attempt-0001-develop-a.prompt.md"), p.prompt_of(1)).expect("write");
+    for file in ["attempts.log", "attempts.index", "prompts.md"] {
+        fs::remove_file(logs.join(file)).expect("remove");
+    }
+    let out = p.ralph().args(["logs"]).run();
+    out.expect_code(0).stdout_has("attempt-0001-develop-a.log) <==").stdout_has("→ Bash {\"command\":\"make\"}");
+
+    p.ralph().args(["--resume"]).run().expect_code(0);
+    let out = p.ralph().args(["logs"]).run();
+    out.expect_code(0).stdout_has("==> attempt-0002-develop-a (").stdout_has("= result:").stdout_has("ok");
+    assert!(!out.stdout.contains("→ Bash"), "the older attempt was shown\n{out}");
+    let prompts: Vec<String> = prompt_entries(&logs).into_iter().map(|(stem, _)| stem).collect();
+    assert_eq!(prompts, ["attempt-0002-develop-a"]);
+    assert!(logs.join("attempt-0001-develop-a.prompt.md").exists());
 }
 
 /// One crash, then done: a decision worth logging.

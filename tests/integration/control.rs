@@ -135,17 +135,7 @@ fn declare_complete_decides_a_done_mcp_phase_and_refuses_placeholders() {
     assert_eq!(p.events("agent_checkpoint").len(), 1);
     assert_eq!(p.events("attempt_succeeded").len(), 1);
     assert!(p.events("mcp_lost").is_empty(), "servers shut down in order are no crash");
-    let run_id = p.checkpoint()["run_id"].as_str().unwrap().to_string();
-    let logs = p.join(&format!(".agent/logs/{run_id}"));
-    let log = std::fs::read_dir(&logs)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .find(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            name.starts_with("attempt-") && name.ends_with(".log")
-        })
-        .expect("an attempt log");
-    let text = std::fs::read_to_string(log.path()).unwrap();
+    let text = p.attempt_log(1);
     assert!(text.contains("placeholder"), "the refusal reached the model: {text}");
 }
 

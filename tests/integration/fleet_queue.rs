@@ -12,6 +12,7 @@ use nix::sys::signal::Signal;
 use serde_json::Value;
 
 use crate::fleet_harness::{Fleet, appends, shell_config};
+use crate::harness::{prompt_entries, run_dirs};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -37,18 +38,8 @@ fn kinds<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
 /// where they went when it was removed).
 fn prompts(f: &Fleet, task: &str) -> Vec<String> {
     let places = [f.worktree(task).join(".agent/logs"), f.repo.join(format!(".agent/fleet/logs/{task}.agent/logs"))];
-    let mut files = Vec::new();
-    for logs in places {
-        for run in fs::read_dir(logs).into_iter().flatten().flatten() {
-            for e in fs::read_dir(run.path()).into_iter().flatten().flatten() {
-                if e.file_name().to_string_lossy().ends_with(".prompt.md") {
-                    files.push(e.path());
-                }
-            }
-        }
-    }
-    files.sort();
-    files.iter().map(|p| fs::read_to_string(p).unwrap_or_default()).collect()
+    let runs = places.iter().flat_map(|logs| run_dirs(logs));
+    runs.flat_map(|run| prompt_entries(&run)).map(|(_, text)| text).collect()
 }
 
 #[test]

@@ -707,30 +707,74 @@ pub(crate) fn count(events: &[Value], kind: &str, field: &str, value: &Value) ->
     events.iter().filter(|e| e["kind"] == kind && &e[field] == value).count()
 }
 
+/// The run log directories under `logs` (a project's `.agent/logs`), by name.
+pub(crate) fn run_dirs(logs: &Path) -> Vec<PathBuf> {
+    let mut runs: Vec<PathBuf> = fs::read_dir(logs).into_iter().flatten().flatten().map(|e| e.path()).collect();
+    runs.sort();
+    runs
+}
+
+/// The prompts of the run whose log directory is `run`, in order: each attempt's
+/// stem and the text `prompts.md` frames (`==> <stem>: <length> bytes <==`, the
+/// text, a newline), read independently of ralph's own reader.
+pub(crate) fn prompt_entries(run: &Path) -> Vec<(String, String)> {
+    let bytes = fs::read(run.join("prompts.md")).unwrap_or_default();
+    let (mut entries, mut rest) = (Vec::new(), &bytes[..]);
+    while let Some(newline) = rest.iter().position(|b| *b == b'\n') {
+        let header = String::from_utf8_lossy(&rest[..newline]).into_owned();
+        let framed = header.strip_prefix("==> ").and_then(|h| h.strip_suffix(" bytes <==")?.rsplit_once(": "));
+        let Some((stem, len)) = framed.and_then(|(stem, len)| Some((stem, len.parse::<usize>().ok()?))) else { break };
+        let Some(text) = rest.get(newline + 1..newline + 1 + len) else { break };
+        entries.push((stem.to_string(), String::from_utf8_lossy(text).into_owned()));
+        rest = rest.get(newline + 2 + len..).unwrap_or_default();
+    }
+    entries
+}
+
+/// The heads of the attempt logs of the run whose log directory is `run`, in
+/// order: each attempt's stem and its output, where `attempts.index` (lines
+/// `<offset> <stem>`) places it in `attempts.log`, after its line `==> <stem> <==`.
+pub(crate) fn attempt_heads(run: &Path) -> Vec<(String, String)> {
+    let log = fs::read(run.join("attempts.log")).unwrap_or_default();
+    let index = fs::read_to_string(run.join("attempts.index")).unwrap_or_default();
+    let entries: Vec<(usize, &str)> =
+        index.lines().filter_map(|l| l.split_once(' ').and_then(|(at, stem)| Some((at.parse().ok()?, stem)))).collect();
+    let mut heads = Vec::new();
+    for (i, (at, stem)) in entries.iter().enumerate() {
+        let end = entries.get(i + 1).map_or(log.len(), |(next, _)| *next).min(log.len());
+        let start = (at + format!("==> {stem} <==\n").len()).min(end);
+        heads.push((stem.to_string(), String::from_utf8_lossy(&log[start..end]).into_owned()));
+    }
+    heads
+}
+
 impl Project {
-    /// The file of attempt `n` in the run's log directory whose name ends with `suffix`.
-    fn attempt_file(&self, n: u32, suffix: &str) -> String {
+    /// What `each` (a reader of one run's log directory) says of attempt `n`, in the
+    /// newest run that has it.
+    fn of_attempt(&self, n: u32, each: fn(&Path) -> Vec<(String, String)>) -> String {
         let prefix = format!("attempt-{n:04}-");
-        let Ok(runs) = fs::read_dir(self.join(".agent/logs")) else { return String::new() };
-        for run in runs.flatten() {
-            for entry in fs::read_dir(run.path()).into_iter().flatten().flatten() {
-                let name = entry.file_name().to_string_lossy().to_string();
-                if name.starts_with(&prefix) && name.ends_with(suffix) {
-                    return fs::read_to_string(entry.path()).unwrap_or_default();
-                }
-            }
-        }
-        String::new()
+        let runs = run_dirs(&self.join(".agent/logs"));
+        let found = runs.iter().flat_map(|run| each(run)).rfind(|(stem, _)| stem.starts_with(&prefix));
+        found.map(|(_, text)| text).unwrap_or_default()
     }
 
-    /// The prompt attempt `n` was given (`attempt-NNNN-*.prompt.md`).
+    /// The prompt attempt `n` was given (its entry in `prompts.md`).
     pub(crate) fn prompt_of(&self, n: u32) -> String {
-        self.attempt_file(n, ".prompt.md")
+        self.of_attempt(n, prompt_entries)
     }
 
-    /// The raw output of attempt `n` (`attempt-NNNN-*.log`).
+    /// The raw output of attempt `n` (its head in `attempts.log`).
     pub(crate) fn attempt_log(&self, n: u32) -> String {
-        self.attempt_file(n, ".log")
+        self.of_attempt(n, attempt_heads)
+    }
+
+    /// Waits (bounded) until the log of attempt `n` contains `needle`.
+    pub(crate) fn wait_for_attempt_log(&self, n: u32, needle: &str) {
+        let deadline = Instant::now() + DEFAULT_TIMEOUT;
+        while !self.attempt_log(n).contains(needle) {
+            assert!(Instant::now() < deadline, "attempt {n} did not log {needle:?}:\n{}", self.attempt_log(n));
+            thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// ralph's own logs (`.agent/logs/*/ralph.log`), concatenated.

@@ -5,7 +5,7 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::harness::{Project, sim_project};
+use crate::harness::{Project, attempt_heads, run_dirs, sim_project};
 
 /// A one-agent workflow running `script` with `sh -c`.
 fn sh_agent(script: &str, timeouts: &str, extra: &str) -> String {
@@ -19,14 +19,8 @@ fn sh_agent_with(general: &str, script: &str, timeouts: &str, extra: &str) -> St
 
 /// Every attempt log of the run, as bytes.
 fn attempt_logs(p: &Project) -> Vec<u8> {
-    let mut out = Vec::new();
-    for file in files_under(&p.join(".agent/logs")) {
-        let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        if name.starts_with("attempt-") && name.ends_with(".log") {
-            out.extend(fs::read(&file).unwrap_or_default());
-        }
-    }
-    out
+    fs::read(p.join(&format!(".agent/logs/{}/attempts.log", p.checkpoint()["run_id"].as_str().unwrap_or_default())))
+        .unwrap_or_default()
 }
 
 fn has(hay: &[u8], needle: &[u8]) -> bool {
@@ -289,15 +283,15 @@ fn a_flood_of_output_is_bounded_on_disk() {
     let p = Project::new()
         .config(&format!("{}\n[logs]\nmax_attempt_log = \"64KiB\"\n", sh_agent(script, "", r#"output = "text""#)));
     p.ralph().run().expect_code(0);
-    let logs: Vec<PathBuf> = files_under(&p.join(".agent/logs"))
+    // The head is in attempts.log, the tail segments beside it.
+    let mut tails: Vec<PathBuf> = files_under(&p.join(".agent/logs"))
         .into_iter()
         .filter(|f| f.file_name().is_some_and(|n| n.to_string_lossy().starts_with("attempt-0001-")))
-        .filter(|f| !f.to_string_lossy().ends_with(".prompt.md"))
         .collect();
-    let total: u64 = logs.iter().map(|f| fs::metadata(f).map(|m| m.len()).unwrap_or(0)).sum();
-    assert!(total <= 70 * 1024, "{total} bytes in {} files", logs.len());
+    let total = p.attempt_log(1).len() as u64
+        + tails.iter().map(|f| fs::metadata(f).map(|m| m.len()).unwrap_or(0)).sum::<u64>();
+    assert!(total <= 70 * 1024, "{total} bytes in the head and {} tail segments", tails.len());
     let all = attempt_logs(&p);
-    let mut tails: Vec<_> = logs.iter().filter(|f| !f.to_string_lossy().ends_with(".log")).collect();
     tails.sort_by_key(|f| f.extension().and_then(|e| e.to_str()).and_then(|e| e.parse::<u32>().ok()));
     let last = fs::read_to_string(tails.last().expect("tail segments")).unwrap_or_default();
     assert!(last.contains("bytes of output cut before this point"), "{}", &last[..last.len().min(200)]);
@@ -315,7 +309,7 @@ fn logs_follow_reads_a_bounded_log_across_its_tail_segments_in_order() {
         .config(&format!("{}\n[logs]\nmax_attempt_log = \"64KiB\"\n", sh_agent(script, "", r#"output = "text""#)));
     let run = p.ralph().spawn();
     let deadline = std::time::Instant::now() + crate::harness::DEFAULT_TIMEOUT;
-    while !files_under(&p.join(".agent/logs")).iter().any(|f| f.to_string_lossy().ends_with("-develop-sh.log")) {
+    while !files_under(&p.join(".agent/logs")).iter().any(|f| f.to_string_lossy().ends_with("attempts.index")) {
         assert!(std::time::Instant::now() < deadline, "no attempt log appeared");
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
@@ -470,16 +464,13 @@ fn an_attempt_log_waits_out_a_full_disk_and_loses_nothing() {
     let p = Project::new().config(&sh_agent(script, "", r#"output = "text""#));
     let err = on_a_full_tmpfs(&p);
     assert!(err.contains("waiting: disk full on"), "{err}");
-    let log = files_under(&p.join("agent-copy/logs"))
-        .into_iter()
-        .find(|f| f.to_string_lossy().ends_with("-develop-sh.log"))
-        .expect("the attempt log");
-    let text = fs::read_to_string(&log).unwrap_or_default();
+    let runs = run_dirs(&p.join("agent-copy/logs"));
+    let text = runs.iter().flat_map(|run| attempt_heads(run)).map(|(_, text)| text).next().expect("the attempt log");
     let full = text.find("printed on a full disk").unwrap_or_else(|| panic!("lost while full:\n{text}"));
     let back = text.find("printed after space came back").unwrap_or_else(|| panic!("lost after:\n{text}"));
     assert!(full < back && text.contains("still full 0\n"), "{text}");
     let events: Vec<String> = p.read("agent-copy/events.jsonl").lines().map(String::from).collect();
-    assert!(events.iter().any(|e| e.contains("\"disk_full\"") && e.contains("develop-sh.log")), "{events:?}");
+    assert!(events.iter().any(|e| e.contains("\"disk_full\"") && e.contains("attempts.log")), "{events:?}");
 }
 
 #[test]

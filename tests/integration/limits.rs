@@ -256,7 +256,7 @@ fn the_summary_of_a_blocked_run_shows_the_error_its_log_and_the_credential_to_se
         .stderr_has("    | ")
         .stderr_has("invalid x-api-key")
         .stderr_has("log: ")
-        .stderr_has("attempt-0001-develop-a.log")
+        .stderr_has("attempts.log (attempt-0001-develop-a)")
         .stderr_has("next: the provider refused agent a's credentials");
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
-use crate::harness::{Project, cleanup, sim_project};
+use crate::harness::{Project, cleanup, prompt_entries, sim_project};
 
 /// develop, review, fix, commit; review and fix repeat up to `passes` passes. The
 /// review and fix agents follow `review` and `fix` (one script per launch).
@@ -173,7 +173,8 @@ fn from_fix_starts_a_new_run_there_and_reuses_the_earlier_results() {
     // The journal holds the current run only (the last run's moved into its logs).
     assert_eq!(attempts(&p), seq(&[("fix", 1), ("commit", 1)]));
     let run_id = cp["run_id"].as_str().unwrap();
-    let prompt = p.read(&format!(".agent/logs/{run_id}/attempt-0001-fix-fixer.prompt.md"));
+    let prompts = prompt_entries(&p.join(&format!(".agent/logs/{run_id}")));
+    let prompt = &prompts.iter().find(|(stem, _)| stem == "attempt-0001-fix-fixer").expect("the fix's prompt").1;
     assert!(prompt.contains("`ralph --from fix`"), "{prompt}");
     assert!(prompt.contains("Reused from the last run: the result of develop, review."), "{prompt}");
     assert!(prompt.contains("issue A in parse.rs"), "{prompt}");

@@ -150,13 +150,6 @@ fn repeated_permission_denials_end_the_attempt_naming_the_tool() {
             && e["evidence"].as_str().is_some_and(|t| t.contains("Bash"))),
         "{interventions:#?}"
     );
-    let note = std::fs::read_dir(p.join(".agent/logs"))
-        .expect("logs")
-        .flatten()
-        .flat_map(|run| std::fs::read_dir(run.path()).expect("run logs").flatten())
-        .map(|f| f.path())
-        .find(|f| f.to_string_lossy().contains("attempt-0002") && f.to_string_lossy().ends_with(".prompt.md"))
-        .map(|f| std::fs::read_to_string(f).expect("prompt"))
-        .expect("the second attempt's prompt");
+    let note = p.prompt_of(2);
     assert!(note.contains("refused permission") && note.contains("Bash"), "{note}");
 }

@@ -126,7 +126,7 @@ fn an_attempt_is_counted_saved_lightly_then_journaled_then_started() {
     assert_eq!(start.cost_left, None);
     let in_flight = r.run.cp.in_flight.as_ref().expect("in flight");
     assert_eq!((in_flight.agent.as_str(), in_flight.attempt), ("a", 1));
-    assert_eq!(r.run.last_log.as_deref(), Some(".agent/logs/R1/attempt-0001-develop-a.log"));
+    assert_eq!(r.run.last_log.as_deref(), Some(".agent/logs/R1/attempts.log (attempt-0001-develop-a)"));
 }
 
 #[test]
