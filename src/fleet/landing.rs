@@ -355,7 +355,6 @@ pub(crate) fn recover(book: &mut Book) -> Result<Vec<String>, RalphError> {
     for name in stuck {
         again(book, &name)?;
     }
-    super::tidy::remove_stale_locks(book, &mut said);
     said.extend(super::tidy::tidy(book)?);
     Ok(said)
 }

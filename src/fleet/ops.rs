@@ -439,7 +439,7 @@ pub(crate) fn branch_taken(branch: &str) -> String {
 }
 
 pub(crate) fn git_error(e: crate::git::repo::GitError) -> RalphError {
-    RalphError::GitSetup(format!("git: {e}"))
+    RalphError::git(e)
 }
 
 /// The landing worktree: one for the fleet, so build caches stay warm.
