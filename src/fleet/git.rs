@@ -331,8 +331,18 @@ pub(crate) fn disk_use(dir: &Path) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+
+    /// A repository at `top` (created) with one empty commit; its hash.
+    pub(in crate::fleet) fn repo_with_a_commit(top: &Path) -> (Repo, String) {
+        std::fs::create_dir_all(top).expect("mkdir");
+        run(top, &["init", "-q"]);
+        run(top, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "one"]);
+        let repo = Repo::at(top);
+        let head = repo.head().expect("head").expect("a commit");
+        (repo, head)
+    }
 
     #[test]
     fn worktree_lists_parse() {
@@ -347,7 +357,7 @@ mod tests {
         assert_eq!(checked_out(&list, "ralph/fleet"), None);
     }
 
-    fn run(dir: &Path, args: &[&str]) {
+    pub(in crate::fleet) fn run(dir: &Path, args: &[&str]) {
         let out = std::process::Command::new("git").arg("-C").arg(dir).args(args).output().expect("git runs");
         assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
