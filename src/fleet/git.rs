@@ -234,6 +234,16 @@ pub(crate) fn add_worktree(
     repo.git(&args).map(drop)
 }
 
+/// Forgets git's record of a worktree at `path` whose folder is gone: unlocked
+/// first, since `git worktree prune` keeps a locked record and every later add at
+/// that place would refuse it ("a missing but locked worktree").
+pub(crate) fn forget_missing(repo: &Repo, path: &Path) -> Result<(), GitError> {
+    if !path.exists() {
+        let _ = repo.git_output(&["worktree", "unlock", &path.display().to_string()])?;
+    }
+    repo.git(&["worktree", "prune"]).map(drop)
+}
+
 /// Removes a worktree through git: unlocked first, then `git worktree remove`
 /// without `--force`, which refuses while it holds modified or untracked files.
 pub(crate) fn remove_worktree(repo: &Repo, path: &Path) -> Result<(), GitError> {
