@@ -27,6 +27,8 @@ pub(crate) enum Look {
     Removed(Removed),
     /// It stays: who may own it, or why it is not judged yet.
     Held(String),
+    /// Nobody may own it, but it is too new to judge (the rule's age floor).
+    Young,
 }
 
 /// The waits between looks at a lock that stays: growing, about 6 s in all.
@@ -60,15 +62,17 @@ pub(crate) fn wait_out(lock: &Path) -> Result<Option<Removed>, GitError> {
         match look(lock) {
             Look::Gone => return Ok(None),
             Look::Removed(r) => return Ok(Some(r)),
-            Look::Held(holder) => match waits.next() {
+            look @ (Look::Held(_) | Look::Young) => match waits.next() {
                 Some(d) => std::thread::sleep(d),
-                None => return Err(GitError::Locked { path: lock.to_path_buf(), holder }),
+                None => return Err(GitError::Locked { path: lock.to_path_buf(), holder: look.holder() }),
             },
         }
     }
 }
 
-/// Every stale lock of the repository (its own and every worktree's), removed.
+/// Every stale lock of the repository (its own and every worktree's), removed; one
+/// too new to judge is looked at again once it is old enough (after a crash, the
+/// lock of the git killed a moment ago).
 pub(crate) fn sweep(repo: &Repo) -> Vec<Removed> {
     let Ok(common) = repo.git(&["rev-parse", "--git-common-dir"]) else { return Vec::new() };
     let common = repo.top().join(common.trim());
@@ -77,13 +81,34 @@ pub(crate) fn sweep(repo: &Repo) -> Vec<Removed> {
         return Vec::new();
     }
     let procs = processes();
+    let mut young = Vec::new();
     let mut removed = Vec::new();
     for lock in found {
-        if let Look::Removed(r) = settle(&lock, &procs, &roots(&common, &lock)) {
-            removed.push(r);
+        match settle(&lock, &procs, &roots(&common, &lock)) {
+            Look::Removed(r) => removed.push(r),
+            Look::Young => young.push(lock),
+            _ => {}
         }
     }
+    if !young.is_empty() {
+        std::thread::sleep(stale_lock::AGE_FLOOR);
+        let procs = processes();
+        removed.extend(young.iter().filter_map(|lock| match settle(lock, &procs, &roots(&common, lock)) {
+            Look::Removed(r) => Some(r),
+            _ => None,
+        }));
+    }
     removed
+}
+
+impl Look {
+    /// Who holds a lock that stays, as the person is told.
+    pub(crate) fn holder(self) -> String {
+        match self {
+            Look::Held(holder) => holder,
+            _ => "nobody yet (it is too new to judge)".into(),
+        }
+    }
 }
 
 /// The lock files git leaves: `*.lock` in the git directory and in each linked
@@ -214,9 +239,7 @@ fn settle(lock: &Path, procs: &[Proc], roots: &[PathBuf]) -> Look {
     let facts = Facts { age, holder: holder(&real, meta.uid(), procs, roots) };
     match stale_lock::decide(&facts) {
         Decision::Keep(holder) => Look::Held(holder.to_string()),
-        Decision::Wait => {
-            Look::Held(facts.holder.map_or_else(|| "nobody yet (it is too new to judge)".into(), |h| h.to_string()))
-        }
+        Decision::Wait => facts.holder.map_or(Look::Young, |h| Look::Held(h.to_string())),
         // Another ralph may have removed it and a new git made it again meanwhile.
         Decision::Remove(_) if std::fs::symlink_metadata(&real).map(|m| m.ino()).ok() != Some(meta.ino()) => Look::Gone,
         Decision::Remove(why) => match std::fs::remove_file(&real) {

@@ -17,6 +17,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
+use super::locks::Look;
 use super::plan::{self, Changed};
 use crate::config::Identity;
 
@@ -399,12 +400,12 @@ fn again(stderr: &[u8], waits: &mut impl Iterator<Item = Duration>) -> Result<bo
     let wait = waits.next();
     if let Some(path) = super::locks::named_in(stderr) {
         return match (super::locks::look(&path), wait) {
-            (super::locks::Look::Held(holder), None) => Err(GitError::Locked { path, holder }),
-            (super::locks::Look::Held(_), Some(d)) => {
+            (Look::Gone | Look::Removed(_), wait) => Ok(wait.is_some()),
+            (_, Some(d)) => {
                 std::thread::sleep(d);
                 Ok(true)
             }
-            (_, wait) => Ok(wait.is_some()),
+            (look, None) => Err(GitError::Locked { path, holder: look.holder() }),
         };
     }
     let busy = half_made_worktree(stderr);

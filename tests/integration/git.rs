@@ -519,7 +519,7 @@ fn with_commits_off_nothing_is_committed_and_a_dirty_tree_is_fine() {
 
 /// Rewrites the checkpoint as a kill -9 right after `git commit` (or during it)
 /// leaves it: the run unfinished, the iteration's commit marked pending.
-fn mark_pending(r: &Repo, key: &str) {
+pub(crate) fn mark_pending(r: &Repo, key: &str) {
     let mut cp = r.p.checkpoint();
     cp["status"] = "running".into();
     cp["clean_stop"] = false.into();
@@ -542,30 +542,6 @@ fn a_kill_after_the_commit_resumes_into_the_commit_found_by_its_trailers() {
     let found = r.p.events("git_commit");
     assert_eq!(found.last().map(|e| e["found_on_resume"].clone()), Some(true.into()));
     assert!(r.p.checkpoint()["git"]["pending"].is_null());
-}
-
-#[test]
-fn a_kill_during_the_commit_resumes_into_one_commit_and_removes_the_stale_lock() {
-    // Commits off for the first run: the work is in the tree, no commit made, as
-    // when git commit was killed before it wrote the ref.
-    let body = sim(
-        &[r#"[{ write = { path = "a.rs", content = "a\n" } }, { done = "a" }]"#],
-        "[phases.develop]\nchain = \"main\"\n",
-    );
-    let r = Repo::new(&format!("[git]\ncommit = \"off\"\n\n{body}"));
-    r.ralph().run().expect_code(0);
-    assert!(r.commits().is_empty());
-    mark_pending(&r, "develop/1");
-    r.p.write("ralph.toml", &body);
-    std::fs::write(r.p.join(".git/index.lock"), "").expect("lock");
-    let out = r.ralph().args(["--resume"]).run();
-    out.expect_code(0).stderr_has("left by an interrupted commit");
-    let commits = r.commits();
-    assert_eq!(commits.len(), 1, "never zero: {out}");
-    assert_eq!(commits[0].1, ["a.rs"]);
-    assert!(commits[0].0.contains("Ralph-Iteration: develop/1"));
-    assert!(!r.p.join(".git/index.lock").exists());
-    assert_eq!(r.p.events("git_stale_lock_removed").len(), 1);
 }
 
 #[test]
