@@ -368,13 +368,11 @@ impl Repo {
             return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
         }
         let mut e = failed(args, &out);
-        if expired {
-            if let GitError::Failed { output, .. } = &mut e {
-                output.push_str(&format!(
-                    "\n(ended after {}: git or its hook did not finish)",
-                    humantime::format_duration(self.commit_timeout)
-                ));
-            }
+        if expired && let GitError::Failed { output, .. } = &mut e {
+            output.push_str(&format!(
+                "\n(ended after {}: git or its hook did not finish)",
+                humantime::format_duration(self.commit_timeout)
+            ));
         }
         Err(e)
     }
