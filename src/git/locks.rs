@@ -51,17 +51,16 @@ pub(crate) fn look(lock: &Path) -> Look {
     let Some(common) = lock.ancestors().find(|d| d.join("objects").is_dir() && d.join("HEAD").exists()) else {
         return Look::Held("nobody known (it is not in a git directory ralph recognises)".into());
     };
-    settle(lock, &processes(), &roots(common, lock))
+    settle(lock, &roots(common))
 }
 
 /// [`look`] until the lock is gone or removed; a lock that stays is
 /// [`GitError::Locked`], naming who holds it.
-pub(crate) fn wait_out(lock: &Path) -> Result<Option<Removed>, GitError> {
+pub(crate) fn wait_out(lock: &Path) -> Result<(), GitError> {
     let mut waits = waits();
     loop {
         match look(lock) {
-            Look::Gone => return Ok(None),
-            Look::Removed(r) => return Ok(Some(r)),
+            Look::Gone | Look::Removed(_) => return Ok(()),
             look @ (Look::Held(_) | Look::Young) => match waits.next() {
                 Some(d) => std::thread::sleep(d),
                 None => return Err(GitError::Locked { path: lock.to_path_buf(), holder: look.holder() }),
@@ -76,27 +75,23 @@ pub(crate) fn wait_out(lock: &Path) -> Result<Option<Removed>, GitError> {
 pub(crate) fn sweep(repo: &Repo) -> Vec<Removed> {
     let Ok(common) = repo.git(&["rev-parse", "--git-common-dir"]) else { return Vec::new() };
     let common = repo.top().join(common.trim());
-    let found = find(&common);
-    if found.is_empty() {
-        return Vec::new();
-    }
-    let procs = processes();
-    let mut young = Vec::new();
+    let mut found = Vec::new();
+    find(&common, &mut found);
+    let roots = roots(&common);
     let mut removed = Vec::new();
-    for lock in found {
-        match settle(&lock, &procs, &roots(&common, &lock)) {
-            Look::Removed(r) => removed.push(r),
-            Look::Young => young.push(lock),
-            _ => {}
+    for again in [false, true] {
+        if again && !found.is_empty() {
+            std::thread::sleep(stale_lock::AGE_FLOOR);
         }
-    }
-    if !young.is_empty() {
-        std::thread::sleep(stale_lock::AGE_FLOOR);
-        let procs = processes();
-        removed.extend(young.iter().filter_map(|lock| match settle(lock, &procs, &roots(&common, lock)) {
-            Look::Removed(r) => Some(r),
-            _ => None,
-        }));
+        let mut young = Vec::new();
+        for lock in found {
+            match settle(&lock, &roots) {
+                Look::Removed(r) => removed.push(r),
+                Look::Young => young.push(lock),
+                Look::Gone | Look::Held(_) => {}
+            }
+        }
+        found = young;
     }
     removed
 }
@@ -111,123 +106,63 @@ impl Look {
     }
 }
 
-/// The lock files git leaves: `*.lock` in the git directory and in each linked
-/// worktree's (`index.lock`, `HEAD.lock`, `packed-refs.lock`, `config.lock`), and
-/// every ref's under `refs/`. A worktree's `locked` file is no lock file.
-fn find(common: &Path) -> Vec<PathBuf> {
-    let mut dirs = vec![common.to_path_buf()];
-    if let Ok(list) = std::fs::read_dir(common.join("worktrees")) {
-        dirs.extend(list.flatten().map(|e| e.path()));
-    }
-    let mut found = Vec::new();
-    let mut refs = vec![common.join("refs")];
-    for dir in &dirs {
-        refs.push(dir.join("refs"));
-        found.extend(lock_files(dir).into_iter().filter(|p| p.is_file()));
-    }
-    refs.dedup();
-    while let Some(dir) = refs.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            match entry.file_type() {
-                Ok(t) if t.is_dir() => refs.push(path),
-                Ok(t) if t.is_file() && is_lock(&path) => found.push(path),
-                _ => {}
-            }
+/// The lock files git leaves in its directory (`index.lock`, `HEAD.lock`,
+/// `packed-refs.lock`, `config.lock`, a ref's under `refs/`, each linked worktree's
+/// under `worktrees/`); a worktree's `locked` file is no lock file.
+fn find(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        match entry.file_type() {
+            Ok(t) if t.is_dir() && entry.file_name() != "objects" => find(&path, found),
+            Ok(t) if t.is_file() && path.extension().is_some_and(|x| x == "lock") => found.push(path),
+            _ => {}
         }
     }
-    found
 }
 
-fn lock_files(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| is_lock(p)).collect()
-}
-
-fn is_lock(path: &Path) -> bool {
-    path.extension().is_some_and(|x| x == "lock")
-}
-
-/// Where a git that may own `lock` works: the worktree (and its git directory) a
-/// per-worktree lock belongs to, or every worktree of the repository for a shared
-/// one (refs, `packed-refs`, `config`).
-fn roots(common: &Path, lock: &Path) -> Vec<PathBuf> {
-    let worktree = |admin: &Path| -> Option<PathBuf> {
-        let dot_git = std::fs::read_to_string(admin.join("gitdir")).ok()?;
-        Some(PathBuf::from(dot_git.trim()).parent()?.to_path_buf())
-    };
-    let main = (common.file_name().is_some_and(|n| n == ".git")).then(|| common.parent()).flatten();
+/// Where a git that may own a lock works: the git directory, the main checkout and
+/// every linked worktree, by their real paths (as `/proc` shows a working directory).
+fn roots(common: &Path) -> Vec<PathBuf> {
     let mut roots = vec![common.to_path_buf()];
-    let own = lock.strip_prefix(common.join("worktrees")).ok().and_then(|rest| rest.components().next());
-    if let Some(name) = own {
-        let admin = common.join("worktrees").join(name);
-        roots = vec![admin.clone()];
-        roots.extend(worktree(&admin));
-    } else if lock.parent() == Some(common) && !["packed-refs.lock", "config.lock"].iter().any(|n| lock.ends_with(n)) {
-        roots.extend(main.map(Path::to_path_buf));
-    } else {
-        roots.extend(main.map(Path::to_path_buf));
-        for admin in std::fs::read_dir(common.join("worktrees")).into_iter().flatten().flatten() {
-            roots.extend(worktree(&admin.path()));
-        }
+    roots.extend(
+        common.file_name().is_some_and(|n| n == ".git").then(|| common.parent()).flatten().map(Path::to_path_buf),
+    );
+    for admin in std::fs::read_dir(common.join("worktrees")).into_iter().flatten().flatten() {
+        let dot_git = std::fs::read_to_string(admin.path().join("gitdir")).unwrap_or_default();
+        roots.extend(Path::new(dot_git.trim()).parent().map(Path::to_path_buf));
     }
     roots.iter().map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone())).collect()
 }
 
-/// A live process as `/proc` shows it.
-struct Proc {
-    pid: u32,
-    name: String,
-    uid: Option<u32>,
-    ppid: u32,
-    cwd: Option<PathBuf>,
-    /// Its open files; `None` when they cannot be read.
-    open: Option<Vec<PathBuf>>,
-}
-
-fn processes() -> Vec<Proc> {
-    let Ok(list) = std::fs::read_dir("/proc") else { return Vec::new() };
-    list.flatten().filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok()).filter_map(process).collect()
-}
-
-fn process(pid: u32) -> Option<Proc> {
-    let dir = PathBuf::from(format!("/proc/{pid}"));
-    // Gone meanwhile: no holder.
-    let status = std::fs::read_to_string(dir.join("status")).ok()?;
-    let field = |key: &str| status.lines().find_map(|l| l.strip_prefix(key)).map(str::trim);
-    let open = match std::fs::read_dir(dir.join("fd")) {
-        Ok(fds) => Some(fds.flatten().filter_map(|fd| std::fs::read_link(fd.path()).ok()).collect()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-        Err(_) => None,
-    };
-    Some(Proc {
-        pid,
-        name: field("Name:").unwrap_or_default().to_string(),
-        // The effective uid, the second of four.
-        uid: field("Uid:").and_then(|u| u.split_whitespace().nth(1)?.parse().ok()),
-        ppid: field("PPid:").and_then(|p| p.parse().ok()).unwrap_or(0),
-        cwd: std::fs::read_link(dir.join("cwd")).ok(),
-        open,
-    })
-}
-
-/// The first process that may own `lock` (its file owned by `owner`).
-fn holder(lock: &Path, owner: u32, procs: &[Proc], roots: &[PathBuf]) -> Option<Holder> {
-    let me = std::process::id();
-    procs.iter().find_map(|p| {
-        let how = match &p.open {
-            Some(open) if open.iter().any(|f| f == lock) => How::Open,
-            _ if p.name == "git" && p.cwd.as_ref().is_some_and(|c| roots.iter().any(|r| c.starts_with(r))) => {
-                How::GitHere
-            }
-            None if p.uid == Some(owner) => How::Unreadable,
+/// The first live process that may own `lock` (its real path; the file owned by
+/// `owner`): one that has it open, a git working in the repository, or one whose
+/// open files cannot be read but that could have made it.
+fn holder(lock: &Path, owner: u32, roots: &[PathBuf]) -> Option<Holder> {
+    let me = std::process::id().to_string();
+    let pids = std::fs::read_dir(crate::os::proc_root()).ok()?.flatten();
+    pids.filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok()).find_map(|pid| {
+        let dir = crate::os::proc_root().join(pid.to_string());
+        // Gone meanwhile: no holder.
+        let status = std::fs::read_to_string(dir.join("status")).ok()?;
+        let field = |key: &str| status.lines().find_map(|l| l.strip_prefix(key)).map(str::trim).unwrap_or_default();
+        let name = field("Name:").to_string();
+        let in_repo = || std::fs::read_link(dir.join("cwd")).is_ok_and(|c| roots.iter().any(|r| c.starts_with(r)));
+        let open = std::fs::read_dir(dir.join("fd"))
+            .ok()
+            .map(|mut fds| fds.any(|fd| fd.is_ok_and(|fd| std::fs::read_link(fd.path()).is_ok_and(|f| f == lock))));
+        let how = match open {
+            Some(true) => How::Open,
+            Some(false) if name == "git" && in_repo() => How::GitHere,
+            // The effective uid, the second of four.
+            None if field("Uid:").split_whitespace().nth(1) == Some(&owner.to_string()) => How::Unreadable,
             _ => return None,
         };
-        Some(Holder { pid: p.pid, name: p.name.clone(), how, ours: p.ppid == me })
+        Some(Holder { pid, name, how, ours: field("PPid:") == me })
     })
 }
 
 /// Decides on one lock and does it.
-fn settle(lock: &Path, procs: &[Proc], roots: &[PathBuf]) -> Look {
+fn settle(lock: &Path, roots: &[PathBuf]) -> Look {
     // `/proc` names files by their real path.
     let real = match (lock.parent().and_then(|d| std::fs::canonicalize(d).ok()), lock.file_name()) {
         (Some(dir), Some(name)) => dir.join(name),
@@ -236,7 +171,7 @@ fn settle(lock: &Path, procs: &[Proc], roots: &[PathBuf]) -> Look {
     let Ok(meta) = std::fs::symlink_metadata(&real) else { return Look::Gone };
     let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
     let age = SystemTime::now().duration_since(modified).unwrap_or_default();
-    let facts = Facts { age, holder: holder(&real, meta.uid(), procs, roots) };
+    let facts = Facts { age, holder: holder(&real, meta.uid(), roots) };
     match stale_lock::decide(&facts) {
         Decision::Keep(holder) => Look::Held(holder.to_string()),
         Decision::Wait => facts.holder.map_or(Look::Young, |h| Look::Held(h.to_string())),
@@ -280,7 +215,8 @@ mod tests {
         for f in locks.iter().chain(&["HEAD", "worktrees/a/locked", "refs/heads/main"]) {
             std::fs::write(g.join(f), "").unwrap();
         }
-        let mut found = find(g);
+        let mut found = Vec::new();
+        find(g, &mut found);
         found.sort();
         let mut want: Vec<PathBuf> = locks.iter().map(|l| g.join(l)).collect();
         want.sort();
