@@ -200,7 +200,7 @@ pub(crate) async fn run(job: Job) -> Done {
 /// (ignored files stay: they are the warm build caches). What a kill during a
 /// landing left there (a folder without a worktree, one git no longer knows, a
 /// record without its folder) is removed and made again: only the supervisor uses it.
-fn checkout(repo: &Repo, land: &Path, head: &str) -> Result<(), GitError> {
+pub(super) fn checkout(repo: &Repo, land: &Path, head: &str) -> Result<(), GitError> {
     let wt = Repo::at(land);
     let reset = || {
         wt.git(&["checkout", "--quiet", "--detach", "--force", head])?;
@@ -451,27 +451,4 @@ pub(crate) async fn land_now(book: &mut Book, name: &str) -> Result<(bool, Vec<S
         }
     }
     Ok((false, said))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fleet::git::tests::{repo_with_a_commit, run};
-
-    /// A kill during a landing leaves the landing folder without a worktree (killed
-    /// inside `git worktree add`), or a folder removed by hand leaves git's locked
-    /// record: the next landing remakes it instead of failing on it.
-    #[test]
-    fn a_landing_worktree_a_kill_left_behind_is_made_again() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let (repo, head) = repo_with_a_commit(&tmp.path().join("repo"));
-        let land = tmp.path().join("w/.land");
-        std::fs::create_dir_all(&land).expect("mkdir");
-        std::fs::write(land.join("half"), "").expect("a file of the cut-short add");
-        checkout(&repo, &land, &head).expect("a folder without a worktree is remade");
-        assert!(land.join(".git").is_file() && !land.join("half").exists());
-        std::fs::remove_dir_all(&land).expect("rm");
-        checkout(&repo, &land, &head).expect("a locked record without its folder is cleared");
-        run(&land, &["rev-parse", "HEAD"]);
-    }
 }

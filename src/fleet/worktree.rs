@@ -102,33 +102,3 @@ fn remove_all(path: &Path) -> Result<(), NotMade> {
     std::fs::remove_dir_all(path)
         .map_err(|e| NotMade::Block(format!("cannot remove the half-made worktree {}: {e}", path.display())))
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fleet::git::tests::{repo_with_a_commit, run};
-
-    /// A task's worktree folder gone (removed by hand, or by a cleanup a kill cut
-    /// short) leaves git's record locked, which `git worktree prune` keeps: the
-    /// worktree is made again at its place instead of the task being blocked.
-    #[test]
-    fn a_worktree_whose_folder_is_gone_is_made_again() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let (repo, head) = repo_with_a_commit(&tmp.path().join("repo"));
-        let path = tmp.path().join("w/a");
-        let make = Make {
-            task: "a".into(),
-            repo: repo.clone(),
-            path: path.clone(),
-            branch: "ralph/a".into(),
-            from: head,
-            new_branch: true,
-            reason: "ralph fleet".into(),
-        };
-        make.run().expect("made");
-        std::fs::remove_dir_all(&path).expect("rm");
-        let again = Make { new_branch: false, ..make };
-        again.run().expect("made again");
-        run(&path, &["rev-parse", "HEAD"]);
-    }
-}
