@@ -164,11 +164,10 @@ fn holder(lock: &Path, owner: u32, roots: &[PathBuf]) -> Option<Holder> {
 /// Decides on one lock and does it.
 fn settle(lock: &Path, roots: &[PathBuf]) -> Look {
     // `/proc` names files by their real path.
-    let real = match (lock.parent().and_then(|d| std::fs::canonicalize(d).ok()), lock.file_name()) {
-        (Some(dir), Some(name)) => dir.join(name),
-        _ => lock.to_path_buf(),
+    let Ok((real, meta)) = std::fs::canonicalize(lock).and_then(|r| Ok((r.clone(), std::fs::symlink_metadata(r)?)))
+    else {
+        return Look::Gone;
     };
-    let Ok(meta) = std::fs::symlink_metadata(&real) else { return Look::Gone };
     let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
     let age = SystemTime::now().duration_since(modified).unwrap_or_default();
     let facts = Facts { age, holder: holder(&real, meta.uid(), roots) };
