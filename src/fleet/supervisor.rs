@@ -160,7 +160,7 @@ impl Supervisor {
         self.register(Status::Running);
         self.watch_task_files();
         // The locks a killed git left (the one rule: never one a live process may own).
-        for lock in crate::git::locks::sweep(&self.book.repo) {
+        for lock in self.book.repo.sweep_locks() {
             let path = lock.path.display().to_string();
             self.reporter.line(&format!("removed the git lock {path}: {}", lock.why));
             self.event("git_lock_removed", json!({"path": path, "why": lock.why}));

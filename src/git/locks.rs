@@ -3,21 +3,14 @@
 //! gits work in the repository, which processes cannot be read), and removes those
 //! the rule calls stale. The one place ralph removes a git lock: after a crash in a
 //! run's commit step, at a run's start, at a fleet's start, and while a git call
-//! that met a lock is retried ([`super::repo`]).
+//! that met a lock is retried ([`super::repo`], which calls it).
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::repo::{GitError, Repo};
+pub(crate) use super::stale_lock::Removed;
 use super::stale_lock::{self, Decision, Facts, Holder, How};
-
-/// A lock file removed, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Removed {
-    pub path: PathBuf,
-    pub why: String,
-}
 
 /// One look at a lock file.
 #[derive(Debug)]
@@ -54,30 +47,27 @@ pub(crate) fn look(lock: &Path) -> Look {
     settle(lock, &roots(common))
 }
 
-/// [`look`] until the lock is gone or removed; a lock that stays is
-/// [`GitError::Locked`], naming who holds it.
-pub(crate) fn wait_out(lock: &Path) -> Result<(), GitError> {
+/// [`look`] until the lock is gone or removed; a lock that stays is who holds it.
+pub(crate) fn wait_out(lock: &Path) -> Result<(), String> {
     let mut waits = waits();
     loop {
         match look(lock) {
             Look::Gone | Look::Removed(_) => return Ok(()),
             look @ (Look::Held(_) | Look::Young) => match waits.next() {
                 Some(d) => std::thread::sleep(d),
-                None => return Err(GitError::Locked { path: lock.to_path_buf(), holder: look.holder() }),
+                None => return Err(look.holder()),
             },
         }
     }
 }
 
-/// Every stale lock of the repository (its own and every worktree's), removed; one
-/// too new to judge is looked at again once it is old enough (after a crash, the
-/// lock of the git killed a moment ago).
-pub(crate) fn sweep(repo: &Repo) -> Vec<Removed> {
-    let Ok(common) = repo.git(&["rev-parse", "--git-common-dir"]) else { return Vec::new() };
-    let common = repo.top().join(common.trim());
+/// Every stale lock of the repository whose git directory is `common` (its own and
+/// every worktree's), removed; one too new to judge is looked at again once it is
+/// old enough (after a crash, the lock of the git killed a moment ago).
+pub(crate) fn sweep(common: &Path) -> Vec<Removed> {
     let mut found = Vec::new();
-    find(&common, &mut found);
-    let roots = roots(&common);
+    find(common, &mut found);
+    let roots = roots(common);
     let mut removed = Vec::new();
     for again in [false, true] {
         if again && !found.is_empty() {

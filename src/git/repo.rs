@@ -215,8 +215,18 @@ impl Repo {
         if out.status.success() { Ok(()) } else { Err(failed(&["gc", "--auto"], &out)) }
     }
 
-    pub(crate) fn index_lock(&self) -> Result<PathBuf, GitError> {
-        self.git_path("index.lock")
+    /// Waits out the index lock ([`super::locks::wait_out`]: a stale one removed).
+    pub(crate) fn wait_out_index_lock(&self) -> Result<(), GitError> {
+        let path = self.git_path("index.lock")?;
+        super::locks::wait_out(&path).map_err(|holder| GitError::Locked { path, holder })
+    }
+
+    /// Removes every stale lock of the repository ([`super::locks::sweep`]).
+    pub(crate) fn sweep_locks(&self) -> Vec<super::locks::Removed> {
+        match self.git(&["rev-parse", "--git-common-dir"]) {
+            Ok(common) => super::locks::sweep(&self.top.join(common.trim())),
+            Err(_) => Vec::new(),
+        }
     }
 
     /// A config value, if set.

@@ -122,7 +122,7 @@ pub(crate) fn check(
     } else {
         // A stale index lock goes (the one rule); a held one is waited out, then
         // named (exit 3).
-        super::locks::wait_out(&repo.index_lock()?)?;
+        repo.wait_out_index_lock()?;
         facts.dirty = plan::dirty_at_start(&repo.status()?, &exempt);
         if let Some(b) = &config.branch {
             facts.wanted_branch_exists = repo.branch_exists(b)?;
@@ -291,7 +291,7 @@ impl GitSession {
         after_crash: bool,
     ) -> CommitReport {
         let mut report = CommitReport {
-            stale_locks: if after_crash { super::locks::sweep(&self.repo) } else { Vec::new() },
+            stale_locks: if after_crash { self.repo.sweep_locks() } else { Vec::new() },
             agent_moved: None,
             left_out: Vec::new(),
             seen: Vec::new(),

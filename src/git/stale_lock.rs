@@ -50,6 +50,13 @@ pub(crate) struct Facts {
     pub holder: Option<Holder>,
 }
 
+/// A lock file removed, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Removed {
+    pub path: std::path::PathBuf,
+    pub why: String,
+}
+
 /// What to do with a lock file.
 #[must_use]
 #[derive(Debug, Clone, PartialEq, Eq)]
