@@ -593,16 +593,17 @@ fn a_repository_without_commits_gets_its_first_commit_from_ralph() {
 
 #[test]
 fn a_git_failure_blocks_the_run_and_resume_makes_the_pending_commit_once() {
-    // The agent leaves a lock behind, as a crashed git of its own would: git itself
-    // refuses, no hook is involved, so a person must look (exit 3).
-    let script = "#!/bin/sh\necho x > x.txt\ntouch .git/index.lock\n";
+    // The agent leaves a lock ralph cannot remove (a directory): git itself refuses,
+    // no hook is involved, so a person must look (exit 3). (A stale lock file is
+    // removed: tests/integration/git_locks.rs.)
+    let script = "#!/bin/sh\necho x > x.txt\nmkdir .git/index.lock\n";
     let r = exit0_agent(script);
     let out = r.ralph().run();
     out.expect_code(3).stderr_has("git: cannot commit develop/1");
     assert_eq!(r.p.checkpoint()["git"]["pending"]["key"], "develop/1");
     assert!(r.commits().is_empty());
     // A person removes the lock; the agent does not run again for the commit.
-    std::fs::remove_file(r.p.join(".git/index.lock")).expect("unlock");
+    std::fs::remove_dir(r.p.join(".git/index.lock")).expect("unlock");
     let out = r.ralph().args(["--resume"]).run();
     out.expect_code(0);
     let commits = r.commits();
