@@ -86,6 +86,9 @@ pub(crate) enum RalphError {
     /// A git command failed before anything ran.
     #[error("{0}")]
     GitSetup(String),
+    /// A git lock another process kept while ralph waited (`GitError::Locked`).
+    #[error(transparent)]
+    GitLocked(crate::git::repo::GitError),
     /// A bug: something ralph itself should never do.
     #[error("internal error: {0}")]
     Internal(String),
@@ -103,6 +106,14 @@ fn resume_hint(from: Option<&str>) -> String {
 }
 
 impl RalphError {
+    /// A git failure: a lock another process keeps (exit 3), or any other (exit 2).
+    pub(crate) fn git(e: crate::git::repo::GitError) -> Self {
+        match e {
+            e @ crate::git::repo::GitError::Locked { .. } => RalphError::GitLocked(e),
+            e => RalphError::GitSetup(format!("git: {e}")),
+        }
+    }
+
     /// An I/O failure once the run is under way (exit 4).
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         Self::refused(&source).unwrap_or_else(|| RalphError::Io { context: context.into(), source })

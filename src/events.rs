@@ -268,9 +268,11 @@ pub(crate) enum RunEvent {
         key: String,
         error: String,
     },
-    /// A lock file left by a killed commit was removed on resume.
+    /// A git lock file no process owned (left by a killed git) was removed.
     GitStaleLockRemoved {
         path: String,
+        /// Why the rule called it stale (docs/git.md).
+        why: String,
     },
     /// A cap or budget ran out; the run stops `failed`.
     CapReached {

@@ -9,7 +9,7 @@
 //! | 0 | done |
 //! | 1 | a cap or budget ran out (agent failures included) |
 //! | 2 | a problem found before the first attempt: usage, configuration, the agent pre-flight, an unwritable `.agent/`, a checkpoint ralph cannot use |
-//! | 3 | a person must act after the run started: credentials, billing, a binary gone, a launch that can never succeed |
+//! | 3 | a person must act after the run started: credentials, billing, a binary gone, a launch that can never succeed; a git lock another process keeps |
 //! | 4 | an internal error: a bug, or an I/O failure ralph cannot wait out |
 //! | 130 / 143 / 129 | stopped by Ctrl+C / SIGTERM / SIGHUP |
 
@@ -56,6 +56,8 @@ pub(crate) fn code(ending: Ending<'_>) -> i32 {
             | RalphError::UnsafeState(_)
             | RalphError::ControlSocket(_),
         ) => USAGE,
+        // Another process holds a git lock: a person must see to it.
+        Ending::Error(RalphError::GitLocked(_)) => BLOCKED,
         Ending::Error(RalphError::StoppedBeforeStart(cause)) => code(Ending::Run(&RunEnd::Stopped(*cause))),
         Ending::Error(RalphError::Io { .. } | RalphError::Internal(_)) => INTERNAL,
     }
@@ -90,5 +92,7 @@ mod tests {
         assert_eq!(for_error(&RalphError::Internal("bug".into())), 4);
         let held = crate::state::lock::LockError::Held { path: "x".into(), info: None };
         assert_eq!(for_error(&RalphError::Lock(held)), 2);
+        let git = crate::git::repo::GitError::Locked { path: "/r/.git/index.lock".into(), holder: "git".into() };
+        assert_eq!(for_error(&RalphError::git(git)), 3);
     }
 }

@@ -404,6 +404,7 @@ const SIDES: &[(&str, Side)] = &[
     ("git::plan", Side::Core),
     ("git::message", Side::Core),
     ("git::attribution", Side::Core),
+    ("git::stale_lock", Side::Core),
     ("control::protocol", Side::Core),
     ("watch::decide", Side::Core),
     ("fleet::core", Side::Core),

@@ -234,6 +234,16 @@ pub(crate) fn add_worktree(
     repo.git(&args).map(drop)
 }
 
+/// Forgets git's record of a worktree at `path` whose folder is gone: unlocked
+/// first, since `git worktree prune` keeps a locked record and every later add at
+/// that place would refuse it ("a missing but locked worktree").
+pub(crate) fn forget_missing(repo: &Repo, path: &Path) -> Result<(), GitError> {
+    if !path.exists() {
+        let _ = repo.git_output(&["worktree", "unlock", &path.display().to_string()])?;
+    }
+    repo.git(&["worktree", "prune"]).map(drop)
+}
+
 /// Removes a worktree through git: unlocked first, then `git worktree remove`
 /// without `--force`, which refuses while it holds modified or untracked files.
 pub(crate) fn remove_worktree(repo: &Repo, path: &Path) -> Result<(), GitError> {
@@ -334,6 +344,18 @@ pub(crate) fn disk_use(dir: &Path) -> u64 {
 mod tests {
     use super::*;
 
+    /// A temp directory with a repository (`repo/`) of one empty commit; its hash.
+    fn repo_with_a_commit() -> (tempfile::TempDir, Repo, String) {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let top = tmp.path().join("repo");
+        std::fs::create_dir_all(&top).expect("mkdir");
+        run(&top, &["init", "-q"]);
+        run(&top, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "one"]);
+        let repo = Repo::at(&top);
+        let head = repo.head().expect("head").expect("a commit");
+        (tmp, repo, head)
+    }
+
     #[test]
     fn worktree_lists_parse() {
         let out = "worktree /r\0HEAD aaa\0branch refs/heads/main\0\0worktree /w/a\0HEAD bbb\0branch refs/heads/ralph/a\0locked ralph fleet\0\0worktree /w/land\0HEAD ccc\0detached\0locked\0prunable gitdir file points to non-existent location\0\0";
@@ -400,5 +422,44 @@ mod tests {
         let one: Vec<Option<String>> = names.iter().map(|b| tip(&repo, b).expect("tip")).collect();
         assert_eq!(tips(&repo, &names).expect("tips"), one);
         assert_eq!(one.iter().filter(|t| t.is_some()).count(), 3, "{one:?}");
+    }
+
+    /// A kill during a landing leaves the landing folder without a worktree (killed
+    /// inside `git worktree add`), or a folder removed by hand leaves git's locked
+    /// record: the next landing remakes it instead of failing on it.
+    #[test]
+    fn a_landing_worktree_a_kill_left_behind_is_made_again() {
+        let (tmp, repo, head) = repo_with_a_commit();
+        let land = tmp.path().join("w/.land");
+        std::fs::create_dir_all(&land).expect("mkdir");
+        std::fs::write(land.join("half"), "").expect("a file of the cut-short add");
+        crate::fleet::landing::checkout(&repo, &land, &head).expect("a folder without a worktree is remade");
+        assert!(land.join(".git").is_file() && !land.join("half").exists());
+        std::fs::remove_dir_all(&land).expect("rm");
+        crate::fleet::landing::checkout(&repo, &land, &head).expect("a locked record without its folder is cleared");
+        run(&land, &["rev-parse", "HEAD"]);
+    }
+
+    /// A task's worktree folder gone (removed by hand, or by a cleanup a kill cut
+    /// short) leaves git's record locked, which `git worktree prune` keeps: the
+    /// worktree is made again at its place instead of the task being blocked.
+    #[test]
+    fn a_worktree_whose_folder_is_gone_is_made_again() {
+        let (tmp, repo, head) = repo_with_a_commit();
+        let path = tmp.path().join("w/a");
+        let make = crate::fleet::worktree::Make {
+            task: "a".into(),
+            repo: repo.clone(),
+            path: path.clone(),
+            branch: "ralph/a".into(),
+            from: head,
+            new_branch: true,
+            reason: "ralph fleet".into(),
+        };
+        make.run().expect("made");
+        std::fs::remove_dir_all(&path).expect("rm");
+        let again = crate::fleet::worktree::Make { new_branch: false, ..make };
+        again.run().expect("made again");
+        run(&path, &["rev-parse", "HEAD"]);
     }
 }

@@ -197,27 +197,31 @@ pub(crate) async fn run(job: Job) -> Done {
 }
 
 /// The landing worktree at `head`, detached, without files of an earlier landing
-/// (ignored files stay: they are the warm build caches).
-fn checkout(repo: &Repo, land: &Path, head: &str) -> Result<(), GitError> {
-    if !land.join(".git").exists() {
-        let _ = repo.git_output(&["worktree", "prune"]);
-        std::fs::create_dir_all(land.parent().unwrap_or(land)).map_err(GitError::Spawn)?;
-        let path = land.display().to_string();
-        repo.git(&[
-            "worktree",
-            "add",
-            "--quiet",
-            "--lock",
-            "--reason",
-            "ralph fleet: landings",
-            "--detach",
-            &path,
-            head,
-        ])?;
-    }
+/// (ignored files stay: they are the warm build caches). What a kill during a
+/// landing left there (a folder without a worktree, one git no longer knows, a
+/// record without its folder) is removed and made again: only the supervisor uses it.
+pub(super) fn checkout(repo: &Repo, land: &Path, head: &str) -> Result<(), GitError> {
     let wt = Repo::at(land);
-    wt.git(&["checkout", "--quiet", "--detach", "--force", head])?;
-    wt.git(&["clean", "-ffdq"]).map(drop)
+    let reset = || {
+        wt.git(&["checkout", "--quiet", "--detach", "--force", head])?;
+        wt.git(&["clean", "-ffdq"]).map(drop)
+    };
+    if land.join(".git").exists() {
+        match reset() {
+            Err(e @ GitError::Locked { .. }) => return Err(e),
+            Err(e) => tracing::warn!("the landing worktree is made again: {e}"),
+            Ok(()) => return Ok(()),
+        }
+    }
+    if land.exists() {
+        std::fs::remove_dir_all(land)?;
+    }
+    git::forget_missing(repo, land)?;
+    std::fs::create_dir_all(land.parent().unwrap_or(land))?;
+    let path = land.display().to_string();
+    let why = "ralph fleet: landings";
+    repo.git(&["worktree", "add", "--quiet", "--lock", "--reason", why, "--detach", &path, head])?;
+    reset()
 }
 
 /// Runs the `regenerate` commands and commits what they changed on top of the
@@ -355,7 +359,6 @@ pub(crate) fn recover(book: &mut Book) -> Result<Vec<String>, RalphError> {
     for name in stuck {
         again(book, &name)?;
     }
-    super::tidy::remove_stale_locks(book, &mut said);
     said.extend(super::tidy::tidy(book)?);
     Ok(said)
 }

@@ -439,7 +439,7 @@ pub(crate) fn branch_taken(branch: &str) -> String {
 }
 
 pub(crate) fn git_error(e: crate::git::repo::GitError) -> RalphError {
-    RalphError::GitSetup(format!("git: {e}"))
+    RalphError::git(e)
 }
 
 /// The landing worktree: one for the fleet, so build caches stay warm.
@@ -457,7 +457,7 @@ pub(crate) fn remove_worktree_at(
     keep_agent: &Path,
 ) -> Result<String, String> {
     if !worktree.exists() {
-        let _ = repo.git_output(&["worktree", "prune"]);
+        let _ = super::git::forget_missing(repo, worktree);
         return Ok(format!("task {name}: its worktree is gone already"));
     }
     let changes = git::changes_in(worktree).map_err(|e| e.to_string())?;

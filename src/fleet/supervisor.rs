@@ -159,6 +159,12 @@ impl Supervisor {
         self.event("fleet_started", json!({"fleet": id, "pid": std::process::id(), "fresh": fresh}));
         self.register(Status::Running);
         self.watch_task_files();
+        // The locks a killed git left (the one rule: never one a live process may own).
+        for lock in self.book.repo.sweep_locks() {
+            let path = lock.path.display().to_string();
+            self.reporter.line(&format!("removed the git lock {path}: {}", lock.why));
+            self.event("git_lock_removed", json!({"path": path, "why": lock.why}));
+        }
         self.reporter.lines(&self.book.reconcile()?);
         self.settle_left_behind()?;
         self.reporter.lines(&super::landing::recover(&mut self.book)?);

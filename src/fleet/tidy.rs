@@ -4,10 +4,9 @@
 //! removal needs no fleet state: [`Tidy`] is taken from the book, [`Tidy::run`]
 //! runs anywhere (the supervisor runs it on a blocking thread: a worktree's files
 //! take a while to delete), [`Tidied::apply`] writes what came of it. At a start,
-//! [`tidy`] finishes cleanups a kill cut short and [`remove_stale_locks`] removes
-//! the lock files a killed git left.
+//! [`tidy`] finishes cleanups a kill cut short.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::error::RalphError;
@@ -156,43 +155,4 @@ pub(crate) fn tidy(book: &mut Book) -> Result<Vec<String>, RalphError> {
         said.extend(cleanup(book, &name)?);
     }
     Ok(said)
-}
-
-/// Lock files a killed git left (a supervisor killed with its process group kills
-/// the git it runs): the landing worktree's (only the supervisor uses it),
-/// and the locks of `into`, of the branches of tasks whose ralph is not running,
-/// and of `packed-refs`. git holds a lock for milliseconds; one that is still there,
-/// unchanged, two seconds later has no owner any more.
-pub(crate) fn remove_stale_locks(book: &Book, said: &mut Vec<String>) {
-    let land = ops::land_dir(book);
-    let mut locks = Vec::new();
-    // The landing worktree's own locks (its index, its HEAD, …).
-    if land.join(".git").exists()
-        && let Ok(admin) = Repo::at(&land).git(&["rev-parse", "--absolute-git-dir"])
-        && let Ok(listing) = std::fs::read_dir(admin.trim())
-    {
-        locks.extend(listing.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "lock")));
-    }
-    if let Ok(common) = book.repo.git(&["rev-parse", "--git-common-dir"]) {
-        let common = book.paths.repo.join(common.trim());
-        locks.push(common.join("packed-refs.lock"));
-        let idle = book.fleet.tasks.values().filter(|t| !t.state.active()).map(|t| t.branch.clone());
-        for branch in std::iter::once(book.fleet.into.clone()).chain(idle) {
-            locks.push(common.join("refs/heads").join(format!("{branch}.lock")));
-        }
-    }
-    let stamp = |p: &Path| {
-        use std::os::unix::fs::MetadataExt;
-        std::fs::symlink_metadata(p).ok().map(|m| (m.ino(), m.mtime(), m.mtime_nsec()))
-    };
-    let found: Vec<(PathBuf, (u64, i64, i64))> = locks.into_iter().filter_map(|p| stamp(&p).map(|s| (p, s))).collect();
-    if found.is_empty() {
-        return;
-    }
-    std::thread::sleep(Duration::from_secs(2));
-    for (path, before) in found {
-        if stamp(&path) == Some(before) && std::fs::remove_file(&path).is_ok() {
-            said.push(format!("removed {}, left by a git that was killed", path.display()));
-        }
-    }
 }

@@ -55,10 +55,11 @@ impl Make {
             took += started.elapsed();
             added
         };
-        // A folder removed by hand leaves git's record of it, and an add a kill cut
+        // A folder removed by hand leaves git's (locked) record of it, and an add a kill cut
         // short leaves a record git cannot read: cleared and pruned, then again (a
         // failed add may have made the branch: git is asked again).
-        let tidy = || git::clear_half_made_records(&self.repo).and_then(|_| self.repo.git(&["worktree", "prune"]));
+        let tidy =
+            || git::clear_half_made_records(&self.repo).and_then(|_| git::forget_missing(&self.repo, &self.path));
         if add(self.new_branch).is_err()
             && let Err(e) = tidy().and_then(|_| git::tip(&self.repo, &self.branch)).and_then(|tip| add(tip.is_none()))
         {

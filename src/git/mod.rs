@@ -5,8 +5,9 @@
 //! The decisions are pure and unit-tested: which files a commit takes and why the
 //! others are left out ([`plan`]), which files the agent reported editing
 //! ([`attribution`]), the message, trailers and identities ([`message`]), whether a
-//! repository can be used at all ([`preflight`]), and what the checkpoint keeps
-//! ([`record`]). [`repo`] is the thin shell: the `git` binary run with argument arrays;
+//! repository can be used at all ([`preflight`]), what the checkpoint keeps
+//! ([`record`]), and whether a git lock file is stale ([`stale_lock`], its shell
+//! [`locks`]). [`repo`] is the thin shell: the `git` binary run with argument arrays;
 //! [`session`] is a run's use of it (opening, the commit step, reported as facts the
 //! run's step decides on).
 //!
@@ -19,9 +20,11 @@
 //! any machine that has a repository has `git`.
 
 pub(crate) mod attribution;
+pub(crate) mod locks;
 pub(crate) mod message;
 pub(crate) mod plan;
 pub(crate) mod preflight;
 pub(crate) mod record;
 pub(crate) mod repo;
 pub(crate) mod session;
+pub(crate) mod stale_lock;

@@ -6,8 +6,6 @@
 pub(crate) struct RepoFacts {
     /// Operations in progress: "rebase", "merge", "cherry-pick", "revert".
     pub in_progress: Vec<&'static str>,
-    /// `index.lock` exists: a git command is running, or one crashed.
-    pub index_locked: bool,
     /// An email for the committer is known (config, environment or `[git]`).
     pub has_email: bool,
     /// Changed paths other than ralph's own.
@@ -45,10 +43,6 @@ pub(crate) enum Refusal {
     )]
     InProgress(&'static str),
     #[error(
-        "the git index is locked (.git/index.lock): another git command is running, or one crashed; remove the file if no git command is running"
-    )]
-    IndexLocked,
-    #[error(
         "git has no user.email, and ralph commits the agents' work; run `git config user.email you@example.com`, set [git] author, or set [git] commit = \"off\""
     )]
     NoEmail,
@@ -82,9 +76,6 @@ pub(crate) fn check_always(facts: &RepoFacts, wants: Wants<'_>) -> Result<(), Re
 /// A new run: the checks, then the baseline.
 pub(crate) fn new_run(facts: &RepoFacts, wants: Wants<'_>) -> Result<Baseline, Refusal> {
     check_always(facts, wants)?;
-    if facts.index_locked {
-        return Err(Refusal::IndexLocked);
-    }
     // Without commits a dirty tree is nobody's problem: nothing of it is committed.
     if wants.commits_on && !facts.dirty.is_empty() && !wants.allow_dirty {
         return Err(Refusal::Dirty(facts.dirty.clone()));
@@ -143,12 +134,6 @@ mod tests {
         assert_eq!(allowed.held, facts.dirty);
         let off = new_run(&facts, Wants::default()).expect("no commits, no refusal");
         assert_eq!(off.held, facts.dirty);
-    }
-
-    #[test]
-    fn a_locked_index_refuses_a_new_run() {
-        let facts = RepoFacts { index_locked: true, ..clean() };
-        assert_eq!(new_run(&facts, on()), Err(Refusal::IndexLocked));
     }
 
     #[test]

@@ -76,7 +76,7 @@ pub(crate) struct Pending {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct CommitReport {
     /// Lock files a commit killed mid-way left behind, removed first.
-    pub stale_locks: Vec<String>,
+    pub stale_locks: Vec<super::stale_lock::Removed>,
     /// HEAD moved since ralph last committed: the agent (or someone) committed.
     pub agent_moved: Option<AgentMoved>,
     /// Changed files left out of the commit, and why.

@@ -3,8 +3,9 @@
 //! and without automatic gc (`-c gc.auto=0`: many ralphs share one object store in a
 //! fleet, and a gc in the middle of a run's commit would stall it; the person's own
 //! git still collects garbage). A call that finds another git's lock file
-//! (`index.lock`, `packed-refs.lock`, a ref's lock) is retried with backoff for a few
-//! seconds before its failure counts ([`locked`]).
+//! (`index.lock`, `packed-refs.lock`, a ref's lock) is retried with growing waits for
+//! about 6 s, the lock removed when the one rule calls it stale ([`super::locks`]);
+//! a lock that stays is [`GitError::Locked`], naming its holder.
 //! Calls block: they are short, except a commit whose hooks run (a lint), which the
 //! run waits for anyway, bounded by the commit timeout (`[timeouts] tool`): a hook
 //! that hangs is ended with its whole process group.
@@ -16,6 +17,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
+use super::locks::Look;
 use super::plan::{self, Changed};
 use crate::config::Identity;
 
@@ -25,6 +27,12 @@ pub(crate) enum GitError {
     Spawn(#[from] std::io::Error),
     #[error("git {args} failed: {output}")]
     Failed { args: String, output: String },
+    /// Another process holds a git lock, and kept it while ralph waited (exit 3).
+    #[error(
+        "git's lock {} is held by {holder}; let that finish or end it, then run ralph again (ralph removes a lock no process holds)",
+        .path.display()
+    )]
+    Locked { path: PathBuf, holder: String },
 }
 
 /// Why a commit did not happen.
@@ -111,15 +119,12 @@ impl Repo {
 
     /// `args` with extra environment variables, retried while another git holds a lock.
     fn output_with(&self, args: &[&str], env: &[(&str, &str)]) -> Result<Output, GitError> {
-        let mut delay = LOCK_RETRY_FIRST;
+        let mut waits = super::locks::waits();
         loop {
             let out = self.command().args(args).envs(env.iter().copied()).output()?;
-            let busy = locked(&out.stderr) || half_made_worktree(&out.stderr);
-            if out.status.success() || !busy || delay > LOCK_RETRY_LAST {
+            if out.status.success() || !again(&out.stderr, &mut waits)? {
                 return Ok(out);
             }
-            std::thread::sleep(delay);
-            delay *= 2;
         }
     }
 
@@ -210,8 +215,18 @@ impl Repo {
         if out.status.success() { Ok(()) } else { Err(failed(&["gc", "--auto"], &out)) }
     }
 
-    pub(crate) fn index_lock(&self) -> Result<PathBuf, GitError> {
-        self.git_path("index.lock")
+    /// Waits out the index lock ([`super::locks::wait_out`]: a stale one removed).
+    pub(crate) fn wait_out_index_lock(&self) -> Result<(), GitError> {
+        let path = self.git_path("index.lock")?;
+        super::locks::wait_out(&path).map_err(|holder| GitError::Locked { path, holder })
+    }
+
+    /// Removes every stale lock of the repository ([`super::locks::sweep`]).
+    pub(crate) fn sweep_locks(&self) -> Vec<super::locks::Removed> {
+        match self.git(&["rev-parse", "--git-common-dir"]) {
+            Ok(common) => super::locks::sweep(&self.top.join(common.trim())),
+            Err(_) => Vec::new(),
+        }
     }
 
     /// A config value, if set.
@@ -320,13 +335,10 @@ impl Repo {
     }
 
     fn with_stdin(&self, args: &[&str], input: &[u8], who: &Identities) -> Result<String, GitError> {
-        let mut delay = LOCK_RETRY_FIRST;
+        let mut waits = super::locks::waits();
         loop {
             match self.with_stdin_once(args, input, who) {
-                Err(GitError::Failed { output, .. }) if locked(output.as_bytes()) && delay <= LOCK_RETRY_LAST => {
-                    std::thread::sleep(delay);
-                    delay *= 2;
-                }
+                Err(GitError::Failed { output, .. }) if again(output.as_bytes(), &mut waits)? => {}
                 other => return other,
             }
         }
@@ -366,17 +378,11 @@ impl Repo {
             return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
         }
         let mut e = failed(args, &out);
-        if expired {
-            // Its owner is gone: the lock would stop every later commit.
-            if let Ok(lock) = self.index_lock() {
-                let _ = std::fs::remove_file(lock);
-            }
-            if let GitError::Failed { output, .. } = &mut e {
-                output.push_str(&format!(
-                    "\n(ended after {}: git or its hook did not finish)",
-                    humantime::format_duration(self.commit_timeout)
-                ));
-            }
+        if expired && let GitError::Failed { output, .. } = &mut e {
+            output.push_str(&format!(
+                "\n(ended after {}: git or its hook did not finish)",
+                humantime::format_duration(self.commit_timeout)
+            ));
         }
         Err(e)
     }
@@ -394,29 +400,39 @@ impl Repo {
     }
 }
 
-/// The first wait before a call that met another git's lock is tried again; it
-/// doubles up to [`LOCK_RETRY_LAST`] (about 6 s in all).
-const LOCK_RETRY_FIRST: Duration = Duration::from_millis(50);
-const LOCK_RETRY_LAST: Duration = Duration::from_millis(3200);
-
-/// Whether git failed because another git holds a lock file: `Unable to create
-/// '…/index.lock': File exists` (also `packed-refs.lock` and a ref's lock). Not a
-/// compare-and-swap that found another value (`is at X but expected Y`): that is an
-/// answer, never retried.
-pub(crate) fn locked(stderr: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(stderr);
-    text.contains("Unable to create '") && text.contains(".lock': File exists")
+/// Whether a failed call is tried again: after the lock it names is removed (stale)
+/// or gone, at once; while it is held, after the next wait, and once the waits are
+/// spent it is [`GitError::Locked`]. A worktree record another git is writing is
+/// waited out alike.
+fn again(stderr: &[u8], waits: &mut impl Iterator<Item = Duration>) -> Result<bool, GitError> {
+    let wait = waits.next();
+    if let Some(path) = super::locks::named_in(stderr) {
+        return match (super::locks::look(&path), wait) {
+            (Look::Gone | Look::Removed(_), wait) => Ok(wait.is_some()),
+            (_, Some(d)) => {
+                std::thread::sleep(d);
+                Ok(true)
+            }
+            (look, None) => Err(GitError::Locked { path, holder: look.holder() }),
+        };
+    }
+    let busy = half_made_worktree(stderr);
+    if let Some(d) = wait.filter(|_| busy) {
+        std::thread::sleep(d);
+    }
+    Ok(busy && wait.is_some())
 }
 
-/// Whether git failed on a linked worktree's record whose `commondir` is still empty:
-/// `failed to read .git/worktrees/NAME/commondir`. Another git is adding that
-/// worktree right now (it writes the record's files one by one), and every
-/// `git worktree` command refuses until it is done; so it is waited out like a lock.
+/// Whether git failed reading a linked worktree's record: `failed to read
+/// .git/worktrees/NAME/commondir` (still empty) or `…/locked` (removed between git's
+/// look and its read). Another git is adding or unlocking that worktree right now
+/// (it writes the record's files one by one), and every `git worktree` command
+/// refuses until it is done; so it is waited out like a lock.
 /// A record a kill left so for good is the fleet's to clear
 /// (`fleet::git::clear_half_made_records`).
 pub(crate) fn half_made_worktree(stderr: &[u8]) -> bool {
     let text = String::from_utf8_lossy(stderr);
-    text.contains("failed to read ") && text.contains("/worktrees/") && text.contains("/commondir")
+    text.contains("failed to read ") && text.contains("/worktrees/")
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -436,15 +452,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lock_files_are_told_from_answers() {
-        assert!(locked(
-            b"fatal: Unable to create '/r/.git/index.lock': File exists.\n\nAnother git process seems to be running"
-        ));
-        assert!(locked(
-            b"error: cannot lock ref 'refs/heads/a': Unable to create '/r/.git/refs/heads/a.lock': File exists."
-        ));
-        assert!(!locked(b"error: cannot lock ref 'refs/heads/a': is at 1234 but expected 5678"));
-        assert!(!locked(b"fatal: not a git repository"));
+    fn a_worktree_record_being_written_is_waited_out() {
+        assert!(half_made_worktree(b"fatal: failed to read '/r/.git/worktrees/c/commondir': Success"));
+        // Seen while another process was creating a worktree.
+        assert!(half_made_worktree(b"fatal: failed to read '/r/.git/worktrees/c/locked': No such file or directory"));
+        assert!(!half_made_worktree(b"fatal: failed to read object 1234"));
     }
 
     #[test]
@@ -468,9 +480,15 @@ mod tests {
         let repo = Repo::at(dir.path());
         repo.git(&["add", "a"]).expect("retried until the lock went");
         released.join().unwrap();
-        // A lock that stays is a failure, with git's words.
-        std::fs::write(&lock, "").unwrap();
-        let err = repo.git(&["add", "a"]).unwrap_err().to_string();
-        assert!(err.contains("index.lock"), "{err}");
+        // A lock its holder keeps is a failure that names it; one nobody holds goes.
+        let held = std::fs::File::create(&lock).unwrap();
+        let err = repo.git(&["add", "a"]).unwrap_err();
+        assert!(matches!(&err, GitError::Locked { path, .. } if path.ends_with("index.lock")), "{err}");
+        assert!(err.to_string().contains(&format!("pid {}", std::process::id())), "{err}");
+        let old = std::time::SystemTime::now() - Duration::from_secs(60);
+        held.set_modified(old).unwrap();
+        drop(held);
+        repo.git(&["add", "a"]).expect("the stale lock removed");
+        assert!(!lock.exists());
     }
 }

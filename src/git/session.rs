@@ -76,8 +76,8 @@ pub(crate) struct Usable {
 }
 
 /// Checks git for the run, changing nothing: the repository's state (an operation
-/// in progress, the committer's email) for every start, and for a new run the
-/// index lock, a dirty tree and the branch. `state` is the resumed run's git state.
+/// in progress, the committer's email) for every start, and for a new run a dirty
+/// tree and the branch, after the index lock is waited out (a stale one removed). `state` is the resumed run's git state.
 /// `fleet_tasks`: the run is a fleet task, and this is its fleet's `[fleet] tasks`
 /// glob (docs/fleet.md): the task files are never committed, and a rebase, merge or
 /// cherry-pick its agent left unfinished is no refusal: `open` aborts it (the
@@ -110,7 +110,6 @@ pub(crate) fn check(
     let commits_on = config.commit != CommitMode::Off;
     let mut facts = RepoFacts {
         in_progress: if abort_first { Vec::new() } else { repo.in_progress()? },
-        index_locked: repo.index_lock()?.exists(),
         has_email,
         dirty: Vec::new(),
         branch: repo.branch()?,
@@ -121,6 +120,9 @@ pub(crate) fn check(
         preflight::check_always(&facts, wants)?;
         None
     } else {
+        // A stale index lock goes (the one rule); a held one is waited out, then
+        // named (exit 3).
+        repo.wait_out_index_lock()?;
         facts.dirty = plan::dirty_at_start(&repo.status()?, &exempt);
         if let Some(b) = &config.branch {
             facts.wanted_branch_exists = repo.branch_exists(b)?;
@@ -289,7 +291,7 @@ impl GitSession {
         after_crash: bool,
     ) -> CommitReport {
         let mut report = CommitReport {
-            stale_locks: if after_crash { self.remove_stale_locks(git.branch.as_deref()) } else { Vec::new() },
+            stale_locks: if after_crash { self.repo.sweep_locks() } else { Vec::new() },
             agent_moved: None,
             left_out: Vec::new(),
             seen: Vec::new(),
@@ -360,32 +362,6 @@ impl GitSession {
     fn record(&self, hash: &str, key: &str) -> Result<CommitRecord, GitError> {
         let (files, insertions, deletions) = self.repo.diff_stats(hash)?;
         Ok(CommitRecord { hash: hash.to_string(), key: key.to_string(), files, insertions, deletions })
-    }
-
-    /// Lock files a commit killed mid-way leaves behind; git refuses to work while
-    /// they exist. Only with a commit pending, when the ralph that made it is gone; a
-    /// git process it started gets a moment to finish first. Returns those removed.
-    fn remove_stale_locks(&self, branch: Option<&str>) -> Vec<String> {
-        let Ok(index) = self.repo.index_lock() else { return Vec::new() };
-        let mut locks = vec![index.clone()];
-        if let Some(dir) = index.parent() {
-            locks.push(dir.join("HEAD.lock"));
-            if let Some(branch) = branch {
-                locks.push(dir.join("refs/heads").join(format!("{branch}.lock")));
-            }
-        }
-        let mut removed = Vec::new();
-        for lock in locks {
-            for _ in (0..20).take_while(|_| lock.exists()) {
-                std::thread::sleep(std::time::Duration::from_millis(100));
-            }
-            match lock.exists().then(|| std::fs::remove_file(&lock)) {
-                Some(Ok(())) => removed.push(lock.display().to_string()),
-                Some(Err(e)) => tracing::warn!("cannot remove {}: {e}", lock.display()),
-                None => {}
-            }
-        }
-        removed
     }
 }
 

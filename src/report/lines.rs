@@ -343,7 +343,7 @@ fn git_line(event: &RunEvent) -> Option<String> {
             commits.len()
         ),
         RunEvent::GitCommitRejected { key, .. } => format!("git: a hook rejected the commit of {key}"),
-        RunEvent::GitStaleLockRemoved { path } => format!("git: removed {path} left by an interrupted commit"),
+        RunEvent::GitStaleLockRemoved { path, why } => format!("git: removed {path}: {why}"),
         RunEvent::GitOff { why: GitOffWhy::NotARepository } => "not a git repository: git features are off".into(),
         RunEvent::GitOff { why: GitOffWhy::GitMissing } => "git is not installed: git features are off".into(),
         RunEvent::GitOff { why: GitOffWhy::StartedWithoutGit } => {

@@ -138,9 +138,8 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     // From here on the run changes things: it has passed every check.
     remove_leftover_temp_files(&agent_dir);
     let (mut checkpoint, interrupted, clean_stop) = carry_out(chosen, checkpoint_path.as_deref(), &mut told)?;
-    let git = git
-        .open(&loaded, &mut checkpoint.git, clean_stop, &mut |event| told.tell(event))
-        .map_err(|e| RalphError::GitSetup(format!("git: {e}")))?;
+    let git =
+        git.open(&loaded, &mut checkpoint.git, clean_stop, &mut |event| told.tell(event)).map_err(RalphError::git)?;
     let (logs_dir, journal) = open_logs(&agent_dir, &loaded, &checkpoint, enabled && !resumed, options, &mut told)?;
     let Told { reporter, events: told } = told;
     let setting = Setting {
@@ -218,7 +217,7 @@ fn tell_secrets_in_inputs(dir: &Path, loaded: &Loaded, told: &mut Told) {
 fn git_error(e: OpenError) -> RalphError {
     match e {
         OpenError::Refused(refusal) => RalphError::Git(refusal),
-        OpenError::Git(e) => RalphError::GitSetup(format!("git: {e}")),
+        OpenError::Git(e) => RalphError::git(e),
     }
 }
 

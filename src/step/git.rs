@@ -139,8 +139,8 @@ pub(super) fn committed(run: &mut RunState, report: CommitReport) {
 
 /// Journals and records what the commit step did; returns what it comes to.
 fn apply(run: &mut RunState, report: CommitReport, key: &str) -> Step {
-    for path in report.stale_locks {
-        run.emit(RunEvent::GitStaleLockRemoved { path });
+    for lock in report.stale_locks {
+        run.emit(RunEvent::GitStaleLockRemoved { path: lock.path.display().to_string(), why: lock.why });
     }
     if let Some(moved) = report.agent_moved {
         let count = u32::try_from(moved.commits.len()).unwrap_or(u32::MAX);

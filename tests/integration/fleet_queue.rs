@@ -17,7 +17,7 @@ use crate::harness::{prompt_entries, run_dirs};
 const LIMIT: Duration = Duration::from_secs(120);
 
 /// The fleet's journal, parsed (the archived one once the fleet is archived).
-fn events(f: &Fleet) -> Vec<Value> {
+pub(crate) fn events(f: &Fleet) -> Vec<Value> {
     let dir = f.repo.join(".agent/fleet");
     let mut files = vec![dir.join("events.jsonl")];
     if let Ok(listing) = fs::read_dir(dir.join("archive")) {

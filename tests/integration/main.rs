@@ -27,6 +27,7 @@ mod fleet_landing_kill;
 mod fleet_queue;
 mod gemini;
 mod git;
+mod git_locks;
 mod hostile;
 mod identity;
 mod limits;

@@ -61,9 +61,15 @@ fn state(r: &Repo) -> BTreeMap<String, Vec<u8>> {
 
 #[track_caller]
 fn refused_without_a_change(r: &Repo, what: &str, args: &[&str], expect: &str) {
+    ended_without_a_change(r, what, args, expect, 2);
+}
+
+/// [`refused_without_a_change`] with another exit code (a git lock another process
+/// keeps is exit 3).
+fn ended_without_a_change(r: &Repo, what: &str, args: &[&str], expect: &str, code: i32) {
     let before = state(r);
     let out = r.ralph().args(args.iter().copied()).run();
-    out.expect_code(2).stderr_has(expect);
+    out.expect_code(code).stderr_has(expect);
     let after = state(r);
     let changed: Vec<&String> = before
         .keys()
@@ -88,8 +94,12 @@ fn every_refusal(r: &Repo) {
     refused_without_a_change(r, "merge, resume", &["--resume"], "git merge is in progress");
     refused_without_a_change(r, "merge, new run", &["--no-resume", "--allow-dirty"], "git merge is in progress");
     std::fs::remove_file(r.p.join(".git/MERGE_HEAD")).expect("merge over");
-    std::fs::write(r.p.join(".git/index.lock"), "").expect("index lock");
-    refused_without_a_change(r, "index lock", &["--no-resume", "--allow-dirty"], "index.lock");
+    // A live process holds the index lock (a stale one would be removed).
+    let lock = std::fs::File::create(r.p.join(".git/index.lock")).expect("index lock");
+    let mut holder = std::process::Command::new("sleep").arg("120").stdout(lock).spawn().expect("sleep");
+    ended_without_a_change(r, "index lock", &["--no-resume", "--allow-dirty"], "index.lock", 3);
+    let _ = holder.kill();
+    let _ = holder.wait();
     std::fs::remove_file(r.p.join(".git/index.lock")).expect("unlocked");
     r.git(&["branch", "taken"]);
     let config = r.p.read("ralph.toml");

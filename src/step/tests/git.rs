@@ -70,7 +70,7 @@ fn what_git_reports_is_journaled_in_order_and_recorded() {
     let mut r = git_run(CommitMode::Iteration);
     let _ = r.ends(exited(0, Some(DONE)));
     let report = CommitReport {
-        stale_locks: vec!["/p/.git/index.lock".into()],
+        stale_locks: vec![crate::git::stale_lock::Removed { path: "/p/.git/index.lock".into(), why: "stale".into() }],
         agent_moved: Some(AgentMoved { from: Some("b0".into()), to: "a1".into(), commits: vec!["a1".into()] }),
         left_out: vec![("NOTES.md".into(), crate::git::plan::LeftOut::NotTheAgents)],
         seen: vec![("NOTES.md".into(), "h1".into())],
