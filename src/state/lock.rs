@@ -484,19 +484,27 @@ mod tests {
         assert!(err.to_string().contains(".agent/ralph.lock"));
     }
 
-    #[test]
-    fn a_killed_holder_its_parent_has_not_reaped_is_not_alive() {
-        let (_d, p) = lock_path();
+    /// One process that holds the flock of `p` on its own descriptor: the shell
+    /// opens the file, util-linux `flock` locks that shared open file, the shell
+    /// becomes `sleep` keeping the descriptor. Killing that pid releases the lock.
+    fn flock_holder(p: &Path) -> std::process::Child {
         let mut child = Command::new("sh")
             .args(["-c", "exec 9<>\"$1\" && flock -n 9 && echo locked && exec sleep 30", "sh"])
-            .arg(&p)
+            .arg(p)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
         let mut line = String::new();
         io::BufRead::read_line(&mut io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
-        assert_eq!(line, "locked\n", "util-linux flock locks the file");
+        assert_eq!(line, "locked\n");
+        child
+    }
+
+    #[test]
+    fn a_killed_holder_its_parent_has_not_reaped_is_not_alive() {
+        let (_d, p) = lock_path();
+        let mut child = flock_holder(&p);
         let theirs = LockInfo { pid: child.id(), ..LockInfo::current() };
         std::fs::write(&p, serde_json::to_string(&theirs).unwrap()).unwrap();
         assert!(theirs.process_alive() && held_by_a_live_ralph(&p, Duration::ZERO));
@@ -547,19 +555,7 @@ mod tests {
         let theirs =
             LockInfo { pid: 4242, host: "child".into(), boot_id: boot_id(), started_at: "2026-01-01T00:00:00Z".into() };
         std::fs::write(&p, serde_json::to_string(&theirs).unwrap()).unwrap();
-        // One process that holds the flock on its own descriptor: the shell
-        // opens the file, `flock` locks that shared open file, the shell becomes
-        // `sleep` keeping the descriptor. Killing that pid releases the lock.
-        let mut child = Command::new("sh")
-            .args(["-c", "exec 9<>\"$1\" && flock -n 9 && echo locked && exec sleep 30", "sh"])
-            .arg(&p)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        io::BufRead::read_line(&mut io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
-        assert_eq!(line, "locked\n");
+        let mut child = flock_holder(&p);
         let held = match acquire(&p) {
             Err(LockError::Held { info, .. }) => info,
             other => panic!("expected held, got {other:?}"),
