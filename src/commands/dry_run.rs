@@ -34,15 +34,11 @@ pub(crate) fn main(dir: &Path, config_path: Option<&Path>, from: Option<&str>) -
     let (loaded, goal, templates) = crate::inputs::read_config_and_goal(dir, config_path)?;
     let prompt_path = dir.join(&loaded.config.general.prompt);
     let artifacts = dir.join(".agent").join("artifacts");
-    let start = match from {
-        Some(name) => {
-            let has = |phase: &str| artifacts.join(format!("{phase}.md")).is_file();
-            let progress = crate::workflow::advance::start_at(&loaded.phases, loaded.repeat, name, has)
-                .map_err(|e| RalphError::Usage(format!("{e} ({})", loaded.path.display())))?;
-            Some(progress)
-        }
-        None => None,
-    };
+    let has = |phase: &str| artifacts.join(format!("{phase}.md")).is_file();
+    let start = from
+        .map(|name| crate::workflow::advance::start_at(&loaded.phases, loaded.repeat, name, has))
+        .transpose()
+        .map_err(|e| RalphError::Usage(format!("{e} ({})", loaded.path.display())))?;
     let first = start.as_ref().map_or(0, |p| p.position.phase);
     let from_start = start.as_ref().and_then(|p| p.from.as_ref());
     if let Some(note) = unfinished(dir, from) {

@@ -11,7 +11,6 @@ use crate::error::RalphError;
 use crate::exit;
 use crate::fleet::control::{self, Request};
 use crate::fleet::ops::Book;
-use crate::fleet::paths::Paths;
 use crate::fleet::state::{FleetStatus, TaskState};
 
 pub(crate) fn main(cli: FleetCli) -> i32 {
@@ -89,8 +88,7 @@ fn offline(found: &Found) -> Result<Book, RalphError> {
     let fleet = fleet_of(found)?;
     let repo = crate::git::repo::Repo::at(&found.top);
     let loaded = crate::config::file::load(&fleet.config)?;
-    let paths = Paths::new(&found.top, fleet.worktrees.clone());
-    Ok(Book::new(repo, paths, loaded, fleet, None))
+    Ok(Book::new(repo, found.paths.clone(), loaded, fleet, None))
 }
 
 fn discard_offline(book: &mut Book, task: &str, delete_branch: bool) -> Result<String, String> {

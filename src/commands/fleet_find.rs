@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::RalphError;
 use crate::fleet::control::{self, Request};
-use crate::fleet::paths::{self, Paths};
+use crate::fleet::paths::Paths;
 
 /// The fleet of the repository a command runs in.
 pub(crate) struct Found {
@@ -14,12 +14,10 @@ pub(crate) struct Found {
     pub paths: Paths,
 }
 
-/// The main checkout's fleet directory; the worktrees' place comes from its state.
+/// The main checkout's fleet directory.
 pub(crate) fn find(dir: &Path) -> Result<Found, RalphError> {
     let (_, top) = crate::fleet::setup::top(dir)?;
-    let state = crate::fleet::state::read(&paths::fleet_dir(&top).join("fleet.json")).ok().flatten();
-    let worktrees = state.map_or_else(|| top.join("..").join("fleet"), |s| s.worktrees);
-    Ok(Found { paths: Paths::new(&top, worktrees), top })
+    Ok(Found { paths: Paths::new(&top), top })
 }
 
 /// `ralph stop --all` and a fleet: its supervisor is asked to stop (each running
@@ -33,12 +31,12 @@ pub(crate) fn ask_to_stop(repo: &Path, now: bool) -> Result<String, String> {
 
 /// Whether a supervisor runs the fleet of `repo` (it holds the fleet's lock).
 pub(crate) fn supervised(repo: &Path) -> bool {
-    crate::state::lock::is_held(&paths::fleet_dir(repo).join("fleet.lock"))
+    crate::state::lock::is_held(&Paths::new(repo).lock())
 }
 
 /// The status a stopped fleet reads as for `ralph stop` (a fleet archived meanwhile:
 /// completed).
 pub(crate) fn stopped_as(repo: &Path) -> crate::state::checkpoint::Status {
-    let state = crate::fleet::state::read(&paths::fleet_dir(repo).join("fleet.json")).ok().flatten();
+    let state = crate::fleet::state::read(&Paths::new(repo).state()).ok().flatten();
     state.map_or(crate::state::checkpoint::Status::Completed, |f| f.status.as_run_status())
 }

@@ -285,21 +285,20 @@ pub(crate) fn bounded(text: &str) -> String {
 /// checkpoint's lists at [`MAX_ITEMS`] and the whole at [`MAX_NOTE`]), so that its
 /// line always fits in [`MAX_LINE`]. `ralph mcp` sends requests fitted, and the run
 /// fits what it receives: an agent's oversized note is cut, never refused.
-pub(crate) fn fit(request: Request) -> Request {
-    match request {
-        Request::Progress { attempt, message } => Request::Progress { attempt, message: bounded(&message) },
-        Request::Interruption { attempt, reason } => Request::Interruption { attempt, reason: bounded(&reason) },
-        Request::Cancel { attempt, reason } => Request::Cancel { attempt, reason: bounded(&reason) },
-        Request::Complete { attempt, summary, evidence, goal_complete } => {
-            Request::Complete { attempt, summary: bounded(&summary), evidence: bounded(&evidence), goal_complete }
+pub(crate) fn fit(mut request: Request) -> Request {
+    match &mut request {
+        Request::Progress { message: text, .. }
+        | Request::Interruption { reason: text, .. }
+        | Request::Cancel { reason: text, .. } => *text = bounded(text),
+        Request::Complete { summary, evidence, .. } => (*summary, *evidence) = (bounded(summary), bounded(evidence)),
+        Request::Checkpoint { summary, files_touched, steps_done, next_steps, .. } => {
+            *summary = bounded(summary);
+            let lists = [&mut *files_touched, &mut *steps_done, &mut *next_steps].map(std::mem::take);
+            [*files_touched, *steps_done, *next_steps] = fit_lists(summary, lists);
         }
-        Request::Checkpoint { attempt, summary, files_touched, steps_done, next_steps } => {
-            let summary = bounded(&summary);
-            let [files_touched, steps_done, next_steps] = fit_lists(&summary, [files_touched, steps_done, next_steps]);
-            Request::Checkpoint { attempt, summary, files_touched, steps_done, next_steps }
-        }
-        other => other,
+        _ => {}
     }
+    request
 }
 
 /// A checkpoint's lists within [`MAX_ITEMS`] and, with `summary`, [`MAX_NOTE`]: items
@@ -372,41 +371,30 @@ pub(crate) fn route(request: Request, live: &Live) -> (Reply, Option<Inbound>) {
         );
         return (Reply::error(error), None);
     }
-    match request {
-        Status {} | TaskStatus { .. } => (Reply::live(live.clone()), None),
-        Stop { now } => {
-            let msg = if now { "stopping now, like a first Ctrl+C" } else { "stopping after the current iteration" };
-            (Reply::ok(msg), Some(Inbound::Stop { now }))
-        }
-        Hello { attempt } => (Reply::ok("connected"), Some(Inbound::Hello { attempt })),
-        Bye { attempt } => (Reply::ok("bye"), Some(Inbound::Bye { attempt })),
+    let reply = match &request {
+        Status {} | TaskStatus { .. } => return (Reply::live(live.clone()), None),
         // Not deserialisable: only the server itself makes it.
-        McpLost { .. } => (Reply::error("unknown request"), None),
-        Progress { attempt, message } => (Reply::ok("progress noted"), Some(Inbound::Progress { attempt, message })),
+        McpLost { .. } => return (Reply::error("unknown request"), None),
+        Stop { now: true } => Reply::ok("stopping now, like a first Ctrl+C"),
+        Stop { now: false } => Reply::ok("stopping after the current iteration"),
+        Hello { .. } => Reply::ok("connected"),
+        Bye { .. } => Reply::ok("bye"),
+        Progress { .. } => Reply::ok("progress noted"),
         Checkpoint { summary, .. } if summary.trim().is_empty() => {
-            (Reply::error("summary is empty: say what is verified so far"), None)
+            return (Reply::error("summary is empty: say what is verified so far"), None);
         }
-        Checkpoint { attempt, summary, files_touched, steps_done, next_steps } => {
-            let inbound = Inbound::Checkpoint { attempt, summary, files_touched, steps_done, next_steps };
-            (Reply::ok("checkpoint saved; later recovery notes include it"), Some(inbound))
-        }
-        Interruption { attempt, reason } => {
-            (Reply::ok("interruption recorded; end your turn now"), Some(Inbound::Interruption { attempt, reason }))
-        }
-        Complete { attempt, summary, evidence, goal_complete } => match check_evidence(&evidence) {
-            Err(why) => (Reply::error(why), None),
-            Ok(()) => (
-                Reply::ok("completion recorded; end your turn now"),
-                Some(Inbound::Complete { attempt, summary, evidence, goal_complete }),
-            ),
+        Checkpoint { .. } => Reply::ok("checkpoint saved; later recovery notes include it"),
+        Interruption { .. } => Reply::ok("interruption recorded; end your turn now"),
+        Complete { evidence, .. } => match check_evidence(evidence) {
+            Err(why) => return (Reply::error(why), None),
+            Ok(()) => Reply::ok("completion recorded; end your turn now"),
         },
         Cancel { reason, .. } if reason.trim().is_empty() => {
-            (Reply::error("reason is empty: say why the task cannot go on"), None)
+            return (Reply::error("reason is empty: say why the task cannot go on"), None);
         }
-        Cancel { attempt, reason } => {
-            (Reply::ok("the run will stop blocked once you end your turn"), Some(Inbound::Cancel { attempt, reason }))
-        }
-    }
+        Cancel { .. } => Reply::ok("the run will stop blocked once you end your turn"),
+    };
+    (reply, Some(request))
 }
 
 #[cfg(test)]

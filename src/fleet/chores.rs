@@ -34,16 +34,13 @@ pub(super) enum Chore {
 
 /// The chores under way: the worktrees being made apart, heard first (a task
 /// waits on each to start).
+#[derive(Default)]
 pub(super) struct Chores {
     makes: JoinSet<Chore>,
     set: JoinSet<Chore>,
 }
 
 impl Chores {
-    pub(super) fn new() -> Chores {
-        Chores { makes: JoinSet::new(), set: JoinSet::new() }
-    }
-
     pub(super) fn is_empty(&self) -> bool {
         self.makes.is_empty() && self.set.is_empty()
     }

@@ -154,20 +154,18 @@ pub(crate) fn changes(
 /// at its start. Written by the task's ralph in the fleet's `windows/`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Window {
-    pub task: String,
-    /// The iteration's key (`develop/3`).
-    pub key: String,
-    pub opened_at: i64,
-    pub closed_at: Option<i64>,
+    #[serde(flatten)]
+    pub span: Span,
     pub snapshot: Snapshot,
 }
 
 /// A window without its snapshot: whose iteration ran, and when. What a task reads
 /// of the other tasks' windows, and of its own to see whether it is open: the
 /// snapshot (every ref of the repository) is skipped while parsing, never held.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Span {
     pub task: String,
+    /// The iteration's key (`develop/3`).
     pub key: String,
     pub opened_at: i64,
     pub closed_at: Option<i64>,

@@ -228,7 +228,7 @@ impl Book {
     /// (its branch's start and its worktree's place recorded) before git makes
     /// anything; [`Make::run`] then makes them.
     fn plan_worktree(&mut self, name: &str, t: &Task) -> Result<Ready, RalphError> {
-        let path = self.paths.worktree(name);
+        let path = self.fleet.worktrees.join(name);
         let need = self.loaded.config.fleet.min_free_disk.0;
         let probe = path.ancestors().find(|p| p.exists()).unwrap_or(Path::new("/"));
         match crate::state::disk::free_bytes(probe) {
@@ -297,8 +297,8 @@ impl Book {
             t.worktree = None;
         }
         let known: Vec<PathBuf> = self.fleet.tasks.values().filter_map(|t| t.worktree.clone()).collect();
-        for w in listed.iter().filter(|w| w.path.starts_with(&self.paths.worktrees) && !known.contains(&w.path)) {
-            let ours = self.fleet.tasks.keys().any(|n| self.paths.worktree(n) == w.path);
+        for w in listed.iter().filter(|w| w.path.starts_with(&self.fleet.worktrees) && !known.contains(&w.path)) {
+            let ours = self.fleet.tasks.keys().any(|n| self.fleet.worktrees.join(n) == w.path);
             if !ours && !w.path.ends_with(".land") {
                 said.push(format!(
                     "note: git lists the worktree {} in the fleet's folder; no task has it, so it is left alone",
@@ -444,7 +444,7 @@ pub(crate) fn git_error(e: crate::git::repo::GitError) -> RalphError {
 
 /// The landing worktree: one for the fleet, so build caches stay warm.
 pub(crate) fn land_dir(book: &Book) -> PathBuf {
-    book.paths.worktrees.join(".land")
+    book.fleet.worktrees.join(".land")
 }
 
 /// Removes the worktree of task `name` at `worktree` when it holds nothing of a

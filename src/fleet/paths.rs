@@ -13,20 +13,19 @@ use crate::git::attribution::normalize;
 /// The task's descriptor in its worktree's `.agent/` (see `task`).
 pub(crate) const DESCRIPTOR: &str = "fleet-task.json";
 
-/// The places of one fleet.
+/// The places of one fleet in its main checkout (where its worktrees go is the
+/// fleet state's `worktrees`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Paths {
     /// The main checkout's top.
     pub repo: PathBuf,
     /// `.agent/fleet` in it.
     pub dir: PathBuf,
-    /// Where the tasks' worktrees go.
-    pub worktrees: PathBuf,
 }
 
 impl Paths {
-    pub(crate) fn new(repo: &Path, worktrees: PathBuf) -> Paths {
-        Paths { repo: repo.to_path_buf(), dir: fleet_dir(repo), worktrees }
+    pub(crate) fn new(repo: &Path) -> Paths {
+        Paths { repo: repo.to_path_buf(), dir: fleet_dir(repo) }
     }
 
     pub(crate) fn state(&self) -> PathBuf {
@@ -65,11 +64,6 @@ impl Paths {
     /// The file recording the supervisor's control socket.
     pub(crate) fn socket_record(&self) -> PathBuf {
         self.dir.join("control.sock.path")
-    }
-
-    /// Task `name`'s worktree.
-    pub(crate) fn worktree(&self, name: &str) -> PathBuf {
-        self.worktrees.join(name)
     }
 }
 

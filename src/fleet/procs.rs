@@ -37,6 +37,7 @@ struct Live {
 }
 
 /// The live task processes, by task.
+#[derive(Default)]
 pub(super) struct Procs {
     live: BTreeMap<String, Live>,
 }
@@ -53,10 +54,6 @@ pub(super) struct Start<'a> {
 }
 
 impl Procs {
-    pub(super) fn new() -> Procs {
-        Procs { live: BTreeMap::new() }
-    }
-
     pub(super) fn count(&self) -> usize {
         self.live.len()
     }

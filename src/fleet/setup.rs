@@ -106,8 +106,8 @@ pub(crate) fn config(top: &Path, explicit: Option<&Path>) -> Result<Loaded, Ralp
 pub(super) fn open(options: &Options) -> Result<Open, RalphError> {
     let (repo, top) = top(&options.dir)?;
     let loaded = config(&top, options.config.as_deref())?;
-    let configured = paths::worktrees(&top, loaded.config.fleet.worktrees.as_deref()).map_err(RalphError::Usage)?;
-    let mut paths = Paths::new(&top, configured);
+    let worktrees = paths::worktrees(&top, loaded.config.fleet.worktrees.as_deref()).map_err(RalphError::Usage)?;
+    let paths = Paths::new(&top);
     let agent = top.join(".agent");
     crate::state::store::ensure_gitignore(&agent)
         .map_err(|e| RalphError::setup(format!("cannot create {}", agent.display()), e))?;
@@ -134,7 +134,7 @@ pub(super) fn open(options: &Options) -> Result<Open, RalphError> {
     // A finished fleet whose tasks all landed is archived: one still here has work.
     let (mut fleet, fresh) = match existing {
         Some(fleet) => (fleet, false),
-        None => match create(&repo, &top, &loaded, &paths, options.allow_dirty)? {
+        None => match create(&repo, &top, &loaded, &paths, worktrees, options.allow_dirty)? {
             Ok(fleet) => (fleet, true),
             Err(nothing) => {
                 lock.release().map_err(|e| RalphError::io("cannot release the fleet's lock", e))?;
@@ -150,7 +150,6 @@ pub(super) fn open(options: &Options) -> Result<Open, RalphError> {
     for t in fleet.tasks.values().filter(|t| !t.state.settled()) {
         notes.extend(task::secrets_in_task_file(&top, &t.file));
     }
-    paths.worktrees = fleet.worktrees.clone();
     let mut book = Book::new(repo, paths, loaded, fleet, max_cost);
     if fresh {
         book.save()?;
@@ -217,6 +216,7 @@ fn create(
     top: &Path,
     loaded: &Loaded,
     paths: &Paths,
+    worktrees: PathBuf,
     allow_dirty: bool,
 ) -> Result<Result<Fleet, String>, RalphError> {
     let f = &loaded.config.fleet;
@@ -239,7 +239,7 @@ fn create(
         base: head,
         base_branch: repo.branch().map_err(ops::git_error)?,
         into: f.into.clone(),
-        worktrees: paths.worktrees.clone(),
+        worktrees,
         config: loaded.path.clone(),
         tasks_glob: f.tasks.clone(),
         discovered: u32::try_from(tasks.len()).unwrap_or(u32::MAX),

@@ -76,7 +76,7 @@ async fn run(options: Options) -> Result<i32, RalphError> {
     let sup = Supervisor {
         book: opened.book,
         lock: Some(opened.lock),
-        procs: Procs::new(),
+        procs: Procs::default(),
         reporter,
         asked: BTreeMap::new(),
         delete_branch: BTreeMap::new(),
@@ -92,7 +92,7 @@ async fn run(options: Options) -> Result<i32, RalphError> {
         queue_paused: None,
         land_first: None,
         moved_in_a_row: 0,
-        chores: super::chores::Chores::new(),
+        chores: super::chores::Chores::default(),
         preparing: None,
     };
     sup.reporter.lines(&opened.notes);
@@ -202,7 +202,7 @@ impl Supervisor {
             // or a person's request can wait a moment; none waits for ever.
             tokio::select! {
                 biased;
-                ended = self.procs.next() => self.on_ended(ended)?,
+                ended = self.procs.next() => self.on_ended(ended),
                 chore = self.chores.next() => self.on_chore(chore)?,
                 _ = int.recv() => if self.on_signal(Incoming::Interrupt) { break None },
                 _ = term.recv() => {
@@ -210,7 +210,7 @@ impl Supervisor {
                     if self.on_signal(Incoming::Terminate { deliberate }) { break None }
                 }
                 _ = hup.recv() => if self.on_signal(Incoming::Hangup) { break None },
-                Some((request, reply)) = self.control_rx.recv() => self.on_request(request, reply)?,
+                Some((request, reply)) = self.control_rx.recv() => self.on_request(request, reply),
                 done = job_done(&mut self.job) => self.on_job(done)?,
                 Some(path) = self.fs_rx.recv() => self.on_file(&path)?,
                 () = tokio::time::sleep(DISK_RETRY), if wait_disk => self.later = None,
@@ -256,7 +256,7 @@ impl Supervisor {
                 self.book.set(&name, TaskState::Queued, None)?;
                 continue;
             }
-            self.on_ended(Ended { task: name, pid: 0, exit: core::Exit::Unknown })?;
+            self.on_ended(Ended { task: name, pid: 0, exit: core::Exit::Unknown });
         }
         Ok(())
     }
@@ -383,13 +383,13 @@ impl Supervisor {
     }
 
     /// A task's ralph ended: the core says what that means for the task.
-    fn on_ended(&mut self, ended: Ended) -> Result<(), RalphError> {
+    fn on_ended(&mut self, ended: Ended) {
         let name = ended.task.clone();
         self.event("task_exited", json!({"task": name, "pid": ended.pid}));
         self.reporter.done(&name);
         self.unwatch_task(&name);
-        task::close_window_of(&self.book.paths.dir, &name);
-        let Some(t) = self.book.fleet.tasks.get(&name).cloned() else { return Ok(()) };
+        task::close_window_of(&self.book.paths, &name);
+        let Some(t) = self.book.fleet.tasks.get(&name).cloned() else { return };
         let view = self.book.run_view(&name);
         let asked = match (self.asked.remove(&name), &self.stopping) {
             (Some(asked), _) => asked,
@@ -420,7 +420,6 @@ impl Supervisor {
             self.discarded(&name);
         }
         self.check_budget();
-        Ok(())
     }
 
     fn tell_end(&mut self, name: &str, next: &core::Ended, exit: core::Exit) {
@@ -529,7 +528,7 @@ impl Supervisor {
         }
     }
 
-    fn on_request(&mut self, request: Request, reply: oneshot::Sender<Reply>) -> Result<(), RalphError> {
+    fn on_request(&mut self, request: Request, reply: oneshot::Sender<Reply>) {
         let answer = match request {
             Request::Stop { task: None, now } => {
                 self.stop_tasks(now);
@@ -559,7 +558,6 @@ impl Supervisor {
             self.reporter.line(&reply_value.message);
         }
         let _ = reply.send(reply_value);
-        Ok(())
     }
 
     fn stop_one(&mut self, name: &str, now: bool) -> Result<String, String> {

@@ -46,6 +46,7 @@ use crate::step::effect::Fleet;
 use crate::step::input::SharedReset;
 
 use super::isolation::{self, Span, Verdict, Window};
+use super::paths::Paths;
 
 /// The task's name, in the environment of its ralph and everything below it.
 pub(crate) const ENV_TASK: &str = "RALPH_FLEET_TASK";
@@ -101,8 +102,8 @@ impl Descriptor {
         }
     }
 
-    fn fleet_dir(&self) -> PathBuf {
-        super::paths::fleet_dir(&self.repo)
+    fn paths(&self) -> Paths {
+        Paths::new(&self.repo)
     }
 }
 
@@ -268,7 +269,7 @@ pub(crate) struct TaskRun {
 
 impl TaskRun {
     fn window_path(&self) -> PathBuf {
-        self.d.fleet_dir().join("windows").join(format!("{}.json", self.d.task))
+        self.d.paths().windows().join(format!("{}.json", self.d.task))
     }
 
     fn snapshot(&self) -> Result<isolation::Snapshot, String> {
@@ -284,13 +285,11 @@ impl TaskRun {
             return;
         }
         let window = match self.snapshot() {
-            Ok(snapshot) => Window {
-                task: self.d.task.clone(),
-                key: key.to_string(),
-                opened_at: now_ms(),
-                closed_at: None,
-                snapshot,
-            },
+            Ok(snapshot) => {
+                let span =
+                    Span { task: self.d.task.clone(), key: key.to_string(), opened_at: now_ms(), closed_at: None };
+                Window { span, snapshot }
+            }
             Err(e) => return tracing::warn!("fleet: cannot take the isolation snapshot: {e}"),
         };
         let saved = crate::state::store::save_json_with(&path, &window, crate::state::writes::Durability::Ordered);
@@ -304,14 +303,14 @@ impl TaskRun {
     pub(crate) fn close_window(&self, key: &str) -> Option<String> {
         let path = self.window_path();
         let mut window: Window =
-            crate::state::store::load_json(&path).ok().flatten().filter(|w: &Window| w.key == key)?;
+            crate::state::store::load_json(&path).ok().flatten().filter(|w: &Window| w.span.key == key)?;
         let to = now_ms();
         let after = match self.snapshot() {
             Ok(s) => s,
             Err(e) => return Some(format!("fleet: the isolation check of task {} cannot read git: {e}", self.d.task)),
         };
         let verdict = self.judge(&window, &after, to);
-        window.closed_at = Some(to);
+        window.span.closed_at = Some(to);
         if let Err(e) = crate::state::store::save_json_with(&path, &window, crate::state::writes::Durability::Ordered) {
             tracing::warn!("fleet: cannot write {}: {e}", path.display());
         }
@@ -332,7 +331,7 @@ impl TaskRun {
         // names out of that list.
         let mut moved = isolation::moved_refs(&window.snapshot, after, &own, &[]);
         if !moved.is_empty() {
-            let ledger = super::git::read_ledger(&self.d.fleet_dir().join("ledger.jsonl"));
+            let ledger = super::git::read_ledger(&self.d.paths().ledger());
             moved = isolation::moved_refs(&window.snapshot, after, &own, &ledger);
         }
         let own_tip = if moved.is_empty() { None } else { super::git::tip(&repo, &self.d.branch).ok().flatten() };
@@ -350,8 +349,8 @@ impl TaskRun {
         if found.is_empty() {
             return Verdict::Clean;
         }
-        let others = read_windows(&self.d.fleet_dir().join("windows"), &self.d.task);
-        isolation::verdict(&self.d.task, window.opened_at, to, &found, &others)
+        let others = read_windows(&self.d.paths().windows(), &self.d.task);
+        isolation::verdict(&self.d.task, window.span.opened_at, to, &found, &others)
     }
 
     /// A rate-limit reset another task of the fleet learned for the provider of
@@ -379,7 +378,7 @@ impl TaskRun {
         let key = provider(name, agent);
         let file: String =
             key.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
-        self.d.fleet_dir().join("limits").join(format!("{file}.json"))
+        self.d.paths().limits().join(format!("{file}.json"))
     }
 }
 
@@ -424,11 +423,11 @@ fn read_span(path: &Path) -> Option<Span> {
 
 /// Closes the window of a task whose ralph is gone (the supervisor, when it sees it
 /// end): an open window of a dead run would make every change look like its.
-pub(crate) fn close_window_of(fleet_dir: &Path, task: &str) {
-    let path = fleet_dir.join("windows").join(format!("{task}.json"));
+pub(crate) fn close_window_of(paths: &Paths, task: &str) {
+    let path = paths.windows().join(format!("{task}.json"));
     let Some(mut w) = crate::state::store::load_json::<Window>(&path).ok().flatten() else { return };
-    if w.closed_at.is_none() {
-        w.closed_at = Some(now_ms());
+    if w.span.closed_at.is_none() {
+        w.span.closed_at = Some(now_ms());
         // Best effort: a window a power cut reopens only makes a later change
         // look like it overlapped this task too.
         let _ = crate::state::store::save_json_with(&path, &w, crate::state::writes::Durability::Unsynced);
@@ -545,10 +544,7 @@ command = ["./bin/agent", "{prompt}"]"#,
         let refs: std::collections::BTreeMap<String, String> =
             (0..2000).map(|i| (format!("refs/tags/v{i}"), "a".repeat(40))).collect();
         let window = |task: &str, closed_at| Window {
-            task: task.into(),
-            key: "develop/1".into(),
-            opened_at: 10,
-            closed_at,
+            span: Span { task: task.into(), key: "develop/1".into(), opened_at: 10, closed_at },
             snapshot: isolation::Snapshot { refs: refs.clone(), ..Default::default() },
         };
         for (task, closed_at) in [("a", None), ("b", Some(20))] {

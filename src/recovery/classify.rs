@@ -64,12 +64,11 @@ enum Evidence {
     Ended(EndedBy, &'static str),
     /// The HTTP status of the agent's failed result is one of these.
     Status { about: &'static str, any: fn(u16) -> bool },
-    /// Any of these phrases in the attempt's error text (see [`ErrorText`]).
-    Phrases { about: &'static str, any: &'static [&'static str] },
-    /// Any of these words (whole words, any case) where the agent reports its own
+    /// Any of these phrases in the attempt's error text (see [`ErrorText`]); else any
+    /// of the `own` words (whole words, any case) where the agent reports its own
     /// error (see [`OwnErrorText`]): common wordings that any agent may use, and that
     /// a project's own output may contain too.
-    OwnWords { about: &'static str, any: &'static [&'static str] },
+    Phrases { about: &'static str, any: &'static [&'static str], own: &'static [&'static str] },
     /// The agent's configured wordings (`[agents.X] errors`), in its own error text.
     Configured,
 }
@@ -101,10 +100,16 @@ impl Entry {
     const fn then(self, then: Then) -> Self {
         Self { then, ..self }
     }
+
+    /// The same failure in the words an agent may use for its own error.
+    const fn or_own(self, words: &'static [&'static str]) -> Self {
+        let Phrases { about, any, .. } = self.evidence else { panic!("or_own follows phrases") };
+        Self { evidence: Phrases { about, any, own: words }, ..self }
+    }
 }
 
 use Category::{Agent, Ambiguous, Environmental, UserConfig};
-use Evidence::{Configured, Ended, OwnWords, Phrases, Status, Structured};
+use Evidence::{Configured, Ended, Phrases, Status, Structured};
 
 // Phrases are matched ASCII-case-insensitively against normalised lines (escaped
 // quotes unescaped, `": ` squeezed to `":`); `#` stands for one digit and a trailing
@@ -312,22 +317,23 @@ const RULES: &[Entry] = &[
     // The user's own wordings for the agent come before ralph's guesses (the category
     // here is a placeholder: each pattern brings its own).
     Entry::new(Rule::ConfiguredError, Ambiguous, Configured),
-    own(Rule::CliRejectedArgument, UserConfig, "the agent CLI rejected an argument ralph passes", REJECTED_ARGUMENT),
+    phrases(Rule::CliRejectedArgument, UserConfig, "the agent CLI rejected an argument ralph passes", &[])
+        .or_own(REJECTED_ARGUMENT),
     phrases(Rule::SessionNotFound, Agent, "the agent does not know the session", SESSION_NOT_FOUND).then(Then::Fresh),
     phrases(Rule::AuthFailed, UserConfig, "the provider rejected the credentials", AUTH),
-    phrases(Rule::BillingDisabled, UserConfig, "the provider account has no credit or quota", BILLING),
-    own(Rule::BillingDisabled, UserConfig, "the provider account has no credit or quota", COMMON_QUOTA),
+    phrases(Rule::BillingDisabled, UserConfig, "the provider account has no credit or quota", BILLING)
+        .or_own(COMMON_QUOTA),
     phrases(Rule::ModelInvalid, UserConfig, "the provider does not know the model", MODEL),
     phrases(Rule::ContextTooLong, Agent, "the conversation outgrew the context window", CONTEXT).then(Then::Fresh),
-    phrases(Rule::RateLimited, Environmental, "the provider's rate or usage limit was reached", RATE),
-    own(Rule::RateLimited, Environmental, "the provider's rate or usage limit was reached", COMMON_RATE),
-    phrases(Rule::ProviderOverloaded, Environmental, "the provider is overloaded", OVERLOADED),
-    own(Rule::ProviderOverloaded, Environmental, "the provider is overloaded", COMMON_OVERLOADED),
+    phrases(Rule::RateLimited, Environmental, "the provider's rate or usage limit was reached", RATE)
+        .or_own(COMMON_RATE),
+    phrases(Rule::ProviderOverloaded, Environmental, "the provider is overloaded", OVERLOADED)
+        .or_own(COMMON_OVERLOADED),
     phrases(Rule::ProviderError, Environmental, "the provider failed", SERVER),
     phrases(Rule::DnsFailure, Environmental, "the provider's host name did not resolve", DNS),
     phrases(Rule::ConnectionReset, Environmental, "the connection to the provider was reset", RESET),
-    phrases(Rule::ConnectionRefused, Environmental, "the provider could not be reached", REFUSED),
-    own(Rule::ConnectionRefused, Environmental, "the provider could not be reached", COMMON_UNREACHABLE),
+    phrases(Rule::ConnectionRefused, Environmental, "the provider could not be reached", REFUSED)
+        .or_own(COMMON_UNREACHABLE),
     phrases(Rule::RequestTimeout, Environmental, "the provider request timed out", TIMEOUT),
     phrases(Rule::StreamStalled, Environmental, "the provider's stream went silent", STREAM_STALLED),
     phrases(Rule::StreamInterrupted, Environmental, "the provider's stream ended early", STREAM_INTERRUPTED),
@@ -355,11 +361,7 @@ const fn status(name: Rule, about: &'static str, any: fn(u16) -> bool) -> Entry 
 }
 
 const fn phrases(name: Rule, category: Category, about: &'static str, any: &'static [&'static str]) -> Entry {
-    Entry::new(name, category, Phrases { about, any })
-}
-
-const fn own(name: Rule, category: Category, about: &'static str, any: &'static [&'static str]) -> Entry {
-    Entry::new(name, category, OwnWords { about, any })
+    Entry::new(name, category, Phrases { about, any, own: &[] })
 }
 
 /// Classifies a failed attempt. Every failure lands in exactly one category; one
@@ -372,8 +374,9 @@ pub fn classify(report: &Report<'_>) -> Classification {
             Structured(matches) => matches(report),
             Ended(by, reason) => (report.ended_by == by).then(|| reason.to_string()),
             Status { about, any } => api_status(report).filter(|s| any(*s)).map(|s| format!("{about} (HTTP {s})")),
-            Phrases { about, any } => text.find(any).map(|line| format!("{about}: {line}")),
-            OwnWords { about, any } => own.find(any).map(|line| format!("{about}: {line}")),
+            Phrases { about, any, own: words } => {
+                text.find(any).or_else(|| own.find(words)).map(|line| format!("{about}: {line}"))
+            }
             Configured => {
                 if let Some(c) = configured(report, &own) {
                     return c;
@@ -833,8 +836,8 @@ mod tests {
                 assert_eq!(c, rule.category, "{} appears with two categories", rule.name);
             }
             seen.insert(rule.name, rule.category);
-            if let Phrases { any, .. } | OwnWords { any, .. } = rule.evidence {
-                for p in any {
+            if let Phrases { any, own, .. } = rule.evidence {
+                for p in any.iter().chain(own) {
                     assert_eq!(*p, normalise(p), "{}: phrase {p:?} is not normalised", rule.name);
                     assert!(
                         p.chars().filter(|c| c.is_ascii_alphabetic()).count() >= 4,

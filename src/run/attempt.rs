@@ -15,7 +15,6 @@ use tokio::time::{Instant, sleep_until};
 
 use crate::agent::AgentEvent;
 use crate::agent::launch::Prepared;
-use crate::config::Timeouts;
 use crate::control::output_clock::OutputClock;
 use crate::git::attribution::Touched;
 use crate::listeners::Suspension;
@@ -27,6 +26,7 @@ use crate::report::Pulse;
 use crate::secrets::redact;
 use crate::signal::StopCause;
 use crate::state::attempt_log::AttemptLog;
+use crate::step::effect::StartAttempt;
 use crate::step::input::{AttemptEnd, AttemptMsg, AttemptReport, SpawnError, Stamp};
 use crate::step::{Command, EndWhy};
 use crate::supervise::collected::Collected;
@@ -43,12 +43,8 @@ const DRAIN: Duration = Duration::from_secs(2);
 /// An attempt to run.
 pub(crate) struct Attempt {
     pub prepared: Prepared,
-    /// Its limits (see `supervise::watch::attempt_limits`).
-    pub limits: Timeouts,
-    pub cost_left: Option<f64>,
-    /// The done artifact (`done = "file:PATH"`, in the project), whose change the
-    /// report tells.
-    pub done_file: Option<PathBuf>,
+    /// How it runs, as the step decided, its done file in the project.
+    pub how: StartAttempt,
     pub log: PathBuf,
     pub max_log: u64,
     /// The live display's clock of the agent's last output.
@@ -73,7 +69,7 @@ pub(crate) async fn run(
     mut commands: UnboundedReceiver<Command>,
 ) -> Outcome {
     let started = Instant::now();
-    let before = stamp(a.done_file.as_deref());
+    let before = stamp(a.how.done_file.as_deref());
     let program = a.prepared.launch.argv.first().cloned().unwrap_or_default();
     let (mut child, pipes) = match spawn(&a.prepared.launch) {
         Ok(spawned) => spawned,
@@ -93,7 +89,7 @@ pub(crate) async fn run(
     // Plain buffered writes: a page-cache write takes microseconds, while tokio's
     // file type would hop to a blocking thread for every line.
     let log = AttemptLog::create(&a.log, a.max_log);
-    let limits = a.limits.clone();
+    let limits = a.how.limits.clone();
     let mut r = Running::new(a, before, log, tx, pgid, started);
     // Until the agent is gone and its output read.
     while r.exit.is_none() || r.out.open || r.err.open {
@@ -214,7 +210,7 @@ impl Running {
         started: Instant,
     ) -> Self {
         Self {
-            supervisor: Supervisor::new(&a.limits, started).with_cost_left(a.cost_left),
+            supervisor: Supervisor::new(&a.how.limits, started).with_cost_left(a.how.cost_left),
             collected: Collected::new(a.prepared.text_output),
             suspended: a.suspension.get(),
             a,
@@ -366,7 +362,7 @@ impl Running {
         match &mut self.escalation {
             Some(under_way) => under_way.why = why,
             None => {
-                let ending = Ending::start(self.a.prepared.stop_signal, self.a.limits.grace, self.pgid);
+                let ending = Ending::start(self.a.prepared.stop_signal, self.a.how.limits.grace, self.pgid);
                 self.escalation = Some(Escalating { ending, why });
             }
         }
@@ -454,7 +450,7 @@ impl Running {
             last_tool: None,
             last_signal: None,
             touched: self.touched,
-            artifact: (self.before, stamp(self.a.done_file.as_deref())),
+            artifact: (self.before, stamp(self.a.how.done_file.as_deref())),
             log_unsaved: None,
         }
     }

@@ -279,14 +279,13 @@ impl Dispatcher {
     }
 
     /// Starts the prepared attempt.
-    fn start(&mut self, start: step::effect::StartAttempt) {
+    fn start(&mut self, mut how: step::effect::StartAttempt) {
         let Some(prepared) = self.io.prepared.take() else { return };
+        how.done_file = how.done_file.map(|path| self.io.dir.join(path));
         let attempt = Attempt {
             prepared,
-            limits: start.limits,
-            cost_left: start.cost_left,
-            done_file: start.done_file.map(|path| self.io.dir.join(path)),
-            log: self.io.logs_dir.join(format!("{}.log", start.stem)),
+            log: self.io.logs_dir.join(format!("{}.log", how.stem)),
+            how,
             max_log: self.run.setting.loaded.config.logs.max_attempt_log,
             pulse: self.io.reporter.pulse(),
             output: self.io.control.output(),

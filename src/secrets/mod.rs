@@ -31,6 +31,8 @@ mod special;
 mod stream;
 mod values;
 
+pub(crate) use matcher::anchor_starts;
+pub(crate) use rules::families;
 pub(crate) use stream::Stream;
 
 /// What a secret is replaced with.
@@ -93,17 +95,6 @@ pub(crate) fn redact_json(v: &mut serde_json::Value) {
         }
         _ => {}
     }
-}
-
-/// Where a secret or its name may start in `bytes` (every anchor of every rule): a
-/// long line is cut away from these, so a secret and its name stay in one piece.
-pub(crate) fn anchor_starts(bytes: &[u8]) -> Vec<usize> {
-    matcher::anchor_starts(bytes)
-}
-
-/// Every family the rules name, each once.
-pub(crate) fn families() -> Vec<&'static str> {
-    rules::families()
 }
 
 #[cfg(test)]
