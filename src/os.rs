@@ -51,6 +51,35 @@ pub(crate) fn signal_group(pgid: i32, signal: impl Into<Option<Signal>>) -> nix:
     nix::sys::signal::killpg(Pid::from_raw(pgid), signal)
 }
 
+/// Whether process `pid` still runs: one of its threads is neither a zombie (`Z`),
+/// dead (`X`) nor exiting (`PF_EXITING`), by `/proc/PID/task/*/stat`. A killed
+/// process that its parent has not reaped yet is a zombie, which `kill(pid, 0)`
+/// still finds; and a process's first thread may be a zombie while the others
+/// still run (and hold its descriptors). Without `/proc`, `kill(pid, 0)` answers.
+pub(crate) fn process_runs(pid: i32) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    let Ok(threads) = std::fs::read_dir(proc_root().join(pid.to_string()).join("task")) else {
+        return matches!(nix::sys::signal::kill(Pid::from_raw(pid), None), Ok(()) | Err(nix::errno::Errno::EPERM));
+    };
+    // A thread that ended between the listing and its read is not running.
+    threads.flatten().any(|t| std::fs::read_to_string(t.path().join("stat")).is_ok_and(|s| thread_runs(&s)))
+}
+
+/// Whether the thread of a `/proc/.../stat` line runs: "pid (comm) STATE ppid ...
+/// flags ...", the command name may hold spaces and parentheses, so the fields are
+/// counted after the last `)`.
+fn thread_runs(stat: &str) -> bool {
+    /// The kernel's flag of a task in `do_exit` (include/linux/sched.h).
+    const PF_EXITING: u64 = 0x4;
+    let mut fields = stat.rsplit_once(')').map_or("", |(_, rest)| rest).split_whitespace();
+    let state = fields.next();
+    // state, ppid, pgrp, session, tty_nr, tpgid, then flags.
+    let flags = fields.nth(5).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    !matches!(state, Some("Z" | "X" | "x") | None) && flags & PF_EXITING == 0
+}
+
 /// The user id of the process at the other end of a Unix socket (`SO_PEERCRED`).
 pub(crate) fn peer_uid(stream: &std::os::unix::net::UnixStream) -> std::io::Result<u32> {
     Ok(nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)?.uid())
@@ -190,6 +219,35 @@ mod tests {
         "statfs",
         "pidfd_open",
     ];
+
+    #[test]
+    fn a_killed_child_not_yet_reaped_does_not_run() {
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().expect("spawn sleep");
+        let pid = i32::try_from(child.id()).expect("pid");
+        assert!(super::process_runs(pid));
+        child.kill().expect("kill sleep");
+        // Not reaped: a zombie until the wait below.
+        let zombie = std::time::Instant::now();
+        while super::process_runs(pid) {
+            assert!(zombie.elapsed() < std::time::Duration::from_secs(10), "still runs after its SIGKILL");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok(), "a zombie, not reaped");
+        let _ = child.wait();
+        assert!(!super::process_runs(pid) && !super::process_runs(0) && !super::process_runs(-1));
+        assert!(super::process_runs(i32::try_from(std::process::id()).expect("own pid")));
+    }
+
+    #[test]
+    fn a_stat_line_says_whether_its_thread_runs() {
+        let line = |state: &str, flags: u64| format!("12 (a (b) c) {state} 1 12 12 0 -1 {flags} 0 0");
+        assert!(super::thread_runs(&line("S", 0x40_0000)));
+        assert!(super::thread_runs(&line("R", 0)));
+        assert!(!super::thread_runs(&line("Z", 0)));
+        assert!(!super::thread_runs(&line("X", 0)));
+        assert!(!super::thread_runs(&line("D", 0x40_0004)), "exiting");
+        assert!(!super::thread_runs("garbage"));
+    }
 
     #[test]
     fn a_local_directory_is_not_shared() {

@@ -19,6 +19,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
@@ -45,17 +46,15 @@ impl LockInfo {
         }
     }
 
-    /// A hint for `ralph status` without taking the lock: does a process with this
-    /// pid exist on this host in this boot? Only a hint, because pids are reused;
-    /// [`acquire`] never relies on it (the flock decides).
+    /// A hint without taking the lock: does a process with this pid run on this
+    /// host in this boot ([`crate::os::process_runs`]: a killed one its parent has
+    /// not reaped yet does not)? Only a hint, because pids are reused; [`acquire`]
+    /// never relies on it (the flock decides).
     pub(crate) fn process_alive(&self) -> bool {
         let here = LockInfo::current();
         let other_boot = !self.boot_id.is_empty() && !here.boot_id.is_empty() && self.boot_id != here.boot_id;
         let Ok(pid) = i32::try_from(self.pid) else { return false };
-        if self.host != here.host || other_boot {
-            return false;
-        }
-        matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None), Ok(()) | Err(Errno::EPERM))
+        self.host == here.host && !other_boot && crate::os::process_runs(pid)
     }
 }
 
@@ -90,7 +89,47 @@ pub(crate) fn held_message(path: &Path, holder: Option<(u32, &str)>) -> String {
 /// frees it when the last process sharing the dead ralph's descriptor is gone, and
 /// a child it was starting (between clone and exec) dies by its parent-death signal
 /// only a moment later. A restart right after a kill -9 waits that out.
-const DEAD_HOLDER_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+pub(crate) const DEAD_HOLDER_GRACE: Duration = Duration::from_secs(3);
+
+/// What a held lock says about its holder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub(crate) enum Holding {
+    /// Nobody holds it.
+    Free,
+    /// A live ralph holds it, or one that cannot be told apart from a live one.
+    Live,
+    /// The holder it records has gone but the lock is not free yet: ask again soon.
+    Going,
+}
+
+/// The one rule of a lock's holder: held by a ralph that no longer runs, it is
+/// waited for, up to `grace`, before it counts as live (whoever holds it then, a
+/// ralph on it is refused).
+pub(crate) fn holding(held: bool, holder_runs: bool, waited: Duration, grace: Duration) -> Holding {
+    match (held, holder_runs) {
+        (false, _) => Holding::Free,
+        (true, false) if waited < grace => Holding::Going,
+        (true, _) => Holding::Live,
+    }
+}
+
+/// Whether a live ralph holds the lock at `path`: the watchdog's question. A ralph
+/// just killed holds it a moment longer (its threads end, a child it was starting
+/// dies), so one whose recorded holder no longer runs is waited for up to `grace`:
+/// a resume is not put off for a whole watch interval.
+pub(crate) fn held_by_a_live_ralph(path: &Path, grace: Duration) -> bool {
+    let started = Instant::now();
+    loop {
+        let held = is_held(path);
+        let runs = held && read_info(path).is_none_or(|holder| holder.process_alive());
+        match holding(held, runs, started.elapsed(), grace) {
+            Holding::Free => return false,
+            Holding::Live => return true,
+            Holding::Going => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
 
 /// Takes the lock at `path` for a run: while another ralph of this host holds it,
 /// waits when `wait` (`--resume-or-start`, telling `waiting` once who holds it) or
@@ -100,19 +139,21 @@ pub(crate) fn take(
     wait: bool,
     waiting: &mut dyn FnMut(&Path, Option<LockInfo>),
 ) -> Result<Acquired, LockError> {
-    let (mut told, started) = (false, std::time::Instant::now());
+    let (mut told, started) = (false, Instant::now());
     loop {
         match acquire(path) {
-            Err(LockError::Held { info: Some(holder), .. })
-                if !holder.process_alive() && started.elapsed() < DEAD_HOLDER_GRACE =>
-            {
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
-            Err(LockError::Held { path, info }) if wait => {
-                if !std::mem::replace(&mut told, true) {
-                    waiting(&path, info);
+            Err(LockError::Held { path, info }) => {
+                let runs = info.as_ref().is_none_or(LockInfo::process_alive);
+                match holding(true, runs, started.elapsed(), DEAD_HOLDER_GRACE) {
+                    Holding::Going => std::thread::sleep(Duration::from_millis(50)),
+                    _ if wait => {
+                        if !std::mem::replace(&mut told, true) {
+                            waiting(&path, info);
+                        }
+                        std::thread::sleep(Duration::from_millis(500));
+                    }
+                    _ => return Err(LockError::Held { path, info }),
                 }
-                std::thread::sleep(std::time::Duration::from_millis(500));
             }
             taken => return taken,
         }
@@ -271,6 +312,7 @@ fn same_inode(file: &File, path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nix::sys::wait::WaitPidFlag;
     use std::process::{Command, Stdio};
 
     fn lock_path() -> (tempfile::TempDir, PathBuf) {
@@ -442,6 +484,65 @@ mod tests {
         assert!(err.to_string().contains(".agent/ralph.lock"));
     }
 
+    /// One process that holds the flock of `p` on its own descriptor: the shell
+    /// opens the file, util-linux `flock` locks that shared open file, the shell
+    /// becomes `sleep` keeping the descriptor. Killing that pid releases the lock.
+    fn flock_holder(p: &Path) -> std::process::Child {
+        let mut child = Command::new("sh")
+            .args(["-c", "exec 9<>\"$1\" && flock -n 9 && echo locked && exec sleep 30", "sh"])
+            .arg(p)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        io::BufRead::read_line(&mut io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+        assert_eq!(line, "locked\n");
+        child
+    }
+
+    #[test]
+    fn a_killed_holder_its_parent_has_not_reaped_is_not_alive() {
+        let (_d, p) = lock_path();
+        let mut child = flock_holder(&p);
+        let theirs = LockInfo { pid: child.id(), ..LockInfo::current() };
+        std::fs::write(&p, serde_json::to_string(&theirs).unwrap()).unwrap();
+        assert!(theirs.process_alive() && held_by_a_live_ralph(&p, Duration::ZERO));
+        child.kill().unwrap();
+        // Waited for without reaping it: a zombie until `child.wait()`.
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+        nix::sys::wait::waitid(nix::sys::wait::Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT).unwrap();
+        assert!(!theirs.process_alive(), "a zombie is no live ralph");
+        assert!(!held_by_a_live_ralph(&p, DEAD_HOLDER_GRACE));
+        assert_eq!(acquire(&p).unwrap().stale, Some(theirs));
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn a_holder_that_no_longer_runs_is_waited_for_until_the_grace_ends() {
+        let grace = DEAD_HOLDER_GRACE;
+        for waited in [Duration::ZERO, grace] {
+            assert_eq!(holding(false, false, waited, grace), Holding::Free);
+            assert_eq!(holding(false, true, waited, grace), Holding::Free);
+            assert_eq!(holding(true, true, waited, grace), Holding::Live);
+        }
+        assert_eq!(holding(true, false, Duration::ZERO, grace), Holding::Going);
+        assert_eq!(holding(true, false, grace - Duration::from_millis(1), grace), Holding::Going);
+        assert_eq!(holding(true, false, grace, grace), Holding::Live, "whoever holds it then");
+    }
+
+    #[test]
+    fn a_lock_held_by_no_running_ralph_is_live_once_the_grace_is_over() {
+        let (_d, p) = lock_path();
+        let a = acquire(&p).unwrap();
+        // The record names a process gone (its flock kept by another descriptor).
+        let gone = LockInfo { pid: 999_999_999, ..LockInfo::current() };
+        std::fs::write(&p, serde_json::to_string(&gone).unwrap()).unwrap();
+        assert!(held_by_a_live_ralph(&p, Duration::from_millis(100)));
+        a.lock.release().unwrap();
+        assert!(!held_by_a_live_ralph(&p, DEAD_HOLDER_GRACE));
+    }
+
     /// A real other process holding the lock, then killed with SIGKILL: held while
     /// it lives, stale with its record once it is gone. Uses util-linux `flock`.
     #[test]
@@ -454,19 +555,7 @@ mod tests {
         let theirs =
             LockInfo { pid: 4242, host: "child".into(), boot_id: boot_id(), started_at: "2026-01-01T00:00:00Z".into() };
         std::fs::write(&p, serde_json::to_string(&theirs).unwrap()).unwrap();
-        // One process that holds the flock on its own descriptor: the shell
-        // opens the file, `flock` locks that shared open file, the shell becomes
-        // `sleep` keeping the descriptor. Killing that pid releases the lock.
-        let mut child = Command::new("sh")
-            .args(["-c", "exec 9<>\"$1\" && flock -n 9 && echo locked && exec sleep 30", "sh"])
-            .arg(&p)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        io::BufRead::read_line(&mut io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
-        assert_eq!(line, "locked\n");
+        let mut child = flock_holder(&p);
         let held = match acquire(&p) {
             Err(LockError::Held { info, .. }) => info,
             other => panic!("expected held, got {other:?}"),

@@ -8,6 +8,9 @@
 //! there a tag counts only with its closing tag, and a cut-off tail does not count.
 //! Whether a call in thinking was then made for real is the caller's to check.
 
+use std::sync::LazyLock;
+
+use aho_corasick::AhoCorasick;
 use serde_json::{Map, Value};
 
 use super::markdown::mask_code;
@@ -53,18 +56,36 @@ pub(crate) fn detect_in_thinking(text: &str) -> Option<ToolText> {
     scan(text, Mode::Thinking)
 }
 
-/// Every pattern starts at one of these bytes (`<` for tags, tokens and cut-off
-/// tags, `[` for `[TOOL_CALLS]`, `{` for JSON calls). Masking code only removes
-/// text, so a line without any of them cannot match: the common case (prose)
-/// costs one byte scan instead of a masked copy and a dozen substring searches.
-const TRIGGERS: [u8; 3] = [b'<', b'[', b'{'];
+/// What every pattern below needs, literally: masking code only turns characters
+/// into spaces, so it never makes one. A tag, a cut-off tag or a token starts with
+/// `<` and the start of a tool word, `</`, `<|` or `<antml:`; a JSON call has a
+/// `"name"`, `"tool…"`, `"action"`, `"function"` or `"type"` key, unless its keys
+/// are `\u` escapes. Most lines, of prose and of code alike, hold none of them.
+/// (Separated by spaces: no needle holds one.)
+const NEEDLES: &str =
+    r#"<func <invo <para <tool </ <| <｜ <antml: [TOOL_CALLS] "name" "tool "action" "function" "type" \u"#;
 
-fn scan(text: &str, mode: Mode) -> Option<ToolText> {
-    let [x, y, z] = TRIGGERS;
-    memchr::memchr3(x, y, z, text.as_bytes()).and_then(|_| scan_masked(text, mode))
+/// Whether `text` may hold a printed tool call: one of [`NEEDLES`] or a named tool
+/// tag ([`TOOL_TAGS`]) is in it. A text without one skips the full scan (a masked
+/// copy, a dozen searches, a JSON parse at every `{`), which a flood of source code
+/// would otherwise pay on nearly every line. Every call holds `<`, `[` or `"` (a
+/// `\u` escape counts only in a JSON key, between quotes): a text without any, as
+/// most prose, costs one byte scan.
+fn may_hold_a_call(text: &str) -> bool {
+    static FINDER: LazyLock<Option<AhoCorasick>> = LazyLock::new(|| {
+        let tags = TOOL_TAGS.iter().map(|(open, _)| open.as_str());
+        AhoCorasick::new(NEEDLES.split_whitespace().chain(tags)).ok()
+    });
+    memchr::memchr3(b'<', b'[', b'"', text.as_bytes()).is_some()
+        // Without the finder (it is built from constants: never), every text is scanned.
+        && FINDER.as_ref().is_none_or(|finder| finder.is_match(text))
 }
 
-/// [`scan`] without the trigger-byte shortcut.
+fn scan(text: &str, mode: Mode) -> Option<ToolText> {
+    if may_hold_a_call(text) { scan_masked(text, mode) } else { None }
+}
+
+/// [`scan`] without the [`may_hold_a_call`] shortcut.
 fn scan_masked(text: &str, mode: Mode) -> Option<ToolText> {
     if text.chars().filter(|c| !c.is_whitespace()).count() < MIN_CHARS {
         return None;
@@ -167,18 +188,20 @@ const TOOL_NAMES: &[&str] = &[
     "browser_action",
 ];
 
+/// Each of [`TOOL_NAMES`] as its opening and its closing tag, made once.
+static TOOL_TAGS: LazyLock<Vec<(String, String)>> =
+    LazyLock::new(|| TOOL_NAMES.iter().map(|name| (format!("<{name}>"), format!("</{name}>"))).collect());
+
 fn named_tool_tags(m: &str, mode: Mode) -> Option<(usize, &'static str)> {
-    TOOL_NAMES
+    TOOL_TAGS
         .iter()
-        .filter_map(|name| {
-            let open = format!("<{name}>");
-            let close = format!("</{name}>");
-            m.match_indices(&open)
+        .filter_map(|(open, close)| {
+            m.match_indices(open.as_str())
                 .map(|(at, _)| at)
                 .find(|&at| {
                     let after = &m[at + open.len()..];
                     let child = after.trim_start().strip_prefix('<').is_some_and(|c| c.starts_with(is_name_start));
-                    starts_line(m, at) && child && (mode == Mode::Message || after.contains(&close))
+                    starts_line(m, at) && child && (mode == Mode::Message || after.contains(close.as_str()))
                 })
                 .map(|at| (at, "xml-tool-name"))
         })

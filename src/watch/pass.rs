@@ -256,7 +256,7 @@ fn handle(
         checkpoint: view.as_ref().map(View::seen),
         dir_exists: stamp.is_some() || entry.dir.is_dir(),
         allowed: roots.is_empty() || roots.iter().any(|r| entry.dir.starts_with(r)),
-        owner_alive: lock::is_held(&lock),
+        owner_alive: lock::held_by_a_live_ralph(&lock, lock::DEAD_HOLDER_GRACE),
         state: &state,
         boot_id: boot,
         now: p.now,

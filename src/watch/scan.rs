@@ -77,7 +77,7 @@ fn consider(registry: &Path, dir: &Path, known: &mut Known) -> Option<String> {
     let checkpoint = dir.join(".agent").join("checkpoint.json");
     let cp = format::read_newest(&checkpoint).ok().flatten()?.checkpoint;
     let interrupted = super::decide::may_resume(cp.status);
-    if !interrupted || lock::is_held(&dir.join(".agent").join("ralph.lock")) {
+    if !interrupted || lock::held_by_a_live_ralph(&dir.join(".agent").join("ralph.lock"), lock::DEAD_HOLDER_GRACE) {
         return None;
     }
     let identity = identity_now::of(dir);

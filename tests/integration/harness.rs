@@ -669,16 +669,25 @@ pub(crate) fn wait_child(child: &mut Child, timeout: Duration, what: &str) -> Ex
     }
 }
 
-/// Whether `pid` is a live process (a zombie counts as dead).
+/// Whether `pid` is a live process: one of its threads is neither a zombie nor
+/// dead. Its first thread may be a zombie while the others still end (and hold its
+/// descriptors, its locks among them).
 pub(crate) fn alive(pid: i32) -> bool {
-    match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            // "pid (comm) S ...": the state follows the last ')'.
-            let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
-            !matches!(state, Some('Z') | Some('X') | None)
-        }
-        Err(_) => false,
-    }
+    let Ok(threads) = fs::read_dir(format!("/proc/{pid}/task")) else { return false };
+    threads.flatten().any(|thread| {
+        let stat = fs::read_to_string(thread.path().join("stat")).unwrap_or_default();
+        // "pid (comm) S ...": the state follows the last ')'.
+        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
+        !matches!(state, Some('Z') | Some('X') | None)
+    })
+}
+
+/// Whether a process holds the flock of the lock at `path` (a shared flock is
+/// refused only while someone holds the exclusive one).
+pub(crate) fn lock_held(path: &Path) -> bool {
+    use nix::fcntl::{Flock, FlockArg};
+    let Ok(file) = fs::File::open(path) else { return false };
+    matches!(Flock::lock(file, FlockArg::LockSharedNonblock), Err((_, nix::errno::Errno::EWOULDBLOCK)))
 }
 
 /// Waits (bounded) for `pid` to be gone; returns whether it is.

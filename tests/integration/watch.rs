@@ -224,13 +224,7 @@ fn a_crash_loop_ends_blocked_after_its_budget_across_simulated_reboots() {
             .expect_code(0)
             .stderr_has(": resumed: ");
         // The resumed ralph dies like the first one, before finishing anything.
-        let agent = p.pid_file("agent.pid");
-        let lock: Value = wait_for_lock(&p);
-        let pid = lock["pid"].as_i64().unwrap_or_default() as i32;
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
-        wait_until(|| !crate::harness::alive(pid), "the resumed ralph to die");
-        cleanup(agent);
-        let _ = fs::remove_file(p.join("agent.pid"));
+        stop_resumed(&p, Signal::SIGKILL);
         assert_eq!(p.checkpoint()["status"], "running");
         if round == 1 {
             // Once in a boot, without progress: the same boot does not resume it again.
@@ -458,7 +452,7 @@ pub(crate) fn registry_entry(p: &Project) -> Value {
     serde_json::from_str(&fs::read_to_string(registry_file(p)).unwrap()).unwrap()
 }
 
-pub(crate) fn wait_for_lock(p: &Project) -> Value {
+fn wait_for_lock(p: &Project) -> Value {
     let path = p.join(".agent/ralph.lock");
     let deadline = Instant::now() + LIMIT;
     loop {
@@ -468,6 +462,19 @@ pub(crate) fn wait_for_lock(p: &Project) -> Value {
         assert!(Instant::now() < deadline, "no ralph took the lock");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Sends `signal` to the ralph a watchdog's resume started (named by its lock) once
+/// its agent is at work, and waits until it is gone and its lock free; its agent is
+/// ended.
+pub(crate) fn stop_resumed(p: &Project, signal: Signal) {
+    let agent = p.pid_file("agent.pid");
+    let pid = wait_for_lock(p)["pid"].as_i64().unwrap_or_default() as i32;
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal);
+    let lock = p.join(".agent/ralph.lock");
+    wait_until(|| !crate::harness::alive(pid) && !crate::harness::lock_held(&lock), "the resumed ralph to end");
+    cleanup(agent);
+    let _ = fs::remove_file(p.join("agent.pid"));
 }
 
 pub(crate) fn wait_until(ok: impl Fn() -> bool, what: &str) {

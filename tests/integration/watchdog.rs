@@ -14,8 +14,8 @@ use serde_json::Value;
 
 use crate::harness::{Project, alive, cleanup, gone_within};
 use crate::watch::{
-    LATER_LAUNCHES, LIMIT, config, kill_9, project, start_and_wait_for_agent, stop_with, wait_for_lock,
-    wait_for_status, wait_until, watch_once,
+    LATER_LAUNCHES, LIMIT, config, kill_9, project, start_and_wait_for_agent, stop_resumed, stop_with, wait_for_status,
+    watch_once,
 };
 
 /// The directory as the run registers it.
@@ -71,11 +71,7 @@ fn a_run_interrupted_again_after_a_resume_is_said_to_wait_for_the_next_boot() {
     let p = Project::new().config(&config("", ""));
     kill_9(&p);
     watch_once(&p).expect_code(0).stderr_has(": resumed: ");
-    let agent = p.pid_file("agent.pid");
-    let pid = wait_for_lock(&p)["pid"].as_i64().unwrap_or_default() as i32;
-    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGHUP);
-    wait_until(|| !alive(pid), "the resumed ralph to stop");
-    cleanup(agent);
+    stop_resumed(&p, Signal::SIGHUP);
     assert_eq!(p.checkpoint()["status"], "interrupted");
     watch_once(&p)
         .expect_code(0)

@@ -186,3 +186,51 @@ fn the_trigger_byte_shortcut_changes_no_answer() {
     assert_eq!(detect(prose), None);
     assert_eq!(pattern("[TOOL_CALLS][{\"name\": \"ls\", \"arguments\": {}}]"), Some("special-token"));
 }
+
+/// The [`may_hold_a_call`] shortcut changes no answer on any line of the corpus
+/// either (a text agent's events are lines), finds calls whose keys are escapes,
+/// and lets ordinary code skip the full scan.
+#[test]
+fn the_needle_shortcut_changes_no_answer_line_by_line() {
+    let texts: Vec<String> = corpus("positive").into_iter().chain(corpus("negative")).map(|(_, t)| t).collect();
+    for line in texts.iter().flat_map(|t| t.lines()) {
+        for mode in [Mode::Message, Mode::Thinking] {
+            assert_eq!(super::scan(line, mode), super::scan_masked(line, mode), "{line:?}");
+        }
+    }
+    let escaped = "{\"n\\u0061me\": \"Bash\", \"arguments\": {\"command\": \"ls -la\"}}";
+    assert_eq!(pattern(escaped), Some("json-name-arguments"));
+    let code = "    let v: Vec<String> = map.iter().map(|(k, v)| format!(\"{k}={v}\")).collect::<Vec<_>>();";
+    assert!(!super::may_hold_a_call(code));
+}
+
+/// Each needle is needed: a call that holds it and no other one.
+#[test]
+fn every_needle_is_the_only_one_of_some_call() {
+    let witnesses = [
+        "I will now update the handler to return 404.\n\n<function=edit",
+        "Running the build to see the remaining errors.\n<invoke name=\"Bash\"",
+        "Now writing the new config file, then a reload.\n<para",
+        "Running the build to see the remaining errors.\n<tool_c",
+        "Closing the call I started in the last message.\n</function",
+        "Calling the shell tool to list the files now.<|tool_call|>",
+        "Let me check.<｜tool▁calls▁begin｜>function<｜tool▁sep｜>bash",
+        "Running the full test suite to check the fix.\n<antml:invoke name=\"Bash\">",
+        "[TOOL_CALLS] the model printed its call here as plain text",
+        "{\"name\": \"Bash\", \"arguments\": {\"command\": \"ls -la\"}}",
+        "{\"tool\": \"Bash\", \"input\": {\"command\": \"ls -la\"}}",
+        "{\"action\": \"Search\", \"action_input\": \"weather in Paris\"}",
+        "{\"function\": {\"input\": {\"command\": \"ls",
+        "{\"type\": \"x\", \"input\": {\"command\": \"ls",
+        "{\"n\\u0061me\": \"Bash\", \"arguments\": {\"command\": \"ls -la\"}}",
+        "<read_file>\n<path>src/main.rs",
+    ];
+    let needles: Vec<&str> =
+        NEEDLES.split_whitespace().chain(TOOL_TAGS.iter().map(|(open, _)| open.as_str())).collect();
+    for needle in NEEDLES.split_whitespace().chain(["<read_file>"]) {
+        let Some(text) = witnesses.iter().find(|w| w.contains(needle)) else { panic!("no witness of {needle}") };
+        let held: Vec<&&str> = needles.iter().filter(|n| text.contains(**n)).collect();
+        assert_eq!(held, [&needle], "{text:?}");
+        assert!(super::scan_masked(text, Mode::Message).is_some(), "{text:?}");
+    }
+}
