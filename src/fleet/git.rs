@@ -406,6 +406,27 @@ mod tests {
         assert!(kept.join(".git").is_file(), "a whole worktree is untouched");
     }
 
+    /// Two worktrees made at once (the fleet makes up to `max_parallel`): a failed
+    /// add's clearing took the record the other git was writing that moment (no
+    /// `commondir` yet). A fresh one is kept; one a kill left a minute ago, with no
+    /// git at work in the repository, goes.
+    #[test]
+    fn a_record_being_written_is_kept_and_an_abandoned_one_is_cleared() {
+        let (tmp, repo, _) = repo_with_a_commit();
+        let records = repo.top().join(".git/worktrees");
+        for name in ["old", "fresh"] {
+            std::fs::create_dir_all(records.join(name)).expect("record");
+            let dot_git = format!("{}\n", tmp.path().join(name).join(".git").display());
+            std::fs::write(records.join(name).join("gitdir"), dot_git).expect("gitdir");
+        }
+        let minute_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        for path in [records.join("old/gitdir"), records.join("old")] {
+            std::fs::File::open(&path).and_then(|f| f.set_modified(minute_ago)).expect("aged");
+        }
+        assert_eq!(clear_half_made_records(&repo).expect("cleared"), ["old"]);
+        assert!(records.join("fresh/gitdir").is_file(), "the record being written is kept");
+    }
+
     /// One git process answers for several branches as `tip` does for each: a
     /// missing one, one whose name is a prefix of another's, a branch below it.
     #[test]
