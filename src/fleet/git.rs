@@ -62,21 +62,24 @@ pub(crate) fn worktrees(repo: &Repo) -> Result<Vec<Worktree>, GitError> {
 
 /// Removes git's records of worktrees whose `git worktree add` was killed before it
 /// wrote `commondir` (a supervisor SIGKILLed with its git): an empty one makes every
-/// `git worktree` command of the repository fail until they go. Called only after
-/// git was retried for seconds (`Repo`'s lock wait), so no git is still writing
-/// one. Such an add never reached its checkout: the worktree's folder holds at most
-/// git's `.git` file, which goes with it (a folder holding anything else is kept).
+/// `git worktree` command of the repository fail until they go. A record another
+/// git may still be writing (a second task's worktree made at the same moment) is
+/// no such record: the stale-lock rule judges each (a live git in the repository,
+/// the age floor), and one it does not call abandoned stays for a later look. Such
+/// an add never reached its checkout: the worktree's folder holds at most git's
+/// `.git` file, which goes with it (a folder holding anything else is kept).
 /// The records removed, by name.
 pub(crate) fn clear_half_made_records(repo: &Repo) -> Result<Vec<String>, GitError> {
     let common = repo.git(&["rev-parse", "--git-common-dir"])?;
-    let records = repo.top().join(common.trim()).join("worktrees");
-    let Ok(entries) = std::fs::read_dir(&records) else { return Ok(Vec::new()) };
+    let common = repo.top().join(common.trim());
+    let Ok(entries) = std::fs::read_dir(common.join("worktrees")) else { return Ok(Vec::new()) };
     let mut cleared = Vec::new();
     for record in entries.flatten().map(|e| e.path()) {
         // git dies on an empty `commondir` ("failed to read"), and reads a record
         // without one as no linked worktree at all: both are an add cut short.
         let written = std::fs::metadata(record.join("commondir")).is_ok_and(|m| m.len() > 0);
-        if !record.is_dir() || written {
+        let goes = |facts| crate::git::stale_lock::half_made_record_goes(written, &facts);
+        if !record.is_dir() || !crate::git::locks::record_facts(&record, &common).is_some_and(goes) {
             continue;
         }
         if let Ok(dot_git) = std::fs::read_to_string(record.join("gitdir")) {
