@@ -426,6 +426,18 @@ mod tests {
         for path in [records.join("old/gitdir"), records.join("old")] {
             std::fs::File::open(&path).and_then(|f| f.set_modified(minute_ago)).expect("aged");
         }
+        // A git at work in the repository may be writing even an old one.
+        let mut git = std::process::Command::new("git")
+            .args(["cat-file", "--batch"])
+            .current_dir(repo.top())
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("git runs");
+        let while_git_works = clear_half_made_records(&repo);
+        // Killed, not awaited on its own: the test never hangs on it.
+        let _ = git.kill();
+        let _ = git.wait();
+        assert_eq!(while_git_works.expect("looked"), Vec::<String>::new());
         assert_eq!(clear_half_made_records(&repo).expect("cleared"), ["old"]);
         assert!(records.join("fresh/gitdir").is_file(), "the record being written is kept");
     }
