@@ -498,4 +498,49 @@ mod tests {
         again.run().expect("made again");
         run(&path, &["rev-parse", "HEAD"]);
     }
+
+    /// A record a kill left (an empty `commondir`: every `git worktree` command fails)
+    /// while some git works in the repository: doubt keeps the record, so the task
+    /// waits for a later look instead of being blocked for a person; once no git
+    /// works there, the record goes and the worktree is made.
+    #[test]
+    fn a_kept_half_made_record_makes_the_task_wait_not_block() {
+        let (tmp, repo, head) = repo_with_a_commit();
+        let record = repo.top().join(".git/worktrees/x");
+        std::fs::create_dir_all(&record).expect("record");
+        std::fs::write(record.join("commondir"), "").expect("commondir");
+        let dot_git = format!("{}\n", tmp.path().join("w/x/.git").display());
+        std::fs::write(record.join("gitdir"), dot_git).expect("gitdir");
+        // The add got as far as the worktree's `.git` file: `git worktree prune` keeps it.
+        std::fs::create_dir_all(tmp.path().join("w/x")).expect("mkdir");
+        std::fs::write(tmp.path().join("w/x/.git"), format!("gitdir: {}\n", record.display())).expect(".git");
+        let minute_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        for path in [record.join("commondir"), record.join("gitdir"), record.clone()] {
+            std::fs::File::open(&path).and_then(|f| f.set_modified(minute_ago)).expect("aged");
+        }
+        let path = tmp.path().join("w/a");
+        let make = crate::fleet::worktree::Make {
+            task: "a".into(),
+            repo: repo.clone(),
+            path: path.clone(),
+            branch: "ralph/a".into(),
+            from: head,
+            new_branch: true,
+            reason: "ralph fleet".into(),
+        };
+        let mut git = std::process::Command::new("git")
+            .args(["cat-file", "--batch"])
+            .current_dir(repo.top())
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("git runs");
+        let while_git_works = make.run();
+        // Killed, not awaited on its own: the test never hangs on it.
+        let _ = git.kill();
+        let _ = git.wait();
+        assert!(matches!(while_git_works, Err(crate::fleet::worktree::NotMade::Later(_))), "{while_git_works:?}");
+        let again = crate::fleet::worktree::Make { new_branch: tip(&repo, "ralph/a").expect("tip").is_none(), ..make };
+        again.run().expect("made once no git works in the repository");
+        run(&path, &["rev-parse", "HEAD"]);
+    }
 }
