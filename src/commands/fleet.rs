@@ -54,13 +54,7 @@ fn change(found: &Found, request: &Request) -> Result<i32, RalphError> {
     let done = match request {
         Request::Retry { task } => book.retry(task).map(|said| format!("{said}; `ralph fleet` runs it")),
         Request::Discard { task, delete_branch } => discard_offline(&mut book, task, *delete_branch),
-        Request::Clean {} => {
-            let results = book.clean();
-            let ok = results.iter().all(Result::is_ok);
-            let text = results.into_iter().map(|r| r.unwrap_or_else(|e| e)).collect::<Vec<_>>().join("\n");
-            let text = if text.is_empty() { "nothing to clean".to_string() } else { text };
-            if ok { Ok(text) } else { Err(text) }
-        }
+        Request::Clean {} => book.clean(),
         _ => Err("not a change".to_string()),
     };
     answer(done)

@@ -62,21 +62,24 @@ pub(crate) fn worktrees(repo: &Repo) -> Result<Vec<Worktree>, GitError> {
 
 /// Removes git's records of worktrees whose `git worktree add` was killed before it
 /// wrote `commondir` (a supervisor SIGKILLed with its git): an empty one makes every
-/// `git worktree` command of the repository fail until they go. Called only after
-/// git was retried for seconds (`Repo`'s lock wait), so no git is still writing
-/// one. Such an add never reached its checkout: the worktree's folder holds at most
-/// git's `.git` file, which goes with it (a folder holding anything else is kept).
+/// `git worktree` command of the repository fail until they go. A record another
+/// git may still be writing (a second task's worktree made at the same moment) is
+/// no such record: the stale-lock rule judges each (a live git in the repository,
+/// the age floor), and one it does not call abandoned stays for a later look. Such
+/// an add never reached its checkout: the worktree's folder holds at most git's
+/// `.git` file, which goes with it (a folder holding anything else is kept).
 /// The records removed, by name.
 pub(crate) fn clear_half_made_records(repo: &Repo) -> Result<Vec<String>, GitError> {
     let common = repo.git(&["rev-parse", "--git-common-dir"])?;
-    let records = repo.top().join(common.trim()).join("worktrees");
-    let Ok(entries) = std::fs::read_dir(&records) else { return Ok(Vec::new()) };
+    let common = repo.top().join(common.trim());
+    let Ok(entries) = std::fs::read_dir(common.join("worktrees")) else { return Ok(Vec::new()) };
     let mut cleared = Vec::new();
     for record in entries.flatten().map(|e| e.path()) {
         // git dies on an empty `commondir` ("failed to read"), and reads a record
         // without one as no linked worktree at all: both are an add cut short.
         let written = std::fs::metadata(record.join("commondir")).is_ok_and(|m| m.len() > 0);
-        if !record.is_dir() || written {
+        let goes = |facts| crate::git::stale_lock::half_made_record_goes(written, &facts);
+        if !record.is_dir() || !crate::git::locks::record_facts(&record, &common).is_some_and(goes) {
             continue;
         }
         if let Ok(dot_git) = std::fs::read_to_string(record.join("gitdir")) {
@@ -406,6 +409,39 @@ mod tests {
         assert!(kept.join(".git").is_file(), "a whole worktree is untouched");
     }
 
+    /// Two worktrees made at once (the fleet makes up to `max_parallel`): a failed
+    /// add's clearing took the record the other git was writing that moment (no
+    /// `commondir` yet). A fresh one is kept; one a kill left a minute ago, with no
+    /// git at work in the repository, goes.
+    #[test]
+    fn a_record_being_written_is_kept_and_an_abandoned_one_is_cleared() {
+        let (tmp, repo, _) = repo_with_a_commit();
+        let records = repo.top().join(".git/worktrees");
+        for name in ["old", "fresh"] {
+            std::fs::create_dir_all(records.join(name)).expect("record");
+            let dot_git = format!("{}\n", tmp.path().join(name).join(".git").display());
+            std::fs::write(records.join(name).join("gitdir"), dot_git).expect("gitdir");
+        }
+        let minute_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        for path in [records.join("old/gitdir"), records.join("old")] {
+            std::fs::File::open(&path).and_then(|f| f.set_modified(minute_ago)).expect("aged");
+        }
+        // A git at work in the repository may be writing even an old one.
+        let mut git = std::process::Command::new("git")
+            .args(["cat-file", "--batch"])
+            .current_dir(repo.top())
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("git runs");
+        let while_git_works = clear_half_made_records(&repo);
+        // Killed, not awaited on its own: the test never hangs on it.
+        let _ = git.kill();
+        let _ = git.wait();
+        assert_eq!(while_git_works.expect("looked"), Vec::<String>::new());
+        assert_eq!(clear_half_made_records(&repo).expect("cleared"), ["old"]);
+        assert!(records.join("fresh/gitdir").is_file(), "the record being written is kept");
+    }
+
     /// One git process answers for several branches as `tip` does for each: a
     /// missing one, one whose name is a prefix of another's, a branch below it.
     #[test]
@@ -460,6 +496,51 @@ mod tests {
         std::fs::remove_dir_all(&path).expect("rm");
         let again = crate::fleet::worktree::Make { new_branch: false, ..make };
         again.run().expect("made again");
+        run(&path, &["rev-parse", "HEAD"]);
+    }
+
+    /// A record a kill left (an empty `commondir`: every `git worktree` command fails)
+    /// while some git works in the repository: doubt keeps the record, so the task
+    /// waits for a later look instead of being blocked for a person; once no git
+    /// works there, the record goes and the worktree is made.
+    #[test]
+    fn a_kept_half_made_record_makes_the_task_wait_not_block() {
+        let (tmp, repo, head) = repo_with_a_commit();
+        let record = repo.top().join(".git/worktrees/x");
+        std::fs::create_dir_all(&record).expect("record");
+        std::fs::write(record.join("commondir"), "").expect("commondir");
+        let dot_git = format!("{}\n", tmp.path().join("w/x/.git").display());
+        std::fs::write(record.join("gitdir"), dot_git).expect("gitdir");
+        // The add got as far as the worktree's `.git` file: `git worktree prune` keeps it.
+        std::fs::create_dir_all(tmp.path().join("w/x")).expect("mkdir");
+        std::fs::write(tmp.path().join("w/x/.git"), format!("gitdir: {}\n", record.display())).expect(".git");
+        let minute_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        for path in [record.join("commondir"), record.join("gitdir"), record.clone()] {
+            std::fs::File::open(&path).and_then(|f| f.set_modified(minute_ago)).expect("aged");
+        }
+        let path = tmp.path().join("w/a");
+        let make = crate::fleet::worktree::Make {
+            task: "a".into(),
+            repo: repo.clone(),
+            path: path.clone(),
+            branch: "ralph/a".into(),
+            from: head,
+            new_branch: true,
+            reason: "ralph fleet".into(),
+        };
+        let mut git = std::process::Command::new("git")
+            .args(["cat-file", "--batch"])
+            .current_dir(repo.top())
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("git runs");
+        let while_git_works = make.run();
+        // Killed, not awaited on its own: the test never hangs on it.
+        let _ = git.kill();
+        let _ = git.wait();
+        assert!(matches!(while_git_works, Err(crate::fleet::worktree::NotMade::Later(_))), "{while_git_works:?}");
+        let again = crate::fleet::worktree::Make { new_branch: tip(&repo, "ralph/a").expect("tip").is_none(), ..make };
+        again.run().expect("made once no git works in the repository");
         run(&path, &["rev-parse", "HEAD"]);
     }
 }

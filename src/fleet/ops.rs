@@ -370,8 +370,10 @@ impl Book {
         said
     }
 
-    /// `ralph fleet clean`: the worktrees of merged and discarded tasks.
-    pub(crate) fn clean(&mut self) -> Vec<Result<String, String>> {
+    /// `ralph fleet clean`: the worktrees of merged and discarded tasks, one line
+    /// each. The answer with or without a supervisor: a worktree kept (it holds
+    /// changes) or that git cannot remove fails the whole, every line still said.
+    pub(crate) fn clean(&mut self) -> Result<String, String> {
         let names: Vec<String> = self
             .fleet
             .tasks
@@ -379,7 +381,11 @@ impl Book {
             .filter(|(_, t)| matches!(t.state, TaskState::Merged | TaskState::Discarded) && t.worktree.is_some())
             .map(|(n, _)| n.clone())
             .collect();
-        names.iter().map(|n| self.remove_worktree(n)).collect()
+        let results: Vec<_> = names.iter().map(|n| self.remove_worktree(n)).collect();
+        let ok = results.iter().all(Result::is_ok);
+        let text = results.into_iter().map(|r| r.unwrap_or_else(|e| e)).collect::<Vec<_>>().join("\n");
+        let text = if text.is_empty() { "nothing to clean".to_string() } else { text };
+        if ok { Ok(text) } else { Err(text) }
     }
 }
 

@@ -551,9 +551,7 @@ impl Supervisor {
                 self.book.retry(&task).inspect(|_| (self.later, self.queue_paused) = (None, None))
             }
             Request::Discard { task, delete_branch } => self.discard(&task, delete_branch),
-            Request::Clean {} => {
-                Ok(self.book.clean().into_iter().map(|r| r.unwrap_or_else(|e| e)).collect::<Vec<_>>().join("\n"))
-            }
+            Request::Clean {} => self.book.clean(),
             Request::Land { task } => self.land_request(&task),
         };
         let reply_value = match answer {

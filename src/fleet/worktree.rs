@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::git::repo::Repo;
+use crate::git::repo::{GitError, Repo, half_made_worktree};
 
 use super::git;
 
@@ -18,6 +18,20 @@ pub(crate) enum NotMade {
     Later(String),
     /// Not without a person: the task is blocked with this.
     Block(String),
+}
+
+impl NotMade {
+    /// A git failure: a worktree record git cannot read that the stale-lock rule
+    /// kept (a git may still be writing it; doubt keeps) is a later look, which
+    /// clears it once no git works in the repository; anything else needs a person.
+    fn git(what: &str, e: GitError) -> Self {
+        match &e {
+            GitError::Failed { output, .. } if half_made_worktree(output.as_bytes()) => {
+                Self::Later(format!("{what}: a worktree record is being written or was cut short: {e}"))
+            }
+            _ => Self::Block(format!("{what}: {e}")),
+        }
+    }
 }
 
 /// A worktree to make.
@@ -63,7 +77,7 @@ impl Make {
         if add(self.new_branch).is_err()
             && let Err(e) = tidy().and_then(|_| git::tip(&self.repo, &self.branch)).and_then(|tip| add(tip.is_none()))
         {
-            return Err(NotMade::Block(format!("git cannot create its worktree: {e}")));
+            return Err(NotMade::git("git cannot create its worktree", e));
         }
         Ok(took)
     }
@@ -75,7 +89,7 @@ impl Make {
         if crate::state::lock::is_held(&path.join(".agent").join("ralph.lock")) {
             return Err(NotMade::Later(format!("a ralph still runs in {}", path.display())));
         }
-        let git_failed = |e: crate::git::repo::GitError| NotMade::Block(format!("git: {e}"));
+        let git_failed = |e| NotMade::git("git", e);
         let listed = git::worktrees(&self.repo).map_err(git_failed)?;
         if !listed.iter().any(|w| w.path == *path) {
             return std::fs::remove_dir(path).map_err(|_| {

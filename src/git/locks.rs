@@ -86,6 +86,20 @@ pub(crate) fn sweep(common: &Path) -> Vec<Removed> {
     removed
 }
 
+/// The rule's facts about a linked worktree's record (a folder under `worktrees/`
+/// of the git directory `common`): its age is its newest change, of the folder or a
+/// file in it (git writes them one by one); who may own it as for a lock. `None`
+/// when it is gone.
+pub(crate) fn record_facts(record: &Path, common: &Path) -> Option<Facts> {
+    let real = std::fs::canonicalize(record).ok()?;
+    let meta = std::fs::symlink_metadata(&real).ok()?;
+    let files = std::fs::read_dir(&real).into_iter().flatten().flatten();
+    let changes = files.filter_map(|e| e.metadata().ok()?.modified().ok()).chain(meta.modified().ok());
+    let newest = changes.max().unwrap_or(SystemTime::UNIX_EPOCH);
+    let age = SystemTime::now().duration_since(newest).unwrap_or_default();
+    Some(Facts { age, holder: holder(&real, meta.uid(), &roots(common)) })
+}
+
 impl Look {
     /// Who holds a lock that stays, as the person is told.
     pub(crate) fn holder(self) -> String {

@@ -14,6 +14,10 @@
 //! before the process that made it is visible. A process whose entry the shell
 //! cannot read (another user's) counts as a holder when it could have made the
 //! file, so doubt keeps the lock.
+//!
+//! A linked worktree's record that `git worktree add` left without `commondir` is
+//! judged alike ([`half_made_record_goes`]): git writes it file by file, so it is an
+//! add cut short only when no git may still be writing it.
 
 use std::time::Duration;
 
@@ -82,6 +86,14 @@ pub(crate) fn decide(facts: &Facts) -> Decision {
     }
 }
 
+/// Whether a worktree record whose `commondir` is not written (empty or missing)
+/// is cleared: only when the lock rule finds it abandoned. One still being written
+/// (another thread's or process's add), or too new to judge, stays for a later look.
+#[must_use]
+pub(crate) fn half_made_record_goes(commondir_written: bool, facts: &Facts) -> bool {
+    !commondir_written && matches!(decide(facts), Decision::Remove(_))
+}
+
 impl std::fmt::Display for Holder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let what = match self.how {
@@ -132,6 +144,17 @@ mod tests {
         for how in [How::Open, How::GitHere] {
             assert_eq!(at(3600, holder(how, true)), Decision::Wait);
         }
+    }
+
+    #[test]
+    fn a_half_made_record_goes_only_when_old_and_no_git_may_be_writing_it() {
+        let facts = |secs, holder| Facts { age: Duration::from_secs(secs), holder };
+        assert!(half_made_record_goes(false, &facts(60, None)));
+        assert!(!half_made_record_goes(false, &facts(0, None)), "still being written, maybe");
+        for (how, ours) in [(How::GitHere, false), (How::GitHere, true), (How::Unreadable, false)] {
+            assert!(!half_made_record_goes(false, &facts(3600, holder(how, ours))), "{how:?} {ours}");
+        }
+        assert!(!half_made_record_goes(true, &facts(3600, None)), "a whole record is no add cut short");
     }
 
     #[test]

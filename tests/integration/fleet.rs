@@ -322,6 +322,36 @@ fn the_watchdog_resumes_a_fleet_whose_supervisor_died() {
     f.assert_no_process_left();
 }
 
+/// `ralph fleet clean` is one rule with a supervisor and without: a worktree it must
+/// keep (a file in no commit) fails the clean in both, with the same words and exit
+/// code (through the supervisor it used to read as a success, exit 0).
+#[test]
+fn clean_answers_alike_through_the_supervisor_and_without_one() {
+    let f = Fleet::new(&held("max_parallel = 2", ""), &[("a", "A."), ("b", "B.")]);
+    let first = f.fleet(&[]).spawn();
+    f.wait_for("two tasks running", |s| s["tasks"]["b"]["state"] == "running", LIMIT);
+    let deadline = std::time::Instant::now() + LIMIT;
+    while !f.worktree("a").join("a.txt").exists() {
+        assert!(std::time::Instant::now() < deadline, "task a's agent never wrote");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    f.fleet(&["discard", "a"]).run().expect_code(0);
+    f.wait_for("task a discarded", |s| s["tasks"]["a"]["state"] == "discarded", LIMIT);
+    let wt = f.worktree("a");
+    assert!(wt.is_dir(), "its agent's file in no commit keeps it");
+    fs::write(wt.join("notes.txt"), "a person's notes").expect("notes");
+    let through = f.fleet(&["clean"]).run();
+    through.expect_code(2).stderr_has("is kept").stderr_has("notes.txt").stderr_has("then `ralph fleet clean`");
+    f.fleet(&["stop", "--now"]).run().expect_code(0);
+    first.finish();
+    let offline = f.fleet(&["clean"]).run();
+    assert_eq!((offline.code, &offline.stdout, &offline.stderr), (through.code, &through.stdout, &through.stderr));
+    assert!(wt.join("notes.txt").is_file(), "kept");
+    fs::remove_file(wt.join("notes.txt")).expect("remove");
+    f.open_gate();
+    f.assert_no_process_left();
+}
+
 #[test]
 fn discard_and_clean_never_remove_a_worktree_that_holds_a_file_in_no_commit() {
     // Task b fails at once (its agent exits 1 on every launch): the fleet ends 1.
