@@ -5,7 +5,9 @@ what an agent prints when it `cat`s a code base. Rust as people write it: generi
 `json!` literals, doc comments, tests. Every line of it reaches the tool-call-as-text
 detector (it holds `<`, `[` or `{`), unlike `yes` prose.
 
-Usage: code_text.py MEGABYTES   (benches/run.sh, the "code flood" row)
+Usage: code_text.py MEGABYTES   (benches/run.sh, the "code flood" row, writes it to a
+file once and has the agent `cat` it: this interpreter's own ~26 MiB peak would
+otherwise be the row's peak RSS, which is the max over ralph and its children)
 """
 
 import random

@@ -12,8 +12,17 @@ use regex::bytes::{Captures, Regex, RegexBuilder};
 
 use super::rules::Special;
 
+/// Each regex's lazy DFA cache grows on varied text up to this (regex's default is
+/// 2 MiB; heaptrack on real Rust source: 1.5 MiB of peak heap, 1.25 MiB with this
+/// cap). A smaller cache only means states built again, never a different match.
+const DFA_CACHE: usize = 256 * 1024;
+
 fn re(pattern: &str) -> Regex {
-    RegexBuilder::new(pattern).unicode(false).build().unwrap_or_else(|e| panic!("{pattern}: {e}"))
+    RegexBuilder::new(pattern)
+        .unicode(false)
+        .dfa_size_limit(DFA_CACHE)
+        .build()
+        .unwrap_or_else(|e| panic!("{pattern}: {e}"))
 }
 
 static ASSIGNMENT: LazyLock<Regex> = LazyLock::new(|| {
