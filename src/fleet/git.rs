@@ -348,6 +348,29 @@ mod tests {
     use super::*;
 
     /// A temp directory with a repository (`repo/`) of one empty commit; its hash.
+    /// Task a's worktree at `path`, on a new branch from `head`.
+    fn make_a(repo: &Repo, path: &Path, head: String) -> crate::fleet::worktree::Make {
+        crate::fleet::worktree::Make {
+            task: "a".into(),
+            repo: repo.clone(),
+            path: path.to_path_buf(),
+            branch: "ralph/a".into(),
+            from: head,
+            new_branch: true,
+            reason: "ralph fleet".into(),
+        }
+    }
+
+    /// A git that works in the repository until it is killed (it waits on its stdin).
+    fn a_git_at_work(repo: &Repo) -> std::process::Child {
+        std::process::Command::new("git")
+            .args(["cat-file", "--batch"])
+            .current_dir(repo.top())
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("git runs")
+    }
+
     fn repo_with_a_commit() -> (tempfile::TempDir, Repo, String) {
         let tmp = tempfile::tempdir().expect("tempdir");
         let top = tmp.path().join("repo");
@@ -427,12 +450,7 @@ mod tests {
             std::fs::File::open(&path).and_then(|f| f.set_modified(minute_ago)).expect("aged");
         }
         // A git at work in the repository may be writing even an old one.
-        let mut git = std::process::Command::new("git")
-            .args(["cat-file", "--batch"])
-            .current_dir(repo.top())
-            .stdin(std::process::Stdio::piped())
-            .spawn()
-            .expect("git runs");
+        let mut git = a_git_at_work(&repo);
         let while_git_works = clear_half_made_records(&repo);
         // Killed, not awaited on its own: the test never hangs on it.
         let _ = git.kill();
@@ -483,15 +501,7 @@ mod tests {
     fn a_worktree_whose_folder_is_gone_is_made_again() {
         let (tmp, repo, head) = repo_with_a_commit();
         let path = tmp.path().join("w/a");
-        let make = crate::fleet::worktree::Make {
-            task: "a".into(),
-            repo: repo.clone(),
-            path: path.clone(),
-            branch: "ralph/a".into(),
-            from: head,
-            new_branch: true,
-            reason: "ralph fleet".into(),
-        };
+        let make = make_a(&repo, &path, head);
         make.run().expect("made");
         std::fs::remove_dir_all(&path).expect("rm");
         let again = crate::fleet::worktree::Make { new_branch: false, ..make };
@@ -519,21 +529,8 @@ mod tests {
             std::fs::File::open(&path).and_then(|f| f.set_modified(minute_ago)).expect("aged");
         }
         let path = tmp.path().join("w/a");
-        let make = crate::fleet::worktree::Make {
-            task: "a".into(),
-            repo: repo.clone(),
-            path: path.clone(),
-            branch: "ralph/a".into(),
-            from: head,
-            new_branch: true,
-            reason: "ralph fleet".into(),
-        };
-        let mut git = std::process::Command::new("git")
-            .args(["cat-file", "--batch"])
-            .current_dir(repo.top())
-            .stdin(std::process::Stdio::piped())
-            .spawn()
-            .expect("git runs");
+        let make = make_a(&repo, &path, head);
+        let mut git = a_git_at_work(&repo);
         let while_git_works = make.run();
         // Killed, not awaited on its own: the test never hangs on it.
         let _ = git.kill();
