@@ -516,16 +516,20 @@ mod tests {
     #[test]
     fn a_kept_half_made_record_makes_the_task_wait_not_block() {
         let (tmp, repo, head) = repo_with_a_commit();
-        let record = repo.top().join(".git/worktrees/x");
-        std::fs::create_dir_all(&record).expect("record");
-        std::fs::write(record.join("commondir"), "").expect("commondir");
-        let dot_git = format!("{}\n", tmp.path().join("w/x/.git").display());
-        std::fs::write(record.join("gitdir"), dot_git).expect("gitdir");
-        // The add got as far as the worktree's `.git` file: `git worktree prune` keeps it.
-        std::fs::create_dir_all(tmp.path().join("w/x")).expect("mkdir");
-        std::fs::write(tmp.path().join("w/x/.git"), format!("gitdir: {}\n", record.display())).expect(".git");
+        // The add got as far as the worktree's `.git` file (`git worktree prune` keeps
+        // such a record) and no further.
+        let (record, worktree) = (repo.top().join(".git/worktrees/x"), tmp.path().join("w/x"));
+        let files = [
+            (record.join("commondir"), String::new()),
+            (record.join("gitdir"), format!("{}\n", worktree.join(".git").display())),
+            (worktree.join(".git"), format!("gitdir: {}\n", record.display())),
+        ];
         let minute_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
-        for path in [record.join("commondir"), record.join("gitdir"), record.clone()] {
+        for (path, text) in &files {
+            std::fs::create_dir_all(path.parent().expect("a folder")).expect("mkdir");
+            std::fs::write(path, text).expect("written");
+        }
+        for path in files.iter().map(|(path, _)| path.clone()).chain([record.clone()]) {
             std::fs::File::open(&path).and_then(|f| f.set_modified(minute_ago)).expect("aged");
         }
         let path = tmp.path().join("w/a");

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::fleet_harness::{Fleet, WRITES, config, held};
+use crate::fleet_harness::{Fleet, WRITES, config, held, wait_until};
 use crate::harness::RALPH;
 
 const LIMIT: Duration = Duration::from_secs(120);
@@ -107,8 +107,7 @@ fn a_first_start_refuses_what_would_go_wrong_before_creating_anything() {
 #[test]
 fn two_supervisors_one_refused_then_a_stop_and_a_continue() {
     let f = Fleet::new(&held("max_parallel = 1", ""), &[("a", "A."), ("b", "B.")]);
-    let first = f.fleet(&[]).spawn();
-    f.wait_for("task a running", |s| s["tasks"]["a"]["state"] == "running", LIMIT);
+    let first = f.running("a", LIMIT);
     let second = f.fleet(&[]).run();
     second.expect_code(2).stderr_has(&format!("another ralph fleet (pid {}", first.pid()));
     // A task file added while it runs is picked up.
@@ -154,17 +153,12 @@ fn two_supervisors_started_at_the_same_moment_one_runs_the_fleet_the_other_is_re
 #[test]
 fn stop_all_stops_a_fleet_through_its_supervisor_and_ralph_fleet_continues_it() {
     let f = Fleet::new(&held("max_parallel = 2", ""), &[("a", "A."), ("b", "B."), ("c", "C.")]);
-    let first = f.fleet(&[]).spawn();
-    f.wait_for("two tasks running", |s| s["tasks"]["b"]["state"] == "running", LIMIT);
+    let first = f.running("b", LIMIT);
     // Each task's run registered itself: `stop --all` must leave them to their
     // supervisor, which stops them in order with the fleet.
     for task in ["a", "b"] {
         let checkpoint = f.worktree(task).join(".agent/checkpoint.json");
-        let deadline = std::time::Instant::now() + LIMIT;
-        while !checkpoint.exists() {
-            assert!(std::time::Instant::now() < deadline, "task {task}'s run never saved");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until(&format!("task {task}'s run to save"), LIMIT, || checkpoint.exists());
     }
     let stop = f.ralph().args(["stop", "--all", "--now"]).run();
     stop.expect_code(0).stdout_has(&format!("{}: stopped: paused", f.repo.display()));
@@ -234,8 +228,7 @@ fn a_ralph_started_inside_a_task_cannot_start_a_fleet_or_a_run() {
 #[test]
 fn a_supervisor_killed_with_sigkill_leaves_its_tasks_running_and_the_next_one_adopts_them() {
     let f = Fleet::new(&held("max_parallel = 2", ""), &[("a", "A."), ("b", "B."), ("c", "C.")]);
-    let first = f.fleet(&[]).spawn();
-    f.wait_for("two tasks running", |s| s["tasks"]["b"]["state"] == "running", LIMIT);
+    let first = f.running("b", LIMIT);
     let lock = f.worktree("b").join(".agent/ralph.lock");
     let deadline = std::time::Instant::now() + LIMIT;
     while fs::read_to_string(&lock).unwrap_or_default().trim().is_empty() {
@@ -264,8 +257,7 @@ fn a_supervisor_killed_with_sigkill_leaves_its_tasks_running_and_the_next_one_ad
 #[test]
 fn the_watchdog_resumes_a_fleet_whose_supervisor_died() {
     let f = Fleet::new(&held("max_parallel = 1", "\n[watch]\nrestart_backoff = \"1s\"\n"), &[("a", "A."), ("b", "B.")]);
-    let first = f.fleet(&[]).spawn();
-    f.wait_for("task a running", |s| s["tasks"]["a"]["state"] == "running", LIMIT);
+    let first = f.running("a", LIMIT);
     // Its run has registered itself (at its first save, just after the checkpoint
     // is written: wait for the entry itself, not the checkpoint).
     let registry = f.p.registry();
@@ -274,12 +266,8 @@ fn the_watchdog_resumes_a_fleet_whose_supervisor_died() {
             .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
             .unwrap_or_default()
     };
-    let deadline = std::time::Instant::now() + LIMIT;
-    while !entries().iter().any(|n| n.ends_with(".json") && !n.ends_with("-fleet.json") && !n.ends_with(".watch.json"))
-    {
-        assert!(std::time::Instant::now() < deadline, "task a's run never registered: {:?}", entries());
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let task_entry = |n: &String| n.ends_with(".json") && !n.ends_with("-fleet.json") && !n.ends_with(".watch.json");
+    wait_until("task a's run to register", LIMIT, || entries().iter().any(task_entry));
     first.signal(Signal::SIGKILL);
     let _ = first.wait(crate::harness::DEFAULT_TIMEOUT);
     let entries = entries();
@@ -322,36 +310,6 @@ fn the_watchdog_resumes_a_fleet_whose_supervisor_died() {
     f.assert_no_process_left();
 }
 
-/// `ralph fleet clean` is one rule with a supervisor and without: a worktree it must
-/// keep (a file in no commit) fails the clean in both, with the same words and exit
-/// code (through the supervisor it used to read as a success, exit 0).
-#[test]
-fn clean_answers_alike_through_the_supervisor_and_without_one() {
-    let f = Fleet::new(&held("max_parallel = 2", ""), &[("a", "A."), ("b", "B.")]);
-    let first = f.fleet(&[]).spawn();
-    f.wait_for("two tasks running", |s| s["tasks"]["b"]["state"] == "running", LIMIT);
-    let deadline = std::time::Instant::now() + LIMIT;
-    while !f.worktree("a").join("a.txt").exists() {
-        assert!(std::time::Instant::now() < deadline, "task a's agent never wrote");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    f.fleet(&["discard", "a"]).run().expect_code(0);
-    f.wait_for("task a discarded", |s| s["tasks"]["a"]["state"] == "discarded", LIMIT);
-    let wt = f.worktree("a");
-    assert!(wt.is_dir(), "its agent's file in no commit keeps it");
-    fs::write(wt.join("notes.txt"), "a person's notes").expect("notes");
-    let through = f.fleet(&["clean"]).run();
-    through.expect_code(2).stderr_has("is kept").stderr_has("notes.txt").stderr_has("then `ralph fleet clean`");
-    f.fleet(&["stop", "--now"]).run().expect_code(0);
-    first.finish();
-    let offline = f.fleet(&["clean"]).run();
-    assert_eq!((offline.code, &offline.stdout, &offline.stderr), (through.code, &through.stdout, &through.stderr));
-    assert!(wt.join("notes.txt").is_file(), "kept");
-    fs::remove_file(wt.join("notes.txt")).expect("remove");
-    f.open_gate();
-    f.assert_no_process_left();
-}
-
 #[test]
 fn discard_and_clean_never_remove_a_worktree_that_holds_a_file_in_no_commit() {
     // Task b fails at once (its agent exits 1 on every launch): the fleet ends 1.
@@ -380,4 +338,29 @@ fn discard_and_clean_never_remove_a_worktree_that_holds_a_file_in_no_commit() {
     g.fleet(&[]).run().expect_code(0);
     assert!(g.archived());
     g.assert_no_process_left();
+}
+
+/// `ralph fleet clean` is one rule with a supervisor and without: a worktree it must
+/// keep (a file in no commit) fails the clean in both, with the same words and exit
+/// code (through the supervisor it used to read as a success, exit 0).
+#[test]
+fn clean_answers_alike_through_the_supervisor_and_without_one() {
+    let f = Fleet::new(&held("max_parallel = 2", ""), &[("a", "A."), ("b", "B.")]);
+    let first = f.running("b", LIMIT);
+    wait_until("task a's agent to write", LIMIT, || f.worktree("a").join("a.txt").exists());
+    f.fleet(&["discard", "a"]).run().expect_code(0);
+    f.wait_for("task a discarded", |s| s["tasks"]["a"]["state"] == "discarded", LIMIT);
+    let wt = f.worktree("a");
+    assert!(wt.is_dir(), "its agent's file in no commit keeps it");
+    fs::write(wt.join("notes.txt"), "a person's notes").expect("notes");
+    let through = f.fleet(&["clean"]).run();
+    through.expect_code(2).stderr_has("is kept").stderr_has("notes.txt").stderr_has("then `ralph fleet clean`");
+    f.fleet(&["stop", "--now"]).run().expect_code(0);
+    first.finish();
+    let offline = f.fleet(&["clean"]).run();
+    assert_eq!((offline.code, &offline.stdout, &offline.stderr), (through.code, &through.stdout, &through.stderr));
+    assert!(wt.join("notes.txt").is_file(), "kept");
+    fs::remove_file(wt.join("notes.txt")).expect("remove");
+    f.open_gate();
+    f.assert_no_process_left();
 }

@@ -188,18 +188,17 @@ impl Fleet {
             .collect()
     }
 
+    /// `ralph fleet` started, once `task` runs (within `timeout`).
+    pub(crate) fn running(&self, task: &str, timeout: Duration) -> Running {
+        let supervisor = self.fleet(&[]).spawn();
+        self.wait_for(&format!("task {task} running"), |s| s["tasks"][task]["state"] == "running", timeout);
+        supervisor
+    }
+
     /// Waits (bounded) until the fleet's state satisfies `ok`.
     pub(crate) fn wait_for(&self, what: &str, ok: impl Fn(&Value) -> bool, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Ok(text) = fs::read_to_string(self.state_path())
-                && serde_json::from_str(&text).is_ok_and(|v: Value| ok(&v))
-            {
-                return;
-            }
-            assert!(Instant::now() < deadline, "the fleet did not get to {what} within {timeout:?}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let state = || fs::read_to_string(self.state_path()).ok().and_then(|t| serde_json::from_str(&t).ok());
+        wait_until(&format!("the fleet to get to {what}"), timeout, || state().is_some_and(|v: Value| ok(&v)));
     }
 
     /// Live processes of this test's fleet: any whose working directory or command
@@ -308,5 +307,14 @@ impl KillLoop<'_> {
             self.name,
             started.elapsed().as_secs_f64()
         );
+    }
+}
+
+/// Waits until `ok` holds, looking every 20 ms; fails naming `what` after `timeout`.
+pub(crate) fn wait_until(what: &str, timeout: Duration, ok: impl Fn() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !ok() {
+        assert!(Instant::now() < deadline, "waited {timeout:?} for {what}");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -66,8 +66,7 @@ fn a_lock_a_live_process_holds_is_never_removed_and_the_run_ends_3_naming_it() {
 #[test]
 fn a_fleet_continues_past_a_stale_packed_refs_lock() {
     let f = Fleet::new(&held("max_parallel = 1", ""), &[("a", "A."), ("b", "B.")]);
-    let first = f.fleet(&[]).spawn();
-    f.wait_for("task a running", |s| s["tasks"]["a"]["state"] == "running", LIMIT);
+    let first = f.running("a", LIMIT);
     f.fleet(&["stop", "--now"]).run().expect_code(0);
     first.finish().expect_code(130);
     let lock = f.repo.join(".git/packed-refs.lock");
