@@ -74,7 +74,7 @@ fn last_attempt(run: &Path, after: Option<u32>) -> Option<Head> {
 /// `attempt-NNNN-<phase>-<agent>`, and the config names the phases.
 fn parser(loaded: Option<&crate::config::Loaded>, stem: &str) -> Option<Box<dyn LineParser>> {
     let loaded = loaded?;
-    let rest = stem.strip_prefix("attempt-")?.split_once('-')?.1;
+    let (_, rest) = crate::state::attempt_log::parts(stem)?;
     let agent = loaded.phases.iter().find_map(|p| rest.strip_prefix(&format!("{}-", p.name)))?;
     crate::agent::launch::parser_for(loaded.config.agents.get(agent)?)
 }

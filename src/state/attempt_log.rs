@@ -382,7 +382,14 @@ fn index(path: &Path, log: &File, stem: &str) -> io::Result<()> {
 
 /// `attempt-0007-develop-a` → 7.
 pub(crate) fn number(stem: &str) -> Option<u32> {
-    stem.strip_prefix("attempt-")?.split_once('-')?.0.parse().ok()
+    parts(stem).map(|(n, _)| n)
+}
+
+/// `attempt-0007-develop-a` → (7, `develop-a`): the number and what follows it (the
+/// phase, then the agent).
+pub(crate) fn parts(stem: &str) -> Option<(u32, &str)> {
+    let (number, rest) = stem.strip_prefix("attempt-")?.split_once('-')?;
+    Some((number.parse().ok()?, rest))
 }
 
 /// Where an attempt's head is: in `path` from `start` up to `end` (`None`: as far
