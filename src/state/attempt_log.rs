@@ -26,7 +26,6 @@ use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -136,12 +135,8 @@ impl AttemptLog {
         let append = || {
             let offset = log.metadata()?.len();
             let mut file = crate::state::private::append_file(&self.path.with_file_name(INDEX))?;
-            let mut last = [b'\n'];
-            if let Some(end) = file.metadata()?.len().checked_sub(1) {
-                file.read_at(&mut last, end)?;
-            }
-            let lead = if last[0] == b'\n' { "" } else { "\n" };
-            file.write_all(format!("{lead}{offset} {stem}\n").as_bytes())
+            super::journal::fresh_line(&mut file)?;
+            file.write_all(format!("{offset} {stem}\n").as_bytes())
         };
         match append() {
             Err(e) if disk::is_full(&e) => {
