@@ -444,15 +444,11 @@ impl Running {
         let mut output = self.collected.finish();
         (output.text_tail, output.stderr_tail) = (redact(&output.text_tail), redact(&output.stderr_tail));
         AttemptReport {
-            end,
             output,
             duration: self.started.elapsed(),
-            intervention: None,
-            last_tool: None,
-            last_signal: None,
             touched: self.touched,
             artifact: (self.before, stamp(self.a.how.done_file.as_deref())),
-            log_unsaved: None,
+            ..AttemptReport::empty(end)
         }
     }
 }
