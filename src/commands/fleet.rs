@@ -213,7 +213,7 @@ fn land(found: &Found, task: &str) -> Result<i32, RalphError> {
         return answer(reply);
     }
     let mut book = offline(found)?;
-    let runtime = crate::process::runtime().map_err(|e| RalphError::io("cannot start the runtime", e))?;
+    let runtime = crate::process::runtime()?;
     let (ok, lines) = runtime.block_on(crate::fleet::landing::land_now(&mut book, task))?;
     runtime.shutdown_background();
     answer(if ok { Ok(lines.join("\n")) } else { Err(lines.join("\n")) })
