@@ -37,20 +37,16 @@ pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     match (&cp, &holder) {
         (None, _) => println!("no run in {}", dir.display()),
         (Some(cp), Some(h)) => {
-            print!("live: ralph pid {} on {}\n{}", h.pid, h.host, redact(&super::inspect::describe(cp, true)));
+            let described = super::inspect::describe_in(cp, true, &crate::report::zone());
+            print!("live: ralph pid {} on {}\n{}", h.pid, h.host, redact(&described));
         }
         (Some(cp), None) => {
-            print!("{}", redact(&super::inspect::describe(cp, false)));
-            labelled_line("  next", next(dir, cp).as_deref());
+            let mut described = super::inspect::describe_in(cp, false, &crate::report::zone());
+            labelled(&mut described, "  next", next(dir, cp));
+            print!("{}", redact(&described));
         }
     }
     Ok(crate::exit::DONE)
-}
-
-fn labelled_line(label: &str, value: Option<&str>) {
-    if let Some(value) = value {
-        println!("{label}: {}", redact(value));
-    }
 }
 
 /// What to do about a run no ralph runs, as the summary of its end said it (the
