@@ -66,8 +66,7 @@ pub(crate) fn next(dir: &Path, cp: &Checkpoint) -> Option<String> {
             );
         }
     };
-    let path = crate::config::file::find(dir, None).ok();
-    let loaded = path.as_deref().and_then(|p| crate::config::file::load(p).ok());
+    let loaded = crate::config::file::find(dir, None).and_then(|p| crate::config::file::load(&p)).ok();
     let (config, path) = match &loaded {
         Some(loaded) => (loaded.config.clone(), loaded.path.clone()),
         None => (crate::config::Config::default(), std::path::PathBuf::from(&cp.config_path)),
