@@ -98,7 +98,7 @@ fn run_command(args: RunArgs) -> Result<i32, RalphError> {
         allow_dirty: args.allow_dirty,
         log_format: args.log_format,
     };
-    let runtime = crate::process::runtime()?;
+    let runtime = crate::process::runtime().map_err(|e| RalphError::io("cannot start the runtime", e))?;
     let end = runtime.block_on(run::run(options));
     // A background connectivity probe still resolving a host name must not hold
     // up the exit.

@@ -45,7 +45,7 @@ pub(crate) fn main(dir: &Path, config_path: Option<&Path>, json: bool) -> Result
     });
     checks.push(state_dir(dir));
     checks.extend(secrets(dir, &loaded));
-    let runtime = crate::process::runtime()?;
+    let runtime = crate::process::runtime().map_err(|e| RalphError::io("cannot start the runtime", e))?;
     let used: std::collections::BTreeSet<&String> = loaded.phases.iter().flat_map(|p| p.chain.iter()).collect();
     for (name, agent) in &loaded.config.agents {
         let mut agent_checks = runtime.block_on(check_agent(name, agent, dir, &loaded.config.offline.timeout));

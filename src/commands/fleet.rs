@@ -57,7 +57,7 @@ fn change(found: &Found, request: &Request) -> Result<i32, RalphError> {
         Request::Discard { task, delete_branch } => discard_offline(&mut book, task, *delete_branch),
         Request::Clean {} => book.clean(),
         Request::Land { task } => {
-            let runtime = crate::process::runtime()?;
+            let runtime = crate::process::runtime().map_err(|e| RalphError::io("cannot start the runtime", e))?;
             let (ok, lines) = runtime.block_on(crate::fleet::landing::land_now(&mut book, task))?;
             runtime.shutdown_background();
             if ok { Ok(lines.join("\n")) } else { Err(lines.join("\n")) }

@@ -22,7 +22,7 @@ pub(crate) fn main(socket: Option<PathBuf>, attempt: Option<u32>) -> Result<i32,
     let socket = socket.or_else(|| std::env::var_os(ENV_SOCKET).map(PathBuf::from));
     let attempt = attempt.or_else(|| std::env::var(ENV_ATTEMPT).ok().and_then(|a| a.trim().parse().ok()));
     let server = Ralph { socket: socket.clone(), attempt, tool_router: Ralph::tool_router() };
-    let runtime = crate::process::runtime()?;
+    let runtime = crate::process::runtime().map_err(|e| RalphError::io("cannot start the runtime", e))?;
     // The session tells the run this server lives; without a run the tools say so.
     let session = match (&socket, attempt) {
         (Some(s), Some(a)) => client::open_session(s, a).map_err(|e| tracing::warn!("{e}")).ok(),

@@ -39,7 +39,7 @@ const DISK_RETRY: Duration = Duration::from_secs(60);
 
 /// `ralph fleet`: supervise until every task is done or nothing more can happen.
 pub(crate) fn main(options: Options) -> Result<i32, RalphError> {
-    let runtime = crate::process::runtime()?;
+    let runtime = crate::process::runtime().map_err(|e| RalphError::io("cannot start the runtime", e))?;
     let code = runtime.block_on(run(options));
     runtime.shutdown_background();
     code

@@ -25,7 +25,6 @@ pub(crate) use group::{Launch, signal_group, spawn};
 /// The runtime every ralph command runs on. One thread: agents are started from it,
 /// so their parent-death signal is tied to ralph's life rather than to a worker
 /// thread's (see [`group`]).
-pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, crate::error::RalphError> {
-    let built = tokio::runtime::Builder::new_current_thread().enable_all().build();
-    built.map_err(|e| crate::error::RalphError::io("cannot start the runtime", e))
+pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread().enable_all().build()
 }

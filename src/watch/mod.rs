@@ -79,6 +79,6 @@ pub(crate) fn registry() -> Result<PathBuf, RalphError> {
 
 pub(crate) fn main(options: &Options) -> Result<i32, RalphError> {
     let registry = registry()?;
-    let runtime = crate::process::runtime()?;
+    let runtime = crate::process::runtime().map_err(|e| RalphError::io("cannot start the runtime", e))?;
     runtime.block_on(pass::watch(&registry, options))
 }
