@@ -163,8 +163,8 @@ impl CodexParser {
             }
             "reasoning" if completed => out.push(AgentEvent::Thinking { text: string_or_empty(item, "text") }),
             "command_execution" | "file_change" | "mcp_tool_call" | "web_search" | "collab_tool_call" => {
-                let finished = completed.then(|| tool_result(kind, item));
-                self.open_tools.note(string_or_empty(item, "id"), || tool_call(kind, item), finished, out);
+                let ended = completed.then(|| tool_result(kind, item));
+                out.extend(self.open_tools.note(string_or_empty(item, "id"), tool_call(kind, item), ended));
             }
             _ => {}
         }

@@ -88,13 +88,13 @@ pub(crate) fn text(v: Option<&Value>, sep: Option<&str>) -> String {
 /// The `Usage` of an object of token counts and a cost, when either is there: input
 /// tokens under the first of the `input` keys present, output tokens the sum of the
 /// `output` keys' counts.
-pub(crate) fn usage(tokens: Option<&Value>, input: &[&str], output: &[&str], cost_usd: Option<f64>) -> Option<AgentEvent> {
+pub(crate) fn usage(tokens: Option<&Value>, input: &[&str], output: &[&str], cost: Option<f64>) -> Option<AgentEvent> {
     let tokens = tokens.filter(|t| t.is_object());
     let count = |key: &&str| tokens.and_then(|t| u64_field(t, key));
-    (tokens.is_some() || cost_usd.is_some()).then(|| AgentEvent::Usage {
+    (tokens.is_some() || cost.is_some()).then(|| AgentEvent::Usage {
         input_tokens: input.iter().find_map(count).unwrap_or(0),
         output_tokens: output.iter().filter_map(count).fold(0, u64::saturating_add),
-        cost_usd,
+        cost_usd: cost,
     })
 }
 
@@ -104,31 +104,22 @@ pub(crate) fn usage(tokens: Option<&Value>, input: &[&str], output: &[&str], cos
 pub(crate) struct OpenTools(pub(super) HashSet<String>);
 
 impl OpenTools {
-    /// `ToolStarted` for call `id` unless it is open already (`call` gives its name
-    /// and input), then `ToolFinished` when it `finished` (whether it failed, its
-    /// output).
-    pub(crate) fn note(
-        &mut self,
-        id: String,
-        call: impl FnOnce() -> (String, Value),
-        finished: Option<(bool, String)>,
-        out: &mut Vec<AgentEvent>,
-    ) {
-        if !self.0.contains(&id) {
-            let (name, input) = call();
-            out.push(AgentEvent::ToolStarted { id: id.clone(), name, input });
-            if finished.is_none() {
-                // Bounded: a stream of starts with no completions cannot grow it forever.
-                if self.0.len() >= 1024 {
-                    self.0.clear();
-                }
-                self.0.insert(id.clone());
-            }
+    /// `ToolStarted` for call `id` (its name and input) unless it is open already,
+    /// then `ToolFinished` when it has `ended` (whether it failed, its output).
+    pub(crate) fn note(&mut self, id: String, call: (String, Value), ended: Option<(bool, String)>) -> Vec<AgentEvent> {
+        // Bounded: a stream of starts with no completions cannot grow it forever.
+        if self.0.len() >= 1024 {
+            self.0.clear();
         }
-        if let Some((is_error, output)) = finished {
+        let mut out = Vec::new();
+        if self.0.insert(id.clone()) {
+            out.push(AgentEvent::ToolStarted { id: id.clone(), name: call.0, input: call.1 });
+        }
+        if let Some((is_error, output)) = ended {
             self.0.remove(&id);
             out.push(AgentEvent::ToolFinished { id, is_error, output });
         }
+        out
     }
 }
 

@@ -158,7 +158,7 @@ impl OpenCodeParser {
         let state = part.get("state").filter(|s| s.is_object());
         let status = state.and_then(|s| str_field(s, "status")).unwrap_or("");
         let id = str_field(part, "callID").or_else(|| str_field(part, "id")).unwrap_or("").to_owned();
-        let finished = match status {
+        let ended = match status {
             "pending" | "running" => None,
             "completed" | "error" => {
                 let is_error = status == "error";
@@ -167,8 +167,8 @@ impl OpenCodeParser {
             }
             _ => return,
         };
-        let input = || state.and_then(|s| s.get("input")).cloned().unwrap_or(Value::Null);
-        self.started.note(id, || (string_or_empty(part, "tool"), input()), finished, out);
+        let input = state.and_then(|s| s.get("input")).cloned().unwrap_or(Value::Null);
+        out.extend(self.started.note(id, (string_or_empty(part, "tool"), input), ended));
     }
 }
 

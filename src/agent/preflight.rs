@@ -13,8 +13,11 @@ pub(crate) fn programs(cfg: &AgentConfig) -> Vec<PathBuf> {
     match cfg.kind {
         AgentKind::Sim => Vec::new(),
         AgentKind::Command => {
-            let mut out: Vec<PathBuf> =
-                [&cfg.command, &cfg.resume].into_iter().flatten().filter_map(|argv| argv.first().map(PathBuf::from)).collect();
+            let mut out: Vec<PathBuf> = [&cfg.command, &cfg.resume]
+                .into_iter()
+                .flatten()
+                .filter_map(|argv| argv.first().map(PathBuf::from))
+                .collect();
             // Two at most: the same program twice stands side by side.
             out.dedup();
             out

@@ -253,7 +253,7 @@ impl Repo {
         if !under.is_empty() {
             args.extend(["--", under]);
         }
-        let mut files: Vec<String> = self.git(&args)?.split('\0').filter(|p| !p.is_empty()).map(str::to_owned).collect();
+        let mut files: Vec<_> = self.git(&args)?.split('\0').filter(|p| !p.is_empty()).map(str::to_owned).collect();
         files.sort();
         files.dedup();
         Ok(files)
