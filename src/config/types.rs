@@ -679,11 +679,11 @@ impl Default for GitConfig {
 /// a power of 1024 (K = KB = KiB), the one reading of sizes in `ralph.toml`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
-pub struct ByteSize(pub u64);
+pub(crate) struct ByteSize(pub u64);
 
 impl ByteSize {
     /// Parses "5MB", "512 KB", "1gb", "64MiB", "100" (bytes).
-    pub fn parse(text: &str) -> Option<ByteSize> {
+    pub(crate) fn parse(text: &str) -> Option<ByteSize> {
         let t = text.trim();
         let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
         let (digits, unit) = t.split_at(split);
