@@ -33,9 +33,9 @@ struct Row {
 
 pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     let found = super::fleet_find::find(dir)?;
-    let current = crate::fleet::setup::read_state(&found.paths.state())?;
+    let current = crate::fleet::setup::read_state(&found.paths.state)?;
     // A finished fleet is archived: status shows the last one until a new one starts.
-    let Some(fleet) = current.or_else(|| last_archived(&found.paths.archive())) else {
+    let Some(fleet) = current.or_else(|| last_archived(&found.paths.archive)) else {
         if json {
             println!("{{\"fleet\": null, \"tasks\": []}}");
         } else {
@@ -43,7 +43,7 @@ pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
         }
         return Ok(crate::exit::DONE);
     };
-    let live = crate::state::lock::is_held(&found.paths.lock());
+    let live = crate::state::lock::is_held(&found.paths.lock);
     let rows: Vec<Row> = fleet.tasks.iter().map(|(name, t)| row(name, t, &found.paths.task_log(name))).collect();
     let queue = queue(&fleet);
     let onto_base = onto_base(&found.top, &fleet);

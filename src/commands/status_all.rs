@@ -150,7 +150,7 @@ fn row(reg: &Path, entry: &Entry, boot: &str, decisions: &Decisions, held: bool)
 /// A fleet's supervisor, as `status --all` shows it: the fleet's state and its tasks.
 fn fleet_row(registry: &Path, entry: &Entry, stale: bool, watch: Option<Watch>) -> Row {
     let paths = crate::fleet::paths::Paths::new(&entry.dir);
-    let fleet = crate::fleet::state::read(&paths.state()).ok().flatten();
+    let fleet = crate::fleet::state::read(&paths.state).ok().flatten();
     let counts = fleet.as_ref().map(|f| {
         let mut by_state = std::collections::BTreeMap::new();
         f.tasks.values().for_each(|t| *by_state.entry(t.state.into_str()).or_insert(0) += 1);
@@ -162,7 +162,7 @@ fn fleet_row(registry: &Path, entry: &Entry, stale: bool, watch: Option<Watch>) 
         stale,
         other_run: None,
         status: fleet.as_ref().map_or("finished (archived)", |f| f.status.into_str()).to_string(),
-        live: lock::is_held(&paths.lock()),
+        live: lock::is_held(&paths.lock),
         phase: None,
         iteration: None,
         agent: None,

@@ -160,7 +160,7 @@ fn job(book: &Book, name: &str, head: &str, globs: Vec<String>) -> Job {
         regenerate,
         check: f.check.clone(),
         timeout: f.check_timeout,
-        log: book.paths.logs().join(format!("check-{name}-{n}.log")),
+        log: book.paths.logs.join(format!("check-{name}-{n}.log")),
     }
 }
 
@@ -289,7 +289,7 @@ pub(crate) fn finish(book: &mut Book, head: &str) -> Result<Finished, RalphError
     let count = landing.rebased.len().max(1);
     let reason =
         format!("ralph fleet: land {} ({count} commit(s) of {})", landing.task, crate::text::short(&landing.task_head));
-    let swapped = git::swap(&book.repo, &book.paths.ledger(), &into_ref, Some(head), Some(&landing.onto), &reason);
+    let swapped = git::swap(&book.repo, &book.paths.ledger, &into_ref, Some(head), Some(&landing.onto), &reason);
     let outcome = match swapped {
         Ok(Swap::Done) => match git::tip(&book.repo, &book.fleet.into).and_then(|tip| match tip {
             Some(tip) => git::is_ancestor(&book.repo, head, &tip),

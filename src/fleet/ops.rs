@@ -57,13 +57,13 @@ pub(crate) enum Ready {
 
 impl Book {
     pub(crate) fn new(repo: Repo, paths: Paths, loaded: Loaded, fleet: Fleet, max_cost: Option<f64>) -> Book {
-        let earlier = earlier_tasks(&paths.archive(), &fleet.fleet_id);
+        let earlier = earlier_tasks(&paths.archive, &fleet.fleet_id);
         Book { repo, paths, loaded, fleet, max_cost, told: BTreeSet::new(), earlier, dirty: false }
     }
 
     /// Writes the state; a failure is ralph's own I/O failing (exit 4).
     pub(crate) fn save(&mut self) -> Result<(), RalphError> {
-        let path = self.paths.state();
+        let path = &self.paths.state;
         state::save(&path, &mut self.fleet)
             .map_err(|e| RalphError::io(format!("cannot write {}", path.display()), e))?;
         self.dirty = false;
@@ -318,7 +318,7 @@ impl Book {
         let Some(worktree) = self.fleet.tasks.get(name).and_then(|t| t.worktree.clone()) else {
             return Ok(format!("task {name} has no worktree"));
         };
-        let keep = self.paths.logs().join(format!("{name}.agent"));
+        let keep = self.paths.logs.join(format!("{name}.agent"));
         let line = remove_worktree_at(&self.repo, name, &worktree, &keep)?;
         self.task_mut(name).worktree = None;
         self.save().map_err(|e| e.to_string())?;
@@ -332,7 +332,7 @@ impl Book {
             return Ok(format!("task {name}: its branch {branch} is gone already"));
         };
         let reason = format!("ralph fleet discard {name}");
-        match git::swap(&self.repo, &self.paths.ledger(), &format!("refs/heads/{branch}"), None, Some(&tip), &reason) {
+        match git::swap(&self.repo, &self.paths.ledger, &format!("refs/heads/{branch}"), None, Some(&tip), &reason) {
             Ok(git::Swap::Done) => {
                 Ok(format!("task {name}: deleted its branch {branch} (was {})", &tip[..12.min(tip.len())]))
             }

@@ -116,7 +116,7 @@ pub(super) fn open(options: &Options) -> Result<Open, RalphError> {
             .map_err(|e| RalphError::setup(format!("cannot create {}", agent.join(sub).display()), e))?;
     }
     let (lock, mut notes) = take_lock(&paths)?;
-    let existing = read_state(&paths.state())?;
+    let existing = read_state(&paths.state)?;
     let max_cost = match loaded.config.fleet.max_cost {
         Some(MaxCost::Usd(usd)) => Some(usd),
         Some(MaxCost::Unlimited) => None,
@@ -160,7 +160,7 @@ pub(super) fn open(options: &Options) -> Result<Open, RalphError> {
 fn take_lock(paths: &Paths) -> Result<(RunLock, Vec<String>), RalphError> {
     // A supervisor killed a moment ago may still hold it through a child it was
     // starting (between clone and exec): waited out.
-    match lock::take(&paths.lock(), false, &mut |_, _| {}) {
+    match lock::take(&paths.lock, false, &mut |_, _| {}) {
         Ok(acquired) => {
             let notes = match (&acquired.stale, acquired.stale_unreadable) {
                 (Some(prev), _) => vec![format!(
@@ -221,7 +221,7 @@ fn create(
 ) -> Result<Result<Fleet, String>, RalphError> {
     let f = &loaded.config.fleet;
     let head = check_first_start(repo, top, loaded, allow_dirty)?;
-    let earlier = ops::earlier_tasks(&paths.archive(), "");
+    let earlier = ops::earlier_tasks(&paths.archive, "");
     let (tasks, skipped) = first_tasks(repo, top, loaded, &earlier)?;
     if tasks.is_empty() && !skipped.is_empty() {
         return Ok(Err(format!(
@@ -302,7 +302,7 @@ fn ensure_into(repo: &Repo, paths: &Paths, into: &str, head: &str) -> Result<(),
     }
     let reason = "ralph fleet: the fleet's branch, from its base";
     let into_ref = format!("refs/heads/{into}");
-    match git::swap(repo, &paths.ledger(), &into_ref, Some(head), old.as_deref(), reason).map_err(fail)? {
+    match git::swap(repo, &paths.ledger, &into_ref, Some(head), old.as_deref(), reason).map_err(fail)? {
         Swap::Done => Ok(()),
         Swap::Moved => Err(RalphError::GitSetup(format!("the branch {into} moved while the fleet started; try again"))),
     }

@@ -68,7 +68,7 @@ async fn run(options: Options) -> Result<i32, RalphError> {
     })
     .map_err(|e| RalphError::io("cannot watch files", std::io::Error::other(e)))?;
     let (control_tx, control_rx) = mpsc::channel(16);
-    let socket = control::serve(&opened.book.paths.repo, &opened.book.paths.socket_record(), control_tx)
+    let socket = control::serve(&opened.book.paths.repo, &opened.book.paths.socket_record, control_tx)
         .map_err(|e| RalphError::setup("cannot open the fleet's control socket", e))?;
     let events = opened.book.paths.dir.join(crate::state::journal::FILE);
     let journal =
@@ -679,7 +679,7 @@ impl Supervisor {
             self.reporter.line(&format!("note: git gc --auto failed: {e}"));
         }
         let _ = std::fs::remove_file(&self.socket);
-        let _ = std::fs::remove_file(self.book.paths.socket_record());
+        let _ = std::fs::remove_file(&self.book.paths.socket_record);
         if let Some(lock) = self.lock.take() {
             lock.release().unwrap_or_else(|e| tracing::warn!("cannot release the fleet's lock: {e}"));
         }
@@ -694,15 +694,14 @@ impl Supervisor {
     /// starts a new one.
     fn archive(&mut self) {
         let paths = &self.book.paths;
-        let to = paths.archive().join(format!("{}.json", self.book.fleet.fleet_id));
-        let moved =
-            crate::state::private::ensure_dir(&paths.archive()).and_then(|()| std::fs::rename(paths.state(), &to));
+        let to = paths.archive.join(format!("{}.json", self.book.fleet.fleet_id));
+        let moved = crate::state::private::ensure_dir(&paths.archive).and_then(|()| std::fs::rename(&paths.state, &to));
         match moved {
             Ok(()) => {
-                let _ = std::fs::rename(paths.ledger(), to.with_extension("ledger.jsonl"));
+                let _ = std::fs::rename(&paths.ledger, to.with_extension("ledger.jsonl"));
                 let _ = std::fs::rename(paths.dir.join(crate::state::journal::FILE), to.with_extension("events.jsonl"));
-                for dir in [paths.windows(), paths.limits()] {
-                    if let Ok(listing) = std::fs::read_dir(&dir) {
+                for dir in [&paths.windows, &paths.limits] {
+                    if let Ok(listing) = std::fs::read_dir(dir) {
                         listing.flatten().for_each(|e| drop(std::fs::remove_file(e.path())));
                     }
                 }

@@ -49,11 +49,11 @@ impl Tidy {
             task: name.to_string(),
             repo: book.repo.clone(),
             worktree: t.worktree.clone(),
-            keep_agent: book.paths.logs().join(format!("{name}.agent")),
+            keep_agent: book.paths.logs.join(format!("{name}.agent")),
             branch: t.branch.clone(),
             landed: t.landed.clone(),
             into: book.fleet.into.clone(),
-            ledger: book.paths.ledger(),
+            ledger: book.paths.ledger.clone(),
         })
     }
 
