@@ -19,8 +19,7 @@ use super::state::{self, Fleet, Task, TaskState};
 use super::task::{self, Descriptor};
 use super::worktree::{Make, NotMade};
 
-/// The first few of a list of paths (git's refusals word them alike).
-pub(crate) use crate::git::preflight::list;
+use crate::git::preflight::list;
 
 /// The fleet, its repository, its places and its config.
 pub(crate) struct Book {
@@ -130,7 +129,7 @@ impl Book {
             }
             self.fleet.discovered += 1;
             let mut t = Task::new(&f.file, self.fleet.discovered, names::branch_of(&f.name));
-            if git::tip(&self.repo, &t.branch).map_err(git_error)?.is_some() {
+            if git::tip(&self.repo, &t.branch).map_err(RalphError::git)?.is_some() {
                 t.state = TaskState::Blocked;
                 t.reason = Some(branch_taken(&t.branch));
             }
@@ -245,7 +244,7 @@ impl Book {
         }
         // Both tips from one git process: this is between a task's end and the
         // next task's start.
-        let found = git::tips(&self.repo, &[&t.branch, &self.fleet.into]).map_err(git_error)?;
+        let found = git::tips(&self.repo, &[&t.branch, &self.fleet.into]).map_err(RalphError::git)?;
         let (existing, into) = (found[0].clone(), found[1].clone());
         // The branch was made by this fleet when `from` was recorded before it.
         if existing.is_some() && t.from.is_none() {
@@ -274,7 +273,7 @@ impl Book {
     /// one on its branch; a worktree under the fleet's folder that no task has is
     /// named and left alone. Returns what to tell.
     pub(crate) fn reconcile(&mut self) -> Result<Vec<String>, RalphError> {
-        let listed = git::worktrees(&self.repo).map_err(git_error)?;
+        let listed = git::worktrees(&self.repo).map_err(RalphError::git)?;
         let present = |p: &Path| listed.iter().any(|w| w.path == p && !w.prunable);
         let mut said = Vec::new();
         let gone: Vec<String> = self
@@ -442,15 +441,6 @@ pub(crate) fn branch_taken(branch: &str) -> String {
         "the branch {branch} exists already and this fleet did not create it; rename the task file, or delete the \
          branch (`git branch -D {branch}`) if nothing in it is needed"
     )
-}
-
-pub(crate) fn git_error(e: crate::git::repo::GitError) -> RalphError {
-    RalphError::git(e)
-}
-
-/// The landing worktree: one for the fleet, so build caches stay warm.
-pub(crate) fn land_dir(book: &Book) -> PathBuf {
-    book.fleet.worktrees.join(".land")
 }
 
 /// Removes the worktree of task `name` at `worktree` when it holds nothing of a

@@ -13,7 +13,7 @@ use crate::error::RalphError;
 use crate::git::repo::{GitError, Repo};
 
 use super::git::{self, Swap};
-use super::ops::{self, Book, git_error};
+use super::ops::{self, Book};
 use super::state::TaskState;
 
 /// A merged task's cleanup, ready to run.
@@ -139,7 +139,7 @@ pub(crate) fn cleanup(book: &mut Book, name: &str) -> Result<Vec<String>, RalphE
 /// a kill cut short, or a git that refused then).
 pub(crate) fn tidy(book: &mut Book) -> Result<Vec<String>, RalphError> {
     let branches =
-        book.repo.git(&["for-each-ref", "--format=%(refname:short)", "refs/heads/ralph/"]).map_err(git_error)?;
+        book.repo.git(&["for-each-ref", "--format=%(refname:short)", "refs/heads/ralph/"]).map_err(RalphError::git)?;
     let branches: Vec<&str> = branches.lines().collect();
     let untidy: Vec<String> = book
         .fleet
