@@ -35,7 +35,8 @@ pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     let found = super::fleet_find::find(dir)?;
     let current = crate::fleet::setup::read_state(&found.paths.state)?;
     // A finished fleet is archived: status shows the last one until a new one starts.
-    let Some(fleet) = current.or_else(|| last_archived(&found.paths.archive)) else {
+    let last_archived = || crate::fleet::ops::archived(&found.paths.archive).pop();
+    let Some(fleet) = current.or_else(|| crate::fleet::state::read(&last_archived()?).ok().flatten()) else {
         if json {
             println!("{{\"fleet\": null, \"tasks\": []}}");
         } else {
@@ -75,18 +76,6 @@ pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     text.push_str(&describe_queue(&fleet, &queue, onto_base.as_ref()));
     print!("{}", crate::secrets::redact(&text));
     Ok(crate::exit::DONE)
-}
-
-/// The newest archived fleet.
-fn last_archived(dir: &Path) -> Option<Fleet> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    crate::fleet::state::read(files.last()?).ok().flatten()
 }
 
 fn row(name: &str, t: &Task, log: &Path) -> Row {

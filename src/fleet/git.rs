@@ -264,12 +264,7 @@ pub(crate) fn remove_worktree(repo: &Repo, path: &Path) -> Result<(), GitError> 
 /// The changed paths of a worktree (`git status`), ralph's own `.agent/` left out:
 /// what would be lost with it.
 pub(crate) fn changes_in(worktree: &Path) -> Result<Vec<String>, GitError> {
-    let repo = Repo::at(worktree);
-    let out = repo.git_output(&["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"])?;
-    if !out.status.success() {
-        return Err(failure("status", &out));
-    }
-    let changed = crate::git::plan::parse_status(&out.stdout);
+    let changed = Repo::at(worktree).status()?;
     // A deleted tracked file loses nothing (git has it): a removal cut short by a
     // kill leaves such deletions, and the removal goes on.
     Ok(changed

@@ -216,8 +216,8 @@ impl Book {
         let others: f64 = self.fleet.tasks.iter().filter(|(n, _)| n.as_str() != name).map(|(_, t)| t.cost_usd).sum();
         // The task's own spending so far counts against its own cap, which is
         // over the run's whole life: its share is the rest plus what it spent.
-        let left = self.max_cost.map(|cap| cap - others);
-        d.max_cost_usd = core::task_cap(self.loaded.config.general.max_cost_usd, left, 0.0).map(|c| c.max(t.cost_usd));
+        let cap = core::task_cap(self.loaded.config.general.max_cost_usd, self.max_cost, others);
+        d.max_cost_usd = cap.map(|c| c.max(t.cost_usd));
         task::write_descriptor(worktree, &d)
             .map_err(|e| RalphError::io(format!("cannot write the task descriptor in {}", worktree.display()), e))
     }
@@ -398,9 +398,8 @@ pub(crate) fn task_of<'a>(fleet: &'a Fleet, name: &str) -> Result<&'a Task, Stri
 
 /// The tasks of the archived fleets (but `current`), by name, with their fleet's id.
 pub(crate) fn earlier_tasks(archive: &Path, current: &str) -> BTreeMap<String, String> {
-    let Ok(listing) = std::fs::read_dir(archive) else { return BTreeMap::new() };
     let mut out = BTreeMap::new();
-    for path in listing.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")) {
+    for path in archived(archive) {
         if let Ok(Some(fleet)) = state::read(&path).map_err(drop)
             && fleet.fleet_id != current
         {
@@ -408,6 +407,16 @@ pub(crate) fn earlier_tasks(archive: &Path, current: &str) -> BTreeMap<String, S
         }
     }
     out
+}
+
+/// The states of the archived fleets, oldest first (a fleet's id starts with its
+/// creation time).
+pub(crate) fn archived(archive: &Path) -> Vec<PathBuf> {
+    let Ok(listing) = std::fs::read_dir(archive) else { return Vec::new() };
+    let mut files: Vec<PathBuf> =
+        listing.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
+    files.sort();
+    files
 }
 
 /// Why a task file does not start a task again.

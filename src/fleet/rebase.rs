@@ -155,7 +155,7 @@ fn conflict(repo: &Repo, onto: &str, head: &str, base: &str) -> Result<Trouble, 
         let text = repo.git(&["show", &format!("{tree}:{file}")]).unwrap_or_default();
         hunks.push_str(&format!("--- {file}\n{}", conflict_hunks(&text)));
     }
-    Ok(Trouble::Conflict { files, commits, hunks: super::command::chars_tail(&hunks, 6000) })
+    Ok(Trouble::Conflict { files, commits, hunks: crate::step::record::tail_chars(&hunks, 6000) })
 }
 
 /// The conflict regions of a file with markers, with two lines around each.
