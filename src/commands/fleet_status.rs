@@ -203,20 +203,18 @@ fn describe_queue(fleet: &Fleet, queue: &[Queued], base: Option<&OntoBase>) -> S
             .collect();
         let _ = writeln!(out, "merge queue: {}", items.join(", "));
     }
-    match base {
-        Some(b) if b.conflicts.is_empty() => {
-            let _ = writeln!(out, "{} merges cleanly onto {}'s tip", fleet.into, b.branch);
-        }
+    let _ = match base {
+        Some(b) if b.conflicts.is_empty() => writeln!(out, "{} merges cleanly onto {}'s tip", fleet.into, b.branch),
         Some(b) => {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "{} no longer merges cleanly onto {}: {} conflict",
                 fleet.into,
                 b.branch,
                 b.conflicts.join(", ")
-            );
+            )
         }
-        None => {}
-    }
+        None => Ok(()),
+    };
     out
 }

@@ -143,7 +143,8 @@ pub(crate) fn is_ancestor(repo: &Repo, ancestor: &str, of: &str) -> Result<bool,
     }
 }
 
-fn failure(args: &str, out: &std::process::Output) -> GitError {
+/// A git command that failed, with its output.
+pub(super) fn failure(args: &str, out: &std::process::Output) -> GitError {
     let mut output = String::from_utf8_lossy(&out.stdout).into_owned();
     output.push_str(&String::from_utf8_lossy(&out.stderr));
     GitError::Failed { args: args.to_string(), output: output.trim().to_string() }

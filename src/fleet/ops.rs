@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::config::Loaded;
 use crate::error::RalphError;
@@ -42,7 +43,7 @@ pub(crate) struct Book {
 pub(crate) enum Ready {
     /// Its worktree, with the descriptor written; the flag to start its ralph with;
     /// how long git took to create the worktree, when it was created now.
-    Go { worktree: PathBuf, flag: &'static str, created_in: Option<std::time::Duration> },
+    Go { worktree: PathBuf, flag: &'static str, created_in: Option<Duration> },
     /// Its worktree is to be made (by a chore, [`Make::run`]); the task is starting
     /// (saved), and [`Book::made`] goes on once git is done.
     Make(Make),
@@ -170,7 +171,7 @@ impl Book {
 
     /// A task's worktree was made (or not, and why): the task goes on to start, or
     /// waits, or is blocked.
-    pub(crate) fn made(&mut self, name: &str, made: Result<std::time::Duration, NotMade>) -> Result<Ready, RalphError> {
+    pub(crate) fn made(&mut self, name: &str, made: Result<Duration, NotMade>) -> Result<Ready, RalphError> {
         let t = self.fleet.tasks.get(name).cloned().ok_or_else(|| RalphError::Internal(format!("no task {name}")))?;
         match (made, t.worktree.clone()) {
             (Ok(took), Some(worktree)) => self.go(name, &t, worktree, Some(took)),
@@ -188,14 +189,7 @@ impl Book {
     }
 
     /// Its worktree is there: the descriptor is written and its ralph may start.
-    fn go(
-        &mut self,
-        name: &str,
-        t: &Task,
-        worktree: PathBuf,
-        created_in: Option<std::time::Duration>,
-    ) -> Result<Ready, RalphError> {
-        let file = self.paths.repo.join(&t.file);
+    fn go(&mut self, name: &str, t: &Task, worktree: PathBuf, took: Option<Duration>) -> Result<Ready, RalphError> {
         let view = run_view(&worktree);
         let status = view.as_ref().map(|v| v.status);
         let flag = match (&t.eviction, core::start_flag(status)) {
@@ -204,11 +198,12 @@ impl Book {
             (_, Some(flag)) => flag,
             (None, None) => return Ok(Ready::Finished),
         };
-        self.write_descriptor(name, t, &worktree, file)?;
-        Ok(Ready::Go { worktree, flag, created_in })
+        self.write_descriptor(name, t, &worktree)?;
+        Ok(Ready::Go { worktree, flag, created_in: took })
     }
 
-    fn write_descriptor(&self, name: &str, t: &Task, worktree: &Path, file: PathBuf) -> Result<(), RalphError> {
+    fn write_descriptor(&self, name: &str, t: &Task, worktree: &Path) -> Result<(), RalphError> {
+        let file = self.paths.repo.join(&t.file);
         let mut d = Descriptor::new(&self.fleet.fleet_id, name, &self.paths.repo, file, self.fleet.config.clone());
         d.tasks_glob = self.fleet.tasks_glob.clone();
         d.own_files = own_files(&self.paths.repo, &self.loaded);

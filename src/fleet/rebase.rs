@@ -95,9 +95,7 @@ fn merge_tree(repo: &Repo, args: &[&str]) -> Result<(String, Vec<String>), GitEr
     all.extend(args);
     let out = repo.git_output(&all)?;
     if !matches!(out.status.code(), Some(0 | 1)) {
-        let mut text = String::from_utf8_lossy(&out.stderr).into_owned();
-        text.push_str(&String::from_utf8_lossy(&out.stdout));
-        return Err(GitError::Failed { args: "merge-tree".into(), output: text.trim().to_string() });
+        return Err(git::failure("merge-tree", &out));
     }
     let text = String::from_utf8_lossy(&out.stdout);
     let mut fields = text.split('\0').filter(|f| !f.is_empty());

@@ -545,14 +545,12 @@ impl Supervisor {
             Request::Clean {} => self.book.clean(),
             Request::Land { task } => self.land_request(&task),
         };
-        let reply_value = match answer {
-            Ok(message) => Reply { ok: true, message },
-            Err(message) => Reply { ok: false, message },
-        };
-        if reply_value.ok {
-            self.reporter.line(&reply_value.message);
+        let ok = answer.is_ok();
+        let message = answer.unwrap_or_else(|refused| refused);
+        if ok {
+            self.reporter.line(&message);
         }
-        let _ = reply.send(reply_value);
+        let _ = reply.send(Reply { ok, message });
     }
 
     /// `ralph fleet stop TASK` (`asked` is [`Asked::TaskStop`]) or `ralph fleet discard
@@ -630,10 +628,7 @@ impl Supervisor {
 
     /// The final state, the summary, the exit code.
     fn finish(mut self, end: Option<&FleetEnd>) -> Result<i32, RalphError> {
-        let cause = match &self.stopping {
-            Some(Stopping::Signal(cause)) => Some(*cause),
-            _ => None,
-        };
+        let cause = if let Some(Stopping::Signal(cause)) = self.stopping { Some(cause) } else { None };
         let mut status = core::final_status(cause, end);
         if let Some(Stopping::Cost(why)) = &self.stopping {
             status = FleetStatus::Unfinished;

@@ -57,7 +57,7 @@ pub(crate) const ENV_SUPERVISOR: &str = "RALPH_FLEET_SUPERVISOR";
 const VERSION: u32 = 1;
 
 /// `.agent/fleet-task.json` in a task's worktree.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Descriptor {
     pub version: u32,
     pub fleet_id: String,
@@ -95,10 +95,7 @@ impl Descriptor {
             file,
             config,
             branch: super::names::branch_of(task),
-            tasks_glob: String::new(),
-            own_files: Vec::new(),
-            max_cost_usd: None,
-            eviction: None,
+            ..Descriptor::default()
         }
     }
 
