@@ -338,9 +338,7 @@ pub(crate) fn recover(book: &mut Book) -> Result<Vec<String>, RalphError> {
             again(book, &l.task)?;
         }
     }
-    let stuck: Vec<String> =
-        book.fleet.tasks.iter().filter(|(_, t)| t.state == TaskState::Merging).map(|(n, _)| n.clone()).collect();
-    for name in stuck {
+    for name in book.fleet.names(|t| t.state == TaskState::Merging) {
         again(book, &name)?;
     }
     said.extend(super::tidy::tidy(book)?);

@@ -271,13 +271,7 @@ impl Book {
         let listed = git::worktrees(&self.repo).map_err(RalphError::git)?;
         let present = |p: &Path| listed.iter().any(|w| w.path == p && !w.prunable);
         let mut said = Vec::new();
-        let gone: Vec<String> = self
-            .fleet
-            .tasks
-            .iter()
-            .filter(|(_, t)| t.worktree.as_deref().is_some_and(|w| !present(w) || !w.exists()))
-            .map(|(n, _)| n.clone())
-            .collect();
+        let gone = self.fleet.names(|t| t.worktree.as_deref().is_some_and(|w| !present(w) || !w.exists()));
         if !gone.is_empty() {
             let _ = self.repo.git_output(&["worktree", "prune"]);
         }
@@ -368,13 +362,8 @@ impl Book {
     /// each. The answer with or without a supervisor: a worktree kept (it holds
     /// changes) or that git cannot remove fails the whole, every line still said.
     pub(crate) fn clean(&mut self) -> Result<String, String> {
-        let names: Vec<String> = self
-            .fleet
-            .tasks
-            .iter()
-            .filter(|(_, t)| matches!(t.state, TaskState::Merged | TaskState::Discarded) && t.worktree.is_some())
-            .map(|(n, _)| n.clone())
-            .collect();
+        let names =
+            self.fleet.names(|t| matches!(t.state, TaskState::Merged | TaskState::Discarded) && t.worktree.is_some());
         let results: Vec<_> = names.iter().map(|n| self.remove_worktree(n)).collect();
         let ok = results.iter().all(Result::is_ok);
         let text = results.into_iter().map(|r| r.unwrap_or_else(|e| e)).collect::<Vec<_>>().join("\n");

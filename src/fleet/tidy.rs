@@ -14,7 +14,7 @@ use crate::git::repo::{GitError, Repo};
 
 use super::git::{self, Swap};
 use super::ops::{self, Book};
-use super::state::TaskState;
+use super::state::{Task, TaskState};
 
 /// A merged task's cleanup, ready to run.
 #[derive(Debug, Clone)]
@@ -141,17 +141,10 @@ pub(crate) fn tidy(book: &mut Book) -> Result<Vec<String>, RalphError> {
     let branches =
         book.repo.git(&["for-each-ref", "--format=%(refname:short)", "refs/heads/ralph/"]).map_err(RalphError::git)?;
     let branches: Vec<&str> = branches.lines().collect();
-    let untidy: Vec<String> = book
-        .fleet
-        .tasks
-        .iter()
-        .filter(|(_, t)| {
-            t.state == TaskState::Merged && (t.worktree.is_some() || branches.contains(&t.branch.as_str()))
-        })
-        .map(|(n, _)| n.clone())
-        .collect();
+    let untidy =
+        |t: &Task| t.state == TaskState::Merged && (t.worktree.is_some() || branches.contains(&t.branch.as_str()));
     let mut said = Vec::new();
-    for name in untidy {
+    for name in book.fleet.names(untidy) {
         said.extend(cleanup(book, &name)?);
     }
     Ok(said)
