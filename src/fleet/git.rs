@@ -17,10 +17,8 @@ use super::isolation::{LedgerEntry, Snapshot};
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct Worktree {
     pub path: PathBuf,
-    pub head: Option<String>,
     /// `refs/heads/…`, or `None` when detached.
     pub branch: Option<String>,
-    pub locked: bool,
     pub prunable: bool,
 }
 
@@ -37,9 +35,7 @@ pub(crate) fn parse_worktrees(out: &str) -> Vec<Worktree> {
         let w = current.get_or_insert_with(Worktree::default);
         match key {
             "worktree" => w.path = PathBuf::from(value),
-            "HEAD" => w.head = Some(value.to_string()),
             "branch" => w.branch = Some(value.to_string()),
-            "locked" => w.locked = true,
             "prunable" => w.prunable = true,
             _ => {}
         }
@@ -384,7 +380,6 @@ mod tests {
         let list = parse_worktrees(out);
         assert_eq!(list.len(), 3);
         assert_eq!(list[1].path, Path::new("/w/a"));
-        assert!(list[1].locked && !list[0].locked);
         assert_eq!(list[2].branch, None);
         assert!(list[2].prunable);
         assert_eq!(checked_out(&list, "ralph/a"), Some(PathBuf::from("/w/a")));

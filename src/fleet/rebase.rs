@@ -128,15 +128,10 @@ fn take_ours(repo: &Repo, tree: &str, ours: &str, files: &[String]) -> Result<St
 /// `Ralph-Task:` trailer (the agent's own commits lack it).
 fn commit_like(repo: &Repo, tree: &str, parent: &str, like: &str, task: &str) -> Result<String, GitError> {
     let info = repo.git(&["log", "-1", "--format=%an%x00%ae%x00%ad%x00%B", "--date=raw", like])?;
-    let mut parts = info.splitn(4, '\0');
-    let (name, email, date, message) = (
-        parts.next().unwrap_or(""),
-        parts.next().unwrap_or(""),
-        parts.next().unwrap_or(""),
-        parts.next().unwrap_or(""),
-    );
-    let message = with_trailer(message.trim_end(), TASK_TRAILER, task);
-    let env = [("GIT_AUTHOR_NAME", name), ("GIT_AUTHOR_EMAIL", email), ("GIT_AUTHOR_DATE", date)];
+    let parts: Vec<&str> = info.splitn(4, '\0').collect();
+    let part = |i: usize| parts.get(i).copied().unwrap_or("");
+    let message = with_trailer(part(3).trim_end(), TASK_TRAILER, task);
+    let env = [("GIT_AUTHOR_NAME", part(0)), ("GIT_AUTHOR_EMAIL", part(1)), ("GIT_AUTHOR_DATE", part(2))];
     Ok(repo.git_env(&["commit-tree", tree, "-p", parent, "-m", &message], &env)?.trim().to_string())
 }
 
