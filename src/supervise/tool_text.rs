@@ -111,39 +111,50 @@ enum Shape {
 }
 
 struct Tag {
-    open: &'static str,
-    close: &'static str,
+    open: String,
+    close: String,
     pattern: &'static str,
     shape: Shape,
 }
 
-const fn tag(open: &'static str, close: &'static str, pattern: &'static str, shape: Shape) -> Tag {
-    Tag { open, close, pattern, shape }
-}
+/// The namespace Claude's own call tags carry (`<invoke>`), which models print too.
+const CLAUDE_NS: &str = "antml:";
 
-const TAGS: &[Tag] = &[
-    tag("<function=", "</function>", "xml-function-equals", Shape::Distinct),
-    tag("<parameter=", "</parameter>", "xml-parameter-equals", Shape::Distinct),
-    tag("<function_calls>", "</function_calls>", "xml-function-calls", Shape::Distinct),
-    tag("<antml:function_calls>", "</antml:function_calls>", "xml-function-calls", Shape::Distinct),
-    tag("<invoke name=", "</invoke>", "xml-invoke", Shape::Distinct),
-    tag("<antml:invoke name=", "</antml:invoke>", "xml-invoke", Shape::Distinct),
-    tag("<parameter name=", "</parameter>", "xml-parameter-name", Shape::Closed),
-    tag("<antml:parameter name=", "</antml:parameter>", "xml-parameter-name", Shape::Closed),
-    tag("<tool_call>", "</tool_call>", "xml-tool-call", Shape::Block),
-    tag("<tool_calls>", "</tool_calls>", "xml-tool-call", Shape::Block),
-    tag("<tool_use>", "</tool_use>", "xml-tool-use", Shape::Block),
-    tag("<function_call>", "</function_call>", "xml-function-call", Shape::Block),
-];
+/// Each tag as models print it (open, close, pattern, shape, and whether it is one of
+/// Claude's, which counts with [`CLAUDE_NS`] too), made once.
+static TAGS: LazyLock<Vec<Tag>> = LazyLock::new(|| {
+    let rows = [
+        ("function=", "function>", "xml-function-equals", Shape::Distinct, false),
+        ("parameter=", "parameter>", "xml-parameter-equals", Shape::Distinct, false),
+        ("function_calls>", "function_calls>", "xml-function-calls", Shape::Distinct, true),
+        ("invoke name=", "invoke>", "xml-invoke", Shape::Distinct, true),
+        ("parameter name=", "parameter>", "xml-parameter-name", Shape::Closed, true),
+        ("tool_call>", "tool_call>", "xml-tool-call", Shape::Block, false),
+        ("tool_calls>", "tool_calls>", "xml-tool-call", Shape::Block, false),
+        ("tool_use>", "tool_use>", "xml-tool-use", Shape::Block, false),
+        ("function_call>", "function_call>", "xml-function-call", Shape::Block, false),
+    ];
+    let namespaces = |claude: bool| if claude { ["", CLAUDE_NS].as_slice() } else { &[""] };
+    rows.into_iter()
+        .flat_map(|(open, close, pattern, shape, claude)| {
+            namespaces(claude).iter().map(move |ns| Tag {
+                open: format!("<{ns}{open}"),
+                close: format!("</{ns}{close}"),
+                pattern,
+                shape,
+            })
+        })
+        .collect()
+});
 
 fn xml_tags(m: &str, mode: Mode) -> Option<(usize, &'static str)> {
     TAGS.iter()
         .filter_map(|tag| {
-            m.match_indices(tag.open)
+            m.match_indices(tag.open.as_str())
                 .map(|(at, _)| at)
                 .find(|&at| {
                     let after = &m[at + tag.open.len()..];
-                    let closed = after.contains(tag.close);
+                    let closed = after.contains(tag.close.as_str());
                     let shaped = match tag.shape {
                         Shape::Distinct => !tag.open.ends_with('=') || after.starts_with(is_value_start),
                         Shape::Closed => closed,
@@ -237,7 +248,7 @@ fn truncated_tag(m: &str) -> Option<(usize, &'static str)> {
         return None;
     }
     let f = frag.trim_start_matches(['/', '|']);
-    let f = f.strip_prefix("antml:").unwrap_or(f);
+    let f = f.strip_prefix(CLAUDE_NS).unwrap_or(f);
     STARTS.iter().any(|s| f.starts_with(s) || (f.len() >= 4 && s.starts_with(f))).then_some((at, "xml-truncated"))
 }
 
