@@ -64,7 +64,7 @@ impl Book {
     /// Writes the state; a failure is ralph's own I/O failing (exit 4).
     pub(crate) fn save(&mut self) -> Result<(), RalphError> {
         let path = &self.paths.state;
-        state::save(&path, &mut self.fleet)
+        state::save(path, &mut self.fleet)
             .map_err(|e| RalphError::io(format!("cannot write {}", path.display()), e))?;
         self.dirty = false;
         Ok(())
