@@ -24,9 +24,6 @@ pub(crate) enum RalphError {
     /// The run lock: another ralph holds it, or it cannot be taken.
     #[error(transparent)]
     Lock(#[from] LockError),
-    /// A ralph on another host holds the run directory's lease.
-    #[error("{0}")]
-    LeaseHeld(String),
     /// The checkpoint does not parse; it is left where it is (a refusal changes nothing).
     #[error(
         "the checkpoint {} does not parse ({message}); it was left in place. Repair it to resume, or run `ralph --no-resume` to set it aside (it is kept) and start fresh",
@@ -52,15 +49,16 @@ pub(crate) enum RalphError {
         resume_hint(.from.as_deref())
     )]
     ResumeChoiceNeeded { path: PathBuf, status: String, phase: String, iteration: u32, from: Option<String> },
-    /// `--resume` with nothing to resume.
-    #[error("{0}")]
-    NothingToResume(String),
-    /// The checkpoint cannot continue under the current config.
-    #[error("{0}")]
-    ResumeMismatch(String),
     /// Wrong use of the command line.
     #[error("{0}")]
     Usage(String),
+    /// Refused before anything ran, as the message says in full: a ralph on another
+    /// host holds the lease, `--resume` with nothing to resume, a checkpoint that
+    /// cannot continue under the current config, no private place for the control
+    /// socket, a link or another user's directory where ralph keeps its state, a git
+    /// command that failed.
+    #[error("{0}")]
+    Refused(String),
     /// An I/O failure before the first attempt (`-C` missing, `.agent/` not writable).
     #[error("{context}: {source}")]
     Setup { context: String, source: std::io::Error },
@@ -71,21 +69,12 @@ pub(crate) enum RalphError {
     /// nothing was changed.
     #[error("stopped by {} before the run started; nothing was changed", .0.signal_name())]
     StoppedBeforeStart(crate::outcome::StopCause),
-    /// No private place for the run's control socket (found before anything runs).
-    #[error("{0}")]
-    ControlSocket(String),
-    /// A symbolic link, or a directory of another user, where ralph keeps its state.
-    #[error("{0}")]
-    UnsafeState(String),
     /// ralph's own I/O failed while the run was under way.
     #[error("{context}: {source}")]
     Io { context: String, source: std::io::Error },
     /// The git repository cannot be used as it is (found before anything runs).
     #[error(transparent)]
     Git(#[from] crate::git::preflight::Refusal),
-    /// A git command failed before anything ran.
-    #[error("{0}")]
-    GitSetup(String),
     /// A git lock another process kept while ralph waited (`GitError::Locked`).
     #[error(transparent)]
     GitLocked(crate::git::repo::GitError),
@@ -110,7 +99,7 @@ impl RalphError {
     pub(crate) fn git(e: crate::git::repo::GitError) -> Self {
         match e {
             e @ crate::git::repo::GitError::Locked { .. } => RalphError::GitLocked(e),
-            e => RalphError::GitSetup(format!("git: {e}")),
+            e => RalphError::Refused(format!("git: {e}")),
         }
     }
 
@@ -126,7 +115,7 @@ impl RalphError {
 
     /// ralph's state refused (a link, another user's directory) is that error, whatever the context.
     fn refused(source: &std::io::Error) -> Option<Self> {
-        crate::state::private::is_refused(source).then(|| RalphError::UnsafeState(source.to_string()))
+        crate::state::private::is_refused(source).then(|| RalphError::Refused(source.to_string()))
     }
 }
 
@@ -158,7 +147,7 @@ impl From<AcquireError> for RalphError {
             AcquireError::Io { path, source } => {
                 Self::setup(format!("cannot use the lease {}", path.display()), source)
             }
-            AcquireError::Held(message) => Self::LeaseHeld(message),
+            AcquireError::Held(message) => Self::Refused(message),
         }
     }
 }

@@ -41,20 +41,15 @@ pub(crate) fn code(ending: Ending<'_>) -> i32 {
             | RalphError::Goal { .. }
             // Every lock problem (held, or its file unusable) is found before the first attempt.
             | RalphError::Lock(_)
-            | RalphError::LeaseHeld(_)
             | RalphError::CheckpointCorrupt { .. }
             | RalphError::CheckpointTooNew { .. }
             | RalphError::CheckpointInvalid { .. }
             | RalphError::ResumeChoiceNeeded { .. }
-            | RalphError::NothingToResume(_)
-            | RalphError::ResumeMismatch(_)
             | RalphError::Usage(_)
             | RalphError::Setup { .. }
             | RalphError::Preflight(_)
             | RalphError::Git(_)
-            | RalphError::GitSetup(_)
-            | RalphError::UnsafeState(_)
-            | RalphError::ControlSocket(_),
+            | RalphError::Refused(_),
         ) => USAGE,
         // Another process holds a git lock: a person must see to it.
         Ending::Error(RalphError::GitLocked(_)) => BLOCKED,

@@ -34,14 +34,15 @@ pub(crate) fn main(keep: bool) -> Result<i32, RalphError> {
     // removed a moment later.
     let state = dir.join(".demo").join("state");
     let exe = crate::os::self_exe().map_err(|e| RalphError::io("cannot find ralph's own executable", e))?;
+    let ralph = || {
+        let mut ralph = Command::new(&exe);
+        ralph.current_dir(&dir).env("XDG_STATE_HOME", &state);
+        ralph
+    };
     say(&format!("demo directory: {}", dir.display()));
     say("1/2  `ralph`: plan, then develop; the first agent crashes and falls over; Ctrl+C during a long build");
 
-    let mut child = Command::new(&exe)
-        .current_dir(&dir)
-        .env("XDG_STATE_HOME", &state)
-        .spawn()
-        .map_err(|e| RalphError::io("cannot start ralph", e))?;
+    let mut child = ralph().spawn().map_err(|e| RalphError::io("cannot start ralph", e))?;
     let marker = dir.join(".demo/step2-started");
     let deadline = Instant::now() + Duration::from_secs(60);
     // The demo is the user here: it waits to see the long build start, then presses
@@ -65,12 +66,7 @@ pub(crate) fn main(keep: bool) -> Result<i32, RalphError> {
     say(&format!("demo: ralph exited with {} (130 = paused by the user)", code(first)));
 
     say("2/2  `ralph --resume`: continues the paused session and finishes");
-    let second = Command::new(&exe)
-        .arg("--resume")
-        .current_dir(&dir)
-        .env("XDG_STATE_HOME", &state)
-        .status()
-        .map_err(|e| RalphError::io("cannot start ralph", e))?;
+    let second = ralph().arg("--resume").status().map_err(|e| RalphError::io("cannot start ralph", e))?;
     say(&format!("demo: ralph exited with {}", code(second)));
     show_files(&dir);
     if keep {

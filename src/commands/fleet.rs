@@ -36,7 +36,7 @@ pub(crate) fn main(cli: FleetCli) -> i32 {
         }
         FleetCommand::Clean { place } => in_fleet(&place, |f| change(&f, &Request::Clean {})),
         FleetCommand::Retry { task, place } => in_fleet(&place, |f| change(&f, &Request::Retry { task: task.clone() })),
-        FleetCommand::Land { task, place } => in_fleet(&place, |f| land(&f, &task)),
+        FleetCommand::Land { task, place } => in_fleet(&place, |f| change(&f, &Request::Land { task: task.clone() })),
         FleetCommand::Diff { task, place } => in_fleet(&place, |f| diff(&f, &task)),
     }
 }
@@ -45,7 +45,8 @@ fn in_fleet(place: &Place, command: impl FnOnce(Found) -> Result<i32, RalphError
     super::in_dir(place, |dir| command(find(dir)?))
 }
 
-/// A change by a person: through the supervisor, or under the fleet's lock.
+/// A change by a person: through the supervisor, or under the fleet's lock (`ralph
+/// fleet land TASK`: the supervisor lands it next, or it is landed here and now).
 fn change(found: &Found, request: &Request) -> Result<i32, RalphError> {
     if let Some(reply) = control::call(&found.paths.socket_record, request) {
         return answer(reply);
@@ -55,6 +56,12 @@ fn change(found: &Found, request: &Request) -> Result<i32, RalphError> {
         Request::Retry { task } => book.retry(task).map(|said| format!("{said}; `ralph fleet` runs it")),
         Request::Discard { task, delete_branch } => discard_offline(&mut book, task, *delete_branch),
         Request::Clean {} => book.clean(),
+        Request::Land { task } => {
+            let runtime = crate::process::runtime().map_err(|e| RalphError::io("cannot start the runtime", e))?;
+            let (ok, lines) = runtime.block_on(crate::fleet::landing::land_now(&mut book, task))?;
+            runtime.shutdown_background();
+            if ok { Ok(lines.join("\n")) } else { Err(lines.join("\n")) }
+        }
         _ => Err("not a change".to_string()),
     };
     answer(done)
@@ -203,20 +210,6 @@ fn logs(found: &Found, task: &str, follow: bool) -> Result<i32, RalphError> {
             Ok(exit::DONE)
         }
     }
-}
-
-/// `ralph fleet land TASK`: through the supervisor (it lands next), or here and now
-/// under the fleet's lock.
-fn land(found: &Found, task: &str) -> Result<i32, RalphError> {
-    let request = Request::Land { task: task.to_string() };
-    if let Some(reply) = control::call(&found.paths.socket_record, &request) {
-        return answer(reply);
-    }
-    let mut book = offline(found)?;
-    let runtime = crate::process::runtime().map_err(|e| RalphError::io("cannot start the runtime", e))?;
-    let (ok, lines) = runtime.block_on(crate::fleet::landing::land_now(&mut book, task))?;
-    runtime.shutdown_background();
-    answer(if ok { Ok(lines.join("\n")) } else { Err(lines.join("\n")) })
 }
 
 /// `ralph fleet diff TASK`: `git diff <into>...<branch>`, git's own output.

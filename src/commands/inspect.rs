@@ -29,7 +29,7 @@ pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     match &cp {
         None => println!("no checkpoint in {}: `ralph` starts a new run", dir.join(".agent").display()),
         Some(cp) => {
-            print!("{}", redact(&describe(cp, holder.is_some())));
+            print!("{}", redact(&describe_in(cp, holder.is_some(), &crate::report::zone())));
             print!("{}", redact(&since(dir, cp)));
         }
     }
@@ -95,17 +95,6 @@ pub(crate) fn to_json(
     serde_json::to_string_pretty(&value).map_err(|e| RalphError::Internal(e.to_string()))
 }
 
-/// A human description of where a run stands and what `--resume` would do. `live`:
-/// a ralph is running it now (so "no clean stop" is no news).
-pub(crate) fn describe(cp: &Checkpoint, live: bool) -> String {
-    describe_in(cp, live, &crate::report::zone())
-}
-
-fn last_error(s: &mut String, e: &crate::state::checkpoint::LastError, at: &str) {
-    let _ = writeln!(s, "  last error: {} (agent {}, at {at})", e.classification.reason, e.agent);
-    labelled(s, "  its log", e.log.as_ref());
-}
-
 /// What `--resume` would do with the run.
 fn what_resume_does(cp: &Checkpoint, live: bool) -> String {
     match (&cp.progress.resume_session, &cp.in_flight) {
@@ -145,7 +134,8 @@ fn standing(cp: &Checkpoint, live: bool) -> String {
     }
 }
 
-/// [`describe`] with the times shown in `tz`.
+/// A human description of where a run stands and what `--resume` would do, its
+/// times in `tz`. `live`: a ralph is running it now (so "no clean stop" is no news).
 pub(crate) fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) -> String {
     let stamp = |t: jiff::Timestamp| crate::text::clock::stamp(&t.to_string(), tz);
     let mut s = String::new();
@@ -180,7 +170,8 @@ pub(crate) fn describe_in(cp: &Checkpoint, live: bool, tz: &jiff::tz::TimeZone) 
         let _ = writeln!(s, "  failures: {}", failed.collect::<Vec<_>>().join(", "));
     }
     if let Some(e) = &cp.last_error {
-        last_error(&mut s, e, &stamp(e.at));
+        let _ = writeln!(s, "  last error: {} (agent {}, at {})", e.classification.reason, e.agent, stamp(e.at));
+        labelled(&mut s, "  its log", e.log.as_ref());
     }
     let phase = pos.phase_name.as_str();
     labelled(&mut s, "  stopped because", cp.stop_reason.as_ref().map(|r| crate::report::words::stop_reason(r, phase)));
@@ -229,7 +220,7 @@ mod tests {
     fn a_completed_run_promises_no_resume() {
         let mut cp = checkpoint(Status::Completed);
         cp.progress.resume_session = Some("sess-1".into());
-        let text = describe(&cp, false);
+        let text = describe_in(&cp, false, &jiff::tz::TimeZone::UTC);
         assert!(text.contains("nothing to resume"), "{text}");
         assert!(!text.contains("continues session"), "{text}");
     }

@@ -37,20 +37,16 @@ pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     match (&cp, &holder) {
         (None, _) => println!("no run in {}", dir.display()),
         (Some(cp), Some(h)) => {
-            print!("live: ralph pid {} on {}\n{}", h.pid, h.host, redact(&super::inspect::describe(cp, true)));
+            let described = super::inspect::describe_in(cp, true, &crate::report::zone());
+            print!("live: ralph pid {} on {}\n{}", h.pid, h.host, redact(&described));
         }
         (Some(cp), None) => {
-            print!("{}", redact(&super::inspect::describe(cp, false)));
-            labelled_line("  next", next(dir, cp).as_deref());
+            let mut described = super::inspect::describe_in(cp, false, &crate::report::zone());
+            labelled(&mut described, "  next", next(dir, cp));
+            print!("{}", redact(&described));
         }
     }
     Ok(crate::exit::DONE)
-}
-
-fn labelled_line(label: &str, value: Option<&str>) {
-    if let Some(value) = value {
-        println!("{label}: {}", redact(value));
-    }
 }
 
 /// What to do about a run no ralph runs, as the summary of its end said it (the
@@ -70,8 +66,7 @@ pub(crate) fn next(dir: &Path, cp: &Checkpoint) -> Option<String> {
             );
         }
     };
-    let path = crate::config::file::find(dir, None).ok();
-    let loaded = path.as_deref().and_then(|p| crate::config::file::load(p).ok());
+    let loaded = crate::config::file::find(dir, None).and_then(|p| crate::config::file::load(&p)).ok();
     let (config, path) = match &loaded {
         Some(loaded) => (loaded.config.clone(), loaded.path.clone()),
         None => (crate::config::Config::default(), std::path::PathBuf::from(&cp.config_path)),

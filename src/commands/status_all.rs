@@ -17,7 +17,7 @@ use crate::watch::book::{self, Decisions};
 use crate::watch::words::{Again, Word};
 
 /// One registered run, as `status --all` shows it.
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, Default, serde::Serialize)]
 struct Row {
     dir: String,
     /// The directory is gone: `--prune` removes the entry.
@@ -103,18 +103,41 @@ pub(crate) fn main(json: bool, prune: bool) -> Result<i32, RalphError> {
     Ok(crate::exit::DONE)
 }
 
-/// What `status --all` shows of one entry: the run found in its directory now.
+/// What `status --all` shows of one entry: the run found in its directory now (a
+/// fleet's supervisor: the fleet's state and its tasks).
 fn row(reg: &Path, entry: &Entry, boot: &str, decisions: &Decisions, held: bool) -> Row {
-    let stale = !entry.dir.is_dir();
-    let watch = decisions.get(&book::decided_about(entry)).map(|r| Watch {
-        decision: r.decision.word,
-        reason: r.decision.reason.clone(),
-        since: r.since.clone(),
-        next: r.decision.next,
-        held,
-    });
+    let found = Row {
+        dir: entry.dir.display().to_string(),
+        stale: !entry.dir.is_dir(),
+        last_activity: crate::watch::last_active(entry)
+            .and_then(|t| Timestamp::from_second(t).ok())
+            .map(|t| t.to_string()),
+        restarts: registry::read_watch(reg, &entry.stem()).restarts,
+        watch: decisions.get(&book::decided_about(entry)).map(|r| Watch {
+            decision: r.decision.word,
+            reason: r.decision.reason.clone(),
+            since: r.since.clone(),
+            next: r.decision.next,
+            held,
+        }),
+        ..Row::default()
+    };
     if entry.fleet_supervisor() {
-        return fleet_row(reg, entry, stale, watch);
+        let paths = crate::fleet::paths::Paths::new(&entry.dir);
+        let fleet = crate::fleet::state::read(&paths.state).ok().flatten();
+        let counts = fleet.as_ref().map(|f| {
+            let mut by_state = std::collections::BTreeMap::new();
+            f.tasks.values().for_each(|t| *by_state.entry(t.state.into_str()).or_insert(0) += 1);
+            let list: Vec<String> = by_state.iter().map(|(s, n)| format!("{n} {s}")).collect();
+            format!("fleet: {} task(s), {}", f.tasks.len(), list.join(", "))
+        });
+        return Row {
+            status: fleet.as_ref().map_or("finished (archived)", |f| f.status.into_str()).to_string(),
+            live: lock::is_held(&paths.lock),
+            run_id: fleet.map_or(entry.run_id.clone(), |f| f.fleet_id),
+            fleet: Some(counts.unwrap_or_else(|| "fleet".to_string())),
+            ..found
+        };
     }
     let path = entry.dir.join(".agent").join("checkpoint.json");
     let cp = crate::state::format::read_newest(&path).ok().flatten().map(|newest| newest.checkpoint);
@@ -123,60 +146,23 @@ fn row(reg: &Path, entry: &Entry, boot: &str, decisions: &Decisions, held: bool)
         let next = c.progress.position.chain.get(c.progress.position.agent_index).map(|a| a.name.clone());
         c.in_flight.as_ref().map(|f| f.agent.clone()).or(next)
     });
-    let live = lock::is_held(&entry.dir.join(".agent").join("ralph.lock"));
     let identity = crate::state::identity_now::of(&entry.dir).map_err(|e| e.to_string());
     let found_run = cp.as_ref().map(|c| c.run_id.as_str());
-    let other_run = (!stale).then(|| entry.matches(found_run, &identity, boot).err()).flatten();
+    let other_run = (!found.stale).then(|| entry.matches(found_run, &identity, boot).err()).flatten();
     Row {
-        dir: entry.dir.display().to_string(),
-        stale,
         other_run: other_run.map(|why| why.to_string()),
         status: cp.as_ref().map_or(entry.status, |c| c.status).into_str().to_string(),
-        live,
+        live: lock::is_held(&entry.dir.join(".agent").join("ralph.lock")),
         phase: pos.map(|p| p.phase_name.clone()),
         iteration: pos.map(|p| p.iteration),
         agent,
-        last_activity: last_activity(entry),
-        restarts: registry::read_watch(reg, &entry.stem()).restarts,
         run_id: cp.as_ref().map_or(entry.run_id.clone(), |c| c.run_id.clone()),
-        watch,
         fleet: entry
             .fleet
             .as_ref()
             .and_then(|f| Some(format!("fleet task {} of {}", f.task.as_deref()?, f.repo.display()))),
+        ..found
     }
-}
-
-/// A fleet's supervisor, as `status --all` shows it: the fleet's state and its tasks.
-fn fleet_row(registry: &Path, entry: &Entry, stale: bool, watch: Option<Watch>) -> Row {
-    let paths = crate::fleet::paths::Paths::new(&entry.dir);
-    let fleet = crate::fleet::state::read(&paths.state).ok().flatten();
-    let counts = fleet.as_ref().map(|f| {
-        let mut by_state = std::collections::BTreeMap::new();
-        f.tasks.values().for_each(|t| *by_state.entry(t.state.into_str()).or_insert(0) += 1);
-        let list: Vec<String> = by_state.iter().map(|(s, n)| format!("{n} {s}")).collect();
-        format!("fleet: {} task(s), {}", f.tasks.len(), list.join(", "))
-    });
-    Row {
-        dir: entry.dir.display().to_string(),
-        stale,
-        other_run: None,
-        status: fleet.as_ref().map_or("finished (archived)", |f| f.status.into_str()).to_string(),
-        live: lock::is_held(&paths.lock),
-        phase: None,
-        iteration: None,
-        agent: None,
-        last_activity: last_activity(entry),
-        restarts: registry::read_watch(registry, &entry.stem()).restarts,
-        run_id: fleet.map_or(entry.run_id.clone(), |f| f.fleet_id),
-        watch,
-        fleet: Some(counts.unwrap_or_else(|| "fleet".to_string())),
-    }
-}
-
-/// When the run (a fleet: its supervisor) last wrote its journal or state, RFC 3339.
-fn last_activity(entry: &Entry) -> Option<String> {
-    crate::watch::last_active(entry).and_then(|at| Timestamp::from_second(at).ok()).map(|t| t.to_string())
 }
 
 /// One run of `status --all` as text: its directory, then what it is and what the

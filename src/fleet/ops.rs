@@ -247,7 +247,7 @@ impl Book {
         }
         let from = match (&existing, &t.from) {
             (Some(_), Some(from)) => from.clone(),
-            _ => into.ok_or_else(|| RalphError::GitSetup(format!("the fleet's branch {} is gone", self.fleet.into)))?,
+            _ => into.ok_or_else(|| RalphError::Refused(format!("the fleet's branch {} is gone", self.fleet.into)))?,
         };
         let task = self.task_mut(name);
         (task.from, task.state, task.worktree) = (Some(from.clone()), TaskState::Starting, Some(path.clone()));

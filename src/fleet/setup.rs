@@ -303,7 +303,7 @@ fn ensure_into(repo: &Repo, paths: &Paths, into: &str, head: &str) -> Result<(),
     let into_ref = format!("refs/heads/{into}");
     match git::swap(repo, &paths.ledger, &into_ref, Some(head), old.as_deref(), reason).map_err(RalphError::git)? {
         Swap::Done => Ok(()),
-        Swap::Moved => Err(RalphError::GitSetup(format!("the branch {into} moved while the fleet started; try again"))),
+        Swap::Moved => Err(RalphError::Refused(format!("the branch {into} moved while the fleet started; try again"))),
     }
 }
 

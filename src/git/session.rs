@@ -37,23 +37,13 @@ pub(crate) struct GitSession {
 }
 
 /// Why the session cannot be opened.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub(crate) enum OpenError {
     /// The repository's state refuses the run (a rebase under way, a dirty tree...).
-    Refused(Refusal),
-    Git(GitError),
-}
-
-impl From<GitError> for OpenError {
-    fn from(e: GitError) -> Self {
-        OpenError::Git(e)
-    }
-}
-
-impl From<Refusal> for OpenError {
-    fn from(r: Refusal) -> Self {
-        OpenError::Refused(r)
-    }
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    #[error(transparent)]
+    Git(#[from] GitError),
 }
 
 /// Git for a run, checked: every refusal is found here, before anything changes

@@ -113,7 +113,7 @@ impl Reporter {
     }
 
     fn attempt_started(&mut self, text: String) {
-        self.touch();
+        self.pulse().beat();
         match self.mode {
             Mode::Quiet => {}
             Mode::Plain => eprintln!("{} {text}", self.clock()),
@@ -250,10 +250,6 @@ impl Reporter {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
-    }
-
-    fn touch(&self) {
-        self.last_event_ms.store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
     }
 
     fn clock(&self) -> String {

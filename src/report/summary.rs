@@ -149,20 +149,12 @@ impl Summary {
         labelled(&mut s, "  next", self.next.as_ref());
         s.trim_end().to_string()
     }
-}
 
-impl Summary {
     /// The chain's moves of this session, when there were any: to another agent, and
     /// through the chain again.
     fn moves(&self) -> String {
-        let mut said = String::new();
-        if self.fallovers > 0 {
-            said.push_str(&format!(", {}", times("fell over to another agent", self.fallovers)));
-        }
-        if self.rounds > 0 {
-            said.push_str(&format!(", {}", times("went through the chain again", self.rounds)));
-        }
-        said
+        let moves = [("fell over to another agent", self.fallovers), ("went through the chain again", self.rounds)];
+        moves.into_iter().filter(|(_, n)| *n > 0).map(|(what, n)| format!(", {}", times(what, n))).collect()
     }
 }
 

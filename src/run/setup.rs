@@ -115,7 +115,7 @@ pub(crate) async fn prepare(options: &Options) -> Result<Prepared, RalphError> {
     let (mut signals, takeover) = held.take(&agent_dir, &loaded.config.watch, options.resume, &mut told)?;
     // The run's channel (ralph status, ralph stop, the agent's MCP tools), bound
     // before anything changes: a run never goes on without it.
-    let control = crate::control::server::Bound::bind(&dir).map_err(|e| RalphError::ControlSocket(e.to_string()))?;
+    let control = crate::control::server::Bound::bind(&dir).map_err(|e| RalphError::Refused(e.to_string()))?;
     let enabled = loaded.config.general.workflow.checkpoint_enabled;
     let checkpoint_path = enabled.then(|| agent_dir.join("checkpoint.json"));
     // Every check that can refuse, before anything changes: what becomes of the
@@ -300,14 +300,14 @@ fn not_started(chosen: Result<Chosen, NotStarted>, loaded: &Loaded) -> Result<Re
         Ok(chosen) => Ok(Ok(chosen)),
         Err(NotStarted::Settled(end, said)) => Ok(Err((end, vec![*said]))),
         Err(NotStarted::NothingToResume(why)) => {
-            Err(RalphError::NothingToResume(format!("nothing to resume: {why}; run `ralph` to start a new run")))
+            Err(RalphError::Refused(format!("nothing to resume: {why}; run `ralph` to start a new run")))
         }
-        Err(NotStarted::OverCorrupt(aside)) => Err(RalphError::ResumeMismatch(format!(
+        Err(NotStarted::OverCorrupt(aside)) => Err(RalphError::Refused(format!(
             "there is no checkpoint, but one that did not parse is kept aside as {}; --resume-or-start does not \
              start a new run over it: repair it and move it back to checkpoint.json, or run `ralph --no-resume` once",
             aside.display()
         ))),
-        Err(NotStarted::Refused(Refused::PhaseGone(message))) => Err(RalphError::ResumeMismatch(message)),
+        Err(NotStarted::Refused(Refused::PhaseGone(message))) => Err(RalphError::Refused(message)),
         Err(NotStarted::Refused(Refused::From(e))) => Err(from_error(&e, &loaded.path)),
     }
 }

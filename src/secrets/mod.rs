@@ -34,14 +34,10 @@ mod values;
 pub(crate) use matcher::anchor_starts;
 pub(crate) use rules::families;
 pub(crate) use stream::Stream;
+pub(crate) use values::hide as hide_values;
 
 /// What a secret is replaced with.
 pub(crate) const REDACTED: &str = "[REDACTED]";
-
-/// Adds credential values to hide wherever ralph redacts (too-short ones are skipped).
-pub(crate) fn hide_values<'a>(values: impl IntoIterator<Item = &'a str>) {
-    values::hide(values);
-}
 
 /// Returns `text` with every secret the rules or the hidden values find replaced by
 /// `[REDACTED]`.

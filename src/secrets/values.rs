@@ -24,7 +24,8 @@ static VALUES: LazyLock<RwLock<Arc<Values>>> = LazyLock::new(|| RwLock::new(Arc:
 /// Bumped at every change, so a stream can keep its snapshot until then.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
-/// Adds values to hide wherever ralph redacts (too-short ones are skipped).
+/// Adds credential values to hide wherever ralph redacts (too-short ones are skipped);
+/// `secrets::hide_values` to the rest of ralph.
 pub(crate) fn hide<'a>(values: impl IntoIterator<Item = &'a str>) {
     let Ok(mut current) = VALUES.write() else { return };
     let mut list = current.list.clone();

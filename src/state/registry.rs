@@ -113,7 +113,8 @@ pub(crate) fn read_watch(registry: &Path, stem: &str) -> WatchState {
     store::load_json(&watch_path(registry, stem)).ok().flatten().unwrap_or_default()
 }
 
-fn create(registry: &Path) -> io::Result<()> {
+/// Makes the registry's folder (0700, private to this user) when missing.
+pub(crate) fn create(registry: &Path) -> io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(registry)
 }

@@ -196,7 +196,7 @@ impl From<Fatal> for crate::error::RalphError {
     fn from(fatal: Fatal) -> Self {
         match fatal {
             Fatal::AgentGone(agent) => {
-                Self::ResumeMismatch(format!("agent {agent} is no longer configured; run `ralph --no-resume`"))
+                Self::Refused(format!("agent {agent} is no longer configured; run `ralph --no-resume`"))
             }
             Fatal::NoSpace(why) => Self::io(why, std::io::Error::from_raw_os_error(nix::libc::ENOSPC)),
         }

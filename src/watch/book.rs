@@ -44,7 +44,7 @@ impl Decisions {
     }
 
     pub(crate) fn get(&self, dir: &Path) -> Option<&Recorded> {
-        self.runs.get(key(dir).as_ref())
+        self.runs.get(dir.to_string_lossy().as_ref())
     }
 
     /// Records `decision` for `dir` in `next`, keeping the time it was first made
@@ -53,7 +53,7 @@ impl Decisions {
         let earlier = self.get(dir).filter(|r| r.decision == decision);
         let changed = earlier.is_none();
         let since = earlier.map_or_else(|| jiff::Timestamp::now().to_string(), |r| r.since.clone());
-        next.runs.insert(key(dir).into_owned(), Recorded { decision, since });
+        next.runs.insert(dir.to_string_lossy().into_owned(), Recorded { decision, since });
         changed
     }
 
@@ -96,7 +96,7 @@ pub(crate) fn set_hold(registry: &Path) -> io::Result<Hold> {
     if let Some(held) = hold(registry) {
         return Ok(held);
     }
-    create(registry)?;
+    crate::state::registry::create(registry)?;
     let held = Hold { since: jiff::Timestamp::now().to_string() };
     store::save_json_with(&hold_file(registry), &held, Durability::Ordered)?;
     Ok(held)
@@ -134,15 +134,6 @@ impl Boot {
     pub(crate) fn save(&self, registry: &Path) -> io::Result<()> {
         store::save_json_with(&boot_file(registry), self, Durability::Ordered)
     }
-}
-
-fn key(dir: &Path) -> std::borrow::Cow<'_, str> {
-    dir.to_string_lossy()
-}
-
-fn create(registry: &Path) -> io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(registry)
 }
 
 fn decisions_file(registry: &Path) -> PathBuf {
