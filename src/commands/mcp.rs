@@ -11,7 +11,7 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{ErrorData, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::control::client;
 use crate::control::protocol::Request;
@@ -66,13 +66,13 @@ struct Ralph {
     tool_router: ToolRouter<Self>,
 }
 
-#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 struct ProgressArgs {
     /// One line on what you are doing now or just finished.
     message: String,
 }
 
-#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 struct CheckpointArgs {
     /// What is done and verified so far.
     summary: String,
@@ -85,16 +85,16 @@ struct CheckpointArgs {
     next_steps: Vec<String>,
 }
 
-#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 struct NoArgs {}
 
-#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 struct ReasonArgs {
     /// Why, in a sentence or two, with what a person would need to know.
     reason: String,
 }
 
-#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 struct CompleteArgs {
     /// What was done.
     summary: String,
@@ -110,45 +110,57 @@ impl Ralph {
     /// Report progress to ralph, the supervisor running you. Call it every few minutes during long work (a long build or test run): it tells ralph you are alive, so it does not end your session as stalled. The message is shown to the user.
     #[tool]
     async fn report_progress(&self, Parameters(a): Parameters<ProgressArgs>) -> Result<CallToolResult, ErrorData> {
-        self.forward("progress", a).await
+        self.forward(|attempt| Request::Progress { attempt, message: a.message }).await
     }
 
     /// Save verified progress. If this session is interrupted, the next attempt starts from this note, so list only what is done and verified, and what remains.
     #[tool]
     async fn save_checkpoint(&self, Parameters(a): Parameters<CheckpointArgs>) -> Result<CallToolResult, ErrorData> {
-        self.forward("checkpoint", a).await
+        self.forward(|attempt| Request::Checkpoint {
+            attempt,
+            summary: a.summary,
+            files_touched: a.files_touched,
+            steps_done: a.steps_done,
+            next_steps: a.next_steps,
+        })
+        .await
     }
 
     /// Get the task's status from ralph: phase, iteration, attempt, budget, and the recovery note and checkpoint of earlier attempts.
     #[tool]
-    async fn get_task_status(&self, Parameters(a): Parameters<NoArgs>) -> Result<CallToolResult, ErrorData> {
-        self.forward("task_status", a).await
+    async fn get_task_status(&self, Parameters(_): Parameters<NoArgs>) -> Result<CallToolResult, ErrorData> {
+        self.forward(|attempt| Request::TaskStatus { attempt }).await
     }
 
     /// Tell ralph you cannot finish this attempt (a broken environment, a missing dependency, a tool that keeps failing). Then end your turn; ralph decides whether to retry or hand the task to another agent.
     #[tool]
     async fn report_interruption(&self, Parameters(a): Parameters<ReasonArgs>) -> Result<CallToolResult, ErrorData> {
-        self.forward("interruption", a).await
+        self.forward(|attempt| Request::Interruption { attempt, reason: a.reason }).await
     }
 
     /// Declare this iteration's work complete, with evidence of how you verified it (for example the test command you ran and its result). Vague evidence is refused with the reason: then verify and call again. After it is accepted, end your turn.
     #[tool]
     async fn declare_complete(&self, Parameters(a): Parameters<CompleteArgs>) -> Result<CallToolResult, ErrorData> {
-        self.forward("complete", a).await
+        self.forward(|attempt| Request::Complete {
+            attempt,
+            summary: a.summary,
+            evidence: a.evidence,
+            goal_complete: a.goal_complete,
+        })
+        .await
     }
 
     /// Cancel the whole task because a person must act first (missing access, a contradiction in the goal, a decision only the user can make). The run stops, blocked, with your reason, and is not retried. Then end your turn.
     #[tool]
     async fn cancel_task(&self, Parameters(a): Parameters<ReasonArgs>) -> Result<CallToolResult, ErrorData> {
-        self.forward("cancel", a).await
+        self.forward(|attempt| Request::Cancel { attempt, reason: a.reason }).await
     }
 }
 
 impl Ralph {
-    /// Sends the request `op` for this attempt: the tool's arguments are its fields
-    /// but the attempt, which this server holds. The run's refusal is a tool error the
+    /// Sends one request for this attempt; the run's refusal is a tool error the
     /// model can read and act on, no run at all is an MCP error.
-    async fn forward(&self, op: &str, args: impl Serialize) -> Result<CallToolResult, ErrorData> {
+    async fn forward(&self, build: impl FnOnce(u32) -> Request) -> Result<CallToolResult, ErrorData> {
         let (Some(socket), Some(attempt)) = (self.socket.clone(), self.attempt) else {
             return Err(ErrorData::internal_error(
                 "no ralph run is reachable: this server was started without --socket and --attempt \
@@ -156,12 +168,7 @@ impl Ralph {
                 None,
             ));
         };
-        let mut fields = serde_json::to_value(args).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        if let Some(fields) = fields.as_object_mut() {
-            fields.extend([("op".to_string(), op.into()), ("attempt".to_string(), attempt.into())]);
-        }
-        let request: Request =
-            serde_json::from_value(fields).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let request = build(attempt);
         let reply = tokio::task::spawn_blocking(move || client::call(&socket, &request))
             .await
             .map_err(|e| ErrorData::internal_error(format!("ralph mcp: {e}"), None))?

@@ -28,7 +28,7 @@ use crate::text::clock;
 pub(crate) struct Pulse(Option<(Arc<AtomicU64>, Instant)>);
 
 impl Pulse {
-    /// The agent printed something now.
+    /// Something happened now: the agent printed, or an attempt started.
     pub(crate) fn beat(&self) {
         if let Some((last, epoch)) = &self.0 {
             last.store(epoch.elapsed().as_millis() as u64, Ordering::Relaxed);

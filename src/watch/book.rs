@@ -44,7 +44,7 @@ impl Decisions {
     }
 
     pub(crate) fn get(&self, dir: &Path) -> Option<&Recorded> {
-        self.runs.get(dir.to_string_lossy().as_ref())
+        self.runs.get(key(dir).as_ref())
     }
 
     /// Records `decision` for `dir` in `next`, keeping the time it was first made
@@ -53,7 +53,7 @@ impl Decisions {
         let earlier = self.get(dir).filter(|r| r.decision == decision);
         let changed = earlier.is_none();
         let since = earlier.map_or_else(|| jiff::Timestamp::now().to_string(), |r| r.since.clone());
-        next.runs.insert(dir.to_string_lossy().into_owned(), Recorded { decision, since });
+        next.runs.insert(key(dir).into_owned(), Recorded { decision, since });
         changed
     }
 
@@ -134,6 +134,12 @@ impl Boot {
     pub(crate) fn save(&self, registry: &Path) -> io::Result<()> {
         store::save_json_with(&boot_file(registry), self, Durability::Ordered)
     }
+}
+
+/// A run's decisions are kept under its directory's name: the one key lookups and
+/// records agree on.
+fn key(dir: &Path) -> std::borrow::Cow<'_, str> {
+    dir.to_string_lossy()
 }
 
 fn decisions_file(registry: &Path) -> PathBuf {
