@@ -272,7 +272,7 @@ mod tests {
     #[test]
     fn a_text_transcript_is_shown_as_it_is_and_attempt_files_are_recognised() {
         assert_eq!(render_line(None, "plain output"), ["plain output"]);
-        assert_eq!(crate::state::attempt_log::number("attempt-0007-develop-a"), Some(7));
-        assert_eq!(crate::state::attempt_log::number("attempts"), None);
+        assert_eq!(crate::state::attempt_log::parts("attempt-0007-develop-a"), Some((7, "develop-a")));
+        assert_eq!(crate::state::attempt_log::parts("attempts"), None);
     }
 }

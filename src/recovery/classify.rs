@@ -377,12 +377,10 @@ pub fn classify(report: &Report<'_>) -> Classification {
             Phrases { about, any, own: words } => {
                 text.find(any).or_else(|| own.find(words)).map(|line| format!("{about}: {line}"))
             }
-            Configured => {
-                if let Some(c) = configured(report, &own) {
-                    return c;
-                }
-                None
-            }
+            Configured => match configured(report, &own) {
+                Some(c) => return c,
+                None => None,
+            },
         };
         if let Some(reason) = reason {
             let mut c = Classification::new(rule.category, rule.name, reason);
@@ -444,14 +442,7 @@ struct OwnErrorText<'a> {
 
 impl<'a> OwnErrorText<'a> {
     fn of(r: &Report<'a>) -> Self {
-        let mut lines: Vec<&'a str> = Vec::new();
-        for e in r.events {
-            match e {
-                AgentEvent::Result { text, is_error: true, .. } => lines.extend(text.lines()),
-                AgentEvent::Error { message } => lines.extend(message.lines()),
-                _ => {}
-            }
-        }
+        let mut lines: Vec<&'a str> = error_reports(r.events).flat_map(str::lines).collect();
         let stderr: Vec<&'a str> = r.stderr_tail.lines().filter(|l| !l.trim().is_empty()).collect();
         lines.extend(&stderr[stderr.len().saturating_sub(OWN_STDERR_LINES)..]);
         // A CLI's notices of its own retries are not the failure (see `ErrorText`).
@@ -466,6 +457,15 @@ impl<'a> OwnErrorText<'a> {
             words.iter().find_map(|w| find_word(&lower, w, 0)).map(|at| excerpt_at(line, at))
         })
     }
+}
+
+/// The agent's own reports of its error among `events`: its error events and the
+/// results it marked as errors.
+pub(crate) fn error_reports(events: &[AgentEvent]) -> impl Iterator<Item = &str> {
+    events.iter().filter_map(|e| match e {
+        AgentEvent::Result { text, is_error: true, .. } | AgentEvent::Error { message: text } => Some(text.as_str()),
+        _ => None,
+    })
 }
 
 /// The text an attempt's failure can be read from: the text tail, failed results and

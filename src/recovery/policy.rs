@@ -136,31 +136,23 @@ pub(crate) fn on_failure(
         Category::Environmental if failure.rule == Rule::RateLimited => {
             super::rate_limit::on_rate_limit(progress, phases, limits.retry, limits.tz, &facts, session)
         }
-        Category::Environmental => {
+        Category::Environmental | Category::Ambiguous => {
+            let probe_first = failure.category == Category::Environmental;
             progress.counters.retry_streak += 1;
-            progress.resume_session = session;
-            Next::Retry {
-                delay: backoff(limits.retry, progress.counters.retry_streak, facts.jitter),
-                probe_first: true,
-            }
-        }
-        Category::Ambiguous => {
-            progress.counters.ambiguous_failures += 1;
-            progress.counters.retry_streak += 1;
-            if progress.counters.ambiguous_failures >= limits.retry.ambiguous_attempts {
-                return Next::Stop(Cap::AmbiguousAttempts.stop(format!(
-                    "{} unexplained failures in phase {} iteration {} (last: {})",
-                    progress.counters.ambiguous_failures,
-                    progress.position.phase_name,
-                    progress.position.iteration,
-                    failure.reason
-                )));
+            if !probe_first {
+                progress.counters.ambiguous_failures += 1;
+                if progress.counters.ambiguous_failures >= limits.retry.ambiguous_attempts {
+                    return Next::Stop(Cap::AmbiguousAttempts.stop(format!(
+                        "{} unexplained failures in phase {} iteration {} (last: {})",
+                        progress.counters.ambiguous_failures,
+                        progress.position.phase_name,
+                        progress.position.iteration,
+                        failure.reason
+                    )));
+                }
             }
             progress.resume_session = session;
-            Next::Retry {
-                delay: backoff(limits.retry, progress.counters.retry_streak, facts.jitter),
-                probe_first: false,
-            }
+            Next::Retry { delay: backoff(limits.retry, progress.counters.retry_streak, facts.jitter), probe_first }
         }
         Category::Agent => on_agent_failure(progress, phases, limits, session, facts.now),
     }
@@ -171,15 +163,14 @@ pub(crate) fn on_failure(
 /// of their own) ran past `[retry] max_environmental_wait`.
 fn environmental_streak(progress: &mut Progress, retry: &Retry, failure: &Classification, now: i64) -> Option<Stop> {
     let streak = progress.environmental_streak.get_or_insert(EnvironmentalStreak { since: now, excluded_secs: 0 });
-    let counted = now.saturating_sub(streak.since).saturating_sub(streak.excluded_secs).max(0);
-    let max = retry.max_environmental_wait;
-    if u64::try_from(counted).unwrap_or(0) < max.as_secs() {
+    let counted = now.saturating_sub(streak.since).saturating_sub(streak.excluded_secs).max(0).unsigned_abs();
+    if counted < retry.max_environmental_wait.as_secs() {
         return None;
     }
     Some(Cap::EnvironmentalWait.stop(format!(
         "environmental failures for {} without a successful attempt (last: {}); \
          raise [retry] max_environmental_wait to keep retrying longer",
-        humantime::format_duration(Duration::from_secs(u64::try_from(counted).unwrap_or(0))),
+        humantime::format_duration(Duration::from_secs(counted)),
         failure.reason
     )))
 }

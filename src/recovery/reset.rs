@@ -36,13 +36,7 @@ pub(crate) fn reset_time(events: &[AgentEvent], text: &str, now: Timestamp) -> O
         return Some(Reset { at: r, source: "rate_limit_event" });
     }
     // Claude reports its limit in the error result, not on stderr.
-    let mut all = text.to_string();
-    for e in events {
-        if let AgentEvent::Result { text: t, is_error: true, .. } | AgentEvent::Error { message: t } = e {
-            all.push('\n');
-            all.push_str(t);
-        }
-    }
+    let all = std::iter::once(text).chain(super::classify::error_reports(events)).collect::<Vec<_>>().join("\n");
     let text = all.as_str();
     let lower = text.to_ascii_lowercase();
     let forms: [(&'static str, &dyn Fn() -> Option<Timestamp>); 7] = [

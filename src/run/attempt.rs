@@ -95,7 +95,7 @@ pub(crate) async fn run(
     // Until the agent is gone and its output read.
     while r.exit.is_none() || r.out.open || r.err.open {
         r.catch_up_suspension();
-        let (watch_at, watch_reason) = r.supervisor.deadline();
+        let (watch_at, watch_reason) = r.supervisor.watch.deadline();
         let escalate_at = r.escalation.as_ref().and_then(|e| e.ending.next_at());
         let (flush_at, drain_at, running) = (r.log.flush_at(), r.drain_at, r.exit.is_none());
         tokio::select! {
@@ -248,7 +248,7 @@ impl Running {
             return false;
         }
         self.suspended = suspended;
-        self.supervisor.pause(paused);
+        self.supervisor.watch.pause(paused);
         if let Some(e) = self.escalation.as_mut() {
             e.ending.pause(paused);
         }
@@ -444,15 +444,11 @@ impl Running {
         let mut output = self.collected.finish();
         (output.text_tail, output.stderr_tail) = (redact(&output.text_tail), redact(&output.stderr_tail));
         AttemptReport {
-            end,
             output,
             duration: self.started.elapsed(),
-            intervention: None,
-            last_tool: None,
-            last_signal: None,
             touched: self.touched,
             artifact: (self.before, stamp(self.a.how.done_file.as_deref())),
-            log_unsaved: None,
+            ..AttemptReport::empty(end)
         }
     }
 }

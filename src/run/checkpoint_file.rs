@@ -62,18 +62,15 @@ impl CheckpointFile {
         self.behind.as_ref().map(|b| b.1)
     }
 
-    /// Brings the file up to the journal's newest save.
-    pub(super) fn catch_up(&mut self) {
+    /// Brings the file up to the journal's newest save: once it is due, or (`now`)
+    /// at once.
+    pub(super) fn catch_up(&mut self, now: bool) {
+        if !now && self.due().is_none_or(|at| at > Instant::now()) {
+            return;
+        }
         let Some((value, _)) = self.behind.take() else { return };
         store::save_json_with(&self.path, &value, Durability::Unsynced)
             .unwrap_or_else(|e| tracing::warn!("cannot write the checkpoint {}: {e}", self.path.display()));
-    }
-
-    /// [`Self::catch_up`] once its time has come.
-    pub(super) fn catch_up_if_due(&mut self) {
-        if self.due().is_some_and(|at| at <= Instant::now()) {
-            self.catch_up();
-        }
     }
 }
 
@@ -110,10 +107,10 @@ mod tests {
         }
         assert_eq!(on_disk(&file), (inode, 1), "no new file per call");
         assert_eq!(file.due(), Some(first + CATCH_UP));
-        file.catch_up_if_due();
+        file.catch_up(false);
         assert_eq!(on_disk(&file).1, 1, "not yet");
         tokio::time::advance(CATCH_UP).await;
-        file.catch_up_if_due();
+        file.catch_up(false);
         assert_eq!((on_disk(&file).1, file.due()), (5, None), "the newest save");
     }
 
@@ -130,7 +127,7 @@ mod tests {
         // A tool call's start is the file's alone; it carries the lagging save too.
         file.write(&saved(5), Status::Waiting, Durability::Unsynced).unwrap();
         assert_eq!((on_disk(&file).1, file.due()), (5, None));
-        file.catch_up();
+        file.catch_up(true);
         assert_eq!(on_disk(&file).1, 5);
     }
 }

@@ -114,10 +114,8 @@ impl Io {
     /// Brings `checkpoint.json` up to the journal's newest snapshot: once it is due,
     /// or (`now`) at once.
     pub(super) fn catch_up(&mut self, now: bool) {
-        match self.checkpoint.as_mut() {
-            Some(file) if now => file.catch_up(),
-            Some(file) => file.catch_up_if_due(),
-            None => {}
+        if let Some(file) = self.checkpoint.as_mut() {
+            file.catch_up(now);
         }
     }
 

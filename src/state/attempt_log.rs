@@ -26,7 +26,6 @@ use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -55,8 +54,8 @@ pub(crate) struct AttemptLog {
     path: PathBuf,
     /// `<stem>.log`, whose tail segments are `<stem>.log.N`.
     segments: PathBuf,
-    /// The line of [`INDEX`] still owed (its path, the stem): a full disk refused it.
-    index: Option<(PathBuf, String)>,
+    /// The stem whose line of [`INDEX`] is still owed: a full disk refused it.
+    index: Option<String>,
     head: u64,
     segment: u64,
     file: Option<File>,
@@ -119,7 +118,7 @@ impl AttemptLog {
             head: max / 2,
             segment: (max / 2 / SEGMENTS as u64).max(1),
             buf: separator(stem).into_bytes(),
-            index: Some((dir.join(INDEX), stem.to_string())),
+            index: Some(stem.to_string()),
             at_line_start: true,
             ..Self::default()
         };
@@ -127,13 +126,21 @@ impl AttemptLog {
         log
     }
 
-    /// Writes the index line still owed; false while the disk refuses it (it is
-    /// written before the head's first bytes, so its offset stays the file's end).
+    /// Appends the line of [`INDEX`] still owed, `<offset> <stem>`, the offset being
+    /// the end of [`LOG`], where the attempt's separator goes (the line is written
+    /// before the head's first bytes); on a line of its own even when a crash tore
+    /// the last one. False while the disk refuses it.
     fn write_index(&mut self) -> bool {
-        let (Some(file), Some((index_path, stem))) = (&self.file, self.index.take()) else { return true };
-        match index(&index_path, file, &stem) {
+        let (Some(log), Some(stem)) = (&self.file, self.index.take()) else { return true };
+        let append = || {
+            let offset = log.metadata()?.len();
+            let mut file = crate::state::private::append_file(&self.path.with_file_name(INDEX))?;
+            super::journal::fresh_line(&mut file)?;
+            file.write_all(format!("{offset} {stem}\n").as_bytes())
+        };
+        match append() {
             Err(e) if disk::is_full(&e) => {
-                self.index = Some((index_path, stem));
+                self.index = Some(stem);
                 self.disk_full();
                 false
             }
@@ -365,26 +372,6 @@ fn separator(stem: &str) -> String {
     format!("==> {stem} <==\n")
 }
 
-/// Appends `<offset> <stem>` to the run's index at `path`, `offset` being the end
-/// of `log`, where the attempt's separator goes; on a line of its own even when a
-/// crash tore the last one.
-fn index(path: &Path, log: &File, stem: &str) -> io::Result<()> {
-    let offset = log.metadata()?.len();
-    let mut file = crate::state::private::append_file(path)?;
-    let mut last = [b'\n'];
-    match file.metadata()?.len() {
-        0 => {}
-        len => file.read_at(&mut last, len - 1).map(drop)?,
-    }
-    let lead = if last[0] == b'\n' { "" } else { "\n" };
-    file.write_all(format!("{lead}{offset} {stem}\n").as_bytes())
-}
-
-/// `attempt-0007-develop-a` → 7.
-pub(crate) fn number(stem: &str) -> Option<u32> {
-    parts(stem).map(|(n, _)| n)
-}
-
 /// `attempt-0007-develop-a` → (7, `develop-a`): the number and what follows it (the
 /// phase, then the agent).
 pub(crate) fn parts(stem: &str) -> Option<(u32, &str)> {
@@ -410,13 +397,13 @@ pub(crate) struct Head {
 pub(crate) fn heads(dir: &Path) -> Vec<Head> {
     let whole = std::fs::read_dir(dir).into_iter().flatten().flatten().filter_map(|e| {
         let stem = e.file_name().to_string_lossy().strip_suffix(".log")?.to_string();
-        Some(Head { number: number(&stem)?, stem, path: e.path(), start: 0, end: None })
+        Some(Head { number: parts(&stem)?.0, stem, path: e.path(), start: 0, end: None })
     });
     let mut heads: Vec<Head> = whole.collect();
     heads.sort_by_key(|h| h.number);
     let index = String::from_utf8_lossy(&std::fs::read(dir.join(INDEX)).unwrap_or_default()).into_owned();
     let entries: Vec<(u64, &str, u32)> = (index.lines())
-        .filter_map(|line| line.split_once(' ').and_then(|(at, stem)| Some((at.parse().ok()?, stem, number(stem)?))))
+        .filter_map(|line| line.split_once(' ').and_then(|(at, stem)| Some((at.parse().ok()?, stem, parts(stem)?.0))))
         .collect();
     for (i, &(offset, stem, number)) in entries.iter().enumerate() {
         let start = offset + separator(stem).len() as u64;

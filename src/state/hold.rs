@@ -67,7 +67,7 @@ impl Hold {
     /// unlocked when `clean` (the final state is on disk); otherwise the lock stays
     /// held with its record until ralph exits, and the next run sees an interrupted one.
     pub(crate) fn release(&mut self, clean: bool) {
-        if let Some(lease) = self.lease.take() {
+        if let Some(mut lease) = self.lease.take() {
             lease.release().unwrap_or_else(|e| tracing::warn!("cannot release the lease: {e}"));
         }
         if clean && let Some(lock) = self.lock.take() {

@@ -149,7 +149,7 @@ impl Journal {
 }
 
 /// Ends a torn last line, so the next line starts fresh.
-fn fresh_line(file: &mut File) -> io::Result<()> {
+pub(super) fn fresh_line(file: &mut File) -> io::Result<()> {
     let len = file.metadata()?.len();
     if len > 0 {
         let mut last = [0u8; 1];

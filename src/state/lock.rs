@@ -188,11 +188,9 @@ pub(crate) struct RunLock {
 impl RunLock {
     /// Clean release: empty the file (the "stopped cleanly" mark, made durable),
     /// then unlock. The file stays, see the module doc.
-    pub(crate) fn release(self) -> io::Result<()> {
-        let emptied = self.file.set_len(0).and_then(|()| self.file.sync_all());
-        // Unlock even when emptying failed: holding on helps nobody.
-        let unlocked = self.file.unlock().map(drop).map_err(|(_, e)| io::Error::from(e));
-        emptied.and(unlocked)
+    pub(crate) fn release(mut self) -> io::Result<()> {
+        self.previous.clear();
+        self.give_back()
     }
 
     /// A command that refuses changes nothing: the file gets back what it held
@@ -204,6 +202,7 @@ impl RunLock {
             .and_then(|()| file.seek(SeekFrom::Start(0)))
             .and_then(|_| file.write_all(&self.previous))
             .and_then(|()| file.sync_all());
+        // Unlock even when the write failed: holding on helps nobody.
         let unlocked = file.unlock().map(drop).map_err(|(_, e)| io::Error::from(e));
         restored.and(unlocked)
     }
@@ -227,7 +226,7 @@ pub(crate) fn acquire(path: &Path) -> Result<Acquired, LockError> {
         let mut file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
             Ok(f) => f,
             Err((mut file, Errno::EWOULDBLOCK)) => {
-                let info = read_content(&mut file).ok().and_then(|c| parse(&c));
+                let info = read_bytes(&mut file).ok().and_then(|bytes| parse(&String::from_utf8_lossy(&bytes)));
                 return Err(LockError::Held { path: path.to_path_buf(), info });
             }
             Err((_, e)) => return Err(io_err(e.into())),
@@ -269,20 +268,11 @@ pub(crate) fn is_held(path: &Path) -> bool {
 
 /// The ralph that holds the lock now ([`is_held`]), as its record names it.
 pub(crate) fn holder(path: &Path) -> Option<LockInfo> {
-    if !is_held(path) {
-        return None;
-    }
-    read_info(path)
+    is_held(path).then(|| read_info(path)).flatten()
 }
 
 fn parse(content: &str) -> Option<LockInfo> {
     serde_json::from_str(content.trim()).ok()
-}
-
-/// Lossy: garbage (non-UTF-8) content is a stale lock, not an error that blocks
-/// every start.
-fn read_content(file: &mut File) -> io::Result<String> {
-    Ok(String::from_utf8_lossy(&read_bytes(file)?).into_owned())
 }
 
 fn read_bytes(file: &mut File) -> io::Result<Vec<u8>> {

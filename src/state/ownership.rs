@@ -257,11 +257,6 @@ impl Lease {
         }
     }
 
-    /// Stops renewing and empties the lease if it is still ours.
-    pub(crate) fn release(mut self) -> std::io::Result<()> {
-        self.release_inner()
-    }
-
     /// A command that refuses changes nothing: the lease file gets back what it
     /// held before (a crashed owner's record stays for the next ralph to take
     /// over and say so), if it is still ours.
@@ -286,7 +281,8 @@ impl Lease {
         !std::mem::replace(&mut *released, true)
     }
 
-    fn release_inner(&mut self) -> std::io::Result<()> {
+    /// Stops renewing and empties the lease if it is still ours (a drop does too).
+    pub(crate) fn release(&mut self) -> std::io::Result<()> {
         if !self.stop_heartbeat() {
             return Ok(());
         }
@@ -301,7 +297,7 @@ impl Drop for Lease {
             self.stop_heartbeat();
             return;
         }
-        let _ = self.release_inner();
+        let _ = self.release();
     }
 }
 
@@ -327,7 +323,7 @@ mod tests {
 
     /// Releases `lease`: the lease file at `p` is free again.
     #[track_caller]
-    fn released(lease: Lease, p: &Path) {
+    fn released(mut lease: Lease, p: &Path) {
         lease.release().unwrap();
         assert_eq!(lease_file::read(p).unwrap(), Found::Free);
     }

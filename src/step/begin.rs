@@ -106,10 +106,8 @@ pub(super) fn next_move(run: &mut RunState) {
         let (cycle, why) = (run.cp.progress.position.cycle, events::FalloverWhy::CoolingDown);
         run.emit(RunEvent::Fallover { from, to, cycle, why, new_cycle: false });
     }
-    if run.control.stop_after.is_some_and(|at| at != run.position_key()) {
-        return ending::stopped(run, StopCause::User, None);
-    }
-    if let Some(cause) = run.stopping {
+    let asked = run.control.stop_after.is_some_and(|at| at != run.position_key()).then_some(StopCause::User);
+    if let Some(cause) = asked.or(run.stopping) {
         return ending::stopped(run, cause, None);
     }
     if run.setting.task.is_some() && run.setting.loaded.config.retry.on_rate_limit == OnRateLimit::Wait {

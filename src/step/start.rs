@@ -18,7 +18,7 @@ use crate::supervise::note::{LastTool, ToolState, Trouble};
 use crate::workflow::Progress;
 use crate::workflow::advance::{self, UnknownPhase};
 
-use super::record::recovery_note;
+use super::record::{in_flight_tool, recovery_note};
 
 /// What the user asked for about an existing checkpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -238,11 +238,7 @@ pub(crate) fn resume(
     // an unknown outcome. This replaces any older note: the crash is the latest thing
     // that happened to the iteration.
     if let Some(in_flight) = in_flight {
-        let tool = in_flight.tool.map(|t| LastTool {
-            name: t.name,
-            input_summary: t.input,
-            state: ToolState::StartedNoResult,
-        });
+        let tool = in_flight.tool.map(|t| LastTool { state: ToolState::StartedNoResult, ..in_flight_tool(&t) });
         cp.progress.recovery_note = Some(recovery_note(&cp.progress, &loaded.phases, goal, Trouble::Interrupted, tool));
     }
     if let Some(name) = from {

@@ -72,16 +72,14 @@ pub(super) fn timer(run: &mut RunState) {
     let Mode::Waiting(wait) = std::mem::take(&mut run.mode) else { return };
     run.control.wait_until = None;
     match wait {
-        Wait::Backoff => {
+        Wait::Backoff | Wait::RateLimit { .. } => {
             run.show(Show::Clear);
             run.cp.status = Status::Running;
-        }
-        Wait::RateLimit { started } => {
-            run.show(Show::Clear);
-            run.cp.status = Status::Running;
-            // A rate-limit wait has its own bound, not the environmental streak's.
-            run.cp.progress.exclude_from_streak(run.now.unix().saturating_sub(started));
-            reset_reached(run);
+            if let Wait::RateLimit { started } = wait {
+                // A rate-limit wait has its own bound, not the environmental streak's.
+                run.cp.progress.exclude_from_streak(run.now.unix().saturating_sub(started));
+                reset_reached(run);
+            }
         }
         Wait::Offline { endpoints, paused_at } => {
             run.effect(Effect::Probe(endpoints.clone()));
@@ -167,7 +165,6 @@ pub(super) fn probed(run: &mut RunState, probe: Probe, result: ProbeResult) {
                     run.show(Show::Clear);
                     run.cp.progress.exclude_from_streak(run.now.unix().saturating_sub(paused_at));
                     back_online(run);
-                    run.mode = Mode::Ready;
                 }
                 ProbeResult::Offline { .. } => round(run, endpoints, paused_at),
             }
@@ -180,16 +177,13 @@ pub(super) fn probed(run: &mut RunState, probe: Probe, result: ProbeResult) {
 fn online(run: &mut RunState, then: Online, endpoints: &[String]) {
     answered(run, endpoints);
     if run.cp.progress.offline_since.take().is_some() {
-        back_online(run);
-        run.mode = Mode::Ready;
-        return;
+        return back_online(run);
     }
     match then {
-        Online::Ready => run.mode = Mode::Ready,
         Online::Backoff(delay) if !delay.is_zero() => {
             wait(run, delay, "retrying after backoff".to_string(), Wait::Backoff);
         }
-        Online::Backoff(_) => run.mode = Mode::Ready,
+        Online::Ready | Online::Backoff(_) => run.mode = Mode::Ready,
     }
 }
 
@@ -220,13 +214,14 @@ fn round(run: &mut RunState, endpoints: Vec<String>, paused_at: i64) {
 }
 
 /// The outage is over: it explained the failures, so the next one starts a fresh
-/// backoff.
+/// backoff; the interrupted attempt is retried at once.
 fn back_online(run: &mut RunState) {
     run.cp.progress.offline_since = None;
     run.emit(RunEvent::Online {});
     run.cp.progress.counters.retry_streak = 0;
     run.cp.status = Status::Running;
     run.save();
+    run.mode = Mode::Ready;
 }
 
 /// Probes every default endpoint of the run's agents that has not answered yet, and

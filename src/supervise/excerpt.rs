@@ -26,24 +26,14 @@ const CUT: &str = "…";
 /// trailing spaces removed, so what is left reads as the agent wrote it.
 pub(crate) fn without_markup(text: &str) -> String {
     let text = text.replace("\r\n", "\n").replace('\r', "\n");
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text.as_str();
-    while let Some(start) = find_ci(rest, "<promise>") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + "<promise>".len()..];
-        rest = match find_ci(after, "</promise>") {
-            Some(end) => &after[end + "</promise>".len()..],
-            None => after,
-        };
-    }
-    out.push_str(rest);
+    let out = remove_ci(&text, "<promise>", Some("</promise>"));
     let mut text = String::new();
     for line in out.lines() {
         let trimmed = line.trim_start();
         if trimmed.to_ascii_lowercase().starts_with(INTERRUPTION_MARKER) {
             continue;
         }
-        let line = remove_ci(line, "</promise>");
+        let line = remove_ci(line, "</promise>", None);
         text.push_str(line.trim_end());
         text.push('\n');
     }
@@ -102,13 +92,15 @@ fn find_ci(hay: &str, needle: &str) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w.eq_ignore_ascii_case(needle))
 }
 
-/// `line` without any `needle` (ASCII), ignoring ASCII case.
-fn remove_ci(line: &str, needle: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut rest = line;
-    while let Some(at) = find_ci(rest, needle) {
+/// `text` without any `open` (ASCII, ignoring ASCII case) and, when `close` is
+/// given and follows it, without what comes up to the end of that `close`.
+fn remove_ci(text: &str, open: &str, close: Option<&str>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = find_ci(rest, open) {
         out.push_str(&rest[..at]);
-        rest = &rest[at + needle.len()..];
+        let after = &rest[at + open.len()..];
+        rest = close.and_then(|close| Some(&after[find_ci(after, close)? + close.len()..])).unwrap_or(after);
     }
     out.push_str(rest);
     out

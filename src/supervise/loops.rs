@@ -103,30 +103,14 @@ impl LoopDetector {
     }
 }
 
-/// Keys sorted at every level and no whitespace between tokens. Arguments sent as a
-/// JSON string are parsed first, so `"{\"a\": 1}"` and `{"a":1}` compare equal.
-/// Whitespace inside string values is kept: an edit that only changes indentation
-/// is a different edit.
+/// Keys sorted at every level (serde_json's map is ordered by key: its
+/// `preserve_order` feature is off, which `nested_keys_are_sorted_too` guards) and
+/// no whitespace between tokens. Arguments sent as a JSON string are parsed first,
+/// so `"{\"a\": 1}"` and `{"a":1}` compare equal. Whitespace inside string values
+/// is kept: an edit that only changes indentation is a different edit.
 fn canonical(input: &Value) -> String {
-    match input {
-        Value::String(s) => match serde_json::from_str::<Value>(s) {
-            Ok(v @ (Value::Object(_) | Value::Array(_))) => sorted(&v).to_string(),
-            _ => input.to_string(),
-        },
-        other => sorted(other).to_string(),
-    }
-}
-
-fn sorted(v: &Value) -> Value {
-    match v {
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            Value::Object(entries.into_iter().map(|(k, v)| (k.clone(), sorted(v))).collect())
-        }
-        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-        other => other.clone(),
-    }
+    let parsed = input.as_str().and_then(|s| serde_json::from_str::<Value>(s).ok());
+    parsed.as_ref().filter(|v| v.is_object() || v.is_array()).unwrap_or(input).to_string()
 }
 
 /// `Name(args)`, short enough for a note.

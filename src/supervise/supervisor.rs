@@ -32,7 +32,7 @@ impl Intervention {
     }
 
     /// ralph's own clock ran out: the stall, tool or attempt limit of `timeouts`, as
-    /// [`Supervisor::deadline`] named it.
+    /// [`Watch::deadline`] named it.
     pub fn clock(detector: Detector, timeouts: &Timeouts) -> Intervention {
         let fmt = |d| humantime::format_duration(d).to_string();
         let (detector, evidence) = match detector {
@@ -45,7 +45,8 @@ impl Intervention {
 }
 
 pub struct Supervisor {
-    watch: Watch,
+    /// The attempt's clocks: when it must end if nothing happens before, and why.
+    pub(crate) watch: Watch,
     loops: LoopDetector,
     denials: Denials,
     /// What the run may still spend (`max_cost_usd` minus the cost so far), and what
@@ -121,16 +122,6 @@ impl Supervisor {
             }
             _ => None,
         }
-    }
-
-    /// When the attempt must end if nothing happens before, and why.
-    pub fn deadline(&self) -> (Instant, Detector) {
-        self.watch.deadline()
-    }
-
-    /// The attempt was suspended for `paused` (Ctrl+Z): the clocks leave it out.
-    pub fn pause(&mut self, paused: std::time::Duration) {
-        self.watch.pause(paused);
     }
 
     /// The last tool call and whether its result was seen.

@@ -79,17 +79,11 @@ pub(crate) fn evaluate(signal: &DoneSignal, ev: &Evidence<'_>) -> Completion {
     if ev.result_is_error {
         return Completion::NotDone("the agent's final result is an error".into());
     }
-    // Only the tool decides, for the iteration and for the goal alike.
-    if *signal == DoneSignal::Mcp {
-        return match ev.declared {
-            Some(true) => Completion::Goal,
-            Some(false) => Completion::Done,
-            None => Completion::NotDone("exit 0 without calling declare_complete".into()),
-        };
-    }
     let can_ask = ev.session_known && !ev.already_asked;
     let tag_decides = *signal == DoneSignal::Tag;
     match ev.claim {
+        // Only the tool decides, for the iteration and for the goal alike.
+        _ if *signal == DoneSignal::Mcp => {}
         Claim::Goal => return Completion::Goal,
         Claim::Doubtful { goal, .. } if (*goal || tag_decides) && can_ask => return Completion::Confirm,
         Claim::Doubtful { goal: true, .. } => return Completion::Goal,
@@ -113,7 +107,11 @@ pub(crate) fn evaluate(signal: &DoneSignal, ev: &Evidence<'_>) -> Completion {
         DoneSignal::Exit0 => Completion::Done,
         DoneSignal::File(_) if ev.artifact_changed => Completion::Done,
         DoneSignal::File(_) => Completion::NotDone("exit 0 without writing the artifact".into()),
-        DoneSignal::Mcp => Completion::NotDone("exit 0 without calling declare_complete".into()),
+        DoneSignal::Mcp => match ev.declared {
+            Some(true) => Completion::Goal,
+            Some(false) => Completion::Done,
+            None => Completion::NotDone("exit 0 without calling declare_complete".into()),
+        },
     }
 }
 
