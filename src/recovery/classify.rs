@@ -461,7 +461,7 @@ impl<'a> OwnErrorText<'a> {
 
 /// The agent's own reports of its error among `events`: its error events and the
 /// results it marked as errors.
-pub(crate) fn error_reports(events: &[AgentEvent]) -> impl Iterator<Item = &str> {
+pub(super) fn error_reports(events: &[AgentEvent]) -> impl Iterator<Item = &str> {
     events.iter().filter_map(|e| match e {
         AgentEvent::Result { text, is_error: true, .. } | AgentEvent::Error { message: text } => Some(text.as_str()),
         _ => None,

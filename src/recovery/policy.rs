@@ -137,9 +137,9 @@ pub(crate) fn on_failure(
             super::rate_limit::on_rate_limit(progress, phases, limits.retry, limits.tz, &facts, session)
         }
         Category::Environmental | Category::Ambiguous => {
-            let probe_first = failure.category == Category::Environmental;
+            let ambiguous = failure.category == Category::Ambiguous;
             progress.counters.retry_streak += 1;
-            if !probe_first {
+            if ambiguous {
                 progress.counters.ambiguous_failures += 1;
                 if progress.counters.ambiguous_failures >= limits.retry.ambiguous_attempts {
                     return Next::Stop(Cap::AmbiguousAttempts.stop(format!(
@@ -152,7 +152,11 @@ pub(crate) fn on_failure(
                 }
             }
             progress.resume_session = session;
-            Next::Retry { delay: backoff(limits.retry, progress.counters.retry_streak, facts.jitter), probe_first }
+            Next::Retry {
+                delay: backoff(limits.retry, progress.counters.retry_streak, facts.jitter),
+                // An environmental failure (network, provider) waits for a probe first.
+                probe_first: !ambiguous,
+            }
         }
         Category::Agent => on_agent_failure(progress, phases, limits, session, facts.now),
     }

@@ -62,10 +62,10 @@ impl CheckpointFile {
         self.behind.as_ref().map(|b| b.1)
     }
 
-    /// Brings the file up to the journal's newest save: once it is due, or (`now`)
-    /// at once.
-    pub(super) fn catch_up(&mut self, now: bool) {
-        if !now && self.due().is_none_or(|at| at > Instant::now()) {
+    /// Brings the file up to the journal's newest save: once it is due, or
+    /// (`at_once`) now.
+    pub(super) fn catch_up(&mut self, at_once: bool) {
+        if !at_once && self.due().is_none_or(|at| at > Instant::now()) {
             return;
         }
         let Some((value, _)) = self.behind.take() else { return };

@@ -112,10 +112,10 @@ impl Io {
     }
 
     /// Brings `checkpoint.json` up to the journal's newest snapshot: once it is due,
-    /// or (`now`) at once.
-    pub(super) fn catch_up(&mut self, now: bool) {
+    /// or (`at_once`) now.
+    pub(super) fn catch_up(&mut self, at_once: bool) {
         if let Some(file) = self.checkpoint.as_mut() {
-            file.catch_up(now);
+            file.catch_up(at_once);
         }
     }
 
