@@ -48,7 +48,7 @@ fn in_fleet(place: &Place, command: impl FnOnce(Found) -> Result<i32, RalphError
 /// A change by a person: through the supervisor, or under the fleet's lock (`ralph
 /// fleet land TASK`: the supervisor lands it next, or it is landed here and now).
 fn change(found: &Found, request: &Request) -> Result<i32, RalphError> {
-    if let Some(reply) = control::call(&found.paths.socket_record(), request) {
+    if let Some(reply) = control::call(&found.paths.socket_record, request) {
         return answer(reply);
     }
     let mut book = offline(found)?;
@@ -75,7 +75,7 @@ fn answer(done: Result<String, String>) -> Result<i32, RalphError> {
 /// The fleet's book under its lock, for a command that runs without a supervisor.
 /// The lock is held until the process ends (a command is short).
 fn offline(found: &Found) -> Result<Book, RalphError> {
-    let lock = match crate::state::lock::acquire(&found.paths.lock()) {
+    let lock = match crate::state::lock::acquire(&found.paths.lock) {
         Ok(acquired) => acquired.lock,
         Err(crate::state::lock::LockError::Held { .. }) => {
             return Err(RalphError::Usage(
@@ -112,16 +112,16 @@ fn discard_offline(book: &mut Book, task: &str, delete_branch: bool) -> Result<S
 /// `ralph fleet stop [--now] [TASK]`: asks the supervisor; waits for the stop.
 fn stop(found: &Found, task: Option<String>, now: bool, timeout: Duration) -> Result<i32, RalphError> {
     let request = Request::Stop { task: task.clone(), now };
-    let Some(reply) = control::call(&found.paths.socket_record(), &request) else {
+    let Some(reply) = control::call(&found.paths.socket_record, &request) else {
         return stop_without_supervisor(found, task.as_deref(), now);
     };
     eprintln!("ralph: {}", reply.map_err(RalphError::Usage)?);
     let started = Instant::now();
     loop {
-        let state = crate::fleet::state::read(&found.paths.state()).ok().flatten();
+        let state = crate::fleet::state::read(&found.paths.state).ok().flatten();
         let done = match (&task, &state) {
             // The whole fleet: its supervisor is gone (its lock released).
-            (None, _) => !crate::state::lock::is_held(&found.paths.lock()),
+            (None, _) => !crate::state::lock::is_held(&found.paths.lock),
             (Some(name), Some(f)) => f.tasks.get(name).is_none_or(|t| !t.state.active()),
             (Some(_), None) => true,
         };
@@ -171,7 +171,7 @@ fn stop_without_supervisor(found: &Found, task: Option<&str>, now: bool) -> Resu
 
 /// The fleet's state; an error when there is none.
 fn fleet_of(found: &Found) -> Result<crate::fleet::state::Fleet, RalphError> {
-    crate::fleet::setup::read_state(&found.paths.state())?
+    crate::fleet::setup::read_state(&found.paths.state)?
         .ok_or_else(|| RalphError::Usage(format!("no fleet in {}; `ralph fleet` starts one", found.top.display())))
 }
 

@@ -33,9 +33,10 @@ struct Row {
 
 pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     let found = super::fleet_find::find(dir)?;
-    let current = crate::fleet::setup::read_state(&found.paths.state())?;
+    let current = crate::fleet::setup::read_state(&found.paths.state)?;
     // A finished fleet is archived: status shows the last one until a new one starts.
-    let Some(fleet) = current.or_else(|| last_archived(&found.paths.archive())) else {
+    let last_archived = || crate::fleet::ops::archived(&found.paths.archive).pop();
+    let Some(fleet) = current.or_else(|| crate::fleet::state::read(&last_archived()?).ok().flatten()) else {
         if json {
             println!("{{\"fleet\": null, \"tasks\": []}}");
         } else {
@@ -43,7 +44,7 @@ pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
         }
         return Ok(crate::exit::DONE);
     };
-    let live = crate::state::lock::is_held(&found.paths.lock());
+    let live = crate::state::lock::is_held(&found.paths.lock);
     let rows: Vec<Row> = fleet.tasks.iter().map(|(name, t)| row(name, t, &found.paths.task_log(name))).collect();
     let queue = queue(&fleet);
     let onto_base = onto_base(&found.top, &fleet);
@@ -75,18 +76,6 @@ pub(crate) fn main(dir: &Path, json: bool) -> Result<i32, RalphError> {
     text.push_str(&describe_queue(&fleet, &queue, onto_base.as_ref()));
     print!("{}", crate::secrets::redact(&text));
     Ok(crate::exit::DONE)
-}
-
-/// The newest archived fleet.
-fn last_archived(dir: &Path) -> Option<Fleet> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    crate::fleet::state::read(files.last()?).ok().flatten()
 }
 
 fn row(name: &str, t: &Task, log: &Path) -> Row {
@@ -214,20 +203,18 @@ fn describe_queue(fleet: &Fleet, queue: &[Queued], base: Option<&OntoBase>) -> S
             .collect();
         let _ = writeln!(out, "merge queue: {}", items.join(", "));
     }
-    match base {
-        Some(b) if b.conflicts.is_empty() => {
-            let _ = writeln!(out, "{} merges cleanly onto {}'s tip", fleet.into, b.branch);
-        }
+    let _ = match base {
+        Some(b) if b.conflicts.is_empty() => writeln!(out, "{} merges cleanly onto {}'s tip", fleet.into, b.branch),
         Some(b) => {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "{} no longer merges cleanly onto {}: {} conflict",
                 fleet.into,
                 b.branch,
                 b.conflicts.join(", ")
-            );
+            )
         }
-        None => {}
-    }
+        None => Ok(()),
+    };
     out
 }

@@ -124,7 +124,7 @@ fn row(reg: &Path, entry: &Entry, boot: &str, decisions: &Decisions, held: bool)
     };
     if entry.fleet_supervisor() {
         let paths = crate::fleet::paths::Paths::new(&entry.dir);
-        let fleet = crate::fleet::state::read(&paths.state()).ok().flatten();
+        let fleet = crate::fleet::state::read(&paths.state).ok().flatten();
         let counts = fleet.as_ref().map(|f| {
             let mut by_state = std::collections::BTreeMap::new();
             f.tasks.values().for_each(|t| *by_state.entry(t.state.into_str()).or_insert(0) += 1);
@@ -133,7 +133,7 @@ fn row(reg: &Path, entry: &Entry, boot: &str, decisions: &Decisions, held: bool)
         });
         return Row {
             status: fleet.as_ref().map_or("finished (archived)", |f| f.status.into_str()).to_string(),
-            live: lock::is_held(&paths.lock()),
+            live: lock::is_held(&paths.lock),
             run_id: fleet.map_or(entry.run_id.clone(), |f| f.fleet_id),
             fleet: Some(counts.unwrap_or_else(|| "fleet".to_string())),
             ..found

@@ -86,13 +86,7 @@ pub(crate) fn tail(log: &Path, lines: usize) -> String {
     let text = std::fs::read(log).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     let tail = all[all.len().saturating_sub(lines)..].join("\n");
-    crate::secrets::redact(&chars_tail(&tail, 4000))
-}
-
-/// The last `max` characters of `text`.
-pub(crate) fn chars_tail(text: &str, max: usize) -> String {
-    let count = text.chars().count();
-    if count <= max { text.to_string() } else { text.chars().skip(count - max).collect() }
+    crate::secrets::redact(&crate::step::record::tail_chars(&tail, 4000))
 }
 
 #[cfg(test)]

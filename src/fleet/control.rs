@@ -48,17 +48,12 @@ pub(crate) struct Reply {
 /// A request and where its reply goes.
 pub(crate) type Inbound = (Request, oneshot::Sender<Reply>);
 
-/// The socket's path for the fleet of `repo`.
-fn socket_path(repo: &Path) -> std::io::Result<PathBuf> {
-    let dir = crate::control::path::private_dir()?;
-    let name = crate::control::path::socket_name(repo).replacen("run-", "fleet-", 1);
-    Ok(dir.join(name))
-}
-
 /// Listens for requests; each is handed to the supervisor's loop through `tx`. The
 /// socket's path is recorded in `record`.
 pub(crate) fn serve(repo: &Path, record: &Path, tx: mpsc::Sender<Inbound>) -> std::io::Result<PathBuf> {
-    let path = socket_path(repo)?;
+    // The run's socket name with `fleet-` for `run-`, beside the runs' sockets.
+    let name = crate::control::path::socket_name(repo).replacen("run-", "fleet-", 1);
+    let path = crate::control::path::private_dir()?.join(name);
     // A socket file left by a supervisor that died: nobody listens there.
     let _ = std::fs::remove_file(&path);
     let listener = tokio::net::UnixListener::bind(&path)?;

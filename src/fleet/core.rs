@@ -163,12 +163,7 @@ pub(crate) fn outcome(fleet: &Fleet, landing: bool) -> Option<FleetEnd> {
     if fleet.tasks.values().any(pending) {
         return None;
     }
-    let unfinished: Vec<String> = fleet
-        .tasks
-        .iter()
-        .filter(|(_, t)| matches!(t.state, TaskState::Failed | TaskState::Blocked | TaskState::Stopped))
-        .map(|(name, _)| name.clone())
-        .collect();
+    let unfinished = fleet.names(|t| matches!(t.state, TaskState::Failed | TaskState::Blocked | TaskState::Stopped));
     Some(if unfinished.is_empty() { FleetEnd::Done } else { FleetEnd::Unfinished(unfinished) })
 }
 

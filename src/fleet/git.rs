@@ -17,10 +17,8 @@ use super::isolation::{LedgerEntry, Snapshot};
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct Worktree {
     pub path: PathBuf,
-    pub head: Option<String>,
     /// `refs/heads/…`, or `None` when detached.
     pub branch: Option<String>,
-    pub locked: bool,
     pub prunable: bool,
 }
 
@@ -37,9 +35,7 @@ pub(crate) fn parse_worktrees(out: &str) -> Vec<Worktree> {
         let w = current.get_or_insert_with(Worktree::default);
         match key {
             "worktree" => w.path = PathBuf::from(value),
-            "HEAD" => w.head = Some(value.to_string()),
             "branch" => w.branch = Some(value.to_string()),
-            "locked" => w.locked = true,
             "prunable" => w.prunable = true,
             _ => {}
         }
@@ -143,7 +139,8 @@ pub(crate) fn is_ancestor(repo: &Repo, ancestor: &str, of: &str) -> Result<bool,
     }
 }
 
-fn failure(args: &str, out: &std::process::Output) -> GitError {
+/// A git command that failed, with its output.
+pub(super) fn failure(args: &str, out: &std::process::Output) -> GitError {
     let mut output = String::from_utf8_lossy(&out.stdout).into_owned();
     output.push_str(&String::from_utf8_lossy(&out.stderr));
     GitError::Failed { args: args.to_string(), output: output.trim().to_string() }
@@ -264,12 +261,7 @@ pub(crate) fn remove_worktree(repo: &Repo, path: &Path) -> Result<(), GitError> 
 /// The changed paths of a worktree (`git status`), ralph's own `.agent/` left out:
 /// what would be lost with it.
 pub(crate) fn changes_in(worktree: &Path) -> Result<Vec<String>, GitError> {
-    let repo = Repo::at(worktree);
-    let out = repo.git_output(&["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"])?;
-    if !out.status.success() {
-        return Err(failure("status", &out));
-    }
-    let changed = crate::git::plan::parse_status(&out.stdout);
+    let changed = Repo::at(worktree).status()?;
     // A deleted tracked file loses nothing (git has it): a removal cut short by a
     // kill leaves such deletions, and the removal goes on.
     Ok(changed
@@ -388,7 +380,6 @@ mod tests {
         let list = parse_worktrees(out);
         assert_eq!(list.len(), 3);
         assert_eq!(list[1].path, Path::new("/w/a"));
-        assert!(list[1].locked && !list[0].locked);
         assert_eq!(list[2].branch, None);
         assert!(list[2].prunable);
         assert_eq!(checked_out(&list, "ralph/a"), Some(PathBuf::from("/w/a")));

@@ -17,7 +17,7 @@ use crate::git::message::TASK_TRAILER;
 use crate::git::repo::{GitError, Repo};
 
 use super::git::{self, Swap};
-use super::ops::{Book, git_error, land_dir};
+use super::ops::Book;
 use super::queue::{self, Trouble};
 use super::rebase::{self, Prep, Rebased};
 use super::state::{Landing, LandingStep, TaskState};
@@ -31,7 +31,7 @@ pub(crate) enum Begun {
     Landed(String),
     /// Its agent must fix something.
     Trouble(Trouble),
-    /// git failed: the task is blocked with this.
+    /// git failed, or a branch is gone: the task is blocked with this.
     Failed(String),
     /// Saved; the job runs next.
     Ready(Job),
@@ -57,6 +57,12 @@ impl Job {
     pub(crate) fn is_empty(&self) -> bool {
         self.regenerate.is_empty() && self.check.is_none()
     }
+
+    /// The trouble of its command `argv` that ended as `ended`: the end of its log.
+    fn failed(&self, argv: &[String], ended: String) -> Trouble {
+        let (tail, log) = (super::command::tail(&self.log, 40), self.log.display().to_string());
+        Trouble::Check { command: argv.join(" "), ended, tail, log }
+    }
 }
 
 /// What the job came to.
@@ -68,43 +74,35 @@ pub(crate) enum Done {
     Failed(String),
 }
 
-/// What the quick first part of a landing found.
-#[derive(Debug)]
-pub(crate) enum Opened {
-    /// `into` is checked out somewhere: the queue waits (the text says where).
-    Paused(String),
-    /// git failed, or a branch is gone: the task is blocked with this.
-    Failed(String),
-    /// The rebase to make, away from the supervisor's loop ([`rebase::rebase`]).
-    Rebase(Prep),
-}
-
 /// Opens the landing of `name`: `into` must not be checked out anywhere; the tips
-/// of `into` and of the task's branch are what the landing starts from.
-pub(crate) fn open(book: &Book, name: &str) -> Result<Opened, RalphError> {
+/// of `into` and of the task's branch are what the landing starts from. `Ok` the
+/// rebase to make, away from the supervisor's loop ([`rebase::rebase`]); `Err` what
+/// it came to at once: the queue waits ([`Begun::Paused`]), or git failed or a
+/// branch is gone ([`Begun::Failed`]).
+pub(crate) fn open(book: &Book, name: &str) -> Result<Result<Prep, Begun>, RalphError> {
     let started_at = jiff::Timestamp::now();
     let into = book.fleet.into.clone();
-    let list = git::worktrees(&book.repo).map_err(git_error)?;
+    let list = git::worktrees(&book.repo).map_err(RalphError::git)?;
     if let Some(at) = git::checked_out(&list, &into) {
-        return Ok(Opened::Paused(format!(
+        return Ok(Err(Begun::Paused(format!(
             "the fleet's branch {into} is checked out in {}; ralph never moves a branch someone has checked out. \
              Switch that worktree to another branch (`git -C {} switch --detach`); the queue goes on by itself",
             at.display(),
             at.display()
-        )));
+        ))));
     }
     let branch = book.task(name).map_err(RalphError::Internal)?.branch.clone();
     let found = match git::tips(&book.repo, &[&into, &branch]) {
         Ok(found) => found,
-        Err(e) => return Ok(Opened::Failed(e.to_string())),
+        Err(e) => return Ok(Err(Begun::Failed(e.to_string()))),
     };
     let (onto, head) = match (found[0].clone(), found[1].clone()) {
         (Some(onto), Some(head)) => (onto, head),
-        (None, _) => return Ok(Opened::Failed(format!("the fleet's branch {into} is gone"))),
-        (_, None) => return Ok(Opened::Failed(format!("its branch {branch} is gone"))),
+        (None, _) => return Ok(Err(Begun::Failed(format!("the fleet's branch {into} is gone")))),
+        (_, None) => return Ok(Err(Begun::Failed(format!("its branch {branch} is gone")))),
     };
     let globs = book.loaded.config.fleet.regenerate.keys().cloned().collect();
-    Ok(Opened::Rebase(Prep { task: name.to_string(), repo: book.repo.clone(), onto, head, globs, started_at }))
+    Ok(Ok(Prep { task: name.to_string(), repo: book.repo.clone(), onto, head, globs, started_at }))
 }
 
 /// The landing once its rebase is made: saved and the task marked merging, with the
@@ -139,12 +137,11 @@ pub(crate) fn begun(book: &mut Book, prep: Prep, rebased: Result<Rebased, GitErr
 /// without a supervisor).
 pub(crate) fn begin(book: &mut Book, name: &str) -> Result<Begun, RalphError> {
     match open(book, name)? {
-        Opened::Paused(why) => Ok(Begun::Paused(why)),
-        Opened::Failed(why) => Ok(Begun::Failed(why)),
-        Opened::Rebase(prep) => {
+        Ok(prep) => {
             let rebased = rebase::rebase(&prep);
             begun(book, prep, rebased)
         }
+        Err(begun) => Ok(begun),
     }
 }
 
@@ -156,11 +153,12 @@ fn job(book: &Book, name: &str, head: &str, globs: Vec<String>) -> Job {
         task: name.to_string(),
         head: head.to_string(),
         repo: book.repo.clone(),
-        land: land_dir(book),
+        // One for the fleet, so build caches stay warm.
+        land: book.fleet.worktrees.join(".land"),
         regenerate,
         check: f.check.clone(),
         timeout: f.check_timeout,
-        log: book.paths.logs().join(format!("check-{name}-{n}.log")),
+        log: book.paths.logs.join(format!("check-{name}-{n}.log")),
     }
 }
 
@@ -186,12 +184,7 @@ pub(crate) async fn run(job: Job) -> Done {
     let Some(check) = &job.check else { return Done::Passed(head) };
     match super::command::run(check, &job.land, job.timeout, &job.log).await {
         Ok(ended) if ended.passed() => Done::Passed(head),
-        Ok(ended) => Done::Trouble(Trouble::Check {
-            command: check.join(" "),
-            ended: ended.describe(job.timeout),
-            tail: super::command::tail(&job.log, 40),
-            log: job.log.display().to_string(),
-        }),
+        Ok(ended) => Done::Trouble(job.failed(check, ended.describe(job.timeout))),
         Err(e) => Done::Failed(format!("cannot run the check `{}`: {e}", check.join(" "))),
     }
 }
@@ -231,12 +224,8 @@ async fn regenerate(job: &Job) -> Result<String, Done> {
         match super::command::run(argv, &job.land, job.timeout, &job.log).await {
             Ok(ended) if ended.passed() => {}
             Ok(ended) => {
-                return Err(Done::Trouble(Trouble::Check {
-                    command: argv.join(" "),
-                    ended: format!("{} (making {glob} again)", ended.describe(job.timeout)),
-                    tail: super::command::tail(&job.log, 40),
-                    log: job.log.display().to_string(),
-                }));
+                let ended = format!("{} (making {glob} again)", ended.describe(job.timeout));
+                return Err(Done::Trouble(job.failed(argv, ended)));
             }
             Err(e) => return Err(Done::Failed(format!("cannot run `{}`: {e}", argv.join(" ")))),
         }
@@ -289,12 +278,9 @@ pub(crate) fn finish(book: &mut Book, head: &str) -> Result<Finished, RalphError
     let count = landing.rebased.len().max(1);
     let reason =
         format!("ralph fleet: land {} ({count} commit(s) of {})", landing.task, crate::text::short(&landing.task_head));
-    let swapped = git::swap(&book.repo, &book.paths.ledger(), &into_ref, Some(head), Some(&landing.onto), &reason);
+    let swapped = git::swap(&book.repo, &book.paths.ledger, &into_ref, Some(head), Some(&landing.onto), &reason);
     let outcome = match swapped {
-        Ok(Swap::Done) => match git::tip(&book.repo, &book.fleet.into).and_then(|tip| match tip {
-            Some(tip) => git::is_ancestor(&book.repo, head, &tip),
-            None => Ok(false),
-        }) {
+        Ok(Swap::Done) => match into_contains(book, head) {
             Ok(true) => Finished::Landed,
             Ok(false) => Finished::Moved,
             Err(e) => {
@@ -313,6 +299,11 @@ pub(crate) fn finish(book: &mut Book, head: &str) -> Result<Finished, RalphError
         }
     }
     Ok(outcome)
+}
+
+/// Whether `into` contains `head` (an `into` that is gone contains nothing).
+fn into_contains(book: &Book, head: &str) -> Result<bool, GitError> {
+    git::tip(&book.repo, &book.fleet.into)?.map_or(Ok(false), |tip| git::is_ancestor(&book.repo, head, &tip))
 }
 
 /// The task is merged: `into` contains `head`.
@@ -338,25 +329,16 @@ pub(crate) fn again(book: &mut Book, name: &str) -> Result<(), RalphError> {
 pub(crate) fn recover(book: &mut Book) -> Result<Vec<String>, RalphError> {
     let mut said = Vec::new();
     if let Some(l) = book.fleet.landing.clone() {
-        let into = git::tip(&book.repo, &book.fleet.into).map_err(git_error)?;
-        let contains = match into {
-            Some(tip) => git::is_ancestor(&book.repo, &l.head, &tip).map_err(git_error)?,
-            None => false,
-        };
-        match queue::recover(contains) {
-            queue::Recovered::Landed => {
-                said.push(format!("task {}: its landing was done when the supervisor stopped: merged", l.task));
-                merged(book, &l.task, &l.head, l.started_at)?;
-            }
-            queue::Recovered::Again => {
-                said.push(format!("task {}: its landing was cut short; it lands again", l.task));
-                again(book, &l.task)?;
-            }
+        // Merged only when git says `into` contains the landing's head; else again.
+        if into_contains(book, &l.head).map_err(RalphError::git)? {
+            said.push(format!("task {}: its landing was done when the supervisor stopped: merged", l.task));
+            merged(book, &l.task, &l.head, l.started_at)?;
+        } else {
+            said.push(format!("task {}: its landing was cut short; it lands again", l.task));
+            again(book, &l.task)?;
         }
     }
-    let stuck: Vec<String> =
-        book.fleet.tasks.iter().filter(|(_, t)| t.state == TaskState::Merging).map(|(n, _)| n.clone()).collect();
-    for name in stuck {
+    for name in book.fleet.names(|t| t.state == TaskState::Merging) {
         again(book, &name)?;
     }
     said.extend(super::tidy::tidy(book)?);
@@ -417,38 +399,36 @@ pub(crate) async fn land_now(book: &mut Book, name: &str) -> Result<(bool, Vec<S
         return Ok((false, said));
     }
     for _ in 0..5 {
-        let head = match begin(book, name)? {
-            Begun::Paused(why) => return Ok((false, [said, vec![why]].concat())),
+        let ended = match begin(book, name)? {
             Begun::Landed(head) => {
                 merged(book, name, &head, jiff::Timestamp::now())?;
-                said.push(format!("task {name}: merged (its work was in {} already)", book.fleet.into));
-                said.extend(super::tidy::cleanup(book, name)?);
-                return Ok((true, said));
+                Ok(format!("task {name}: merged (its work was in {} already)", book.fleet.into))
             }
-            Begun::Trouble(trouble) => {
-                said.push(evict(book, name, &trouble)?.0 + "; `ralph fleet` runs it");
-                return Ok((false, said));
-            }
-            Begun::Failed(why) => return Ok((false, [said, vec![block(book, name, &why)?]].concat())),
-            Begun::Gone => return Ok((false, [said, vec![format!("task {name} is no longer finished")]].concat())),
+            Begun::Paused(why) => Err(why),
+            Begun::Gone => Err(format!("task {name} is no longer finished")),
+            Begun::Trouble(trouble) => Err(evict(book, name, &trouble)?.0 + "; `ralph fleet` runs it"),
+            Begun::Failed(why) => Err(block(book, name, &why)?),
             Begun::Ready(job) => match run(job).await {
-                Done::Passed(head) => head,
-                Done::Trouble(trouble) => {
-                    said.push(evict(book, name, &trouble)?.0 + "; `ralph fleet` runs it");
-                    return Ok((false, said));
-                }
-                Done::Failed(why) => return Ok((false, [said, vec![block(book, name, &why)?]].concat())),
+                Done::Passed(head) => match finish(book, &head)? {
+                    Finished::Landed => {
+                        Ok(format!("task {name}: merged into {} at {}", book.fleet.into, crate::text::short(&head)))
+                    }
+                    Finished::Moved => {
+                        said.push(format!("{} moved while landing; again on its new tip", book.fleet.into));
+                        continue;
+                    }
+                    Finished::Failed(why) => Err(format!("task {name}: blocked: {why}")),
+                },
+                Done::Trouble(trouble) => Err(evict(book, name, &trouble)?.0 + "; `ralph fleet` runs it"),
+                Done::Failed(why) => Err(block(book, name, &why)?),
             },
         };
-        match finish(book, &head)? {
-            Finished::Landed => {
-                said.push(format!("task {name}: merged into {} at {}", book.fleet.into, crate::text::short(&head)));
-                said.extend(super::tidy::cleanup(book, name)?);
-                return Ok((true, said));
-            }
-            Finished::Moved => said.push(format!("{} moved while landing; again on its new tip", book.fleet.into)),
-            Finished::Failed(why) => return Ok((false, [said, vec![format!("task {name}: blocked: {why}")]].concat())),
+        let landed = ended.is_ok();
+        said.push(ended.unwrap_or_else(|line| line));
+        if landed {
+            said.extend(super::tidy::cleanup(book, name)?);
         }
+        return Ok((landed, said));
     }
     Ok((false, said))
 }

@@ -10,7 +10,7 @@ use crate::error::RalphError;
 
 use crate::git::repo::GitError;
 
-use super::landing::{self, Begun, Done, Finished, Opened};
+use super::landing::{self, Begun, Done, Finished};
 use super::queue::{self, Trouble};
 use super::rebase::{Prep, Rebased};
 use super::supervisor::Supervisor;
@@ -33,20 +33,12 @@ impl Supervisor {
             self.land_first = None;
         }
         match landing::open(&self.book, &name)? {
-            Opened::Paused(why) => {
-                self.reporter.line(&format!("the merge queue waits: {why}"));
-                self.queue_paused = Some(why);
-                Ok(false)
-            }
-            Opened::Failed(why) => {
-                self.block(&name, &why)?;
-                Ok(true)
-            }
-            Opened::Rebase(prep) => {
+            Ok(prep) => {
                 self.preparing = Some(name);
                 self.chores.rebase(prep);
                 Ok(false)
             }
+            Err(begun) => self.on_begun(&name, begun),
         }
     }
 
@@ -59,18 +51,25 @@ impl Supervisor {
             return Ok(());
         }
         let name = prep.task.clone();
-        match landing::begun(&mut self.book, prep, rebased)? {
+        let begun = landing::begun(&mut self.book, prep, rebased)?;
+        self.on_begun(&name, begun).map(drop)
+    }
+
+    /// Carries out what starting a landing came to. Returns whether it settled the
+    /// task at once (merged, sent back or blocked).
+    fn on_begun(&mut self, name: &str, begun: Begun) -> Result<bool, RalphError> {
+        match begun {
             Begun::Paused(why) => {
-                self.reporter.line(&format!("the merge queue waits: {why}"));
-                self.queue_paused = Some(why);
+                self.pause(why);
+                return Ok(false);
             }
             Begun::Landed(head) => {
-                landing::merged(&mut self.book, &name, &head, jiff::Timestamp::now())?;
-                self.landed(&name, None);
+                landing::merged(&mut self.book, name, &head, jiff::Timestamp::now())?;
+                self.landed(name, None);
             }
-            Begun::Trouble(trouble) => self.evict(&name, &trouble)?,
-            Begun::Failed(why) => self.block(&name, &why)?,
-            Begun::Gone => {}
+            Begun::Trouble(trouble) => self.evict(name, &trouble)?,
+            Begun::Failed(why) => self.block(name, &why)?,
+            Begun::Gone => return Ok(false),
             Begun::Ready(job) => {
                 let commits = self.book.fleet.landing.as_ref().map_or(0, |l| l.rebased.len());
                 self.reporter
@@ -82,9 +81,16 @@ impl Supervisor {
                 } else {
                     self.job = Some(tokio::spawn(landing::run(job)));
                 }
+                return Ok(false);
             }
         }
-        Ok(())
+        Ok(true)
+    }
+
+    /// The queue waits (`why` says for what) until the timer looks again.
+    fn pause(&mut self, why: String) {
+        self.reporter.line(&format!("the merge queue waits: {why}"));
+        self.queue_paused = Some(why);
     }
 
     /// The landing's job ended.
@@ -124,8 +130,8 @@ impl Supervisor {
                 if self.moved_in_a_row >= MOVED_IN_A_ROW {
                     let why =
                         format!("{into} moved during {MOVED_IN_A_ROW} landings in a row; someone else is moving it");
-                    self.reporter.line(&format!("the merge queue waits: {why}"));
-                    (self.queue_paused, self.moved_in_a_row) = (Some(why), 0);
+                    self.pause(why);
+                    self.moved_in_a_row = 0;
                 }
             }
             Finished::Failed(why) => {

@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::config::Loaded;
 use crate::error::RalphError;
@@ -19,8 +20,7 @@ use super::state::{self, Fleet, Task, TaskState};
 use super::task::{self, Descriptor};
 use super::worktree::{Make, NotMade};
 
-/// The first few of a list of paths (git's refusals word them alike).
-pub(crate) use crate::git::preflight::list;
+use crate::git::preflight::list;
 
 /// The fleet, its repository, its places and its config.
 pub(crate) struct Book {
@@ -43,7 +43,7 @@ pub(crate) struct Book {
 pub(crate) enum Ready {
     /// Its worktree, with the descriptor written; the flag to start its ralph with;
     /// how long git took to create the worktree, when it was created now.
-    Go { worktree: PathBuf, flag: &'static str, created_in: Option<std::time::Duration> },
+    Go { worktree: PathBuf, flag: &'static str, created_in: Option<Duration> },
     /// Its worktree is to be made (by a chore, [`Make::run`]); the task is starting
     /// (saved), and [`Book::made`] goes on once git is done.
     Make(Make),
@@ -57,14 +57,14 @@ pub(crate) enum Ready {
 
 impl Book {
     pub(crate) fn new(repo: Repo, paths: Paths, loaded: Loaded, fleet: Fleet, max_cost: Option<f64>) -> Book {
-        let earlier = earlier_tasks(&paths.archive(), &fleet.fleet_id);
+        let earlier = earlier_tasks(&paths.archive, &fleet.fleet_id);
         Book { repo, paths, loaded, fleet, max_cost, told: BTreeSet::new(), earlier, dirty: false }
     }
 
     /// Writes the state; a failure is ralph's own I/O failing (exit 4).
     pub(crate) fn save(&mut self) -> Result<(), RalphError> {
-        let path = self.paths.state();
-        state::save(&path, &mut self.fleet)
+        let path = &self.paths.state;
+        state::save(path, &mut self.fleet)
             .map_err(|e| RalphError::io(format!("cannot write {}", path.display()), e))?;
         self.dirty = false;
         Ok(())
@@ -130,7 +130,7 @@ impl Book {
             }
             self.fleet.discovered += 1;
             let mut t = Task::new(&f.file, self.fleet.discovered, names::branch_of(&f.name));
-            if git::tip(&self.repo, &t.branch).map_err(git_error)?.is_some() {
+            if git::tip(&self.repo, &t.branch).map_err(RalphError::git)?.is_some() {
                 t.state = TaskState::Blocked;
                 t.reason = Some(branch_taken(&t.branch));
             }
@@ -171,7 +171,7 @@ impl Book {
 
     /// A task's worktree was made (or not, and why): the task goes on to start, or
     /// waits, or is blocked.
-    pub(crate) fn made(&mut self, name: &str, made: Result<std::time::Duration, NotMade>) -> Result<Ready, RalphError> {
+    pub(crate) fn made(&mut self, name: &str, made: Result<Duration, NotMade>) -> Result<Ready, RalphError> {
         let t = self.fleet.tasks.get(name).cloned().ok_or_else(|| RalphError::Internal(format!("no task {name}")))?;
         match (made, t.worktree.clone()) {
             (Ok(took), Some(worktree)) => self.go(name, &t, worktree, Some(took)),
@@ -189,14 +189,7 @@ impl Book {
     }
 
     /// Its worktree is there: the descriptor is written and its ralph may start.
-    fn go(
-        &mut self,
-        name: &str,
-        t: &Task,
-        worktree: PathBuf,
-        created_in: Option<std::time::Duration>,
-    ) -> Result<Ready, RalphError> {
-        let file = self.paths.repo.join(&t.file);
+    fn go(&mut self, name: &str, t: &Task, worktree: PathBuf, took: Option<Duration>) -> Result<Ready, RalphError> {
         let view = run_view(&worktree);
         let status = view.as_ref().map(|v| v.status);
         let flag = match (&t.eviction, core::start_flag(status)) {
@@ -205,11 +198,12 @@ impl Book {
             (_, Some(flag)) => flag,
             (None, None) => return Ok(Ready::Finished),
         };
-        self.write_descriptor(name, t, &worktree, file)?;
-        Ok(Ready::Go { worktree, flag, created_in })
+        self.write_descriptor(name, t, &worktree)?;
+        Ok(Ready::Go { worktree, flag, created_in: took })
     }
 
-    fn write_descriptor(&self, name: &str, t: &Task, worktree: &Path, file: PathBuf) -> Result<(), RalphError> {
+    fn write_descriptor(&self, name: &str, t: &Task, worktree: &Path) -> Result<(), RalphError> {
+        let file = self.paths.repo.join(&t.file);
         let mut d = Descriptor::new(&self.fleet.fleet_id, name, &self.paths.repo, file, self.fleet.config.clone());
         d.tasks_glob = self.fleet.tasks_glob.clone();
         d.own_files = own_files(&self.paths.repo, &self.loaded);
@@ -217,8 +211,8 @@ impl Book {
         let others: f64 = self.fleet.tasks.iter().filter(|(n, _)| n.as_str() != name).map(|(_, t)| t.cost_usd).sum();
         // The task's own spending so far counts against its own cap, which is
         // over the run's whole life: its share is the rest plus what it spent.
-        let left = self.max_cost.map(|cap| cap - others);
-        d.max_cost_usd = core::task_cap(self.loaded.config.general.max_cost_usd, left, 0.0).map(|c| c.max(t.cost_usd));
+        let cap = core::task_cap(self.loaded.config.general.max_cost_usd, self.max_cost, others);
+        d.max_cost_usd = cap.map(|c| c.max(t.cost_usd));
         task::write_descriptor(worktree, &d)
             .map_err(|e| RalphError::io(format!("cannot write the task descriptor in {}", worktree.display()), e))
     }
@@ -245,7 +239,7 @@ impl Book {
         }
         // Both tips from one git process: this is between a task's end and the
         // next task's start.
-        let found = git::tips(&self.repo, &[&t.branch, &self.fleet.into]).map_err(git_error)?;
+        let found = git::tips(&self.repo, &[&t.branch, &self.fleet.into]).map_err(RalphError::git)?;
         let (existing, into) = (found[0].clone(), found[1].clone());
         // The branch was made by this fleet when `from` was recorded before it.
         if existing.is_some() && t.from.is_none() {
@@ -274,16 +268,10 @@ impl Book {
     /// one on its branch; a worktree under the fleet's folder that no task has is
     /// named and left alone. Returns what to tell.
     pub(crate) fn reconcile(&mut self) -> Result<Vec<String>, RalphError> {
-        let listed = git::worktrees(&self.repo).map_err(git_error)?;
+        let listed = git::worktrees(&self.repo).map_err(RalphError::git)?;
         let present = |p: &Path| listed.iter().any(|w| w.path == p && !w.prunable);
         let mut said = Vec::new();
-        let gone: Vec<String> = self
-            .fleet
-            .tasks
-            .iter()
-            .filter(|(_, t)| t.worktree.as_deref().is_some_and(|w| !present(w) || !w.exists()))
-            .map(|(n, _)| n.clone())
-            .collect();
+        let gone = self.fleet.names(|t| t.worktree.as_deref().is_some_and(|w| !present(w) || !w.exists()));
         if !gone.is_empty() {
             let _ = self.repo.git_output(&["worktree", "prune"]);
         }
@@ -318,7 +306,7 @@ impl Book {
         let Some(worktree) = self.fleet.tasks.get(name).and_then(|t| t.worktree.clone()) else {
             return Ok(format!("task {name} has no worktree"));
         };
-        let keep = self.paths.logs().join(format!("{name}.agent"));
+        let keep = self.paths.logs.join(format!("{name}.agent"));
         let line = remove_worktree_at(&self.repo, name, &worktree, &keep)?;
         self.task_mut(name).worktree = None;
         self.save().map_err(|e| e.to_string())?;
@@ -332,7 +320,7 @@ impl Book {
             return Ok(format!("task {name}: its branch {branch} is gone already"));
         };
         let reason = format!("ralph fleet discard {name}");
-        match git::swap(&self.repo, &self.paths.ledger(), &format!("refs/heads/{branch}"), None, Some(&tip), &reason) {
+        match git::swap(&self.repo, &self.paths.ledger, &format!("refs/heads/{branch}"), None, Some(&tip), &reason) {
             Ok(git::Swap::Done) => {
                 Ok(format!("task {name}: deleted its branch {branch} (was {})", &tip[..12.min(tip.len())]))
             }
@@ -374,13 +362,8 @@ impl Book {
     /// each. The answer with or without a supervisor: a worktree kept (it holds
     /// changes) or that git cannot remove fails the whole, every line still said.
     pub(crate) fn clean(&mut self) -> Result<String, String> {
-        let names: Vec<String> = self
-            .fleet
-            .tasks
-            .iter()
-            .filter(|(_, t)| matches!(t.state, TaskState::Merged | TaskState::Discarded) && t.worktree.is_some())
-            .map(|(n, _)| n.clone())
-            .collect();
+        let names =
+            self.fleet.names(|t| matches!(t.state, TaskState::Merged | TaskState::Discarded) && t.worktree.is_some());
         let results: Vec<_> = names.iter().map(|n| self.remove_worktree(n)).collect();
         let ok = results.iter().all(Result::is_ok);
         let text = results.into_iter().map(|r| r.unwrap_or_else(|e| e)).collect::<Vec<_>>().join("\n");
@@ -399,9 +382,8 @@ pub(crate) fn task_of<'a>(fleet: &'a Fleet, name: &str) -> Result<&'a Task, Stri
 
 /// The tasks of the archived fleets (but `current`), by name, with their fleet's id.
 pub(crate) fn earlier_tasks(archive: &Path, current: &str) -> BTreeMap<String, String> {
-    let Ok(listing) = std::fs::read_dir(archive) else { return BTreeMap::new() };
     let mut out = BTreeMap::new();
-    for path in listing.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")) {
+    for path in archived(archive) {
         if let Ok(Some(fleet)) = state::read(&path).map_err(drop)
             && fleet.fleet_id != current
         {
@@ -409,6 +391,16 @@ pub(crate) fn earlier_tasks(archive: &Path, current: &str) -> BTreeMap<String, S
         }
     }
     out
+}
+
+/// The states of the archived fleets, oldest first (a fleet's id starts with its
+/// creation time).
+pub(crate) fn archived(archive: &Path) -> Vec<PathBuf> {
+    let Ok(listing) = std::fs::read_dir(archive) else { return Vec::new() };
+    let mut files: Vec<PathBuf> =
+        listing.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
+    files.sort();
+    files
 }
 
 /// Why a task file does not start a task again.
@@ -442,15 +434,6 @@ pub(crate) fn branch_taken(branch: &str) -> String {
         "the branch {branch} exists already and this fleet did not create it; rename the task file, or delete the \
          branch (`git branch -D {branch}`) if nothing in it is needed"
     )
-}
-
-pub(crate) fn git_error(e: crate::git::repo::GitError) -> RalphError {
-    RalphError::git(e)
-}
-
-/// The landing worktree: one for the fleet, so build caches stay warm.
-pub(crate) fn land_dir(book: &Book) -> PathBuf {
-    book.fleet.worktrees.join(".land")
 }
 
 /// Removes the worktree of task `name` at `worktree` when it holds nothing of a

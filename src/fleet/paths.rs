@@ -19,51 +19,40 @@ pub(crate) const DESCRIPTOR: &str = "fleet-task.json";
 pub(crate) struct Paths {
     /// The main checkout's top.
     pub repo: PathBuf,
-    /// `.agent/fleet` in it.
+    /// `.agent/fleet` in it, and its files and folders.
     pub dir: PathBuf,
+    pub state: PathBuf,
+    pub lock: PathBuf,
+    pub logs: PathBuf,
+    pub windows: PathBuf,
+    pub limits: PathBuf,
+    pub ledger: PathBuf,
+    pub archive: PathBuf,
+    /// The file recording the supervisor's control socket.
+    pub socket_record: PathBuf,
 }
 
 impl Paths {
     pub(crate) fn new(repo: &Path) -> Paths {
-        Paths { repo: repo.to_path_buf(), dir: fleet_dir(repo) }
-    }
-
-    pub(crate) fn state(&self) -> PathBuf {
-        self.dir.join("fleet.json")
-    }
-
-    pub(crate) fn lock(&self) -> PathBuf {
-        self.dir.join("fleet.lock")
-    }
-
-    pub(crate) fn logs(&self) -> PathBuf {
-        self.dir.join("logs")
+        let dir = fleet_dir(repo);
+        let at = |name: &str| dir.join(name);
+        Paths {
+            repo: repo.to_path_buf(),
+            state: at("fleet.json"),
+            lock: at("fleet.lock"),
+            logs: at("logs"),
+            windows: at("windows"),
+            limits: at("limits"),
+            ledger: at("ledger.jsonl"),
+            archive: at("archive"),
+            socket_record: at("control.sock.path"),
+            dir,
+        }
     }
 
     /// The output of task `name`'s ralph (every start appends).
     pub(crate) fn task_log(&self, name: &str) -> PathBuf {
-        self.logs().join(format!("{name}.log"))
-    }
-
-    pub(crate) fn windows(&self) -> PathBuf {
-        self.dir.join("windows")
-    }
-
-    pub(crate) fn limits(&self) -> PathBuf {
-        self.dir.join("limits")
-    }
-
-    pub(crate) fn ledger(&self) -> PathBuf {
-        self.dir.join("ledger.jsonl")
-    }
-
-    pub(crate) fn archive(&self) -> PathBuf {
-        self.dir.join("archive")
-    }
-
-    /// The file recording the supervisor's control socket.
-    pub(crate) fn socket_record(&self) -> PathBuf {
-        self.dir.join("control.sock.path")
+        self.logs.join(format!("{name}.log"))
     }
 }
 

@@ -144,6 +144,13 @@ impl Procs {
         }
     }
 
+    /// Sends `signal` to every live task's ralph.
+    pub(super) fn signal_all(&self, signal: Signal) {
+        for task in self.live.keys() {
+            self.signal(task, signal);
+        }
+    }
+
     /// Every live task.
     pub(super) fn tasks(&self) -> Vec<String> {
         self.live.keys().cloned().collect()

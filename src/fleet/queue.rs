@@ -1,8 +1,9 @@
 //! The merge queue's decisions, pure: which finished task lands next (in the order
 //! they finished), how it lands (as it is, rebased, or rebased with its generated
 //! files made again), when it goes back to its agent (an eviction, with what to tell
-//! it) or is blocked, what a landing found after a crash means, and when each queued
-//! task should land. The shell (`landing`) carries them out with git.
+//! it) or is blocked, and when each queued task should land. The shell (`landing`)
+//! carries them out with git, and settles a landing a crash cut short by asking git
+//! (step 5).
 //!
 //! A landing, and why it is exactly once whatever dies:
 //!
@@ -185,20 +186,6 @@ pub(crate) fn eviction_text(task: &Task, into: &str, number: u32, max: u32, trou
     )
 }
 
-/// What a landing found at a start means: git says whether it landed.
-#[must_use]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Recovered {
-    /// `into` contains the landing's head: the task is merged.
-    Landed,
-    /// It did not land: the task is queued to land again, first.
-    Again,
-}
-
-pub(crate) fn recover(into_contains_head: bool) -> Recovered {
-    if into_contains_head { Recovered::Landed } else { Recovered::Again }
-}
-
 /// When the task at `position` (0: next) of the queue should land, from the landings
 /// so far: their mean duration, or a minute before there is any.
 pub(crate) fn estimate(position: usize, landings: u32, landing_secs: f64) -> Duration {
@@ -281,9 +268,7 @@ mod tests {
     }
 
     #[test]
-    fn a_landing_found_after_a_crash_is_settled_by_git() {
-        assert_eq!(recover(true), Recovered::Landed);
-        assert_eq!(recover(false), Recovered::Again);
+    fn a_queued_task_lands_after_the_mean_landing_so_far() {
         assert_eq!(estimate(0, 0, 0.0), Duration::from_secs(60));
         assert_eq!(estimate(2, 4, 40.0), Duration::from_secs(30));
     }

@@ -95,9 +95,7 @@ fn merge_tree(repo: &Repo, args: &[&str]) -> Result<(String, Vec<String>), GitEr
     all.extend(args);
     let out = repo.git_output(&all)?;
     if !matches!(out.status.code(), Some(0 | 1)) {
-        let mut text = String::from_utf8_lossy(&out.stderr).into_owned();
-        text.push_str(&String::from_utf8_lossy(&out.stdout));
-        return Err(GitError::Failed { args: "merge-tree".into(), output: text.trim().to_string() });
+        return Err(git::failure("merge-tree", &out));
     }
     let text = String::from_utf8_lossy(&out.stdout);
     let mut fields = text.split('\0').filter(|f| !f.is_empty());
@@ -130,15 +128,10 @@ fn take_ours(repo: &Repo, tree: &str, ours: &str, files: &[String]) -> Result<St
 /// `Ralph-Task:` trailer (the agent's own commits lack it).
 fn commit_like(repo: &Repo, tree: &str, parent: &str, like: &str, task: &str) -> Result<String, GitError> {
     let info = repo.git(&["log", "-1", "--format=%an%x00%ae%x00%ad%x00%B", "--date=raw", like])?;
-    let mut parts = info.splitn(4, '\0');
-    let (name, email, date, message) = (
-        parts.next().unwrap_or(""),
-        parts.next().unwrap_or(""),
-        parts.next().unwrap_or(""),
-        parts.next().unwrap_or(""),
-    );
-    let message = with_trailer(message.trim_end(), TASK_TRAILER, task);
-    let env = [("GIT_AUTHOR_NAME", name), ("GIT_AUTHOR_EMAIL", email), ("GIT_AUTHOR_DATE", date)];
+    let parts: Vec<&str> = info.splitn(4, '\0').collect();
+    let part = |i: usize| parts.get(i).copied().unwrap_or("");
+    let message = with_trailer(part(3).trim_end(), TASK_TRAILER, task);
+    let env = [("GIT_AUTHOR_NAME", part(0)), ("GIT_AUTHOR_EMAIL", part(1)), ("GIT_AUTHOR_DATE", part(2))];
     Ok(repo.git_env(&["commit-tree", tree, "-p", parent, "-m", &message], &env)?.trim().to_string())
 }
 
@@ -155,7 +148,7 @@ fn conflict(repo: &Repo, onto: &str, head: &str, base: &str) -> Result<Trouble, 
         let text = repo.git(&["show", &format!("{tree}:{file}")]).unwrap_or_default();
         hunks.push_str(&format!("--- {file}\n{}", conflict_hunks(&text)));
     }
-    Ok(Trouble::Conflict { files, commits, hunks: super::command::chars_tail(&hunks, 6000) })
+    Ok(Trouble::Conflict { files, commits, hunks: crate::step::record::tail_chars(&hunks, 6000) })
 }
 
 /// The conflict regions of a file with markers, with two lines around each.

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::{CommitMode, Loaded, MaxCost};
 use crate::error::RalphError;
+use crate::git::preflight::list;
 use crate::git::repo::{Discovery, Repo};
 use crate::state::lock::{self, RunLock};
 
@@ -14,7 +15,7 @@ use super::git::{self, Swap};
 use super::names;
 use super::ops::{self, Book};
 use super::paths::{self, Paths};
-use super::state::{self, Fleet, StateError, Task, TaskState};
+use super::state::{self, Fleet, StateError, Task};
 use super::task;
 
 /// How `ralph fleet` was invoked.
@@ -64,7 +65,7 @@ pub(crate) fn top(dir: &Path) -> Result<(Repo, PathBuf), RalphError> {
     let top = std::fs::canonicalize(repo.top()).unwrap_or_else(|_| repo.top().to_path_buf());
     task::admit_fleet(&top)?;
     let repo = Repo::at(&top);
-    let version = repo.git(&["--version"]).map_err(ops::git_error)?;
+    let version = repo.git(&["--version"]).map_err(RalphError::git)?;
     if let Some(old) = too_old(&version) {
         return Err(RalphError::Usage(format!(
             "{old} is too old for a fleet: its merge queue needs git {}.{} or newer (`git merge-tree --write-tree \
@@ -116,7 +117,7 @@ pub(super) fn open(options: &Options) -> Result<Open, RalphError> {
             .map_err(|e| RalphError::setup(format!("cannot create {}", agent.join(sub).display()), e))?;
     }
     let (lock, mut notes) = take_lock(&paths)?;
-    let existing = read_state(&paths.state())?;
+    let existing = read_state(&paths.state)?;
     let max_cost = match loaded.config.fleet.max_cost {
         Some(MaxCost::Usd(usd)) => Some(usd),
         Some(MaxCost::Unlimited) => None,
@@ -160,7 +161,7 @@ pub(super) fn open(options: &Options) -> Result<Open, RalphError> {
 fn take_lock(paths: &Paths) -> Result<(RunLock, Vec<String>), RalphError> {
     // A supervisor killed a moment ago may still hold it through a child it was
     // starting (between clone and exec): waited out.
-    match lock::take(&paths.lock(), false, &mut |_, _| {}) {
+    match lock::take(&paths.lock, false, &mut |_, _| {}) {
         Ok(acquired) => {
             let notes = match (&acquired.stale, acquired.stale_unreadable) {
                 (Some(prev), _) => vec![format!(
@@ -221,13 +222,13 @@ fn create(
 ) -> Result<Result<Fleet, String>, RalphError> {
     let f = &loaded.config.fleet;
     let head = check_first_start(repo, top, loaded, allow_dirty)?;
-    let earlier = ops::earlier_tasks(&paths.archive(), "");
+    let earlier = ops::earlier_tasks(&paths.archive, "");
     let (tasks, skipped) = first_tasks(repo, top, loaded, &earlier)?;
     if tasks.is_empty() && !skipped.is_empty() {
         return Ok(Err(format!(
             "nothing to do: every task file was a task of a finished fleet ({}); write new task files to start a \
              new fleet",
-            ops::list(&skipped)
+            list(&skipped)
         )));
     }
     ensure_into(repo, paths, &f.into, &head)?;
@@ -237,7 +238,7 @@ fn create(
         fleet_id: format!("{}-{}", now.strftime("%Y%m%dT%H%M%SZ"), std::process::id()),
         repo: top.to_path_buf(),
         base: head,
-        base_branch: repo.branch().map_err(ops::git_error)?,
+        base_branch: repo.branch().map_err(RalphError::git)?,
         into: f.into.clone(),
         worktrees,
         config: loaded.path.clone(),
@@ -254,24 +255,23 @@ fn create(
 /// progress, changes of the person's (without `--allow-dirty`), `into` checked out
 /// somewhere. Returns HEAD, the fleet's base.
 fn check_first_start(repo: &Repo, top: &Path, loaded: &Loaded, allow_dirty: bool) -> Result<String, RalphError> {
-    let fail = ops::git_error;
     let f = &loaded.config.fleet;
-    let head = repo.head().map_err(fail)?.ok_or_else(|| {
+    let head = repo.head().map_err(RalphError::git)?.ok_or_else(|| {
         RalphError::Usage("the repository has no commit yet; a fleet branches every task from one: commit first".into())
     })?;
-    if let Some(op) = repo.in_progress().map_err(fail)?.first() {
+    if let Some(op) = repo.in_progress().map_err(RalphError::git)?.first() {
         return Err(RalphError::Git(crate::git::preflight::Refusal::InProgress(op)));
     }
     let exempt = task::main_exempt(&f.tasks, &ops::own_files(top, loaded));
-    let dirty = crate::git::plan::dirty_at_start(&repo.status().map_err(fail)?, &exempt);
+    let dirty = crate::git::plan::dirty_at_start(&repo.status().map_err(RalphError::git)?, &exempt);
     if !dirty.is_empty() && !allow_dirty {
         return Err(RalphError::Usage(format!(
             "the main checkout has changes of yours ({}); commit or stash them, or run `ralph fleet --allow-dirty`: \
              every task branches from the last commit, so they stay out of every task either way",
-            ops::list(&dirty)
+            list(&dirty)
         )));
     }
-    if let Some(at) = git::checked_out(&git::worktrees(repo).map_err(fail)?, &f.into) {
+    if let Some(at) = git::checked_out(&git::worktrees(repo).map_err(RalphError::git)?, &f.into) {
         return Err(RalphError::Usage(format!(
             "the fleet's branch {} ([fleet] into) is checked out in {}; ralph never moves a branch someone has checked \
              out: switch that worktree to another branch (`git -C {} switch --detach`), or set [fleet] into",
@@ -286,11 +286,10 @@ fn check_first_start(repo: &Repo, top: &Path, loaded: &Loaded, allow_dirty: bool
 /// `into` at the base: created, or moved forward when HEAD contains it (an earlier
 /// fleet's, merged since); refused when it holds commits HEAD does not.
 fn ensure_into(repo: &Repo, paths: &Paths, into: &str, head: &str) -> Result<(), RalphError> {
-    let fail = ops::git_error;
-    let old = git::tip(repo, into).map_err(fail)?;
+    let old = git::tip(repo, into).map_err(RalphError::git)?;
     if let Some(tip) = &old
         && tip != head
-        && !git::is_ancestor(repo, tip, head).map_err(fail)?
+        && !git::is_ancestor(repo, tip, head).map_err(RalphError::git)?
     {
         return Err(RalphError::Usage(format!(
             "the branch {into} ([fleet] into) exists and holds commits that HEAD does not: merge it first, or delete \
@@ -302,7 +301,7 @@ fn ensure_into(repo: &Repo, paths: &Paths, into: &str, head: &str) -> Result<(),
     }
     let reason = "ralph fleet: the fleet's branch, from its base";
     let into_ref = format!("refs/heads/{into}");
-    match git::swap(repo, &paths.ledger(), &into_ref, Some(head), old.as_deref(), reason).map_err(fail)? {
+    match git::swap(repo, &paths.ledger, &into_ref, Some(head), old.as_deref(), reason).map_err(RalphError::git)? {
         Swap::Done => Ok(()),
         Swap::Moved => Err(RalphError::Refused(format!("the branch {into} moved while the fleet started; try again"))),
     }
@@ -328,7 +327,7 @@ fn first_tasks(
     let skipped: Vec<String> = skipped.into_iter().map(|t| t.file).collect();
     for (i, found) in found.into_iter().enumerate() {
         let branch = names::branch_of(&found.name);
-        if git::tip(repo, &branch).map_err(ops::git_error)?.is_some() {
+        if git::tip(repo, &branch).map_err(RalphError::git)?.is_some() {
             problems.push(format!("{}: {}", found.file, ops::branch_taken(&branch)));
         }
         let seq = u32::try_from(i + 1).unwrap_or(u32::MAX);
@@ -348,9 +347,6 @@ fn first_tasks(
             f.tasks,
             top.display()
         )));
-    }
-    for (_, t) in &mut tasks {
-        t.state = TaskState::Queued;
     }
     Ok((tasks, skipped))
 }

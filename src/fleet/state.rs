@@ -250,6 +250,13 @@ pub(crate) struct Fleet {
     pub tasks: BTreeMap<String, Task>,
 }
 
+impl Fleet {
+    /// The names of the tasks `keep` holds for.
+    pub(crate) fn names(&self, keep: impl Fn(&Task) -> bool) -> Vec<String> {
+        self.tasks.iter().filter(|(_, t)| keep(t)).map(|(n, _)| n.clone()).collect()
+    }
+}
+
 /// Why the state file cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum StateError {

@@ -68,7 +68,7 @@ async fn run(options: Options) -> Result<i32, RalphError> {
     })
     .map_err(|e| RalphError::io("cannot watch files", std::io::Error::other(e)))?;
     let (control_tx, control_rx) = mpsc::channel(16);
-    let socket = control::serve(&opened.book.paths.repo, &opened.book.paths.socket_record(), control_tx)
+    let socket = control::serve(&opened.book.paths.repo, &opened.book.paths.socket_record, control_tx)
         .map_err(|e| RalphError::setup("cannot open the fleet's control socket", e))?;
     let events = opened.book.paths.dir.join(crate::state::journal::FILE);
     let journal =
@@ -246,7 +246,7 @@ impl Supervisor {
                     let evicted = self.book.fleet.tasks[&name].eviction.is_some();
                     self.book.set_later(&name, if evicted { TaskState::Evicted } else { TaskState::Running }, None);
                 }
-                self.watch_task(&name);
+                self.watch_task(&name, true);
                 continue;
             }
             if state == TaskState::Queued {
@@ -326,10 +326,7 @@ impl Supervisor {
                 self.book.set(name, TaskState::Finished, None)?;
                 self.reporter.line(&format!("task {name}: finished"));
             }
-            Ready::Block(why) => {
-                self.reporter.line(&format!("task {name}: blocked: {why}"));
-                self.book.set(name, TaskState::Blocked, Some(why))?;
-            }
+            Ready::Block(why) => self.block_task(name, why)?,
             Ready::Later(why) => {
                 self.reporter.line(&format!("task {name} waits: {why}; looking again in a minute"));
                 self.later = Some(why);
@@ -345,13 +342,7 @@ impl Supervisor {
         let asked = self.asked.remove(name);
         let ready = self.book.made(name, made)?;
         match (asked, ready) {
-            (Some(Asked::Discard), _) => {
-                self.book.set(name, TaskState::Discarded, Some("discarded by `ralph fleet discard`".into()))?;
-                self.discarded(name);
-            }
-            (Some(Asked::TaskStop), _) => {
-                self.book.set(name, TaskState::Stopped, Some("stopped by `ralph fleet stop`".into()))?;
-            }
+            (Some(asked @ (Asked::Discard | Asked::TaskStop)), _) => self.settle(name, asked)?,
             (_, Ready::Go { .. }) if self.stopping.is_some() => self.book.set(name, TaskState::Queued, None)?,
             (_, ready) => {
                 self.act(name, ready)?;
@@ -376,16 +367,17 @@ impl Supervisor {
                 self.book.set_later(name, if evicted { TaskState::Evicted } else { TaskState::Running }, None);
                 let how = if resuming { "resumed" } else { "started" };
                 self.reporter.line(&format!("task {name}: {how} (pid {pid}) in {}", worktree.display()));
-                self.watch_task(name);
+                self.watch_task(name, true);
                 self.reporter.live(name, None);
             }
-            Err(e) => {
-                let why = format!("cannot start its ralph: {e}");
-                self.reporter.line(&format!("task {name}: blocked: {why}"));
-                self.book.set(name, TaskState::Blocked, Some(why))?;
-            }
+            Err(e) => self.block_task(name, format!("cannot start its ralph: {e}"))?,
         }
         Ok(())
+    }
+
+    fn block_task(&mut self, name: &str, why: String) -> Result<(), RalphError> {
+        self.reporter.line(&format!("task {name}: blocked: {why}"));
+        self.book.set(name, TaskState::Blocked, Some(why))
     }
 
     /// A task's ralph ended: the core says what that means for the task.
@@ -393,7 +385,7 @@ impl Supervisor {
         let name = ended.task.clone();
         self.event("task_exited", json!({"task": name, "pid": ended.pid}));
         self.reporter.done(&name);
-        self.unwatch_task(&name);
+        self.watch_task(&name, false);
         task::close_window_of(&self.book.paths, &name);
         let Some(t) = self.book.fleet.tasks.get(&name).cloned() else { return };
         let view = self.book.run_view(&name);
@@ -517,17 +509,13 @@ impl Supervisor {
                     .line(&format!("{}: stopping every task in order (again to stop at once)", cause.signal_name()));
                 // Each task's ralph stops its agent in order and saves its run; a
                 // landing's check is ended (the landing starts again next time).
-                for name in self.procs.tasks() {
-                    self.procs.signal(&name, signal);
-                }
+                self.procs.signal_all(signal);
                 self.abort_job();
                 self.stopping = Some(Stopping::Signal(cause));
                 false
             }
             InterruptAction::ForceExit => {
-                for name in self.procs.tasks() {
-                    self.procs.signal(&name, Signal::SIGINT);
-                }
+                self.procs.signal_all(Signal::SIGINT);
                 true
             }
             InterruptAction::Ignore | InterruptAction::Control => false,
@@ -546,59 +534,55 @@ impl Supervisor {
                     if now { "now" } else { "after their iteration" }
                 ))
             }
-            Request::Stop { task: Some(name), now } => self.stop_one(&name, now),
+            Request::Stop { task: Some(name), now } => self.stop_or_discard(&name, Asked::TaskStop, now),
             Request::Retry { task } => {
                 self.book.retry(&task).inspect(|_| (self.later, self.queue_paused) = (None, None))
             }
-            Request::Discard { task, delete_branch } => self.discard(&task, delete_branch),
+            Request::Discard { task, delete_branch } => {
+                self.delete_branch.insert(task.clone(), delete_branch);
+                self.stop_or_discard(&task, Asked::Discard, true)
+            }
             Request::Clean {} => self.book.clean(),
             Request::Land { task } => self.land_request(&task),
         };
-        let reply_value = match answer {
-            Ok(message) => Reply { ok: true, message },
-            Err(message) => Reply { ok: false, message },
-        };
-        if reply_value.ok {
-            self.reporter.line(&reply_value.message);
+        let ok = answer.is_ok();
+        let message = answer.unwrap_or_else(|refused| refused);
+        if ok {
+            self.reporter.line(&message);
         }
-        let _ = reply.send(reply_value);
+        let _ = reply.send(Reply { ok, message });
     }
 
-    fn stop_one(&mut self, name: &str, now: bool) -> Result<String, String> {
+    /// `ralph fleet stop TASK` (`asked` is [`Asked::TaskStop`]) or `ralph fleet discard
+    /// TASK` ([`Asked::Discard`]): a running task's ralph is asked to stop first.
+    fn stop_or_discard(&mut self, name: &str, asked: Asked, now: bool) -> Result<String, String> {
         let t = self.book.task(name)?.clone();
-        match core::stop(name, &t) {
+        let discard = asked == Asked::Discard;
+        match if discard { core::discard(name, &t) } else { core::stop(name, &t) } {
             Command::AskRun => {
-                self.asked.insert(name.to_string(), Asked::TaskStop);
+                self.asked.insert(name.to_string(), asked);
                 self.stop_task(name, now);
-                Ok(format!("task {name}: stopping {}", if now { "now" } else { "after its iteration" }))
+                Ok(match discard {
+                    true => format!("task {name}: stopping it, then discarding it"),
+                    false => format!("task {name}: stopping {}", if now { "now" } else { "after its iteration" }),
+                })
             }
-            Command::Set(state) => {
-                self.book.set(name, state, Some("stopped by `ralph fleet stop`".into())).map_err(|e| e.to_string())?;
-                Ok(format!("task {name}: stopped"))
+            Command::Set(_) => {
+                self.settle(name, asked).map_err(|e| e.to_string())?;
+                Ok(format!("task {name}: {}", if discard { "discarded" } else { "stopped" }))
             }
             Command::Refuse(why) => Err(why),
         }
     }
 
-    fn discard(&mut self, name: &str, delete_branch: bool) -> Result<String, String> {
-        let t = self.book.task(name)?.clone();
-        match core::discard(name, &t) {
-            Command::AskRun => {
-                self.asked.insert(name.to_string(), Asked::Discard);
-                self.delete_branch.insert(name.to_string(), delete_branch);
-                self.stop_task(name, true);
-                Ok(format!("task {name}: stopping it, then discarding it"))
-            }
-            Command::Set(state) => {
-                self.book
-                    .set(name, state, Some("discarded by `ralph fleet discard`".into()))
-                    .map_err(|e| e.to_string())?;
-                self.delete_branch.insert(name.to_string(), delete_branch);
-                self.discarded(name);
-                Ok(format!("task {name}: discarded"))
-            }
-            Command::Refuse(why) => Err(why),
+    /// A person's stop or discard of a task whose ralph does not run: its state.
+    fn settle(&mut self, name: &str, asked: Asked) -> Result<(), RalphError> {
+        if asked == Asked::Discard {
+            self.book.set(name, TaskState::Discarded, Some("discarded by `ralph fleet discard`".into()))?;
+            self.discarded(name);
+            return Ok(());
         }
+        self.book.set(name, TaskState::Stopped, Some("stopped by `ralph fleet stop`".into()))
     }
 
     fn watch_task_files(&mut self) {
@@ -613,16 +597,15 @@ impl Supervisor {
         }
     }
 
-    fn watch_task(&mut self, name: &str) {
-        if let Some(w) = self.book.fleet.tasks.get(name).and_then(|t| t.worktree.clone()) {
-            let _ = notify::Watcher::watch(&mut self.watcher, &w.join(".agent"), notify::RecursiveMode::NonRecursive);
-        }
-    }
-
-    fn unwatch_task(&mut self, name: &str) {
-        if let Some(w) = self.book.fleet.tasks.get(name).and_then(|t| t.worktree.clone()) {
-            let _ = notify::Watcher::unwatch(&mut self.watcher, &w.join(".agent"));
-        }
+    /// Starts (`on`) or ends watching the `.agent/` of a task's worktree.
+    fn watch_task(&mut self, name: &str, on: bool) {
+        let Some(dir) = self.book.fleet.tasks.get(name).and_then(|t| Some(t.worktree.as_ref()?.join(".agent"))) else {
+            return;
+        };
+        let _ = match on {
+            true => notify::Watcher::watch(&mut self.watcher, &dir, notify::RecursiveMode::NonRecursive),
+            false => notify::Watcher::unwatch(&mut self.watcher, &dir),
+        };
     }
 
     fn register(&self, status: Status) {
@@ -645,10 +628,7 @@ impl Supervisor {
 
     /// The final state, the summary, the exit code.
     fn finish(mut self, end: Option<&FleetEnd>) -> Result<i32, RalphError> {
-        let cause = match &self.stopping {
-            Some(Stopping::Signal(cause)) => Some(*cause),
-            _ => None,
-        };
+        let cause = if let Some(Stopping::Signal(cause)) = self.stopping { Some(cause) } else { None };
         let mut status = core::final_status(cause, end);
         if let Some(Stopping::Cost(why)) = &self.stopping {
             status = FleetStatus::Unfinished;
@@ -679,7 +659,7 @@ impl Supervisor {
             self.reporter.line(&format!("note: git gc --auto failed: {e}"));
         }
         let _ = std::fs::remove_file(&self.socket);
-        let _ = std::fs::remove_file(self.book.paths.socket_record());
+        let _ = std::fs::remove_file(&self.book.paths.socket_record);
         if let Some(lock) = self.lock.take() {
             lock.release().unwrap_or_else(|e| tracing::warn!("cannot release the fleet's lock: {e}"));
         }
@@ -694,15 +674,14 @@ impl Supervisor {
     /// starts a new one.
     fn archive(&mut self) {
         let paths = &self.book.paths;
-        let to = paths.archive().join(format!("{}.json", self.book.fleet.fleet_id));
-        let moved =
-            crate::state::private::ensure_dir(&paths.archive()).and_then(|()| std::fs::rename(paths.state(), &to));
+        let to = paths.archive.join(format!("{}.json", self.book.fleet.fleet_id));
+        let moved = crate::state::private::ensure_dir(&paths.archive).and_then(|()| std::fs::rename(&paths.state, &to));
         match moved {
             Ok(()) => {
-                let _ = std::fs::rename(paths.ledger(), to.with_extension("ledger.jsonl"));
+                let _ = std::fs::rename(&paths.ledger, to.with_extension("ledger.jsonl"));
                 let _ = std::fs::rename(paths.dir.join(crate::state::journal::FILE), to.with_extension("events.jsonl"));
-                for dir in [paths.windows(), paths.limits()] {
-                    if let Ok(listing) = std::fs::read_dir(&dir) {
+                for dir in [&paths.windows, &paths.limits] {
+                    if let Ok(listing) = std::fs::read_dir(dir) {
                         listing.flatten().for_each(|e| drop(std::fs::remove_file(e.path())));
                     }
                 }

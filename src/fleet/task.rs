@@ -57,7 +57,7 @@ pub(crate) const ENV_SUPERVISOR: &str = "RALPH_FLEET_SUPERVISOR";
 const VERSION: u32 = 1;
 
 /// `.agent/fleet-task.json` in a task's worktree.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Descriptor {
     pub version: u32,
     pub fleet_id: String,
@@ -95,10 +95,7 @@ impl Descriptor {
             file,
             config,
             branch: super::names::branch_of(task),
-            tasks_glob: String::new(),
-            own_files: Vec::new(),
-            max_cost_usd: None,
-            eviction: None,
+            ..Descriptor::default()
         }
     }
 
@@ -269,7 +266,7 @@ pub(crate) struct TaskRun {
 
 impl TaskRun {
     fn window_path(&self) -> PathBuf {
-        self.d.paths().windows().join(format!("{}.json", self.d.task))
+        self.d.paths().windows.join(format!("{}.json", self.d.task))
     }
 
     fn snapshot(&self) -> Result<isolation::Snapshot, String> {
@@ -331,7 +328,7 @@ impl TaskRun {
         // names out of that list.
         let mut moved = isolation::moved_refs(&window.snapshot, after, &own, &[]);
         if !moved.is_empty() {
-            let ledger = super::git::read_ledger(&self.d.paths().ledger());
+            let ledger = super::git::read_ledger(&self.d.paths().ledger);
             moved = isolation::moved_refs(&window.snapshot, after, &own, &ledger);
         }
         let own_tip = if moved.is_empty() { None } else { super::git::tip(&repo, &self.d.branch).ok().flatten() };
@@ -349,7 +346,7 @@ impl TaskRun {
         if found.is_empty() {
             return Verdict::Clean;
         }
-        let others = read_windows(&self.d.paths().windows(), &self.d.task);
+        let others = read_windows(&self.d.paths().windows, &self.d.task);
         isolation::verdict(&self.d.task, window.span.opened_at, to, &found, &others)
     }
 
@@ -378,7 +375,7 @@ impl TaskRun {
         let key = provider(name, agent);
         let file: String =
             key.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
-        self.d.paths().limits().join(format!("{file}.json"))
+        self.d.paths().limits.join(format!("{file}.json"))
     }
 }
 
@@ -424,7 +421,7 @@ fn read_span(path: &Path) -> Option<Span> {
 /// Closes the window of a task whose ralph is gone (the supervisor, when it sees it
 /// end): an open window of a dead run would make every change look like its.
 pub(crate) fn close_window_of(paths: &Paths, task: &str) {
-    let path = paths.windows().join(format!("{task}.json"));
+    let path = paths.windows.join(format!("{task}.json"));
     let Some(mut w) = crate::state::store::load_json::<Window>(&path).ok().flatten() else { return };
     if w.span.closed_at.is_none() {
         w.span.closed_at = Some(now_ms());

@@ -13,8 +13,8 @@ use crate::error::RalphError;
 use crate::git::repo::{GitError, Repo};
 
 use super::git::{self, Swap};
-use super::ops::{self, Book, git_error};
-use super::state::TaskState;
+use super::ops::{self, Book};
+use super::state::{Task, TaskState};
 
 /// A merged task's cleanup, ready to run.
 #[derive(Debug, Clone)]
@@ -49,11 +49,11 @@ impl Tidy {
             task: name.to_string(),
             repo: book.repo.clone(),
             worktree: t.worktree.clone(),
-            keep_agent: book.paths.logs().join(format!("{name}.agent")),
+            keep_agent: book.paths.logs.join(format!("{name}.agent")),
             branch: t.branch.clone(),
             landed: t.landed.clone(),
             into: book.fleet.into.clone(),
-            ledger: book.paths.ledger(),
+            ledger: book.paths.ledger.clone(),
         })
     }
 
@@ -139,19 +139,12 @@ pub(crate) fn cleanup(book: &mut Book, name: &str) -> Result<Vec<String>, RalphE
 /// a kill cut short, or a git that refused then).
 pub(crate) fn tidy(book: &mut Book) -> Result<Vec<String>, RalphError> {
     let branches =
-        book.repo.git(&["for-each-ref", "--format=%(refname:short)", "refs/heads/ralph/"]).map_err(git_error)?;
+        book.repo.git(&["for-each-ref", "--format=%(refname:short)", "refs/heads/ralph/"]).map_err(RalphError::git)?;
     let branches: Vec<&str> = branches.lines().collect();
-    let untidy: Vec<String> = book
-        .fleet
-        .tasks
-        .iter()
-        .filter(|(_, t)| {
-            t.state == TaskState::Merged && (t.worktree.is_some() || branches.contains(&t.branch.as_str()))
-        })
-        .map(|(n, _)| n.clone())
-        .collect();
+    let untidy =
+        |t: &Task| t.state == TaskState::Merged && (t.worktree.is_some() || branches.contains(&t.branch.as_str()));
     let mut said = Vec::new();
-    for name in untidy {
+    for name in book.fleet.names(untidy) {
         said.extend(cleanup(book, &name)?);
     }
     Ok(said)

@@ -4,7 +4,7 @@
 //! config apply). The place and the branch's start were saved before (`ops`), so a
 //! kill at any moment leaves a worktree the next start recognises as half-made.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::git::repo::{GitError, Repo, half_made_worktree};
@@ -105,14 +105,10 @@ impl Make {
             // Killed before git wrote its `.git` file: git cannot remove what it
             // cannot validate. Nothing but git's checkout is in it (its task never
             // ran: a ralph there holds its lock).
-            remove_all(path)?;
+            std::fs::remove_dir_all(path)
+                .map_err(|e| NotMade::Block(format!("cannot remove the half-made worktree {}: {e}", path.display())))?;
             self.repo.git(&["worktree", "prune"]).map_err(git_failed)?;
         }
         Ok(())
     }
-}
-
-fn remove_all(path: &Path) -> Result<(), NotMade> {
-    std::fs::remove_dir_all(path)
-        .map_err(|e| NotMade::Block(format!("cannot remove the half-made worktree {}: {e}", path.display())))
 }

@@ -238,8 +238,9 @@ impl Repo {
     pub(crate) fn status(&self) -> Result<Vec<Changed>, GitError> {
         let args = ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"];
         // No opportunistic index refresh: status must never take the index lock
-        // while an agent's own git may want it.
-        let out = self.command().env("GIT_OPTIONAL_LOCKS", "0").args(args).output()?;
+        // while an agent's own git may want it. A worktree record another git is
+        // writing is waited out, as for every command.
+        let out = self.output_with(&args, &[("GIT_OPTIONAL_LOCKS", "0")])?;
         if !out.status.success() {
             return Err(failed(&args, &out));
         }
@@ -448,6 +449,30 @@ mod tests {
         // Seen while another process was creating a worktree.
         assert!(half_made_worktree(b"fatal: failed to read '/r/.git/worktrees/c/locked': No such file or directory"));
         assert!(!half_made_worktree(b"fatal: failed to read object 1234"));
+    }
+
+    #[test]
+    fn status_waits_out_a_worktree_record_being_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("main");
+        let git = |args: &[&str]| {
+            let ok = Command::new("git").current_dir(dir.path()).args(args).env("GIT_CONFIG_NOSYSTEM", "1").status();
+            assert!(ok.is_ok_and(|s| s.success()), "git {args:?}");
+        };
+        git(&["init", "-q", "main"]);
+        git(&["-C", "main", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "a"]);
+        git(&["-C", "main", "worktree", "add", "-q", "../w"]);
+        // Another git writes the record file by file: its commondir is still empty.
+        let commondir = main.join(".git/worktrees/w/commondir");
+        let whole = std::fs::read(&commondir).unwrap();
+        std::fs::write(&commondir, "").unwrap();
+        let written = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            std::fs::write(commondir, whole).unwrap();
+        });
+        let changes = Repo::at(&dir.path().join("w")).status().expect("waited until the record was whole");
+        written.join().unwrap();
+        assert!(changes.is_empty(), "{changes:?}");
     }
 
     #[test]
