@@ -121,16 +121,8 @@ fn rate_limit(obj: &Value, out: &mut Vec<AgentEvent>) {
 }
 
 fn result(obj: &Value, out: &mut Vec<AgentEvent>) {
-    let usage = obj.get("usage").filter(|u| u.is_object());
     let cost = obj.get("total_cost_usd").and_then(Value::as_f64);
-    if usage.is_some() || cost.is_some() {
-        let tokens = |key| usage.and_then(|u| u64_field(u, key)).unwrap_or(0);
-        out.push(AgentEvent::Usage {
-            input_tokens: tokens("input_tokens"),
-            output_tokens: tokens("output_tokens"),
-            cost_usd: cost,
-        });
-    }
+    out.extend(json::usage(obj.get("usage"), &["input_tokens"], &["output_tokens"], cost));
     // `error_during_execution` results list their causes here instead of in `result`.
     if let Some(Value::Array(errors)) = obj.get("errors") {
         for e in errors {

@@ -22,7 +22,6 @@
 //! Like the Claude parser, everything is read through `serde_json::Value` with lenient
 //! accessors, no input can panic, and every non-blank line yields at least one event.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use nix::sys::signal::Signal;
@@ -30,7 +29,7 @@ use serde_json::{Value, json};
 
 use super::descriptor::{Descriptor, Lookup, ReadFile, Request, flag, host_port, mcp_args};
 use super::event::{AgentEvent, LineParser};
-use super::json::{self, str_field, string_or_empty, u64_field, unknown};
+use super::json::{self, OpenTools, str_field, string_or_empty, u64_field, unknown};
 use crate::config::types::{AgentConfig, AgentKind};
 
 pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
@@ -139,7 +138,7 @@ pub(crate) struct CodexParser {
     /// The last `agent_message` of the current turn: the final answer at `turn.completed`.
     last_message: Option<String>,
     /// Tool items that got a `ToolStarted` and no `ToolFinished` yet.
-    open_tools: HashSet<String>,
+    open_tools: OpenTools,
     /// Usage reported by the last `turn.completed` (input, output).
     usage_seen: (u64, u64),
 }
@@ -155,7 +154,6 @@ impl CodexParser {
     fn item(&mut self, obj: &Value, completed: bool, out: &mut Vec<AgentEvent>) {
         let Some(item) = obj.get("item").filter(|i| i.is_object()) else { return };
         let kind = str_field(item, "type").unwrap_or("");
-        let id = string_or_empty(item, "id");
         match kind {
             // Text and reasoning are reported whole at completion (no deltas in 0.171).
             "agent_message" if completed => {
@@ -165,22 +163,8 @@ impl CodexParser {
             }
             "reasoning" if completed => out.push(AgentEvent::Thinking { text: string_or_empty(item, "text") }),
             "command_execution" | "file_change" | "mcp_tool_call" | "web_search" | "collab_tool_call" => {
-                if !self.open_tools.contains(&id) {
-                    let (name, input) = tool_call(kind, item);
-                    out.push(AgentEvent::ToolStarted { id: id.clone(), name, input });
-                    if !completed {
-                        // Bounded: a stream of starts with no completions cannot grow it forever.
-                        if self.open_tools.len() >= 1024 {
-                            self.open_tools.clear();
-                        }
-                        self.open_tools.insert(id.clone());
-                    }
-                }
-                if completed {
-                    self.open_tools.remove(&id);
-                    let (is_error, output) = tool_result(kind, item);
-                    out.push(AgentEvent::ToolFinished { id, is_error, output });
-                }
+                let ended = completed.then(|| tool_result(kind, item));
+                out.extend(self.open_tools.note(string_or_empty(item, "id"), tool_call(kind, item), ended));
             }
             _ => {}
         }
@@ -529,7 +513,7 @@ mod tests {
                     .to_string(),
             );
         }
-        assert!(p.open_tools.len() <= 1024);
+        assert!(p.open_tools.0.len() <= 1024);
     }
 
     fn agent(toml: &str) -> AgentConfig {

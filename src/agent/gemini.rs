@@ -31,7 +31,7 @@ use serde_json::Value;
 
 use super::descriptor::{Descriptor, Env, LaunchError, Request, flag, mcp_args, url_or};
 use super::event::{AgentEvent, LineParser};
-use super::json::{self, Line, status_field, str_field, string_or_empty, u64_field, unknown};
+use super::json::{self, Line, status_field, str_field, string_or_empty, unknown};
 use crate::config::types::{AgentConfig, AgentKind};
 
 pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
@@ -219,13 +219,7 @@ impl GeminiParser {
 
     fn result(&mut self, obj: &Value, out: &mut Vec<AgentEvent>) {
         self.flush(out);
-        if let Some(stats) = obj.get("stats").filter(|s| s.is_object()) {
-            out.push(AgentEvent::Usage {
-                input_tokens: u64_field(stats, "input_tokens").or_else(|| u64_field(stats, "input")).unwrap_or(0),
-                output_tokens: u64_field(stats, "output_tokens").unwrap_or(0),
-                cost_usd: None,
-            });
-        }
+        out.extend(json::usage(obj.get("stats"), &["input_tokens", "input"], &["output_tokens"], None));
         let status = str_field(obj, "status").unwrap_or("");
         let is_error = status != "success";
         if !is_error {

@@ -2,6 +2,8 @@
 //! getters (CLIs write numbers as floats or strings in places), and the HTTP status a
 //! CLI quotes inside an error text. Shared by every stream parser.
 
+use std::collections::HashSet;
+
 use serde_json::Value;
 
 use super::event::AgentEvent;
@@ -80,6 +82,44 @@ pub(crate) fn text(v: Option<&Value>, sep: Option<&str>) -> String {
             .collect::<Vec<_>>()
             .join(sep),
         (Some(other), _) => other.to_string(),
+    }
+}
+
+/// The `Usage` of an object of token counts and a cost, when either is there: input
+/// tokens under the first of the `input` keys present, output tokens the sum of the
+/// `output` keys' counts.
+pub(crate) fn usage(tokens: Option<&Value>, input: &[&str], output: &[&str], cost: Option<f64>) -> Option<AgentEvent> {
+    let tokens = tokens.filter(|t| t.is_object());
+    let count = |key: &&str| tokens.and_then(|t| u64_field(t, key));
+    (tokens.is_some() || cost.is_some()).then(|| AgentEvent::Usage {
+        input_tokens: input.iter().find_map(count).unwrap_or(0),
+        output_tokens: output.iter().filter_map(count).fold(0, u64::saturating_add),
+        cost_usd: cost,
+    })
+}
+
+/// Tool calls reported as started and not finished yet, so that a call a stream
+/// reports again (running, then completed) starts once.
+#[derive(Debug, Default)]
+pub(crate) struct OpenTools(pub(super) HashSet<String>);
+
+impl OpenTools {
+    /// `ToolStarted` for call `id` (its name and input) unless it is open already,
+    /// then `ToolFinished` when it has `ended` (whether it failed, its output).
+    pub(crate) fn note(&mut self, id: String, call: (String, Value), ended: Option<(bool, String)>) -> Vec<AgentEvent> {
+        // Bounded: a stream of starts with no completions cannot grow it forever.
+        if self.0.len() >= 1024 {
+            self.0.clear();
+        }
+        let mut out = Vec::new();
+        if self.0.insert(id.clone()) {
+            out.push(AgentEvent::ToolStarted { id: id.clone(), name: call.0, input: call.1 });
+        }
+        if let Some((is_error, output)) = ended {
+            self.0.remove(&id);
+            out.push(AgentEvent::ToolFinished { id, is_error, output });
+        }
+        out
     }
 }
 

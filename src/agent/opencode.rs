@@ -29,7 +29,6 @@
 //! odd shapes degrade to defaults, every non-blank line yields at least one event,
 //! and no input can panic.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use nix::sys::signal::Signal;
@@ -37,7 +36,7 @@ use serde_json::Value;
 
 use super::descriptor::{Descriptor, Env, LaunchError, Lookup, ReadFile, Request, flag, host_port, mcp_args, url_or};
 use super::event::{AgentEvent, LineParser};
-use super::json::{self, SessionId, str_field, string_or_empty, u64_field};
+use super::json::{self, OpenTools, SessionId, str_field, string_or_empty, u64_field};
 use crate::config::types::{AgentConfig, AgentKind};
 
 pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
@@ -151,7 +150,7 @@ fn launch_env(req: &Request<'_>) -> Result<Env, LaunchError> {
 #[derive(Debug, Default)]
 pub(crate) struct OpenCodeParser {
     session_id: SessionId,
-    started: HashSet<String>,
+    started: OpenTools,
 }
 
 impl OpenCodeParser {
@@ -159,26 +158,17 @@ impl OpenCodeParser {
         let state = part.get("state").filter(|s| s.is_object());
         let status = state.and_then(|s| str_field(s, "status")).unwrap_or("");
         let id = str_field(part, "callID").or_else(|| str_field(part, "id")).unwrap_or("").to_owned();
-        let started = |out: &mut Vec<AgentEvent>, seen: &mut HashSet<String>| {
-            if seen.insert(id.clone()) {
-                out.push(AgentEvent::ToolStarted {
-                    id: id.clone(),
-                    name: string_or_empty(part, "tool"),
-                    input: state.and_then(|s| s.get("input")).cloned().unwrap_or(Value::Null),
-                });
-            }
-        };
-        match status {
-            "pending" | "running" => started(out, &mut self.started),
+        let ended = match status {
+            "pending" | "running" => None,
             "completed" | "error" => {
-                started(out, &mut self.started);
-                self.started.remove(&id);
                 let is_error = status == "error";
                 let output = json::text(state.and_then(|s| s.get(if is_error { "error" } else { "output" })), None);
-                out.push(AgentEvent::ToolFinished { id, is_error, output });
+                Some((is_error, output))
             }
-            _ => {}
-        }
+            _ => return,
+        };
+        let input = state.and_then(|s| s.get("input")).cloned().unwrap_or(Value::Null);
+        out.extend(self.started.note(id, (string_or_empty(part, "tool"), input), ended));
     }
 }
 
@@ -205,17 +195,8 @@ impl LineParser for OpenCodeParser {
 /// `part.tokens{input, output, reasoning, cache{read, write}}` and `part.cost` (USD)
 /// of one step. Reasoning tokens are billed as output, so they count as output.
 fn parse_step_finish(part: &Value, out: &mut Vec<AgentEvent>) {
-    let tokens = part.get("tokens").filter(|t| t.is_object());
     let cost = part.get("cost").and_then(Value::as_f64).filter(|c| c.is_finite());
-    if tokens.is_none() && cost.is_none() {
-        return;
-    }
-    let count = |key| tokens.and_then(|t| u64_field(t, key)).unwrap_or(0);
-    out.push(AgentEvent::Usage {
-        input_tokens: count("input"),
-        output_tokens: count("output").saturating_add(count("reasoning")),
-        cost_usd: cost,
-    });
+    out.extend(json::usage(part.get("tokens"), &["input"], &["output", "reasoning"], cost));
 }
 
 /// `error{name, data{message, statusCode, responseBody, responseHeaders, …}}`: the

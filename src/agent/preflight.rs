@@ -13,14 +13,13 @@ pub(crate) fn programs(cfg: &AgentConfig) -> Vec<PathBuf> {
     match cfg.kind {
         AgentKind::Sim => Vec::new(),
         AgentKind::Command => {
-            let mut out: Vec<PathBuf> = Vec::new();
-            for argv in [cfg.command.as_ref(), cfg.resume.as_ref()].into_iter().flatten() {
-                if let Some(first) = argv.first().map(PathBuf::from)
-                    && !out.contains(&first)
-                {
-                    out.push(first);
-                }
-            }
+            let mut out: Vec<PathBuf> = [&cfg.command, &cfg.resume]
+                .into_iter()
+                .flatten()
+                .filter_map(|argv| argv.first().map(PathBuf::from))
+                .collect();
+            // Two at most: the same program twice stands side by side.
+            out.dedup();
             out
         }
         kind => super::kinds::descriptor(kind)

@@ -67,17 +67,10 @@ pub(super) struct Dotted<'a>(pub &'a [Seg]);
 impl fmt::Display for Dotted<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, seg) in self.0.iter().enumerate() {
+            let dot = if i > 0 { "." } else { "" };
             match seg {
-                Seg::Key(k) => {
-                    if i > 0 {
-                        f.write_str(".")?;
-                    }
-                    if is_bare(k) {
-                        f.write_str(k)?;
-                    } else {
-                        write!(f, "{k:?}")?;
-                    }
-                }
+                Seg::Key(k) if is_bare(k) => write!(f, "{dot}{k}")?,
+                Seg::Key(k) => write!(f, "{dot}{k:?}")?,
                 Seg::Index(n) => write!(f, "[{n}]")?,
             }
         }

@@ -25,11 +25,11 @@ mod tests;
 pub(crate) mod types;
 mod validate;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 pub(crate) use error::ConfigError;
 pub use types::*;
-pub(crate) use validate::checksum;
+pub(crate) use validate::{checksum, parse};
 
 /// The file names searched for, in order, when `-c` is not given.
 pub(crate) const SEARCH_PATHS: [&str; 2] = ["ralph.toml", ".agent/ralph.toml"];
@@ -93,9 +93,4 @@ pub(crate) struct Loaded {
     pub repeat: Option<RepeatGroup>,
     /// sha256 of the file's bytes, hex.
     pub checksum: String,
-}
-
-/// Parses and validates `source`; `path` is used in messages.
-pub(crate) fn parse(path: &Path, source: &str) -> Result<Loaded, ConfigError> {
-    validate::parse(path, source)
 }

@@ -33,8 +33,7 @@ impl Dropped {
     /// Whether `[table.name]` was dropped (or all of `[table]`): what names it is no
     /// news.
     pub(super) fn has(&self, table: &str, name: &str) -> bool {
-        self.names.contains(&(table.to_string(), name.to_string()))
-            || self.names.contains(&(table.to_string(), "*".to_string()))
+        [name, "*"].iter().any(|n| self.names.contains(&(table.to_string(), n.to_string())))
     }
 
     /// Whether anything of `[table]` was dropped.

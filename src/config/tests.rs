@@ -332,6 +332,12 @@ fn bad_cost() {
         &["ralph.toml:2:1:", "max_cost_usd must be a number of dollars above 0"],
     );
     refused(&format!("[general]\nmax_cost_usd = inf\n{BASE}"), &["ralph.toml:2:1:", "not inf"]);
+    // A fleet's cap in whole dollars is dollars too.
+    for (cap, usd) in [("40", 40.0), ("2.5", 2.5)] {
+        let loaded = load(&format!("[fleet]\nmax_cost = {cap}\n{BASE}"));
+        assert_eq!(loaded.config.fleet.max_cost, Some(super::types::MaxCost::Usd(usd)));
+    }
+    refused(&format!("[fleet]\nmax_cost = -1\n{BASE}"), &["max_cost must be a number of dollars above 0, not -1"]);
 }
 
 #[test]
@@ -551,7 +557,7 @@ fn git_keys_are_checked() {
 #[test]
 fn max_attempt_log_takes_sizes_with_units_and_a_floor() {
     use super::ByteSize;
-    let parse = |t: &str| ByteSize::parse(t).map(u64::from);
+    let parse = |t: &str| ByteSize::parse(t).map(|b| b.0);
     assert_eq!(parse("64MiB"), Some(64 << 20));
     assert_eq!(parse("500 KB"), Some(500 << 10));
     assert_eq!(parse("1G"), Some(1 << 30));

@@ -310,7 +310,7 @@ impl Default for Logs {
 
 /// `max_attempt_log` as a plain count, read by the one size parser, [`ByteSize`].
 fn bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    ByteSize::deserialize(d).map(u64::from)
+    ByteSize::deserialize(d).map(|b| b.0)
 }
 
 /// The kinds of agent ralph knows how to drive.
@@ -678,18 +678,12 @@ impl Default for GitConfig {
 /// A size in bytes, written as a number or as "5MB", "512KB", "1GiB": every unit is
 /// a power of 1024 (K = KB = KiB), the one reading of sizes in `ralph.toml`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(into = "u64")]
-pub struct ByteSize(pub u64);
-
-impl From<ByteSize> for u64 {
-    fn from(b: ByteSize) -> u64 {
-        b.0
-    }
-}
+#[serde(transparent)]
+pub(crate) struct ByteSize(pub u64);
 
 impl ByteSize {
     /// Parses "5MB", "512 KB", "1gb", "64MiB", "100" (bytes).
-    pub fn parse(text: &str) -> Option<ByteSize> {
+    pub(crate) fn parse(text: &str) -> Option<ByteSize> {
         let t = text.trim();
         let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
         let (digits, unit) = t.split_at(split);
@@ -807,13 +801,12 @@ impl<'de> Deserialize<'de> for MaxCost {
         #[derive(Deserialize)]
         #[serde(untagged)]
         enum Raw {
-            Int(i64),
-            Float(f64),
+            // Whole numbers too: serde reads an integer as an f64.
+            Usd(f64),
             Text(String),
         }
         match Raw::deserialize(d)? {
-            Raw::Int(n) => Ok(MaxCost::Usd(n as f64)),
-            Raw::Float(f) => Ok(MaxCost::Usd(f)),
+            Raw::Usd(usd) => Ok(MaxCost::Usd(usd)),
             Raw::Text(t) if t.trim().eq_ignore_ascii_case("none") => Ok(MaxCost::Unlimited),
             Raw::Text(t) => Err(serde::de::Error::custom(format!(
                 "{t:?} is not a cost; write dollars like 40.0, or \"none\" for no cap"

@@ -17,7 +17,8 @@ use super::suggest::{did_you_mean, did_you_mean_or_list, one_of};
 use super::types::{ByteSize, DEFAULT_ITERATIONS, GitConfig};
 use super::{AgentConfig, AgentKind, Config, ConfigError, DoneSignal, Loaded, Phase, RepeatGroup, SimStep};
 
-pub(super) fn parse(path: &Path, source: &str) -> Result<Loaded, ConfigError> {
+/// Parses and validates `source`; `path` is used in messages.
+pub(crate) fn parse(path: &Path, source: &str) -> Result<Loaded, ConfigError> {
     let spans = Spans::new(source);
     let mut errors = Vec::new();
     let Some((config, dropped)) = super::shape::deserialize(path, source, &spans, &mut errors) else {

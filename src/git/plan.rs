@@ -63,10 +63,8 @@ impl Exempt {
 
 /// The paths that make a new run's working tree dirty: every change but ralph's own.
 pub(crate) fn dirty_at_start(changed: &[Changed], exempt: &Exempt) -> Vec<String> {
-    let mut paths: Vec<String> = changed.iter().filter(|c| !exempt.covers(&c.path)).map(|c| c.path.clone()).collect();
-    paths.sort();
-    paths.dedup();
-    paths
+    let paths: BTreeSet<&String> = changed.iter().map(|c| &c.path).filter(|p| !exempt.covers(p)).collect();
+    paths.into_iter().cloned().collect()
 }
 
 /// The changes that may go into a commit: not ralph's, not held back for the run.
@@ -141,10 +139,7 @@ impl LeftOut {
         match self {
             LeftOut::NotTheAgents => "the agent did not report editing it (someone else's change?)".into(),
             LeftOut::Credential(found) => {
-                format!(
-                    "it holds a secret (line {}: {}); it stays out of every commit while it does",
-                    found.line, found.family
-                )
+                format!("it holds a secret ({found}); it stays out of every commit while it does")
             }
             LeftOut::TooLarge { size, max } => format!("a new file of {size} bytes, over [git] max_new_file ({max})"),
             LeftOut::Held => "it is yours (changed before the run with --allow-dirty, or while ralph was stopped) and \

@@ -73,7 +73,7 @@ pub(crate) struct Pending {
 
 /// What one commit step found and did, as the run's git session reports it: facts
 /// only, in the order they happened; the run decides what they come to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct CommitReport {
     /// Lock files a commit killed mid-way left behind, removed first.
     pub stale_locks: Vec<super::stale_lock::Removed>,
@@ -95,12 +95,13 @@ pub(crate) struct AgentMoved {
 }
 
 /// How the commit step ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) enum CommitOutcome {
     /// The commit exists already (a resume after a kill found its trailers).
     Found(CommitRecord),
     Committed(CommitRecord),
     /// The iteration changed nothing ralph commits.
+    #[default]
     Nothing,
     /// A hook rejected the commit, with its output (redacted).
     Rejected(String),
@@ -111,13 +112,7 @@ pub(crate) enum CommitOutcome {
 impl CommitReport {
     /// A commit step that could not even start.
     pub(crate) fn failed(error: impl Into<String>) -> Self {
-        CommitReport {
-            stale_locks: Vec::new(),
-            agent_moved: None,
-            left_out: Vec::new(),
-            seen: Vec::new(),
-            outcome: CommitOutcome::Failed(error.into()),
-        }
+        CommitReport { outcome: CommitOutcome::Failed(error.into()), ..Self::default() }
     }
 }
 

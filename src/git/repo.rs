@@ -254,16 +254,7 @@ impl Repo {
         if !under.is_empty() {
             args.extend(["--", under]);
         }
-        let out = self.git_output(&args)?;
-        if !out.status.success() {
-            return Err(failed(&args, &out));
-        }
-        let mut files: Vec<String> = out
-            .stdout
-            .split(|&b| b == 0)
-            .filter(|p| !p.is_empty())
-            .map(|p| String::from_utf8_lossy(p).into_owned())
-            .collect();
+        let mut files: Vec<_> = self.git(&args)?.split('\0').filter(|p| !p.is_empty()).map(str::to_owned).collect();
         files.sort();
         files.dedup();
         Ok(files)

@@ -234,10 +234,7 @@ impl GitSession {
         Ok(changed
             .into_iter()
             .filter(|c| !self.exempt.covers(&c.path))
-            .map(|c| {
-                let hash = content_hash(top, &c.path);
-                (c.path, hash)
-            })
+            .map(|c| (c.path.clone(), content_hash(top, &c.path)))
             .collect())
     }
 
@@ -280,13 +277,8 @@ impl GitSession {
         touched: &Touched,
         after_crash: bool,
     ) -> CommitReport {
-        let mut report = CommitReport {
-            stale_locks: if after_crash { self.repo.sweep_locks() } else { Vec::new() },
-            agent_moved: None,
-            left_out: Vec::new(),
-            seen: Vec::new(),
-            outcome: CommitOutcome::Nothing,
-        };
+        let stale_locks = if after_crash { self.repo.sweep_locks() } else { Vec::new() };
+        let mut report = CommitReport { stale_locks, ..CommitReport::default() };
         report.outcome = match self.try_commit(git, pending, run_id, touched, &mut report) {
             Ok(outcome) => outcome,
             Err(e) => CommitOutcome::Failed(e.to_string()),

@@ -194,8 +194,6 @@ const NOT_THE_SECRET: &[&str] = &[
     "cmd",
     "fn",
     "func",
-    "len",
-    "policy",
     "rotation",
     "version",
     "algorithm",
@@ -269,13 +267,10 @@ fn assignments(line: &[u8], hide: &mut dyn FnMut(usize, usize)) {
     for caps in ASSIGNMENT.captures_iter(line) {
         let (Some(n), Some(sep), Some(v)) = (caps.name("n"), caps.name("sep"), caps.name("v")) else { continue };
         // `==`, `=>`-less `::`, `:=` handled; `a == b` and `a::b` are code.
-        if sep.as_bytes() == b"=" && line.get(sep.end()).is_some_and(|c| matches!(c, b'=' | b'>' | b'~')) {
-            continue;
-        }
-        if sep.as_bytes() == b":" && line.get(sep.end()) == Some(&b':') {
-            continue;
-        }
-        if sep.start() > 0 && matches!(line[sep.start() - 1], b'!' | b'<' | b'>' | b'=') {
+        let code = (sep.as_bytes() == b"=" && line.get(sep.end()).is_some_and(|c| matches!(c, b'=' | b'>' | b'~')))
+            || (sep.as_bytes() == b":" && line.get(sep.end()) == Some(&b':'))
+            || (sep.start() > 0 && matches!(line[sep.start() - 1], b'!' | b'<' | b'>' | b'='));
+        if code {
             continue;
         }
         // `${NAME:-default}`: a shell default, not an assignment.
@@ -340,14 +335,11 @@ fn value_of(line: &[u8], start: usize, end: usize) -> Option<(usize, usize)> {
         return (start + 1 < inner_end).then_some((start + 1, inner_end));
     }
     if [&b"bearer"[..], b"basic", b"token"].iter().any(|w| v.eq_ignore_ascii_case(w)) {
-        let mut s = end;
-        while s < line.len() && matches!(line[s], b' ' | b'\t') {
-            s += 1;
-        }
-        let mut e = s;
-        while e < line.len() && !line[e].is_ascii_whitespace() && !matches!(line[e], b'"' | b'\'' | b',' | b';') {
-            e += 1;
-        }
+        let s = end + line[end..].iter().take_while(|c| matches!(c, b' ' | b'\t')).count();
+        let e = s + line[s..]
+            .iter()
+            .take_while(|c| !c.is_ascii_whitespace() && !matches!(c, b'"' | b'\'' | b',' | b';'))
+            .count();
         return (e > s).then_some((s, e));
     }
     Some((start, end))
@@ -505,10 +497,7 @@ pub(crate) fn looks_random(value: &[u8]) -> bool {
 /// [`looks_random`] without the length and the words: for the rest of a secret that
 /// a line break cut (`…EXAMPLEKEY` may read as words, and be short).
 pub(crate) fn looks_generated(value: &[u8]) -> bool {
-    if value.len() > 400 || placeholder(value) {
-        return false;
-    }
-    if value.iter().any(|c| c.is_ascii_whitespace()) {
+    if value.len() > 400 || placeholder(value) || value.iter().any(u8::is_ascii_whitespace) {
         return false;
     }
     let has = |f: fn(&u8) -> bool| value.iter().any(f);

@@ -91,17 +91,11 @@ struct Sim<'a> {
     usage: SimUsage,
 }
 
-/// What a step decided about the process.
-enum Flow {
-    Next,
-    Exit(i32),
-}
-
 impl Sim<'_> {
     fn script(&mut self, steps: &[SimStep]) -> io::Result<i32> {
         self.emit(&wire::init(&self.session, &self.cwd.display().to_string()))?;
         for step in steps {
-            if let Flow::Exit(code) = self.step(step)? {
+            if let Some(code) = self.step(step)? {
                 return Ok(code);
             }
         }
@@ -155,15 +149,20 @@ impl Sim<'_> {
         let _ = self.err.flush();
     }
 
-    fn step(&mut self, step: &SimStep) -> io::Result<Flow> {
+    fn hang(&mut self) -> ! {
+        self.flush_all();
+        os::hang()
+    }
+
+    /// The exit code when the script ends at `step`.
+    fn step(&mut self, step: &SimStep) -> io::Result<Option<i32>> {
         match step {
             SimStep::Say(text) | SimStep::ToolText(text) => self.say(text)?,
             SimStep::Think(text) => self.emit(&wire::thinking(&self.session, &self.msg_id(), text))?,
             SimStep::Tool(tool) => {
                 let id = self.tool_start(&tool.name, &tool.input)?;
                 if tool.hang {
-                    self.flush_all();
-                    os::hang();
+                    self.hang();
                 }
                 if let Some(d) = tool.duration {
                     thread::sleep(d);
@@ -173,10 +172,7 @@ impl Sim<'_> {
             SimStep::Mcp(m) => self.mcp(m)?,
             SimStep::Write(w) => self.write(w)?,
             SimStep::Sleep(d) => thread::sleep(*d),
-            SimStep::Hang(true) => {
-                self.flush_all();
-                os::hang();
-            }
+            SimStep::Hang(true) => self.hang(),
             SimStep::Hang(false) => {}
             SimStep::Crash(sig) => {
                 self.flush_all();
@@ -184,12 +180,12 @@ impl Sim<'_> {
             }
             SimStep::Exit(code) => {
                 self.flush_all();
-                return Ok(Flow::Exit(*code));
+                return Ok(Some(*code));
             }
             SimStep::Error(text) => {
                 self.last_text = text.clone();
                 self.result(true)?;
-                return Ok(Flow::Exit(1));
+                return Ok(Some(1));
             }
             SimStep::Stderr(text) => self.stderr_line(text),
             SimStep::RateLimit(d) => {
@@ -214,14 +210,14 @@ impl Sim<'_> {
             SimStep::Pidfile(path) => {
                 if let Err(e) = os::write_pidfile(&self.cwd.join(path), std::process::id()) {
                     self.stderr_line(&format!("ralph sim: pidfile: {e}"));
-                    return Ok(Flow::Exit(2));
+                    return Ok(Some(2));
                 }
             }
             SimStep::Usage(u) => self.usage = u.clone(),
             SimStep::Done(text) => self.say(&tagged(text, "<promise>DONE</promise>"))?,
             SimStep::Goal(text) => self.say(&tagged(text, "<promise>COMPLETE</promise>"))?,
         }
-        Ok(Flow::Next)
+        Ok(None)
     }
 
     /// A call of a `ralph mcp` tool, shown as a tool call unless it is silent.
@@ -251,25 +247,25 @@ impl Sim<'_> {
         }
     }
 
-    fn grandchild(&mut self, g: &crate::config::SimGrandchild) -> io::Result<Flow> {
+    fn grandchild(&mut self, g: &crate::config::SimGrandchild) -> io::Result<Option<i32>> {
         // A broken fixture (no `sleep`, unwritable pidfile) must fail loudly, not
         // look like a well-behaved agent: exit 2 without a result.
         let pid = match os::spawn_grandchild(&self.cwd, g.lives) {
             Ok(pid) => pid,
             Err(e) => {
                 self.stderr_line(&format!("ralph sim: grandchild: cannot spawn sleep: {e}"));
-                return Ok(Flow::Exit(2));
+                return Ok(Some(2));
             }
         };
         if let Err(e) = os::write_pidfile(&self.cwd.join(&g.pidfile), pid) {
             self.stderr_line(&format!("ralph sim: grandchild pidfile: {e}"));
-            return Ok(Flow::Exit(2));
+            return Ok(Some(2));
         }
         let secs = format!("{:.3}", g.lives.as_secs_f64());
         let input = json!({"command": format!("sleep {secs}"), "run_in_background": true});
         let id = self.tool_start("Bash", &input)?;
         self.tool_finish(&id, &format!("Command running in background with ID: {pid}"), false)?;
-        Ok(Flow::Next)
+        Ok(None)
     }
 }
 
