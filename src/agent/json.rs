@@ -108,7 +108,8 @@ impl OpenTools {
     /// then `ToolFinished` when it has `ended` (whether it failed, its output).
     pub(crate) fn note(&mut self, id: String, call: (String, Value), ended: Option<(bool, String)>) -> Vec<AgentEvent> {
         // Bounded: a stream of starts with no completions cannot grow it forever.
-        if self.0.len() >= 1024 {
+        // Only a new call clears it: an open one's update never starts it twice.
+        if self.0.len() >= 1024 && !self.0.contains(&id) {
             self.0.clear();
         }
         let mut out = Vec::new();
@@ -235,6 +236,23 @@ pub(crate) mod fuzz {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_open_call_at_the_bound_is_not_started_again() {
+        let mut open = OpenTools::default();
+        for i in 0..1024 {
+            let _ = open.note(i.to_string(), ("shell".to_string(), json!({})), None);
+        }
+        let call = || ("shell".to_string(), json!({}));
+        let again = open.note("7".to_string(), call(), None);
+        assert!(again.is_empty(), "{again:?}");
+        let done = open.note("7".to_string(), call(), Some((false, "ok".to_string())));
+        assert!(matches!(done.as_slice(), [AgentEvent::ToolFinished { id, .. }] if id == "7"), "{done:?}");
+        // A new call past the bound starts, and the set stays bounded.
+        let _ = open.note("a".to_string(), call(), None);
+        let _ = open.note("b".to_string(), call(), None);
+        assert!(open.0.len() <= 1024);
+    }
 
     #[test]
     fn lines_are_blank_not_json_or_objects() {
