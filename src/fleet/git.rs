@@ -66,8 +66,7 @@ pub(crate) fn worktrees(repo: &Repo) -> Result<Vec<Worktree>, GitError> {
 /// `.git` file, which goes with it (a folder holding anything else is kept).
 /// The records removed, by name.
 pub(crate) fn clear_half_made_records(repo: &Repo) -> Result<Vec<String>, GitError> {
-    let common = repo.git(&["rev-parse", "--git-common-dir"])?;
-    let common = repo.top().join(common.trim());
+    let common = repo.common_dir()?;
     let Ok(entries) = std::fs::read_dir(common.join("worktrees")) else { return Ok(Vec::new()) };
     let mut cleared = Vec::new();
     for record in entries.flatten().map(|e| e.path()) {
@@ -75,7 +74,8 @@ pub(crate) fn clear_half_made_records(repo: &Repo) -> Result<Vec<String>, GitErr
         // without one as no linked worktree at all: both are an add cut short.
         let written = std::fs::metadata(record.join("commondir")).is_ok_and(|m| m.len() > 0);
         let goes = |facts| crate::git::stale_lock::half_made_record_goes(written, &facts);
-        if !record.is_dir() || !crate::git::locks::record_facts(&record, &common).is_some_and(goes) {
+        // A whole record is never cleared: no `/proc` scan for its facts.
+        if written || !record.is_dir() || !crate::git::locks::record_facts(&record, &common).is_some_and(goes) {
             continue;
         }
         if let Ok(dot_git) = std::fs::read_to_string(record.join("gitdir")) {

@@ -223,10 +223,12 @@ impl Repo {
 
     /// Removes every stale lock of the repository ([`super::locks::sweep`]).
     pub(crate) fn sweep_locks(&self) -> Vec<super::locks::Removed> {
-        match self.git(&["rev-parse", "--git-common-dir"]) {
-            Ok(common) => super::locks::sweep(&self.top.join(common.trim())),
-            Err(_) => Vec::new(),
-        }
+        self.common_dir().map(|common| super::locks::sweep(&common)).unwrap_or_default()
+    }
+
+    /// The git directory every worktree of the repository shares.
+    pub(crate) fn common_dir(&self) -> Result<PathBuf, GitError> {
+        Ok(self.top.join(self.git(&["rev-parse", "--git-common-dir"])?.trim()))
     }
 
     /// A config value, if set.
